@@ -1,0 +1,84 @@
+# scened build. `make` builds everything into build/; `make test` runs every test;
+# `make test SANITIZE=1` does the same under ASan + UBSan (objects in build/sanitize/).
+
+CC       ?= cc
+OPT      ?= -O2
+CPPFLAGS := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinclude -Iproto -Iserver -Iserver/core
+CFLAGS   := -std=c11 -Wall -Wextra -Werror -g $(OPT) -MMD -MP
+LDLIBS   := -lm
+
+ifeq ($(SANITIZE),1)
+  BUILD   := build/sanitize
+  CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+  LDFLAGS += -fsanitize=address,undefined
+else
+  BUILD   := build
+endif
+
+CORE_SRC  := $(wildcard server/core/*.c)
+PROTO_SRC := $(wildcard proto/*.c)
+UNIT_SRC  := $(wildcard tests/unit/*.c)
+
+CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
+PROTO_OBJ := $(PROTO_SRC:%.c=$(BUILD)/obj/%.o)
+UNIT_OBJ  := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
+
+CORE_LIB  := $(BUILD)/libscncore.a
+PROTO_LIB := $(BUILD)/libscnproto.a
+TEST_BIN  := $(BUILD)/scened-tests
+BENCH_BIN := $(BUILD)/bench-core
+
+DEPS_STAMP := build/.deps-checked
+
+.PHONY: all deps test bench run clean format exhaustive-f32 layering
+
+all: $(CORE_LIB) $(PROTO_LIB) $(TEST_BIN) $(BENCH_BIN) $(BUILD)/f32-exhaustive
+
+# Install missing system packages once per checkout (re-checked when the script changes).
+$(DEPS_STAMP): scripts/install-deps.sh
+	@mkdir -p build
+	@scripts/install-deps.sh
+	@touch $@
+
+deps: $(DEPS_STAMP)
+
+$(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(CORE_LIB): $(CORE_OBJ)
+	$(AR) rcs $@ $^
+
+$(PROTO_LIB): $(PROTO_OBJ)
+	$(AR) rcs $@ $^
+
+$(TEST_BIN): $(UNIT_OBJ) $(PROTO_LIB) $(CORE_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcunit $(LDLIBS)
+
+$(BENCH_BIN): $(BUILD)/obj/tests/bench/bench_core.o $(CORE_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/f32-exhaustive: $(BUILD)/obj/tests/tools/f32_exhaustive.o $(PROTO_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ -lpthread $(LDLIBS)
+
+# The core knows nothing of sockets, JSON or the server: enforce it.
+layering:
+	@! grep -nE '#include *[<"](uv|cjson/|cJSON|server/|proto/|net|conn)' server/core/*.c server/core/*.h include/scn_core.h \
+	  || { echo "layering: the core must not include libuv, cJSON or server headers"; exit 1; }
+
+test: layering $(TEST_BIN)
+	$(TEST_BIN)
+
+bench: $(BENCH_BIN)
+	$(BENCH_BIN)
+
+exhaustive-f32: $(BUILD)/f32-exhaustive
+	$(BUILD)/f32-exhaustive
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

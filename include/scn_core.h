@@ -1,0 +1,186 @@
+/*
+ * scn_core.h: the transform core of scened.
+ *
+ * A scene holds a registry of global entity ids and a registry of named worlds; each world
+ * has its own transform manager (local and world 4x4 matrices, parent links, names). The core
+ * knows nothing of sockets or JSON: it depends on cglm and libc only.
+ *
+ * Conventions: functions return 0 (SCN_OK) or a negative scn_err; output arguments come last;
+ * matrices are 16 floats in column-major order (cglm's mat4 layout, translation in 12..14).
+ */
+#ifndef SCN_CORE_H
+#define SCN_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Entity ids are positive integers below 2^53: slot in the low 32 bits, generation above. */
+typedef uint64_t scn_entity;
+#define SCN_ENTITY_NONE ((scn_entity)0)
+#define SCN_ENTITY_MAX ((UINT64_C(1) << 53) - 1)
+
+/* Error list: one place for the enum, the names and the messages. */
+#define SCN_ERRORS(X)                                                                          \
+  X(OK, 0, "ok")                                                                               \
+  X(NOT_FOUND, -1, "not found")                                                                \
+  X(EXISTS, -2, "already exists")                                                              \
+  X(CYCLE, -3, "would make an entity its own ancestor")                                        \
+  X(INVALID, -4, "invalid value")                                                              \
+  X(SINGULAR, -5, "matrix is singular or the result is not finite")                            \
+  X(LIMIT, -6, "limit exceeded")                                                               \
+  X(NOMEM, -7, "out of memory")                                                                \
+  X(STATE, -8, "operation not allowed in this state")
+
+typedef enum scn_err {
+#define SCN_ERR_ENUM(name, code, msg) SCN_##name = code,
+  SCN_ERRORS(SCN_ERR_ENUM)
+#undef SCN_ERR_ENUM
+} scn_err;
+
+const char *scn_err_name(int err);    /* "NOT_FOUND", ... */
+const char *scn_err_message(int err); /* "not found", ... */
+
+#define SCN_NAME_MAX 64 /* bytes of a transform or world name */
+
+typedef struct scn_scene scn_scene;
+typedef struct scn_world scn_world;
+
+/* Limits; a zero field means the default. */
+typedef struct scn_limits {
+  uint32_t max_worlds;     /* default 1024 */
+  uint32_t max_transforms; /* per world, default 10,000,000 */
+  uint64_t max_entities;   /* alive at once, default 100,000,000 */
+} scn_limits;
+
+typedef enum scn_keep { SCN_KEEP_LOCAL = 0, SCN_KEEP_WORLD = 1 } scn_keep;
+
+/* ---- math helpers ---------------------------------------------------------------------- */
+
+/* Composes T * R * S into out. t, r, s may be NULL (identity part). r is normalised here;
+ * a zero or non-finite quaternion, or any non-finite input, gives SCN_INVALID. */
+int scn_compose_trs(const float t[3], const float r[4], const float s[3], float out[16]);
+bool scn_matrix_finite(const float m[16]);
+/* A transform name: 1..64 bytes of valid UTF-8, no '/', no control characters. */
+bool scn_name_valid(const char *name, size_t len);
+/* A world name: 1..64 characters from A-Z a-z 0-9 _ . - */
+bool scn_world_name_valid(const char *name, size_t len);
+
+/* ---- scene, entities ------------------------------------------------------------------- */
+
+scn_scene *scn_scene_new(const scn_limits *limits);
+void scn_scene_free(scn_scene *scene);
+const scn_limits *scn_scene_limits(const scn_scene *scene);
+
+/* Creates count entities, all or nothing; ids are written to out. */
+int scn_entity_create(scn_scene *scene, size_t count, scn_entity *out);
+/* Destroys an entity and its transform in every world (children become roots there, keeping
+ * their world matrices). Fails, changing nothing, if that would give two roots one name. */
+int scn_entity_destroy(scn_scene *scene, scn_entity e);
+bool scn_entity_alive(const scn_scene *scene, scn_entity e);
+size_t scn_entity_count(const scn_scene *scene);
+
+/* Entity registry access for persistence: slots 1..slot_count, each with its generation and
+ * whether it is alive or retired (a retired slot is never reused). */
+uint32_t scn_entity_slot_count(const scn_scene *scene);
+scn_entity scn_entity_slot_id(const scn_scene *scene, uint32_t slot, bool *alive);
+/* Restores a registry from slot states; only on a scene without entities. */
+int scn_entity_restore(scn_scene *scene, uint32_t slot_count, const uint32_t *generations,
+                       const uint8_t *alive);
+
+/* ---- worlds ---------------------------------------------------------------------------- */
+
+int scn_world_create(scn_scene *scene, const char *name, scn_world **out);
+/* Destroys a world and every transform in it (entities stay alive). */
+int scn_world_destroy(scn_scene *scene, const char *name);
+scn_world *scn_world_find(const scn_scene *scene, const char *name);
+size_t scn_world_count(const scn_scene *scene);
+scn_world *scn_world_at(const scn_scene *scene, size_t index); /* creation order */
+const char *scn_world_name(const scn_world *world);
+size_t scn_world_transform_count(const scn_world *world);
+size_t scn_scene_transform_count(const scn_scene *scene);
+
+/* ---- transforms (one manager per world) ------------------------------------------------ */
+
+/* Creates a transform for entity e (alive) under parent (SCN_ENTITY_NONE: a root), appended
+ * as the last child, with an optional name and local matrix (NULL: identity). */
+int scn_transform_create(scn_world *w, scn_entity e, scn_entity parent, const char *name,
+                         const float local[16]);
+/* Without recursive, children become roots keeping their world matrices. */
+int scn_transform_destroy(scn_world *w, scn_entity e, bool recursive);
+/* parent SCN_ENTITY_NONE unlinks. Linking to the current parent is a no-op. */
+int scn_transform_link(scn_world *w, scn_entity e, scn_entity parent, scn_keep keep);
+int scn_transform_set_local(scn_world *w, scn_entity e, const float local[16]);
+int scn_transform_set_world(scn_world *w, scn_entity e, const float world[16]);
+/* name NULL clears it. */
+int scn_transform_rename(scn_world *w, scn_entity e, const char *name);
+bool scn_transform_exists(const scn_world *w, scn_entity e);
+
+typedef struct scn_transform_info {
+  scn_entity entity;
+  scn_entity parent; /* SCN_ENTITY_NONE for a root */
+  const char *name;  /* NULL when unnamed; valid until the next mutation of the world */
+  float local[16];
+  float world[16];
+} scn_transform_info;
+
+int scn_transform_get(scn_world *w, scn_entity e, scn_transform_info *out);
+/* Writes up to cap children in order to out and their total number to count. */
+int scn_transform_children(scn_world *w, scn_entity e, scn_entity *out, size_t cap,
+                           size_t *count);
+/* Path of names from a root down, separated by '/'. */
+int scn_transform_find(scn_world *w, const char *path, size_t path_len, scn_entity *out);
+/* out = inverse(world(to)) * world(e) */
+int scn_transform_relative(scn_world *w, scn_entity e, scn_entity to, float out[16]);
+
+/* ---- batches --------------------------------------------------------------------------- */
+
+/* Between begin and commit/rollback, every mutation of the scene is recorded so rollback can
+ * restore the exact prior state (entities created in the batch are un-created). */
+int scn_batch_begin(scn_scene *scene);
+void scn_batch_commit(scn_scene *scene);
+void scn_batch_rollback(scn_scene *scene);
+
+/* ---- propagation, ticks and change tracking -------------------------------------------- */
+
+/* Recomputes every dirty world matrix. Reads call it themselves; the daemon calls it per tick. */
+void scn_world_flush(scn_world *w);
+/* Each world counts ticks; changes are stamped with the current (open) tick. Closing a tick
+ * flushes, returns the closed tick number and opens the next. Tick numbers start at 1. */
+uint64_t scn_world_tick(const scn_world *w);
+uint64_t scn_world_close_tick(scn_world *w);
+
+typedef void (*scn_visit_fn)(void *ud, scn_entity e, const float world[16]);
+
+/* Visits, parents before children, every transform in scope (the whole world when root is
+ * SCN_ENTITY_NONE, else root and its descendants) whose world matrix changed after tick since
+ * (since 0 visits all). Flushes first. */
+int scn_world_visit_changed(scn_world *w, scn_entity root, uint64_t since, scn_visit_fn fn,
+                            void *ud);
+/* True when e has a transform in w that lies in root's subtree (root itself included). */
+bool scn_transform_in_subtree(scn_world *w, scn_entity e, scn_entity root);
+
+/* Structural events since a tick, for subscribers: entities whose transform was destroyed or
+ * whose parent changed after tick since. The log keeps events until trimmed. */
+typedef enum scn_event_kind { SCN_EVENT_DESTROYED = 1, SCN_EVENT_RELINKED = 2 } scn_event_kind;
+typedef void (*scn_event_fn)(void *ud, scn_entity e, scn_event_kind kind);
+void scn_world_visit_events(const scn_world *w, uint64_t since, scn_event_fn fn, void *ud);
+/* Drops events at or before tick; returns the oldest tick still covered by the log. */
+void scn_world_trim_events(scn_world *w, uint64_t upto);
+/* Oldest tick after which the event log is complete (events after it are all present). */
+uint64_t scn_world_events_since(const scn_world *w);
+
+/* Propagation statistics (for metrics and benchmarks). */
+typedef struct scn_world_stats {
+  uint64_t flushes;
+  uint64_t recomputed; /* world matrices recomputed */
+  uint64_t changed;    /* of those, how many changed bits */
+  uint64_t relayouts;  /* times the arrays were re-sorted parents-before-children */
+} scn_world_stats;
+void scn_world_get_stats(const scn_world *w, scn_world_stats *out);
+
+/* Re-sorts the instance arrays in depth-first order so every subtree is contiguous and
+ * propagation walks memory forward. Flush does this itself when enough structure changed. */
+void scn_world_relayout(scn_world *w);
+
+#endif

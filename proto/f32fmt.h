@@ -1,0 +1,38 @@
+#ifndef SCN_F32FMT_H
+#define SCN_F32FMT_H
+
+#include <stddef.h>
+
+/*
+ * Shortest round-trip formatting of IEEE-754 binary32 values as JSON numbers.
+ *
+ * The output is the decimal with the fewest significant digits that strtof()
+ * reads back to the same bit pattern; among those, the one closest to the
+ * exact value (ties to an even last digit).  Plain notation is used when the
+ * decimal exponent is in [-6, 20] (1e-6 <= |v| < 1e21), exponent notation
+ * otherwise, following JavaScript's Number.prototype.toString:
+ *
+ *   0  -0  1  0.1  -2.5  100  0.000001  1e-7  1e+21  3.4028235e+38
+ *
+ * NaN and infinities have no JSON number form; they are written as "null".
+ */
+
+/* Longest output is 22 chars ("-123456789000000000000") plus the NUL. */
+#define SCN_F32_FMT_MAX 24
+
+/* '[' + 16 numbers + 15 commas + ']' + NUL, with room to spare. */
+#define SCN_F32_MATRIX_FMT_MAX (16 * SCN_F32_FMT_MAX + 2)
+
+/*
+ * Writes v into buf (at least SCN_F32_FMT_MAX bytes), NUL-terminated.
+ * Returns the length excluding the NUL.
+ */
+size_t scn_f32_format(float v, char *buf);
+
+/*
+ * Writes m as "[a,b,...,p]" into buf (at least SCN_F32_MATRIX_FMT_MAX bytes),
+ * NUL-terminated.  Returns the length excluding the NUL.
+ */
+size_t scn_f32_format_matrix(const float m[16], char *buf);
+
+#endif /* SCN_F32FMT_H */

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages scened builds and tests with, when any is missing.
+# Called by make; safe to run by hand. Needs root (or sudo) only when something is missing.
+set -euo pipefail
+
+packages=(gcc make pkg-config libuv1-dev libcjson-dev libcglm-dev libcunit1-dev)
+# Optional extras: the server benchmark compares against Redis where it is installed.
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(redis-server)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+((${#missing[@]} == 0)) && exit 0
+
+echo "installing: ${missing[*]}" >&2
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "need root to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+# A stale or empty package list finds nothing: refresh it once, then install.
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

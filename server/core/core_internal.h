@@ -1,0 +1,181 @@
+/* Internal state of the transform core; shared by the files of server/core only. */
+#ifndef SCN_CORE_INTERNAL_H
+#define SCN_CORE_INTERNAL_H
+
+#include "scn_core.h"
+
+#include <cglm/cglm.h>
+
+#define SCN_NIL UINT32_MAX
+
+/* Growable array of fixed-size items, amortised doubling. */
+typedef struct scn__vec {
+  void *data;
+  size_t len, cap;
+} scn__vec;
+
+int scn__vec_reserve(scn__vec *v, size_t item_size, size_t need);
+void scn__vec_free(scn__vec *v);
+#define SCN_VEC_AT(v, type, i) (((type *)(v).data)[i])
+
+/* A transform name slot: names are short, so fixed slots avoid a heap block per name. */
+typedef struct scn__name {
+  char text[SCN_NAME_MAX + 1];
+} scn__name;
+
+typedef struct scn__event {
+  uint64_t tick;
+  scn_entity entity;
+  uint32_t kind;
+} scn__event;
+
+/* One transform manager: structure-of-arrays instance data, indexed by instance. */
+typedef struct scn__tm {
+  uint32_t n, cap;
+  scn_entity *entity;
+  mat4 *local;
+  mat4 *world;
+  uint32_t *parent, *first_child, *last_child, *next, *prev;
+  uint32_t *subtree;  /* subtree size including self; meaningful while sorted */
+  uint32_t *name;     /* name slot, 0 = unnamed */
+  uint32_t *changed;  /* stamp (tick - stamp_base) of the last change of the world matrix */
+  uint8_t *dirty;     /* local (or parent) changed since the last flush */
+  uint32_t first_root, last_root;
+
+  /* entity -> instance, open addressing with linear probing; slots hold instance indices */
+  uint32_t *emap;
+  uint32_t emap_mask;
+  /* (parent entity, name) -> instance, same scheme; only named instances */
+  uint32_t *nmap;
+  uint32_t nmap_mask, named;
+
+  scn__vec names;      /* scn__name, slot 0 unused */
+  scn__vec names_free; /* uint32_t free slots */
+
+  scn__vec dirty_list; /* uint32_t instances with dirty set */
+  scn__vec scratch;    /* uint32_t, walks and paths */
+  scn__vec scratch_e;  /* scn_entity, subtrees being destroyed */
+
+  bool sorted; /* instances are in depth-first order, subtree[] valid */
+  uint32_t unsorted_changes;
+  uint64_t tick;
+  uint64_t stamp_base; /* stamps are 32-bit offsets from here; rebased when they would wrap */
+
+  scn__vec events; /* scn__event */
+  size_t events_head;
+  uint64_t events_since;
+
+  scn_world_stats stats;
+} scn__tm;
+
+struct scn_world {
+  scn_scene *scene;
+  char name[SCN_NAME_MAX + 1];
+  uint64_t name_hash;
+  scn__tm tm;
+};
+
+/* Undo log of a batch. */
+typedef enum scn__undo_kind {
+  SCN_UNDO_ENTITY_CREATED,
+  SCN_UNDO_CREATED,
+  SCN_UNDO_SET_LOCAL,
+  SCN_UNDO_LINKED,
+  SCN_UNDO_RENAMED,
+  SCN_UNDO_DESTROYED,
+} scn__undo_kind;
+
+typedef struct scn__undo_node {
+  scn_entity entity, parent;
+  uint32_t name_off; /* offset into the undo string buffer, UINT32_MAX = none */
+  uint32_t changed;
+  mat4 local, world;
+} scn__undo_node;
+
+typedef struct scn__undo {
+  scn__undo_kind kind;
+  scn_world *world;
+  scn_entity entity, parent, before;
+  uint32_t name_off;
+  bool recursive;
+  size_t nodes_off, nodes_len; /* into the node buffer (destroy) */
+  size_t events_len;           /* event log length before the op */
+  mat4 local;
+} scn__undo;
+
+typedef struct scn__entities {
+  uint32_t *gen;
+  uint8_t *state; /* 0 free, 1 alive, 2 retired */
+  uint32_t slots, cap; /* slots used: 1..slots */
+  scn__vec free_slots; /* uint32_t */
+  uint64_t alive;
+} scn__entities;
+
+struct scn_scene {
+  scn_limits limits;
+  scn__entities ents;
+  scn_world **worlds;
+  size_t nworlds, worlds_cap;
+
+  bool in_batch, replaying;
+  scn__vec undo;       /* scn__undo */
+  scn__vec undo_nodes; /* scn__undo_node */
+  scn__vec undo_names; /* char */
+  size_t batch_events_len;
+};
+
+/* ---- math.c ---- */
+/* out = inverse(a) * b, computed in double; SCN_SINGULAR when a is singular or out would not
+ * be finite in float. b NULL means identity (out = inverse(a)). */
+int scn__mul_inverse(mat4 a, mat4 b, mat4 out);
+uint64_t scn__hash64(uint64_t x);
+uint64_t scn__hash_bytes(const char *s, size_t len, uint64_t seed);
+
+/* ---- entity.c ---- */
+void scn__entities_free(scn__entities *ents);
+void scn__entity_uncreate(scn_scene *scene, scn_entity e);
+
+/* ---- tm_store.c: storage, maps, links ---- */
+int scn__tm_init(scn__tm *tm);
+void scn__tm_free(scn__tm *tm);
+uint32_t scn__tm_lookup(const scn__tm *tm, scn_entity e);
+uint32_t scn__tm_lookup_name(const scn__tm *tm, scn_entity parent, const char *name,
+                             size_t len);
+const char *scn__tm_name(const scn__tm *tm, uint32_t i);
+int scn__tm_reserve(scn__tm *tm, uint32_t need);
+/* Appends a new instance under parent (SCN_NIL: root) before sibling before (SCN_NIL: last). */
+/* world NULL: computed at the next flush; else taken as is with its change tick (rollback). */
+int scn__tm_insert(scn__tm *tm, scn_entity e, uint32_t parent, uint32_t before, const char *name,
+                   mat4 local, mat4 world, uint32_t changed, uint32_t *out);
+/* Removes an instance that has no children (swap-erase; links to the moved slot rewritten). */
+void scn__tm_remove_leaf(scn__tm *tm, uint32_t i);
+/* Moves i under parent before sibling before (SCN_NIL: last); re-keys its name. */
+void scn__tm_move(scn__tm *tm, uint32_t i, uint32_t parent, uint32_t before);
+int scn__tm_set_name(scn__tm *tm, uint32_t i, const char *name);
+void scn__tm_mark_dirty(scn__tm *tm, uint32_t i);
+void scn__tm_log_event(scn__tm *tm, scn_entity e, scn_event_kind kind);
+void scn__tm_rebuild_maps(scn__tm *tm);
+
+static inline uint32_t scn__tm_stamp(const scn__tm *tm) {
+  return (uint32_t)(tm->tick - tm->stamp_base);
+}
+
+/* ---- propagate.c ---- */
+void scn__tm_flush(scn__tm *tm);
+void scn__tm_relayout(scn__tm *tm);
+/* Fresh world matrix of i without a full flush: recomputes along the path from the topmost
+ * dirty ancestor. */
+void scn__tm_world_of(scn__tm *tm, uint32_t i, mat4 out);
+
+/* ---- batch.c ---- */
+scn__undo *scn__undo_push(scn_scene *scene, scn__undo_kind kind, scn_world *w, scn_entity e);
+int scn__undo_save_node(scn_scene *scene, scn__tm *tm, uint32_t i, scn_entity parent);
+uint32_t scn__undo_name(scn_scene *scene, const char *name);
+static inline bool scn__recording(const scn_scene *s) { return s->in_batch && !s->replaying; }
+
+/* ---- transform.c ---- */
+/* Non-recursive destroy in two steps so entity.destroy can check every world first. */
+int scn__transform_destroy_check(scn_world *w, scn_entity e);
+int scn__transform_destroy(scn_world *w, scn_entity e, bool recursive);
+
+#endif

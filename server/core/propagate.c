@@ -1,0 +1,320 @@
+/* Propagation of world matrices: dirty subtrees are recomputed once per flush, parents before
+ * children; when the arrays are in depth-first order a subtree is one contiguous range. */
+#include "core_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Recompute one instance from its parent's (fresh) world; stamp it when the bits change. */
+static inline uint64_t recompute(scn__tm *tm, uint32_t i, uint32_t parent) {
+  mat4 w;
+  if (parent == SCN_NIL)
+    glm_mat4_copy(tm->local[i], w);
+  else
+    glm_mat4_mul(tm->world[parent], tm->local[i], w);
+  if (memcmp(w, tm->world[i], sizeof w) == 0)
+    return 0;
+  glm_mat4_copy(w, tm->world[i]);
+  tm->changed[i] = scn__tm_stamp(tm);
+  return 1;
+}
+
+static bool has_dirty_ancestor(const scn__tm *tm, uint32_t i) {
+  for (uint32_t a = tm->parent[i]; a != SCN_NIL; a = tm->parent[a])
+    if (tm->dirty[a])
+      return true;
+  return false;
+}
+
+/* The hot loop: a contiguous subtree, parents before children. Locals are copied into
+ * registers of the loop so the compiler need not reload the arrays through tm. */
+static void propagate_range(scn__tm *tm, uint32_t root) {
+  uint64_t changed = recompute(tm, root, tm->parent[root]);
+  uint32_t end = root + tm->subtree[root];
+  mat4 *restrict world = tm->world;
+  const mat4 *restrict local = tm->local;
+  const uint32_t *restrict parent = tm->parent;
+  uint32_t *restrict stamp = tm->changed;
+  const uint32_t tick = scn__tm_stamp(tm);
+  for (uint32_t j = root + 1; j < end; j++) {
+    mat4 w;
+    glm_mat4_mul(world[parent[j]], (vec4 *)local[j], w);
+    if (memcmp(w, world[j], sizeof w) != 0) {
+      glm_mat4_copy(w, world[j]);
+      stamp[j] = tick;
+      changed++;
+    }
+  }
+  tm->stats.recomputed += tm->subtree[root];
+  tm->stats.changed += changed;
+}
+
+/* Pre-order walk of the subtree without a stack: down to the first child, else across to the
+ * next sibling, else up until an ancestor below root has one. */
+static void propagate_walk(scn__tm *tm, uint32_t root) {
+  uint64_t count = 0, changed = 0;
+  uint32_t i = root;
+  for (;;) {
+    changed += recompute(tm, i, tm->parent[i]);
+    count++;
+    if (tm->first_child[i] != SCN_NIL) {
+      i = tm->first_child[i];
+      continue;
+    }
+    while (i != root && tm->next[i] == SCN_NIL)
+      i = tm->parent[i];
+    if (i == root)
+      break;
+    i = tm->next[i];
+  }
+  tm->stats.recomputed += count;
+  tm->stats.changed += changed;
+}
+
+/* Relayout pays for itself once enough structure changed since the last one. */
+static bool relayout_due(const scn__tm *tm) {
+  if (tm->sorted)
+    return false;
+  return tm->unsorted_changes >= 64 + tm->n / 16;
+}
+
+void scn__tm_flush(scn__tm *tm) {
+  if (relayout_due(tm))
+    scn__tm_relayout(tm);
+  size_t k = tm->dirty_list.len;
+  if (k == 0)
+    return;
+  uint32_t *d = tm->dirty_list.data;
+  /* Move the topmost dirty nodes to the front while every dirty flag is still set; the rest
+   * lie inside their subtrees and are recomputed with them. */
+  size_t tops = 0;
+  for (size_t x = 0; x < k; x++)
+    if (!has_dirty_ancestor(tm, d[x])) {
+      uint32_t t = d[tops];
+      d[tops++] = d[x];
+      d[x] = t;
+    }
+  for (size_t x = 0; x < tops; x++) {
+    if (tm->sorted)
+      propagate_range(tm, d[x]);
+    else
+      propagate_walk(tm, d[x]);
+  }
+  for (size_t x = 0; x < k; x++)
+    tm->dirty[d[x]] = 0;
+  tm->dirty_list.len = 0;
+  tm->stats.flushes++;
+}
+
+void scn__tm_world_of(scn__tm *tm, uint32_t i, mat4 out) {
+  /* Find the topmost dirty node on the path from i to its root. */
+  uint32_t top = SCN_NIL;
+  for (uint32_t a = i; a != SCN_NIL; a = tm->parent[a])
+    if (tm->dirty[a])
+      top = a;
+  if (top == SCN_NIL) {
+    glm_mat4_copy(tm->world[i], out);
+    return;
+  }
+  /* Collect the path top..i, then multiply down it. */
+  size_t depth = 0;
+  for (uint32_t a = i; a != top; a = tm->parent[a])
+    depth++;
+  if (scn__vec_reserve(&tm->scratch, sizeof(uint32_t), depth + 1) != SCN_OK) {
+    scn__tm_flush(tm); /* no room for the path: the full flush gives the same answer */
+    glm_mat4_copy(tm->world[i], out);
+    return;
+  }
+  uint32_t *path = tm->scratch.data;
+  size_t n = 0;
+  for (uint32_t a = i; a != top; a = tm->parent[a])
+    path[n++] = a;
+  path[n++] = top;
+  mat4 m;
+  uint32_t p = tm->parent[top];
+  if (p == SCN_NIL)
+    glm_mat4_copy(tm->local[top], m);
+  else
+    glm_mat4_mul(tm->world[p], tm->local[top], m);
+  for (size_t x = n - 1; x-- > 0;)
+    glm_mat4_mul(m, tm->local[path[x]], m);
+  glm_mat4_copy(m, out);
+}
+
+void scn_world_flush(scn_world *w) { scn__tm_flush(&w->tm); }
+
+uint64_t scn_world_tick(const scn_world *w) { return w->tm.tick; }
+
+uint64_t scn_world_close_tick(scn_world *w) {
+  scn__tm *tm = &w->tm;
+  scn__tm_flush(tm);
+  uint64_t closed = tm->tick++;
+  if (tm->tick - tm->stamp_base >= UINT32_MAX) {
+    /* Stamps would wrap: fold every one into the tick just closed, which can only make an
+     * old subscriber see more than changed, never less. */
+    tm->stamp_base = tm->tick - 2;
+    for (uint32_t i = 0; i < tm->n; i++)
+      tm->changed[i] = 1;
+  }
+  return closed;
+}
+
+void scn_world_get_stats(const scn_world *w, scn_world_stats *out) { *out = w->tm.stats; }
+
+/* ---- relayout ----------------------------------------------------------------------------- */
+
+#define PERMUTE(tm, order, field, tmp)                                                         \
+  do {                                                                                         \
+    for (uint32_t k_ = 0; k_ < (tm)->n; k_++)                                                  \
+      memcpy(&(tmp)[k_], &(tm)->field[(order)[k_]], sizeof((tm)->field[0]));                  \
+    memcpy((tm)->field, (tmp), sizeof((tm)->field[0]) * (tm)->n);                             \
+  } while (0)
+
+static uint32_t remap(const uint32_t *new_index, uint32_t i) {
+  return i == SCN_NIL ? SCN_NIL : new_index[i];
+}
+
+void scn_world_relayout(scn_world *w) { scn__tm_relayout(&w->tm); }
+
+void scn__tm_relayout(scn__tm *tm) {
+  uint32_t n = tm->n;
+  if (tm->sorted)
+    return;
+  uint32_t *order = malloc(sizeof *order * (n ? n : 1));
+  uint32_t *new_index = malloc(sizeof *new_index * (n ? n : 1));
+  void *tmp = aligned_alloc(64, sizeof(mat4) * (n ? n : 1));
+  if (!order || !new_index || !tmp) {
+    free(order), free(new_index), free(tmp);
+    return; /* stays unsorted: propagation walks the links instead */
+  }
+  /* Depth-first pre-order over the roots in list order. */
+  uint32_t k = 0;
+  for (uint32_t r = tm->first_root; r != SCN_NIL; r = tm->next[r]) {
+    uint32_t i = r;
+    for (;;) {
+      order[k++] = i;
+      if (tm->first_child[i] != SCN_NIL) {
+        i = tm->first_child[i];
+        continue;
+      }
+      while (i != r && tm->next[i] == SCN_NIL)
+        i = tm->parent[i];
+      if (i == r)
+        break;
+      i = tm->next[i];
+    }
+  }
+  for (uint32_t x = 0; x < n; x++)
+    new_index[order[x]] = x;
+
+  PERMUTE(tm, order, entity, (scn_entity *)tmp);
+  PERMUTE(tm, order, local, (mat4 *)tmp);
+  PERMUTE(tm, order, world, (mat4 *)tmp);
+  PERMUTE(tm, order, changed, (uint32_t *)tmp);
+  PERMUTE(tm, order, name, (uint32_t *)tmp);
+  PERMUTE(tm, order, dirty, (uint8_t *)tmp);
+  uint32_t **links[] = {&tm->parent, &tm->first_child, &tm->last_child, &tm->next, &tm->prev};
+  for (size_t l = 0; l < sizeof links / sizeof links[0]; l++) {
+    uint32_t *a = *links[l], *t = tmp;
+    for (uint32_t x = 0; x < n; x++)
+      t[x] = remap(new_index, a[order[x]]);
+    memcpy(a, t, sizeof *a * n);
+  }
+  tm->first_root = remap(new_index, tm->first_root);
+  tm->last_root = remap(new_index, tm->last_root);
+  uint32_t *d = tm->dirty_list.data;
+  for (size_t x = 0; x < tm->dirty_list.len; x++)
+    d[x] = new_index[d[x]];
+  /* Children follow their parent in pre-order, so sizes accumulate back to front. */
+  for (uint32_t x = 0; x < n; x++)
+    tm->subtree[x] = 1;
+  for (uint32_t x = n; x-- > 0;)
+    if (tm->parent[x] != SCN_NIL)
+      tm->subtree[tm->parent[x]] += tm->subtree[x];
+  scn__tm_rebuild_maps(tm);
+  tm->sorted = true;
+  tm->unsorted_changes = 0;
+  tm->stats.relayouts++;
+  free(order), free(new_index), free(tmp);
+}
+
+/* ---- change listing ----------------------------------------------------------------------- */
+
+int scn_world_visit_changed(scn_world *w, scn_entity root, uint64_t since, scn_visit_fn fn,
+                            void *ud) {
+  scn__tm *tm = &w->tm;
+  uint32_t r = SCN_NIL;
+  if (root != SCN_ENTITY_NONE && (r = scn__tm_lookup(tm, root)) == SCN_NIL)
+    return SCN_NOT_FOUND;
+  scn__tm_flush(tm);
+  /* Stamps are at least 1, so a since at or before the base sees every transform. */
+  if (since >= tm->tick)
+    return SCN_OK;
+  uint32_t th = since <= tm->stamp_base ? 0 : (uint32_t)(since - tm->stamp_base);
+  if (r == SCN_NIL && tm->sorted) {
+    for (uint32_t i = 0; i < tm->n; i++)
+      if (tm->changed[i] > th)
+        fn(ud, tm->entity[i], tm->world[i][0]);
+    return SCN_OK;
+  }
+  if (r != SCN_NIL && tm->sorted) {
+    for (uint32_t i = r, end = r + tm->subtree[r]; i < end; i++)
+      if (tm->changed[i] > th)
+        fn(ud, tm->entity[i], tm->world[i][0]);
+    return SCN_OK;
+  }
+  uint32_t first = r == SCN_NIL ? tm->first_root : r;
+  for (uint32_t top = first; top != SCN_NIL; top = r == SCN_NIL ? tm->next[top] : SCN_NIL) {
+    uint32_t i = top;
+    for (;;) {
+      if (tm->changed[i] > th)
+        fn(ud, tm->entity[i], tm->world[i][0]);
+      if (tm->first_child[i] != SCN_NIL) {
+        i = tm->first_child[i];
+        continue;
+      }
+      while (i != top && tm->next[i] == SCN_NIL)
+        i = tm->parent[i];
+      if (i == top)
+        break;
+      i = tm->next[i];
+    }
+  }
+  return SCN_OK;
+}
+
+bool scn_transform_in_subtree(scn_world *w, scn_entity e, scn_entity root) {
+  const scn__tm *tm = &w->tm;
+  uint32_t i = scn__tm_lookup(tm, e), r = scn__tm_lookup(tm, root);
+  if (i == SCN_NIL || r == SCN_NIL)
+    return false;
+  for (uint32_t a = i; a != SCN_NIL; a = tm->parent[a])
+    if (a == r)
+      return true;
+  return false;
+}
+
+void scn_world_visit_events(const scn_world *w, uint64_t since, scn_event_fn fn, void *ud) {
+  const scn__tm *tm = &w->tm;
+  const scn__event *ev = tm->events.data;
+  for (size_t x = tm->events_head; x < tm->events.len; x++)
+    if (ev[x].tick > since)
+      fn(ud, ev[x].entity, (scn_event_kind)ev[x].kind);
+}
+
+void scn_world_trim_events(scn_world *w, uint64_t upto) {
+  scn__tm *tm = &w->tm;
+  scn__event *ev = tm->events.data;
+  while (tm->events_head < tm->events.len && ev[tm->events_head].tick <= upto)
+    tm->events_head++;
+  if (upto > tm->events_since)
+    tm->events_since = upto;
+  /* Compact once the dead prefix dominates, so the log stays proportional to live events. */
+  if (tm->events_head > 1024 && tm->events_head * 2 > tm->events.len) {
+    memmove(ev, ev + tm->events_head, sizeof *ev * (tm->events.len - tm->events_head));
+    tm->events.len -= tm->events_head;
+    tm->events_head = 0;
+  }
+}
+
+uint64_t scn_world_events_since(const scn_world *w) { return w->tm.events_since; }

@@ -1,0 +1,272 @@
+/* bench-core: propagation cost of the transform core against the limit, a flat
+ * parents-before-children loop over the same data, measured in the same run.
+ *
+ *   W1 forest: roots each with a breadth-first tree of 99 descendants (branching 3); every
+ *      root's local changes; propagate everything.
+ *   W2 sparse: the same world; each tick 1% of transforms (fixed seed) get a new local.
+ *   W3 chain: one chain of 1,000 transforms, every local set, then propagate.
+ *
+ * Each line gives medians over the repetitions. Usage: bench-core [--n N] [--reps R]
+ */
+#include "scn_core.h"
+
+#include <cglm/cglm.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TREE 100
+#define BRANCH 3
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static long rss_bytes(void) {
+  long pages = 0, resident = 0;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (!f)
+    return 0;
+  if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+    resident = 0;
+  fclose(f);
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15u;
+static uint32_t rng(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return (uint32_t)(rng_state >> 16);
+}
+
+static void random_local(float out[16], float phase) {
+  float t[3] = {(float)(rng() % 100) * 0.1f, phase, 1.0f};
+  float r[4] = {0.1f * phase, 0.2f, 0.3f, 1.0f};
+  float s[3] = {1.0f, 1.0f, 1.0f};
+  scn_compose_trs(t, r, s, out);
+}
+
+/* The limit: flat arrays in breadth-first order per tree, parents before children. */
+typedef struct flat {
+  uint32_t n;
+  mat4 *local, *world;
+  uint32_t *parent; /* UINT32_MAX for roots */
+} flat;
+
+static void flat_update(flat *f, const uint32_t *idx, uint32_t count) {
+  for (uint32_t k = 0; k < count; k++) {
+    uint32_t i = idx ? idx[k] : k;
+    uint32_t p = f->parent[i];
+    if (p == UINT32_MAX)
+      glm_mat4_copy(f->local[i], f->world[i]);
+    else
+      glm_mat4_mul(f->world[p], f->local[i], f->world[i]);
+  }
+}
+
+typedef struct forest {
+  scn_scene *scene;
+  scn_world *world;
+  scn_entity *ids; /* by flat index */
+  flat flat;
+} forest;
+
+static void build_forest(forest *fo, uint32_t n) {
+  fo->scene = scn_scene_new(&(scn_limits){.max_transforms = n + 1, .max_entities = n + 16});
+  scn_world_create(fo->scene, "bench", &fo->world);
+  fo->ids = malloc(sizeof *fo->ids * n);
+  scn_entity_create(fo->scene, n, fo->ids);
+  fo->flat.n = n;
+  fo->flat.local = aligned_alloc(64, sizeof(mat4) * n);
+  fo->flat.world = aligned_alloc(64, sizeof(mat4) * n);
+  fo->flat.parent = malloc(sizeof(uint32_t) * n);
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t tree = i / TREE, k = i % TREE;
+    /* breadth-first numbering inside a tree: node k's parent is (k - 1) / BRANCH */
+    uint32_t parent = k == 0 ? UINT32_MAX : tree * TREE + (k - 1) / BRANCH;
+    float m[16];
+    random_local(m, (float)k);
+    memcpy(fo->flat.local[i], m, sizeof m);
+    fo->flat.parent[i] = parent;
+    scn_transform_create(fo->world, fo->ids[i],
+                         parent == UINT32_MAX ? SCN_ENTITY_NONE : fo->ids[parent], NULL, m);
+  }
+  scn_world_flush(fo->world);
+  flat_update(&fo->flat, NULL, n);
+}
+
+static void bench_w1(forest *fo, int reps) {
+  uint32_t n = fo->flat.n, roots = n / TREE;
+  double core[reps], limit[reps], set[reps];
+  for (int r = 0; r < reps; r++) {
+    /* the same new root locals for both sides */
+    for (uint32_t t = 0; t < roots; t++) {
+      float m[16];
+      random_local(m, (float)(r + 1));
+      memcpy(fo->flat.local[t * TREE], m, sizeof m);
+    }
+    double ts = now_ns();
+    for (uint32_t t = 0; t < roots; t++)
+      scn_transform_set_local(fo->world, fo->ids[t * TREE], fo->flat.local[t * TREE][0]);
+    double t0 = now_ns();
+    scn_world_flush(fo->world);
+    double t1 = now_ns();
+    flat_update(&fo->flat, NULL, n);
+    double t2 = now_ns();
+    core[r] = (t1 - t0) / n;
+    limit[r] = (t2 - t1) / n;
+    set[r] = (t0 - ts) / roots;
+  }
+  double c = median(core, reps), l = median(limit, reps);
+  printf("W1 n=%u core_ns=%.2f limit_ns=%.2f ratio=%.2f\n", n, c, l, c / l);
+  printf("W1 set_local_ns=%.1f (per call, before the propagation above)\n", median(set, reps));
+}
+
+static void bench_w2(forest *fo, int reps) {
+  uint32_t n = fo->flat.n, pick = n / 100;
+  uint32_t *chosen = malloc(sizeof *chosen * pick);
+  uint8_t *mark = malloc(n);
+  uint32_t *idx = malloc(sizeof *idx * n);
+  double core[reps], limit[reps], set[reps];
+  scn_world_stats before, after;
+  for (int r = 0; r < reps; r++) {
+    memset(mark, 0, n);
+    for (uint32_t k = 0; k < pick; k++) {
+      chosen[k] = rng() % n;
+      mark[chosen[k]] = 1;
+      float m[16];
+      random_local(m, (float)(r + 2) + k * 1e-3f);
+      memcpy(fo->flat.local[chosen[k]], m, sizeof m);
+    }
+    /* the limit walks exactly the dirty subtrees: a node is dirty if it or an ancestor was
+     * chosen, and in breadth-first order the parent's mark is already final */
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      uint32_t p = fo->flat.parent[i];
+      if (p != UINT32_MAX && mark[p])
+        mark[i] = 1;
+      if (mark[i])
+        idx[count++] = i;
+    }
+    scn_world_get_stats(fo->world, &before);
+    double ts = now_ns();
+    for (uint32_t k = 0; k < pick; k++)
+      scn_transform_set_local(fo->world, fo->ids[chosen[k]], fo->flat.local[chosen[k]][0]);
+    double t0 = now_ns();
+    scn_world_flush(fo->world);
+    double t1 = now_ns();
+    flat_update(&fo->flat, idx, count);
+    double t2 = now_ns();
+    scn_world_get_stats(fo->world, &after);
+    uint64_t recomputed = after.recomputed - before.recomputed;
+    if (recomputed != count)
+      fprintf(stderr, "W2: core recomputed %llu, dirty subtrees hold %u\n",
+              (unsigned long long)recomputed, count);
+    core[r] = (t1 - t0) / (double)recomputed;
+    limit[r] = (t2 - t1) / count;
+    set[r] = (t0 - ts) / pick;
+  }
+  double c = median(core, reps), l = median(limit, reps);
+  printf("W2 n=%u core_ns=%.2f limit_ns=%.2f ratio=%.2f\n", n, c, l, c / l);
+  printf("W2 set_local_ns=%.1f (per call, before the propagation above)\n", median(set, reps));
+  free(chosen), free(mark), free(idx);
+}
+
+static void bench_w3(int reps) {
+  enum { CHAIN = 1000, INNER = 50 };
+  scn_scene *scene = scn_scene_new(NULL);
+  scn_world *w;
+  scn_world_create(scene, "chain", &w);
+  scn_entity ids[CHAIN];
+  scn_entity_create(scene, CHAIN, ids);
+  flat f = {.n = CHAIN};
+  f.local = aligned_alloc(64, sizeof(mat4) * CHAIN);
+  f.world = aligned_alloc(64, sizeof(mat4) * CHAIN);
+  f.parent = malloc(sizeof(uint32_t) * CHAIN);
+  for (uint32_t i = 0; i < CHAIN; i++) {
+    f.parent[i] = i == 0 ? UINT32_MAX : i - 1;
+    glm_mat4_identity(f.local[i]);
+    scn_transform_create(w, ids[i], i ? ids[i - 1] : SCN_ENTITY_NONE, NULL, NULL);
+  }
+  scn_world_flush(w);
+  double core[reps], limit[reps], set[reps];
+  for (int r = 0; r < reps; r++) {
+    double c = 0, l = 0, st = 0;
+    for (int inner = 0; inner < INNER; inner++) {
+      for (uint32_t i = 0; i < CHAIN; i++) {
+        float m[16];
+        random_local(m, (float)(r * INNER + inner) * 0.01f);
+        memcpy(f.local[i], m, sizeof m);
+      }
+      double ts = now_ns();
+      for (uint32_t i = 0; i < CHAIN; i++)
+        scn_transform_set_local(w, ids[i], f.local[i][0]);
+      double t0 = now_ns();
+      scn_world_flush(w);
+      double t1 = now_ns();
+      flat_update(&f, NULL, CHAIN);
+      double t2 = now_ns();
+      c += t1 - t0;
+      l += t2 - t1;
+      st += t0 - ts;
+    }
+    core[r] = c / (CHAIN * INNER);
+    limit[r] = l / (CHAIN * INNER);
+    set[r] = st / (CHAIN * INNER);
+  }
+  double c = median(core, reps), l = median(limit, reps);
+  printf("W3 n=%u core_ns=%.2f limit_ns=%.2f ratio=%.2f\n", CHAIN, c, l, c / l);
+  printf("W3 set_local_ns=%.1f (per call, before the propagation above)\n", median(set, reps));
+  free(f.local), free(f.world), free(f.parent);
+  scn_scene_free(scene);
+}
+
+int main(int argc, char **argv) {
+  uint32_t n = 1000000;
+  int reps = 9;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--n") && i + 1 < argc)
+      n = (uint32_t)strtoul(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = atoi(argv[++i]);
+    else {
+      fprintf(stderr, "usage: bench-core [--n N] [--reps R]\n");
+      return 2;
+    }
+  }
+  n = n / TREE * TREE;
+  if (n == 0 || reps < 1) {
+    fprintf(stderr, "bench-core: --n must be at least %d and --reps at least 1\n", TREE);
+    return 2;
+  }
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  forest fo;
+  long rss0 = rss_bytes();
+  build_forest(&fo, n);
+  /* the benchmark's own copies (ids and the flat arrays) are not the core's */
+  long own = (long)n * (sizeof(scn_entity) + 2 * sizeof(mat4) + sizeof(uint32_t));
+  long rss1 = rss_bytes();
+  bench_w1(&fo, reps);
+  bench_w2(&fo, reps);
+  bench_w3(reps);
+  printf("memory bytes_per_transform=%.1f\n", (double)(rss1 - rss0 - own) / n);
+  scn_scene_free(fo.scene);
+  free(fo.ids), free(fo.flat.local), free(fo.flat.world), free(fo.flat.parent);
+  return 0;
+}
