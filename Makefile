@@ -18,13 +18,16 @@ endif
 CORE_SRC  := $(wildcard server/core/*.c)
 PROTO_SRC := $(wildcard proto/*.c)
 UNIT_SRC  := $(wildcard tests/unit/*.c)
+SERVER_SRC := $(wildcard server/*.c)
 
 CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
 PROTO_OBJ := $(PROTO_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_OBJ  := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/obj/%.o)
 
 CORE_LIB  := $(BUILD)/libscncore.a
 PROTO_LIB := $(BUILD)/libscnproto.a
+SCENED    := $(BUILD)/scened
 TEST_BIN  := $(BUILD)/scened-tests
 BENCH_BIN := $(BUILD)/bench-core
 
@@ -32,7 +35,7 @@ DEPS_STAMP := build/.deps-checked
 
 .PHONY: all deps test bench run clean format exhaustive-f32 layering
 
-all: $(CORE_LIB) $(PROTO_LIB) $(TEST_BIN) $(BENCH_BIN) $(BUILD)/f32-exhaustive
+all: $(SCENED) $(CORE_LIB) $(PROTO_LIB) $(TEST_BIN) $(BENCH_BIN) $(BUILD)/f32-exhaustive
 
 # Install missing system packages once per checkout (re-checked when the script changes).
 $(DEPS_STAMP): scripts/install-deps.sh
@@ -52,8 +55,11 @@ $(CORE_LIB): $(CORE_OBJ)
 $(PROTO_LIB): $(PROTO_OBJ)
 	$(AR) rcs $@ $^
 
+$(SCENED): $(SERVER_OBJ) $(PROTO_LIB) $(CORE_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ -luv -lcjson $(LDLIBS)
+
 $(TEST_BIN): $(UNIT_OBJ) $(PROTO_LIB) $(CORE_LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ -lcunit $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcunit -lcjson $(LDLIBS)
 
 $(BENCH_BIN): $(BUILD)/obj/tests/bench/bench_core.o $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -66,8 +72,14 @@ layering:
 	@! grep -nE '#include *[<"](uv|cjson/|cJSON|server/|proto/|net|conn)' server/core/*.c server/core/*.h include/scn_core.h \
 	  || { echo "layering: the core must not include libuv, cJSON or server headers"; exit 1; }
 
-test: layering $(TEST_BIN)
-	$(TEST_BIN)
+# Integration suites start $(SCENED) on an ephemeral port; SCENED_BIN tells them where it is.
+test: layering $(TEST_BIN) $(SCENED)
+	SCENED_BIN=$(abspath $(SCENED)) $(TEST_BIN)
+
+run: $(SCENED)
+	@echo "scened: protocol on 127.0.0.1:7878 (newline-delimited JSON); try:"
+	@echo "  printf '{\"cmd\":\"ping\"}\\n' | nc -q1 127.0.0.1 7878"
+	$(SCENED)
 
 bench: $(BENCH_BIN)
 	$(BENCH_BIN)

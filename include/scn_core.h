@@ -98,6 +98,9 @@ size_t scn_world_count(const scn_scene *scene);
 scn_world *scn_world_at(const scn_scene *scene, size_t index); /* creation order */
 const char *scn_world_name(const scn_world *world);
 size_t scn_world_transform_count(const scn_world *world);
+/* One integer a host program may keep with a world (the core never reads it). */
+void scn_world_set_userdata(scn_world *world, uint64_t value);
+uint64_t scn_world_userdata(const scn_world *world);
 size_t scn_scene_transform_count(const scn_scene *scene);
 
 /* ---- transforms (one manager per world) ------------------------------------------------ */
@@ -140,6 +143,7 @@ int scn_transform_relative(scn_world *w, scn_entity e, scn_entity to, float out[
 int scn_batch_begin(scn_scene *scene);
 void scn_batch_commit(scn_scene *scene);
 void scn_batch_rollback(scn_scene *scene);
+bool scn_batch_active(const scn_scene *scene);
 
 /* ---- propagation, ticks and change tracking -------------------------------------------- */
 
@@ -157,12 +161,21 @@ typedef void (*scn_visit_fn)(void *ud, scn_entity e, const float world[16]);
  * (since 0 visits all). Flushes first. */
 int scn_world_visit_changed(scn_world *w, scn_entity root, uint64_t since, scn_visit_fn fn,
                             void *ud);
+/* Visits every transform in scope, parents before children, saying whether its world matrix
+ * changed after tick since. Flushes first. */
+typedef void (*scn_scope_fn)(void *ud, scn_entity e, const float world[16], bool changed);
+int scn_world_visit_scope(scn_world *w, scn_entity root, uint64_t since, scn_scope_fn fn,
+                          void *ud);
 /* True when e has a transform in w that lies in root's subtree (root itself included). */
 bool scn_transform_in_subtree(scn_world *w, scn_entity e, scn_entity root);
 
-/* Structural events since a tick, for subscribers: entities whose transform was destroyed or
- * whose parent changed after tick since. The log keeps events until trimmed. */
-typedef enum scn_event_kind { SCN_EVENT_DESTROYED = 1, SCN_EVENT_RELINKED = 2 } scn_event_kind;
+/* Structural events since a tick, in order, for subscribers: transforms created, destroyed,
+ * or moved to another parent after tick since. The log keeps events until trimmed. */
+typedef enum scn_event_kind {
+  SCN_EVENT_DESTROYED = 1,
+  SCN_EVENT_RELINKED = 2,
+  SCN_EVENT_CREATED = 3
+} scn_event_kind;
 typedef void (*scn_event_fn)(void *ud, scn_entity e, scn_event_kind kind);
 void scn_world_visit_events(const scn_world *w, uint64_t since, scn_event_fn fn, void *ud);
 /* Drops events at or before tick; returns the oldest tick still covered by the log. */

@@ -139,7 +139,7 @@ static inline int f32_floor_log10_pow2(int q)
 }
 
 /* floor(log10(3/4 * 2^q)) */
-static inline int f32_floor_log10_3q_pow2(int q)
+static inline int f32_floor_log10_three_quarters_pow2(int q)
 {
     return (q * 1262611 - 524031) >> 22;
 }
@@ -182,7 +182,7 @@ static struct f32_decimal f32_to_decimal(uint32_t c, int q)
      */
     if (c == (UINT32_C(1) << 23) && q > -149) {
         cbl = cb - 1;
-        k = f32_floor_log10_3q_pow2(q);
+        k = f32_floor_log10_three_quarters_pow2(q);
     } else {
         cbl = cb - 2;
         k = f32_floor_log10_pow2(q);
@@ -217,84 +217,87 @@ static struct f32_decimal f32_to_decimal(uint32_t c, int q)
     return (struct f32_decimal){ take_s ? s : t, k };
 }
 
+static const uint32_t f32_pow10_u32[10] = {
+    1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000,
+};
+
 static inline int f32_digit_count(uint32_t d)
 {
     return 1 + (d >= 10) + (d >= 100) + (d >= 1000) + (d >= 10000) +
            (d >= 100000) + (d >= 1000000) + (d >= 10000000) +
-           (d >= 100000000) + (d >= 1000000000);
+           (d >= 100000000);
 }
 
-/* Writes the decimal digits of d backwards, ending just before end. */
-static inline void f32_put_digits(char *end, uint32_t d)
+/* Writes d < 10^9 as exactly 9 digits, zero-padded on the left. */
+static inline void f32_put_9_digits(char *out, uint32_t d)
 {
-    while (d >= 100) {
-        uint32_t pair = d % 100;
-        d /= 100;
-        end -= 2;
-        memcpy(end, f32_digit_pairs + 2 * pair, 2);
-    }
-    if (d >= 10) {
-        end -= 2;
-        memcpy(end, f32_digit_pairs + 2 * d, 2);
-    } else {
-        end[-1] = (char)('0' + d);
-    }
+    uint32_t hi = d / 10000; /* 5 digits */
+    uint32_t lo = d % 10000; /* 4 digits */
+
+    out[0] = (char)('0' + hi / 10000);
+    memcpy(out + 1, f32_digit_pairs + 2 * (hi % 10000 / 100), 2);
+    memcpy(out + 3, f32_digit_pairs + 2 * (hi % 100), 2);
+    memcpy(out + 5, f32_digit_pairs + 2 * (lo / 100), 2);
+    memcpy(out + 7, f32_digit_pairs + 2 * (lo % 100), 2);
 }
 
-/* Lays out digits * 10^exp10 (digits > 0) in plain or exponent notation. */
+/*
+ * Lays out digits * 10^exp10 (digits > 0) in plain or exponent notation.
+ *
+ * Copies are fixed-size (a couple of moves each, no data-dependent branches);
+ * bytes they write past the final length stay inside SCN_F32_FMT_MAX and are
+ * overwritten later or ignored.  The furthest write is buf[23].
+ */
 static size_t f32_write(char *buf, int negative, uint32_t digits, int exp10)
 {
-    char dig[10];
+    char dig[16]; /* the digits, then '0' padding */
     char *p = buf;
 
     while (digits % 10 == 0) {
         digits /= 10;
         exp10++;
     }
-    int n = f32_digit_count(digits);
-    int x = exp10 + n - 1; /* exponent of the leading digit */
-    f32_put_digits(dig + n, digits);
+    int n = f32_digit_count(digits); /* at most 9 */
+    int x = exp10 + n - 1;            /* exponent of the leading digit */
+    /* Left-align the digits so the padding after them is all '0'. */
+    f32_put_9_digits(dig, digits * f32_pow10_u32[9 - n]);
+    memset(dig + 9, '0', sizeof dig - 9);
 
-    if (negative)
-        *p++ = '-';
+    *p = '-';
+    p += negative;
 
     if (x < -6 || x > 20) {
-        *p++ = dig[0];
-        if (n > 1) {
-            *p++ = '.';
-            memcpy(p, dig + 1, (size_t)(n - 1));
-            p += n - 1;
-        }
-        *p++ = 'e';
-        *p++ = x < 0 ? '-' : '+';
+        /* d.ddde+x; the '.' is dropped for a single digit */
+        p[0] = dig[0];
+        p[1] = '.';
+        memcpy(p + 2, dig + 1, 8);
+        p += n == 1 ? 1 : n + 1;
+        p[0] = 'e';
+        p[1] = x < 0 ? '-' : '+';
         int ax = x < 0 ? -x : x;
-        if (ax >= 10) {
-            memcpy(p, f32_digit_pairs + 2 * ax, 2);
-            p += 2;
+        memcpy(p + 2, f32_digit_pairs + 2 * ax, 2);
+        if (ax < 10) {
+            p[2] = p[3];
+            p += 3;
         } else {
-            *p++ = (char)('0' + ax);
+            p += 4;
         }
     } else if (x >= n - 1) {
-        /* Integer: digits followed by zeros. */
-        memcpy(p, dig, (size_t)n);
-        p += n;
-        memset(p, '0', (size_t)(x - n + 1));
-        p += x - n + 1;
-    } else if (x >= 0) {
-        /* Point inside the digits. */
-        memcpy(p, dig, (size_t)(x + 1));
+        /* ddd000: x + 1 <= 21 digits */
+        memset(p, '0', 21);
+        memcpy(p, dig, 9);
         p += x + 1;
-        *p++ = '.';
-        memcpy(p, dig + x + 1, (size_t)(n - x - 1));
-        p += n - x - 1;
+    } else if (x >= 0) {
+        /* dd.ddd: x <= 7 */
+        memcpy(p, dig, 8);
+        p[x + 1] = '.';
+        memcpy(p + x + 2, dig + x + 1, 8);
+        p += n + 1;
     } else {
-        /* 0.000ddd */
-        *p++ = '0';
-        *p++ = '.';
-        memset(p, '0', (size_t)(-x - 1));
-        p += -x - 1;
-        memcpy(p, dig, (size_t)n);
-        p += n;
+        /* 0.000ddd: at most 5 zeros after the point */
+        memcpy(p, "0.000000", 8);
+        memcpy(p + 1 - x, dig, 16);
+        p += 1 - x + n;
     }
     *p = '\0';
     return (size_t)(p - buf);

@@ -17,14 +17,19 @@
  * NaN and infinities have no JSON number form; they are written as "null".
  */
 
-/* Longest output is 22 chars ("-123456789000000000000") plus the NUL. */
+/*
+ * Longest output is 22 chars ("-123456790000000000000") plus the NUL.  The
+ * formatter uses the whole buffer as scratch (fixed-size stores are faster
+ * than exact-length copies), so it must really be this large.
+ */
 #define SCN_F32_FMT_MAX 24
 
-/* '[' + 16 numbers + 15 commas + ']' + NUL, with room to spare. */
+/* '[' + 16 numbers + 15 commas + ']' + NUL, plus the last number's scratch. */
 #define SCN_F32_MATRIX_FMT_MAX (16 * SCN_F32_FMT_MAX + 2)
 
 /*
  * Writes v into buf (at least SCN_F32_FMT_MAX bytes), NUL-terminated.
+ * Bytes after the NUL, up to SCN_F32_FMT_MAX, may be clobbered.
  * Returns the length excluding the NUL.
  */
 size_t scn_f32_format(float v, char *buf);

@@ -13,6 +13,8 @@ int scn_batch_begin(scn_scene *scene) {
   return SCN_OK;
 }
 
+bool scn_batch_active(const scn_scene *scene) { return scene->in_batch; }
+
 void scn_batch_commit(scn_scene *scene) {
   scene->in_batch = false;
   scene->undo.len = scene->undo_nodes.len = scene->undo_names.len = 0;

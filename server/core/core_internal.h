@@ -72,6 +72,7 @@ struct scn_world {
   scn_scene *scene;
   char name[SCN_NAME_MAX + 1];
   uint64_t name_hash;
+  uint64_t userdata;
   scn__tm tm;
 };
 

@@ -240,35 +240,43 @@ void scn__tm_relayout(scn__tm *tm) {
 
 /* ---- change listing ----------------------------------------------------------------------- */
 
-int scn_world_visit_changed(scn_world *w, scn_entity root, uint64_t since, scn_visit_fn fn,
-                            void *ud) {
+/* One walk for both visitors: every transform in scope, parents before children, each with
+ * whether its world matrix changed after since. */
+typedef struct scope_walk {
+  scn_visit_fn changed_fn; /* called for changed ones only, or */
+  scn_scope_fn scope_fn;   /* called for every one */
+  void *ud;
+} scope_walk;
+
+static inline void visit_one(const scope_walk *v, const scn__tm *tm, uint32_t i, uint32_t th) {
+  bool changed = tm->changed[i] > th;
+  if (v->scope_fn)
+    v->scope_fn(v->ud, tm->entity[i], tm->world[i][0], changed);
+  else if (changed)
+    v->changed_fn(v->ud, tm->entity[i], tm->world[i][0]);
+}
+
+static int walk_scope(scn_world *w, scn_entity root, uint64_t since, const scope_walk *v) {
   scn__tm *tm = &w->tm;
-  uint32_t r = SCN_NIL;
-  if (root != SCN_ENTITY_NONE && (r = scn__tm_lookup(tm, root)) == SCN_NIL)
+  if (root != SCN_ENTITY_NONE && scn__tm_lookup(tm, root) == SCN_NIL)
     return SCN_NOT_FOUND;
-  scn__tm_flush(tm);
-  /* Stamps are at least 1, so a since at or before the base sees every transform. */
-  if (since >= tm->tick)
-    return SCN_OK;
-  uint32_t th = since <= tm->stamp_base ? 0 : (uint32_t)(since - tm->stamp_base);
-  if (r == SCN_NIL && tm->sorted) {
-    for (uint32_t i = 0; i < tm->n; i++)
-      if (tm->changed[i] > th)
-        fn(ud, tm->entity[i], tm->world[i][0]);
-    return SCN_OK;
-  }
-  if (r != SCN_NIL && tm->sorted) {
-    for (uint32_t i = r, end = r + tm->subtree[r]; i < end; i++)
-      if (tm->changed[i] > th)
-        fn(ud, tm->entity[i], tm->world[i][0]);
+  scn__tm_flush(tm); /* may re-sort: look the root up after it */
+  uint32_t r = root == SCN_ENTITY_NONE ? SCN_NIL : scn__tm_lookup(tm, root);
+  /* Stamps are at least 1, so a since at or before the base counts everything as changed. */
+  uint32_t th = since <= tm->stamp_base       ? 0
+                : since >= tm->tick           ? UINT32_MAX
+                                              : (uint32_t)(since - tm->stamp_base);
+  if (tm->sorted) {
+    uint32_t begin = r == SCN_NIL ? 0 : r, end = r == SCN_NIL ? tm->n : r + tm->subtree[r];
+    for (uint32_t i = begin; i < end; i++)
+      visit_one(v, tm, i, th);
     return SCN_OK;
   }
   uint32_t first = r == SCN_NIL ? tm->first_root : r;
   for (uint32_t top = first; top != SCN_NIL; top = r == SCN_NIL ? tm->next[top] : SCN_NIL) {
     uint32_t i = top;
     for (;;) {
-      if (tm->changed[i] > th)
-        fn(ud, tm->entity[i], tm->world[i][0]);
+      visit_one(v, tm, i, th);
       if (tm->first_child[i] != SCN_NIL) {
         i = tm->first_child[i];
         continue;
@@ -281,6 +289,18 @@ int scn_world_visit_changed(scn_world *w, scn_entity root, uint64_t since, scn_v
     }
   }
   return SCN_OK;
+}
+
+int scn_world_visit_changed(scn_world *w, scn_entity root, uint64_t since, scn_visit_fn fn,
+                            void *ud) {
+  scope_walk v = {fn, NULL, ud};
+  return walk_scope(w, root, since, &v);
+}
+
+int scn_world_visit_scope(scn_world *w, scn_entity root, uint64_t since, scn_scope_fn fn,
+                          void *ud) {
+  scope_walk v = {NULL, fn, ud};
+  return walk_scope(w, root, since, &v);
 }
 
 bool scn_transform_in_subtree(scn_world *w, scn_entity e, scn_entity root) {

@@ -55,6 +55,8 @@ int scn_transform_create(scn_world *w, scn_entity e, scn_entity parent, const ch
   int rc = scn__tm_insert(tm, e, p, SCN_NIL, name, m, NULL, 0, &i);
   if (rc != SCN_OK && scn__recording(scene))
     scene->undo.len--;
+  if (rc == SCN_OK)
+    scn__tm_log_event(tm, e, SCN_EVENT_CREATED);
   return rc;
 }
 

@@ -106,6 +106,10 @@ const char *scn_world_name(const scn_world *w) { return w->name; }
 
 size_t scn_world_transform_count(const scn_world *w) { return w->tm.n; }
 
+void scn_world_set_userdata(scn_world *w, uint64_t value) { w->userdata = value; }
+
+uint64_t scn_world_userdata(const scn_world *w) { return w->userdata; }
+
 size_t scn_scene_transform_count(const scn_scene *scene) {
   size_t n = 0;
   for (size_t i = 0; i < scene->nworlds; i++)

@@ -300,7 +300,7 @@ static const char *check_one(uint32_t u, char *out, int thorough)
 
 static void *worker(void *arg)
 {
-    char out[SCN_F32_FMT_MAX + 8];
+    char out[SCN_F32_FMT_MAX];
     uint64_t nchunks = ((opt_end - opt_start) >> CHUNK_BITS) + 1;
 
     (void)arg;

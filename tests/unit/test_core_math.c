@@ -5,11 +5,18 @@
 #include <CUnit/CUnit.h>
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const float IDENTITY[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
 
-static bool mat_eq(const float a[16], const float b[16]) { return memcmp(a, b, 64) == 0; }
+/* Element-wise equality (0 == -0): exact values, not bit patterns. */
+static bool mat_eq(const float a[16], const float b[16]) {
+  for (int i = 0; i < 16; i++)
+    if (a[i] != b[i])
+      return false;
+  return true;
+}
 
 static bool mat_near(const float a[16], const float b[16], float tol) {
   for (int i = 0; i < 16; i++)
@@ -247,11 +254,11 @@ static void test_trs_overflow(void) {
   CU_ASSERT_EQUAL(scn_compose_trs(big, arb, big, out), SCN_OK);
   CU_ASSERT_TRUE(scn_matrix_finite(out));
   /* Values beyond float (as a parser would produce for 1e39) are not finite: INVALID. */
-  const float over[3] = {(float)1e39, 0, 0};
+  const float over[3] = {strtof("1e39", NULL), 0, 0};
   CU_ASSERT_FALSE(isfinite(over[0]));
   CU_ASSERT_EQUAL(scn_compose_trs(over, NULL, NULL, out), SCN_INVALID);
   CU_ASSERT_EQUAL(scn_compose_trs(NULL, NULL, over, out), SCN_INVALID);
-  const float rover[4] = {(float)1e39, 0, 0, 1};
+  const float rover[4] = {strtof("-1e39", NULL), 0, 0, 1};
   CU_ASSERT_EQUAL(scn_compose_trs(NULL, rover, NULL, out), SCN_INVALID);
 }
 

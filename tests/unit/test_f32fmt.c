@@ -307,17 +307,24 @@ static void test_round_trip_sample(void)
     CU_ASSERT_EQUAL(failures, 0);
 }
 
-/* Every output stays within SCN_F32_FMT_MAX, including the longest forms. */
+/*
+ * Nothing is written at or past SCN_F32_FMT_MAX, for the longest output of
+ * each layout (the formatter may use the rest of the buffer as scratch).
+ */
 static void test_buffer_bounds(void)
 {
-    const float longest[] = { -1.2345679e20f, -9.9999995e20f,
-                              -1.23456735e-36f, -0.0000012345678f };
+    const float longest[] = { -1.2345679e20f, -9.9999995e20f, -123456.79f,
+                              -1.23456735e-36f, -0.0000012345678f,
+                              -1.17549421e-38f, -1e-45f, -0.0f };
 
     for (size_t i = 0; i < sizeof longest / sizeof longest[0]; i++) {
-        char out[SCN_F32_FMT_MAX];
+        char out[SCN_F32_FMT_MAX + 8];
+        memset(out, 0x5a, sizeof out);
         size_t len = scn_f32_format(longest[i], out);
         CU_ASSERT(len < SCN_F32_FMT_MAX);
         CU_ASSERT_EQUAL(len, strlen(out));
+        for (size_t j = SCN_F32_FMT_MAX; j < sizeof out; j++)
+            CU_ASSERT_EQUAL(out[j], 0x5a);
     }
 }
 

@@ -1,0 +1,157 @@
+/* Connection, world, entity and daemon commands. */
+#include "handlers.h"
+
+#include <string.h>
+
+int scn_cmd_ping(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err) {
+  (void)ctx, (void)req, (void)out, (void)err;
+  return 0;
+}
+
+/* Tokens are compared in time independent of where they differ. */
+static bool token_equal(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  unsigned char diff = (unsigned char)(la != lb);
+  for (size_t i = 0; i < la; i++)
+    diff |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
+  return diff == 0;
+}
+
+int scn_cmd_hello(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err) {
+  const char *expected = ctx->srv->cfg.auth_token;
+  if (expected[0]) {
+    const char *token = NULL;
+    if (scn_get_string(req, "token", false, &token, err) < 0)
+      return scn_fail(err, SCN_W_UNAUTHORIZED, "field \"token\" must be a string");
+    if (!token || !token_equal(token, expected)) {
+      scn_log(SCN_LOG_WARN, "authentication failed", "conn=%llu peer=%s",
+              (unsigned long long)ctx->conn->id, ctx->conn->peer);
+      return scn_fail(err, SCN_W_UNAUTHORIZED, token ? "wrong token" : "a token is required");
+    }
+    ctx->conn->authed = true;
+  }
+  scn_reply_key(out, "server");
+  scn_buf_adds(out, "\"scened\"");
+  scn_reply_key(out, "version");
+  scn_buf_add_json_string(out, SCN_VERSION, strlen(SCN_VERSION));
+  scn_reply_key(out, "protocol");
+  scn_buf_add_u64(out, SCN_PROTOCOL);
+  return 0;
+}
+
+int scn_cmd_world_create(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err) {
+  (void)out;
+  const char *name;
+  if (scn_get_world_name(req, true, &name, err) < 0)
+    return -1;
+  int rc = scn_world_create(ctx->srv->scene, name, NULL);
+  if (rc == SCN_LIMIT)
+    return scn_fail(err, SCN_W_LIMIT, "too many worlds (max-worlds %llu)",
+                    (unsigned long long)ctx->srv->cfg.max_worlds);
+  if (rc != SCN_OK)
+    return scn_core_fail(err, rc, "world \"%s\"", name);
+  return 0;
+}
+
+int scn_cmd_world_destroy(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err) {
+  (void)out;
+  const char *name;
+  if (scn_get_world_name(req, true, &name, err) < 0)
+    return -1;
+  scn_world *w = scn_world_find(ctx->srv->scene, name);
+  if (!w)
+    return scn_fail(err, SCN_W_NOT_FOUND, "world \"%s\" not found", name);
+  scn_stream_world_destroyed(ctx->srv, w);
+  int rc = scn_world_destroy(ctx->srv->scene, name);
+  return rc == SCN_OK ? 0 : scn_core_fail(err, rc, "world \"%s\"", name);
+}
+
+int scn_cmd_world_list(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err) {
+  (void)req, (void)err;
+  scn_scene *scene = ctx->srv->scene;
+  scn_reply_key(out, "worlds");
+  scn_buf_addc(out, '[');
+  for (size_t i = 0; i < scn_world_count(scene); i++) {
+    scn_world *w = scn_world_at(scene, i);
+    scn_buf_adds(out, i ? ",{\"name\":" : "{\"name\":");
+    scn_buf_add_json_string(out, scn_world_name(w), strlen(scn_world_name(w)));
+    scn_buf_adds(out, ",\"transforms\":");
+    scn_buf_add_u64(out, scn_world_transform_count(w));
+    scn_buf_addc(out, '}');
+  }
+  scn_buf_addc(out, ']');
+  return 0;
+}
+
+void scn_add_id_list(scn_buf *out, const scn_entity *ids, size_t n) {
+  scn_buf_addc(out, '[');
+  for (size_t i = 0; i < n; i++) {
+    if (i)
+      scn_buf_addc(out, ',');
+    scn_buf_add_u64(out, ids[i]);
+  }
+  scn_buf_addc(out, ']');
+}
+
+int scn_cmd_entity_create(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, "count");
+  uint64_t count = 1, max = ctx->srv->cfg.max_entity_create;
+  if (v && cJSON_IsNumber(v) && v->valuedouble > (double)max && v->valuedouble < 1e300)
+    return scn_fail(err, SCN_W_LIMIT, "field \"count\" is at most %llu", (unsigned long long)max);
+  if (scn_get_uint(req, "count", false, 1, max, &count, err) < 0)
+    return -1;
+  scn_entity *ids = scn_ids_scratch(ctx->srv, count);
+  if (!ids)
+    return scn_fail(err, SCN_W_INTERNAL, "out of memory");
+  int rc = scn_entity_create(ctx->srv->scene, count, ids);
+  if (rc != SCN_OK)
+    return scn_core_fail(err, rc, "creating %llu entities", (unsigned long long)count);
+  scn_reply_key(out, "entities");
+  scn_add_id_list(out, ids, count);
+  return 0;
+}
+
+int scn_cmd_entity_destroy(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err) {
+  (void)out;
+  uint64_t e;
+  if (scn_get_entity(req, "entity", true, &e, err) < 0)
+    return -1;
+  int rc = scn_entity_destroy(ctx->srv->scene, e);
+  if (rc == SCN_NOT_FOUND)
+    return scn_fail(err, SCN_W_NOT_FOUND, "entity %llu does not exist", (unsigned long long)e);
+  if (rc == SCN_EXISTS)
+    return scn_fail(err, SCN_W_ALREADY_EXISTS,
+                    "entity %llu: a child would become a root with the name of another root",
+                    (unsigned long long)e);
+  return rc == SCN_OK ? 0 : scn_core_fail(err, rc, "entity %llu", (unsigned long long)e);
+}
+
+int scn_cmd_info(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err) {
+  (void)req, (void)err;
+  scn_server *srv = ctx->srv;
+  scn_reply_key(out, "version");
+  scn_buf_add_json_string(out, SCN_VERSION, strlen(SCN_VERSION));
+  scn_reply_key(out, "uptime_s");
+  scn_buf_add_double(out, (double)(uv_now(srv->loop) - srv->start_ms) / 1000.0);
+  scn_reply_key(out, "worlds");
+  scn_buf_add_u64(out, scn_world_count(srv->scene));
+  scn_reply_key(out, "entities");
+  scn_buf_add_u64(out, scn_entity_count(srv->scene));
+  scn_reply_key(out, "transforms");
+  scn_buf_add_u64(out, scn_scene_transform_count(srv->scene));
+  scn_reply_key(out, "connections");
+  scn_buf_add_u64(out, srv->nconns);
+  scn_reply_key(out, "commands");
+  scn_buf_add_u64(out, srv->counters.commands);
+  scn_reply_key(out, "subscriptions");
+  scn_buf_add_u64(out, scn_stream_count(srv));
+  scn_reply_key(out, "tick_hz");
+  scn_buf_add_double(out, srv->cfg.tick_hz);
+  return 0;
+}
+
+int scn_cmd_save(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err) {
+  (void)ctx, (void)req, (void)out;
+  return scn_fail(err, SCN_W_BAD_REQUEST,
+                  "nothing to save to: start scened with --data DIR to enable snapshots");
+}

@@ -1,0 +1,226 @@
+#include "config.h"
+
+#include "wire.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum kind { K_ADDR, K_UINT, K_SIZE, K_HZ, K_STRING, K_LEVEL } kind;
+
+/* X(flag, field, kind, default, min, max, help) */
+#define SETTINGS(X)                                                                            \
+  X("listen", listen, K_ADDR, "127.0.0.1:7878", 0, 0, "protocol address HOST:PORT (port 0: any free port)") \
+  X("tick-hz", tick_hz, K_HZ, "60", 1, 1000, "stream ticks per second")                        \
+  X("auth-token", auth_token, K_STRING, "", 0, 255, "token every connection must give in hello (empty: none)") \
+  X("max-line", max_line, K_SIZE, "1048576", 64, 1073741824, "longest request line in bytes") \
+  X("max-clients", max_clients, K_UINT, "10000", 1, 1000000, "connections at once")          \
+  X("max-worlds", max_worlds, K_UINT, "1024", 1, 1000000, "worlds at once")                   \
+  X("max-transforms", max_transforms, K_UINT, "10000000", 1, 4000000000, "transforms per world") \
+  X("output-limit", output_limit, K_SIZE, "67108864", 4096, 17179869184, "bytes queued for one connection before it is held back (replies) or lags (streams)") \
+  X("log-level", log_level, K_LEVEL, "info", 0, 3, "debug, info, warn or error")
+
+typedef struct setting {
+  const char *flag;
+  kind kind;
+  const char *def;
+  double min, max;
+  const char *help;
+  size_t offset;
+} setting;
+
+static const setting settings[] = {
+#define SETTING_ROW(flag, field, kind, def, min, max, help)                                    \
+  {flag, kind, def, min, max, help, offsetof(scn_config, field)},
+    SETTINGS(SETTING_ROW)
+#undef SETTING_ROW
+};
+#define NSETTINGS (sizeof settings / sizeof settings[0])
+
+static const char *levels[] = {"debug", "info", "warn", "error"};
+
+const char *scn_log_level_name(int level) {
+  return level >= 0 && level <= 3 ? levels[level] : "info";
+}
+
+static bool parse_addr(const char *v, scn_addr *a) {
+  const char *colon = strrchr(v, ':');
+  if (!colon || colon == v || (size_t)(colon - v) >= sizeof a->host)
+    return false;
+  char *end;
+  errno = 0;
+  long port = strtol(colon + 1, &end, 10);
+  if (errno || *end || end == colon + 1 || port < 0 || port > 65535)
+    return false;
+  memcpy(a->host, v, (size_t)(colon - v));
+  a->host[colon - v] = '\0';
+  /* [::1]:7878 */
+  if (a->host[0] == '[') {
+    size_t n = strlen(a->host);
+    if (n < 3 || a->host[n - 1] != ']')
+      return false;
+    memmove(a->host, a->host + 1, n - 2);
+    a->host[n - 2] = '\0';
+  }
+  a->port = (int)port;
+  a->off = false;
+  return true;
+}
+
+/* Sizes accept a k, m or g suffix (powers of 1024). */
+static bool parse_number(const char *v, bool size, double *out) {
+  char *end;
+  errno = 0;
+  double d = strtod(v, &end);
+  if (errno || end == v || !isfinite(d))
+    return false;
+  if (size && *end) {
+    switch (tolower((unsigned char)*end)) {
+    case 'k': d *= 1024; break;
+    case 'm': d *= 1024 * 1024; break;
+    case 'g': d *= 1024.0 * 1024 * 1024; break;
+    default: return false;
+    }
+    end++;
+    if (*end == 'b' || *end == 'B')
+      end++;
+  }
+  if (*end)
+    return false;
+  *out = d;
+  return true;
+}
+
+static bool apply(scn_config *c, const setting *s, const char *v, const char *origin, char *err,
+                  size_t errlen) {
+  void *field = (char *)c + s->offset;
+  double d;
+  switch (s->kind) {
+  case K_ADDR:
+    if (parse_addr(v, field))
+      return true;
+    snprintf(err, errlen, "%s: invalid value for %s: \"%s\" (expected HOST:PORT)", origin,
+             s->flag, v);
+    return false;
+  case K_STRING:
+    if (strlen(v) <= (size_t)s->max) {
+      strcpy(field, v);
+      return true;
+    }
+    snprintf(err, errlen, "%s: value for %s is longer than %.0f bytes", origin, s->flag, s->max);
+    return false;
+  case K_LEVEL:
+    for (int i = 0; i < 4; i++)
+      if (strcmp(v, levels[i]) == 0) {
+        *(int *)field = i;
+        return true;
+      }
+    snprintf(err, errlen, "%s: invalid value for %s: \"%s\" (expected debug, info, warn or error)",
+             origin, s->flag, v);
+    return false;
+  case K_UINT:
+  case K_SIZE:
+  case K_HZ:
+    if (!parse_number(v, s->kind == K_SIZE, &d) || d < s->min || d > s->max ||
+        (s->kind != K_HZ && d != floor(d))) {
+      snprintf(err, errlen, "%s: invalid value for %s: \"%s\" (expected %s from %.0f to %.0f)",
+               origin, s->flag, v, s->kind == K_HZ ? "a number" : "an integer", s->min, s->max);
+      return false;
+    }
+    if (s->kind == K_HZ)
+      *(double *)field = d;
+    else
+      *(uint64_t *)field = (uint64_t)d;
+    return true;
+  }
+  return false;
+}
+
+static void env_name(const setting *s, char *out, size_t n) {
+  size_t k = (size_t)snprintf(out, n, "SCENED_");
+  for (const char *p = s->flag; *p && k + 1 < n; p++)
+    out[k++] = *p == '-' ? '_' : (char)toupper((unsigned char)*p);
+  out[k] = '\0';
+}
+
+static void print_help(void) {
+  printf("usage: scened [--FLAG VALUE | --FLAG=VALUE]...\n\n"
+         "scened %s: a multi-world scene server speaking newline-delimited JSON (protocol %d).\n\n",
+         SCN_VERSION, SCN_PROTOCOL);
+  for (size_t i = 0; i < NSETTINGS; i++) {
+    char env[64];
+    env_name(&settings[i], env, sizeof env);
+    printf("  --%-16s %s\n  %-18s default %s; env %s\n", settings[i].flag, settings[i].help, "",
+           settings[i].def[0] ? settings[i].def : "(none)", env);
+  }
+  printf("  --%-16s print the version and exit\n  --%-16s print this help and exit\n",
+         "version", "help");
+}
+
+static const setting *find_setting(const char *flag) {
+  for (size_t i = 0; i < NSETTINGS; i++)
+    if (strcmp(settings[i].flag, flag) == 0)
+      return &settings[i];
+  return NULL;
+}
+
+scn_config_result scn_config_load(scn_config *c, int argc, char **argv, char *err,
+                                  size_t errlen) {
+  memset(c, 0, sizeof *c);
+  for (size_t i = 0; i < NSETTINGS; i++)
+    if (!apply(c, &settings[i], settings[i].def, "default", err, errlen))
+      return SCN_CONFIG_EXIT_BAD;
+  c->max_entity_create = 100000;
+  for (size_t i = 0; i < NSETTINGS; i++) {
+    char env[64];
+    env_name(&settings[i], env, sizeof env);
+    const char *v = getenv(env);
+    if (v && !apply(c, &settings[i], v, env, err, errlen))
+      return SCN_CONFIG_EXIT_BAD;
+  }
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+      print_help();
+      return SCN_CONFIG_EXIT_OK;
+    }
+    if (strcmp(arg, "--version") == 0) {
+      printf("scened %s (protocol %d)\n", SCN_VERSION, SCN_PROTOCOL);
+      return SCN_CONFIG_EXIT_OK;
+    }
+    if (strncmp(arg, "--", 2) != 0) {
+      snprintf(err, errlen, "unexpected argument \"%s\" (see --help)", arg);
+      return SCN_CONFIG_EXIT_BAD;
+    }
+    char name[64];
+    const char *eq = strchr(arg + 2, '='), *value;
+    size_t len = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
+    if (len >= sizeof name) {
+      snprintf(err, errlen, "unknown flag \"%s\" (see --help)", arg);
+      return SCN_CONFIG_EXIT_BAD;
+    }
+    memcpy(name, arg + 2, len);
+    name[len] = '\0';
+    const setting *s = find_setting(name);
+    if (!s) {
+      snprintf(err, errlen, "unknown flag \"--%s\" (see --help)", name);
+      return SCN_CONFIG_EXIT_BAD;
+    }
+    if (eq) {
+      value = eq + 1;
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      snprintf(err, errlen, "flag --%s needs a value", name);
+      return SCN_CONFIG_EXIT_BAD;
+    }
+    char origin[80];
+    snprintf(origin, sizeof origin, "--%s", name);
+    if (!apply(c, s, value, origin, err, errlen))
+      return SCN_CONFIG_EXIT_BAD;
+  }
+  return SCN_CONFIG_RUN;
+}

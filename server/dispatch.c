@@ -1,0 +1,144 @@
+/* From a request line to its reply: parse, find the command in the table, check access and
+ * required fields, run the handler, encode the reply or the error. */
+#include "handlers.h"
+#include "json_arena.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const scn_handler handlers[] = {
+#define SCN_HANDLER_ROW(name_, ident, flags_, required_, optional_, help_) scn_cmd_##ident,
+    SCN_COMMANDS(SCN_HANDLER_ROW)
+#undef SCN_HANDLER_ROW
+};
+
+int scn_core_fail(scn_wire_error *err, int core_rc, const char *what, ...) {
+  scn_wire_code code;
+  switch (core_rc) {
+  case SCN_NOT_FOUND: code = SCN_W_NOT_FOUND; break;
+  case SCN_EXISTS: code = SCN_W_ALREADY_EXISTS; break;
+  case SCN_CYCLE: code = SCN_W_CYCLE; break;
+  case SCN_INVALID:
+  case SCN_SINGULAR: code = SCN_W_BAD_REQUEST; break;
+  case SCN_LIMIT: code = SCN_W_LIMIT; break;
+  default: code = SCN_W_INTERNAL; break;
+  }
+  char context[192];
+  va_list ap;
+  va_start(ap, what);
+  vsnprintf(context, sizeof context, what, ap);
+  va_end(ap);
+  return scn_fail(err, code, "%s: %s", context, scn_err_message(core_rc));
+}
+
+scn_world *scn_ctx_world(scn_ctx *ctx, const cJSON *req, scn_wire_error *err) {
+  const char *name = NULL;
+  if (ctx->batch_world) {
+    if (scn_get_world_name(req, false, &name, err) < 0)
+      return NULL;
+    if (name && strcmp(name, scn_world_name(ctx->batch_world)) != 0) {
+      scn_fail(err, SCN_W_BAD_REQUEST, "ops of a batch act on the batch's world only");
+      return NULL;
+    }
+    return ctx->batch_world;
+  }
+  if (scn_get_world_name(req, true, &name, err) < 0)
+    return NULL;
+  scn_world *w = scn_world_find(ctx->srv->scene, name);
+  if (!w)
+    scn_fail(err, SCN_W_NOT_FOUND, "world \"%s\" not found", name);
+  return w;
+}
+
+scn_entity *scn_ids_scratch(scn_server *srv, size_t n) {
+  if (n > srv->ids_cap) {
+    size_t cap = srv->ids_cap ? srv->ids_cap : 1024;
+    while (cap < n)
+      cap *= 2;
+    scn_entity *p = realloc(srv->ids, sizeof *p * cap);
+    if (!p)
+      return NULL;
+    srv->ids = p;
+    srv->ids_cap = cap;
+  }
+  return srv->ids;
+}
+
+static int check_required(const scn_command_info *cmd, const cJSON *req, bool in_batch,
+                          scn_wire_error *err) {
+  const char *p = cmd->required;
+  while (*p) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    char field[32];
+    if (len >= sizeof field)
+      len = sizeof field - 1;
+    memcpy(field, p, len);
+    field[len] = '\0';
+    bool skip = in_batch && strcmp(field, "world") == 0;
+    if (!skip && !cJSON_GetObjectItemCaseSensitive(req, field))
+      return scn_fail(err, SCN_W_BAD_REQUEST, "missing field \"%s\"", field);
+    p += len + (comma ? 1 : 0);
+  }
+  return 0;
+}
+
+int scn_run_command(scn_ctx *ctx, const scn_command_info *cmd, const cJSON *req, scn_buf *out,
+                    scn_wire_error *err) {
+  if (check_required(cmd, req, ctx->batch_world != NULL, err) < 0)
+    return -1;
+  return handlers[cmd - scn_commands](ctx, req, out, err);
+}
+
+static void count_error(scn_server *srv, scn_wire_code code) { srv->counters.errors[code]++; }
+
+void scn_dispatch_line(scn_conn *c, const char *line, size_t len) {
+  scn_server *srv = c->srv;
+  scn_buf *out = &c->out.bytes;
+  scn_wire_error err;
+  srv->counters.commands++;
+  if (!line) {
+    scn_fail(&err, SCN_W_LIMIT, "request line longer than max-line (%llu bytes)",
+             (unsigned long long)srv->cfg.max_line);
+    scn_reply_error(out, NULL, &err);
+    count_error(srv, err.code);
+    scn_log(SCN_LOG_WARN, "line over the limit", "conn=%llu max_line=%llu",
+            (unsigned long long)c->id, (unsigned long long)srv->cfg.max_line);
+    return;
+  }
+  cJSON *req = scn_parse_request(line, len, &err);
+  const cJSON *id = req ? cJSON_GetObjectItemCaseSensitive(req, "id") : NULL;
+  size_t mark = out->len;
+  const scn_command_info *cmd = NULL;
+  int rc = -1;
+  if (req) {
+    const char *name = NULL;
+    if (scn_get_string(req, "cmd", true, &name, &err) < 0) {
+      /* rc stays -1 with err from the decoder */
+    } else if (!(cmd = scn_command_find(name))) {
+      scn_fail(&err, SCN_W_UNKNOWN_COMMAND, "unknown command \"%.64s\"", name);
+    } else if (!c->authed && !(cmd->flags & SCN_CMD_OPEN)) {
+      scn_fail(&err, SCN_W_UNAUTHORIZED, "authenticate first: send hello with the token");
+    } else {
+      scn_ctx ctx = {.srv = srv, .conn = c};
+      scn_reply_begin(out, id);
+      rc = scn_run_command(&ctx, cmd, req, out, &err);
+      if (rc == 0 && out->failed)
+        rc = scn_fail(&err, SCN_W_INTERNAL, "out of memory building the reply");
+    }
+  }
+  if (cmd)
+    srv->counters.by_command[cmd - scn_commands]++;
+  if (rc == 0) {
+    scn_reply_end(out);
+  } else {
+    scn_buf_truncate(out, mark);
+    out->failed = false;
+    scn_reply_error(out, id, &err);
+    count_error(srv, err.code);
+  }
+  cJSON_Delete(req);
+  scn_json_arena_reset();
+}

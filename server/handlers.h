@@ -1,0 +1,39 @@
+/* Command handlers: one per row of the command table in proto/wire.h, all of one signature.
+ * A handler validates everything first, then changes state; on success it writes its result
+ * fields (each as ,"key":value) to out and returns 0; on failure it fills err and returns -1,
+ * and whatever it wrote is discarded. */
+#ifndef SCN_HANDLERS_H
+#define SCN_HANDLERS_H
+
+#include "server.h"
+
+typedef struct scn_ctx {
+  scn_server *srv;
+  scn_conn *conn;
+  scn_world *batch_world; /* set while running the ops of a batch */
+} scn_ctx;
+
+typedef int (*scn_handler)(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err);
+
+#define SCN_DECLARE_HANDLER(name_, ident, flags_, required_, optional_, help_)                                \
+  int scn_cmd_##ident(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err);
+SCN_COMMANDS(SCN_DECLARE_HANDLER)
+#undef SCN_DECLARE_HANDLER
+
+/* Runs one command of the table on a parsed request: auth, required fields, handler. */
+int scn_run_command(scn_ctx *ctx, const scn_command_info *cmd, const cJSON *req, scn_buf *out,
+                    scn_wire_error *err);
+
+/* The one place a core error becomes a wire error; what names the object concerned. */
+int scn_core_fail(scn_wire_error *err, int core_rc, const char *what, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The world a transform command acts on: the batch's, or the request's "world". */
+scn_world *scn_ctx_world(scn_ctx *ctx, const cJSON *req, scn_wire_error *err);
+
+void scn_add_id_list(scn_buf *out, const scn_entity *ids, size_t n);
+
+/* Scratch room for n entity ids, reused across commands. */
+scn_entity *scn_ids_scratch(scn_server *srv, size_t n);
+
+#endif

@@ -1,0 +1,10 @@
+#ifndef SCN_JSON_ARENA_H
+#define SCN_JSON_ARENA_H
+
+/* Points cJSON's allocator at a per-request arena (process-wide: the daemon is one thread). */
+void scn_json_arena_install(void);
+/* Frees every node of the last request at once. */
+void scn_json_arena_reset(void);
+void scn_json_arena_uninstall(void);
+
+#endif

@@ -1,0 +1,48 @@
+/* A connection's output: its own bytes (replies, event headers) interleaved with references to
+ * shared, reference-counted frame bodies, so one encoded frame reaches every subscriber
+ * without a copy per subscriber. */
+#ifndef SCN_OUTQ_H
+#define SCN_OUTQ_H
+
+#include "buf.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+typedef struct scn_shared {
+  uint32_t refs;
+  size_t len;
+  char data[];
+} scn_shared;
+
+/* A new shared block of len bytes (content to be filled in) with one reference. */
+scn_shared *scn_shared_new(size_t len);
+static inline scn_shared *scn_shared_ref(scn_shared *s) {
+  s->refs++;
+  return s;
+}
+void scn_shared_release(scn_shared *s);
+
+typedef struct scn_seg {
+  size_t owned_end; /* own bytes up to here come before ref */
+  scn_shared *ref;
+} scn_seg;
+
+typedef struct scn_outq {
+  scn_buf bytes;
+  scn_seg *segs;
+  size_t nsegs, segs_cap;
+  size_t shared_bytes;
+} scn_outq;
+
+static inline size_t scn_outq_size(const scn_outq *q) { return q->bytes.len + q->shared_bytes; }
+/* Appends a reference (taking one) after the bytes written so far. False when out of memory. */
+bool scn_outq_push_shared(scn_outq *q, scn_shared *s);
+/* The pieces to write, in order, into bufs (grown as needed); returns their number. */
+size_t scn_outq_iov(const scn_outq *q, uv_buf_t **bufs, size_t *cap);
+/* Empties the queue, dropping its references; keeps the memory for reuse. */
+void scn_outq_clear(scn_outq *q);
+void scn_outq_free(scn_outq *q);
+
+#endif
