@@ -19,15 +19,20 @@ CORE_SRC  := $(wildcard server/core/*.c)
 PROTO_SRC := $(wildcard proto/*.c)
 UNIT_SRC  := $(wildcard tests/unit/*.c)
 SERVER_SRC := $(wildcard server/*.c)
+CLIENT_SRC := client/client.c
 
 CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
 PROTO_OBJ := $(PROTO_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_OBJ  := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/obj/%.o)
+CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
 
 CORE_LIB  := $(BUILD)/libscncore.a
 PROTO_LIB := $(BUILD)/libscnproto.a
 SCENED    := $(BUILD)/scened
+CLIENT_LIB := $(BUILD)/libscnclient.a
+SCENE_BENCH := $(BUILD)/scene-bench
+SCENECTL  := $(BUILD)/scenectl
 TEST_BIN  := $(BUILD)/scened-tests
 BENCH_BIN := $(BUILD)/bench-core
 
@@ -35,7 +40,7 @@ DEPS_STAMP := build/.deps-checked
 
 .PHONY: all deps test bench run clean format exhaustive-f32 layering
 
-all: $(SCENED) $(CORE_LIB) $(PROTO_LIB) $(TEST_BIN) $(BENCH_BIN) $(BUILD)/f32-exhaustive
+all: $(SCENED) $(SCENECTL) $(SCENE_BENCH) $(CORE_LIB) $(PROTO_LIB) $(TEST_BIN) $(BENCH_BIN) $(BUILD)/f32-exhaustive
 
 # Install missing system packages once per checkout (re-checked when the script changes).
 $(DEPS_STAMP): scripts/install-deps.sh
@@ -57,6 +62,15 @@ $(PROTO_LIB): $(PROTO_OBJ)
 
 $(SCENED): $(SERVER_OBJ) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -luv -lcjson $(LDLIBS)
+
+$(CLIENT_LIB): $(CLIENT_OBJ)
+	$(AR) rcs $@ $^
+
+$(SCENE_BENCH): $(BUILD)/obj/client/scene_bench.o $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcjson $(LDLIBS)
+
+$(SCENECTL): $(BUILD)/obj/client/scenectl.o $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcjson -ledit $(LDLIBS)
 
 $(TEST_BIN): $(UNIT_OBJ) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcunit -lcjson $(LDLIBS)
@@ -81,8 +95,8 @@ run: $(SCENED)
 	@echo "  printf '{\"cmd\":\"ping\"}\\n' | nc -q1 127.0.0.1 7878"
 	$(SCENED)
 
-bench: $(BENCH_BIN)
-	$(BENCH_BIN)
+bench: $(BENCH_BIN) $(SCENED) $(SCENE_BENCH)
+	BUILD=$(BUILD) scripts/bench.sh
 
 exhaustive-f32: $(BUILD)/f32-exhaustive
 	$(BUILD)/f32-exhaustive

@@ -128,8 +128,9 @@ struct f32_decimal {
 
 /*
  * The shifts below are arithmetic on negative values (implementation-defined
- * in C, arithmetic on every compiler we build with) and give exact floors
- * over the binary32 exponent range (checked against exact arithmetic).
+ * in C, arithmetic on every compiler we build with).  The constants give
+ * exact floors for every exponent a binary32 can have (|q|, |j| <= 150;
+ * verified against exact rational arithmetic).
  */
 
 /* floor(q * log10(2)) */

@@ -3,11 +3,8 @@
 # Called by make; safe to run by hand. Needs root (or sudo) only when something is missing.
 set -euo pipefail
 
-packages=(gcc make pkg-config libuv1-dev libcjson-dev libcglm-dev libcunit1-dev)
-# Optional extras: the server benchmark compares against Redis where it is installed.
-if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(redis-server)
-fi
+packages=(gcc make pkg-config libuv1-dev libcjson-dev libcglm-dev libcunit1-dev libedit-dev)
+
 
 missing=()
 for p in "${packages[@]}"; do

@@ -9,7 +9,10 @@
   X(core_batch)                                                                                \
   X(core_stream)                                                                               \
   X(core_property)                                                                             \
-  X(f32fmt)
+  X(f32fmt)                                                                                    \
+  X(proto)                                                                                     \
+  X(daemon_commands)                                                                           \
+  X(daemon_stream)
 
 #define SCN_TEST_DECLARE(name) int scn_test_register_##name(void);
 SCN_TEST_SUITES(SCN_TEST_DECLARE)

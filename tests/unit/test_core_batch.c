@@ -464,7 +464,7 @@ static void random_op(fixture *f, scn_entity *pool, size_t *npool, int *ok_ops) 
   float m[16];
   trs(m, (float)rnd(7), -(float)rnd(5), 0.25f * (float)rnd(9), 0.1f * (float)rnd(10), 0.4f,
       -0.3f, 0.5f, 0.5f + 0.25f * (float)rnd(4));
-  char name[8];
+  char name[16];
   snprintf(name, sizeof name, "m%u", rnd(12));
   int rc = SCN_OK;
   switch (rnd(12)) {
@@ -613,8 +613,11 @@ static void test_state_errors(void) {
   fixture a, b;
   build(&a);
   build(&b);
+  CU_ASSERT_FALSE(scn_batch_active(a.s));
   OK(scn_batch_begin(a.s));
+  CU_ASSERT_TRUE(scn_batch_active(a.s));
   CU_ASSERT_EQUAL(scn_batch_begin(a.s), SCN_STATE);
+  CU_ASSERT_TRUE(scn_batch_active(a.s));
   OK(scn_transform_set_local(a.w1, a.e[0], IDENTITY));
   CU_ASSERT_EQUAL(scn_batch_begin(a.s), SCN_STATE); /* does not reset the undo log */
   CU_ASSERT_EQUAL(scn_world_create(a.s, "new", NULL), SCN_STATE);
@@ -630,7 +633,11 @@ static void test_state_errors(void) {
   CU_ASSERT_TRUE(scn_entity_alive(a.s, a.e[0]));
   CU_ASSERT_TRUE(scn_transform_exists(a.w2, a.e[20]));
   scn_batch_rollback(a.s);
+  CU_ASSERT_FALSE(scn_batch_active(a.s));
   expect_same(&a, &b);
+  OK(scn_batch_begin(a.s));
+  scn_batch_commit(a.s);
+  CU_ASSERT_FALSE(scn_batch_active(a.s));
   /* after the batch they work */
   OK(scn_world_create(a.s, "new", NULL));
   OK(scn_entity_destroy(a.s, a.e[39]));

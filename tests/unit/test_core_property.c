@@ -170,6 +170,16 @@ static const float IDENTITY[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 
 #define WORLD_REL 1e-5
 #define KEEP_REL 1e-4
 #define TINY 1e-30
+/* The core inverts in double: an element that is zero in exact arithmetic may come out as the
+ * rounding noise of the largest ones (around 1e-16 of them), which the bound above misses. */
+#define INVERSE_FLOOR 1e-12
+
+static double largest(const double m[16]) {
+  double x = 0;
+  for (int i = 0; i < 16; i++)
+    x = fmax(x, fabs(m[i]));
+  return x;
+}
 
 typedef struct world_ref {
   double m[16];     /* the world matrix, in double */
@@ -771,8 +781,9 @@ static scn_entity pick_target(prop *p, int w) {
   return s != NONE_SLOT ? p->m.id[s] : pick_stale(p);
 }
 
-static const char *const NAME_POOL[] = {"a", "b", "c", "d", "wheel", "body", "x y", "-",
-                                        "\xc3\xa9t\xc3\xa9", "\xe5\x90\x8d"};
+static const char *const NAME_POOL[] = {
+    "a", "b", "c", "d", "wheel", "body", "x y", "-", "\xc3\xa9t\xc3\xa9", "\xe5\x90\x8d",
+    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}; /* 64 bytes: the limit */
 static const char *const BAD_NAMES[] = {
     "", "a/b", "tab\tname", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef!"};
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -921,10 +932,11 @@ static bool adopt_computed_local(prop *p, int w, int s, const world_ref *intende
   memcpy(p->m.node[w][s].local, info.local, sizeof info.local);
   world_ref now;
   model_world(&p->m, w, s, &now);
+  double floor = INVERSE_FLOOR * (largest(now.bound) + largest(intended->bound));
   for (int i = 0; i < 16; i++) {
     double tol = KEEP_REL * ((now.depth + 1) * now.bound[i] +
                              (intended->depth + 1) * intended->bound[i]) +
-                 TINY;
+                 floor + TINY;
     if (!(fabs(info.world[i] - intended->m[i]) <= tol))
       return fail(p, "world matrix of %llu, element %d: %.9g, intended %.9g (tolerance %.3g)",
                   ID(e), i, info.world[i], intended->m[i], tol);
@@ -1122,9 +1134,10 @@ static int op_relative(prop *p, int w, scn_entity e, scn_entity to) {
   mat_of_float(r, rd);
   mat_mul(wt.m, rd, back);
   mat_mul_abs(wt.bound, rd, back_bound);
+  double floor = INVERSE_FLOOR * (largest(back_bound) + largest(we.bound));
   for (int i = 0; i < 16; i++) {
-    double tol =
-        KEEP_REL * ((wt.depth + 1) * back_bound[i] + (we.depth + 1) * we.bound[i]) + TINY;
+    double tol = KEEP_REL * ((wt.depth + 1) * back_bound[i] + (we.depth + 1) * we.bound[i]) +
+                 floor + TINY;
     if (!(fabs(back[i] - we.m[i]) <= tol)) {
       fail(p, "world(to) * relative, element %d: %.9g, world(e) %.9g (tolerance %.3g)", i,
            back[i], we.m[i], tol);
@@ -1132,6 +1145,37 @@ static int op_relative(prop *p, int w, scn_entity e, scn_entity to) {
     }
   }
   return got;
+}
+
+/* Propagation and layout on demand, between other operations (and inside batches): none may
+ * change what the reads return. */
+static void op_flush(prop *p, int w) {
+  switch (rng_below(&p->r, 3)) {
+  case 0:
+    describe(p, "world_flush(w%d)", w);
+    scn_world_flush(core_world(p, w));
+    break;
+  case 1:
+    describe(p, "world_relayout(w%d)", w);
+    scn_world_relayout(core_world(p, w));
+    break;
+  default:
+    describe(p, "world_close_tick(w%d)", w);
+    scn_world_close_tick(core_world(p, w));
+    break;
+  }
+}
+
+/* Destroys world w and creates it again, empty; the entities stay alive. */
+static void op_world_recreate(prop *p, int w) {
+  char name[8];
+  snprintf(name, sizeof name, "w%d", w);
+  describe(p, "world_destroy(%s) and world_create(%s)", name, name);
+  if (!expect_rc(p, scn_world_destroy(p->scene, name), SCN_OK) ||
+      !expect_rc(p, scn_world_create(p->scene, name, &p->world[w]), SCN_OK))
+    return;
+  for (int s = 0; s < MAX_SLOTS; s++)
+    p->m.node[w][s].has = false;
 }
 
 /* ---- random operations ---------------------------------------------------------------------- */
@@ -1219,6 +1263,7 @@ typedef enum op_kind {
   OP_CHILDREN,
   OP_FIND,
   OP_RELATIVE,
+  OP_FLUSH,
   OP_KINDS
 } op_kind;
 
@@ -1241,6 +1286,7 @@ static op_kind pick_kind(prop *p, int w) {
       [OP_CHILDREN] = 2,
       [OP_FIND] = 3,
       [OP_RELATIVE] = 3,
+      [OP_FLUSH] = 2,
   };
   unsigned total = 0;
   for (int k = 0; k < OP_KINDS; k++)
@@ -1314,6 +1360,9 @@ static int random_op(prop *p, int w) {
     return op_find(p, w);
   case OP_RELATIVE:
     return op_relative(p, w, pick_target(p, w), pick_target(p, w));
+  case OP_FLUSH:
+    op_flush(p, w);
+    return SCN_OK;
   case OP_KINDS:
     break;
   }
@@ -1540,6 +1589,8 @@ static void step(prop *p) {
         p->skipped++;
   } else if (u < 92) {
     step_batch(p);
+  } else if (u == 92 && rng_chance(&p->r, 0.05)) {
+    op_world_recreate(p, w);
   } else { /* an entity with transforms in both worlds */
     int s = random_slot(p, w, in_every_world);
     if (s != NONE_SLOT)

@@ -366,6 +366,14 @@ static void test_world_basics(void) {
   CU_ASSERT_STRING_EQUAL(scn_world_name(scn_world_at(s, 3)), "Alpha");
   CU_ASSERT_PTR_NULL(scn_world_at(s, 4));
 
+  /* a value the embedder keeps with each world */
+  CU_ASSERT_EQUAL(scn_world_userdata(a), 0);
+  scn_world_set_userdata(a, UINT64_C(0xfeedface12345678));
+  scn_world_set_userdata(b, 7);
+  CU_ASSERT_EQUAL(scn_world_userdata(a), UINT64_C(0xfeedface12345678));
+  CU_ASSERT_EQUAL(scn_world_userdata(b), 7);
+  CU_ASSERT_EQUAL(scn_world_userdata(c), 0);
+
   /* transforms per world and in the scene */
   scn_entity e1 = mk(a, s, SCN_ENTITY_NONE, NULL, NULL);
   mk(a, s, e1, NULL, NULL);
@@ -383,6 +391,7 @@ static void test_world_basics(void) {
   CU_ASSERT_EQUAL(scn_world_count(s), 3);
   CU_ASSERT_PTR_EQUAL(scn_world_at(s, 0), b);
   CU_ASSERT_PTR_EQUAL(scn_world_at(s, 1), c);
+  CU_ASSERT_EQUAL(scn_world_userdata(b), 7);
   CU_ASSERT_STRING_EQUAL(scn_world_name(scn_world_at(s, 2)), "Alpha");
   CU_ASSERT_EQUAL(scn_scene_transform_count(s), 1);
   CU_ASSERT_TRUE(scn_entity_alive(s, e1));
@@ -393,6 +402,7 @@ static void test_world_basics(void) {
   CU_ASSERT_EQUAL(scn_world_transform_count(a2), 0);
   CU_ASSERT_FALSE(scn_transform_exists(a2, e1));
   CU_ASSERT_PTR_EQUAL(scn_world_at(s, 3), a2);
+  CU_ASSERT_EQUAL(scn_world_userdata(a2), 0);
   scn_scene_free(s);
 }
 
@@ -1437,7 +1447,7 @@ static void test_relayout(void) {
     float m[16];
     random_rigid(m);
     scn_entity p = k < 3 ? SCN_ENTITY_NONE : e[rnd((uint32_t)k)];
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "n%d", k);
     OK(scn_transform_create(w1, e[k], p, k % 2 ? name : NULL, m));
     OK(scn_transform_create(w2, e[k], p, k % 2 ? name : NULL, m));

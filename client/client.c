@@ -1,0 +1,351 @@
+/* The C client library: blocking sockets with poll() timeouts, framing shared with the
+ * daemon through proto/. */
+#include "scn_client.h"
+
+#include "buf.h"
+#include "framing.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+struct scn_cli {
+  int fd;
+  int timeout_ms;
+  scn_buf out;
+  scn_buf in;      /* bytes read, not yet consumed */
+  size_t consumed; /* start of unconsumed bytes in in */
+  scn_cli_event_fn on_event;
+  void *event_ud;
+  char error[256];
+};
+
+static int fail(scn_cli *c, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->error, sizeof c->error, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+const char *scn_cli_error(const scn_cli *c) { return c->error; }
+int scn_cli_fd(const scn_cli *c) { return c->fd; }
+
+void scn_cli_on_event(scn_cli *c, scn_cli_event_fn fn, void *ud) {
+  c->on_event = fn;
+  c->event_ud = ud;
+}
+
+static long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int connect_to(const char *host, int port, char *err, size_t errlen) {
+  char service[16];
+  snprintf(service, sizeof service, "%d", port);
+  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res;
+  int rc = getaddrinfo(host, service, &hints, &res);
+  if (rc != 0) {
+    snprintf(err, errlen, "cannot resolve %s: %s", host, gai_strerror(rc));
+    return -1;
+  }
+  int fd = -1, last = 0;
+  for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0)
+      continue;
+    if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      last = errno;
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(res);
+  if (fd < 0) {
+    snprintf(err, errlen, "cannot connect to %s:%d: %s", host, port, strerror(last));
+    return -1;
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+
+scn_cli *scn_cli_connect(const scn_cli_options *opt, char *err, size_t errlen) {
+  char dummy[256];
+  if (!err)
+    err = dummy, errlen = sizeof dummy;
+  scn_cli_options o = opt ? *opt : (scn_cli_options){0};
+  if (!o.host)
+    o.host = "127.0.0.1";
+  if (!o.port)
+    o.port = 7878;
+  scn_cli *c = calloc(1, sizeof *c);
+  if (!c) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  c->timeout_ms = o.timeout_ms ? o.timeout_ms : 10000;
+  c->fd = connect_to(o.host, o.port, err, errlen);
+  if (c->fd < 0) {
+    free(c);
+    return NULL;
+  }
+  if (o.token) {
+    cJSON *req = cJSON_CreateObject(), *resp = NULL;
+    cJSON_AddStringToObject(req, "cmd", "hello");
+    cJSON_AddStringToObject(req, "token", o.token);
+    int rc = req ? scn_cli_call(c, req, &resp) : SCN_CLI_ENOMEM;
+    cJSON_Delete(req);
+    if (rc != SCN_CLI_OK) {
+      snprintf(err, errlen, "hello failed: %s", c->error);
+      cJSON_Delete(resp);
+      scn_cli_close(c);
+      return NULL;
+    }
+    cJSON_Delete(resp);
+  }
+  return c;
+}
+
+void scn_cli_close(scn_cli *c) {
+  if (!c)
+    return;
+  if (c->fd >= 0)
+    close(c->fd);
+  scn_buf_free(&c->out);
+  scn_buf_free(&c->in);
+  free(c);
+}
+
+int scn_cli_send_line(scn_cli *c, const char *line, size_t len) {
+  scn_buf_add(&c->out, line, len);
+  scn_buf_addc(&c->out, '\n');
+  if (c->out.failed) {
+    c->out.failed = false;
+    return fail(c, SCN_CLI_ENOMEM, "out of memory");
+  }
+  return SCN_CLI_OK;
+}
+
+int scn_cli_send(scn_cli *c, const cJSON *req) {
+  char *text = cJSON_PrintUnformatted(req);
+  if (!text)
+    return fail(c, SCN_CLI_ENOMEM, "out of memory");
+  int rc = scn_cli_send_line(c, text, strlen(text));
+  cJSON_free(text);
+  return rc;
+}
+
+/* Writes what is queued; while the socket is full it also reads, so a long pipeline cannot
+ * deadlock against a daemon that is itself waiting for us to read. */
+static int read_some(scn_cli *c, int timeout_ms);
+
+int scn_cli_flush(scn_cli *c) {
+  size_t off = 0;
+  while (off < c->out.len) {
+    ssize_t n = send(c->fd, c->out.data + off, c->out.len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      off += (size_t)n;
+      continue;
+    }
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      struct pollfd p = {.fd = c->fd, .events = POLLOUT | POLLIN};
+      if (poll(&p, 1, c->timeout_ms) <= 0)
+        return fail(c, SCN_CLI_ETIMEOUT, "timed out sending");
+      if (p.revents & POLLIN) {
+        int rc = read_some(c, 0);
+        if (rc < 0 && rc != SCN_CLI_ETIMEOUT)
+          return rc;
+      }
+      continue;
+    }
+    return fail(c, SCN_CLI_EIO, "send failed: %s", strerror(errno));
+  }
+  c->out.len = 0;
+  return SCN_CLI_OK;
+}
+
+static int read_some(scn_cli *c, int timeout_ms) {
+  struct pollfd p = {.fd = c->fd, .events = POLLIN};
+  int r = poll(&p, 1, timeout_ms);
+  if (r == 0)
+    return fail(c, SCN_CLI_ETIMEOUT, "timed out waiting for the daemon");
+  if (r < 0)
+    return errno == EINTR ? SCN_CLI_ETIMEOUT : fail(c, SCN_CLI_EIO, "poll: %s", strerror(errno));
+  if (c->consumed > 0 && c->consumed == c->in.len) {
+    c->in.len = c->consumed = 0;
+  } else if (c->consumed > 1 << 20) {
+    scn_buf_consume(&c->in, c->consumed);
+    c->consumed = 0;
+  }
+  if (!scn_buf_reserve(&c->in, 65536))
+    return fail(c, SCN_CLI_ENOMEM, "out of memory");
+  ssize_t n = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, 0);
+  if (n == 0)
+    return fail(c, SCN_CLI_ECLOSED, "the daemon closed the connection");
+  if (n < 0)
+    return errno == EINTR ? SCN_CLI_OK : fail(c, SCN_CLI_EIO, "recv: %s", strerror(errno));
+  c->in.len += (size_t)n;
+  return SCN_CLI_OK;
+}
+
+int scn_cli_read_line(scn_cli *c, const char **line, size_t *len, int timeout_ms) {
+  int rc = scn_cli_flush(c);
+  if (rc != SCN_CLI_OK)
+    return rc;
+  long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+  for (;;) {
+    char *start = c->in.data + c->consumed;
+    char *nl = c->in.len > c->consumed ? memchr(start, '\n', c->in.len - c->consumed) : NULL;
+    if (nl) {
+      *line = start;
+      *len = (size_t)(nl - start);
+      if (*len && start[*len - 1] == '\r')
+        (*len)--;
+      c->consumed += (size_t)(nl - start) + 1;
+      return SCN_CLI_OK;
+    }
+    int left = deadline < 0 ? -1 : (int)(deadline - now_ms());
+    if (deadline >= 0 && left < 0)
+      left = 0;
+    rc = read_some(c, left);
+    if (rc != SCN_CLI_OK)
+      return rc;
+  }
+}
+
+static int next_json(scn_cli *c, int timeout_ms, cJSON **out) {
+  const char *line;
+  size_t len;
+  int rc = scn_cli_read_line(c, &line, &len, timeout_ms);
+  if (rc != SCN_CLI_OK)
+    return rc;
+  *out = cJSON_ParseWithLength(line, len);
+  if (!*out || !cJSON_IsObject(*out)) {
+    cJSON_Delete(*out);
+    *out = NULL;
+    return fail(c, SCN_CLI_EPROTO, "the daemon sent a line that is not a JSON object");
+  }
+  return SCN_CLI_OK;
+}
+
+static bool is_event(const cJSON *j) { return cJSON_GetObjectItemCaseSensitive(j, "event"); }
+
+static void hand_event(scn_cli *c, cJSON *ev) {
+  if (c->on_event)
+    c->on_event(c->event_ud, ev);
+  cJSON_Delete(ev);
+}
+
+int scn_cli_read_response(scn_cli *c, cJSON **out) {
+  *out = NULL;
+  for (;;) {
+    cJSON *j;
+    int rc = next_json(c, c->timeout_ms, &j);
+    if (rc != SCN_CLI_OK)
+      return rc;
+    if (!is_event(j)) {
+      *out = j;
+      return SCN_CLI_OK;
+    }
+    hand_event(c, j);
+  }
+}
+
+const char *scn_cli_reply_code(const cJSON *r) {
+  const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "error");
+  const cJSON *code = e ? cJSON_GetObjectItemCaseSensitive(e, "code") : NULL;
+  return cJSON_IsString(code) ? code->valuestring : NULL;
+}
+
+const char *scn_cli_reply_message(const cJSON *r) {
+  const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "error");
+  const cJSON *m = e ? cJSON_GetObjectItemCaseSensitive(e, "message") : NULL;
+  return cJSON_IsString(m) ? m->valuestring : NULL;
+}
+
+static int finish_call(scn_cli *c, cJSON **out) {
+  cJSON *r;
+  int rc = scn_cli_read_response(c, &r);
+  if (rc != SCN_CLI_OK)
+    return rc;
+  if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok"))) {
+    const char *code = scn_cli_reply_code(r), *msg = scn_cli_reply_message(r);
+    rc = fail(c, SCN_CLI_EREPLY, "%s: %s", code ? code : "ERROR", msg ? msg : "");
+  }
+  if (out)
+    *out = r;
+  else
+    cJSON_Delete(r);
+  return rc;
+}
+
+int scn_cli_call(scn_cli *c, const cJSON *req, cJSON **out) {
+  if (out)
+    *out = NULL;
+  int rc = scn_cli_send(c, req);
+  return rc != SCN_CLI_OK ? rc : finish_call(c, out);
+}
+
+int scn_cli_call_line(scn_cli *c, const char *line, cJSON **out) {
+  if (out)
+    *out = NULL;
+  int rc = scn_cli_send_line(c, line, strlen(line));
+  return rc != SCN_CLI_OK ? rc : finish_call(c, out);
+}
+
+int scn_cli_subscribe(scn_cli *c, const char *world, double root, double hz, double *sub) {
+  cJSON *req = cJSON_CreateObject(), *r = NULL;
+  if (!req)
+    return fail(c, SCN_CLI_ENOMEM, "out of memory");
+  cJSON_AddStringToObject(req, "cmd", "subscribe");
+  cJSON_AddStringToObject(req, "world", world);
+  if (root > 0)
+    cJSON_AddNumberToObject(req, "root", root);
+  if (hz > 0)
+    cJSON_AddNumberToObject(req, "hz", hz);
+  int rc = scn_cli_call(c, req, &r);
+  cJSON_Delete(req);
+  if (rc == SCN_CLI_OK) {
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(r, "sub");
+    if (cJSON_IsNumber(s))
+      *sub = s->valuedouble;
+    else
+      rc = fail(c, SCN_CLI_EPROTO, "subscribe answered without a sub id");
+  }
+  cJSON_Delete(r);
+  return rc;
+}
+
+int scn_cli_poll_events(scn_cli *c, int timeout_ms) {
+  int count = 0;
+  long deadline = now_ms() + (timeout_ms < 0 ? 0 : timeout_ms);
+  for (;;) {
+    cJSON *j;
+    int left = (int)(deadline - now_ms());
+    int rc = next_json(c, count ? 0 : (left > 0 ? left : 0), &j);
+    if (rc == SCN_CLI_ETIMEOUT)
+      return count;
+    if (rc != SCN_CLI_OK)
+      return count ? count : rc;
+    if (!is_event(j)) {
+      cJSON_Delete(j);
+      return fail(c, SCN_CLI_EPROTO, "a response arrived while only events were expected");
+    }
+    hand_event(c, j);
+    count++;
+  }
+}

@@ -1,0 +1,422 @@
+/* scenectl: the command line for scripts.
+ *
+ *   scenectl [--host H] [--port P] [--token T] CMD [key=value ...]
+ *   scenectl [...] --pipe                  NDJSON requests on stdin, one response per line
+ *   scenectl [...] subscribe world=W [root=E] [hz=N] [--frames N]
+ *   scenectl [...]                         on a terminal: an interactive prompt
+ *
+ * A value is taken as JSON when it parses as JSON, otherwise as a string. Exit codes: 0 on
+ * success, 1 on an error reply (CODE: message on stderr), 2 on usage or connection errors.
+ */
+#define _GNU_SOURCE /* memmem, strdup */
+#include "scn_client.h"
+#include "wire.h"
+
+#include <ctype.h>
+#include <editline/readline.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EXIT_REPLY 1
+#define EXIT_USAGE 2
+
+typedef struct ctl_opts {
+  scn_cli_options cli;
+  bool pipe;
+  long frames; /* subscribe: stop after this many frames (0: never) */
+} ctl_opts;
+
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig) {
+  (void)sig;
+  interrupted = 1;
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: scenectl [--host H] [--port P] [--token T] CMD [key=value ...]\n"
+          "       scenectl [--host H] [--port P] [--token T] --pipe\n"
+          "       scenectl [--host H] [--port P] [--token T] subscribe world=W [root=E] [hz=N] "
+          "[--frames N]\n"
+          "       scenectl                      (on a terminal: interactive prompt)\n\n"
+          "Each value is parsed as JSON when it is valid JSON, otherwise taken as a string:\n"
+          "  scenectl transform.create world=main t=[1,2,3] name=car\n"
+          "Defaults come from SCENED_HOST, SCENED_PORT and SCENED_AUTH_TOKEN.\n\n"
+          "commands:\n");
+  for (unsigned i = 0; i < scn_command_count; i++) {
+    const scn_command_info *c = &scn_commands[i];
+    fprintf(f, "  %-20s %s\n", c->name, c->help);
+  }
+}
+
+static void command_help(const scn_command_info *c) {
+  printf("%s: %s\n", c->name, c->help);
+  printf("  required: %s\n", c->required[0] ? c->required : "(none)");
+  printf("  optional: %s\n", c->optional[0] ? c->optional : "(none)");
+}
+
+/* "key=value": value as JSON when it parses, else a string. */
+static int add_pair(cJSON *req, const char *arg) {
+  const char *eq = strchr(arg, '=');
+  if (!eq || eq == arg) {
+    fprintf(stderr, "scenectl: expected key=value, got \"%s\"\n", arg);
+    return -1;
+  }
+  char key[128];
+  size_t klen = (size_t)(eq - arg);
+  if (klen >= sizeof key) {
+    fprintf(stderr, "scenectl: key too long in \"%s\"\n", arg);
+    return -1;
+  }
+  memcpy(key, arg, klen);
+  key[klen] = '\0';
+  const char *end = NULL;
+  cJSON *v = cJSON_ParseWithOpts(eq + 1, &end, 1);
+  if (!v)
+    v = cJSON_CreateString(eq + 1);
+  cJSON_DeleteItemFromObjectCaseSensitive(req, key);
+  cJSON_AddItemToObject(req, key, v);
+  return 0;
+}
+
+static cJSON *build_request(const char *cmd, int argc, char **argv) {
+  cJSON *req = cJSON_CreateObject();
+  cJSON_AddStringToObject(req, "cmd", cmd);
+  for (int i = 0; i < argc; i++)
+    if (add_pair(req, argv[i]) != 0) {
+      cJSON_Delete(req);
+      return NULL;
+    }
+  return req;
+}
+
+static void print_result(const cJSON *resp) {
+  cJSON *copy = cJSON_Duplicate(resp, 1);
+  cJSON_DeleteItemFromObjectCaseSensitive(copy, "ok");
+  cJSON_DeleteItemFromObjectCaseSensitive(copy, "id");
+  char *text = cJSON_PrintUnformatted(copy);
+  printf("%s\n", text ? text : "{}");
+  cJSON_free(text);
+  cJSON_Delete(copy);
+}
+
+static int report_error(const cJSON *resp) {
+  const char *code = scn_cli_reply_code(resp), *msg = scn_cli_reply_message(resp);
+  fprintf(stderr, "%s: %s\n", code ? code : "ERROR", msg ? msg : "");
+  return EXIT_REPLY;
+}
+
+static scn_cli *connect_or_report(const ctl_opts *o) {
+  char err[256];
+  scn_cli *c = scn_cli_connect(&o->cli, err, sizeof err);
+  if (!c)
+    fprintf(stderr, "scenectl: %s\n", err);
+  return c;
+}
+
+static int run_one(const ctl_opts *o, const char *cmd, int argc, char **argv) {
+  cJSON *req = build_request(cmd, argc, argv), *resp = NULL;
+  if (!req)
+    return EXIT_USAGE;
+  scn_cli *c = connect_or_report(o);
+  if (!c) {
+    cJSON_Delete(req);
+    return EXIT_USAGE;
+  }
+  int rc = scn_cli_call(c, req, &resp), status = 0;
+  if (rc == SCN_CLI_OK) {
+    print_result(resp);
+  } else if (rc == SCN_CLI_EREPLY) {
+    status = report_error(resp);
+  } else {
+    fprintf(stderr, "scenectl: %s\n", scn_cli_error(c));
+    status = EXIT_USAGE;
+  }
+  cJSON_Delete(resp);
+  cJSON_Delete(req);
+  scn_cli_close(c);
+  return status;
+}
+
+/* --pipe: requests are pipelined in windows, responses written in order. */
+static bool blank(const char *s) {
+  for (; *s; s++)
+    if (!isspace((unsigned char)*s))
+      return false;
+  return true;
+}
+
+static int read_responses(scn_cli *c, long *outstanding, long keep, bool *any_error) {
+  while (*outstanding > keep) {
+    const char *line;
+    size_t len;
+    int rc = scn_cli_read_line(c, &line, &len, 30000);
+    if (rc != SCN_CLI_OK) {
+      fprintf(stderr, "scenectl: %s\n", scn_cli_error(c));
+      return -1;
+    }
+    if (len >= 9 && memmem(line, len < 64 ? len : 64, "\"event\"", 7) && line[0] == '{' &&
+        !memmem(line, len < 96 ? len : 96, "\"ok\":", 5))
+      continue; /* a stream event, not a response */
+    if (memmem(line, len, "\"ok\":false", 10))
+      *any_error = true;
+    fwrite(line, 1, len, stdout);
+    fputc('\n', stdout);
+    (*outstanding)--;
+  }
+  return 0;
+}
+
+static int run_pipe(const ctl_opts *o) {
+  scn_cli *c = connect_or_report(o);
+  if (!c)
+    return EXIT_USAGE;
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n;
+  long outstanding = 0;
+  bool any_error = false;
+  int status = 0;
+  while ((n = getline(&line, &cap, stdin)) > 0) {
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+      line[--n] = '\0';
+    if (blank(line))
+      continue; /* the daemon answers no blank line */
+    if (scn_cli_send_line(c, line, (size_t)n) != SCN_CLI_OK) {
+      status = EXIT_USAGE;
+      break;
+    }
+    if (++outstanding >= 4096 &&
+        (scn_cli_flush(c) != SCN_CLI_OK || read_responses(c, &outstanding, 1024, &any_error))) {
+      status = EXIT_USAGE;
+      break;
+    }
+  }
+  free(line);
+  if (status == 0 && (scn_cli_flush(c) != SCN_CLI_OK ||
+                      read_responses(c, &outstanding, 0, &any_error) != 0))
+    status = EXIT_USAGE;
+  fflush(stdout);
+  scn_cli_close(c);
+  return status ? status : any_error ? EXIT_REPLY : 0;
+}
+
+/* subscribe: events to stdout until interrupted, N frames, or the subscription ends. */
+typedef struct sub_state {
+  long frames, limit;
+  bool ended;
+} sub_state;
+
+static void print_event(void *ud, const cJSON *ev) {
+  sub_state *st = ud;
+  char *text = cJSON_PrintUnformatted(ev);
+  if (text)
+    printf("%s\n", text);
+  cJSON_free(text);
+  fflush(stdout);
+  const cJSON *kind = cJSON_GetObjectItemCaseSensitive(ev, "event");
+  if (cJSON_IsString(kind) && strcmp(kind->valuestring, "frame") == 0)
+    st->frames++;
+  else if (cJSON_IsString(kind))
+    st->ended = true; /* world_destroyed or unsubscribed */
+}
+
+static int run_subscribe(const ctl_opts *o, int argc, char **argv) {
+  cJSON *req = build_request("subscribe", argc, argv), *resp = NULL;
+  if (!req)
+    return EXIT_USAGE;
+  scn_cli *c = connect_or_report(o);
+  if (!c) {
+    cJSON_Delete(req);
+    return EXIT_USAGE;
+  }
+  sub_state st = {.limit = o->frames};
+  scn_cli_on_event(c, print_event, &st);
+  int rc = scn_cli_call(c, req, &resp), status = 0;
+  cJSON_Delete(req);
+  if (rc == SCN_CLI_EREPLY) {
+    status = report_error(resp);
+  } else if (rc != SCN_CLI_OK) {
+    fprintf(stderr, "scenectl: %s\n", scn_cli_error(c));
+    status = EXIT_USAGE;
+  }
+  cJSON_Delete(resp);
+  signal(SIGINT, on_interrupt);
+  signal(SIGTERM, on_interrupt);
+  while (status == 0 && !interrupted && !st.ended && (!st.limit || st.frames < st.limit)) {
+    rc = scn_cli_poll_events(c, 200);
+    if (rc < 0 && rc != SCN_CLI_ETIMEOUT) {
+      fprintf(stderr, "scenectl: %s\n", scn_cli_error(c));
+      status = EXIT_USAGE;
+    }
+  }
+  scn_cli_close(c);
+  return status;
+}
+
+/* ---- interactive ---------------------------------------------------------------------------- */
+
+/* Splits on spaces outside quotes and brackets, so t=[1, 2, 3] and name="a b" stay whole. */
+static int split_words(char *s, char **words, int max) {
+  int n = 0;
+  while (*s && n < max) {
+    while (isspace((unsigned char)*s))
+      s++;
+    if (!*s)
+      break;
+    words[n++] = s;
+    int depth = 0;
+    bool quoted = false;
+    for (; *s; s++) {
+      if (quoted) {
+        if (*s == '\\' && s[1])
+          s++;
+        else if (*s == '"')
+          quoted = false;
+      } else if (*s == '"') {
+        quoted = true;
+      } else if (*s == '[' || *s == '{') {
+        depth++;
+      } else if ((*s == ']' || *s == '}') && depth > 0) {
+        depth--;
+      } else if (isspace((unsigned char)*s) && depth == 0) {
+        break;
+      }
+    }
+    if (*s)
+      *s++ = '\0';
+  }
+  return n;
+}
+
+static void print_event_line(void *ud, const cJSON *ev) {
+  (void)ud;
+  char *text = cJSON_PrintUnformatted(ev);
+  if (text)
+    printf("%s\n", text);
+  cJSON_free(text);
+}
+
+static int run_interactive(const ctl_opts *o) {
+  scn_cli *c = connect_or_report(o);
+  if (!c)
+    return EXIT_USAGE;
+  scn_cli_on_event(c, print_event_line, NULL);
+  printf("connected to %s:%d; \"help\" lists commands, \"help CMD\" its fields, \"quit\" leaves.\n",
+         o->cli.host ? o->cli.host : "127.0.0.1", o->cli.port ? o->cli.port : 7878);
+  char *line;
+  while ((line = readline("scened> "))) {
+    if (!blank(line))
+      add_history(line);
+    char *words[128];
+    char *copy = strdup(line);
+    int n = copy ? split_words(copy, words, 128) : 0;
+    cJSON *req = NULL, *resp = NULL;
+    if (n == 0) {
+      /* nothing */
+    } else if (!strcmp(words[0], "quit") || !strcmp(words[0], "exit")) {
+      free(copy);
+      free(line);
+      break;
+    } else if (!strcmp(words[0], "help")) {
+      const scn_command_info *ci = n > 1 ? scn_command_find(words[1]) : NULL;
+      if (ci)
+        command_help(ci);
+      else
+        usage(stdout);
+    } else if (line[strspn(line, " \t")] == '{') {
+      req = cJSON_Parse(line);
+      if (!req)
+        printf("not valid JSON\n");
+    } else {
+      req = build_request(words[0], n - 1, words + 1);
+    }
+    if (req) {
+      int rc = scn_cli_call(c, req, &resp);
+      if (resp) {
+        char *text = cJSON_PrintUnformatted(resp);
+        printf("%s\n", text ? text : "");
+        cJSON_free(text);
+      } else if (rc != SCN_CLI_OK) {
+        printf("%s\n", scn_cli_error(c));
+        if (rc == SCN_CLI_ECLOSED) {
+          cJSON_Delete(req);
+          free(copy);
+          free(line);
+          break;
+        }
+      }
+      scn_cli_poll_events(c, 0);
+    }
+    cJSON_Delete(req);
+    cJSON_Delete(resp);
+    free(copy);
+    free(line);
+  }
+  scn_cli_close(c);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  ctl_opts o = {0};
+  const char *env;
+  if ((env = getenv("SCENED_HOST")) && *env)
+    o.cli.host = env;
+  if ((env = getenv("SCENED_PORT")) && *env)
+    o.cli.port = atoi(env);
+  if ((env = getenv("SCENED_AUTH_TOKEN")) && *env)
+    o.cli.token = env;
+  int i = 1;
+  const char *cmd = NULL;
+  char *rest[256];
+  int nrest = 0;
+  for (; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--pipe")) {
+      o.pipe = true;
+    } else if (!strcmp(a, "--host") && v) {
+      o.cli.host = v, i++;
+    } else if (!strcmp(a, "--port") && v) {
+      char *end;
+      long p = strtol(v, &end, 10);
+      if (*end || p <= 0 || p > 65535) {
+        fprintf(stderr, "scenectl: invalid port \"%s\"\n", v);
+        return EXIT_USAGE;
+      }
+      o.cli.port = (int)p, i++;
+    } else if (!strcmp(a, "--token") && v) {
+      o.cli.token = v, i++;
+    } else if (!strcmp(a, "--frames") && v) {
+      o.frames = atol(v), i++;
+    } else if (!strcmp(a, "--timeout") && v) {
+      o.cli.timeout_ms = atoi(v), i++;
+    } else if (a[0] == '-' && a[1] == '-') {
+      fprintf(stderr, "scenectl: unknown option \"%s\"\n", a);
+      usage(stderr);
+      return EXIT_USAGE;
+    } else if (!cmd) {
+      cmd = a;
+    } else if (nrest < 256) {
+      rest[nrest++] = argv[i];
+    }
+  }
+  if (o.pipe)
+    return cmd ? (usage(stderr), EXIT_USAGE) : run_pipe(&o);
+  if (!cmd) {
+    if (isatty(STDIN_FILENO))
+      return run_interactive(&o);
+    usage(stderr);
+    return EXIT_USAGE;
+  }
+  if (!strcmp(cmd, "subscribe"))
+    return run_subscribe(&o, nrest, rest);
+  return run_one(&o, cmd, nrest, rest);
+}

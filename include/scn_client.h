@@ -1,0 +1,74 @@
+/*
+ * scn_client.h: a small blocking client for scened (protocol 1).
+ *
+ * Connect, send requests (one at a time or many pipelined), read responses in order, and
+ * receive stream events through a callback. Errors: functions return 0 or a negative
+ * SCN_CLI_E* code, and scn_cli_error() describes the last one.
+ */
+#ifndef SCN_CLIENT_H
+#define SCN_CLIENT_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct scn_cli scn_cli;
+
+enum {
+  SCN_CLI_OK = 0,
+  SCN_CLI_ECONNECT = -1, /* could not connect (refused, unreachable, bad address) */
+  SCN_CLI_ETIMEOUT = -2, /* no answer in time */
+  SCN_CLI_ECLOSED = -3,  /* the daemon closed the connection */
+  SCN_CLI_EPROTO = -4,   /* a line that is not the JSON the protocol promises */
+  SCN_CLI_EREPLY = -5,   /* the daemon answered with an error (see scn_cli_reply_error) */
+  SCN_CLI_ENOMEM = -6,
+  SCN_CLI_EIO = -7,
+};
+
+typedef struct scn_cli_options {
+  const char *host;  /* default 127.0.0.1 */
+  int port;          /* default 7878 */
+  const char *token; /* sent with hello when set */
+  int timeout_ms;    /* per call; 0 means 10 s; negative waits forever */
+} scn_cli_options;
+
+/* Connects (and says hello with the token when one is given). NULL on failure, with the
+ * reason in err (at least 256 bytes) when err is not NULL. */
+scn_cli *scn_cli_connect(const scn_cli_options *opt, char *err, size_t errlen);
+void scn_cli_close(scn_cli *c);
+const char *scn_cli_error(const scn_cli *c);
+int scn_cli_fd(const scn_cli *c);
+
+/* Events (lines with "event") that arrive while waiting for a response go here; without a
+ * handler they are dropped. The event is freed after the call. */
+typedef void (*scn_cli_event_fn)(void *ud, const cJSON *event);
+void scn_cli_on_event(scn_cli *c, scn_cli_event_fn fn, void *ud);
+
+/* Queues one request line (no '\n'); nothing is sent until scn_cli_flush or a read. */
+int scn_cli_send_line(scn_cli *c, const char *line, size_t len);
+int scn_cli_send(scn_cli *c, const cJSON *req);
+int scn_cli_flush(scn_cli *c);
+
+/* The next response (events are handed to the event handler on the way). The caller
+ * cJSON_Deletes it. */
+int scn_cli_read_response(scn_cli *c, cJSON **out);
+/* The next line of any kind, raw (without '\n'), valid until the next call. */
+int scn_cli_read_line(scn_cli *c, const char **line, size_t *len, int timeout_ms);
+
+/* One request, one response. An error reply returns SCN_CLI_EREPLY with the response in
+ * *out (when out is not NULL); scn_cli_reply_error then gives its code and message. */
+int scn_cli_call(scn_cli *c, const cJSON *req, cJSON **out);
+/* The same with a request written as JSON text. */
+int scn_cli_call_line(scn_cli *c, const char *line, cJSON **out);
+/* Code and message of an error response (NULL when r is not one). */
+const char *scn_cli_reply_code(const cJSON *r);
+const char *scn_cli_reply_message(const cJSON *r);
+
+/* Subscribes to a world (root 0: whole world; hz <= 0: the tick rate) and returns the
+ * subscription id; frames then reach the event handler from any read. */
+int scn_cli_subscribe(scn_cli *c, const char *world, double root, double hz, double *sub);
+/* Waits up to timeout_ms for events and hands them to the handler; returns how many
+ * arrived, or a negative code. Responses must not be pending. */
+int scn_cli_poll_events(scn_cli *c, int timeout_ms);
+
+#endif

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The benchmarks behind `make bench`: the transform core against its limit, then the daemon
+# under scene-bench, side by side with Redis where redis-server and redis-benchmark exist.
+# Figures are medians of RUNS runs (default 3); the machine is small and noisy.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+RUNS=${RUNS:-3}
+N=${N:-300000}
+
+echo "== transform core (bench-core)"
+"$BUILD/bench-core"
+
+log=$(mktemp)
+redis_dir=$(mktemp -d)
+cleanup() {
+  [[ -n "${scened_pid:-}" ]] && kill "$scened_pid" 2>/dev/null && wait "$scened_pid" 2>/dev/null
+  [[ -n "${redis_pid:-}" ]] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
+  rm -rf "$log" "$redis_dir"
+}
+trap cleanup EXIT
+
+"$BUILD/scened" --listen 127.0.0.1:0 --log-level warn 2>"$log" &
+scened_pid=$!
+for _ in $(seq 100); do grep -q 'listening on' "$log" && break; sleep 0.05; done
+port=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$log" | head -1 | cut -d: -f2)
+[[ -n "$port" ]] || { echo "scened did not start"; cat "$log"; exit 1; }
+
+# median VALUE of field F (ops/s, matrices/s, p50_ms, ...) over RUNS runs of scene-bench ARGS
+median_of() {
+  local field=$1
+  shift
+  for _ in $(seq "$RUNS"); do
+    "$BUILD/scene-bench" -p "$port" --json "$@" | grep -o "\"$field\":[0-9.]*" | cut -d: -f2
+  done | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
+}
+
+echo
+echo "== daemon: transform.set_local, 50 connections x 16 pipelined (medians of $RUNS runs)"
+trs=$(median_of ops/s -c 50 -P 16 -n "$N" -t set_local)
+mat=$(median_of ops/s -c 50 -P 16 -n "$N" -t set_matrix)
+printf 'set_local t/r/s     %10.0f ops/s\n' "$trs"
+printf 'set_local matrix    %10.0f ops/s\n' "$mat"
+echo
+echo "== daemon: one client, no pipelining (medians of $RUNS runs)"
+p50=$(median_of p50_ms -c 1 -P 1 -n 20000 -t set_matrix)
+p99=$(median_of p99_ms -c 1 -P 1 -n 20000 -t set_matrix)
+printf 'set_local matrix    p50=%s ms  p99=%s ms\n' "$p50" "$p99"
+
+echo
+echo "== streaming: a root with 10,000 descendants moving every tick"
+for s in 1 10 100; do
+  "$BUILD/scene-bench" -p "$port" -t stream -S "$s" -K 10000 --seconds 3
+done
+
+echo
+if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
+  echo "== Redis, same concurrency and pipelining (medians of $RUNS runs)"
+
+  rport=$((20000 + RANDOM % 20000))
+  redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 &
+  redis_pid=$!
+  for _ in $(seq 100); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.05; done
+  rb() {
+    for _ in $(seq "$RUNS"); do
+      redis-benchmark -p "$rport" -c 50 -P 16 -n "$N" -q "$@" | tr '\r' '\n' |
+        grep -o '[0-9.]* requests per second' | tail -1 | cut -d' ' -f1
+    done | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
+  }
+  set_rate=$(rb -t set)
+  fields=""
+  for i in $(seq 16); do fields="$fields f$i v$i"; done
+  # shellcheck disable=SC2086
+  hset_rate=$(rb hset bench:h:__rand_int__ $fields)
+  printf 'redis SET           %10.0f ops/s\n' "$set_rate"
+  printf 'redis HSET 16 fields %9.0f ops/s\n' "$hset_rate"
+  echo
+  awk -v m="$mat" -v s="$set_rate" -v h="$hset_rate" 'BEGIN {
+    printf "matrix set_local / redis HSET-16 = %.2f (target >= 3)\n", m / h
+    printf "matrix set_local / redis SET     = %.2f (target >= 1)\n", m / s }'
+else
+  echo "== Redis comparison skipped: redis-server or redis-benchmark is not installed"
+fi

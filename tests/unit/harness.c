@@ -1,0 +1,293 @@
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static char *read_file(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return NULL;
+  size_t cap = 4096, len = 0;
+  char *s = malloc(cap);
+  size_t n;
+  while (s && (n = fread(s + len, 1, cap - len - 1, f)) > 0) {
+    len += n;
+    if (cap - len < 2) {
+      char *p = realloc(s, cap *= 2);
+      if (!p) {
+        free(s);
+        s = NULL;
+      } else {
+        s = p;
+      }
+    }
+  }
+  fclose(f);
+  if (s)
+    s[len] = '\0';
+  return s;
+}
+
+bool scn_daemon_log_contains(const scn_daemon *d, const char *text) {
+  char *log = read_file(d->log_path);
+  bool found = log && strstr(log, text);
+  free(log);
+  return found;
+}
+
+int scn_daemon_start(scn_daemon *d, const char *const *args) {
+  const char *bin = getenv("SCENED_BIN");
+  if (!bin)
+    bin = "build/scened";
+  static int serial;
+  snprintf(d->log_path, sizeof d->log_path, "/tmp/scened-test-%d-%d.log", (int)getpid(),
+           ++serial);
+  const char *argv[64] = {bin, "--listen", "127.0.0.1:0"};
+  int argc = 3;
+  for (int i = 0; args && args[i] && argc < 62; i++)
+    argv[argc++] = args[i];
+  argv[argc] = NULL;
+  pid_t pid = fork();
+  if (pid < 0)
+    return -1;
+  if (pid == 0) {
+    int fd = open(d->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      dup2(fd, 2);
+      close(fd);
+    }
+    execv(bin, (char *const *)argv);
+    _exit(127);
+  }
+  d->pid = pid;
+  d->port = 0;
+  long deadline = now_ms() + 10000;
+  while (now_ms() < deadline) {
+    char *log = read_file(d->log_path);
+    const char *at = log ? strstr(log, "listening on 127.0.0.1:") : NULL;
+    if (at) {
+      d->port = atoi(at + strlen("listening on 127.0.0.1:"));
+      free(log);
+      return 0;
+    }
+    free(log);
+    int status;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      fprintf(stderr, "scened exited before listening (status %d); log %s\n", status,
+              d->log_path);
+      d->pid = 0;
+      return -1;
+    }
+    usleep(5000);
+  }
+  fprintf(stderr, "scened did not print its listening line; log %s\n", d->log_path);
+  scn_daemon_stop(d, SIGKILL, 1000);
+  return -1;
+}
+
+int scn_daemon_stop(scn_daemon *d, int sig, int timeout_ms) {
+  if (d->pid <= 0)
+    return -1;
+  kill(d->pid, sig ? sig : SIGTERM);
+  long deadline = now_ms() + timeout_ms;
+  int status = -1;
+  while (now_ms() < deadline) {
+    if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
+      d->pid = 0;
+      return status;
+    }
+    usleep(2000);
+  }
+  kill(d->pid, SIGKILL);
+  waitpid(d->pid, &status, 0);
+  d->pid = 0;
+  return -1;
+}
+
+int scn_client_connect(scn_client *c, int port) {
+  memset(c, 0, sizeof *c);
+  c->fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (c->fd < 0)
+    return -1;
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(c->fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    close(c->fd);
+    c->fd = -1;
+    return -1;
+  }
+  int one = 1;
+  setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return 0;
+}
+
+void scn_client_close(scn_client *c) {
+  if (c->fd >= 0)
+    close(c->fd);
+  c->fd = -1;
+  free(c->buf);
+  c->buf = NULL;
+  c->len = c->cap = 0;
+}
+
+int scn_client_send_raw(scn_client *c, const void *data, size_t len) {
+  const char *p = data;
+  while (len) {
+    ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return -1;
+    }
+    p += n;
+    len -= (size_t)n;
+  }
+  return 0;
+}
+
+int scn_client_send(scn_client *c, const char *line) {
+  size_t len = strlen(line);
+  char *tmp = malloc(len + 1);
+  if (!tmp)
+    return -1;
+  memcpy(tmp, line, len);
+  tmp[len] = '\n';
+  int rc = scn_client_send_raw(c, tmp, len + 1);
+  free(tmp);
+  return rc;
+}
+
+/* Reads more bytes into the buffer; 1 read, 0 timeout, -1 end of stream or error. */
+static int fill(scn_client *c, long deadline) {
+  long left = deadline - now_ms();
+  if (left < 0)
+    return 0;
+  struct pollfd p = {.fd = c->fd, .events = POLLIN};
+  int r = poll(&p, 1, (int)left);
+  if (r <= 0)
+    return 0;
+  if (c->cap - c->len < 65536) {
+    size_t cap = c->cap ? c->cap * 2 : 131072;
+    char *q = realloc(c->buf, cap);
+    if (!q)
+      return -1;
+    c->buf = q;
+    c->cap = cap;
+  }
+  ssize_t n = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
+  if (n <= 0)
+    return -1;
+  c->len += (size_t)n;
+  return 1;
+}
+
+char *scn_client_recv(scn_client *c, int timeout_ms) {
+  long deadline = now_ms() + timeout_ms;
+  for (;;) {
+    char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
+    if (nl) {
+      size_t n = (size_t)(nl - c->buf);
+      char *line = malloc(n + 1);
+      if (!line)
+        return NULL;
+      memcpy(line, c->buf, n);
+      line[n] = '\0';
+      memmove(c->buf, nl + 1, c->len - n - 1);
+      c->len -= n + 1;
+      return line;
+    }
+    if (fill(c, deadline) <= 0)
+      return NULL;
+  }
+}
+
+cJSON *scn_client_recv_json(scn_client *c, int timeout_ms) {
+  char *line = scn_client_recv(c, timeout_ms);
+  if (!line)
+    return NULL;
+  cJSON *j = cJSON_Parse(line);
+  free(line);
+  return j;
+}
+
+cJSON *scn_client_call(scn_client *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  char *line = malloc((size_t)n + 1);
+  if (!line)
+    return NULL;
+  va_start(ap, fmt);
+  vsnprintf(line, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  int rc = scn_client_send(c, line);
+  free(line);
+  if (rc != 0)
+    return NULL;
+  for (;;) {
+    cJSON *r = scn_client_recv_json(c, 5000);
+    if (!r || !cJSON_GetObjectItemCaseSensitive(r, "event"))
+      return r;
+    cJSON_Delete(r);
+  }
+}
+
+bool scn_client_closed(scn_client *c, int timeout_ms) {
+  long deadline = now_ms() + timeout_ms;
+  for (;;) {
+    c->len = 0;
+    int r = fill(c, deadline);
+    if (r < 0)
+      return true;
+    if (r == 0)
+      return false;
+  }
+}
+
+bool scn_resp_ok(const cJSON *r) { return r && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok")); }
+
+const char *scn_resp_code(const cJSON *r) {
+  const cJSON *e = r ? cJSON_GetObjectItemCaseSensitive(r, "error") : NULL;
+  const cJSON *code = e ? cJSON_GetObjectItemCaseSensitive(e, "code") : NULL;
+  return cJSON_IsString(code) ? code->valuestring : "";
+}
+
+double scn_resp_num(const cJSON *r, const char *field) {
+  const cJSON *v = r ? cJSON_GetObjectItemCaseSensitive(r, field) : NULL;
+  return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+scn_daemon scn_shared_daemon;
+static int shared_users;
+
+int scn_shared_daemon_up(void) {
+  if (shared_users++ > 0)
+    return 0;
+  return scn_daemon_start(&scn_shared_daemon, NULL);
+}
+
+int scn_shared_daemon_down(void) {
+  if (--shared_users > 0)
+    return 0;
+  int status = scn_daemon_stop(&scn_shared_daemon, 0, 5000);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}

@@ -1,0 +1,59 @@
+/* Test harness for integration suites: starts the real scened on an ephemeral port (the binary
+ * named by SCENED_BIN) and talks to it over TCP on 127.0.0.1. */
+#ifndef SCN_TEST_HARNESS_H
+#define SCN_TEST_HARNESS_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct scn_daemon {
+  pid_t pid;
+  int port;
+  char log_path[256]; /* the daemon's stderr */
+} scn_daemon;
+
+/* Starts scened with --listen 127.0.0.1:0 plus args (NULL-terminated, may be NULL) and waits
+ * for its "listening on" line. Returns 0, or -1 (with a message on stderr). */
+int scn_daemon_start(scn_daemon *d, const char *const *args);
+/* Sends sig (0: SIGTERM) and waits up to timeout_ms; returns the exit status as from
+ * waitpid, or -1 if it had to be killed. */
+int scn_daemon_stop(scn_daemon *d, int sig, int timeout_ms);
+/* True when the daemon's log contains text. */
+bool scn_daemon_log_contains(const scn_daemon *d, const char *text);
+
+typedef struct scn_client {
+  int fd;
+  char *buf;
+  size_t len, cap;
+} scn_client;
+
+int scn_client_connect(scn_client *c, int port); /* 0 or -1 */
+void scn_client_close(scn_client *c);
+/* Sends bytes as they are. */
+int scn_client_send_raw(scn_client *c, const void *data, size_t len);
+/* Sends a line (a '\n' is added). */
+int scn_client_send(scn_client *c, const char *line);
+/* Next line without its '\n' (caller frees), or NULL on timeout or end of stream. */
+char *scn_client_recv(scn_client *c, int timeout_ms);
+/* Next line parsed as JSON (caller cJSON_Deletes), or NULL. */
+cJSON *scn_client_recv_json(scn_client *c, int timeout_ms);
+/* Sends a request (printf-style) and returns the parsed response line; stream events that
+ * arrive first are skipped. */
+cJSON *scn_client_call(scn_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* True when the peer closed the connection within timeout_ms (pending lines are skipped). */
+bool scn_client_closed(scn_client *c, int timeout_ms);
+
+/* Helpers over responses. */
+bool scn_resp_ok(const cJSON *r);
+/* The error code of a failed response, or "" when it is not one. */
+const char *scn_resp_code(const cJSON *r);
+double scn_resp_num(const cJSON *r, const char *field);
+
+/* The daemon every integration suite shares (started by the suite's init). */
+extern scn_daemon scn_shared_daemon;
+int scn_shared_daemon_up(void);
+int scn_shared_daemon_down(void);
+
+#endif

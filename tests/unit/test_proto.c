@@ -1,0 +1,1017 @@
+/* Unit tests of the protocol layer: line framing, request decoding, output buffers and the
+ * command table. No daemon, no sockets. */
+#include "buf.h"
+#include "codec.h"
+#include "framing.h"
+#include "wire.h"
+
+#include <CUnit/CUnit.h>
+#include <cjson/cJSON.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int scn_test_register_proto(void);
+
+/* ---- framing ---------------------------------------------------------------------------- */
+
+#define MAX_LINES 64
+
+/* Lines handed out by the framer; NULL entries are overlong lines. */
+typedef struct collected {
+  char *lines[MAX_LINES];
+  size_t lens[MAX_LINES];
+  int n;
+  int stop_after; /* return false after this many lines (0: never) */
+} collected;
+
+static bool collect(void *ud, const char *line, size_t len) {
+  collected *c = ud;
+  if (c->n < MAX_LINES) {
+    c->lines[c->n] = NULL;
+    c->lens[c->n] = len;
+    if (line) {
+      c->lines[c->n] = malloc(len + 1);
+      if (c->lines[c->n]) {
+        memcpy(c->lines[c->n], line, len);
+        c->lines[c->n][len] = '\0';
+      }
+    }
+  }
+  c->n++;
+  return !(c->stop_after && c->n >= c->stop_after);
+}
+
+static void collected_free(collected *c) {
+  for (int i = 0; i < c->n && i < MAX_LINES; i++)
+    free(c->lines[i]);
+  memset(c, 0, sizeof *c);
+}
+
+static bool feed(scn_framer *f, const char *s, collected *c) {
+  return scn_framer_feed(f, s, strlen(s), collect, c);
+}
+
+/* True when line i was reported with exactly this text. */
+static bool line_is(const collected *c, int i, const char *text) {
+  return i < c->n && i < MAX_LINES && c->lines[i] && c->lens[i] == strlen(text) &&
+         strcmp(c->lines[i], text) == 0;
+}
+
+static bool line_overlong(const collected *c, int i) {
+  return i < c->n && i < MAX_LINES && c->lines[i] == NULL;
+}
+
+static void test_framing_split_across_feeds(void) {
+  scn_framer f;
+  collected c = {0};
+  scn_framer_init(&f, 1024);
+  CU_ASSERT_TRUE(feed(&f, "{\"cmd\":", &c));
+  CU_ASSERT_EQUAL(c.n, 0);
+  CU_ASSERT_TRUE(scn_framer_pending(&f));
+  CU_ASSERT_TRUE(feed(&f, "\"pi", &c));
+  CU_ASSERT_EQUAL(c.n, 0);
+  CU_ASSERT_TRUE(feed(&f, "ng\"}", &c));
+  CU_ASSERT_EQUAL(c.n, 0);
+  CU_ASSERT_TRUE(feed(&f, "\n{\"a\"", &c));
+  CU_ASSERT_EQUAL(c.n, 1);
+  CU_ASSERT_TRUE(line_is(&c, 0, "{\"cmd\":\"ping\"}"));
+  CU_ASSERT_TRUE(scn_framer_pending(&f));
+  CU_ASSERT_TRUE(feed(&f, ":1}\n", &c));
+  CU_ASSERT_EQUAL(c.n, 2);
+  CU_ASSERT_TRUE(line_is(&c, 1, "{\"a\":1}"));
+  CU_ASSERT_FALSE(scn_framer_pending(&f));
+  /* One byte at a time. */
+  const char *bytes = "abc\ndef\n";
+  for (size_t i = 0; i < strlen(bytes); i++)
+    CU_ASSERT_TRUE(scn_framer_feed(&f, bytes + i, 1, collect, &c));
+  CU_ASSERT_EQUAL(c.n, 4);
+  CU_ASSERT_TRUE(line_is(&c, 2, "abc"));
+  CU_ASSERT_TRUE(line_is(&c, 3, "def"));
+  collected_free(&c);
+  scn_framer_free(&f);
+}
+
+static void test_framing_many_lines_one_feed(void) {
+  scn_framer f;
+  collected c = {0};
+  scn_framer_init(&f, 1024);
+  char data[1024] = "";
+  for (int i = 0; i < 40; i++) {
+    char l[32];
+    snprintf(l, sizeof l, "line%d\n", i);
+    strcat(data, l);
+  }
+  strcat(data, "tail");
+  CU_ASSERT_TRUE(feed(&f, data, &c));
+  CU_ASSERT_EQUAL(c.n, 40);
+  for (int i = 0; i < 40 && i < c.n; i++) {
+    char l[32];
+    snprintf(l, sizeof l, "line%d", i);
+    CU_ASSERT_TRUE(line_is(&c, i, l));
+  }
+  CU_ASSERT_TRUE(scn_framer_pending(&f));
+  CU_ASSERT_TRUE(feed(&f, "\n", &c));
+  CU_ASSERT_EQUAL(c.n, 41);
+  CU_ASSERT_TRUE(line_is(&c, 40, "tail"));
+  collected_free(&c);
+  scn_framer_free(&f);
+}
+
+static void test_framing_crlf(void) {
+  scn_framer f;
+  collected c = {0};
+  scn_framer_init(&f, 1024);
+  CU_ASSERT_TRUE(feed(&f, "one\r\ntwo\r\nthr", &c));
+  CU_ASSERT_TRUE(feed(&f, "ee\r", &c));
+  CU_ASSERT_EQUAL(c.n, 2);
+  CU_ASSERT_TRUE(feed(&f, "\n", &c));
+  CU_ASSERT_EQUAL(c.n, 3);
+  CU_ASSERT_TRUE(line_is(&c, 0, "one"));
+  CU_ASSERT_TRUE(line_is(&c, 1, "two"));
+  CU_ASSERT_TRUE(line_is(&c, 2, "three"));
+  /* A '\r' that is not at the end of the line stays. */
+  CU_ASSERT_TRUE(feed(&f, "a\rb\n", &c));
+  CU_ASSERT_EQUAL(c.n, 4);
+  CU_ASSERT_TRUE(line_is(&c, 3, "a\rb"));
+  collected_free(&c);
+  scn_framer_free(&f);
+}
+
+static void test_framing_blank_lines(void) {
+  scn_framer f;
+  collected c = {0};
+  scn_framer_init(&f, 1024);
+  CU_ASSERT_TRUE(feed(&f, "\n\n   \n\t\t\n \t \r\n\r\nx\n", &c));
+  CU_ASSERT_EQUAL(c.n, 1);
+  CU_ASSERT_TRUE(line_is(&c, 0, "x"));
+  /* Blank lines split across feeds. */
+  CU_ASSERT_TRUE(feed(&f, "  ", &c));
+  CU_ASSERT_TRUE(feed(&f, "\t \r", &c));
+  CU_ASSERT_TRUE(feed(&f, "\n", &c));
+  CU_ASSERT_EQUAL(c.n, 1);
+  CU_ASSERT_FALSE(scn_framer_pending(&f));
+  /* Leading and trailing spaces of a real line are kept. */
+  CU_ASSERT_TRUE(feed(&f, "  y \n", &c));
+  CU_ASSERT_EQUAL(c.n, 2);
+  CU_ASSERT_TRUE(line_is(&c, 1, "  y "));
+  collected_free(&c);
+  scn_framer_free(&f);
+}
+
+static char *repeat(char ch, size_t n, const char *suffix) {
+  size_t sl = strlen(suffix);
+  char *s = malloc(n + sl + 1);
+  if (!s)
+    return NULL;
+  memset(s, ch, n);
+  memcpy(s + n, suffix, sl + 1);
+  return s;
+}
+
+static void test_framing_limit_exact(void) {
+  const size_t max = 100;
+  scn_framer f;
+  collected c = {0};
+  scn_framer_init(&f, max);
+  char *exact = repeat('a', max, "\n");
+  char *exact_crlf = repeat('b', max, "\r\n");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(exact);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(exact_crlf);
+  /* In one feed. */
+  CU_ASSERT_TRUE(feed(&f, exact, &c));
+  CU_ASSERT_TRUE(feed(&f, exact_crlf, &c));
+  CU_ASSERT_EQUAL(c.n, 2);
+  CU_ASSERT_TRUE(c.n >= 2 && c.lines[0] && c.lens[0] == max && c.lines[0][0] == 'a');
+  CU_ASSERT_TRUE(c.n >= 2 && c.lines[1] && c.lens[1] == max && c.lines[1][max - 1] == 'b');
+  /* Split over feeds, including just before the '\r' and the '\n'. */
+  CU_ASSERT_TRUE(scn_framer_feed(&f, exact, 50, collect, &c));
+  CU_ASSERT_TRUE(scn_framer_feed(&f, exact + 50, max - 50, collect, &c));
+  CU_ASSERT_TRUE(feed(&f, "\n", &c));
+  CU_ASSERT_TRUE(scn_framer_feed(&f, exact_crlf, max, collect, &c));
+  CU_ASSERT_TRUE(feed(&f, "\r", &c));
+  CU_ASSERT_TRUE(feed(&f, "\n", &c));
+  CU_ASSERT_EQUAL(c.n, 4);
+  CU_ASSERT_TRUE(c.n >= 4 && c.lines[2] && c.lens[2] == max);
+  CU_ASSERT_TRUE(c.n >= 4 && c.lines[3] && c.lens[3] == max && c.lines[3][max - 1] == 'b');
+  free(exact);
+  free(exact_crlf);
+  collected_free(&c);
+  scn_framer_free(&f);
+}
+
+static void test_framing_limit_plus_one(void) {
+  const size_t max = 100;
+  scn_framer f;
+  collected c = {0};
+  scn_framer_init(&f, max);
+  char *over = repeat('x', max + 1, "\nok1\n");
+  char *over_crlf = repeat('y', max + 1, "\r\nok2\n");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(over);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(over_crlf);
+  CU_ASSERT_TRUE(feed(&f, over, &c));
+  CU_ASSERT_TRUE(feed(&f, over_crlf, &c));
+  CU_ASSERT_EQUAL(c.n, 4);
+  CU_ASSERT_TRUE(line_overlong(&c, 0));
+  CU_ASSERT_TRUE(line_is(&c, 1, "ok1"));
+  CU_ASSERT_TRUE(line_overlong(&c, 2));
+  CU_ASSERT_TRUE(line_is(&c, 3, "ok2"));
+  /* limit + 1 bytes split so that the framer only learns at the '\n'. */
+  CU_ASSERT_TRUE(scn_framer_feed(&f, over, max + 1, collect, &c));
+  CU_ASSERT_EQUAL(c.n, 4);
+  CU_ASSERT_TRUE(feed(&f, "\nok3\n", &c));
+  CU_ASSERT_EQUAL(c.n, 6);
+  CU_ASSERT_TRUE(line_overlong(&c, 4));
+  CU_ASSERT_TRUE(line_is(&c, 5, "ok3"));
+  free(over);
+  free(over_crlf);
+  collected_free(&c);
+  scn_framer_free(&f);
+}
+
+static void test_framing_overlong_discarded_across_feeds(void) {
+  const size_t max = 64;
+  scn_framer f;
+  collected c = {0};
+  scn_framer_init(&f, max);
+  CU_ASSERT_TRUE(feed(&f, "first\n", &c));
+  char *chunk = repeat('z', 200, "");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(chunk);
+  /* An overlong line in five feeds: one NULL, as soon as it is known, then nothing. */
+  CU_ASSERT_TRUE(feed(&f, "{\"cmd\":\"ping\",\"pad\":\"", &c));
+  CU_ASSERT_EQUAL(c.n, 1);
+  for (int i = 0; i < 4; i++) {
+    CU_ASSERT_TRUE(feed(&f, chunk, &c));
+    CU_ASSERT_EQUAL(c.n, 2);
+    CU_ASSERT_TRUE(scn_framer_pending(&f));
+  }
+  CU_ASSERT_TRUE(line_overlong(&c, 1));
+  /* The tail of the long line, which looks like a request, is dropped too. */
+  CU_ASSERT_TRUE(feed(&f, "\"}\n{\"cmd\":\"after\"}\n", &c));
+  CU_ASSERT_EQUAL(c.n, 3);
+  CU_ASSERT_TRUE(line_is(&c, 0, "first"));
+  CU_ASSERT_TRUE(line_is(&c, 2, "{\"cmd\":\"after\"}"));
+  CU_ASSERT_FALSE(scn_framer_pending(&f));
+  /* Overlong with the '\n' in the same feed as the start, then a usable line. */
+  char *big = repeat('q', 5000, "\nnext\n");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(big);
+  CU_ASSERT_TRUE(feed(&f, big, &c));
+  CU_ASSERT_EQUAL(c.n, 5);
+  CU_ASSERT_TRUE(line_overlong(&c, 3));
+  CU_ASSERT_TRUE(line_is(&c, 4, "next"));
+  /* A long line that starts after a complete line in the same feed. */
+  char *mixed = repeat('m', 300, "");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(mixed);
+  CU_ASSERT_TRUE(feed(&f, "a\n", &c));
+  CU_ASSERT_TRUE(feed(&f, mixed, &c));
+  CU_ASSERT_TRUE(feed(&f, mixed, &c));
+  CU_ASSERT_TRUE(feed(&f, "\nb\n", &c));
+  CU_ASSERT_EQUAL(c.n, 8);
+  CU_ASSERT_TRUE(line_is(&c, 5, "a"));
+  CU_ASSERT_TRUE(line_overlong(&c, 6));
+  CU_ASSERT_TRUE(line_is(&c, 7, "b"));
+  free(chunk);
+  free(big);
+  free(mixed);
+  collected_free(&c);
+  scn_framer_free(&f);
+}
+
+static void test_framing_stop_early(void) {
+  scn_framer f;
+  collected c = {.stop_after = 2};
+  scn_framer_init(&f, 64);
+  CU_ASSERT_FALSE(feed(&f, "a\nb\nc\n", &c));
+  CU_ASSERT_EQUAL(c.n, 2);
+  CU_ASSERT_TRUE(line_is(&c, 0, "a"));
+  CU_ASSERT_TRUE(line_is(&c, 1, "b"));
+  collected_free(&c);
+  scn_framer_free(&f);
+}
+
+/* ---- codec: parsing --------------------------------------------------------------------- */
+
+static cJSON *parse(const char *s, scn_wire_error *err) {
+  return scn_parse_request(s, strlen(s), err);
+}
+
+static void expect_parse_fails(const char *s, size_t len, scn_wire_code code) {
+  scn_wire_error err = {.code = SCN_W_INTERNAL};
+  cJSON *r = scn_parse_request(s, len, &err);
+  CU_ASSERT_PTR_NULL(r);
+  CU_ASSERT_EQUAL(err.code, code);
+  CU_ASSERT(strlen(err.message) > 0);
+  cJSON_Delete(r);
+}
+
+/* A string literal and its length (it may hold NUL bytes). */
+#define LIT(s) s, sizeof(s) - 1
+
+static void test_parse_request(void) {
+  scn_wire_error err;
+  cJSON *r = parse("{\"cmd\":\"ping\",\"id\":[1,{\"a\":null}]}", &err);
+  CU_ASSERT_PTR_NOT_NULL(r);
+  CU_ASSERT_TRUE(cJSON_IsObject(r));
+  CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItemCaseSensitive(r, "cmd")->valuestring, "ping");
+  cJSON_Delete(r);
+  /* Whitespace around the object is fine. */
+  r = parse("  \t{ \"cmd\" : \"ping\" } \t \r", &err);
+  CU_ASSERT_PTR_NOT_NULL(r);
+  cJSON_Delete(r);
+  /* Only the given length is read. */
+  const char *two = "{\"cmd\":\"ping\"}{\"cmd\":\"x\"}";
+  r = scn_parse_request(two, 14, &err);
+  CU_ASSERT_PTR_NOT_NULL(r);
+  cJSON_Delete(r);
+  /* Non-ASCII text in strings. */
+  r = parse("{\"cmd\":\"ping\",\"n\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}", &err);
+  CU_ASSERT_PTR_NOT_NULL(r);
+  cJSON_Delete(r);
+
+  static const char *not_objects[] = {"[1,2]", "\"cmd\"", "42", "null", "true", "[]",
+                                      "[{\"cmd\":\"ping\"}]", "-1.5"};
+  for (size_t i = 0; i < sizeof not_objects / sizeof *not_objects; i++)
+    expect_parse_fails(not_objects[i], strlen(not_objects[i]), SCN_W_BAD_JSON);
+  static const char *broken[] = {"{",          "{\"cmd\":",     "{\"cmd\":\"ping\"",
+                                 "{\"cmd\" \"ping\"}", "{cmd:\"ping\"}", "{'cmd':'ping'}",
+                                 "{\"cmd\":\"ping\",}", "{\"a\":NaN}", "{\"a\":Infinity}",
+                                 "{\"a\":+1}", "{\"a\":.5}", "{\"a\":0x10}", "{\"a\":tru}",
+                                 "{\"a\":\"\\q\"}", "{\"a\":\"\\ud800\"}", "}"};
+  for (size_t i = 0; i < sizeof broken / sizeof *broken; i++)
+    expect_parse_fails(broken[i], strlen(broken[i]), SCN_W_BAD_JSON);
+  /* Trailing garbage. */
+  static const char *trailing[] = {"{\"cmd\":\"ping\"} x", "{\"cmd\":\"ping\"}{}",
+                                   "{\"cmd\":\"ping\"},", "{\"cmd\":\"ping\"}]",
+                                   "{\"cmd\":\"ping\"} {\"cmd\":\"ping\"}"};
+  for (size_t i = 0; i < sizeof trailing / sizeof *trailing; i++)
+    expect_parse_fails(trailing[i], strlen(trailing[i]), SCN_W_BAD_JSON);
+  expect_parse_fails(LIT("{\"cmd\":\"ping\"}\0"), SCN_W_BAD_JSON);
+  /* Invalid UTF-8, inside and outside strings. */
+  static const char *bad_utf8[] = {
+      "{\"cmd\":\"\xff\"}",             /* never valid */
+      "{\"cmd\":\"\xc0\x80\"}",         /* overlong NUL */
+      "{\"cmd\":\"\xe0\x80\xaf\"}",     /* overlong '/' */
+      "{\"cmd\":\"\xed\xa0\x80\"}",     /* surrogate */
+      "{\"cmd\":\"\xf4\x90\x80\x80\"}", /* above U+10FFFF */
+      "{\"cmd\":\"\xc3\"}",             /* truncated sequence */
+      "{\"cmd\":\"\x80\"}",             /* lone continuation */
+      "{\"cmd\":\"ping\"}\xc3",         /* truncated at the very end */
+      "\xfe{\"cmd\":\"ping\"}",
+  };
+  for (size_t i = 0; i < sizeof bad_utf8 / sizeof *bad_utf8; i++)
+    expect_parse_fails(bad_utf8[i], strlen(bad_utf8[i]), SCN_W_BAD_JSON);
+  CU_ASSERT_TRUE(scn_utf8_valid("abc\xc3\xa9\xf0\x9f\x98\x80 long ascii run here", 31));
+  CU_ASSERT_FALSE(scn_utf8_valid("abcdefgh\xff", 9));
+  CU_ASSERT_TRUE(scn_utf8_valid("", 0));
+  /* Raw control characters inside a string are not JSON. */
+  expect_parse_fails(LIT("{\"cmd\":\"pi\x01ng\"}"), SCN_W_BAD_JSON);
+  expect_parse_fails(LIT("{\"cmd\":\"pi\tng\"}"), SCN_W_BAD_JSON);
+  expect_parse_fails(LIT("{\"cmd\":\"ping\",\"id\":\"a\0b\"}"), SCN_W_BAD_JSON);
+  /* A string holding U+0000 cannot be represented: refused rather than cut short. */
+  expect_parse_fails(LIT("{\"cmd\":\"ping\",\"id\":\"a\\u0000b\"}"), SCN_W_BAD_REQUEST);
+  r = parse("{\"cmd\":\"ping\",\"id\":\"a\\\\u0000b\\u0001\"}", &err);
+  CU_ASSERT_PTR_NOT_NULL(r);
+  if (r)
+    CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItemCaseSensitive(r, "id")->valuestring,
+                           "a\\u0000b\x01");
+  cJSON_Delete(r);
+}
+
+static char *nested(int depth, const char *inner) {
+  size_t il = strlen(inner);
+  char *s = malloc((size_t)depth * 2 + il + 32);
+  if (!s)
+    return NULL;
+  size_t n = 0;
+  n += (size_t)sprintf(s, "{\"cmd\":\"ping\",\"id\":");
+  for (int i = 0; i < depth; i++)
+    s[n++] = '[';
+  memcpy(s + n, inner, il);
+  n += il;
+  for (int i = 0; i < depth; i++)
+    s[n++] = ']';
+  s[n++] = '}';
+  s[n] = '\0';
+  return s;
+}
+
+static void test_parse_deep_nesting(void) {
+  scn_wire_error err;
+  char *ok = nested(100, "1");
+  char *deep = nested(5000, "1");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(ok);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(deep);
+  cJSON *r = parse(ok, &err);
+  CU_ASSERT_PTR_NOT_NULL(r);
+  cJSON_Delete(r);
+  expect_parse_fails(deep, strlen(deep), SCN_W_BAD_JSON);
+  /* Unclosed deep nesting. */
+  deep[2600] = '\0';
+  expect_parse_fails(deep, strlen(deep), SCN_W_BAD_JSON);
+  free(ok);
+  free(deep);
+}
+
+/* ---- codec: field decoders -------------------------------------------------------------- */
+
+static cJSON *obj(const char *text) {
+  cJSON *o = cJSON_Parse(text);
+  CU_ASSERT_PTR_NOT_NULL(o);
+  return o;
+}
+
+/* Decodes {"entity": value}: 1 with out set, or -1 with code. */
+static int entity_of(const char *value, uint64_t *out, scn_wire_code *code) {
+  char text[128];
+  snprintf(text, sizeof text, "{\"entity\":%s}", value);
+  cJSON *o = obj(text);
+  if (!o)
+    return -2;
+  scn_wire_error err = {.code = SCN_W_INTERNAL};
+  *out = 0;
+  int rc = scn_get_entity(o, "entity", true, out, &err);
+  *code = err.code;
+  cJSON_Delete(o);
+  return rc;
+}
+
+static void test_decode_entity(void) {
+  uint64_t e;
+  scn_wire_code code;
+  CU_ASSERT_EQUAL(entity_of("1", &e, &code), 1);
+  CU_ASSERT_EQUAL(e, 1);
+  CU_ASSERT_EQUAL(entity_of("9007199254740991", &e, &code), 1);
+  CU_ASSERT_EQUAL(e, UINT64_C(9007199254740991));
+  CU_ASSERT_EQUAL(entity_of("4294967297", &e, &code), 1);
+  CU_ASSERT_EQUAL(e, UINT64_C(4294967297));
+  CU_ASSERT_EQUAL(entity_of("1e3", &e, &code), 1); /* the number 1000, however it is written */
+  CU_ASSERT_EQUAL(e, 1000);
+  static const char *bad[] = {"0",    "-1",   "1.5",   "9007199254740992", "9007199254740993",
+                              "1e20", "1e999", "-0",   "\"1\"",            "null",
+                              "true", "[1]",  "{}",    "0.999999",         "-9007199254740991"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    code = SCN_W_INTERNAL;
+    CU_ASSERT_EQUAL(entity_of(bad[i], &e, &code), -1);
+    CU_ASSERT_EQUAL(code, SCN_W_BAD_REQUEST);
+  }
+  /* Absent: 0 when optional, BAD_REQUEST when required. */
+  cJSON *o = obj("{}");
+  scn_wire_error err = {.code = SCN_W_INTERNAL};
+  CU_ASSERT_EQUAL(scn_get_entity(o, "entity", false, &e, &err), 0);
+  CU_ASSERT_EQUAL(scn_get_entity(o, "entity", true, &e, &err), -1);
+  CU_ASSERT_EQUAL(err.code, SCN_W_BAD_REQUEST);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "entity"));
+  cJSON_Delete(o);
+  /* Entity or null. */
+  o = obj("{\"p\":null,\"q\":7,\"r\":0,\"s\":\"x\"}");
+  e = 99;
+  CU_ASSERT_EQUAL(scn_get_entity_or_null(o, "p", true, &e, &err), 1);
+  CU_ASSERT_EQUAL(e, 0);
+  CU_ASSERT_EQUAL(scn_get_entity_or_null(o, "q", true, &e, &err), 1);
+  CU_ASSERT_EQUAL(e, 7);
+  CU_ASSERT_EQUAL(scn_get_entity_or_null(o, "r", true, &e, &err), -1);
+  CU_ASSERT_EQUAL(scn_get_entity_or_null(o, "s", true, &e, &err), -1);
+  CU_ASSERT_EQUAL(err.code, SCN_W_BAD_REQUEST);
+  CU_ASSERT_EQUAL(scn_get_entity_or_null(o, "none", false, &e, &err), 0);
+  CU_ASSERT_EQUAL(scn_get_entity_or_null(o, "none", true, &e, &err), -1);
+  cJSON_Delete(o);
+}
+
+static void test_decode_other_fields(void) {
+  scn_wire_error err;
+  cJSON *o = obj("{\"w\":\"world_1.a-b\",\"n\":5,\"b\":true,\"f\":false,\"x\":1.5,\"big\":1e999,"
+                 "\"k1\":\"local\",\"k2\":\"world\",\"name\":\"wheel\",\"nul\":null,"
+                 "\"slash\":\"a/b\",\"empty\":\"\",\"ctl\":\"a\\u0001\"}");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+  const char *s = NULL;
+  CU_ASSERT_EQUAL(scn_get_string(o, "w", true, &s, &err), 1);
+  CU_ASSERT_STRING_EQUAL(s, "world_1.a-b");
+  CU_ASSERT_EQUAL(scn_get_string(o, "n", true, &s, &err), -1);
+  CU_ASSERT_EQUAL(err.code, SCN_W_BAD_REQUEST);
+  CU_ASSERT_EQUAL(scn_get_string(o, "missing", false, &s, &err), 0);
+  bool bv = false;
+  CU_ASSERT_EQUAL(scn_get_bool(o, "b", true, &bv, &err), 1);
+  CU_ASSERT_TRUE(bv);
+  CU_ASSERT_EQUAL(scn_get_bool(o, "f", true, &bv, &err), 1);
+  CU_ASSERT_FALSE(bv);
+  CU_ASSERT_EQUAL(scn_get_bool(o, "n", true, &bv, &err), -1);
+  double d = 0;
+  CU_ASSERT_EQUAL(scn_get_number(o, "x", true, &d, &err), 1);
+  CU_ASSERT_EQUAL(d, 1.5);
+  CU_ASSERT_EQUAL(scn_get_number(o, "big", true, &d, &err), -1);
+  CU_ASSERT_EQUAL(scn_get_number(o, "w", true, &d, &err), -1);
+  uint64_t u = 0;
+  CU_ASSERT_EQUAL(scn_get_uint(o, "n", true, 1, 10, &u, &err), 1);
+  CU_ASSERT_EQUAL(u, 5);
+  CU_ASSERT_EQUAL(scn_get_uint(o, "n", true, 6, 10, &u, &err), -1);
+  CU_ASSERT_EQUAL(scn_get_uint(o, "n", true, 1, 4, &u, &err), -1);
+  CU_ASSERT_EQUAL(scn_get_uint(o, "x", true, 1, 4, &u, &err), -1);
+  CU_ASSERT_EQUAL(scn_get_uint(o, "big", true, 1, UINT64_MAX / 2, &u, &err), -1);
+  CU_ASSERT_EQUAL(scn_get_uint(o, "w", true, 1, 4, &u, &err), -1);
+  CU_ASSERT_EQUAL(err.code, SCN_W_BAD_REQUEST);
+  /* keep */
+  cJSON *k = obj("{\"keep\":\"world\"}");
+  bool kw = false;
+  CU_ASSERT_EQUAL(scn_get_keep(k, &kw, &err), 1);
+  CU_ASSERT_TRUE(kw);
+  cJSON_Delete(k);
+  k = obj("{\"keep\":\"local\"}");
+  CU_ASSERT_EQUAL(scn_get_keep(k, &kw, &err), 1);
+  CU_ASSERT_FALSE(kw);
+  cJSON_Delete(k);
+  k = obj("{}");
+  kw = true;
+  CU_ASSERT_EQUAL(scn_get_keep(k, &kw, &err), 0);
+  CU_ASSERT_FALSE(kw);
+  cJSON_Delete(k);
+  static const char *bad_keep[] = {"{\"keep\":\"both\"}", "{\"keep\":1}", "{\"keep\":null}",
+                                   "{\"keep\":\"World\"}", "{\"keep\":\"\"}"};
+  for (size_t i = 0; i < sizeof bad_keep / sizeof *bad_keep; i++) {
+    k = obj(bad_keep[i]);
+    err.code = SCN_W_INTERNAL;
+    CU_ASSERT_EQUAL(scn_get_keep(k, &kw, &err), -1);
+    CU_ASSERT_EQUAL(err.code, SCN_W_BAD_REQUEST);
+    cJSON_Delete(k);
+  }
+  /* names */
+  const char *name = "x";
+  CU_ASSERT_EQUAL(scn_get_name_or_null(o, "name", true, &name, &err), 1);
+  CU_ASSERT_STRING_EQUAL(name, "wheel");
+  CU_ASSERT_EQUAL(scn_get_name_or_null(o, "nul", true, &name, &err), 1);
+  CU_ASSERT_PTR_NULL(name);
+  CU_ASSERT_EQUAL(scn_get_name_or_null(o, "slash", true, &name, &err), -1);
+  CU_ASSERT_EQUAL(scn_get_name_or_null(o, "empty", true, &name, &err), -1);
+  CU_ASSERT_EQUAL(scn_get_name_or_null(o, "ctl", true, &name, &err), -1);
+  CU_ASSERT_EQUAL(scn_get_name_or_null(o, "n", true, &name, &err), -1);
+  CU_ASSERT_EQUAL(err.code, SCN_W_BAD_REQUEST);
+  cJSON_Delete(o);
+  /* world names */
+  static const char *good_worlds[] = {"a", "A-z_0.9", "----", "0123456789012345678901234567890123456789012345678901234567890123"};
+  static const char *bad_worlds[] = {"", "a b", "a/b", "\xc3\xa9", "a:b",
+                                     "01234567890123456789012345678901234567890123456789012345678901234"};
+  for (size_t i = 0; i < 4; i++) {
+    cJSON *w = cJSON_CreateObject();
+    cJSON_AddStringToObject(w, "world", good_worlds[i]);
+    CU_ASSERT_EQUAL(scn_get_world_name(w, true, &s, &err), 1);
+    cJSON_Delete(w);
+  }
+  for (size_t i = 0; i < sizeof bad_worlds / sizeof *bad_worlds; i++) {
+    cJSON *w = cJSON_CreateObject();
+    cJSON_AddStringToObject(w, "world", bad_worlds[i]);
+    err.code = SCN_W_INTERNAL;
+    CU_ASSERT_EQUAL(scn_get_world_name(w, true, &s, &err), -1);
+    CU_ASSERT_EQUAL(err.code, SCN_W_BAD_REQUEST);
+    cJSON_Delete(w);
+  }
+}
+
+/* ---- codec: transform specs ------------------------------------------------------------- */
+
+/* Decodes a spec from JSON text: the decoder's return, with the matrix in m. */
+static int spec_of(const char *text, float m[16], scn_wire_code *code) {
+  cJSON *o = cJSON_Parse(text);
+  CU_ASSERT_PTR_NOT_NULL(o);
+  if (!o)
+    return -2;
+  scn_wire_error err = {.code = SCN_W_INTERNAL};
+  for (int i = 0; i < 16; i++)
+    m[i] = -7;
+  int rc = scn_get_spec(o, m, &err);
+  if (code)
+    *code = err.code;
+  cJSON_Delete(o);
+  return rc;
+}
+
+static bool near(double a, double b, double tol) { return fabs(a - b) <= tol; }
+
+/* Column-major product a * b. */
+static void mul(const double a[16], const double b[16], double out[16]) {
+  for (int c = 0; c < 4; c++)
+    for (int r = 0; r < 4; r++) {
+      double s = 0;
+      for (int k = 0; k < 4; k++)
+        s += a[k * 4 + r] * b[c * 4 + k];
+      out[c * 4 + r] = s;
+    }
+}
+
+static void test_spec(void) {
+  float m[16];
+  scn_wire_code code;
+  /* A full matrix, column-major, taken as given. */
+  CU_ASSERT_EQUAL(spec_of("{\"matrix\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}", m, NULL), 1);
+  for (int i = 0; i < 16; i++)
+    CU_ASSERT_EQUAL(m[i], (float)(i + 1));
+  CU_ASSERT_EQUAL(spec_of("{\"matrix\":[0.1,0,0,0,0,1,0,0,0,0,1,0,-0.5,1e-7,3.4028235e38,1]}", m,
+                          NULL), 1);
+  CU_ASSERT_EQUAL(m[0], 0.1f);
+  CU_ASSERT_EQUAL(m[12], -0.5f);
+  CU_ASSERT_EQUAL(m[13], 1e-7f);
+  CU_ASSERT_EQUAL(m[14], 3.4028235e38f);
+  /* No spec: 0 and the output untouched. */
+  CU_ASSERT_EQUAL(spec_of("{\"world\":\"w\"}", m, NULL), 0);
+  CU_ASSERT_EQUAL(m[0], -7);
+  static const char *bad[] = {
+      "{\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0]}",
+      "{\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1,0]}",
+      "{\"matrix\":[]}",
+      "{\"matrix\":1}",
+      "{\"matrix\":null}",
+      "{\"matrix\":\"identity\"}",
+      "{\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,\"1\"]}",
+      "{\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,null]}",
+      "{\"matrix\":[[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]]}",
+      "{\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1],\"t\":[0,0,0]}",
+      "{\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1],\"r\":[0,0,0,1]}",
+      "{\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1],\"s\":1}",
+      "{\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,1e39,0,0,1]}",
+      "{\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,1e999,0,0,1]}",
+      "{\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,-1e999,0,0,1]}",
+      "{\"t\":[1,2]}",
+      "{\"t\":[1,2,3,4]}",
+      "{\"t\":1}",
+      "{\"t\":[1,2,\"3\"]}",
+      "{\"t\":[1e39,0,0]}",
+      "{\"t\":[0,-1e39,0]}",
+      "{\"t\":[0,0,1e999]}",
+      "{\"r\":[0,0,0,0]}",
+      "{\"r\":[0,0,1]}",
+      "{\"r\":[0,0,0,1,0]}",
+      "{\"r\":[0,0,0,1e39]}",
+      "{\"r\":[0,0,0,1e999]}",
+      "{\"s\":\"2\"}",
+      "{\"s\":[1,2]}",
+      "{\"s\":[1,2,3,4]}",
+      "{\"s\":1e39}",
+      "{\"s\":1e999}",
+      "{\"s\":[1,1e39,1]}",
+      "{\"s\":null}",
+      "{\"t\":[1,2,3],\"r\":[0,0,0,0]}",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    code = SCN_W_INTERNAL;
+    int rc = spec_of(bad[i], m, &code);
+    if (rc != -1 || code != SCN_W_BAD_REQUEST)
+      fprintf(stderr, "\nspec accepted or wrong code: %s\n", bad[i]);
+    CU_ASSERT_EQUAL(rc, -1);
+    CU_ASSERT_EQUAL(code, SCN_W_BAD_REQUEST);
+  }
+  /* Scale as a number and as an array. */
+  CU_ASSERT_EQUAL(spec_of("{\"s\":2.5}", m, NULL), 1);
+  for (int i = 0; i < 16; i++)
+    CU_ASSERT_EQUAL(m[i], i == 15 ? 1.0f : (i % 5 == 0 ? 2.5f : 0.0f));
+  CU_ASSERT_EQUAL(spec_of("{\"s\":[2,3,4]}", m, NULL), 1);
+  CU_ASSERT_EQUAL(m[0], 2.0f);
+  CU_ASSERT_EQUAL(m[5], 3.0f);
+  CU_ASSERT_EQUAL(m[10], 4.0f);
+  CU_ASSERT_EQUAL(m[15], 1.0f);
+  CU_ASSERT_EQUAL(m[1], 0.0f);
+  /* Translation alone. */
+  CU_ASSERT_EQUAL(spec_of("{\"t\":[1,-2,3.5]}", m, NULL), 1);
+  CU_ASSERT_EQUAL(m[12], 1.0f);
+  CU_ASSERT_EQUAL(m[13], -2.0f);
+  CU_ASSERT_EQUAL(m[14], 3.5f);
+  CU_ASSERT_EQUAL(m[0], 1.0f);
+  CU_ASSERT_EQUAL(m[5], 1.0f);
+  CU_ASSERT_EQUAL(m[10], 1.0f);
+  CU_ASSERT_EQUAL(m[15], 1.0f);
+  /* T * R * S with a quaternion that is not normalised: (0,0,2,2) is 90 degrees about z. */
+  CU_ASSERT_EQUAL(spec_of("{\"t\":[1,2,3],\"r\":[0,0,2,2],\"s\":[2,3,4]}", m, NULL), 1);
+  static const double T[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 1, 2, 3, 1};
+  static const double R[16] = {0, 1, 0, 0, -1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+  static const double S[16] = {2, 0, 0, 0, 0, 3, 0, 0, 0, 0, 4, 0, 0, 0, 0, 1};
+  double tr[16], trs[16];
+  mul(T, R, tr);
+  mul(tr, S, trs);
+  for (int i = 0; i < 16; i++)
+    CU_ASSERT_TRUE(near(m[i], trs[i], 1e-6));
+  /* A general rotation: 120 degrees about (1,1,1) maps x to y, y to z, z to x. */
+  CU_ASSERT_EQUAL(spec_of("{\"r\":[0.5,0.5,0.5,0.5],\"s\":2}", m, NULL), 1);
+  static const double cyc[16] = {0, 2, 0, 0, 0, 0, 2, 0, 2, 0, 0, 0, 0, 0, 0, 1};
+  for (int i = 0; i < 16; i++)
+    CU_ASSERT_TRUE(near(m[i], cyc[i], 1e-6));
+  /* Order matters: S then R then T, so the translation is not scaled. */
+  CU_ASSERT_EQUAL(spec_of("{\"t\":[1,0,0],\"s\":10}", m, NULL), 1);
+  CU_ASSERT_EQUAL(m[12], 1.0f);
+  CU_ASSERT_EQUAL(m[0], 10.0f);
+  /* The largest float32 is fine. */
+  CU_ASSERT_EQUAL(spec_of("{\"t\":[3.4028235e38,-3.4028235e38,0]}", m, NULL), 1);
+  CU_ASSERT_EQUAL(m[12], 3.4028235e38f);
+}
+
+/* ---- replies ---------------------------------------------------------------------------- */
+
+static char *buf_text(scn_buf *b) {
+  char *s = malloc(b->len + 1);
+  if (!s)
+    return NULL;
+  memcpy(s, b->data, b->len);
+  s[b->len] = '\0';
+  return s;
+}
+
+static bool buf_equals(scn_buf *b, const char *text) {
+  return b->len == strlen(text) && memcmp(b->data, text, b->len) == 0;
+}
+
+static void test_reply_encoding(void) {
+  scn_buf b = {0};
+  cJSON *id = cJSON_Parse("{\"x\":[1,\"a\"]}");
+  scn_reply_begin(&b, id);
+  scn_reply_key(&b, "entity");
+  scn_buf_add_u64(&b, 42);
+  scn_reply_end(&b);
+  CU_ASSERT_TRUE(buf_equals(&b, "{\"id\":{\"x\":[1,\"a\"]},\"ok\":true,\"entity\":42}\n"));
+  b.len = 0;
+  scn_reply_begin(&b, NULL);
+  scn_reply_end(&b);
+  CU_ASSERT_TRUE(buf_equals(&b, "{\"ok\":true}\n"));
+  b.len = 0;
+  scn_wire_error err;
+  CU_ASSERT_EQUAL(scn_fail(&err, SCN_W_NOT_FOUND, "world \"%s\" not found", "w"), -1);
+  scn_reply_error(&b, id, &err);
+  CU_ASSERT_TRUE(buf_equals(&b, "{\"id\":{\"x\":[1,\"a\"]},\"ok\":false,\"error\":{\"code\":"
+                                "\"NOT_FOUND\",\"message\":\"world \\\"w\\\" not found\"}}\n"));
+  b.len = 0;
+  /* A message cut inside a multi-byte character is still valid UTF-8 on the wire. */
+  char longname[400];
+  memset(longname, 0, sizeof longname);
+  for (int i = 0; i < 150; i++)
+    memcpy(longname + 2 * i, "\xc3\xa9", 2);
+  scn_fail(&err, SCN_W_BAD_REQUEST, "x%s", longname);
+  scn_reply_error(&b, NULL, &err);
+  CU_ASSERT_TRUE(scn_utf8_valid(b.data, b.len));
+  char *text = buf_text(&b);
+  cJSON *parsed = text ? cJSON_Parse(text) : NULL;
+  CU_ASSERT_PTR_NOT_NULL(parsed);
+  cJSON_Delete(parsed);
+  free(text);
+  cJSON_Delete(id);
+  scn_buf_free(&b);
+}
+
+static void test_buf_strings(void) {
+  scn_buf b = {0};
+  const char *in = "a\"b\\c/\n\r\t\x01\x1f\x7f \xc3\xa9\xf0\x9f\x98\x80";
+  scn_buf_add_json_string(&b, in, strlen(in));
+  char *text = buf_text(&b);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+  CU_ASSERT_EQUAL(text[0], '"');
+  CU_ASSERT_EQUAL(text[b.len - 1], '"');
+  CU_ASSERT_PTR_NOT_NULL(strstr(text, "a\\\"b\\\\c/"));
+  for (size_t i = 0; i < b.len; i++)
+    CU_ASSERT_TRUE((unsigned char)text[i] >= 0x20);
+  cJSON *back = cJSON_Parse(text);
+  CU_ASSERT_TRUE(cJSON_IsString(back));
+  if (cJSON_IsString(back))
+    CU_ASSERT_STRING_EQUAL(back->valuestring, in);
+  cJSON_Delete(back);
+  free(text);
+  b.len = 0;
+  scn_buf_add_json_string(&b, "", 0);
+  CU_ASSERT_TRUE(buf_equals(&b, "\"\""));
+  b.len = 0;
+  scn_buf_add_json_string(&b, "\x01", 1);
+  CU_ASSERT_TRUE(buf_equals(&b, "\"\\u0001\""));
+  b.len = 0;
+  /* Only len bytes are written. */
+  scn_buf_add_json_string(&b, "abcdef", 3);
+  CU_ASSERT_TRUE(buf_equals(&b, "\"abc\""));
+  /* A long string grows the buffer. */
+  b.len = 0;
+  char *big = malloc(100000);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(big);
+  memset(big, '"', 100000);
+  scn_buf_add_json_string(&b, big, 100000);
+  CU_ASSERT_EQUAL(b.len, 200002);
+  CU_ASSERT_FALSE(b.failed);
+  free(big);
+  scn_buf_free(&b);
+  CU_ASSERT_PTR_NULL(b.data);
+  CU_ASSERT_EQUAL(b.len, 0);
+}
+
+static void test_buf_numbers(void) {
+  scn_buf b = {0};
+  static const struct {
+    uint64_t v;
+    const char *text;
+  } u64s[] = {{0, "0"}, {1, "1"}, {10, "10"}, {9007199254740991u, "9007199254740991"},
+              {UINT64_MAX, "18446744073709551615"}};
+  for (size_t i = 0; i < sizeof u64s / sizeof *u64s; i++) {
+    b.len = 0;
+    scn_buf_add_u64(&b, u64s[i].v);
+    CU_ASSERT_TRUE(buf_equals(&b, u64s[i].text));
+  }
+  b.len = 0;
+  scn_buf_add_i64(&b, INT64_MIN);
+  CU_ASSERT_TRUE(buf_equals(&b, "-9223372036854775808"));
+  b.len = 0;
+  scn_buf_add_i64(&b, -42);
+  CU_ASSERT_TRUE(buf_equals(&b, "-42"));
+  static const struct {
+    double v;
+    const char *text;
+  } dbls[] = {{0, "0"},       {1, "1"},          {-2.5, "-2.5"},
+              {0.1, "0.1"},   {1.5e300, "1.5e+300"}, {9007199254740991.0, "9007199254740991"},
+              {-1e15, "-1000000000000000"}, {123456.789, "123456.789"}};
+  for (size_t i = 0; i < sizeof dbls / sizeof *dbls; i++) {
+    b.len = 0;
+    scn_buf_add_double(&b, dbls[i].v);
+    char *t = buf_text(&b);
+    if (t && strcmp(t, dbls[i].text) != 0)
+      fprintf(stderr, "\ndouble %.17g written as %s\n", dbls[i].v, t);
+    CU_ASSERT_TRUE(buf_equals(&b, dbls[i].text));
+    free(t);
+  }
+  /* Any finite double reads back exactly. */
+  static const double samples[] = {1.0 / 3, 2.0 / 3, 1e-300, 4.9e-324, 1.7976931348623157e308,
+                                   9007199254740993.0, 0.30000000000000004, -123.456e-7,
+                                   18446744073709551616.0, 1e23};
+  for (size_t i = 0; i < sizeof samples / sizeof *samples; i++) {
+    b.len = 0;
+    scn_buf_add_double(&b, samples[i]);
+    char *t = buf_text(&b);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_EQUAL(strtod(t, NULL), samples[i]);
+    cJSON *j = cJSON_Parse(t);
+    CU_ASSERT_TRUE(cJSON_IsNumber(j));
+    cJSON_Delete(j);
+    free(t);
+  }
+  /* Matrices: float32 shortest form. */
+  b.len = 0;
+  const float m[16] = {0.1f, 0.2f, 0.3f, 0, 0.4f, 0.5f, 0.6f, 0, 0.7f, 0.8f, 0.9f, 0, 1.5f, -2.25f,
+                       1e-7f, 1};
+  scn_buf_add_matrix(&b, m);
+  CU_ASSERT_TRUE(buf_equals(&b, "[0.1,0.2,0.3,0,0.4,0.5,0.6,0,0.7,0.8,0.9,0,1.5,-2.25,1e-7,1]"));
+  scn_buf_free(&b);
+}
+
+static void test_buf_json_value(void) {
+  static const char *docs[] = {
+      "{\"a\":[1,2,{\"b\":[9007199254740991,4294967297,\"x\\u00e9\",null,true,false,-0.5]}],"
+      "\"c\":{},\"d\":[],\"e\":\"q\\\"\\\\\"}",
+      "[[[[[[[[[[1]]]]]]]]]]",
+      "\"plain\"",
+      "12345",
+      "null",
+      "{\"ids\":[1,2,3,9007199254740991],\"nested\":{\"ids\":{\"deeper\":[{\"id\":7}]}}}",
+  };
+  for (size_t i = 0; i < sizeof docs / sizeof *docs; i++) {
+    cJSON *in = cJSON_Parse(docs[i]);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(in);
+    scn_buf b = {0};
+    scn_buf_add_json_value(&b, in);
+    char *text = buf_text(&b);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    cJSON *back = cJSON_Parse(text);
+    CU_ASSERT_PTR_NOT_NULL(back);
+    CU_ASSERT_TRUE(cJSON_Compare(in, back, true));
+    /* Integers stay integers: no exponent or fraction for ids. */
+    if (i == 5)
+      CU_ASSERT_STRING_EQUAL(text, docs[i]);
+    cJSON_Delete(back);
+    cJSON_Delete(in);
+    free(text);
+    scn_buf_free(&b);
+  }
+}
+
+static void test_buf_misc(void) {
+  scn_buf b = {0};
+  scn_buf_adds(&b, "hello world");
+  scn_buf_addc(&b, '!');
+  CU_ASSERT_TRUE(buf_equals(&b, "hello world!"));
+  scn_buf_consume(&b, 6);
+  CU_ASSERT_TRUE(buf_equals(&b, "world!"));
+  scn_buf_truncate(&b, 5);
+  CU_ASSERT_TRUE(buf_equals(&b, "world"));
+  scn_buf_truncate(&b, 50);
+  CU_ASSERT_EQUAL(b.len, 5);
+  scn_buf_consume(&b, 99);
+  CU_ASSERT_EQUAL(b.len, 0);
+  CU_ASSERT_TRUE(scn_buf_reserve(&b, 5000));
+  CU_ASSERT_TRUE(b.cap >= 5000);
+  size_t cap = b.cap;
+  for (int i = 0; i < 5000; i++)
+    scn_buf_addc(&b, 'x');
+  CU_ASSERT_EQUAL(b.cap, cap);
+  CU_ASSERT_EQUAL(b.len, 5000);
+  CU_ASSERT_FALSE(b.failed);
+  scn_buf_free(&b);
+}
+
+/* ---- wire ------------------------------------------------------------------------------- */
+
+static void test_wire_commands(void) {
+  static const char *names[] = {"ping",
+                                "hello",
+                                "world.create",
+                                "world.destroy",
+                                "world.list",
+                                "entity.create",
+                                "entity.destroy",
+                                "transform.create",
+                                "transform.destroy",
+                                "transform.link",
+                                "transform.unlink",
+                                "transform.set_local",
+                                "transform.set_world",
+                                "transform.get",
+                                "transform.children",
+                                "transform.rename",
+                                "transform.find",
+                                "transform.relative",
+                                "batch",
+                                "subscribe",
+                                "unsubscribe",
+                                "info",
+                                "save"};
+  const size_t n = sizeof names / sizeof *names;
+  CU_ASSERT_TRUE(scn_command_count >= n);
+  for (size_t i = 0; i < n; i++) {
+    const scn_command_info *c = scn_command_find(names[i]);
+    CU_ASSERT_PTR_NOT_NULL(c);
+    if (!c)
+      continue;
+    CU_ASSERT_STRING_EQUAL(c->name, names[i]);
+    CU_ASSERT_TRUE(c >= scn_commands && c < scn_commands + scn_command_count);
+    bool open = strcmp(names[i], "ping") == 0 || strcmp(names[i], "hello") == 0;
+    CU_ASSERT_EQUAL((c->flags & SCN_CMD_OPEN) != 0, open);
+    bool in_batch = strncmp(names[i], "transform.", 10) == 0;
+    CU_ASSERT_EQUAL((c->flags & SCN_CMD_IN_BATCH) != 0, in_batch);
+    bool reads = strcmp(names[i], "ping") == 0 || strcmp(names[i], "hello") == 0 ||
+                 strcmp(names[i], "world.list") == 0 || strcmp(names[i], "transform.get") == 0 ||
+                 strcmp(names[i], "transform.children") == 0 ||
+                 strcmp(names[i], "transform.find") == 0 ||
+                 strcmp(names[i], "transform.relative") == 0 ||
+                 strcmp(names[i], "subscribe") == 0 || strcmp(names[i], "unsubscribe") == 0 ||
+                 strcmp(names[i], "info") == 0 || strcmp(names[i], "save") == 0;
+    CU_ASSERT_EQUAL((c->flags & SCN_CMD_MUTATES) != 0, !reads);
+    CU_ASSERT_PTR_NOT_NULL(c->help);
+    CU_ASSERT_PTR_NOT_NULL(c->required);
+    CU_ASSERT_PTR_NOT_NULL(c->optional);
+  }
+  /* Every entry is found under its own name, and names are unique. */
+  for (unsigned i = 0; i < scn_command_count; i++) {
+    CU_ASSERT_PTR_EQUAL(scn_command_find(scn_commands[i].name), &scn_commands[i]);
+    CU_ASSERT_TRUE(strlen(scn_commands[i].help) > 0);
+  }
+  /* Required fields as the contract lists them. */
+  CU_ASSERT_STRING_EQUAL(scn_command_find("transform.link")->required, "world,entity,parent");
+  CU_ASSERT_STRING_EQUAL(scn_command_find("transform.relative")->required, "world,entity,to");
+  CU_ASSERT_STRING_EQUAL(scn_command_find("batch")->required, "world,ops");
+  CU_ASSERT_STRING_EQUAL(scn_command_find("ping")->required, "");
+  static const char *unknown[] = {"", "PING", "ping ", " ping", "transform", "transform.",
+                                  "world", "pin", "pingg", "transform.get\n"};
+  for (size_t i = 0; i < sizeof unknown / sizeof *unknown; i++)
+    CU_ASSERT_PTR_NULL(scn_command_find(unknown[i]));
+}
+
+static void test_wire_codes(void) {
+  static const struct {
+    scn_wire_code code;
+    const char *name;
+  } codes[] = {{SCN_W_BAD_JSON, "BAD_JSON"},       {SCN_W_BAD_REQUEST, "BAD_REQUEST"},
+               {SCN_W_UNKNOWN_COMMAND, "UNKNOWN_COMMAND"}, {SCN_W_NOT_FOUND, "NOT_FOUND"},
+               {SCN_W_ALREADY_EXISTS, "ALREADY_EXISTS"}, {SCN_W_CYCLE, "CYCLE"},
+               {SCN_W_LIMIT, "LIMIT"},             {SCN_W_UNAUTHORIZED, "UNAUTHORIZED"},
+               {SCN_W_INTERNAL, "INTERNAL"}};
+  for (size_t i = 0; i < sizeof codes / sizeof *codes; i++)
+    CU_ASSERT_STRING_EQUAL(scn_wire_code_name(codes[i].code), codes[i].name);
+  CU_ASSERT_EQUAL(SCN_PROTOCOL, 1);
+}
+
+int scn_test_register_proto(void) {
+  CU_pSuite s = CU_add_suite("proto", NULL, NULL);
+  if (!s)
+    return -1;
+  if (!CU_add_test(s, "framing: line split across feeds", test_framing_split_across_feeds) ||
+      !CU_add_test(s, "framing: many lines in one feed", test_framing_many_lines_one_feed) ||
+      !CU_add_test(s, "framing: CRLF", test_framing_crlf) ||
+      !CU_add_test(s, "framing: blank lines skipped", test_framing_blank_lines) ||
+      !CU_add_test(s, "framing: line at the limit", test_framing_limit_exact) ||
+      !CU_add_test(s, "framing: limit + 1 rejected", test_framing_limit_plus_one) ||
+      !CU_add_test(s, "framing: overlong line discarded across feeds",
+                   test_framing_overlong_discarded_across_feeds) ||
+      !CU_add_test(s, "framing: callback stops the feed", test_framing_stop_early) ||
+      !CU_add_test(s, "codec: parse request", test_parse_request) ||
+      !CU_add_test(s, "codec: deep nesting", test_parse_deep_nesting) ||
+      !CU_add_test(s, "codec: entity ids", test_decode_entity) ||
+      !CU_add_test(s, "codec: other fields", test_decode_other_fields) ||
+      !CU_add_test(s, "codec: transform spec", test_spec) ||
+      !CU_add_test(s, "codec: reply encoding", test_reply_encoding) ||
+      !CU_add_test(s, "buf: JSON strings", test_buf_strings) ||
+      !CU_add_test(s, "buf: numbers", test_buf_numbers) ||
+      !CU_add_test(s, "buf: JSON value round trip", test_buf_json_value) ||
+      !CU_add_test(s, "buf: misc", test_buf_misc) ||
+      !CU_add_test(s, "wire: command table", test_wire_commands) ||
+      !CU_add_test(s, "wire: error codes", test_wire_codes))
+    return -1;
+  return 0;
+}
