@@ -61,7 +61,7 @@ $(PROTO_LIB): $(PROTO_OBJ)
 	$(AR) rcs $@ $^
 
 $(SCENED): $(SERVER_OBJ) $(PROTO_LIB) $(CORE_LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ -luv -lcjson $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ -luv -lcjson -lhttp_parser $(LDLIBS)
 
 $(CLIENT_LIB): $(CLIENT_OBJ)
 	$(AR) rcs $@ $^
@@ -90,9 +90,10 @@ layering:
 test: layering $(TEST_BIN) $(SCENED)
 	SCENED_BIN=$(abspath $(SCENED)) $(TEST_BIN)
 
-run: $(SCENED)
-	@echo "scened: protocol on 127.0.0.1:7878 (newline-delimited JSON); try:"
-	@echo "  printf '{\"cmd\":\"ping\"}\\n' | nc -q1 127.0.0.1 7878"
+run: $(SCENED) $(SCENECTL)
+	@echo "scened: protocol on 127.0.0.1:7878, metrics on http://127.0.0.1:7879/metrics"
+	@echo "  talk to it:  $(SCENECTL) ping   |   $(SCENECTL) world.create world=main"
+	@echo "  interactive: $(SCENECTL)   (Ctrl-C here stops the daemon)"
 	$(SCENED)
 
 bench: $(BENCH_BIN) $(SCENED) $(SCENE_BENCH)

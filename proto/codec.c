@@ -62,6 +62,31 @@ bool scn_utf8_valid(const char *str, size_t len) {
   return true;
 }
 
+/* cJSON takes raw control characters inside strings (not JSON) and cuts a string short at an
+ * escaped U+0000 (its strings are C strings): refuse both rather than act on a changed value.
+ * Runs on text cJSON accepted, so quotes and escapes are well formed. */
+static bool strings_ok(const char *s, size_t len, scn_wire_error *err) {
+  bool in = false;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (!in) {
+      in = c == '"';
+    } else if (c == '"') {
+      in = false;
+    } else if (c < 0x20) {
+      scn_fail(err, SCN_W_BAD_JSON, "unescaped control character in a string at byte %zu", i);
+      return false;
+    } else if (c == '\\' && i + 1 < len) {
+      if (s[i + 1] == 'u' && i + 5 < len && memcmp(s + i + 2, "0000", 4) == 0) {
+        scn_fail(err, SCN_W_BAD_REQUEST, "strings must not contain U+0000 (byte %zu)", i);
+        return false;
+      }
+      i++;
+    }
+  }
+  return true;
+}
+
 cJSON *scn_parse_request(const char *line, size_t len, scn_wire_error *err) {
   if (!scn_utf8_valid(line, len)) {
     scn_fail(err, SCN_W_BAD_JSON, "request is not valid UTF-8");
@@ -86,6 +111,10 @@ cJSON *scn_parse_request(const char *line, size_t len, scn_wire_error *err) {
   if (!cJSON_IsObject(req)) {
     cJSON_Delete(req);
     scn_fail(err, SCN_W_BAD_JSON, "a request must be a JSON object");
+    return NULL;
+  }
+  if (!strings_ok(line, len, err)) {
+    cJSON_Delete(req);
     return NULL;
   }
   return req;

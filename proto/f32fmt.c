@@ -129,8 +129,8 @@ struct f32_decimal {
 /*
  * The shifts below are arithmetic on negative values (implementation-defined
  * in C, arithmetic on every compiler we build with).  The constants give
- * exact floors for every exponent a binary32 can have (|q|, |j| <= 150;
- * verified against exact rational arithmetic).
+ * exact floors for all arguments used here, q in [-149, 104] and j in
+ * [-31, 45] (verified against exact rational arithmetic).
  */
 
 /* floor(q * log10(2)) */

@@ -3,7 +3,8 @@
 # Called by make; safe to run by hand. Needs root (or sudo) only when something is missing.
 set -euo pipefail
 
-packages=(gcc make pkg-config libuv1-dev libcjson-dev libcglm-dev libcunit1-dev libedit-dev)
+packages=(gcc make pkg-config libuv1-dev libcjson-dev libcglm-dev libcunit1-dev libedit-dev
+  libhttp-parser-dev)
 
 
 missing=()

@@ -62,6 +62,12 @@ int scn_cmd_world_destroy(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire
   if (!w)
     return scn_fail(err, SCN_W_NOT_FOUND, "world \"%s\" not found", name);
   scn_stream_world_destroyed(ctx->srv, w);
+  scn_world_stats s, *gone = &ctx->srv->counters.gone_worlds;
+  scn_world_get_stats(w, &s);
+  gone->flushes += s.flushes;
+  gone->recomputed += s.recomputed;
+  gone->changed += s.changed;
+  gone->relayouts += s.relayouts;
   int rc = scn_world_destroy(ctx->srv->scene, name);
   return rc == SCN_OK ? 0 : scn_core_fail(err, rc, "world \"%s\"", name);
 }

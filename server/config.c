@@ -14,6 +14,7 @@ typedef enum kind { K_ADDR, K_UINT, K_SIZE, K_HZ, K_STRING, K_LEVEL } kind;
 /* X(flag, field, kind, default, min, max, help) */
 #define SETTINGS(X)                                                                            \
   X("listen", listen, K_ADDR, "127.0.0.1:7878", 0, 0, "protocol address HOST:PORT (port 0: any free port)") \
+  X("http", http, K_ADDR, "127.0.0.1:7879", 0, 0, "HTTP address for /metrics, /healthz, /readyz (HOST:PORT, port 0: any free port; off: none)") \
   X("tick-hz", tick_hz, K_HZ, "60", 1, 1000, "stream ticks per second")                        \
   X("auth-token", auth_token, K_STRING, "", 0, 255, "token every connection must give in hello (empty: none)") \
   X("max-line", max_line, K_SIZE, "1048576", 64, 1073741824, "longest request line in bytes") \
@@ -100,6 +101,10 @@ static bool apply(scn_config *c, const setting *s, const char *v, const char *or
   double d;
   switch (s->kind) {
   case K_ADDR:
+    if (strcmp(s->flag, "http") == 0 && strcmp(v, "off") == 0) {
+      ((scn_addr *)field)->off = true;
+      return true;
+    }
     if (parse_addr(v, field))
       return true;
     snprintf(err, errlen, "%s: invalid value for %s: \"%s\" (expected HOST:PORT)", origin,
@@ -156,15 +161,87 @@ static void print_help(void) {
     printf("  --%-16s %s\n  %-18s default %s; env %s\n", settings[i].flag, settings[i].help, "",
            settings[i].def[0] ? settings[i].def : "(none)", env);
   }
+  printf("  --%-16s read settings from FILE (key = value lines, keys as the flags)\n  %-18s env "
+         "SCENED_CONFIG; precedence: flag > environment > file > default\n",
+         "config FILE", "");
   printf("  --%-16s print the version and exit\n  --%-16s print this help and exit\n",
          "version", "help");
 }
 
+/* Flags use dashes; a config file may write tick_hz for tick-hz. */
 static const setting *find_setting(const char *flag) {
+  char name[64];
+  size_t n = 0;
+  for (; flag[n] && n + 1 < sizeof name; n++)
+    name[n] = flag[n] == '_' ? '-' : flag[n];
+  name[n] = '\0';
   for (size_t i = 0; i < NSETTINGS; i++)
-    if (strcmp(settings[i].flag, flag) == 0)
+    if (strcmp(settings[i].flag, name) == 0)
       return &settings[i];
   return NULL;
+}
+
+static char *trim(char *s) {
+  while (isspace((unsigned char)*s))
+    s++;
+  char *e = s + strlen(s);
+  while (e > s && isspace((unsigned char)e[-1]))
+    *--e = '\0';
+  return s;
+}
+
+/* key = value lines; # starts a comment line; values may be "quoted". */
+static bool load_file(scn_config *c, const char *path, char *err, size_t errlen) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    snprintf(err, errlen, "cannot read config file %s: %s", path, strerror(errno));
+    return false;
+  }
+  char line[1024];
+  int lineno = 0;
+  bool ok = true;
+  while (ok && fgets(line, sizeof line, f)) {
+    lineno++;
+    char *s = trim(line);
+    if (!*s || *s == '#')
+      continue;
+    char *eq = strchr(s, '=');
+    char origin[600];
+    snprintf(origin, sizeof origin, "%s:%d", path, lineno);
+    if (!eq) {
+      snprintf(err, errlen, "%s: expected key = value", origin);
+      ok = false;
+      break;
+    }
+    *eq = '\0';
+    char *key = trim(s), *value = trim(eq + 1);
+    size_t vlen = strlen(value);
+    if (vlen >= 2 && value[0] == '"' && value[vlen - 1] == '"') {
+      value[vlen - 1] = '\0';
+      value++;
+    }
+    const setting *st = find_setting(key);
+    if (!st || !strcmp(key, "config")) {
+      snprintf(err, errlen, "%s: unknown setting \"%s\"", origin, key);
+      ok = false;
+    } else {
+      ok = apply(c, st, value, origin, err, errlen);
+    }
+  }
+  fclose(f);
+  return ok;
+}
+
+/* The config file named by --config (or SCENED_CONFIG), NULL when none. */
+static const char *config_path(int argc, char **argv) {
+  const char *path = getenv("SCENED_CONFIG");
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+      path = argv[i + 1];
+    else if (strncmp(argv[i], "--config=", 9) == 0)
+      path = argv[i] + 9;
+  }
+  return path && *path ? path : NULL;
 }
 
 scn_config_result scn_config_load(scn_config *c, int argc, char **argv, char *err,
@@ -174,6 +251,9 @@ scn_config_result scn_config_load(scn_config *c, int argc, char **argv, char *er
     if (!apply(c, &settings[i], settings[i].def, "default", err, errlen))
       return SCN_CONFIG_EXIT_BAD;
   c->max_entity_create = 100000;
+  const char *file = config_path(argc, argv);
+  if (file && !load_file(c, file, err, errlen))
+    return SCN_CONFIG_EXIT_BAD;
   for (size_t i = 0; i < NSETTINGS; i++) {
     char env[64];
     env_name(&settings[i], env, sizeof env);
@@ -195,6 +275,12 @@ scn_config_result scn_config_load(scn_config *c, int argc, char **argv, char *er
       snprintf(err, errlen, "unexpected argument \"%s\" (see --help)", arg);
       return SCN_CONFIG_EXIT_BAD;
     }
+    if (strcmp(arg, "--config") == 0 && i + 1 < argc) {
+      i++; /* read before everything else */
+      continue;
+    }
+    if (strncmp(arg, "--config=", 9) == 0)
+      continue;
     char name[64];
     const char *eq = strchr(arg + 2, '='), *value;
     size_t len = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);

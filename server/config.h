@@ -15,6 +15,7 @@ typedef struct scn_addr {
 
 typedef struct scn_config {
   scn_addr listen;
+  scn_addr http;
   double tick_hz;
   char auth_token[256];
   uint64_t max_line;

@@ -92,18 +92,32 @@ int scn_run_command(scn_ctx *ctx, const scn_command_info *cmd, const cJSON *req,
   return handlers[cmd - scn_commands](ctx, req, out, err);
 }
 
-static void count_error(scn_server *srv, scn_wire_code code) { srv->counters.errors[code]++; }
+/* A LIMIT error is counted against the limit that refused it. */
+static void count_error(scn_server *srv, const scn_command_info *cmd, scn_wire_code code) {
+  srv->counters.errors[code]++;
+  if (code != SCN_W_LIMIT)
+    return;
+  scn_limit_kind kind = SCN_LIMIT_max_line;
+  if (cmd && strcmp(cmd->name, "world.create") == 0)
+    kind = SCN_LIMIT_max_worlds;
+  else if (cmd && strcmp(cmd->name, "entity.create") == 0)
+    kind = SCN_LIMIT_entity_create;
+  else if (cmd)
+    kind = SCN_LIMIT_max_transforms;
+  srv->counters.limit_hits[kind]++;
+}
 
 void scn_dispatch_line(scn_conn *c, const char *line, size_t len) {
   scn_server *srv = c->srv;
   scn_buf *out = &c->out.bytes;
   scn_wire_error err;
+  uint64_t started = uv_hrtime();
   srv->counters.commands++;
   if (!line) {
     scn_fail(&err, SCN_W_LIMIT, "request line longer than max-line (%llu bytes)",
              (unsigned long long)srv->cfg.max_line);
     scn_reply_error(out, NULL, &err);
-    count_error(srv, err.code);
+    count_error(srv, NULL, err.code);
     scn_log(SCN_LOG_WARN, "line over the limit", "conn=%llu max_line=%llu",
             (unsigned long long)c->id, (unsigned long long)srv->cfg.max_line);
     return;
@@ -137,8 +151,9 @@ void scn_dispatch_line(scn_conn *c, const char *line, size_t len) {
     scn_buf_truncate(out, mark);
     out->failed = false;
     scn_reply_error(out, id, &err);
-    count_error(srv, err.code);
+    count_error(srv, cmd, err.code);
   }
   cJSON_Delete(req);
   scn_json_arena_reset();
+  scn_hist_observe(&srv->counters.command_time, (double)(uv_hrtime() - started) * 1e-9);
 }

@@ -32,7 +32,9 @@ static void schedule_tick(scn_server *srv) {
 static void on_tick(uv_timer_t *t) {
   scn_server *srv = t->data;
   tick_count++;
+  uint64_t t0 = uv_hrtime();
   scn_stream_tick(srv);
+  scn_hist_observe(&srv->counters.tick_time, (double)(uv_hrtime() - t0) * 1e-9);
   if (!srv->stopping)
     schedule_tick(srv);
 }
@@ -95,8 +97,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   srv.start_ms = uv_now(srv.loop);
-  if (scn_net_listen(&srv) != 0)
+  if (scn_net_listen(&srv) != 0 || scn_http_listen(&srv) != 0)
     return 2;
+  srv.ready = true;
   scn_log(SCN_LOG_INFO, "started", "version=%s tick_hz=%g max_clients=%llu max_line=%llu "
           "max_worlds=%llu max_transforms=%llu output_limit=%llu auth=%s log_level=%s",
           SCN_VERSION, srv.cfg.tick_hz, (unsigned long long)srv.cfg.max_clients,

@@ -96,6 +96,12 @@ static void update_reading(scn_conn *c) {
   } else if (!want && c->reading) {
     uv_read_stop((uv_stream_t *)&c->tcp);
     c->reading = false;
+    if (!c->closing && !c->srv->stopping) {
+      c->srv->counters.limit_hits[SCN_LIMIT_output_limit]++;
+      scn_log(SCN_LOG_WARN, "output limit reached: not reading until replies drain",
+              "conn=%llu peer=%s queued=%zu", (unsigned long long)c->id, c->peer,
+              scn_conn_queued(c));
+    }
   }
 }
 
@@ -186,6 +192,7 @@ static void on_connection(uv_stream_t *listener, int status) {
   uv_tcp_nodelay(&c->tcp, 1);
   if (srv->nconns > srv->cfg.max_clients || srv->stopping) {
     srv->counters.rejected_clients++;
+    srv->counters.limit_hits[SCN_LIMIT_max_clients]++;
     scn_log(SCN_LOG_WARN, "connection refused: too many clients", "peer=%s max_clients=%llu",
             c->peer, (unsigned long long)srv->cfg.max_clients);
     scn_wire_error err;
@@ -260,6 +267,7 @@ void scn_server_begin_shutdown(scn_server *srv) {
   uv_timer_stop(&srv->tick_timer);
   scn_log(SCN_LOG_INFO, "shutting down", "connections=%llu", (unsigned long long)srv->nconns);
   uv_close((uv_handle_t *)&srv->listener, NULL);
+  scn_http_close(srv);
   /* Everything already read has been answered (lines are handled as they arrive); stop
    * reading and give the replies a bounded time to drain. */
   for (scn_conn *c = srv->conns; c; c = c->next) {

@@ -7,6 +7,7 @@
 #include "codec.h"
 #include "config.h"
 #include "framing.h"
+#include "metrics.h"
 #include "outq.h"
 #include "scn_core.h"
 
@@ -46,6 +47,10 @@ typedef struct scn_counters {
   uint64_t connections_total;
   uint64_t rejected_clients;
   uint64_t bytes_in, bytes_out;
+  uint64_t limit_hits[SCN_LIMIT_KINDS];
+  uint64_t http_requests;
+  scn_hist command_time, tick_time;
+  scn_world_stats gone_worlds; /* propagation figures of destroyed worlds */
   scn_stream_counters stream;
 } scn_counters;
 
@@ -61,6 +66,7 @@ struct scn_server {
   uint64_t nconns;
   uint64_t next_conn_id;
   bool stopping;
+  bool ready; /* accepting commands (not loading data) */
   uint64_t start_ms;
   scn_counters counters;
   scn_buf scratch;        /* per-command scratch output (batch results) */
@@ -93,6 +99,11 @@ void scn_stream_conn_closed(scn_server *srv, scn_conn *c);
 /* The connection's output drained below its budget: lagging subscriptions resync. */
 void scn_stream_conn_drained(scn_server *srv, scn_conn *c);
 uint64_t scn_stream_count(const scn_server *srv);
+uint64_t scn_stream_lagging(const scn_server *srv);
+
+/* http.c: the operations port. */
+int scn_http_listen(scn_server *srv);
+void scn_http_close(scn_server *srv);
 
 /* log.c */
 void scn_log(int level, const char *msg, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

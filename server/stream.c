@@ -115,6 +115,13 @@ static void sub_remove(scn_server *srv, scn_sub *s) {
 
 uint64_t scn_stream_count(const scn_server *srv) { return srv->nsubs; }
 
+uint64_t scn_stream_lagging(const scn_server *srv) {
+  uint64_t n = 0;
+  for (const scn_sub *s = srv->subs; s; s = s->next)
+    n += s->lagging;
+  return n;
+}
+
 static void write_event(scn_sub *s, const char *event, const char *extra) {
   scn_buf *out = &s->conn->out.bytes;
   scn_buf_adds(out, "{\"event\":\"");

@@ -60,8 +60,9 @@ int scn_daemon_start(scn_daemon *d, const char *const *args) {
   static int serial;
   snprintf(d->log_path, sizeof d->log_path, "/tmp/scened-test-%d-%d.log", (int)getpid(),
            ++serial);
-  const char *argv[64] = {bin, "--listen", "127.0.0.1:0"};
-  int argc = 3;
+  /* Both ports ephemeral, so test daemons never collide with each other or a running one. */
+  const char *argv[64] = {bin, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"};
+  int argc = 5;
   for (int i = 0; args && args[i] && argc < 62; i++)
     argv[argc++] = args[i];
   argv[argc] = NULL;
@@ -83,8 +84,14 @@ int scn_daemon_start(scn_daemon *d, const char *const *args) {
   while (now_ms() < deadline) {
     char *log = read_file(d->log_path);
     const char *at = log ? strstr(log, "listening on 127.0.0.1:") : NULL;
-    if (at) {
+    const char *http = log ? strstr(log, "http on 127.0.0.1:") : NULL;
+    bool http_off = false;
+    for (int i = 0; args && args[i]; i++)
+      if (!strcmp(args[i], "--http") && args[i + 1] && !strcmp(args[i + 1], "off"))
+        http_off = true;
+    if (at && (http || http_off)) {
       d->port = atoi(at + strlen("listening on 127.0.0.1:"));
+      d->http_port = http ? atoi(http + strlen("http on 127.0.0.1:")) : 0;
       free(log);
       return 0;
     }

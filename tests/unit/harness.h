@@ -11,10 +11,11 @@
 typedef struct scn_daemon {
   pid_t pid;
   int port;
+  int http_port;      /* 0 when started with --http off */
   char log_path[256]; /* the daemon's stderr */
 } scn_daemon;
 
-/* Starts scened with --listen 127.0.0.1:0 plus args (NULL-terminated, may be NULL) and waits
+/* Starts scened with --listen 127.0.0.1:0 --http 127.0.0.1:0 plus args (NULL-terminated, may be NULL) and waits
  * for its "listening on" line. Returns 0, or -1 (with a message on stderr). */
 int scn_daemon_start(scn_daemon *d, const char *const *args);
 /* Sends sig (0: SIGTERM) and waits up to timeout_ms; returns the exit status as from

@@ -58,10 +58,10 @@ static void build(fixture *f) {
     int x, parent;
     const char *name;
   } spec[] = {
-      {0, -1, "root0"}, {1, 0, "a"},   {2, 0, "b"},     {3, 1, "c"},     {4, 3, NULL},
-      {6, -1, "root6"}, {7, 6, "x"},   {8, 6, NULL},    {9, 8, "y"},     {10, -1, NULL},
+      {0, -1, "root0"}, {1, 0, "a"},     {2, 0, "b"},     {3, 1, "c"},     {4, 3, NULL},
+      {6, -1, "root6"}, {7, 6, "x"},     {8, 6, NULL},    {9, 8, "y"},     {10, -1, NULL},
       {11, 10, "n11"},  {12, 10, "n12"}, {13, 10, "n13"}, {14, 10, "n14"}, {15, 10, "n15"},
-      {16, 11, NULL},   {17, 11, "k"}, {18, -1, "s"},   {19, 18, NULL},
+      {16, 11, NULL},   {17, 11, "k"},   {18, -1, "s"},   {19, 18, NULL},
   };
   for (size_t k = 0; k < sizeof spec / sizeof spec[0]; k++) {
     int x = spec[k].x;
@@ -186,11 +186,11 @@ static void snapshot(scn_scene *s, scene_snap *out) {
 /* Field by field, so a failure says what differs. */
 static bool snap_equal(const scene_snap *a, const scene_snap *b) {
   bool eq = true;
-#define CHECK(cond)                                                                            \
-  do {                                                                                         \
-    bool ok_ = (cond);                                                                         \
-    CU_ASSERT(ok_);                                                                            \
-    eq &= ok_;                                                                                 \
+#define CHECK(cond)                                                                                \
+  do {                                                                                             \
+    bool ok_ = (cond);                                                                             \
+    CU_ASSERT(ok_);                                                                                \
+    eq &= ok_;                                                                                     \
   } while (0)
   CHECK(a->nworlds == b->nworlds);
   CHECK(a->entities == b->entities);
@@ -381,7 +381,7 @@ static void test_rollback_rename(void) {
   OK(scn_transform_rename(a.w1, a.e[1], "again"));
   OK(scn_transform_rename(a.w1, a.e[4], "was_unnamed"));
   OK(scn_transform_rename(a.w1, a.e[7], NULL));
-  OK(scn_transform_rename(a.w1, a.e[8], "x")); /* the name e7 just gave up */
+  OK(scn_transform_rename(a.w1, a.e[8], "x"));     /* the name e7 just gave up */
   OK(scn_transform_rename(a.w1, a.e[0], "root0")); /* same name: no-op */
   OK(scn_transform_rename(a.w2, a.e[20], "root2"));
   CU_ASSERT_EQUAL(scn_transform_rename(a.w1, a.e[3], "b"), SCN_EXISTS); /* sibling e2 */
@@ -404,9 +404,9 @@ static void test_rollback_destroy(void) {
   build(&a);
   build(&b);
   OK(scn_batch_begin(a.s));
-  OK(scn_transform_destroy(a.w1, a.e[10], false)); /* five named children become roots */
-  OK(scn_transform_destroy(a.w1, a.e[1], false));  /* a child with children, pending change */
-  OK(scn_transform_destroy(a.w1, a.e[12], false)); /* a former child, now a root */
+  OK(scn_transform_destroy(a.w1, a.e[10], false));      /* five named children become roots */
+  OK(scn_transform_destroy(a.w1, a.e[1], false));       /* a child with children, pending change */
+  OK(scn_transform_destroy(a.w1, a.e[12], false));      /* a former child, now a root */
   OK(scn_transform_set_local(a.w1, a.e[11], IDENTITY)); /* change a former child */
   OK(scn_transform_link(a.w1, a.e[13], a.e[14], SCN_KEEP_WORLD));
   OK(scn_transform_destroy(a.w1, a.e[18], false)); /* singular parent */
@@ -462,8 +462,8 @@ static void random_op(fixture *f, scn_entity *pool, size_t *npool, int *ok_ops) 
   scn_world *w = rnd(4) ? f->w1 : f->w2;
   scn_entity x = pool[rnd((uint32_t)*npool)], y = pool[rnd((uint32_t)*npool)];
   float m[16];
-  trs(m, (float)rnd(7), -(float)rnd(5), 0.25f * (float)rnd(9), 0.1f * (float)rnd(10), 0.4f,
-      -0.3f, 0.5f, 0.5f + 0.25f * (float)rnd(4));
+  trs(m, (float)rnd(7), -(float)rnd(5), 0.25f * (float)rnd(9), 0.1f * (float)rnd(10), 0.4f, -0.3f,
+      0.5f, 0.5f + 0.25f * (float)rnd(4));
   char name[16];
   snprintf(name, sizeof name, "m%u", rnd(12));
   int rc = SCN_OK;

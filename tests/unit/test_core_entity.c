@@ -122,8 +122,7 @@ static void test_stale_ids(void) {
   scn_world *w;
   OK(scn_world_create(s, "w", &w));
   CU_ASSERT_EQUAL(scn_transform_create(w, b, SCN_ENTITY_NONE, NULL, NULL), SCN_NOT_FOUND);
-  CU_ASSERT_EQUAL(scn_transform_create(w, seen[100], SCN_ENTITY_NONE, NULL, NULL),
-                  SCN_NOT_FOUND);
+  CU_ASSERT_EQUAL(scn_transform_create(w, seen[100], SCN_ENTITY_NONE, NULL, NULL), SCN_NOT_FOUND);
   CU_ASSERT_EQUAL(scn_world_transform_count(w), 0);
 
   CU_ASSERT_EQUAL(scn_entity_destroy(s, SCN_ENTITY_NONE), SCN_NOT_FOUND);
@@ -261,8 +260,7 @@ static void test_destroy_name_clash(void) {
   scn_world *w1, *w2;
   OK(scn_world_create(s, "one", &w1));
   OK(scn_world_create(s, "two", &w2));
-  scn_entity p = new_entity(s), kid = new_entity(s), other = new_entity(s),
-             root_x = new_entity(s);
+  scn_entity p = new_entity(s), kid = new_entity(s), other = new_entity(s), root_x = new_entity(s);
   float m[16];
   translation(m, 1, 2, 3);
   /* world one is fine: p -> kid("x"), no root named "x" */

@@ -1,4 +1,4 @@
-/* Unit tests of the core's math and validation helpers: TRS composition, finiteness, name
+/* Unit tests of the core's math and validation functions: TRS composition, finiteness, name
  * validation and the error tables. */
 #include "scn_core.h"
 
@@ -302,16 +302,16 @@ static void test_name_valid_basic(void) {
 
 static void test_name_valid_utf8(void) {
   CU_ASSERT_TRUE(scn_name_valid("caf\xc3\xa9", 5));              /* U+00E9 */
-  CU_ASSERT_TRUE(scn_name_valid("\xc2\xa0", 2));                  /* U+00A0, first after C1 */
-  CU_ASSERT_TRUE(scn_name_valid("\xe2\x82\xac", 3));              /* U+20AC */
-  CU_ASSERT_TRUE(scn_name_valid("\xe6\x97\xa5\xe6\x9c\xac", 6));  /* two CJK */
-  CU_ASSERT_TRUE(scn_name_valid("\xf0\x9f\x98\x80", 4));          /* U+1F600 */
-  CU_ASSERT_TRUE(scn_name_valid("\xf4\x8f\xbf\xbf", 4));          /* U+10FFFF */
-  CU_ASSERT_TRUE(scn_name_valid("\xed\x9f\xbf", 3));              /* U+D7FF */
-  CU_ASSERT_TRUE(scn_name_valid("\xee\x80\x80", 3));              /* U+E000 */
-  CU_ASSERT_TRUE(scn_name_valid("\xdf\xbf", 2));                  /* U+07FF */
-  CU_ASSERT_TRUE(scn_name_valid("\xe0\xa0\x80", 3));              /* U+0800 */
-  CU_ASSERT_TRUE(scn_name_valid("\xf0\x90\x80\x80", 4));          /* U+10000 */
+  CU_ASSERT_TRUE(scn_name_valid("\xc2\xa0", 2));                 /* U+00A0, first after C1 */
+  CU_ASSERT_TRUE(scn_name_valid("\xe2\x82\xac", 3));             /* U+20AC */
+  CU_ASSERT_TRUE(scn_name_valid("\xe6\x97\xa5\xe6\x9c\xac", 6)); /* two CJK */
+  CU_ASSERT_TRUE(scn_name_valid("\xf0\x9f\x98\x80", 4));         /* U+1F600 */
+  CU_ASSERT_TRUE(scn_name_valid("\xf4\x8f\xbf\xbf", 4));         /* U+10FFFF */
+  CU_ASSERT_TRUE(scn_name_valid("\xed\x9f\xbf", 3));             /* U+D7FF */
+  CU_ASSERT_TRUE(scn_name_valid("\xee\x80\x80", 3));             /* U+E000 */
+  CU_ASSERT_TRUE(scn_name_valid("\xdf\xbf", 2));                 /* U+07FF */
+  CU_ASSERT_TRUE(scn_name_valid("\xe0\xa0\x80", 3));             /* U+0800 */
+  CU_ASSERT_TRUE(scn_name_valid("\xf0\x90\x80\x80", 4));         /* U+10000 */
 
   /* 64 bytes of multibyte characters are fine, 65 are not */
   char buf[80];
@@ -334,26 +334,26 @@ static void test_name_invalid_utf8(void) {
     const char *s;
     size_t len;
   } bad[] = {
-      {"\x80", 1},                 /* lone continuation */
-      {"a\xbf", 2},                /* lone continuation after ASCII */
-      {"\xc3", 1},                 /* truncated */
-      {"\xc3\x28", 2},             /* bad continuation */
-      {"\xe2\x82", 2},             /* truncated */
-      {"\xe2\x28\xa1", 3},         /* bad continuation */
-      {"\xf0\x9f\x98", 3},         /* truncated */
-      {"\xc0\xaf", 2},             /* overlong '/' */
-      {"\xc1\xbf", 2},             /* overlong */
-      {"\xc0\x80", 2},             /* overlong NUL */
-      {"\xe0\x80\xaf", 3},         /* overlong '/' */
-      {"\xe0\x9f\xbf", 3},         /* overlong U+07FF */
-      {"\xf0\x80\x80\xaf", 4},     /* overlong '/' */
-      {"\xf0\x8f\xbf\xbf", 4},     /* overlong U+FFFF */
-      {"\xed\xa0\x80", 3},         /* U+D800 high surrogate */
-      {"\xed\xbf\xbf", 3},         /* U+DFFF low surrogate */
+      {"\x80", 1},                     /* lone continuation */
+      {"a\xbf", 2},                    /* lone continuation after ASCII */
+      {"\xc3", 1},                     /* truncated */
+      {"\xc3\x28", 2},                 /* bad continuation */
+      {"\xe2\x82", 2},                 /* truncated */
+      {"\xe2\x28\xa1", 3},             /* bad continuation */
+      {"\xf0\x9f\x98", 3},             /* truncated */
+      {"\xc0\xaf", 2},                 /* overlong '/' */
+      {"\xc1\xbf", 2},                 /* overlong */
+      {"\xc0\x80", 2},                 /* overlong NUL */
+      {"\xe0\x80\xaf", 3},             /* overlong '/' */
+      {"\xe0\x9f\xbf", 3},             /* overlong U+07FF */
+      {"\xf0\x80\x80\xaf", 4},         /* overlong '/' */
+      {"\xf0\x8f\xbf\xbf", 4},         /* overlong U+FFFF */
+      {"\xed\xa0\x80", 3},             /* U+D800 high surrogate */
+      {"\xed\xbf\xbf", 3},             /* U+DFFF low surrogate */
       {"\xed\xa0\xbd\xed\xb8\x80", 6}, /* CESU-8 surrogate pair */
-      {"\xf4\x90\x80\x80", 4},     /* U+110000 */
-      {"\xf5\x80\x80\x80", 4},     /* lead byte above F4 */
-      {"\xf8\x88\x80\x80\x80", 5}, /* 5-byte form */
+      {"\xf4\x90\x80\x80", 4},         /* U+110000 */
+      {"\xf5\x80\x80\x80", 4},         /* lead byte above F4 */
+      {"\xf8\x88\x80\x80\x80", 5},     /* 5-byte form */
       {"\xfc\x84\x80\x80\x80\x80", 6},
       {"\xfe", 1},
       {"\xff", 1},

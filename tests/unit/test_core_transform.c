@@ -12,7 +12,7 @@
 
 static const float IDENTITY[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
 
-/* ---- helpers ------------------------------------------------------------------------------ */
+/* ---- utilities ---------------------------------------------------------------------------- */
 
 static void mat_t(float m[16], float x, float y, float z) {
   memcpy(m, IDENTITY, sizeof IDENTITY);
@@ -230,8 +230,8 @@ static void model_build(model *m, scn_world *w, scn_scene *s, int n) {
     m->named[x] = rnd(2) == 0;
     snprintf(m->name[x], sizeof m->name[x], "n%d", x);
     random_rigid(m->local[x]);
-    m->e[x] = mk(w, s, parent < 0 ? SCN_ENTITY_NONE : m->e[parent],
-                 m->named[x] ? m->name[x] : NULL, m->local[x]);
+    m->e[x] = mk(w, s, parent < 0 ? SCN_ENTITY_NONE : m->e[parent], m->named[x] ? m->name[x] : NULL,
+                 m->local[x]);
     m->alive[x] = true;
     list_append(m, parent, x);
   }
@@ -492,8 +492,7 @@ static void test_create_errors(void) {
   /* unknown entity */
   CU_ASSERT_EQUAL(scn_transform_create(w, SCN_ENTITY_NONE, SCN_ENTITY_NONE, NULL, NULL),
                   SCN_NOT_FOUND);
-  CU_ASSERT_EQUAL(scn_transform_create(w, e + 1000, SCN_ENTITY_NONE, NULL, NULL),
-                  SCN_NOT_FOUND);
+  CU_ASSERT_EQUAL(scn_transform_create(w, e + 1000, SCN_ENTITY_NONE, NULL, NULL), SCN_NOT_FOUND);
   scn_entity dead = ent(s);
   OK(scn_entity_destroy(s, dead));
   CU_ASSERT_EQUAL(scn_transform_create(w, dead, SCN_ENTITY_NONE, NULL, NULL), SCN_NOT_FOUND);
@@ -935,7 +934,10 @@ static void test_find(void) {
   scn_entity c = mk(w, s, b, "c", NULL);
   scn_entity car = mk(w, s, SCN_ENTITY_NONE, "car", NULL);
   scn_entity wheel = mk(w, s, car, "wheel_fl", NULL);
-  scn_entity u = mk(w, s, car, "r\xc3\xa4" "d", NULL);
+  scn_entity u = mk(w, s, car,
+                    "r\xc3\xa4"
+                    "d",
+                    NULL);
   mk(w, s, car, NULL, NULL);
   scn_entity found = 12345;
   OK(scn_transform_find(w, "a/b/c", 5, &found));
@@ -948,7 +950,10 @@ static void test_find(void) {
   CU_ASSERT_EQUAL(found, a);
   OK(scn_transform_find(w, "car/wheel_fl", 12, &found));
   CU_ASSERT_EQUAL(found, wheel);
-  OK(scn_transform_find(w, "car/r\xc3\xa4" "d", 8, &found));
+  OK(scn_transform_find(w,
+                        "car/r\xc3\xa4"
+                        "d",
+                        8, &found));
   CU_ASSERT_EQUAL(found, u);
   found = 777;
   CU_ASSERT_EQUAL(scn_transform_find(w, "a/x", 3, &found), SCN_NOT_FOUND);
@@ -1174,6 +1179,57 @@ static void test_destroy_recursive(void) {
   preorder(w, &order);
   CU_ASSERT_EQUAL(order.n, 0);
   CU_ASSERT_EQUAL(scn_transform_destroy(w, z, true), SCN_NOT_FOUND);
+  scn_scene_free(s);
+}
+
+/* Removing the most recently created leaf keeps the arrays in depth-first order; the subtree
+ * ranges propagation relies on must shrink with it. */
+static void test_destroy_last_keeps_ranges(void) {
+  scn_scene *s = scn_scene_new(NULL);
+  scn_world *w;
+  OK(scn_world_create(s, "w", &w));
+  float m[16], want[16];
+  mat_t(m, 1, 0, 0);
+  scn_entity a = mk(w, s, SCN_ENTITY_NONE, NULL, m);
+  scn_entity b = mk(w, s, a, NULL, m);
+  scn_entity c = mk(w, s, b, NULL, m);
+  get(w, c);
+  OK(scn_transform_destroy(w, c, false));
+  mat_t(m, 0, 0, 3);
+  scn_entity d = mk(w, s, SCN_ENTITY_NONE, NULL, m); /* takes the freed last place */
+  get(w, d);
+  scn_world_stats st0, st1;
+  scn_world_get_stats(w, &st0);
+  float ma[16];
+  mat_t(ma, 0, 5, 0);
+  OK(scn_transform_set_local(w, a, ma));
+  scn_transform_info id = get(w, d), ib = get(w, b);
+  scn_world_get_stats(w, &st1);
+  CU_ASSERT_EQUAL(st1.recomputed - st0.recomputed, 2); /* a and b, not d */
+  CU_ASSERT_TRUE(bits_eq(id.world, m));
+  CU_ASSERT_EQUAL(id.parent, SCN_ENTITY_NONE);
+  mat_t(want, 1, 5, 0);
+  CU_ASSERT_TRUE(mat_eq(ib.world, want));
+  elist sub;
+  sub.n = 0;
+  OK(scn_world_visit_changed(w, a, 0, collect, &sub));
+  CU_ASSERT_EQUAL(sub.n, 2);
+  CU_ASSERT_EQUAL(sub.e[0], a);
+  CU_ASSERT_EQUAL(sub.e[1], b);
+  /* the same through a recursive destroy of the last subtree, then a child appended */
+  scn_entity e2 = mk(w, s, d, NULL, m);
+  mk(w, s, e2, NULL, m);
+  OK(scn_transform_destroy(w, e2, true));
+  scn_entity f = mk(w, s, d, NULL, m);
+  scn_entity g = mk(w, s, SCN_ENTITY_NONE, NULL, m);
+  OK(scn_transform_set_local(w, d, ma));
+  mat_t(want, 0, 5, 3);
+  CU_ASSERT_TRUE(mat_eq(get(w, f).world, want));
+  CU_ASSERT_TRUE(bits_eq(get(w, g).world, m));
+  sub.n = 0;
+  OK(scn_world_visit_changed(w, d, 0, collect, &sub));
+  CU_ASSERT_EQUAL(sub.n, 2);
+  CU_ASSERT_EQUAL(sub.e[1], f);
   scn_scene_free(s);
 }
 
@@ -1539,6 +1595,7 @@ int scn_test_register_core_transform(void) {
       {"destroy non-recursive", test_destroy_nonrecursive},
       {"destroy refused on a root name clash", test_destroy_name_clash},
       {"destroy recursive", test_destroy_recursive},
+      {"destroying the last leaf keeps subtree ranges", test_destroy_last_keeps_ranges},
       {"swap-erase integrity in a random forest", test_swap_erase_forest},
       {"propagation after many changes", test_propagation_many},
       {"an entity in two worlds", test_two_worlds},

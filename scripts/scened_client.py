@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""A small scened client using only the Python standard library.
+
+    from scened_client import Client, Mirror
+    with Client("127.0.0.1", 7878) as c:
+        c.call("world.create", world="main")
+        car = c.call("transform.create", world="main", t=[0, 0, 0], name="car")["entity"]
+        results = c.pipeline([{"cmd": "transform.get", "world": "main", "entity": car}] * 3)
+        mirror = Mirror()
+        sub = c.subscribe("main", on_event=mirror.apply)
+        c.poll(1.0)                      # frames arrive; mirror.matrices holds the world
+
+Run it as a program for a self-check against a running daemon:
+    python3 scripts/scened_client.py --port 7878 --selftest
+"""
+
+import argparse
+import json
+import os
+import socket
+import sys
+import time
+
+
+class ScenedError(Exception):
+    """An error reply: .code is the protocol's error code, .message its text."""
+
+    def __init__(self, code, message):
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class Client:
+    def __init__(self, host=None, port=None, token=None, timeout=10.0):
+        host = host or os.environ.get("SCENED_HOST", "127.0.0.1")
+        port = int(port or os.environ.get("SCENED_PORT", 7878))
+        token = token or os.environ.get("SCENED_AUTH_TOKEN") or None
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+        self.on_event = None
+        if token:
+            self.call("hello", token=token)
+
+    def close(self):
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _read_line(self, timeout=None):
+        """The next line as a dict, or None when timeout (seconds) passes first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self.sock.settimeout(left)
+            try:
+                chunk = self.sock.recv(1 << 20)
+            except socket.timeout:
+                return None
+            finally:
+                self.sock.settimeout(10.0)
+            if not chunk:
+                raise ConnectionError("the daemon closed the connection")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def _next_response(self):
+        while True:
+            msg = self._read_line()
+            if "event" in msg and "ok" not in msg:
+                if self.on_event:
+                    self.on_event(msg)
+                continue
+            return msg
+
+    @staticmethod
+    def _result(resp):
+        if not resp.get("ok"):
+            err = resp.get("error", {})
+            raise ScenedError(err.get("code", "ERROR"), err.get("message", ""))
+        return {k: v for k, v in resp.items() if k not in ("ok", "id")}
+
+    def call(self, cmd, **fields):
+        """One request; returns its result fields or raises ScenedError."""
+        self.sock.sendall((json.dumps(dict(cmd=cmd, **fields)) + "\n").encode())
+        return self._result(self._next_response())
+
+    def pipeline(self, requests):
+        """Sends every request in one write; returns the raw responses in order."""
+        data = "".join(json.dumps(r) + "\n" for r in requests).encode()
+        self.sock.sendall(data)
+        return [self._next_response() for _ in requests]
+
+    def subscribe(self, world, root=None, hz=None, on_event=None):
+        self.on_event = on_event
+        fields = {"world": world}
+        if root is not None:
+            fields["root"] = root
+        if hz is not None:
+            fields["hz"] = hz
+        return self.call("subscribe", **fields)["sub"]
+
+    def poll(self, seconds):
+        """Hands stream events to on_event for the given time; returns how many arrived."""
+        deadline = time.monotonic() + seconds
+        count = 0
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return count
+            msg = self._read_line(left)
+            if msg is None:
+                return count
+            if self.on_event:
+                self.on_event(msg)
+            count += 1
+
+
+class Mirror:
+    """A local copy of a world's (or subtree's) world matrices, kept from frames."""
+
+    def __init__(self):
+        self.matrices = {}
+        self.tick = 0
+        self.ended = None
+
+    def apply(self, event):
+        kind = event.get("event")
+        if kind == "frame":
+            if event["full"]:
+                self.matrices = {}
+            for item in event["set"]:
+                self.matrices[item["e"]] = item["m"]
+            for e in event["removed"]:
+                self.matrices.pop(e, None)
+            self.tick = event["tick"]
+        elif kind in ("world_destroyed", "unsubscribed"):
+            self.ended = kind
+
+
+def selftest(args):
+    """Builds a small world, mirrors it, checks the mirror against transform.get."""
+    world = f"pyclient-{os.getpid()}"
+    with Client(args.host, args.port, args.token) as c, Client(args.host, args.port, args.token) as s:
+        c.call("world.create", world=world)
+        car = c.call("transform.create", world=world, name="car", t=[1, 2, 3])["entity"]
+        wheels = [c.call("transform.create", world=world, parent=car, name=f"wheel{i}",
+                         t=[i, 0, 0])["entity"] for i in range(4)]
+        replies = c.pipeline([{"cmd": "transform.get", "world": world, "entity": w, "id": i}
+                              for i, w in enumerate(wheels)])
+        assert [r["id"] for r in replies] == list(range(4)), replies
+        try:
+            c.call("transform.create", world=world, name="car")
+            raise AssertionError("a duplicate root name was accepted")
+        except ScenedError as e:
+            assert e.code == "ALREADY_EXISTS", e.code
+        mirror = Mirror()
+        s.subscribe(world, on_event=mirror.apply)
+        c.call("transform.set_local", world=world, entity=car, t=[10, 0, 0])
+        deadline = time.monotonic() + 5
+        want = c.call("transform.get", world=world, entity=wheels[3])["world"]
+        while mirror.matrices.get(wheels[3]) != want and time.monotonic() < deadline:
+            s.poll(0.1)
+        assert mirror.matrices.get(wheels[3]) == want, (mirror.matrices, want)
+        assert len(mirror.matrices) == 5, mirror.matrices
+        c.call("world.destroy", world=world)
+        while mirror.ended is None and time.monotonic() < deadline:
+            s.poll(0.1)
+        assert mirror.ended == "world_destroyed", mirror.ended
+    print("selftest passed")
+
+
+def main():
+    p = argparse.ArgumentParser(description="scened client (standard library only)")
+    p.add_argument("--host")
+    p.add_argument("--port", type=int)
+    p.add_argument("--token")
+    p.add_argument("--selftest", action="store_true", help="check the client against a daemon")
+    p.add_argument("cmd", nargs="?", help="a command, e.g. world.list")
+    p.add_argument("fields", nargs="*", help="key=value (values parsed as JSON when they can be)")
+    args = p.parse_args()
+    if args.selftest:
+        selftest(args)
+        return 0
+    if not args.cmd:
+        p.print_usage()
+        return 2
+    fields = {}
+    for kv in args.fields:
+        key, _, value = kv.partition("=")
+        try:
+            fields[key] = json.loads(value)
+        except ValueError:
+            fields[key] = value
+    with Client(args.host, args.port, args.token) as c:
+        try:
+            print(json.dumps(c.call(args.cmd, **fields)))
+        except ScenedError as e:
+            print(f"{e.code}: {e.message}", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+/* Operational figures: counters and histograms kept by the daemon, rendered as Prometheus
+ * text for /metrics and as JSON fields for info. */
+#ifndef SCN_METRICS_H
+#define SCN_METRICS_H
+
+#include "buf.h"
+
+#include <stdint.h>
+
+#define SCN_HIST_BUCKETS 16
+
+/* Fixed buckets (seconds) from 1 microsecond to 1 second, about 2.5x apart. */
+typedef struct scn_hist {
+  uint64_t buckets[SCN_HIST_BUCKETS]; /* not cumulative */
+  uint64_t count;
+  double sum;
+} scn_hist;
+
+void scn_hist_observe(scn_hist *h, double seconds);
+
+/* Why a request or connection was refused with LIMIT. */
+#define SCN_LIMITS(X)                                                                          \
+  X(max_clients)                                                                               \
+  X(max_line)                                                                                  \
+  X(max_worlds)                                                                                \
+  X(max_transforms)                                                                            \
+  X(entity_create)                                                                             \
+  X(output_limit)
+
+typedef enum scn_limit_kind {
+#define SCN_LIMIT_ENUM(name) SCN_LIMIT_##name,
+  SCN_LIMITS(SCN_LIMIT_ENUM)
+#undef SCN_LIMIT_ENUM
+      SCN_LIMIT_KINDS
+} scn_limit_kind;
+
+struct scn_server;
+/* Appends the whole /metrics page. */
+void scn_metrics_render(struct scn_server *srv, scn_buf *out);
+/* Resident set size of this process in bytes (0 when unknown). */
+uint64_t scn_rss_bytes(void);
+
+#endif
