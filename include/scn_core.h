@@ -87,6 +87,11 @@ scn_entity scn_entity_slot_id(const scn_scene *scene, uint32_t slot, bool *alive
 /* Restores a registry from slot states; only on a scene without entities. */
 int scn_entity_restore(scn_scene *scene, uint32_t slot_count, const uint32_t *generations,
                        const uint8_t *alive);
+/* The free slots in the order they will be reused (last first), so a restored registry hands
+ * out exactly the ids the saved one would have. */
+size_t scn_entity_free_order(const scn_scene *scene, const uint32_t **slots);
+/* Replaces the reuse order after scn_entity_restore; slots must be exactly the free ones. */
+int scn_entity_set_free_order(scn_scene *scene, const uint32_t *slots, size_t n);
 
 /* ---- worlds ---------------------------------------------------------------------------- */
 
@@ -161,6 +166,12 @@ typedef void (*scn_visit_fn)(void *ud, scn_entity e, const float world[16]);
  * (since 0 visits all). Flushes first. */
 int scn_world_visit_changed(scn_world *w, scn_entity root, uint64_t since, scn_visit_fn fn,
                             void *ud);
+/* Visits every transform of a world, parents before children and children in order, with
+ * what recreating it takes (for snapshots). */
+typedef void (*scn_transform_fn)(void *ud, scn_entity e, scn_entity parent, const char *name,
+                                 const float local[16]);
+void scn_world_visit_transforms(scn_world *w, scn_transform_fn fn, void *ud);
+
 /* Visits every transform in scope, parents before children, saying whether its world matrix
  * changed after tick since. Flushes first. */
 typedef void (*scn_scope_fn)(void *ud, scn_entity e, const float world[16], bool changed);

@@ -2,6 +2,8 @@
 
 #include "f32fmt.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,10 +103,24 @@ void scn_buf_add_json_string(scn_buf *b, const char *s, size_t len) {
   scn_buf_addc(b, '"');
 }
 
+/* A world matrix can overflow float32 (a deep chain of large scales); JSON has no infinity,
+ * so such elements go out as the largest finite float of their sign, and undefined ones as 0. */
+static const float *finite_matrix(const float m[16], float tmp[16]) {
+  float probe = 0;
+  for (int i = 0; i < 16; i++)
+    probe += m[i] * 0.0f; /* NaN exactly when some element is not finite */
+  if (probe == probe)
+    return m;
+  for (int i = 0; i < 16; i++)
+    tmp[i] = isnan(m[i]) ? 0.0f : isinf(m[i]) ? copysignf(FLT_MAX, m[i]) : m[i];
+  return tmp;
+}
+
 void scn_buf_add_matrix(scn_buf *b, const float m[16]) {
   if (!scn_buf_reserve(b, SCN_F32_MATRIX_FMT_MAX))
     return;
-  b->len += scn_f32_format_matrix(m, b->data + b->len);
+  float tmp[16];
+  b->len += scn_f32_format_matrix(finite_matrix(m, tmp), b->data + b->len);
 }
 
 void scn_buf_consume(scn_buf *b, size_t n) {

@@ -303,7 +303,108 @@ int scn_get_spec(const cJSON *req, float out[16], scn_wire_error *err) {
   return 1;
 }
 
+/* ---- raw members ---------------------------------------------------------------------- */
+
+static size_t skip_ws(const char *s, size_t len, size_t i) {
+  while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n'))
+    i++;
+  return i;
+}
+
+/* End of the string starting at s[i] == '"'. */
+static size_t skip_string(const char *s, size_t len, size_t i) {
+  for (i++; i < len; i++) {
+    if (s[i] == '\\')
+      i++;
+    else if (s[i] == '"')
+      return i + 1;
+  }
+  return len;
+}
+
+/* End of the value starting at s[i]; the text is known to be valid JSON. */
+static size_t skip_value(const char *s, size_t len, size_t i) {
+  if (s[i] == '"')
+    return skip_string(s, len, i);
+  if (s[i] == '{' || s[i] == '[') {
+    int depth = 0;
+    for (; i < len; i++) {
+      if (s[i] == '"')
+        i = skip_string(s, len, i) - 1;
+      else if (s[i] == '{' || s[i] == '[')
+        depth++;
+      else if ((s[i] == '}' || s[i] == ']') && --depth == 0)
+        return i + 1;
+    }
+    return len;
+  }
+  while (i < len && s[i] != ',' && s[i] != '}' && s[i] != ']' && s[i] != ' ' && s[i] != '\t' &&
+         s[i] != '\r' && s[i] != '\n')
+    i++;
+  return i;
+}
+
+bool scn_find_raw_member(const char *line, size_t len, const char *key, const char **value,
+                         size_t *value_len) {
+  size_t klen = strlen(key);
+  size_t i = skip_ws(line, len, 0);
+  if (i >= len || line[i] != '{')
+    return false;
+  i = skip_ws(line, len, i + 1);
+  while (i < len && line[i] == '"') {
+    size_t kend = skip_string(line, len, i);
+    bool match = kend - i == klen + 2 && memcmp(line + i + 1, key, klen) == 0;
+    i = skip_ws(line, len, kend);
+    if (i >= len || line[i] != ':')
+      return false;
+    i = skip_ws(line, len, i + 1);
+    size_t vend = skip_value(line, len, i);
+    if (match) {
+      *value = line + i;
+      *value_len = vend - i;
+      return true;
+    }
+    i = skip_ws(line, len, vend);
+    if (i < len && line[i] == ',')
+      i = skip_ws(line, len, i + 1);
+  }
+  return false;
+}
+
 /* ---- replies -------------------------------------------------------------------------- */
+
+void scn_reply_begin_raw(scn_buf *b, const char *id, size_t id_len) {
+  if (id) {
+    scn_buf_adds(b, "{\"id\":");
+    scn_buf_add(b, id, id_len);
+    scn_buf_adds(b, ",\"ok\":true");
+  } else {
+    scn_buf_adds(b, "{\"ok\":true");
+  }
+}
+
+static void add_error_body(scn_buf *b, const scn_wire_error *err) {
+  scn_buf_adds(b, ",\"error\":{\"code\":\"");
+  scn_buf_adds(b, scn_wire_code_name(err->code));
+  scn_buf_adds(b, "\",\"message\":");
+  /* Messages quote client input, which may be cut mid-character by the message limit. */
+  size_t len = strlen(err->message);
+  while (len > 0 && !scn_utf8_valid(err->message, len))
+    len--;
+  scn_buf_add_json_string(b, err->message, len);
+  scn_buf_adds(b, "}}\n");
+}
+
+void scn_reply_error_raw(scn_buf *b, const char *id, size_t id_len, const scn_wire_error *err) {
+  if (id) {
+    scn_buf_adds(b, "{\"id\":");
+    scn_buf_add(b, id, id_len);
+    scn_buf_adds(b, ",\"ok\":false");
+  } else {
+    scn_buf_adds(b, "{\"ok\":false");
+  }
+  add_error_body(b, err);
+}
 
 void scn_buf_add_json_value(scn_buf *b, const cJSON *v) {
   if (cJSON_IsNull(v)) {
@@ -363,13 +464,5 @@ void scn_reply_error(scn_buf *b, const cJSON *id, const scn_wire_error *err) {
   } else {
     scn_buf_adds(b, "{\"ok\":false");
   }
-  scn_buf_adds(b, ",\"error\":{\"code\":\"");
-  scn_buf_adds(b, scn_wire_code_name(err->code));
-  scn_buf_adds(b, "\",\"message\":");
-  /* Messages quote client input, which may be cut mid-character by the message limit. */
-  size_t len = strlen(err->message);
-  while (len > 0 && !scn_utf8_valid(err->message, len))
-    len--;
-  scn_buf_add_json_string(b, err->message, len);
-  scn_buf_adds(b, "}}\n");
+  add_error_body(b, err);
 }

@@ -50,6 +50,14 @@ int scn_get_spec(const cJSON *req, float out[16], scn_wire_error *err);
 int scn_get_name_or_null(const cJSON *req, const char *field, bool required, const char **out,
                          scn_wire_error *err);
 
+/* The raw text of a top-level member's value in a line that parsed as a JSON object (first
+ * occurrence, key written without escapes), so an "id" is echoed exactly as sent. */
+bool scn_find_raw_member(const char *line, size_t len, const char *key, const char **value,
+                         size_t *value_len);
+/* Like scn_reply_begin / scn_reply_error, with the id as raw JSON text (NULL: none). */
+void scn_reply_begin_raw(scn_buf *b, const char *id, size_t id_len);
+void scn_reply_error_raw(scn_buf *b, const char *id, size_t id_len, const scn_wire_error *err);
+
 /* Replies. begin writes {"id":...,"ok":true (id omitted when NULL); key writes ,"key":. */
 void scn_reply_begin(scn_buf *b, const cJSON *id);
 void scn_reply_key(scn_buf *b, const char *key);

@@ -36,19 +36,29 @@ static void reset_partial(scn_framer *f) {
 }
 
 bool scn_framer_feed(scn_framer *f, const char *data, size_t n, scn_line_fn fn, void *ud) {
+  size_t used;
+  return scn_framer_feed_at(f, data, n, fn, ud, &used);
+}
+
+bool scn_framer_feed_at(scn_framer *f, const char *data, size_t n, scn_line_fn fn, void *ud,
+                        size_t *used) {
   size_t pos = 0;
+  *used = 0;
   while (pos < n) {
     const char *nl = memchr(data + pos, '\n', n - pos);
     size_t end = nl ? (size_t)(nl - data) : n; /* end of this line's bytes in data */
     if (f->discarding) {
       pos = nl ? end + 1 : n;
       f->discarding = !nl;
+      *used = pos;
       continue;
     }
     if (nl && f->partial.len == 0) {
-      if (!emit(f, data + pos, end - pos, fn, ud))
-        return false;
+      bool go = emit(f, data + pos, end - pos, fn, ud);
       pos = end + 1;
+      *used = pos;
+      if (!go)
+        return false;
       continue;
     }
     /* The line continues from (or into) another read: gather it in partial. The +1 leaves
@@ -58,6 +68,7 @@ bool scn_framer_feed(scn_framer *f, const char *data, size_t n, scn_line_fn fn, 
       reset_partial(f);
       f->discarding = !nl;
       pos = nl ? end + 1 : n;
+      *used = pos;
       if (!fn(ud, NULL, 0))
         return false;
       continue;
@@ -73,9 +84,12 @@ bool scn_framer_feed(scn_framer *f, const char *data, size_t n, scn_line_fn fn, 
       pos++;
       bool go = emit(f, f->partial.data, f->partial.len, fn, ud);
       reset_partial(f);
+      *used = pos;
       if (!go)
         return false;
     }
+    *used = pos;
   }
+  *used = n;
   return true;
 }

@@ -23,6 +23,10 @@ void scn_framer_init(scn_framer *f, size_t max_line);
 void scn_framer_free(scn_framer *f);
 /* Feeds n bytes; returns false when a callback stopped it or memory ran out. */
 bool scn_framer_feed(scn_framer *f, const char *data, size_t n, scn_line_fn fn, void *ud);
+/* The same, telling how many bytes were used: when a callback stops the feed, the bytes after
+ * its line are data[*used..n), for the caller to feed again later. */
+bool scn_framer_feed_at(scn_framer *f, const char *data, size_t n, scn_line_fn fn, void *ud,
+                        size_t *used);
 /* True when a partial line is pending (a client that closes now vanished mid-line). */
 static inline bool scn_framer_pending(const scn_framer *f) {
   return f->partial.len > 0 || f->discarding;

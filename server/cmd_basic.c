@@ -1,5 +1,6 @@
 /* Connection, world, entity and daemon commands. */
 #include "handlers.h"
+#include "persist.h"
 
 #include <string.h>
 
@@ -54,13 +55,15 @@ int scn_cmd_world_create(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_
 }
 
 int scn_cmd_world_destroy(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err) {
-  (void)out;
   const char *name;
   if (scn_get_world_name(req, true, &name, err) < 0)
     return -1;
   scn_world *w = scn_world_find(ctx->srv->scene, name);
   if (!w)
     return scn_fail(err, SCN_W_NOT_FOUND, "world \"%s\" not found", name);
+  (void)out;
+  /* The reply is built apart from the connection's output (see dispatch), so the
+   * world_destroyed events land as whole lines before it. */
   scn_stream_world_destroyed(ctx->srv, w);
   scn_world_stats s, *gone = &ctx->srv->counters.gone_worlds;
   scn_world_get_stats(w, &s);
@@ -102,7 +105,7 @@ void scn_add_id_list(scn_buf *out, const scn_entity *ids, size_t n) {
 int scn_cmd_entity_create(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, "count");
   uint64_t count = 1, max = ctx->srv->cfg.max_entity_create;
-  if (v && cJSON_IsNumber(v) && v->valuedouble > (double)max && v->valuedouble < 1e300)
+  if (v && cJSON_IsNumber(v) && v->valuedouble > (double)max)
     return scn_fail(err, SCN_W_LIMIT, "field \"count\" is at most %llu", (unsigned long long)max);
   if (scn_get_uint(req, "count", false, 1, max, &count, err) < 0)
     return -1;
@@ -156,8 +159,26 @@ int scn_cmd_info(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *e
   return 0;
 }
 
+/* The snapshot is written by a child process; the reply (path, bytes) follows when it is on
+ * disk, and this connection's later requests wait for it so replies stay in order. */
 int scn_cmd_save(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err) {
-  (void)ctx, (void)req, (void)out;
-  return scn_fail(err, SCN_W_BAD_REQUEST,
-                  "nothing to save to: start scened with --data DIR to enable snapshots");
+  (void)req, (void)out;
+  if (!scn_persist_enabled(ctx->srv))
+    return scn_fail(err, SCN_W_BAD_REQUEST,
+                    "nothing to save to: start scened with --data DIR to enable snapshots");
+  if (!ctx->conn)
+    return 0;
+  scn_buf id = {0};
+  if (ctx->id_item)
+    scn_buf_add_json_value(&id, ctx->id_item);
+  else if (ctx->id)
+    scn_buf_add(&id, ctx->id, ctx->id_len);
+  scn_buf_addc(&id, '\0');
+  int rc = scn_persist_save_async(ctx->srv, ctx->conn,
+                                  ctx->id_item || ctx->id ? id.data : NULL);
+  scn_buf_free(&id);
+  if (rc != 0)
+    return scn_fail(err, SCN_W_INTERNAL, "cannot start a snapshot");
+  ctx->deferred = true;
+  return 0;
 }

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum kind { K_ADDR, K_UINT, K_SIZE, K_HZ, K_STRING, K_LEVEL } kind;
+typedef enum kind { K_ADDR, K_UINT, K_SIZE, K_HZ, K_STRING, K_LEVEL, K_FSYNC, K_SECONDS, K_BOOL } kind;
 
 /* X(flag, field, kind, default, min, max, help) */
 #define SETTINGS(X)                                                                            \
@@ -22,6 +22,10 @@ typedef enum kind { K_ADDR, K_UINT, K_SIZE, K_HZ, K_STRING, K_LEVEL } kind;
   X("max-worlds", max_worlds, K_UINT, "1024", 1, 1000000, "worlds at once")                   \
   X("max-transforms", max_transforms, K_UINT, "10000000", 1, 4000000000, "transforms per world") \
   X("output-limit", output_limit, K_SIZE, "67108864", 4096, 17179869184, "bytes queued for one connection before it is held back (replies) or lags (streams)") \
+  X("data", data_dir, K_STRING, "", 0, 4095, "snapshot and journal directory, loaded at start (empty: nothing persisted)") \
+  X("fsync", fsync, K_FSYNC, "everysec", 0, 2, "journal flush: always (before each reply), everysec, or no") \
+  X("save-interval", save_interval, K_SECONDS, "300", 0, 31536000, "seconds between automatic snapshots when something changed (0: only at shutdown and on save)") \
+  X("recover", recover, K_BOOL, "false", 0, 1, "start from damaged data, keeping what is valid (flag without a value)") \
   X("log-level", log_level, K_LEVEL, "info", 0, 3, "debug, info, warn or error")
 
 typedef struct setting {
@@ -42,6 +46,7 @@ static const setting settings[] = {
 #define NSETTINGS (sizeof settings / sizeof settings[0])
 
 static const char *levels[] = {"debug", "info", "warn", "error"};
+static const char *fsyncs[] = {"always", "everysec", "no"};
 
 const char *scn_log_level_name(int level) {
   return level >= 0 && level <= 3 ? levels[level] : "info";
@@ -126,16 +131,40 @@ static bool apply(scn_config *c, const setting *s, const char *v, const char *or
     snprintf(err, errlen, "%s: invalid value for %s: \"%s\" (expected debug, info, warn or error)",
              origin, s->flag, v);
     return false;
+  case K_FSYNC:
+    for (int i = 0; i < 3; i++)
+      if (strcmp(v, fsyncs[i]) == 0) {
+        *(int *)field = i;
+        return true;
+      }
+    snprintf(err, errlen, "%s: invalid value for %s: \"%s\" (expected always, everysec or no)",
+             origin, s->flag, v);
+    return false;
+  case K_BOOL:
+    if (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes")) {
+      *(bool *)field = true;
+      return true;
+    }
+    if (!strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "no")) {
+      *(bool *)field = false;
+      return true;
+    }
+    snprintf(err, errlen, "%s: invalid value for %s: \"%s\" (expected true or false)", origin,
+             s->flag, v);
+    return false;
+  case K_SECONDS:
   case K_UINT:
   case K_SIZE:
   case K_HZ:
     if (!parse_number(v, s->kind == K_SIZE, &d) || d < s->min || d > s->max ||
-        (s->kind != K_HZ && d != floor(d))) {
+        (s->kind != K_HZ && s->kind != K_SECONDS && d != floor(d))) {
       snprintf(err, errlen, "%s: invalid value for %s: \"%s\" (expected %s from %.0f to %.0f)",
-               origin, s->flag, v, s->kind == K_HZ ? "a number" : "an integer", s->min, s->max);
+               origin, s->flag, v,
+               s->kind == K_HZ || s->kind == K_SECONDS ? "a number" : "an integer", s->min,
+               s->max);
       return false;
     }
-    if (s->kind == K_HZ)
+    if (s->kind == K_HZ || s->kind == K_SECONDS)
       *(double *)field = d;
     else
       *(uint64_t *)field = (uint64_t)d;
@@ -297,6 +326,8 @@ scn_config_result scn_config_load(scn_config *c, int argc, char **argv, char *er
     }
     if (eq) {
       value = eq + 1;
+    } else if (s->kind == K_BOOL) {
+      value = "true";
     } else if (i + 1 < argc) {
       value = argv[++i];
     } else {

@@ -2,6 +2,7 @@
  * required fields, run the handler, encode the reply or the error. */
 #include "handlers.h"
 #include "json_arena.h"
+#include "persist.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -53,6 +54,8 @@ scn_world *scn_ctx_world(scn_ctx *ctx, const cJSON *req, scn_wire_error *err) {
 }
 
 scn_entity *scn_ids_scratch(scn_server *srv, size_t n) {
+  if (n == 0)
+    n = 1; /* an empty list still needs a valid pointer */
   if (n > srv->ids_cap) {
     size_t cap = srv->ids_cap ? srv->ids_cap : 1024;
     while (cap < n)
@@ -107,53 +110,92 @@ static void count_error(scn_server *srv, const scn_command_info *cmd, scn_wire_c
   srv->counters.limit_hits[kind]++;
 }
 
-void scn_dispatch_line(scn_conn *c, const char *line, size_t len) {
-  scn_server *srv = c->srv;
-  scn_buf *out = &c->out.bytes;
+/* Runs one request line and leaves its reply line (if any) in reply; c is NULL on replay.
+ * The reply is built apart from the connection's output: a handler may queue stream events
+ * for any connection, this one included, and those must land before the reply, never inside
+ * it. Returns 0 when the command succeeded. */
+static int execute(scn_server *srv, scn_conn *c, const char *line, size_t len, scn_buf *reply,
+                   bool *deferred) {
   scn_wire_error err;
-  uint64_t started = uv_hrtime();
-  srv->counters.commands++;
-  if (!line) {
-    scn_fail(&err, SCN_W_LIMIT, "request line longer than max-line (%llu bytes)",
-             (unsigned long long)srv->cfg.max_line);
-    scn_reply_error(out, NULL, &err);
-    count_error(srv, NULL, err.code);
-    scn_log(SCN_LOG_WARN, "line over the limit", "conn=%llu max_line=%llu",
-            (unsigned long long)c->id, (unsigned long long)srv->cfg.max_line);
-    return;
-  }
+  *deferred = false;
+  reply->len = 0;
+  reply->failed = false;
   cJSON *req = scn_parse_request(line, len, &err);
-  const cJSON *id = req ? cJSON_GetObjectItemCaseSensitive(req, "id") : NULL;
-  size_t mark = out->len;
+  /* The id is echoed as the exact text sent (cJSON would reprint numbers as doubles). */
+  const cJSON *id_item = req ? cJSON_GetObjectItemCaseSensitive(req, "id") : NULL;
+  const char *id = NULL;
+  size_t id_len = 0;
+  if (id_item && scn_find_raw_member(line, len, "id", &id, &id_len))
+    id_item = NULL;
   const scn_command_info *cmd = NULL;
   int rc = -1;
   if (req) {
     const char *name = NULL;
     if (scn_get_string(req, "cmd", true, &name, &err) < 0) {
-      /* rc stays -1 with err from the decoder */
+      /* err holds the decoder's complaint */
     } else if (!(cmd = scn_command_find(name))) {
       scn_fail(&err, SCN_W_UNKNOWN_COMMAND, "unknown command \"%.64s\"", name);
-    } else if (!c->authed && !(cmd->flags & SCN_CMD_OPEN)) {
+    } else if (c && !c->authed && !(cmd->flags & SCN_CMD_OPEN)) {
       scn_fail(&err, SCN_W_UNAUTHORIZED, "authenticate first: send hello with the token");
     } else {
-      scn_ctx ctx = {.srv = srv, .conn = c};
-      scn_reply_begin(out, id);
-      rc = scn_run_command(&ctx, cmd, req, out, &err);
-      if (rc == 0 && out->failed)
+      scn_ctx ctx = {.srv = srv, .conn = c, .id = id, .id_len = id_len, .id_item = id_item};
+      if (id_item)
+        scn_reply_begin(reply, id_item);
+      else
+        scn_reply_begin_raw(reply, id, id_len);
+      rc = scn_run_command(&ctx, cmd, req, reply, &err);
+      if (rc == 0 && reply->failed)
         rc = scn_fail(&err, SCN_W_INTERNAL, "out of memory building the reply");
+      *deferred = rc == 0 && ctx.deferred;
     }
   }
   if (cmd)
     srv->counters.by_command[cmd - scn_commands]++;
   if (rc == 0) {
-    scn_reply_end(out);
+    if (*deferred)
+      reply->len = 0; /* the handler's owner answers later */
+    else
+      scn_reply_end(reply);
+    if (c && (cmd->flags & SCN_CMD_MUTATES))
+      scn_persist_record(srv, line, len);
   } else {
-    scn_buf_truncate(out, mark);
-    out->failed = false;
-    scn_reply_error(out, id, &err);
+    reply->len = 0;
+    reply->failed = false;
+    if (id_item)
+      scn_reply_error(reply, id_item, &err);
+    else
+      scn_reply_error_raw(reply, id, id_len, &err);
     count_error(srv, cmd, err.code);
   }
   cJSON_Delete(req);
   scn_json_arena_reset();
+  return rc;
+}
+
+void scn_dispatch_line(scn_conn *c, const char *line, size_t len) {
+  scn_server *srv = c->srv;
+  uint64_t started = uv_hrtime();
+  srv->counters.commands++;
+  if (!line) {
+    scn_wire_error err;
+    scn_fail(&err, SCN_W_LIMIT, "request line longer than max-line (%llu bytes)",
+             (unsigned long long)srv->cfg.max_line);
+    scn_reply_error(&c->out.bytes, NULL, &err);
+    count_error(srv, NULL, err.code);
+    scn_log(SCN_LOG_WARN, "line over the limit", "conn=%llu max_line=%llu",
+            (unsigned long long)c->id, (unsigned long long)srv->cfg.max_line);
+    return;
+  }
+  bool deferred;
+  execute(srv, c, line, len, &srv->reply, &deferred);
+  if (deferred)
+    c->blocked = true; /* nothing more from this connection until the answer is written */
+  else
+    scn_buf_add(&c->out.bytes, srv->reply.data, srv->reply.len);
   scn_hist_observe(&srv->counters.command_time, (double)(uv_hrtime() - started) * 1e-9);
+}
+
+bool scn_dispatch_replay(scn_server *srv, const char *line, size_t len) {
+  bool deferred;
+  return execute(srv, NULL, line, len, &srv->reply, &deferred) == 0;
 }

@@ -11,6 +11,10 @@ typedef struct scn_ctx {
   scn_server *srv;
   scn_conn *conn;
   scn_world *batch_world; /* set while running the ops of a batch */
+  const char *id;          /* the request's id as raw JSON text (NULL: see id_item) */
+  size_t id_len;
+  const cJSON *id_item;    /* the id when it had to be read through cJSON */
+  bool deferred;           /* the handler answers later (save); the connection waits */
 } scn_ctx;
 
 typedef int (*scn_handler)(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err);

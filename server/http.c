@@ -227,7 +227,7 @@ int scn_http_listen(scn_server *srv) {
   char where[128];
   snprintf(where, sizeof where, "http on %s%s%s:%d", v6 ? "[" : "", srv->cfg.http.host,
            v6 ? "]" : "", port);
-  scn_log(SCN_LOG_INFO, where, "paths=\"/metrics /healthz /readyz\"");
+  scn_log(SCN_LOG_NOTICE, where, "paths=\"/metrics /healthz /readyz\"");
   return 0;
 }
 

@@ -10,7 +10,9 @@ static int min_level = SCN_LOG_INFO;
 void scn_log_set_level(int level) { min_level = level; }
 
 void scn_log(int level, const char *msg, const char *fmt, ...) {
-  if (level < min_level)
+  if (level == SCN_LOG_NOTICE)
+    level = SCN_LOG_INFO;
+  else if (level < min_level)
     return;
   static const char *names[] = {"debug", "info", "warn", "error"};
   struct timespec ts;

@@ -1,5 +1,6 @@
 /* scened: flags, signals, the tick timer, and the loop. */
 #include "json_arena.h"
+#include "persist.h"
 #include "server.h"
 
 #include <signal.h>
@@ -97,7 +98,16 @@ int main(int argc, char **argv) {
     return 1;
   }
   srv.start_ms = uv_now(srv.loop);
-  if (scn_net_listen(&srv) != 0 || scn_http_listen(&srv) != 0)
+  scn_net_init(&srv);
+  if (scn_http_listen(&srv) != 0)
+    return 2;
+  if (srv.cfg.data_dir[0]) {
+    int rc = scn_persist_open(&srv);
+    if (rc != 0)
+      return rc;
+    scn_persist_start_timers(&srv);
+  }
+  if (scn_net_listen(&srv) != 0)
     return 2;
   srv.ready = true;
   scn_log(SCN_LOG_INFO, "started", "version=%s tick_hz=%g max_clients=%llu max_line=%llu "
@@ -120,6 +130,7 @@ int main(int argc, char **argv) {
   uv_signal_start(&srv.sigint, on_signal, SIGINT);
 
   uv_run(srv.loop, UV_RUN_DEFAULT);
+  int status = scn_persist_close(&srv) == 0 ? 0 : 1;
 
   /* Stopped: close every handle so memory checkers see a clean exit. */
   while (srv.conns) {
@@ -136,6 +147,7 @@ int main(int argc, char **argv) {
   scn_scene_free(srv.scene);
   scn_buf_free(&srv.scratch);
   free(srv.ids);
+  scn_buf_free(&srv.reply);
   scn_json_arena_uninstall();
-  return 0;
+  return status;
 }

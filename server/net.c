@@ -1,5 +1,6 @@
 /* The libuv shell: listen, accept, read into the framer, queue replies and write them once
  * per read batch, close. */
+#include "persist.h"
 #include "server.h"
 
 #include <stdio.h>
@@ -28,6 +29,7 @@ static void on_closed(uv_handle_t *h) {
   scn_framer_free(&c->framer);
   scn_outq_free(&c->out);
   scn_outq_free(&c->inflight);
+  scn_buf_free(&c->held);
   free(c->iov);
   free(c);
 }
@@ -38,6 +40,14 @@ void scn_conn_close(scn_conn *c) {
   scn_log(SCN_LOG_DEBUG, "connection closed", "conn=%llu peer=%s", (unsigned long long)c->id,
           c->peer);
   scn_stream_conn_closed(c->srv, c);
+  scn_persist_conn_closed(c->srv, c);
+  if (c->flush_queued)
+    for (scn_conn **p = &c->srv->flush_list; *p; p = &(*p)->flush_next)
+      if (*p == c) {
+        *p = c->flush_next;
+        c->flush_queued = false;
+        break;
+      }
   uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
 
@@ -89,14 +99,15 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 static void update_reading(scn_conn *c) {
   if (uv_is_closing((uv_handle_t *)&c->tcp))
     return;
-  bool want = !c->closing && !c->srv->stopping && scn_conn_queued(c) < c->srv->cfg.output_limit;
+  bool want = !c->closing && !c->srv->stopping && !c->blocked &&
+              scn_conn_queued(c) < c->srv->cfg.output_limit;
   if (want && !c->reading) {
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
       c->reading = true;
   } else if (!want && c->reading) {
     uv_read_stop((uv_stream_t *)&c->tcp);
     c->reading = false;
-    if (!c->closing && !c->srv->stopping) {
+    if (!c->closing && !c->srv->stopping && !c->blocked) {
       c->srv->counters.limit_hits[SCN_LIMIT_output_limit]++;
       scn_log(SCN_LOG_WARN, "output limit reached: not reading until replies drain",
               "conn=%llu peer=%s queued=%zu", (unsigned long long)c->id, c->peer,
@@ -108,7 +119,68 @@ static void update_reading(scn_conn *c) {
 static bool on_line(void *ud, const char *line, size_t len) {
   scn_conn *c = ud;
   scn_dispatch_line(c, line, len);
-  return !uv_is_closing((uv_handle_t *)&c->tcp);
+  return !uv_is_closing((uv_handle_t *)&c->tcp) && !c->blocked;
+}
+
+/* Runs the lines in data; what a deferred reply holds back is kept in c->held. False when
+ * the connection is going away. */
+static bool feed(scn_conn *c, const char *data, size_t n) {
+  size_t used;
+  if (scn_framer_feed_at(&c->framer, data, n, on_line, c, &used))
+    return true;
+  if (uv_is_closing((uv_handle_t *)&c->tcp))
+    return false;
+  if (!c->blocked) {
+    scn_log(SCN_LOG_WARN, "out of memory reading a request", "conn=%llu",
+            (unsigned long long)c->id);
+    scn_conn_close(c);
+    return false;
+  }
+  scn_buf_add(&c->held, data + used, n - used);
+  return true;
+}
+
+void scn_conn_resume(scn_conn *c) {
+  c->blocked = false;
+  scn_buf held = c->held;
+  c->held = (scn_buf){0};
+  if (held.len)
+    feed(c, held.data, held.len);
+  scn_buf_free(&held);
+  if (uv_is_closing((uv_handle_t *)&c->tcp))
+    return;
+  scn_conn_schedule_flush(c);
+  update_reading(c);
+}
+
+void scn_conn_schedule_flush(scn_conn *c) {
+  if (c->flush_queued || uv_is_closing((uv_handle_t *)&c->tcp))
+    return;
+  c->flush_queued = true;
+  c->flush_next = c->srv->flush_list;
+  c->srv->flush_list = c;
+}
+
+/* After the I/O of a loop turn: the journal records of every command run in it are written
+ * (and fsynced under "always") before any of their replies leaves. */
+static void on_commit_check(uv_check_t *h) {
+  scn_server *srv = h->data;
+  if (!srv->flush_list)
+    return;
+  scn_persist_commit(srv);
+  while (srv->flush_list) {
+    scn_conn *c = srv->flush_list;
+    srv->flush_list = c->flush_next;
+    c->flush_queued = false;
+    scn_conn_flush(c);
+    update_reading(c);
+  }
+}
+
+void scn_net_init(scn_server *srv) {
+  uv_check_init(srv->loop, &srv->commit_check);
+  srv->commit_check.data = srv;
+  uv_check_start(&srv->commit_check, on_commit_check);
 }
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
@@ -134,15 +206,9 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
     return;
   }
   c->srv->counters.bytes_in += (uint64_t)n;
-  if (!scn_framer_feed(&c->framer, buf->base, (size_t)n, on_line, c)) {
-    if (!uv_is_closing((uv_handle_t *)&c->tcp)) {
-      scn_log(SCN_LOG_WARN, "out of memory reading a request", "conn=%llu",
-              (unsigned long long)c->id);
-      scn_conn_close(c);
-    }
+  if (!feed(c, buf->base, (size_t)n))
     return;
-  }
-  scn_conn_flush(c);
+  scn_conn_schedule_flush(c);
   update_reading(c);
 }
 
@@ -236,7 +302,7 @@ int scn_net_listen(scn_server *srv) {
   char where[128];
   snprintf(where, sizeof where, "listening on %s%s%s:%d", v6 ? "[" : "", srv->cfg.listen.host,
            v6 ? "]" : "", port);
-  scn_log(SCN_LOG_INFO, where, "version=%s protocol=%d", SCN_VERSION, SCN_PROTOCOL);
+  scn_log(SCN_LOG_NOTICE, where, "version=%s protocol=%d", SCN_VERSION, SCN_PROTOCOL);
   return 0;
 }
 

@@ -32,6 +32,10 @@ struct scn_conn {
   bool closing;     /* close once the output has drained */
   bool authed;
   bool rejected;    /* over --max-clients: one LIMIT line, then close */
+  bool blocked;     /* waiting for a deferred reply: lines are held, not run */
+  scn_buf held;     /* bytes read but not yet run while blocked */
+  scn_conn *flush_next; /* in the server's list of connections to flush */
+  bool flush_queued;
   char peer[64];
   struct scn_sub *subs; /* this connection's subscriptions */
 };
@@ -70,9 +74,12 @@ struct scn_server {
   uint64_t start_ms;
   scn_counters counters;
   scn_buf scratch;        /* per-command scratch output (batch results) */
+  scn_buf reply;          /* the reply being built */
   struct scn_sub *subs;   /* every subscription */
   uint64_t nsubs, next_sub_id;
   uint64_t ticks;         /* tick timer firings */
+  uv_check_t commit_check; /* after each turn's I/O: journal commit, then replies */
+  scn_conn *flush_list;
   scn_entity *ids;        /* scratch id list (entity.create, children) */
   size_t ids_cap;
 };
@@ -81,16 +88,23 @@ struct scn_server {
 #define SCN_DRAIN_LIMIT_MS 5000
 
 /* net.c */
+void scn_net_init(scn_server *srv);
 int scn_net_listen(scn_server *srv);
 static inline size_t scn_conn_queued(const scn_conn *c) {
   return scn_outq_size(&c->out) + scn_outq_size(&c->inflight);
 }
 void scn_conn_flush(scn_conn *c);
+/* Queues the connection for the flush that follows the journal commit of this loop turn. */
+void scn_conn_schedule_flush(scn_conn *c);
+/* A deferred reply was written: run the held lines and read again. */
+void scn_conn_resume(scn_conn *c);
 void scn_conn_close(scn_conn *c);
 void scn_server_begin_shutdown(scn_server *srv);
 
 /* dispatch.c: handles one request line (NULL: a line over the limit) into c->out. */
 void scn_dispatch_line(scn_conn *c, const char *line, size_t len);
+/* Runs a journaled request line at start-up; true when it succeeded. */
+bool scn_dispatch_replay(scn_server *srv, const char *line, size_t len);
 
 /* stream.c */
 void scn_stream_tick(scn_server *srv);
@@ -108,6 +122,7 @@ void scn_http_close(scn_server *srv);
 /* log.c */
 void scn_log(int level, const char *msg, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void scn_log_set_level(int level);
-enum { SCN_LOG_DEBUG, SCN_LOG_INFO, SCN_LOG_WARN, SCN_LOG_ERROR };
+/* SCN_LOG_NOTICE prints as info at every level: lines that scripts wait for (listening on). */
+enum { SCN_LOG_DEBUG, SCN_LOG_INFO, SCN_LOG_WARN, SCN_LOG_ERROR, SCN_LOG_NOTICE };
 
 #endif

@@ -145,7 +145,7 @@ void scn_stream_world_destroyed(scn_server *srv, scn_world *w) {
       scn_buf_free(&extra);
       scn_conn *c = s->conn;
       sub_remove(srv, s);
-      scn_conn_flush(c);
+      scn_conn_schedule_flush(c); /* after this turn's journal commit, with the replies */
     }
     s = next;
   }
@@ -364,6 +364,28 @@ static void end_root_destroyed(scn_server *srv, scn_sub *s) {
   sub_remove(srv, s);
 }
 
+typedef struct root_watch {
+  scn_entity root;
+  bool destroyed;
+} root_watch;
+
+static void watch_root(void *ud, scn_entity e, scn_event_kind kind) {
+  root_watch *r = ud;
+  if (e == r->root && kind == SCN_EVENT_DESTROYED)
+    r->destroyed = true;
+}
+
+/* The root has no transform now, or lost it in the tick just closed (even if its entity got
+ * a new transform since, which does not continue the subscription). */
+static bool root_gone(scn_sub *s) {
+  if (!scn_transform_exists(s->world, s->root))
+    return true;
+  root_watch r = {s->root, false};
+  uint64_t closed = scn_world_tick(s->world) - 1;
+  scn_world_visit_events(s->world, closed - 1, watch_root, &r);
+  return r.destroyed;
+}
+
 static bool due(const scn_server *srv, const scn_sub *s) {
   if (s->lagging)
     return false;
@@ -433,7 +455,7 @@ void scn_stream_tick(scn_server *srv) {
   }
   for (scn_sub *s = srv->subs, *next; s; s = next) {
     next = s->next;
-    if (s->root != SCN_ENTITY_NONE && !scn_transform_exists(s->world, s->root)) {
+    if (s->root != SCN_ENTITY_NONE && root_gone(s)) {
       scn_conn *c = s->conn;
       end_root_destroyed(srv, s);
       scn_conn_flush(c);
@@ -448,7 +470,8 @@ void scn_stream_tick(scn_server *srv) {
     }
     due_list.subs[n++] = s;
   }
-  qsort(due_list.subs, n, sizeof *due_list.subs, cmp_sub);
+  if (n > 1) /* the list is NULL until a first subscription; qsort(NULL, 0) is undefined */
+    qsort(due_list.subs, n, sizeof *due_list.subs, cmp_sub);
   for (size_t i = 0; i < n;) {
     frame_key k = key_of(due_list.subs[i]);
     frame f;

@@ -163,6 +163,22 @@ int scn_entity_restore(scn_scene *scene, uint32_t slot_count, const uint32_t *ge
   return SCN_OK;
 }
 
+size_t scn_entity_free_order(const scn_scene *scene, const uint32_t **slots) {
+  *slots = scene->ents.free_slots.data;
+  return scene->ents.free_slots.len;
+}
+
+int scn_entity_set_free_order(scn_scene *scene, const uint32_t *slots, size_t n) {
+  scn__entities *ents = &scene->ents;
+  if (n != ents->free_slots.len)
+    return SCN_INVALID;
+  for (size_t i = 0; i < n; i++)
+    if (slots[i] == 0 || slots[i] > ents->slots || ents->state[slots[i]] != SLOT_FREE)
+      return SCN_INVALID;
+  memcpy(ents->free_slots.data, slots, sizeof *slots * n);
+  return SCN_OK;
+}
+
 void scn__entities_free(scn__entities *ents) {
   free(ents->gen);
   free(ents->state);

@@ -78,9 +78,17 @@ static bool relayout_due(const scn__tm *tm) {
   return tm->unsorted_changes >= 64 + tm->n / 16;
 }
 
+static void propagate_dirty(scn__tm *tm);
+
 void scn__tm_flush(scn__tm *tm) {
   if (relayout_due(tm))
     scn__tm_relayout(tm);
+  propagate_dirty(tm);
+}
+
+/* Recomputes what is dirty without re-sorting, so instance indices held by the caller stay
+ * valid. */
+static void propagate_dirty(scn__tm *tm) {
   size_t k = tm->dirty_list.len;
   if (k == 0)
     return;
@@ -121,7 +129,7 @@ void scn__tm_world_of(scn__tm *tm, uint32_t i, mat4 out) {
   for (uint32_t a = i; a != top; a = tm->parent[a])
     depth++;
   if (scn__vec_reserve(&tm->scratch, sizeof(uint32_t), depth + 1) != SCN_OK) {
-    scn__tm_flush(tm); /* no room for the path: the full flush gives the same answer */
+    propagate_dirty(tm); /* no room for the path: a full pass gives the same answer */
     glm_mat4_copy(tm->world[i], out);
     return;
   }
@@ -301,6 +309,27 @@ int scn_world_visit_scope(scn_world *w, scn_entity root, uint64_t since, scn_sco
                           void *ud) {
   scope_walk v = {NULL, fn, ud};
   return walk_scope(w, root, since, &v);
+}
+
+void scn_world_visit_transforms(scn_world *w, scn_transform_fn fn, void *ud) {
+  scn__tm *tm = &w->tm;
+  for (uint32_t top = tm->first_root; top != SCN_NIL; top = tm->next[top]) {
+    uint32_t i = top;
+    for (;;) {
+      uint32_t p = tm->parent[i];
+      fn(ud, tm->entity[i], p == SCN_NIL ? SCN_ENTITY_NONE : tm->entity[p], scn__tm_name(tm, i),
+         tm->local[i][0]);
+      if (tm->first_child[i] != SCN_NIL) {
+        i = tm->first_child[i];
+        continue;
+      }
+      while (i != top && tm->next[i] == SCN_NIL)
+        i = tm->parent[i];
+      if (i == top)
+        break;
+      i = tm->next[i];
+    }
+  }
 }
 
 bool scn_transform_in_subtree(scn_world *w, scn_entity e, scn_entity root) {

@@ -319,18 +319,32 @@ int scn_transform_children(scn_world *w, scn_entity e, scn_entity *out, size_t c
   return SCN_OK;
 }
 
-int scn_transform_find(scn_world *w, const char *path, size_t path_len, scn_entity *out) {
-  scn__tm *tm = &w->tm;
-  scn_entity parent = SCN_ENTITY_NONE;
+/* Every segment a valid name (so no empty one): checked before any lookup, so an ill-formed
+ * path is INVALID whether or not a prefix of it exists. */
+static bool path_valid(const char *path, size_t path_len) {
   size_t start = 0;
-  if (path_len == 0)
-    return SCN_INVALID;
   for (;;) {
     size_t end = start;
     while (end < path_len && path[end] != '/')
       end++;
     if (!scn_name_valid(path + start, end - start))
-      return SCN_INVALID;
+      return false;
+    if (end == path_len)
+      return true;
+    start = end + 1;
+  }
+}
+
+int scn_transform_find(scn_world *w, const char *path, size_t path_len, scn_entity *out) {
+  scn__tm *tm = &w->tm;
+  scn_entity parent = SCN_ENTITY_NONE;
+  size_t start = 0;
+  if (!path_valid(path, path_len))
+    return SCN_INVALID;
+  for (;;) {
+    size_t end = start;
+    while (end < path_len && path[end] != '/')
+      end++;
     uint32_t i = scn__tm_lookup_name(tm, parent, path + start, end - start);
     if (i == SCN_NIL)
       return SCN_NOT_FOUND;

@@ -17,7 +17,7 @@
 #define TICK_HZ "20"
 #define TICK_MS 50
 /* How long "nothing is sent" is watched: several ticks. */
-#define QUIET_MS (6 * TICK_MS)
+#define QUIET_MS (5 * TICK_MS)
 /* How long a frame that must come is waited for. */
 #define FRAME_WAIT_MS 2000
 
@@ -499,7 +499,7 @@ static void test_coalescing(void) {
                   (long long)(x % 2 ? c : a), x);
   pipeline_ok(&ctl, lines, 40);
   f = expect_frame(&sc, &s, 0);
-  check_set(f, (want[]){{a, 0, 40, 0}, {b, 1, 42, 0}, {c, 0, 39, 0}}, 3);
+  check_set(f, (want[]){{a, 0, 40, 0}, {b, 0, 42, 0}, {c, 0, 39, 0}}, 3);
   cJSON_Delete(f);
   expect_quiet(&sc, QUIET_MS);
   ok(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"co\"}");
@@ -858,6 +858,44 @@ static void test_root_destroyed_other_ways(void) {
   expect_quiet(&sc, QUIET_MS);
   fails(&sc, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s1.id);
   fails(&sc, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s2.id);
+
+  /* Destroyed and given a new transform in the same tick: still destroyed. */
+  int64_t r3 = mk(&ctl, W, 0, 0, 0, 0);
+  int64_t k3 = mk(&ctl, W, r3, 0, 1, 0);
+  sub_state s3;
+  CU_ASSERT_TRUE_FATAL(subscribe(&sc, &s3, W, r3, 0));
+  f = expect_frame(&sc, &s3, 1);
+  check_set(f, (want[]){{r3, 0, 0, 0}, {k3, 0, 1, 0}}, 2);
+  cJSON_Delete(f);
+  ok(&ctl,
+     "{\"cmd\":\"batch\",\"world\":\"rd\",\"ops\":[{\"cmd\":\"transform.destroy\",\"entity\":%lld},"
+     "{\"cmd\":\"transform.create\",\"entity\":%lld,\"t\":[5,0,0]}]}",
+     (long long)r3, (long long)r3);
+  f = expect_frame(&sc, &s3, 0);
+  check_set(f, NULL, 0);
+  check_removed(f, (int64_t[]){r3, k3}, 2);
+  cJSON_Delete(f);
+  ev = next_event(&sc, FRAME_WAIT_MS);
+  CU_ASSERT_STRING_EQUAL(str(ev, "event"), "unsubscribed");
+  CU_ASSERT_EQUAL(num(ev, "sub"), (double)s3.id);
+  CU_ASSERT_STRING_EQUAL(str(ev, "reason"), "root_destroyed");
+  cJSON_Delete(ev);
+  fails(&sc, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s3.id);
+  /* A batch that fails destroys nothing: the subscription goes on. */
+  int64_t r4 = mk(&ctl, W, 0, 0, 0, 0);
+  sub_state s4;
+  CU_ASSERT_TRUE_FATAL(subscribe(&sc, &s4, W, r4, 0));
+  cJSON_Delete(expect_frame(&sc, &s4, 1));
+  fails(&ctl, "NOT_FOUND",
+        "{\"cmd\":\"batch\",\"world\":\"rd\",\"ops\":[{\"cmd\":\"transform.destroy\",\"entity\":%lld},"
+        "{\"cmd\":\"transform.set_local\",\"entity\":987654321,\"t\":[1,0,0]}]}",
+        (long long)r4);
+  expect_quiet(&sc, QUIET_MS);
+  set_t(&ctl, W, r4, 0, 0, 2);
+  f = expect_frame(&sc, &s4, 0);
+  check_set(f, (want[]){{r4, 0, 0, 2}}, 1);
+  cJSON_Delete(f);
+  ok(&sc, "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s4.id);
   ok(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"rd\"}");
   conn_close(&sc);
   conn_close(&ctl);

@@ -211,6 +211,20 @@ static const struct f32t_known f32t_known_values[] = {
     { 1.5e-7f, "1.5e-7" },
 };
 
+/* The syntax check itself, so a lenient checker cannot hide bad output. */
+static void test_json_checker(void)
+{
+    const char *good[] = { "0", "-0", "1", "0.1", "-2.5", "100", "1e30",
+                           "1E+30", "1.5e-7", "0.000001" };
+    const char *bad[] = { "", "-", "+1", ".5", "1.", "01", "-.5", "1e",
+                          "1e+", "1.e5", "inf", "nan", "null", "1 ", "0x1" };
+
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        CU_ASSERT(f32t_is_json_number(good[i]));
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CU_ASSERT(!f32t_is_json_number(bad[i]));
+}
+
 static void test_known_values(void)
 {
     size_t n = sizeof f32t_known_values / sizeof f32t_known_values[0];
@@ -383,7 +397,8 @@ int scn_test_register_f32fmt(void)
 
     if (suite == NULL)
         return -1;
-    if (CU_add_test(suite, "known values", test_known_values) == NULL ||
+    if (CU_add_test(suite, "json checker", test_json_checker) == NULL ||
+        CU_add_test(suite, "known values", test_known_values) == NULL ||
         CU_add_test(suite, "non-finite", test_non_finite) == NULL ||
         CU_add_test(suite, "shortest", test_shortest) == NULL ||
         CU_add_test(suite, "round trip sample", test_round_trip_sample) == NULL ||

@@ -1,0 +1,98 @@
+#include "journal.h"
+
+#include "crc32c.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void scn_journal_encode(scn_buf *buf, const char *line, size_t len) {
+  uint32_t head[3] = {SCN_JOURNAL_MAGIC, (uint32_t)len, scn_crc32c(0, line, len)};
+  scn_buf_add(buf, head, sizeof head);
+  scn_buf_add(buf, line, len);
+}
+
+/* A record that starts at off and is intact; its length in *len. */
+static bool intact(const unsigned char *data, size_t size, size_t off, uint32_t *len) {
+  if (size - off < SCN_JOURNAL_HEADER)
+    return false;
+  uint32_t head[3];
+  memcpy(head, data + off, sizeof head);
+  if (head[0] != SCN_JOURNAL_MAGIC || head[1] > size - off - SCN_JOURNAL_HEADER)
+    return false;
+  if (scn_crc32c(0, data + off + SCN_JOURNAL_HEADER, head[1]) != head[2])
+    return false;
+  *len = head[1];
+  return true;
+}
+
+/* Whether some intact record starts after off: damage followed by good data is not a torn
+ * tail. */
+static size_t next_intact(const unsigned char *data, size_t size, size_t off) {
+  for (size_t p = off + 1; p + SCN_JOURNAL_HEADER <= size; p++) {
+    uint32_t magic, len;
+    memcpy(&magic, data + p, 4);
+    if (magic == SCN_JOURNAL_MAGIC && intact(data, size, p, &len))
+      return p;
+  }
+  return size;
+}
+
+int scn_journal_replay(const char *path, bool recover, scn_replay_fn fn, void *ud,
+                       scn_journal_scan *scan, char *err, size_t errlen) {
+  memset(scan, 0, sizeof *scan);
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    if (errno == ENOENT)
+      return 0;
+    snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+    return -1;
+  }
+  fseek(f, 0, SEEK_END);
+  long fsize = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  size_t size = fsize > 0 ? (size_t)fsize : 0;
+  unsigned char *data = malloc(size ? size : 1);
+  if (!data || fread(data, 1, size, f) != size) {
+    snprintf(err, errlen, "%s: cannot read: %s", path, data ? strerror(errno) : "out of memory");
+    free(data);
+    fclose(f);
+    return -1;
+  }
+  fclose(f);
+  size_t off = 0;
+  int rc = 0;
+  while (off < size) {
+    uint32_t len;
+    if (intact(data, size, off, &len)) {
+      scan->records++;
+      if (!fn(ud, (const char *)data + off + SCN_JOURNAL_HEADER, len)) {
+        snprintf(err, errlen, "%s: record at offset %zu could not be applied", path, off);
+        rc = -1;
+        break;
+      }
+      off += SCN_JOURNAL_HEADER + len;
+      scan->valid_end = off;
+      continue;
+    }
+    size_t next = next_intact(data, size, off);
+    if (next == size) {
+      /* Nothing intact follows: a write cut short by a crash. */
+      scan->torn = true;
+      scan->torn_at = off;
+      break;
+    }
+    if (!recover) {
+      snprintf(err, errlen, "%s: damaged record at offset %zu (intact data follows at %zu)",
+               path, off, next);
+      rc = -1;
+      break;
+    }
+    scan->skipped_bytes += next - off;
+    scan->skipped_records++;
+    off = next;
+  }
+  free(data);
+  return rc;
+}

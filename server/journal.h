@@ -1,0 +1,34 @@
+/* The journal: every mutating command that succeeded, appended as the request line it was,
+ * in records of [magic][length][CRC-32C][line] (little-endian), replayed after the snapshot. */
+#ifndef SCN_JOURNAL_H
+#define SCN_JOURNAL_H
+
+#include "buf.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SCN_JOURNAL_MAGIC 0x524A4353u /* "SCJR" */
+#define SCN_JOURNAL_HEADER 12
+
+/* Appends one record to buf. */
+void scn_journal_encode(scn_buf *buf, const char *line, size_t len);
+
+typedef bool (*scn_replay_fn)(void *ud, const char *line, size_t len);
+
+typedef struct scn_journal_scan {
+  uint64_t records;     /* handed to the callback */
+  uint64_t valid_end;   /* offset after the last good record */
+  bool torn;            /* the last record was incomplete: dropped */
+  uint64_t torn_at;
+  uint64_t skipped_bytes; /* with recover: damaged bytes passed over */
+  uint64_t skipped_records;
+} scn_journal_scan;
+
+/* Reads path and hands every record to fn in order. A torn last record is reported in scan
+ * (not an error). Other damage: -1 with err naming the file and offset, unless recover, which
+ * skips to the next intact record. A missing file is an empty journal. */
+int scn_journal_replay(const char *path, bool recover, scn_replay_fn fn, void *ud,
+                       scn_journal_scan *scan, char *err, size_t errlen);
+
+#endif

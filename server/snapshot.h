@@ -1,0 +1,37 @@
+/* Snapshots: the whole scene (entity registry with generations and reuse order, every world
+ * with every transform's parent, name, child order and local matrix) in one file.
+ *
+ * Layout (little-endian): a 32-byte header (magic "SCNSNAP1", version, journal generation,
+ * body length), then the body in 64 KiB blocks, each followed by its CRC-32C, so damage is
+ * found and located to a block. */
+#ifndef SCN_SNAPSHOT_H
+#define SCN_SNAPSHOT_H
+
+#include "scn_core.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define SCN_SNAPSHOT_VERSION 1
+
+/* Writes scene to path via a temporary file: written, fsynced, renamed, directory fsynced.
+ * Returns 0 and the file size, or -1 with a message in err. */
+int scn_snapshot_write(scn_scene *scene, uint64_t journal_gen, const char *dir, uint64_t *bytes,
+                       char *err, size_t errlen);
+
+typedef struct scn_snapshot_info {
+  uint64_t journal_gen;
+  uint64_t bytes;
+  uint64_t worlds, transforms;
+  bool damaged;       /* with recover: data past damaged_at was dropped */
+  uint64_t damaged_at;
+} scn_snapshot_info;
+
+/* Loads path into an empty scene. Returns 1 loaded, 0 no snapshot, -1 damaged (err names the
+ * file and offset). With recover, a damaged snapshot keeps every world read before the
+ * damage and returns 1 with info->damaged set. */
+int scn_snapshot_load(scn_scene *scene, const char *dir, bool recover, scn_snapshot_info *info,
+                      char *err, size_t errlen);
+
+#endif
