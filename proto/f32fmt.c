@@ -109,21 +109,20 @@ static const uint64_t f32_pow10_inv[F32_K_MAX - F32_K_MIN + 1] = {
     UINT64_C(0x81ceb32c4b43fcf5), /* k = 31 */
 };
 
-static const char f32_digit_pairs[201] =
-    "00010203040506070809"
-    "10111213141516171819"
-    "20212223242526272829"
-    "30313233343536373839"
-    "40414243444546474849"
-    "50515253545556575859"
-    "60616263646566676869"
-    "70717273747576777879"
-    "80818283848586878889"
-    "90919293949596979899";
+static const char f32_digit_pairs[201] = "00010203040506070809"
+                                         "10111213141516171819"
+                                         "20212223242526272829"
+                                         "30313233343536373839"
+                                         "40414243444546474849"
+                                         "50515253545556575859"
+                                         "60616263646566676869"
+                                         "70717273747576777879"
+                                         "80818283848586878889"
+                                         "90919293949596979899";
 
 struct f32_decimal {
-    uint32_t digits; /* value is digits * 10^exp10 */
-    int exp10;
+  uint32_t digits; /* value is digits * 10^exp10 */
+  int exp10;
 };
 
 /*
@@ -134,22 +133,15 @@ struct f32_decimal {
  */
 
 /* floor(q * log10(2)) */
-static inline int f32_floor_log10_pow2(int q)
-{
-    return (q * 78913) >> 18;
-}
+static inline int f32_floor_log10_pow2(int q) { return (q * 78913) >> 18; }
 
 /* floor(log10(3/4 * 2^q)) */
-static inline int f32_floor_log10_three_quarters_pow2(int q)
-{
-    return (q * 1262611 - 524031) >> 22;
+static inline int f32_floor_log10_three_quarters_pow2(int q) {
+  return (q * 1262611 - 524031) >> 22;
 }
 
 /* floor(j * log2(10)) */
-static inline int f32_floor_log2_pow10(int j)
-{
-    return (j * 1741647) >> 19;
-}
+static inline int f32_floor_log2_pow10(int j) { return (j * 1741647) >> 19; }
 
 /*
  * Returns x = cp * g / 2^(r + 31) rounded to odd: floor(x), with the low
@@ -158,88 +150,83 @@ static inline int f32_floor_log2_pow10(int j)
  * two 32-bit halves keeps every product within 64 bits, and the split is
  * exact because 2^r divides the high half's 2^32.
  */
-static inline uint32_t f32_round_to_odd(uint64_t g, uint32_t cp, int r)
-{
-    uint64_t hi = (g >> 32) * cp;
-    uint64_t lo = (g & UINT32_MAX) * cp;
-    uint64_t x = (hi << (32 - r)) + (lo >> r);
+static inline uint32_t f32_round_to_odd(uint64_t g, uint32_t cp, int r) {
+  uint64_t hi = (g >> 32) * cp;
+  uint64_t lo = (g & UINT32_MAX) * cp;
+  uint64_t x = (hi << (32 - r)) + (lo >> r);
 
-    return (uint32_t)(x >> 31) | ((x & 0x7fffffffu) != 0);
+  return (uint32_t)(x >> 31) | ((x & 0x7fffffffu) != 0);
 }
 
 /* Shortest decimal for c * 2^q, c in [1, 2^24). */
-static struct f32_decimal f32_to_decimal(uint32_t c, int q)
-{
-    /* Scaled by 4 so the half-way points are integers. */
-    uint32_t odd = c & 1; /* odd c: interval endpoints excluded */
-    uint32_t cb = c << 2;
-    uint32_t cbr = cb + 2;
-    uint32_t cbl;
-    int k;
+static struct f32_decimal f32_to_decimal(uint32_t c, int q) {
+  /* Scaled by 4 so the half-way points are integers. */
+  uint32_t odd = c & 1; /* odd c: interval endpoints excluded */
+  uint32_t cb = c << 2;
+  uint32_t cbr = cb + 2;
+  uint32_t cbl;
+  int k;
 
-    /*
-     * At a power of two the gap below is half the gap above, so the
-     * interval is 3/4 as wide and k must be chosen accordingly.
-     */
-    if (c == (UINT32_C(1) << 23) && q > -149) {
-        cbl = cb - 1;
-        k = f32_floor_log10_three_quarters_pow2(q);
-    } else {
-        cbl = cb - 2;
-        k = f32_floor_log10_pow2(q);
-    }
+  /*
+   * At a power of two the gap below is half the gap above, so the
+   * interval is 3/4 as wide and k must be chosen accordingly.
+   */
+  if (c == (UINT32_C(1) << 23) && q > -149) {
+    cbl = cb - 1;
+    k = f32_floor_log10_three_quarters_pow2(q);
+  } else {
+    cbl = cb - 2;
+    k = f32_floor_log10_pow2(q);
+  }
 
-    uint64_t g = f32_pow10_inv[k - F32_K_MIN];
-    int r = 32 - q - f32_floor_log2_pow10(-k);
-    uint32_t vb = f32_round_to_odd(g, cb, r);
-    uint32_t vbl = f32_round_to_odd(g, cbl, r);
-    uint32_t vbr = f32_round_to_odd(g, cbr, r);
+  uint64_t g = f32_pow10_inv[k - F32_K_MIN];
+  int r = 32 - q - f32_floor_log2_pow10(-k);
+  uint32_t vb = f32_round_to_odd(g, cb, r);
+  uint32_t vbl = f32_round_to_odd(g, cbl, r);
+  uint32_t vbr = f32_round_to_odd(g, cbr, r);
 
-    /* One digit shorter: the only candidates are the multiples of 10 around. */
-    uint32_t s = vb >> 2;
-    uint32_t s10 = s / 10;
-    uint32_t lo10 = s10 * 10;
-    uint32_t hi10 = lo10 + 10;
-    int lo10_in = vbl + odd <= lo10 << 2;
-    int hi10_in = (hi10 << 2) + odd <= vbr;
-    if (lo10_in != hi10_in)
-        return (struct f32_decimal){ lo10_in ? s10 : s10 + 1, k + 1 };
+  /* One digit shorter: the only candidates are the multiples of 10 around. */
+  uint32_t s = vb >> 2;
+  uint32_t s10 = s / 10;
+  uint32_t lo10 = s10 * 10;
+  uint32_t hi10 = lo10 + 10;
+  int lo10_in = vbl + odd <= lo10 << 2;
+  int hi10_in = (hi10 << 2) + odd <= vbr;
+  if (lo10_in != hi10_in)
+    return (struct f32_decimal){lo10_in ? s10 : s10 + 1, k + 1};
 
-    /* Otherwise s or s + 1; at least one lies in the interval. */
-    uint32_t t = s + 1;
-    int s_in = vbl + odd <= s << 2;
-    int t_in = (t << 2) + odd <= vbr;
-    if (s_in != t_in)
-        return (struct f32_decimal){ s_in ? s : t, k };
+  /* Otherwise s or s + 1; at least one lies in the interval. */
+  uint32_t t = s + 1;
+  int s_in = vbl + odd <= s << 2;
+  int t_in = (t << 2) + odd <= vbr;
+  if (s_in != t_in)
+    return (struct f32_decimal){s_in ? s : t, k};
 
-    /* Both fit: take the closer one, ties to even (vb vs 4 * (s + 1/2)). */
-    uint32_t mid = (s << 2) + 2;
-    int take_s = vb < mid || (vb == mid && (s & 1) == 0);
-    return (struct f32_decimal){ take_s ? s : t, k };
+  /* Both fit: take the closer one, ties to even (vb vs 4 * (s + 1/2)). */
+  uint32_t mid = (s << 2) + 2;
+  int take_s = vb < mid || (vb == mid && (s & 1) == 0);
+  return (struct f32_decimal){take_s ? s : t, k};
 }
 
 static const uint32_t f32_pow10_u32[10] = {
     1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000,
 };
 
-static inline int f32_digit_count(uint32_t d)
-{
-    return 1 + (d >= 10) + (d >= 100) + (d >= 1000) + (d >= 10000) +
-           (d >= 100000) + (d >= 1000000) + (d >= 10000000) +
-           (d >= 100000000);
+static inline int f32_digit_count(uint32_t d) {
+  return 1 + (d >= 10) + (d >= 100) + (d >= 1000) + (d >= 10000) + (d >= 100000) + (d >= 1000000) +
+         (d >= 10000000) + (d >= 100000000);
 }
 
 /* Writes d < 10^9 as exactly 9 digits, zero-padded on the left. */
-static inline void f32_put_9_digits(char *out, uint32_t d)
-{
-    uint32_t hi = d / 10000; /* 5 digits */
-    uint32_t lo = d % 10000; /* 4 digits */
+static inline void f32_put_9_digits(char *out, uint32_t d) {
+  uint32_t hi = d / 10000; /* 5 digits */
+  uint32_t lo = d % 10000; /* 4 digits */
 
-    out[0] = (char)('0' + hi / 10000);
-    memcpy(out + 1, f32_digit_pairs + 2 * (hi % 10000 / 100), 2);
-    memcpy(out + 3, f32_digit_pairs + 2 * (hi % 100), 2);
-    memcpy(out + 5, f32_digit_pairs + 2 * (lo / 100), 2);
-    memcpy(out + 7, f32_digit_pairs + 2 * (lo % 100), 2);
+  out[0] = (char)('0' + hi / 10000);
+  memcpy(out + 1, f32_digit_pairs + 2 * (hi % 10000 / 100), 2);
+  memcpy(out + 3, f32_digit_pairs + 2 * (hi % 100), 2);
+  memcpy(out + 5, f32_digit_pairs + 2 * (lo / 100), 2);
+  memcpy(out + 7, f32_digit_pairs + 2 * (lo % 100), 2);
 }
 
 /*
@@ -249,115 +236,112 @@ static inline void f32_put_9_digits(char *out, uint32_t d)
  * bytes they write past the final length stay inside SCN_F32_FMT_MAX and are
  * overwritten later or ignored.  The furthest write is buf[23].
  */
-static size_t f32_write(char *buf, int negative, uint32_t digits, int exp10)
-{
-    char dig[16]; /* the digits, then '0' padding */
-    char *p = buf;
+static size_t f32_write(char *buf, int negative, uint32_t digits, int exp10) {
+  char dig[16]; /* the digits, then '0' padding */
+  char *p = buf;
 
-    while (digits % 10 == 0) {
-        digits /= 10;
-        exp10++;
-    }
-    int n = f32_digit_count(digits); /* at most 9 */
-    int x = exp10 + n - 1;            /* exponent of the leading digit */
-    /* Left-align the digits so the padding after them is all '0'. */
-    f32_put_9_digits(dig, digits * f32_pow10_u32[9 - n]);
-    memset(dig + 9, '0', sizeof dig - 9);
+  while (digits % 10 == 0) {
+    digits /= 10;
+    exp10++;
+  }
+  int n = f32_digit_count(digits); /* at most 9 */
+  int x = exp10 + n - 1;           /* exponent of the leading digit */
+  /* Left-align the digits so the padding after them is all '0'. */
+  f32_put_9_digits(dig, digits * f32_pow10_u32[9 - n]);
+  memset(dig + 9, '0', sizeof dig - 9);
 
-    *p = '-';
-    p += negative;
+  *p = '-';
+  p += negative;
 
-    if (x < -6 || x > 20) {
-        /* d.ddde+x; the '.' is dropped for a single digit */
-        p[0] = dig[0];
-        p[1] = '.';
-        memcpy(p + 2, dig + 1, 8);
-        p += n == 1 ? 1 : n + 1;
-        p[0] = 'e';
-        p[1] = x < 0 ? '-' : '+';
-        int ax = x < 0 ? -x : x;
-        memcpy(p + 2, f32_digit_pairs + 2 * ax, 2);
-        if (ax < 10) {
-            p[2] = p[3];
-            p += 3;
-        } else {
-            p += 4;
-        }
-    } else if (x >= n - 1) {
-        /* ddd000: x + 1 <= 21 digits */
-        memset(p, '0', 21);
-        memcpy(p, dig, 9);
-        p += x + 1;
-    } else if (x >= 0) {
-        /* dd.ddd: x <= 7 */
-        memcpy(p, dig, 8);
-        p[x + 1] = '.';
-        memcpy(p + x + 2, dig + x + 1, 8);
-        p += n + 1;
+  if (x < -6 || x > 20) {
+    /* d.ddde+x; the '.' is dropped for a single digit */
+    p[0] = dig[0];
+    p[1] = '.';
+    memcpy(p + 2, dig + 1, 8);
+    p += n == 1 ? 1 : n + 1;
+    p[0] = 'e';
+    p[1] = x < 0 ? '-' : '+';
+    int ax = x < 0 ? -x : x;
+    memcpy(p + 2, f32_digit_pairs + 2 * ax, 2);
+    if (ax < 10) {
+      p[2] = p[3];
+      p += 3;
     } else {
-        /* 0.000ddd: at most 5 zeros after the point */
-        memcpy(p, "0.000000", 8);
-        memcpy(p + 1 - x, dig, 16);
-        p += 1 - x + n;
+      p += 4;
     }
-    *p = '\0';
-    return (size_t)(p - buf);
+  } else if (x >= n - 1) {
+    /* ddd000: x + 1 <= 21 digits */
+    memset(p, '0', 21);
+    memcpy(p, dig, 9);
+    p += x + 1;
+  } else if (x >= 0) {
+    /* dd.ddd: x <= 7 */
+    memcpy(p, dig, 8);
+    p[x + 1] = '.';
+    memcpy(p + x + 2, dig + x + 1, 8);
+    p += n + 1;
+  } else {
+    /* 0.000ddd: at most 5 zeros after the point */
+    memcpy(p, "0.000000", 8);
+    memcpy(p + 1 - x, dig, 16);
+    p += 1 - x + n;
+  }
+  *p = '\0';
+  return (size_t)(p - buf);
 }
 
-size_t scn_f32_format(float v, char *buf)
-{
-    uint32_t bits;
-    memcpy(&bits, &v, sizeof bits);
+size_t scn_f32_format(float v, char *buf) {
+  uint32_t bits;
+  memcpy(&bits, &v, sizeof bits);
 
-    int negative = (int)(bits >> 31);
-    uint32_t biased_exp = (bits >> 23) & 0xff;
-    uint32_t fraction = bits & 0x7fffff;
+  int negative = (int)(bits >> 31);
+  uint32_t biased_exp = (bits >> 23) & 0xff;
+  uint32_t fraction = bits & 0x7fffff;
 
-    if (biased_exp == 0xff) {
-        memcpy(buf, "null", 5);
-        return 4;
+  if (biased_exp == 0xff) {
+    memcpy(buf, "null", 5);
+    return 4;
+  }
+  if (biased_exp == 0) {
+    if (fraction == 0) {
+      char *p = buf;
+      if (negative)
+        *p++ = '-';
+      *p++ = '0';
+      *p = '\0';
+      return (size_t)(p - buf);
     }
-    if (biased_exp == 0) {
-        if (fraction == 0) {
-            char *p = buf;
-            if (negative)
-                *p++ = '-';
-            *p++ = '0';
-            *p = '\0';
-            return (size_t)(p - buf);
-        }
-        struct f32_decimal d = f32_to_decimal(fraction, -149);
-        return f32_write(buf, negative, d.digits, d.exp10);
-    }
-
-    uint32_t c = fraction | (UINT32_C(1) << 23);
-    int q = (int)biased_exp - 150;
-
-    /*
-     * Small integers print as themselves: with q < 0 the gaps to the
-     * neighbours are below 1, so no other decimal of as few digits fits.
-     */
-    if (q < 0 && q > -24) {
-        uint32_t whole = c >> -q;
-        if (whole << -q == c)
-            return f32_write(buf, negative, whole, 0);
-    }
-
-    struct f32_decimal d = f32_to_decimal(c, q);
+    struct f32_decimal d = f32_to_decimal(fraction, -149);
     return f32_write(buf, negative, d.digits, d.exp10);
+  }
+
+  uint32_t c = fraction | (UINT32_C(1) << 23);
+  int q = (int)biased_exp - 150;
+
+  /*
+   * Small integers print as themselves: with q < 0 the gaps to the
+   * neighbours are below 1, so no other decimal of as few digits fits.
+   */
+  if (q < 0 && q > -24) {
+    uint32_t whole = c >> -q;
+    if (whole << -q == c)
+      return f32_write(buf, negative, whole, 0);
+  }
+
+  struct f32_decimal d = f32_to_decimal(c, q);
+  return f32_write(buf, negative, d.digits, d.exp10);
 }
 
-size_t scn_f32_format_matrix(const float m[16], char *buf)
-{
-    char *p = buf;
+size_t scn_f32_format_matrix(const float m[16], char *buf) {
+  char *p = buf;
 
-    *p++ = '[';
-    for (int i = 0; i < 16; i++) {
-        if (i > 0)
-            *p++ = ',';
-        p += scn_f32_format(m[i], p);
-    }
-    *p++ = ']';
-    *p = '\0';
-    return (size_t)(p - buf);
+  *p++ = '[';
+  for (int i = 0; i < 16; i++) {
+    if (i > 0)
+      *p++ = ',';
+    p += scn_f32_format(m[i], p);
+  }
+  *p++ = ']';
+  *p = '\0';
+  return (size_t)(p - buf);
 }

@@ -65,6 +65,8 @@ int scn_cmd_world_destroy(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire
   /* The reply is built apart from the connection's output (see dispatch), so the
    * world_destroyed events land as whole lines before it. */
   scn_stream_world_destroyed(ctx->srv, w);
+  if (ctx->srv->last_world == w)
+    ctx->srv->last_world = NULL;
   scn_world_stats s, *gone = &ctx->srv->counters.gone_worlds;
   scn_world_get_stats(w, &s);
   gone->flushes += s.flushes;

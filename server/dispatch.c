@@ -45,11 +45,19 @@ scn_world *scn_ctx_world(scn_ctx *ctx, const cJSON *req, scn_wire_error *err) {
     }
     return ctx->batch_world;
   }
+  /* Clients usually address one world many times in a row: a hit on the last one skips the
+   * name check and the lookup (its name is known to be valid). */
+  scn_server *srv = ctx->srv;
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, "world");
+  if (srv->last_world && cJSON_IsString(v) &&
+      strcmp(v->valuestring, scn_world_name(srv->last_world)) == 0)
+    return srv->last_world;
   if (scn_get_world_name(req, true, &name, err) < 0)
     return NULL;
-  scn_world *w = scn_world_find(ctx->srv->scene, name);
+  scn_world *w = scn_world_find(srv->scene, name);
   if (!w)
     scn_fail(err, SCN_W_NOT_FOUND, "world \"%s\" not found", name);
+  srv->last_world = w;
   return w;
 }
 
@@ -167,14 +175,16 @@ static int execute(scn_server *srv, scn_conn *c, const char *line, size_t len, s
       scn_reply_error_raw(reply, id, id_len, &err);
     count_error(srv, cmd, err.code);
   }
-  cJSON_Delete(req);
+  scn_json_release(req);
   scn_json_arena_reset();
   return rc;
 }
 
 void scn_dispatch_line(scn_conn *c, const char *line, size_t len) {
   scn_server *srv = c->srv;
-  uint64_t started = uv_hrtime();
+  /* One clock read per command: a command starts when the one before it in this read batch
+   * ended (the read callback sets the clock first). */
+  uint64_t started = srv->command_clock;
   srv->counters.commands++;
   if (!line) {
     scn_wire_error err;
@@ -192,7 +202,8 @@ void scn_dispatch_line(scn_conn *c, const char *line, size_t len) {
     c->blocked = true; /* nothing more from this connection until the answer is written */
   else
     scn_buf_add(&c->out.bytes, srv->reply.data, srv->reply.len);
-  scn_hist_observe(&srv->counters.command_time, (double)(uv_hrtime() - started) * 1e-9);
+  srv->command_clock = uv_hrtime();
+  scn_hist_observe(&srv->counters.command_time, (double)(srv->command_clock - started) * 1e-9);
 }
 
 bool scn_dispatch_replay(scn_server *srv, const char *line, size_t len) {

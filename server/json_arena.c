@@ -71,6 +71,11 @@ void scn_json_arena_reset(void) {
   }
 }
 
+void scn_json_release(cJSON *doc) {
+  if (!arena.base)
+    cJSON_Delete(doc);
+}
+
 void scn_json_arena_uninstall(void) {
   scn_json_arena_reset();
   free(arena.base);

@@ -142,6 +142,7 @@ static bool feed(scn_conn *c, const char *data, size_t n) {
 
 void scn_conn_resume(scn_conn *c) {
   c->blocked = false;
+  c->srv->command_clock = uv_hrtime();
   scn_buf held = c->held;
   c->held = (scn_buf){0};
   if (held.len)
@@ -206,6 +207,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
     return;
   }
   c->srv->counters.bytes_in += (uint64_t)n;
+  c->srv->command_clock = uv_hrtime();
   if (!feed(c, buf->base, (size_t)n))
     return;
   scn_conn_schedule_flush(c);

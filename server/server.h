@@ -78,6 +78,8 @@ struct scn_server {
   struct scn_sub *subs;   /* every subscription */
   uint64_t nsubs, next_sub_id;
   uint64_t ticks;         /* tick timer firings */
+  uint64_t command_clock; /* when the current command started (uv_hrtime) */
+  scn_world *last_world;  /* the world the last command named; cleared when it is destroyed */
   uv_check_t commit_check; /* after each turn's I/O: journal commit, then replies */
   scn_conn *flush_list;
   scn_entity *ids;        /* scratch id list (entity.create, children) */

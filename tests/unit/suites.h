@@ -12,7 +12,8 @@
   X(f32fmt)                                                                                    \
   X(proto)                                                                                     \
   X(daemon_commands)                                                                           \
-  X(daemon_stream)
+  X(daemon_stream)                                                                             \
+  X(daemon_persist)
 
 #define SCN_TEST_DECLARE(name) int scn_test_register_##name(void);
 SCN_TEST_SUITES(SCN_TEST_DECLARE)
