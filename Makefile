@@ -1,3 +1,5 @@
+SHELL := /bin/bash
+
 # scened build. `make` builds everything into build/; `make test` runs every test;
 # `make test SANITIZE=1` does the same under ASan + UBSan (objects in build/sanitize/).
 
@@ -38,7 +40,7 @@ BENCH_BIN := $(BUILD)/bench-core
 
 DEPS_STAMP := build/.deps-checked
 
-.PHONY: all deps test bench run clean format exhaustive-f32 layering
+.PHONY: all deps test bench run clean format exhaustive-f32 layering fuzz
 
 all: $(SCENED) $(SCENECTL) $(SCENE_BENCH) $(CORE_LIB) $(PROTO_LIB) $(TEST_BIN) $(BENCH_BIN) $(BUILD)/f32-exhaustive
 
@@ -72,7 +74,7 @@ $(SCENE_BENCH): $(BUILD)/obj/client/scene_bench.o $(CLIENT_LIB) $(PROTO_LIB) $(C
 $(SCENECTL): $(BUILD)/obj/client/scenectl.o $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcjson -ledit $(LDLIBS)
 
-$(TEST_BIN): $(UNIT_OBJ) $(PROTO_LIB) $(CORE_LIB)
+$(TEST_BIN): $(UNIT_OBJ) $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcunit -lcjson $(LDLIBS)
 
 $(BENCH_BIN): $(BUILD)/obj/tests/bench/bench_core.o $(CORE_LIB)
@@ -87,8 +89,8 @@ layering:
 	  || { echo "layering: the core must not include libuv, cJSON or server headers"; exit 1; }
 
 # Integration suites start $(SCENED) on an ephemeral port; SCENED_BIN tells them where it is.
-test: layering $(TEST_BIN) $(SCENED)
-	SCENED_BIN=$(abspath $(SCENED)) $(TEST_BIN)
+test: layering $(TEST_BIN) $(SCENED) $(SCENECTL)
+	SCENED_BIN=$(abspath $(SCENED)) SCENECTL_BIN=$(abspath $(SCENECTL)) $(TEST_BIN)
 
 run: $(SCENED) $(SCENECTL)
 	@echo "scened: protocol on 127.0.0.1:7878, metrics on http://127.0.0.1:7879/metrics"
@@ -101,6 +103,34 @@ bench: $(BENCH_BIN) $(SCENED) $(SCENE_BENCH)
 
 exhaustive-f32: $(BUILD)/f32-exhaustive
 	$(BUILD)/f32-exhaustive
+
+# Fuzzing with libFuzzer (clang): each target runs FUZZ_SECONDS from its seed corpus in
+# tests/fuzz/corpus/TARGET; what it finds new is kept in build/fuzz/corpus/TARGET.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 30
+FUZZ_BUILD   := build/fuzz
+FUZZ_TARGETS := framing request dispatch persist
+FUZZ_CFLAGS  := -std=c11 -Wall -Wextra -Werror -g -O1 -fno-omit-frame-pointer \
+                -fsanitize=fuzzer-no-link,address,undefined
+FUZZ_LIB_SRC := $(CORE_SRC) $(PROTO_SRC) $(filter-out server/main.c,$(SERVER_SRC))
+FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
+
+$(FUZZ_BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_%.o $(FUZZ_LIB_OBJ)
+	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -o $@ $^ -luv -lcjson -lhttp_parser -lm
+
+fuzz: $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
+	  echo "== fuzz $$t ($(FUZZ_SECONDS) s)"; \
+	  $(FUZZ_BUILD)/fuzz_$$t $(FUZZ_BUILD)/corpus/$$t tests/fuzz/corpus/$$t \
+	    -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -close_fd_mask=3 2>&1 | \
+	    grep -E 'stat::number_of_executed_units|stat::average_exec_per_sec|DONE|ERROR|SUMMARY|Done' ; \
+	  test $${PIPESTATUS[0]} -eq 0 || exit 1; \
+	done
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -203,6 +203,10 @@ typedef struct scn_world_stats {
 } scn_world_stats;
 void scn_world_get_stats(const scn_world *w, scn_world_stats *out);
 
+/* Checks every internal invariant of a world (links, maps, order, world = parent world x
+ * local after a flush); 0, or SCN_STATE with a description in err. For tests and fuzzers. */
+int scn_world_check(scn_world *w, char *err, size_t errlen);
+
 /* Re-sorts the instance arrays in depth-first order so every subtree is contiguous and
  * propagation walks memory forward. Flush does this itself when enough structure changed. */
 void scn_world_relayout(scn_world *w);

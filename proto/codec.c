@@ -71,6 +71,11 @@ static bool strings_ok(const char *s, size_t len, scn_wire_error *err) {
   for (size_t i = 0; i < len; i++) {
     unsigned char c = (unsigned char)s[i];
     if (!in) {
+      /* cJSON also skips any control byte as whitespace; JSON allows only these. */
+      if (c < 0x20 && c != ' ' && c != '\t' && c != '\r' && c != '\n') {
+        scn_fail(err, SCN_W_BAD_JSON, "control character outside a string at byte %zu", i);
+        return false;
+      }
       in = c == '"';
     } else if (c == '"') {
       in = false;

@@ -143,6 +143,9 @@ static int execute(scn_server *srv, scn_conn *c, const char *line, size_t len, s
       /* err holds the decoder's complaint */
     } else if (!(cmd = scn_command_find(name))) {
       scn_fail(&err, SCN_W_UNKNOWN_COMMAND, "unknown command \"%.64s\"", name);
+    } else if (!c && !(cmd->flags & SCN_CMD_MUTATES)) {
+      /* Replay runs journaled commands only; the others need a connection. */
+      scn_fail(&err, SCN_W_BAD_REQUEST, "%s is not a journaled command", name);
     } else if (c && !c->authed && !(cmd->flags & SCN_CMD_OPEN)) {
       scn_fail(&err, SCN_W_UNAUTHORIZED, "authenticate first: send hello with the token");
     } else {

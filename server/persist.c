@@ -293,6 +293,9 @@ static void answer_waiters(scn_server *srv, uint64_t covered_gen, bool ok, uint6
   (void)srv;
   char path[4200];
   snprintf(path, sizeof path, "%s/snapshot.scn", P.dir);
+  /* The answered ones leave the list first: resuming a connection runs its held requests,
+   * which may add a waiter (a pipelined save) while this walks the list. */
+  waiter *ready = NULL, **tail = &ready;
   waiter **pw = &P.waiters;
   while (*pw) {
     waiter *w = *pw;
@@ -300,6 +303,14 @@ static void answer_waiters(scn_server *srv, uint64_t covered_gen, bool ok, uint6
       pw = &w->next;
       continue;
     }
+    *pw = w->next;
+    w->next = NULL;
+    *tail = w;
+    tail = &w->next;
+  }
+  while (ready) {
+    waiter *w = ready;
+    ready = w->next;
     scn_buf *out = &w->conn->out.bytes;
     scn_buf_addc(out, '{');
     if (w->id_json) {
@@ -321,7 +332,6 @@ static void answer_waiters(scn_server *srv, uint64_t covered_gen, bool ok, uint6
     }
     scn_buf_adds(out, "}\n");
     scn_conn_resume(w->conn);
-    *pw = w->next;
     free(w->id_json);
     free(w);
   }

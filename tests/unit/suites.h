@@ -13,7 +13,8 @@
   X(proto)                                                                                     \
   X(daemon_commands)                                                                           \
   X(daemon_stream)                                                                             \
-  X(daemon_persist)
+  X(daemon_persist)                                                                            \
+  X(clients)
 
 #define SCN_TEST_DECLARE(name) int scn_test_register_##name(void);
 SCN_TEST_SUITES(SCN_TEST_DECLARE)

@@ -502,3 +502,1872 @@ static void test_worlds(void) {
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"Az09_.-\"}");
   scn_client_close(&c);
 }
+
+/* ---- entities -------------------------------------------------------------------------------- */
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void test_entity_create(void) {
+  scn_client c;
+  if (!connect_to(&c, dmain.port))
+    return;
+  double base = info_num(&c, "entities");
+  cJSON *r = OK(&c, "{\"cmd\":\"entity.create\"}");
+  uint64_t one[4] = {0};
+  CHECK(ids_of(r, "entities", one, 4) == 1 && one[0] >= 1 && one[0] <= MAX_SAFE, r);
+  cJSON_Delete(r);
+  r = OK(&c, "{\"cmd\":\"entity.create\",\"count\":5}");
+  uint64_t five[8] = {0};
+  CHECK(ids_of(r, "entities", five, 8) == 5, r);
+  cJSON_Delete(r);
+  for (int i = 0; i < 5; i++) {
+    CU_ASSERT_TRUE(five[i] >= 1 && five[i] <= MAX_SAFE && five[i] != one[0]);
+    for (int k = 0; k < i; k++)
+      CU_ASSERT_NOT_EQUAL(five[i], five[k]);
+  }
+  CU_ASSERT_EQUAL(info_num(&c, "entities"), base + 6);
+
+  /* At most 100,000 at once: more is LIMIT; bad counts are BAD_REQUEST; neither creates. */
+  ERR(&c, "LIMIT", "{\"cmd\":\"entity.create\",\"count\":100001}");
+  ERR(&c, "LIMIT", "{\"cmd\":\"entity.create\",\"count\":1e20}");
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"entity.create\",\"count\":0}");
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"entity.create\",\"count\":-1}");
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"entity.create\",\"count\":2.5}");
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"entity.create\",\"count\":\"3\"}");
+  CU_ASSERT_EQUAL(info_num(&c, "entities"), base + 6);
+
+  r = OK(&c, "{\"cmd\":\"entity.create\",\"count\":100000}");
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(r, "entities");
+  CU_ASSERT_EQUAL(cJSON_GetArraySize(a), 100000);
+  uint64_t *all = calloc(100000, sizeof *all);
+  int n = 0, bad = 0;
+  for (const cJSON *x = a ? a->child : NULL; x && n < 100000; x = x->next) {
+    bad += !cJSON_IsNumber(x) || x->valuedouble < 1 || x->valuedouble > MAX_SAFE;
+    all[n++] = cJSON_IsNumber(x) ? (uint64_t)x->valuedouble : 0;
+  }
+  qsort(all, (size_t)n, sizeof *all, cmp_u64);
+  for (int i = 1; i < n; i++)
+    bad += all[i] == all[i - 1];
+  CU_ASSERT_EQUAL(bad, 0);
+  free(all);
+  cJSON_Delete(r);
+  CU_ASSERT_EQUAL(info_num(&c, "entities"), base + 100006);
+  scn_client_close(&c);
+}
+
+static void test_entity_destroy(void) {
+  scn_client c;
+  if (!connect_to(&c, dmain.port))
+    return;
+  new_world(&c, "ed_a");
+  new_world(&c, "ed_b");
+  uint64_t p = TF(&c, "ed_a", "\"t\":[10,0,0],\"s\":2");
+  uint64_t kid = TF(&c, "ed_a", "\"parent\":%llu,\"t\":[1,0,0],\"name\":\"kid\"",
+                    (unsigned long long)p);
+  CU_ASSERT_EQUAL(TF(&c, "ed_b", "\"entity\":%llu", (unsigned long long)p), p);
+  uint64_t other = TF0(&c, "ed_b");
+  float before[16], after[16], want[16];
+  CU_ASSERT_TRUE(matrix(&c, "ed_a", kid, "world", before));
+  mat_trs(12, 0, 0, 2, want);
+  CHECK_MAT(before, want, 1e-6f);
+  double ents = info_num(&c, "entities");
+
+  OKD(&c, "{\"cmd\":\"entity.destroy\",\"entity\":%llu}", (unsigned long long)p);
+  CU_ASSERT_EQUAL(listed_transforms(&c, "ed_a"), 1);
+  CU_ASSERT_EQUAL(listed_transforms(&c, "ed_b"), 1);
+  CU_ASSERT_EQUAL(info_num(&c, "entities"), ents - 1);
+  /* Its child became a root keeping its world matrix. */
+  CU_ASSERT_EQUAL(parent_of(&c, "ed_a", kid), 0);
+  CU_ASSERT_TRUE(matrix(&c, "ed_a", kid, "world", after));
+  CHECK_MAT(after, before, 1e-6f);
+  CU_ASSERT_TRUE(matrix(&c, "ed_a", kid, "local", after));
+  CHECK_MAT(after, before, 1e-6f);
+
+  /* The stale id is NOT_FOUND everywhere. */
+  unsigned long long s = (unsigned long long)p, k = (unsigned long long)kid;
+  for (int round = 0; round < 2; round++) {
+    ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.get\",\"world\":\"ed_a\",\"entity\":%llu}", s);
+    ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.get\",\"world\":\"ed_b\",\"entity\":%llu}", s);
+    ERR(&c, "NOT_FOUND", "{\"cmd\":\"entity.destroy\",\"entity\":%llu}", s);
+    ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.create\",\"world\":\"ed_a\",\"entity\":%llu}", s);
+    ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.create\",\"world\":\"ed_a\",\"parent\":%llu}", s);
+    ERR(&c, "NOT_FOUND",
+        "{\"cmd\":\"transform.set_local\",\"world\":\"ed_a\",\"entity\":%llu,\"t\":[1,2,3]}", s);
+    ERR(&c, "NOT_FOUND",
+        "{\"cmd\":\"transform.set_world\",\"world\":\"ed_a\",\"entity\":%llu,\"t\":[1,2,3]}", s);
+    ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.children\",\"world\":\"ed_a\",\"entity\":%llu}", s);
+    ERR(&c, "NOT_FOUND",
+        "{\"cmd\":\"transform.rename\",\"world\":\"ed_a\",\"entity\":%llu,\"name\":\"x\"}", s);
+    ERR(&c, "NOT_FOUND",
+        "{\"cmd\":\"transform.relative\",\"world\":\"ed_a\",\"entity\":%llu,\"to\":%llu}", s, k);
+    ERR(&c, "NOT_FOUND",
+        "{\"cmd\":\"transform.relative\",\"world\":\"ed_a\",\"entity\":%llu,\"to\":%llu}", k, s);
+    ERR(&c, "NOT_FOUND",
+        "{\"cmd\":\"transform.link\",\"world\":\"ed_a\",\"entity\":%llu,\"parent\":%llu}", s, k);
+    ERR(&c, "NOT_FOUND",
+        "{\"cmd\":\"transform.link\",\"world\":\"ed_a\",\"entity\":%llu,\"parent\":%llu}", k, s);
+    ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.unlink\",\"world\":\"ed_a\",\"entity\":%llu}", s);
+    ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.destroy\",\"world\":\"ed_a\",\"entity\":%llu}", s);
+    ERR(&c, "NOT_FOUND",
+        "{\"cmd\":\"batch\",\"world\":\"ed_a\",\"ops\":[{\"cmd\":\"transform.get\",\"entity\":%llu}]}",
+        s);
+    ERR(&c, "NOT_FOUND", "{\"cmd\":\"subscribe\",\"world\":\"ed_a\",\"root\":%llu}", s);
+    /* Reusing slots does not revive it. */
+    cJSON *r = OK(&c, "{\"cmd\":\"entity.create\",\"count\":64}");
+    uint64_t fresh[64];
+    CU_ASSERT_EQUAL(ids_of(r, "entities", fresh, 64), 64);
+    for (int i = 0; i < 64; i++)
+      CU_ASSERT_NOT_EQUAL(fresh[i], p);
+    cJSON_Delete(r);
+  }
+  /* Create, destroy, create: the freed slot comes back under a new id. */
+  uint64_t q = new_entity(&c);
+  OKD(&c, "{\"cmd\":\"entity.destroy\",\"entity\":%llu}", (unsigned long long)q);
+  uint64_t q2 = new_entity(&c);
+  CU_ASSERT_NOT_EQUAL(q, q2);
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.create\",\"world\":\"ed_a\",\"entity\":%llu}",
+      (unsigned long long)q);
+  CU_ASSERT_EQUAL(TF(&c, "ed_a", "\"entity\":%llu", (unsigned long long)q2), q2);
+
+  /* A destroy that would make two roots share a name fails and changes nothing. */
+  uint64_t dup = TF(&c, "ed_a", "\"name\":\"dup\"");
+  uint64_t x = TF0(&c, "ed_a");
+  uint64_t xk = TF(&c, "ed_a", "\"parent\":%llu,\"name\":\"dup\"", (unsigned long long)x);
+  CU_ASSERT_EQUAL(TF(&c, "ed_b", "\"entity\":%llu", (unsigned long long)x), x);
+  uint64_t ids[] = {dup, x, xk, kid, other, q2};
+  char *s1 = snapshot(&c, "ed_a", ids, 6);
+  ERR(&c, "ALREADY_EXISTS", "{\"cmd\":\"entity.destroy\",\"entity\":%llu}", (unsigned long long)x);
+  char *s2 = snapshot(&c, "ed_a", ids, 6);
+  CHECK_SAME(s1, s2);
+  free(s2);
+  s2 = snapshot(&c, "ed_b", ids, 6);
+  CU_ASSERT_EQUAL(parent_of(&c, "ed_b", x), 0);
+  free(s1);
+  free(s2);
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"ed_a\"}");
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"ed_b\"}");
+  scn_client_close(&c);
+}
+
+/* ---- transforms ------------------------------------------------------------------------------ */
+
+/* 90 degrees about z, as a quaternion. */
+#define R90Z "[0,0,0.70710678118654752,0.70710678118654752]"
+/* T(10,0,0) * R90Z * S(2), column-major. */
+static const float P_WORLD[16] = {0, 2, 0, 0, -2, 0, 0, 0, 0, 0, 2, 0, 10, 0, 0, 1};
+
+static void test_transform_create(void) {
+  scn_client c;
+  if (!connect_to(&c, dmain.port))
+    return;
+  new_world(&c, "tc");
+  double ents = info_num(&c, "entities");
+  /* A new entity with an identity root transform. */
+  uint64_t e1 = TF0(&c, "tc");
+  CU_ASSERT_EQUAL(info_num(&c, "entities"), ents + 1);
+  cJSON *r = get_tf(&c, "tc", e1);
+  float m[16], want[16];
+  CHECK(scn_resp_ok(r) && u64(r, "entity") == e1, r);
+  CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(r, "parent")), r);
+  CHECK(!has(r, "name"), r);
+  CHECK(mat_of(r, "local", m) && memcmp(m, IDENTITY, sizeof m) == 0, r);
+  CHECK(mat_of(r, "world", m) && memcmp(m, IDENTITY, sizeof m) == 0, r);
+  cJSON_Delete(r);
+
+  /* An existing entity keeps its id; a second transform in the same world is refused. */
+  uint64_t e2 = new_entity(&c);
+  CU_ASSERT_EQUAL(TF(&c, "tc", "\"entity\":%llu", (unsigned long long)e2), e2);
+  ERR(&c, "ALREADY_EXISTS", "{\"cmd\":\"transform.create\",\"world\":\"tc\",\"entity\":%llu}",
+      (unsigned long long)e2);
+  ERR(&c, "ALREADY_EXISTS",
+      "{\"cmd\":\"transform.create\",\"world\":\"tc\",\"entity\":%llu,\"parent\":%llu}",
+      (unsigned long long)e2, (unsigned long long)e1);
+
+  /* Parent, name and t. */
+  uint64_t w = TF(&c, "tc", "\"parent\":%llu,\"name\":\"wheel\",\"t\":[1,2,3]",
+                  (unsigned long long)e1);
+  r = get_tf(&c, "tc", w);
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(r, "name");
+  CHECK(u64(r, "parent") == e1, r);
+  CHECK(cJSON_IsString(name) && strcmp(name->valuestring, "wheel") == 0, r);
+  mat_trs(1, 2, 3, 1, want);
+  CHECK(mat_of(r, "local", m) && memcmp(m, want, sizeof m) == 0, r);
+  cJSON_Delete(r);
+
+  /* T * R * S, column-major; the quaternion is normalised; s as a number or 3 numbers. */
+  uint64_t p = TF(&c, "tc", "\"t\":[10,0,0],\"r\":" R90Z ",\"s\":2");
+  CU_ASSERT_TRUE(matrix(&c, "tc", p, "local", m));
+  CHECK_MAT(m, P_WORLD, 1e-6f);
+  uint64_t p2 = TF(&c, "tc", "\"t\":[10,0,0],\"r\":[0,0,3,3],\"s\":[2,2,2]");
+  CU_ASSERT_TRUE(matrix(&c, "tc", p2, "world", m));
+  CHECK_MAT(m, P_WORLD, 1e-6f);
+  uint64_t sc = TF(&c, "tc", "\"s\":[2,3,4]");
+  float diag[16] = {2, 0, 0, 0, 0, 3, 0, 0, 0, 0, 4, 0, 0, 0, 0, 1};
+  CU_ASSERT_TRUE(matrix(&c, "tc", sc, "world", m));
+  CU_ASSERT_EQUAL(memcmp(m, diag, sizeof m), 0);
+  /* A child's world matrix is its parent's times its local. */
+  uint64_t ch = TF(&c, "tc", "\"parent\":%llu,\"t\":[1,0,0]", (unsigned long long)p);
+  CU_ASSERT_TRUE(matrix(&c, "tc", ch, "world", m));
+  mat_trs(10, 2, 0, 2, want);
+  want[0] = 0, want[1] = 2, want[4] = -2, want[5] = 0;
+  CHECK_MAT(m, want, 1e-6f);
+
+  /* A matrix as given. */
+  uint64_t mm = TF(&c, "tc", "\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0.5,-2.25,3e5,1]");
+  float given[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0.5f, -2.25f, 3e5f, 1};
+  CU_ASSERT_TRUE(matrix(&c, "tc", mm, "local", m));
+  CU_ASSERT_EQUAL(memcmp(m, given, sizeof m), 0);
+  /* parent null is a root. */
+  uint64_t rn = TF(&c, "tc", "\"parent\":null");
+  CU_ASSERT_EQUAL(parent_of(&c, "tc", rn), 0);
+
+  /* Failures create nothing, not even the new entity. */
+  ents = info_num(&c, "entities");
+  int count = listed_transforms(&c, "tc");
+  uint64_t lonely = new_entity(&c);
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.create\",\"world\":\"tc\",\"parent\":%llu}",
+      (unsigned long long)lonely);
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.create\",\"world\":\"tc\",\"parent\":9007199254740000}");
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.create\",\"world\":\"tc\",\"entity\":9007199254740000}");
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.create\",\"world\":\"tc_none\"}");
+  ERR(&c, "BAD_REQUEST",
+      "{\"cmd\":\"transform.create\",\"world\":\"tc\",\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1],"
+      "\"t\":[1,2,3]}");
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.create\",\"world\":\"tc\",\"r\":[0,0,0,0]}");
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.create\",\"world\":\"tc\",\"t\":[1e39,0,0]}");
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.create\",\"world\":\"tc\",\"s\":1e999}");
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.create\",\"world\":\"tc\",\"name\":\"a/b\"}");
+  /* Names are unique among siblings (and among roots) only. */
+  uint64_t top = TF(&c, "tc", "\"name\":\"top\"");
+  ERR(&c, "ALREADY_EXISTS", "{\"cmd\":\"transform.create\",\"world\":\"tc\",\"name\":\"top\"}");
+  ERR(&c, "ALREADY_EXISTS",
+      "{\"cmd\":\"transform.create\",\"world\":\"tc\",\"parent\":%llu,\"name\":\"wheel\"}",
+      (unsigned long long)e1);
+  CU_ASSERT_EQUAL(info_num(&c, "entities"), ents + 2);
+  CU_ASSERT_EQUAL(listed_transforms(&c, "tc"), count + 1);
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.get\",\"world\":\"tc\",\"entity\":%llu}",
+      (unsigned long long)lonely);
+  uint64_t top2 = TF(&c, "tc", "\"parent\":%llu,\"name\":\"top\"", (unsigned long long)top);
+  uint64_t wheel2 = TF(&c, "tc", "\"name\":\"wheel\"");
+  CU_ASSERT_NOT_EQUAL(top2, wheel2);
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"tc\"}");
+  scn_client_close(&c);
+}
+
+static void test_transform_destroy(void) {
+  scn_client c;
+  if (!connect_to(&c, dmain.port))
+    return;
+  new_world(&c, "td");
+  uint64_t p = TF(&c, "td", "\"t\":[10,0,0],\"r\":" R90Z ",\"s\":2");
+  uint64_t c1 = TF(&c, "td", "\"parent\":%llu,\"t\":[1,0,0],\"name\":\"one\"", (unsigned long long)p);
+  uint64_t c2 = TF(&c, "td", "\"parent\":%llu,\"t\":[0,1,0]", (unsigned long long)p);
+  uint64_t g = TF(&c, "td", "\"parent\":%llu,\"t\":[0,0,1]", (unsigned long long)c2);
+  float w1[16], w2[16], wg[16], m[16];
+  CU_ASSERT_TRUE(matrix(&c, "td", c1, "world", w1));
+  CU_ASSERT_TRUE(matrix(&c, "td", c2, "world", w2));
+  CU_ASSERT_TRUE(matrix(&c, "td", g, "world", wg));
+
+  /* Not recursive: the children become roots and keep their world matrices. */
+  OKD(&c, "{\"cmd\":\"transform.destroy\",\"world\":\"td\",\"entity\":%llu}", (unsigned long long)p);
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.get\",\"world\":\"td\",\"entity\":%llu}",
+      (unsigned long long)p);
+  CU_ASSERT_EQUAL(listed_transforms(&c, "td"), 3);
+  CU_ASSERT_EQUAL(parent_of(&c, "td", c1), 0);
+  CU_ASSERT_EQUAL(parent_of(&c, "td", c2), 0);
+  CU_ASSERT_EQUAL(parent_of(&c, "td", g), c2);
+  CU_ASSERT_TRUE(matrix(&c, "td", c1, "world", m));
+  CHECK_MAT(m, w1, 1e-6f);
+  CU_ASSERT_TRUE(matrix(&c, "td", c1, "local", m));
+  CHECK_MAT(m, w1, 1e-6f);
+  CU_ASSERT_TRUE(matrix(&c, "td", c2, "world", m));
+  CHECK_MAT(m, w2, 1e-6f);
+  CU_ASSERT_TRUE(matrix(&c, "td", g, "world", m));
+  CHECK_MAT(m, wg, 1e-6f);
+  /* The found path reflects it. */
+  cJSON *r = OK(&c, "{\"cmd\":\"transform.find\",\"world\":\"td\",\"path\":\"one\"}");
+  CU_ASSERT_EQUAL(u64(r, "entity"), c1);
+  cJSON_Delete(r);
+  /* The entity lives on and may get a transform again. */
+  CU_ASSERT_EQUAL(TF(&c, "td", "\"entity\":%llu", (unsigned long long)p), p);
+
+  /* Recursive: the whole subtree goes; the entities stay. */
+  OKD(&c, "{\"cmd\":\"transform.destroy\",\"world\":\"td\",\"entity\":%llu,\"recursive\":true}",
+      (unsigned long long)c2);
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.get\",\"world\":\"td\",\"entity\":%llu}",
+      (unsigned long long)c2);
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.get\",\"world\":\"td\",\"entity\":%llu}",
+      (unsigned long long)g);
+  CU_ASSERT_EQUAL(listed_transforms(&c, "td"), 2);
+  CU_ASSERT_EQUAL(TF(&c, "td", "\"entity\":%llu", (unsigned long long)g), g);
+  OKD(&c, "{\"cmd\":\"transform.destroy\",\"world\":\"td\",\"entity\":%llu,\"recursive\":false}",
+      (unsigned long long)c1);
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.destroy\",\"world\":\"td\",\"entity\":%llu}",
+      (unsigned long long)c1);
+  ERR(&c, "BAD_REQUEST",
+      "{\"cmd\":\"transform.destroy\",\"world\":\"td\",\"entity\":%llu,\"recursive\":\"yes\"}",
+      (unsigned long long)g);
+
+  /* A child that would become a root named like another root: refused, nothing changes. */
+  uint64_t x = TF(&c, "td", "\"name\":\"x\"");
+  uint64_t q = TF0(&c, "td");
+  uint64_t qx = TF(&c, "td", "\"parent\":%llu,\"name\":\"x\"", (unsigned long long)q);
+  uint64_t qy = TF(&c, "td", "\"parent\":%llu,\"name\":\"y\"", (unsigned long long)q);
+  uint64_t ids[] = {x, q, qx, qy, p, g};
+  char *s1 = snapshot(&c, "td", ids, 6);
+  ERR(&c, "ALREADY_EXISTS", "{\"cmd\":\"transform.destroy\",\"world\":\"td\",\"entity\":%llu}",
+      (unsigned long long)q);
+  char *s2 = snapshot(&c, "td", ids, 6);
+  CHECK_SAME(s1, s2);
+  free(s1);
+  free(s2);
+  OKD(&c, "{\"cmd\":\"transform.destroy\",\"world\":\"td\",\"entity\":%llu,\"recursive\":true}",
+      (unsigned long long)q);
+  CU_ASSERT_EQUAL(listed_transforms(&c, "td"), 3);
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"td\"}");
+  scn_client_close(&c);
+}
+
+static void test_link_unlink(void) {
+  scn_client c;
+  if (!connect_to(&c, dmain.port))
+    return;
+  new_world(&c, "ln");
+  uint64_t p = TF(&c, "ln", "\"t\":[10,0,0],\"r\":" R90Z ",\"s\":2");
+  uint64_t ch = TF(&c, "ln", "\"t\":[1,2,3]");
+  float t123[16], m[16], w[16], pw[16];
+  mat_trs(1, 2, 3, 1, t123);
+  CU_ASSERT_TRUE(matrix(&c, "ln", p, "world", pw));
+
+  /* keep local (the default): the local matrix stays, the world follows the parent. */
+  OKD(&c, "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
+      (unsigned long long)ch, (unsigned long long)p);
+  CU_ASSERT_EQUAL(parent_of(&c, "ln", ch), p);
+  CU_ASSERT_TRUE(matrix(&c, "ln", ch, "local", m));
+  CU_ASSERT_EQUAL(memcmp(m, t123, sizeof m), 0);
+  CU_ASSERT_TRUE(matrix(&c, "ln", ch, "world", w));
+  float want[16] = {0, 2, 0, 0, -2, 0, 0, 0, 0, 0, 2, 0, 6, 2, 6, 1};
+  CHECK_MAT(w, want, 1e-6f);
+  /* Linking to the current parent is a no-op. */
+  uint64_t ids[] = {p, ch};
+  char *s1 = snapshot(&c, "ln", ids, 2);
+  OKD(&c,
+      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu,\"keep\":\"world\"}",
+      (unsigned long long)ch, (unsigned long long)p);
+  char *s2 = snapshot(&c, "ln", ids, 2);
+  CHECK_SAME(s1, s2);
+  free(s1);
+  free(s2);
+  /* unlink, keep local: the world becomes the local. */
+  OKD(&c, "{\"cmd\":\"transform.unlink\",\"world\":\"ln\",\"entity\":%llu,\"keep\":\"local\"}",
+      (unsigned long long)ch);
+  CU_ASSERT_EQUAL(parent_of(&c, "ln", ch), 0);
+  CU_ASSERT_TRUE(matrix(&c, "ln", ch, "world", m));
+  CU_ASSERT_EQUAL(memcmp(m, t123, sizeof m), 0);
+  /* Unlinking a root is a no-op. */
+  s1 = snapshot(&c, "ln", ids, 2);
+  OKD(&c, "{\"cmd\":\"transform.unlink\",\"world\":\"ln\",\"entity\":%llu}", (unsigned long long)ch);
+  OKD(&c, "{\"cmd\":\"transform.unlink\",\"world\":\"ln\",\"entity\":%llu,\"keep\":\"world\"}",
+      (unsigned long long)ch);
+  s2 = snapshot(&c, "ln", ids, 2);
+  CHECK_SAME(s1, s2);
+  free(s1);
+  free(s2);
+
+  /* keep world: the world matrix stays (to float rounding), the local is recomputed. */
+  OKD(&c,
+      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu,\"keep\":\"world\"}",
+      (unsigned long long)ch, (unsigned long long)p);
+  CU_ASSERT_EQUAL(parent_of(&c, "ln", ch), p);
+  CU_ASSERT_TRUE(matrix(&c, "ln", ch, "world", w));
+  CHECK_MAT(w, t123, 1e-5f);
+  CU_ASSERT_TRUE(matrix(&c, "ln", ch, "local", m));
+  /* inverse(P) * T(1,2,3): rotate (-9,2,3) by -90 degrees about z, then halve. */
+  float local_want[16] = {0, -0.5f, 0, 0, 0.5f, 0, 0, 0, 0, 0, 0.5f, 0, 1, 4.5f, 1.5f, 1};
+  CHECK_MAT(m, local_want, 1e-5f);
+  float prod[16];
+  mat_mul(pw, m, prod);
+  CHECK_MAT(prod, w, 1e-5f);
+  /* unlink, keep world. */
+  OKD(&c, "{\"cmd\":\"transform.unlink\",\"world\":\"ln\",\"entity\":%llu,\"keep\":\"world\"}",
+      (unsigned long long)ch);
+  CU_ASSERT_EQUAL(parent_of(&c, "ln", ch), 0);
+  CU_ASSERT_TRUE(matrix(&c, "ln", ch, "world", w));
+  CHECK_MAT(w, t123, 1e-5f);
+  CU_ASSERT_TRUE(matrix(&c, "ln", ch, "local", m));
+  CU_ASSERT_EQUAL(memcmp(m, w, sizeof m), 0);
+
+  /* Cycles. */
+  OKD(&c, "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
+      (unsigned long long)ch, (unsigned long long)p);
+  uint64_t g = TF(&c, "ln", "\"parent\":%llu", (unsigned long long)ch);
+  uint64_t ids3[] = {p, ch, g};
+  s1 = snapshot(&c, "ln", ids3, 3);
+  ERR(&c, "CYCLE", "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
+      (unsigned long long)p, (unsigned long long)g);
+  ERR(&c, "CYCLE", "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
+      (unsigned long long)p, (unsigned long long)ch);
+  ERR(&c, "CYCLE",
+      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu,\"keep\":\"world\"}",
+      (unsigned long long)p, (unsigned long long)p);
+  ERR(&c, "CYCLE", "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
+      (unsigned long long)g, (unsigned long long)g);
+  /* Missing parent or entity, bad keep. */
+  uint64_t lonely = new_entity(&c);
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
+      (unsigned long long)g, (unsigned long long)lonely);
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
+      (unsigned long long)lonely, (unsigned long long)g);
+  ERR(&c, "BAD_REQUEST",
+      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu,\"keep\":\"both\"}",
+      (unsigned long long)g, (unsigned long long)p);
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu}",
+      (unsigned long long)g);
+  s2 = snapshot(&c, "ln", ids3, 3);
+  CHECK_SAME(s1, s2);
+  free(s1);
+  free(s2);
+  /* parent null makes a root. */
+  OKD(&c, "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":null}",
+      (unsigned long long)g);
+  CU_ASSERT_EQUAL(parent_of(&c, "ln", g), 0);
+
+  /* Names stay unique among siblings through link and unlink. */
+  uint64_t q = TF0(&c, "ln");
+  uint64_t qn = TF(&c, "ln", "\"parent\":%llu,\"name\":\"n\"", (unsigned long long)q);
+  uint64_t rn = TF(&c, "ln", "\"name\":\"n\"");
+  uint64_t ids4[] = {q, qn, rn, g};
+  s1 = snapshot(&c, "ln", ids4, 4);
+  ERR(&c, "ALREADY_EXISTS",
+      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
+      (unsigned long long)rn, (unsigned long long)q);
+  ERR(&c, "ALREADY_EXISTS", "{\"cmd\":\"transform.unlink\",\"world\":\"ln\",\"entity\":%llu}",
+      (unsigned long long)qn);
+  ERR(&c, "ALREADY_EXISTS",
+      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":null}",
+      (unsigned long long)qn);
+  s2 = snapshot(&c, "ln", ids4, 4);
+  CHECK_SAME(s1, s2);
+  free(s1);
+  free(s2);
+
+  /* keep world under a singular parent needs an inverse that does not exist. */
+  uint64_t z = TF(&c, "ln", "\"s\":0");
+  uint64_t ids5[] = {z, g};
+  s1 = snapshot(&c, "ln", ids5, 2);
+  ERR(&c, "BAD_REQUEST",
+      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu,\"keep\":\"world\"}",
+      (unsigned long long)g, (unsigned long long)z);
+  s2 = snapshot(&c, "ln", ids5, 2);
+  CHECK_SAME(s1, s2);
+  free(s1);
+  free(s2);
+  OKD(&c, "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
+      (unsigned long long)g, (unsigned long long)z);
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"ln\"}");
+  scn_client_close(&c);
+}
+
+static void test_set_local_world(void) {
+  scn_client c;
+  if (!connect_to(&c, dmain.port))
+    return;
+  new_world(&c, "sw");
+  uint64_t p = TF(&c, "sw", "\"t\":[10,0,0],\"r\":" R90Z ",\"s\":2");
+  uint64_t ch = TF(&c, "sw", "\"parent\":%llu,\"t\":[1,0,0]", (unsigned long long)p);
+  float m[16], want[16];
+  OKD(&c, "{\"cmd\":\"transform.set_local\",\"world\":\"sw\",\"entity\":%llu,\"t\":[0,1,0]}",
+      (unsigned long long)ch);
+  CU_ASSERT_TRUE(matrix(&c, "sw", ch, "local", m));
+  mat_trs(0, 1, 0, 1, want);
+  CU_ASSERT_EQUAL(memcmp(m, want, sizeof m), 0);
+  CU_ASSERT_TRUE(matrix(&c, "sw", ch, "world", m));
+  float want_w[16] = {0, 2, 0, 0, -2, 0, 0, 0, 0, 0, 2, 0, 8, 0, 0, 1};
+  CHECK_MAT(m, want_w, 1e-6f);
+  /* A parent's change shows in the child's world matrix at once. */
+  OKD(&c, "{\"cmd\":\"transform.set_local\",\"world\":\"sw\",\"entity\":%llu,\"s\":1}",
+      (unsigned long long)p);
+  CU_ASSERT_TRUE(matrix(&c, "sw", ch, "world", m));
+  CU_ASSERT_EQUAL(memcmp(m, want, sizeof m), 0);
+  OKD(&c,
+      "{\"cmd\":\"transform.set_local\",\"world\":\"sw\",\"entity\":%llu,"
+      "\"matrix\":[0,2,0,0,-2,0,0,0,0,0,2,0,10,0,0,1]}",
+      (unsigned long long)p);
+  CU_ASSERT_TRUE(matrix(&c, "sw", p, "world", m));
+  CU_ASSERT_EQUAL(memcmp(m, P_WORLD, sizeof m), 0);
+
+  /* set_world: the world is as given, the local is inverse(parent world) * given. */
+  OKD(&c, "{\"cmd\":\"transform.set_world\",\"world\":\"sw\",\"entity\":%llu,\"t\":[0,0,5]}",
+      (unsigned long long)ch);
+  CU_ASSERT_TRUE(matrix(&c, "sw", ch, "world", m));
+  mat_trs(0, 0, 5, 1, want);
+  CHECK_MAT(m, want, 1e-6f);
+  CU_ASSERT_TRUE(matrix(&c, "sw", ch, "local", m));
+  float local_want[16] = {0, -0.5f, 0, 0, 0.5f, 0, 0, 0, 0, 0, 0.5f, 0, 0, 5, 2.5f, 1};
+  CHECK_MAT(m, local_want, 1e-6f);
+  /* On a root, local and world are the same. */
+  OKD(&c,
+      "{\"cmd\":\"transform.set_world\",\"world\":\"sw\",\"entity\":%llu,\"t\":[1,2,3],\"s\":[1,2,4]}",
+      (unsigned long long)p);
+  float trs[16] = {1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 4, 0, 1, 2, 3, 1};
+  CU_ASSERT_TRUE(matrix(&c, "sw", p, "local", m));
+  CU_ASSERT_EQUAL(memcmp(m, trs, sizeof m), 0);
+  CU_ASSERT_TRUE(matrix(&c, "sw", p, "world", m));
+  CU_ASSERT_EQUAL(memcmp(m, trs, sizeof m), 0);
+
+  /* Errors change nothing. */
+  uint64_t z = TF(&c, "sw", "\"s\":0");
+  uint64_t zc = TF(&c, "sw", "\"parent\":%llu", (unsigned long long)z);
+  uint64_t ids[] = {p, ch, z, zc};
+  char *s1 = snapshot(&c, "sw", ids, 4);
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.set_local\",\"world\":\"sw\",\"entity\":%llu}",
+      (unsigned long long)ch);
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.set_world\",\"world\":\"sw\",\"entity\":%llu}",
+      (unsigned long long)ch);
+  ERR(&c, "BAD_REQUEST",
+      "{\"cmd\":\"transform.set_world\",\"world\":\"sw\",\"entity\":%llu,\"t\":[1,1,1]}",
+      (unsigned long long)zc);
+  ERR(&c, "BAD_REQUEST",
+      "{\"cmd\":\"transform.set_local\",\"world\":\"sw\",\"entity\":%llu,\"t\":[1,1,1],"
+      "\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1]}",
+      (unsigned long long)ch);
+  ERR(&c, "BAD_REQUEST",
+      "{\"cmd\":\"transform.set_local\",\"world\":\"sw\",\"entity\":%llu,\"r\":[0,0,0,0]}",
+      (unsigned long long)ch);
+  ERR(&c, "BAD_REQUEST",
+      "{\"cmd\":\"transform.set_local\",\"world\":\"sw\",\"entity\":%llu,\"t\":[1e39,0,0]}",
+      (unsigned long long)ch);
+  ERR(&c, "BAD_REQUEST",
+      "{\"cmd\":\"transform.set_world\",\"world\":\"sw\",\"entity\":%llu,\"s\":-1e39}",
+      (unsigned long long)ch);
+  ERR(&c, "NOT_FOUND",
+      "{\"cmd\":\"transform.set_local\",\"world\":\"sw\",\"entity\":9007199254740991,\"t\":[1,1,1]}");
+  ERR(&c, "NOT_FOUND",
+      "{\"cmd\":\"transform.set_world\",\"world\":\"sw_none\",\"entity\":%llu,\"t\":[1,1,1]}",
+      (unsigned long long)ch);
+  char *s2 = snapshot(&c, "sw", ids, 4);
+  CHECK_SAME(s1, s2);
+  free(s1);
+  free(s2);
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"sw\"}");
+  scn_client_close(&c);
+}
+
+static void test_get_roundtrip(void) {
+  scn_client c;
+  if (!connect_to(&c, dmain.port))
+    return;
+  new_world(&c, "gr");
+  uint64_t e = TF0(&c, "gr");
+  /* Values that only round-trip when printed as the shortest float32 text. */
+  static const char *const vals[16] = {"0.1",    "0.2",       "0.3",      "-0.1",
+                                       "0.333333333333333", "1e-7", "123456.789", "16777217",
+                                       "3.4e38", "-2.5",      "1e-40",    "0.7",
+                                       "1e-3",   "-1234.5678", "98765.4321", "1"};
+  sb req = {0};
+  sb_addf(&req, "{\"cmd\":\"transform.set_local\",\"world\":\"gr\",\"entity\":%llu,\"matrix\":[",
+          (unsigned long long)e);
+  for (int i = 0; i < 16; i++)
+    sb_addf(&req, "%s%s", i ? "," : "", vals[i]);
+  sb_addf(&req, "]}");
+  cJSON *r = scn_client_call(&c, "%s", req.s);
+  CHECK(scn_resp_ok(r), r);
+  cJSON_Delete(r);
+  sb_free(&req);
+
+  char getline_[128];
+  snprintf(getline_, sizeof getline_, "{\"cmd\":\"transform.get\",\"world\":\"gr\",\"entity\":%llu}",
+           (unsigned long long)e);
+  CU_ASSERT_EQUAL(scn_client_send(&c, getline_), 0);
+  char *line = scn_client_recv(&c, WAIT_MS);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(line);
+  CU_ASSERT_PTR_NOT_NULL(strstr(line, "\"local\":[0.1,0.2,0.3,-0.1,"));
+  r = cJSON_Parse(line);
+  free(line);
+  CHECK(scn_resp_ok(r), r);
+  CHECK(u64(r, "entity") == e, r);
+  CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(r, "parent")) && !has(r, "name"), r);
+  for (int which = 0; which < 2; which++) {
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(r, which ? "world" : "local");
+    CHECK(cJSON_GetArraySize(a) == 16, r);
+    int i = 0, bad = 0;
+    for (const cJSON *x = a ? a->child : NULL; x && i < 16; x = x->next, i++) {
+      float want = (float)strtod(vals[i], NULL);
+      if (!cJSON_IsNumber(x) || (float)x->valuedouble != want) {
+        bad++;
+        fprintf(stderr, "\n  element %d: sent %s, got %.17g", i, vals[i],
+                cJSON_IsNumber(x) ? x->valuedouble : NAN);
+      }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    /* 0.1 comes back as the text 0.1, not as 0.100000001. */
+    CU_ASSERT_TRUE(a && a->child && a->child->valuedouble == 0.1);
+  }
+  cJSON_Delete(r);
+
+  /* name only when set; UTF-8 names round-trip. */
+  uint64_t n = TF(&c, "gr", "\"name\":\"w\xc3\xb6rld \xe2\x82\xac\",\"parent\":%llu",
+                  (unsigned long long)e);
+  r = get_tf(&c, "gr", n);
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(r, "name");
+  CHECK(cJSON_IsString(name) && strcmp(name->valuestring, "w\xc3\xb6rld \xe2\x82\xac") == 0, r);
+  CHECK(u64(r, "parent") == e, r);
+  cJSON_Delete(r);
+  char n64[65], n65[66];
+  memset(n64, 'q', 64);
+  n64[64] = '\0';
+  memset(n65, 'q', 65);
+  n65[65] = '\0';
+  TF(&c, "gr", "\"name\":\"%s\"", n64);
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.create\",\"world\":\"gr\",\"name\":\"%s\"}", n65);
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.get\",\"world\":\"gr\"}");
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.get\",\"world\":\"gr\",\"entity\":9007199254740991}");
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"gr\"}");
+  scn_client_close(&c);
+}
+
+static bool ids_equal(const uint64_t *got, int n, const uint64_t *want, int m) {
+  if (n != m) {
+    fprintf(stderr, "\n  got %d ids, want %d", n, m);
+    return false;
+  }
+  for (int i = 0; i < n; i++)
+    if (got[i] != want[i]) {
+      fprintf(stderr, "\n  id %d: got %llu, want %llu", i, (unsigned long long)got[i],
+              (unsigned long long)want[i]);
+      return false;
+    }
+  return true;
+}
+
+static void test_children_order(void) {
+  scn_client c;
+  if (!connect_to(&c, dmain.port))
+    return;
+  new_world(&c, "co");
+  uint64_t p = TF0(&c, "co");
+  uint64_t k[5], got[8];
+  for (int i = 0; i < 3; i++)
+    k[i] = TF(&c, "co", "\"parent\":%llu", (unsigned long long)p);
+  CU_ASSERT_TRUE(ids_equal(got, children(&c, "co", p, got, 8), k, 3));
+  k[3] = TF0(&c, "co");
+  OKD(&c, "{\"cmd\":\"transform.link\",\"world\":\"co\",\"entity\":%llu,\"parent\":%llu}",
+      (unsigned long long)k[3], (unsigned long long)p);
+  CU_ASSERT_TRUE(ids_equal(got, children(&c, "co", p, got, 8), k, 4));
+  OKD(&c, "{\"cmd\":\"transform.unlink\",\"world\":\"co\",\"entity\":%llu}", (unsigned long long)k[1]);
+  uint64_t w1[] = {k[0], k[2], k[3]};
+  CU_ASSERT_TRUE(ids_equal(got, children(&c, "co", p, got, 8), w1, 3));
+  OKD(&c, "{\"cmd\":\"transform.link\",\"world\":\"co\",\"entity\":%llu,\"parent\":%llu}",
+      (unsigned long long)k[1], (unsigned long long)p);
+  uint64_t w2[] = {k[0], k[2], k[3], k[1]};
+  CU_ASSERT_TRUE(ids_equal(got, children(&c, "co", p, got, 8), w2, 4));
+  OKD(&c, "{\"cmd\":\"transform.destroy\",\"world\":\"co\",\"entity\":%llu}", (unsigned long long)k[2]);
+  uint64_t w3[] = {k[0], k[3], k[1]};
+  CU_ASSERT_TRUE(ids_equal(got, children(&c, "co", p, got, 8), w3, 3));
+  CU_ASSERT_EQUAL(children(&c, "co", k[0], got, 8), 0);
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.children\",\"world\":\"co\",\"entity\":%llu}",
+      (unsigned long long)k[2]);
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"co\"}");
+  scn_client_close(&c);
+}
+
+static uint64_t find(scn_client *c, const char *world, const char *path) {
+  cJSON *r = scn_client_call(c, "{\"cmd\":\"transform.find\",\"world\":\"%s\",\"path\":\"%s\"}", world,
+                             path);
+  uint64_t e = scn_resp_ok(r) ? u64(r, "entity") : 0;
+  cJSON_Delete(r);
+  return e;
+}
+
+static void test_rename(void) {
+  scn_client c;
+  if (!connect_to(&c, dmain.port))
+    return;
+  new_world(&c, "rn");
+  uint64_t a = TF(&c, "rn", "\"name\":\"a\"");
+  uint64_t b = TF(&c, "rn", "\"name\":\"b\"");
+  OKD(&c, "{\"cmd\":\"transform.rename\",\"world\":\"rn\",\"entity\":%llu,\"name\":\"c\"}",
+      (unsigned long long)a);
+  cJSON *r = get_tf(&c, "rn", a);
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(r, "name");
+  CHECK(cJSON_IsString(name) && strcmp(name->valuestring, "c") == 0, r);
+  cJSON_Delete(r);
+  CU_ASSERT_EQUAL(find(&c, "rn", "c"), a);
+  CU_ASSERT_EQUAL(find(&c, "rn", "a"), 0);
+  /* null clears the name. */
+  OKD(&c, "{\"cmd\":\"transform.rename\",\"world\":\"rn\",\"entity\":%llu,\"name\":null}",
+      (unsigned long long)a);
+  r = get_tf(&c, "rn", a);
+  CHECK(scn_resp_ok(r) && !has(r, "name"), r);
+  cJSON_Delete(r);
+  CU_ASSERT_EQUAL(find(&c, "rn", "c"), 0);
+  /* Two unnamed siblings are fine; renaming to the own name is a no-op. */
+  TF0(&c, "rn");
+  OKD(&c, "{\"cmd\":\"transform.rename\",\"world\":\"rn\",\"entity\":%llu,\"name\":\"b\"}",
+      (unsigned long long)b);
+  /* Sibling clashes. */
+  uint64_t k1 = TF(&c, "rn", "\"parent\":%llu,\"name\":\"k\"", (unsigned long long)b);
+  uint64_t k2 = TF(&c, "rn", "\"parent\":%llu", (unsigned long long)b);
+  uint64_t ids[] = {a, b, k1, k2};
+  char *s1 = snapshot(&c, "rn", ids, 4);
+  ERR(&c, "ALREADY_EXISTS",
+      "{\"cmd\":\"transform.rename\",\"world\":\"rn\",\"entity\":%llu,\"name\":\"b\"}",
+      (unsigned long long)a);
+  ERR(&c, "ALREADY_EXISTS",
+      "{\"cmd\":\"transform.rename\",\"world\":\"rn\",\"entity\":%llu,\"name\":\"k\"}",
+      (unsigned long long)k2);
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.rename\",\"world\":\"rn\",\"entity\":%llu}",
+      (unsigned long long)k2);
+  ERR(&c, "BAD_REQUEST",
+      "{\"cmd\":\"transform.rename\",\"world\":\"rn\",\"entity\":%llu,\"name\":\"x/y\"}",
+      (unsigned long long)k2);
+  ERR(&c, "BAD_REQUEST",
+      "{\"cmd\":\"transform.rename\",\"world\":\"rn\",\"entity\":%llu,\"name\":\"\"}",
+      (unsigned long long)k2);
+  char *s2 = snapshot(&c, "rn", ids, 4);
+  CHECK_SAME(s1, s2);
+  free(s1);
+  free(s2);
+  /* The same name under another parent is fine. */
+  OKD(&c, "{\"cmd\":\"transform.rename\",\"world\":\"rn\",\"entity\":%llu,\"name\":\"b\"}",
+      (unsigned long long)k2);
+  CU_ASSERT_EQUAL(find(&c, "rn", "b/b"), k2);
+  CU_ASSERT_EQUAL(find(&c, "rn", "b/k"), k1);
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"rn\"}");
+  scn_client_close(&c);
+}
+
+static void test_find(void) {
+  scn_client c;
+  if (!connect_to(&c, dmain.port))
+    return;
+  new_world(&c, "fd");
+  uint64_t car = TF(&c, "fd", "\"name\":\"car\"");
+  uint64_t wheel = TF(&c, "fd", "\"parent\":%llu,\"name\":\"wheel_fl\"", (unsigned long long)car);
+  uint64_t nut = TF(&c, "fd", "\"parent\":%llu,\"name\":\"nut\"", (unsigned long long)wheel);
+  TF(&c, "fd", "\"parent\":%llu", (unsigned long long)car); /* unnamed */
+  CU_ASSERT_EQUAL(find(&c, "fd", "car"), car);
+  CU_ASSERT_EQUAL(find(&c, "fd", "car/wheel_fl"), wheel);
+  CU_ASSERT_EQUAL(find(&c, "fd", "car/wheel_fl/nut"), nut);
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"wheel_fl\"}");
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"car/nope\"}");
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"car/wheel_fl/nut/x\"}");
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"Car\"}");
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.find\",\"world\":\"fd_none\",\"path\":\"car\"}");
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"\"}");
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"car//wheel_fl\"}");
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.find\",\"world\":\"fd\"}");
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":7}");
+  /* Paths follow links. */
+  OKD(&c, "{\"cmd\":\"transform.unlink\",\"world\":\"fd\",\"entity\":%llu}", (unsigned long long)wheel);
+  CU_ASSERT_EQUAL(find(&c, "fd", "wheel_fl/nut"), nut);
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"car/wheel_fl\"}");
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"fd\"}");
+  scn_client_close(&c);
+}
+
+static bool relative(scn_client *c, const char *world, uint64_t e, uint64_t to, float m[16]) {
+  cJSON *r = scn_client_call(
+      c, "{\"cmd\":\"transform.relative\",\"world\":\"%s\",\"entity\":%llu,\"to\":%llu}", world,
+      (unsigned long long)e, (unsigned long long)to);
+  bool ok = scn_resp_ok(r) && mat_of(r, "matrix", m);
+  if (!ok)
+    report("transform.relative", r);
+  cJSON_Delete(r);
+  return ok;
+}
+
+static void test_relative(void) {
+  scn_client c;
+  if (!connect_to(&c, dmain.port))
+    return;
+  new_world(&c, "rl");
+  uint64_t to = TF(&c, "rl", "\"t\":[1,0,0],\"s\":2");
+  uint64_t e = TF(&c, "rl", "\"t\":[5,4,0]");
+  uint64_t kid = TF(&c, "rl", "\"parent\":%llu,\"t\":[1,1,1]", (unsigned long long)to);
+  float m[16], want[16];
+  /* inverse(world(to)) * world(e) */
+  CU_ASSERT_TRUE(relative(&c, "rl", e, to, m));
+  mat_trs(2, 2, 0, 0.5f, want);
+  CHECK_MAT(m, want, 1e-6f);
+  CU_ASSERT_TRUE(relative(&c, "rl", to, e, m));
+  mat_trs(-4, -4, 0, 2, want);
+  CHECK_MAT(m, want, 1e-6f);
+  CU_ASSERT_TRUE(relative(&c, "rl", e, e, m));
+  CHECK_MAT(m, IDENTITY, 1e-6f);
+  /* Relative to the parent is the local matrix. */
+  CU_ASSERT_TRUE(relative(&c, "rl", kid, to, m));
+  mat_trs(1, 1, 1, 1, want);
+  CHECK_MAT(m, want, 1e-6f);
+  /* It follows later changes at once. */
+  OKD(&c, "{\"cmd\":\"transform.set_local\",\"world\":\"rl\",\"entity\":%llu,\"t\":[0,0,0]}",
+      (unsigned long long)to);
+  CU_ASSERT_TRUE(relative(&c, "rl", e, to, m));
+  mat_trs(5, 4, 0, 1, want);
+  CHECK_MAT(m, want, 1e-6f);
+  /* A singular "to" has no inverse. */
+  uint64_t z = TF(&c, "rl", "\"s\":[1,0,1]");
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.relative\",\"world\":\"rl\",\"entity\":%llu,\"to\":%llu}",
+      (unsigned long long)e, (unsigned long long)z);
+  CU_ASSERT_TRUE(relative(&c, "rl", z, e, m));
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.relative\",\"world\":\"rl\",\"entity\":%llu,\"to\":%llu}",
+      (unsigned long long)e, (unsigned long long)new_entity(&c));
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.relative\",\"world\":\"rl\",\"entity\":%llu}",
+      (unsigned long long)e);
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"rl\"}");
+  scn_client_close(&c);
+}
+
+/* ---- batch ----------------------------------------------------------------------------------- */
+
+/* Sends a request expected to fail with code and returns the error message (caller frees). */
+static char *fail_message_at(int at, scn_client *c, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static char *fail_message_at(int at, scn_client *c, const char *code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *line;
+  cJSON *r = vcall(c, &line, fmt, ap);
+  va_end(ap);
+  const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "error");
+  const cJSON *msg = e ? cJSON_GetObjectItemCaseSensitive(e, "message") : NULL;
+  bool good = r && !scn_resp_ok(r) && strcmp(scn_resp_code(r), code) == 0 && cJSON_IsString(msg);
+  CU_assertImplementation(good ? CU_TRUE : CU_FALSE, (unsigned)at, code, __FILE__, "", CU_FALSE);
+  if (!good) {
+    fprintf(stderr, "\n  request: %.600s (expected %s)", line, code);
+    report("response", r);
+  }
+  char *out = strdup(cJSON_IsString(msg) ? msg->valuestring : "");
+  free(line);
+  cJSON_Delete(r);
+  return out;
+}
+#define FAIL_MESSAGE(c, code, ...) fail_message_at(__LINE__, (c), (code), __VA_ARGS__)
+
+static bool json_equals(const cJSON *got, const char *want_text) {
+  cJSON *want = cJSON_Parse(want_text);
+  bool same = want && got && cJSON_Compare(got, want, true);
+  if (!same) {
+    fprintf(stderr, "\n  want %s", want_text);
+    report("got", got);
+  }
+  cJSON_Delete(want);
+  return same;
+}
+
+static void test_batch(void) {
+  scn_client c;
+  if (!connect_to(&c, dmain.port))
+    return;
+  new_world(&c, "bt");
+  cJSON *r = OK(&c, "{\"cmd\":\"entity.create\",\"count\":3}");
+  uint64_t e[3] = {0};
+  CU_ASSERT_EQUAL(ids_of(r, "entities", e, 3), 3);
+  cJSON_Delete(r);
+  unsigned long long a = e[0], b = e[1], k = e[2];
+
+  /* Ops apply in order, each seeing the ones before; results carry the ops' ids. */
+  r = OK(&c,
+         "{\"cmd\":\"batch\",\"world\":\"bt\",\"id\":\"B\",\"ops\":["
+         "{\"cmd\":\"transform.create\",\"entity\":%llu,\"id\":\"first\",\"t\":[1,0,0]},"
+         "{\"cmd\":\"transform.create\",\"entity\":%llu,\"parent\":%llu,\"name\":\"kid\"},"
+         "{\"cmd\":\"transform.set_local\",\"entity\":%llu,\"t\":[0,5,0],\"id\":3},"
+         "{\"cmd\":\"transform.rename\",\"entity\":%llu,\"name\":\"top\"},"
+         "{\"cmd\":\"transform.get\",\"entity\":%llu,\"id\":{\"k\":[1]}},"
+         "{\"cmd\":\"transform.children\",\"entity\":%llu,\"id\":null},"
+         "{\"cmd\":\"transform.find\",\"path\":\"top/kid\",\"id\":6},"
+         "{\"cmd\":\"transform.relative\",\"entity\":%llu,\"to\":%llu},"
+         "{\"cmd\":\"transform.create\",\"parent\":%llu}"
+         "]}",
+         a, b, a, a, a, b, a, b, a, b);
+  const cJSON *id = cJSON_GetObjectItemCaseSensitive(r, "id");
+  CHECK(cJSON_IsString(id) && strcmp(id->valuestring, "B") == 0, r);
+  const cJSON *res = cJSON_GetObjectItemCaseSensitive(r, "results");
+  CHECK(cJSON_GetArraySize(res) == 9, r);
+  char want[512];
+  snprintf(want, sizeof want, "{\"id\":\"first\",\"entity\":%llu}", a);
+  CU_ASSERT_TRUE(json_equals(cJSON_GetArrayItem(res, 0), want));
+  snprintf(want, sizeof want, "{\"entity\":%llu}", b);
+  CU_ASSERT_TRUE(json_equals(cJSON_GetArrayItem(res, 1), want));
+  CU_ASSERT_TRUE(json_equals(cJSON_GetArrayItem(res, 2), "{\"id\":3}"));
+  CU_ASSERT_TRUE(json_equals(cJSON_GetArrayItem(res, 3), "{}"));
+  snprintf(want, sizeof want,
+           "{\"id\":{\"k\":[1]},\"entity\":%llu,\"parent\":%llu,\"name\":\"kid\","
+           "\"local\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1],\"world\":[1,0,0,0,0,1,0,0,0,0,1,0,0,5,0,1]}",
+           b, a);
+  CU_ASSERT_TRUE(json_equals(cJSON_GetArrayItem(res, 4), want));
+  snprintf(want, sizeof want, "{\"id\":null,\"children\":[%llu]}", b);
+  CU_ASSERT_TRUE(json_equals(cJSON_GetArrayItem(res, 5), want));
+  snprintf(want, sizeof want, "{\"id\":6,\"entity\":%llu}", b);
+  CU_ASSERT_TRUE(json_equals(cJSON_GetArrayItem(res, 6), want));
+  CU_ASSERT_TRUE(json_equals(cJSON_GetArrayItem(res, 7),
+                             "{\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,5,0,1]}"));
+  const cJSON *last = cJSON_GetArrayItem(res, 8);
+  uint64_t created = u64(last, "entity");
+  CHECK(created != 0 && cJSON_GetArraySize(last) == 1, last);
+  cJSON_Delete(r);
+  CU_ASSERT_EQUAL(parent_of(&c, "bt", b), a);
+  CU_ASSERT_EQUAL(parent_of(&c, "bt", created), b);
+  CU_ASSERT_EQUAL(listed_transforms(&c, "bt"), 3);
+  /* An empty batch. */
+  r = OK(&c, "{\"cmd\":\"batch\",\"world\":\"bt\",\"ops\":[]}");
+  CU_ASSERT_TRUE(json_equals(r, "{\"ok\":true,\"results\":[]}"));
+  cJSON_Delete(r);
+
+  /* A failing op: nothing is applied (not even new entities), the error is the op's, and the
+   * message names the op's 0-based index. */
+  uint64_t ids[] = {a, b, k, created};
+  char *s1 = snapshot(&c, "bt", ids, 4);
+  char *msg = FAIL_MESSAGE(&c, "NOT_FOUND",
+                           "{\"cmd\":\"batch\",\"world\":\"bt\",\"ops\":["
+                           "{\"cmd\":\"transform.create\",\"entity\":%llu,\"parent\":%llu},"
+                           "{\"cmd\":\"transform.rename\",\"entity\":%llu,\"name\":\"renamed\"},"
+                           "{\"cmd\":\"transform.create\",\"name\":\"fresh\"},"
+                           "{\"cmd\":\"transform.set_local\",\"entity\":%llu,\"t\":[9,9,9]},"
+                           "{\"cmd\":\"transform.destroy\",\"entity\":%llu,\"recursive\":true},"
+                           "{\"cmd\":\"transform.link\",\"entity\":%llu,\"parent\":9007199254740000}"
+                           "]}",
+                           k, b, a, b, created, b);
+  CU_ASSERT_TRUE(names_number(msg, 5));
+  free(msg);
+  msg = FAIL_MESSAGE(&c, "CYCLE",
+                     "{\"cmd\":\"batch\",\"world\":\"bt\",\"ops\":["
+                     "{\"cmd\":\"transform.get\",\"entity\":%llu},"
+                     "{\"cmd\":\"transform.unlink\",\"entity\":%llu,\"keep\":\"world\"},"
+                     "{\"cmd\":\"transform.link\",\"entity\":%llu,\"parent\":%llu},"
+                     "{\"cmd\":\"transform.link\",\"entity\":%llu,\"parent\":%llu}"
+                     "]}",
+                     a, created, created, a, a, created);
+  CU_ASSERT_TRUE(names_number(msg, 3));
+  free(msg);
+  msg = FAIL_MESSAGE(&c, "ALREADY_EXISTS",
+                     "{\"cmd\":\"batch\",\"world\":\"bt\",\"ops\":["
+                     "{\"cmd\":\"transform.create\",\"entity\":%llu},"
+                     "{\"cmd\":\"transform.create\",\"entity\":%llu}]}",
+                     k, k);
+  CU_ASSERT_TRUE(names_number(msg, 1));
+  free(msg);
+  msg = FAIL_MESSAGE(&c, "BAD_REQUEST",
+                     "{\"cmd\":\"batch\",\"world\":\"bt\",\"ops\":["
+                     "{\"cmd\":\"transform.create\",\"entity\":%llu},"
+                     "{\"cmd\":\"transform.set_local\",\"entity\":%llu,\"t\":[1e39,0,0]}]}",
+                     k, a);
+  CU_ASSERT_TRUE(names_number(msg, 1));
+  free(msg);
+  /* Other commands in ops are BAD_REQUEST. */
+  static const char *const others[] = {
+      "{\"cmd\":\"ping\"}",
+      "{\"cmd\":\"hello\"}",
+      "{\"cmd\":\"world.create\",\"world\":\"bt_inner\"}",
+      "{\"cmd\":\"world.destroy\",\"world\":\"bt\"}",
+      "{\"cmd\":\"world.list\"}",
+      "{\"cmd\":\"entity.create\"}",
+      "{\"cmd\":\"entity.destroy\",\"entity\":1}",
+      "{\"cmd\":\"batch\",\"ops\":[]}",
+      "{\"cmd\":\"subscribe\"}",
+      "{\"cmd\":\"unsubscribe\",\"sub\":1}",
+      "{\"cmd\":\"info\"}",
+      "{\"cmd\":\"save\"}",
+      "{\"cmd\":\"nope\"}",
+      "{\"id\":1}",
+      "{\"cmd\":7}",
+      "[]",
+      "\"transform.get\"",
+  };
+  for (size_t i = 0; i < sizeof others / sizeof *others; i++) {
+    msg = FAIL_MESSAGE(&c, "BAD_REQUEST",
+                       "{\"cmd\":\"batch\",\"world\":\"bt\",\"ops\":["
+                       "{\"cmd\":\"transform.create\",\"entity\":%llu},"
+                       "{\"cmd\":\"transform.rename\",\"entity\":%llu,\"name\":\"r\"},%s]}",
+                       k, a, others[i]);
+    CU_ASSERT_TRUE(names_number(msg, 2));
+    free(msg);
+  }
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"batch\",\"world\":\"bt\"}");
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"batch\",\"world\":\"bt\",\"ops\":{}}");
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"batch\",\"ops\":[]}");
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"batch\",\"world\":\"bt_none\",\"ops\":[]}");
+  char *s2 = snapshot(&c, "bt", ids, 4);
+  CHECK_SAME(s1, s2);
+  free(s1);
+  free(s2);
+  CU_ASSERT_EQUAL(listed_transforms(&c, "bt_inner"), -1);
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"bt\"}");
+  scn_client_close(&c);
+}
+
+/* ---- info, save, subscriptions ----------------------------------------------------------------- */
+
+static void test_info_save(void) {
+  scn_client c, c2;
+  if (!connect_to(&c, dmain.port))
+    return;
+  cJSON *r = OK(&c, "{\"cmd\":\"info\"}");
+  const cJSON *version = cJSON_GetObjectItemCaseSensitive(r, "version");
+  CHECK(cJSON_IsString(version) && strcmp(version->valuestring, SCN_VERSION) == 0, r);
+  static const char *const fields[] = {"uptime_s", "worlds", "entities", "transforms",
+                                       "connections", "commands"};
+  for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+    CHECK(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(r, fields[i])) && num(r, fields[i]) >= 0,
+          r);
+  CHECK(num(r, "connections") >= 1 && num(r, "commands") >= 1, r);
+  double commands = num(r, "commands"), uptime = num(r, "uptime_s");
+  double worlds = num(r, "worlds"), entities = num(r, "entities"), transforms = num(r, "transforms");
+  cJSON_Delete(r);
+  /* Every request counts, including this one. */
+  r = OK(&c, "{\"cmd\":\"info\"}");
+  CU_ASSERT_EQUAL(num(r, "commands"), commands + 1);
+  CU_ASSERT_TRUE(num(r, "uptime_s") >= uptime);
+  cJSON_Delete(r);
+  ERR(&c, "UNKNOWN_COMMAND", "{\"cmd\":\"nope\"}");
+  CU_ASSERT_EQUAL(info_num(&c, "commands"), commands + 3);
+
+  new_world(&c, "inf");
+  TF0(&c, "inf");
+  TF0(&c, "inf");
+  new_entity(&c);
+  r = OK(&c, "{\"cmd\":\"info\"}");
+  CU_ASSERT_EQUAL(num(r, "worlds"), worlds + 1);
+  CU_ASSERT_EQUAL(num(r, "entities"), entities + 3);
+  CU_ASSERT_EQUAL(num(r, "transforms"), transforms + 2);
+  cJSON_Delete(r);
+  r = OK(&c, "{\"cmd\":\"world.list\"}");
+  CU_ASSERT_EQUAL(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "worlds")), (int)worlds + 1);
+  cJSON_Delete(r);
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"inf\"}");
+  CU_ASSERT_EQUAL(info_num(&c, "transforms"), transforms);
+
+  if (connect_to(&c2, dmain.port)) {
+    OKD(&c2, "{\"cmd\":\"ping\"}");
+    CU_ASSERT_TRUE(info_num(&c, "connections") >= 2);
+    scn_client_close(&c2);
+  }
+  /* Without --data there is nothing to save to. */
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"save\"}");
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"save\",\"id\":1}");
+  scn_client_close(&c);
+}
+
+static void test_subscribe_commands(void) {
+  scn_client c;
+  if (!connect_to(&c, dmain.port))
+    return;
+  new_world(&c, "sb");
+  uint64_t e = TF0(&c, "sb");
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"subscribe\",\"world\":\"sb_none\"}");
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"subscribe\",\"world\":\"sb\",\"root\":%llu}",
+      (unsigned long long)new_entity(&c));
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"subscribe\",\"world\":\"sb\",\"hz\":0}");
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"subscribe\",\"world\":\"sb\",\"hz\":\"fast\"}");
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"subscribe\"}");
+  cJSON *r = OK(&c, "{\"cmd\":\"subscribe\",\"world\":\"sb\",\"root\":%llu,\"hz\":5}",
+                (unsigned long long)e);
+  uint64_t sub = u64(r, "sub");
+  CHECK(sub != 0, r);
+  cJSON_Delete(r);
+  OKD(&c, "{\"cmd\":\"unsubscribe\",\"sub\":%llu}", (unsigned long long)sub);
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%llu}", (unsigned long long)sub);
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%llu}", (unsigned long long)sub + 1000);
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"unsubscribe\"}");
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"unsubscribe\",\"sub\":\"1\"}");
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"sb\"}");
+  scn_client_close(&c);
+}
+
+/* ---- error codes, ids, atomicity -------------------------------------------------------------- */
+
+static void test_error_codes(void) {
+  scn_client c;
+  if (!connect_to(&c, dmain.port))
+    return;
+  new_world(&c, "ec");
+  uint64_t p = TF0(&c, "ec");
+  uint64_t ch = TF(&c, "ec", "\"parent\":%llu", (unsigned long long)p);
+  ERR(&c, "BAD_JSON", "{");
+  ERR(&c, "BAD_JSON", "[1,2]");
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"world.create\"}");
+  ERR(&c, "BAD_REQUEST", "{\"world\":\"ec\"}");
+  ERR(&c, "UNKNOWN_COMMAND", "{\"cmd\":\"world.rename\",\"world\":\"ec\"}");
+  ERR(&c, "UNKNOWN_COMMAND", "{\"cmd\":\"\"}");
+  ERR(&c, "UNKNOWN_COMMAND", "{\"cmd\":\"PING\"}");
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"world.destroy\",\"world\":\"ec_none\"}");
+  ERR(&c, "ALREADY_EXISTS", "{\"cmd\":\"world.create\",\"world\":\"ec\"}");
+  ERR(&c, "CYCLE", "{\"cmd\":\"transform.link\",\"world\":\"ec\",\"entity\":%llu,\"parent\":%llu}",
+      (unsigned long long)p, (unsigned long long)ch);
+  ERR(&c, "LIMIT", "{\"cmd\":\"entity.create\",\"count\":100001}");
+  /* The error object holds exactly code and message. */
+  cJSON *r = scn_client_call(&c, "{\"cmd\":\"nope\",\"id\":1}");
+  const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "error");
+  CHECK(cJSON_IsObject(e) && cJSON_GetArraySize(e) == 2 && cJSON_GetArraySize(r) == 3, r);
+  cJSON_Delete(r);
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"ec\"}");
+  scn_client_close(&c);
+}
+
+static void test_id_echo(void) {
+  scn_client c;
+  if (!connect_to(&c, dmain.port))
+    return;
+  static const char *const ids[] = {
+      "42", "-3", "1.5", "0", "1e300", "123456789012", "\"abc\"", "\"\"",
+      "\"a\\\"b\\\\c\\u00e9\\n\\t/\"", "\"\xe2\x82\xac\"", "{\"a\":[1,{\"b\":null}],\"c\":\"d\"}",
+      "[1,\"x\",null,true,[]]", "true", "false", "null", "{}", "[]", "-0.25"};
+  static const char *const reqs[] = {
+      "{\"cmd\":\"ping\",\"id\":%s}",
+      "{\"id\":%s,\"cmd\":\"ping\"}",
+      "{\"cmd\":\"nope\",\"id\":%s}",
+      "{\"cmd\":\"transform.get\",\"world\":\"none\",\"entity\":1,\"id\":%s}",
+      "{\"cmd\":\"world.create\",\"world\":\"\",\"id\":%s}",
+      "{\"cmd\":5,\"id\":%s}",
+      "{\"cmd\":\"hello\",\"id\":%s}",
+  };
+  for (size_t i = 0; i < sizeof ids / sizeof *ids; i++) {
+    cJSON *want = cJSON_Parse(ids[i]);
+    CU_ASSERT_PTR_NOT_NULL(want);
+    for (size_t k = 0; k < sizeof reqs / sizeof *reqs; k++) {
+      char line[512];
+      snprintf(line, sizeof line, reqs[k], ids[i]);
+      cJSON *r = scn_client_call(&c, "%s", line);
+      const cJSON *id = cJSON_GetObjectItemCaseSensitive(r, "id");
+      bool same = id && want && cJSON_Compare(id, want, true);
+      CU_ASSERT_TRUE(same);
+      if (!same) {
+        fprintf(stderr, "\n  request %s", line);
+        report("response", r);
+      }
+      CU_ASSERT_EQUAL(scn_resp_ok(r), k == 0 || k == 1 || k == 6);
+      cJSON_Delete(r);
+    }
+    cJSON_Delete(want);
+  }
+  /* Without an id, no "id" key, in successes and failures alike. */
+  static const char *const no_id[] = {"{\"cmd\":\"ping\"}", "{\"cmd\":\"nope\"}",
+                                      "{\"cmd\":\"world.create\"}", "{\"cmd\":\"info\"}",
+                                      "{\"cmd\":\"ping\",\"ID\":1}", "{\"id\":1"};
+  for (size_t i = 0; i < sizeof no_id / sizeof *no_id; i++) {
+    cJSON *r = scn_client_call(&c, "%s", no_id[i]);
+    CHECK(r && cJSON_GetObjectItemCaseSensitive(r, "ok") && !has(r, "id"), r);
+    cJSON_Delete(r);
+  }
+  scn_client_close(&c);
+}
+
+static void test_failed_changes_nothing(void) {
+  scn_client c;
+  if (!connect_to(&c, dmain.port))
+    return;
+  new_world(&c, "fc");
+  new_world(&c, "fc2");
+  unsigned long long p = TF(&c, "fc", "\"t\":[1,2,3],\"r\":" R90Z ",\"s\":[1,2,3],\"name\":\"p\"");
+  unsigned long long ch = TF(&c, "fc", "\"parent\":%llu,\"name\":\"c\",\"t\":[0,1,0]", p);
+  unsigned long long d = TF(&c, "fc", "\"name\":\"d\"");
+  unsigned long long e = TF(&c, "fc", "\"name\":\"c\"");
+  unsigned long long n = new_entity(&c);
+  CU_ASSERT_EQUAL(TF(&c, "fc2", "\"entity\":%llu", p), p);
+  uint64_t ids[] = {p, ch, d, e, n};
+  char *s1 = snapshot(&c, "fc", ids, 5);
+  char *t1 = snapshot(&c, "fc2", ids, 5);
+  ERR(&c, "ALREADY_EXISTS", "{\"cmd\":\"transform.create\",\"world\":\"fc\",\"entity\":%llu}", ch);
+  ERR(&c, "ALREADY_EXISTS", "{\"cmd\":\"transform.create\",\"world\":\"fc\",\"name\":\"d\"}");
+  ERR(&c, "ALREADY_EXISTS",
+      "{\"cmd\":\"transform.create\",\"world\":\"fc\",\"entity\":%llu,\"name\":\"d\"}", n);
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.create\",\"world\":\"fc\",\"parent\":%llu}", n);
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.create\",\"world\":\"fc\",\"t\":[1e39,0,0]}");
+  ERR(&c, "CYCLE", "{\"cmd\":\"transform.link\",\"world\":\"fc\",\"entity\":%llu,\"parent\":%llu}",
+      p, ch);
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.link\",\"world\":\"fc\",\"entity\":%llu,\"parent\":%llu}",
+      ch, n);
+  ERR(&c, "ALREADY_EXISTS",
+      "{\"cmd\":\"transform.rename\",\"world\":\"fc\",\"entity\":%llu,\"name\":\"d\"}", e);
+  ERR(&c, "ALREADY_EXISTS", "{\"cmd\":\"transform.unlink\",\"world\":\"fc\",\"entity\":%llu}", ch);
+  ERR(&c, "ALREADY_EXISTS",
+      "{\"cmd\":\"transform.unlink\",\"world\":\"fc\",\"entity\":%llu,\"keep\":\"world\"}", ch);
+  ERR(&c, "ALREADY_EXISTS", "{\"cmd\":\"transform.destroy\",\"world\":\"fc\",\"entity\":%llu}", p);
+  ERR(&c, "ALREADY_EXISTS", "{\"cmd\":\"entity.destroy\",\"entity\":%llu}", p);
+  ERR(&c, "BAD_REQUEST",
+      "{\"cmd\":\"transform.set_local\",\"world\":\"fc\",\"entity\":%llu,\"matrix\":[1,2,3]}", ch);
+  ERR(&c, "BAD_REQUEST",
+      "{\"cmd\":\"transform.set_world\",\"world\":\"fc\",\"entity\":%llu,\"r\":[0,0,0,0]}", ch);
+  ERR(&c, "BAD_REQUEST",
+      "{\"cmd\":\"transform.set_world\",\"world\":\"fc\",\"entity\":%llu,\"t\":[1,2,3],"
+      "\"s\":[1,1,1e999]}",
+      ch);
+  ERR(&c, "LIMIT", "{\"cmd\":\"entity.create\",\"count\":100001}");
+  ERR(&c, "ALREADY_EXISTS", "{\"cmd\":\"world.create\",\"world\":\"fc\"}");
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"world.destroy\",\"world\":\"fc_none\"}");
+  ERR(&c, "CYCLE",
+      "{\"cmd\":\"batch\",\"world\":\"fc\",\"ops\":["
+      "{\"cmd\":\"transform.set_local\",\"entity\":%llu,\"t\":[5,5,5]},"
+      "{\"cmd\":\"transform.destroy\",\"entity\":%llu},"
+      "{\"cmd\":\"transform.create\",\"name\":\"new\"},"
+      "{\"cmd\":\"transform.create\",\"entity\":%llu},"
+      "{\"cmd\":\"transform.rename\",\"entity\":%llu,\"name\":null},"
+      "{\"cmd\":\"transform.link\",\"entity\":%llu,\"parent\":%llu}]}",
+      p, d, n, e, p, ch);
+  ERR(&c, "UNKNOWN_COMMAND", "{\"cmd\":\"world.clear\",\"world\":\"fc\"}");
+  ERR(&c, "BAD_JSON", "{\"cmd\":\"world.destroy\",\"world\":\"fc\"");
+  ERR(&c, "BAD_JSON", "{\"cmd\":\"world.destroy\",\"world\":\"fc\"} x");
+  char *s2 = snapshot(&c, "fc", ids, 5);
+  char *t2 = snapshot(&c, "fc2", ids, 5);
+  CHECK_SAME(s1, s2);
+  CHECK_SAME(t1, t2);
+  free(s1);
+  free(s2);
+  free(t1);
+  free(t2);
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"fc\"}");
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"fc2\"}");
+  scn_client_close(&c);
+}
+
+/* ---- pipelining and concurrency ------------------------------------------------------------- */
+
+#define PIPELINED 6000
+
+static void test_pipelining(void) {
+  scn_client c;
+  if (!connect_to(&c, dmain.port))
+    return;
+  new_world(&c, "pl");
+  unsigned long long e = TF0(&c, "pl");
+  sb all = {0};
+  for (int i = 0; i < PIPELINED; i++) {
+    switch (i % 4) {
+    case 0: sb_addf(&all, "{\"cmd\":\"ping\",\"id\":%d}\n", i); break;
+    case 1:
+      sb_addf(&all,
+              "{\"cmd\":\"transform.set_local\",\"world\":\"pl\",\"entity\":%llu,\"t\":[%d,0,0],"
+              "\"id\":%d}\n",
+              e, i, i);
+      break;
+    case 2:
+      sb_addf(&all, "{\"id\":%d,\"cmd\":\"transform.get\",\"world\":\"pl\",\"entity\":%llu}\n", i, e);
+      break;
+    default: sb_addf(&all, "{\"cmd\":\"nope\",\"id\":%d}\n", i); break;
+    }
+  }
+  long t0 = now_ms();
+  CU_ASSERT_EQUAL(scn_client_send_raw(&c, all.s, all.len), 0);
+  sb_free(&all);
+  int got = 0, wrong = 0;
+  for (int i = 0; i < PIPELINED; i++) {
+    cJSON *r = scn_client_recv_json(&c, WAIT_MS);
+    if (!r)
+      break;
+    got++;
+    bool good = num(r, "id") == i && scn_resp_ok(r) == (i % 4 != 3);
+    if (i % 4 == 3)
+      good = good && strcmp(scn_resp_code(r), "UNKNOWN_COMMAND") == 0;
+    float m[16];
+    if (i % 4 == 2)
+      good = good && mat_of(r, "world", m) && m[12] == (float)(i - 1);
+    if (!good && wrong++ < 3)
+      report("pipelined response out of order or wrong", r);
+    cJSON_Delete(r);
+  }
+  CU_ASSERT_EQUAL(got, PIPELINED);
+  CU_ASSERT_EQUAL(wrong, 0);
+  CU_ASSERT_TRUE(now_ms() - t0 < 10000);
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"pl\"}");
+  scn_client_close(&c);
+}
+
+static void test_two_connections(void) {
+  scn_client a, b;
+  if (!connect_to(&a, dmain.port))
+    return;
+  if (!connect_to(&b, dmain.port)) {
+    scn_client_close(&a);
+    return;
+  }
+  new_world(&a, "two");
+  unsigned long long e = TF0(&b, "two");
+  CU_ASSERT_EQUAL(parent_of(&a, "two", e), 0);
+  unsigned long long p = TF(&a, "two", "\"t\":[0,0,7]");
+  OKD(&b, "{\"cmd\":\"transform.link\",\"world\":\"two\",\"entity\":%llu,\"parent\":%llu}", e, p);
+  float m[16], want[16];
+  mat_trs(0, 0, 7, 1, want);
+  CU_ASSERT_TRUE(matrix(&a, "two", e, "world", m));
+  CU_ASSERT_EQUAL(memcmp(m, want, sizeof m), 0);
+  /* Alternating writers, each read right after the other's write. */
+  for (int i = 0; i < 50; i++) {
+    scn_client *w = i % 2 ? &a : &b, *rd = i % 2 ? &b : &a;
+    OKD(w, "{\"cmd\":\"transform.set_local\",\"world\":\"two\",\"entity\":%llu,\"t\":[%d,0,0]}", p, i);
+    CU_ASSERT_TRUE(matrix(rd, "two", e, "world", m));
+    mat_trs((float)i, 0, 0, 1, want);
+    if (memcmp(m, want, sizeof m) != 0) {
+      CU_FAIL("a write on one connection is not seen on the other");
+      break;
+    }
+  }
+  OKD(&b, "{\"cmd\":\"transform.destroy\",\"world\":\"two\",\"entity\":%llu,\"recursive\":true}", p);
+  ERR(&a, "NOT_FOUND", "{\"cmd\":\"transform.get\",\"world\":\"two\",\"entity\":%llu}", e);
+  OKD(&b, "{\"cmd\":\"world.destroy\",\"world\":\"two\"}");
+  ERR(&a, "NOT_FOUND", "{\"cmd\":\"world.destroy\",\"world\":\"two\"}");
+  scn_client_close(&a);
+  scn_client_close(&b);
+}
+
+/* ---- framing ---------------------------------------------------------------------------------- */
+
+/* {"cmd":"ping","id":N,"pad":"xxx"} of exactly total bytes (no line end). */
+static char *padded_ping(int id, size_t total) {
+  char head[64];
+  int n = snprintf(head, sizeof head, "{\"cmd\":\"ping\",\"id\":%d,\"pad\":\"", id);
+  char *s = malloc(total + 1);
+  if (!s)
+    abort();
+  memcpy(s, head, (size_t)n);
+  memset(s + n, 'x', total - (size_t)n - 2);
+  memcpy(s + total - 2, "\"}", 2);
+  s[total] = '\0';
+  return s;
+}
+
+/* The next response must be ok with this id. */
+static void expect_ok_id_at(int at, scn_client *c, int id) {
+  cJSON *r = scn_client_recv_json(c, WAIT_MS);
+  bool good = scn_resp_ok(r) && num(r, "id") == id;
+  CU_assertImplementation(good ? CU_TRUE : CU_FALSE, (unsigned)at, "ok with the id", __FILE__, "",
+                          CU_FALSE);
+  if (!good) {
+    fprintf(stderr, "\n  expected ok with id %d", id);
+    report("got", r);
+  }
+  cJSON_Delete(r);
+}
+#define EXPECT_OK_ID(c, id) expect_ok_id_at(__LINE__, (c), (id))
+
+/* The next response must be a LIMIT error without an id. */
+static void expect_limit_at(int at, scn_client *c) {
+  cJSON *r = scn_client_recv_json(c, WAIT_MS);
+  bool good = r && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(r, "ok")) &&
+              strcmp(scn_resp_code(r), "LIMIT") == 0 && !has(r, "id");
+  CU_assertImplementation(good ? CU_TRUE : CU_FALSE, (unsigned)at, "LIMIT", __FILE__, "", CU_FALSE);
+  if (!good)
+    report("expected LIMIT, got", r);
+  cJSON_Delete(r);
+}
+#define EXPECT_LIMIT(c) expect_limit_at(__LINE__, (c))
+
+/* Nothing more arrives for a while. */
+static void expect_quiet_at(int at, scn_client *c, int ms) {
+  char *line = scn_client_recv(c, ms);
+  CU_assertImplementation(line ? CU_FALSE : CU_TRUE, (unsigned)at, "no further line", __FILE__, "",
+                          CU_FALSE);
+  if (line)
+    fprintf(stderr, "\n  unexpected line: %.300s", line);
+  free(line);
+}
+#define EXPECT_QUIET(c, ms) expect_quiet_at(__LINE__, (c), (ms))
+
+static void send_str(scn_client *c, const char *s) {
+  CU_ASSERT_EQUAL(scn_client_send_raw(c, s, strlen(s)), 0);
+}
+
+static void test_line_limit(void) {
+  scn_daemon d;
+  const char *args[] = {"--max-line", "1024", NULL};
+  if (scn_daemon_start(&d, args) != 0) {
+    CU_FAIL("daemon with --max-line 1024 did not start");
+    return;
+  }
+  scn_client c;
+  if (!connect_to(&c, d.port)) {
+    stop_ok(&d);
+    return;
+  }
+  char *at = padded_ping(1, 1024), *over = padded_ping(3, 1025);
+  /* Exactly the limit passes, with \n or \r\n (the line end does not count). */
+  send_str(&c, at);
+  send_str(&c, "\n");
+  EXPECT_OK_ID(&c, 1);
+  at[19] = '2'; /* id 1 -> 2 */
+  send_str(&c, at);
+  send_str(&c, "\r\n");
+  EXPECT_OK_ID(&c, 2);
+  /* One byte more is LIMIT, without an id; the next line on the connection works. */
+  send_str(&c, over);
+  send_str(&c, "\n{\"cmd\":\"ping\",\"id\":3}\n");
+  EXPECT_LIMIT(&c);
+  EXPECT_OK_ID(&c, 3);
+  send_str(&c, over);
+  send_str(&c, "\r\n{\"cmd\":\"ping\",\"id\":4}\r\n");
+  EXPECT_LIMIT(&c);
+  EXPECT_OK_ID(&c, 4);
+  /* The same across separate reads. */
+  at[19] = '5';
+  CU_ASSERT_EQUAL(scn_client_send_raw(&c, at, 500), 0);
+  sleep_ms(20);
+  CU_ASSERT_EQUAL(scn_client_send_raw(&c, at + 500, 524), 0);
+  sleep_ms(20);
+  send_str(&c, "\r");
+  sleep_ms(20);
+  send_str(&c, "\n");
+  EXPECT_OK_ID(&c, 5);
+  CU_ASSERT_EQUAL(scn_client_send_raw(&c, over, 600), 0);
+  sleep_ms(20);
+  CU_ASSERT_EQUAL(scn_client_send_raw(&c, over + 600, 425), 0);
+  sleep_ms(20);
+  send_str(&c, "\r");
+  sleep_ms(20);
+  send_str(&c, "\n{\"cmd\":\"ping\",\"id\":6}\n");
+  EXPECT_LIMIT(&c);
+  EXPECT_OK_ID(&c, 6);
+  EXPECT_QUIET(&c, 100);
+
+  /* A huge line over many writes: one LIMIT, then the connection goes on. */
+  char chunk[10000];
+  memset(chunk, 'y', sizeof chunk);
+  send_str(&c, "{\"cmd\":\"ping\",\"id\":7}\n{\"cmd\":\"ping\",\"id\":8,\"pad\":\"");
+  for (int i = 0; i < 30; i++) {
+    CU_ASSERT_EQUAL(scn_client_send_raw(&c, chunk, sizeof chunk), 0);
+    sleep_ms(1);
+  }
+  send_str(&c, "\"}\n{\"cmd\":\"ping\",\"id\":9}\n");
+  EXPECT_OK_ID(&c, 7);
+  EXPECT_LIMIT(&c);
+  EXPECT_OK_ID(&c, 9);
+  EXPECT_QUIET(&c, 150);
+  /* Garbage far past the limit (no JSON at all) is the same. */
+  for (int i = 0; i < 10; i++)
+    CU_ASSERT_EQUAL(scn_client_send_raw(&c, chunk, sizeof chunk), 0);
+  send_str(&c, "\n\n{\"cmd\":\"ping\",\"id\":10}\n");
+  EXPECT_LIMIT(&c);
+  EXPECT_OK_ID(&c, 10);
+  EXPECT_QUIET(&c, 100);
+  free(at);
+  free(over);
+  scn_client_close(&c);
+  stop_ok(&d);
+}
+
+static void test_default_line_limit(void) {
+  scn_client c;
+  if (!connect_to(&c, dmain.port))
+    return;
+  /* The default limit is 1 MiB. */
+  char *at = padded_ping(1, 1048576), *over = padded_ping(2, 1048577);
+  send_str(&c, at);
+  send_str(&c, "\n");
+  EXPECT_OK_ID(&c, 1);
+  send_str(&c, over);
+  send_str(&c, "\n{\"cmd\":\"ping\",\"id\":3}\n");
+  EXPECT_LIMIT(&c);
+  EXPECT_OK_ID(&c, 3);
+  free(at);
+  free(over);
+  scn_client_close(&c);
+}
+
+static void test_blank_lines_crlf(void) {
+  scn_client c;
+  if (!connect_to(&c, dmain.port))
+    return;
+  send_str(&c, "\n\n   \n\t\n\r\n \t \r\n{\"cmd\":\"ping\",\"id\":1}\r\n\n\n");
+  EXPECT_OK_ID(&c, 1);
+  EXPECT_QUIET(&c, 150);
+  send_str(&c, "{\"cmd\":\"ping\",\"id\":2}  \r\n");
+  EXPECT_OK_ID(&c, 2);
+  send_str(&c, "  {\"cmd\":\"ping\",\"id\":3}\n\r\n{\"cmd\":\"ping\",\"id\":4}\r\n");
+  EXPECT_OK_ID(&c, 3);
+  EXPECT_OK_ID(&c, 4);
+  /* A CRLF split between writes. */
+  send_str(&c, "{\"cmd\":\"ping\",\"id\":5}\r");
+  sleep_ms(20);
+  send_str(&c, "\n");
+  EXPECT_OK_ID(&c, 5);
+  EXPECT_QUIET(&c, 100);
+  scn_client_close(&c);
+}
+
+/* ---- malformed lines ---------------------------------------------------------------------------- */
+
+typedef struct mcase {
+  char *line;
+  size_t len;
+  const char *code; /* expected code; "A|B" accepts either */
+  int id;           /* the id the response must echo, -1 for none */
+} mcase;
+
+typedef struct mlist {
+  mcase *v;
+  int n, cap;
+} mlist;
+
+static void m_add(mlist *l, const char *code, int id, const void *data, size_t len) {
+  if (l->n == l->cap) {
+    l->cap = l->cap ? l->cap * 2 : 256;
+    mcase *p = realloc(l->v, sizeof *p * (size_t)l->cap);
+    if (!p)
+      abort();
+    l->v = p;
+  }
+  mcase *m = &l->v[l->n++];
+  m->line = malloc(len + 1);
+  if (!m->line)
+    abort();
+  memcpy(m->line, data, len);
+  m->line[len] = '\0';
+  m->len = len;
+  m->code = code;
+  m->id = id;
+}
+
+static void m_str(mlist *l, const char *code, const char *s) { m_add(l, code, -1, s, strlen(s)); }
+
+/* One request per bad value of key: {"cmd":cmd,"id":N, base fields but key, "key":bad}. */
+typedef struct kv {
+  const char *key;
+  char val[64];
+} kv;
+
+static bool is_spec_key(const char *k) {
+  return !strcmp(k, "matrix") || !strcmp(k, "t") || !strcmp(k, "r") || !strcmp(k, "s");
+}
+
+static void m_fields(mlist *l, const char *cmd, const kv *base, int nbase, const char *key,
+                     const char *const *bad, int nbad) {
+  for (int i = 0; i < nbad; i++) {
+    sb b = {0};
+    int id = 100000 + l->n;
+    sb_addf(&b, "{\"cmd\":\"%s\",\"id\":%d", cmd, id);
+    for (int k = 0; k < nbase; k++) {
+      if (!strcmp(base[k].key, key) || (is_spec_key(key) && is_spec_key(base[k].key)))
+        continue;
+      sb_addf(&b, ",\"%s\":%s", base[k].key, base[k].val);
+    }
+    sb_addf(&b, ",\"%s\":%s}", key, bad[i]);
+    m_add(l, "BAD_REQUEST", id, b.s, b.len);
+    sb_free(&b);
+  }
+}
+
+#define NB(a) ((int)(sizeof(a) / sizeof *(a)))
+
+static void build_malformed(mlist *l, uint64_t a, uint64_t b, uint64_t n) {
+  static char w65[80], nm65[80];
+  snprintf(w65, sizeof w65, "\"%s\"", "wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww");
+  snprintf(nm65, sizeof nm65, "\"%s\"", "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn");
+  const char *W[] = {"1",    "true",  "null",         "[]",    "{}",       "\"\"",
+                     "\"a b\"", "\"a/b\"", w65, "\"w\\u00f6rld\"", "\"w\xc3\xb6rld\"", "\"\\u0000\"",
+                     "\"tab\\t\"", "[\"mal\"]"};
+  const char *E[] = {"\"1\"", "true", "null", "[]", "{}", "0", "-1", "1.5", "9007199254740992",
+                     "1e999", "-0", "1e300", "\"abc\"", "-1e999", "[1]", "0.999999"};
+  const char *P[] = {"\"1\"", "true", "[]", "{}", "0", "-1", "1.5", "9007199254740992", "1e999",
+                     "-0", "1e300", "\"abc\"", "[1]"};
+  const char *NM[] = {"1", "true", "[]", "{}", "\"\"", "\"a/b\"", "\"\\u0001\"", "\"a\\nb\"", nm65,
+                      "\"\\u007f\"", "\"/\"", "[\"a\"]"};
+  const char *M[] = {"1",
+                     "\"x\"",
+                     "[]",
+                     "{}",
+                     "null",
+                     "[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0]",
+                     "[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1,0]",
+                     "[1e39,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1]",
+                     "[1,0,0,0,0,1e999,0,0,0,0,1,0,0,0,0,1]",
+                     "[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,-1e999]",
+                     "[1,0,0,0,0,1,0,0,0,0,1,0,\"1\",0,0,1]",
+                     "[1,0,0,0,0,1,0,0,0,0,1,0,null,0,0,1]",
+                     "[1,0,0,0,0,1,0,0,0,0,1,0,0,0,-1e39,1]",
+                     "[[1],0,0,0,0,1,0,0,0,0,1,0,0,0,0,1]",
+                     "[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,true]"};
+  const char *T[] = {"[1,2]", "[1,2,3,4]", "\"x\"", "1", "null", "[1,\"2\",3]", "[1e39,0,0]",
+                     "[0,1e999,0]", "[0,0,-1e999]", "{}", "[]", "[true,0,0]", "[1,2,null]"};
+  const char *R[] = {"[0,0,0,0]", "[-0,0,0,-0]", "[0,0,1]", "[0,0,0,\"1\"]", "1", "[1e39,0,0,1]",
+                     "null", "[0,0,0,1,0]", "[0,0,0,1e999]", "{}"};
+  const char *S[] = {"\"2\"", "[1,2]", "[1,2,3,4]", "1e39", "[1,1,1e999]", "true", "null",
+                     "-1e999", "{}", "[1,\"1\",1]", "[]", "-3.5e38"};
+  const char *K[] = {"1", "true", "null", "\"\"", "\"both\"", "\"LOCAL\"", "[]", "\"world \""};
+  const char *REC[] = {"1", "\"true\"", "null", "0", "[]", "\"false\""};
+  const char *CNT[] = {"\"1\"", "true", "null", "0", "-1", "1.5", "[]", "{}", "-1e999", "0.5"};
+  const char *PATH[] = {"1", "null", "[]", "true", "{}", "\"\"", "\"a//b\""};
+  const char *OPS[] = {"{}",
+                       "\"x\"",
+                       "1",
+                       "null",
+                       "true",
+                       "[1]",
+                       "[null]",
+                       "[[]]",
+                       "[{\"cmd\":\"ping\"}]",
+                       "[{\"cmd\":\"world.create\",\"world\":\"q\"}]",
+                       "[{\"cmd\":\"batch\",\"ops\":[]}]",
+                       "[{\"cmd\":5}]",
+                       "[{}]",
+                       "[{\"cmd\":\"nope\"}]",
+                       "[{\"cmd\":\"entity.create\"}]",
+                       "[{\"cmd\":\"transform.get\"}]",
+                       "[{\"cmd\":\"transform.create\",\"world\":\"other\"}]"};
+  const char *SUB[] = {"\"x\"", "0", "-1", "1.5", "null", "[]", "9007199254740992", "true", "{}"};
+  const char *HZ[] = {"0", "-1", "\"5\"", "true", "[]", "1e999", "null", "{}"};
+
+  kv base_w[] = {{"world", "\"mal_new\""}};
+  m_fields(l, "world.create", base_w, 1, "world", W, NB(W));
+  m_fields(l, "world.destroy", base_w, 1, "world", W, NB(W));
+  m_fields(l, "entity.create", NULL, 0, "count", CNT, NB(CNT));
+  kv base_ed[] = {{"entity", ""}};
+  snprintf(base_ed[0].val, sizeof base_ed[0].val, "%llu", (unsigned long long)n);
+  m_fields(l, "entity.destroy", base_ed, 1, "entity", E, NB(E));
+
+  kv base_create[] = {{"world", "\"mal\""}, {"entity", ""}};
+  snprintf(base_create[1].val, sizeof base_create[1].val, "%llu", (unsigned long long)n);
+  static const char *const create_keys[] = {"world", "entity", "parent", "name",
+                                            "matrix", "t", "r", "s"};
+  const char *const *create_vals[] = {W, E, P, NM, M, T, R, S};
+  int create_counts[] = {NB(W), NB(E), NB(P), NB(NM), NB(M), NB(T), NB(R), NB(S)};
+  for (int i = 0; i < 8; i++)
+    m_fields(l, "transform.create", base_create, 2, create_keys[i], create_vals[i],
+             create_counts[i]);
+
+  kv base_a[] = {{"world", "\"mal\""}, {"entity", ""}, {"t", "[1,2,3]"}};
+  snprintf(base_a[1].val, sizeof base_a[1].val, "%llu", (unsigned long long)a);
+  static const char *const set_cmds[] = {"transform.set_local", "transform.set_world"};
+  for (int k = 0; k < 2; k++) {
+    m_fields(l, set_cmds[k], base_a, 3, "world", W, NB(W));
+    m_fields(l, set_cmds[k], base_a, 3, "entity", E, NB(E));
+    m_fields(l, set_cmds[k], base_a, 3, "matrix", M, NB(M));
+    m_fields(l, set_cmds[k], base_a, 3, "t", T, NB(T));
+    m_fields(l, set_cmds[k], base_a, 3, "r", R, NB(R));
+    m_fields(l, set_cmds[k], base_a, 3, "s", S, NB(S));
+  }
+  static const char *const read_cmds[] = {"transform.get", "transform.children",
+                                          "transform.unlink"};
+  for (int k = 0; k < 3; k++) {
+    m_fields(l, read_cmds[k], base_a, 2, "world", W, NB(W));
+    m_fields(l, read_cmds[k], base_a, 2, "entity", E, NB(E));
+  }
+  m_fields(l, "transform.unlink", base_a, 2, "keep", K, NB(K));
+
+  kv base_b[] = {{"world", "\"mal\""}, {"entity", ""}, {"parent", ""}, {"to", ""}};
+  snprintf(base_b[1].val, sizeof base_b[1].val, "%llu", (unsigned long long)b);
+  snprintf(base_b[2].val, sizeof base_b[2].val, "%llu", (unsigned long long)a);
+  snprintf(base_b[3].val, sizeof base_b[3].val, "%llu", (unsigned long long)a);
+  kv link_base[] = {base_b[0], base_b[1], base_b[2]};
+  m_fields(l, "transform.link", link_base, 3, "world", W, NB(W));
+  m_fields(l, "transform.link", link_base, 3, "entity", E, NB(E));
+  m_fields(l, "transform.link", link_base, 3, "parent", P, NB(P));
+  m_fields(l, "transform.link", link_base, 3, "keep", K, NB(K));
+  kv destroy_base[] = {base_b[0], base_b[1]};
+  m_fields(l, "transform.destroy", destroy_base, 2, "world", W, NB(W));
+  m_fields(l, "transform.destroy", destroy_base, 2, "entity", E, NB(E));
+  m_fields(l, "transform.destroy", destroy_base, 2, "recursive", REC, NB(REC));
+  kv rel_base[] = {base_b[0], base_b[1], base_b[3]};
+  m_fields(l, "transform.relative", rel_base, 3, "world", W, NB(W));
+  m_fields(l, "transform.relative", rel_base, 3, "entity", E, NB(E));
+  m_fields(l, "transform.relative", rel_base, 3, "to", E, NB(E));
+
+  kv rename_base[] = {{"world", "\"mal\""}, {"entity", ""}, {"name", "\"a\""}};
+  snprintf(rename_base[1].val, sizeof rename_base[1].val, "%llu", (unsigned long long)a);
+  m_fields(l, "transform.rename", rename_base, 3, "world", W, NB(W));
+  m_fields(l, "transform.rename", rename_base, 3, "entity", E, NB(E));
+  m_fields(l, "transform.rename", rename_base, 3, "name", NM, NB(NM));
+  kv find_base[] = {{"world", "\"mal\""}, {"path", "\"a/b\""}};
+  m_fields(l, "transform.find", find_base, 2, "world", W, NB(W));
+  m_fields(l, "transform.find", find_base, 2, "path", PATH, NB(PATH));
+  kv batch_base[] = {{"world", "\"mal\""}, {"ops", "[]"}};
+  m_fields(l, "batch", batch_base, 2, "world", W, NB(W));
+  m_fields(l, "batch", batch_base, 2, "ops", OPS, NB(OPS));
+  kv sub_base[] = {{"world", "\"mal\""}};
+  m_fields(l, "subscribe", sub_base, 1, "world", W, NB(W));
+  m_fields(l, "subscribe", sub_base, 1, "root", P, NB(P));
+  m_fields(l, "subscribe", sub_base, 1, "hz", HZ, NB(HZ));
+  m_fields(l, "unsubscribe", NULL, 0, "sub", SUB, NB(SUB));
+
+  /* Each required field missing in turn, for every command of the table. */
+  for (unsigned i = 0; i < scn_command_count; i++) {
+    const char *req = scn_commands[i].required;
+    for (const char *p = req; *p;) {
+      const char *comma = strchr(p, ',');
+      size_t len = comma ? (size_t)(comma - p) : strlen(p);
+      sb line = {0};
+      int id = 100000 + l->n;
+      sb_addf(&line, "{\"cmd\":\"%s\",\"id\":%d", scn_commands[i].name, id);
+      for (const char *q = req; *q;) {
+        const char *qc = strchr(q, ',');
+        size_t qlen = qc ? (size_t)(qc - q) : strlen(q);
+        if (q != p) {
+          const char *v = "1";
+          if (qlen == 5 && !strncmp(q, "world", 5))
+            v = "\"mal\"";
+          else if (qlen == 4 && !strncmp(q, "path", 4))
+            v = "\"a\"";
+          else if (qlen == 4 && !strncmp(q, "name", 4))
+            v = "\"zz\"";
+          else if (qlen == 3 && !strncmp(q, "ops", 3))
+            v = "[]";
+          sb_addf(&line, ",\"%.*s\":%s", (int)qlen, q, v);
+        }
+        q += qlen + (qc ? 1 : 0);
+      }
+      sb_addf(&line, "}");
+      m_add(l, "BAD_REQUEST", id, line.s, line.len);
+      sb_free(&line);
+      p += len + (comma ? 1 : 0);
+    }
+  }
+
+  /* cmd missing, of the wrong type, or unknown. */
+  static const char *const bad_cmd[] = {"5", "null", "true", "[]", "{}", "[\"ping\"]", "1.5"};
+  for (int i = 0; i < NB(bad_cmd); i++) {
+    char line[128];
+    int id = 100000 + l->n;
+    int len = snprintf(line, sizeof line, "{\"cmd\":%s,\"id\":%d}", bad_cmd[i], id);
+    m_add(l, "BAD_REQUEST", id, line, (size_t)len);
+  }
+  {
+    char line[64];
+    int id = 100000 + l->n;
+    int len = snprintf(line, sizeof line, "{\"id\":%d}", id);
+    m_add(l, "BAD_REQUEST", id, line, (size_t)len);
+    m_str(l, "BAD_REQUEST", "{}");
+    m_str(l, "BAD_REQUEST", "{\"world\":\"mal\",\"entity\":1}");
+  }
+  static const char *const unknown[] = {"\"\"", "\"PING\"", "\"ping \"", "\" ping\"", "\"nope\"",
+                                        "\"transform\"", "\"world.create.x\"", "\"transform.\"",
+                                        "\"\\u00e9\"", "\"Ping\"", "\"world_create\""};
+  for (int i = 0; i < NB(unknown); i++) {
+    char line[128];
+    int id = 100000 + l->n;
+    int len = snprintf(line, sizeof line, "{\"id\":%d,\"cmd\":%s,\"world\":\"mal\"}", id, unknown[i]);
+    m_add(l, "UNKNOWN_COMMAND", id, line, (size_t)len);
+  }
+
+  /* Not JSON, or not one JSON object. */
+  static const char *const not_json[] = {
+      "{", "}", "{\"cmd\":\"ping\"", "{\"cmd\":\"ping\",}", "{cmd:\"ping\"}", "{'cmd':'ping'}",
+      "{\"cmd\":\"ping\"}}", "{\"cmd\" \"ping\"}", "{\"cmd\":\"ping\"]", "[{\"cmd\":\"ping\"}]",
+      "\"ping\"", "ping", "123", "-1.5", "null", "true", "false", "[]", "\"\"", "1e999",
+      "{\"cmd\":NaN}", "{\"cmd\":\"ping\",\"id\":NaN}", "{\"cmd\":\"ping\",\"id\":nan}",
+      "{\"cmd\":\"ping\",\"id\":Infinity}", "{\"cmd\":\"ping\",\"id\":-Infinity}",
+      "{\"cmd\":\"ping\",\"id\":-}", "{\"cmd\":\"ping\",\"id\":1e}", "{\"cmd\":\"ping\",\"id\":0x10}",
+      "{\"cmd\":\"ping\",\"id\":+1}", "{\"cmd\":\"ping\",\"id\":.5}", "{\"cmd\":\"ping\",\"id\":\"\\x\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\\u12\"}", "{\"cmd\":\"ping\",\"id\":\"\\ud800\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\\udc00\"}", "{\"cmd\":\"ping\",\"id\":\"abc}",
+      "{\"cmd\":\"ping\",\"id\":tru}", "{\"cmd\":\"ping\",\"id\":True}", "{\"cmd\":\"ping\",\"id\":[1,2}",
+      "{\"cmd\":\"ping\",\"id\":[1,,2]}", "{\"cmd\":\"ping\" \"id\":1}", "{\"cmd\":\"ping\",\"id\":1,}",
+      "{\"cmd\":\"ping\"}{\"cmd\":\"ping\"}", "{\"cmd\":\"ping\"} x", "{\"cmd\":\"ping\"},",
+      "{\"cmd\":\"pi\tng\"}", "{\"cmd\":\"pi\x01ng\"}", "{\"cmd\":\"ping\",\"id\":\"\x1f\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\xff\"}", "{\"cmd\":\"ping\",\"id\":\"\xc0\xaf\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\xed\xa0\x80\"}", "{\"cmd\":\"ping\",\"id\":\"\xe2\x82\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\xf4\x90\x80\x80\"}", "{\"cmd\":\"ping\",\"id\":\"\x80\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\xf8\x88\x80\x80\x80\"}", "{\"cmd\":\"ping\",\"id\":\"ab\xc3\"}",
+      "{\"cmd\":\"ping\",\"\xff\":1}", "{\"cmd\":\"ping\"}\xff", "{\"cmd\":\"pin\xffg\"}",
+      "{\"cmd\":\"world.create\",\"world\":\"\xfe\"}", "\xff\xfe", "{\"cmd\":\"ping\",\"id\":\"\xe0\x80\xaf\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\xf0\x82\x82\xac\"}", "{\"cmd\":\"ping\",\"id\":\"\xef\xbf\"}",
+  };
+  for (int i = 0; i < NB(not_json); i++)
+    m_str(l, "BAD_JSON", not_json[i]);
+  /* Raw NUL bytes. */
+  m_add(l, "BAD_JSON", -1, "{\"cmd\":\"ping\"}\0", 15);
+  m_add(l, "BAD_JSON", -1, "{\"cmd\":\"pi\0ng\"}", 15);
+  m_add(l, "BAD_JSON", -1, "\0{\"cmd\":\"ping\"}", 15);
+  m_add(l, "BAD_JSON", -1, "\0", 1);
+  /* Very deep nesting: unclosed, and closed inside a request. */
+  {
+    sb deep = {0};
+    for (int i = 0; i < 100000; i++)
+      sb_add(&deep, "[", 1);
+    m_add(l, "BAD_JSON", -1, deep.s, deep.len);
+    deep.len = 0;
+    sb_addf(&deep, "{\"cmd\":\"ping\",\"id\":");
+    for (int i = 0; i < 5000; i++)
+      sb_add(&deep, "[", 1);
+    for (int i = 0; i < 5000; i++)
+      sb_add(&deep, "]", 1);
+    sb_addf(&deep, "}");
+    m_add(l, "BAD_JSON|LIMIT|BAD_REQUEST", -1, deep.s, deep.len);
+    deep.len = 0;
+    sb_addf(&deep, "{\"cmd\":\"ping\",\"x\":");
+    for (int i = 0; i < 5000; i++)
+      sb_addf(&deep, "{\"a\":");
+    sb_addf(&deep, "1");
+    for (int i = 0; i < 5000; i++)
+      sb_add(&deep, "}", 1);
+    sb_addf(&deep, "}");
+    m_add(l, "BAD_JSON|LIMIT|BAD_REQUEST", -1, deep.s, deep.len);
+    sb_free(&deep);
+  }
+}
+
+static void test_malformed_lines(void) {
+  scn_client c;
+  if (!connect_to(&c, dmain.port))
+    return;
+  new_world(&c, "mal");
+  uint64_t a = TF(&c, "mal", "\"name\":\"a\",\"t\":[1,2,3]");
+  uint64_t b = TF(&c, "mal", "\"name\":\"b\",\"parent\":%llu,\"s\":2", (unsigned long long)a);
+  uint64_t n = new_entity(&c);
+  uint64_t ids[] = {a, b, n};
+  char *s1 = snapshot(&c, "mal", ids, 3);
+
+  mlist l = {0};
+  build_malformed(&l, a, b, n);
+  CU_ASSERT_TRUE(l.n >= 150);
+  sb all = {0};
+  for (int i = 0; i < l.n; i++) {
+    sb_add(&all, l.v[i].line, l.v[i].len);
+    sb_add(&all, "\n", 1);
+  }
+  CU_ASSERT_EQUAL(scn_client_send_raw(&c, all.s, all.len), 0);
+  sb_free(&all);
+  int wrong = 0, got = 0;
+  for (int i = 0; i < l.n; i++) {
+    cJSON *r = scn_client_recv_json(&c, WAIT_MS);
+    while (r && has(r, "event")) {
+      cJSON_Delete(r);
+      r = scn_client_recv_json(&c, WAIT_MS);
+    }
+    if (!r) {
+      fprintf(stderr, "\n  no response to malformed line %d: %.200s", i, l.v[i].line);
+      break;
+    }
+    got++;
+    const char *code = scn_resp_code(r);
+    bool good = cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(r, "ok")) && code[0];
+    const char *want = l.v[i].code;
+    bool code_ok = false;
+    for (const char *p = want; *p;) {
+      const char *bar = strchr(p, '|');
+      size_t len = bar ? (size_t)(bar - p) : strlen(p);
+      code_ok |= strlen(code) == len && !strncmp(code, p, len);
+      p += len + (bar ? 1 : 0);
+    }
+    good = good && code_ok;
+    if (l.v[i].id >= 0)
+      good = good && num(r, "id") == l.v[i].id;
+    else
+      good = good && !has(r, "id");
+    if (!good) {
+      wrong++;
+      fprintf(stderr, "\n  malformed line %d (want %s): %.200s", i, want, l.v[i].line);
+      report("response", r);
+    }
+    cJSON_Delete(r);
+  }
+  CU_ASSERT_EQUAL(got, l.n);
+  CU_ASSERT_EQUAL(wrong, 0);
+  for (int i = 0; i < l.n; i++)
+    free(l.v[i].line);
+  free(l.v);
+  /* Still answering, on this connection and a new one, with nothing changed. */
+  EXPECT_QUIET(&c, 50);
+  OKD(&c, "{\"cmd\":\"ping\"}");
+  scn_client c2;
+  if (connect_to(&c2, dmain.port)) {
+    OKD(&c2, "{\"cmd\":\"ping\"}");
+    scn_client_close(&c2);
+  }
+  char *s2 = snapshot(&c, "mal", ids, 3);
+  CHECK_SAME(s1, s2);
+  free(s1);
+  free(s2);
+  CU_ASSERT_EQUAL(listed_transforms(&c, "mal_new"), -1);
+  CU_ASSERT_EQUAL(listed_transforms(&c, "q"), -1);
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"mal\"}");
+  scn_client_close(&c);
+}
