@@ -153,7 +153,8 @@ static int read_some(scn_cli *c, int timeout_ms);
 
 int scn_cli_flush(scn_cli *c) {
   size_t off = 0;
-  while (off < c->out.len) {
+  int rc = SCN_CLI_OK;
+  while (off < c->out.len && rc == SCN_CLI_OK) {
     ssize_t n = send(c->fd, c->out.data + off, c->out.len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n > 0) {
       off += (size_t)n;
@@ -163,19 +164,24 @@ int scn_cli_flush(scn_cli *c) {
       continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       struct pollfd p = {.fd = c->fd, .events = POLLOUT | POLLIN};
-      if (poll(&p, 1, c->timeout_ms) <= 0)
-        return fail(c, SCN_CLI_ETIMEOUT, "timed out sending");
-      if (p.revents & POLLIN) {
-        int rc = read_some(c, 0);
-        if (rc < 0 && rc != SCN_CLI_ETIMEOUT)
-          return rc;
+      if (poll(&p, 1, c->timeout_ms) <= 0) {
+        rc = fail(c, SCN_CLI_ETIMEOUT, "timed out sending");
+      } else if (p.revents & POLLIN) {
+        rc = read_some(c, 0);
+        if (rc == SCN_CLI_ETIMEOUT)
+          rc = SCN_CLI_OK;
       }
       continue;
     }
-    return fail(c, SCN_CLI_EIO, "send failed: %s", strerror(errno));
+    if (n < 0 && (errno == EPIPE || errno == ECONNRESET))
+      rc = fail(c, SCN_CLI_ECLOSED, "the daemon closed the connection");
+    else
+      rc = fail(c, SCN_CLI_EIO, "send failed: %s", strerror(errno));
   }
-  c->out.len = 0;
-  return SCN_CLI_OK;
+  /* What was sent is gone from the queue even when the rest failed: a later flush sends only
+   * the rest, never a request twice. */
+  scn_buf_consume(&c->out, off);
+  return rc;
 }
 
 static int read_some(scn_cli *c, int timeout_ms) {
@@ -195,6 +201,8 @@ static int read_some(scn_cli *c, int timeout_ms) {
     return fail(c, SCN_CLI_ENOMEM, "out of memory");
   ssize_t n = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, 0);
   if (n == 0)
+    return fail(c, SCN_CLI_ECLOSED, "the daemon closed the connection");
+  if (n < 0 && errno == ECONNRESET)
     return fail(c, SCN_CLI_ECLOSED, "the daemon closed the connection");
   if (n < 0)
     return errno == EINTR ? SCN_CLI_OK : fail(c, SCN_CLI_EIO, "recv: %s", strerror(errno));

@@ -213,6 +213,8 @@ typedef struct sub_state {
 
 static void print_event(void *ud, const cJSON *ev) {
   sub_state *st = ud;
+  if ((st->limit && st->frames >= st->limit) || st->ended)
+    return; /* events that arrived in the same read as the last one wanted */
   char *text = cJSON_PrintUnformatted(ev);
   if (text)
     printf("%s\n", text);
@@ -256,6 +258,13 @@ static int run_subscribe(const ctl_opts *o, int argc, char **argv) {
   }
   scn_cli_close(c);
   return status;
+}
+
+/* A port number from 1 to 65535, or -1. */
+static int parse_port(const char *v) {
+  char *end;
+  long p = strtol(v, &end, 10);
+  return end == v || *end || p <= 0 || p > 65535 ? -1 : (int)p;
 }
 
 /* ---- interactive ---------------------------------------------------------------------------- */
@@ -366,8 +375,7 @@ int main(int argc, char **argv) {
   const char *env;
   if ((env = getenv("SCENED_HOST")) && *env)
     o.cli.host = env;
-  if ((env = getenv("SCENED_PORT")) && *env)
-    o.cli.port = atoi(env);
+  const char *env_port = getenv("SCENED_PORT");
   if ((env = getenv("SCENED_AUTH_TOKEN")) && *env)
     o.cli.token = env;
   int i = 1;
@@ -385,13 +393,11 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--host") && v) {
       o.cli.host = v, i++;
     } else if (!strcmp(a, "--port") && v) {
-      char *end;
-      long p = strtol(v, &end, 10);
-      if (*end || p <= 0 || p > 65535) {
+      if ((o.cli.port = parse_port(v)) < 0) {
         fprintf(stderr, "scenectl: invalid port \"%s\"\n", v);
         return EXIT_USAGE;
       }
-      o.cli.port = (int)p, i++;
+      i++;
     } else if (!strcmp(a, "--token") && v) {
       o.cli.token = v, i++;
     } else if (!strcmp(a, "--frames") && v) {
@@ -407,6 +413,10 @@ int main(int argc, char **argv) {
     } else if (nrest < 256) {
       rest[nrest++] = argv[i];
     }
+  }
+  if (!o.cli.port && env_port && *env_port && (o.cli.port = parse_port(env_port)) < 0) {
+    fprintf(stderr, "scenectl: invalid port \"%s\" in SCENED_PORT\n", env_port);
+    return EXIT_USAGE;
   }
   if (o.pipe)
     return cmd ? (usage(stderr), EXIT_USAGE) : run_pipe(&o);

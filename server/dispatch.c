@@ -135,6 +135,9 @@ static int execute(scn_server *srv, scn_conn *c, const char *line, size_t len, s
   size_t id_len = 0;
   if (id_item && scn_find_raw_member(line, len, "id", &id, &id_len))
     id_item = NULL;
+  /* A well-formed object refused for its content (a U+0000 in a string) still echoes its id. */
+  if (!req && err.code == SCN_W_BAD_REQUEST)
+    scn_find_raw_member(line, len, "id", &id, &id_len);
   const scn_command_info *cmd = NULL;
   int rc = -1;
   if (req) {

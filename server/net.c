@@ -136,7 +136,8 @@ static bool feed(scn_conn *c, const char *data, size_t n) {
     scn_conn_close(c);
     return false;
   }
-  scn_buf_add(&c->held, data + used, n - used);
+  if (n > used)
+    scn_buf_add(&c->held, data + used, n - used);
   return true;
 }
 

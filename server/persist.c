@@ -369,7 +369,8 @@ static void on_child_poll(uv_timer_t *t) {
   answer_waiters(srv, gen, ok, bytes, "the snapshot writer failed (see the log)");
   if (P.again) {
     P.again = false;
-    start_child(srv);
+    if (!P.child) /* answering may already have started the next one */
+      start_child(srv);
   }
 }
 

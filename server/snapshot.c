@@ -102,6 +102,12 @@ static void put_scene(writer *w, scn_scene *scene) {
   }
 }
 
+/* The header's own CRC-32C (bytes 12..15) covers the rest of it: a damaged journal generation
+ * would otherwise skip or replay journals silently. */
+static uint32_t header_crc(const unsigned char *header) {
+  return scn_crc32c(scn_crc32c(0, header, 12), header + 16, HEADER_BYTES - 16);
+}
+
 static int fsync_dir(const char *dir) {
   int fd = open(dir, O_RDONLY | O_DIRECTORY);
   if (fd < 0)
@@ -137,6 +143,8 @@ int scn_snapshot_write(scn_scene *scene, uint64_t journal_gen, const char *dir, 
   memcpy(header + 8, &version, 4);
   memcpy(header + 16, &journal_gen, 8);
   memcpy(header + 24, &w->body, 8);
+  uint32_t hcrc = header_crc(header);
+  memcpy(header + 12, &hcrc, 4);
   bool ok = !w->failed && pwrite(w->fd, header, sizeof header, 0) == (ssize_t)sizeof header &&
             fdatasync(w->fd) == 0;
   uint64_t size = HEADER_BYTES + w->body + 4 * ((w->body + BLOCK - 1) / BLOCK);
@@ -232,8 +240,11 @@ static bool load_registry(reader *r, scn_scene *scene) {
   if (ok && (free_order = malloc(sizeof *free_order * (nfree ? nfree : 1))) == NULL)
     ok = false;
   ok = ok && get(r, free_order, sizeof *free_order * nfree);
+  /* With no free slot there is no order to set (and an empty registry has no storage). */
+  const uint32_t *restored;
   if (ok && (scn_entity_restore(scene, slots, gens, alive) != SCN_OK ||
-             scn_entity_set_free_order(scene, free_order, nfree) != SCN_OK))
+             (nfree ? scn_entity_set_free_order(scene, free_order, nfree) != SCN_OK
+                    : scn_entity_free_order(scene, &restored) != 0)))
     ok = fail_at(r, offset_of(r), "inconsistent entity registry");
   if (!ok && !r->bad)
     fail_at(r, offset_of(r), "invalid entity registry");
@@ -288,12 +299,14 @@ int scn_snapshot_load(scn_scene *scene, const char *dir, bool recover, scn_snaps
   r->err = err;
   r->errlen = errlen;
   unsigned char header[HEADER_BYTES];
-  uint32_t version = 0;
+  uint32_t version = 0, hcrc = 0;
   int result = 1;
   if (fread(header, 1, sizeof header, f) != sizeof header || memcmp(header, MAGIC, 8) != 0) {
     fail_at(r, 0, "not a scened snapshot (bad header)");
   } else if (memcpy(&version, header + 8, 4), version != SCN_SNAPSHOT_VERSION) {
     fail_at(r, 8, "unsupported snapshot version");
+  } else if (memcpy(&hcrc, header + 12, 4), hcrc != header_crc(header)) {
+    fail_at(r, 0, "checksum mismatch in the header");
   } else {
     memcpy(&info->journal_gen, header + 16, 8);
     memcpy(&r->body_left, header + 24, 8);

@@ -1,9 +1,9 @@
 /* Snapshots: the whole scene (entity registry with generations and reuse order, every world
  * with every transform's parent, name, child order and local matrix) in one file.
  *
- * Layout (little-endian): a 32-byte header (magic "SCNSNAP1", version, journal generation,
- * body length), then the body in 64 KiB blocks, each followed by its CRC-32C, so damage is
- * found and located to a block. */
+ * Layout (little-endian): a 32-byte header (magic "SCNSNAP1", version, the header's CRC-32C,
+ * journal generation, body length), then the body in 64 KiB blocks, each followed by its
+ * CRC-32C, so damage is found and located to a block. */
 #ifndef SCN_SNAPSHOT_H
 #define SCN_SNAPSHOT_H
 

@@ -465,8 +465,7 @@ static void test_worlds(void) {
 
   /* world.list: every world once, with its transform count. */
   uint64_t a = TF0(&c, "wl_a");
-  uint64_t b = TF(&c, "wl_a", "\"parent\":%llu", (unsigned long long)a);
-  (void)b;
+  TF(&c, "wl_a", "\"parent\":%llu", (unsigned long long)a);
   cJSON *r = OK(&c, "{\"cmd\":\"world.list\"}");
   const cJSON *ws = cJSON_GetObjectItemCaseSensitive(r, "worlds");
   CHECK(cJSON_IsArray(ws), r);
@@ -533,6 +532,7 @@ static void test_entity_create(void) {
   /* At most 100,000 at once: more is LIMIT; bad counts are BAD_REQUEST; neither creates. */
   ERR(&c, "LIMIT", "{\"cmd\":\"entity.create\",\"count\":100001}");
   ERR(&c, "LIMIT", "{\"cmd\":\"entity.create\",\"count\":1e20}");
+  ERR(&c, "LIMIT", "{\"cmd\":\"entity.create\",\"count\":1e300}");
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"entity.create\",\"count\":0}");
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"entity.create\",\"count\":-1}");
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"entity.create\",\"count\":2.5}");
@@ -904,6 +904,7 @@ static void test_link_unlink(void) {
   OKD(&c, "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
       (unsigned long long)ch, (unsigned long long)p);
   uint64_t g = TF(&c, "ln", "\"parent\":%llu", (unsigned long long)ch);
+  uint64_t lonely = new_entity(&c);
   uint64_t ids3[] = {p, ch, g};
   s1 = snapshot(&c, "ln", ids3, 3);
   ERR(&c, "CYCLE", "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
@@ -916,7 +917,6 @@ static void test_link_unlink(void) {
   ERR(&c, "CYCLE", "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
       (unsigned long long)g, (unsigned long long)g);
   /* Missing parent or entity, bad keep. */
-  uint64_t lonely = new_entity(&c);
   ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
       (unsigned long long)g, (unsigned long long)lonely);
   ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
@@ -1083,9 +1083,9 @@ static void test_get_roundtrip(void) {
            (unsigned long long)e);
   CU_ASSERT_EQUAL(scn_client_send(&c, getline_), 0);
   char *line = scn_client_recv(&c, WAIT_MS);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(line);
-  CU_ASSERT_PTR_NOT_NULL(strstr(line, "\"local\":[0.1,0.2,0.3,-0.1,"));
-  r = cJSON_Parse(line);
+  CU_ASSERT_PTR_NOT_NULL(line);
+  CU_ASSERT_PTR_NOT_NULL(line ? strstr(line, "\"local\":[0.1,0.2,0.3,-0.1,") : NULL);
+  r = line ? cJSON_Parse(line) : NULL;
   free(line);
   CHECK(scn_resp_ok(r), r);
   CHECK(u64(r, "entity") == e, r);
@@ -1403,10 +1403,11 @@ static void test_batch(void) {
   CU_ASSERT_TRUE(json_equals(cJSON_GetArrayItem(res, 5), want));
   snprintf(want, sizeof want, "{\"id\":6,\"entity\":%llu}", b);
   CU_ASSERT_TRUE(json_equals(cJSON_GetArrayItem(res, 6), want));
+  /* b relative to its parent a: its local matrix. */
   CU_ASSERT_TRUE(json_equals(cJSON_GetArrayItem(res, 7),
-                             "{\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,5,0,1]}"));
+                             "{\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1]}"));
   const cJSON *last = cJSON_GetArrayItem(res, 8);
-  uint64_t created = u64(last, "entity");
+  unsigned long long created = u64(last, "entity");
   CHECK(created != 0 && cJSON_GetArraySize(last) == 1, last);
   cJSON_Delete(r);
   CU_ASSERT_EQUAL(parent_of(&c, "bt", b), a);
@@ -1614,7 +1615,9 @@ static void test_id_echo(void) {
   static const char *const ids[] = {
       "42", "-3", "1.5", "0", "1e300", "123456789012", "\"abc\"", "\"\"",
       "\"a\\\"b\\\\c\\u00e9\\n\\t/\"", "\"\xe2\x82\xac\"", "{\"a\":[1,{\"b\":null}],\"c\":\"d\"}",
-      "[1,\"x\",null,true,[]]", "true", "false", "null", "{}", "[]", "-0.25"};
+      "[1,\"x\",null,true,[]]", "true", "false", "null", "{}", "[]", "-0.25",
+      "123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890",
+      "0.000000000000000000000000000000000000000000000000000000000000000000000000001"};
   static const char *const reqs[] = {
       "{\"cmd\":\"ping\",\"id\":%s}",
       "{\"id\":%s,\"cmd\":\"ping\"}",
@@ -2056,7 +2059,9 @@ static void build_malformed(mlist *l, uint64_t a, uint64_t b, uint64_t n) {
                      "\"a b\"", "\"a/b\"", w65, "\"w\\u00f6rld\"", "\"w\xc3\xb6rld\"", "\"\\u0000\"",
                      "\"tab\\t\"", "[\"mal\"]"};
   const char *E[] = {"\"1\"", "true", "null", "[]", "{}", "0", "-1", "1.5", "9007199254740992",
-                     "1e999", "-0", "1e300", "\"abc\"", "-1e999", "[1]", "0.999999"};
+                     "1e999", "-0", "1e300", "\"abc\"", "-1e999", "[1]", "0.999999",
+                     "1000000000000000000000000000000000000000000000000000000000000000000000000000001",
+                     "9007199254740991.5", "1e-400"};
   const char *P[] = {"\"1\"", "true", "[]", "{}", "0", "-1", "1.5", "9007199254740992", "1e999",
                      "-0", "1e300", "\"abc\"", "[1]"};
   const char *NM[] = {"1", "true", "[]", "{}", "\"\"", "\"a/b\"", "\"\\u0001\"", "\"a\\nb\"", nm65,
@@ -2370,4 +2375,545 @@ static void test_malformed_lines(void) {
   CU_ASSERT_EQUAL(listed_transforms(&c, "q"), -1);
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"mal\"}");
   scn_client_close(&c);
+}
+
+/* ---- clients that go away ------------------------------------------------------------------- */
+
+static void test_vanishing_clients(void) {
+  scn_client c;
+  if (!connect_to(&c, dmain.port))
+    return;
+  new_world(&c, "van");
+  unsigned long long e = TF(&c, "van", "\"t\":[1,2,3]");
+  uint64_t ids[] = {e};
+  char *s1 = snapshot(&c, "van", ids, 1);
+
+  /* Gone in the middle of a line: the partial request is never run. */
+  scn_client v;
+  if (connect_to(&v, dmain.port)) {
+    send_str(&v, "{\"cmd\":\"ping\",\"id\":1}\n{\"cmd\":\"world.create\",\"world\":\"vanished\"");
+    scn_client_close(&v);
+  }
+  /* Gone with many replies pending (never read). */
+  if (connect_to(&v, dmain.port)) {
+    sb many = {0};
+    for (int i = 0; i < 20000; i++)
+      sb_addf(&many, "{\"cmd\":\"transform.get\",\"world\":\"van\",\"entity\":%llu,\"id\":%d}\n", e, i);
+    sb_addf(&many, "{\"cmd\":\"world.create\",\"world\":\"van");
+    CU_ASSERT_EQUAL(scn_client_send_raw(&v, many.s, many.len), 0);
+    sb_free(&many);
+    scn_client_close(&v);
+  }
+  /* Gone in the middle of an overlong line. */
+  if (connect_to(&v, dmain.port)) {
+    char *big = padded_ping(1, 1200000);
+    CU_ASSERT_EQUAL(scn_client_send_raw(&v, big, 1100000), 0);
+    free(big);
+    scn_client_close(&v);
+  }
+  /* Half-closed: what was sent in full is answered, then the daemon closes. */
+  if (connect_to(&v, dmain.port)) {
+    send_str(&v, "{\"cmd\":\"ping\",\"id\":1}\n{\"cmd\":\"ping\",\"id\":2}\n{\"cmd\":\"world.create\","
+                 "\"world\":\"half\"");
+    CU_ASSERT_EQUAL(shutdown(v.fd, SHUT_WR), 0);
+    EXPECT_OK_ID(&v, 1);
+    EXPECT_OK_ID(&v, 2);
+    CU_ASSERT_TRUE(scn_client_closed(&v, 3000));
+    scn_client_close(&v);
+  }
+  /* The others are undisturbed. */
+  OKD(&c, "{\"cmd\":\"ping\"}");
+  long deadline = now_ms() + 5000;
+  double conns = -1;
+  while (now_ms() < deadline && (conns = info_num(&c, "connections")) != 1)
+    sleep_ms(20);
+  CU_ASSERT_EQUAL(conns, 1);
+  char *s2 = snapshot(&c, "van", ids, 1);
+  CHECK_SAME(s1, s2);
+  free(s1);
+  free(s2);
+  CU_ASSERT_EQUAL(listed_transforms(&c, "vanished"), -1);
+  CU_ASSERT_EQUAL(listed_transforms(&c, "half"), -1);
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"van\"}");
+  scn_client_close(&c);
+}
+
+/* ---- authentication ----------------------------------------------------------------------------- */
+
+static void check_locked(scn_client *c) {
+  for (unsigned i = 0; i < scn_command_count; i++) {
+    const char *name = scn_commands[i].name;
+    if (!strcmp(name, "ping") || !strcmp(name, "hello"))
+      continue;
+    cJSON *r = scn_client_call(c, "{\"cmd\":\"%s\",\"id\":%u}", name, i);
+    bool good = r && !scn_resp_ok(r) && !strcmp(scn_resp_code(r), "UNAUTHORIZED") &&
+                num(r, "id") == i;
+    CU_ASSERT_TRUE(good);
+    if (!good) {
+      fprintf(stderr, "\n  %s before hello:", name);
+      report("response", r);
+    }
+    cJSON_Delete(r);
+  }
+  ERR(c, "UNAUTHORIZED", "{\"cmd\":\"world.create\",\"world\":\"locked\"}");
+  ERR(c, "UNAUTHORIZED", "{\"cmd\":\"entity.create\",\"count\":3}");
+  ERR(c, "UNAUTHORIZED", "{\"cmd\":\"batch\",\"world\":\"x\",\"ops\":[]}");
+  OKD(c, "{\"cmd\":\"ping\"}");
+}
+
+static void check_hello_ok(scn_client *c, const char *token) {
+  cJSON *r = OK(c, "{\"cmd\":\"hello\",\"token\":\"%s\"}", token);
+  const cJSON *server = cJSON_GetObjectItemCaseSensitive(r, "server");
+  CHECK(cJSON_IsString(server) && !strcmp(server->valuestring, "scened") && num(r, "protocol") == 1,
+        r);
+  cJSON_Delete(r);
+}
+
+static void test_auth(void) {
+  scn_daemon d;
+  const char *args[] = {"--auth-token", "secret", NULL};
+  if (scn_daemon_start(&d, args) != 0) {
+    CU_FAIL("daemon with --auth-token did not start");
+    return;
+  }
+  scn_client c, c2;
+  if (connect_to(&c, d.port)) {
+    check_locked(&c);
+    ERR(&c, "UNAUTHORIZED", "{\"cmd\":\"hello\"}");
+    ERR(&c, "UNAUTHORIZED", "{\"cmd\":\"hello\",\"token\":\"wrong\"}");
+    ERR(&c, "UNAUTHORIZED", "{\"cmd\":\"hello\",\"token\":\"secre\"}");
+    ERR(&c, "UNAUTHORIZED", "{\"cmd\":\"hello\",\"token\":\"secrets\"}");
+    ERR(&c, "UNAUTHORIZED", "{\"cmd\":\"hello\",\"token\":\"Secret\"}");
+    ERR(&c, "UNAUTHORIZED", "{\"cmd\":\"hello\",\"token\":\"\"}");
+    ERR(&c, "UNAUTHORIZED", "{\"cmd\":\"hello\",\"token\":5}");
+    ERR(&c, "UNAUTHORIZED", "{\"cmd\":\"hello\",\"token\":null}");
+    check_locked(&c);
+    check_hello_ok(&c, "secret");
+    OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"authed\"}");
+    TF0(&c, "authed");
+    CU_ASSERT_EQUAL(listed_transforms(&c, "authed"), 1);
+    CU_ASSERT_EQUAL(listed_transforms(&c, "locked"), -1);
+    CU_ASSERT_EQUAL(info_num(&c, "entities"), 1);
+    /* Authentication is per connection. */
+    if (connect_to(&c2, d.port)) {
+      ERR(&c2, "UNAUTHORIZED", "{\"cmd\":\"world.list\"}");
+      ERR(&c2, "UNAUTHORIZED", "{\"cmd\":\"hello\",\"token\":\"secret \"}");
+      ERR(&c2, "UNAUTHORIZED", "{\"cmd\":\"transform.get\",\"world\":\"authed\",\"entity\":1}");
+      check_hello_ok(&c2, "secret");
+      OKD(&c2, "{\"cmd\":\"world.destroy\",\"world\":\"authed\"}");
+      scn_client_close(&c2);
+    }
+    OKD(&c, "{\"cmd\":\"world.list\"}");
+    scn_client_close(&c);
+  }
+  stop_ok(&d);
+}
+
+static void test_auth_env(void) {
+  scn_daemon d;
+  setenv("SCENED_AUTH_TOKEN", "from-env", 1);
+  int rc = scn_daemon_start(&d, NULL);
+  unsetenv("SCENED_AUTH_TOKEN");
+  if (rc != 0) {
+    CU_FAIL("daemon with SCENED_AUTH_TOKEN did not start");
+    return;
+  }
+  scn_client c;
+  if (connect_to(&c, d.port)) {
+    check_locked(&c);
+    ERR(&c, "UNAUTHORIZED", "{\"cmd\":\"hello\",\"token\":\"secret\"}");
+    ERR(&c, "UNAUTHORIZED", "{\"cmd\":\"hello\"}");
+    check_locked(&c);
+    check_hello_ok(&c, "from-env");
+    OKD(&c, "{\"cmd\":\"world.list\"}");
+    OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"e\"}");
+    scn_client_close(&c);
+  }
+  stop_ok(&d);
+}
+
+/* ---- configured limits ---------------------------------------------------------------------------- */
+
+static void test_max_clients(void) {
+  scn_daemon d;
+  const char *args[] = {"--max-clients", "2", NULL};
+  if (scn_daemon_start(&d, args) != 0) {
+    CU_FAIL("daemon with --max-clients 2 did not start");
+    return;
+  }
+  scn_client c1, c2, c3;
+  bool ok1 = connect_to(&c1, d.port), ok2 = connect_to(&c2, d.port);
+  if (ok1)
+    OKD(&c1, "{\"cmd\":\"ping\"}");
+  if (ok2)
+    OKD(&c2, "{\"cmd\":\"ping\"}");
+  /* The third gets one LIMIT line, unasked, and is closed. */
+  if (connect_to(&c3, d.port)) {
+    cJSON *r = scn_client_recv_json(&c3, WAIT_MS);
+    CHECK(r && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(r, "ok")) &&
+              !strcmp(scn_resp_code(r), "LIMIT") && !has(r, "id"),
+          r);
+    cJSON_Delete(r);
+    CU_ASSERT_TRUE(scn_client_closed(&c3, 3000));
+    scn_client_close(&c3);
+  }
+  if (ok2)
+    OKD(&c2, "{\"cmd\":\"ping\"}");
+  /* Once one leaves, a new connection is served. */
+  if (ok1)
+    scn_client_close(&c1);
+  bool served = false;
+  long deadline = now_ms() + 5000;
+  while (!served && now_ms() < deadline) {
+    if (scn_client_connect(&c3, d.port) != 0)
+      break;
+    cJSON *r = scn_client_call(&c3, "{\"cmd\":\"ping\",\"id\":1}");
+    served = scn_resp_ok(r) && num(r, "id") == 1;
+    cJSON_Delete(r);
+    scn_client_close(&c3);
+    if (!served)
+      sleep_ms(20);
+  }
+  CU_ASSERT_TRUE(served);
+  if (ok2) {
+    OKD(&c2, "{\"cmd\":\"ping\"}");
+    scn_client_close(&c2);
+  }
+  stop_ok(&d);
+}
+
+static void test_max_worlds_transforms(void) {
+  scn_daemon d;
+  const char *args[] = {"--max-worlds", "2", "--max-transforms", "3", NULL};
+  if (scn_daemon_start(&d, args) != 0) {
+    CU_FAIL("daemon with --max-worlds 2 --max-transforms 3 did not start");
+    return;
+  }
+  scn_client c;
+  if (!connect_to(&c, d.port)) {
+    stop_ok(&d);
+    return;
+  }
+  new_world(&c, "w1");
+  new_world(&c, "w2");
+  ERR(&c, "LIMIT", "{\"cmd\":\"world.create\",\"world\":\"w3\"}");
+  CU_ASSERT_EQUAL(listed_transforms(&c, "w3"), -1);
+  CU_ASSERT_EQUAL(info_num(&c, "worlds"), 2);
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"w1\"}");
+  new_world(&c, "w3");
+  ERR(&c, "LIMIT", "{\"cmd\":\"world.create\",\"world\":\"w1\"}");
+
+  /* Three transforms per world. */
+  unsigned long long t1 = TF0(&c, "w2");
+  TF0(&c, "w2");
+  unsigned long long t3 = TF(&c, "w2", "\"parent\":%llu", t1);
+  double ents = info_num(&c, "entities");
+  unsigned long long spare = new_entity(&c);
+  ERR(&c, "LIMIT", "{\"cmd\":\"transform.create\",\"world\":\"w2\"}");
+  ERR(&c, "LIMIT", "{\"cmd\":\"transform.create\",\"world\":\"w2\",\"entity\":%llu}", spare);
+  ERR(&c, "LIMIT",
+      "{\"cmd\":\"batch\",\"world\":\"w2\",\"ops\":[{\"cmd\":\"transform.set_local\",\"entity\":%llu,"
+      "\"t\":[1,1,1]},{\"cmd\":\"transform.create\",\"entity\":%llu}]}",
+      t1, spare);
+  CU_ASSERT_EQUAL(info_num(&c, "entities"), ents + 1);
+  CU_ASSERT_EQUAL(listed_transforms(&c, "w2"), 3);
+  float m[16];
+  CU_ASSERT_TRUE(matrix(&c, "w2", t1, "local", m));
+  CU_ASSERT_EQUAL(memcmp(m, IDENTITY, sizeof m), 0);
+  /* The limit is per world; a freed place can be used again. */
+  CU_ASSERT_EQUAL(TF(&c, "w3", "\"entity\":%llu", spare), spare);
+  TF0(&c, "w3");
+  TF0(&c, "w3");
+  ERR(&c, "LIMIT", "{\"cmd\":\"transform.create\",\"world\":\"w3\"}");
+  OKD(&c, "{\"cmd\":\"transform.destroy\",\"world\":\"w2\",\"entity\":%llu}", t3);
+  CU_ASSERT_EQUAL(TF(&c, "w2", "\"entity\":%llu", spare), spare);
+  CU_ASSERT_EQUAL(listed_transforms(&c, "w2"), 3);
+  scn_client_close(&c);
+  stop_ok(&d);
+}
+
+/* ---- the command line ---------------------------------------------------------------------------- */
+
+/* Runs the daemon binary with args; collects stdout and stderr (truncated to cap). Returns the
+ * wait status, or -1 when it had to be killed. */
+static int run_bin(const char *const *args, char *out, size_t outcap, char *err, size_t errcap) {
+  const char *bin = getenv("SCENED_BIN");
+  if (!bin)
+    bin = "build/scened";
+  const char *argv[32] = {bin};
+  int argc = 1;
+  for (int i = 0; args[i] && argc < 31; i++)
+    argv[argc++] = args[i];
+  argv[argc] = NULL;
+  int po[2], pe[2];
+  if (pipe(po) != 0)
+    return -1;
+  if (pipe(pe) != 0) {
+    close(po[0]);
+    close(po[1]);
+    return -1;
+  }
+  pid_t pid = fork();
+  if (pid < 0)
+    return -1;
+  if (pid == 0) {
+    int null = open("/dev/null", O_RDONLY);
+    if (null >= 0)
+      dup2(null, 0);
+    dup2(po[1], 1);
+    dup2(pe[1], 2);
+    close(po[0]);
+    close(pe[0]);
+    execv(bin, (char *const *)argv);
+    _exit(127);
+  }
+  close(po[1]);
+  close(pe[1]);
+  size_t olen = 0, elen = 0;
+  bool oopen = true, eopen = true;
+  long deadline = now_ms() + 5000;
+  while ((oopen || eopen) && now_ms() < deadline) {
+    struct pollfd p[2] = {{.fd = oopen ? po[0] : -1, .events = POLLIN},
+                          {.fd = eopen ? pe[0] : -1, .events = POLLIN}};
+    if (poll(p, 2, 100) <= 0)
+      continue;
+    char tmp[4096];
+    for (int k = 0; k < 2; k++) {
+      if (!(p[k].revents & (POLLIN | POLLHUP | POLLERR)))
+        continue;
+      ssize_t n = read(p[k].fd, tmp, sizeof tmp);
+      char *dst = k ? err : out;
+      size_t *len = k ? &elen : &olen, cap = k ? errcap : outcap;
+      if (n <= 0) {
+        if (k)
+          eopen = false;
+        else
+          oopen = false;
+        continue;
+      }
+      size_t take = (size_t)n < cap - 1 - *len ? (size_t)n : cap - 1 - *len;
+      memcpy(dst + *len, tmp, take);
+      *len += take;
+    }
+  }
+  out[olen] = '\0';
+  err[elen] = '\0';
+  close(po[0]);
+  close(pe[0]);
+  int status = -1;
+  while (now_ms() < deadline + 1000) {
+    if (waitpid(pid, &status, WNOHANG) == pid)
+      return status;
+    sleep_ms(5);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  return -1;
+}
+
+static void test_command_line(void) {
+  static char out[65536], err[65536];
+  const char *version[] = {"--version", NULL};
+  int st = run_bin(version, out, sizeof out, err, sizeof err);
+  CU_ASSERT_TRUE(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(out, SCN_VERSION));
+  const char *help[] = {"--help", NULL};
+  st = run_bin(help, out, sizeof out, err, sizeof err);
+  CU_ASSERT_TRUE(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  static const char *const flags[] = {"--listen", "--http", "--tick-hz", "--auth-token",
+                                      "--max-line", "--max-clients", "--max-worlds",
+                                      "--max-transforms", "--output-limit", "--version"};
+  for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
+    if (!strstr(out, flags[i])) {
+      CU_FAIL("--help does not mention a flag");
+      fprintf(stderr, "\n  missing %s", flags[i]);
+    }
+
+  /* Bad flags and values: one line on stderr, exit 2. Ports are ephemeral in case a bad
+   * value were taken. */
+  static const char *const bad[][3] = {
+      {"--bogus", NULL, NULL},         {"--max-line", "abc", NULL},
+      {"--listen", "nope", NULL},      {"--max-clients", "0", NULL},
+      {"--tick-hz", "0", NULL},        {"--max-worlds", "-1", NULL},
+      {"--max-line", NULL, NULL},      {"stray", NULL, NULL},
+      {"--max-line=12x", NULL, NULL},  {"--listen", "127.0.0.1:99999", NULL},
+      {"--max-transforms", "1.5", NULL}, {"--http", "nohost", NULL},
+      {"-x", NULL, NULL},              {"--output-limit", "lots", NULL},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    const char *args[8] = {"--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"};
+    int n = 4;
+    for (int k = 0; k < 3 && bad[i][k]; k++)
+      args[n++] = bad[i][k];
+    args[n] = NULL;
+    st = run_bin(args, out, sizeof out, err, sizeof err);
+    size_t len = strlen(err);
+    char *nl = strchr(err, '\n');
+    bool one_line = len > 1 && nl == err + len - 1;
+    bool good = st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 2 && one_line && out[0] == '\0';
+    CU_ASSERT_TRUE(good);
+    if (!good)
+      fprintf(stderr, "\n  scened %s %s: status %d, stderr \"%s\", stdout \"%.100s\"", bad[i][0],
+              bad[i][1] ? bad[i][1] : "", st, err, out);
+  }
+}
+
+/* ---- HTTP ------------------------------------------------------------------------------------ */
+
+/* Sends a raw request and reads until the server closes (or 3 s pass). Returns the status code
+ * (0 when there is none); body gets the whole response (caller frees); closed says whether the
+ * server closed the connection. */
+static int http_raw(int port, const char *req, char **resp, bool *closed) {
+  *resp = NULL;
+  *closed = false;
+  scn_client c;
+  if (scn_client_connect(&c, port) != 0)
+    return 0;
+  scn_client_send_raw(&c, req, strlen(req));
+  sb b = {0};
+  long deadline = now_ms() + 3000;
+  char tmp[8192];
+  while (now_ms() < deadline) {
+    struct pollfd p = {.fd = c.fd, .events = POLLIN};
+    if (poll(&p, 1, 50) <= 0)
+      continue;
+    ssize_t n = recv(c.fd, tmp, sizeof tmp, 0);
+    if (n <= 0) {
+      *closed = true;
+      break;
+    }
+    sb_add(&b, tmp, (size_t)n);
+  }
+  scn_client_close(&c);
+  int status = 0;
+  if (b.s && !strncmp(b.s, "HTTP/1.", 7) && b.len > 12)
+    status = atoi(b.s + 9);
+  *resp = b.s ? b.s : strdup("");
+  return status;
+}
+
+static int http_get(int port, const char *path, char **resp) {
+  char req[256];
+  snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
+  bool closed;
+  return http_raw(port, req, resp, &closed);
+}
+
+/* The value of scened_commands_total{command="ping"}, -1 when missing. */
+static double ping_count(const char *page) {
+  const char *key = "\nscened_commands_total{command=\"ping\"} ";
+  const char *at = strstr(page, key);
+  return at ? strtod(at + strlen(key), NULL) : -1;
+}
+
+static void test_http(void) {
+  int port = dmain.http_port;
+  CU_ASSERT_TRUE_FATAL(port > 0);
+  char *resp;
+  CU_ASSERT_EQUAL(http_get(port, "/healthz", &resp), 200);
+  free(resp);
+  CU_ASSERT_EQUAL(http_get(port, "/readyz", &resp), 200);
+  free(resp);
+  CU_ASSERT_EQUAL(http_get(port, "/metrics", &resp), 200);
+  CU_ASSERT_PTR_NOT_NULL(strstr(resp, "\n# TYPE "));
+  CU_ASSERT_PTR_NOT_NULL(strstr(resp, "# TYPE scened_commands_total counter\n"));
+  double before = ping_count(resp);
+  CU_ASSERT_TRUE(before >= 0);
+  free(resp);
+  scn_client c;
+  if (connect_to(&c, dmain.port)) {
+    for (int i = 0; i < 3; i++)
+      OKD(&c, "{\"cmd\":\"ping\"}");
+    scn_client_close(&c);
+  }
+  CU_ASSERT_EQUAL(http_get(port, "/metrics", &resp), 200);
+  CU_ASSERT_EQUAL(ping_count(resp), before + 3);
+  free(resp);
+  CU_ASSERT_EQUAL(http_get(port, "/nope", &resp), 404);
+  free(resp);
+  CU_ASSERT_EQUAL(http_get(port, "/metrics/x", &resp), 404);
+  free(resp);
+  /* Two requests on one connection. */
+  bool closed;
+  int st = http_raw(port,
+                    "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                    "GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                    &resp, &closed);
+  CU_ASSERT_EQUAL(st, 200);
+  const char *second = strstr(resp + 1, "HTTP/1.1 200");
+  CU_ASSERT_PTR_NOT_NULL(second);
+  CU_ASSERT_TRUE(closed);
+  free(resp);
+  /* Malformed requests: 400 and a close. */
+  static const char *const bad[] = {"BLAH\r\n\r\n", "GET / HTTP/1.1\r\nHost x\r\n\r\n",
+                                    "\x01\x02\x03 garbage\r\n\r\n", "GET /healthz HTTP/9\r\n\r\n"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    st = http_raw(port, bad[i], &resp, &closed);
+    CU_ASSERT_EQUAL(st, 400);
+    CU_ASSERT_TRUE(closed);
+    if (st != 400 || !closed)
+      fprintf(stderr, "\n  malformed http request %zu: %.200s", i, resp);
+    free(resp);
+  }
+  /* The protocol port is unaffected. */
+  if (connect_to(&c, dmain.port)) {
+    OKD(&c, "{\"cmd\":\"ping\"}");
+    scn_client_close(&c);
+  }
+}
+
+/* ---- registration --------------------------------------------------------------------------- */
+
+static int suite_init(void) { return scn_daemon_start(&dmain, NULL) == 0 ? 0 : -1; }
+
+static int suite_clean(void) {
+  int status = scn_daemon_stop(&dmain, 0, 10000);
+  return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+int scn_test_register_daemon_commands(void) {
+  CU_pSuite s = CU_add_suite("daemon_commands", suite_init, suite_clean);
+  if (!s)
+    return -1;
+  struct {
+    const char *name;
+    CU_TestFunc fn;
+  } tests[] = {
+      {"ping and hello", test_ping_hello},
+      {"world.create, destroy, list", test_worlds},
+      {"entity.create: count and its limit", test_entity_create},
+      {"entity.destroy: stale ids everywhere", test_entity_destroy},
+      {"transform.create", test_transform_create},
+      {"transform.destroy: roots keep world, recursive", test_transform_destroy},
+      {"transform.link and unlink: keep local and world, cycles", test_link_unlink},
+      {"transform.set_local and set_world", test_set_local_world},
+      {"transform.get: fields and float32 round trip", test_get_roundtrip},
+      {"transform.children order", test_children_order},
+      {"transform.rename", test_rename},
+      {"transform.find", test_find},
+      {"transform.relative", test_relative},
+      {"batch: results, atomic failure, op index", test_batch},
+      {"info and save", test_info_save},
+      {"subscribe and unsubscribe errors", test_subscribe_commands},
+      {"every error code", test_error_codes},
+      {"id echo", test_id_echo},
+      {"a failed command changes nothing", test_failed_changes_nothing},
+      {"pipelining: thousands of requests in one write", test_pipelining},
+      {"two connections see each other's writes", test_two_connections},
+      {"line limit (--max-line 1024)", test_line_limit},
+      {"default line limit (1 MiB)", test_default_line_limit},
+      {"blank lines and CRLF", test_blank_lines_crlf},
+      {"malformed lines", test_malformed_lines},
+      {"clients that vanish", test_vanishing_clients},
+      {"auth token", test_auth},
+      {"auth token from the environment", test_auth_env},
+      {"--max-clients", test_max_clients},
+      {"--max-worlds and --max-transforms", test_max_worlds_transforms},
+      {"command line", test_command_line},
+      {"http: healthz, readyz, metrics, 404, 400", test_http},
+  };
+  for (size_t i = 0; i < sizeof tests / sizeof *tests; i++)
+    if (!CU_add_test(s, tests[i].name, tests[i].fn))
+      return -1;
+  return 0;
 }
