@@ -1,6 +1,7 @@
-/* Fuzz target: loading a snapshot and replaying a journal from damaged bytes. The input is
- * written as snapshot.scn (first half) and journal.0.scn (second half) in a scratch
- * directory; loading must fail cleanly or produce a consistent scene. */
+/* Fuzz target: loading a snapshot and replaying a journal from damaged bytes. The first two
+ * input bytes give the snapshot's length (little-endian); that many bytes are written as
+ * snapshot.scn and the rest as journal.0.scn in a scratch directory. Loading must fail
+ * cleanly or produce a consistent scene. */
 #include "journal.h"
 #include "snapshot.h"
 
@@ -33,9 +34,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!mkdtemp(dir))
       abort();
   }
-  size_t half = size / 2;
-  write_file("snapshot.scn", data, half);
-  write_file("journal.0.scn", data + half, size - half);
+  if (size < 2)
+    return 0;
+  size_t split = ((size_t)data[0] | (size_t)data[1] << 8) % (size - 1);
+  write_file("snapshot.scn", data + 2, split);
+  write_file("journal.0.scn", data + 2 + split, size - 2 - split);
   char err[512];
   for (int recover = 0; recover <= 1; recover++) {
     scn_scene *scene = scn_scene_new(NULL);
