@@ -287,8 +287,8 @@ typedef struct proc {
 } proc;
 
 static bool env_replaced(const char *e) {
-  static const char *const names[] = {"SCENED_HOST=", "SCENED_PORT=", "SCENED_AUTH_TOKEN=",
-                                      "SCENECTL="};
+  static const char *const names[] = {
+      "SCENED_HOST=", "SCENED_PORT=", "SCENED_AUTH_TOKEN=", "SCENECTL="};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (strncmp(e, names[i], strlen(names[i])) == 0)
       return true;
@@ -653,8 +653,10 @@ static void test_lib_pipeline(void) {
     char line[256];
     int n;
     if (i % 7 == 3)
-      n = snprintf(line, sizeof line, "{\"id\":%d,\"cmd\":\"transform.get\",\"world\":\"%s\","
-                                      "\"entity\":999999999}", i, world);
+      n = snprintf(line, sizeof line,
+                   "{\"id\":%d,\"cmd\":\"transform.get\",\"world\":\"%s\","
+                   "\"entity\":999999999}",
+                   i, world);
     else if (i % 3 == 0)
       n = snprintf(line, sizeof line,
                    "{\"id\":%d,\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%.0f}", i,
@@ -977,9 +979,8 @@ static void test_lib_auth(void) {
   CU_ASSERT_STRING_EQUAL(text_str(&p.err), "");
   proc_free(&p);
   const char *env_none[] = {penv, NULL};
-  CU_ASSERT_EQUAL(ctl_run(&p, env_none, NULL, 0,
-                          (const char *const[]){"--token", "secret", "ping", NULL}),
-                  0);
+  CU_ASSERT_EQUAL(
+      ctl_run(&p, env_none, NULL, 0, (const char *const[]){"--token", "secret", "ping", NULL}), 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "{}\n");
   proc_free(&p);
   CU_ASSERT_EQUAL(ctl_run(&p, env_none, NULL, 0, (const char *const[]){"world.list", NULL}), 1);
@@ -1104,10 +1105,10 @@ static void test_ctl_result_line(void) {
   snprintf(dead_env, sizeof dead_env, "SCENED_PORT=%d", dead_port());
   snprintf(port_arg, sizeof port_arg, "%d", dmn.port);
   const char *env_dead[] = {"SCENED_HOST=nowhere.invalid", dead_env, NULL};
-  CU_ASSERT_EQUAL(ctl_run(&p, env_dead, NULL, 0,
-                          (const char *const[]){"--host", "127.0.0.1", "--port", port_arg, "ping",
-                                                NULL}),
-                  0);
+  CU_ASSERT_EQUAL(
+      ctl_run(&p, env_dead, NULL, 0,
+              (const char *const[]){"--host", "127.0.0.1", "--port", port_arg, "ping", NULL}),
+      0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "{}\n");
   proc_free(&p);
 
@@ -1200,8 +1201,7 @@ static void test_ctl_connect_errors(void) {
       CU_ASSERT_EQUAL(code, 2);
       CU_ASSERT(strstr(text_str(&p.err), "invalid port") != NULL);
       if (!strstr(text_str(&p.err), "invalid port"))
-        fprintf(stderr, "\n  SCENED_PORT=%s: exit %d, stderr %s\n", bad[i], code,
-                text_str(&p.err));
+        fprintf(stderr, "\n  SCENED_PORT=%s: exit %d, stderr %s\n", bad[i], code, text_str(&p.err));
     }
     proc_free(&p);
   }
