@@ -32,6 +32,8 @@ bool scn_buf_reserve(scn_buf *b, size_t extra) {
 }
 
 void scn_buf_add(scn_buf *b, const void *data, size_t len) {
+  if (len == 0) /* an empty buffer has no data pointer to copy to */
+    return;
   if (!scn_buf_reserve(b, len))
     return;
   memcpy(b->data + b->len, data, len);
