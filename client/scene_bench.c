@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -472,12 +473,114 @@ static void run_stream(const opts *o) {
   scn_cli_close(admin);
 }
 
+/* ---- snapshots ---------------------------------------------------------------------------- */
+
+/* Builds a world of K transforms (trees of 100), asks for a snapshot, and measures how long it
+ * takes and how long another connection's pings wait meanwhile (the daemon must keep
+ * answering). The daemon needs --data. */
+static void run_snapshot(const opts *o) {
+  scn_cli *admin = connect_or_die(o), *pinger = connect_or_die(o);
+  char world[64], line[256];
+  snprintf(world, sizeof world, "bench-%d-snapshot", (int)getpid());
+  snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", world);
+  cJSON_Delete(call_or_die(admin, line));
+  long K = o->descendants;
+  double t0 = now_s();
+  /* Trees of 100 in groups of 20: the roots first (their ids are needed), then the children
+   * of all 20, each group pipelined. */
+  enum { TREE = 100, GROUP = 20 };
+  double roots[GROUP];
+  for (long done = 0; done < K;) {
+    long trees = 0;
+    for (; trees < GROUP && done + trees * TREE < K; trees++) {
+      snprintf(line, sizeof line,
+               "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"t\":[%ld,1,2]}", world,
+               done + trees * TREE);
+      scn_cli_send_line(admin, line, strlen(line));
+    }
+    long sent = 0;
+    for (long t = 0; t < trees; t++) {
+      cJSON *r;
+      if (scn_cli_read_response(admin, &r) != SCN_CLI_OK)
+        die("setup failed: %s", scn_cli_error(admin));
+      const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "entity");
+      if (!cJSON_IsNumber(e))
+        die("%s", "transform.create failed while building the world");
+      roots[t] = e->valuedouble;
+      cJSON_Delete(r);
+      for (long k = 1; k < TREE && done + t * TREE + k < K; k++, sent++) {
+        snprintf(line, sizeof line,
+                 "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"parent\":%.0f,"
+                 "\"t\":[1,%ld,2],\"r\":[0,0.6,0,0.8]}",
+                 world, roots[t], k);
+        scn_cli_send_line(admin, line, strlen(line));
+      }
+    }
+    for (long k = 0; k < sent; k++) {
+      cJSON *r;
+      if (scn_cli_read_response(admin, &r) != SCN_CLI_OK)
+        die("setup failed: %s", scn_cli_error(admin));
+      if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok")))
+        die("%s", "transform.create failed while building the world");
+      cJSON_Delete(r);
+    }
+    done += trees + sent;
+  }
+  double built = now_s() - t0;
+  /* save runs in the background on the daemon; ping until its reply arrives */
+  scn_cli_send_line(admin, "{\"cmd\":\"save\"}", 14);
+  scn_cli_flush(admin);
+  double s0 = now_s(), worst = 0, sum = 0;
+  long pings = 0;
+  cJSON *reply = NULL;
+  for (;;) {
+    double p0 = now_s();
+    cJSON *r = NULL;
+    if (scn_cli_call_line(pinger, "{\"cmd\":\"ping\"}", &r) != SCN_CLI_OK)
+      die("ping failed: %s", scn_cli_error(pinger));
+    cJSON_Delete(r);
+    double dt = now_s() - p0;
+    worst = dt > worst ? dt : worst;
+    sum += dt;
+    pings++;
+    struct pollfd pfd = {.fd = scn_cli_fd(admin), .events = POLLIN};
+    if (poll(&pfd, 1, 0) > 0) {
+      if (scn_cli_read_response(admin, &reply) != SCN_CLI_OK)
+        die("save failed: %s", scn_cli_error(admin));
+      break;
+    }
+  }
+  double secs = now_s() - s0;
+  const cJSON *ok = cJSON_GetObjectItemCaseSensitive(reply, "ok");
+  const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(reply, "bytes");
+  if (!cJSON_IsTrue(ok) || !cJSON_IsNumber(bytes))
+    die("%s", "save did not succeed (is the daemon running with --data?)");
+  if (o->json)
+    printf("{\"test\":\"snapshot\",\"transforms\":%ld,\"seconds\":%.3f,\"bytes\":%.0f,"
+           "\"bytes_per_transform\":%.1f,\"pings\":%ld,\"ping_max_ms\":%.3f,"
+           "\"ping_mean_ms\":%.3f,\"build_seconds\":%.2f}\n",
+           K, secs, bytes->valuedouble, bytes->valuedouble / (double)K, pings, worst * 1e3,
+           sum / (double)pings * 1e3, built);
+  else
+    printf("snapshot   %ld transforms: %.3f s, %.0f bytes (%.1f bytes/transform); meanwhile %ld "
+           "pings answered, slowest %.3f ms, mean %.3f ms (world built in %.2f s)\n",
+           K, secs, bytes->valuedouble, bytes->valuedouble / (double)K, pings, worst * 1e3,
+           sum / (double)pings * 1e3, built);
+  fflush(stdout);
+  cJSON_Delete(reply);
+  snprintf(line, sizeof line, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world);
+  cJSON_Delete(call_or_die(admin, line));
+  scn_cli_close(pinger);
+  scn_cli_close(admin);
+}
+
 static void usage(void) {
   fprintf(stderr,
           "usage: scene-bench [--host H] [--port P] [--token T] [-c CLIENTS] [-n REQUESTS]\n"
           "                   [-P PIPELINE] [-t TEST[,TEST]] [-S SUBSCRIBERS] [-K DESCENDANTS]\n"
           "                   [--seconds S] [--json]\n"
-          "tests: ping, set_local, set_matrix, get, batch, stream\n");
+          "tests: ping, set_local, set_matrix, get, batch, stream (-S subscribers of a root\n"
+          "with -K descendants), snapshot (save of a world of -K transforms; needs --data)\n");
   exit(2);
 }
 
@@ -528,6 +631,8 @@ int main(int argc, char **argv) {
   for (; t; t = strtok_r(NULL, ",", &save)) {
     if (!strcmp(t, "stream"))
       run_stream(&o);
+    else if (!strcmp(t, "snapshot"))
+      run_snapshot(&o);
     else if (!strcmp(t, "ping") || !strcmp(t, "set_local") || !strcmp(t, "set_matrix") ||
              !strcmp(t, "get") || !strcmp(t, "batch"))
       run_load(&o, t);

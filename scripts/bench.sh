@@ -54,6 +54,36 @@ for s in 1 10 100; do
 done
 
 echo
+echo "== durability: matrix set_local with a journal, per fsync policy (medians of $RUNS runs)"
+start_data_daemon() { # $1 fsync policy; sets data_pid and data_port
+  data_dir=$(mktemp -d)
+  data_log="$data_dir.log"
+  "$BUILD/scened" --listen 127.0.0.1:0 --http off --log-level warn --data "$data_dir" \
+    --fsync "$1" --save-interval 0 2>"$data_log" &
+  data_pid=$!
+  for _ in $(seq 100); do grep -q 'listening on' "$data_log" && break; sleep 0.05; done
+  data_port=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$data_log" | head -1 | cut -d: -f2)
+}
+stop_data_daemon() {
+  kill "$data_pid" 2>/dev/null && wait "$data_pid" 2>/dev/null || true
+  rm -rf "$data_dir" "$data_log"
+}
+for policy in always everysec no; do
+  start_data_daemon "$policy"
+  rate=$(for _ in $(seq "$RUNS"); do
+    "$BUILD/scene-bench" -p "$data_port" --json -c 50 -P 16 -n "$N" -t set_matrix |
+      grep -o '"ops/s":[0-9.]*' | cut -d: -f2
+  done | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
+  printf 'fsync %-9s %10.0f ops/s\n' "$policy" "$rate"
+  stop_data_daemon
+done
+echo
+echo "== durability: snapshot of ${SNAPSHOT_N:=1000000} transforms while another client pings"
+start_data_daemon everysec
+"$BUILD/scene-bench" -p "$data_port" -t snapshot -K "$SNAPSHOT_N"
+stop_data_daemon
+
+echo
 if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
   echo "== Redis, same concurrency and pipelining (medians of $RUNS runs)"
 
