@@ -131,6 +131,7 @@ int main(int argc, char **argv) {
 
   uv_run(srv.loop, UV_RUN_DEFAULT);
   int status = scn_persist_close(&srv) == 0 ? 0 : 1;
+  scn_stream_shutdown(&srv);
 
   /* Stopped: close every handle so memory checkers see a clean exit. */
   while (srv.conns) {

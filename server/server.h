@@ -110,6 +110,8 @@ bool scn_dispatch_replay(scn_server *srv, const char *line, size_t len);
 
 /* stream.c */
 void scn_stream_tick(scn_server *srv);
+/* Frees frames still being written (at exit). */
+void scn_stream_shutdown(scn_server *srv);
 void scn_stream_world_destroyed(scn_server *srv, scn_world *w);
 void scn_stream_conn_closed(scn_server *srv, scn_conn *c);
 /* The connection's output drained below its budget: lagging subscriptions resync. */

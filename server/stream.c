@@ -27,6 +27,8 @@ typedef struct scn_sub {
   uint64_t last_frame;  /* server tick count at that frame */
   bool need_full, lagging;
   scn_members *members; /* subtree scope as of last_tick */
+  struct frame_job *job; /* a large frame being encoded for it, in slices */
+  size_t job_slot;
   struct scn_sub *prev, *next;   /* all subscriptions */
   struct scn_sub *conn_next;     /* the connection's */
 } scn_sub;
@@ -83,10 +85,46 @@ static bool set_add(id_set *s, scn_entity e) {
   return true;
 }
 
+/* A frame's set is first copied out of the world as (entity, matrix) entries, so that the
+ * text of a large frame can be written in slices while the world moves on. */
+typedef struct set_entry {
+  scn_entity e;
+  float m[16];
+} set_entry;
+
+typedef struct entry_vec {
+  set_entry *items;
+  size_t n, cap;
+  bool failed;
+} entry_vec;
+
+/* Frames with more entries than this are written in slices of this size, one slice per loop
+ * turn, so a full frame of 100,000 transforms never holds up other connections for long. */
+#define SLICE 4096
+
+typedef struct frame_job {
+  struct frame_job *next;
+  scn_buf text;         /* written so far, from ,"world": on */
+  scn_buf tail;         /* ],"removed":[...]} and the newline */
+  entry_vec entries;
+  size_t done;
+  uint64_t tick;
+  scn_sub **subs;       /* who gets it; NULL where a subscription ended meanwhile */
+  size_t nsubs, cap;
+} frame_job;
+
+static struct {
+  frame_job *head, *tail;
+  uv_idle_t idle;
+  bool idle_ready;
+  scn_server *srv;
+} jobs;
+
 static struct {
   id_vec changed, current, entered, removed;
   id_set first_seen;
   scn_buf body;
+  entry_vec entries;
 } scratch;
 
 /* ---- subscriptions ------------------------------------------------------------------------ */
@@ -108,6 +146,8 @@ static void sub_remove(scn_server *srv, scn_sub *s) {
       *p = s->conn_next;
       break;
     }
+  if (s->job)
+    s->job->subs[s->job_slot] = NULL; /* the frame in progress skips it */
   members_release(s->members);
   srv->nsubs--;
   free(s);
@@ -175,11 +215,13 @@ typedef struct frame_key {
 } frame_key;
 
 typedef struct frame {
-  scn_shared *body;       /* NULL when there is nothing to send */
+  scn_shared *body;       /* NULL when there is nothing to send (or it is a job) */
+  struct frame_job *job;  /* a large set, written in slices after the tick */
   scn_members *members;   /* subtree scope after this frame */
   uint64_t tick;
   size_t matrices;
 } frame;
+
 
 static void collect_member(void *ud, scn_entity e, const float m[16], bool changed) {
   (void)m, (void)changed;
@@ -187,7 +229,7 @@ static void collect_member(void *ud, scn_entity e, const float m[16], bool chang
 }
 
 typedef struct set_writer {
-  scn_buf *out;
+  entry_vec *entries;
   size_t count;
   bool all;        /* a full frame: every transform in scope */
   bool check_entered;
@@ -195,11 +237,32 @@ typedef struct set_writer {
 
 static void write_set_entry(void *ud, scn_entity e, const float m[16]) {
   set_writer *w = ud;
-  scn_buf_adds(w->out, w->count++ ? ",{\"e\":" : "{\"e\":");
-  scn_buf_add_u64(w->out, e);
-  scn_buf_adds(w->out, ",\"m\":");
-  scn_buf_add_matrix(w->out, m);
-  scn_buf_addc(w->out, '}');
+  entry_vec *v = w->entries;
+  if (v->n == v->cap) {
+    size_t cap = v->cap ? v->cap * 2 : 1024;
+    set_entry *p = realloc(v->items, sizeof *p * cap);
+    if (!p) {
+      v->failed = true;
+      return;
+    }
+    v->items = p;
+    v->cap = cap;
+  }
+  v->items[v->n].e = e;
+  memcpy(v->items[v->n].m, m, sizeof v->items[v->n].m);
+  v->n++;
+  w->count++;
+}
+
+/* Text of entries [from, to) of the set. */
+static void encode_entries(scn_buf *out, const set_entry *items, size_t from, size_t to) {
+  for (size_t i = from; i < to; i++) {
+    scn_buf_adds(out, i ? ",{\"e\":" : "{\"e\":");
+    scn_buf_add_u64(out, items[i].e);
+    scn_buf_adds(out, ",\"m\":");
+    scn_buf_add_matrix(out, items[i].m);
+    scn_buf_addc(out, '}');
+  }
 }
 
 static bool set_has(const id_set *s, scn_entity e) {
@@ -271,6 +334,7 @@ static void encode_frame(const frame_key *k, const scn_members *old, frame *f) {
   body->len = 0;
   scratch.changed.n = scratch.current.n = scratch.entered.n = scratch.removed.n = 0;
   f->body = NULL;
+  f->job = NULL;
   f->members = NULL;
   f->tick = scn_world_tick(w) - 1; /* the tick just closed */
   f->matrices = 0;
@@ -280,7 +344,9 @@ static void encode_frame(const frame_key *k, const scn_members *old, frame *f) {
   scn_buf_adds(body, ",\"tick\":");
   scn_buf_add_u64(body, f->tick);
   scn_buf_adds(body, k->full ? ",\"full\":true,\"set\":[" : ",\"full\":false,\"set\":[");
-  set_writer sw = {body, 0, false, false};
+  scratch.entries.n = 0;
+  scratch.entries.failed = false;
+  set_writer sw = {&scratch.entries, 0, false, false};
   if (k->root == SCN_ENTITY_NONE) {
     scn_world_visit_changed(w, SCN_ENTITY_NONE, k->full ? 0 : k->since, write_set_entry, &sw);
     if (!k->full) {
@@ -302,16 +368,37 @@ static void encode_frame(const frame_key *k, const scn_members *old, frame *f) {
       set_add(&scratch.first_seen, scratch.entered.ids[i]);
     scn_world_visit_scope(w, k->root, k->since, write_scope_entry, &sw);
   }
-  scn_buf_adds(body, "],\"removed\":[");
-  for (size_t i = 0; i < scratch.removed.n; i++) {
-    if (i)
-      scn_buf_addc(body, ',');
-    scn_buf_add_u64(body, scratch.removed.ids[i]);
-  }
-  scn_buf_adds(body, "]}\n");
   f->matrices = sw.count;
   if (!k->full && sw.count == 0 && scratch.removed.n == 0)
     return; /* nothing changed: nothing is sent */
+  scn_buf tail = {0};
+  scn_buf_adds(&tail, "],\"removed\":[");
+  for (size_t i = 0; i < scratch.removed.n; i++) {
+    if (i)
+      scn_buf_addc(&tail, ',');
+    scn_buf_add_u64(&tail, scratch.removed.ids[i]);
+  }
+  scn_buf_adds(&tail, "]}\n");
+  if (scratch.entries.failed || tail.failed) {
+    scn_buf_free(&tail);
+    return; /* out of memory: the subscribers stay where they were and try next tick */
+  }
+  if (scratch.entries.n > SLICE) {
+    frame_job *job = calloc(1, sizeof *job);
+    if (job) {
+      job->text = *body;        /* the job takes the buffers; the scratch ones start anew */
+      *body = (scn_buf){0};
+      job->entries = scratch.entries;
+      scratch.entries = (entry_vec){0};
+      job->tail = tail;
+      job->tick = f->tick;
+      f->job = job;
+      return;
+    }
+  }
+  encode_entries(body, scratch.entries.items, 0, scratch.entries.n);
+  scn_buf_add(body, tail.data, tail.len);
+  scn_buf_free(&tail);
   if (body->failed) {
     body->failed = false;
     return;
@@ -323,19 +410,42 @@ static void encode_frame(const frame_key *k, const scn_members *old, frame *f) {
 
 /* ---- delivering frames -------------------------------------------------------------------- */
 
-static void deliver(scn_server *srv, scn_sub *s, const frame *f) {
+/* Queues a frame body to one subscriber: its own small header, then the shared bytes. */
+static void send_body(scn_server *srv, scn_sub *s, scn_shared *body, size_t matrices) {
   scn_conn *c = s->conn;
-  if (f->body) {
-    scn_buf *out = &c->out.bytes;
-    scn_buf_adds(out, "{\"event\":\"frame\",\"sub\":");
-    scn_buf_add_u64(out, s->id);
-    if (!out->failed && scn_outq_push_shared(&c->out, f->body)) {
-      srv->counters.stream.frames++;
-      srv->counters.stream.frame_bytes += f->body->len;
-      srv->counters.stream.matrices += f->matrices;
-      s->last_frame = srv->ticks;
-    }
+  scn_buf *out = &c->out.bytes;
+  scn_buf_adds(out, "{\"event\":\"frame\",\"sub\":");
+  scn_buf_add_u64(out, s->id);
+  if (!out->failed && scn_outq_push_shared(&c->out, body)) {
+    srv->counters.stream.frames++;
+    srv->counters.stream.frame_bytes += body->len;
+    srv->counters.stream.matrices += matrices;
+    s->last_frame = srv->ticks;
   }
+}
+
+static bool job_attach(frame_job *job, scn_sub *s) {
+  if (job->nsubs == job->cap) {
+    size_t cap = job->cap ? job->cap * 2 : 8;
+    scn_sub **p = realloc(job->subs, sizeof *p * cap);
+    if (!p)
+      return false;
+    job->subs = p;
+    job->cap = cap;
+  }
+  s->job = job;
+  s->job_slot = job->nsubs;
+  job->subs[job->nsubs++] = s;
+  return true;
+}
+
+/* The subscriber's state moves to the frame's tick at once (the frame is the world as of
+ * then); a job's bytes follow when written. */
+static void deliver(scn_server *srv, scn_sub *s, const frame *f) {
+  if (f->body)
+    send_body(srv, s, f->body, f->matrices);
+  else if (f->job && !job_attach(f->job, s))
+    return; /* no room to remember it: it stays due and tries again next tick */
   s->last_tick = f->tick;
   s->need_full = false;
   if (f->members != s->members) {
@@ -387,7 +497,7 @@ static bool root_gone(scn_sub *s) {
 }
 
 static bool due(const scn_server *srv, const scn_sub *s) {
-  if (s->lagging)
+  if (s->lagging || s->job)
     return false;
   if (s->need_full || s->last_tick == 0)
     return true;
@@ -418,6 +528,86 @@ static struct {
   scn_sub **subs;
   size_t cap;
 } due_list;
+
+static void job_free(frame_job *job) {
+  scn_buf_free(&job->text);
+  scn_buf_free(&job->tail);
+  free(job->entries.items);
+  free(job->subs);
+  free(job);
+}
+
+/* One slice of the oldest job per loop turn; a finished job goes out to its subscribers. */
+static void on_job_slice(uv_idle_t *h) {
+  scn_server *srv = h->data;
+  frame_job *job = jobs.head;
+  if (!job) {
+    uv_idle_stop(h);
+    return;
+  }
+  size_t to = job->done + SLICE < job->entries.n ? job->done + SLICE : job->entries.n;
+  encode_entries(&job->text, job->entries.items, job->done, to);
+  job->done = to;
+  if (job->done < job->entries.n && !job->text.failed)
+    return;
+  jobs.head = job->next;
+  if (!jobs.head)
+    jobs.tail = NULL;
+  scn_buf_add(&job->text, job->tail.data, job->tail.len);
+  scn_shared *body = job->text.failed ? NULL : scn_shared_new(job->text.len);
+  if (body)
+    memcpy(body->data, job->text.data, job->text.len);
+  for (size_t i = 0; i < job->nsubs; i++) {
+    scn_sub *s = job->subs[i];
+    if (!s)
+      continue;
+    s->job = NULL;
+    if (body) {
+      send_body(srv, s, body, job->entries.n);
+      scn_conn_flush(s->conn);
+    } else {
+      s->need_full = true; /* out of memory: resend the whole scope later */
+    }
+  }
+  scn_shared_release(body);
+  job_free(job);
+  srv->counters.stream.encodes++;
+}
+
+static void job_enqueue(scn_server *srv, frame_job *job) {
+  if (job->nsubs == 0) {
+    job_free(job);
+    return;
+  }
+  if (!jobs.idle_ready) {
+    uv_idle_init(srv->loop, &jobs.idle);
+    jobs.idle.data = srv;
+    jobs.idle_ready = true;
+  }
+  if (jobs.tail)
+    jobs.tail->next = job;
+  else
+    jobs.head = job;
+  jobs.tail = job;
+  uv_idle_start(&jobs.idle, on_job_slice);
+}
+
+void scn_stream_shutdown(scn_server *srv) {
+  (void)srv;
+  while (jobs.head) {
+    frame_job *job = jobs.head;
+    jobs.head = job->next;
+    for (size_t i = 0; i < job->nsubs; i++)
+      if (job->subs[i])
+        job->subs[i]->job = NULL;
+    job_free(job);
+  }
+  jobs.tail = NULL;
+  if (jobs.idle_ready)
+    uv_idle_stop(&jobs.idle);
+  free(scratch.entries.items);
+  scratch.entries = (entry_vec){0};
+}
 
 /* Events are kept back to the oldest tick a whole-world delta still needs. */
 static void trim_events(scn_server *srv) {
@@ -486,6 +676,8 @@ void scn_stream_tick(scn_server *srv) {
     }
     scn_shared_release(f.body);
     members_release(f.members);
+    if (f.job)
+      job_enqueue(srv, f.job);
     i = j;
   }
   for (size_t i = 0; i < n; i++)
