@@ -4,7 +4,10 @@
 set -euo pipefail
 
 packages=(gcc make pkg-config libuv1-dev libcjson-dev libcglm-dev libcunit1-dev libedit-dev
-  libhttp-parser-dev)
+  libhttp-parser-dev
+  prometheus # promtool: the tests check /metrics with it
+  clang      # libFuzzer for make fuzz
+)
 
 
 missing=()

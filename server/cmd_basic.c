@@ -158,6 +158,8 @@ int scn_cmd_info(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *e
   scn_buf_add_u64(out, scn_stream_count(srv));
   scn_reply_key(out, "tick_hz");
   scn_buf_add_double(out, srv->cfg.tick_hz);
+  scn_reply_key(out, "metrics"); /* everything /metrics shows, by the same names */
+  scn_metrics_json(srv, out);
   return 0;
 }
 

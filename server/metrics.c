@@ -1,5 +1,6 @@
 #include "metrics.h"
 
+#include "persist.h"
 #include "server.h"
 
 #include <stdio.h>
@@ -33,129 +34,88 @@ uint64_t scn_rss_bytes(void) {
   return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-static void header(scn_buf *b, const char *name, const char *type, const char *help) {
-  scn_buf_adds(b, "# HELP ");
-  scn_buf_adds(b, name);
-  scn_buf_addc(b, ' ');
-  scn_buf_adds(b, help);
-  scn_buf_adds(b, "\n# TYPE ");
-  scn_buf_adds(b, name);
-  scn_buf_addc(b, ' ');
-  scn_buf_adds(b, type);
-  scn_buf_addc(b, '\n');
-}
+/* ---- one list of figures, two renderings ----------------------------------------------------
+ * The figures are enumerated once (emit_figures) into a sink; the Prometheus sink writes the
+ * text exposition for /metrics, the JSON sink writes the same figures for info. */
 
-static void sample(scn_buf *b, const char *name, const char *labels, double v) {
-  scn_buf_adds(b, name);
-  if (labels && labels[0]) {
-    scn_buf_addc(b, '{');
-    scn_buf_adds(b, labels);
-    scn_buf_addc(b, '}');
-  }
-  scn_buf_addc(b, ' ');
-  scn_buf_add_double(b, v);
-  scn_buf_addc(b, '\n');
-}
+typedef struct sink sink;
+struct sink {
+  /* A family starts (name without the scened_ prefix, type, help), then its samples. */
+  void (*family)(sink *k, const char *name, const char *type, const char *help);
+  /* label: NULL for an unlabeled sample, else name and value. */
+  void (*sample)(sink *k, const char *label, const char *value, double v);
+  void (*histogram)(sink *k, const scn_hist *h);
+  void (*end_family)(sink *k);
+  scn_buf *out;
+  const char *name; /* current family */
+  int samples;      /* in the current family (JSON) */
+  int families;     /* so far (JSON) */
+};
 
-static void metric(scn_buf *b, const char *name, const char *type, const char *help, double v) {
-  header(b, name, type, help);
-  sample(b, name, NULL, v);
-}
-
-/* A label value with Prometheus escaping (backslash, quote, newline). */
-static void label_value(char *out, size_t n, const char *v) {
-  size_t k = 0;
-  for (; *v && k + 3 < n; v++) {
-    if (*v == '\\' || *v == '"') {
-      out[k++] = '\\';
-      out[k++] = *v;
-    } else if (*v == '\n') {
-      out[k++] = '\\';
-      out[k++] = 'n';
-    } else {
-      out[k++] = *v;
-    }
-  }
-  out[k] = '\0';
-}
-
-static void histogram(scn_buf *b, const char *name, const char *help, const scn_hist *h) {
-  header(b, name, "histogram", help);
-  char bucket[128], labels[64];
-  snprintf(bucket, sizeof bucket, "%s_bucket", name);
-  uint64_t cumulative = 0;
-  for (int i = 0; i < SCN_HIST_BUCKETS; i++) {
-    cumulative += h->buckets[i];
-    snprintf(labels, sizeof labels, "le=\"%g\"", bounds[i]);
-    sample(b, bucket, labels, (double)cumulative);
-  }
-  sample(b, bucket, "le=\"+Inf\"", (double)h->count);
-  char sum[128], count[128];
-  snprintf(sum, sizeof sum, "%s_sum", name);
-  snprintf(count, sizeof count, "%s_count", name);
-  sample(b, sum, NULL, h->sum);
-  sample(b, count, NULL, (double)h->count);
+static void one(sink *k, const char *name, const char *type, const char *help, double v) {
+  k->family(k, name, type, help);
+  k->sample(k, NULL, NULL, v);
+  k->end_family(k);
 }
 
 /* Per-world series only while the number of worlds is small enough to keep cardinality sane. */
 #define PER_WORLD_MAX 100
 
-void scn_metrics_render(scn_server *srv, scn_buf *b) {
-  scn_counters *k = &srv->counters;
-  char labels[256], v[160];
-
-  header(b, "scened_build_info", "gauge", "Version and protocol of this daemon.");
-  snprintf(labels, sizeof labels, "version=\"%s\",protocol=\"%d\"", SCN_VERSION, SCN_PROTOCOL);
-  sample(b, "scened_build_info", labels, 1);
-  metric(b, "scened_uptime_seconds", "gauge", "Seconds since the daemon started.",
-         (double)(uv_now(srv->loop) - srv->start_ms) / 1000.0);
-  metric(b, "scened_ready", "gauge", "1 when the daemon accepts commands.",
-         srv->ready && !srv->stopping ? 1 : 0);
-  metric(b, "scened_resident_memory_bytes", "gauge", "Resident set size of the daemon.",
-         (double)scn_rss_bytes());
+static void emit_figures(scn_server *srv, sink *k) {
+  scn_counters *c = &srv->counters;
+  char proto[16];
+  snprintf(proto, sizeof proto, "%d", SCN_PROTOCOL);
+  k->family(k, "build_info", "gauge", "Version and protocol of this daemon.");
+  k->sample(k, "version", SCN_VERSION, 1);
+  k->end_family(k);
+  one(k, "uptime_seconds", "gauge", "Seconds since the daemon started.",
+      (double)(uv_now(srv->loop) - srv->start_ms) / 1000.0);
+  one(k, "ready", "gauge", "1 when the daemon accepts commands.",
+      srv->ready && !srv->stopping ? 1 : 0);
+  one(k, "resident_memory_bytes", "gauge", "Resident set size of the daemon.",
+      (double)scn_rss_bytes());
 
   size_t nworlds = scn_world_count(srv->scene);
-  metric(b, "scened_worlds", "gauge", "Worlds hosted.", (double)nworlds);
-  metric(b, "scened_entities", "gauge", "Entities alive.", (double)scn_entity_count(srv->scene));
-  metric(b, "scened_transforms", "gauge", "Transforms in all worlds.",
-         (double)scn_scene_transform_count(srv->scene));
+  one(k, "worlds", "gauge", "Worlds hosted.", (double)nworlds);
+  one(k, "entities", "gauge", "Entities alive.", (double)scn_entity_count(srv->scene));
+  one(k, "transforms", "gauge", "Transforms in all worlds.",
+      (double)scn_scene_transform_count(srv->scene));
   if (nworlds <= PER_WORLD_MAX) {
-    header(b, "scened_world_transforms", "gauge", "Transforms per world.");
+    k->family(k, "world_transforms", "gauge", "Transforms per world.");
     for (size_t i = 0; i < nworlds; i++) {
       scn_world *w = scn_world_at(srv->scene, i);
-      label_value(v, sizeof v, scn_world_name(w));
-      snprintf(labels, sizeof labels, "world=\"%s\"", v);
-      sample(b, "scened_world_transforms", labels, (double)scn_world_transform_count(w));
+      k->sample(k, "world", scn_world_name(w), (double)scn_world_transform_count(w));
     }
+    k->end_family(k);
   }
 
-  metric(b, "scened_connections", "gauge", "Protocol connections open.", (double)srv->nconns);
-  metric(b, "scened_connections_total", "counter", "Protocol connections accepted.",
-         (double)k->connections_total);
-  header(b, "scened_limit_rejections_total", "counter",
-         "Requests or connections refused by a configured limit.");
-#define SCN_LIMIT_SAMPLE(name)                                                                 \
-  sample(b, "scened_limit_rejections_total", "limit=\"" #name "\"",                           \
-         (double)k->limit_hits[SCN_LIMIT_##name]);
+  one(k, "connections", "gauge", "Protocol connections open.", (double)srv->nconns);
+  one(k, "connections_total", "counter", "Protocol connections accepted.",
+      (double)c->connections_total);
+  k->family(k, "limit_rejections_total", "counter",
+            "Requests or connections refused by a configured limit.");
+#define SCN_LIMIT_SAMPLE(name) k->sample(k, "limit", #name, (double)c->limit_hits[SCN_LIMIT_##name]);
   SCN_LIMITS(SCN_LIMIT_SAMPLE)
 #undef SCN_LIMIT_SAMPLE
+  k->end_family(k);
 
-  header(b, "scened_commands_total", "counter", "Requests handled, by command.");
-  for (unsigned i = 0; i < scn_command_count; i++) {
-    snprintf(labels, sizeof labels, "command=\"%s\"", scn_commands[i].name);
-    sample(b, "scened_commands_total", labels, (double)k->by_command[i]);
-  }
-  header(b, "scened_command_errors_total", "counter", "Error responses, by error code.");
-#define SCN_ERROR_SAMPLE(name)                                                                 \
-  sample(b, "scened_command_errors_total", "code=\"" #name "\"", (double)k->errors[SCN_W_##name]);
+  k->family(k, "commands_total", "counter", "Requests handled, by command.");
+  for (unsigned i = 0; i < scn_command_count; i++)
+    k->sample(k, "command", scn_commands[i].name, (double)c->by_command[i]);
+  k->end_family(k);
+  k->family(k, "command_errors_total", "counter", "Error responses, by error code.");
+#define SCN_ERROR_SAMPLE(name) k->sample(k, "code", #name, (double)c->errors[SCN_W_##name]);
   SCN_WIRE_ERRORS(SCN_ERROR_SAMPLE)
 #undef SCN_ERROR_SAMPLE
-  histogram(b, "scened_command_duration_seconds", "Time to handle one request.",
-            &k->command_time);
-  histogram(b, "scened_tick_duration_seconds", "Time of one tick: propagation and frames.",
-            &k->tick_time);
+  k->end_family(k);
+  k->family(k, "command_duration_seconds", "histogram", "Time to handle one request.");
+  k->histogram(k, &c->command_time);
+  k->end_family(k);
+  k->family(k, "tick_duration_seconds", "histogram", "Time of one tick: propagation and frames.");
+  k->histogram(k, &c->tick_time);
+  k->end_family(k);
 
-  scn_world_stats total = {0};
+  scn_world_stats total = c->gone_worlds; /* destroyed worlds still count */
   for (size_t i = 0; i < nworlds; i++) {
     scn_world_stats s;
     scn_world_get_stats(scn_world_at(srv->scene, i), &s);
@@ -164,42 +124,185 @@ void scn_metrics_render(scn_server *srv, scn_buf *b) {
     total.changed += s.changed;
     total.relayouts += s.relayouts;
   }
-  /* Worlds destroyed so far still count. */
-  total.flushes += k->gone_worlds.flushes;
-  total.recomputed += k->gone_worlds.recomputed;
-  total.changed += k->gone_worlds.changed;
-  total.relayouts += k->gone_worlds.relayouts;
-  metric(b, "scened_propagations_total", "counter", "Propagation passes that had work.",
-         (double)total.flushes);
-  metric(b, "scened_matrices_recomputed_total", "counter", "World matrices recomputed.",
-         (double)total.recomputed);
-  metric(b, "scened_matrices_changed_total", "counter",
-         "Recomputed world matrices whose value changed.", (double)total.changed);
-  metric(b, "scened_relayouts_total", "counter", "Re-sorts of a world's arrays.",
-         (double)total.relayouts);
+  one(k, "propagations_total", "counter", "Propagation passes that had work.",
+      (double)total.flushes);
+  one(k, "matrices_recomputed_total", "counter", "World matrices recomputed.",
+      (double)total.recomputed);
+  one(k, "matrices_changed_total", "counter", "Recomputed world matrices whose value changed.",
+      (double)total.changed);
+  one(k, "relayouts_total", "counter", "Re-sorts of a world's arrays.", (double)total.relayouts);
 
-  metric(b, "scened_subscriptions", "gauge", "Stream subscriptions open.", (double)srv->nsubs);
-  metric(b, "scened_lagging_subscriptions", "gauge",
-         "Subscriptions whose frames are dropped until their connection drains.",
-         (double)scn_stream_lagging(srv));
-  metric(b, "scened_frames_sent_total", "counter", "Stream frames queued to subscribers.",
-         (double)k->stream.frames);
-  metric(b, "scened_frame_bytes_total", "counter", "Bytes of stream frames queued.",
-         (double)k->stream.frame_bytes);
-  metric(b, "scened_frame_matrices_total", "counter", "Matrices in stream frames queued.",
-         (double)k->stream.matrices);
-  metric(b, "scened_frame_encodes_total", "counter",
-         "Frame bodies encoded (each shared by every subscriber that needs it).",
-         (double)k->stream.encodes);
-  metric(b, "scened_stream_lags_total", "counter", "Times a subscription started lagging.",
-         (double)k->stream.lags);
-  metric(b, "scened_stream_resyncs_total", "counter",
-         "Times a lagging subscription was resynchronised with a full frame.",
-         (double)k->stream.resyncs);
-  metric(b, "scened_bytes_received_total", "counter", "Protocol bytes read.",
-         (double)k->bytes_in);
-  metric(b, "scened_bytes_sent_total", "counter", "Protocol bytes written.",
-         (double)k->bytes_out);
-  metric(b, "scened_http_requests_total", "counter", "HTTP requests served.",
-         (double)k->http_requests);
+  one(k, "subscriptions", "gauge", "Stream subscriptions open.", (double)srv->nsubs);
+  one(k, "lagging_subscriptions", "gauge",
+      "Subscriptions whose frames are dropped until their connection drains.",
+      (double)scn_stream_lagging(srv));
+  one(k, "frames_sent_total", "counter", "Stream frames queued to subscribers.",
+      (double)c->stream.frames);
+  one(k, "frame_bytes_total", "counter", "Bytes of stream frames queued.",
+      (double)c->stream.frame_bytes);
+  one(k, "frame_matrices_total", "counter", "Matrices in stream frames queued.",
+      (double)c->stream.matrices);
+  one(k, "frame_encodes_total", "counter",
+      "Frame bodies encoded (each shared by every subscriber that needs it).",
+      (double)c->stream.encodes);
+  one(k, "stream_lags_total", "counter", "Times a subscription started lagging.",
+      (double)c->stream.lags);
+  one(k, "stream_resyncs_total", "counter",
+      "Times a lagging subscription was resynchronised with a full frame.",
+      (double)c->stream.resyncs);
+  one(k, "bytes_received_total", "counter", "Protocol bytes read.", (double)c->bytes_in);
+  one(k, "bytes_sent_total", "counter", "Protocol bytes written.", (double)c->bytes_out);
+  one(k, "http_requests_total", "counter", "HTTP requests served.", (double)c->http_requests);
+
+  if (scn_persist_enabled(srv)) {
+    scn_persist_stats p;
+    scn_persist_get_stats(srv, &p);
+    one(k, "journal_records_total", "counter", "Mutating commands written to the journal.",
+        (double)p.journal_records);
+    one(k, "journal_bytes_total", "counter", "Bytes written to the journal.",
+        (double)p.journal_bytes);
+    one(k, "journal_fsyncs_total", "counter", "fsyncs of the journal.", (double)p.fsyncs);
+    one(k, "journal_generation", "gauge", "Generation of the journal being written.",
+        (double)p.journal_gen);
+    one(k, "journal_replayed_total", "counter", "Journal records replayed at start.",
+        (double)p.replayed);
+    one(k, "snapshots_total", "counter", "Snapshots written.", (double)p.snapshots);
+    one(k, "snapshot_failures_total", "counter", "Snapshots that failed.",
+        (double)p.snapshot_failures);
+    one(k, "snapshot_running", "gauge", "1 while a snapshot is being written.",
+        p.snapshot_running ? 1 : 0);
+    one(k, "last_snapshot_bytes", "gauge", "Size of the last snapshot.",
+        (double)p.last_snapshot_bytes);
+    one(k, "last_snapshot_seconds", "gauge", "Time the last snapshot took.",
+        p.last_snapshot_seconds);
+    one(k, "last_snapshot_timestamp_seconds", "gauge",
+        "When the last snapshot completed (Unix time).", p.last_snapshot_unix);
+  }
+}
+
+/* ---- Prometheus text -------------------------------------------------------------------- */
+
+static void prom_family(sink *k, const char *name, const char *type, const char *help) {
+  scn_buf *b = k->out;
+  k->name = name;
+  scn_buf_adds(b, "# HELP scened_");
+  scn_buf_adds(b, name);
+  scn_buf_addc(b, ' ');
+  scn_buf_adds(b, help);
+  scn_buf_adds(b, "\n# TYPE scened_");
+  scn_buf_adds(b, name);
+  scn_buf_addc(b, ' ');
+  scn_buf_adds(b, type);
+  scn_buf_addc(b, '\n');
+}
+
+/* A label value with Prometheus escaping (backslash, quote, newline). */
+static void add_label_value(scn_buf *b, const char *v) {
+  for (; *v; v++) {
+    if (*v == '\\' || *v == '"')
+      scn_buf_addc(b, '\\');
+    if (*v == '\n') {
+      scn_buf_adds(b, "\\n");
+      continue;
+    }
+    scn_buf_addc(b, *v);
+  }
+}
+
+static void prom_line(scn_buf *b, const char *name, const char *suffix, const char *label,
+                      const char *value, double v) {
+  scn_buf_adds(b, "scened_");
+  scn_buf_adds(b, name);
+  scn_buf_adds(b, suffix);
+  if (label) {
+    scn_buf_addc(b, '{');
+    scn_buf_adds(b, label);
+    scn_buf_adds(b, "=\"");
+    add_label_value(b, value);
+    scn_buf_adds(b, "\"}");
+  }
+  scn_buf_addc(b, ' ');
+  scn_buf_add_double(b, v);
+  scn_buf_addc(b, '\n');
+}
+
+static void prom_sample(sink *k, const char *label, const char *value, double v) {
+  prom_line(k->out, k->name, "", label, value, v);
+}
+
+static void prom_histogram(sink *k, const scn_hist *h) {
+  uint64_t cumulative = 0;
+  char le[32];
+  for (int i = 0; i < SCN_HIST_BUCKETS; i++) {
+    cumulative += h->buckets[i];
+    snprintf(le, sizeof le, "%g", bounds[i]);
+    prom_line(k->out, k->name, "_bucket", "le", le, (double)cumulative);
+  }
+  prom_line(k->out, k->name, "_bucket", "le", "+Inf", (double)h->count);
+  prom_line(k->out, k->name, "_sum", NULL, NULL, h->sum);
+  prom_line(k->out, k->name, "_count", NULL, NULL, (double)h->count);
+}
+
+static void prom_end(sink *k) { (void)k; }
+
+void scn_metrics_render(scn_server *srv, scn_buf *out) {
+  sink k = {prom_family, prom_sample, prom_histogram, prom_end, out, NULL, 0, 0};
+  emit_figures(srv, &k);
+}
+
+/* ---- JSON --------------------------------------------------------------------------------
+ * An unlabeled figure is "name":v; a labeled family is "name":{"label value":v,...}; a
+ * histogram is "name":{"count":n,"sum":s,"buckets":{"le":cumulative,...}}. */
+
+static void json_family(sink *k, const char *name, const char *type, const char *help) {
+  (void)type, (void)help;
+  k->name = name;
+  k->samples = 0;
+  scn_buf_adds(k->out, k->families++ ? ",\"" : "\"");
+  scn_buf_adds(k->out, name);
+  scn_buf_adds(k->out, "\":");
+}
+
+static void json_sample(sink *k, const char *label, const char *value, double v) {
+  if (label) {
+    scn_buf_addc(k->out, k->samples++ ? ',' : '{');
+    scn_buf_add_json_string(k->out, value, strlen(value));
+    scn_buf_addc(k->out, ':');
+  } else {
+    k->samples = -1; /* a single value: nothing to close */
+  }
+  scn_buf_add_double(k->out, v);
+}
+
+static void json_histogram(sink *k, const scn_hist *h) {
+  scn_buf *b = k->out;
+  scn_buf_adds(b, "{\"count\":");
+  scn_buf_add_u64(b, h->count);
+  scn_buf_adds(b, ",\"sum\":");
+  scn_buf_add_double(b, h->sum);
+  scn_buf_adds(b, ",\"buckets\":{");
+  uint64_t cumulative = 0;
+  char le[32];
+  for (int i = 0; i < SCN_HIST_BUCKETS; i++) {
+    cumulative += h->buckets[i];
+    snprintf(le, sizeof le, i ? ",\"%g\":" : "\"%g\":", bounds[i]);
+    scn_buf_adds(b, le);
+    scn_buf_add_u64(b, cumulative);
+  }
+  scn_buf_adds(b, "}}");
+  k->samples = -1;
+}
+
+static void json_end(sink *k) {
+  if (k->samples > 0)
+    scn_buf_addc(k->out, '}');
+  else if (k->samples == 0)
+    scn_buf_adds(k->out, "{}");
+}
+
+void scn_metrics_json(scn_server *srv, scn_buf *out) {
+  sink k = {json_family, json_sample, json_histogram, json_end, out, NULL, 0, 0};
+  scn_buf_addc(out, '{');
+  emit_figures(srv, &k);
+  scn_buf_addc(out, '}');
 }

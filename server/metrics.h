@@ -37,6 +37,8 @@ typedef enum scn_limit_kind {
 struct scn_server;
 /* Appends the whole /metrics page. */
 void scn_metrics_render(struct scn_server *srv, scn_buf *out);
+/* Appends the same figures as one JSON object (for info). */
+void scn_metrics_json(struct scn_server *srv, scn_buf *out);
 /* Resident set size of this process in bytes (0 when unknown). */
 uint64_t scn_rss_bytes(void);
 

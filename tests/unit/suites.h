@@ -14,7 +14,9 @@
   X(daemon_commands)                                                                           \
   X(daemon_stream)                                                                             \
   X(daemon_persist)                                                                            \
-  X(clients)
+  X(clients)                                                                                   \
+  X(daemon_ops)                                                                                   \
+  X(daemon_torture)
 
 #define SCN_TEST_DECLARE(name) int scn_test_register_##name(void);
 SCN_TEST_SUITES(SCN_TEST_DECLARE)

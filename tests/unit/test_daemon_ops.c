@@ -1,0 +1,253 @@
+/* Operating the daemon: /metrics accepted by promtool, info carrying the same figures,
+ * configuration precedence (flag > environment > file > default), logfmt logs that never show
+ * the token, and signals (SIGTERM drains and exits 0; a second signal exits at once). */
+#include "harness.h"
+
+#include <CUnit/CUnit.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int scn_test_register_daemon_ops(void);
+
+/* GET path from the daemon's HTTP port; the body (caller frees) or NULL. */
+static char *http_body(int port, const char *path, int *status) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    if (fd >= 0)
+      close(fd);
+    return NULL;
+  }
+  char req[256];
+  int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+  if (write(fd, req, (size_t)n) != n) {
+    close(fd);
+    return NULL;
+  }
+  size_t cap = 1 << 16, len = 0;
+  char *buf = malloc(cap);
+  ssize_t got;
+  while (buf && (got = read(fd, buf + len, cap - len - 1)) > 0) {
+    len += (size_t)got;
+    if (cap - len < 2) {
+      char *p = realloc(buf, cap *= 2);
+      if (!p) {
+        free(buf);
+        buf = NULL;
+      } else {
+        buf = p;
+      }
+    }
+  }
+  close(fd);
+  if (!buf)
+    return NULL;
+  buf[len] = '\0';
+  *status = atoi(buf + 9);
+  char *body = strstr(buf, "\r\n\r\n");
+  char *out = strdup(body ? body + 4 : "");
+  free(buf);
+  return out;
+}
+
+static bool have(const char *tool) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", tool);
+  return system(cmd) == 0;
+}
+
+static void test_metrics_promtool(void) {
+  scn_daemon d;
+  CU_ASSERT_FATAL(scn_daemon_start(&d, NULL) == 0);
+  scn_client c;
+  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
+  cJSON_Delete(scn_client_call(&c, "{\"cmd\":\"world.create\",\"world\":\"m\"}"));
+  cJSON_Delete(scn_client_call(&c, "{\"cmd\":\"nope\"}"));
+  int status = 0;
+  char *page = http_body(d.http_port, "/metrics", &status);
+  CU_ASSERT_EQUAL(status, 200);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(page);
+  CU_ASSERT_PTR_NOT_NULL(strstr(page, "scened_command_errors_total{code=\"UNKNOWN_COMMAND\"} 1"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(page, "scened_world_transforms{world=\"m\"} 0"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(page, "scened_command_duration_seconds_bucket{le=\"+Inf\"}"));
+  if (have("promtool")) {
+    char path[] = "/tmp/scened-metrics-XXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT(write(fd, page, strlen(page)) == (ssize_t)strlen(page));
+    close(fd);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "promtool check metrics < %s > %s.out 2>&1", path, path);
+    int rc = system(cmd);
+    CU_ASSERT_EQUAL(rc, 0); /* exit 0 and nothing printed: no warning either */
+    snprintf(cmd, sizeof cmd, "test ! -s %s.out", path);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s.out", path);
+    unlink(cmd);
+    unlink(path);
+  } else {
+    printf("\n  (promtool not installed: the exposition format was not checked by it)\n");
+  }
+  free(page);
+  /* info has the same figures under "metrics", by the same names */
+  cJSON *info = scn_client_call(&c, "{\"cmd\":\"info\"}");
+  const cJSON *m = cJSON_GetObjectItemCaseSensitive(info, "metrics");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  const cJSON *errors = cJSON_GetObjectItemCaseSensitive(m, "command_errors_total");
+  CU_ASSERT_EQUAL(cJSON_GetObjectItemCaseSensitive(errors, "UNKNOWN_COMMAND")->valuedouble, 1);
+  CU_ASSERT_PTR_NOT_NULL(cJSON_GetObjectItemCaseSensitive(m, "tick_duration_seconds"));
+  CU_ASSERT_EQUAL(scn_resp_num(info, "worlds"), 1);
+  cJSON_Delete(info);
+  page = http_body(d.http_port, "/readyz", &status);
+  CU_ASSERT_EQUAL(status, 200);
+  free(page);
+  scn_client_close(&c);
+  int st = scn_daemon_stop(&d, SIGTERM, 5000);
+  CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* The tick rate the daemon reports in info. */
+static double tick_hz_of(const scn_daemon *d) {
+  scn_client c;
+  if (scn_client_connect(&c, d->port) != 0)
+    return -1;
+  cJSON *info = scn_client_call(&c, "{\"cmd\":\"info\"}");
+  double hz = scn_resp_num(info, "tick_hz");
+  cJSON_Delete(info);
+  scn_client_close(&c);
+  return hz;
+}
+
+static void test_config_precedence(void) {
+  char path[] = "/tmp/scened-conf-XXXXXX";
+  int fd = mkstemp(path);
+  CU_ASSERT_FATAL(fd >= 0);
+  const char *text = "# settings\ntick_hz = 30\nlog-level = \"warn\"\n";
+  CU_ASSERT(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+  close(fd);
+  scn_daemon d;
+  const char *file_only[] = {"--config", path, NULL};
+  CU_ASSERT_FATAL(scn_daemon_start(&d, file_only) == 0);
+  CU_ASSERT_EQUAL(tick_hz_of(&d), 30); /* file > default */
+  scn_daemon_stop(&d, SIGTERM, 5000);
+  setenv("SCENED_TICK_HZ", "40", 1);
+  CU_ASSERT_FATAL(scn_daemon_start(&d, file_only) == 0);
+  CU_ASSERT_EQUAL(tick_hz_of(&d), 40); /* environment > file */
+  scn_daemon_stop(&d, SIGTERM, 5000);
+  const char *with_flag[] = {"--config", path, "--tick-hz", "50", NULL};
+  CU_ASSERT_FATAL(scn_daemon_start(&d, with_flag) == 0);
+  CU_ASSERT_EQUAL(tick_hz_of(&d), 50); /* flag > environment */
+  scn_daemon_stop(&d, SIGTERM, 5000);
+  unsetenv("SCENED_TICK_HZ");
+  /* an invalid value in the file names the file, the line and the setting; exit 2 */
+  FILE *f = fopen(path, "w");
+  fputs("tick_hz = 30\nmax-clients = lots\n", f);
+  fclose(f);
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "\"$SCENED_BIN\" --config %s 2>%s.err; echo $? > %s.rc", path, path,
+           path);
+  CU_ASSERT_EQUAL(system(cmd), 0);
+  snprintf(cmd, sizeof cmd, "grep -q '^2$' %s.rc && grep -q '%s:2' %s.err && grep -q max-clients %s.err && test $(wc -l < %s.err) -eq 1",
+           path, path, path, path, path);
+  CU_ASSERT_EQUAL(system(cmd), 0);
+  snprintf(cmd, sizeof cmd, "rm -f %s %s.err %s.rc", path, path, path);
+  CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
+static void test_logs(void) {
+  scn_daemon d;
+  const char *args[] = {"--auth-token", "s3cret-token", "--log-level", "debug", NULL};
+  CU_ASSERT_FATAL(scn_daemon_start(&d, args) == 0);
+  scn_client c;
+  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
+  cJSON *r = scn_client_call(&c, "{\"cmd\":\"hello\",\"token\":\"wrong\"}");
+  CU_ASSERT_STRING_EQUAL(scn_resp_code(r), "UNAUTHORIZED");
+  cJSON_Delete(r);
+  r = scn_client_call(&c, "{\"cmd\":\"hello\",\"token\":\"s3cret-token\"}");
+  CU_ASSERT_TRUE(scn_resp_ok(r));
+  cJSON_Delete(r);
+  scn_client_close(&c);
+  usleep(100000);
+  int st = scn_daemon_stop(&d, SIGTERM, 5000);
+  CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  CU_ASSERT_TRUE(scn_daemon_log_contains(&d, "level=info msg=\"started\""));
+  CU_ASSERT_TRUE(scn_daemon_log_contains(&d, "level=debug msg=\"connection opened\""));
+  CU_ASSERT_TRUE(scn_daemon_log_contains(&d, "level=warn msg=\"authentication failed\""));
+  CU_ASSERT_TRUE(scn_daemon_log_contains(&d, "level=info msg=\"stopped\""));
+  CU_ASSERT_FALSE(scn_daemon_log_contains(&d, "s3cret-token"));
+  /* every line is logfmt: ts=... level=... msg="..." */
+  char cmd[512];
+  snprintf(cmd, sizeof cmd,
+           "grep -v -E '^ts=[0-9T:.-]+Z level=(debug|info|warn|error) msg=\"[^\"]*\"' %s | grep -q .",
+           d.log_path);
+  CU_ASSERT_NOT_EQUAL(system(cmd), 0);
+}
+
+/* Waits for the daemon to exit by itself; its status, or -1 (then it is killed). */
+static int wait_exit(scn_daemon *d, int timeout_ms) {
+  int status;
+  for (int waited = 0; waited < timeout_ms; waited += 5) {
+    if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
+      d->pid = 0;
+      return status;
+    }
+    usleep(5000);
+  }
+  scn_daemon_stop(d, SIGKILL, 1000);
+  return -1;
+}
+
+static void test_signals(void) {
+  scn_daemon d;
+  CU_ASSERT_FATAL(scn_daemon_start(&d, NULL) == 0);
+  scn_client c;
+  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
+  /* requests already sent are answered before the daemon exits */
+  char batch[64 * 200];
+  size_t len = 0;
+  for (int i = 0; i < 200; i++)
+    len += (size_t)snprintf(batch + len, sizeof batch - len, "{\"cmd\":\"ping\",\"id\":%d}\n", i);
+  CU_ASSERT_EQUAL(scn_client_send_raw(&c, batch, len), 0);
+  usleep(50000);
+  kill(d.pid, SIGINT);
+  int answered = 0;
+  cJSON *r;
+  while ((r = scn_client_recv_json(&c, 3000))) {
+    answered += scn_resp_ok(r);
+    cJSON_Delete(r);
+  }
+  CU_ASSERT_EQUAL(answered, 200);
+  scn_client_close(&c);
+  int st = wait_exit(&d, 6000); /* no second signal: that one would exit at once */
+  CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  /* a second signal while it drains a stuck client exits at once */
+  CU_ASSERT_FATAL(scn_daemon_start(&d, NULL) == 0);
+  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
+  for (int i = 0; i < 64; i++) /* many replies the client never reads */
+    scn_client_send_raw(&c, "{\"cmd\":\"info\"}\n", 15);
+  usleep(100000);
+  kill(d.pid, SIGTERM);
+  usleep(100000);
+  kill(d.pid, SIGTERM);
+  st = wait_exit(&d, 2000);
+  CU_ASSERT(st != -1); /* it left at once, without needing a kill */
+  scn_client_close(&c);
+}
+
+int scn_test_register_daemon_ops(void) {
+  CU_pSuite s = CU_add_suite("daemon_ops", NULL, NULL);
+  if (!s)
+    return -1;
+  if (!CU_add_test(s, "metrics: promtool, info, readyz", test_metrics_promtool) ||
+      !CU_add_test(s, "config precedence", test_config_precedence) ||
+      !CU_add_test(s, "logfmt logs", test_logs) || !CU_add_test(s, "signals", test_signals))
+    return -1;
+  return 0;
+}
