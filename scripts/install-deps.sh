@@ -7,6 +7,8 @@ packages=(gcc make pkg-config libuv1-dev libcjson-dev libcglm-dev libcunit1-dev 
   libhttp-parser-dev
   prometheus # promtool: the tests check /metrics with it
   clang      # libFuzzer for make fuzz
+  python3 jq # the Python client's self-test and the shell example run in the tests
+  valgrind   # make valgrind
 )
 
 
