@@ -40,7 +40,7 @@ BENCH_BIN := $(BUILD)/bench-core
 
 DEPS_STAMP := build/.deps-checked
 
-.PHONY: all deps test bench run clean format exhaustive-f32 layering fuzz
+.PHONY: all deps test bench run clean format exhaustive-f32 layering fuzz valgrind
 
 all: $(SCENED) $(SCENECTL) $(SCENE_BENCH) $(CORE_LIB) $(PROTO_LIB) $(TEST_BIN) $(BENCH_BIN) $(BUILD)/f32-exhaustive
 
@@ -97,6 +97,16 @@ run: $(SCENED) $(SCENECTL)
 	@echo "  talk to it:  $(SCENECTL) ping   |   $(SCENECTL) world.create world=main"
 	@echo "  interactive: $(SCENECTL)   (Ctrl-C here stops the daemon)"
 	$(SCENED)
+
+# The core and protocol suites under valgrind, then the integration suites with the daemon
+# itself under valgrind (a leak or memory error makes it exit 99, which the suites check).
+# Suites that time ticks or load the machine are left to the sanitizer build.
+VALGRIND_SUITES := daemon_commands,daemon_persist,clients,daemon_ops
+valgrind: $(TEST_BIN) $(SCENED) $(SCENECTL)
+	valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	  --error-exitcode=99 $(TEST_BIN) core_,proto,f32fmt
+	SCENED_BIN=$(abspath scripts/valgrind-scened.sh) SCENED_REAL=$(abspath $(SCENED)) \
+	  SCENECTL_BIN=$(abspath $(SCENECTL)) $(TEST_BIN) $(VALGRIND_SUITES)
 
 bench: $(BENCH_BIN) $(SCENED) $(SCENE_BENCH)
 	BUILD=$(BUILD) scripts/bench.sh
