@@ -161,6 +161,17 @@ static inline uint32_t scn__tm_stamp(const scn__tm *tm) {
   return (uint32_t)(tm->tick - tm->stamp_base);
 }
 
+/* The instance after i in a depth-first pre-order walk of top's subtree, SCN_NIL at its end:
+ * down to the first child, else across to the next sibling, else up until an ancestor below
+ * top has one. Needs no stack. */
+static inline uint32_t scn__tm_next_preorder(const scn__tm *tm, uint32_t i, uint32_t top) {
+  if (tm->first_child[i] != SCN_NIL)
+    return tm->first_child[i];
+  while (i != top && tm->next[i] == SCN_NIL)
+    i = tm->parent[i];
+  return i == top ? SCN_NIL : tm->next[i];
+}
+
 /* ---- propagate.c ---- */
 void scn__tm_flush(scn__tm *tm);
 void scn__tm_relayout(scn__tm *tm);

@@ -49,23 +49,12 @@ static void propagate_range(scn__tm *tm, uint32_t root) {
   tm->stats.changed += changed;
 }
 
-/* Pre-order walk of the subtree without a stack: down to the first child, else across to the
- * next sibling, else up until an ancestor below root has one. */
+/* The subtree when the arrays are not in depth-first order: follow the links instead. */
 static void propagate_walk(scn__tm *tm, uint32_t root) {
   uint64_t count = 0, changed = 0;
-  uint32_t i = root;
-  for (;;) {
+  for (uint32_t i = root; i != SCN_NIL; i = scn__tm_next_preorder(tm, i, root)) {
     changed += recompute(tm, i, tm->parent[i]);
     count++;
-    if (tm->first_child[i] != SCN_NIL) {
-      i = tm->first_child[i];
-      continue;
-    }
-    while (i != root && tm->next[i] == SCN_NIL)
-      i = tm->parent[i];
-    if (i == root)
-      break;
-    i = tm->next[i];
   }
   tm->stats.recomputed += count;
   tm->stats.changed += changed;
@@ -198,19 +187,8 @@ void scn__tm_relayout(scn__tm *tm) {
   /* Depth-first pre-order over the roots in list order. */
   uint32_t k = 0;
   for (uint32_t r = tm->first_root; r != SCN_NIL; r = tm->next[r]) {
-    uint32_t i = r;
-    for (;;) {
+    for (uint32_t i = r; i != SCN_NIL; i = scn__tm_next_preorder(tm, i, r))
       order[k++] = i;
-      if (tm->first_child[i] != SCN_NIL) {
-        i = tm->first_child[i];
-        continue;
-      }
-      while (i != r && tm->next[i] == SCN_NIL)
-        i = tm->parent[i];
-      if (i == r)
-        break;
-      i = tm->next[i];
-    }
   }
   for (uint32_t x = 0; x < n; x++)
     new_index[order[x]] = x;
@@ -282,19 +260,8 @@ static int walk_scope(scn_world *w, scn_entity root, uint64_t since, const scope
   }
   uint32_t first = r == SCN_NIL ? tm->first_root : r;
   for (uint32_t top = first; top != SCN_NIL; top = r == SCN_NIL ? tm->next[top] : SCN_NIL) {
-    uint32_t i = top;
-    for (;;) {
+    for (uint32_t i = top; i != SCN_NIL; i = scn__tm_next_preorder(tm, i, top))
       visit_one(v, tm, i, th);
-      if (tm->first_child[i] != SCN_NIL) {
-        i = tm->first_child[i];
-        continue;
-      }
-      while (i != top && tm->next[i] == SCN_NIL)
-        i = tm->parent[i];
-      if (i == top)
-        break;
-      i = tm->next[i];
-    }
   }
   return SCN_OK;
 }
@@ -314,20 +281,10 @@ int scn_world_visit_scope(scn_world *w, scn_entity root, uint64_t since, scn_sco
 void scn_world_visit_transforms(scn_world *w, scn_transform_fn fn, void *ud) {
   scn__tm *tm = &w->tm;
   for (uint32_t top = tm->first_root; top != SCN_NIL; top = tm->next[top]) {
-    uint32_t i = top;
-    for (;;) {
+    for (uint32_t i = top; i != SCN_NIL; i = scn__tm_next_preorder(tm, i, top)) {
       uint32_t p = tm->parent[i];
       fn(ud, tm->entity[i], p == SCN_NIL ? SCN_ENTITY_NONE : tm->entity[p], scn__tm_name(tm, i),
          tm->local[i][0]);
-      if (tm->first_child[i] != SCN_NIL) {
-        i = tm->first_child[i];
-        continue;
-      }
-      while (i != top && tm->next[i] == SCN_NIL)
-        i = tm->parent[i];
-      if (i == top)
-        break;
-      i = tm->next[i];
     }
   }
 }

@@ -80,20 +80,10 @@ int scn__transform_destroy_check(scn_world *w, scn_entity e) {
 /* Pre-order list of the subtree's entities in tm->scratch_e. */
 static int collect_subtree(scn__tm *tm, uint32_t root, size_t *count) {
   size_t n = 0;
-  uint32_t i = root;
-  for (;;) {
+  for (uint32_t i = root; i != SCN_NIL; i = scn__tm_next_preorder(tm, i, root)) {
     if (scn__vec_reserve(&tm->scratch_e, sizeof(scn_entity), n + 1) != SCN_OK)
       return SCN_NOMEM;
     SCN_VEC_AT(tm->scratch_e, scn_entity, n++) = tm->entity[i];
-    if (tm->first_child[i] != SCN_NIL) {
-      i = tm->first_child[i];
-      continue;
-    }
-    while (i != root && tm->next[i] == SCN_NIL)
-      i = tm->parent[i];
-    if (i == root)
-      break;
-    i = tm->next[i];
   }
   *count = n;
   return SCN_OK;
