@@ -193,6 +193,8 @@ void scn_world_visit_events(const scn_world *w, uint64_t since, scn_event_fn fn,
 void scn_world_trim_events(scn_world *w, uint64_t upto);
 /* Oldest tick after which the event log is complete (events after it are all present). */
 uint64_t scn_world_events_since(const scn_world *w);
+/* The log is kept only while on (off by default), so a world nobody streams keeps none. */
+void scn_world_keep_events(scn_world *w, bool on);
 
 /* Propagation statistics (for metrics and benchmarks). */
 typedef struct scn_world_stats {

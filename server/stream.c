@@ -610,19 +610,27 @@ void scn_stream_shutdown(scn_server *srv) {
 }
 
 /* Events are kept back to the oldest tick a whole-world delta still needs. */
+/* Events are logged only for worlds with whole-world subscriptions (whose deltas need the
+ * removals), and kept back to the oldest tick such a subscription still needs; one that lags
+ * or waits for a full frame needs none. */
 static void trim_events(scn_server *srv) {
   scn_scene *scene = srv->scene;
-  for (size_t i = 0; i < scn_world_count(scene); i++) {
-    scn_world *w = scn_world_at(scene, i);
-    scn_world_set_userdata(w, scn_world_tick(w) - 1);
+  for (size_t i = 0; i < scn_world_count(scene); i++)
+    scn_world_set_userdata(scn_world_at(scene, i), UINT64_MAX);
+  for (scn_sub *s = srv->subs; s; s = s->next) {
+    /* A subtree subscription needs the last tick's, to see its root destroyed (root_gone). */
+    uint64_t needs = s->root != SCN_ENTITY_NONE || s->lagging || s->need_full || !s->last_tick
+                         ? scn_world_tick(s->world) - 1
+                         : s->last_tick;
+    if (needs < scn_world_userdata(s->world))
+      scn_world_set_userdata(s->world, needs);
   }
-  for (scn_sub *s = srv->subs; s; s = s->next)
-    if (s->root == SCN_ENTITY_NONE && !s->lagging && !s->need_full && s->last_tick &&
-        s->last_tick < scn_world_userdata(s->world))
-      scn_world_set_userdata(s->world, s->last_tick);
   for (size_t i = 0; i < scn_world_count(scene); i++) {
     scn_world *w = scn_world_at(scene, i);
-    scn_world_trim_events(w, scn_world_userdata(w));
+    uint64_t keep_from = scn_world_userdata(w);
+    scn_world_keep_events(w, keep_from != UINT64_MAX);
+    if (keep_from != UINT64_MAX)
+      scn_world_trim_events(w, keep_from);
   }
 }
 
@@ -651,13 +659,11 @@ void scn_stream_tick(scn_server *srv) {
       scn_conn_flush(c);
       continue;
     }
+    if (s->root == SCN_ENTITY_NONE && s->last_tick && !s->need_full &&
+        s->last_tick < scn_world_events_since(s->world))
+      s->need_full = true; /* the log lost what its delta needs: send everything */
     if (!due(srv, s))
       continue;
-    if (scn_conn_queued(s->conn) > srv->cfg.output_limit) {
-      s->lagging = true;
-      srv->counters.stream.lags++;
-      continue;
-    }
     due_list.subs[n++] = s;
   }
   if (n > 1) /* the list is NULL until a first subscription; qsort(NULL, 0) is undefined */
@@ -672,6 +678,13 @@ void scn_stream_tick(scn_server *srv) {
       frame_key kj = key_of(due_list.subs[j]);
       if (cmp_key(&k, &kj) != 0)
         break;
+      /* Over its output budget it lags (and resyncs with a full frame once drained), but
+       * only when there is something to drop: an unchanged tick costs it nothing. */
+      if ((f.body || f.job) && scn_conn_queued(due_list.subs[j]->conn) > srv->cfg.output_limit) {
+        due_list.subs[j]->lagging = true;
+        srv->counters.stream.lags++;
+        continue;
+      }
       deliver(srv, due_list.subs[j], &f);
     }
     scn_shared_release(f.body);
@@ -703,6 +716,8 @@ int scn_cmd_subscribe(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_err
   scn_sub *s = calloc(1, sizeof *s);
   if (!s)
     return scn_fail(err, SCN_W_INTERNAL, "out of memory");
+  /* Whole-world deltas after the first frame need the removals; a subtree, its root's. */
+  scn_world_keep_events(w, true);
   s->id = ++srv->next_sub_id;
   s->conn = ctx->conn;
   s->world = w;

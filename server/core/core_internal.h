@@ -61,7 +61,8 @@ typedef struct scn__tm {
   uint64_t tick;
   uint64_t stamp_base; /* stamps are 32-bit offsets from here; rebased when they would wrap */
 
-  scn__vec events; /* scn__event */
+  bool keep_events; /* log structural events only while someone reads them */
+  scn__vec events;  /* scn__event */
   size_t events_head;
   uint64_t events_since;
 
@@ -137,6 +138,10 @@ void scn__entities_free(scn__entities *ents);
 void scn__entity_uncreate(scn_scene *scene, scn_entity e);
 
 /* ---- tm_store.c: storage, maps, links ---- */
+/* Big arrays straight from mmap, so that memory freed is given back at once (glibc would keep
+ * medium blocks in its heap); 64-byte aligned either way. */
+void *scn__array_alloc(size_t bytes);
+void scn__array_free(void *p, size_t bytes);
 int scn__tm_init(scn__tm *tm);
 void scn__tm_free(scn__tm *tm);
 uint32_t scn__tm_lookup(const scn__tm *tm, scn_entity e);

@@ -177,11 +177,13 @@ void scn__tm_relayout(scn__tm *tm) {
   uint32_t n = tm->n;
   if (tm->sorted)
     return;
-  uint32_t *order = malloc(sizeof *order * (n ? n : 1));
-  uint32_t *new_index = malloc(sizeof *new_index * (n ? n : 1));
-  void *tmp = aligned_alloc(64, sizeof(mat4) * (n ? n : 1));
+  size_t index_bytes = sizeof(uint32_t) * (n ? n : 1), tmp_bytes = sizeof(mat4) * (n ? n : 1);
+  uint32_t *order = scn__array_alloc(index_bytes);
+  uint32_t *new_index = scn__array_alloc(index_bytes);
+  void *tmp = scn__array_alloc(tmp_bytes);
   if (!order || !new_index || !tmp) {
-    free(order), free(new_index), free(tmp);
+    scn__array_free(order, index_bytes), scn__array_free(new_index, index_bytes);
+    scn__array_free(tmp, tmp_bytes);
     return; /* stays unsorted: propagation walks the links instead */
   }
   /* Depth-first pre-order over the roots in list order. */
@@ -221,7 +223,8 @@ void scn__tm_relayout(scn__tm *tm) {
   tm->sorted = true;
   tm->unsorted_changes = 0;
   tm->stats.relayouts++;
-  free(order), free(new_index), free(tmp);
+  scn__array_free(order, index_bytes), scn__array_free(new_index, index_bytes);
+  scn__array_free(tmp, tmp_bytes);
 }
 
 /* ---- change listing ----------------------------------------------------------------------- */
@@ -324,3 +327,14 @@ void scn_world_trim_events(scn_world *w, uint64_t upto) {
 }
 
 uint64_t scn_world_events_since(const scn_world *w) { return w->tm.events_since; }
+
+void scn_world_keep_events(scn_world *w, bool on) {
+  scn__tm *tm = &w->tm;
+  if (on == tm->keep_events)
+    return;
+  tm->keep_events = on;
+  tm->events.len = tm->events_head = 0;
+  /* From now on every event is logged in the open tick: complete after the last closed one.
+   * Off, the log vouches for nothing before the open tick. */
+  tm->events_since = on ? tm->tick - 1 : tm->tick;
+}

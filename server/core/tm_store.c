@@ -18,14 +18,14 @@
  * instead of lingering in the heap, and page-aligned blocks suit aligned matrices. */
 #define BIG_ARRAY (256u * 1024u)
 
-static void *array_alloc(size_t bytes) {
+void *scn__array_alloc(size_t bytes) {
   if (bytes < BIG_ARRAY)
     return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
   void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   return p == MAP_FAILED ? NULL : p;
 }
 
-static void array_free(void *p, size_t bytes) {
+void scn__array_free(void *p, size_t bytes) {
   if (!p)
     return;
   if (bytes < BIG_ARRAY)
@@ -36,7 +36,7 @@ static void array_free(void *p, size_t bytes) {
 
 
 static uint32_t *map_new(uint32_t cap) {
-  uint32_t *m = malloc(sizeof *m * cap);
+  uint32_t *m = scn__array_alloc(sizeof *m * cap);
   if (m)
     memset(m, 0xff, sizeof *m * cap);
   return m;
@@ -48,8 +48,8 @@ int scn__tm_init(scn__tm *tm) {
   tm->emap = map_new(MAP_MIN);
   tm->nmap = map_new(MAP_MIN);
   if (!tm->emap || !tm->nmap) {
-    free(tm->emap);
-    free(tm->nmap);
+    scn__array_free(tm->emap, sizeof(uint32_t) * MAP_MIN);
+    scn__array_free(tm->nmap, sizeof(uint32_t) * MAP_MIN);
     return SCN_NOMEM;
   }
   tm->emap_mask = tm->nmap_mask = MAP_MIN - 1;
@@ -65,11 +65,11 @@ int scn__tm_init(scn__tm *tm) {
 }
 
 void scn__tm_free(scn__tm *tm) {
-#define TM_FREE(f) array_free(tm->f, (size_t)tm->cap * sizeof *tm->f);
+#define TM_FREE(f) scn__array_free(tm->f, (size_t)tm->cap * sizeof *tm->f);
   TM_ARRAYS(TM_FREE)
 #undef TM_FREE
-  free(tm->emap);
-  free(tm->nmap);
+  scn__array_free(tm->emap, sizeof(uint32_t) * (tm->emap_mask + 1));
+  scn__array_free(tm->nmap, sizeof(uint32_t) * (tm->nmap_mask + 1));
   scn__vec_free(&tm->names);
   scn__vec_free(&tm->names_free);
   scn__vec_free(&tm->dirty_list);
@@ -154,7 +154,7 @@ static int map_grow(scn__tm *tm, uint32_t **map, uint32_t *mask, uint32_t count,
   for (uint32_t h = 0; h <= *mask; h++)
     if ((*map)[h] != SCN_NIL)
       map_insert(m, cap - 1, key_of(tm, (*map)[h]), (*map)[h]);
-  free(*map);
+  scn__array_free(*map, sizeof(uint32_t) * (*mask + 1));
   *map = m;
   *mask = cap - 1;
   return SCN_OK;
@@ -223,13 +223,13 @@ int scn__tm_reserve(scn__tm *tm, uint32_t need) {
 #undef TM_FIELD
     } fresh = {0};
     bool ok = true;
-#define TM_ALLOC(f) ok = ok && (fresh.f = array_alloc((size_t)cap * sizeof *tm->f)) != NULL;
+#define TM_ALLOC(f) ok = ok && (fresh.f = scn__array_alloc((size_t)cap * sizeof *tm->f)) != NULL;
     TM_ARRAYS(TM_ALLOC)
 #undef TM_ALLOC
     if (!ok) {
 #define TM_UNDO(f)                                                                             \
   if (fresh.f)                                                                                 \
-    array_free(fresh.f, (size_t)cap * sizeof *tm->f);
+    scn__array_free(fresh.f, (size_t)cap * sizeof *tm->f);
       TM_ARRAYS(TM_UNDO)
 #undef TM_UNDO
       return SCN_NOMEM;
@@ -237,7 +237,7 @@ int scn__tm_reserve(scn__tm *tm, uint32_t need) {
 #define TM_MOVE(f)                                                                             \
   if (tm->f)                                                                                   \
     memcpy(fresh.f, tm->f, (size_t)tm->cap * sizeof *tm->f);                                   \
-  array_free(tm->f, (size_t)tm->cap * sizeof *tm->f);                                          \
+  scn__array_free(tm->f, (size_t)tm->cap * sizeof *tm->f);                                          \
   tm->f = fresh.f;
     TM_ARRAYS(TM_MOVE)
 #undef TM_MOVE
@@ -470,6 +470,8 @@ void scn__tm_move(scn__tm *tm, uint32_t i, uint32_t parent, uint32_t before) {
 }
 
 void scn__tm_log_event(scn__tm *tm, scn_entity e, scn_event_kind kind) {
+  if (!tm->keep_events)
+    return;
   if (scn__vec_reserve(&tm->events, sizeof(scn__event), tm->events.len + 1) != SCN_OK) {
     /* Without room the log can no longer vouch for older ticks: subscribers resync. */
     tm->events_head = tm->events.len;

@@ -40,6 +40,9 @@ static void build(fixture *f) {
   CU_ASSERT_PTR_NOT_NULL_FATAL(f->s);
   OK(scn_world_create(f->s, "one", &f->w1));
   OK(scn_world_create(f->s, "two", &f->w2));
+  /* keep the event logs, so rollback is checked to restore them too */
+  scn_world_keep_events(f->w1, true);
+  scn_world_keep_events(f->w2, true);
   OK(scn_entity_create(f->s, NE, f->e));
   /* free slots in the registry, so creation reuses them */
   OK(scn_entity_destroy(f->s, f->e[35]));

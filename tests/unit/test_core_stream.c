@@ -540,7 +540,9 @@ static void test_events(void) {
   scn_scene *s = scn_scene_new(NULL);
   scn_world *w, *w2;
   OK(scn_world_create(s, "w", &w));
+  scn_world_keep_events(w, true); /* the log is off by default */
   OK(scn_world_create(s, "w2", &w2));
+  scn_world_keep_events(w2, true); /* the log is off by default */
   CU_ASSERT_EQUAL(scn_world_events_since(w), 0);
   CU_ASSERT_EQUAL(events_since(w, 0), 0);
   /* tick 1: creations */
@@ -611,6 +613,7 @@ static void test_events_long_log(void) {
   scn_scene *s = scn_scene_new(NULL);
   scn_world *w;
   OK(scn_world_create(s, "w", &w));
+  scn_world_keep_events(w, true); /* the log is off by default */
   scn_entity p = mk(w, s, SCN_ENTITY_NONE, NULL, NULL);
   scn_entity x[100];
   for (int k = 0; k < 100; k++)
