@@ -456,6 +456,22 @@ static void test_full_then_delta(void) {
   expect_quiet(&sc, QUIET_MS);
   CU_ASSERT_EQUAL(s.frames, 6);
   ok(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"fd\"}");
+  cJSON_Delete(next_event(&sc, FRAME_WAIT_MS)); /* world_destroyed */
+
+  /* An empty world: the full frame is still sent, with nothing in it. */
+  ok(&ctl, "{\"cmd\":\"world.create\",\"world\":\"fd-empty\"}");
+  sub_state e;
+  CU_ASSERT_TRUE_FATAL(subscribe(&sc, &e, "fd-empty", 0, 0));
+  f = expect_frame(&sc, &e, 1);
+  check_set(f, NULL, 0);
+  check_no_removed(f);
+  cJSON_Delete(f);
+  expect_quiet(&sc, QUIET_MS);
+  int64_t first = mk(&ctl, "fd-empty", 0, 0, 0, 2);
+  f = expect_frame(&sc, &e, 0);
+  check_set(f, (want[]){{first, 0, 0, 2}}, 1);
+  cJSON_Delete(f);
+  ok(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"fd-empty\"}");
   conn_close(&sc);
   conn_close(&ctl);
 }
@@ -955,7 +971,7 @@ static void test_two_subscribers(void) {
   int64_t c = mk(&ctl, W, 0, 0, 0, 1);
   sub_state s1[2], s2[2];
   cJSON *f1[2], *f2[2];
-  /* Both subscribe in the same tick (pipelined on one write each, sent back to back). */
+  /* A whole-world and a subtree subscription on each connection. */
   CU_ASSERT_TRUE_FATAL(subscribe(&k1, &s1[0], W, 0, 0));
   CU_ASSERT_TRUE_FATAL(subscribe(&k1, &s1[1], W, a, 0));
   CU_ASSERT_TRUE_FATAL(subscribe(&k2, &s2[0], W, 0, 0));
@@ -1239,10 +1255,10 @@ static void test_frames_follow_responses(void) {
   int next_id = 0, frames = 0;
   /* Sent in pieces over a few ticks so frames fall between responses. */
   for (size_t at = 0; at < len;) {
-    size_t piece = len - at < 2000 ? len - at : 2000;
+    size_t piece = len - at < 1000 ? len - at : 1000;
     CU_ASSERT_EQUAL_FATAL(scn_client_send_raw(&k.c, lines + at, piece), 0);
     at += piece;
-    sleep_ms(TICK_MS / 5);
+    sleep_ms(TICK_MS / 3);
   }
   free(lines);
   while (next_id < 200 && now_ms() < deadline) {
@@ -1250,8 +1266,24 @@ static void test_frames_follow_responses(void) {
     if (!j)
       break;
     if (is_event(j)) {
+      /* Exactly the state after the last request answered before it. */
       check_frame(&s, j, 0);
       frames++;
+      int last = next_id - 1;
+      float ax = last < 0 ? 12 : (float)(last - last % 2);
+      float bx = last < 1 ? 0 : (float)(last % 2 ? last : last - 1), by = last < 1 ? 1 : 0;
+      float ma[16], mb[16];
+      mat_t(ma, ax, 0, 0);
+      mat_t(mb, ax + bx, by, 0);
+      int count;
+      const cJSON *m = set_matrix(j, a, &count);
+      CU_ASSERT_TRUE(count <= 1 && (!m || matrix_equals(m, ma)));
+      m = set_matrix(j, b, &count);
+      CU_ASSERT_TRUE(count == 1 && matrix_equals(m, mb)); /* b moves with every request */
+      if (!matrix_equals(m, mb)) {
+        fprintf(stderr, "\n  after response %d:", last);
+        report("frame", j);
+      }
     } else {
       CU_ASSERT_TRUE(scn_resp_ok(j));
       CU_ASSERT_EQUAL(num(j, "id"), next_id);
@@ -1514,8 +1546,9 @@ static void test_slow_consumer(void) {
   for (int i = 1; i < BIG; i++)
     CU_ASSERT_TRUE_FATAL(map[i].id > map[i - 1].id && map[i - 1].id > 0);
 
-  sub_state s;
+  sub_state s, leaf;
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &s, "big", 0, 0));
+  CU_ASSERT_TRUE_FATAL(subscribe(&sc, &leaf, "big", ids[7], 0));
   sleep_ms(200);
   long base = rss_kib(d.pid), peak = base;
   CU_ASSERT_TRUE_FATAL(base > 0);
@@ -1549,7 +1582,25 @@ static void test_slow_consumer(void) {
   bool last_was_full = false, last_full_matches = false;
   long deadline = now_ms() + 20000;
   cJSON *f;
-  while (now_ms() < deadline && (f = next_event(&sc, 1500))) {
+  int leaf_fulls = 0;
+  bool leaf_last_full = false, leaf_matches = false;
+  /* Until both subscriptions have converged (a full frame of the final state last). */
+  while (!(last_was_full && last_full_matches && last_full_count == BIG && leaf_last_full &&
+           leaf_matches && leaf_fulls >= 2) &&
+         now_ms() < deadline && (f = next_event(&sc, 3000))) {
+    if (num(f, "sub") == (double)leaf.id) {
+      /* The one-transform subtree subscription lags and resyncs too. */
+      check_frame(&leaf, f, -1);
+      leaf_last_full = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "full"));
+      leaf_fulls += leaf_last_full;
+      int count;
+      float want_m[16];
+      big_expected(want_m, 7, (float)x);
+      leaf_matches = matrix_equals(set_matrix(f, ids[7], &count), want_m) && count == 1 &&
+                     cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(f, "set")) == 1;
+      cJSON_Delete(f);
+      continue;
+    }
     check_frame(&s, f, -1);
     frames++;
     bool full = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "full"));
@@ -1582,6 +1633,8 @@ static void test_slow_consumer(void) {
     }
     cJSON_Delete(f);
   }
+  /* Then nothing more: nothing changes. */
+  expect_quiet(&sc, QUIET_MS);
   CU_ASSERT_TRUE(fulls >= 2); /* the first, and the one after lagging */
   CU_ASSERT_TRUE(last_was_full);
   CU_ASSERT_EQUAL(last_full_count, BIG);
@@ -1589,6 +1642,9 @@ static void test_slow_consumer(void) {
   if (!(fulls >= 2 && last_was_full && last_full_matches))
     fprintf(stderr, "\n  %d frames, %d full, last full: %d entries, matches %d\n", frames, fulls,
             last_full_count, (int)last_full_matches);
+  CU_ASSERT_TRUE(leaf_fulls >= 2);
+  CU_ASSERT_TRUE(leaf_last_full);
+  CU_ASSERT_TRUE(leaf_matches);
   /* The subscriber's view equals the daemon's state. */
   int wrong = 0;
   for (int i = 0; i < BIG; i++) {
@@ -1602,6 +1658,14 @@ static void test_slow_consumer(void) {
   f = expect_frame(&sc, &s, 0);
   check_set(f, (want[]){{ids[5], (float)x, 0, 1}}, 1);
   cJSON_Delete(f);
+  set_t(&ctl, "big", ids[7], 0, 0, 1);
+  cJSON *fs[2];
+  sub_state both[2] = {s, leaf};
+  frames_by_sub(&sc, both, fs, 2);
+  check_set(fs[0], (want[]){{ids[7], (float)x, 0, 1}}, 1);
+  CU_ASSERT_TRUE(same_but_sub(fs[0], fs[1]));
+  cJSON_Delete(fs[0]);
+  cJSON_Delete(fs[1]);
 
   free(ids);
   free(map);
