@@ -564,7 +564,7 @@ static void on_job_slice(uv_idle_t *h) {
     s->job = NULL;
     if (body) {
       send_body(srv, s, body, job->entries.n);
-      scn_conn_flush(s->conn);
+      scn_conn_schedule_flush(s->conn);
     } else {
       s->need_full = true; /* out of memory: resend the whole scope later */
     }
@@ -656,7 +656,7 @@ void scn_stream_tick(scn_server *srv) {
     if (s->root != SCN_ENTITY_NONE && root_gone(s)) {
       scn_conn *c = s->conn;
       end_root_destroyed(srv, s);
-      scn_conn_flush(c);
+      scn_conn_schedule_flush(c);
       continue;
     }
     if (s->root == SCN_ENTITY_NONE && s->last_tick && !s->need_full &&
@@ -694,7 +694,7 @@ void scn_stream_tick(scn_server *srv) {
     i = j;
   }
   for (size_t i = 0; i < n; i++)
-    scn_conn_flush(due_list.subs[i]->conn);
+    scn_conn_schedule_flush(due_list.subs[i]->conn); /* a flush may close a connection: not while its subscriptions are in the list */
   trim_events(srv);
 }
 
