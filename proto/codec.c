@@ -394,6 +394,20 @@ bool scn_find_raw_member(const char *line, size_t len, const char *key, const ch
   return false;
 }
 
+bool scn_next_raw_item(const char **cursor, const char *end, const char **item, size_t *item_len) {
+  const char *s = *cursor;
+  size_t len = (size_t)(end - s), i = skip_ws(s, len, 0);
+  if (i < len && (s[i] == '[' || s[i] == ','))
+    i = skip_ws(s, len, i + 1);
+  if (i >= len || s[i] == ']')
+    return false;
+  size_t vend = skip_value(s, len, i);
+  *item = s + i;
+  *item_len = vend - i;
+  *cursor = s + vend;
+  return true;
+}
+
 /* ---- replies -------------------------------------------------------------------------- */
 
 void scn_reply_begin_raw(scn_buf *b, const char *id, size_t id_len) {

@@ -54,6 +54,10 @@ int scn_get_name_or_null(const cJSON *req, const char *field, bool required, con
  * occurrence, key written without escapes), so an "id" is echoed exactly as sent. */
 bool scn_find_raw_member(const char *line, size_t len, const char *key, const char **value,
                          size_t *value_len);
+/* The raw text of the items of a JSON array (text known to be valid JSON): start with
+ * *cursor = the array text; each call gives the next item, false after the last. */
+bool scn_next_raw_item(const char **cursor, const char *end, const char **item, size_t *item_len);
+
 /* Like scn_reply_begin / scn_reply_error, with the id as raw JSON text (NULL: none). */
 void scn_reply_begin_raw(scn_buf *b, const char *id, size_t id_len);
 void scn_reply_error_raw(scn_buf *b, const char *id, size_t id_len, const scn_wire_error *err);

@@ -10,8 +10,9 @@ static int op_fail(scn_wire_error *err, size_t index) {
   return scn_fail(err, err->code, "op %zu: %s", index, inner);
 }
 
-static int run_op(scn_ctx *ctx, const cJSON *op, size_t index, scn_buf *results,
-                  scn_wire_error *err) {
+/* raw: the op's text as sent (NULL when unknown), so its id is echoed exactly. */
+static int run_op(scn_ctx *ctx, const cJSON *op, const char *raw, size_t raw_len, size_t index,
+                  scn_buf *results, scn_wire_error *err) {
   const char *name;
   if (!cJSON_IsObject(op))
     return scn_fail(err, SCN_W_BAD_REQUEST, "op %zu: must be a JSON object", index);
@@ -27,9 +28,14 @@ static int run_op(scn_ctx *ctx, const cJSON *op, size_t index, scn_buf *results,
     scn_buf_addc(results, ',');
   size_t open = results->len;
   scn_buf_addc(results, '{');
+  const char *raw_id;
+  size_t raw_id_len;
   if (id) {
     scn_buf_adds(results, "\"id\":");
-    scn_buf_add_json_value(results, id);
+    if (raw && scn_find_raw_member(raw, raw_len, "id", &raw_id, &raw_id_len))
+      scn_buf_add(results, raw_id, raw_id_len);
+    else
+      scn_buf_add_json_value(results, id);
   }
   size_t fields = results->len;
   if (scn_run_command(ctx, cmd, op, results, err) < 0)
@@ -57,12 +63,19 @@ int scn_cmd_batch(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *
   scn_buf *results = &srv->scratch;
   results->len = 0;
   results->failed = false;
+  /* The ops' raw text, walked alongside the parsed ops (NULL if the key was escaped). */
+  const char *raw_ops = NULL, *raw_end = NULL, *item = NULL;
+  size_t raw_len = 0, item_len = 0;
+  if (ctx->line && scn_find_raw_member(ctx->line, ctx->line_len, "ops", &raw_ops, &raw_len))
+    raw_end = raw_ops + raw_len;
   size_t index = 0;
-  for (const cJSON *op = ops->child; op; op = op->next, index++)
-    if (run_op(&op_ctx, op, index, results, err) < 0) {
+  for (const cJSON *op = ops->child; op; op = op->next, index++) {
+    bool have_raw = raw_ops && scn_next_raw_item(&raw_ops, raw_end, &item, &item_len);
+    if (run_op(&op_ctx, op, have_raw ? item : NULL, item_len, index, results, err) < 0) {
       scn_batch_rollback(srv->scene);
       return -1;
     }
+  }
   if (results->failed) {
     scn_batch_rollback(srv->scene);
     return scn_fail(err, SCN_W_INTERNAL, "out of memory building the results");

@@ -152,7 +152,8 @@ static int execute(scn_server *srv, scn_conn *c, const char *line, size_t len, s
     } else if (c && !c->authed && !(cmd->flags & SCN_CMD_OPEN)) {
       scn_fail(&err, SCN_W_UNAUTHORIZED, "authenticate first: send hello with the token");
     } else {
-      scn_ctx ctx = {.srv = srv, .conn = c, .id = id, .id_len = id_len, .id_item = id_item};
+      scn_ctx ctx = {.srv = srv, .conn = c, .id = id, .id_len = id_len, .id_item = id_item,
+                     .line = line, .line_len = len};
       if (id_item)
         scn_reply_begin(reply, id_item);
       else

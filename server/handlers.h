@@ -15,6 +15,8 @@ typedef struct scn_ctx {
   size_t id_len;
   const cJSON *id_item;    /* the id when it had to be read through cJSON */
   bool deferred;           /* the handler answers later (save); the connection waits */
+  const char *line;        /* the request as sent, for raw field text (batch op ids) */
+  size_t line_len;
 } scn_ctx;
 
 typedef int (*scn_handler)(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err);

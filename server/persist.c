@@ -180,6 +180,29 @@ int scn_persist_open(scn_server *srv) {
   P.gen = info.journal_gen;
   uint64_t gens[4096];
   size_t n = list_journals(gens, 4096);
+  /* The journals to replay must start at the snapshot's generation and have no gap: a journal
+   * of a later generation without the snapshot (or journal) before it is partial state. */
+  uint64_t expect = info.journal_gen;
+  for (size_t i = 0; i < n; i++) {
+    if (gens[i] < info.journal_gen)
+      continue;
+    if (gens[i] != expect) {
+      char what[4400];
+      if (expect == 0 && loaded == 0)
+        snprintf(what, sizeof what, "%s/snapshot.scn: missing, but journal.%llu.scn follows one",
+                 P.dir, (unsigned long long)gens[i]);
+      else
+        snprintf(what, sizeof what, "%s/journal.%llu.scn: missing (journal.%llu.scn follows it)",
+                 P.dir, (unsigned long long)expect, (unsigned long long)gens[i]);
+      if (!cfg->recover) {
+        fprintf(stderr, "scened: %s (start with --recover to keep what is valid)\n", what);
+        return 1;
+      }
+      scn_log(SCN_LOG_ERROR, "recover: data is missing; replaying what is there", "reason=\"%s\"",
+              what);
+    }
+    expect = gens[i] + 1;
+  }
   for (size_t i = 0; i < n; i++) {
     if (gens[i] < info.journal_gen)
       continue; /* covered by the snapshot: left over from before it was completed */
