@@ -40,9 +40,20 @@ BENCH_BIN := $(BUILD)/bench-core
 
 DEPS_STAMP := build/.deps-checked
 
-.PHONY: all deps test bench run clean format exhaustive-f32 layering fuzz valgrind
+# The staging view: web/ plus three.js from the npm registry (web/package-lock.json), copied to
+# www/ next to the daemon, where it looks for them by default. The npm packages (three, and ws
+# and playwright-core for tests/web) are installed once per lock file in build/web-npm.
+NPM_DIR    := build/web-npm
+NPM_STAMP  := $(NPM_DIR)/.installed
+WWW        := $(BUILD)/www
+WWW_STAMP  := $(BUILD)/.www-built
+WEB_SRC    := $(wildcard web/*.html web/*.js web/*.css)
+THREE      := $(NPM_DIR)/node_modules/three
 
-all: $(SCENED) $(SCENECTL) $(SCENE_BENCH) $(CORE_LIB) $(PROTO_LIB) $(TEST_BIN) $(BENCH_BIN) $(BUILD)/f32-exhaustive
+.PHONY: all deps test test-web www bench soak run clean format exhaustive-f32 layering fuzz valgrind
+
+all: $(SCENED) $(SCENECTL) $(SCENE_BENCH) $(CORE_LIB) $(PROTO_LIB) $(TEST_BIN) $(BENCH_BIN) $(BUILD)/f32-exhaustive \
+     $(WWW_STAMP)
 
 # Install missing system packages once per checkout (re-checked when the script changes).
 $(DEPS_STAMP): scripts/install-deps.sh
@@ -51,6 +62,23 @@ $(DEPS_STAMP): scripts/install-deps.sh
 	@touch $@
 
 deps: $(DEPS_STAMP)
+
+$(NPM_STAMP): web/package.json web/package-lock.json | $(DEPS_STAMP)
+	@mkdir -p $(NPM_DIR)
+	cp web/package.json web/package-lock.json $(NPM_DIR)/
+	cd $(NPM_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(WWW_STAMP): $(WEB_SRC) $(NPM_STAMP)
+	rm -rf $(WWW)
+	mkdir -p $(WWW)/vendor/three/build $(WWW)/vendor/three/examples/jsm/controls
+	cp $(WEB_SRC) $(WWW)/
+	cp $(THREE)/build/three.module.js $(THREE)/build/three.core.js $(WWW)/vendor/three/build/
+	cp $(THREE)/examples/jsm/controls/OrbitControls.js $(WWW)/vendor/three/examples/jsm/controls/
+	cp $(THREE)/LICENSE $(WWW)/vendor/three/
+	@touch $@
+
+www: $(WWW_STAMP)
 
 $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
@@ -62,8 +90,10 @@ $(CORE_LIB): $(CORE_OBJ)
 $(PROTO_LIB): $(PROTO_OBJ)
 	$(AR) rcs $@ $^
 
+SERVER_LIBS := -luv -lcjson -lhttp_parser -lwslay -lnettle
+
 $(SCENED): $(SERVER_OBJ) $(PROTO_LIB) $(CORE_LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ -luv -lcjson -lhttp_parser $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(SERVER_LIBS) $(LDLIBS)
 
 $(CLIENT_LIB): $(CLIENT_OBJ)
 	$(AR) rcs $@ $^
@@ -89,11 +119,26 @@ layering:
 	  || { echo "layering: the core must not include libuv, cJSON or server headers"; exit 1; }
 
 # Integration suites start $(SCENED) on an ephemeral port; SCENED_BIN tells them where it is.
-test: layering $(TEST_BIN) $(SCENED) $(SCENECTL)
+# Then the WebSocket and browser tests (Node's test runner); the browser test needs Debian's
+# Chromium, which scripts/install-deps.sh installs.
+test: layering $(TEST_BIN) $(SCENED) $(SCENECTL) $(WWW_STAMP)
 	SCENED_BIN=$(abspath $(SCENED)) SCENECTL_BIN=$(abspath $(SCENECTL)) $(TEST_BIN)
+	@$(MAKE) --no-print-directory test-web
 
-run: $(SCENED) $(SCENECTL)
+WEB_TESTS := tests/web/ws.test.mjs tests/web/static.test.mjs
+ifneq ($(wildcard /usr/bin/chromium),)
+  WEB_TESTS += tests/web/browser.test.mjs
+endif
+
+test-web: $(SCENED) $(WWW_STAMP)
+	@test -x /usr/bin/chromium || echo "note: /usr/bin/chromium is not installed: skipping the browser test (scripts/install-deps.sh installs it)"
+	SCENED_BIN=$(abspath $(SCENED)) SCENED_NODE_MODULES=$(abspath $(NPM_DIR))/node_modules \
+	  SCENED_SCREENSHOT=$(abspath build/staging-view.png) $(if $(filter 1,$(SANITIZE)),SCENED_WEB_MIN_FPS=1) \
+	  node --test $(WEB_TESTS)
+
+run: $(SCENED) $(SCENECTL) $(WWW_STAMP)
 	@echo "scened: protocol on 127.0.0.1:7878, metrics on http://127.0.0.1:7879/metrics"
+	@echo "  staging view: http://127.0.0.1:7879/  (WebSocket: ws://127.0.0.1:7879/ws)"
 	@echo "  talk to it:  $(SCENECTL) ping   |   $(SCENECTL) world.create world=main"
 	@echo "  interactive: $(SCENECTL)   (Ctrl-C here stops the daemon)"
 	$(SCENED)
@@ -110,6 +155,10 @@ valgrind: $(TEST_BIN) $(SCENED) $(SCENECTL)
 
 bench: $(BENCH_BIN) $(SCENED) $(SCENE_BENCH)
 	BUILD=$(BUILD) scripts/bench.sh
+
+# A long mixed load (SOAK_MINUTES, default 3): fails when the daemon's memory keeps growing.
+soak: $(SCENED) $(SCENE_BENCH)
+	BUILD=$(BUILD) scripts/soak.sh
 
 exhaustive-f32: $(BUILD)/f32-exhaustive
 	$(BUILD)/f32-exhaustive
@@ -130,7 +179,7 @@ $(FUZZ_BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -c $< -o $@
 
 $(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_%.o $(FUZZ_LIB_OBJ)
-	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -o $@ $^ -luv -lcjson -lhttp_parser -lm
+	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -o $@ $^ $(SERVER_LIBS) -lm
 
 fuzz: $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 	@for t in $(FUZZ_TARGETS); do \

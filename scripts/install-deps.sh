@@ -5,6 +5,8 @@ set -euo pipefail
 
 packages=(gcc make pkg-config libuv1-dev libcjson-dev libcglm-dev libcunit1-dev libedit-dev
   libhttp-parser-dev
+  libwslay-dev nettle-dev    # WebSocket framing; SHA-1 and base64 for the handshake
+  chromium chromium-driver   # the staging view's browser test (headless)
   prometheus # promtool: the tests check /metrics with it
   clang      # libFuzzer for make fuzz
   python3 jq # the Python client's self-test and the shell example run in the tests
@@ -17,6 +19,10 @@ for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
   [[ "$status" == "install ok installed" ]] || missing+=("$p")
 done
+# Node.js and npm build the staging view (three.js from the npm registry) and run tests/web.
+# A machine may have them from elsewhere than Debian: only the commands matter.
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 ((${#missing[@]} == 0)) && exit 0
 
 echo "installing: ${missing[*]}" >&2

@@ -14,7 +14,7 @@ typedef enum kind { K_ADDR, K_UINT, K_SIZE, K_HZ, K_STRING, K_LEVEL, K_FSYNC, K_
 /* X(flag, field, kind, default, min, max, help) */
 #define SETTINGS(X)                                                                            \
   X("listen", listen, K_ADDR, "127.0.0.1:7878", 0, 0, "protocol address HOST:PORT (port 0: any free port)") \
-  X("http", http, K_ADDR, "127.0.0.1:7879", 0, 0, "HTTP address for /metrics, /healthz, /readyz (HOST:PORT, port 0: any free port; off: none)") \
+  X("http", http, K_ADDR, "127.0.0.1:7879", 0, 0, "HTTP address for /metrics, /healthz, /readyz, the staging view and /ws (HOST:PORT, port 0: any free port; off: none)") \
   X("tick-hz", tick_hz, K_HZ, "60", 1, 1000, "stream ticks per second")                        \
   X("auth-token", auth_token, K_STRING, "", 0, 255, "token every connection must give in hello (empty: none)") \
   X("max-line", max_line, K_SIZE, "1048576", 64, 1073741824, "longest request line in bytes") \
@@ -26,7 +26,9 @@ typedef enum kind { K_ADDR, K_UINT, K_SIZE, K_HZ, K_STRING, K_LEVEL, K_FSYNC, K_
   X("fsync", fsync, K_FSYNC, "everysec", 0, 2, "journal flush: always (before each reply), everysec, or no") \
   X("save-interval", save_interval, K_SECONDS, "300", 0, 31536000, "seconds between automatic snapshots when something changed (0: only at shutdown and on save)") \
   X("recover", recover, K_BOOL, "false", 0, 1, "start from damaged data, keeping what is valid (flag without a value)") \
-  X("log-level", log_level, K_LEVEL, "info", 0, 3, "debug, info, warn or error")
+  X("log-level", log_level, K_LEVEL, "info", 0, 3, "debug, info, warn or error")              \
+  X("www", www, K_STRING, "", 0, 4095, "directory of the staging view served on the HTTP port (empty: www next to the executable)") \
+  X("ws-origins", ws_origins, K_STRING, "", 0, 1023, "browser origins allowed to open /ws besides the daemon's own pages, comma-separated (*: any)")
 
 typedef struct setting {
   const char *flag;

@@ -29,6 +29,8 @@ typedef struct scn_config {
   double save_interval; /* seconds between autosaves when something changed; 0: never */
   bool recover;
   int log_level; /* 0 debug, 1 info, 2 warn, 3 error */
+  char www[4096];        /* the staging view's files; empty: www next to the executable */
+  char ws_origins[1024]; /* browser origins allowed on /ws besides the daemon's own page */
 } scn_config;
 
 /* Outcome of parsing: run the daemon, exit 0 (help or version printed), or exit 2 (a

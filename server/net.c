@@ -37,8 +37,10 @@ static void on_closed(uv_handle_t *h) {
 void scn_conn_close(scn_conn *c) {
   if (uv_is_closing((uv_handle_t *)&c->tcp))
     return;
-  scn_log(SCN_LOG_DEBUG, "connection closed", "conn=%llu peer=%s", (unsigned long long)c->id,
-          c->peer);
+  scn_log(SCN_LOG_DEBUG, "connection closed", "conn=%llu peer=%s transport=%s",
+          (unsigned long long)c->id, c->peer, c->tp->name);
+  if (c->tp->closing)
+    c->tp->closing(c);
   scn_stream_conn_closed(c->srv, c);
   scn_persist_conn_closed(c->srv, c);
   if (c->flush_queued)
@@ -51,10 +53,7 @@ void scn_conn_close(scn_conn *c) {
   uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
 
-static void update_reading(scn_conn *c);
-
-static void on_written(uv_write_t *req, int status) {
-  scn_conn *c = req->data;
+void scn_conn_written(scn_conn *c, int status) {
   c->writing = false;
   c->srv->counters.bytes_out += scn_outq_size(&c->inflight);
   scn_outq_clear(&c->inflight);
@@ -66,13 +65,15 @@ static void on_written(uv_write_t *req, int status) {
   if (c->inflight.bytes.cap > 4 * 1024 * 1024)
     scn_buf_free(&c->inflight.bytes);
   scn_conn_flush(c);
-  update_reading(c);
+  scn_conn_update_reading(c);
   if (!uv_is_closing((uv_handle_t *)&c->tcp) && c->subs &&
       scn_conn_queued(c) <= c->srv->cfg.output_limit / 2)
     scn_stream_conn_drained(c->srv, c);
 }
 
-void scn_conn_flush(scn_conn *c) {
+static void on_written(uv_write_t *req, int status) { scn_conn_written(req->data, status); }
+
+static void tcp_flush(scn_conn *c) {
   if (c->writing || uv_is_closing((uv_handle_t *)&c->tcp))
     return;
   if (scn_outq_size(&c->out) == 0) {
@@ -94,18 +95,24 @@ void scn_conn_flush(scn_conn *c) {
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 
+static int tcp_set_reading(scn_conn *c, bool on) {
+  if (on)
+    return uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+  return uv_read_stop((uv_stream_t *)&c->tcp);
+}
+
 /* Replies are never dropped: a client that does not read its replies is simply not read
  * from until they drain, which bounds what it can make us queue. */
-static void update_reading(scn_conn *c) {
+void scn_conn_update_reading(scn_conn *c) {
   if (uv_is_closing((uv_handle_t *)&c->tcp))
     return;
   bool want = !c->closing && !c->srv->stopping && !c->blocked &&
               scn_conn_queued(c) < c->srv->cfg.output_limit;
   if (want && !c->reading) {
-    if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
+    if (c->tp->set_reading(c, true) == 0)
       c->reading = true;
   } else if (!want && c->reading) {
-    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->tp->set_reading(c, false);
     c->reading = false;
     if (!c->closing && !c->srv->stopping && !c->blocked) {
       c->srv->counters.limit_hits[SCN_LIMIT_output_limit]++;
@@ -141,18 +148,22 @@ static bool feed(scn_conn *c, const char *data, size_t n) {
   return true;
 }
 
-void scn_conn_resume(scn_conn *c) {
-  c->blocked = false;
-  c->srv->command_clock = uv_hrtime();
+static void tcp_resume(scn_conn *c) {
   scn_buf held = c->held;
   c->held = (scn_buf){0};
   if (held.len)
     feed(c, held.data, held.len);
   scn_buf_free(&held);
+}
+
+void scn_conn_resume(scn_conn *c) {
+  c->blocked = false;
+  c->srv->command_clock = uv_hrtime();
+  c->tp->resume(c);
   if (uv_is_closing((uv_handle_t *)&c->tcp))
     return;
   scn_conn_schedule_flush(c);
-  update_reading(c);
+  scn_conn_update_reading(c);
 }
 
 void scn_conn_schedule_flush(scn_conn *c) {
@@ -175,7 +186,7 @@ static void on_commit_check(uv_check_t *h) {
     srv->flush_list = c->flush_next;
     c->flush_queued = false;
     scn_conn_flush(c);
-    update_reading(c);
+    scn_conn_update_reading(c);
   }
 }
 
@@ -212,7 +223,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   if (!feed(c, buf->base, (size_t)n))
     return;
   scn_conn_schedule_flush(c);
-  update_reading(c);
+  scn_conn_update_reading(c);
 }
 
 static void describe_peer(scn_conn *c) {
@@ -235,14 +246,20 @@ static void describe_peer(scn_conn *c) {
   snprintf(c->peer, sizeof c->peer, "%s:%d", host, port);
 }
 
-static void on_connection(uv_stream_t *listener, int status) {
-  scn_server *srv = listener->data;
-  if (status < 0)
-    return;
+static const scn_transport tcp_transport = {
+    .name = "tcp",
+    .flush = tcp_flush,
+    .set_reading = tcp_set_reading,
+    .resume = tcp_resume,
+    .closing = NULL,
+};
+
+scn_conn *scn_conn_new(scn_server *srv, const scn_transport *tp) {
   scn_conn *c = calloc(1, sizeof *c);
   if (!c)
-    return;
+    return NULL;
   c->srv = srv;
+  c->tp = tp;
   uv_tcp_init(srv->loop, &c->tcp);
   c->tcp.data = c;
   c->next = srv->conns;
@@ -250,12 +267,28 @@ static void on_connection(uv_stream_t *listener, int status) {
     srv->conns->prev = c;
   srv->conns = c;
   srv->nconns++;
+  return c;
+}
+
+static void on_connection(uv_stream_t *listener, int status) {
+  scn_server *srv = listener->data;
+  if (status < 0)
+    return;
+  scn_conn *c = scn_conn_new(srv, &tcp_transport);
+  if (!c)
+    return;
   if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
     scn_conn_close(c);
     return;
   }
-  c->id = ++srv->next_conn_id;
   scn_framer_init(&c->framer, srv->cfg.max_line);
+  if (scn_conn_admit(c))
+    scn_conn_update_reading(c);
+}
+
+bool scn_conn_admit(scn_conn *c) {
+  scn_server *srv = c->srv;
+  c->id = ++srv->next_conn_id;
   c->authed = srv->cfg.auth_token[0] == '\0';
   describe_peer(c);
   uv_tcp_nodelay(&c->tcp, 1);
@@ -271,12 +304,12 @@ static void on_connection(uv_stream_t *listener, int status) {
     scn_reply_error(&c->out.bytes, NULL, &err);
     c->rejected = c->closing = true;
     scn_conn_flush(c);
-    return;
+    return false;
   }
   srv->counters.connections_total++;
-  scn_log(SCN_LOG_DEBUG, "connection opened", "conn=%llu peer=%s", (unsigned long long)c->id,
-          c->peer);
-  update_reading(c);
+  scn_log(SCN_LOG_DEBUG, "connection opened", "conn=%llu peer=%s transport=%s",
+          (unsigned long long)c->id, c->peer, c->tp->name);
+  return true;
 }
 
 int scn_net_listen(scn_server *srv) {
@@ -336,12 +369,12 @@ void scn_server_begin_shutdown(scn_server *srv) {
   uv_timer_stop(&srv->tick_timer);
   scn_log(SCN_LOG_INFO, "shutting down", "connections=%llu", (unsigned long long)srv->nconns);
   uv_close((uv_handle_t *)&srv->listener, NULL);
-  scn_http_close(srv);
+  scn_http_close(srv, false);
   /* Everything already read has been answered (lines are handled as they arrive); stop
    * reading and give the replies a bounded time to drain. */
   for (scn_conn *c = srv->conns; c; c = c->next) {
     if (c->reading) {
-      uv_read_stop((uv_stream_t *)&c->tcp);
+      c->tp->set_reading(c, false);
       c->reading = false;
     }
     scn_conn_flush(c);

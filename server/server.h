@@ -16,8 +16,24 @@
 typedef struct scn_server scn_server;
 typedef struct scn_conn scn_conn;
 
+/* How a connection's bytes reach the peer: raw TCP lines (net.c) or WebSocket text messages
+ * (ws.c). Requests, replies, events, budgets and subscriptions are the same for both; only
+ * these steps differ. */
+typedef struct scn_transport {
+  const char *name;
+  /* Hands the queued output (c->out) to the socket, unless a write is in progress. */
+  void (*flush)(scn_conn *c);
+  /* Starts (on) or stops reading requests; 0 on success. */
+  int (*set_reading)(scn_conn *c, bool on);
+  /* A deferred reply was written: runs the input held back while blocked. */
+  void (*resume)(scn_conn *c);
+  /* The connection is closing: release what the transport holds (may be NULL). */
+  void (*closing)(scn_conn *c);
+} scn_transport;
+
 struct scn_conn {
   uv_tcp_t tcp;
+  const scn_transport *tp;
   scn_server *srv;
   scn_conn *prev, *next;
   uint64_t id;
@@ -38,6 +54,8 @@ struct scn_conn {
   bool flush_queued;
   char peer[64];
   struct scn_sub *subs; /* this connection's subscriptions */
+  struct scn_ws *ws;    /* WebSocket state (ws.c); NULL for TCP */
+  size_t tp_queued;     /* output the transport holds besides out and inflight */
 };
 
 typedef struct scn_stream_counters {
@@ -93,9 +111,20 @@ struct scn_server {
 void scn_net_init(scn_server *srv);
 int scn_net_listen(scn_server *srv);
 static inline size_t scn_conn_queued(const scn_conn *c) {
-  return scn_outq_size(&c->out) + scn_outq_size(&c->inflight);
+  return scn_outq_size(&c->out) + scn_outq_size(&c->inflight) + c->tp_queued;
 }
-void scn_conn_flush(scn_conn *c);
+static inline void scn_conn_flush(scn_conn *c) { c->tp->flush(c); }
+/* A new connection of transport tp, in the server's list, its handle initialised (not yet
+ * connected to a socket). NULL when out of memory. */
+scn_conn *scn_conn_new(scn_server *srv, const scn_transport *tp);
+/* Admits a connected connection: id, peer, authentication state, the --max-clients check (a
+ * refused one gets its LIMIT line and closes). True when it may send requests. */
+bool scn_conn_admit(scn_conn *c);
+/* Starts or stops reading as the output budget, blocking and closing require. */
+void scn_conn_update_reading(scn_conn *c);
+/* A write of the connection's output finished (status as from libuv): reading, the next
+ * flush, and the resync of lagging subscriptions. */
+void scn_conn_written(scn_conn *c, int status);
 /* Queues the connection for the flush that follows the journal commit of this loop turn. */
 void scn_conn_schedule_flush(scn_conn *c);
 /* A deferred reply was written: run the held lines and read again. */
@@ -119,9 +148,26 @@ void scn_stream_conn_drained(scn_server *srv, scn_conn *c);
 uint64_t scn_stream_count(const scn_server *srv);
 uint64_t scn_stream_lagging(const scn_server *srv);
 
-/* http.c: the operations port. */
+/* http.c: the operations port, the staging view's files, and the WebSocket upgrade. */
 int scn_http_listen(scn_server *srv);
-void scn_http_close(scn_server *srv);
+/* Stops listening and closes the HTTP connections: the idle ones (the others once their
+ * response is written), or all. */
+void scn_http_close(scn_server *srv, bool all);
+
+/* ws.c: WebSocket connections (RFC 6455) on the HTTP port. */
+typedef struct scn_ws_handshake {
+  char key[64], version[16], upgrade[64], connection[256], origin[256], host[256];
+  bool too_long; /* a header was longer than its field */
+} scn_ws_handshake;
+/* Checks an upgrade request's headers. Returns 0 and the 101 response in *resp, or the HTTP
+ * status to refuse it with (400, 403) and a reason. */
+int scn_ws_check(const scn_server *srv, const scn_ws_handshake *hs, scn_buf *resp,
+                 const char **why);
+/* Takes over a socket whose upgrade was accepted: fd (a descriptor the caller no longer
+ * uses), preface (bytes to send first: the 101 response), input (bytes already read after the
+ * request). 0, or -1 when the connection could not be set up (fd is then closed). */
+int scn_ws_accept(scn_server *srv, int fd, const char *preface, size_t preface_len,
+                  const char *input, size_t input_len);
 
 /* log.c */
 void scn_log(int level, const char *msg, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -1,0 +1,276 @@
+// The staging view in headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core
+// from the npm registry): it loads from the daemon, lists the worlds, follows an entity that a
+// TCP client moves, shows the selected entity's matrices, asks for the token when there is one,
+// keeps up with 10,000 moving transforms, and logs no console errors. The screenshot is saved
+// as build/staging-view.png (SCENED_SCREENSHOT).
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { TcpClient, repo, requireModule, sleep, startDaemon, until } from './lib.mjs';
+
+const { chromium } = requireModule('playwright-core');
+const screenshot = process.env.SCENED_SCREENSHOT || path.join(repo, 'build/staging-view.png');
+
+async function launch() {
+  return chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+  });
+}
+
+// A page whose console errors, page errors and requests to other hosts are recorded.
+async function openPage(browser, httpPort) {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 860 } });
+  const problems = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(`console error: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('request', (r) => {
+    const u = new URL(r.url());
+    if (!['127.0.0.1', ''].includes(u.hostname) && u.protocol !== 'data:')
+      problems.push(`request to another host: ${r.url()}`);
+  });
+  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
+  await page.goto(`http://127.0.0.1:${httpPort}/`);
+  return { page, problems };
+}
+
+const scened = (page, expr, arg) => page.evaluate(expr, arg);
+
+describe('staging view', () => {
+  let d, tcp, browser, page, problems, car, wheel;
+  before(async () => {
+    d = await startDaemon();
+    tcp = await TcpClient.connect(d.port);
+    const ok = async (req) => {
+      const r = await tcp.call(req);
+      assert.equal(r.ok, true, JSON.stringify(r));
+      return r;
+    };
+    await ok({ cmd: 'world.create', world: 'garage' });
+    await ok({ cmd: 'world.create', world: 'menu' });
+    car = (await ok({ cmd: 'transform.create', world: 'garage', name: 'car', t: [0, 0.5, 0] })).entity;
+    const wheels = [['fl', 1, 1.5], ['fr', -1, 1.5], ['rl', 1, -1.5], ['rr', -1, -1.5]];
+    for (const [n, x, z] of wheels) {
+      const e = (await ok({ cmd: 'transform.create', world: 'garage', parent: car, name: `wheel_${n}`, t: [x, -0.3, z] })).entity;
+      if (n === 'fl') wheel = e;
+    }
+    // a small crowd around the car, so the picture has something to show
+    const ops = [];
+    for (let i = 0; i < 60; i++) {
+      const a = (i / 60) * Math.PI * 2;
+      ops.push({ cmd: 'transform.create', name: `cone_${i}`, t: [Math.cos(a) * 6, 0, Math.sin(a) * 6], r: [0, Math.sin(a / 2), 0, Math.cos(a / 2)] });
+    }
+    await ok({ cmd: 'batch', world: 'garage', ops });
+    await ok({ cmd: 'transform.create', world: 'menu', name: 'button' });
+    browser = await launch();
+    ({ page, problems } = await openPage(browser, d.httpPort));
+  });
+  after(async () => {
+    await browser?.close();
+    tcp?.close();
+    assert.equal(await d.stop(), 0);
+  });
+
+  test('shows every world with its transform count and the daemon figures', async () => {
+    await page.waitForFunction(() => window.scened && window.scened.status === 'ready');
+    await page.waitForSelector('#worlds li[data-world="menu"]');
+    const worlds = await scened(page, () => window.scened.worlds);
+    assert.deepEqual(worlds, [{ name: 'garage', transforms: 65 }, { name: 'menu', transforms: 1 }]);
+    assert.equal(await page.textContent('#worlds li[data-world="garage"] .count'), '65');
+    await until(async () => (await page.textContent('#f-connections')) !== '–', 'the figures', 5000);
+    assert.equal(Number(await page.textContent('#f-connections')), 2); // the page and the TCP client
+    await until(async () => /µs|ms/.test(await page.textContent('#f-tick')), 'the tick time', 5000);
+  });
+
+  test('a world in the view: every transform, names and ids in the list', async () => {
+    await page.click('#worlds li[data-world="garage"]');
+    await page.waitForFunction(() => window.scened.world === 'garage' && window.scened.entityCount === 65);
+    assert.equal(await scened(page, () => window.scened.webgl), true, 'WebGL works');
+    await page.waitForFunction(() => window.scened.findByName('wheel_rr') > 0);
+    const w = await scened(page, (id) => window.scened.entity(id), wheel);
+    assert.equal(w.name, 'wheel_fl');
+    assert.equal(w.parent, car);
+    const truth = (await tcp.call({ cmd: 'transform.get', world: 'garage', entity: wheel })).world;
+    assert.deepEqual(w.world, truth); // exactly as the daemon sends it
+    await page.waitForSelector(`#entities .row[data-entity="${car}"]`);
+    assert.match(await page.textContent(`#entities .row[data-entity="${car}"]`), /car\s*#1/);
+    await page.fill('#filter', 'wheel');
+    await until(async () => (await page.$$('#entities .row')).length === 4, 'the filtered list');
+    await page.fill('#filter', '');
+  });
+
+  test('an entity moved by a TCP client moves in the page (from the stream)', async () => {
+    await page.click(`#entities .row[data-entity="${car}"]`);
+    await page.waitForSelector('#selected:not(.hidden)');
+    assert.equal(await page.textContent('#sel-name'), 'car');
+    const framesBefore = await scened(page, () => window.scened.framesReceived);
+    const moved = await tcp.call({ cmd: 'transform.set_local', world: 'garage', entity: car, t: [3, 0.5, -2], r: [0, 0.3826834, 0, 0.9238795] });
+    assert.equal(moved.ok, true);
+    await page.waitForFunction((id) => {
+      const m = window.scened.matrix(id);
+      return m && m[12] === 3 && m[14] === -2;
+    }, car);
+    // the wheels follow their parent
+    const truth = (await tcp.call({ cmd: 'transform.get', world: 'garage', entity: wheel })).world;
+    await page.waitForFunction(([id, m]) => JSON.stringify(window.scened.matrix(id)) === JSON.stringify(m), [wheel, truth]);
+    assert.ok((await scened(page, () => window.scened.framesReceived)) > framesBefore);
+    // the selected entity's world matrix (rows) and local matrix on the right
+    await until(async () => (await page.$$eval('#sel-world tr:first-child td', (tds) => tds.map((t) => t.textContent)))[3] === '3',
+      'the world matrix to show x = 3');
+    const local = await page.$$eval('#sel-local tr', (rows) => rows.map((r) => Array.from(r.cells, (c) => c.textContent)));
+    await until(async () => {
+      const rows = await page.$$eval('#sel-local tr', (rs) => rs.map((r) => Array.from(r.cells, (c) => c.textContent)));
+      return rows.length === 4 && rows[2][3] === '-2';
+    }, 'the local matrix', 5000);
+    assert.ok(local.length === 4);
+    // moving it again, continuously, for the picture
+    for (let i = 1; i <= 10; i++) {
+      await tcp.call({ cmd: 'transform.set_local', world: 'garage', entity: car, t: [3 - i * 0.1, 0.5, -2], r: [0, 0.3826834, 0, 0.9238795] });
+      await sleep(20);
+    }
+    await page.waitForFunction((id) => Math.abs(window.scened.matrix(id)[12] - 2) < 1e-6, car);
+  });
+
+  test('picking a transform in the 3D view selects it', async () => {
+    await page.click('#fit');
+    await sleep(200);
+    // where the wheel's origin is on the screen, as the page's camera projects it
+    const box = await page.locator('#canvas-host canvas').boundingBox();
+    const spot = await page.evaluate((id) => window.scened.screenPosition(id), wheel);
+    assert.ok(spot, 'the wheel is on the screen');
+    await page.mouse.click(box.x + spot.x, box.y + spot.y);
+    await page.waitForFunction((id) => window.scened.selected === id, wheel);
+    assert.equal(await page.textContent('#sel-name'), 'wheel_fl');
+  });
+
+  test('a link made by a TCP client shows as a line to the new parent', async () => {
+    const cone = (await tcp.call({ cmd: 'transform.find', world: 'garage', path: 'cone_0' })).entity;
+    assert.equal(await scened(page, (id) => window.scened.entity(id).parent, cone), null);
+    await sleep(2100); // entities are read again at most every 2 s
+    const r = await tcp.call({ cmd: 'transform.link', world: 'garage', entity: cone, parent: car });
+    assert.equal(r.ok, true);
+    await page.waitForFunction(([id, p]) => window.scened.entity(id).parent === p, [cone, car]);
+  });
+
+  test('the screenshot shows the 3D view', async () => {
+    await page.click(`#entities .row[data-entity="${car}"]`);
+    await sleep(300);
+    await page.screenshot({ path: screenshot });
+    // the canvas has drawn markers: pixels that are not the background
+    const coloured = await page.evaluate(() => {
+      const c = document.querySelector('#canvas-host canvas');
+      window.scened.redraw();
+      const probe = document.createElement('canvas');
+      probe.width = c.width;
+      probe.height = c.height;
+      const g = probe.getContext('2d');
+      g.drawImage(c, 0, 0);
+      const px = g.getImageData(0, 0, probe.width, probe.height).data;
+      // pixels of a clearly red, green or blue hue: the x, y and z axes of the markers
+      const n = { red: 0, green: 0, blue: 0 };
+      const names = ['red', 'green', 'blue'];
+      for (let i = 0; i < px.length; i += 4) {
+        const c = [px[i], px[i + 1], px[i + 2]];
+        const top = c.indexOf(Math.max(...c));
+        const others = c.filter((_, k) => k !== top);
+        if (c[top] > 110 && c[top] > 1.25 * Math.max(...others)) n[names[top]]++;
+      }
+      return n;
+    });
+    for (const [axis, n] of Object.entries(coloured)) assert.ok(n > 20, `${axis} axis pixels: ${n}`);
+  });
+
+  test('a destroyed world leaves the view and the list', async () => {
+    await page.click('#worlds li[data-world="menu"]');
+    await page.waitForFunction(() => window.scened.world === 'menu' && window.scened.entityCount === 1);
+    await tcp.call({ cmd: 'world.destroy', world: 'menu' });
+    await page.waitForFunction(() => window.scened.world === null && window.scened.entityCount === 0);
+    await page.waitForFunction(() => !window.scened.worlds.some((w) => w.name === 'menu'));
+  });
+
+  test('no console errors, nothing fetched from elsewhere', () => {
+    assert.deepEqual(problems, []);
+  });
+});
+
+describe('staging view: a daemon with a token', () => {
+  test('asks for the token, refuses a wrong one, then works', async () => {
+    const d = await startDaemon(['--auth-token', 'opensesame']);
+    const tcp = await TcpClient.connect(d.port);
+    const browser = await launch();
+    try {
+      await tcp.call({ cmd: 'hello', token: 'opensesame' });
+      await tcp.call({ cmd: 'world.create', world: 'secret' });
+      const { page, problems } = await openPage(browser, d.httpPort);
+      await page.waitForSelector('#auth:not(.hidden)');
+      assert.equal(await scened(page, () => window.scened.status), 'auth');
+      await page.fill('#auth-token', 'wrong');
+      await page.click('#auth-form button');
+      await until(async () => (await page.textContent('#auth-error')) === 'Wrong token.', 'the refusal');
+      await page.fill('#auth-token', 'opensesame');
+      await page.click('#auth-form button');
+      await page.waitForSelector('#auth', { state: 'hidden' });
+      await page.waitForFunction(() => window.scened.status === 'ready' && window.scened.world === 'secret');
+      assert.deepEqual(problems, []);
+    } finally {
+      await browser.close();
+      tcp.close();
+      assert.equal(await d.stop(), 0);
+    }
+  });
+});
+
+describe('staging view: 10,000 moving transforms', () => {
+  test('keeps up with the stream and keeps drawing', async () => {
+    const N = 10000;
+    const d = await startDaemon();
+    const tcp = await TcpClient.connect(d.port);
+    const browser = await launch();
+    try {
+      await tcp.call({ cmd: 'world.create', world: 'crowd' });
+      const side = Math.ceil(Math.sqrt(N));
+      for (let start = 0; start < N; start += 2000) {
+        const ops = [];
+        for (let i = start; i < Math.min(N, start + 2000); i++)
+          ops.push({ cmd: 'transform.create', t: [(i % side) * 2, 0, Math.floor(i / side) * 2] });
+        assert.equal((await tcp.call({ cmd: 'batch', world: 'crowd', ops }, 20000)).ok, true);
+      }
+      const { page, problems } = await openPage(browser, d.httpPort);
+      await page.waitForFunction((n) => window.scened.entityCount === n, N, { timeout: 20000 });
+      // every transform moves, 30 times a second, for 4 seconds
+      const before = await scened(page, () => ({ frames: window.scened.renderedFrames, stream: window.scened.framesReceived }));
+      const t0 = Date.now();
+      let round = 0;
+      while (Date.now() - t0 < 4000) {
+        round++;
+        const ops = [];
+        for (let i = 0; i < N; i++)
+          ops.push({ cmd: 'transform.set_local', entity: i + 1, t: [(i % side) * 2, Math.sin(round / 5 + i / 50), Math.floor(i / side) * 2] });
+        await tcp.call({ cmd: 'batch', world: 'crowd', ops }, 20000);
+        await sleep(Math.max(0, round * 33 - (Date.now() - t0)));
+      }
+      const seconds = (Date.now() - t0) / 1000;
+      const last = (await tcp.call({ cmd: 'transform.get', world: 'crowd', entity: N })).world;
+      // the final state arrives
+      await page.waitForFunction(([id, m]) => JSON.stringify(window.scened.matrix(id)) === JSON.stringify(m), [N, last], { timeout: 20000 });
+      const afterRun = await scened(page, () => ({ frames: window.scened.renderedFrames, stream: window.scened.framesReceived }));
+      const fps = (afterRun.frames - before.frames) / seconds;
+      const streamFps = (afterRun.stream - before.stream) / seconds;
+      const hz = await scened(page, () => window.scened.streamHz);
+      console.log(`# 10,000 moving transforms: ${fps.toFixed(1)} rendered frames/s, ${streamFps.toFixed(1)} stream frames/s (asked: ${hz}), ${(round / seconds).toFixed(1)} updates/s sent`);
+      // software rendering (no GPU) on a small machine: the bar is that it keeps drawing every
+      // frame it gets (lower under the sanitizers, whose daemon is several times slower)
+      const bar = Number(process.env.SCENED_WEB_MIN_FPS || 5);
+      assert.ok(fps >= bar, `rendered ${fps.toFixed(1)} frames/s`);
+      assert.ok(streamFps >= bar, `received ${streamFps.toFixed(1)} stream frames/s`);
+      assert.deepEqual(problems, []);
+    } finally {
+      await browser.close();
+      tcp.close();
+      assert.equal(await d.stop(), 0);
+    }
+  });
+});

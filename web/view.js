@@ -1,0 +1,291 @@
+// The 3D view of one world: every transform drawn at its world matrix as a small axis marker
+// (x red, y green, z blue) with a grey line to its parent, under an orbit camera. All markers
+// are one LineSegments draw call whose vertex buffer is rewritten when something moved, so
+// 10,000 moving transforms cost one buffer upload per rendered frame.
+import * as THREE from 'three';
+import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
+
+const VERTS = 8; // per transform: three axes (2 vertices each) and the line to the parent
+
+export class View {
+  constructor(host, { onPick } = {}) {
+    this.host = host;
+    this.onPick = onPick;
+    this.ids = [];            // slot -> entity id
+    this.slots = new Map();   // entity id -> slot
+    this.parents = [];        // slot -> parent entity id (0: none, or not known yet)
+    this.cap = 0;
+    this.mats = new Float64Array(0); // as received: the daemon's float32 values, printed exactly
+    this.dirty = true;
+    this.markerScale = 0;     // log10 of the user's factor (the slider)
+    this.baseLength = 1;      // marker length from the scene's size
+    this.selected = 0;
+    this.frames = 0;          // frames rendered
+    this.renderMs = 0;
+    this.ok = false;
+    try {
+      this.renderer = new THREE.WebGLRenderer({ antialias: true, powerPreference: 'high-performance' });
+    } catch (e) {
+      this.error = e;
+      return;
+    }
+    this.ok = true;
+    const r = this.renderer;
+    r.setPixelRatio(Math.min(window.devicePixelRatio || 1, 2));
+    r.setClearColor(0x101318);
+    host.appendChild(r.domElement);
+
+    this.scene = new THREE.Scene();
+    this.camera = new THREE.PerspectiveCamera(50, 1, 0.01, 1e6);
+    this.camera.position.set(12, 9, 14);
+    this.controls = new OrbitControls(this.camera, r.domElement);
+    this.controls.enableDamping = true;
+    this.controls.addEventListener('change', () => { this.dirty = true; });
+
+    this.grid = new THREE.GridHelper(20, 20, 0x39404c, 0x252a33);
+    this.scene.add(this.grid);
+
+    this.geometry = new THREE.BufferGeometry();
+    this.lines = new THREE.LineSegments(
+      this.geometry, new THREE.LineBasicMaterial({ vertexColors: true }));
+    this.lines.frustumCulled = false;
+    this.scene.add(this.lines);
+
+    this.pointGeometry = new THREE.BufferGeometry();
+    this.points = new THREE.Points(
+      this.pointGeometry, new THREE.PointsMaterial({ color: 0xc8ced8, size: 3, sizeAttenuation: false }));
+    this.points.frustumCulled = false;
+    this.scene.add(this.points);
+
+    this.highlight = new THREE.Mesh(
+      new THREE.SphereGeometry(1, 16, 12),
+      new THREE.MeshBasicMaterial({ color: 0xf5c542, wireframe: true }));
+    this.highlight.visible = false;
+    this.scene.add(this.highlight);
+
+    this.grow(1024);
+    this.resize();
+    new ResizeObserver(() => this.resize()).observe(host);
+    this.raycaster = new THREE.Raycaster();
+    let down = null;
+    r.domElement.addEventListener('pointerdown', (e) => { down = [e.clientX, e.clientY]; });
+    r.domElement.addEventListener('pointerup', (e) => {
+      if (down && Math.hypot(e.clientX - down[0], e.clientY - down[1]) < 4) this.pick(e);
+      down = null;
+    });
+    const loop = () => {
+      requestAnimationFrame(loop);
+      this.controls.update();
+      if (this.dirty) this.render();
+    };
+    requestAnimationFrame(loop);
+  }
+
+  grow(need) {
+    if (need <= this.cap) return;
+    let cap = Math.max(this.cap * 2, 1024);
+    while (cap < need) cap *= 2;
+    const mats = new Float64Array(cap * 16);
+    mats.set(this.mats);
+    this.mats = mats;
+    this.cap = cap;
+    if (!this.ok) return;
+    this.positions = new Float32Array(cap * VERTS * 3);
+    const colors = new Float32Array(cap * VERTS * 3);
+    const pattern = [
+      [0.95, 0.33, 0.3], [0.95, 0.33, 0.3],   // x
+      [0.36, 0.85, 0.42], [0.36, 0.85, 0.42], // y
+      [0.35, 0.55, 1.0], [0.35, 0.55, 1.0],   // z
+      [0.45, 0.48, 0.55], [0.3, 0.32, 0.38],  // to the parent
+    ];
+    for (let s = 0; s < cap; s++)
+      for (let v = 0; v < VERTS; v++) colors.set(pattern[v], (s * VERTS + v) * 3);
+    this.geometry.setAttribute('position', new THREE.BufferAttribute(this.positions, 3).setUsage(THREE.DynamicDrawUsage));
+    this.geometry.setAttribute('color', new THREE.BufferAttribute(colors, 3));
+    this.pointPositions = new Float32Array(cap * 3);
+    this.pointGeometry.setAttribute('position', new THREE.BufferAttribute(this.pointPositions, 3).setUsage(THREE.DynamicDrawUsage));
+    this.dirty = true;
+  }
+
+  get count() { return this.ids.length; }
+
+  has(id) { return this.slots.has(id); }
+
+  // The world matrix of id (16 numbers, column-major), or null.
+  matrix(id) {
+    const s = this.slots.get(id);
+    return s === undefined ? null : Array.from(this.mats.subarray(s * 16, s * 16 + 16));
+  }
+
+  set(id, m) {
+    let s = this.slots.get(id);
+    if (s === undefined) {
+      s = this.ids.length;
+      this.grow(s + 1);
+      this.ids.push(id);
+      this.parents.push(0);
+      this.slots.set(id, s);
+    }
+    this.mats.set(m, s * 16);
+    this.dirty = true;
+  }
+
+  setParent(id, parent) {
+    const s = this.slots.get(id);
+    if (s !== undefined && this.parents[s] !== parent) {
+      this.parents[s] = parent || 0;
+      this.dirty = true;
+    }
+  }
+
+  remove(id) {
+    const s = this.slots.get(id);
+    if (s === undefined) return;
+    const last = this.ids.length - 1;
+    if (s !== last) {
+      const moved = this.ids[last];
+      this.ids[s] = moved;
+      this.parents[s] = this.parents[last];
+      this.mats.copyWithin(s * 16, last * 16, last * 16 + 16);
+      this.slots.set(moved, s);
+    }
+    this.ids.pop();
+    this.parents.pop();
+    this.slots.delete(id);
+    this.dirty = true;
+  }
+
+  clear() {
+    this.ids = [];
+    this.parents = [];
+    this.slots.clear();
+    this.select(0);
+    this.dirty = true;
+  }
+
+  select(id) {
+    this.selected = id;
+    this.dirty = true;
+  }
+
+  setMarkerScale(f) {
+    this.markerScale = f;
+    this.dirty = true;
+  }
+
+  // Frames every transform: the camera looks at their centre from a distance that fits them.
+  fit() {
+    if (!this.ok) return;
+    const n = this.ids.length;
+    const box = new THREE.Box3();
+    const p = new THREE.Vector3();
+    for (let s = 0; s < n; s++) {
+      const o = s * 16;
+      box.expandByPoint(p.set(this.mats[o + 12], this.mats[o + 13], this.mats[o + 14]));
+    }
+    if (n === 0) box.set(new THREE.Vector3(-5, -5, -5), new THREE.Vector3(5, 5, 5));
+    const sphere = box.getBoundingSphere(new THREE.Sphere());
+    const radius = Math.max(sphere.radius, 1);
+    // Markers about a third of the typical spacing between transforms.
+    this.baseLength = Math.max(radius / (3 * Math.cbrt(Math.max(n, 1))), 0.02);
+    const dir = this.camera.position.clone().sub(this.controls.target).normalize();
+    if (!isFinite(dir.x) || dir.lengthSq() === 0) dir.set(0.6, 0.45, 0.7).normalize();
+    this.controls.target.copy(sphere.center);
+    this.camera.position.copy(sphere.center).addScaledVector(dir, radius * 2.6);
+    this.camera.near = radius / 1000;
+    this.camera.far = radius * 100;
+    this.camera.updateProjectionMatrix();
+    // A floor a little wider than the transforms, in round steps, kept in front of the camera
+    // (lines that reach behind it are clipped badly by some software renderers).
+    const step = Math.pow(10, Math.floor(Math.log10(radius / 4)));
+    const cells = Math.min(Math.ceil((radius * 3) / step / 2) * 2, 200);
+    this.scene.remove(this.grid);
+    this.grid.geometry.dispose();
+    this.grid = new THREE.GridHelper(cells * step, cells, 0x39404c, 0x252a33);
+    this.grid.position.set(Math.round(sphere.center.x / step) * step, box.min.y, Math.round(sphere.center.z / step) * step);
+    this.scene.add(this.grid);
+    this.dirty = true;
+  }
+
+  resize() {
+    if (!this.ok) return;
+    const w = Math.max(this.host.clientWidth, 1), h = Math.max(this.host.clientHeight, 1);
+    this.renderer.setSize(w, h, false);
+    this.camera.aspect = w / h;
+    this.camera.updateProjectionMatrix();
+    this.dirty = true;
+  }
+
+  rebuild() {
+    const n = this.ids.length, m = this.mats, pos = this.positions, pts = this.pointPositions;
+    const len = this.baseLength * Math.pow(10, this.markerScale);
+    for (let s = 0; s < n; s++) {
+      const o = s * 16, v = s * VERTS * 3;
+      const x = m[o + 12], y = m[o + 13], z = m[o + 14];
+      for (let a = 0; a < 3; a++) {
+        const ax = m[o + a * 4], ay = m[o + a * 4 + 1], az = m[o + a * 4 + 2];
+        const norm = Math.hypot(ax, ay, az) || 1, k = len / norm;
+        const b = v + a * 6;
+        pos[b] = x; pos[b + 1] = y; pos[b + 2] = z;
+        pos[b + 3] = x + ax * k; pos[b + 4] = y + ay * k; pos[b + 5] = z + az * k;
+      }
+      const ps = this.parents[s] ? this.slots.get(this.parents[s]) : undefined;
+      const b = v + 18;
+      pos[b] = x; pos[b + 1] = y; pos[b + 2] = z;
+      if (ps === undefined) {
+        pos[b + 3] = x; pos[b + 4] = y; pos[b + 5] = z;
+      } else {
+        pos[b + 3] = m[ps * 16 + 12]; pos[b + 4] = m[ps * 16 + 13]; pos[b + 5] = m[ps * 16 + 14];
+      }
+      pts[s * 3] = x; pts[s * 3 + 1] = y; pts[s * 3 + 2] = z;
+    }
+    this.geometry.attributes.position.needsUpdate = true;
+    this.geometry.setDrawRange(0, n * VERTS);
+    this.pointGeometry.attributes.position.needsUpdate = true;
+    this.pointGeometry.setDrawRange(0, n);
+    const sel = this.selected ? this.slots.get(this.selected) : undefined;
+    this.highlight.visible = sel !== undefined;
+    if (sel !== undefined) {
+      this.highlight.position.set(m[sel * 16 + 12], m[sel * 16 + 13], m[sel * 16 + 14]);
+      this.highlight.scale.setScalar(len * 0.6);
+    }
+  }
+
+  render() {
+    if (!this.ok) return;
+    const t0 = performance.now();
+    this.dirty = false;
+    this.rebuild();
+    this.renderer.render(this.scene, this.camera);
+    this.frames++;
+    this.renderMs = this.renderMs * 0.9 + (performance.now() - t0) * 0.1;
+  }
+
+  pick(e) {
+    if (!this.ok || !this.onPick || this.ids.length === 0) return;
+    const rect = this.renderer.domElement.getBoundingClientRect();
+    const ndc = new THREE.Vector2(
+      ((e.clientX - rect.left) / rect.width) * 2 - 1, -((e.clientY - rect.top) / rect.height) * 2 + 1);
+    this.raycaster.setFromCamera(ndc, this.camera);
+    // A few pixels around the pointer, in world units at the target's distance.
+    const dist = this.camera.position.distanceTo(this.controls.target);
+    this.raycaster.params.Points.threshold =
+      (6 / rect.height) * 2 * dist * Math.tan((this.camera.fov * Math.PI) / 360);
+    this.pointGeometry.computeBoundingSphere();
+    let best = null;
+    for (const hit of this.raycaster.intersectObject(this.points))
+      if (hit.index < this.ids.length && (!best || hit.distanceToRay < best.distanceToRay)) best = hit;
+    if (best) this.onPick(this.ids[best.index]);
+  }
+
+  // Where id's origin is drawn, in CSS pixels from the canvas' top left; null when not shown.
+  screenPosition(id) {
+    const s = this.slots.get(id);
+    if (!this.ok || s === undefined) return null;
+    const m = this.mats;
+    const v = new THREE.Vector3(m[s * 16 + 12], m[s * 16 + 13], m[s * 16 + 14]).project(this.camera);
+    if (Math.abs(v.x) > 1 || Math.abs(v.y) > 1 || Math.abs(v.z) > 1) return null;
+    const rect = this.renderer.domElement.getBoundingClientRect();
+    return { x: ((v.x + 1) / 2) * rect.width, y: ((1 - v.y) / 2) * rect.height };
+  }
+}
