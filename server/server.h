@@ -113,7 +113,14 @@ int scn_net_listen(scn_server *srv);
 static inline size_t scn_conn_queued(const scn_conn *c) {
   return scn_outq_size(&c->out) + scn_outq_size(&c->inflight) + c->tp_queued;
 }
-static inline void scn_conn_flush(scn_conn *c) { c->tp->flush(c); }
+/* Hands queued output to the transport. Journal records of commands already run are written
+ * (and fsynced under "always") first, whatever path the flush comes from, so no reply ever
+ * leaves before its record. */
+void scn_persist_commit(struct scn_server *srv);
+static inline void scn_conn_flush(scn_conn *c) {
+  scn_persist_commit(c->srv);
+  c->tp->flush(c);
+}
 /* A new connection of transport tp, in the server's list, its handle initialised (not yet
  * connected to a socket). NULL when out of memory. */
 scn_conn *scn_conn_new(scn_server *srv, const scn_transport *tp);
