@@ -50,6 +50,9 @@ WWW_STAMP  := $(BUILD)/.www-built
 WEB_SRC    := $(wildcard web/*.html web/*.js web/*.css)
 THREE      := $(NPM_DIR)/node_modules/three
 
+# Keep intermediate objects (the fuzz targets build theirs through a pattern rule).
+.SECONDARY:
+
 .PHONY: all deps test test-web www bench soak run clean format exhaustive-f32 layering fuzz valgrind
 
 all: $(SCENED) $(SCENECTL) $(SCENE_BENCH) $(CORE_LIB) $(PROTO_LIB) $(TEST_BIN) $(BENCH_BIN) $(BUILD)/f32-exhaustive \
