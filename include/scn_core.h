@@ -61,6 +61,9 @@ typedef enum scn_keep { SCN_KEEP_LOCAL = 0, SCN_KEEP_WORLD = 1 } scn_keep;
  * a zero or non-finite quaternion, or any non-finite input, gives SCN_INVALID. */
 int scn_compose_trs(const float t[3], const float r[4], const float s[3], float out[16]);
 bool scn_matrix_finite(const float m[16]);
+/* Length of the strictly valid UTF-8 character at s (no overlongs, no surrogates, nothing
+ * above U+10FFFF), 0 when there is none; its code point in *codepoint. */
+size_t scn_utf8_char(const char *s, size_t left, uint32_t *codepoint);
 /* A transform name: 1..64 bytes of valid UTF-8, no '/', no control characters. */
 bool scn_name_valid(const char *name, size_t len);
 /* A world name: 1..64 characters from A-Z a-z 0-9 _ . - */

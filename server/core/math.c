@@ -136,11 +136,13 @@ uint64_t scn__hash_bytes(const char *s, size_t len, uint64_t seed) {
   return scn__hash64(h);
 }
 
-/* Strict UTF-8: no overlongs, no surrogates, nothing above U+10FFFF. */
-static size_t utf8_char_len(const unsigned char *s, size_t left) {
+size_t scn_utf8_char(const char *str, size_t left, uint32_t *codepoint) {
+  const unsigned char *s = (const unsigned char *)str;
   unsigned char c = s[0];
-  if (c < 0x80)
+  if (c < 0x80) {
+    *codepoint = c;
     return 1;
+  }
   size_t n;
   uint32_t cp, min;
   if ((c & 0xE0) == 0xC0)
@@ -160,9 +162,7 @@ static size_t utf8_char_len(const unsigned char *s, size_t left) {
   }
   if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
     return 0;
-  /* C1 controls are control characters too. */
-  if (cp >= 0x80 && cp <= 0x9F)
-    return 0;
+  *codepoint = cp;
   return n;
 }
 
@@ -173,8 +173,9 @@ bool scn_name_valid(const char *name, size_t len) {
   for (size_t i = 0; i < len;) {
     if (s[i] < 0x20 || s[i] == 0x7F || s[i] == '/')
       return false;
-    size_t n = utf8_char_len(s + i, len - i);
-    if (n == 0)
+    uint32_t cp;
+    size_t n = scn_utf8_char((const char *)s + i, len - i, &cp);
+    if (n == 0 || (cp >= 0x80 && cp <= 0x9F)) /* C1 controls are control characters too */
       return false;
     i += n;
   }
