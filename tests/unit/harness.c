@@ -15,10 +15,15 @@
 #include <time.h>
 #include <unistd.h>
 
-static long now_ms(void) {
+long scn_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void scn_sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+  nanosleep(&ts, NULL);
 }
 
 static char *read_file(const char *path) {
@@ -80,8 +85,8 @@ int scn_daemon_start(scn_daemon *d, const char *const *args) {
   }
   d->pid = pid;
   d->port = 0;
-  long deadline = now_ms() + 10000;
-  while (now_ms() < deadline) {
+  long deadline = scn_now_ms() + 10000;
+  while (scn_now_ms() < deadline) {
     char *log = read_file(d->log_path);
     const char *at = log ? strstr(log, "listening on 127.0.0.1:") : NULL;
     const char *http = log ? strstr(log, "http on 127.0.0.1:") : NULL;
@@ -114,9 +119,9 @@ int scn_daemon_stop(scn_daemon *d, int sig, int timeout_ms) {
   if (d->pid <= 0)
     return -1;
   kill(d->pid, sig ? sig : SIGTERM);
-  long deadline = now_ms() + timeout_ms;
+  long deadline = scn_now_ms() + timeout_ms;
   int status = -1;
-  while (now_ms() < deadline) {
+  while (scn_now_ms() < deadline) {
     if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
       d->pid = 0;
       return status;
@@ -184,7 +189,7 @@ int scn_client_send(scn_client *c, const char *line) {
 
 /* Reads more bytes into the buffer; 1 read, 0 timeout, -1 end of stream or error. */
 static int fill(scn_client *c, long deadline) {
-  long left = deadline - now_ms();
+  long left = deadline - scn_now_ms();
   if (left < 0)
     return 0;
   struct pollfd p = {.fd = c->fd, .events = POLLIN};
@@ -207,7 +212,7 @@ static int fill(scn_client *c, long deadline) {
 }
 
 char *scn_client_recv(scn_client *c, int timeout_ms) {
-  long deadline = now_ms() + timeout_ms;
+  long deadline = scn_now_ms() + timeout_ms;
   for (;;) {
     char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
     if (nl) {
@@ -259,7 +264,7 @@ cJSON *scn_client_call(scn_client *c, const char *fmt, ...) {
 }
 
 bool scn_client_closed(scn_client *c, int timeout_ms) {
-  long deadline = now_ms() + timeout_ms;
+  long deadline = scn_now_ms() + timeout_ms;
   for (;;) {
     c->len = 0;
     int r = fill(c, deadline);

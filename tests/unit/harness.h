@@ -8,6 +8,10 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* Monotonic milliseconds, and a sleep of that many, for the suites' deadlines. */
+long scn_now_ms(void);
+void scn_sleep_ms(long ms);
+
 typedef struct scn_daemon {
   pid_t pid;
   int port;

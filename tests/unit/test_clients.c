@@ -34,17 +34,6 @@ static void (*old_sigpipe)(int);
 
 #define WAIT_MS 5000
 
-static long now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-  nanosleep(&ts, NULL);
-}
-
 static void report(const char *what, const char *text) {
   fprintf(stderr, "\n  %s: %.600s\n", what, text ? text : "(nothing)");
 }
@@ -265,8 +254,8 @@ static void collect(void *ud, const cJSON *ev) {
 
 /* Polls until the list holds want events or timeout_ms passes; the count. */
 static int wait_events(scn_cli *c, events *e, int want, int timeout_ms) {
-  long deadline = now_ms() + timeout_ms;
-  while (cJSON_GetArraySize(e->list) < want && now_ms() < deadline) {
+  long deadline = scn_now_ms() + timeout_ms;
+  while (cJSON_GetArraySize(e->list) < want && scn_now_ms() < deadline) {
     int rc = scn_cli_poll_events(c, 50);
     if (rc < 0) {
       report("poll_events", scn_cli_error(c));
@@ -387,7 +376,7 @@ static void drain(int *fd, text *t) {
 
 /* Moves bytes to and from the child for up to ms; true once its stdout and stderr closed. */
 static bool proc_pump(proc *p, int ms) {
-  long deadline = now_ms() + ms;
+  long deadline = scn_now_ms() + ms;
   for (;;) {
     struct pollfd f[3];
     int n = 0, iin = -1, iout = -1, ierr = -1;
@@ -399,7 +388,7 @@ static bool proc_pump(proc *p, int ms) {
       ierr = n, f[n++] = (struct pollfd){.fd = p->err_fd, .events = POLLIN};
     if (p->out_fd < 0 && p->err_fd < 0)
       return true;
-    long left = deadline - now_ms();
+    long left = deadline - scn_now_ms();
     if (left < 0)
       return false;
     int r = poll(f, (nfds_t)n, (int)left);
@@ -426,8 +415,8 @@ static bool proc_pump(proc *p, int ms) {
 /* Runs the child to its end (killed after timeout_ms); its exit code, 128 + a signal, or -1
  * when it had to be killed. */
 static int proc_wait(proc *p, int timeout_ms) {
-  long deadline = now_ms() + timeout_ms;
-  while (!proc_pump(p, 50) && now_ms() < deadline) {
+  long deadline = scn_now_ms() + timeout_ms;
+  while (!proc_pump(p, 50) && scn_now_ms() < deadline) {
   }
   int status = 0, code = -1;
   for (;;) {
@@ -438,13 +427,13 @@ static int proc_wait(proc *p, int timeout_ms) {
     }
     if (r < 0 && errno != EINTR)
       break;
-    if (now_ms() >= deadline) {
+    if (scn_now_ms() >= deadline) {
       report("child killed after timeout", p->out.s);
       kill(p->pid, SIGKILL);
       waitpid(p->pid, &status, 0);
       break;
     }
-    sleep_ms(2);
+    scn_sleep_ms(2);
   }
   p->pid = -1;
   int *fds[] = {&p->in_fd, &p->out_fd, &p->err_fd};
@@ -757,7 +746,7 @@ static void test_lib_subscribe(void) {
                       "\"t\":[7,8,9]}",
                       world, e));
   for (int i = 0; i < 100 && cJSON_GetArraySize(got.list) < 3; i++) {
-    sleep_ms(20);
+    scn_sleep_ms(20);
     CU_ASSERT(call_fine(s, "{\"cmd\":\"ping\"}"));
   }
   CU_ASSERT_EQUAL_FATAL(cJSON_GetArraySize(got.list), 3);
@@ -778,7 +767,7 @@ static void test_lib_subscribe(void) {
   double e2 = make_world(c, world, sizeof world, 0, 0, 0);
   CU_ASSERT_FATAL(e2 > 0);
   CU_ASSERT_EQUAL(scn_cli_subscribe(s, world, e2, 30, &sub), SCN_CLI_OK);
-  sleep_ms(100);
+  scn_sleep_ms(100);
   CU_ASSERT(call_fine(s, "{\"cmd\":\"ping\"}"));
   CU_ASSERT_EQUAL(cJSON_GetArraySize(got.list), 4);
   CU_ASSERT(call_fine(c, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world));
@@ -812,18 +801,18 @@ static void test_lib_timeout(void) {
   scn_cli *c = open_cli(port, NULL, 100);
   CU_ASSERT_PTR_NOT_NULL(c);
   if (c) {
-    long t0 = now_ms();
+    long t0 = scn_now_ms();
     cJSON *r = (cJSON *)1;
     CU_ASSERT_EQUAL(scn_cli_call_line(c, "{\"cmd\":\"ping\"}", &r), SCN_CLI_ETIMEOUT);
-    long took = now_ms() - t0;
+    long took = scn_now_ms() - t0;
     CU_ASSERT_PTR_NULL(r);
     CU_ASSERT(took >= 90 && took < 2000);
     CU_ASSERT(strstr(scn_cli_error(c), "timed out") != NULL);
     const char *line;
     size_t len;
-    t0 = now_ms();
+    t0 = scn_now_ms();
     CU_ASSERT_EQUAL(scn_cli_read_line(c, &line, &len, 30), SCN_CLI_ETIMEOUT);
-    CU_ASSERT(now_ms() - t0 < 1000);
+    CU_ASSERT(scn_now_ms() - t0 < 1000);
     CU_ASSERT_EQUAL(scn_cli_poll_events(c, 30), 0);
     scn_cli_close(c);
   }
@@ -883,14 +872,14 @@ static void test_lib_send_timeout(void) {
   CU_ASSERT_EQUAL(rc, SCN_CLI_OK);
   scn_cli_close(c);
   int status = -1;
-  long deadline = now_ms() + WAIT_MS;
+  long deadline = scn_now_ms() + WAIT_MS;
   while (waitpid(pid, &status, WNOHANG) != pid) {
-    if (now_ms() > deadline) {
+    if (scn_now_ms() > deadline) {
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
       break;
     }
-    sleep_ms(2);
+    scn_sleep_ms(2);
   }
   CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
@@ -1344,8 +1333,8 @@ static void test_ctl_subscribe(void) {
   /* Two frames while another connection moves the transform. */
   proc p;
   CU_ASSERT_FATAL(ctl_start(&p, (const char *const[]){"subscribe", warg, "--frames", "2", NULL}));
-  long deadline = now_ms() + WAIT_MS;
-  for (int k = 1; now_ms() < deadline && !proc_pump(&p, 20); k++)
+  long deadline = scn_now_ms() + WAIT_MS;
+  for (int k = 1; scn_now_ms() < deadline && !proc_pump(&p, 20); k++)
     CU_ASSERT(call_fine(c,
                         "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%.0f,"
                         "\"t\":[%d,0,0]}",
@@ -1358,8 +1347,8 @@ static void test_ctl_subscribe(void) {
   /* Frames that arrive together: still exactly --frames of them. The subscriber is stopped
    * after the full frame while three moves make frames, then continued. */
   CU_ASSERT_FATAL(ctl_start(&p, (const char *const[]){"subscribe", warg, "--frames", "2", NULL}));
-  deadline = now_ms() + WAIT_MS;
-  while (!strchr(text_str(&p.out), '\n') && now_ms() < deadline && !proc_pump(&p, 10)) {
+  deadline = scn_now_ms() + WAIT_MS;
+  while (!strchr(text_str(&p.out), '\n') && scn_now_ms() < deadline && !proc_pump(&p, 10)) {
   }
   CU_ASSERT_FATAL(strchr(text_str(&p.out), '\n') != NULL);
   kill(p.pid, SIGSTOP);
@@ -1368,7 +1357,7 @@ static void test_ctl_subscribe(void) {
                         "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%.0f,"
                         "\"t\":[%d,1,0]}",
                         world, e, k));
-    sleep_ms(60);
+    scn_sleep_ms(60);
   }
   kill(p.pid, SIGCONT);
   CU_ASSERT_EQUAL(proc_wait(&p, WAIT_MS), 0);
@@ -1379,8 +1368,8 @@ static void test_ctl_subscribe(void) {
   char rarg[64];
   snprintf(rarg, sizeof rarg, "root=%.0f", e);
   CU_ASSERT_FATAL(ctl_start(&p, (const char *const[]){"subscribe", warg, rarg, "hz=30", NULL}));
-  deadline = now_ms() + WAIT_MS;
-  while (!strchr(text_str(&p.out), '\n') && now_ms() < deadline && !proc_pump(&p, 10)) {
+  deadline = scn_now_ms() + WAIT_MS;
+  while (!strchr(text_str(&p.out), '\n') && scn_now_ms() < deadline && !proc_pump(&p, 10)) {
   }
   CU_ASSERT(call_fine(c, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world));
   CU_ASSERT_EQUAL(proc_wait(&p, WAIT_MS), 0);

@@ -31,17 +31,6 @@ static scn_daemon dmain;
 #define WAIT_MS 5000
 #define MAX_SAFE 9007199254740991.0
 
-static long now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-  nanosleep(&ts, NULL);
-}
-
 static void report(const char *what, const cJSON *j) {
   char *s = j ? cJSON_PrintUnformatted(j) : NULL;
   fprintf(stderr, "\n  %s: %.600s\n", what, s ? s : "(nothing)");
@@ -1752,7 +1741,7 @@ static void test_pipelining(void) {
     default: sb_addf(&all, "{\"cmd\":\"nope\",\"id\":%d}\n", i); break;
     }
   }
-  long t0 = now_ms();
+  long t0 = scn_now_ms();
   CU_ASSERT_EQUAL(scn_client_send_raw(&c, all.s, all.len), 0);
   sb_free(&all);
   int got = 0, wrong = 0;
@@ -1773,7 +1762,7 @@ static void test_pipelining(void) {
   }
   CU_ASSERT_EQUAL(got, PIPELINED);
   CU_ASSERT_EQUAL(wrong, 0);
-  CU_ASSERT_TRUE(now_ms() - t0 < 10000);
+  CU_ASSERT_TRUE(scn_now_ms() - t0 < 10000);
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"pl\"}");
   scn_client_close(&c);
 }
@@ -1904,19 +1893,19 @@ static void test_line_limit(void) {
   /* The same across separate reads. */
   at[19] = '5';
   CU_ASSERT_EQUAL(scn_client_send_raw(&c, at, 500), 0);
-  sleep_ms(20);
+  scn_sleep_ms(20);
   CU_ASSERT_EQUAL(scn_client_send_raw(&c, at + 500, 524), 0);
-  sleep_ms(20);
+  scn_sleep_ms(20);
   send_str(&c, "\r");
-  sleep_ms(20);
+  scn_sleep_ms(20);
   send_str(&c, "\n");
   EXPECT_OK_ID(&c, 5);
   CU_ASSERT_EQUAL(scn_client_send_raw(&c, over, 600), 0);
-  sleep_ms(20);
+  scn_sleep_ms(20);
   CU_ASSERT_EQUAL(scn_client_send_raw(&c, over + 600, 425), 0);
-  sleep_ms(20);
+  scn_sleep_ms(20);
   send_str(&c, "\r");
-  sleep_ms(20);
+  scn_sleep_ms(20);
   send_str(&c, "\n{\"cmd\":\"ping\",\"id\":6}\n");
   EXPECT_LIMIT(&c);
   EXPECT_OK_ID(&c, 6);
@@ -1928,7 +1917,7 @@ static void test_line_limit(void) {
   send_str(&c, "{\"cmd\":\"ping\",\"id\":7}\n{\"cmd\":\"ping\",\"id\":8,\"pad\":\"");
   for (int i = 0; i < 30; i++) {
     CU_ASSERT_EQUAL(scn_client_send_raw(&c, chunk, sizeof chunk), 0);
-    sleep_ms(1);
+    scn_sleep_ms(1);
   }
   send_str(&c, "\"}\n{\"cmd\":\"ping\",\"id\":9}\n");
   EXPECT_OK_ID(&c, 7);
@@ -1980,7 +1969,7 @@ static void test_blank_lines_crlf(void) {
   EXPECT_OK_ID(&c, 4);
   /* A CRLF split between writes. */
   send_str(&c, "{\"cmd\":\"ping\",\"id\":5}\r");
-  sleep_ms(20);
+  scn_sleep_ms(20);
   send_str(&c, "\n");
   EXPECT_OK_ID(&c, 5);
   EXPECT_QUIET(&c, 100);
@@ -2423,10 +2412,10 @@ static void test_vanishing_clients(void) {
   }
   /* The others are undisturbed. */
   OKD(&c, "{\"cmd\":\"ping\"}");
-  long deadline = now_ms() + 5000;
+  long deadline = scn_now_ms() + 5000;
   double conns = -1;
-  while (now_ms() < deadline && (conns = info_num(&c, "connections")) != 1)
-    sleep_ms(20);
+  while (scn_now_ms() < deadline && (conns = info_num(&c, "connections")) != 1)
+    scn_sleep_ms(20);
   CU_ASSERT_EQUAL(conns, 1);
   char *s2 = snapshot(&c, "van", ids, 1);
   CHECK_SAME(s1, s2);
@@ -2563,8 +2552,8 @@ static void test_max_clients(void) {
   if (ok1)
     scn_client_close(&c1);
   bool served = false;
-  long deadline = now_ms() + 5000;
-  while (!served && now_ms() < deadline) {
+  long deadline = scn_now_ms() + 5000;
+  while (!served && scn_now_ms() < deadline) {
     if (scn_client_connect(&c3, d.port) != 0)
       break;
     cJSON *r = scn_client_call(&c3, "{\"cmd\":\"ping\",\"id\":1}");
@@ -2572,7 +2561,7 @@ static void test_max_clients(void) {
     cJSON_Delete(r);
     scn_client_close(&c3);
     if (!served)
-      sleep_ms(20);
+      scn_sleep_ms(20);
   }
   CU_ASSERT_TRUE(served);
   if (ok2) {
@@ -2671,8 +2660,8 @@ static int run_bin(const char *const *args, char *out, size_t outcap, char *err,
   close(pe[1]);
   size_t olen = 0, elen = 0;
   bool oopen = true, eopen = true;
-  long deadline = now_ms() + 5000;
-  while ((oopen || eopen) && now_ms() < deadline) {
+  long deadline = scn_now_ms() + 5000;
+  while ((oopen || eopen) && scn_now_ms() < deadline) {
     struct pollfd p[2] = {{.fd = oopen ? po[0] : -1, .events = POLLIN},
                           {.fd = eopen ? pe[0] : -1, .events = POLLIN}};
     if (poll(p, 2, 100) <= 0)
@@ -2701,10 +2690,10 @@ static int run_bin(const char *const *args, char *out, size_t outcap, char *err,
   close(po[0]);
   close(pe[0]);
   int status = -1;
-  while (now_ms() < deadline + 1000) {
+  while (scn_now_ms() < deadline + 1000) {
     if (waitpid(pid, &status, WNOHANG) == pid)
       return status;
-    sleep_ms(5);
+    scn_sleep_ms(5);
   }
   kill(pid, SIGKILL);
   waitpid(pid, &status, 0);
@@ -2771,9 +2760,9 @@ static int http_raw(int port, const char *req, char **resp, bool *closed) {
     return 0;
   scn_client_send_raw(&c, req, strlen(req));
   sb b = {0};
-  long deadline = now_ms() + 3000;
+  long deadline = scn_now_ms() + 3000;
   char tmp[8192];
-  while (now_ms() < deadline) {
+  while (scn_now_ms() < deadline) {
     struct pollfd p = {.fd = c.fd, .events = POLLIN};
     if (poll(&p, 1, 50) <= 0)
       continue;

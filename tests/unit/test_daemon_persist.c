@@ -27,17 +27,6 @@
 #define SNAP_HEADER 32
 #define SNAP_BLOCK 65536
 
-static long now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-  nanosleep(&ts, NULL);
-}
-
 /* ---- per-test bookkeeping: the data directory and the daemon logs ------------------------- */
 
 static char logs[32][256];
@@ -251,17 +240,17 @@ static int run_expect_exit(const char *const *args, char **text, int timeout_ms)
     _exit(127);
   }
   int status = -1;
-  long deadline = now_ms() + timeout_ms;
+  long deadline = scn_now_ms() + timeout_ms;
   for (;;) {
     if (waitpid(pid, &status, WNOHANG) == pid)
       break;
-    if (now_ms() > deadline) {
+    if (scn_now_ms() > deadline) {
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
       status = -1;
       break;
     }
-    sleep_ms(5);
+    scn_sleep_ms(5);
   }
   *text = read_text(log);
   if (!*text)
@@ -792,8 +781,8 @@ static int stream_and_kill(scn_daemon *d, const uint64_t *ents, int nents, int t
   }
   int sent = 0, got = 0;
   bool killed = false, dead = false;
-  long deadline = now_ms() + 20000;
-  while (!dead && (got < sent || sent < total) && now_ms() < deadline) {
+  long deadline = scn_now_ms() + 20000;
+  while (!dead && (got < sent || sent < total) && scn_now_ms() < deadline) {
     if (!killed && sent < total && sent - got < window) {
       strbuf chunk = {0};
       while (sent < total && sent - got < window) {
@@ -1348,8 +1337,8 @@ out:
  * it covers are removed. */
 static bool wait_for_snapshot(const char *snap, const struct stat *old, const char *dir,
                               unsigned long long *gen, long timeout_ms) {
-  long deadline = now_ms() + timeout_ms;
-  while (now_ms() < deadline) {
+  long deadline = scn_now_ms() + timeout_ms;
+  while (scn_now_ms() < deadline) {
     struct stat st;
     unsigned long long gens[64];
     if (stat(snap, &st) == 0 &&
@@ -1359,7 +1348,7 @@ static bool wait_for_snapshot(const char *snap, const struct stat *old, const ch
       *gen = gens[0];
       return true;
     }
-    sleep_ms(20);
+    scn_sleep_ms(20);
   }
   return false;
 }

@@ -23,17 +23,6 @@
 
 static scn_daemon daemon20;
 
-static long now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-  nanosleep(&ts, NULL);
-}
-
 static void report(const char *what, const cJSON *j) {
   char *s = j ? cJSON_PrintUnformatted(j) : NULL;
   fprintf(stderr, "\n  %s: %.400s\n", what, s ? s : "(nothing)");
@@ -83,9 +72,9 @@ static bool is_event(const cJSON *j) { return cJSON_GetObjectItemCaseSensitive(j
 
 /* The next response on k; events read before it are kept for next_event. */
 static cJSON *next_response(conn *k) {
-  long deadline = now_ms() + 10000;
+  long deadline = scn_now_ms() + 10000;
   for (;;) {
-    cJSON *j = read_line(k, deadline - now_ms());
+    cJSON *j = read_line(k, deadline - scn_now_ms());
     if (!j) {
       CU_FAIL("no response");
       return NULL;
@@ -1128,9 +1117,9 @@ static void test_world_destroyed(void) {
   CU_ASSERT_EQUAL_FATAL(scn_client_send(&k1.c, "{\"id\":7,\"cmd\":\"world.destroy\",\"world\":\"wd\"}"), 0);
   int responses = 0, events = 0;
   bool seen[2] = {false, false};
-  long deadline = now_ms() + 3000;
-  while ((responses < 1 || events < 2) && now_ms() < deadline) {
-    cJSON *j = read_line(&k1, deadline - now_ms());
+  long deadline = scn_now_ms() + 3000;
+  while ((responses < 1 || events < 2) && scn_now_ms() < deadline) {
+    cJSON *j = read_line(&k1, deadline - scn_now_ms());
     if (!j)
       break;
     if (is_event(j)) {
@@ -1194,12 +1183,12 @@ static void test_close_ends_subscriptions(void) {
   CU_ASSERT_EQUAL(info_subscriptions(&ctl), before + 2);
   conn_close(&sc);
   double n = -1;
-  long deadline = now_ms() + 3000;
-  while (now_ms() < deadline) {
+  long deadline = scn_now_ms() + 3000;
+  while (scn_now_ms() < deadline) {
     n = info_subscriptions(&ctl);
     if (n == before)
       break;
-    sleep_ms(10);
+    scn_sleep_ms(10);
   }
   CU_ASSERT_EQUAL(n, before);
   /* The daemon goes on streaming to others. */
@@ -1222,7 +1211,7 @@ static void test_frames_follow_responses(void) {
   CU_ASSERT_TRUE_FATAL(subscribe(&k, &s, W, 0, 0));
   double last_x = -1;
   for (int i = 1; i <= 12; i++) {
-    sleep_ms((i * 17) % TICK_MS); /* land at different points of a tick */
+    scn_sleep_ms((i * 17) % TICK_MS); /* land at different points of a tick */
     set_t(&k, W, a, i, 0, 0);
     /* Frames that came before the ok were made before the set. */
     while (cJSON_GetArraySize(k.pending) > 0) {
@@ -1251,18 +1240,18 @@ static void test_frames_follow_responses(void) {
     len += (size_t)snprintf(lines + len, cap - len,
                             "{\"id\":%d,\"cmd\":\"transform.set_local\",\"world\":\"or\",\"entity\":%lld,\"t\":[%d,0,0]}\n",
                             i, (long long)(i % 2 ? b : a), i);
-  long deadline = now_ms() + 5000;
+  long deadline = scn_now_ms() + 5000;
   int next_id = 0, frames = 0;
   /* Sent in pieces over a few ticks so frames fall between responses. */
   for (size_t at = 0; at < len;) {
     size_t piece = len - at < 1000 ? len - at : 1000;
     CU_ASSERT_EQUAL_FATAL(scn_client_send_raw(&k.c, lines + at, piece), 0);
     at += piece;
-    sleep_ms(TICK_MS / 3);
+    scn_sleep_ms(TICK_MS / 3);
   }
   free(lines);
-  while (next_id < 200 && now_ms() < deadline) {
-    cJSON *j = read_line(&k, deadline - now_ms());
+  while (next_id < 200 && scn_now_ms() < deadline) {
+    cJSON *j = read_line(&k, deadline - scn_now_ms());
     if (!j)
       break;
     if (is_event(j)) {
@@ -1333,7 +1322,7 @@ static void test_frames_never_go_back(void) {
   int frames = 0;
   for (int i = 1; i <= 30; i++) {
     set_t(&ctl, W, a, i, 0, 0);
-    sleep_ms((i * 13) % 23);
+    scn_sleep_ms((i * 13) % 23);
     cJSON *f;
     while ((f = next_event(&sc, 0))) {
       check_frame(&s, f, 0);
@@ -1391,9 +1380,9 @@ static void test_hz_cap(void) {
   int seen_y[4] = {0, 0, 0, 0};
   int frames = 0, fast_frames = 0;
   double prev_tick = s.last_tick;
-  long start = now_ms(), end = start + 1000;
+  long start = scn_now_ms(), end = start + 1000;
   int i = 0;
-  while (now_ms() < end) {
+  while (scn_now_ms() < end) {
     i++;
     set_t(&ctl, W, m, i, 0, 0);
     mx = (float)i;
@@ -1401,7 +1390,7 @@ static void test_hz_cap(void) {
       yv[i / 20] = (float)(100 + i);
       set_t(&ctl, W, y[i / 20], yv[i / 20], 0, 0);
     }
-    sleep_ms(10);
+    scn_sleep_ms(10);
     cJSON *f;
     while ((f = next_event(&fast, 0))) {
       fast_frames++;
@@ -1409,7 +1398,7 @@ static void test_hz_cap(void) {
     }
     while ((f = next_event(&sc, 0))) {
       check_frame(&s, f, 0);
-      long at = now_ms();
+      long at = scn_now_ms();
       if (at <= end)
         frames++;
       /* At most one frame per 10 ticks of the world (5 of 50 per second). */
@@ -1549,20 +1538,20 @@ static void test_slow_consumer(void) {
   sub_state s, leaf;
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &s, "big", 0, 0));
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &leaf, "big", ids[7], 0));
-  sleep_ms(200);
+  scn_sleep_ms(200);
   long base = rss_kib(d.pid), peak = base;
   CU_ASSERT_TRUE_FATAL(base > 0);
 
   /* The root moves every tick for ~3 s while the subscriber reads nothing. */
   int x = 0;
-  long end = now_ms() + 3000;
-  while (now_ms() < end) {
+  long end = scn_now_ms() + 3000;
+  while (scn_now_ms() < end) {
     x++;
     set_t(&ctl, "big", ids[0], x, 0, 0);
     long rss = rss_kib(d.pid);
     if (rss > peak)
       peak = rss;
-    sleep_ms(TICK_MS);
+    scn_sleep_ms(TICK_MS);
   }
   long grown = peak - base;
   CU_ASSERT_TRUE(grown < 64 * 1024);
@@ -1580,14 +1569,14 @@ static void test_slow_consumer(void) {
   /* Now it reads: frames it had, then (having lagged) a full frame of the final state. */
   int frames = 0, fulls = 0, last_full_count = -1;
   bool last_was_full = false, last_full_matches = false;
-  long deadline = now_ms() + 20000;
+  long deadline = scn_now_ms() + 20000;
   cJSON *f;
   int leaf_fulls = 0;
   bool leaf_last_full = false, leaf_matches = false;
   /* Until both subscriptions have converged (a full frame of the final state last). */
   while (!(last_was_full && last_full_matches && last_full_count == BIG && leaf_last_full &&
            leaf_matches && leaf_fulls >= 2) &&
-         now_ms() < deadline && (f = next_event(&sc, 3000))) {
+         scn_now_ms() < deadline && (f = next_event(&sc, 3000))) {
     if (num(f, "sub") == (double)leaf.id) {
       /* The one-transform subtree subscription lags and resyncs too. */
       check_frame(&leaf, f, -1);

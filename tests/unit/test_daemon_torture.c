@@ -90,17 +90,6 @@ typedef struct run_cfg {
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
-static long now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-  nanosleep(&ts, NULL);
-}
-
 /* True when the process has AddressSanitizer's runtime mapped (a sanitizer build). */
 static bool under_asan(pid_t pid) {
   char path[64], line[512];
@@ -770,7 +759,7 @@ static void start_cycle(tconn *c) {
       for (long k = 0; k < HALF_BURST_REQS; k++)
         issue_checked(c, k, 1000 + c->slot, c->cycle * 1000, 16);
       c->reading = false;
-      c->wake_ms = now_ms() + BURST_PAUSE_MS;
+      c->wake_ms = scn_now_ms() + BURST_PAUSE_MS;
     } else {
       for (long k = 0; k < HALF_REQS; k++)
         issue_checked(c, k, 1000 + c->slot, c->cycle * 1000, 1);
@@ -830,13 +819,13 @@ static void start_cycle(tconn *c) {
       sb_free(&c->out);
       c->out = keep;
     }
-    c->wake_ms = now_ms();
+    c->wake_ms = scn_now_ms();
     break;
   case K_BAD: c->total = cfg->bad_lines; break;
   case K_BURST:
     c->total = cfg->burst_reqs;
     c->reading = false;
-    c->wake_ms = now_ms() + BURST_PAUSE_MS;
+    c->wake_ms = scn_now_ms() + BURST_PAUSE_MS;
     break;
   case K_SLOW:
     sb_printf(&c->out, "{\"cmd\":\"subscribe\",\"world\":\"tt\",\"id\":%d}\n", c->slot);
@@ -1041,9 +1030,9 @@ static bool run_all(const run_cfg *cfg) {
 
   static struct pollfd pfd[N_CONNS];
   static int who[N_CONNS];
-  long start = now_ms(), deadline = start + cfg->limit_ms, next_move = start, next_rss = start;
+  long start = scn_now_ms(), deadline = start + cfg->limit_ms, next_move = start, next_rss = start;
   for (;;) {
-    long now = now_ms();
+    long now = scn_now_ms();
     if (now >= next_rss) {
       long rss = rss_kib(T.d.pid);
       if (rss > T.peak_rss)
@@ -1075,11 +1064,11 @@ static bool run_all(const run_cfg *cfg) {
     for (int k = 0; k < np; k++)
       if (pfd[k].revents)
         serve(&T.conns[who[k]], pfd[k].revents);
-    now = now_ms();
+    now = scn_now_ms();
     for (int i = 0; i < N_CONNS; i++)
       advance(&T.conns[i], now, &next_move);
   }
-  long elapsed = now_ms() - start;
+  long elapsed = scn_now_ms() - start;
   long frames = 0, fulls = 0;
   for (int i = 0; i < N_CONNS; i++)
     if (T.conns[i].kind == K_SLOW)
@@ -1108,15 +1097,15 @@ static void close_all(void) {
 
 /* The daemon's connection count, once it equals want (or the last value after timeout_ms). */
 static double wait_connections(double want, long timeout_ms) {
-  long deadline = now_ms() + timeout_ms;
+  long deadline = scn_now_ms() + timeout_ms;
   double n = -1;
   for (;;) {
     cJSON *r = scn_client_call(&T.admin, "{\"cmd\":\"info\"}");
     n = scn_resp_num(r, "connections");
     cJSON_Delete(r);
-    if (n == want || now_ms() > deadline)
+    if (n == want || scn_now_ms() > deadline)
       return n;
-    sleep_ms(20);
+    scn_sleep_ms(20);
   }
 }
 
@@ -1172,7 +1161,7 @@ static bool setup_worlds(void) {
 /* ---- the test ----------------------------------------------------------------------------- */
 
 static void test_torture(void) {
-  long t0 = now_ms();
+  long t0 = scn_now_ms();
   CU_ASSERT_FATAL(T.up);
   CU_ASSERT_FATAL(scn_client_connect(&T.admin, T.d.port) == 0);
   CU_ASSERT_FATAL(setup_worlds());
@@ -1227,9 +1216,9 @@ static void test_torture(void) {
 
   /* Memory comes back: within the slack of the warmed-up baseline. */
   long after = rss_kib(T.d.pid);
-  for (long until = now_ms() + 2000; after > base + RSS_SLACK_KIB + quarantine && now_ms() < until;
+  for (long until = scn_now_ms() + 2000; after > base + RSS_SLACK_KIB + quarantine && scn_now_ms() < until;
        after = rss_kib(T.d.pid))
-    sleep_ms(50);
+    scn_sleep_ms(50);
   fprintf(stderr,
           "\n  daemon RSS: baseline %ld KiB, peak %ld KiB, after %ld KiB; %ld malformed lines;"
           " %ld lags, %ld output holds",
@@ -1259,7 +1248,7 @@ static void test_torture(void) {
   const char *sub = "{\"cmd\":\"subscribe\",\"world\":\"tt\"}\n";
   CU_ASSERT(send(stuck->fd, sub, strlen(sub), MSG_NOSIGNAL) == (ssize_t)strlen(sub));
   double lagging = 0;
-  for (long until = now_ms() + 5000; lagging < 1 && now_ms() < until;) {
+  for (long until = scn_now_ms() + 5000; lagging < 1 && scn_now_ms() < until;) {
     tconn mv = {.fd = -1};
     issue_move_round(&mv);
     CU_ASSERT(scn_client_send_raw(&T.admin, mv.out.data, mv.out.len) == 0);
@@ -1267,11 +1256,11 @@ static void test_torture(void) {
       cJSON_Delete(scn_client_recv_json(&T.admin, 5000));
     sb_free(&mv.out);
     free(mv.xq.v);
-    sleep_ms(50);
+    scn_sleep_ms(50);
     lagging = metric_value(T.d.http_port, "scened_lagging_subscriptions");
   }
   CU_ASSERT_EQUAL(lagging, 1);
-  long stop_at = now_ms();
+  long stop_at = scn_now_ms();
   int status = scn_daemon_stop(&T.d, SIGTERM, 15000);
   T.up = false;
   bool clean = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
@@ -1282,8 +1271,8 @@ static void test_torture(void) {
   scn_client_close(&c);
   scn_client_close(&T.admin);
   conn_drop(stuck, false);
-  fprintf(stderr, "\n  SIGTERM to exit: %ld ms; total %ld ms; daemon log %s\n", now_ms() - stop_at,
-          now_ms() - t0, T.d.log_path);
+  fprintf(stderr, "\n  SIGTERM to exit: %ld ms; total %ld ms; daemon log %s\n", scn_now_ms() - stop_at,
+          scn_now_ms() - t0, T.d.log_path);
 }
 
 static int suite_init(void) {
