@@ -26,8 +26,32 @@ static bool has_dirty_ancestor(const scn__tm *tm, uint32_t i) {
   return false;
 }
 
-/* The hot loop: a contiguous subtree, parents before children. Locals are copied into
- * registers of the loop so the compiler need not reload the arrays through tm. */
+#if (defined(__SSE__) || defined(__SSE2__)) && !defined(__AVX__)
+#define SCN_RANGE_SSE 1
+/* Column c of parent * local with cglm's own SSE steps in glm_mat4_mul's order, so the bits
+ * equal those of every other path that computes a world matrix. */
+static inline __m128 mul_col(__m128 p0, __m128 p1, __m128 p2, __m128 p3, __m128 l) {
+  __m128 v = _mm_mul_ps(glmm_splat_x(l), p0);
+  v = glmm_fmadd(glmm_splat_y(l), p1, v);
+  v = glmm_fmadd(glmm_splat_z(l), p2, v);
+  return glmm_fmadd(glmm_splat_w(l), p3, v);
+}
+
+static inline __m128i col_eq(__m128 v, const float *col) {
+  return _mm_cmpeq_epi32(_mm_castps_si128(v), _mm_load_si128((const __m128i *)col));
+}
+
+static inline bool same_bits(__m128 a, __m128 b, __m128 c, __m128 d, const float *m) {
+  __m128i eq = _mm_and_si128(_mm_and_si128(col_eq(a, m), col_eq(b, m + 4)),
+                             _mm_and_si128(col_eq(c, m + 8), col_eq(d, m + 12)));
+  return _mm_movemask_epi8(eq) == 0xffff;
+}
+#endif
+
+/* The hot loop: a contiguous subtree, parents before children. In depth-first order a first
+ * child directly follows its parent, so the parent's world is taken from the registers that
+ * just computed it instead of being reloaded through memory (a chain runs at multiply
+ * latency). */
 static void propagate_range(scn__tm *tm, uint32_t root) {
   uint64_t changed = recompute(tm, root, tm->parent[root]);
   uint32_t end = root + tm->subtree[root];
@@ -36,6 +60,28 @@ static void propagate_range(scn__tm *tm, uint32_t root) {
   const uint32_t *restrict parent = tm->parent;
   uint32_t *restrict stamp = tm->changed;
   const uint32_t tick = scn__tm_stamp(tm);
+#ifdef SCN_RANGE_SSE
+  __m128 w0 = glmm_load(world[root][0]), w1 = glmm_load(world[root][1]);
+  __m128 w2 = glmm_load(world[root][2]), w3 = glmm_load(world[root][3]);
+  for (uint32_t j = root + 1; j < end; j++) {
+    uint32_t p = parent[j];
+    __m128 p0 = w0, p1 = w1, p2 = w2, p3 = w3;
+    if (p != j - 1) {
+      p0 = glmm_load(world[p][0]), p1 = glmm_load(world[p][1]);
+      p2 = glmm_load(world[p][2]), p3 = glmm_load(world[p][3]);
+    }
+    w0 = mul_col(p0, p1, p2, p3, glmm_load(local[j][0]));
+    w1 = mul_col(p0, p1, p2, p3, glmm_load(local[j][1]));
+    w2 = mul_col(p0, p1, p2, p3, glmm_load(local[j][2]));
+    w3 = mul_col(p0, p1, p2, p3, glmm_load(local[j][3]));
+    if (!same_bits(w0, w1, w2, w3, world[j][0])) {
+      glmm_store(world[j][0], w0), glmm_store(world[j][1], w1);
+      glmm_store(world[j][2], w2), glmm_store(world[j][3], w3);
+      stamp[j] = tick;
+      changed++;
+    }
+  }
+#else
   for (uint32_t j = root + 1; j < end; j++) {
     mat4 w;
     glm_mat4_mul(world[parent[j]], (vec4 *)local[j], w);
@@ -45,6 +91,7 @@ static void propagate_range(scn__tm *tm, uint32_t root) {
       changed++;
     }
   }
+#endif
   tm->stats.recomputed += tm->subtree[root];
   tm->stats.changed += changed;
 }
@@ -75,15 +122,57 @@ void scn__tm_flush(scn__tm *tm) {
   propagate_dirty(tm);
 }
 
-/* Recomputes what is dirty without re-sorting, so instance indices held by the caller stay
- * valid. */
-static void propagate_dirty(scn__tm *tm) {
-  size_t k = tm->dirty_list.len;
-  if (k == 0)
-    return;
-  uint32_t *d = tm->dirty_list.data;
-  /* Move the topmost dirty nodes to the front while every dirty flag is still set; the rest
-   * lie inside their subtrees and are recomputed with them. */
+/* Sorts instance indices below n ascending: LSD radix on 11-bit digits, so a flush of many
+ * dirty roots costs a few linear passes instead of a comparison sort. */
+static bool sort_indices(uint32_t *a, size_t k, uint32_t n, scn__vec *scratch) {
+  bool in_order = true;
+  for (size_t x = 1; x < k && in_order; x++)
+    in_order = a[x - 1] <= a[x];
+  if (in_order)
+    return true;
+  if (scn__vec_reserve(scratch, sizeof(uint32_t), k) != SCN_OK)
+    return false;
+  enum { BITS = 11, RADIX = 1u << BITS };
+  uint32_t *src = a, *dst = scratch->data;
+  for (unsigned shift = 0; shift < 32 && (n - 1) >> shift; shift += BITS) {
+    size_t count[RADIX] = {0};
+    for (size_t x = 0; x < k; x++)
+      count[(src[x] >> shift) & (RADIX - 1)]++;
+    size_t sum = 0;
+    for (size_t b = 0; b < RADIX; b++) {
+      size_t c = count[b];
+      count[b] = sum;
+      sum += c;
+    }
+    for (size_t x = 0; x < k; x++)
+      dst[count[(src[x] >> shift) & (RADIX - 1)]++] = src[x];
+    uint32_t *t = src;
+    src = dst, dst = t;
+  }
+  if (src != a)
+    memcpy(a, src, sizeof *a * k);
+  return true;
+}
+
+/* In depth-first order a subtree is the range [i, i + subtree[i]), so once the dirty list is
+ * sorted one sweep finds the topmost dirty nodes (those past the range of the last one taken)
+ * and recomputes them in ascending memory order. */
+static bool propagate_sorted(scn__tm *tm, uint32_t *d, size_t k) {
+  if (!sort_indices(d, k, tm->n, &tm->scratch))
+    return false;
+  uint32_t end = 0;
+  for (size_t x = 0; x < k; x++) {
+    if (d[x] < end)
+      continue;
+    propagate_range(tm, d[x]);
+    end = d[x] + tm->subtree[d[x]];
+  }
+  return true;
+}
+
+/* Without the order, the topmost dirty nodes are those with no dirty ancestor: moved to the
+ * front while every dirty flag is still set; the rest are recomputed with them. */
+static void propagate_linked(scn__tm *tm, uint32_t *d, size_t k) {
   size_t tops = 0;
   for (size_t x = 0; x < k; x++)
     if (!has_dirty_ancestor(tm, d[x])) {
@@ -97,6 +186,17 @@ static void propagate_dirty(scn__tm *tm) {
     else
       propagate_walk(tm, d[x]);
   }
+}
+
+/* Recomputes what is dirty without re-sorting the arrays, so instance indices held by the
+ * caller stay valid. */
+static void propagate_dirty(scn__tm *tm) {
+  size_t k = tm->dirty_list.len;
+  if (k == 0)
+    return;
+  uint32_t *d = tm->dirty_list.data;
+  if (!tm->sorted || !propagate_sorted(tm, d, k))
+    propagate_linked(tm, d, k);
   for (size_t x = 0; x < k; x++)
     tm->dirty[d[x]] = 0;
   tm->dirty_list.len = 0;
@@ -160,11 +260,11 @@ void scn_world_get_stats(const scn_world *w, scn_world_stats *out) { *out = w->t
 
 /* ---- relayout ----------------------------------------------------------------------------- */
 
-#define PERMUTE(tm, order, field, tmp)                                                         \
-  do {                                                                                         \
-    for (uint32_t k_ = 0; k_ < (tm)->n; k_++)                                                  \
-      memcpy(&(tmp)[k_], &(tm)->field[(order)[k_]], sizeof((tm)->field[0]));                  \
-    memcpy((tm)->field, (tmp), sizeof((tm)->field[0]) * (tm)->n);                             \
+#define PERMUTE(tm, order, field, tmp)                                                             \
+  do {                                                                                             \
+    for (uint32_t k_ = 0; k_ < (tm)->n; k_++)                                                      \
+      memcpy(&(tmp)[k_], &(tm)->field[(order)[k_]], sizeof((tm)->field[0]));                       \
+    memcpy((tm)->field, (tmp), sizeof((tm)->field[0]) * (tm)->n);                                  \
   } while (0)
 
 static uint32_t remap(const uint32_t *new_index, uint32_t i) {
@@ -252,9 +352,9 @@ static int walk_scope(scn_world *w, scn_entity root, uint64_t since, const scope
   scn__tm_flush(tm); /* may re-sort: look the root up after it */
   uint32_t r = root == SCN_ENTITY_NONE ? SCN_NIL : scn__tm_lookup(tm, root);
   /* Stamps are at least 1, so a since at or before the base counts everything as changed. */
-  uint32_t th = since <= tm->stamp_base       ? 0
-                : since >= tm->tick           ? UINT32_MAX
-                                              : (uint32_t)(since - tm->stamp_base);
+  uint32_t th = since <= tm->stamp_base ? 0
+                : since >= tm->tick     ? UINT32_MAX
+                                        : (uint32_t)(since - tm->stamp_base);
   if (tm->sorted) {
     uint32_t begin = r == SCN_NIL ? 0 : r, end = r == SCN_NIL ? tm->n : r + tm->subtree[r];
     for (uint32_t i = begin; i < end; i++)

@@ -6,7 +6,8 @@
  *   W2 sparse: the same world; each tick 1% of transforms (fixed seed) get a new local.
  *   W3 chain: one chain of 1,000 transforms, every local set, then propagate.
  *
- * Each line gives medians over the repetitions. Usage: bench-core [--n N] [--reps R]
+ * Each line gives medians over the repetitions (the ratio: median of per-repetition ratios). Usage:
+ * bench-core [--n N] [--reps R]
  */
 #include "scn_core.h"
 
@@ -80,6 +81,23 @@ static void flat_update(flat *f, const uint32_t *idx, uint32_t count) {
   }
 }
 
+static double time_flat(flat *f, const uint32_t *idx, uint32_t count) {
+  double t0 = now_ns();
+  flat_update(f, idx, count);
+  return now_ns() - t0;
+}
+
+/* Core and limit run back to back on the same data, in alternating order so neither always
+ * meets the caches the other left; the ratio is the median of the per-repetition ratios, so a
+ * noisy moment on the host disturbs one pair instead of skewing one side of the quotient. */
+static int limit_first(int rep) { return rep % 2; }
+
+static void report(const char *name, uint32_t n, double *core, double *limit, double *ratio,
+                   int reps) {
+  printf("%s n=%u core_ns=%.2f limit_ns=%.2f ratio=%.2f\n", name, n, median(core, reps),
+         median(limit, reps), median(ratio, reps));
+}
+
 typedef struct forest {
   scn_scene *scene;
   scn_world *world;
@@ -113,7 +131,7 @@ static void build_forest(forest *fo, uint32_t n) {
 
 static void bench_w1(forest *fo, int reps) {
   uint32_t n = fo->flat.n, roots = n / TREE;
-  double core[reps], limit[reps], set[reps];
+  double core[reps], limit[reps], ratio[reps], set[reps];
   for (int r = 0; r < reps; r++) {
     /* the same new root locals for both sides */
     for (uint32_t t = 0; t < roots; t++) {
@@ -125,16 +143,18 @@ static void bench_w1(forest *fo, int reps) {
     for (uint32_t t = 0; t < roots; t++)
       scn_transform_set_local(fo->world, fo->ids[t * TREE], fo->flat.local[t * TREE][0]);
     double t0 = now_ns();
-    scn_world_flush(fo->world);
+    double tl = limit_first(r) ? time_flat(&fo->flat, NULL, n) : 0;
     double t1 = now_ns();
-    flat_update(&fo->flat, NULL, n);
+    scn_world_flush(fo->world);
     double t2 = now_ns();
-    core[r] = (t1 - t0) / n;
-    limit[r] = (t2 - t1) / n;
+    if (!limit_first(r))
+      tl = time_flat(&fo->flat, NULL, n);
+    core[r] = (t2 - t1) / n;
+    limit[r] = tl / n;
+    ratio[r] = core[r] / limit[r];
     set[r] = (t0 - ts) / roots;
   }
-  double c = median(core, reps), l = median(limit, reps);
-  printf("W1 n=%u core_ns=%.2f limit_ns=%.2f ratio=%.2f\n", n, c, l, c / l);
+  report("W1", n, core, limit, ratio, reps);
   printf("W1 set_local_ns=%.1f (per call, before the propagation above)\n", median(set, reps));
 }
 
@@ -143,7 +163,7 @@ static void bench_w2(forest *fo, int reps) {
   uint32_t *chosen = malloc(sizeof *chosen * pick);
   uint8_t *mark = malloc(n);
   uint32_t *idx = malloc(sizeof *idx * n);
-  double core[reps], limit[reps], set[reps];
+  double core[reps], limit[reps], ratio[reps], set[reps];
   scn_world_stats before, after;
   for (int r = 0; r < reps; r++) {
     memset(mark, 0, n);
@@ -169,21 +189,23 @@ static void bench_w2(forest *fo, int reps) {
     for (uint32_t k = 0; k < pick; k++)
       scn_transform_set_local(fo->world, fo->ids[chosen[k]], fo->flat.local[chosen[k]][0]);
     double t0 = now_ns();
-    scn_world_flush(fo->world);
+    double tl = limit_first(r) ? time_flat(&fo->flat, idx, count) : 0;
     double t1 = now_ns();
-    flat_update(&fo->flat, idx, count);
+    scn_world_flush(fo->world);
     double t2 = now_ns();
+    if (!limit_first(r))
+      tl = time_flat(&fo->flat, idx, count);
     scn_world_get_stats(fo->world, &after);
     uint64_t recomputed = after.recomputed - before.recomputed;
     if (recomputed != count)
       fprintf(stderr, "W2: core recomputed %llu, dirty subtrees hold %u\n",
               (unsigned long long)recomputed, count);
-    core[r] = (t1 - t0) / (double)recomputed;
-    limit[r] = (t2 - t1) / count;
+    core[r] = (t2 - t1) / (double)recomputed;
+    limit[r] = tl / count;
+    ratio[r] = core[r] / limit[r];
     set[r] = (t0 - ts) / pick;
   }
-  double c = median(core, reps), l = median(limit, reps);
-  printf("W2 n=%u core_ns=%.2f limit_ns=%.2f ratio=%.2f\n", n, c, l, c / l);
+  report("W2", n, core, limit, ratio, reps);
   printf("W2 set_local_ns=%.1f (per call, before the propagation above)\n", median(set, reps));
   free(chosen), free(mark), free(idx);
 }
@@ -205,7 +227,7 @@ static void bench_w3(int reps) {
     scn_transform_create(w, ids[i], i ? ids[i - 1] : SCN_ENTITY_NONE, NULL, NULL);
   }
   scn_world_flush(w);
-  double core[reps], limit[reps], set[reps];
+  double core[reps], limit[reps], ratio[reps], set[reps];
   for (int r = 0; r < reps; r++) {
     double c = 0, l = 0, st = 0;
     for (int inner = 0; inner < INNER; inner++) {
@@ -218,20 +240,22 @@ static void bench_w3(int reps) {
       for (uint32_t i = 0; i < CHAIN; i++)
         scn_transform_set_local(w, ids[i], f.local[i][0]);
       double t0 = now_ns();
-      scn_world_flush(w);
+      double tl = limit_first(inner) ? time_flat(&f, NULL, CHAIN) : 0;
       double t1 = now_ns();
-      flat_update(&f, NULL, CHAIN);
+      scn_world_flush(w);
       double t2 = now_ns();
-      c += t1 - t0;
-      l += t2 - t1;
+      if (!limit_first(inner))
+        tl = time_flat(&f, NULL, CHAIN);
+      c += t2 - t1;
+      l += tl;
       st += t0 - ts;
     }
     core[r] = c / (CHAIN * INNER);
     limit[r] = l / (CHAIN * INNER);
+    ratio[r] = core[r] / limit[r];
     set[r] = st / (CHAIN * INNER);
   }
-  double c = median(core, reps), l = median(limit, reps);
-  printf("W3 n=%u core_ns=%.2f limit_ns=%.2f ratio=%.2f\n", CHAIN, c, l, c / l);
+  report("W3", CHAIN, core, limit, ratio, reps);
   printf("W3 set_local_ns=%.1f (per call, before the propagation above)\n", median(set, reps));
   free(f.local), free(f.world), free(f.parent);
   scn_scene_free(scene);
