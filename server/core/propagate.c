@@ -154,10 +154,22 @@ static bool sort_indices(uint32_t *a, size_t k, uint32_t n, scn__vec *scratch) {
   return true;
 }
 
-/* In depth-first order a subtree is the range [i, i + subtree[i]), so once the dirty list is
- * sorted one sweep finds the topmost dirty nodes (those past the range of the last one taken)
- * and recomputes them in ascending memory order. */
+/* In depth-first order a subtree is the range [i, i + subtree[i]), so once the dirty nodes
+ * are in ascending order one sweep finds the topmost ones (those past the range of the last
+ * one taken) and recomputes them in memory order. When many are dirty the flags themselves
+ * are scanned; otherwise the list is sorted. */
 static bool propagate_sorted(scn__tm *tm, uint32_t *d, size_t k) {
+  if (k >= tm->n / 32) {
+    for (uint32_t i = 0; i < tm->n;) {
+      if (tm->dirty[i]) {
+        propagate_range(tm, i);
+        i += tm->subtree[i];
+      } else {
+        i++;
+      }
+    }
+    return true;
+  }
   if (!sort_indices(d, k, tm->n, &tm->scratch))
     return false;
   uint32_t end = 0;
