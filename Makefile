@@ -37,6 +37,7 @@ SCENE_BENCH := $(BUILD)/scene-bench
 SCENECTL  := $(BUILD)/scenectl
 TEST_BIN  := $(BUILD)/scened-tests
 BENCH_BIN := $(BUILD)/bench-core
+DECODE_BENCH := $(BUILD)/bench-decode
 
 DEPS_STAMP := build/.deps-checked
 
@@ -55,7 +56,7 @@ THREE      := $(NPM_DIR)/node_modules/three
 
 .PHONY: all deps test test-web www bench soak run clean format exhaustive-f32 layering fuzz valgrind
 
-all: $(SCENED) $(SCENECTL) $(SCENE_BENCH) $(CORE_LIB) $(PROTO_LIB) $(TEST_BIN) $(BENCH_BIN) $(BUILD)/f32-exhaustive \
+all: $(SCENED) $(SCENECTL) $(SCENE_BENCH) $(CORE_LIB) $(PROTO_LIB) $(TEST_BIN) $(BENCH_BIN) $(DECODE_BENCH) $(BUILD)/f32-exhaustive \
      $(WWW_STAMP)
 
 # Install missing system packages once per checkout (re-checked when the script changes).
@@ -113,6 +114,9 @@ $(TEST_BIN): $(UNIT_OBJ) $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 $(BENCH_BIN): $(BUILD)/obj/tests/bench/bench_core.o $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+$(DECODE_BENCH): $(BUILD)/obj/tests/bench/bench_decode.o $(BUILD)/obj/server/json_arena.o $(PROTO_LIB) $(CORE_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcjson $(LDLIBS)
+
 $(BUILD)/f32-exhaustive: $(BUILD)/obj/tests/tools/f32_exhaustive.o $(PROTO_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lpthread $(LDLIBS)
 
@@ -156,7 +160,7 @@ valgrind: $(TEST_BIN) $(SCENED) $(SCENECTL)
 	SCENED_BIN=$(abspath scripts/valgrind-scened.sh) SCENED_REAL=$(abspath $(SCENED)) \
 	  SCENECTL_BIN=$(abspath $(SCENECTL)) $(TEST_BIN) $(VALGRIND_SUITES)
 
-bench: $(BENCH_BIN) $(SCENED) $(SCENE_BENCH)
+bench: $(BENCH_BIN) $(DECODE_BENCH) $(SCENED) $(SCENE_BENCH)
 	BUILD=$(BUILD) scripts/bench.sh
 
 # A long mixed load (SOAK_MINUTES, default 3): fails when the daemon's memory keeps growing.

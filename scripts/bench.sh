@@ -11,12 +11,16 @@ N=${N:-300000}
 echo "== transform core (bench-core)"
 "$BUILD/bench-core"
 
+echo
+echo "== request decoding in user space, no sockets (bench-decode)"
+"$BUILD/bench-decode" | tee "${DECODE_OUT:=$(mktemp)}"
+
 log=$(mktemp)
 redis_dir=$(mktemp -d)
 cleanup() {
   [[ -n "${scened_pid:-}" ]] && kill "$scened_pid" 2>/dev/null && wait "$scened_pid" 2>/dev/null
   [[ -n "${redis_pid:-}" ]] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
-  rm -rf "$log" "$redis_dir"
+  rm -rf "$log" "$redis_dir" "$DECODE_OUT"
 }
 trap cleanup EXIT
 
@@ -108,6 +112,10 @@ if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; 
   awk -v m="$mat" -v s="$set_rate" -v h="$hset_rate" 'BEGIN {
     printf "matrix set_local / redis HSET-16 = %.2f (target >= 3)\n", m / h
     printf "matrix set_local / redis SET     = %.2f (target >= 1)\n", m / s }'
+  # The parse of one matrix request by cJSON, with nothing else, bounds what one core can do.
+  ceiling=$(grep -o 'set_local_matrix.*cjson_alone_max_per_core=[0-9]*' "$DECODE_OUT" | grep -o '[0-9]*$')
+  awk -v c="$ceiling" -v s="$set_rate" 'BEGIN {
+    printf "cJSON parse alone, one core: %.0f matrix requests/s = %.2f x redis SET\n", c, c / s }'
 else
   echo "== Redis comparison skipped: redis-server or redis-benchmark is not installed"
 fi

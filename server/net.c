@@ -85,8 +85,34 @@ static void tcp_flush(scn_conn *c) {
   c->inflight = c->out;
   c->out = tmp;
   size_t n = scn_outq_iov(&c->inflight, &c->iov, &c->iov_cap);
+  if (n == 0) {
+    scn_conn_close(c);
+    return;
+  }
+  /* Most batches fit in the socket buffer. Written at once they need no write request, and
+   * libuv then does not re-arm the descriptor afterwards (one epoll_ctl per write saved). */
+  int sent = uv_try_write((uv_stream_t *)&c->tcp, c->iov, (unsigned)n);
+  if (sent == UV_EAGAIN)
+    sent = 0;
+  if (sent < 0) {
+    scn_conn_written(c, sent);
+    return;
+  }
+  if ((size_t)sent == scn_outq_size(&c->inflight)) {
+    scn_conn_written(c, 0);
+    return;
+  }
+  uv_buf_t *rest = c->iov;
+  for (size_t skip = (size_t)sent; skip; rest++, n--) {
+    if (skip < rest->len) {
+      rest->base += skip;
+      rest->len -= skip;
+      break;
+    }
+    skip -= rest->len;
+  }
   c->write_req.data = c;
-  if (n == 0 || uv_write(&c->write_req, (uv_stream_t *)&c->tcp, c->iov, (unsigned)n, on_written) < 0) {
+  if (uv_write(&c->write_req, (uv_stream_t *)&c->tcp, rest, (unsigned)n, on_written) < 0) {
     scn_conn_close(c);
     return;
   }
@@ -298,8 +324,8 @@ bool scn_conn_admit(scn_conn *c) {
     scn_log(SCN_LOG_WARN, "connection refused: too many clients", "peer=%s max_clients=%llu",
             c->peer, (unsigned long long)srv->cfg.max_clients);
     scn_wire_error err;
-    scn_fail(&err, SCN_W_LIMIT, srv->stopping ? "the daemon is shutting down"
-                                               : "too many clients (max-clients %llu)",
+    scn_fail(&err, SCN_W_LIMIT,
+             srv->stopping ? "the daemon is shutting down" : "too many clients (max-clients %llu)",
              (unsigned long long)srv->cfg.max_clients);
     scn_reply_error(&c->out.bytes, NULL, &err);
     c->rejected = c->closing = true;

@@ -1,0 +1,126 @@
+/* bench-decode: what one request costs the daemon in user space before and after the JSON
+ * parse, without sockets: cJSON's parse of the line (with the daemon's arena allocator) against
+ * the rest of the decoding (fields into typed values, the matrix into floats) and the reply.
+ * The lines are those scene-bench sends, so the figures explain the daemon benchmark.
+ *
+ * Usage: bench-decode [--reps R]
+ */
+#include "codec.h"
+#include "json_arena.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+enum { LINES = 4096, ROUNDS = 50 };
+
+typedef struct sample {
+  const char *name;
+  char *lines[LINES];
+  size_t lens[LINES];
+} sample;
+
+/* The same shapes as scene-bench's requests, entity and one value varied per line (fmt takes
+ * both, or is NULL for the fixed line). */
+static void make_lines(sample *s, const char *fmt, const char *fixed) {
+  for (int i = 0; i < LINES; i++) {
+    char tmp[512];
+    int n = fmt ? snprintf(tmp, sizeof tmp, fmt, 4294967297ull + (unsigned)i % 1000, i * 7 % 100000)
+                : snprintf(tmp, sizeof tmp, "%s", fixed);
+    s->lines[i] = malloc((size_t)n + 1);
+    memcpy(s->lines[i], tmp, (size_t)n + 1);
+    s->lens[i] = (size_t)n;
+  }
+}
+
+static volatile float sink;
+
+/* One pass over every line: parse only (decode false) or parse, decode and reply. */
+static double pass(const sample *s, bool decode, scn_buf *reply) {
+  scn_wire_error err;
+  double t0 = now_ns();
+  for (int r = 0; r < ROUNDS; r++)
+    for (int i = 0; i < LINES; i++) {
+      cJSON *req = scn_parse_request(s->lines[i], s->lens[i], &err);
+      if (!req) {
+        fprintf(stderr, "bench-decode: %s does not parse: %s\n", s->name, err.message);
+        exit(1);
+      }
+      if (decode) {
+        const char *cmd = NULL, *world = NULL;
+        uint64_t entity = 0;
+        float m[16] = {0};
+        if (scn_get_string(req, "cmd", true, &cmd, &err) < 0 || !scn_command_find(cmd) ||
+            (cJSON_GetObjectItemCaseSensitive(req, "world") &&
+             (scn_get_world_name(req, true, &world, &err) < 0 ||
+              scn_get_entity(req, "entity", true, &entity, &err) < 0 ||
+              scn_get_spec(req, m, &err) < 0))) {
+          fprintf(stderr, "bench-decode: %s does not decode: %s\n", s->name, err.message);
+          exit(1);
+        }
+        sink = m[12];
+        scn_buf_truncate(reply, 0);
+        scn_reply_begin(reply, cJSON_GetObjectItemCaseSensitive(req, "id"));
+        scn_reply_end(reply);
+      }
+      scn_json_release(req);
+      scn_json_arena_reset();
+    }
+  return (now_ns() - t0) / ((double)ROUNDS * LINES);
+}
+
+int main(int argc, char **argv) {
+  int reps = 9;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--reps") && i + 1 < argc && atoi(argv[i + 1]) > 0)
+      reps = atoi(argv[++i]);
+    else {
+      fprintf(stderr, "usage: bench-decode [--reps R]\n");
+      return 2;
+    }
+  }
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  scn_json_arena_install();
+  static sample samples[] = {
+      {.name = "set_local_matrix"}, {.name = "set_local_trs"}, {.name = "ping"}};
+  make_lines(&samples[0],
+             "{\"cmd\":\"transform.set_local\",\"world\":\"bench-1234-set_matrix\","
+             "\"entity\":%llu,\"matrix\":[0.8,0.6,0,0,-0.6,0.8,0,0,0,0,1,0,%d.5,"
+             "2.25,-3.125,1]}",
+             NULL);
+  make_lines(&samples[1],
+             "{\"cmd\":\"transform.set_local\",\"world\":\"bench-1234-set_local\","
+             "\"entity\":%llu,\"t\":[%d.5,2.25,-3],\"r\":[0,0.38268343,0,"
+             "0.92387953],\"s\":[1,2,1]}",
+             NULL);
+  make_lines(&samples[2], NULL, "{\"cmd\":\"ping\"}");
+  scn_buf reply = {0};
+  for (size_t k = 0; k < sizeof samples / sizeof samples[0]; k++) {
+    double parse[reps], total[reps];
+    for (int r = 0; r < reps; r++) {
+      parse[r] = pass(&samples[k], false, &reply);
+      total[r] = pass(&samples[k], true, &reply);
+    }
+    qsort(parse, (size_t)reps, sizeof *parse, cmp_double);
+    qsort(total, (size_t)reps, sizeof *total, cmp_double);
+    double p = parse[reps / 2], t = total[reps / 2];
+    printf("decode %-16s bytes=%zu cjson_parse_ns=%.0f rest_ns=%.0f "
+           "cjson_alone_max_per_core=%.0f/s\n",
+           samples[k].name, samples[k].lens[0], p, t > p ? t - p : 0, 1e9 / p);
+  }
+  scn_buf_free(&reply);
+  scn_json_arena_uninstall();
+  return 0;
+}
