@@ -48,32 +48,38 @@ static inline bool same_bits(__m128 a, __m128 b, __m128 c, __m128 d, const float
 }
 #endif
 
-/* The hot loop: a contiguous subtree, parents before children. In depth-first order a first
- * child directly follows its parent, so the parent's world is taken from the registers that
- * just computed it instead of being reloaded through memory (a chain runs at multiply
- * latency). */
-static void propagate_range(scn__tm *tm, uint32_t root) {
-  uint64_t changed = recompute(tm, root, tm->parent[root]);
-  uint32_t end = root + tm->subtree[root];
+/* The hot loop: a span of whole subtrees laid out back to back in depth-first order, none of
+ * them with a dirty ancestor outside the span, so parents come before children. A first child
+ * directly follows its parent, so the parent's world is taken from the registers that just
+ * computed it instead of being reloaded through memory (a chain runs at multiply latency). */
+static void propagate_span(scn__tm *tm, uint32_t begin, uint32_t end) {
   mat4 *restrict world = tm->world;
   const mat4 *restrict local = tm->local;
   const uint32_t *restrict parent = tm->parent;
   uint32_t *restrict stamp = tm->changed;
   const uint32_t tick = scn__tm_stamp(tm);
+  uint64_t changed = 0;
 #ifdef SCN_RANGE_SSE
-  __m128 w0 = glmm_load(world[root][0]), w1 = glmm_load(world[root][1]);
-  __m128 w2 = glmm_load(world[root][2]), w3 = glmm_load(world[root][3]);
-  for (uint32_t j = root + 1; j < end; j++) {
+  /* the node before the span: when it is the first node's parent its world is current */
+  const float *before = world[begin ? begin - 1 : 0][0];
+  __m128 w0 = glmm_load(before), w1 = glmm_load(before + 4);
+  __m128 w2 = glmm_load(before + 8), w3 = glmm_load(before + 12);
+  for (uint32_t j = begin; j < end; j++) {
     uint32_t p = parent[j];
-    __m128 p0 = w0, p1 = w1, p2 = w2, p3 = w3;
-    if (p != j - 1) {
-      p0 = glmm_load(world[p][0]), p1 = glmm_load(world[p][1]);
-      p2 = glmm_load(world[p][2]), p3 = glmm_load(world[p][3]);
+    if (p == SCN_NIL) {
+      w0 = glmm_load(local[j][0]), w1 = glmm_load(local[j][1]);
+      w2 = glmm_load(local[j][2]), w3 = glmm_load(local[j][3]);
+    } else {
+      __m128 p0 = w0, p1 = w1, p2 = w2, p3 = w3;
+      if (p != j - 1) {
+        p0 = glmm_load(world[p][0]), p1 = glmm_load(world[p][1]);
+        p2 = glmm_load(world[p][2]), p3 = glmm_load(world[p][3]);
+      }
+      w0 = mul_col(p0, p1, p2, p3, glmm_load(local[j][0]));
+      w1 = mul_col(p0, p1, p2, p3, glmm_load(local[j][1]));
+      w2 = mul_col(p0, p1, p2, p3, glmm_load(local[j][2]));
+      w3 = mul_col(p0, p1, p2, p3, glmm_load(local[j][3]));
     }
-    w0 = mul_col(p0, p1, p2, p3, glmm_load(local[j][0]));
-    w1 = mul_col(p0, p1, p2, p3, glmm_load(local[j][1]));
-    w2 = mul_col(p0, p1, p2, p3, glmm_load(local[j][2]));
-    w3 = mul_col(p0, p1, p2, p3, glmm_load(local[j][3]));
     if (!same_bits(w0, w1, w2, w3, world[j][0])) {
       glmm_store(world[j][0], w0), glmm_store(world[j][1], w1);
       glmm_store(world[j][2], w2), glmm_store(world[j][3], w3);
@@ -82,9 +88,12 @@ static void propagate_range(scn__tm *tm, uint32_t root) {
     }
   }
 #else
-  for (uint32_t j = root + 1; j < end; j++) {
+  for (uint32_t j = begin; j < end; j++) {
     mat4 w;
-    glm_mat4_mul(world[parent[j]], (vec4 *)local[j], w);
+    if (parent[j] == SCN_NIL)
+      glm_mat4_copy((vec4 *)local[j], w);
+    else
+      glm_mat4_mul(world[parent[j]], (vec4 *)local[j], w);
     if (memcmp(w, world[j], sizeof w) != 0) {
       glm_mat4_copy(w, world[j]);
       stamp[j] = tick;
@@ -92,7 +101,7 @@ static void propagate_range(scn__tm *tm, uint32_t root) {
     }
   }
 #endif
-  tm->stats.recomputed += tm->subtree[root];
+  tm->stats.recomputed += end - begin;
   tm->stats.changed += changed;
 }
 
@@ -159,26 +168,34 @@ static bool sort_indices(uint32_t *a, size_t k, uint32_t n, scn__vec *scratch) {
  * one taken) and recomputes them in memory order. When many are dirty the flags themselves
  * are scanned; otherwise the list is sorted. */
 static bool propagate_sorted(scn__tm *tm, uint32_t *d, size_t k) {
+  /* Subtrees that lie back to back (every root of a forest moved, say) run as one span. */
+  uint32_t begin = 0, end = 0;
   if (k >= tm->n / 32) {
     for (uint32_t i = 0; i < tm->n;) {
-      if (tm->dirty[i]) {
-        propagate_range(tm, i);
-        i += tm->subtree[i];
-      } else {
+      if (!tm->dirty[i]) {
         i++;
+        continue;
       }
+      if (i != end) {
+        propagate_span(tm, begin, end);
+        begin = i;
+      }
+      end = i += tm->subtree[i];
     }
-    return true;
+  } else {
+    if (!sort_indices(d, k, tm->n, &tm->scratch))
+      return false;
+    for (size_t x = 0; x < k; x++) {
+      if (d[x] < end)
+        continue;
+      if (d[x] != end) {
+        propagate_span(tm, begin, end);
+        begin = d[x];
+      }
+      end = d[x] + tm->subtree[d[x]];
+    }
   }
-  if (!sort_indices(d, k, tm->n, &tm->scratch))
-    return false;
-  uint32_t end = 0;
-  for (size_t x = 0; x < k; x++) {
-    if (d[x] < end)
-      continue;
-    propagate_range(tm, d[x]);
-    end = d[x] + tm->subtree[d[x]];
-  }
+  propagate_span(tm, begin, end);
   return true;
 }
 
@@ -194,7 +211,7 @@ static void propagate_linked(scn__tm *tm, uint32_t *d, size_t k) {
     }
   for (size_t x = 0; x < tops; x++) {
     if (tm->sorted)
-      propagate_range(tm, d[x]);
+      propagate_span(tm, d[x], d[x] + tm->subtree[d[x]]);
     else
       propagate_walk(tm, d[x]);
   }
