@@ -13,7 +13,8 @@ echo "== transform core (bench-core)"
 
 echo
 echo "== request decoding in user space, no sockets (bench-decode)"
-"$BUILD/bench-decode" | tee "${DECODE_OUT:=$(mktemp)}"
+DECODE_OUT=$(mktemp)
+"$BUILD/bench-decode" | tee "$DECODE_OUT"
 
 log=$(mktemp)
 redis_dir=$(mktemp -d)
@@ -39,12 +40,25 @@ median_of() {
   done | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
 }
 
+# user and system CPU seconds the daemon has used so far
+daemon_cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f %.3f", $14 / hz, $15 / hz}' "/proc/$scened_pid/stat"; }
+# daemon CPU per request, in microseconds, over $RUNS runs of N requests since $1 $2
+cpu_per_request() {
+  read -r u1 s1 <<<"$(daemon_cpu)"
+  awk -v u0="$1" -v s0="$2" -v u1="$u1" -v s1="$s1" -v n="$((RUNS * N))" \
+    'BEGIN { printf "daemon CPU per request: user %.2f us, system %.2f us", (u1 - u0) * 1e6 / n, (s1 - s0) * 1e6 / n }'
+}
+
 echo
 echo "== daemon: transform.set_local, 50 connections x 16 pipelined (medians of $RUNS runs)"
+read -r u0 s0 <<<"$(daemon_cpu)"
 trs=$(median_of ops/s -c 50 -P 16 -n "$N" -t set_local)
+trs_cpu=$(cpu_per_request "$u0" "$s0")
+read -r u0 s0 <<<"$(daemon_cpu)"
 mat=$(median_of ops/s -c 50 -P 16 -n "$N" -t set_matrix)
-printf 'set_local t/r/s     %10.0f ops/s\n' "$trs"
-printf 'set_local matrix    %10.0f ops/s\n' "$mat"
+mat_cpu=$(cpu_per_request "$u0" "$s0")
+printf 'set_local t/r/s     %10.0f ops/s  (%s)\n' "$trs" "$trs_cpu"
+printf 'set_local matrix    %10.0f ops/s  (%s)\n' "$mat" "$mat_cpu"
 echo
 echo "== daemon: one client, no pipelining (medians of $RUNS runs)"
 p50=$(median_of p50_ms -c 1 -P 1 -n 20000 -t set_matrix)
