@@ -73,6 +73,60 @@ static bool strings_ok(const char *s, size_t len, scn_wire_error *err) {
   return true;
 }
 
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* The index just past the string whose opening quote is at s[i]. */
+static size_t skip_string(const char *s, size_t len, size_t i) {
+  for (i++; i < len; i++) {
+    if (s[i] == '\\')
+      i++;
+    else if (s[i] == '"')
+      return i + 1;
+  }
+  return len;
+}
+
+/* cJSON reads numbers with strtod, which also takes "01", "1." and "-.5" (not JSON); an "id"
+ * is echoed as written, so such a request would get a reply that is not JSON either. Every
+ * number outside strings is checked against JSON's grammar. */
+static bool numbers_ok(const char *s, size_t len, scn_wire_error *err) {
+  size_t i = 0;
+  while (i < len) {
+    char c = s[i];
+    if (c == '"') {
+      i = skip_string(s, len, i);
+      continue;
+    }
+    if (c != '-' && !is_digit(c)) {
+      i++;
+      continue;
+    }
+    size_t start = i;
+    if (c == '-')
+      i++;
+    bool ok = i < len && is_digit(s[i]) && !(s[i] == '0' && i + 1 < len && is_digit(s[i + 1]));
+    while (i < len && is_digit(s[i]))
+      i++;
+    if (ok && i < len && s[i] == '.') {
+      ok = ++i < len && is_digit(s[i]);
+      while (i < len && is_digit(s[i]))
+        i++;
+    }
+    if (ok && i < len && (s[i] == 'e' || s[i] == 'E')) {
+      if (++i < len && (s[i] == '+' || s[i] == '-'))
+        i++;
+      ok = i < len && is_digit(s[i]);
+      while (i < len && is_digit(s[i]))
+        i++;
+    }
+    if (!ok) {
+      scn_fail(err, SCN_W_BAD_JSON, "invalid number at byte %zu", start);
+      return false;
+    }
+  }
+  return true;
+}
+
 /* Any byte below 0x20, eight bytes at a time. */
 static bool has_control_byte(const char *s, size_t len) {
   size_t i = 0;
@@ -118,6 +172,10 @@ cJSON *scn_parse_request(const char *line, size_t len, scn_wire_error *err) {
   if ((has_control_byte(line, len) ||
        (memchr(line, '\\', len) && memmem(line, len, "\\u0000", 6))) &&
       !strings_ok(line, len, err)) {
+    cJSON_Delete(req);
+    return NULL;
+  }
+  if (!numbers_ok(line, len, err)) {
     cJSON_Delete(req);
     return NULL;
   }
@@ -257,14 +315,13 @@ static int to_float(const cJSON *v, const char *field, float *out, scn_wire_erro
   double d = v->valuedouble;
   float f = (float)d;
   if (!isfinite(d) || !isfinite(f))
-    return scn_fail(err, SCN_W_BAD_REQUEST, "field \"%s\" holds a number that is not a finite float32",
-                    field);
+    return scn_fail(err, SCN_W_BAD_REQUEST,
+                    "field \"%s\" holds a number that is not a finite float32", field);
   *out = f;
   return 0;
 }
 
-static int float_array(const cJSON *v, const char *field, int n, float *out,
-                       scn_wire_error *err) {
+static int float_array(const cJSON *v, const char *field, int n, float *out, scn_wire_error *err) {
   if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != n)
     return scn_fail(err, SCN_W_BAD_REQUEST, "field \"%s\" must be an array of %d numbers", field,
                     n);
@@ -282,7 +339,8 @@ int scn_get_spec(const cJSON *req, float out[16], scn_wire_error *err) {
     return 0;
   if (m) {
     if (t || r || s)
-      return scn_fail(err, SCN_W_BAD_REQUEST, "give either \"matrix\" or \"t\"/\"r\"/\"s\", not both");
+      return scn_fail(err, SCN_W_BAD_REQUEST,
+                      "give either \"matrix\" or \"t\"/\"r\"/\"s\", not both");
     return float_array(m, "matrix", 16, out, err) == 0 ? 1 : -1;
   }
   float tv[3], rv[4], sv[3];
@@ -312,17 +370,6 @@ static size_t skip_ws(const char *s, size_t len, size_t i) {
   while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n'))
     i++;
   return i;
-}
-
-/* End of the string starting at s[i] == '"'. */
-static size_t skip_string(const char *s, size_t len, size_t i) {
-  for (i++; i < len; i++) {
-    if (s[i] == '\\')
-      i++;
-    else if (s[i] == '"')
-      return i + 1;
-  }
-  return len;
 }
 
 /* End of the value starting at s[i]; the text is known to be valid JSON. */

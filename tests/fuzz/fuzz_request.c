@@ -37,6 +37,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!id)
       abort(); /* the raw text of a member of valid JSON is itself valid JSON */
     cJSON_Delete(id);
+    /* and the reply that echoes it passes the same checks as a request */
+    scn_buf reply = {0};
+    scn_reply_begin_raw(&reply, raw, raw_len);
+    scn_reply_end(&reply);
+    cJSON *back = scn_parse_request(reply.data, reply.len - 1, &err); /* less the newline */
+    if (!back)
+      abort();
+    cJSON_Delete(back);
+    scn_buf_free(&reply);
   }
   cJSON_Delete(req);
   return 0;

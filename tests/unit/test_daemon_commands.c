@@ -2253,6 +2253,10 @@ static void build_malformed(mlist *l, uint64_t a, uint64_t b, uint64_t n) {
       "{\"cmd\":\"ping\",\"\xff\":1}", "{\"cmd\":\"ping\"}\xff", "{\"cmd\":\"pin\xffg\"}",
       "{\"cmd\":\"world.create\",\"world\":\"\xfe\"}", "\xff\xfe", "{\"cmd\":\"ping\",\"id\":\"\xe0\x80\xaf\"}",
       "{\"cmd\":\"ping\",\"id\":\"\xf0\x82\x82\xac\"}", "{\"cmd\":\"ping\",\"id\":\"\xef\xbf\"}",
+      /* numbers strtod reads but JSON forbids */
+      "{\"cmd\":\"ping\",\"id\":01}", "{\"cmd\":\"ping\",\"id\":1.}", "{\"cmd\":\"ping\",\"id\":-.5}",
+      "{\"cmd\":\"ping\",\"id\":[1.,02]}", "{\"cmd\":\"entity.destroy\",\"entity\":007}",
+      "{\"cmd\":\"transform.set_local\",\"world\":\"mal\",\"entity\":1,\"t\":[1.,2,3]}",
   };
   for (int i = 0; i < NB(not_json); i++)
     m_str(l, "BAD_JSON", not_json[i]);

@@ -331,17 +331,52 @@ static void test_parse_request(void) {
   CU_ASSERT_PTR_NOT_NULL(r);
   cJSON_Delete(r);
 
-  static const char *not_objects[] = {"[1,2]", "\"cmd\"", "42", "null", "true", "[]",
-                                      "[{\"cmd\":\"ping\"}]", "-1.5"};
+  static const char *not_objects[] = {
+      "[1,2]", "\"cmd\"", "42", "null", "true", "[]", "[{\"cmd\":\"ping\"}]", "-1.5"};
   for (size_t i = 0; i < sizeof not_objects / sizeof *not_objects; i++)
     expect_parse_fails(not_objects[i], strlen(not_objects[i]), SCN_W_BAD_JSON);
-  static const char *broken[] = {"{",          "{\"cmd\":",     "{\"cmd\":\"ping\"",
-                                 "{\"cmd\" \"ping\"}", "{cmd:\"ping\"}", "{'cmd':'ping'}",
-                                 "{\"cmd\":\"ping\",}", "{\"a\":NaN}", "{\"a\":Infinity}",
-                                 "{\"a\":+1}", "{\"a\":.5}", "{\"a\":0x10}", "{\"a\":tru}",
-                                 "{\"a\":\"\\q\"}", "{\"a\":\"\\ud800\"}", "}"};
+  static const char *broken[] = {"{",
+                                 "{\"cmd\":",
+                                 "{\"cmd\":\"ping\"",
+                                 "{\"cmd\" \"ping\"}",
+                                 "{cmd:\"ping\"}",
+                                 "{'cmd':'ping'}",
+                                 "{\"cmd\":\"ping\",}",
+                                 "{\"a\":NaN}",
+                                 "{\"a\":Infinity}",
+                                 "{\"a\":+1}",
+                                 "{\"a\":.5}",
+                                 "{\"a\":0x10}",
+                                 "{\"a\":tru}",
+                                 "{\"a\":\"\\q\"}",
+                                 "{\"a\":\"\\ud800\"}",
+                                 "}"};
   for (size_t i = 0; i < sizeof broken / sizeof *broken; i++)
     expect_parse_fails(broken[i], strlen(broken[i]), SCN_W_BAD_JSON);
+  /* strtod takes these, JSON does not (and an "id" is echoed as written). */
+  static const char *bad_numbers[] = {
+      "{\"cmd\":\"ping\",\"id\":01}",     "{\"cmd\":\"ping\",\"id\":1.}",
+      "{\"cmd\":\"ping\",\"id\":-.5}",    "{\"cmd\":\"ping\",\"id\":-01}",
+      "{\"cmd\":\"ping\",\"id\":00}",     "{\"cmd\":\"ping\",\"id\":1.e5}",
+      "{\"cmd\":\"ping\",\"id\":[1,02]}", "{\"cmd\":\"ping\",\"a\":{\"b\":[0.5,1.]}}",
+      "{\"a\":01.5,\"cmd\":\"ping\"}"};
+  for (size_t i = 0; i < sizeof bad_numbers / sizeof *bad_numbers; i++)
+    expect_parse_fails(bad_numbers[i], strlen(bad_numbers[i]), SCN_W_BAD_JSON);
+  /* Valid numbers of every shape, and number-like text inside strings, still parse. */
+  static const char *good_numbers[] = {
+      "{\"cmd\":\"ping\",\"id\":0}",
+      "{\"cmd\":\"ping\",\"id\":-0}",
+      "{\"cmd\":\"ping\",\"id\":[0.5,-0.25,10,1e5,1E+5,1e-05,2.5e-3,-0.0,100]}",
+      "{\"cmd\":\"ping\",\"id\":\"01 1. -.5\"}",
+      "{\"cmd\":\"ping\",\"id\":\"a\\\"01\"}",
+      "{\"cmd\":\"ping\",\"01\":1}"};
+  for (size_t i = 0; i < sizeof good_numbers / sizeof *good_numbers; i++) {
+    r = parse(good_numbers[i], &err);
+    if (!r)
+      fprintf(stderr, "\nrefused a valid request: %s (%s)\n", good_numbers[i], err.message);
+    CU_ASSERT_PTR_NOT_NULL(r);
+    cJSON_Delete(r);
+  }
   /* Trailing garbage. */
   static const char *trailing[] = {"{\"cmd\":\"ping\"} x", "{\"cmd\":\"ping\"}{}",
                                    "{\"cmd\":\"ping\"},", "{\"cmd\":\"ping\"}]",
@@ -376,8 +411,7 @@ static void test_parse_request(void) {
   r = parse("{\"cmd\":\"ping\",\"id\":\"a\\\\u0000b\\u0001\"}", &err);
   CU_ASSERT_PTR_NOT_NULL(r);
   if (r)
-    CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItemCaseSensitive(r, "id")->valuestring,
-                           "a\\u0000b\x01");
+    CU_ASSERT_STRING_EQUAL(cJSON_GetObjectItemCaseSensitive(r, "id")->valuestring, "a\\u0000b\x01");
   cJSON_Delete(r);
 }
 
@@ -450,9 +484,21 @@ static void test_decode_entity(void) {
   CU_ASSERT_EQUAL(e, UINT64_C(4294967297));
   CU_ASSERT_EQUAL(entity_of("1e3", &e, &code), 1); /* the number 1000, however it is written */
   CU_ASSERT_EQUAL(e, 1000);
-  static const char *bad[] = {"0",    "-1",   "1.5",   "9007199254740992", "9007199254740993",
-                              "1e20", "1e999", "-0",   "\"1\"",            "null",
-                              "true", "[1]",  "{}",    "0.999999",         "-9007199254740991"};
+  static const char *bad[] = {"0",
+                              "-1",
+                              "1.5",
+                              "9007199254740992",
+                              "9007199254740993",
+                              "1e20",
+                              "1e999",
+                              "-0",
+                              "\"1\"",
+                              "null",
+                              "true",
+                              "[1]",
+                              "{}",
+                              "0.999999",
+                              "-9007199254740991"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     code = SCN_W_INTERNAL;
     CU_ASSERT_EQUAL(entity_of(bad[i], &e, &code), -1);
@@ -550,9 +596,11 @@ static void test_decode_other_fields(void) {
   CU_ASSERT_EQUAL(err.code, SCN_W_BAD_REQUEST);
   cJSON_Delete(o);
   /* world names */
-  static const char *good_worlds[] = {"a", "A-z_0.9", "----", "0123456789012345678901234567890123456789012345678901234567890123"};
-  static const char *bad_worlds[] = {"", "a b", "a/b", "\xc3\xa9", "a:b",
-                                     "01234567890123456789012345678901234567890123456789012345678901234"};
+  static const char *good_worlds[] = {
+      "a", "A-z_0.9", "----", "0123456789012345678901234567890123456789012345678901234567890123"};
+  static const char *bad_worlds[] = {
+      "",         "a b", "a/b",
+      "\xc3\xa9", "a:b", "01234567890123456789012345678901234567890123456789012345678901234"};
   for (size_t i = 0; i < 4; i++) {
     cJSON *w = cJSON_CreateObject();
     cJSON_AddStringToObject(w, "world", good_worlds[i]);
@@ -607,8 +655,8 @@ static void test_spec(void) {
   CU_ASSERT_EQUAL(spec_of("{\"matrix\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}", m, NULL), 1);
   for (int i = 0; i < 16; i++)
     CU_ASSERT_EQUAL(m[i], (float)(i + 1));
-  CU_ASSERT_EQUAL(spec_of("{\"matrix\":[0.1,0,0,0,0,1,0,0,0,0,1,0,-0.5,1e-7,3.4028235e38,1]}", m,
-                          NULL), 1);
+  CU_ASSERT_EQUAL(
+      spec_of("{\"matrix\":[0.1,0,0,0,0,1,0,0,0,0,1,0,-0.5,1e-7,3.4028235e38,1]}", m, NULL), 1);
   CU_ASSERT_EQUAL(m[0], 0.1f);
   CU_ASSERT_EQUAL(m[12], -0.5f);
   CU_ASSERT_EQUAL(m[13], 1e-7f);
@@ -801,7 +849,10 @@ static void test_buf_numbers(void) {
   static const struct {
     uint64_t v;
     const char *text;
-  } u64s[] = {{0, "0"}, {1, "1"}, {10, "10"}, {9007199254740991u, "9007199254740991"},
+  } u64s[] = {{0, "0"},
+              {1, "1"},
+              {10, "10"},
+              {9007199254740991u, "9007199254740991"},
               {UINT64_MAX, "18446744073709551615"}};
   for (size_t i = 0; i < sizeof u64s / sizeof *u64s; i++) {
     b.len = 0;
@@ -817,9 +868,14 @@ static void test_buf_numbers(void) {
   static const struct {
     double v;
     const char *text;
-  } dbls[] = {{0, "0"},       {1, "1"},          {-2.5, "-2.5"},
-              {0.1, "0.1"},   {1.5e300, "1.5e+300"}, {9007199254740991.0, "9007199254740991"},
-              {-1e15, "-1000000000000000"}, {123456.789, "123456.789"}};
+  } dbls[] = {{0, "0"},
+              {1, "1"},
+              {-2.5, "-2.5"},
+              {0.1, "0.1"},
+              {1.5e300, "1.5e+300"},
+              {9007199254740991.0, "9007199254740991"},
+              {-1e15, "-1000000000000000"},
+              {123456.789, "123456.789"}};
   for (size_t i = 0; i < sizeof dbls / sizeof *dbls; i++) {
     b.len = 0;
     scn_buf_add_double(&b, dbls[i].v);
@@ -830,9 +886,16 @@ static void test_buf_numbers(void) {
     free(t);
   }
   /* Any finite double reads back exactly. */
-  static const double samples[] = {1.0 / 3, 2.0 / 3, 1e-300, 4.9e-324, 1.7976931348623157e308,
-                                   9007199254740993.0, 0.30000000000000004, -123.456e-7,
-                                   18446744073709551616.0, 1e23};
+  static const double samples[] = {1.0 / 3,
+                                   2.0 / 3,
+                                   1e-300,
+                                   4.9e-324,
+                                   1.7976931348623157e308,
+                                   9007199254740993.0,
+                                   0.30000000000000004,
+                                   -123.456e-7,
+                                   18446744073709551616.0,
+                                   1e23};
   for (size_t i = 0; i < sizeof samples / sizeof *samples; i++) {
     b.len = 0;
     scn_buf_add_double(&b, samples[i]);
@@ -846,8 +909,8 @@ static void test_buf_numbers(void) {
   }
   /* Matrices: float32 shortest form. */
   b.len = 0;
-  const float m[16] = {0.1f, 0.2f, 0.3f, 0, 0.4f, 0.5f, 0.6f, 0, 0.7f, 0.8f, 0.9f, 0, 1.5f, -2.25f,
-                       1e-7f, 1};
+  const float m[16] = {0.1f, 0.2f, 0.3f, 0, 0.4f, 0.5f,   0.6f,  0,
+                       0.7f, 0.8f, 0.9f, 0, 1.5f, -2.25f, 1e-7f, 1};
   scn_buf_add_matrix(&b, m);
   CU_ASSERT_TRUE(buf_equals(&b, "[0.1,0.2,0.3,0,0.4,0.5,0.6,0,0.7,0.8,0.9,0,1.5,-2.25,1e-7,1]"));
   scn_buf_free(&b);
@@ -968,8 +1031,8 @@ static void test_wire_commands(void) {
   CU_ASSERT_STRING_EQUAL(scn_command_find("transform.relative")->required, "world,entity,to");
   CU_ASSERT_STRING_EQUAL(scn_command_find("batch")->required, "world,ops");
   CU_ASSERT_STRING_EQUAL(scn_command_find("ping")->required, "");
-  static const char *unknown[] = {"", "PING", "ping ", " ping", "transform", "transform.",
-                                  "world", "pin", "pingg", "transform.get\n"};
+  static const char *unknown[] = {"",           "PING",  "ping ", " ping", "transform",
+                                  "transform.", "world", "pin",   "pingg", "transform.get\n"};
   for (size_t i = 0; i < sizeof unknown / sizeof *unknown; i++)
     CU_ASSERT_PTR_NULL(scn_command_find(unknown[i]));
 }
@@ -978,10 +1041,14 @@ static void test_wire_codes(void) {
   static const struct {
     scn_wire_code code;
     const char *name;
-  } codes[] = {{SCN_W_BAD_JSON, "BAD_JSON"},       {SCN_W_BAD_REQUEST, "BAD_REQUEST"},
-               {SCN_W_UNKNOWN_COMMAND, "UNKNOWN_COMMAND"}, {SCN_W_NOT_FOUND, "NOT_FOUND"},
-               {SCN_W_ALREADY_EXISTS, "ALREADY_EXISTS"}, {SCN_W_CYCLE, "CYCLE"},
-               {SCN_W_LIMIT, "LIMIT"},             {SCN_W_UNAUTHORIZED, "UNAUTHORIZED"},
+  } codes[] = {{SCN_W_BAD_JSON, "BAD_JSON"},
+               {SCN_W_BAD_REQUEST, "BAD_REQUEST"},
+               {SCN_W_UNKNOWN_COMMAND, "UNKNOWN_COMMAND"},
+               {SCN_W_NOT_FOUND, "NOT_FOUND"},
+               {SCN_W_ALREADY_EXISTS, "ALREADY_EXISTS"},
+               {SCN_W_CYCLE, "CYCLE"},
+               {SCN_W_LIMIT, "LIMIT"},
+               {SCN_W_UNAUTHORIZED, "UNAUTHORIZED"},
                {SCN_W_INTERNAL, "INTERNAL"}};
   for (size_t i = 0; i < sizeof codes / sizeof *codes; i++)
     CU_ASSERT_STRING_EQUAL(scn_wire_code_name(codes[i].code), codes[i].name);
