@@ -9,6 +9,7 @@
  * Each line gives medians over the repetitions (the ratio: median of per-repetition ratios). Usage:
  * bench-core [--n N] [--reps R]
  */
+#include "bench_util.h"
 #include "scn_core.h"
 
 #include <cglm/cglm.h>
@@ -20,22 +21,6 @@
 
 #define TREE 100
 #define BRANCH 3
-
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static long rss_bytes(void) {
   long pages = 0, resident = 0;
@@ -82,9 +67,9 @@ static void flat_update(flat *f, const uint32_t *idx, uint32_t count) {
 }
 
 static double time_flat(flat *f, const uint32_t *idx, uint32_t count) {
-  double t0 = now_ns();
+  double t0 = bench_now_ns();
   flat_update(f, idx, count);
-  return now_ns() - t0;
+  return bench_now_ns() - t0;
 }
 
 /* Core and limit run back to back on the same data, in alternating order so neither always
@@ -94,8 +79,8 @@ static int limit_first(int rep) { return rep % 2; }
 
 static void report(const char *name, uint32_t n, double *core, double *limit, double *ratio,
                    int reps) {
-  printf("%s n=%u core_ns=%.2f limit_ns=%.2f ratio=%.2f\n", name, n, median(core, reps),
-         median(limit, reps), median(ratio, reps));
+  printf("%s n=%u core_ns=%.2f limit_ns=%.2f ratio=%.2f\n", name, n, bench_median(core, reps),
+         bench_median(limit, reps), bench_median(ratio, reps));
 }
 
 typedef struct forest {
@@ -139,14 +124,14 @@ static void bench_w1(forest *fo, int reps) {
       random_local(m, (float)(r + 1));
       memcpy(fo->flat.local[t * TREE], m, sizeof m);
     }
-    double ts = now_ns();
+    double ts = bench_now_ns();
     for (uint32_t t = 0; t < roots; t++)
       scn_transform_set_local(fo->world, fo->ids[t * TREE], fo->flat.local[t * TREE][0]);
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     double tl = limit_first(r) ? time_flat(&fo->flat, NULL, n) : 0;
-    double t1 = now_ns();
+    double t1 = bench_now_ns();
     scn_world_flush(fo->world);
-    double t2 = now_ns();
+    double t2 = bench_now_ns();
     if (!limit_first(r))
       tl = time_flat(&fo->flat, NULL, n);
     core[r] = (t2 - t1) / n;
@@ -155,7 +140,8 @@ static void bench_w1(forest *fo, int reps) {
     set[r] = (t0 - ts) / roots;
   }
   report("W1", n, core, limit, ratio, reps);
-  printf("W1 set_local_ns=%.1f (per call, before the propagation above)\n", median(set, reps));
+  printf("W1 set_local_ns=%.1f (per call, before the propagation above)\n",
+         bench_median(set, reps));
 }
 
 static void bench_w2(forest *fo, int reps) {
@@ -185,14 +171,14 @@ static void bench_w2(forest *fo, int reps) {
         idx[count++] = i;
     }
     scn_world_get_stats(fo->world, &before);
-    double ts = now_ns();
+    double ts = bench_now_ns();
     for (uint32_t k = 0; k < pick; k++)
       scn_transform_set_local(fo->world, fo->ids[chosen[k]], fo->flat.local[chosen[k]][0]);
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     double tl = limit_first(r) ? time_flat(&fo->flat, idx, count) : 0;
-    double t1 = now_ns();
+    double t1 = bench_now_ns();
     scn_world_flush(fo->world);
-    double t2 = now_ns();
+    double t2 = bench_now_ns();
     if (!limit_first(r))
       tl = time_flat(&fo->flat, idx, count);
     scn_world_get_stats(fo->world, &after);
@@ -206,7 +192,8 @@ static void bench_w2(forest *fo, int reps) {
     set[r] = (t0 - ts) / pick;
   }
   report("W2", n, core, limit, ratio, reps);
-  printf("W2 set_local_ns=%.1f (per call, before the propagation above)\n", median(set, reps));
+  printf("W2 set_local_ns=%.1f (per call, before the propagation above)\n",
+         bench_median(set, reps));
   free(chosen), free(mark), free(idx);
 }
 
@@ -236,14 +223,14 @@ static void bench_w3(int reps) {
         random_local(m, (float)(r * INNER + inner) * 0.01f);
         memcpy(f.local[i], m, sizeof m);
       }
-      double ts = now_ns();
+      double ts = bench_now_ns();
       for (uint32_t i = 0; i < CHAIN; i++)
         scn_transform_set_local(w, ids[i], f.local[i][0]);
-      double t0 = now_ns();
+      double t0 = bench_now_ns();
       double tl = limit_first(inner) ? time_flat(&f, NULL, CHAIN) : 0;
-      double t1 = now_ns();
+      double t1 = bench_now_ns();
       scn_world_flush(w);
-      double t2 = now_ns();
+      double t2 = bench_now_ns();
       if (!limit_first(inner))
         tl = time_flat(&f, NULL, CHAIN);
       c += t2 - t1;
@@ -256,7 +243,8 @@ static void bench_w3(int reps) {
     set[r] = st / (CHAIN * INNER);
   }
   report("W3", CHAIN, core, limit, ratio, reps);
-  printf("W3 set_local_ns=%.1f (per call, before the propagation above)\n", median(set, reps));
+  printf("W3 set_local_ns=%.1f (per call, before the propagation above)\n",
+         bench_median(set, reps));
   free(f.local), free(f.world), free(f.parent);
   scn_scene_free(scene);
 }

@@ -6,6 +6,7 @@
  *
  * Usage: bench-decode [--reps R]
  */
+#include "bench_util.h"
 #include "codec.h"
 #include "json_arena.h"
 
@@ -13,17 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 enum { LINES = 4096, ROUNDS = 50 };
 
@@ -53,7 +43,7 @@ typedef enum stage { CJSON_ONLY, CHECKED, DECODED } stage;
 /* One pass over every line up to the given stage; ns per line. */
 static double pass(const sample *s, stage upto, scn_buf *reply) {
   scn_wire_error err;
-  double t0 = now_ns();
+  double t0 = bench_now_ns();
   for (int r = 0; r < ROUNDS; r++)
     for (int i = 0; i < LINES; i++) {
       cJSON *req = upto == CJSON_ONLY ? cJSON_ParseWithLength(s->lines[i], s->lens[i])
@@ -82,12 +72,7 @@ static double pass(const sample *s, stage upto, scn_buf *reply) {
       scn_json_release(req);
       scn_json_arena_reset();
     }
-  return (now_ns() - t0) / ((double)ROUNDS * LINES);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return v[n / 2];
+  return (bench_now_ns() - t0) / ((double)ROUNDS * LINES);
 }
 
 int main(int argc, char **argv) {
@@ -123,7 +108,8 @@ int main(int argc, char **argv) {
       checked[r] = pass(&samples[k], CHECKED, &reply);
       decoded[r] = pass(&samples[k], DECODED, &reply);
     }
-    double c = median(cjson, reps), ch = median(checked, reps), d = median(decoded, reps);
+    double c = bench_median(cjson, reps), ch = bench_median(checked, reps),
+           d = bench_median(decoded, reps);
     printf("decode %-16s bytes=%zu cjson_parse_ns=%.0f checks_ns=%.0f fields_reply_ns=%.0f "
            "cjson_alone_max_per_core=%.0f/s\n",
            samples[k].name, samples[k].lens[0], c, ch > c ? ch - c : 0, d > ch ? d - ch : 0,
