@@ -41,9 +41,12 @@ static inline __m128i col_eq(__m128 v, const float *col) {
   return _mm_cmpeq_epi32(_mm_castps_si128(v), _mm_load_si128((const __m128i *)col));
 }
 
+/* The translation column first: when anything above moved it almost always differs, and the
+ * rest need not be read. */
 static inline bool same_bits(__m128 a, __m128 b, __m128 c, __m128 d, const float *m) {
-  __m128i eq = _mm_and_si128(_mm_and_si128(col_eq(a, m), col_eq(b, m + 4)),
-                             _mm_and_si128(col_eq(c, m + 8), col_eq(d, m + 12)));
+  if (_mm_movemask_epi8(col_eq(d, m + 12)) != 0xffff)
+    return false;
+  __m128i eq = _mm_and_si128(_mm_and_si128(col_eq(a, m), col_eq(b, m + 4)), col_eq(c, m + 8));
   return _mm_movemask_epi8(eq) == 0xffff;
 }
 #endif
