@@ -21,15 +21,15 @@ typedef uint64_t scn_entity;
 #define SCN_ENTITY_MAX ((UINT64_C(1) << 53) - 1)
 
 /* Error list: one place for the enum, the names and the messages. */
-#define SCN_ERRORS(X)                                                                          \
-  X(OK, 0, "ok")                                                                               \
-  X(NOT_FOUND, -1, "not found")                                                                \
-  X(EXISTS, -2, "already exists")                                                              \
-  X(CYCLE, -3, "would make an entity its own ancestor")                                        \
-  X(INVALID, -4, "invalid value")                                                              \
-  X(SINGULAR, -5, "matrix is singular or the result is not finite")                            \
-  X(LIMIT, -6, "limit exceeded")                                                               \
-  X(NOMEM, -7, "out of memory")                                                                \
+#define SCN_ERRORS(X)                                                                              \
+  X(OK, 0, "ok")                                                                                   \
+  X(NOT_FOUND, -1, "not found")                                                                    \
+  X(EXISTS, -2, "already exists")                                                                  \
+  X(CYCLE, -3, "would make an entity its own ancestor")                                            \
+  X(INVALID, -4, "invalid value")                                                                  \
+  X(SINGULAR, -5, "matrix is singular or the result is not finite")                                \
+  X(LIMIT, -6, "limit exceeded")                                                                   \
+  X(NOMEM, -7, "out of memory")                                                                    \
   X(STATE, -8, "operation not allowed in this state")
 
 typedef enum scn_err {
@@ -137,8 +137,7 @@ typedef struct scn_transform_info {
 
 int scn_transform_get(scn_world *w, scn_entity e, scn_transform_info *out);
 /* Writes up to cap children in order to out and their total number to count. */
-int scn_transform_children(scn_world *w, scn_entity e, scn_entity *out, size_t cap,
-                           size_t *count);
+int scn_transform_children(scn_world *w, scn_entity e, scn_entity *out, size_t cap, size_t *count);
 /* Path of names from a root down, separated by '/'. */
 int scn_transform_find(scn_world *w, const char *path, size_t path_len, scn_entity *out);
 /* out = inverse(world(to)) * world(e) */
@@ -178,8 +177,7 @@ void scn_world_visit_transforms(scn_world *w, scn_transform_fn fn, void *ud);
 /* Visits every transform in scope, parents before children, saying whether its world matrix
  * changed after tick since. Flushes first. */
 typedef void (*scn_scope_fn)(void *ud, scn_entity e, const float world[16], bool changed);
-int scn_world_visit_scope(scn_world *w, scn_entity root, uint64_t since, scn_scope_fn fn,
-                          void *ud);
+int scn_world_visit_scope(scn_world *w, scn_entity root, uint64_t since, scn_scope_fn fn, void *ud);
 /* True when e has a transform in w that lies in root's subtree (root itself included). */
 bool scn_transform_in_subtree(scn_world *w, scn_entity e, scn_entity root);
 
@@ -198,6 +196,10 @@ void scn_world_trim_events(scn_world *w, uint64_t upto);
 uint64_t scn_world_events_since(const scn_world *w);
 /* The log is kept only while on (off by default), so a world nobody streams keeps none. */
 void scn_world_keep_events(scn_world *w, bool on);
+/* While on (off by default), a world matrix that a read recomputed in the open tick and that
+ * is back to its value of the last closed tick when the tick closes keeps its old change
+ * stamp, so subscribers are not sent a value they already hold. */
+void scn_world_track_reverts(scn_world *w, bool on);
 
 /* Propagation statistics (for metrics and benchmarks). */
 typedef struct scn_world_stats {

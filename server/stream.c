@@ -21,16 +21,16 @@ typedef struct scn_sub {
   uint64_t id;
   scn_conn *conn;
   scn_world *world;
-  scn_entity root;      /* SCN_ENTITY_NONE: the whole world */
-  uint32_t every;       /* at most one frame every this many ticks */
-  uint64_t last_tick;   /* world tick of the last frame received, 0 before the first */
-  uint64_t last_frame;  /* server tick count at that frame */
+  scn_entity root;     /* SCN_ENTITY_NONE: the whole world */
+  uint32_t every;      /* at most one frame every this many ticks */
+  uint64_t last_tick;  /* world tick of the last frame received, 0 before the first */
+  uint64_t last_frame; /* server tick count at that frame */
   bool need_full, lagging;
-  scn_members *members; /* subtree scope as of last_tick */
+  scn_members *members;  /* subtree scope as of last_tick */
   struct frame_job *job; /* a large frame being encoded for it, in slices */
   size_t job_slot;
-  struct scn_sub *prev, *next;   /* all subscriptions */
-  struct scn_sub *conn_next;     /* the connection's */
+  struct scn_sub *prev, *next; /* all subscriptions */
+  struct scn_sub *conn_next;   /* the connection's */
 } scn_sub;
 
 /* ---- scratch ------------------------------------------------------------------------------ */
@@ -104,12 +104,12 @@ typedef struct entry_vec {
 
 typedef struct frame_job {
   struct frame_job *next;
-  scn_buf text;         /* written so far, from ,"world": on */
-  scn_buf tail;         /* ],"removed":[...]} and the newline */
+  scn_buf text; /* written so far, from ,"world": on */
+  scn_buf tail; /* ],"removed":[...]} and the newline */
   entry_vec entries;
   size_t done;
   uint64_t tick;
-  scn_sub **subs;       /* who gets it; NULL where a subscription ended meanwhile */
+  scn_sub **subs; /* who gets it; NULL where a subscription ended meanwhile */
   size_t nsubs, cap;
 } frame_job;
 
@@ -215,13 +215,12 @@ typedef struct frame_key {
 } frame_key;
 
 typedef struct frame {
-  scn_shared *body;       /* NULL when there is nothing to send (or it is a job) */
-  struct frame_job *job;  /* a large set, written in slices after the tick */
-  scn_members *members;   /* subtree scope after this frame */
+  scn_shared *body;      /* NULL when there is nothing to send (or it is a job) */
+  struct frame_job *job; /* a large set, written in slices after the tick */
+  scn_members *members;  /* subtree scope after this frame */
   uint64_t tick;
   size_t matrices;
 } frame;
-
 
 static void collect_member(void *ud, scn_entity e, const float m[16], bool changed) {
   (void)m, (void)changed;
@@ -231,7 +230,7 @@ static void collect_member(void *ud, scn_entity e, const float m[16], bool chang
 typedef struct set_writer {
   entry_vec *entries;
   size_t count;
-  bool all;        /* a full frame: every transform in scope */
+  bool all; /* a full frame: every transform in scope */
   bool check_entered;
 } set_writer;
 
@@ -362,8 +361,8 @@ static void encode_frame(const frame_key *k, const scn_members *old, frame *f) {
     if (k->full)
       scratch.removed.n = 0;
     sw.all = k->full;
-    sw.check_entered = !k->full && scratch.entered.n > 0 &&
-                       set_prepare(&scratch.first_seen, scratch.entered.n);
+    sw.check_entered =
+        !k->full && scratch.entered.n > 0 && set_prepare(&scratch.first_seen, scratch.entered.n);
     for (size_t i = 0; sw.check_entered && i < scratch.entered.n; i++)
       set_add(&scratch.first_seen, scratch.entered.ids[i]);
     scn_world_visit_scope(w, k->root, k->since, write_scope_entry, &sw);
@@ -386,7 +385,7 @@ static void encode_frame(const frame_key *k, const scn_members *old, frame *f) {
   if (scratch.entries.n > SLICE) {
     frame_job *job = calloc(1, sizeof *job);
     if (job) {
-      job->text = *body;        /* the job takes the buffers; the scratch ones start anew */
+      job->text = *body; /* the job takes the buffers; the scratch ones start anew */
       *body = (scn_buf){0};
       job->entries = scratch.entries;
       scratch.entries = (entry_vec){0};
@@ -609,7 +608,6 @@ void scn_stream_shutdown(scn_server *srv) {
   scratch.entries = (entry_vec){0};
 }
 
-/* Events are kept back to the oldest tick a whole-world delta still needs. */
 /* Events are logged only for worlds with whole-world subscriptions (whose deltas need the
  * removals), and kept back to the oldest tick such a subscription still needs; one that lags
  * or waits for a full frame needs none. */
@@ -629,6 +627,8 @@ static void trim_events(scn_server *srv) {
     scn_world *w = scn_world_at(scene, i);
     uint64_t keep_from = scn_world_userdata(w);
     scn_world_keep_events(w, keep_from != UINT64_MAX);
+    /* a matrix set and set back inside a tick, with a read between, is then not resent */
+    scn_world_track_reverts(w, keep_from != UINT64_MAX);
     if (keep_from != UINT64_MAX)
       scn_world_trim_events(w, keep_from);
   }
@@ -694,7 +694,8 @@ void scn_stream_tick(scn_server *srv) {
     i = j;
   }
   for (size_t i = 0; i < n; i++)
-    scn_conn_schedule_flush(due_list.subs[i]->conn); /* a flush may close a connection: not while its subscriptions are in the list */
+    scn_conn_schedule_flush(due_list.subs[i]->conn); /* a flush may close a connection: not while
+                                                        its subscriptions are in the list */
   trim_events(srv);
 }
 

@@ -23,6 +23,13 @@ typedef struct scn__name {
   char text[SCN_NAME_MAX + 1];
 } scn__name;
 
+/* A world matrix as it was before a flush inside the open tick first changed it. */
+typedef struct scn__revert {
+  scn_entity entity;
+  uint32_t stamp;
+  float world[16];
+} scn__revert;
+
 typedef struct scn__event {
   uint64_t tick;
   scn_entity entity;
@@ -36,10 +43,10 @@ typedef struct scn__tm {
   mat4 *local;
   mat4 *world;
   uint32_t *parent, *first_child, *last_child, *next, *prev;
-  uint32_t *subtree;  /* subtree size including self; meaningful while sorted */
-  uint32_t *name;     /* name slot, 0 = unnamed */
-  uint32_t *changed;  /* stamp (tick - stamp_base) of the last change of the world matrix */
-  uint8_t *dirty;     /* local (or parent) changed since the last flush */
+  uint32_t *subtree; /* subtree size including self; meaningful while sorted */
+  uint32_t *name;    /* name slot, 0 = unnamed */
+  uint32_t *changed; /* stamp (tick - stamp_base) of the last change of the world matrix */
+  uint8_t *dirty;    /* local (or parent) changed since the last flush */
   uint32_t first_root, last_root;
 
   /* entity -> instance, open addressing with linear probing; slots hold instance indices */
@@ -65,6 +72,11 @@ typedef struct scn__tm {
   scn__vec events;  /* scn__event */
   size_t events_head;
   uint64_t events_since;
+
+  bool track_reverts; /* log reverts (scn_world_track_reverts) */
+  bool closing;       /* the flush of scn_world_close_tick is running */
+  bool removed_in_tick;
+  scn__vec reverts; /* scn__revert, at most one per instance changed in the open tick */
 
   scn_world_stats stats;
 } scn__tm;
@@ -107,7 +119,7 @@ typedef struct scn__undo {
 
 typedef struct scn__entities {
   uint32_t *gen;
-  uint8_t *state; /* 0 free, 1 alive, 2 retired */
+  uint8_t *state;      /* 0 free, 1 alive, 2 retired */
   uint32_t slots, cap; /* slots used: 1..slots */
   scn__vec free_slots; /* uint32_t */
   uint64_t alive;
@@ -145,8 +157,7 @@ void scn__array_free(void *p, size_t bytes);
 int scn__tm_init(scn__tm *tm);
 void scn__tm_free(scn__tm *tm);
 uint32_t scn__tm_lookup(const scn__tm *tm, scn_entity e);
-uint32_t scn__tm_lookup_name(const scn__tm *tm, scn_entity parent, const char *name,
-                             size_t len);
+uint32_t scn__tm_lookup_name(const scn__tm *tm, scn_entity parent, const char *name, size_t len);
 const char *scn__tm_name(const scn__tm *tm, uint32_t i);
 int scn__tm_reserve(scn__tm *tm, uint32_t need);
 /* Appends a new instance under parent (SCN_NIL: root) before sibling before (SCN_NIL: last). */
@@ -161,6 +172,13 @@ int scn__tm_set_name(scn__tm *tm, uint32_t i, const char *name);
 void scn__tm_mark_dirty(scn__tm *tm, uint32_t i);
 void scn__tm_log_event(scn__tm *tm, scn_entity e, scn_event_kind kind);
 void scn__tm_rebuild_maps(scn__tm *tm);
+
+/* Before world[i] changes in a flush inside the open tick: keep its old value and stamp (once
+ * per tick). Without room it is not kept, which at worst resends an unchanged matrix. */
+void scn__tm_note_revert(scn__tm *tm, uint32_t i);
+static inline bool scn__tm_logs_reverts(const scn__tm *tm) {
+  return tm->track_reverts && !tm->closing;
+}
 
 static inline uint32_t scn__tm_stamp(const scn__tm *tm) {
   return (uint32_t)(tm->tick - tm->stamp_base);

@@ -14,6 +14,8 @@ static inline uint64_t recompute(scn__tm *tm, uint32_t i, uint32_t parent) {
     glm_mat4_mul(tm->world[parent], tm->local[i], w);
   if (memcmp(w, tm->world[i], sizeof w) == 0)
     return 0;
+  if (scn__tm_logs_reverts(tm) && tm->changed[i] != scn__tm_stamp(tm))
+    scn__tm_note_revert(tm, i);
   glm_mat4_copy(w, tm->world[i]);
   tm->changed[i] = scn__tm_stamp(tm);
   return 1;
@@ -61,6 +63,7 @@ static void propagate_span(scn__tm *tm, uint32_t begin, uint32_t end) {
   const uint32_t *restrict parent = tm->parent;
   uint32_t *restrict stamp = tm->changed;
   const uint32_t tick = scn__tm_stamp(tm);
+  const bool reverts = scn__tm_logs_reverts(tm);
   uint64_t changed = 0;
 #ifdef SCN_RANGE_SSE
   /* the node before the span: when it is the first node's parent its world is current */
@@ -84,6 +87,8 @@ static void propagate_span(scn__tm *tm, uint32_t begin, uint32_t end) {
       w3 = mul_col(p0, p1, p2, p3, glmm_load(local[j][3]));
     }
     if (!same_bits(w0, w1, w2, w3, world[j][0])) {
+      if (reverts && stamp[j] != tick)
+        scn__tm_note_revert(tm, j);
       glmm_store(world[j][0], w0), glmm_store(world[j][1], w1);
       glmm_store(world[j][2], w2), glmm_store(world[j][3], w3);
       stamp[j] = tick;
@@ -98,6 +103,8 @@ static void propagate_span(scn__tm *tm, uint32_t begin, uint32_t end) {
     else
       glm_mat4_mul(world[parent[j]], (vec4 *)local[j], w);
     if (memcmp(w, world[j], sizeof w) != 0) {
+      if (reverts && stamp[j] != tick)
+        scn__tm_note_revert(tm, j);
       glm_mat4_copy(w, world[j]);
       stamp[j] = tick;
       changed++;
@@ -274,9 +281,43 @@ void scn_world_flush(scn_world *w) { scn__tm_flush(&w->tm); }
 
 uint64_t scn_world_tick(const scn_world *w) { return w->tm.tick; }
 
+void scn__tm_note_revert(scn__tm *tm, uint32_t i) {
+  if (scn__vec_reserve(&tm->reverts, sizeof(scn__revert), tm->reverts.len + 1) != SCN_OK)
+    return;
+  scn__revert *r = &SCN_VEC_AT(tm->reverts, scn__revert, tm->reverts.len++);
+  r->entity = tm->entity[i];
+  r->stamp = tm->changed[i];
+  memcpy(r->world, tm->world[i], sizeof r->world);
+}
+
+/* Matrices a read recomputed inside the tick and that ended it where they began did not
+ * change: their old stamps come back. Not when a transform was removed in the tick, since an
+ * entity's transform may then be a new one (conservative: at worst a resend). */
+static void settle_reverts(scn__tm *tm) {
+  const uint32_t now = scn__tm_stamp(tm);
+  for (size_t k = 0; k < tm->reverts.len && !tm->removed_in_tick; k++) {
+    const scn__revert *r = &SCN_VEC_AT(tm->reverts, scn__revert, k);
+    uint32_t i = scn__tm_lookup(tm, r->entity);
+    if (i != SCN_NIL && tm->changed[i] == now &&
+        memcmp(tm->world[i], r->world, sizeof r->world) == 0)
+      tm->changed[i] = r->stamp;
+  }
+  tm->reverts.len = 0;
+  tm->removed_in_tick = false;
+}
+
+void scn_world_track_reverts(scn_world *w, bool on) {
+  w->tm.track_reverts = on;
+  if (!on)
+    w->tm.reverts.len = 0;
+}
+
 uint64_t scn_world_close_tick(scn_world *w) {
   scn__tm *tm = &w->tm;
+  tm->closing = true;
   scn__tm_flush(tm);
+  tm->closing = false;
+  settle_reverts(tm);
   uint64_t closed = tm->tick++;
   if (tm->tick - tm->stamp_base >= UINT32_MAX) {
     /* Stamps would wrap: fold every one into the tick just closed, which can only make an

@@ -9,10 +9,10 @@
 #define MAP_MIN 64
 
 /* The instance arrays, for growing and freeing them alike. */
-#define TM_ARRAYS(X)                                                                           \
-  X(entity) X(local) X(world) X(parent) X(first_child) X(last_child) X(next) X(prev)           \
-      X(subtree) X(name) X(changed) X(dirty)
-
+#define TM_ARRAYS(X)                                                                               \
+  X(entity)                                                                                        \
+  X(local) X(world) X(parent) X(first_child) X(last_child) X(next) X(prev) X(subtree) X(name)      \
+      X(changed) X(dirty)
 
 /* Large arrays come straight from mmap: freed growth steps then go back to the system
  * instead of lingering in the heap, and page-aligned blocks suit aligned matrices. */
@@ -33,7 +33,6 @@ void scn__array_free(void *p, size_t bytes) {
   else
     munmap(p, bytes);
 }
-
 
 static uint32_t *map_new(uint32_t cap) {
   uint32_t *m = scn__array_alloc(sizeof *m * cap);
@@ -76,6 +75,7 @@ void scn__tm_free(scn__tm *tm) {
   scn__vec_free(&tm->scratch);
   scn__vec_free(&tm->scratch_e);
   scn__vec_free(&tm->events);
+  scn__vec_free(&tm->reverts);
   memset(tm, 0, sizeof *tm);
 }
 
@@ -100,9 +100,7 @@ static uint64_t name_key_of(const scn__tm *tm, uint32_t i) {
   return name_key(parent_entity(tm, i), name, strlen(name));
 }
 
-static uint64_t entity_key_of(const scn__tm *tm, uint32_t i) {
-  return scn__hash64(tm->entity[i]);
-}
+static uint64_t entity_key_of(const scn__tm *tm, uint32_t i) { return scn__hash64(tm->entity[i]); }
 
 typedef uint64_t (*key_of_fn)(const scn__tm *tm, uint32_t i);
 
@@ -143,8 +141,7 @@ static void map_delete(const scn__tm *tm, uint32_t *map, uint32_t mask, uint32_t
   map[i] = SCN_NIL;
 }
 
-static int map_grow(scn__tm *tm, uint32_t **map, uint32_t *mask, uint32_t count,
-                    key_of_fn key_of) {
+static int map_grow(scn__tm *tm, uint32_t **map, uint32_t *mask, uint32_t count, key_of_fn key_of) {
   if ((uint64_t)(count + 1) * 4 <= (uint64_t)(*mask + 1) * 3)
     return SCN_OK;
   uint32_t cap = (*mask + 1) * 2;
@@ -170,8 +167,7 @@ uint32_t scn__tm_lookup(const scn__tm *tm, scn_entity e) {
   }
 }
 
-uint32_t scn__tm_lookup_name(const scn__tm *tm, scn_entity parent, const char *name,
-                             size_t len) {
+uint32_t scn__tm_lookup_name(const scn__tm *tm, scn_entity parent, const char *name, size_t len) {
   uint32_t h = (uint32_t)name_key(parent, name, len) & tm->nmap_mask;
   for (;;) {
     uint32_t i = tm->nmap[h];
@@ -227,17 +223,17 @@ int scn__tm_reserve(scn__tm *tm, uint32_t need) {
     TM_ARRAYS(TM_ALLOC)
 #undef TM_ALLOC
     if (!ok) {
-#define TM_UNDO(f)                                                                             \
-  if (fresh.f)                                                                                 \
+#define TM_UNDO(f)                                                                                 \
+  if (fresh.f)                                                                                     \
     scn__array_free(fresh.f, (size_t)cap * sizeof *tm->f);
       TM_ARRAYS(TM_UNDO)
 #undef TM_UNDO
       return SCN_NOMEM;
     }
-#define TM_MOVE(f)                                                                             \
-  if (tm->f)                                                                                   \
-    memcpy(fresh.f, tm->f, (size_t)tm->cap * sizeof *tm->f);                                   \
-  scn__array_free(tm->f, (size_t)tm->cap * sizeof *tm->f);                                          \
+#define TM_MOVE(f)                                                                                 \
+  if (tm->f)                                                                                       \
+    memcpy(fresh.f, tm->f, (size_t)tm->cap * sizeof *tm->f);                                       \
+  scn__array_free(tm->f, (size_t)tm->cap * sizeof *tm->f);                                         \
   tm->f = fresh.f;
     TM_ARRAYS(TM_MOVE)
 #undef TM_MOVE
@@ -367,8 +363,8 @@ int scn__tm_insert(scn__tm *tm, scn_entity e, uint32_t parent, uint32_t before, 
     nmap_add(tm, i);
   }
   /* Appending at the end of the last subtree keeps depth-first order. */
-  bool keeps_order = tm->sorted && before == SCN_NIL &&
-                     (parent == SCN_NIL || parent + tm->subtree[parent] == i);
+  bool keeps_order =
+      tm->sorted && before == SCN_NIL && (parent == SCN_NIL || parent + tm->subtree[parent] == i);
   if (!keeps_order)
     note_unsorted(tm);
   else
@@ -442,6 +438,7 @@ static void relocate(scn__tm *tm, uint32_t src, uint32_t dst) {
 }
 
 void scn__tm_remove_leaf(scn__tm *tm, uint32_t i) {
+  tm->removed_in_tick = true;
   uint32_t eslot = map_slot_of(tm, tm->emap, tm->emap_mask, entity_key_of(tm, i), i);
   map_delete(tm, tm->emap, tm->emap_mask, eslot, entity_key_of);
   nmap_remove(tm, i);

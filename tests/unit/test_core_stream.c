@@ -721,6 +721,72 @@ static void test_stats(void) {
   scn_scene_free(s);
 }
 
+/* A matrix a read recomputed inside a tick and that is back at its old value when the tick
+ * closes did not change: with revert tracking its stamp is the old one again. */
+static void test_reverts(void) {
+  scn_scene *s = scn_scene_new(NULL);
+  scn_world *w;
+  OK(scn_world_create(s, "w", &w));
+  float m[16];
+  scn_entity a = mk(w, s, SCN_ENTITY_NONE, NULL, NULL);
+  scn_entity b = mk(w, s, a, NULL, NULL);
+  uint64_t t0 = scn_world_close_tick(w);
+  scn_world_track_reverts(w, true);
+
+  /* set, read (flushes), set back: nothing changed since t0 */
+  mat_t(m, 1, 0, 0);
+  OK(scn_transform_set_local(w, a, m));
+  CU_ASSERT_EQUAL(get(w, b).world[12], 1);
+  OK(scn_transform_set_local(w, a, IDENTITY));
+  uint64_t t1 = scn_world_close_tick(w);
+  CU_ASSERT_EQUAL(visit(w, SCN_ENTITY_NONE, t0), 0);
+
+  /* a failed batch whose read recomputed the matrices changes nothing either */
+  OK(scn_batch_begin(s));
+  mat_t(m, 5, 0, 0);
+  OK(scn_transform_set_local(w, a, m));
+  CU_ASSERT_EQUAL(get(w, b).world[12], 5);
+  scn_batch_rollback(s);
+  uint64_t t2 = scn_world_close_tick(w);
+  CU_ASSERT_EQUAL(visit(w, SCN_ENTITY_NONE, t1), 0);
+
+  /* changed and changed again within the tick, to a new value: listed once */
+  mat_t(m, 2, 0, 0);
+  OK(scn_transform_set_local(w, a, m));
+  CU_ASSERT_EQUAL(get(w, b).world[12], 2);
+  mat_t(m, 3, 0, 0);
+  OK(scn_transform_set_local(w, a, m));
+  uint64_t t3 = scn_world_close_tick(w);
+  scn_entity both[] = {a, b};
+  CU_ASSERT_EQUAL(visit(w, SCN_ENTITY_NONE, t2), 2);
+  CU_ASSERT_TRUE(visited_is(both, 2));
+  CU_ASSERT_EQUAL(V.world[1][12], 3);
+
+  /* a removal in the tick keeps the new stamps (an entity's transform may be a new one) */
+  scn_entity c = mk(w, s, SCN_ENTITY_NONE, NULL, NULL);
+  uint64_t t4 = scn_world_close_tick(w);
+  (void)t3;
+  OK(scn_transform_set_local(w, a, IDENTITY));
+  CU_ASSERT_EQUAL(get(w, b).world[12], 0);
+  OK(scn_transform_destroy(w, c, false));
+  mat_t(m, 3, 0, 0);
+  OK(scn_transform_set_local(w, a, m));
+  scn_world_close_tick(w);
+  CU_ASSERT_EQUAL(visit(w, SCN_ENTITY_NONE, t4), 2);
+
+  /* without tracking, a set-back after a read is listed again (the old behaviour) */
+  scn_world_track_reverts(w, false);
+  uint64_t t5 = scn_world_tick(w) - 1;
+  mat_t(m, 9, 0, 0);
+  OK(scn_transform_set_local(w, a, m));
+  CU_ASSERT_EQUAL(get(w, b).world[12], 9);
+  mat_t(m, 3, 0, 0);
+  OK(scn_transform_set_local(w, a, m));
+  scn_world_close_tick(w);
+  CU_ASSERT_EQUAL(visit(w, SCN_ENTITY_NONE, t5), 2);
+  scn_scene_free(s);
+}
+
 int scn_test_register_core_stream(void) {
   CU_pSuite s = CU_add_suite("core_stream", NULL, NULL);
   if (!s)
@@ -739,6 +805,7 @@ int scn_test_register_core_stream(void) {
       {"events since a tick and trim_events", test_events},
       {"events: a long log trimmed and compacted", test_events_long_log},
       {"stats", test_stats},
+      {"reverts inside a tick keep the old stamps", test_reverts},
   };
   for (size_t k = 0; k < sizeof tests / sizeof tests[0]; k++)
     if (!CU_add_test(s, tests[k].name, tests[k].fn))

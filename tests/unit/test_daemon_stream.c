@@ -550,6 +550,50 @@ static void test_noop_sends_nothing(void) {
   conn_close(&ctl);
 }
 
+/* A matrix changed and changed back inside one tick, with a read between (which propagates),
+ * did not change: nothing is sent. Nor for a failed batch whose read saw its change. */
+static void test_revert_sends_nothing(void) {
+  conn ctl, sc;
+  OPEN(ctl, daemon20.port);
+  OPEN(sc, daemon20.port);
+  const char *W = "revert";
+  ok(&ctl, "{\"cmd\":\"world.create\",\"world\":\"revert\"}");
+  int64_t a = mk(&ctl, W, 0, 0, 0, 0);
+  int64_t b = mk(&ctl, W, a, 0, 1, 0);
+  sub_state s;
+  CU_ASSERT_TRUE_FATAL(subscribe(&sc, &s, W, 0, 0));
+  cJSON_Delete(expect_frame(&sc, &s, 1));
+  char lines[1024];
+  /* one write: the three run in one loop turn, so inside one tick */
+  snprintf(lines, sizeof lines,
+           "{\"cmd\":\"transform.set_local\",\"world\":\"revert\",\"entity\":%lld,\"t\":[1,0,0]}\n"
+           "{\"cmd\":\"transform.get\",\"world\":\"revert\",\"entity\":%lld}\n"
+           "{\"cmd\":\"transform.set_local\",\"world\":\"revert\",\"entity\":%lld,\"t\":[0,0,0]}\n",
+           (long long)a, (long long)b, (long long)a);
+  pipeline_ok(&ctl, lines, 3);
+  expect_quiet(&sc, QUIET_MS);
+  fails(&ctl, "NOT_FOUND",
+        "{\"cmd\":\"batch\",\"world\":\"revert\",\"ops\":["
+        "{\"cmd\":\"transform.set_local\",\"entity\":%lld,\"t\":[5,0,0]},"
+        "{\"cmd\":\"transform.get\",\"entity\":%lld},"
+        "{\"cmd\":\"transform.get\",\"entity\":987654321}]}",
+        (long long)a, (long long)b);
+  expect_quiet(&sc, QUIET_MS);
+  /* a real change still arrives, once, with its latest value */
+  snprintf(lines, sizeof lines,
+           "{\"cmd\":\"transform.set_local\",\"world\":\"revert\",\"entity\":%lld,\"t\":[2,0,0]}\n"
+           "{\"cmd\":\"transform.get\",\"world\":\"revert\",\"entity\":%lld}\n"
+           "{\"cmd\":\"transform.set_local\",\"world\":\"revert\",\"entity\":%lld,\"t\":[3,0,0]}\n",
+           (long long)a, (long long)b, (long long)a);
+  pipeline_ok(&ctl, lines, 3);
+  cJSON *f = expect_frame(&sc, &s, 0);
+  check_set(f, (want[]){{a, 3, 0, 0}, {b, 3, 1, 0}}, 2);
+  cJSON_Delete(f);
+  ok(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"revert\"}");
+  conn_close(&sc);
+  conn_close(&ctl);
+}
+
 /* A batch's effects arrive in one frame; a failed batch sends nothing. */
 static void test_batch_one_frame(void) {
   conn ctl, sc;
@@ -1689,6 +1733,7 @@ int scn_test_register_daemon_stream(void) {
       {"full frame first, then deltas", test_full_then_delta},
       {"sets between ticks coalesce", test_coalescing},
       {"no-op commands send nothing", test_noop_sends_nothing},
+      {"a change undone inside a tick sends nothing", test_revert_sends_nothing},
       {"a batch is one frame", test_batch_one_frame},
       {"removed in whole-world scope", test_removed_whole_world},
       {"subtree scope", test_subtree_scope},
