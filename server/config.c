@@ -2,6 +2,7 @@
 
 #include "wire.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -9,26 +10,49 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum kind { K_ADDR, K_UINT, K_SIZE, K_HZ, K_STRING, K_LEVEL, K_FSYNC, K_SECONDS, K_BOOL } kind;
+typedef enum kind {
+  K_ADDR,
+  K_UINT,
+  K_SIZE,
+  K_HZ,
+  K_STRING,
+  K_LEVEL,
+  K_FSYNC,
+  K_SECONDS,
+  K_BOOL
+} kind;
 
 /* X(flag, field, kind, default, min, max, help) */
-#define SETTINGS(X)                                                                            \
-  X("listen", listen, K_ADDR, "127.0.0.1:7878", 0, 0, "protocol address HOST:PORT (port 0: any free port)") \
-  X("http", http, K_ADDR, "127.0.0.1:7879", 0, 0, "HTTP address for /metrics, /healthz, /readyz, the staging view and /ws (HOST:PORT, port 0: any free port; off: none)") \
-  X("tick-hz", tick_hz, K_HZ, "60", 1, 1000, "stream ticks per second")                        \
-  X("auth-token", auth_token, K_STRING, "", 0, 255, "token every connection must give in hello (empty: none)") \
-  X("max-line", max_line, K_SIZE, "1048576", 64, 1073741824, "longest request line in bytes") \
-  X("max-clients", max_clients, K_UINT, "10000", 1, 1000000, "connections at once")          \
-  X("max-worlds", max_worlds, K_UINT, "1024", 1, 1000000, "worlds at once")                   \
-  X("max-transforms", max_transforms, K_UINT, "10000000", 1, 4000000000, "transforms per world") \
-  X("output-limit", output_limit, K_SIZE, "67108864", 4096, 17179869184, "bytes queued for one connection before it is held back (replies) or lags (streams)") \
-  X("data", data_dir, K_STRING, "", 0, 4095, "snapshot and journal directory, loaded at start (empty: nothing persisted)") \
-  X("fsync", fsync, K_FSYNC, "everysec", 0, 2, "journal flush: always (before each reply), everysec, or no") \
-  X("save-interval", save_interval, K_SECONDS, "300", 0, 31536000, "seconds between automatic snapshots when something changed (0: only at shutdown and on save)") \
-  X("recover", recover, K_BOOL, "false", 0, 1, "start from damaged data, keeping what is valid (flag without a value)") \
-  X("log-level", log_level, K_LEVEL, "info", 0, 3, "debug, info, warn or error")              \
-  X("www", www, K_STRING, "", 0, 4095, "directory of the staging view served on the HTTP port (empty: www next to the executable)") \
-  X("ws-origins", ws_origins, K_STRING, "", 0, 1023, "browser origins allowed to open /ws besides the daemon's own pages, comma-separated (*: any)")
+#define SETTINGS(X)                                                                                \
+  X("listen", listen, K_ADDR, "127.0.0.1:7878", 0, 0,                                              \
+    "protocol address HOST:PORT (port 0: any free port)")                                          \
+  X("http", http, K_ADDR, "127.0.0.1:7879", 0, 0,                                                  \
+    "HTTP address for /metrics, /healthz, /readyz, the staging view and /ws (HOST:PORT, port 0: "  \
+    "any free port; off: none)")                                                                   \
+  X("tick-hz", tick_hz, K_HZ, "60", 1, 1000, "stream ticks per second")                            \
+  X("auth-token", auth_token, K_STRING, "", 0, 255,                                                \
+    "token every connection must give in hello (empty: none)")                                     \
+  X("max-line", max_line, K_SIZE, "1048576", 64, 1073741824, "longest request line in bytes")      \
+  X("max-clients", max_clients, K_UINT, "10000", 1, 1000000, "connections at once")                \
+  X("max-worlds", max_worlds, K_UINT, "1024", 1, 1000000, "worlds at once")                        \
+  X("max-transforms", max_transforms, K_UINT, "10000000", 1, 4000000000, "transforms per world")   \
+  X("output-limit", output_limit, K_SIZE, "67108864", 4096, 17179869184,                           \
+    "bytes queued for one connection beyond which its requests get LIMIT and its streams lag")     \
+  X("data", data_dir, K_STRING, "", 0, 4095,                                                       \
+    "snapshot and journal directory, loaded at start (empty: nothing persisted)")                  \
+  X("fsync", fsync, K_FSYNC, "everysec", 0, 2,                                                     \
+    "journal flush: always (before each reply), everysec, or no")                                  \
+  X("save-interval", save_interval, K_SECONDS, "300", 0, 31536000,                                 \
+    "seconds between automatic snapshots when something changed (0: only at shutdown and on "      \
+    "save)")                                                                                       \
+  X("recover", recover, K_BOOL, "false", 0, 1,                                                     \
+    "start from damaged data, keeping what is valid (flag without a value)")                       \
+  X("log-level", log_level, K_LEVEL, "info", 0, 3, "debug, info, warn or error")                   \
+  X("www", www, K_STRING, "", 0, 4095,                                                             \
+    "directory of the staging view served on the HTTP port (empty: www next to the executable)")   \
+  X("ws-origins", ws_origins, K_STRING, "", 0, 1023,                                               \
+    "browser origins allowed to open /ws besides the daemon's own pages, comma-separated (*: "     \
+    "any)")
 
 typedef struct setting {
   const char *flag;
@@ -40,7 +64,7 @@ typedef struct setting {
 } setting;
 
 static const setting settings[] = {
-#define SETTING_ROW(flag, field, kind, def, min, max, help)                                    \
+#define SETTING_ROW(flag, field, kind, def, min, max, help)                                        \
   {flag, kind, def, min, max, help, offsetof(scn_config, field)},
     SETTINGS(SETTING_ROW)
 #undef SETTING_ROW
@@ -73,6 +97,10 @@ static bool parse_addr(const char *v, scn_addr *a) {
     memmove(a->host, a->host + 1, n - 2);
     a->host[n - 2] = '\0';
   }
+  /* Only numeric addresses are bound; a host name is refused here, before anything starts. */
+  unsigned char buf[sizeof(struct in6_addr)];
+  if (inet_pton(AF_INET, a->host, buf) != 1 && inet_pton(AF_INET6, a->host, buf) != 1)
+    return false;
   a->port = (int)port;
   a->off = false;
   return true;
@@ -87,10 +115,17 @@ static bool parse_number(const char *v, bool size, double *out) {
     return false;
   if (size && *end) {
     switch (tolower((unsigned char)*end)) {
-    case 'k': d *= 1024; break;
-    case 'm': d *= 1024 * 1024; break;
-    case 'g': d *= 1024.0 * 1024 * 1024; break;
-    default: return false;
+    case 'k':
+      d *= 1024;
+      break;
+    case 'm':
+      d *= 1024 * 1024;
+      break;
+    case 'g':
+      d *= 1024.0 * 1024 * 1024;
+      break;
+    default:
+      return false;
     }
     end++;
     if (*end == 'b' || *end == 'B')
@@ -114,10 +149,18 @@ static bool apply(scn_config *c, const setting *s, const char *v, const char *or
     }
     if (parse_addr(v, field))
       return true;
-    snprintf(err, errlen, "%s: invalid value for %s: \"%s\" (expected HOST:PORT)", origin,
-             s->flag, v);
+    snprintf(err, errlen,
+             "%s: invalid value for %s: \"%s\" (expected IP:PORT, such as 127.0.0.1:7878 or "
+             "[::1]:7878)",
+             origin, s->flag, v);
     return false;
   case K_STRING:
+    /* An empty token would quietly turn access control off (a variable that expanded empty). */
+    if (strcmp(s->flag, "auth-token") == 0 && !*v && strcmp(origin, "default") != 0) {
+      snprintf(err, errlen, "%s: the auth token must not be empty (leave it unset for none)",
+               origin);
+      return false;
+    }
     if (strlen(v) <= (size_t)s->max) {
       strcpy(field, v);
       return true;
@@ -162,8 +205,7 @@ static bool apply(scn_config *c, const setting *s, const char *v, const char *or
         (s->kind != K_HZ && s->kind != K_SECONDS && d != floor(d))) {
       snprintf(err, errlen, "%s: invalid value for %s: \"%s\" (expected %s from %.0f to %.0f)",
                origin, s->flag, v,
-               s->kind == K_HZ || s->kind == K_SECONDS ? "a number" : "an integer", s->min,
-               s->max);
+               s->kind == K_HZ || s->kind == K_SECONDS ? "a number" : "an integer", s->min, s->max);
       return false;
     }
     if (s->kind == K_HZ || s->kind == K_SECONDS)
@@ -195,8 +237,8 @@ static void print_help(void) {
   printf("  --%-16s read settings from FILE (key = value lines, keys as the flags)\n  %-18s env "
          "SCENED_CONFIG; precedence: flag > environment > file > default\n",
          "config FILE", "");
-  printf("  --%-16s print the version and exit\n  --%-16s print this help and exit\n",
-         "version", "help");
+  printf("  --%-16s print the version and exit\n  --%-16s print this help and exit\n", "version",
+         "help");
 }
 
 /* Flags use dashes; a config file may write tick_hz for tick-hz. */
@@ -275,9 +317,19 @@ static const char *config_path(int argc, char **argv) {
   return path && *path ? path : NULL;
 }
 
-scn_config_result scn_config_load(scn_config *c, int argc, char **argv, char *err,
-                                  size_t errlen) {
+scn_config_result scn_config_load(scn_config *c, int argc, char **argv, char *err, size_t errlen) {
   memset(c, 0, sizeof *c);
+  /* --help and --version answer whatever the rest of the configuration says. */
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      print_help();
+      return SCN_CONFIG_EXIT_OK;
+    }
+    if (strcmp(argv[i], "--version") == 0) {
+      printf("scened %s (protocol %d)\n", SCN_VERSION, SCN_PROTOCOL);
+      return SCN_CONFIG_EXIT_OK;
+    }
+  }
   for (size_t i = 0; i < NSETTINGS; i++)
     if (!apply(c, &settings[i], settings[i].def, "default", err, errlen))
       return SCN_CONFIG_EXIT_BAD;
@@ -294,14 +346,6 @@ scn_config_result scn_config_load(scn_config *c, int argc, char **argv, char *er
   }
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
-    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-      print_help();
-      return SCN_CONFIG_EXIT_OK;
-    }
-    if (strcmp(arg, "--version") == 0) {
-      printf("scened %s (protocol %d)\n", SCN_VERSION, SCN_PROTOCOL);
-      return SCN_CONFIG_EXIT_OK;
-    }
     if (strncmp(arg, "--", 2) != 0) {
       snprintf(err, errlen, "unexpected argument \"%s\" (see --help)", arg);
       return SCN_CONFIG_EXIT_BAD;

@@ -18,13 +18,25 @@ static const scn_handler handlers[] = {
 int scn_core_fail(scn_wire_error *err, int core_rc, const char *what, ...) {
   scn_wire_code code;
   switch (core_rc) {
-  case SCN_NOT_FOUND: code = SCN_W_NOT_FOUND; break;
-  case SCN_EXISTS: code = SCN_W_ALREADY_EXISTS; break;
-  case SCN_CYCLE: code = SCN_W_CYCLE; break;
+  case SCN_NOT_FOUND:
+    code = SCN_W_NOT_FOUND;
+    break;
+  case SCN_EXISTS:
+    code = SCN_W_ALREADY_EXISTS;
+    break;
+  case SCN_CYCLE:
+    code = SCN_W_CYCLE;
+    break;
   case SCN_INVALID:
-  case SCN_SINGULAR: code = SCN_W_BAD_REQUEST; break;
-  case SCN_LIMIT: code = SCN_W_LIMIT; break;
-  default: code = SCN_W_INTERNAL; break;
+  case SCN_SINGULAR:
+    code = SCN_W_BAD_REQUEST;
+    break;
+  case SCN_LIMIT:
+    code = SCN_W_LIMIT;
+    break;
+  default:
+    code = SCN_W_INTERNAL;
+    break;
   }
   char context[192];
   va_list ap;
@@ -104,12 +116,15 @@ int scn_run_command(scn_ctx *ctx, const scn_command_info *cmd, const cJSON *req,
 }
 
 /* A LIMIT error is counted against the limit that refused it. */
-static void count_error(scn_server *srv, const scn_command_info *cmd, scn_wire_code code) {
+static void count_error(scn_server *srv, const scn_command_info *cmd, scn_wire_code code,
+                        bool over_output) {
   srv->counters.errors[code]++;
   if (code != SCN_W_LIMIT)
     return;
   scn_limit_kind kind = SCN_LIMIT_max_line;
-  if (cmd && strcmp(cmd->name, "world.create") == 0)
+  if (over_output)
+    kind = SCN_LIMIT_output_limit;
+  else if (cmd && strcmp(cmd->name, "world.create") == 0)
     kind = SCN_LIMIT_max_worlds;
   else if (cmd && strcmp(cmd->name, "entity.create") == 0)
     kind = SCN_LIMIT_entity_create;
@@ -139,6 +154,7 @@ static int execute(scn_server *srv, scn_conn *c, const char *line, size_t len, s
   if (!req && err.code == SCN_W_BAD_REQUEST)
     scn_find_raw_member(line, len, "id", &id, &id_len);
   const scn_command_info *cmd = NULL;
+  bool over_output = false;
   int rc = -1;
   if (req) {
     const char *name = NULL;
@@ -151,9 +167,20 @@ static int execute(scn_server *srv, scn_conn *c, const char *line, size_t len, s
       scn_fail(&err, SCN_W_BAD_REQUEST, "%s is not a journaled command", name);
     } else if (c && !c->authed && !(cmd->flags & SCN_CMD_OPEN)) {
       scn_fail(&err, SCN_W_UNAUTHORIZED, "authenticate first: send hello with the token");
+    } else if (c && (over_output = scn_conn_queued(c) > srv->cfg.output_limit)) {
+      /* The client is not reading its responses: refuse more work until it does. */
+      scn_fail(&err, SCN_W_LIMIT,
+               "%zu bytes of output wait for this connection, over output-limit (%llu): read "
+               "the responses, then retry",
+               scn_conn_queued(c), (unsigned long long)srv->cfg.output_limit);
     } else {
-      scn_ctx ctx = {.srv = srv, .conn = c, .id = id, .id_len = id_len, .id_item = id_item,
-                     .line = line, .line_len = len};
+      scn_ctx ctx = {.srv = srv,
+                     .conn = c,
+                     .id = id,
+                     .id_len = id_len,
+                     .id_item = id_item,
+                     .line = line,
+                     .line_len = len};
       if (id_item)
         scn_reply_begin(reply, id_item);
       else
@@ -180,7 +207,7 @@ static int execute(scn_server *srv, scn_conn *c, const char *line, size_t len, s
       scn_reply_error(reply, id_item, &err);
     else
       scn_reply_error_raw(reply, id, id_len, &err);
-    count_error(srv, cmd, err.code);
+    count_error(srv, cmd, err.code, over_output);
   }
   scn_json_release(req);
   scn_json_arena_reset();
@@ -198,7 +225,7 @@ void scn_dispatch_line(scn_conn *c, const char *line, size_t len) {
     scn_fail(&err, SCN_W_LIMIT, "request line longer than max-line (%llu bytes)",
              (unsigned long long)srv->cfg.max_line);
     scn_reply_error(&c->out.bytes, NULL, &err);
-    count_error(srv, NULL, err.code);
+    count_error(srv, NULL, err.code, false);
     scn_log(SCN_LOG_WARN, "line over the limit", "conn=%llu max_line=%llu",
             (unsigned long long)c->id, (unsigned long long)srv->cfg.max_line);
     return;

@@ -27,6 +27,17 @@ static bool intact(const unsigned char *data, size_t size, size_t off, uint32_t 
   return true;
 }
 
+/* A record at off that the file ends inside of: less than a header left, or a header whose
+ * length runs past the end. Only such a record can be a write cut short; a complete one that
+ * fails its checksum is damage. */
+static bool cut_short(const unsigned char *data, size_t size, size_t off) {
+  if (size - off < SCN_JOURNAL_HEADER)
+    return true;
+  uint32_t head[3];
+  memcpy(head, data + off, sizeof head);
+  return head[0] == SCN_JOURNAL_MAGIC && head[1] > size - off - SCN_JOURNAL_HEADER;
+}
+
 /* Whether some intact record starts after off: damage followed by good data is not a torn
  * tail. */
 static size_t next_intact(const unsigned char *data, size_t size, size_t off) {
@@ -77,15 +88,21 @@ int scn_journal_replay(const char *path, bool recover, scn_replay_fn fn, void *u
       continue;
     }
     size_t next = next_intact(data, size, off);
-    if (next == size) {
-      /* Nothing intact follows: a write cut short by a crash. */
+    if (next == size && cut_short(data, size, off)) {
+      /* The last record ends past the end of the file: a write cut short by a crash. */
       scan->torn = true;
       scan->torn_at = off;
       break;
     }
     if (!recover) {
-      snprintf(err, errlen, "%s: damaged record at offset %zu (intact data follows at %zu)",
-               path, off, next);
+      if (next == size)
+        snprintf(err, errlen,
+                 "%s: damaged record at offset %zu (complete, but its checksum "
+                 "or header is wrong)",
+                 path, off);
+      else
+        snprintf(err, errlen, "%s: damaged record at offset %zu (intact data follows at %zu)", path,
+                 off, next);
       rc = -1;
       break;
     }

@@ -50,6 +50,20 @@ static void on_signal(uv_signal_t *h, int signum) {
   scn_server_begin_shutdown(srv);
 }
 
+/* SIGTERM or SIGINT before the loop handles signals: remembered, acted on once loaded. */
+static volatile sig_atomic_t stop_while_loading;
+
+static void on_early_signal(int signum) { stop_while_loading = signum; }
+
+static void catch_stop_while_loading(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_early_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+}
+
 /* Enough descriptors for --max-clients connections plus the daemon's own. */
 static void raise_fd_limit(uint64_t max_clients) {
   struct rlimit rl;
@@ -99,24 +113,32 @@ int main(int argc, char **argv) {
   }
   srv.start_ms = uv_now(srv.loop);
   scn_net_init(&srv);
-  if (scn_http_listen(&srv) != 0)
-    return 2;
+  /* The data is loaded before any port is bound, so a bad --data is the only line printed,
+   * and a stop asked for while loading ends the start cleanly once the load is done (the
+   * state is then what is on disk: nothing to save). */
+  catch_stop_while_loading();
   if (srv.cfg.data_dir[0]) {
     int rc = scn_persist_open(&srv);
     if (rc != 0)
       return rc;
+    if (stop_while_loading) {
+      scn_log(SCN_LOG_INFO, "stopped while loading", "signal=%d", (int)stop_while_loading);
+      return 0;
+    }
     scn_persist_start_timers(&srv);
   }
+  if (scn_http_listen(&srv) != 0)
+    return 2;
   if (scn_net_listen(&srv) != 0)
     return 2;
   srv.ready = true;
-  scn_log(SCN_LOG_INFO, "started", "version=%s tick_hz=%g max_clients=%llu max_line=%llu "
+  scn_log(SCN_LOG_INFO, "started",
+          "version=%s tick_hz=%g max_clients=%llu max_line=%llu "
           "max_worlds=%llu max_transforms=%llu output_limit=%llu auth=%s log_level=%s",
           SCN_VERSION, srv.cfg.tick_hz, (unsigned long long)srv.cfg.max_clients,
           (unsigned long long)srv.cfg.max_line, (unsigned long long)srv.cfg.max_worlds,
-          (unsigned long long)srv.cfg.max_transforms,
-          (unsigned long long)srv.cfg.output_limit, srv.cfg.auth_token[0] ? "on" : "off",
-          scn_log_level_name(srv.cfg.log_level));
+          (unsigned long long)srv.cfg.max_transforms, (unsigned long long)srv.cfg.output_limit,
+          srv.cfg.auth_token[0] ? "on" : "off", scn_log_level_name(srv.cfg.log_level));
 
   uv_timer_init(srv.loop, &srv.tick_timer);
   srv.tick_timer.data = &srv;
@@ -128,6 +150,8 @@ int main(int argc, char **argv) {
   srv.sigterm.data = srv.sigint.data = &srv;
   uv_signal_start(&srv.sigterm, on_signal, SIGTERM);
   uv_signal_start(&srv.sigint, on_signal, SIGINT);
+  if (stop_while_loading) /* asked before the loop took the signals over */
+    scn_server_begin_shutdown(&srv);
 
   uv_run(srv.loop, UV_RUN_DEFAULT);
   /* A failed final snapshot loses nothing (the journal still holds every change, and the next

@@ -127,13 +127,14 @@ static int tcp_set_reading(scn_conn *c, bool on) {
   return uv_read_stop((uv_stream_t *)&c->tcp);
 }
 
-/* Replies are never dropped: a client that does not read its replies is simply not read
- * from until they drain, which bounds what it can make us queue. */
+/* Replies are never dropped. Over the output limit requests are answered LIMIT (dispatch);
+ * at twice the limit the connection is not read from until its output drains, which bounds
+ * what a client that never reads can make us queue. */
 void scn_conn_update_reading(scn_conn *c) {
   if (uv_is_closing((uv_handle_t *)&c->tcp))
     return;
   bool want = !c->closing && !c->srv->stopping && !c->blocked &&
-              scn_conn_queued(c) < c->srv->cfg.output_limit;
+              scn_conn_queued(c) < 2 * c->srv->cfg.output_limit;
   if (want && !c->reading) {
     if (c->tp->set_reading(c, true) == 0)
       c->reading = true;
@@ -141,8 +142,7 @@ void scn_conn_update_reading(scn_conn *c) {
     c->tp->set_reading(c, false);
     c->reading = false;
     if (!c->closing && !c->srv->stopping && !c->blocked) {
-      c->srv->counters.limit_hits[SCN_LIMIT_output_limit]++;
-      scn_log(SCN_LOG_WARN, "output limit reached: not reading until replies drain",
+      scn_log(SCN_LOG_WARN, "twice the output limit queued: not reading until replies drain",
               "conn=%llu peer=%s queued=%zu", (unsigned long long)c->id, c->peer,
               scn_conn_queued(c));
     }
@@ -373,6 +373,10 @@ int scn_net_listen(scn_server *srv) {
 static uint64_t shutdown_began;
 
 static void stop_when_drained(scn_server *srv) {
+  /* A save in progress is answered first (and the requests held behind it run): the writer
+   * finishes on its own, whatever the clients do. */
+  if (scn_persist_busy())
+    return;
   if (uv_now(srv->loop) - shutdown_began > SCN_DRAIN_LIMIT_MS) {
     scn_log(SCN_LOG_WARN, "shutdown: gave up waiting for slow clients", "limit_ms=%d",
             SCN_DRAIN_LIMIT_MS);

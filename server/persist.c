@@ -19,7 +19,7 @@
 typedef struct waiter {
   struct waiter *next;
   scn_conn *conn;
-  char *id_json; /* the request's id as JSON, NULL when it had none */
+  char *id_json;      /* the request's id as JSON, NULL when it had none */
   uint64_t after_gen; /* satisfied by a snapshot covering journal generations up to this */
 } waiter;
 
@@ -180,6 +180,22 @@ int scn_persist_open(scn_server *srv) {
   P.gen = info.journal_gen;
   uint64_t gens[4096];
   size_t n = list_journals(gens, 4096);
+  /* A snapshot is written only after the journal it continues in exists (even empty), so
+   * without that journal the changes after the snapshot are gone. */
+  if (loaded > 0 && !info.damaged) {
+    char path[4200];
+    journal_path(info.journal_gen, path, sizeof path);
+    if (access(path, F_OK) != 0) {
+      if (!cfg->recover) {
+        fprintf(stderr,
+                "scened: %s: missing (snapshot.scn continues in it; start with --recover to "
+                "keep what is valid)\n",
+                path);
+        return 1;
+      }
+      scn_log(SCN_LOG_ERROR, "recover: the journal after the snapshot is missing", "path=%s", path);
+    }
+  }
   /* The journals to replay must start at the snapshot's generation and have no gap: a journal
    * of a later generation without the snapshot (or journal) before it is partial state. */
   uint64_t expect = info.journal_gen;
@@ -214,8 +230,8 @@ int scn_persist_open(scn_server *srv) {
       return 1;
     }
     if (scan.skipped_records)
-      scn_log(SCN_LOG_ERROR, "recover: skipped damaged journal data", "path=%s bytes=%llu",
-              path, (unsigned long long)scan.skipped_bytes);
+      scn_log(SCN_LOG_ERROR, "recover: skipped damaged journal data", "path=%s bytes=%llu", path,
+              (unsigned long long)scan.skipped_bytes);
     if (scan.torn) {
       if (i + 1 < n && !cfg->recover) {
         fprintf(stderr,
@@ -239,8 +255,8 @@ int scn_persist_open(scn_server *srv) {
   }
   P.enabled = true;
   scn_log(SCN_LOG_INFO, "data loaded",
-          "dir=%s snapshot=%s worlds=%zu transforms=%zu entities=%zu replayed=%llu ms=%.1f",
-          P.dir, loaded ? "yes" : "none", scn_world_count(srv->scene),
+          "dir=%s snapshot=%s worlds=%zu transforms=%zu entities=%zu replayed=%llu ms=%.1f", P.dir,
+          loaded ? "yes" : "none", scn_world_count(srv->scene),
           scn_scene_transform_count(srv->scene), scn_entity_count(srv->scene),
           (unsigned long long)P.stats.replayed, (double)(uv_hrtime() - t0) / 1e6);
   return 0;
@@ -435,6 +451,8 @@ static void start_child(scn_server *srv) {
   uv_timer_start(&P.child_timer, on_child_poll, 5, 5);
 }
 
+bool scn_persist_busy(void) { return P.child != 0 || P.waiters != NULL; }
+
 int scn_persist_save_async(scn_server *srv, scn_conn *conn, const char *id_json) {
   if (!P.enabled)
     return -1;
@@ -507,7 +525,15 @@ int scn_persist_close(scn_server *srv) {
   uint64_t gen = P.gen + 1, bytes = 0;
   char err[4400];
   uint64_t t0 = uv_hrtime();
-  int rc = scn_snapshot_write(srv->scene, gen, P.dir, &bytes, err, sizeof err);
+  /* As for every snapshot, the journal it continues in exists before it does. */
+  int next_fd = open_journal(gen);
+  int rc = -1;
+  if (next_fd < 0)
+    snprintf(err, sizeof err, "cannot create journal generation %llu", (unsigned long long)gen);
+  else
+    rc = scn_snapshot_write(srv->scene, gen, P.dir, &bytes, err, sizeof err);
+  if (next_fd >= 0)
+    close(next_fd);
   close(P.journal_fd);
   P.journal_fd = -1;
   if (rc == 0) {
@@ -516,8 +542,8 @@ int scn_persist_close(scn_server *srv) {
             (unsigned long long)bytes, (double)(uv_hrtime() - t0) / 1e9);
   } else {
     /* The journal still holds everything: nothing is lost, the next start replays it. */
-    scn_log(SCN_LOG_ERROR, "final snapshot failed; the journal keeps every change",
-            "error=\"%s\"", err);
+    scn_log(SCN_LOG_ERROR, "final snapshot failed; the journal keeps every change", "error=\"%s\"",
+            err);
   }
   while (P.waiters) {
     waiter *w = P.waiters;

@@ -14,7 +14,11 @@
 struct scn_server;
 struct scn_conn;
 
-typedef enum scn_fsync_policy { SCN_FSYNC_ALWAYS, SCN_FSYNC_EVERYSEC, SCN_FSYNC_NO } scn_fsync_policy;
+typedef enum scn_fsync_policy {
+  SCN_FSYNC_ALWAYS,
+  SCN_FSYNC_EVERYSEC,
+  SCN_FSYNC_NO
+} scn_fsync_policy;
 
 typedef struct scn_persist_stats {
   uint64_t journal_records, journal_bytes, fsyncs, replayed;
@@ -36,6 +40,8 @@ int scn_persist_save_async(struct scn_server *srv, struct scn_conn *waiter, cons
 void scn_persist_conn_closed(struct scn_server *srv, struct scn_conn *c);
 /* At shutdown: waits for a running snapshot, then writes a final one in-process. */
 int scn_persist_close(struct scn_server *srv);
+/* A snapshot is being written, or a save waits for its answer. */
+bool scn_persist_busy(void);
 bool scn_persist_enabled(const struct scn_server *srv);
 /* Starts the fsync (everysec) and autosave timers. */
 void scn_persist_start_timers(struct scn_server *srv);

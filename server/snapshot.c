@@ -177,8 +177,7 @@ typedef struct reader {
 
 static bool fail_at(reader *r, uint64_t offset, const char *what) {
   if (!r->bad)
-    snprintf(r->err, r->errlen, "%s: %s at offset %llu", r->path, what,
-             (unsigned long long)offset);
+    snprintf(r->err, r->errlen, "%s: %s at offset %llu", r->path, what, (unsigned long long)offset);
   r->bad = true;
   return false;
 }
@@ -318,6 +317,9 @@ int scn_snapshot_load(scn_scene *scene, const char *dir, bool recover, scn_snaps
         ;
     if (!r->bad && (r->pos != r->len || r->body_left != 0))
       fail_at(r, offset_of(r), "unexpected data after the last world");
+    long end = ftell(f);
+    if (!r->bad && fgetc(f) != EOF)
+      fail_at(r, (uint64_t)end, "unexpected bytes after the end of the snapshot");
   }
   if (r->bad) {
     uint64_t at = r->block_start;

@@ -2625,6 +2625,59 @@ static void test_max_worlds_transforms(void) {
   stop_ok(&d);
 }
 
+/* A client whose responses wait unread beyond --output-limit gets LIMIT for each request
+ * until it reads, in order, and a refused command changes nothing. */
+static void test_output_limit(void) {
+  scn_daemon d;
+  const char *args[] = {"--output-limit", "4096", NULL};
+  if (scn_daemon_start(&d, args) != 0) {
+    CU_FAIL("daemon with --output-limit 4096 did not start");
+    return;
+  }
+  scn_client c;
+  if (!connect_to(&c, d.port)) {
+    stop_ok(&d);
+    return;
+  }
+  new_world(&c, "w");
+  unsigned long long t = TF(&c, "w", "\"t\":[1,2,3]");
+  enum { GETS = 400 };
+  sb all = {0};
+  for (int i = 1; i <= GETS; i++)
+    sb_addf(&all, "{\"cmd\":\"transform.get\",\"world\":\"w\",\"entity\":%llu,\"id\":%d}\n", t, i);
+  sb_addf(&all, "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,"
+                "\"t\":[9,9,9],\"id\":%d}\n", t, GETS + 1);
+  CU_ASSERT_EQUAL_FATAL(scn_client_send_raw(&c, all.s, all.len), 0);
+  sb_free(&all);
+  int ok = 0, limited = 0, other = 0;
+  for (int i = 1; i <= GETS + 1; i++) {
+    cJSON *r = scn_client_recv_json(&c, WAIT_MS);
+    if (!r) {
+      CU_FAIL("a pipelined request got no response");
+      break;
+    }
+    CU_ASSERT_EQUAL(num(r, "id"), i);
+    if (scn_resp_ok(r))
+      ok++;
+    else if (strcmp(scn_resp_code(r), "LIMIT") == 0)
+      limited++;
+    else
+      other++;
+    if (i == GETS + 1)
+      CU_ASSERT_STRING_EQUAL(scn_resp_code(r), "LIMIT"); /* still over when the set came */
+    cJSON_Delete(r);
+  }
+  CU_ASSERT_TRUE(ok > 0);
+  CU_ASSERT_TRUE(limited > 0);
+  CU_ASSERT_EQUAL(other, 0);
+  /* Read, the connection works again, and the refused set changed nothing. */
+  float m[16];
+  CU_ASSERT_TRUE(matrix(&c, "w", t, "local", m));
+  CU_ASSERT_TRUE(m[12] == 1 && m[13] == 2 && m[14] == 3);
+  scn_client_close(&c);
+  stop_ok(&d);
+}
+
 /* ---- the command line ---------------------------------------------------------------------------- */
 
 /* Runs the daemon binary with args; collects stdout and stderr (truncated to cap). Returns the
@@ -2713,6 +2766,13 @@ static void test_command_line(void) {
   const char *help[] = {"--help", NULL};
   st = run_bin(help, out, sizeof out, err, sizeof err);
   CU_ASSERT_TRUE(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  /* --version and --help answer even when the environment holds a bad setting */
+  setenv("SCENED_TICK_HZ", "0", 1);
+  st = run_bin(version, out, sizeof out, err, sizeof err);
+  CU_ASSERT_TRUE(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, SCN_VERSION));
+  st = run_bin(help, out, sizeof out, err, sizeof err);
+  CU_ASSERT_TRUE(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  unsetenv("SCENED_TICK_HZ");
   static const char *const flags[] = {"--listen", "--http", "--tick-hz", "--auth-token",
                                       "--max-line", "--max-clients", "--max-worlds",
                                       "--max-transforms", "--output-limit", "--version"};
@@ -2732,6 +2792,9 @@ static void test_command_line(void) {
       {"--max-line=12x", NULL, NULL},  {"--listen", "127.0.0.1:99999", NULL},
       {"--max-transforms", "1.5", NULL}, {"--http", "nohost", NULL},
       {"-x", NULL, NULL},              {"--output-limit", "lots", NULL},
+      {"--listen", "localhost:0", NULL}, {"--http", "localhost:0", NULL},
+      {"--auth-token", "", NULL},      {"--data", "/dev/null", NULL},
+      {"--data", "/dev/null/sub", NULL},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     const char *args[8] = {"--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"};
@@ -2902,6 +2965,7 @@ int scn_test_register_daemon_commands(void) {
       {"auth token from the environment", test_auth_env},
       {"--max-clients", test_max_clients},
       {"--max-worlds and --max-transforms", test_max_worlds_transforms},
+      {"--output-limit: LIMIT while responses wait unread", test_output_limit},
       {"command line", test_command_line},
       {"http: healthz, readyz, metrics, 404, 400", test_http},
   };

@@ -316,7 +316,8 @@ static bool fails_with(scn_client *c, const char *code, const char *fmt, ...) {
 }
 
 /* A new entity's id from transform.create (0 after a failure). */
-static uint64_t create_tf(scn_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static uint64_t create_tf(scn_client *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static uint64_t create_tf(scn_client *c, const char *fmt, ...) {
   char line[4096];
   va_list ap;
@@ -591,20 +592,23 @@ static void test_clean_restart_keeps_everything(void) {
   /* alpha: 10 named roots, 10 children each, one grandchild under every child. */
   uint64_t roots[10], kids[10][10], grand[10][10];
   for (int r = 0; r < 10; r++) {
-    roots[r] = ids[nids++] = create_tf(
-        &c, "{\"cmd\":\"transform.create\",\"world\":\"alpha\",\"name\":\"root%d\","
-            "\"t\":[%d.1,%g,-0.3],\"r\":[0.1,%g,0.3,0.9],\"s\":%g}",
-        r, r, r * 0.7, 0.05 * r, 1.0 + r * 0.01);
+    roots[r] = ids[nids++] =
+        create_tf(&c,
+                  "{\"cmd\":\"transform.create\",\"world\":\"alpha\",\"name\":\"root%d\","
+                  "\"t\":[%d.1,%g,-0.3],\"r\":[0.1,%g,0.3,0.9],\"s\":%g}",
+                  r, r, r * 0.7, 0.05 * r, 1.0 + r * 0.01);
     for (int k = 0; k < 10; k++) {
-      kids[r][k] = ids[nids++] = create_tf(
-          &c, "{\"cmd\":\"transform.create\",\"world\":\"alpha\",\"parent\":%llu,"
-              "\"name\":\"n%d\",\"t\":[%g,%g,%g],\"r\":[%g,0.2,-0.4,1],\"s\":[1,%g,0.5]}",
-          (unsigned long long)roots[r], k, k * 0.33, -k * 1.7, r * 0.01 + 0.123, 0.01 * k,
-          1.0 + k * 0.125);
-      grand[r][k] = ids[nids++] = create_tf(
-          &c, "{\"cmd\":\"transform.create\",\"world\":\"alpha\",\"parent\":%llu,"
-              "\"name\":\"g0\",\"t\":[0.7,%g,0.01],\"r\":[0,0,%g,1]}",
-          (unsigned long long)kids[r][k], r * 0.1 + k * 0.013, 0.3 + k * 0.02);
+      kids[r][k] = ids[nids++] =
+          create_tf(&c,
+                    "{\"cmd\":\"transform.create\",\"world\":\"alpha\",\"parent\":%llu,"
+                    "\"name\":\"n%d\",\"t\":[%g,%g,%g],\"r\":[%g,0.2,-0.4,1],\"s\":[1,%g,0.5]}",
+                    (unsigned long long)roots[r], k, k * 0.33, -k * 1.7, r * 0.01 + 0.123, 0.01 * k,
+                    1.0 + k * 0.125);
+      grand[r][k] = ids[nids++] =
+          create_tf(&c,
+                    "{\"cmd\":\"transform.create\",\"world\":\"alpha\",\"parent\":%llu,"
+                    "\"name\":\"g0\",\"t\":[0.7,%g,0.01],\"r\":[0,0,%g,1]}",
+                    (unsigned long long)kids[r][k], r * 0.1 + k * 0.013, 0.3 + k * 0.02);
     }
   }
   /* beta: a 60-deep chain of new entities, and the alpha grandchildren of root 0..1 as
@@ -614,15 +618,17 @@ static void test_clean_restart_keeps_everything(void) {
     char par[48] = "";
     if (parent)
       snprintf(par, sizeof par, ",\"parent\":%llu", (unsigned long long)parent);
-    chain[i] = parent = ids[nids++] = create_tf(
-        &c, "{\"cmd\":\"transform.create\",\"world\":\"beta\"%s,\"name\":\"link%d\","
-            "\"t\":[0.1,%g,0],\"r\":[0,0.05,0,1]}",
-        par, i, 0.25 + i * 0.001);
+    chain[i] = parent = ids[nids++] =
+        create_tf(&c,
+                  "{\"cmd\":\"transform.create\",\"world\":\"beta\"%s,\"name\":\"link%d\","
+                  "\"t\":[0.1,%g,0],\"r\":[0,0.05,0,1]}",
+                  par, i, 0.25 + i * 0.001);
   }
   for (int r = 0; r < 2; r++)
     for (int k = 0; k < 10; k++)
-      must(&c, "{\"cmd\":\"transform.create\",\"world\":\"beta\",\"entity\":%llu,"
-               "\"name\":\"shared%d_%d\",\"t\":[%d,%d,%g]}",
+      must(&c,
+           "{\"cmd\":\"transform.create\",\"world\":\"beta\",\"entity\":%llu,"
+           "\"name\":\"shared%d_%d\",\"t\":[%d,%d,%g]}",
            (unsigned long long)grand[r][k], r, k, r, k, 1.0 / 3.0);
   /* Entities made apart from transforms, placed in beta and gamma. */
   cJSON *made = call_ok(&c, "{\"cmd\":\"entity.create\",\"count\":40}");
@@ -633,8 +639,9 @@ static void test_clean_restart_keeps_everything(void) {
   cJSON_Delete(made);
   CU_ASSERT_FATAL(loose[39] != 0);
   for (int i = 0; i < 30; i++)
-    must(&c, "{\"cmd\":\"transform.create\",\"world\":\"beta\",\"entity\":%llu,"
-             "\"parent\":%llu,\"name\":\"loose%d\",\"s\":%g}",
+    must(&c,
+         "{\"cmd\":\"transform.create\",\"world\":\"beta\",\"entity\":%llu,"
+         "\"parent\":%llu,\"name\":\"loose%d\",\"s\":%g}",
          (unsigned long long)loose[i], (unsigned long long)chain[i % 60], i, 0.5 + i);
   for (int i = 0; i < 40; i++)
     must(&c, "{\"cmd\":\"transform.create\",\"world\":\"gamma\",\"entity\":%llu,\"t\":[%d,0,0]}",
@@ -643,7 +650,8 @@ static void test_clean_restart_keeps_everything(void) {
        (unsigned long long)roots[0]);
 
   /* Changes of every kind. */
-  must(&c, "{\"cmd\":\"transform.rename\",\"world\":\"alpha\",\"entity\":%llu,\"name\":\"renamed3\"}",
+  must(&c,
+       "{\"cmd\":\"transform.rename\",\"world\":\"alpha\",\"entity\":%llu,\"name\":\"renamed3\"}",
        (unsigned long long)roots[3]);
   must(&c, "{\"cmd\":\"transform.rename\",\"world\":\"beta\",\"entity\":%llu,\"name\":null}",
        (unsigned long long)chain[7]);
@@ -652,20 +660,25 @@ static void test_clean_restart_keeps_everything(void) {
        (unsigned long long)kids[4][2]);
   must(&c, "{\"cmd\":\"transform.link\",\"world\":\"alpha\",\"entity\":%llu,\"parent\":%llu}",
        (unsigned long long)kids[4][2], (unsigned long long)roots[4]);
-  must(&c, "{\"cmd\":\"transform.link\",\"world\":\"alpha\",\"entity\":%llu,\"parent\":%llu,"
-           "\"keep\":\"world\"}",
+  must(&c,
+       "{\"cmd\":\"transform.link\",\"world\":\"alpha\",\"entity\":%llu,\"parent\":%llu,"
+       "\"keep\":\"world\"}",
        (unsigned long long)roots[9], (unsigned long long)roots[4]);
-  must(&c, "{\"cmd\":\"transform.link\",\"world\":\"alpha\",\"entity\":%llu,\"parent\":%llu,"
-           "\"keep\":\"local\"}",
+  must(&c,
+       "{\"cmd\":\"transform.link\",\"world\":\"alpha\",\"entity\":%llu,\"parent\":%llu,"
+       "\"keep\":\"local\"}",
        (unsigned long long)roots[8], (unsigned long long)grand[4][5]);
-  must(&c, "{\"cmd\":\"transform.set_world\",\"world\":\"alpha\",\"entity\":%llu,"
-           "\"t\":[3.25,-1.5,0.0625],\"r\":[0.3,0.1,0.2,0.8],\"s\":2.5}",
+  must(&c,
+       "{\"cmd\":\"transform.set_world\",\"world\":\"alpha\",\"entity\":%llu,"
+       "\"t\":[3.25,-1.5,0.0625],\"r\":[0.3,0.1,0.2,0.8],\"s\":2.5}",
        (unsigned long long)grand[7][3]);
-  must(&c, "{\"cmd\":\"transform.set_world\",\"world\":\"beta\",\"entity\":%llu,"
-           "\"matrix\":[0,1,0,0,-1,0,0,0,0,0,1,0,5,6,7,1]}",
+  must(&c,
+       "{\"cmd\":\"transform.set_world\",\"world\":\"beta\",\"entity\":%llu,"
+       "\"matrix\":[0,1,0,0,-1,0,0,0,0,0,1,0,5,6,7,1]}",
        (unsigned long long)chain[40]);
-  must(&c, "{\"cmd\":\"transform.set_local\",\"world\":\"alpha\",\"entity\":%llu,"
-           "\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0.1,0.2,0.3,1]}",
+  must(&c,
+       "{\"cmd\":\"transform.set_local\",\"world\":\"alpha\",\"entity\":%llu,"
+       "\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0.1,0.2,0.3,1]}",
        (unsigned long long)kids[1][1]);
   /* Destroyed: an entity with transforms in alpha, beta and gamma ... */
   uint64_t gone_entity = grand[0][3];
@@ -686,13 +699,14 @@ static void test_clean_restart_keeps_everything(void) {
     b[i] = ids[nids++] = (uint64_t)cJSON_GetArrayItem(fl, i)->valuedouble;
   cJSON_Delete(fresh);
   CU_ASSERT_FATAL(b[3] != 0);
-  must(&c, "{\"cmd\":\"batch\",\"world\":\"alpha\",\"ops\":["
-           "{\"cmd\":\"transform.create\",\"entity\":%llu,\"name\":\"b0\",\"t\":[1,2,3]},"
-           "{\"cmd\":\"transform.create\",\"entity\":%llu,\"parent\":%llu,\"name\":\"b1\"},"
-           "{\"cmd\":\"transform.set_local\",\"entity\":%llu,\"r\":[0.2,0.3,0.4,0.5]},"
-           "{\"cmd\":\"transform.create\",\"entity\":%llu,\"parent\":%llu,\"s\":[2,3,4]},"
-           "{\"cmd\":\"transform.link\",\"entity\":%llu,\"parent\":%llu,\"keep\":\"world\"},"
-           "{\"cmd\":\"transform.rename\",\"entity\":%llu,\"name\":\"batch0\"}]}",
+  must(&c,
+       "{\"cmd\":\"batch\",\"world\":\"alpha\",\"ops\":["
+       "{\"cmd\":\"transform.create\",\"entity\":%llu,\"name\":\"b0\",\"t\":[1,2,3]},"
+       "{\"cmd\":\"transform.create\",\"entity\":%llu,\"parent\":%llu,\"name\":\"b1\"},"
+       "{\"cmd\":\"transform.set_local\",\"entity\":%llu,\"r\":[0.2,0.3,0.4,0.5]},"
+       "{\"cmd\":\"transform.create\",\"entity\":%llu,\"parent\":%llu,\"s\":[2,3,4]},"
+       "{\"cmd\":\"transform.link\",\"entity\":%llu,\"parent\":%llu,\"keep\":\"world\"},"
+       "{\"cmd\":\"transform.rename\",\"entity\":%llu,\"name\":\"batch0\"}]}",
        (unsigned long long)b[0], (unsigned long long)b[1], (unsigned long long)b[0],
        (unsigned long long)b[1], (unsigned long long)b[2], (unsigned long long)b[1],
        (unsigned long long)b[2], (unsigned long long)b[0], (unsigned long long)b[0]);
@@ -703,12 +717,14 @@ static void test_clean_restart_keeps_everything(void) {
                        (unsigned long long)b[3], (unsigned long long)b[3]));
   must(&c, "{\"cmd\":\"world.destroy\",\"world\":\"gamma\"}");
   /* Checks before the restart: the destroyed id is stale everywhere. */
-  CU_ASSERT(fails_with(&c, "NOT_FOUND", "{\"cmd\":\"transform.get\",\"world\":\"alpha\",\"entity\":%llu}",
+  CU_ASSERT(fails_with(&c, "NOT_FOUND",
+                       "{\"cmd\":\"transform.get\",\"world\":\"alpha\",\"entity\":%llu}",
                        (unsigned long long)gone_entity));
   CU_ASSERT(fails_with(&c, "NOT_FOUND",
                        "{\"cmd\":\"transform.create\",\"world\":\"beta\",\"entity\":%llu}",
                        (unsigned long long)gone_entity));
-  CU_ASSERT(fails_with(&c, "NOT_FOUND", "{\"cmd\":\"transform.get\",\"world\":\"alpha\",\"entity\":%llu}",
+  CU_ASSERT(fails_with(&c, "NOT_FOUND",
+                       "{\"cmd\":\"transform.get\",\"world\":\"alpha\",\"entity\":%llu}",
                        (unsigned long long)b[3]));
   scn_client_close(&c);
 
@@ -730,9 +746,11 @@ static void test_clean_restart_keeps_everything(void) {
                          (unsigned long long)gone_entity));
     CU_ASSERT(fails_with(&k, "NOT_FOUND", "{\"cmd\":\"entity.destroy\",\"entity\":%llu}",
                          (unsigned long long)loose[35]));
-    CU_ASSERT(fails_with(&k, "NOT_FOUND", "{\"cmd\":\"transform.get\",\"world\":\"gamma\",\"entity\":%llu}",
+    CU_ASSERT(fails_with(&k, "NOT_FOUND",
+                         "{\"cmd\":\"transform.get\",\"world\":\"gamma\",\"entity\":%llu}",
                          (unsigned long long)loose[0]));
-    cJSON *p = call_ok(&k, "{\"cmd\":\"transform.find\",\"world\":\"alpha\",\"path\":\"root4/root9\"}");
+    cJSON *p =
+        call_ok(&k, "{\"cmd\":\"transform.find\",\"world\":\"alpha\",\"path\":\"root4/root9\"}");
     CU_ASSERT(scn_resp_num(p, "entity") == (double)roots[9]);
     cJSON_Delete(p);
     p = call_ok(&k, "{\"cmd\":\"transform.find\",\"world\":\"alpha\",\"path\":\"batch0/b1\"}");
@@ -886,11 +904,13 @@ static void test_everysec_sigterm_loses_nothing(void) {
   must(&c, "{\"cmd\":\"world.create\",\"world\":\"alpha\"}");
   must(&c, "{\"cmd\":\"world.create\",\"world\":\"beta\"}");
   for (int i = 0; i < 100; i++)
-    ids[nids++] = create_tf(&c, "{\"cmd\":\"transform.create\",\"world\":\"alpha\",\"name\":\"x%d\"}", i);
+    ids[nids++] =
+        create_tf(&c, "{\"cmd\":\"transform.create\",\"world\":\"alpha\",\"name\":\"x%d\"}", i);
   strlist q = {0};
   for (int i = 0; i < 1000; i++)
-    sl_add(&q, "{\"cmd\":\"transform.set_local\",\"world\":\"alpha\",\"entity\":%llu,"
-               "\"t\":[%g,%d,1],\"r\":[0.1,0.2,%g,1]}",
+    sl_add(&q,
+           "{\"cmd\":\"transform.set_local\",\"world\":\"alpha\",\"entity\":%llu,"
+           "\"t\":[%g,%d,1],\"r\":[0.1,0.2,%g,1]}",
            (unsigned long long)ids[i % 100], i * 0.01, i, i * 0.001);
   for (int i = 1; i < 100; i++)
     sl_add(&q, "{\"cmd\":\"transform.link\",\"world\":\"alpha\",\"entity\":%llu,\"parent\":%llu}",
@@ -1014,12 +1034,14 @@ static void test_corrupt_snapshot(void) {
   scn_client_close(&c);
   strlist q = {0};
   for (int i = 0; i < KEEP; i++)
-    sl_add(&q, "{\"cmd\":\"transform.create\",\"world\":\"keep\",\"entity\":%llu,\"name\":\"k%d\","
-               "\"t\":[%g,1,2],\"r\":[0.3,0.2,0.1,%g]}",
+    sl_add(&q,
+           "{\"cmd\":\"transform.create\",\"world\":\"keep\",\"entity\":%llu,\"name\":\"k%d\","
+           "\"t\":[%g,1,2],\"r\":[0.3,0.2,0.1,%g]}",
            (unsigned long long)ids[i], i, i * 0.37, 1.0 + i);
   for (int i = KEEP; i < KEEP + LOST; i++)
-    sl_add(&q, "{\"cmd\":\"transform.create\",\"world\":\"lost\",\"entity\":%llu,\"name\":\"l%d\","
-               "\"t\":[%d,0,0]}",
+    sl_add(&q,
+           "{\"cmd\":\"transform.create\",\"world\":\"lost\",\"entity\":%llu,\"name\":\"l%d\","
+           "\"t\":[%d,0,0]}",
            (unsigned long long)ids[i], i, i);
   run_all_ok(d.port, &q);
   sl_free(&q);
@@ -1147,7 +1169,7 @@ static void test_corrupt_journal_body(void) {
     goto out;
   scn_client c;
   CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-  must(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");                         /* record 0 */
+  must(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");                        /* record 0 */
   uint64_t e1 = create_tf(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\"}"); /* 1 */
   uint64_t e2 = create_tf(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\"}"); /* 2 */
   must(&c, "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,\"t\":[7,7,7]}",
@@ -1195,6 +1217,180 @@ static void test_corrupt_journal_body(void) {
   cJSON_Delete(r);
   scn_client_close(&c);
   stop_clean(&d);
+out:
+  end_test(dir);
+}
+
+/* Runs scened --data dir (plus more) expecting a refusal naming what: a non-zero exit. */
+static void expect_refused(const char *dir, const char *what, const char *what2) {
+  char *text;
+  const char *const plain[] = {"--data", dir, NULL};
+  int status = run_expect_exit(plain, &text, 5000);
+  bool good = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) != 0 && strstr(text, what) &&
+              (!what2 || strstr(text, what2));
+  CU_ASSERT(good);
+  if (!good)
+    fprintf(stderr, "\n  expected a refusal naming %s: status %d, stderr:\n%.1000s\n", what, status,
+            text);
+  free(text);
+}
+
+/* The last journal record is complete but fails its checksum: that is damage, not a write cut
+ * short (under --fsync always it was acknowledged), so the start is refused; --recover starts
+ * without it and says so. */
+static void test_journal_last_record_damaged(void) {
+  char dir[64];
+  if (!begin_test(dir, sizeof dir))
+    return;
+  scn_daemon d;
+  const char *const always[] = {"--fsync", "always", NULL};
+  char path[256], offset[64];
+  if (!start_on(&d, dir, always))
+    goto out;
+  scn_client c;
+  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
+  must(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
+  for (int i = 0; i < 5; i++)
+    create_tf(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"name\":\"n%d\"}", i);
+  scn_client_close(&c);
+  kill9(&d);
+  CU_ASSERT_FATAL(newest_journal(dir, path, sizeof path));
+  long offs[8];
+  CU_ASSERT_FATAL(journal_records(path, offs, 8) == 6);
+  long size = file_size(path);
+  CU_ASSERT_FATAL(flip_byte(path, offs[5] + 12 + (size - offs[5] - 12) / 2));
+  snprintf(offset, sizeof offset, "offset %ld", offs[5]);
+  expect_refused(dir, path, offset);
+  CU_ASSERT(file_size(path) == size);
+  const char *const recover[] = {"--recover", NULL};
+  if (!start_on(&d, dir, recover))
+    goto out;
+  CU_ASSERT(scn_daemon_log_contains(&d, "damaged"));
+  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
+  cJSON *r = call_ok(&c, "{\"cmd\":\"world.list\"}");
+  const cJSON *w0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "worlds"), 0);
+  CU_ASSERT(scn_resp_num(w0, "transforms") == 4);
+  cJSON_Delete(r);
+  scn_client_close(&c);
+  stop_clean(&d);
+out:
+  end_test(dir);
+}
+
+/* The journal a snapshot continues in is gone, or bytes follow the snapshot's end: refused,
+ * never a start with partial state. */
+static void test_missing_journal_or_snapshot_tail(void) {
+  char dir[64];
+  if (!begin_test(dir, sizeof dir))
+    return;
+  scn_daemon d;
+  char snap[256], path[256];
+  snprintf(snap, sizeof snap, "%s/snapshot.scn", dir);
+  if (!start_on(&d, dir, NULL))
+    goto out;
+  scn_client c;
+  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
+  must(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
+  create_tf(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\"}");
+  must(&c, "{\"cmd\":\"save\"}");
+  for (int i = 0; i < 3; i++)
+    create_tf(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\"}");
+  scn_client_close(&c);
+  stop_clean(&d); /* the final snapshot continues in a new, empty journal */
+  CU_ASSERT_FATAL(newest_journal(dir, path, sizeof path));
+  CU_ASSERT(file_size(path) == 0);
+
+  long size = file_size(snap);
+  CU_ASSERT_FATAL(append_bytes(snap, "tail", 4));
+  expect_refused(dir, snap, "after the end");
+  CU_ASSERT_FATAL(truncate(snap, size) == 0);
+
+  CU_ASSERT_FATAL(unlink(path) == 0);
+  expect_refused(dir, path, "missing");
+  const char *const recover[] = {"--recover", NULL};
+  if (!start_on(&d, dir, recover))
+    goto out;
+  CU_ASSERT(scn_daemon_log_contains(&d, "missing"));
+  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
+  cJSON *r = call_ok(&c, "{\"cmd\":\"world.list\"}");
+  const cJSON *w0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "worlds"), 0);
+  CU_ASSERT(scn_resp_num(w0, "transforms") == 4); /* in the snapshot; the journal was empty */
+  cJSON_Delete(r);
+  scn_client_close(&c);
+  stop_clean(&d);
+out:
+  end_test(dir);
+}
+
+/* Whether the daemon has a child process (the snapshot writer). */
+static bool has_child(pid_t pid) {
+  char path[96], buf[64];
+  snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return false;
+  bool any = fgets(buf, sizeof buf, f) != NULL && buf[0] >= '0' && buf[0] <= '9';
+  fclose(f);
+  return any;
+}
+
+/* SIGTERM while a save is being written: the save is answered, then the request held behind
+ * it, then the daemon exits 0 with everything on disk. */
+static void test_sigterm_during_save(void) {
+  char dir[64];
+  if (!begin_test(dir, sizeof dir))
+    return;
+  enum { BATCHES = 100, OPS = 1000 };
+  scn_daemon d;
+  if (!start_on(&d, dir, NULL))
+    goto out;
+  scn_client c;
+  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
+  must(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
+  strbuf b = {0};
+  for (int k = 0; k < BATCHES; k++) {
+    const char *head = "{\"cmd\":\"batch\",\"world\":\"w\",\"ops\":[";
+    sb_add(&b, head, strlen(head));
+    for (int i = 0; i < OPS; i++) {
+      const char *op = ",{\"cmd\":\"transform.create\"}" + (i == 0);
+      sb_add(&b, op, strlen(op));
+    }
+    sb_add(&b, "]}\n", 3);
+  }
+  CU_ASSERT_FATAL(scn_client_send_raw(&c, b.s, b.len) == 0);
+  free(b.s);
+  for (int k = 0; k < BATCHES; k++) {
+    cJSON *r = scn_client_recv_json(&c, 10000);
+    CU_ASSERT(scn_resp_ok(r));
+    cJSON_Delete(r);
+  }
+  const char *req = "{\"cmd\":\"save\",\"id\":1}\n{\"cmd\":\"ping\",\"id\":2}\n";
+  CU_ASSERT_FATAL(scn_client_send_raw(&c, req, strlen(req)) == 0);
+  long deadline = scn_now_ms() + 3000;
+  while (!has_child(d.pid) && scn_now_ms() < deadline)
+    ;
+  kill(d.pid, SIGTERM);
+  for (int i = 1; i <= 2; i++) {
+    cJSON *r = scn_client_recv_json(&c, 15000);
+    CU_ASSERT(scn_resp_ok(r) && scn_resp_num(r, "id") == i);
+    if (!scn_resp_ok(r))
+      fprintf(stderr, "\n  response %d after SIGTERM during a save: missing or failed\n", i);
+    cJSON_Delete(r);
+  }
+  scn_client_close(&c);
+  int status = -1;
+  waitpid(d.pid, &status, 0);
+  d.pid = 0;
+  CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  if (start_on(&d, dir, NULL)) {
+    CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
+    cJSON *r = call_ok(&c, "{\"cmd\":\"world.list\"}");
+    const cJSON *w0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "worlds"), 0);
+    CU_ASSERT(scn_resp_num(w0, "transforms") == BATCHES * OPS);
+    cJSON_Delete(r);
+    scn_client_close(&c);
+    stop_clean(&d);
+  }
 out:
   end_test(dir);
 }
@@ -1255,17 +1451,17 @@ static void test_save(void) {
   for (int i = 0; i < 300; i++)
     must(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"name\":\"f%d\"}", i);
   char req[2048];
-  snprintf(req, sizeof req,
-           "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,\"t\":[1,2,3],\"id\":1}\n"
-           "{\"cmd\":\"save\",\"id\":2}\n"
-           "{\"cmd\":\"ping\",\"id\":3}\n"
-           "{\"cmd\":\"transform.get\",\"world\":\"w\",\"entity\":%llu,\"id\":4}\n"
-           "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,\"t\":[4,5,6],\"id\":5}\n"
-           "{\"cmd\":\"save\",\"id\":6}\n"
-           "{\"cmd\":\"save\",\"id\":7}\n"
-           "{\"cmd\":\"transform.get\",\"world\":\"w\",\"entity\":%llu,\"id\":8}\n",
-           (unsigned long long)e, (unsigned long long)e, (unsigned long long)e,
-           (unsigned long long)e);
+  snprintf(
+      req, sizeof req,
+      "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,\"t\":[1,2,3],\"id\":1}\n"
+      "{\"cmd\":\"save\",\"id\":2}\n"
+      "{\"cmd\":\"ping\",\"id\":3}\n"
+      "{\"cmd\":\"transform.get\",\"world\":\"w\",\"entity\":%llu,\"id\":4}\n"
+      "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,\"t\":[4,5,6],\"id\":5}\n"
+      "{\"cmd\":\"save\",\"id\":6}\n"
+      "{\"cmd\":\"save\",\"id\":7}\n"
+      "{\"cmd\":\"transform.get\",\"world\":\"w\",\"entity\":%llu,\"id\":8}\n",
+      (unsigned long long)e, (unsigned long long)e, (unsigned long long)e, (unsigned long long)e);
   CU_ASSERT_FATAL(scn_client_send_raw(&c, req, strlen(req)) == 0);
   cJSON *r[9] = {0};
   for (int i = 1; i <= 8; i++) {
@@ -1300,7 +1496,8 @@ static void test_save(void) {
        (unsigned long long)e);
   scn_client_close(&c);
   kill9(&d);
-  /* Without its journals, the snapshot alone holds what was answered before the save. */
+  /* Without its journals, the snapshot alone holds what was answered before the save (a
+   * start without the journal is refused; --recover keeps the snapshot). */
   unsigned long long gens[64];
   size_t n = journals(dir, gens, 64);
   CU_ASSERT(n == 1);
@@ -1309,7 +1506,8 @@ static void test_save(void) {
     snprintf(jp, sizeof jp, "%s/journal.%llu.scn", dir, gens[i]);
     unlink(jp);
   }
-  if (start_on(&d, dir, NULL)) {
+  const char *const recover[] = {"--recover", NULL};
+  if (start_on(&d, dir, recover)) {
     CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
     double m[16];
     CU_ASSERT(get_local(&c, "w", e, m) && is_translation(m, 4, 5, 6));
@@ -1379,8 +1577,8 @@ static void test_autosave(void) {
   CU_ASSERT(!exists(j0));
   struct stat old;
   CU_ASSERT_FATAL(stat(snap, &old) == 0);
-  uint64_t two =
-      create_tf(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"name\":\"two-with-a-longer-name\"}");
+  uint64_t two = create_tf(
+      &c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"name\":\"two-with-a-longer-name\"}");
   unsigned long long gen2 = 0;
   CU_ASSERT(wait_for_snapshot(snap, &old, dir, &gen2, 3000));
   CU_ASSERT(gen2 > gen);
@@ -1389,7 +1587,8 @@ static void test_autosave(void) {
   /* The autosaved snapshot plus the current journal hold everything. */
   if (start_on(&d, dir, NULL)) {
     CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-    cJSON *r = call_ok(&c, "{\"cmd\":\"transform.find\",\"world\":\"w\",\"path\":\"two-with-a-longer-name\"}");
+    cJSON *r = call_ok(
+        &c, "{\"cmd\":\"transform.find\",\"world\":\"w\",\"path\":\"two-with-a-longer-name\"}");
     CU_ASSERT(two > 0 && scn_resp_num(r, "entity") == (double)two);
     cJSON_Delete(r);
     scn_client_close(&c);
@@ -1449,18 +1648,22 @@ static void test_replay_after_several_snapshots(void) {
   CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
   must(&c, "{\"cmd\":\"world.create\",\"world\":\"w1\"}");
   for (int i = 0; i < 10; i++)
-    ids[nids++] = create_tf(&c, "{\"cmd\":\"transform.create\",\"world\":\"w1\",\"name\":\"a%d\",\"t\":[%d,0,0]}", i, i);
+    ids[nids++] = create_tf(
+        &c, "{\"cmd\":\"transform.create\",\"world\":\"w1\",\"name\":\"a%d\",\"t\":[%d,0,0]}", i,
+        i);
   must(&c, "{\"cmd\":\"save\"}");
   must(&c, "{\"cmd\":\"world.create\",\"world\":\"w2\"}");
   for (int i = 0; i < 10; i++)
-    ids[nids++] = create_tf(&c, "{\"cmd\":\"transform.create\",\"world\":\"w2\",\"parent\":null,\"r\":[0,%d,0,1]}", i);
+    ids[nids++] = create_tf(
+        &c, "{\"cmd\":\"transform.create\",\"world\":\"w2\",\"parent\":null,\"r\":[0,%d,0,1]}", i);
   must(&c, "{\"cmd\":\"transform.set_local\",\"world\":\"w1\",\"entity\":%llu,\"s\":3}",
        (unsigned long long)ids[0]);
   must(&c, "{\"cmd\":\"entity.destroy\",\"entity\":%llu}", (unsigned long long)ids[1]);
   must(&c, "{\"cmd\":\"save\"}");
   must(&c, "{\"cmd\":\"world.create\",\"world\":\"w3\"}");
   for (int i = 0; i < 10; i++)
-    ids[nids++] = create_tf(&c, "{\"cmd\":\"transform.create\",\"world\":\"w3\",\"name\":\"c%d\"}", i);
+    ids[nids++] =
+        create_tf(&c, "{\"cmd\":\"transform.create\",\"world\":\"w3\",\"name\":\"c%d\"}", i);
   must(&c, "{\"cmd\":\"transform.link\",\"world\":\"w1\",\"entity\":%llu,\"parent\":%llu}",
        (unsigned long long)ids[2], (unsigned long long)ids[3]);
   must(&c, "{\"cmd\":\"world.destroy\",\"world\":\"w2\"}");
@@ -1475,7 +1678,8 @@ static void test_replay_after_several_snapshots(void) {
     expect_same(before, after, "state after two snapshots, changes and kill -9");
     free(after);
     CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-    CU_ASSERT(fails_with(&c, "NOT_FOUND", "{\"cmd\":\"transform.create\",\"world\":\"w1\",\"entity\":%llu}",
+    CU_ASSERT(fails_with(&c, "NOT_FOUND",
+                         "{\"cmd\":\"transform.create\",\"world\":\"w1\",\"entity\":%llu}",
                          (unsigned long long)ids[1]));
     scn_client_close(&c);
     stop_clean(&d);
@@ -1500,6 +1704,9 @@ int scn_test_register_daemon_persist(void) {
       {"corrupt snapshot", test_corrupt_snapshot},
       {"corrupt snapshot header", test_corrupt_snapshot_header},
       {"corrupt journal body", test_corrupt_journal_body},
+      {"damaged last journal record is refused", test_journal_last_record_damaged},
+      {"missing journal or snapshot tail is refused", test_missing_journal_or_snapshot_tail},
+      {"SIGTERM during a save answers it", test_sigterm_during_save},
       {"unusable data dir", test_unusable_data_dir},
       {"save", test_save},
       {"autosave", test_autosave},
