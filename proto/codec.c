@@ -394,6 +394,40 @@ static size_t skip_value(const char *s, size_t len, size_t i) {
   return i;
 }
 
+static int hex_digit(char c) {
+  return c >= '0' && c <= '9'   ? c - '0'
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                : -1;
+}
+
+/* Whether the raw text of a JSON string's content (valid JSON, escapes included: "\u0069d")
+ * is the ASCII key, as cJSON reads it. */
+static bool raw_key_is(const char *s, size_t n, const char *key) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++, k++) {
+    unsigned c = (unsigned char)s[i];
+    if (c == '\\' && i + 1 < n) {
+      char e = s[++i];
+      static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+      const char *at = strchr(from, e);
+      if (e == 'u' && i + 4 < n) {
+        c = 0;
+        for (int d = 1; d <= 4; d++)
+          c = c * 16 + (unsigned)hex_digit(s[i + d]);
+        i += 4;
+      } else if (at && e) {
+        c = (unsigned char)to[at - from];
+      } else {
+        return false;
+      }
+    }
+    if (c >= 0x80 || key[k] == '\0' || (unsigned char)key[k] != c)
+      return false;
+  }
+  return key[k] == '\0';
+}
+
 bool scn_find_raw_member(const char *line, size_t len, const char *key, const char **value,
                          size_t *value_len) {
   size_t klen = strlen(key);
@@ -403,7 +437,9 @@ bool scn_find_raw_member(const char *line, size_t len, const char *key, const ch
   i = skip_ws(line, len, i + 1);
   while (i < len && line[i] == '"') {
     size_t kend = skip_string(line, len, i);
-    bool match = kend - i == klen + 2 && memcmp(line + i + 1, key, klen) == 0;
+    bool match = kend - i == klen + 2 ? memcmp(line + i + 1, key, klen) == 0
+                                      : memchr(line + i + 1, '\\', kend - i - 2) != NULL &&
+                                            raw_key_is(line + i + 1, kend - i - 2, key);
     i = skip_ws(line, len, kend);
     if (i >= len || line[i] != ':')
       return false;

@@ -1055,6 +1055,34 @@ static void test_wire_codes(void) {
   CU_ASSERT_EQUAL(SCN_PROTOCOL, 1);
 }
 
+/* The raw text of a top-level member, found by its key as cJSON reads it (escapes too). */
+static void test_raw_member(void) {
+  static const struct {
+    const char *line, *key, *want; /* want NULL: not found */
+  } cases[] = {
+      {"{\"cmd\":\"ping\",\"id\":1e400}", "id", "1e400"},
+      {"{\"cmd\":\"ping\",\"\\u0069d\":1e400}", "id", "1e400"},
+      {"{\"cmd\":\"ping\",\"\\u0069\\u0064\":[1, 2]}", "id", "[1, 2]"},
+      {"{\"i\\u0064x\":1,\"id\":\"b\"}", "id", "\"b\""},
+      {"{ \"a\" : {\"id\":1} , \"id\" : \"x,y\" }", "id", "\"x,y\""},
+      {"{\"a\":\"\\\"id\\\":2\"}", "id", NULL},
+      {"{\"ID\":1}", "id", NULL},
+      {"{\"\\u0049d\":1}", "id", NULL},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    const char *v = NULL;
+    size_t n = 0;
+    bool found = scn_find_raw_member(cases[i].line, strlen(cases[i].line), cases[i].key, &v, &n);
+    bool good = cases[i].want
+                    ? found && n == strlen(cases[i].want) && memcmp(v, cases[i].want, n) == 0
+                    : !found;
+    if (!good)
+      fprintf(stderr, "\nraw member %s in %s: got %.*s\n", cases[i].key, cases[i].line,
+              found ? (int)n : 6, found ? v : "(none)");
+    CU_ASSERT_TRUE(good);
+  }
+}
+
 int scn_test_register_proto(void) {
   CU_pSuite s = CU_add_suite("proto", NULL, NULL);
   if (!s)
@@ -1074,6 +1102,7 @@ int scn_test_register_proto(void) {
       !CU_add_test(s, "codec: other fields", test_decode_other_fields) ||
       !CU_add_test(s, "codec: transform spec", test_spec) ||
       !CU_add_test(s, "codec: reply encoding", test_reply_encoding) ||
+      !CU_add_test(s, "codec: raw members by key", test_raw_member) ||
       !CU_add_test(s, "buf: JSON strings", test_buf_strings) ||
       !CU_add_test(s, "buf: numbers", test_buf_numbers) ||
       !CU_add_test(s, "buf: JSON value round trip", test_buf_json_value) ||
