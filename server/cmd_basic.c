@@ -111,6 +111,9 @@ int scn_cmd_entity_create(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire
     return scn_fail(err, SCN_W_LIMIT, "field \"count\" is at most %llu", (unsigned long long)max);
   if (scn_get_uint(req, "count", false, 1, max, &count, err) < 0)
     return -1;
+  /* ids have at most 16 digits */
+  if (scn_ctx_output_room(ctx, out->len + 32 + (size_t)count * 17, err) < 0)
+    return -1;
   scn_entity *ids = scn_ids_scratch(ctx->srv, count);
   if (!ids)
     return scn_fail(err, SCN_W_INTERNAL, "out of memory");
@@ -178,8 +181,7 @@ int scn_cmd_save(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *e
   else if (ctx->id)
     scn_buf_add(&id, ctx->id, ctx->id_len);
   scn_buf_addc(&id, '\0');
-  int rc = scn_persist_save_async(ctx->srv, ctx->conn,
-                                  ctx->id_item || ctx->id ? id.data : NULL);
+  int rc = scn_persist_save_async(ctx->srv, ctx->conn, ctx->id_item || ctx->id ? id.data : NULL);
   scn_buf_free(&id);
   if (rc != 0)
     return scn_fail(err, SCN_W_INTERNAL, "cannot start a snapshot");

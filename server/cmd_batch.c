@@ -80,6 +80,10 @@ int scn_cmd_batch(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *
     scn_batch_rollback(srv->scene);
     return scn_fail(err, SCN_W_INTERNAL, "out of memory building the results");
   }
+  if (scn_ctx_output_room(ctx, out->len + results->len + 32, err) < 0) {
+    scn_batch_rollback(srv->scene);
+    return -1;
+  }
   scn_batch_commit(srv->scene);
   scn_reply_key(out, "results");
   scn_buf_addc(out, '[');

@@ -73,6 +73,17 @@ scn_world *scn_ctx_world(scn_ctx *ctx, const cJSON *req, scn_wire_error *err) {
   return w;
 }
 
+int scn_ctx_output_room(scn_ctx *ctx, size_t bytes, scn_wire_error *err) {
+  scn_conn *c = ctx->conn;
+  if (!c || scn_conn_queued(c) + bytes <= ctx->srv->cfg.output_limit)
+    return 0;
+  ctx->over_output = true;
+  return scn_fail(err, SCN_W_LIMIT,
+                  "the response (about %zu bytes) would take this connection's output over "
+                  "output-limit (%llu bytes)",
+                  bytes, (unsigned long long)ctx->srv->cfg.output_limit);
+}
+
 scn_entity *scn_ids_scratch(scn_server *srv, size_t n) {
   if (n == 0)
     n = 1; /* an empty list still needs a valid pointer */
@@ -188,6 +199,11 @@ static int execute(scn_server *srv, scn_conn *c, const char *line, size_t len, s
       rc = scn_run_command(&ctx, cmd, req, reply, &err);
       if (rc == 0 && reply->failed)
         rc = scn_fail(&err, SCN_W_INTERNAL, "out of memory building the reply");
+      /* A read changed nothing, so a response too big for the output limit is simply
+       * refused; commands that change state check before they do (entity.create, batch). */
+      if (rc == 0 && !(cmd->flags & SCN_CMD_MUTATES) && !ctx.deferred)
+        rc = scn_ctx_output_room(&ctx, reply->len, &err);
+      over_output |= ctx.over_output;
       *deferred = rc == 0 && ctx.deferred;
     }
   }

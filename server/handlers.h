@@ -11,17 +11,22 @@ typedef struct scn_ctx {
   scn_server *srv;
   scn_conn *conn;
   scn_world *batch_world; /* set while running the ops of a batch */
-  const char *id;          /* the request's id as raw JSON text (NULL: see id_item) */
+  const char *id;         /* the request's id as raw JSON text (NULL: see id_item) */
   size_t id_len;
-  const cJSON *id_item;    /* the id when it had to be read through cJSON */
-  bool deferred;           /* the handler answers later (save); the connection waits */
-  const char *line;        /* the request as sent, for raw field text (batch op ids) */
+  const cJSON *id_item; /* the id when it had to be read through cJSON */
+  bool deferred;        /* the handler answers later (save); the connection waits */
+  const char *line;     /* the request as sent, for raw field text (batch op ids) */
   size_t line_len;
+  bool over_output; /* refused: the response would take the output over its limit */
 } scn_ctx;
+
+/* Refuses (LIMIT, counted against --output-limit) a response of about bytes that would take
+ * the connection's queued output over --output-limit; 0 when it fits (or on replay). */
+int scn_ctx_output_room(scn_ctx *ctx, size_t bytes, scn_wire_error *err);
 
 typedef int (*scn_handler)(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err);
 
-#define SCN_DECLARE_HANDLER(name_, ident, flags_, required_, optional_, help_)                                \
+#define SCN_DECLARE_HANDLER(name_, ident, flags_, required_, optional_, help_)                     \
   int scn_cmd_##ident(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err);
 SCN_COMMANDS(SCN_DECLARE_HANDLER)
 #undef SCN_DECLARE_HANDLER

@@ -2674,6 +2674,24 @@ static void test_output_limit(void) {
   float m[16];
   CU_ASSERT_TRUE(matrix(&c, "w", t, "local", m));
   CU_ASSERT_TRUE(m[12] == 1 && m[13] == 2 && m[14] == 3);
+  /* One response bigger than the limit is refused as well, and changes nothing. */
+  double ents = info_num(&c, "entities");
+  ERR(&c, "LIMIT", "{\"cmd\":\"entity.create\",\"count\":1000}");
+  CU_ASSERT_EQUAL(info_num(&c, "entities"), ents);
+  sb batch = {0};
+  sb_addf(&batch, "{\"cmd\":\"batch\",\"world\":\"w\",\"ops\":["
+                  "{\"cmd\":\"transform.set_local\",\"entity\":%llu,\"t\":[7,7,7]}", t);
+  for (int i = 0; i < 40; i++)
+    sb_addf(&batch, ",{\"cmd\":\"transform.get\",\"entity\":%llu}", t);
+  sb_addf(&batch, "]}");
+  ERR(&c, "LIMIT", "%s", batch.s);
+  sb_free(&batch);
+  CU_ASSERT_TRUE(matrix(&c, "w", t, "local", m));
+  CU_ASSERT_TRUE(m[12] == 1 && m[13] == 2 && m[14] == 3);
+  for (int i = 0; i < 1500; i++) /* about 6 KB of ids */
+    TF(&c, "w", "\"parent\":%llu", t);
+  ERR(&c, "LIMIT", "{\"cmd\":\"transform.children\",\"world\":\"w\",\"entity\":%llu}", t);
+  OKD(&c, "{\"cmd\":\"entity.create\",\"count\":10}");
   scn_client_close(&c);
   stop_ok(&d);
 }
