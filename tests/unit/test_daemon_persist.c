@@ -1221,6 +1221,15 @@ out:
   end_test(dir);
 }
 
+/* How many transforms the first world listed holds (-1 when there is none). */
+static double first_world_transforms(scn_client *c) {
+  cJSON *r = call_ok(c, "{\"cmd\":\"world.list\"}");
+  const cJSON *w0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "worlds"), 0);
+  double n = w0 ? scn_resp_num(w0, "transforms") : -1;
+  cJSON_Delete(r);
+  return n;
+}
+
 /* Runs scened --data dir (plus more) expecting a refusal naming what: a non-zero exit. */
 static void expect_refused(const char *dir, const char *what, const char *what2) {
   char *text;
@@ -1267,10 +1276,7 @@ static void test_journal_last_record_damaged(void) {
     goto out;
   CU_ASSERT(scn_daemon_log_contains(&d, "damaged"));
   CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-  cJSON *r = call_ok(&c, "{\"cmd\":\"world.list\"}");
-  const cJSON *w0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "worlds"), 0);
-  CU_ASSERT(scn_resp_num(w0, "transforms") == 4);
-  cJSON_Delete(r);
+  CU_ASSERT(first_world_transforms(&c) == 4);
   scn_client_close(&c);
   stop_clean(&d);
 out:
@@ -1312,10 +1318,7 @@ static void test_missing_journal_or_snapshot_tail(void) {
     goto out;
   CU_ASSERT(scn_daemon_log_contains(&d, "missing"));
   CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-  cJSON *r = call_ok(&c, "{\"cmd\":\"world.list\"}");
-  const cJSON *w0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "worlds"), 0);
-  CU_ASSERT(scn_resp_num(w0, "transforms") == 4); /* in the snapshot; the journal was empty */
-  cJSON_Delete(r);
+  CU_ASSERT(first_world_transforms(&c) == 4); /* in the snapshot; the journal was empty */
   scn_client_close(&c);
   stop_clean(&d);
 out:
@@ -1384,10 +1387,7 @@ static void test_sigterm_during_save(void) {
   CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   if (start_on(&d, dir, NULL)) {
     CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-    cJSON *r = call_ok(&c, "{\"cmd\":\"world.list\"}");
-    const cJSON *w0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "worlds"), 0);
-    CU_ASSERT(scn_resp_num(w0, "transforms") == BATCHES * OPS);
-    cJSON_Delete(r);
+    CU_ASSERT(first_world_transforms(&c) == BATCHES * OPS);
     scn_client_close(&c);
     stop_clean(&d);
   }
