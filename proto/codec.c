@@ -168,14 +168,13 @@ cJSON *scn_parse_request(const char *line, size_t len, scn_wire_error *err) {
     scn_fail(err, SCN_W_BAD_JSON, "a request must be a JSON object");
     return NULL;
   }
-  /* The exact string scan only when a control byte or an escaped NUL could be present. */
-  if ((has_control_byte(line, len) ||
-       (memchr(line, '\\', len) && memmem(line, len, "\\u0000", 6))) &&
-      !strings_ok(line, len, err)) {
-    cJSON_Delete(req);
-    return NULL;
-  }
-  if (!numbers_ok(line, len, err)) {
+  /* Numbers first: a request refused for its strings still echoes its id, which must then
+   * be JSON. The exact string scan only when a control byte or an escaped NUL could be
+   * present. */
+  if (!numbers_ok(line, len, err) ||
+      ((has_control_byte(line, len) ||
+        (memchr(line, '\\', len) && memmem(line, len, "\\u0000", 6))) &&
+       !strings_ok(line, len, err))) {
     cJSON_Delete(req);
     return NULL;
   }

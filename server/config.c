@@ -97,9 +97,13 @@ static bool parse_addr(const char *v, scn_addr *a) {
     memmove(a->host, a->host + 1, n - 2);
     a->host[n - 2] = '\0';
   }
-  /* Only numeric addresses are bound; a host name is refused here, before anything starts. */
+  /* Only numeric addresses are bound; a host name is refused here, before anything starts.
+   * An IPv6 zone (fe80::1%eth0) is left to the bind. */
   unsigned char buf[sizeof(struct in6_addr)];
-  if (inet_pton(AF_INET, a->host, buf) != 1 && inet_pton(AF_INET6, a->host, buf) != 1)
+  char plain[sizeof a->host];
+  snprintf(plain, sizeof plain, "%s", a->host);
+  plain[strcspn(plain, "%")] = '\0';
+  if (inet_pton(AF_INET, plain, buf) != 1 && inet_pton(AF_INET6, plain, buf) != 1)
     return false;
   a->port = (int)port;
   a->off = false;
@@ -319,8 +323,16 @@ static const char *config_path(int argc, char **argv) {
 
 scn_config_result scn_config_load(scn_config *c, int argc, char **argv, char *err, size_t errlen) {
   memset(c, 0, sizeof *c);
-  /* --help and --version answer whatever the rest of the configuration says. */
+  /* --help and --version answer whatever the rest of the configuration says (a flag's
+   * value that happens to read "-h" is not one of them). */
   for (int i = 1; i < argc; i++) {
+    if (strncmp(argv[i], "--", 2) == 0 && !strchr(argv[i], '=')) {
+      const setting *s = find_setting(argv[i] + 2);
+      if ((s && s->kind != K_BOOL) || strcmp(argv[i], "--config") == 0) {
+        i++;
+        continue;
+      }
+    }
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       print_help();
       return SCN_CONFIG_EXIT_OK;

@@ -200,8 +200,9 @@ static int execute(scn_server *srv, scn_conn *c, const char *line, size_t len, s
       if (rc == 0 && reply->failed)
         rc = scn_fail(&err, SCN_W_INTERNAL, "out of memory building the reply");
       /* A read changed nothing, so a response too big for the output limit is simply
-       * refused; commands that change state check before they do (entity.create, batch). */
-      if (rc == 0 && !(cmd->flags & SCN_CMD_MUTATES) && !ctx.deferred)
+       * refused; commands with large responses that change state check before they do
+       * (entity.create, batch); the others answer in a few bytes. */
+      if (rc == 0 && (cmd->flags & SCN_CMD_READ))
         rc = scn_ctx_output_room(&ctx, reply->len, &err);
       over_output |= ctx.over_output;
       *deferred = rc == 0 && ctx.deferred;

@@ -27,15 +27,20 @@ static bool intact(const unsigned char *data, size_t size, size_t off, uint32_t 
   return true;
 }
 
-/* A record at off that the file ends inside of: less than a header left, or a header whose
- * length runs past the end. Only such a record can be a write cut short; a complete one that
- * fails its checksum is damage. */
+/* A record at off that a crash cut short: less than a header left, a header whose length
+ * runs past the end, or nothing but zero bytes to the end (space the file system allocated
+ * before the data reached it). A complete record that fails its checksum is damage. */
 static bool cut_short(const unsigned char *data, size_t size, size_t off) {
   if (size - off < SCN_JOURNAL_HEADER)
     return true;
   uint32_t head[3];
   memcpy(head, data + off, sizeof head);
-  return head[0] == SCN_JOURNAL_MAGIC && head[1] > size - off - SCN_JOURNAL_HEADER;
+  if (head[0] == SCN_JOURNAL_MAGIC && head[1] > size - off - SCN_JOURNAL_HEADER)
+    return true;
+  for (size_t i = off; i < size; i++)
+    if (data[i])
+      return false;
+  return true;
 }
 
 /* Whether some intact record starts after off: damage followed by good data is not a torn
@@ -108,6 +113,8 @@ int scn_journal_replay(const char *path, bool recover, scn_replay_fn fn, void *u
     }
     scan->skipped_bytes += next - off;
     scan->skipped_records++;
+    if (next == size)
+      scan->damaged_tail = true;
     off = next;
   }
   free(data);

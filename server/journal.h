@@ -17,12 +17,13 @@ void scn_journal_encode(scn_buf *buf, const char *line, size_t len);
 typedef bool (*scn_replay_fn)(void *ud, const char *line, size_t len);
 
 typedef struct scn_journal_scan {
-  uint64_t records;     /* handed to the callback */
-  uint64_t valid_end;   /* offset after the last good record */
-  bool torn;            /* the last record was incomplete: dropped */
+  uint64_t records;   /* handed to the callback */
+  uint64_t valid_end; /* offset after the last good record */
+  bool torn;          /* the last record was incomplete: dropped */
   uint64_t torn_at;
   uint64_t skipped_bytes; /* with recover: damaged bytes passed over */
   uint64_t skipped_records;
+  bool damaged_tail; /* with recover: the damage ran to the end (cut at valid_end) */
 } scn_journal_scan;
 
 /* Reads path and hands every record to fn in order. A torn last record is reported in scan

@@ -53,7 +53,11 @@ static void on_signal(uv_signal_t *h, int signum) {
 /* SIGTERM or SIGINT before the loop handles signals: remembered, acted on once loaded. */
 static volatile sig_atomic_t stop_while_loading;
 
-static void on_early_signal(int signum) { stop_while_loading = signum; }
+static void on_early_signal(int signum) {
+  if (stop_while_loading)
+    _exit(1); /* asked twice: as on the loop, stop now */
+  stop_while_loading = signum;
+}
 
 static void catch_stop_while_loading(void) {
   struct sigaction sa;

@@ -182,7 +182,7 @@ int scn_persist_open(scn_server *srv) {
   size_t n = list_journals(gens, 4096);
   /* A snapshot is written only after the journal it continues in exists (even empty), so
    * without that journal the changes after the snapshot are gone. */
-  if (loaded > 0 && !info.damaged) {
+  if (loaded > 0 && !info.damaged && info.journal_created) {
     char path[4200];
     journal_path(info.journal_gen, path, sizeof path);
     if (access(path, F_OK) != 0) {
@@ -232,6 +232,9 @@ int scn_persist_open(scn_server *srv) {
     if (scan.skipped_records)
       scn_log(SCN_LOG_ERROR, "recover: skipped damaged journal data", "path=%s bytes=%llu", path,
               (unsigned long long)scan.skipped_bytes);
+    /* cut, so that new records do not follow the damage */
+    if (scan.damaged_tail && truncate(path, (off_t)scan.valid_end) != 0)
+      scn_log(SCN_LOG_WARN, "journal: cannot truncate", "path=%s", path);
     if (scan.torn) {
       if (i + 1 < n && !cfg->recover) {
         fprintf(stderr,

@@ -302,12 +302,14 @@ int scn_snapshot_load(scn_scene *scene, const char *dir, bool recover, scn_snaps
   int result = 1;
   if (fread(header, 1, sizeof header, f) != sizeof header || memcmp(header, MAGIC, 8) != 0) {
     fail_at(r, 0, "not a scened snapshot (bad header)");
-  } else if (memcpy(&version, header + 8, 4), version != SCN_SNAPSHOT_VERSION) {
+  } else if (memcpy(&version, header + 8, 4),
+             version < SCN_SNAPSHOT_VERSION_OLDEST || version > SCN_SNAPSHOT_VERSION) {
     fail_at(r, 8, "unsupported snapshot version");
   } else if (memcpy(&hcrc, header + 12, 4), hcrc != header_crc(header)) {
     fail_at(r, 0, "checksum mismatch in the header");
   } else {
     memcpy(&info->journal_gen, header + 16, 8);
+    info->journal_created = version >= 2;
     memcpy(&r->body_left, header + 24, 8);
     r->file_pos = HEADER_BYTES;
     r->block_start = HEADER_BYTES;

@@ -13,7 +13,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define SCN_SNAPSHOT_VERSION 1
+/* Version 2 has the layout of version 1 and promises that the journal of the generation it
+ * names was created before it (version 1's final snapshot did not), so only a version 2
+ * snapshot without that journal means lost data. Both are read. */
+#define SCN_SNAPSHOT_VERSION 2
+#define SCN_SNAPSHOT_VERSION_OLDEST 1
 
 /* Writes scene to path via a temporary file: written, fsynced, renamed, directory fsynced.
  * Returns 0 and the file size, or -1 with a message in err. */
@@ -24,7 +28,8 @@ typedef struct scn_snapshot_info {
   uint64_t journal_gen;
   uint64_t bytes;
   uint64_t worlds, transforms;
-  bool damaged;       /* with recover: data past damaged_at was dropped */
+  bool journal_created; /* the journal of journal_gen existed before the snapshot (version 2) */
+  bool damaged;         /* with recover: data past damaged_at was dropped */
   uint64_t damaged_at;
 } scn_snapshot_info;
 

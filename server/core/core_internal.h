@@ -26,6 +26,7 @@ typedef struct scn__name {
 /* A world matrix as it was before a flush inside the open tick first changed it. */
 typedef struct scn__revert {
   scn_entity entity;
+  uint32_t instance; /* where it was; looked up by entity if that moved */
   uint32_t stamp;
   float world[16];
 } scn__revert;
@@ -76,7 +77,8 @@ typedef struct scn__tm {
   bool track_reverts; /* log reverts (scn_world_track_reverts) */
   bool closing;       /* the flush of scn_world_close_tick is running */
   bool removed_in_tick;
-  scn__vec reverts; /* scn__revert, at most one per instance changed in the open tick */
+  bool reverts_full; /* more changed in the tick than the log keeps: none restored */
+  scn__vec reverts;  /* scn__revert, at most one per instance changed in the open tick */
 
   scn_world_stats stats;
 } scn__tm;

@@ -281,11 +281,21 @@ void scn_world_flush(scn_world *w) { scn__tm_flush(&w->tm); }
 
 uint64_t scn_world_tick(const scn_world *w) { return w->tm.tick; }
 
+/* Reverts are kept for at most this many matrices a tick: a read in the middle of a tick
+ * that moves more (a whole big world) costs no more than that, at worst a resend. */
+#define REVERTS_MAX 4096
+
 void scn__tm_note_revert(scn__tm *tm, uint32_t i) {
-  if (scn__vec_reserve(&tm->reverts, sizeof(scn__revert), tm->reverts.len + 1) != SCN_OK)
+  if (tm->reverts_full)
     return;
+  if (tm->reverts.len == REVERTS_MAX ||
+      scn__vec_reserve(&tm->reverts, sizeof(scn__revert), tm->reverts.len + 1) != SCN_OK) {
+    tm->reverts_full = true;
+    return;
+  }
   scn__revert *r = &SCN_VEC_AT(tm->reverts, scn__revert, tm->reverts.len++);
   r->entity = tm->entity[i];
+  r->instance = i;
   r->stamp = tm->changed[i];
   memcpy(r->world, tm->world[i], sizeof r->world);
 }
@@ -295,21 +305,25 @@ void scn__tm_note_revert(scn__tm *tm, uint32_t i) {
  * entity's transform may then be a new one (conservative: at worst a resend). */
 static void settle_reverts(scn__tm *tm) {
   const uint32_t now = scn__tm_stamp(tm);
-  for (size_t k = 0; k < tm->reverts.len && !tm->removed_in_tick; k++) {
+  for (size_t k = 0; k < tm->reverts.len && !tm->removed_in_tick && !tm->reverts_full; k++) {
     const scn__revert *r = &SCN_VEC_AT(tm->reverts, scn__revert, k);
-    uint32_t i = scn__tm_lookup(tm, r->entity);
+    uint32_t i = r->instance;
+    if (i >= tm->n || tm->entity[i] != r->entity)
+      i = scn__tm_lookup(tm, r->entity); /* the arrays were re-sorted meanwhile */
     if (i != SCN_NIL && tm->changed[i] == now &&
         memcmp(tm->world[i], r->world, sizeof r->world) == 0)
       tm->changed[i] = r->stamp;
   }
   tm->reverts.len = 0;
-  tm->removed_in_tick = false;
+  tm->removed_in_tick = tm->reverts_full = false;
 }
 
 void scn_world_track_reverts(scn_world *w, bool on) {
   w->tm.track_reverts = on;
-  if (!on)
-    w->tm.reverts.len = 0;
+  if (!on) {
+    scn__vec_free(&w->tm.reverts);
+    w->tm.reverts_full = false;
+  }
 }
 
 uint64_t scn_world_close_tick(scn_world *w) {

@@ -359,7 +359,7 @@ static void test_parse_request(void) {
       "{\"cmd\":\"ping\",\"id\":-.5}",    "{\"cmd\":\"ping\",\"id\":-01}",
       "{\"cmd\":\"ping\",\"id\":00}",     "{\"cmd\":\"ping\",\"id\":1.e5}",
       "{\"cmd\":\"ping\",\"id\":[1,02]}", "{\"cmd\":\"ping\",\"a\":{\"b\":[0.5,1.]}}",
-      "{\"a\":01.5,\"cmd\":\"ping\"}"};
+      "{\"a\":01.5,\"cmd\":\"ping\"}",    "{\"cmd\":\"ping\",\"id\":01,\"s\":\"\\u0000\"}"};
   for (size_t i = 0; i < sizeof bad_numbers / sizeof *bad_numbers; i++)
     expect_parse_fails(bad_numbers[i], strlen(bad_numbers[i]), SCN_W_BAD_JSON);
   /* Valid numbers of every shape, and number-like text inside strings, still parse. */
