@@ -2812,7 +2812,7 @@ static void test_command_line(void) {
       {"-x", NULL, NULL},              {"--output-limit", "lots", NULL},
       {"--listen", "localhost:0", NULL}, {"--http", "localhost:0", NULL},
       {"--auth-token", "", NULL},      {"--data", "/dev/null", NULL},
-      {"--data", "/dev/null/sub", NULL},
+      {"--data", "/dev/null/sub", NULL}, {"--auth-token", "-h", "--bogus"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     const char *args[8] = {"--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"};
