@@ -1,5 +1,6 @@
 /* Unit tests of atomic batches: each kind of mutation inside a batch, rolled back, leaves the
  * scene exactly as an untouched twin built the same way; commit keeps the changes. */
+#include "core_fixtures.h"
 #include "scn_core.h"
 
 #include <CUnit/CUnit.h>
@@ -7,21 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OK(x) CU_ASSERT_EQUAL_FATAL((x), SCN_OK)
-
-static const float IDENTITY[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
-
 static void trs(float m[16], float tx, float ty, float tz, float qx, float qy, float qz, float qw,
                 float s) {
   const float t[3] = {tx, ty, tz}, q[4] = {qx, qy, qz, qw}, sc[3] = {s, s * 1.25f, s};
   CU_ASSERT_EQUAL_FATAL(scn_compose_trs(t, q, sc, m), SCN_OK);
-}
-
-static scn_transform_info get(scn_world *w, scn_entity e) {
-  scn_transform_info info;
-  memset(&info, 0, sizeof info);
-  CU_ASSERT_EQUAL_FATAL(scn_transform_get(w, e, &info), SCN_OK);
-  return info;
 }
 
 /* ---- fixture: a scene with two worlds, built the same way every time ---------------------- */

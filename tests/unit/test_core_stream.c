@@ -1,40 +1,12 @@
 /* Unit tests of what streaming is built on: ticks, change listing (whole world and subtree),
  * subtree membership, the structural event log, and propagation statistics. */
+#include "core_fixtures.h"
 #include "scn_core.h"
 
 #include <CUnit/CUnit.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define OK(x) CU_ASSERT_EQUAL_FATAL((x), SCN_OK)
-
-static const float IDENTITY[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
-
-static void mat_t(float m[16], float x, float y, float z) {
-  memcpy(m, IDENTITY, sizeof IDENTITY);
-  m[12] = x, m[13] = y, m[14] = z;
-}
-
-static scn_entity ent(scn_scene *s) {
-  scn_entity e = SCN_ENTITY_NONE;
-  CU_ASSERT_EQUAL_FATAL(scn_entity_create(s, 1, &e), SCN_OK);
-  return e;
-}
-
-static scn_entity mk(scn_world *w, scn_scene *s, scn_entity parent, const char *name,
-                     const float *local) {
-  scn_entity e = ent(s);
-  CU_ASSERT_EQUAL_FATAL(scn_transform_create(w, e, parent, name, local), SCN_OK);
-  return e;
-}
-
-static scn_transform_info get(scn_world *w, scn_entity e) {
-  scn_transform_info info;
-  memset(&info, 0, sizeof info);
-  CU_ASSERT_EQUAL_FATAL(scn_transform_get(w, e, &info), SCN_OK);
-  return info;
-}
 
 /* ---- visiting ----------------------------------------------------------------------------- */
 

@@ -1,5 +1,6 @@
 /* Unit tests of worlds and the transform manager: every operation and error path, swap-erase
  * integrity against a model, propagation, long chains and relayout. */
+#include "core_fixtures.h"
 #include "scn_core.h"
 
 #include <CUnit/CUnit.h>
@@ -8,16 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OK(x) CU_ASSERT_EQUAL_FATAL((x), SCN_OK)
-
-static const float IDENTITY[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
-
 /* ---- utilities ---------------------------------------------------------------------------- */
-
-static void mat_t(float m[16], float x, float y, float z) {
-  memcpy(m, IDENTITY, sizeof IDENTITY);
-  m[12] = x, m[13] = y, m[14] = z;
-}
 
 /* translation * uniform scale */
 static void mat_ts(float m[16], float x, float y, float z, float s) {
@@ -73,27 +65,6 @@ static bool mat_near(const float a[16], const float b[16], float tol) {
       return false;
   }
   return true;
-}
-
-static scn_entity ent(scn_scene *s) {
-  scn_entity e = SCN_ENTITY_NONE;
-  CU_ASSERT_EQUAL_FATAL(scn_entity_create(s, 1, &e), SCN_OK);
-  return e;
-}
-
-/* A new entity with a transform in w. */
-static scn_entity mk(scn_world *w, scn_scene *s, scn_entity parent, const char *name,
-                     const float *local) {
-  scn_entity e = ent(s);
-  CU_ASSERT_EQUAL_FATAL(scn_transform_create(w, e, parent, name, local), SCN_OK);
-  return e;
-}
-
-static scn_transform_info get(scn_world *w, scn_entity e) {
-  scn_transform_info info;
-  memset(&info, 0, sizeof info);
-  CU_ASSERT_EQUAL_FATAL(scn_transform_get(w, e, &info), SCN_OK);
-  return info;
 }
 
 typedef struct elist {
