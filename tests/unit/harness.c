@@ -15,6 +15,51 @@
 #include <time.h>
 #include <unistd.h>
 
+void text_add(text *t, const void *data, size_t n) {
+  if (t->len + n + 1 > t->cap) {
+    size_t cap = t->cap ? t->cap : 256;
+    while (cap < t->len + n + 1)
+      cap *= 2;
+    char *p = realloc(t->s, cap);
+    if (!p)
+      abort();
+    t->s = p;
+    t->cap = cap;
+  }
+  memcpy(t->s + t->len, data, n);
+  t->len += n;
+  t->s[t->len] = '\0';
+}
+
+void text_vaddf(text *t, const char *fmt, va_list ap) {
+  va_list copy;
+  va_copy(copy, ap);
+  int n = vsnprintf(NULL, 0, fmt, copy);
+  va_end(copy);
+  if (n < 0)
+    abort();
+  char *tmp = malloc((size_t)n + 1);
+  if (!tmp)
+    abort();
+  vsnprintf(tmp, (size_t)n + 1, fmt, ap);
+  text_add(t, tmp, (size_t)n);
+  free(tmp);
+}
+
+void text_addf(text *t, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  text_vaddf(t, fmt, ap);
+  va_end(ap);
+}
+
+const char *text_str(const text *t) { return t->s ? t->s : ""; }
+
+void text_free(text *t) {
+  free(t->s);
+  *t = (text){0};
+}
+
 long scn_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -63,8 +108,7 @@ int scn_daemon_start(scn_daemon *d, const char *const *args) {
   if (!bin)
     bin = "build/scened";
   static int serial;
-  snprintf(d->log_path, sizeof d->log_path, "/tmp/scened-test-%d-%d.log", (int)getpid(),
-           ++serial);
+  snprintf(d->log_path, sizeof d->log_path, "/tmp/scened-test-%d-%d.log", (int)getpid(), ++serial);
   /* Both ports ephemeral, so test daemons never collide with each other or a running one. */
   const char *argv[64] = {bin, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"};
   int argc = 5;
@@ -103,8 +147,7 @@ int scn_daemon_start(scn_daemon *d, const char *const *args) {
     free(log);
     int status;
     if (waitpid(pid, &status, WNOHANG) == pid) {
-      fprintf(stderr, "scened exited before listening (status %d); log %s\n", status,
-              d->log_path);
+      fprintf(stderr, "scened exited before listening (status %d); log %s\n", status, d->log_path);
       d->pid = 0;
       return -1;
     }
@@ -275,7 +318,9 @@ bool scn_client_closed(scn_client *c, int timeout_ms) {
   }
 }
 
-bool scn_resp_ok(const cJSON *r) { return r && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok")); }
+bool scn_resp_ok(const cJSON *r) {
+  return r && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok"));
+}
 
 const char *scn_resp_code(const cJSON *r) {
   const cJSON *e = r ? cJSON_GetObjectItemCaseSensitive(r, "error") : NULL;

@@ -4,9 +4,23 @@
 #define SCN_TEST_HARNESS_H
 
 #include <cjson/cJSON.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+
+/* A growable string for building requests and collecting output; s is NUL-terminated once
+ * anything was added. Out of memory aborts the test run. */
+typedef struct text {
+  char *s;
+  size_t len, cap;
+} text;
+void text_add(text *t, const void *data, size_t n);
+void text_vaddf(text *t, const char *fmt, va_list ap);
+void text_addf(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The contents, "" while empty. */
+const char *text_str(const text *t);
+void text_free(text *t);
 
 /* Monotonic milliseconds, and a sleep of that many, for the suites' deadlines. */
 long scn_now_ms(void);
@@ -19,8 +33,8 @@ typedef struct scn_daemon {
   char log_path[256]; /* the daemon's stderr */
 } scn_daemon;
 
-/* Starts scened with --listen 127.0.0.1:0 --http 127.0.0.1:0 plus args (NULL-terminated, may be NULL) and waits
- * for its "listening on" line. Returns 0, or -1 (with a message on stderr). */
+/* Starts scened with --listen 127.0.0.1:0 --http 127.0.0.1:0 plus args (NULL-terminated, may be
+ * NULL) and waits for its "listening on" line. Returns 0, or -1 (with a message on stderr). */
 int scn_daemon_start(scn_daemon *d, const char *const *args);
 /* Sends sig (0: SIGTERM) and waits up to timeout_ms; returns the exit status as from
  * waitpid, or -1 if it had to be killed. */

@@ -38,59 +38,6 @@ static void report(const char *what, const char *text) {
   fprintf(stderr, "\n  %s: %.600s\n", what, text ? text : "(nothing)");
 }
 
-/* ---- growable text ---------------------------------------------------------------------- */
-
-typedef struct text {
-  char *s;
-  size_t len, cap;
-} text;
-
-static void text_add(text *t, const char *p, size_t n) {
-  if (t->len + n + 1 > t->cap) {
-    size_t cap = t->cap ? t->cap : 4096;
-    while (cap < t->len + n + 1)
-      cap *= 2;
-    char *q = realloc(t->s, cap);
-    if (!q)
-      return;
-    t->s = q;
-    t->cap = cap;
-  }
-  memcpy(t->s + t->len, p, n);
-  t->len += n;
-  t->s[t->len] = '\0';
-}
-
-static void text_addf(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void text_addf(text *t, const char *fmt, ...) {
-  char small[512];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(small, sizeof small, fmt, ap);
-  va_end(ap);
-  if (n < 0)
-    return;
-  if ((size_t)n < sizeof small) {
-    text_add(t, small, (size_t)n);
-    return;
-  }
-  char *big = malloc((size_t)n + 1);
-  if (!big)
-    return;
-  va_start(ap, fmt);
-  vsnprintf(big, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  text_add(t, big, (size_t)n);
-  free(big);
-}
-
-static const char *text_str(const text *t) { return t->s ? t->s : ""; }
-
-static void text_free(text *t) {
-  free(t->s);
-  *t = (text){0};
-}
-
 /* Lines of s (each ended by '\n'), parsed as JSON, in an array (NULL items become JSON null). */
 static cJSON *json_lines(const char *s, int *count, bool *all_terminated) {
   cJSON *arr = cJSON_CreateArray();

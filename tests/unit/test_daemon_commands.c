@@ -47,62 +47,12 @@ static bool check_at(bool cond, int line, const char *what, const cJSON *r) {
 }
 #define CHECK(cond, r) check_at((cond), __LINE__, #cond, (r))
 
-/* ---- a growable string --------------------------------------------------------------------- */
-
-typedef struct sb {
-  char *s;
-  size_t len, cap;
-} sb;
-
-static void sb_add(sb *b, const void *data, size_t n) {
-  if (b->len + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + n + 1)
-      cap *= 2;
-    char *p = realloc(b->s, cap);
-    if (!p)
-      abort();
-    b->s = p;
-    b->cap = cap;
-  }
-  memcpy(b->s + b->len, data, n);
-  b->len += n;
-  b->s[b->len] = '\0';
-}
-
-static void sb_vaddf(sb *b, const char *fmt, va_list ap) {
-  va_list copy;
-  va_copy(copy, ap);
-  int n = vsnprintf(NULL, 0, fmt, copy);
-  va_end(copy);
-  if (n < 0)
-    abort();
-  char *tmp = malloc((size_t)n + 1);
-  if (!tmp)
-    abort();
-  vsnprintf(tmp, (size_t)n + 1, fmt, ap);
-  sb_add(b, tmp, (size_t)n);
-  free(tmp);
-}
-
-static void sb_addf(sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_addf(sb *b, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  sb_vaddf(b, fmt, ap);
-  va_end(ap);
-}
-
-static void sb_free(sb *b) {
-  free(b->s);
-  memset(b, 0, sizeof *b);
-}
 
 /* ---- requests -------------------------------------------------------------------------------- */
 
 static cJSON *vcall(scn_client *c, char **line_out, const char *fmt, va_list ap) {
-  sb line = {0};
-  sb_vaddf(&line, fmt, ap);
+  text line = {0};
+  text_vaddf(&line, fmt, ap);
   cJSON *r = scn_client_call(c, "%s", line.s);
   *line_out = line.s;
   return r;
@@ -257,14 +207,14 @@ static void new_world(scn_client *c, const char *name) {
 static uint64_t tf_at(int at, scn_client *c, const char *world, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static uint64_t tf_at(int at, scn_client *c, const char *world, const char *fmt, ...) {
-  sb extra = {0};
+  text extra = {0};
   va_list ap;
   va_start(ap, fmt);
-  sb_vaddf(&extra, fmt, ap);
+  text_vaddf(&extra, fmt, ap);
   va_end(ap);
   cJSON *r = ok_at(at, c, "{\"cmd\":\"transform.create\",\"world\":\"%s\"%s%s}", world,
                    extra.len ? "," : "", extra.len ? extra.s : "");
-  sb_free(&extra);
+  text_free(&extra);
   uint64_t e = u64(r, "entity");
   CU_assertImplementation(e ? CU_TRUE : CU_FALSE, (unsigned)at, "an entity id", __FILE__, "",
                           CU_FALSE);
@@ -343,26 +293,26 @@ static int listed_transforms(scn_client *c, const char *world) {
 /* Everything observable about a world and some entities, as text: world.list, the counts of
  * info, and get and children of each id (errors included). */
 static char *snapshot(scn_client *c, const char *world, const uint64_t *ids, int n) {
-  sb b = {0};
+  text b = {0};
   cJSON *r = scn_client_call(c, "{\"cmd\":\"world.list\"}");
   char *s = r ? cJSON_PrintUnformatted(r) : NULL;
-  sb_addf(&b, "%s\n", s ? s : "-");
+  text_addf(&b, "%s\n", s ? s : "-");
   free(s);
   cJSON_Delete(r);
   r = scn_client_call(c, "{\"cmd\":\"info\"}");
-  sb_addf(&b, "worlds %g entities %g transforms %g\n", num(r, "worlds"), num(r, "entities"),
+  text_addf(&b, "worlds %g entities %g transforms %g\n", num(r, "worlds"), num(r, "entities"),
           num(r, "transforms"));
   cJSON_Delete(r);
   for (int i = 0; i < n; i++) {
     r = get_tf(c, world, ids[i]);
     s = r ? cJSON_PrintUnformatted(r) : NULL;
-    sb_addf(&b, "%s\n", s ? s : "-");
+    text_addf(&b, "%s\n", s ? s : "-");
     free(s);
     cJSON_Delete(r);
     r = scn_client_call(c, "{\"cmd\":\"transform.children\",\"world\":\"%s\",\"entity\":%llu}",
                         world, (unsigned long long)ids[i]);
     s = r ? cJSON_PrintUnformatted(r) : NULL;
-    sb_addf(&b, "%s\n", s ? s : "-");
+    text_addf(&b, "%s\n", s ? s : "-");
     free(s);
     cJSON_Delete(r);
   }
@@ -1056,16 +1006,16 @@ static void test_get_roundtrip(void) {
                                        "0.333333333333333", "1e-7", "123456.789", "16777217",
                                        "3.4e38", "-2.5",      "1e-40",    "0.7",
                                        "1e-3",   "-1234.5678", "98765.4321", "1"};
-  sb req = {0};
-  sb_addf(&req, "{\"cmd\":\"transform.set_local\",\"world\":\"gr\",\"entity\":%llu,\"matrix\":[",
+  text req = {0};
+  text_addf(&req, "{\"cmd\":\"transform.set_local\",\"world\":\"gr\",\"entity\":%llu,\"matrix\":[",
           (unsigned long long)e);
   for (int i = 0; i < 16; i++)
-    sb_addf(&req, "%s%s", i ? "," : "", vals[i]);
-  sb_addf(&req, "]}");
+    text_addf(&req, "%s%s", i ? "," : "", vals[i]);
+  text_addf(&req, "]}");
   cJSON *r = scn_client_call(&c, "%s", req.s);
   CHECK(scn_resp_ok(r), r);
   cJSON_Delete(r);
-  sb_free(&req);
+  text_free(&req);
 
   char getline_[128];
   snprintf(getline_, sizeof getline_, "{\"cmd\":\"transform.get\",\"world\":\"gr\",\"entity\":%llu}",
@@ -1725,25 +1675,25 @@ static void test_pipelining(void) {
     return;
   new_world(&c, "pl");
   unsigned long long e = TF0(&c, "pl");
-  sb all = {0};
+  text all = {0};
   for (int i = 0; i < PIPELINED; i++) {
     switch (i % 4) {
-    case 0: sb_addf(&all, "{\"cmd\":\"ping\",\"id\":%d}\n", i); break;
+    case 0: text_addf(&all, "{\"cmd\":\"ping\",\"id\":%d}\n", i); break;
     case 1:
-      sb_addf(&all,
+      text_addf(&all,
               "{\"cmd\":\"transform.set_local\",\"world\":\"pl\",\"entity\":%llu,\"t\":[%d,0,0],"
               "\"id\":%d}\n",
               e, i, i);
       break;
     case 2:
-      sb_addf(&all, "{\"id\":%d,\"cmd\":\"transform.get\",\"world\":\"pl\",\"entity\":%llu}\n", i, e);
+      text_addf(&all, "{\"id\":%d,\"cmd\":\"transform.get\",\"world\":\"pl\",\"entity\":%llu}\n", i, e);
       break;
-    default: sb_addf(&all, "{\"cmd\":\"nope\",\"id\":%d}\n", i); break;
+    default: text_addf(&all, "{\"cmd\":\"nope\",\"id\":%d}\n", i); break;
     }
   }
   long t0 = scn_now_ms();
   CU_ASSERT_EQUAL(scn_client_send_raw(&c, all.s, all.len), 0);
-  sb_free(&all);
+  text_free(&all);
   int got = 0, wrong = 0;
   for (int i = 0; i < PIPELINED; i++) {
     cJSON *r = scn_client_recv_json(&c, WAIT_MS);
@@ -2024,17 +1974,17 @@ static bool is_spec_key(const char *k) {
 static void m_fields(mlist *l, const char *cmd, const kv *base, int nbase, const char *key,
                      const char *const *bad, int nbad) {
   for (int i = 0; i < nbad; i++) {
-    sb b = {0};
+    text b = {0};
     int id = 100000 + l->n;
-    sb_addf(&b, "{\"cmd\":\"%s\",\"id\":%d", cmd, id);
+    text_addf(&b, "{\"cmd\":\"%s\",\"id\":%d", cmd, id);
     for (int k = 0; k < nbase; k++) {
       if (!strcmp(base[k].key, key) || (is_spec_key(key) && is_spec_key(base[k].key)))
         continue;
-      sb_addf(&b, ",\"%s\":%s", base[k].key, base[k].val);
+      text_addf(&b, ",\"%s\":%s", base[k].key, base[k].val);
     }
-    sb_addf(&b, ",\"%s\":%s}", key, bad[i]);
+    text_addf(&b, ",\"%s\":%s}", key, bad[i]);
     m_add(l, "BAD_REQUEST", id, b.s, b.len);
-    sb_free(&b);
+    text_free(&b);
   }
 }
 
@@ -2178,9 +2128,9 @@ static void build_malformed(mlist *l, uint64_t a, uint64_t b, uint64_t n) {
     for (const char *p = req; *p;) {
       const char *comma = strchr(p, ',');
       size_t len = comma ? (size_t)(comma - p) : strlen(p);
-      sb line = {0};
+      text line = {0};
       int id = 100000 + l->n;
-      sb_addf(&line, "{\"cmd\":\"%s\",\"id\":%d", scn_commands[i].name, id);
+      text_addf(&line, "{\"cmd\":\"%s\",\"id\":%d", scn_commands[i].name, id);
       for (const char *q = req; *q;) {
         const char *qc = strchr(q, ',');
         size_t qlen = qc ? (size_t)(qc - q) : strlen(q);
@@ -2194,13 +2144,13 @@ static void build_malformed(mlist *l, uint64_t a, uint64_t b, uint64_t n) {
             v = "\"zz\"";
           else if (qlen == 3 && !strncmp(q, "ops", 3))
             v = "[]";
-          sb_addf(&line, ",\"%.*s\":%s", (int)qlen, q, v);
+          text_addf(&line, ",\"%.*s\":%s", (int)qlen, q, v);
         }
         q += qlen + (qc ? 1 : 0);
       }
-      sb_addf(&line, "}");
+      text_addf(&line, "}");
       m_add(l, "BAD_REQUEST", id, line.s, line.len);
-      sb_free(&line);
+      text_free(&line);
       p += len + (comma ? 1 : 0);
     }
   }
@@ -2267,28 +2217,28 @@ static void build_malformed(mlist *l, uint64_t a, uint64_t b, uint64_t n) {
   m_add(l, "BAD_JSON", -1, "\0", 1);
   /* Very deep nesting: unclosed, and closed inside a request. */
   {
-    sb deep = {0};
+    text deep = {0};
     for (int i = 0; i < 100000; i++)
-      sb_add(&deep, "[", 1);
+      text_add(&deep, "[", 1);
     m_add(l, "BAD_JSON", -1, deep.s, deep.len);
     deep.len = 0;
-    sb_addf(&deep, "{\"cmd\":\"ping\",\"id\":");
+    text_addf(&deep, "{\"cmd\":\"ping\",\"id\":");
     for (int i = 0; i < 5000; i++)
-      sb_add(&deep, "[", 1);
+      text_add(&deep, "[", 1);
     for (int i = 0; i < 5000; i++)
-      sb_add(&deep, "]", 1);
-    sb_addf(&deep, "}");
+      text_add(&deep, "]", 1);
+    text_addf(&deep, "}");
     m_add(l, "BAD_JSON|LIMIT|BAD_REQUEST", -1, deep.s, deep.len);
     deep.len = 0;
-    sb_addf(&deep, "{\"cmd\":\"ping\",\"x\":");
+    text_addf(&deep, "{\"cmd\":\"ping\",\"x\":");
     for (int i = 0; i < 5000; i++)
-      sb_addf(&deep, "{\"a\":");
-    sb_addf(&deep, "1");
+      text_addf(&deep, "{\"a\":");
+    text_addf(&deep, "1");
     for (int i = 0; i < 5000; i++)
-      sb_add(&deep, "}", 1);
-    sb_addf(&deep, "}");
+      text_add(&deep, "}", 1);
+    text_addf(&deep, "}");
     m_add(l, "BAD_JSON|LIMIT|BAD_REQUEST", -1, deep.s, deep.len);
-    sb_free(&deep);
+    text_free(&deep);
   }
 }
 
@@ -2306,13 +2256,13 @@ static void test_malformed_lines(void) {
   mlist l = {0};
   build_malformed(&l, a, b, n);
   CU_ASSERT_TRUE(l.n >= 150);
-  sb all = {0};
+  text all = {0};
   for (int i = 0; i < l.n; i++) {
-    sb_add(&all, l.v[i].line, l.v[i].len);
-    sb_add(&all, "\n", 1);
+    text_add(&all, l.v[i].line, l.v[i].len);
+    text_add(&all, "\n", 1);
   }
   CU_ASSERT_EQUAL(scn_client_send_raw(&c, all.s, all.len), 0);
-  sb_free(&all);
+  text_free(&all);
   int wrong = 0, got = 0;
   for (int i = 0; i < l.n; i++) {
     cJSON *r = scn_client_recv_json(&c, WAIT_MS);
@@ -2389,12 +2339,12 @@ static void test_vanishing_clients(void) {
   }
   /* Gone with many replies pending (never read). */
   if (connect_to(&v, dmain.port)) {
-    sb many = {0};
+    text many = {0};
     for (int i = 0; i < 20000; i++)
-      sb_addf(&many, "{\"cmd\":\"transform.get\",\"world\":\"van\",\"entity\":%llu,\"id\":%d}\n", e, i);
-    sb_addf(&many, "{\"cmd\":\"world.create\",\"world\":\"van");
+      text_addf(&many, "{\"cmd\":\"transform.get\",\"world\":\"van\",\"entity\":%llu,\"id\":%d}\n", e, i);
+    text_addf(&many, "{\"cmd\":\"world.create\",\"world\":\"van");
     CU_ASSERT_EQUAL(scn_client_send_raw(&v, many.s, many.len), 0);
-    sb_free(&many);
+    text_free(&many);
     scn_client_close(&v);
   }
   /* Gone in the middle of an overlong line. */
@@ -2642,13 +2592,13 @@ static void test_output_limit(void) {
   new_world(&c, "w");
   unsigned long long t = TF(&c, "w", "\"t\":[1,2,3]");
   enum { GETS = 400 };
-  sb all = {0};
+  text all = {0};
   for (int i = 1; i <= GETS; i++)
-    sb_addf(&all, "{\"cmd\":\"transform.get\",\"world\":\"w\",\"entity\":%llu,\"id\":%d}\n", t, i);
-  sb_addf(&all, "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,"
+    text_addf(&all, "{\"cmd\":\"transform.get\",\"world\":\"w\",\"entity\":%llu,\"id\":%d}\n", t, i);
+  text_addf(&all, "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,"
                 "\"t\":[9,9,9],\"id\":%d}\n", t, GETS + 1);
   CU_ASSERT_EQUAL_FATAL(scn_client_send_raw(&c, all.s, all.len), 0);
-  sb_free(&all);
+  text_free(&all);
   int ok = 0, limited = 0, other = 0;
   for (int i = 1; i <= GETS + 1; i++) {
     cJSON *r = scn_client_recv_json(&c, WAIT_MS);
@@ -2678,14 +2628,14 @@ static void test_output_limit(void) {
   double ents = info_num(&c, "entities");
   ERR(&c, "LIMIT", "{\"cmd\":\"entity.create\",\"count\":1000}");
   CU_ASSERT_EQUAL(info_num(&c, "entities"), ents);
-  sb batch = {0};
-  sb_addf(&batch, "{\"cmd\":\"batch\",\"world\":\"w\",\"ops\":["
+  text batch = {0};
+  text_addf(&batch, "{\"cmd\":\"batch\",\"world\":\"w\",\"ops\":["
                   "{\"cmd\":\"transform.set_local\",\"entity\":%llu,\"t\":[7,7,7]}", t);
   for (int i = 0; i < 40; i++)
-    sb_addf(&batch, ",{\"cmd\":\"transform.get\",\"entity\":%llu}", t);
-  sb_addf(&batch, "]}");
+    text_addf(&batch, ",{\"cmd\":\"transform.get\",\"entity\":%llu}", t);
+  text_addf(&batch, "]}");
   ERR(&c, "LIMIT", "%s", batch.s);
-  sb_free(&batch);
+  text_free(&batch);
   CU_ASSERT_TRUE(matrix(&c, "w", t, "local", m));
   CU_ASSERT_TRUE(m[12] == 1 && m[13] == 2 && m[14] == 3);
   for (int i = 0; i < 1500; i++) /* about 6 KB of ids */
@@ -2844,7 +2794,7 @@ static int http_raw(int port, const char *req, char **resp, bool *closed) {
   if (scn_client_connect(&c, port) != 0)
     return 0;
   scn_client_send_raw(&c, req, strlen(req));
-  sb b = {0};
+  text b = {0};
   long deadline = scn_now_ms() + 3000;
   char tmp[8192];
   while (scn_now_ms() < deadline) {
@@ -2856,7 +2806,7 @@ static int http_raw(int port, const char *req, char **resp, bool *closed) {
       *closed = true;
       break;
     }
-    sb_add(&b, tmp, (size_t)n);
+    text_add(&b, tmp, (size_t)n);
   }
   scn_client_close(&c);
   int status = 0;

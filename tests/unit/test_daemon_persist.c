@@ -87,38 +87,6 @@ static void end_test(const char *dir) {
 
 /* ---- strings -------------------------------------------------------------------------------- */
 
-typedef struct strbuf {
-  char *s;
-  size_t len, cap;
-} strbuf;
-
-static void sb_add(strbuf *b, const char *s, size_t n) {
-  if (b->len + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->len + n + 1)
-      cap *= 2;
-    char *p = realloc(b->s, cap);
-    if (!p)
-      abort();
-    b->s = p;
-    b->cap = cap;
-  }
-  memcpy(b->s + b->len, s, n);
-  b->len += n;
-  b->s[b->len] = '\0';
-}
-
-static void sb_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(strbuf *b, const char *fmt, ...) {
-  char tmp[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-  va_end(ap);
-  if (n > 0)
-    sb_add(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
 typedef struct strlist {
   char **v;
   size_t n, cap;
@@ -155,14 +123,14 @@ static char *read_text(const char *path) {
   FILE *f = fopen(path, "rb");
   if (!f)
     return NULL;
-  strbuf b = {0};
+  text b = {0};
   char tmp[4096];
   size_t n;
   while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
-    sb_add(&b, tmp, n);
+    text_add(&b, tmp, n);
   fclose(f);
   if (!b.s)
-    sb_add(&b, "", 0);
+    text_add(&b, "", 0);
   return b.s;
 }
 
@@ -339,15 +307,15 @@ static char *exchange(int port, const strlist *q, bool all_ok) {
     CU_FAIL("connect failed");
     return NULL;
   }
-  strbuf out = {0};
-  sb_add(&out, "", 0);
+  text out = {0};
+  text_add(&out, "", 0);
   bool good = true;
   for (size_t i = 0; i < q->n && good;) {
     size_t end = i + 100 < q->n ? i + 100 : q->n;
-    strbuf chunk = {0};
+    text chunk = {0};
     for (size_t k = i; k < end; k++) {
-      sb_add(&chunk, q->v[k], strlen(q->v[k]));
-      sb_add(&chunk, "\n", 1);
+      text_add(&chunk, q->v[k], strlen(q->v[k]));
+      text_add(&chunk, "\n", 1);
     }
     if (scn_client_send_raw(&c, chunk.s, chunk.len) != 0)
       good = false;
@@ -366,8 +334,8 @@ static char *exchange(int port, const strlist *q, bool all_ok) {
         report("response", line);
         good = false;
       }
-      sb_add(&out, line, strlen(line));
-      sb_add(&out, "\n", 1);
+      text_add(&out, line, strlen(line));
+      text_add(&out, "\n", 1);
       free(line);
     }
     i = end;
@@ -802,10 +770,10 @@ static int stream_and_kill(scn_daemon *d, const uint64_t *ents, int nents, int t
   long deadline = scn_now_ms() + 20000;
   while (!dead && (got < sent || sent < total) && scn_now_ms() < deadline) {
     if (!killed && sent < total && sent - got < window) {
-      strbuf chunk = {0};
+      text chunk = {0};
       while (sent < total && sent - got < window) {
         int k = sent++;
-        sb_printf(&chunk,
+        text_addf(&chunk,
                   "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,"
                   "\"id\":%d,\"t\":[%d,%d.25,%d]}\n",
                   (unsigned long long)ents[k % nents], k, k, k, -k);
@@ -1384,15 +1352,15 @@ static void test_sigterm_during_save(void) {
   scn_client c;
   CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
   must(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
-  strbuf b = {0};
+  text b = {0};
   for (int k = 0; k < BATCHES; k++) {
     const char *head = "{\"cmd\":\"batch\",\"world\":\"w\",\"ops\":[";
-    sb_add(&b, head, strlen(head));
+    text_add(&b, head, strlen(head));
     for (int i = 0; i < OPS; i++) {
       const char *op = ",{\"cmd\":\"transform.create\"}" + (i == 0);
-      sb_add(&b, op, strlen(op));
+      text_add(&b, op, strlen(op));
     }
-    sb_add(&b, "]}\n", 3);
+    text_add(&b, "]}\n", 3);
   }
   CU_ASSERT_FATAL(scn_client_send_raw(&c, b.s, b.len) == 0);
   free(b.s);
