@@ -393,7 +393,7 @@ static size_t skip_value(const char *s, size_t len, size_t i) {
   return i;
 }
 
-static int hex_digit(char c) {
+int scn_hex_digit(char c) {
   return c >= '0' && c <= '9'   ? c - '0'
          : c >= 'a' && c <= 'f' ? c - 'a' + 10
          : c >= 'A' && c <= 'F' ? c - 'A' + 10
@@ -413,7 +413,7 @@ static bool raw_key_is(const char *s, size_t n, const char *key) {
       if (e == 'u' && i + 4 < n) {
         c = 0;
         for (int d = 1; d <= 4; d++)
-          c = c * 16 + (unsigned)hex_digit(s[i + d]);
+          c = c * 16 + (unsigned)scn_hex_digit(s[i + d]);
         i += 4;
       } else if (at && e) {
         c = (unsigned char)to[at - from];

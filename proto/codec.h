@@ -23,6 +23,8 @@ int scn_fail(scn_wire_error *err, scn_wire_code code, const char *fmt, ...)
  * BAD_JSON otherwise. The caller frees the result with cJSON_Delete. */
 cJSON *scn_parse_request(const char *line, size_t len, scn_wire_error *err);
 bool scn_utf8_valid(const char *s, size_t len);
+/* The value of a hexadecimal digit (either case), -1 for any other character. */
+int scn_hex_digit(char c);
 
 /* Field decoders. They return 1 when the field is present and valid, 0 when it is absent
  * (and optional), -1 with err filled when it is invalid (or absent and required). */

@@ -31,11 +31,11 @@ typedef struct http_conn {
   /* headers the WebSocket handshake needs */
   char field[32];
   size_t field_len;
-  bool field_done;   /* the current header's name is complete: value bytes follow */
-  char *value;       /* where the current header's value goes (NULL: not kept) */
+  bool field_done; /* the current header's name is complete: value bytes follow */
+  char *value;     /* where the current header's value goes (NULL: not kept) */
   size_t value_cap;
   scn_ws_handshake hs;
-  bool upgrade_ok;   /* GET /ws with an accepted handshake: hand the socket to ws.c */
+  bool upgrade_ok; /* GET /ws with an accepted handshake: hand the socket to ws.c */
   scn_buf upgrade_resp;
   scn_buf out;
   uv_write_t write_req;
@@ -91,9 +91,8 @@ static void respond_ex(http_conn *c, int status, const char *reason, const char 
                        const char *headers, const char *body, size_t len) {
   char head[512];
   int n = snprintf(head, sizeof head,
-                   "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s%s\r\n",
-                   status, reason, type, len, headers,
-                   c->close_after ? "Connection: close\r\n" : "");
+                   "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s%s\r\n", status,
+                   reason, type, len, headers, c->close_after ? "Connection: close\r\n" : "");
   scn_buf_add(&c->out, head, (size_t)n < sizeof head ? (size_t)n : sizeof head - 1);
   if (c->parser.method != HTTP_HEAD)
     scn_buf_add(&c->out, body, len);
@@ -210,11 +209,16 @@ static const char *content_type(const char *path) {
   static const struct {
     const char *ext, *type;
   } types[] = {
-      {".html", "text/html; charset=utf-8"},   {".js", "text/javascript; charset=utf-8"},
-      {".mjs", "text/javascript; charset=utf-8"}, {".css", "text/css; charset=utf-8"},
-      {".json", "application/json"},           {".map", "application/json"},
-      {".svg", "image/svg+xml"},               {".png", "image/png"},
-      {".ico", "image/x-icon"},                {".txt", "text/plain; charset=utf-8"},
+      {".html", "text/html; charset=utf-8"},
+      {".js", "text/javascript; charset=utf-8"},
+      {".mjs", "text/javascript; charset=utf-8"},
+      {".css", "text/css; charset=utf-8"},
+      {".json", "application/json"},
+      {".map", "application/json"},
+      {".svg", "image/svg+xml"},
+      {".png", "image/png"},
+      {".ico", "image/x-icon"},
+      {".txt", "text/plain; charset=utf-8"},
       {".wasm", "application/wasm"},
   };
   const char *dot = strrchr(path, '.');
@@ -226,13 +230,6 @@ static const char *content_type(const char *path) {
   return "application/octet-stream";
 }
 
-static int hex(char ch) {
-  if (ch >= '0' && ch <= '9')
-    return ch - '0';
-  ch = (char)tolower((unsigned char)ch);
-  return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-}
-
 /* The URL path, percent-decoded, as a path under the www directory; false when it is not
  * one (a NUL, a backslash, a "." or ".." segment). */
 static bool url_to_relative(const char *url, char *out, size_t cap) {
@@ -240,7 +237,7 @@ static bool url_to_relative(const char *url, char *out, size_t cap) {
   for (const char *p = url; *p; p++) {
     char ch = *p;
     if (ch == '%') {
-      int hi = hex(p[1]), lo = hi < 0 ? -1 : hex(p[2]);
+      int hi = scn_hex_digit(p[1]), lo = hi < 0 ? -1 : scn_hex_digit(p[2]);
       if (lo < 0)
         return false;
       ch = (char)(hi * 16 + lo);
@@ -332,8 +329,10 @@ static void websocket(http_conn *c) {
   }
   char body[160];
   int n = snprintf(body, sizeof body, "bad websocket handshake: %s\n", why);
-  respond_ex(c, status, status == 403 ? "Forbidden" : status == 500 ? "Internal Server Error"
-                                                                    : "Bad Request",
+  respond_ex(c, status,
+             status == 403   ? "Forbidden"
+             : status == 500 ? "Internal Server Error"
+                             : "Bad Request",
              "text/plain", "Sec-WebSocket-Version: 13\r\n", body, (size_t)n);
 }
 
@@ -477,8 +476,7 @@ static void find_www(const scn_server *srv) {
   struct stat st;
   if (!realpath(dir, http.www) || stat(http.www, &st) != 0 || !S_ISDIR(st.st_mode)) {
     http.www[0] = '\0';
-    scn_log(SCN_LOG_INFO, "staging view not installed: its files are not there", "www=\"%s\"",
-            dir);
+    scn_log(SCN_LOG_INFO, "staging view not installed: its files are not there", "www=\"%s\"", dir);
   }
 }
 
@@ -517,8 +515,7 @@ int scn_http_listen(scn_server *srv) {
   char where[128];
   snprintf(where, sizeof where, "http on %s%s%s:%d", v6 ? "[" : "", srv->cfg.http.host,
            v6 ? "]" : "", port);
-  scn_log(SCN_LOG_NOTICE, where, "paths=\"/ /ws /metrics /healthz /readyz\" www=\"%s\"",
-          http.www);
+  scn_log(SCN_LOG_NOTICE, where, "paths=\"/ /ws /metrics /healthz /readyz\" www=\"%s\"", http.www);
   return 0;
 }
 

@@ -1017,6 +1017,11 @@ static void test_wire_commands(void) {
                  strcmp(names[i], "subscribe") == 0 || strcmp(names[i], "unsubscribe") == 0 ||
                  strcmp(names[i], "info") == 0 || strcmp(names[i], "save") == 0;
     CU_ASSERT_EQUAL((c->flags & SCN_CMD_MUTATES) != 0, !reads);
+    /* Pure reads (refused after running when their response is too big) change no state at
+     * all, not even the connection's: not hello, subscribe, unsubscribe or save. */
+    bool pure = reads && strcmp(names[i], "hello") != 0 && strcmp(names[i], "subscribe") != 0 &&
+                strcmp(names[i], "unsubscribe") != 0 && strcmp(names[i], "save") != 0;
+    CU_ASSERT_EQUAL((c->flags & SCN_CMD_READ) != 0, pure);
     CU_ASSERT_PTR_NOT_NULL(c->help);
     CU_ASSERT_PTR_NOT_NULL(c->required);
     CU_ASSERT_PTR_NOT_NULL(c->optional);
