@@ -363,11 +363,11 @@ static void route(http_conn *c) {
   } else if (strcmp(c->url, "/healthz") == 0) {
     respond(c, 200, "OK", "text/plain", "ok\n", 3);
   } else if (strcmp(c->url, "/readyz") == 0) {
-    if (srv->ready && !srv->stopping)
+    /* The port is bound only once the data is loaded, so "not ready" is "stopping". */
+    if (!srv->stopping)
       respond(c, 200, "OK", "text/plain", "ready\n", 6);
     else
-      respond(c, 503, "Service Unavailable", "text/plain",
-              srv->stopping ? "stopping\n" : "loading\n", srv->stopping ? 9 : 8);
+      respond(c, 503, "Service Unavailable", "text/plain", "stopping\n", 9);
   } else {
     serve_file(c, c->url);
   }

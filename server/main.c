@@ -135,7 +135,6 @@ int main(int argc, char **argv) {
     return 2;
   if (scn_net_listen(&srv) != 0)
     return 2;
-  srv.ready = true;
   scn_log(SCN_LOG_INFO, "started",
           "version=%s tick_hz=%g max_clients=%llu max_line=%llu "
           "max_worlds=%llu max_transforms=%llu output_limit=%llu auth=%s log_level=%s",

@@ -71,7 +71,7 @@ static void emit_figures(scn_server *srv, sink *k) {
   one(k, "uptime_seconds", "gauge", "Seconds since the daemon started.",
       (double)(uv_now(srv->loop) - srv->start_ms) / 1000.0);
   one(k, "ready", "gauge", "1 when the daemon accepts commands.",
-      srv->ready && !srv->stopping ? 1 : 0);
+      srv->stopping ? 0 : 1);
   one(k, "resident_memory_bytes", "gauge", "Resident set size of the daemon.",
       (double)scn_rss_bytes());
 

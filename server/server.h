@@ -88,7 +88,6 @@ struct scn_server {
   uint64_t nconns;
   uint64_t next_conn_id;
   bool stopping;
-  bool ready; /* accepting commands (not loading data) */
   uint64_t start_ms;
   scn_counters counters;
   scn_buf scratch;        /* per-command scratch output (batch results) */
