@@ -40,6 +40,8 @@ typedef struct scn__event {
 /* One transform manager: structure-of-arrays instance data, indexed by instance. */
 typedef struct scn__tm {
   uint32_t n, cap;
+  void *block; /* every instance array below, in one allocation */
+  size_t block_bytes;
   scn_entity *entity;
   mat4 *local;
   mat4 *world;

@@ -11,8 +11,9 @@
 /* The instance arrays, for growing and freeing them alike. */
 #define TM_ARRAYS(X)                                                                               \
   X(entity)                                                                                        \
-  X(local) X(world) X(parent) X(first_child) X(last_child) X(next) X(prev) X(subtree) X(name)      \
-      X(changed) X(dirty)
+  X(local)                                                                                         \
+  X(world)                                                                                         \
+  X(parent) X(first_child) X(last_child) X(next) X(prev) X(subtree) X(name) X(changed) X(dirty)
 
 /* Large arrays come straight from mmap: freed growth steps then go back to the system
  * instead of lingering in the heap, and page-aligned blocks suit aligned matrices. */
@@ -32,6 +33,41 @@ void scn__array_free(void *p, size_t bytes) {
     free(p);
   else
     munmap(p, bytes);
+}
+
+#define TM_COUNT(f) +1
+enum { ARRAY_COUNT = 0 TM_ARRAYS(TM_COUNT) };
+#undef TM_COUNT
+
+/* The instance arrays share one block, and in a big block each array starts a little past the
+ * end of the one before. Arrays of equal power-of-two size would otherwise lie a power of two
+ * apart, and the streams that propagation walks side by side (local[i], world[i], parent[i],
+ * ...) would meet in the same cache sets and memory banks: on W1 of bench-core that cost
+ * a tenth to a sixth of the propagation time. 17 cache lines part the page offsets; 2 MiB more
+ * parts the higher address bits of the big arrays. The gaps are never touched, so they cost address
+ * space only, not memory. */
+#define STAGGER_LINES (17u * 64u)
+#define STAGGER_PAGES (2u << 20)
+
+/* Fills offset[] for a block of cap instances; returns the block size. */
+static size_t block_layout(uint32_t cap, size_t offset[ARRAY_COUNT]) {
+  size_t sizes[] = {
+#define TM_SIZE(f) sizeof(((scn__tm *)0)->f[0]),
+      TM_ARRAYS(TM_SIZE)
+#undef TM_SIZE
+  };
+  size_t at = 0, total = 0;
+  for (size_t k = 0; k < ARRAY_COUNT; k++)
+    total += (size_t)cap * sizes[k];
+  size_t stagger = 0;
+  if (total >= BIG_ARRAY)
+    stagger = STAGGER_LINES + ((size_t)cap * sizeof(mat4) >= 8 * STAGGER_PAGES ? STAGGER_PAGES : 0);
+  for (size_t k = 0; k < ARRAY_COUNT; k++) {
+    at = k ? ((at + 63) & ~(size_t)63) + stagger : 0;
+    offset[k] = at;
+    at += (size_t)cap * sizes[k];
+  }
+  return at;
 }
 
 static uint32_t *map_new(uint32_t cap) {
@@ -64,9 +100,7 @@ int scn__tm_init(scn__tm *tm) {
 }
 
 void scn__tm_free(scn__tm *tm) {
-#define TM_FREE(f) scn__array_free(tm->f, (size_t)tm->cap * sizeof *tm->f);
-  TM_ARRAYS(TM_FREE)
-#undef TM_FREE
+  scn__array_free(tm->block, tm->block_bytes);
   scn__array_free(tm->emap, sizeof(uint32_t) * (tm->emap_mask + 1));
   scn__array_free(tm->nmap, sizeof(uint32_t) * (tm->nmap_mask + 1));
   scn__vec_free(&tm->names);
@@ -212,31 +246,22 @@ int scn__tm_reserve(scn__tm *tm, uint32_t need) {
     uint32_t cap = tm->cap ? tm->cap : 64;
     while (cap < need)
       cap *= 2;
-    /* Allocate every new array before touching the old ones, so failure changes nothing. */
-    struct {
-#define TM_FIELD(f) void *f;
-      TM_ARRAYS(TM_FIELD)
-#undef TM_FIELD
-    } fresh = {0};
-    bool ok = true;
-#define TM_ALLOC(f) ok = ok && (fresh.f = scn__array_alloc((size_t)cap * sizeof *tm->f)) != NULL;
-    TM_ARRAYS(TM_ALLOC)
-#undef TM_ALLOC
-    if (!ok) {
-#define TM_UNDO(f)                                                                                 \
-  if (fresh.f)                                                                                     \
-    scn__array_free(fresh.f, (size_t)cap * sizeof *tm->f);
-      TM_ARRAYS(TM_UNDO)
-#undef TM_UNDO
+    /* The new block is complete before the old one is touched, so failure changes nothing. */
+    size_t offset[ARRAY_COUNT];
+    size_t bytes = block_layout(cap, offset);
+    char *block = scn__array_alloc(bytes);
+    if (!block)
       return SCN_NOMEM;
-    }
+    size_t k = 0;
 #define TM_MOVE(f)                                                                                 \
   if (tm->f)                                                                                       \
-    memcpy(fresh.f, tm->f, (size_t)tm->cap * sizeof *tm->f);                                       \
-  scn__array_free(tm->f, (size_t)tm->cap * sizeof *tm->f);                                         \
-  tm->f = fresh.f;
+    memcpy(block + offset[k], tm->f, (size_t)tm->cap * sizeof *tm->f);                             \
+  tm->f = (void *)(block + offset[k++]);
     TM_ARRAYS(TM_MOVE)
 #undef TM_MOVE
+    scn__array_free(tm->block, tm->block_bytes);
+    tm->block = block;
+    tm->block_bytes = bytes;
     tm->cap = cap;
   }
   if (map_grow(tm, &tm->emap, &tm->emap_mask, need, entity_key_of) != SCN_OK)

@@ -1329,6 +1329,46 @@ static void test_propagation_many(void) {
   scn_scene_free(s);
 }
 
+/* A world big enough that its arrays lie far apart in their block keeps every value through
+ * each growth step, and propagates them all. */
+static void test_big_world(void) {
+  enum { N = 300000, CHAIN = 50 };
+  scn_scene *s = scn_scene_new(NULL);
+  scn_world *w;
+  OK(scn_world_create(s, "big", &w));
+  scn_entity *e = malloc(sizeof *e * N);
+  CU_ASSERT_FATAL(e != NULL);
+  OK(scn_entity_create(s, N, e));
+  float m[16];
+  for (int i = 0; i < N; i++) {
+    bool root = i % CHAIN == 0;
+    if (root)
+      mat_t(m, 0, (float)(i / CHAIN), 0);
+    else
+      mat_t(m, 1, 0, 0);
+    OK(scn_transform_create(w, e[i], root ? SCN_ENTITY_NONE : e[i - 1], NULL, m));
+  }
+  /* Node k of chain c sits at (k, c, 0); then every chain moves up by one. */
+  for (int pass = 0; pass < 2; pass++) {
+    int wrong = 0;
+    for (int i = 0; i < N; i++) {
+      mat_t(m, (float)(i % CHAIN), (float)(i / CHAIN), (float)pass);
+      wrong += !mat_eq(get(w, e[i]).world, m);
+    }
+    CU_ASSERT_EQUAL(wrong, 0);
+    char err[160] = "";
+    CU_ASSERT_EQUAL(scn_world_check(w, err, sizeof err), SCN_OK);
+    if (err[0])
+      fprintf(stderr, "\n  %s\n", err);
+    for (int i = 0; i < N; i += CHAIN) {
+      mat_t(m, 0, (float)(i / CHAIN), 1);
+      OK(scn_transform_set_local(w, e[i], m));
+    }
+  }
+  free(e);
+  scn_scene_free(s);
+}
+
 /* ---- two worlds, chains, stats, relayout -------------------------------------------------- */
 
 static void test_two_worlds(void) {
@@ -1572,6 +1612,7 @@ int scn_test_register_core_transform(void) {
       {"an entity in two worlds", test_two_worlds},
       {"long chain and O(n) recomputation", test_long_chain},
       {"relayout keeps everything identical", test_relayout},
+      {"a big world keeps every value through growth", test_big_world},
   };
   for (size_t k = 0; k < sizeof tests / sizeof tests[0]; k++)
     if (!CU_add_test(s, tests[k].name, tests[k].fn))
