@@ -329,9 +329,14 @@ describe('websocket: auth, limits and budgets as on TCP', () => {
       assert.equal(msg.error.code, 'LIMIT');
       assert.equal((await ws.closed).code, 1013);
       tcp.close();
-      await sleep(100);
-      const ws2 = await WsClient.connect(d.httpPort);
-      ok(await ws2.call({ cmd: 'info' }));
+      // once the daemon has seen that close, a WebSocket connection fits again
+      const ws2 = await until(async () => {
+        const c = await WsClient.connect(d.httpPort);
+        const r = await c.call({ cmd: 'info' }).catch(() => null);
+        if (r && r.ok) return c;
+        c.ws.terminate();
+        return null;
+      }, 'room for a WebSocket connection', 5000, 50);
       const tcp2 = await TcpClient.connect(d.port);
       assert.equal((await tcp2.inbox.next()).error.code, 'LIMIT');
       tcp2.close();
