@@ -35,9 +35,10 @@ void scn__array_free(void *p, size_t bytes) {
     munmap(p, bytes);
 }
 
-#define TM_COUNT(f) +1
-enum { ARRAY_COUNT = 0 TM_ARRAYS(TM_COUNT) };
-#undef TM_COUNT
+/* ARRAY_entity, ARRAY_local, ...: each array's place in TM_ARRAYS, and their count. */
+#define TM_INDEX(f) ARRAY_##f,
+enum { TM_ARRAYS(TM_INDEX) ARRAY_COUNT };
+#undef TM_INDEX
 
 /* The instance arrays share one block, and in a big block each array starts a little past the
  * end of the one before. Arrays of equal power-of-two size would otherwise lie a power of two
@@ -68,6 +69,27 @@ static size_t block_layout(uint32_t cap, size_t offset[ARRAY_COUNT]) {
     at += (size_t)cap * sizes[k];
   }
   return at;
+}
+
+/* The matrix arrays of a big world ask for huge pages: propagation streams through both, and
+ * with 4 KiB pages it pays a TLB miss every 64 matrices of each (W1 of bench-core: about 7%
+ * faster). Only the whole 2 MiB pages inside each array are advised, so a huge page never
+ * holds the untouched gap next to it: at most the two part pages at its ends stay small. */
+static void advise_huge_pages(char *block, const size_t offset[ARRAY_COUNT], uint32_t cap) {
+#ifdef MADV_HUGEPAGE
+  const uintptr_t huge = STAGGER_PAGES;
+  size_t bytes = (size_t)cap * sizeof(mat4);
+  if (bytes < 8 * huge)
+    return;
+  const size_t matrices[] = {offset[ARRAY_local], offset[ARRAY_world]};
+  for (size_t k = 0; k < 2; k++) {
+    uintptr_t begin = ((uintptr_t)block + matrices[k] + huge - 1) & ~(huge - 1);
+    uintptr_t end = ((uintptr_t)block + matrices[k] + bytes) & ~(huge - 1);
+    (void)madvise((void *)begin, end - begin, MADV_HUGEPAGE); /* advice: failure is harmless */
+  }
+#else
+  (void)block, (void)offset, (void)cap;
+#endif
 }
 
 static uint32_t *map_new(uint32_t cap) {
@@ -252,6 +274,7 @@ int scn__tm_reserve(scn__tm *tm, uint32_t need) {
     char *block = scn__array_alloc(bytes);
     if (!block)
       return SCN_NOMEM;
+    advise_huge_pages(block, offset, cap);
     size_t k = 0;
 #define TM_MOVE(f)                                                                                 \
   if (tm->f)                                                                                       \
