@@ -44,11 +44,12 @@ enum { TM_ARRAYS(TM_INDEX) ARRAY_COUNT };
  * end of the one before. Arrays of equal power-of-two size would otherwise lie a power of two
  * apart, and the streams that propagation walks side by side (local[i], world[i], parent[i],
  * ...) would meet in the same cache sets and memory banks: on W1 of bench-core that cost
- * a tenth to a sixth of the propagation time. 17 cache lines part the page offsets; 2 MiB more
- * parts the higher address bits of the big arrays. The gaps are never touched, so they cost address
- * space only, not memory. */
+ * a tenth to a sixth of the propagation time. 17 cache lines part the page offsets; one huge
+ * page more parts the higher address bits of the big arrays. The gaps are never touched, so
+ * they cost address space only, not memory. */
+#define HUGE_PAGE (2u << 20)
 #define STAGGER_LINES (17u * 64u)
-#define STAGGER_PAGES (2u << 20)
+#define STAGGER_PAGES HUGE_PAGE
 
 /* Fills offset[] for a block of cap instances; returns the block size. */
 static size_t block_layout(uint32_t cap, size_t offset[ARRAY_COUNT]) {
@@ -77,7 +78,7 @@ static size_t block_layout(uint32_t cap, size_t offset[ARRAY_COUNT]) {
  * holds the untouched gap next to it: at most the two part pages at its ends stay small. */
 static void advise_huge_pages(char *block, const size_t offset[ARRAY_COUNT], uint32_t cap) {
 #ifdef MADV_HUGEPAGE
-  const uintptr_t huge = STAGGER_PAGES;
+  const uintptr_t huge = HUGE_PAGE;
   size_t bytes = (size_t)cap * sizeof(mat4);
   if (bytes < 8 * huge)
     return;
