@@ -51,45 +51,48 @@ enum { TM_ARRAYS(TM_INDEX) ARRAY_COUNT };
 #define STAGGER_LINES (17u * 64u)
 #define STAGGER_PAGES HUGE_PAGE
 
-/* Fills offset[] for a block of cap instances; returns the block size. */
-static size_t block_layout(uint32_t cap, size_t offset[ARRAY_COUNT]) {
-  size_t sizes[] = {
+/* Fills offset[] and size[] (bytes) of each array in a block of cap instances; returns the
+ * block size. */
+static size_t block_layout(uint32_t cap, size_t offset[ARRAY_COUNT], size_t size[ARRAY_COUNT]) {
+  const size_t item[] = {
 #define TM_SIZE(f) sizeof(((scn__tm *)0)->f[0]),
       TM_ARRAYS(TM_SIZE)
 #undef TM_SIZE
   };
   size_t at = 0, total = 0;
   for (size_t k = 0; k < ARRAY_COUNT; k++)
-    total += (size_t)cap * sizes[k];
+    total += size[k] = (size_t)cap * item[k];
   size_t stagger = 0;
   if (total >= BIG_ARRAY)
-    stagger = STAGGER_LINES + ((size_t)cap * sizeof(mat4) >= 8 * STAGGER_PAGES ? STAGGER_PAGES : 0);
+    stagger = STAGGER_LINES + (size[ARRAY_local] >= 8 * STAGGER_PAGES ? STAGGER_PAGES : 0);
   for (size_t k = 0; k < ARRAY_COUNT; k++) {
     at = k ? ((at + 63) & ~(size_t)63) + stagger : 0;
     offset[k] = at;
-    at += (size_t)cap * sizes[k];
+    at += size[k];
   }
   return at;
 }
 
-/* The matrix arrays of a big world ask for huge pages: propagation streams through both, and
- * with 4 KiB pages it pays a TLB miss every 64 matrices of each (W1 of bench-core: about 7%
- * faster). Only the whole 2 MiB pages inside each array are advised, so a huge page never
- * holds the untouched gap next to it: at most the two part pages at its ends stay small. */
-static void advise_huge_pages(char *block, const size_t offset[ARRAY_COUNT], uint32_t cap) {
+/* The arrays of a big world ask for huge pages: propagation streams through several side by
+ * side, and with 4 KiB pages the matrices alone pay a TLB miss every 64 (W1 of bench-core:
+ * about 7% faster). Only the whole 2 MiB pages inside each array are advised, and the rest of
+ * the block is kept to small pages: under THP "always" a huge page at an array's end would
+ * otherwise hold the untouched gap next to it (measured: 215 instead of 190 bytes per
+ * transform). */
+static void advise_huge_pages(char *block, size_t block_bytes, const size_t offset[ARRAY_COUNT],
+                              const size_t size[ARRAY_COUNT]) {
 #ifdef MADV_HUGEPAGE
   const uintptr_t huge = HUGE_PAGE;
-  size_t bytes = (size_t)cap * sizeof(mat4);
-  if (bytes < 8 * huge)
-    return;
-  const size_t matrices[] = {offset[ARRAY_local], offset[ARRAY_world]};
-  for (size_t k = 0; k < 2; k++) {
-    uintptr_t begin = ((uintptr_t)block + matrices[k] + huge - 1) & ~(huge - 1);
-    uintptr_t end = ((uintptr_t)block + matrices[k] + bytes) & ~(huge - 1);
-    (void)madvise((void *)begin, end - begin, MADV_HUGEPAGE); /* advice: failure is harmless */
+  /* advice only: a kernel without it runs the same, with small pages */
+  (void)madvise(block, block_bytes, MADV_NOHUGEPAGE);
+  for (size_t k = 0; k < ARRAY_COUNT; k++) {
+    uintptr_t begin = ((uintptr_t)block + offset[k] + huge - 1) & ~(huge - 1);
+    uintptr_t end = ((uintptr_t)block + offset[k] + size[k]) & ~(huge - 1);
+    if (end > begin)
+      (void)madvise((void *)begin, end - begin, MADV_HUGEPAGE);
   }
 #else
-  (void)block, (void)offset, (void)cap;
+  (void)block, (void)block_bytes, (void)offset, (void)size;
 #endif
 }
 
@@ -270,12 +273,13 @@ int scn__tm_reserve(scn__tm *tm, uint32_t need) {
     while (cap < need)
       cap *= 2;
     /* The new block is complete before the old one is touched, so failure changes nothing. */
-    size_t offset[ARRAY_COUNT];
-    size_t bytes = block_layout(cap, offset);
+    size_t offset[ARRAY_COUNT], size[ARRAY_COUNT];
+    size_t bytes = block_layout(cap, offset, size);
     char *block = scn__array_alloc(bytes);
     if (!block)
       return SCN_NOMEM;
-    advise_huge_pages(block, offset, cap);
+    if (bytes >= BIG_ARRAY) /* a block of its own, from mmap */
+      advise_huge_pages(block, bytes, offset, size);
     size_t k = 0;
 #define TM_MOVE(f)                                                                                 \
   if (tm->f)                                                                                       \
