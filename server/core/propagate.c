@@ -151,20 +151,23 @@ static bool sort_indices(uint32_t *a, size_t k, uint32_t n, scn__vec *scratch) {
     return true;
   if (scn__vec_reserve(scratch, sizeof(uint32_t), k) != SCN_OK)
     return false;
-  enum { BITS = 11, RADIX = 1u << BITS };
+  /* Short lists take narrower digits: clearing and summing the counts is then the cost. */
+  const unsigned bits = k < 4096 ? 8 : 11;
+  const uint32_t mask = (1u << bits) - 1;
   uint32_t *src = a, *dst = scratch->data;
-  for (unsigned shift = 0; shift < 32 && (n - 1) >> shift; shift += BITS) {
-    size_t count[RADIX] = {0};
+  for (unsigned shift = 0; shift < 32 && (n - 1) >> shift; shift += bits) {
+    size_t count[1u << 11];
+    memset(count, 0, sizeof *count * (mask + 1));
     for (size_t x = 0; x < k; x++)
-      count[(src[x] >> shift) & (RADIX - 1)]++;
+      count[(src[x] >> shift) & mask]++;
     size_t sum = 0;
-    for (size_t b = 0; b < RADIX; b++) {
+    for (size_t b = 0; b <= mask; b++) {
       size_t c = count[b];
       count[b] = sum;
       sum += c;
     }
     for (size_t x = 0; x < k; x++)
-      dst[count[(src[x] >> shift) & (RADIX - 1)]++] = src[x];
+      dst[count[(src[x] >> shift) & mask]++] = src[x];
     uint32_t *t = src;
     src = dst, dst = t;
   }

@@ -1330,14 +1330,16 @@ static void test_propagation_many(void) {
 }
 
 /* A world big enough that its arrays lie far apart in their block keeps every value through
- * each growth step, and propagates them all. */
+ * each growth step; flushes of long and short dirty lists in scrambled order (the two digit
+ * widths of the sort) recompute each moved chain once. */
 static void test_big_world(void) {
-  enum { N = 300000, CHAIN = 50 };
+  enum { N = 300000, CHAIN = 50, CHAINS = N / CHAIN, STRIDE = 4099 /* prime: a permutation */ };
   scn_scene *s = scn_scene_new(NULL);
   scn_world *w;
   OK(scn_world_create(s, "big", &w));
   scn_entity *e = malloc(sizeof *e * N);
-  CU_ASSERT_FATAL(e != NULL);
+  float *z = calloc(CHAINS, sizeof *z);
+  CU_ASSERT_FATAL(e != NULL && z != NULL);
   OK(scn_entity_create(s, N, e));
   float m[16];
   for (int i = 0; i < N; i++) {
@@ -1348,11 +1350,27 @@ static void test_big_world(void) {
       mat_t(m, 1, 0, 0);
     OK(scn_transform_create(w, e[i], root ? SCN_ENTITY_NONE : e[i - 1], NULL, m));
   }
-  /* Node k of chain c sits at (k, c, 0); then every chain moves up by one. */
-  for (int pass = 0; pass < 2; pass++) {
+  /* Node k of chain c sits at (k, c, z[c]); pass 1 moves every chain, pass 2 every other one. */
+  for (int pass = 0; pass < 3; pass++) {
+    int moved = 0;
+    for (int j = 0; pass > 0 && j < CHAINS; j++) {
+      int c = (int)((long)j * STRIDE % CHAINS);
+      if (pass == 2 && c % 2)
+        continue;
+      z[c] = (float)pass;
+      mat_t(m, 0, (float)c, z[c]);
+      OK(scn_transform_set_local(w, e[c * CHAIN], m));
+      moved++;
+    }
+    scn_world_stats before, after;
+    scn_world_get_stats(w, &before);
+    scn_world_flush(w);
+    scn_world_get_stats(w, &after);
+    if (pass > 0)
+      CU_ASSERT_EQUAL(after.recomputed - before.recomputed, (uint64_t)moved * CHAIN);
     int wrong = 0;
     for (int i = 0; i < N; i++) {
-      mat_t(m, (float)(i % CHAIN), (float)(i / CHAIN), (float)pass);
+      mat_t(m, (float)(i % CHAIN), (float)(i / CHAIN), z[i / CHAIN]);
       wrong += !mat_eq(get(w, e[i]).world, m);
     }
     CU_ASSERT_EQUAL(wrong, 0);
@@ -1360,12 +1378,9 @@ static void test_big_world(void) {
     CU_ASSERT_EQUAL(scn_world_check(w, err, sizeof err), SCN_OK);
     if (err[0])
       fprintf(stderr, "\n  %s\n", err);
-    for (int i = 0; i < N; i += CHAIN) {
-      mat_t(m, 0, (float)(i / CHAIN), 1);
-      OK(scn_transform_set_local(w, e[i], m));
-    }
   }
   free(e);
+  free(z);
   scn_scene_free(s);
 }
 
