@@ -233,6 +233,21 @@ static void report(const char *what, const char *text) {
   fprintf(stderr, "\n  %s: %.600s\n", what, text ? text : "(nothing)");
 }
 
+/* Runs scened --data dir expecting a refusal that names what (and what2, unless NULL): a
+ * non-zero exit. */
+static void expect_refused(const char *dir, const char *what, const char *what2) {
+  char *text;
+  const char *const plain[] = {"--data", dir, NULL};
+  int status = run_expect_exit(plain, &text, 5000);
+  bool good = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) != 0 && strstr(text, what) &&
+              (!what2 || strstr(text, what2));
+  CU_ASSERT(good);
+  if (!good)
+    fprintf(stderr, "\n  expected a refusal naming %s: status %d, stderr:\n%.1000s\n", what, status,
+            text);
+  free(text);
+}
+
 /* A request that must succeed; returns the response (caller deletes) or NULL after a failure. */
 static cJSON *call_ok(scn_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static cJSON *call_ok(scn_client *c, const char *fmt, ...) {
@@ -1024,17 +1039,9 @@ static void test_corrupt_snapshot(void) {
   long block_at = SNAP_HEADER + (mid - SNAP_HEADER) / (SNAP_BLOCK + 4) * (SNAP_BLOCK + 4);
   CU_ASSERT_FATAL(flip_byte(snap, mid));
 
-  char *text;
-  const char *const plain[] = {"--data", dir, NULL};
-  int status = run_expect_exit(plain, &text, 5000);
-  CU_ASSERT(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) != 0);
   char offset[64];
   snprintf(offset, sizeof offset, "offset %ld", block_at);
-  CU_ASSERT(strstr(text, snap) != NULL);
-  CU_ASSERT(strstr(text, offset) != NULL);
-  if (!strstr(text, snap) || !strstr(text, offset))
-    report("refusal", text);
-  free(text);
+  expect_refused(dir, snap, offset);
   CU_ASSERT(file_size(snap) == size); /* a refused start changes nothing */
 
   const char *const recover[] = {"--recover", NULL};
@@ -1100,15 +1107,7 @@ static void test_corrupt_snapshot_header(void) {
   static const long offsets[] = {16, 23};
   for (int i = 0; i < 2; i++) {
     CU_ASSERT_FATAL(flip_byte(snap, offsets[i]));
-    char *text;
-    const char *const plain[] = {"--data", dir, NULL};
-    int status = run_expect_exit(plain, &text, 5000);
-    CU_ASSERT(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) != 0);
-    CU_ASSERT(strstr(text, snap) != NULL && strstr(text, "offset 0") != NULL);
-    if (status == -1 || !strstr(text, snap) || !strstr(text, "offset 0"))
-      fprintf(stderr, "\n  header byte %ld: status %d, stderr:\n%.1000s\n", offsets[i], status,
-              text);
-    free(text);
+    expect_refused(dir, snap, "offset 0");
     CU_ASSERT_FATAL(flip_byte(snap, offsets[i])); /* undone */
   }
   /* Undamaged again, it loads with the journal after it. */
@@ -1158,17 +1157,9 @@ static void test_corrupt_journal_body(void) {
   CU_ASSERT_FATAL(flip_byte(path, offs[3] + 12 + (offs[4] - offs[3] - 12) / 2));
   long size = file_size(path);
 
-  char *text;
-  const char *const plain[] = {"--data", dir, NULL};
-  int status = run_expect_exit(plain, &text, 5000);
-  CU_ASSERT(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) != 0);
   char offset[64];
   snprintf(offset, sizeof offset, "offset %ld", offs[3]);
-  CU_ASSERT(strstr(text, path) != NULL);
-  CU_ASSERT(strstr(text, offset) != NULL);
-  if (!strstr(text, path) || !strstr(text, offset))
-    report("refusal", text);
-  free(text);
+  expect_refused(dir, path, offset);
   CU_ASSERT(file_size(path) == size);
 
   const char *const recover[] = {"--recover", NULL};
@@ -1196,20 +1187,6 @@ static double first_world_transforms(scn_client *c) {
   double n = w0 ? scn_resp_num(w0, "transforms") : -1;
   cJSON_Delete(r);
   return n;
-}
-
-/* Runs scened --data dir (plus more) expecting a refusal naming what: a non-zero exit. */
-static void expect_refused(const char *dir, const char *what, const char *what2) {
-  char *text;
-  const char *const plain[] = {"--data", dir, NULL};
-  int status = run_expect_exit(plain, &text, 5000);
-  bool good = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) != 0 && strstr(text, what) &&
-              (!what2 || strstr(text, what2));
-  CU_ASSERT(good);
-  if (!good)
-    fprintf(stderr, "\n  expected a refusal naming %s: status %d, stderr:\n%.1000s\n", what, status,
-            text);
-  free(text);
 }
 
 /* The last journal record is complete but fails its checksum: that is damage, not a write cut
