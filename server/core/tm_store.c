@@ -49,7 +49,6 @@ enum { TM_ARRAYS(TM_INDEX) ARRAY_COUNT };
  * they cost address space only, not memory. */
 #define HUGE_PAGE (2u << 20)
 #define STAGGER_LINES (17u * 64u)
-#define STAGGER_PAGES HUGE_PAGE
 
 /* Fills offset[] and size[] (bytes) of each array in a block of cap instances; returns the
  * block size. */
@@ -64,7 +63,7 @@ static size_t block_layout(uint32_t cap, size_t offset[ARRAY_COUNT], size_t size
     total += size[k] = (size_t)cap * item[k];
   size_t stagger = 0;
   if (total >= BIG_ARRAY)
-    stagger = STAGGER_LINES + (size[ARRAY_local] >= 8 * STAGGER_PAGES ? STAGGER_PAGES : 0);
+    stagger = STAGGER_LINES + (size[ARRAY_local] >= 8 * HUGE_PAGE ? HUGE_PAGE : 0);
   for (size_t k = 0; k < ARRAY_COUNT; k++) {
     at = k ? ((at + 63) & ~(size_t)63) + stagger : 0;
     offset[k] = at;
