@@ -1329,6 +1329,27 @@ static void test_propagation_many(void) {
   scn_scene_free(s);
 }
 
+/* KiB of this process's mappings whose VmFlags carry flag ("hg": advised huge pages, "nh":
+ * advised small ones), from /proc/self/smaps; -1 where that cannot be read. */
+static long smaps_flag_kib(const char *flag) {
+  FILE *f = fopen("/proc/self/smaps", "r");
+  if (!f)
+    return -1;
+  char line[512];
+  long size = 0, total = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "Size:", 5) == 0) {
+      size = strtol(line + 5, NULL, 10);
+    } else if (strncmp(line, "VmFlags:", 8) == 0) {
+      for (char *t = strtok(line + 8, " \n"); t; t = strtok(NULL, " \n"))
+        if (strcmp(t, flag) == 0)
+          total += size;
+    }
+  }
+  fclose(f);
+  return total;
+}
+
 /* A world big enough that its arrays lie far apart in their block keeps every value through
  * each growth step; flushes of long and short dirty lists in scrambled order (the two digit
  * widths of the sort) recompute each moved chain once. */
@@ -1378,6 +1399,13 @@ static void test_big_world(void) {
     CU_ASSERT_EQUAL(scn_world_check(w, err, sizeof err), SCN_OK);
     if (err[0])
       fprintf(stderr, "\n  %s\n", err);
+  }
+  /* The two 32 MiB matrix arrays ask for huge pages (all but their part pages at the ends);
+   * the rest of the block, gaps included, for small ones. */
+  long hg = smaps_flag_kib("hg"), nh = smaps_flag_kib("nh");
+  if (hg >= 0) {
+    CU_ASSERT(hg >= 2 * (32 - 4) * 1024);
+    CU_ASSERT(nh > 0);
   }
   free(e);
   free(z);
