@@ -17,10 +17,14 @@ else
   BUILD   := build
 endif
 
+# The daemon's layers, lowest first (see README, Architecture): a file may call functions of
+# its own layer and of the layers before it, never of one after it (make layering checks).
+SERVER_LAYERS := server/ops server/store server/net server/stream server/cmd
+
 CORE_SRC  := $(wildcard server/core/*.c)
 PROTO_SRC := $(wildcard proto/*.c)
 UNIT_SRC  := $(wildcard tests/unit/*.c)
-SERVER_SRC := $(wildcard server/*.c)
+SERVER_SRC := $(wildcard server/*.c $(addsuffix /*.c,$(SERVER_LAYERS)))
 CLIENT_SRC := client/client.c
 
 CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
@@ -114,7 +118,7 @@ $(TEST_BIN): $(UNIT_OBJ) $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 $(BENCH_BIN): $(BUILD)/obj/tests/bench/bench_core.o $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(DECODE_BENCH): $(BUILD)/obj/tests/bench/bench_decode.o $(BUILD)/obj/server/json_arena.o $(PROTO_LIB) $(CORE_LIB)
+$(DECODE_BENCH): $(BUILD)/obj/tests/bench/bench_decode.o $(BUILD)/obj/server/cmd/json_arena.o $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcjson $(LDLIBS)
 
 $(BUILD)/f32-exhaustive: $(BUILD)/obj/tests/tools/f32_exhaustive.o $(PROTO_LIB)

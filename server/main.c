@@ -1,6 +1,6 @@
 /* scened: flags, signals, the tick timer, and the loop. */
-#include "json_arena.h"
-#include "persist.h"
+#include "cmd/json_arena.h"
+#include "store/persist.h"
 #include "server.h"
 
 #include <signal.h>

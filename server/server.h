@@ -5,10 +5,10 @@
 
 #include "buf.h"
 #include "codec.h"
-#include "config.h"
+#include "ops/config.h"
 #include "framing.h"
-#include "metrics.h"
-#include "outq.h"
+#include "ops/metrics.h"
+#include "net/outq.h"
 #include "scn_core.h"
 
 #include <uv.h>

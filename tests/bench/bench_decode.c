@@ -8,7 +8,7 @@
  */
 #include "bench_util.h"
 #include "codec.h"
-#include "json_arena.h"
+#include "cmd/json_arena.h"
 
 #include <stdio.h>
 #include <stdlib.h>

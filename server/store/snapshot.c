@@ -1,6 +1,6 @@
-#include "snapshot.h"
+#include "store/snapshot.h"
 
-#include "crc32c.h"
+#include "store/crc32c.h"
 
 #include <errno.h>
 #include <fcntl.h>

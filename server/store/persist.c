@@ -1,8 +1,8 @@
-#include "persist.h"
+#include "store/persist.h"
 
-#include "journal.h"
+#include "store/journal.h"
 #include "server.h"
-#include "snapshot.h"
+#include "store/snapshot.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* CRC-32C for snapshot blocks and journal records: slicing-by-8 tables, built once. */
-#include "crc32c.h"
+#include "store/crc32c.h"
 
 #include <stdbool.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * body is encoded once per (world, scope, since, full) and shared by reference among the
  * subscriptions that need exactly it; only the small header naming the subscription is
  * written per subscriber. */
-#include "handlers.h"
+#include "cmd/handlers.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-#include "outq.h"
+#include "net/outq.h"
 
 #include <stdlib.h>
 

@@ -1,8 +1,8 @@
 /* From a request line to its reply: parse, find the command in the table, check access and
  * required fields, run the handler, encode the reply or the error. */
-#include "handlers.h"
-#include "json_arena.h"
-#include "persist.h"
+#include "cmd/handlers.h"
+#include "cmd/json_arena.h"
+#include "store/persist.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* batch: transform.* ops applied in order and atomically. Each op runs through the same
  * handlers as a lone command, inside a core batch that rolls back if any op fails. */
-#include "handlers.h"
+#include "cmd/handlers.h"
 
 #include <string.h>
 

@@ -1,6 +1,6 @@
-#include "journal.h"
+#include "store/journal.h"
 
-#include "crc32c.h"
+#include "store/crc32c.h"
 
 #include <errno.h>
 #include <stdio.h>

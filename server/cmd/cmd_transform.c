@@ -1,6 +1,6 @@
 /* transform.* commands. Each checks what it can name precisely (the world, the entities) so
  * its error says which object was missing; the core then checks the rest atomically. */
-#include "handlers.h"
+#include "cmd/handlers.h"
 
 #include <string.h>
 

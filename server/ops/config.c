@@ -1,4 +1,4 @@
-#include "config.h"
+#include "ops/config.h"
 
 #include "wire.h"
 

@@ -1,6 +1,6 @@
 /* Connection, world, entity and daemon commands. */
-#include "handlers.h"
-#include "persist.h"
+#include "cmd/handlers.h"
+#include "store/persist.h"
 
 #include <string.h>
 

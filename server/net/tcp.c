@@ -1,6 +1,6 @@
 /* The libuv shell: listen, accept, read into the framer, queue replies and write them once
  * per read batch, close. */
-#include "persist.h"
+#include "store/persist.h"
 #include "server.h"
 
 #include <stdio.h>

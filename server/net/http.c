@@ -2,7 +2,7 @@
  * files (from --www, by default the www directory next to the executable), and GET /ws, the
  * WebSocket upgrade (ws.c). HTTP/1.1 on the same loop as the protocol; requests are parsed
  * by http-parser; a malformed request gets 400 and a close. */
-#include "metrics.h"
+#include "ops/metrics.h"
 #include "server.h"
 
 #include <ctype.h>

@@ -1,6 +1,6 @@
-#include "metrics.h"
+#include "ops/metrics.h"
 
-#include "persist.h"
+#include "store/persist.h"
 #include "server.h"
 
 #include <stdio.h>

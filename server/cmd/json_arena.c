@@ -1,6 +1,6 @@
 /* cJSON allocates a node per JSON value; on the request path those come from an arena that is
  * reset after every request, so parsing does no heap allocation in steady state. */
-#include "json_arena.h"
+#include "cmd/json_arena.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
