@@ -1,6 +1,10 @@
 /* Connection, world, entity and daemon commands. */
 #include "cmd/handlers.h"
+#include "ops/log.h"
 #include "store/persist.h"
+#include "stream/stream.h"
+
+#include <stdlib.h>
 
 #include <string.h>
 
@@ -64,9 +68,9 @@ int scn_cmd_world_destroy(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire
   (void)out;
   /* The reply is built apart from the connection's output (see dispatch), so the
    * world_destroyed events land as whole lines before it. */
-  scn_stream_world_destroyed(ctx->srv, w);
-  if (ctx->srv->last_world == w)
-    ctx->srv->last_world = NULL;
+  scn_stream_world_destroyed(ctx->srv->stream, w);
+  if (ctx->d->last_world == w)
+    ctx->d->last_world = NULL;
   scn_world_stats s, *gone = &ctx->srv->counters.gone_worlds;
   scn_world_get_stats(w, &s);
   gone->flushes += s.flushes;
@@ -94,16 +98,6 @@ int scn_cmd_world_list(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_er
   return 0;
 }
 
-void scn_add_id_list(scn_buf *out, const scn_entity *ids, size_t n) {
-  scn_buf_addc(out, '[');
-  for (size_t i = 0; i < n; i++) {
-    if (i)
-      scn_buf_addc(out, ',');
-    scn_buf_add_u64(out, ids[i]);
-  }
-  scn_buf_addc(out, ']');
-}
-
 int scn_cmd_entity_create(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, "count");
   uint64_t count = 1, max = ctx->srv->cfg.max_entity_create;
@@ -114,14 +108,14 @@ int scn_cmd_entity_create(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire
   /* ids have at most 16 digits */
   if (scn_ctx_output_room(ctx, out->len + 32 + (size_t)count * 17, err) < 0)
     return -1;
-  scn_entity *ids = scn_ids_scratch(ctx->srv, count);
+  scn_entity *ids = scn_ids_scratch(ctx->d, count);
   if (!ids)
     return scn_fail(err, SCN_W_INTERNAL, "out of memory");
   int rc = scn_entity_create(ctx->srv->scene, count, ids);
   if (rc != SCN_OK)
     return scn_core_fail(err, rc, "creating %llu entities", (unsigned long long)count);
   scn_reply_key(out, "entities");
-  scn_add_id_list(out, ids, count);
+  scn_buf_add_id_list(out, ids, count);
   return 0;
 }
 
@@ -158,7 +152,7 @@ int scn_cmd_info(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *e
   scn_reply_key(out, "commands");
   scn_buf_add_u64(out, srv->counters.commands);
   scn_reply_key(out, "subscriptions");
-  scn_buf_add_u64(out, scn_stream_count(srv));
+  scn_buf_add_u64(out, scn_stream_count(srv->stream));
   scn_reply_key(out, "tick_hz");
   scn_buf_add_double(out, srv->cfg.tick_hz);
   scn_reply_key(out, "metrics"); /* everything /metrics shows, by the same names */
@@ -166,11 +160,32 @@ int scn_cmd_info(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *e
   return 0;
 }
 
+/* The save's answer: the reply this connection waited for, then the requests it held. */
+static void save_done(void *owner, const char *tag, bool ok, const char *path, uint64_t bytes,
+                      const char *why) {
+  scn_conn *c = owner;
+  scn_buf *out = &c->out.bytes;
+  if (ok) {
+    scn_reply_begin_raw(out, tag, tag ? strlen(tag) : 0);
+    scn_reply_key(out, "path");
+    scn_buf_add_json_string(out, path, strlen(path));
+    scn_reply_key(out, "bytes");
+    scn_buf_add_u64(out, bytes);
+    scn_reply_end(out);
+  } else {
+    scn_wire_error err;
+    scn_fail(&err, SCN_W_INTERNAL, "%s", why);
+    scn_reply_error_raw(out, tag, tag ? strlen(tag) : 0, &err);
+  }
+  scn_conn_resume(c);
+}
+
 /* The snapshot is written by a child process; the reply (path, bytes) follows when it is on
  * disk, and this connection's later requests wait for it so replies stay in order. */
 int scn_cmd_save(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err) {
   (void)req, (void)out;
-  if (!scn_persist_enabled(ctx->srv))
+  scn_persist *p = ctx->srv->persist;
+  if (!p)
     return scn_fail(err, SCN_W_BAD_REQUEST,
                     "nothing to save to: start scened with --data DIR to enable snapshots");
   if (!ctx->conn)
@@ -181,7 +196,7 @@ int scn_cmd_save(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *e
   else if (ctx->id)
     scn_buf_add(&id, ctx->id, ctx->id_len);
   scn_buf_addc(&id, '\0');
-  int rc = scn_persist_save_async(ctx->srv, ctx->conn, ctx->id_item || ctx->id ? id.data : NULL);
+  int rc = scn_persist_save(p, save_done, ctx->conn, ctx->id_item || ctx->id ? id.data : NULL);
   scn_buf_free(&id);
   if (rc != 0)
     return scn_fail(err, SCN_W_INTERNAL, "cannot start a snapshot");

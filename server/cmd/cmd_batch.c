@@ -60,7 +60,7 @@ int scn_cmd_batch(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *
     return scn_fail(err, SCN_W_INTERNAL, "a batch is already open");
   scn_ctx op_ctx = *ctx;
   op_ctx.batch_world = w;
-  scn_buf *results = &srv->scratch;
+  scn_buf *results = &ctx->d->scratch;
   results->len = 0;
   results->failed = false;
   /* The ops' raw text, walked alongside the parsed ops (NULL if the key was escaped). */

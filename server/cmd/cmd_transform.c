@@ -202,12 +202,12 @@ int scn_cmd_transform_children(scn_ctx *ctx, const cJSON *req, scn_buf *out,
       need_transform(w, e, "entity", err) < 0)
     return -1;
   scn_transform_children(w, e, NULL, 0, &count);
-  scn_entity *ids = scn_ids_scratch(ctx->srv, count);
+  scn_entity *ids = scn_ids_scratch(ctx->d, count);
   if (!ids)
     return scn_fail(err, SCN_W_INTERNAL, "out of memory");
   scn_transform_children(w, e, ids, count, &count);
   scn_reply_key(out, "children");
-  scn_add_id_list(out, ids, count);
+  scn_buf_add_id_list(out, ids, count);
   return 0;
 }
 

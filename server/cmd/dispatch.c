@@ -2,6 +2,7 @@
  * required fields, run the handler, encode the reply or the error. */
 #include "cmd/handlers.h"
 #include "cmd/json_arena.h"
+#include "ops/log.h"
 #include "store/persist.h"
 
 #include <stdarg.h>
@@ -59,17 +60,17 @@ scn_world *scn_ctx_world(scn_ctx *ctx, const cJSON *req, scn_wire_error *err) {
   }
   /* Clients usually address one world many times in a row: a hit on the last one skips the
    * name check and the lookup (its name is known to be valid). */
-  scn_server *srv = ctx->srv;
+  scn_dispatch *d = ctx->d;
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, "world");
-  if (srv->last_world && cJSON_IsString(v) &&
-      strcmp(v->valuestring, scn_world_name(srv->last_world)) == 0)
-    return srv->last_world;
+  if (d->last_world && cJSON_IsString(v) &&
+      strcmp(v->valuestring, scn_world_name(d->last_world)) == 0)
+    return d->last_world;
   if (scn_get_world_name(req, true, &name, err) < 0)
     return NULL;
-  scn_world *w = scn_world_find(srv->scene, name);
+  scn_world *w = scn_world_find(ctx->srv->scene, name);
   if (!w)
     scn_fail(err, SCN_W_NOT_FOUND, "world \"%s\" not found", name);
-  srv->last_world = w;
+  d->last_world = w;
   return w;
 }
 
@@ -84,20 +85,20 @@ int scn_ctx_output_room(scn_ctx *ctx, size_t bytes, scn_wire_error *err) {
                   bytes, (unsigned long long)ctx->srv->cfg.output_limit);
 }
 
-scn_entity *scn_ids_scratch(scn_server *srv, size_t n) {
+scn_entity *scn_ids_scratch(scn_dispatch *d, size_t n) {
   if (n == 0)
     n = 1; /* an empty list still needs a valid pointer */
-  if (n > srv->ids_cap) {
-    size_t cap = srv->ids_cap ? srv->ids_cap : 1024;
+  if (n > d->ids_cap) {
+    size_t cap = d->ids_cap ? d->ids_cap : 1024;
     while (cap < n)
       cap *= 2;
-    scn_entity *p = realloc(srv->ids, sizeof *p * cap);
+    scn_entity *p = realloc(d->ids, sizeof *p * cap);
     if (!p)
       return NULL;
-    srv->ids = p;
-    srv->ids_cap = cap;
+    d->ids = p;
+    d->ids_cap = cap;
   }
-  return srv->ids;
+  return d->ids;
 }
 
 static int check_required(const scn_command_info *cmd, const cJSON *req, bool in_batch,
@@ -148,8 +149,9 @@ static void count_error(scn_server *srv, const scn_command_info *cmd, scn_wire_c
  * The reply is built apart from the connection's output: a handler may queue stream events
  * for any connection, this one included, and those must land before the reply, never inside
  * it. Returns 0 when the command succeeded. */
-static int execute(scn_server *srv, scn_conn *c, const char *line, size_t len, scn_buf *reply,
-                   bool *deferred) {
+static int execute(scn_dispatch *d, scn_conn *c, const char *line, size_t len, bool *deferred) {
+  scn_server *srv = d->srv;
+  scn_buf *reply = &d->reply;
   scn_wire_error err;
   *deferred = false;
   reply->len = 0;
@@ -186,6 +188,7 @@ static int execute(scn_server *srv, scn_conn *c, const char *line, size_t len, s
                scn_conn_queued(c), (unsigned long long)srv->cfg.output_limit);
     } else {
       scn_ctx ctx = {.srv = srv,
+                     .d = d,
                      .conn = c,
                      .id = id,
                      .id_len = id_len,
@@ -215,8 +218,8 @@ static int execute(scn_server *srv, scn_conn *c, const char *line, size_t len, s
       reply->len = 0; /* the handler's owner answers later */
     else
       scn_reply_end(reply);
-    if (c && (cmd->flags & SCN_CMD_MUTATES))
-      scn_persist_record(srv, line, len);
+    if (c)
+      scn_hooks_after_command(srv, cmd, line, len);
   } else {
     reply->len = 0;
     reply->failed = false;
@@ -248,16 +251,45 @@ void scn_dispatch_line(scn_conn *c, const char *line, size_t len) {
     return;
   }
   bool deferred;
-  execute(srv, c, line, len, &srv->reply, &deferred);
+  scn_dispatch *d = srv->dispatch;
+  execute(d, c, line, len, &deferred);
   if (deferred)
     c->blocked = true; /* nothing more from this connection until the answer is written */
   else
-    scn_buf_add(&c->out.bytes, srv->reply.data, srv->reply.len);
+    scn_buf_add(&c->out.bytes, d->reply.data, d->reply.len);
   srv->command_clock = uv_hrtime();
   scn_hist_observe(&srv->counters.command_time, (double)(srv->command_clock - started) * 1e-9);
 }
 
-bool scn_dispatch_replay(scn_server *srv, const char *line, size_t len) {
+bool scn_dispatch_replay(void *ud, const char *line, size_t len) {
+  scn_server *srv = ud;
   bool deferred;
-  return execute(srv, NULL, line, len, &srv->reply, &deferred) == 0;
+  return execute(srv->dispatch, NULL, line, len, &deferred) == 0;
+}
+
+/* A connection that waits for a save goes away: its answer is not wanted any more. */
+static void on_conn_closed(void *ud, scn_conn *c) {
+  scn_dispatch *d = ud;
+  if (d->srv->persist)
+    scn_persist_forget(d->srv->persist, c);
+}
+
+scn_dispatch *scn_dispatch_open(scn_server *srv) {
+  scn_dispatch *d = calloc(1, sizeof *d);
+  if (!d)
+    return NULL;
+  d->srv = srv;
+  d->hooks = (scn_hooks){.ud = d, .conn_closed = on_conn_closed};
+  scn_server_add_hooks(srv, &d->hooks);
+  return d;
+}
+
+void scn_dispatch_close(scn_dispatch *d) {
+  if (!d)
+    return;
+  scn_server_remove_hooks(d->srv, &d->hooks);
+  scn_buf_free(&d->reply);
+  scn_buf_free(&d->scratch);
+  free(d->ids);
+  free(d);
 }

@@ -5,10 +5,25 @@
 #ifndef SCN_HANDLERS_H
 #define SCN_HANDLERS_H
 
+#include "cmd/dispatch.h"
+#include "codec.h"
+#include "net/conn.h"
 #include "server.h"
+
+/* The dispatcher's state: buffers reused from command to command. */
+struct scn_dispatch {
+  scn_server *srv;
+  scn_hooks hooks;
+  scn_buf reply;         /* the reply being built */
+  scn_buf scratch;       /* per-command scratch output (batch results) */
+  scn_world *last_world; /* the world the last command named; cleared when it is destroyed */
+  scn_entity *ids;       /* scratch id list (entity.create, children) */
+  size_t ids_cap;
+};
 
 typedef struct scn_ctx {
   scn_server *srv;
+  scn_dispatch *d;
   scn_conn *conn;
   scn_world *batch_world; /* set while running the ops of a batch */
   const char *id;         /* the request's id as raw JSON text (NULL: see id_item) */
@@ -42,9 +57,7 @@ int scn_core_fail(scn_wire_error *err, int core_rc, const char *what, ...)
 /* The world a transform command acts on: the batch's, or the request's "world". */
 scn_world *scn_ctx_world(scn_ctx *ctx, const cJSON *req, scn_wire_error *err);
 
-void scn_add_id_list(scn_buf *out, const scn_entity *ids, size_t n);
-
 /* Scratch room for n entity ids, reused across commands. */
-scn_entity *scn_ids_scratch(scn_server *srv, size_t n);
+scn_entity *scn_ids_scratch(scn_dispatch *d, size_t n);
 
 #endif

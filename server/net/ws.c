@@ -1,6 +1,6 @@
-/* WebSocket connections (RFC 6455). GET /ws on the HTTP port upgrades; http.c checks the
- * handshake here and hands the socket over, and from then on the connection is an scn_conn
- * like a TCP one: each text message is one request line through scn_dispatch_line, and each
+/* WebSocket connections (RFC 6455). GET /ws on the HTTP port upgrades (ws_upgrade.c checks
+ * the handshake and hands the socket over), and from then on the connection is an scn_conn
+ * like a TCP one: each text message is one request line for the server's line runner, and each
  * line of its output (a reply, or an event: its own header bytes plus a shared frame body up
  * to the '\n') goes out as one text message. Output budget, lagging subscriptions, blocking on
  * deferred replies and authentication are the connection's, so they behave as on TCP.
@@ -10,11 +10,12 @@
  * and encodes what we queue. It runs without buffering whole messages: the message text is
  * gathered here, up to --max-line, so an oversized message is answered with LIMIT and
  * discarded as it arrives, as an overlong line is on TCP. */
-#include "server.h"
+#include "net/ws.h"
+
+#include "net/conn.h"
+#include "ops/log.h"
 
 #include <ctype.h>
-#include <nettle/base64.h>
-#include <nettle/sha1.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,6 @@
 #include <unistd.h>
 #include <wslay/wslay.h>
 
-#define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 /* After sending a close frame, how long the peer has to answer with its own. */
 #define WS_CLOSE_WAIT_MS 2000
 /* Largest piece handed to one uv_buf_t. */
@@ -59,110 +59,6 @@ static char ws_read_buffer[64 * 1024];
 
 static bool ws_gone(const scn_conn *c) {
   return uv_is_closing((const uv_handle_t *)&c->tcp) || !c->ws || c->ws->dead;
-}
-
-/* ---- handshake ---------------------------------------------------------------------------- */
-
-static void trim_copy(char *dst, size_t cap, const char *src) {
-  while (*src == ' ' || *src == '\t')
-    src++;
-  size_t n = strnlen(src, cap - 1);
-  while (n && (src[n - 1] == ' ' || src[n - 1] == '\t'))
-    n--;
-  memcpy(dst, src, n);
-  dst[n] = '\0';
-}
-
-/* True when the comma-separated list holds token (case-insensitive). */
-static bool has_token(const char *list, const char *token) {
-  size_t tl = strlen(token);
-  const char *p = list;
-  while (*p) {
-    while (*p == ' ' || *p == '\t' || *p == ',')
-      p++;
-    const char *s = p;
-    while (*p && *p != ',')
-      p++;
-    const char *e = p;
-    while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
-      e--;
-    if ((size_t)(e - s) == tl && strncasecmp(s, token, tl) == 0)
-      return true;
-  }
-  return false;
-}
-
-/* Browsers send Origin; a page from another site must not drive the daemon through the
- * browser of someone on this machine. Allowed: no Origin (not a browser), the daemon's own
- * page (same host and port), or an origin listed in --ws-origins ("*": any). */
-static bool origin_allowed(const scn_server *srv, const char *origin, const char *host) {
-  if (!origin[0])
-    return true;
-  const char *list = srv->cfg.ws_origins;
-  if (has_token(list, "*") || has_token(list, origin))
-    return true;
-  const char *rest = NULL;
-  if (strncasecmp(origin, "http://", 7) == 0)
-    rest = origin + 7;
-  else if (strncasecmp(origin, "https://", 8) == 0)
-    rest = origin + 8;
-  return rest && host[0] && strcasecmp(rest, host) == 0;
-}
-
-int scn_ws_check(const scn_server *srv, const scn_ws_handshake *hs, scn_buf *resp,
-                 const char **why) {
-  char key[64], version[16], host[256];
-  trim_copy(key, sizeof key, hs->key);
-  trim_copy(version, sizeof version, hs->version);
-  trim_copy(host, sizeof host, hs->host);
-  if (hs->too_long) {
-    *why = "a handshake header is too long";
-    return 400;
-  }
-  if (!has_token(hs->upgrade, "websocket")) {
-    *why = "expected \"Upgrade: websocket\"";
-    return 400;
-  }
-  if (!has_token(hs->connection, "upgrade")) {
-    *why = "expected \"Connection: Upgrade\"";
-    return 400;
-  }
-  if (strcmp(version, "13") != 0) {
-    *why = "unsupported Sec-WebSocket-Version (this server speaks 13)";
-    return 400;
-  }
-  if (!host[0]) {
-    *why = "missing Host header";
-    return 400;
-  }
-  /* The key is 16 random bytes in base64: 24 characters. */
-  struct base64_decode_ctx b64;
-  uint8_t raw[BASE64_DECODE_LENGTH(sizeof key)];
-  size_t raw_len = sizeof raw;
-  base64_decode_init(&b64);
-  if (strlen(key) != 24 || !base64_decode_update(&b64, &raw_len, raw, strlen(key), key) ||
-      !base64_decode_final(&b64) || raw_len != 16) {
-    *why = "Sec-WebSocket-Key must be 16 bytes in base64";
-    return 400;
-  }
-  if (!origin_allowed(srv, hs->origin, host)) {
-    *why = "origin not allowed (see --ws-origins)";
-    return 403;
-  }
-  struct sha1_ctx sha;
-  uint8_t digest[SHA1_DIGEST_SIZE];
-  sha1_init(&sha);
-  sha1_update(&sha, strlen(key), (const uint8_t *)key);
-  sha1_update(&sha, strlen(WS_GUID), (const uint8_t *)WS_GUID);
-  sha1_digest(&sha, sizeof digest, digest);
-  char accept[BASE64_ENCODE_RAW_LENGTH(SHA1_DIGEST_SIZE) + 1];
-  base64_encode_raw(accept, sizeof digest, digest);
-  accept[BASE64_ENCODE_RAW_LENGTH(SHA1_DIGEST_SIZE)] = '\0';
-  scn_buf_adds(resp, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-                     "Connection: Upgrade\r\nSec-WebSocket-Accept: ");
-  scn_buf_adds(resp, accept);
-  scn_buf_adds(resp, "\r\n\r\n");
-  return 0;
 }
 
 /* ---- closing ------------------------------------------------------------------------------ */
@@ -412,14 +308,14 @@ static void ws_fail(scn_conn *c, uint16_t code, const char *reason) {
 
 static void run_message(scn_conn *c, const char *data, size_t len) {
   if (!data) {
-    scn_dispatch_line(c, NULL, 0);
+    c->srv->run_line(c, NULL, 0);
     return;
   }
   size_t i = 0;
   while (i < len && (data[i] == ' ' || data[i] == '\t'))
     i++;
   if (i < len) /* a blank message, like a blank line, is not a request */
-    scn_dispatch_line(c, data, len);
+    c->srv->run_line(c, data, len);
 }
 
 /* A complete message (data NULL: one over --max-line), run now or held while blocked. */

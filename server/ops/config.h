@@ -7,6 +7,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Journal flush policy (--fsync), in the order of its values. */
+typedef enum scn_fsync_policy {
+  SCN_FSYNC_ALWAYS,
+  SCN_FSYNC_EVERYSEC,
+  SCN_FSYNC_NO
+} scn_fsync_policy;
+
 typedef struct scn_addr {
   char host[64];
   int port;

@@ -1,5 +1,5 @@
 /* logfmt lines on stderr: ts=... level=... msg="..." key=value ... */
-#include "server.h"
+#include "ops/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,6 +1,5 @@
 #include "ops/metrics.h"
 
-#include "store/persist.h"
 #include "server.h"
 
 #include <stdio.h>
@@ -38,8 +37,8 @@ uint64_t scn_rss_bytes(void) {
  * The figures are enumerated once (emit_figures) into a sink; the Prometheus sink writes the
  * text exposition for /metrics, the JSON sink writes the same figures for info. */
 
-typedef struct sink sink;
-struct sink {
+typedef scn_metrics_sink sink;
+struct scn_metrics_sink {
   /* A family starts (name without the scened_ prefix, type, help), then its samples. */
   void (*family)(sink *k, const char *name, const char *type, const char *help);
   /* label: NULL for an unlabeled sample, else name and value. */
@@ -52,11 +51,21 @@ struct sink {
   int families;     /* so far (JSON) */
 };
 
-static void one(sink *k, const char *name, const char *type, const char *help, double v) {
+void scn_metric_family(sink *k, const char *name, const char *type, const char *help) {
+  k->family(k, name, type, help);
+}
+void scn_metric_sample(sink *k, const char *label, const char *value, double v) {
+  k->sample(k, label, value, v);
+}
+void scn_metric_histogram(sink *k, const scn_hist *h) { k->histogram(k, h); }
+void scn_metric_end(sink *k) { k->end_family(k); }
+
+void scn_metric(sink *k, const char *name, const char *type, const char *help, double v) {
   k->family(k, name, type, help);
   k->sample(k, NULL, NULL, v);
   k->end_family(k);
 }
+
 
 /* Per-world series only while the number of worlds is small enough to keep cardinality sane. */
 #define PER_WORLD_MAX 100
@@ -68,17 +77,17 @@ static void emit_figures(scn_server *srv, sink *k) {
   k->family(k, "build_info", "gauge", "Version and protocol of this daemon.");
   k->sample(k, "version", SCN_VERSION, 1);
   k->end_family(k);
-  one(k, "uptime_seconds", "gauge", "Seconds since the daemon started.",
+  scn_metric(k, "uptime_seconds", "gauge", "Seconds since the daemon started.",
       (double)(uv_now(srv->loop) - srv->start_ms) / 1000.0);
-  one(k, "ready", "gauge", "1 when the daemon accepts commands.",
+  scn_metric(k, "ready", "gauge", "1 when the daemon accepts commands.",
       srv->stopping ? 0 : 1);
-  one(k, "resident_memory_bytes", "gauge", "Resident set size of the daemon.",
+  scn_metric(k, "resident_memory_bytes", "gauge", "Resident set size of the daemon.",
       (double)scn_rss_bytes());
 
   size_t nworlds = scn_world_count(srv->scene);
-  one(k, "worlds", "gauge", "Worlds hosted.", (double)nworlds);
-  one(k, "entities", "gauge", "Entities alive.", (double)scn_entity_count(srv->scene));
-  one(k, "transforms", "gauge", "Transforms in all worlds.",
+  scn_metric(k, "worlds", "gauge", "Worlds hosted.", (double)nworlds);
+  scn_metric(k, "entities", "gauge", "Entities alive.", (double)scn_entity_count(srv->scene));
+  scn_metric(k, "transforms", "gauge", "Transforms in all worlds.",
       (double)scn_scene_transform_count(srv->scene));
   if (nworlds <= PER_WORLD_MAX) {
     k->family(k, "world_transforms", "gauge", "Transforms per world.");
@@ -89,8 +98,8 @@ static void emit_figures(scn_server *srv, sink *k) {
     k->end_family(k);
   }
 
-  one(k, "connections", "gauge", "Protocol connections open.", (double)srv->nconns);
-  one(k, "connections_total", "counter", "Protocol connections accepted.",
+  scn_metric(k, "connections", "gauge", "Protocol connections open.", (double)srv->nconns);
+  scn_metric(k, "connections_total", "counter", "Protocol connections accepted.",
       (double)c->connections_total);
   k->family(k, "limit_rejections_total", "counter",
             "Requests or connections refused by a configured limit.");
@@ -124,60 +133,20 @@ static void emit_figures(scn_server *srv, sink *k) {
     total.changed += s.changed;
     total.relayouts += s.relayouts;
   }
-  one(k, "propagations_total", "counter", "Propagation passes that had work.",
+  scn_metric(k, "propagations_total", "counter", "Propagation passes that had work.",
       (double)total.flushes);
-  one(k, "matrices_recomputed_total", "counter", "World matrices recomputed.",
+  scn_metric(k, "matrices_recomputed_total", "counter", "World matrices recomputed.",
       (double)total.recomputed);
-  one(k, "matrices_changed_total", "counter", "Recomputed world matrices whose value changed.",
+  scn_metric(k, "matrices_changed_total", "counter", "Recomputed world matrices whose value changed.",
       (double)total.changed);
-  one(k, "relayouts_total", "counter", "Re-sorts of a world's arrays.", (double)total.relayouts);
+  scn_metric(k, "relayouts_total", "counter", "Re-sorts of a world's arrays.", (double)total.relayouts);
 
-  one(k, "subscriptions", "gauge", "Stream subscriptions open.", (double)srv->nsubs);
-  one(k, "lagging_subscriptions", "gauge",
-      "Subscriptions whose frames are dropped until their connection drains.",
-      (double)scn_stream_lagging(srv));
-  one(k, "frames_sent_total", "counter", "Stream frames queued to subscribers.",
-      (double)c->stream.frames);
-  one(k, "frame_bytes_total", "counter", "Bytes of stream frames queued.",
-      (double)c->stream.frame_bytes);
-  one(k, "frame_matrices_total", "counter", "Matrices in stream frames queued.",
-      (double)c->stream.matrices);
-  one(k, "frame_encodes_total", "counter",
-      "Frame bodies encoded (each shared by every subscriber that needs it).",
-      (double)c->stream.encodes);
-  one(k, "stream_lags_total", "counter", "Times a subscription started lagging.",
-      (double)c->stream.lags);
-  one(k, "stream_resyncs_total", "counter",
-      "Times a lagging subscription was resynchronised with a full frame.",
-      (double)c->stream.resyncs);
-  one(k, "bytes_received_total", "counter", "Protocol bytes read.", (double)c->bytes_in);
-  one(k, "bytes_sent_total", "counter", "Protocol bytes written.", (double)c->bytes_out);
-  one(k, "http_requests_total", "counter", "HTTP requests served.", (double)c->http_requests);
+  scn_metric(k, "bytes_received_total", "counter", "Protocol bytes read.", (double)c->bytes_in);
+  scn_metric(k, "bytes_sent_total", "counter", "Protocol bytes written.", (double)c->bytes_out);
+  scn_metric(k, "http_requests_total", "counter", "HTTP requests served.", (double)c->http_requests);
 
-  if (scn_persist_enabled(srv)) {
-    scn_persist_stats p;
-    scn_persist_get_stats(srv, &p);
-    one(k, "journal_records_total", "counter", "Mutating commands written to the journal.",
-        (double)p.journal_records);
-    one(k, "journal_bytes_total", "counter", "Bytes written to the journal.",
-        (double)p.journal_bytes);
-    one(k, "journal_fsyncs_total", "counter", "fsyncs of the journal.", (double)p.fsyncs);
-    one(k, "journal_generation", "gauge", "Generation of the journal being written.",
-        (double)p.journal_gen);
-    one(k, "journal_replayed_total", "counter", "Journal records replayed at start.",
-        (double)p.replayed);
-    one(k, "snapshots_total", "counter", "Snapshots written.", (double)p.snapshots);
-    one(k, "snapshot_failures_total", "counter", "Snapshots that failed.",
-        (double)p.snapshot_failures);
-    one(k, "snapshot_running", "gauge", "1 while a snapshot is being written.",
-        p.snapshot_running ? 1 : 0);
-    one(k, "last_snapshot_bytes", "gauge", "Size of the last snapshot.",
-        (double)p.last_snapshot_bytes);
-    one(k, "last_snapshot_seconds", "gauge", "Time the last snapshot took.",
-        p.last_snapshot_seconds);
-    one(k, "last_snapshot_timestamp_seconds", "gauge",
-        "When the last snapshot completed (Unix time).", p.last_snapshot_unix);
-  }
+  /* then every module's own */
+  scn_hooks_collect_stats(srv, k);
 }
 
 /* ---- Prometheus text -------------------------------------------------------------------- */

@@ -1,5 +1,7 @@
-/* Operational figures: counters and histograms kept by the daemon, rendered as Prometheus
- * text for /metrics and as JSON fields for info. */
+/* Operational figures rendered two ways from one enumeration: Prometheus text for /metrics and
+ * JSON fields for info. The daemon's own figures come first; every module that keeps figures
+ * adds its own through the server's collect_stats hook, writing them into the sink it is
+ * given, so this file knows nothing of the modules. */
 #ifndef SCN_METRICS_H
 #define SCN_METRICS_H
 
@@ -19,12 +21,12 @@ typedef struct scn_hist {
 void scn_hist_observe(scn_hist *h, double seconds);
 
 /* Why a request or connection was refused with LIMIT. */
-#define SCN_LIMITS(X)                                                                          \
-  X(max_clients)                                                                               \
-  X(max_line)                                                                                  \
-  X(max_worlds)                                                                                \
-  X(max_transforms)                                                                            \
-  X(entity_create)                                                                             \
+#define SCN_LIMITS(X)                                                                              \
+  X(max_clients)                                                                                   \
+  X(max_line)                                                                                      \
+  X(max_worlds)                                                                                    \
+  X(max_transforms)                                                                                \
+  X(entity_create)                                                                                 \
   X(output_limit)
 
 typedef enum scn_limit_kind {
@@ -33,6 +35,18 @@ typedef enum scn_limit_kind {
 #undef SCN_LIMIT_ENUM
       SCN_LIMIT_KINDS
 } scn_limit_kind;
+
+/* Where figures are written: a family (name without the scened_ prefix, Prometheus type,
+ * help), then its samples, then its end. */
+typedef struct scn_metrics_sink scn_metrics_sink;
+void scn_metric_family(scn_metrics_sink *k, const char *name, const char *type, const char *help);
+/* label NULL: an unlabeled sample; else the label's name and value. */
+void scn_metric_sample(scn_metrics_sink *k, const char *label, const char *value, double v);
+void scn_metric_histogram(scn_metrics_sink *k, const scn_hist *h);
+void scn_metric_end(scn_metrics_sink *k);
+/* A family of one unlabeled sample. */
+void scn_metric(scn_metrics_sink *k, const char *name, const char *type, const char *help,
+                double v);
 
 struct scn_server;
 /* Appends the whole /metrics page. */

@@ -1,50 +1,40 @@
 /* Durability with --data DIR: a snapshot (snapshot.scn) plus journals (journal.<gen>.scn) of
  * the mutating commands since. Startup loads the snapshot and replays every journal whose
- * generation the snapshot does not cover. A snapshot is written by a forked child from the
- * copy-on-write image of the parent, so the daemon keeps answering while it is written; each
- * snapshot starts a new journal generation, and older journals are deleted once it is safely
- * on disk. */
+ * generation the snapshot does not cover (load.c). A snapshot is written by a forked child from
+ * the copy-on-write image of the parent, so the daemon keeps answering while it is written;
+ * each snapshot starts a new journal generation, and older journals are deleted once it is
+ * safely on disk (save.c). The journal's policy, appending each succeeded mutating command and
+ * writing (and fsyncing) before replies leave, is persist.c; it hears of commands and flushes
+ * through the server's hooks. */
 #ifndef SCN_PERSIST_H
 #define SCN_PERSIST_H
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
+#include "server.h"
+#include "store/journal.h"
 
-struct scn_server;
-struct scn_conn;
+typedef struct scn_persist scn_persist;
 
-typedef enum scn_fsync_policy {
-  SCN_FSYNC_ALWAYS,
-  SCN_FSYNC_EVERYSEC,
-  SCN_FSYNC_NO
-} scn_fsync_policy;
+/* Opens the data directory and loads it into srv->scene (which a recovery may replace),
+ * running each journaled request line through replay. Returns the module, or NULL with *rc 2
+ * for an unusable directory or 1 for damaged data (the message is printed). */
+scn_persist *scn_persist_open(scn_server *srv, scn_replay_fn replay, void *replay_ud, int *rc);
+/* Registers the hooks (journal each command, commit before replies, figures) and starts the
+ * fsync (everysec) and autosave timers. */
+void scn_persist_start(scn_persist *p);
+/* At shutdown: waits for a running snapshot, writes a final one in-process, and frees the
+ * module once the loop has closed its timers. Returns 0, or -1 when the final snapshot failed
+ * (the journal still holds every change). */
+int scn_persist_close(scn_persist *p);
 
-typedef struct scn_persist_stats {
-  uint64_t journal_records, journal_bytes, fsyncs, replayed;
-  uint64_t snapshots, snapshot_failures, last_snapshot_bytes;
-  double last_snapshot_seconds, last_snapshot_unix;
-  bool snapshot_running;
-  uint64_t journal_gen;
-} scn_persist_stats;
-
-/* Opens the data directory and loads it into srv->scene. Returns 0, 2 for an unusable
- * directory, 1 for damaged data (the message is printed). */
-int scn_persist_open(struct scn_server *srv);
-/* Appends a succeeded mutating command (its request line) to the journal buffer. */
-void scn_persist_record(struct scn_server *srv, const char *line, size_t len);
-/* Writes buffered records (and fsyncs under "always"); called before replies are sent. */
-void scn_persist_commit(struct scn_server *srv);
-/* Starts a snapshot in a child process; a conn waiting for its reply may be given (save). */
-int scn_persist_save_async(struct scn_server *srv, struct scn_conn *waiter, const char *id_json);
-void scn_persist_conn_closed(struct scn_server *srv, struct scn_conn *c);
-/* At shutdown: waits for a running snapshot, then writes a final one in-process. */
-int scn_persist_close(struct scn_server *srv);
+/* A save's answer: ok with the snapshot's path and size, or why it failed. */
+typedef void (*scn_save_done)(void *owner, const char *tag, bool ok, const char *path,
+                              uint64_t bytes, const char *why);
+/* Asks for a snapshot that covers every command answered so far; done(owner, tag, ...) is
+ * called once it is on disk (tag, a string kept for the owner, may be NULL). 0, or -1. */
+int scn_persist_save(scn_persist *p, scn_save_done done, void *owner, const char *tag);
+/* The owner went away: its pending answers are dropped. */
+void scn_persist_forget(scn_persist *p, void *owner);
 /* A snapshot is being written, or a save waits for its answer. */
-bool scn_persist_busy(void);
-bool scn_persist_enabled(const struct scn_server *srv);
-/* Starts the fsync (everysec) and autosave timers. */
-void scn_persist_start_timers(struct scn_server *srv);
-void scn_persist_get_stats(const struct scn_server *srv, scn_persist_stats *out);
+bool scn_persist_busy(const scn_persist *p);
 
 #endif
