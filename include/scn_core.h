@@ -138,6 +138,15 @@ int scn_transform_destroy(scn_world *w, scn_entity e, bool recursive);
 int scn_transform_link(scn_world *w, scn_entity e, scn_entity parent, scn_keep keep);
 int scn_transform_set_local(scn_world *w, scn_entity e, const float local[16]);
 int scn_transform_set_world(scn_world *w, scn_entity e, const float world[16]);
+/* Replaces some parts of the local (world_space: the world) matrix: the current matrix is
+ * taken apart with scn_decompose_trs, the parts given (t, r, s; NULL keeps the current one,
+ * at least one given) replace its own, and T * R * S is set as by scn_transform_set_local
+ * (scn_transform_set_world). r is normalised. When only t is given, the rest of the matrix is
+ * kept bit for bit. SCN_INVALID, changing nothing, when no part is given, a part is not finite,
+ * r is zero, or the current matrix is not T * R * S (every world matrix under a singular
+ * parent is not); SCN_SINGULAR as scn_transform_set_world. */
+int scn_transform_set_parts(scn_world *w, scn_entity e, bool world_space, const float t[3],
+                            const float r[4], const float s[3]);
 /* name NULL clears it. */
 int scn_transform_rename(scn_world *w, scn_entity e, const char *name);
 bool scn_transform_exists(const scn_world *w, scn_entity e);

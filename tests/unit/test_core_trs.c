@@ -1,6 +1,7 @@
 /* Unit tests of the parts of a transform: scn_decompose_trs against scn_compose_trs over
  * seeded random cases (mirrors and non-uniform scales included), its conventions (w >= 0, the
- * mirror on sx), what it refuses (shear, zero scale, non-finite values, a bad last row). */
+ * mirror on sx), what it refuses (shear, zero scale, non-finite values, a bad last row); and
+ * scn_transform_set_parts in both spaces, its refusals, and in batches. */
 #include "core_fixtures.h"
 #include "scn_core.h"
 
@@ -433,6 +434,273 @@ static void test_deep_chain(void) {
   scn_scene_free(sc);
 }
 
+/* ---- partial sets ------------------------------------------------------------------------ */
+
+typedef struct parts {
+  float t[3], r[4], s[3];
+} parts;
+
+static parts parts_of(const float m[16]) {
+  parts p;
+  CU_ASSERT_EQUAL_FATAL(scn_decompose_trs(m, p.t, p.r, p.s), SCN_OK);
+  return p;
+}
+
+/* Each of a and b within tol * max(1, |b|). */
+static bool near_vec(const float *a, const float *b, int n, double tol) {
+  for (int k = 0; k < n; k++)
+    if (!(fabs((double)a[k] - b[k]) <= tol * fmax(1, fabs((double)b[k]))))
+      return false;
+  return true;
+}
+
+/* a within tol of b as the same rotation (b need not be unit). */
+static bool near_rot(const float a[4], const float b[4], double tol) {
+  double want[4];
+  quat_unit(b, want);
+  return quat_dist(a, want) <= tol;
+}
+
+static bool world_ok(scn_world *w) {
+  char err[256];
+  return scn_world_check(w, err, sizeof err) == SCN_OK;
+}
+
+#define HAS_T 1
+#define HAS_R 2
+#define HAS_S 4
+
+static const float NEW_T[3] = {-4, 0.5f, 12}, NEW_R[4] = {-0.2f, 0.9f, 0.4f, -0.3f},
+                   NEW_S[3] = {0.5f, 3, 1.25f};
+
+/* Sets the parts in mask from NEW_T, NEW_R, NEW_S and checks the others kept their values
+ * (before: the parts of the matrix before) and the given ones took theirs. tol applies to
+ * every comparison; the translation kept in local space is exact. */
+static void check_partial(scn_world *w, scn_entity e, bool world_space, int mask, double tol) {
+  scn_transform_info info = get(w, e);
+  const float *cur = world_space ? info.world : info.local;
+  parts before = parts_of(cur);
+  float before_m[16];
+  memcpy(before_m, cur, sizeof before_m);
+  OK(scn_transform_set_parts(w, e, world_space, mask & HAS_T ? NEW_T : NULL,
+                             mask & HAS_R ? NEW_R : NULL, mask & HAS_S ? NEW_S : NULL));
+  info = get(w, e);
+  const float *now = world_space ? info.world : info.local;
+  parts after = parts_of(now);
+  CU_ASSERT_TRUE(near_vec(after.t, mask & HAS_T ? NEW_T : before.t, 3, tol));
+  CU_ASSERT_TRUE(near_rot(after.r, mask & HAS_R ? NEW_R : before.r, tol));
+  CU_ASSERT_TRUE(near_vec(after.s, mask & HAS_S ? NEW_S : before.s, 3, tol));
+  if (!world_space) {
+    CU_ASSERT_TRUE(memcmp(after.t, mask & HAS_T ? NEW_T : before.t, sizeof after.t) == 0);
+    /* the translation alone leaves the rest of the matrix as it was, bit for bit */
+    if (mask == HAS_T)
+      CU_ASSERT_TRUE(memcmp(now, before_m, 12 * sizeof(float)) == 0);
+  }
+  CU_ASSERT_TRUE(world_ok(w));
+}
+
+static void test_parts_each_subset(void) {
+  scn_scene *sc = scn_scene_new(NULL);
+  scn_world *w;
+  OK(scn_world_create(sc, "parts", &w));
+  /* a mirrored, non-uniformly scaled root with a child (which must follow it) */
+  const float t0[3] = {1, 2, 3}, r0[4] = {0.1f, 0.2f, 0.3f, 0.9f}, s0[3] = {-1.5f, 2, 0.5f};
+  float base[16], child_local[16];
+  OK(scn_compose_trs(t0, r0, s0, base));
+  mat_t(child_local, 0, 1, 0);
+  scn_entity e = mk(w, sc, SCN_ENTITY_NONE, "e", base);
+  scn_entity c = mk(w, sc, e, "c", child_local);
+  for (int mask = 1; mask < 8; mask++) {
+    OK(scn_transform_set_local(w, e, base));
+    check_partial(w, e, false, mask, TOL_Q);
+    /* the child's world moved with its parent's new local */
+    scn_transform_info pe = get(w, e), ce = get(w, c);
+    float want[16];
+    mat_mul(pe.world, child_local, want);
+    for (int k = 0; k < 16; k++)
+      CU_ASSERT_DOUBLE_EQUAL(ce.world[k], want[k], 1e-5 * fmax(1, fabs(want[k])));
+  }
+  /* the same again and again keeps it where it is */
+  OK(scn_transform_set_local(w, e, base));
+  for (int n = 0; n < 100; n++)
+    OK(scn_transform_set_parts(w, e, false, NEW_T, NULL, NULL));
+  scn_transform_info info = get(w, e);
+  CU_ASSERT_TRUE(memcmp(info.local, base, 12 * sizeof(float)) == 0);
+  scn_scene_free(sc);
+}
+
+static void test_parts_world_space(void) {
+  scn_scene *sc = scn_scene_new(NULL);
+  scn_world *w;
+  OK(scn_world_create(sc, "parts", &w));
+  /* a rotated, uniformly scaled, moved parent: the child's world matrix is T * R * S */
+  const float pt[3] = {5, -3, 2}, pr[4] = {0.3f, -0.5f, 0.2f, 0.8f}, ps[3] = {2.5f, 2.5f, 2.5f};
+  const float ct[3] = {1, 2, 3}, cr[4] = {-0.4f, 0.1f, 0.7f, 0.5f}, cs[3] = {1, 2, -0.5f};
+  float pm[16], cm[16];
+  OK(scn_compose_trs(pt, pr, ps, pm));
+  OK(scn_compose_trs(ct, cr, cs, cm));
+  scn_entity p = mk(w, sc, SCN_ENTITY_NONE, "p", pm);
+  scn_entity e = mk(w, sc, p, "e", cm);
+  for (int mask = 1; mask < 8; mask++) {
+    OK(scn_transform_set_local(w, e, cm));
+    /* through the parent's inverse and back in float: a few epsilons of the parent's scale */
+    check_partial(w, e, true, mask, 1e-5);
+    scn_transform_info pi = get(w, p);
+    CU_ASSERT_TRUE(memcmp(pi.local, pm, sizeof pm) == 0);
+    CU_ASSERT_EQUAL(get(w, e).parent, p);
+  }
+  /* A non-uniformly scaled parent: a child turned in its local space has shear in its world
+   * matrix (refused there, fine locally); turned in world space instead, its world matrix is
+   * T * R * S and its local has the shear. */
+  const float ns[3] = {1, 2, 1}, r45[4] = {0, 0, (float)sin(M_PI / 8), (float)cos(M_PI / 8)};
+  float q[16];
+  OK(scn_compose_trs(pt, NULL, ns, q));
+  OK(scn_transform_set_local(w, p, q));
+  OK(scn_compose_trs(NULL, r45, NULL, q));
+  OK(scn_transform_set_local(w, e, q));
+  CU_ASSERT_EQUAL(scn_transform_set_parts(w, e, true, NEW_T, NULL, NULL), SCN_INVALID);
+  OK(scn_transform_set_parts(w, e, false, NULL, NULL, NEW_S));
+  OK(scn_transform_set_local(w, e, IDENTITY));
+  OK(scn_transform_set_parts(w, e, true, NULL, r45, NULL));
+  CU_ASSERT_EQUAL(scn_transform_set_parts(w, e, false, NEW_T, NULL, NULL), SCN_INVALID);
+  OK(scn_transform_set_parts(w, e, true, NEW_T, NULL, NULL));
+  parts got = parts_of(get(w, e).world);
+  CU_ASSERT_TRUE(near_rot(got.r, r45, 1e-5));
+  CU_ASSERT_TRUE(near_vec(got.s, ns, 3, 1e-5));
+  CU_ASSERT_TRUE(world_ok(w));
+  scn_scene_free(sc);
+}
+
+/* A refused set changes nothing: same local, and nothing to recompute at the next flush. */
+static void expect_refused(scn_world *w, scn_entity e, bool world_space, const float *t,
+                           const float *r, const float *s, int want) {
+  scn_world_flush(w);
+  scn_transform_info before = get(w, e);
+  scn_world_stats st0, st1;
+  scn_world_get_stats(w, &st0);
+  CU_ASSERT_EQUAL(scn_transform_set_parts(w, e, world_space, t, r, s), want);
+  scn_world_flush(w);
+  scn_world_get_stats(w, &st1);
+  CU_ASSERT_EQUAL(st1.recomputed, st0.recomputed);
+  scn_transform_info after = get(w, e);
+  CU_ASSERT_TRUE(memcmp(before.local, after.local, sizeof before.local) == 0);
+  CU_ASSERT_TRUE(memcmp(before.world, after.world, sizeof before.world) == 0);
+}
+
+static void test_parts_refused(void) {
+  scn_scene *sc = scn_scene_new(NULL);
+  scn_world *w;
+  OK(scn_world_create(sc, "parts", &w));
+  const float t[3] = {1, 2, 3}, r[4] = {0, 0, 1, 1}, s[3] = {2, 2, 2};
+  float m[16];
+
+  /* a sheared local: every part and both spaces */
+  memcpy(m, IDENTITY, sizeof m);
+  m[4] = 0.5f;
+  scn_entity sheared = mk(w, sc, SCN_ENTITY_NONE, "sheared", m);
+  for (int mask = 1; mask < 8; mask++)
+    for (int ws = 0; ws < 2; ws++)
+      expect_refused(w, sheared, ws, mask & HAS_T ? t : NULL, mask & HAS_R ? r : NULL,
+                     mask & HAS_S ? s : NULL, SCN_INVALID);
+  /* a zero scale, a bad last row */
+  const float zero_s[3] = {1, 0, 1};
+  OK(scn_compose_trs(t, r, zero_s, m));
+  scn_entity flat = mk(w, sc, SCN_ENTITY_NONE, "flat", m);
+  expect_refused(w, flat, false, NULL, r, NULL, SCN_INVALID);
+  expect_refused(w, flat, false, t, NULL, NULL, SCN_INVALID);
+  mat_t(m, 1, 2, 3);
+  m[3] = 0.25f;
+  scn_entity proj = mk(w, sc, SCN_ENTITY_NONE, "proj", m);
+  expect_refused(w, proj, false, NULL, NULL, s, SCN_INVALID);
+  /* a child under a zero-scale parent: its world matrix is singular, so not T * R * S */
+  scn_entity under = mk(w, sc, flat, "under", NULL);
+  expect_refused(w, under, true, t, NULL, NULL, SCN_INVALID);
+
+  /* bad parts, checked before the entity is looked up */
+  scn_entity e = mk(w, sc, SCN_ENTITY_NONE, "e", NULL);
+  const float zero_r[4] = {0, -0.0f, 0, 0}, nan_r[4] = {0, NAN, 0, 1};
+  const float inf_t[3] = {0, INFINITY, 0}, nan_s[3] = {1, 1, NAN};
+  expect_refused(w, e, false, NULL, NULL, NULL, SCN_INVALID);
+  expect_refused(w, e, false, NULL, zero_r, NULL, SCN_INVALID);
+  expect_refused(w, e, true, NULL, nan_r, NULL, SCN_INVALID);
+  expect_refused(w, e, false, inf_t, r, s, SCN_INVALID);
+  expect_refused(w, e, false, t, r, nan_s, SCN_INVALID);
+  CU_ASSERT_EQUAL(scn_transform_set_parts(w, e + 1000, false, NULL, zero_r, NULL), SCN_INVALID);
+  CU_ASSERT_EQUAL(scn_transform_set_parts(w, e + 1000, false, t, NULL, NULL), SCN_NOT_FOUND);
+  CU_ASSERT_EQUAL(scn_transform_set_parts(w, SCN_ENTITY_NONE, true, t, NULL, NULL), SCN_NOT_FOUND);
+
+  /* a world that needs a local beyond float under a tiny parent: SINGULAR */
+  const float tiny[3] = {1e-30f, 1e-30f, 1e-30f}, huge[3] = {1e10f, 1e10f, 1e10f};
+  OK(scn_compose_trs(NULL, r, tiny, m));
+  scn_entity small = mk(w, sc, SCN_ENTITY_NONE, "small", m);
+  scn_entity kid = mk(w, sc, small, "kid", NULL);
+  expect_refused(w, kid, true, NULL, NULL, huge, SCN_SINGULAR);
+  OK(scn_transform_set_parts(w, kid, true, NULL, NULL, tiny)); /* a local of scale 1 */
+
+  /* a zero scale may be given (as in a full set); the result then has no parts */
+  OK(scn_transform_set_parts(w, e, false, NULL, NULL, zero_s));
+  expect_refused(w, e, false, t, NULL, NULL, SCN_INVALID);
+  CU_ASSERT_TRUE(world_ok(w));
+  scn_scene_free(sc);
+}
+
+static void test_parts_batch(void) {
+  scn_scene *sc = scn_scene_new(NULL);
+  scn_world *w;
+  OK(scn_world_create(sc, "parts", &w));
+  const float pt[3] = {1, 0, 0}, pr[4] = {0, 0.6f, 0, 0.8f}, ps[3] = {2, 2, 2};
+  float pm[16], cm[16], m[16];
+  OK(scn_compose_trs(pt, pr, ps, pm));
+  mat_t(cm, 0, 1, 0);
+  scn_entity p = mk(w, sc, SCN_ENTITY_NONE, "p", pm);
+  scn_entity c = mk(w, sc, p, "c", cm);
+  scn_transform_info p0 = get(w, p), c0 = get(w, c);
+
+  OK(scn_batch_begin(sc));
+  /* the child's first change in the batch is a partial one */
+  OK(scn_transform_set_parts(w, c, false, NULL, NULL, NEW_S));
+  /* a full set, then parts of it: each sees the one before */
+  const float t1[3] = {7, 8, 9}, s1[3] = {1, 3, 1};
+  OK(scn_compose_trs(t1, NULL, s1, m));
+  OK(scn_transform_set_local(w, p, m));
+  OK(scn_transform_set_parts(w, p, false, NULL, NEW_R, NULL));
+  parts got = parts_of(get(w, p).local);
+  CU_ASSERT_TRUE(memcmp(got.t, t1, sizeof got.t) == 0);
+  CU_ASSERT_TRUE(near_vec(got.s, s1, 3, TOL_S));
+  CU_ASSERT_TRUE(near_rot(got.r, NEW_R, TOL_Q));
+  OK(scn_transform_set_parts(w, p, false, NULL, NULL, ps));
+  got = parts_of(get(w, p).local);
+  CU_ASSERT_TRUE(memcmp(got.t, t1, sizeof got.t) == 0);
+  CU_ASSERT_TRUE(near_rot(got.r, NEW_R, TOL_Q));
+  /* the child's world, in the parent's new place */
+  OK(scn_transform_set_parts(w, c, true, NEW_T, NULL, NULL));
+  got = parts_of(get(w, c).world);
+  CU_ASSERT_TRUE(near_vec(got.t, NEW_T, 3, 1e-5));
+  CU_ASSERT_TRUE(near_rot(got.r, NEW_R, 1e-5));
+  /* a refusal inside the batch leaves the rest of it */
+  CU_ASSERT_EQUAL(scn_transform_set_parts(w, c, false, NULL, (const float[4]){0, 0, 0, 0}, NULL),
+                  SCN_INVALID);
+  CU_ASSERT_TRUE(near_vec(parts_of(get(w, c).world).t, NEW_T, 3, 1e-5));
+  scn_batch_rollback(sc);
+
+  scn_transform_info p1 = get(w, p), c1 = get(w, c);
+  CU_ASSERT_TRUE(memcmp(p0.local, p1.local, sizeof p0.local) == 0);
+  CU_ASSERT_TRUE(memcmp(p0.world, p1.world, sizeof p0.world) == 0);
+  CU_ASSERT_TRUE(memcmp(c0.local, c1.local, sizeof c0.local) == 0);
+  CU_ASSERT_TRUE(memcmp(c0.world, c1.world, sizeof c0.world) == 0);
+  CU_ASSERT_TRUE(world_ok(w));
+
+  /* committed, the parts stay */
+  OK(scn_batch_begin(sc));
+  OK(scn_transform_set_parts(w, p, false, NEW_T, NULL, NULL));
+  OK(scn_transform_set_parts(w, c, true, NULL, NEW_R, NULL));
+  scn_batch_commit(sc);
+  CU_ASSERT_TRUE(memcmp(parts_of(get(w, p).local).t, NEW_T, sizeof NEW_T) == 0);
+  CU_ASSERT_TRUE(near_rot(parts_of(get(w, c).world).r, NEW_R, 1e-5));
+  CU_ASSERT_TRUE(world_ok(w));
+  scn_scene_free(sc);
+}
+
 int scn_test_register_core_trs(void) {
   CU_pSuite s = CU_add_suite("core_trs", NULL, NULL);
   if (!s)
@@ -450,6 +718,10 @@ int scn_test_register_core_trs(void) {
       {"decompose_trs shear cases around the tolerance", test_shear_cases},
       {"decompose_trs refuses zero scale, non-finite, bad last row", test_refused},
       {"decompose_trs accepts world matrices of a 64-deep chain", test_deep_chain},
+      {"set_parts: each part and each pair keeps the rest", test_parts_each_subset},
+      {"set_parts in world space under a rotated, scaled parent", test_parts_world_space},
+      {"set_parts refusals change nothing", test_parts_refused},
+      {"set_parts in a batch: sees the sets before, rolls back", test_parts_batch},
   };
   for (size_t k = 0; k < sizeof tests / sizeof tests[0]; k++)
     if (!CU_add_test(s, tests[k].name, tests[k].fn))
