@@ -74,7 +74,8 @@ bool scn_matrix_finite(const float m[16]);
  * quaternion (x, y, z, w) with w >= 0, s the lengths of the first three columns with sx
  * negated when the determinant is negative (a mirror). SCN_INVALID, writing nothing, when m
  * is not T * R * S: a non-finite element, a last row other than 0 0 0 1, a zero column (zero
- * scale) or one too long for a float scale, or shear (see above). t, r, s may be NULL. */
+ * scale) or one too long for a float scale, or shear (see above). t, r, s may be NULL (r NULL
+ * also skips working out the rotation, a third of the cost). */
 int scn_decompose_trs(const float m[16], float t[3], float r[4], float s[3]);
 /* Length of the strictly valid UTF-8 character at s (no overlongs, no surrogates, nothing
  * above U+10FFFF), 0 when there is none; its code point in *codepoint. */

@@ -284,8 +284,9 @@ int scn_transform_set_parts(scn_world *w, scn_entity e, bool world_space, const 
   else
     glm_mat4_copy(tm->local[i], cur);
   memcpy(c, cur, sizeof c);
+  /* only the parts kept are read (the rotation is the dear one) */
   float ct[3], cr[4], cs[3];
-  if (scn_decompose_trs(c, ct, cr, cs) != SCN_OK)
+  if (scn_decompose_trs(c, t ? NULL : ct, r ? NULL : cr, s ? NULL : cs) != SCN_OK)
     return SCN_INVALID;
   if (!r && !s) {
     /* Only the translation changes: the rest of the matrix stays bit for bit, rather than
