@@ -143,9 +143,10 @@ int scn_transform_set_world(scn_world *w, scn_entity e, const float world[16]);
  * taken apart with scn_decompose_trs, the parts given (t, r, s; NULL keeps the current one,
  * at least one given) replace its own, and T * R * S is set as by scn_transform_set_local
  * (scn_transform_set_world). r is normalised. When only t is given, the rest of the matrix is
- * kept bit for bit. SCN_INVALID, changing nothing, when no part is given, a part is not finite,
- * r is zero, or the current matrix is not T * R * S (every world matrix under a singular
- * parent is not); SCN_SINGULAR as scn_transform_set_world. */
+ * kept bit for bit (in world space, of the world matrix asked for; the local that gives it is
+ * worked out as by scn_transform_set_world). SCN_INVALID, changing nothing, when no part is
+ * given, a part is not finite, r is zero, or the current matrix is not T * R * S (no world
+ * matrix under a singular parent is); SCN_SINGULAR as scn_transform_set_world. */
 int scn_transform_set_parts(scn_world *w, scn_entity e, bool world_space, const float t[3],
                             const float r[4], const float s[3]);
 /* name NULL clears it. */
