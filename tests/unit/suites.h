@@ -4,6 +4,7 @@
 
 #define SCN_TEST_SUITES(X)                                                                     \
   X(core_math)                                                                                 \
+  X(core_trs)                                                                                  \
   X(core_entity)                                                                               \
   X(core_transform)                                                                            \
   X(core_batch)                                                                                \
