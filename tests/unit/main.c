@@ -22,13 +22,13 @@ static bool selected(const char *suite, const char *filter) {
 int main(int argc, char **argv) {
   if (CU_initialize_registry() != CUE_SUCCESS)
     return 2;
-#define SCN_TEST_REGISTER(name)                                                                \
-  if (selected(#name, argc > 1 ? argv[1] : NULL)) {                                                    \
-    if (scn_test_register_##name() != 0) {                                                     \
-      fprintf(stderr, "could not register suite %s\n", #name);                                \
-      CU_cleanup_registry();                                                                   \
-      return 2;                                                                                \
-    }                                                                                          \
+#define SCN_TEST_REGISTER(name)                                                                    \
+  if (selected(#name, argc > 1 ? argv[1] : NULL)) {                                                \
+    if (scn_test_register_##name() != 0) {                                                         \
+      fprintf(stderr, "could not register suite %s\n", #name);                                     \
+      CU_cleanup_registry();                                                                       \
+      return 2;                                                                                    \
+    }                                                                                              \
   }
   SCN_TEST_SUITES(SCN_TEST_REGISTER)
 #undef SCN_TEST_REGISTER

@@ -2,20 +2,20 @@
 #ifndef SCN_TEST_SUITES_H
 #define SCN_TEST_SUITES_H
 
-#define SCN_TEST_SUITES(X)                                                                     \
-  X(core_math)                                                                                 \
-  X(core_entity)                                                                               \
-  X(core_transform)                                                                            \
-  X(core_batch)                                                                                \
-  X(core_stream)                                                                               \
-  X(core_property)                                                                             \
-  X(f32fmt)                                                                                    \
-  X(proto)                                                                                     \
-  X(daemon_commands)                                                                           \
-  X(daemon_stream)                                                                             \
-  X(daemon_persist)                                                                            \
-  X(clients)                                                                                   \
-  X(daemon_ops)                                                                                   \
+#define SCN_TEST_SUITES(X)                                                                         \
+  X(core_math)                                                                                     \
+  X(core_entity)                                                                                   \
+  X(core_transform)                                                                                \
+  X(core_batch)                                                                                    \
+  X(core_stream)                                                                                   \
+  X(core_property)                                                                                 \
+  X(f32fmt)                                                                                        \
+  X(proto)                                                                                         \
+  X(daemon_commands)                                                                               \
+  X(daemon_stream)                                                                                 \
+  X(daemon_persist)                                                                                \
+  X(clients)                                                                                       \
+  X(daemon_ops)                                                                                    \
   X(daemon_torture)
 
 #define SCN_TEST_DECLARE(name) int scn_test_register_##name(void);

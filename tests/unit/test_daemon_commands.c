@@ -39,14 +39,12 @@ static void report(const char *what, const cJSON *j) {
 
 /* An assertion that reports the caller's line and, when it fails, the response. */
 static bool check_at(bool cond, int line, const char *what, const cJSON *r) {
-  CU_assertImplementation(cond ? CU_TRUE : CU_FALSE, (unsigned)line, what, __FILE__, "",
-                          CU_FALSE);
+  CU_assertImplementation(cond ? CU_TRUE : CU_FALSE, (unsigned)line, what, __FILE__, "", CU_FALSE);
   if (!cond)
     report(what, r);
   return cond;
 }
 #define CHECK(cond, r) check_at((cond), __LINE__, #cond, (r))
-
 
 /* ---- requests -------------------------------------------------------------------------------- */
 
@@ -59,7 +57,8 @@ static cJSON *vcall(scn_client *c, char **line_out, const char *fmt, va_list ap)
 }
 
 /* A request that must succeed; returns the response (the caller deletes it). */
-static cJSON *ok_at(int at, scn_client *c, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static cJSON *ok_at(int at, scn_client *c, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static cJSON *ok_at(int at, scn_client *c, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -67,8 +66,8 @@ static cJSON *ok_at(int at, scn_client *c, const char *fmt, ...) {
   cJSON *r = vcall(c, &line, fmt, ap);
   va_end(ap);
   bool good = scn_resp_ok(r);
-  CU_assertImplementation(good ? CU_TRUE : CU_FALSE, (unsigned)at, "request answered ok",
-                          __FILE__, "", CU_FALSE);
+  CU_assertImplementation(good ? CU_TRUE : CU_FALSE, (unsigned)at, "request answered ok", __FILE__,
+                          "", CU_FALSE);
   if (!good) {
     fprintf(stderr, "\n  request: %.600s", line);
     report("response", r);
@@ -172,15 +171,15 @@ static void mat_print(const char *what, const float m[16]) {
     fprintf(stderr, " %.9g", m[i]);
 }
 
-#define CHECK_MAT(a, b, tol)                                                                   \
-  do {                                                                                         \
-    bool near_ = mat_near((a), (b), (tol));                                                   \
-    CU_assertImplementation(near_ ? CU_TRUE : CU_FALSE, __LINE__, "matrices equal", __FILE__, \
-                            "", CU_FALSE);                                                     \
-    if (!near_) {                                                                              \
-      mat_print("got", (a));                                                                  \
-      mat_print("want", (b));                                                                 \
-    }                                                                                          \
+#define CHECK_MAT(a, b, tol)                                                                       \
+  do {                                                                                             \
+    bool near_ = mat_near((a), (b), (tol));                                                        \
+    CU_assertImplementation(near_ ? CU_TRUE : CU_FALSE, __LINE__, "matrices equal", __FILE__, "",  \
+                            CU_FALSE);                                                             \
+    if (!near_) {                                                                                  \
+      mat_print("got", (a));                                                                       \
+      mat_print("want", (b));                                                                      \
+    }                                                                                              \
   } while (0)
 
 static const float IDENTITY[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
@@ -238,8 +237,7 @@ static cJSON *get_tf(scn_client *c, const char *world, uint64_t e) {
 }
 
 /* The world (or local) matrix of e. */
-static bool matrix(scn_client *c, const char *world, uint64_t e, const char *which,
-                   float m[16]) {
+static bool matrix(scn_client *c, const char *world, uint64_t e, const char *which, float m[16]) {
   cJSON *r = get_tf(c, world, e);
   bool ok = scn_resp_ok(r) && mat_of(r, which, m);
   if (!ok)
@@ -301,7 +299,7 @@ static char *snapshot(scn_client *c, const char *world, const uint64_t *ids, int
   cJSON_Delete(r);
   r = scn_client_call(c, "{\"cmd\":\"info\"}");
   text_addf(&b, "worlds %g entities %g transforms %g\n", num(r, "worlds"), num(r, "entities"),
-          num(r, "transforms"));
+            num(r, "transforms"));
   cJSON_Delete(r);
   for (int i = 0; i < n; i++) {
     r = get_tf(c, world, ids[i]);
@@ -321,8 +319,8 @@ static char *snapshot(scn_client *c, const char *world, const uint64_t *ids, int
 
 static void check_same_at(int at, const char *before, const char *after) {
   bool same = before && after && strcmp(before, after) == 0;
-  CU_assertImplementation(same ? CU_TRUE : CU_FALSE, (unsigned)at, "state unchanged", __FILE__,
-                          "", CU_FALSE);
+  CU_assertImplementation(same ? CU_TRUE : CU_FALSE, (unsigned)at, "state unchanged", __FILE__, "",
+                          CU_FALSE);
   if (!same)
     fprintf(stderr, "\n  before:\n%.3000s\n  after:\n%.3000s\n", before ? before : "-",
             after ? after : "-");
@@ -504,8 +502,8 @@ static void test_entity_destroy(void) {
   new_world(&c, "ed_a");
   new_world(&c, "ed_b");
   uint64_t p = TF(&c, "ed_a", "\"t\":[10,0,0],\"s\":2");
-  uint64_t kid = TF(&c, "ed_a", "\"parent\":%llu,\"t\":[1,0,0],\"name\":\"kid\"",
-                    (unsigned long long)p);
+  uint64_t kid =
+      TF(&c, "ed_a", "\"parent\":%llu,\"t\":[1,0,0],\"name\":\"kid\"", (unsigned long long)p);
   CU_ASSERT_EQUAL(TF(&c, "ed_b", "\"entity\":%llu", (unsigned long long)p), p);
   uint64_t other = TF0(&c, "ed_b");
   float before[16], after[16], want[16];
@@ -551,7 +549,8 @@ static void test_entity_destroy(void) {
     ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.unlink\",\"world\":\"ed_a\",\"entity\":%llu}", s);
     ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.destroy\",\"world\":\"ed_a\",\"entity\":%llu}", s);
     ERR(&c, "NOT_FOUND",
-        "{\"cmd\":\"batch\",\"world\":\"ed_a\",\"ops\":[{\"cmd\":\"transform.get\",\"entity\":%llu}]}",
+        "{\"cmd\":\"batch\",\"world\":\"ed_a\",\"ops\":[{\"cmd\":\"transform.get\",\"entity\":%llu}"
+        "]}",
         s);
     ERR(&c, "NOT_FOUND", "{\"cmd\":\"subscribe\",\"world\":\"ed_a\",\"root\":%llu}", s);
     /* Reusing slots does not revive it. */
@@ -626,8 +625,8 @@ static void test_transform_create(void) {
       (unsigned long long)e2, (unsigned long long)e1);
 
   /* Parent, name and t. */
-  uint64_t w = TF(&c, "tc", "\"parent\":%llu,\"name\":\"wheel\",\"t\":[1,2,3]",
-                  (unsigned long long)e1);
+  uint64_t w =
+      TF(&c, "tc", "\"parent\":%llu,\"name\":\"wheel\",\"t\":[1,2,3]", (unsigned long long)e1);
   r = get_tf(&c, "tc", w);
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(r, "name");
   CHECK(u64(r, "parent") == e1, r);
@@ -669,8 +668,10 @@ static void test_transform_create(void) {
   uint64_t lonely = new_entity(&c);
   ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.create\",\"world\":\"tc\",\"parent\":%llu}",
       (unsigned long long)lonely);
-  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.create\",\"world\":\"tc\",\"parent\":9007199254740000}");
-  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.create\",\"world\":\"tc\",\"entity\":9007199254740000}");
+  ERR(&c, "NOT_FOUND",
+      "{\"cmd\":\"transform.create\",\"world\":\"tc\",\"parent\":9007199254740000}");
+  ERR(&c, "NOT_FOUND",
+      "{\"cmd\":\"transform.create\",\"world\":\"tc\",\"entity\":9007199254740000}");
   ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.create\",\"world\":\"tc_none\"}");
   ERR(&c, "BAD_REQUEST",
       "{\"cmd\":\"transform.create\",\"world\":\"tc\",\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1],"
@@ -702,7 +703,8 @@ static void test_transform_destroy(void) {
     return;
   new_world(&c, "td");
   uint64_t p = TF(&c, "td", "\"t\":[10,0,0],\"r\":" R90Z ",\"s\":2");
-  uint64_t c1 = TF(&c, "td", "\"parent\":%llu,\"t\":[1,0,0],\"name\":\"one\"", (unsigned long long)p);
+  uint64_t c1 =
+      TF(&c, "td", "\"parent\":%llu,\"t\":[1,0,0],\"name\":\"one\"", (unsigned long long)p);
   uint64_t c2 = TF(&c, "td", "\"parent\":%llu,\"t\":[0,1,0]", (unsigned long long)p);
   uint64_t g = TF(&c, "td", "\"parent\":%llu,\"t\":[0,0,1]", (unsigned long long)c2);
   float w1[16], w2[16], wg[16], m[16];
@@ -711,7 +713,8 @@ static void test_transform_destroy(void) {
   CU_ASSERT_TRUE(matrix(&c, "td", g, "world", wg));
 
   /* Not recursive: the children become roots and keep their world matrices. */
-  OKD(&c, "{\"cmd\":\"transform.destroy\",\"world\":\"td\",\"entity\":%llu}", (unsigned long long)p);
+  OKD(&c, "{\"cmd\":\"transform.destroy\",\"world\":\"td\",\"entity\":%llu}",
+      (unsigned long long)p);
   ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.get\",\"world\":\"td\",\"entity\":%llu}",
       (unsigned long long)p);
   CU_ASSERT_EQUAL(listed_transforms(&c, "td"), 3);
@@ -794,7 +797,8 @@ static void test_link_unlink(void) {
   uint64_t ids[] = {p, ch};
   char *s1 = snapshot(&c, "ln", ids, 2);
   OKD(&c,
-      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu,\"keep\":\"world\"}",
+      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu,\"keep\":"
+      "\"world\"}",
       (unsigned long long)ch, (unsigned long long)p);
   char *s2 = snapshot(&c, "ln", ids, 2);
   CHECK_SAME(s1, s2);
@@ -808,7 +812,8 @@ static void test_link_unlink(void) {
   CU_ASSERT_EQUAL(memcmp(m, t123, sizeof m), 0);
   /* Unlinking a root is a no-op. */
   s1 = snapshot(&c, "ln", ids, 2);
-  OKD(&c, "{\"cmd\":\"transform.unlink\",\"world\":\"ln\",\"entity\":%llu}", (unsigned long long)ch);
+  OKD(&c, "{\"cmd\":\"transform.unlink\",\"world\":\"ln\",\"entity\":%llu}",
+      (unsigned long long)ch);
   OKD(&c, "{\"cmd\":\"transform.unlink\",\"world\":\"ln\",\"entity\":%llu,\"keep\":\"world\"}",
       (unsigned long long)ch);
   s2 = snapshot(&c, "ln", ids, 2);
@@ -818,7 +823,8 @@ static void test_link_unlink(void) {
 
   /* keep world: the world matrix stays (to float rounding), the local is recomputed. */
   OKD(&c,
-      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu,\"keep\":\"world\"}",
+      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu,\"keep\":"
+      "\"world\"}",
       (unsigned long long)ch, (unsigned long long)p);
   CU_ASSERT_EQUAL(parent_of(&c, "ln", ch), p);
   CU_ASSERT_TRUE(matrix(&c, "ln", ch, "world", w));
@@ -851,17 +857,21 @@ static void test_link_unlink(void) {
   ERR(&c, "CYCLE", "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
       (unsigned long long)p, (unsigned long long)ch);
   ERR(&c, "CYCLE",
-      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu,\"keep\":\"world\"}",
+      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu,\"keep\":"
+      "\"world\"}",
       (unsigned long long)p, (unsigned long long)p);
   ERR(&c, "CYCLE", "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
       (unsigned long long)g, (unsigned long long)g);
   /* Missing parent or entity, bad keep. */
-  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
+  ERR(&c, "NOT_FOUND",
+      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
       (unsigned long long)g, (unsigned long long)lonely);
-  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
+  ERR(&c, "NOT_FOUND",
+      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
       (unsigned long long)lonely, (unsigned long long)g);
   ERR(&c, "BAD_REQUEST",
-      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu,\"keep\":\"both\"}",
+      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu,\"keep\":"
+      "\"both\"}",
       (unsigned long long)g, (unsigned long long)p);
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu}",
       (unsigned long long)g);
@@ -898,7 +908,8 @@ static void test_link_unlink(void) {
   uint64_t ids5[] = {z, g};
   s1 = snapshot(&c, "ln", ids5, 2);
   ERR(&c, "BAD_REQUEST",
-      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu,\"keep\":\"world\"}",
+      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu,\"keep\":"
+      "\"world\"}",
       (unsigned long long)g, (unsigned long long)z);
   s2 = snapshot(&c, "ln", ids5, 2);
   CHECK_SAME(s1, s2);
@@ -949,7 +960,8 @@ static void test_set_local_world(void) {
   CHECK_MAT(m, local_want, 1e-6f);
   /* On a root, local and world are the same. */
   OKD(&c,
-      "{\"cmd\":\"transform.set_world\",\"world\":\"sw\",\"entity\":%llu,\"t\":[1,2,3],\"s\":[1,2,4]}",
+      "{\"cmd\":\"transform.set_world\",\"world\":\"sw\",\"entity\":%llu,\"t\":[1,2,3],\"s\":[1,2,"
+      "4]}",
       (unsigned long long)p);
   float trs[16] = {1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 4, 0, 1, 2, 3, 1};
   CU_ASSERT_TRUE(matrix(&c, "sw", p, "local", m));
@@ -983,7 +995,8 @@ static void test_set_local_world(void) {
       "{\"cmd\":\"transform.set_world\",\"world\":\"sw\",\"entity\":%llu,\"s\":-1e39}",
       (unsigned long long)ch);
   ERR(&c, "NOT_FOUND",
-      "{\"cmd\":\"transform.set_local\",\"world\":\"sw\",\"entity\":9007199254740991,\"t\":[1,1,1]}");
+      "{\"cmd\":\"transform.set_local\",\"world\":\"sw\",\"entity\":9007199254740991,\"t\":[1,1,1]"
+      "}");
   ERR(&c, "NOT_FOUND",
       "{\"cmd\":\"transform.set_world\",\"world\":\"sw_none\",\"entity\":%llu,\"t\":[1,1,1]}",
       (unsigned long long)ch);
@@ -1002,13 +1015,14 @@ static void test_get_roundtrip(void) {
   new_world(&c, "gr");
   uint64_t e = TF0(&c, "gr");
   /* Values that only round-trip when printed as the shortest float32 text. */
-  static const char *const vals[16] = {"0.1",    "0.2",       "0.3",      "-0.1",
-                                       "0.333333333333333", "1e-7", "123456.789", "16777217",
-                                       "3.4e38", "-2.5",      "1e-40",    "0.7",
-                                       "1e-3",   "-1234.5678", "98765.4321", "1"};
+  static const char *const vals[16] = {
+      "0.1",   "0.2",        "0.3",      "-0.1",       "0.333333333333333",
+      "1e-7",  "123456.789", "16777217", "3.4e38",     "-2.5",
+      "1e-40", "0.7",        "1e-3",     "-1234.5678", "98765.4321",
+      "1"};
   text req = {0};
   text_addf(&req, "{\"cmd\":\"transform.set_local\",\"world\":\"gr\",\"entity\":%llu,\"matrix\":[",
-          (unsigned long long)e);
+            (unsigned long long)e);
   for (int i = 0; i < 16; i++)
     text_addf(&req, "%s%s", i ? "," : "", vals[i]);
   text_addf(&req, "]}");
@@ -1018,8 +1032,8 @@ static void test_get_roundtrip(void) {
   text_free(&req);
 
   char getline_[128];
-  snprintf(getline_, sizeof getline_, "{\"cmd\":\"transform.get\",\"world\":\"gr\",\"entity\":%llu}",
-           (unsigned long long)e);
+  snprintf(getline_, sizeof getline_,
+           "{\"cmd\":\"transform.get\",\"world\":\"gr\",\"entity\":%llu}", (unsigned long long)e);
   CU_ASSERT_EQUAL(scn_client_send(&c, getline_), 0);
   char *line = scn_client_recv(&c, WAIT_MS);
   CU_ASSERT_PTR_NOT_NULL(line);
@@ -1048,8 +1062,8 @@ static void test_get_roundtrip(void) {
   cJSON_Delete(r);
 
   /* name only when set; UTF-8 names round-trip. */
-  uint64_t n = TF(&c, "gr", "\"name\":\"w\xc3\xb6rld \xe2\x82\xac\",\"parent\":%llu",
-                  (unsigned long long)e);
+  uint64_t n =
+      TF(&c, "gr", "\"name\":\"w\xc3\xb6rld \xe2\x82\xac\",\"parent\":%llu", (unsigned long long)e);
   r = get_tf(&c, "gr", n);
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(r, "name");
   CHECK(cJSON_IsString(name) && strcmp(name->valuestring, "w\xc3\xb6rld \xe2\x82\xac") == 0, r);
@@ -1096,14 +1110,16 @@ static void test_children_order(void) {
   OKD(&c, "{\"cmd\":\"transform.link\",\"world\":\"co\",\"entity\":%llu,\"parent\":%llu}",
       (unsigned long long)k[3], (unsigned long long)p);
   CU_ASSERT_TRUE(ids_equal(got, children(&c, "co", p, got, 8), k, 4));
-  OKD(&c, "{\"cmd\":\"transform.unlink\",\"world\":\"co\",\"entity\":%llu}", (unsigned long long)k[1]);
+  OKD(&c, "{\"cmd\":\"transform.unlink\",\"world\":\"co\",\"entity\":%llu}",
+      (unsigned long long)k[1]);
   uint64_t w1[] = {k[0], k[2], k[3]};
   CU_ASSERT_TRUE(ids_equal(got, children(&c, "co", p, got, 8), w1, 3));
   OKD(&c, "{\"cmd\":\"transform.link\",\"world\":\"co\",\"entity\":%llu,\"parent\":%llu}",
       (unsigned long long)k[1], (unsigned long long)p);
   uint64_t w2[] = {k[0], k[2], k[3], k[1]};
   CU_ASSERT_TRUE(ids_equal(got, children(&c, "co", p, got, 8), w2, 4));
-  OKD(&c, "{\"cmd\":\"transform.destroy\",\"world\":\"co\",\"entity\":%llu}", (unsigned long long)k[2]);
+  OKD(&c, "{\"cmd\":\"transform.destroy\",\"world\":\"co\",\"entity\":%llu}",
+      (unsigned long long)k[2]);
   uint64_t w3[] = {k[0], k[3], k[1]};
   CU_ASSERT_TRUE(ids_equal(got, children(&c, "co", p, got, 8), w3, 3));
   CU_ASSERT_EQUAL(children(&c, "co", k[0], got, 8), 0);
@@ -1114,8 +1130,8 @@ static void test_children_order(void) {
 }
 
 static uint64_t find(scn_client *c, const char *world, const char *path) {
-  cJSON *r = scn_client_call(c, "{\"cmd\":\"transform.find\",\"world\":\"%s\",\"path\":\"%s\"}", world,
-                             path);
+  cJSON *r = scn_client_call(c, "{\"cmd\":\"transform.find\",\"world\":\"%s\",\"path\":\"%s\"}",
+                             world, path);
   uint64_t e = scn_resp_ok(r) ? u64(r, "entity") : 0;
   cJSON_Delete(r);
   return e;
@@ -1193,15 +1209,18 @@ static void test_find(void) {
   CU_ASSERT_EQUAL(find(&c, "fd", "car/wheel_fl/nut"), nut);
   ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"wheel_fl\"}");
   ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"car/nope\"}");
-  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"car/wheel_fl/nut/x\"}");
+  ERR(&c, "NOT_FOUND",
+      "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"car/wheel_fl/nut/x\"}");
   ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"Car\"}");
   ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.find\",\"world\":\"fd_none\",\"path\":\"car\"}");
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"\"}");
-  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"car//wheel_fl\"}");
+  ERR(&c, "BAD_REQUEST",
+      "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"car//wheel_fl\"}");
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.find\",\"world\":\"fd\"}");
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":7}");
   /* Paths follow links. */
-  OKD(&c, "{\"cmd\":\"transform.unlink\",\"world\":\"fd\",\"entity\":%llu}", (unsigned long long)wheel);
+  OKD(&c, "{\"cmd\":\"transform.unlink\",\"world\":\"fd\",\"entity\":%llu}",
+      (unsigned long long)wheel);
   CU_ASSERT_EQUAL(find(&c, "fd", "wheel_fl/nut"), nut);
   ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"car/wheel_fl\"}");
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"fd\"}");
@@ -1249,10 +1268,12 @@ static void test_relative(void) {
   CHECK_MAT(m, want, 1e-6f);
   /* A singular "to" has no inverse. */
   uint64_t z = TF(&c, "rl", "\"s\":[1,0,1]");
-  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.relative\",\"world\":\"rl\",\"entity\":%llu,\"to\":%llu}",
+  ERR(&c, "BAD_REQUEST",
+      "{\"cmd\":\"transform.relative\",\"world\":\"rl\",\"entity\":%llu,\"to\":%llu}",
       (unsigned long long)e, (unsigned long long)z);
   CU_ASSERT_TRUE(relative(&c, "rl", z, e, m));
-  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.relative\",\"world\":\"rl\",\"entity\":%llu,\"to\":%llu}",
+  ERR(&c, "NOT_FOUND",
+      "{\"cmd\":\"transform.relative\",\"world\":\"rl\",\"entity\":%llu,\"to\":%llu}",
       (unsigned long long)e, (unsigned long long)new_entity(&c));
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.relative\",\"world\":\"rl\",\"entity\":%llu}",
       (unsigned long long)e);
@@ -1333,18 +1354,19 @@ static void test_batch(void) {
   CU_ASSERT_TRUE(json_equals(cJSON_GetArrayItem(res, 1), want));
   CU_ASSERT_TRUE(json_equals(cJSON_GetArrayItem(res, 2), "{\"id\":3}"));
   CU_ASSERT_TRUE(json_equals(cJSON_GetArrayItem(res, 3), "{}"));
-  snprintf(want, sizeof want,
-           "{\"id\":{\"k\":[1]},\"entity\":%llu,\"parent\":%llu,\"name\":\"kid\","
-           "\"local\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1],\"world\":[1,0,0,0,0,1,0,0,0,0,1,0,0,5,0,1]}",
-           b, a);
+  snprintf(
+      want, sizeof want,
+      "{\"id\":{\"k\":[1]},\"entity\":%llu,\"parent\":%llu,\"name\":\"kid\","
+      "\"local\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1],\"world\":[1,0,0,0,0,1,0,0,0,0,1,0,0,5,0,1]}",
+      b, a);
   CU_ASSERT_TRUE(json_equals(cJSON_GetArrayItem(res, 4), want));
   snprintf(want, sizeof want, "{\"id\":null,\"children\":[%llu]}", b);
   CU_ASSERT_TRUE(json_equals(cJSON_GetArrayItem(res, 5), want));
   snprintf(want, sizeof want, "{\"id\":6,\"entity\":%llu}", b);
   CU_ASSERT_TRUE(json_equals(cJSON_GetArrayItem(res, 6), want));
   /* b relative to its parent a: its local matrix. */
-  CU_ASSERT_TRUE(json_equals(cJSON_GetArrayItem(res, 7),
-                             "{\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1]}"));
+  CU_ASSERT_TRUE(
+      json_equals(cJSON_GetArrayItem(res, 7), "{\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1]}"));
   const cJSON *last = cJSON_GetArrayItem(res, 8);
   unsigned long long created = u64(last, "entity");
   CHECK(created != 0 && cJSON_GetArraySize(last) == 1, last);
@@ -1361,16 +1383,17 @@ static void test_batch(void) {
    * message names the op's 0-based index. */
   uint64_t ids[] = {a, b, k, created};
   char *s1 = snapshot(&c, "bt", ids, 4);
-  char *msg = FAIL_MESSAGE(&c, "NOT_FOUND",
-                           "{\"cmd\":\"batch\",\"world\":\"bt\",\"ops\":["
-                           "{\"cmd\":\"transform.create\",\"entity\":%llu,\"parent\":%llu},"
-                           "{\"cmd\":\"transform.rename\",\"entity\":%llu,\"name\":\"renamed\"},"
-                           "{\"cmd\":\"transform.create\",\"name\":\"fresh\"},"
-                           "{\"cmd\":\"transform.set_local\",\"entity\":%llu,\"t\":[9,9,9]},"
-                           "{\"cmd\":\"transform.destroy\",\"entity\":%llu,\"recursive\":true},"
-                           "{\"cmd\":\"transform.link\",\"entity\":%llu,\"parent\":9007199254740000}"
-                           "]}",
-                           k, b, a, b, created, b);
+  char *msg =
+      FAIL_MESSAGE(&c, "NOT_FOUND",
+                   "{\"cmd\":\"batch\",\"world\":\"bt\",\"ops\":["
+                   "{\"cmd\":\"transform.create\",\"entity\":%llu,\"parent\":%llu},"
+                   "{\"cmd\":\"transform.rename\",\"entity\":%llu,\"name\":\"renamed\"},"
+                   "{\"cmd\":\"transform.create\",\"name\":\"fresh\"},"
+                   "{\"cmd\":\"transform.set_local\",\"entity\":%llu,\"t\":[9,9,9]},"
+                   "{\"cmd\":\"transform.destroy\",\"entity\":%llu,\"recursive\":true},"
+                   "{\"cmd\":\"transform.link\",\"entity\":%llu,\"parent\":9007199254740000}"
+                   "]}",
+                   k, b, a, b, created, b);
   CU_ASSERT_TRUE(names_number(msg, 5));
   free(msg);
   msg = FAIL_MESSAGE(&c, "CYCLE",
@@ -1439,7 +1462,8 @@ static void test_batch(void) {
   scn_client_close(&c);
 }
 
-/* ---- info, save, subscriptions ----------------------------------------------------------------- */
+/* ---- info, save, subscriptions -----------------------------------------------------------------
+ */
 
 static void test_info_save(void) {
   scn_client c, c2;
@@ -1448,14 +1472,15 @@ static void test_info_save(void) {
   cJSON *r = OK(&c, "{\"cmd\":\"info\"}");
   const cJSON *version = cJSON_GetObjectItemCaseSensitive(r, "version");
   CHECK(cJSON_IsString(version) && strcmp(version->valuestring, SCN_VERSION) == 0, r);
-  static const char *const fields[] = {"uptime_s", "worlds", "entities", "transforms",
-                                       "connections", "commands"};
+  static const char *const fields[] = {"uptime_s",   "worlds",      "entities",
+                                       "transforms", "connections", "commands"};
   for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
     CHECK(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(r, fields[i])) && num(r, fields[i]) >= 0,
           r);
   CHECK(num(r, "connections") >= 1 && num(r, "commands") >= 1, r);
   double commands = num(r, "commands"), uptime = num(r, "uptime_s");
-  double worlds = num(r, "worlds"), entities = num(r, "entities"), transforms = num(r, "transforms");
+  double worlds = num(r, "worlds"), entities = num(r, "entities"),
+         transforms = num(r, "transforms");
   cJSON_Delete(r);
   /* Every request counts, including this one. */
   r = OK(&c, "{\"cmd\":\"info\"}");
@@ -1475,7 +1500,8 @@ static void test_info_save(void) {
   CU_ASSERT_EQUAL(num(r, "transforms"), transforms + 2);
   cJSON_Delete(r);
   r = OK(&c, "{\"cmd\":\"world.list\"}");
-  CU_ASSERT_EQUAL(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "worlds")), (int)worlds + 1);
+  CU_ASSERT_EQUAL(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "worlds")),
+                  (int)worlds + 1);
   cJSON_Delete(r);
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"inf\"}");
   CU_ASSERT_EQUAL(info_num(&c, "transforms"), transforms);
@@ -1517,7 +1543,8 @@ static void test_subscribe_commands(void) {
   scn_client_close(&c);
 }
 
-/* ---- error codes, ids, atomicity -------------------------------------------------------------- */
+/* ---- error codes, ids, atomicity --------------------------------------------------------------
+ */
 
 static void test_error_codes(void) {
   scn_client c;
@@ -1552,9 +1579,24 @@ static void test_id_echo(void) {
   if (!connect_to(&c, dmain.port))
     return;
   static const char *const ids[] = {
-      "42", "-3", "1.5", "0", "1e300", "123456789012", "\"abc\"", "\"\"",
-      "\"a\\\"b\\\\c\\u00e9\\n\\t/\"", "\"\xe2\x82\xac\"", "{\"a\":[1,{\"b\":null}],\"c\":\"d\"}",
-      "[1,\"x\",null,true,[]]", "true", "false", "null", "{}", "[]", "-0.25",
+      "42",
+      "-3",
+      "1.5",
+      "0",
+      "1e300",
+      "123456789012",
+      "\"abc\"",
+      "\"\"",
+      "\"a\\\"b\\\\c\\u00e9\\n\\t/\"",
+      "\"\xe2\x82\xac\"",
+      "{\"a\":[1,{\"b\":null}],\"c\":\"d\"}",
+      "[1,\"x\",null,true,[]]",
+      "true",
+      "false",
+      "null",
+      "{}",
+      "[]",
+      "-0.25",
       "123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890",
       "0.000000000000000000000000000000000000000000000000000000000000000000000000001"};
   static const char *const reqs[] = {
@@ -1586,8 +1628,8 @@ static void test_id_echo(void) {
     cJSON_Delete(want);
   }
   /* Without an id, no "id" key, in successes and failures alike. */
-  static const char *const no_id[] = {"{\"cmd\":\"ping\"}", "{\"cmd\":\"nope\"}",
-                                      "{\"cmd\":\"world.create\"}", "{\"cmd\":\"info\"}",
+  static const char *const no_id[] = {"{\"cmd\":\"ping\"}",          "{\"cmd\":\"nope\"}",
+                                      "{\"cmd\":\"world.create\"}",  "{\"cmd\":\"info\"}",
                                       "{\"cmd\":\"ping\",\"ID\":1}", "{\"id\":1"};
   for (size_t i = 0; i < sizeof no_id / sizeof *no_id; i++) {
     cJSON *r = scn_client_call(&c, "%s", no_id[i]);
@@ -1620,8 +1662,8 @@ static void test_failed_changes_nothing(void) {
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.create\",\"world\":\"fc\",\"t\":[1e39,0,0]}");
   ERR(&c, "CYCLE", "{\"cmd\":\"transform.link\",\"world\":\"fc\",\"entity\":%llu,\"parent\":%llu}",
       p, ch);
-  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.link\",\"world\":\"fc\",\"entity\":%llu,\"parent\":%llu}",
-      ch, n);
+  ERR(&c, "NOT_FOUND",
+      "{\"cmd\":\"transform.link\",\"world\":\"fc\",\"entity\":%llu,\"parent\":%llu}", ch, n);
   ERR(&c, "ALREADY_EXISTS",
       "{\"cmd\":\"transform.rename\",\"world\":\"fc\",\"entity\":%llu,\"name\":\"d\"}", e);
   ERR(&c, "ALREADY_EXISTS", "{\"cmd\":\"transform.unlink\",\"world\":\"fc\",\"entity\":%llu}", ch);
@@ -1678,17 +1720,22 @@ static void test_pipelining(void) {
   text all = {0};
   for (int i = 0; i < PIPELINED; i++) {
     switch (i % 4) {
-    case 0: text_addf(&all, "{\"cmd\":\"ping\",\"id\":%d}\n", i); break;
+    case 0:
+      text_addf(&all, "{\"cmd\":\"ping\",\"id\":%d}\n", i);
+      break;
     case 1:
       text_addf(&all,
-              "{\"cmd\":\"transform.set_local\",\"world\":\"pl\",\"entity\":%llu,\"t\":[%d,0,0],"
-              "\"id\":%d}\n",
-              e, i, i);
+                "{\"cmd\":\"transform.set_local\",\"world\":\"pl\",\"entity\":%llu,\"t\":[%d,0,0],"
+                "\"id\":%d}\n",
+                e, i, i);
       break;
     case 2:
-      text_addf(&all, "{\"id\":%d,\"cmd\":\"transform.get\",\"world\":\"pl\",\"entity\":%llu}\n", i, e);
+      text_addf(&all, "{\"id\":%d,\"cmd\":\"transform.get\",\"world\":\"pl\",\"entity\":%llu}\n", i,
+                e);
       break;
-    default: text_addf(&all, "{\"cmd\":\"nope\",\"id\":%d}\n", i); break;
+    default:
+      text_addf(&all, "{\"cmd\":\"nope\",\"id\":%d}\n", i);
+      break;
     }
   }
   long t0 = scn_now_ms();
@@ -1737,7 +1784,8 @@ static void test_two_connections(void) {
   /* Alternating writers, each read right after the other's write. */
   for (int i = 0; i < 50; i++) {
     scn_client *w = i % 2 ? &a : &b, *rd = i % 2 ? &b : &a;
-    OKD(w, "{\"cmd\":\"transform.set_local\",\"world\":\"two\",\"entity\":%llu,\"t\":[%d,0,0]}", p, i);
+    OKD(w, "{\"cmd\":\"transform.set_local\",\"world\":\"two\",\"entity\":%llu,\"t\":[%d,0,0]}", p,
+        i);
     CU_ASSERT_TRUE(matrix(rd, "two", e, "world", m));
     mat_trs((float)i, 0, 0, 1, want);
     if (memcmp(m, want, sizeof m) != 0) {
@@ -1745,7 +1793,8 @@ static void test_two_connections(void) {
       break;
     }
   }
-  OKD(&b, "{\"cmd\":\"transform.destroy\",\"world\":\"two\",\"entity\":%llu,\"recursive\":true}", p);
+  OKD(&b, "{\"cmd\":\"transform.destroy\",\"world\":\"two\",\"entity\":%llu,\"recursive\":true}",
+      p);
   ERR(&a, "NOT_FOUND", "{\"cmd\":\"transform.get\",\"world\":\"two\",\"entity\":%llu}", e);
   OKD(&b, "{\"cmd\":\"world.destroy\",\"world\":\"two\"}");
   ERR(&a, "NOT_FOUND", "{\"cmd\":\"world.destroy\",\"world\":\"two\"}");
@@ -1753,7 +1802,8 @@ static void test_two_connections(void) {
   scn_client_close(&b);
 }
 
-/* ---- framing ---------------------------------------------------------------------------------- */
+/* ---- framing ----------------------------------------------------------------------------------
+ */
 
 /* {"cmd":"ping","id":N,"pad":"xxx"} of exactly total bytes (no line end). */
 static char *padded_ping(int id, size_t total) {
@@ -1926,7 +1976,8 @@ static void test_blank_lines_crlf(void) {
   scn_client_close(&c);
 }
 
-/* ---- malformed lines ---------------------------------------------------------------------------- */
+/* ---- malformed lines ----------------------------------------------------------------------------
+ */
 
 typedef struct mcase {
   char *line;
@@ -1992,19 +2043,48 @@ static void m_fields(mlist *l, const char *cmd, const kv *base, int nbase, const
 
 static void build_malformed(mlist *l, uint64_t a, uint64_t b, uint64_t n) {
   static char w65[80], nm65[80];
-  snprintf(w65, sizeof w65, "\"%s\"", "wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww");
-  snprintf(nm65, sizeof nm65, "\"%s\"", "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn");
-  const char *W[] = {"1",    "true",  "null",         "[]",    "{}",       "\"\"",
-                     "\"a b\"", "\"a/b\"", w65, "\"w\\u00f6rld\"", "\"w\xc3\xb6rld\"", "\"\\u0000\"",
-                     "\"tab\\t\"", "[\"mal\"]"};
-  const char *E[] = {"\"1\"", "true", "null", "[]", "{}", "0", "-1", "1.5", "9007199254740992",
-                     "1e999", "-0", "1e300", "\"abc\"", "-1e999", "[1]", "0.999999",
-                     "1000000000000000000000000000000000000000000000000000000000000000000000000000001",
-                     "9007199254740991.5", "1e-400"};
-  const char *P[] = {"\"1\"", "true", "[]", "{}", "0", "-1", "1.5", "9007199254740992", "1e999",
-                     "-0", "1e300", "\"abc\"", "[1]"};
-  const char *NM[] = {"1", "true", "[]", "{}", "\"\"", "\"a/b\"", "\"\\u0001\"", "\"a\\nb\"", nm65,
-                      "\"\\u007f\"", "\"/\"", "[\"a\"]"};
+  snprintf(w65, sizeof w65, "\"%s\"",
+           "wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww");
+  snprintf(nm65, sizeof nm65, "\"%s\"",
+           "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn");
+  const char *W[] = {"1",
+                     "true",
+                     "null",
+                     "[]",
+                     "{}",
+                     "\"\"",
+                     "\"a b\"",
+                     "\"a/b\"",
+                     w65,
+                     "\"w\\u00f6rld\"",
+                     "\"w\xc3\xb6rld\"",
+                     "\"\\u0000\"",
+                     "\"tab\\t\"",
+                     "[\"mal\"]"};
+  const char *E[] = {
+      "\"1\"",
+      "true",
+      "null",
+      "[]",
+      "{}",
+      "0",
+      "-1",
+      "1.5",
+      "9007199254740992",
+      "1e999",
+      "-0",
+      "1e300",
+      "\"abc\"",
+      "-1e999",
+      "[1]",
+      "0.999999",
+      "1000000000000000000000000000000000000000000000000000000000000000000000000000001",
+      "9007199254740991.5",
+      "1e-400"};
+  const char *P[] = {"\"1\"", "true", "[]",    "{}",      "0",  "-1", "1.5", "9007199254740992",
+                     "1e999", "-0",   "1e300", "\"abc\"", "[1]"};
+  const char *NM[] = {"1",           "true",      "[]", "{}",          "\"\"",  "\"a/b\"",
+                      "\"\\u0001\"", "\"a\\nb\"", nm65, "\"\\u007f\"", "\"/\"", "[\"a\"]"};
   const char *M[] = {"1",
                      "\"x\"",
                      "[]",
@@ -2020,12 +2100,13 @@ static void build_malformed(mlist *l, uint64_t a, uint64_t b, uint64_t n) {
                      "[1,0,0,0,0,1,0,0,0,0,1,0,0,0,-1e39,1]",
                      "[[1],0,0,0,0,1,0,0,0,0,1,0,0,0,0,1]",
                      "[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,true]"};
-  const char *T[] = {"[1,2]", "[1,2,3,4]", "\"x\"", "1", "null", "[1,\"2\",3]", "[1e39,0,0]",
-                     "[0,1e999,0]", "[0,0,-1e999]", "{}", "[]", "[true,0,0]", "[1,2,null]"};
-  const char *R[] = {"[0,0,0,0]", "[-0,0,0,-0]", "[0,0,1]", "[0,0,0,\"1\"]", "1", "[1e39,0,0,1]",
-                     "null", "[0,0,0,1,0]", "[0,0,0,1e999]", "{}"};
-  const char *S[] = {"\"2\"", "[1,2]", "[1,2,3,4]", "1e39", "[1,1,1e999]", "true", "null",
-                     "-1e999", "{}", "[1,\"1\",1]", "[]", "-3.5e38"};
+  const char *T[] = {"[1,2]",      "[1,2,3,4]",   "\"x\"",        "1",  "null", "[1,\"2\",3]",
+                     "[1e39,0,0]", "[0,1e999,0]", "[0,0,-1e999]", "{}", "[]",   "[true,0,0]",
+                     "[1,2,null]"};
+  const char *R[] = {"[0,0,0,0]",    "[-0,0,0,-0]", "[0,0,1]",     "[0,0,0,\"1\"]", "1",
+                     "[1e39,0,0,1]", "null",        "[0,0,0,1,0]", "[0,0,0,1e999]", "{}"};
+  const char *S[] = {"\"2\"", "[1,2]",  "[1,2,3,4]", "1e39",        "[1,1,1e999]", "true",
+                     "null",  "-1e999", "{}",        "[1,\"1\",1]", "[]",          "-3.5e38"};
   const char *K[] = {"1", "true", "null", "\"\"", "\"both\"", "\"LOCAL\"", "[]", "\"world \""};
   const char *REC[] = {"1", "\"true\"", "null", "0", "[]", "\"false\""};
   const char *CNT[] = {"\"1\"", "true", "null", "0", "-1", "1.5", "[]", "{}", "-1e999", "0.5"};
@@ -2060,8 +2141,8 @@ static void build_malformed(mlist *l, uint64_t a, uint64_t b, uint64_t n) {
 
   kv base_create[] = {{"world", "\"mal\""}, {"entity", ""}};
   snprintf(base_create[1].val, sizeof base_create[1].val, "%llu", (unsigned long long)n);
-  static const char *const create_keys[] = {"world", "entity", "parent", "name",
-                                            "matrix", "t", "r", "s"};
+  static const char *const create_keys[] = {"world",  "entity", "parent", "name",
+                                            "matrix", "t",      "r",      "s"};
   const char *const *create_vals[] = {W, E, P, NM, M, T, R, S};
   int create_counts[] = {NB(W), NB(E), NB(P), NB(NM), NB(M), NB(T), NB(R), NB(S)};
   for (int i = 0; i < 8; i++)
@@ -2171,41 +2252,89 @@ static void build_malformed(mlist *l, uint64_t a, uint64_t b, uint64_t n) {
     m_str(l, "BAD_REQUEST", "{}");
     m_str(l, "BAD_REQUEST", "{\"world\":\"mal\",\"entity\":1}");
   }
-  static const char *const unknown[] = {"\"\"", "\"PING\"", "\"ping \"", "\" ping\"", "\"nope\"",
-                                        "\"transform\"", "\"world.create.x\"", "\"transform.\"",
-                                        "\"\\u00e9\"", "\"Ping\"", "\"world_create\""};
+  static const char *const unknown[] = {
+      "\"\"",        "\"PING\"",      "\"ping \"",          "\" ping\"",
+      "\"nope\"",    "\"transform\"", "\"world.create.x\"", "\"transform.\"",
+      "\"\\u00e9\"", "\"Ping\"",      "\"world_create\""};
   for (int i = 0; i < NB(unknown); i++) {
     char line[128];
     int id = 100000 + l->n;
-    int len = snprintf(line, sizeof line, "{\"id\":%d,\"cmd\":%s,\"world\":\"mal\"}", id, unknown[i]);
+    int len =
+        snprintf(line, sizeof line, "{\"id\":%d,\"cmd\":%s,\"world\":\"mal\"}", id, unknown[i]);
     m_add(l, "UNKNOWN_COMMAND", id, line, (size_t)len);
   }
 
   /* Not JSON, or not one JSON object. */
   static const char *const not_json[] = {
-      "{", "}", "{\"cmd\":\"ping\"", "{\"cmd\":\"ping\",}", "{cmd:\"ping\"}", "{'cmd':'ping'}",
-      "{\"cmd\":\"ping\"}}", "{\"cmd\" \"ping\"}", "{\"cmd\":\"ping\"]", "[{\"cmd\":\"ping\"}]",
-      "\"ping\"", "ping", "123", "-1.5", "null", "true", "false", "[]", "\"\"", "1e999",
-      "{\"cmd\":NaN}", "{\"cmd\":\"ping\",\"id\":NaN}", "{\"cmd\":\"ping\",\"id\":nan}",
-      "{\"cmd\":\"ping\",\"id\":Infinity}", "{\"cmd\":\"ping\",\"id\":-Infinity}",
-      "{\"cmd\":\"ping\",\"id\":-}", "{\"cmd\":\"ping\",\"id\":1e}", "{\"cmd\":\"ping\",\"id\":0x10}",
-      "{\"cmd\":\"ping\",\"id\":+1}", "{\"cmd\":\"ping\",\"id\":.5}", "{\"cmd\":\"ping\",\"id\":\"\\x\"}",
-      "{\"cmd\":\"ping\",\"id\":\"\\u12\"}", "{\"cmd\":\"ping\",\"id\":\"\\ud800\"}",
-      "{\"cmd\":\"ping\",\"id\":\"\\udc00\"}", "{\"cmd\":\"ping\",\"id\":\"abc}",
-      "{\"cmd\":\"ping\",\"id\":tru}", "{\"cmd\":\"ping\",\"id\":True}", "{\"cmd\":\"ping\",\"id\":[1,2}",
-      "{\"cmd\":\"ping\",\"id\":[1,,2]}", "{\"cmd\":\"ping\" \"id\":1}", "{\"cmd\":\"ping\",\"id\":1,}",
-      "{\"cmd\":\"ping\"}{\"cmd\":\"ping\"}", "{\"cmd\":\"ping\"} x", "{\"cmd\":\"ping\"},",
-      "{\"cmd\":\"pi\tng\"}", "{\"cmd\":\"pi\x01ng\"}", "{\"cmd\":\"ping\",\"id\":\"\x1f\"}",
-      "{\"cmd\":\"ping\",\"id\":\"\xff\"}", "{\"cmd\":\"ping\",\"id\":\"\xc0\xaf\"}",
-      "{\"cmd\":\"ping\",\"id\":\"\xed\xa0\x80\"}", "{\"cmd\":\"ping\",\"id\":\"\xe2\x82\"}",
-      "{\"cmd\":\"ping\",\"id\":\"\xf4\x90\x80\x80\"}", "{\"cmd\":\"ping\",\"id\":\"\x80\"}",
-      "{\"cmd\":\"ping\",\"id\":\"\xf8\x88\x80\x80\x80\"}", "{\"cmd\":\"ping\",\"id\":\"ab\xc3\"}",
-      "{\"cmd\":\"ping\",\"\xff\":1}", "{\"cmd\":\"ping\"}\xff", "{\"cmd\":\"pin\xffg\"}",
-      "{\"cmd\":\"world.create\",\"world\":\"\xfe\"}", "\xff\xfe", "{\"cmd\":\"ping\",\"id\":\"\xe0\x80\xaf\"}",
-      "{\"cmd\":\"ping\",\"id\":\"\xf0\x82\x82\xac\"}", "{\"cmd\":\"ping\",\"id\":\"\xef\xbf\"}",
+      "{",
+      "}",
+      "{\"cmd\":\"ping\"",
+      "{\"cmd\":\"ping\",}",
+      "{cmd:\"ping\"}",
+      "{'cmd':'ping'}",
+      "{\"cmd\":\"ping\"}}",
+      "{\"cmd\" \"ping\"}",
+      "{\"cmd\":\"ping\"]",
+      "[{\"cmd\":\"ping\"}]",
+      "\"ping\"",
+      "ping",
+      "123",
+      "-1.5",
+      "null",
+      "true",
+      "false",
+      "[]",
+      "\"\"",
+      "1e999",
+      "{\"cmd\":NaN}",
+      "{\"cmd\":\"ping\",\"id\":NaN}",
+      "{\"cmd\":\"ping\",\"id\":nan}",
+      "{\"cmd\":\"ping\",\"id\":Infinity}",
+      "{\"cmd\":\"ping\",\"id\":-Infinity}",
+      "{\"cmd\":\"ping\",\"id\":-}",
+      "{\"cmd\":\"ping\",\"id\":1e}",
+      "{\"cmd\":\"ping\",\"id\":0x10}",
+      "{\"cmd\":\"ping\",\"id\":+1}",
+      "{\"cmd\":\"ping\",\"id\":.5}",
+      "{\"cmd\":\"ping\",\"id\":\"\\x\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\\u12\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\\ud800\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\\udc00\"}",
+      "{\"cmd\":\"ping\",\"id\":\"abc}",
+      "{\"cmd\":\"ping\",\"id\":tru}",
+      "{\"cmd\":\"ping\",\"id\":True}",
+      "{\"cmd\":\"ping\",\"id\":[1,2}",
+      "{\"cmd\":\"ping\",\"id\":[1,,2]}",
+      "{\"cmd\":\"ping\" \"id\":1}",
+      "{\"cmd\":\"ping\",\"id\":1,}",
+      "{\"cmd\":\"ping\"}{\"cmd\":\"ping\"}",
+      "{\"cmd\":\"ping\"} x",
+      "{\"cmd\":\"ping\"},",
+      "{\"cmd\":\"pi\tng\"}",
+      "{\"cmd\":\"pi\x01ng\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\x1f\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\xff\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\xc0\xaf\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\xed\xa0\x80\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\xe2\x82\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\xf4\x90\x80\x80\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\x80\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\xf8\x88\x80\x80\x80\"}",
+      "{\"cmd\":\"ping\",\"id\":\"ab\xc3\"}",
+      "{\"cmd\":\"ping\",\"\xff\":1}",
+      "{\"cmd\":\"ping\"}\xff",
+      "{\"cmd\":\"pin\xffg\"}",
+      "{\"cmd\":\"world.create\",\"world\":\"\xfe\"}",
+      "\xff\xfe",
+      "{\"cmd\":\"ping\",\"id\":\"\xe0\x80\xaf\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\xf0\x82\x82\xac\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\xef\xbf\"}",
       /* numbers strtod reads but JSON forbids */
-      "{\"cmd\":\"ping\",\"id\":01}", "{\"cmd\":\"ping\",\"id\":1.}", "{\"cmd\":\"ping\",\"id\":-.5}",
-      "{\"cmd\":\"ping\",\"id\":[1.,02]}", "{\"cmd\":\"entity.destroy\",\"entity\":007}",
+      "{\"cmd\":\"ping\",\"id\":01}",
+      "{\"cmd\":\"ping\",\"id\":1.}",
+      "{\"cmd\":\"ping\",\"id\":-.5}",
+      "{\"cmd\":\"ping\",\"id\":[1.,02]}",
+      "{\"cmd\":\"entity.destroy\",\"entity\":007}",
       "{\"cmd\":\"transform.set_local\",\"world\":\"mal\",\"entity\":1,\"t\":[1.,2,3]}",
   };
   for (int i = 0; i < NB(not_json); i++)
@@ -2341,7 +2470,8 @@ static void test_vanishing_clients(void) {
   if (connect_to(&v, dmain.port)) {
     text many = {0};
     for (int i = 0; i < 20000; i++)
-      text_addf(&many, "{\"cmd\":\"transform.get\",\"world\":\"van\",\"entity\":%llu,\"id\":%d}\n", e, i);
+      text_addf(&many, "{\"cmd\":\"transform.get\",\"world\":\"van\",\"entity\":%llu,\"id\":%d}\n",
+                e, i);
     text_addf(&many, "{\"cmd\":\"world.create\",\"world\":\"van");
     CU_ASSERT_EQUAL(scn_client_send_raw(&v, many.s, many.len), 0);
     text_free(&many);
@@ -2356,8 +2486,9 @@ static void test_vanishing_clients(void) {
   }
   /* Half-closed: what was sent in full is answered, then the daemon closes. */
   if (connect_to(&v, dmain.port)) {
-    send_str(&v, "{\"cmd\":\"ping\",\"id\":1}\n{\"cmd\":\"ping\",\"id\":2}\n{\"cmd\":\"world.create\","
-                 "\"world\":\"half\"");
+    send_str(&v,
+             "{\"cmd\":\"ping\",\"id\":1}\n{\"cmd\":\"ping\",\"id\":2}\n{\"cmd\":\"world.create\","
+             "\"world\":\"half\"");
     CU_ASSERT_EQUAL(shutdown(v.fd, SHUT_WR), 0);
     EXPECT_OK_ID(&v, 1);
     EXPECT_OK_ID(&v, 2);
@@ -2381,7 +2512,8 @@ static void test_vanishing_clients(void) {
   scn_client_close(&c);
 }
 
-/* ---- authentication ----------------------------------------------------------------------------- */
+/* ---- authentication -----------------------------------------------------------------------------
+ */
 
 static void check_locked(scn_client *c) {
   for (unsigned i = 0; i < scn_command_count; i++) {
@@ -2389,8 +2521,8 @@ static void check_locked(scn_client *c) {
     if (!strcmp(name, "ping") || !strcmp(name, "hello"))
       continue;
     cJSON *r = scn_client_call(c, "{\"cmd\":\"%s\",\"id\":%u}", name, i);
-    bool good = r && !scn_resp_ok(r) && !strcmp(scn_resp_code(r), "UNAUTHORIZED") &&
-                num(r, "id") == i;
+    bool good =
+        r && !scn_resp_ok(r) && !strcmp(scn_resp_code(r), "UNAUTHORIZED") && num(r, "id") == i;
     CU_ASSERT_TRUE(good);
     if (!good) {
       fprintf(stderr, "\n  %s before hello:", name);
@@ -2475,7 +2607,8 @@ static void test_auth_env(void) {
   stop_ok(&d);
 }
 
-/* ---- configured limits ---------------------------------------------------------------------------- */
+/* ---- configured limits
+ * ---------------------------------------------------------------------------- */
 
 static void test_max_clients(void) {
   scn_daemon d;
@@ -2555,7 +2688,8 @@ static void test_max_worlds_transforms(void) {
   ERR(&c, "LIMIT", "{\"cmd\":\"transform.create\",\"world\":\"w2\"}");
   ERR(&c, "LIMIT", "{\"cmd\":\"transform.create\",\"world\":\"w2\",\"entity\":%llu}", spare);
   ERR(&c, "LIMIT",
-      "{\"cmd\":\"batch\",\"world\":\"w2\",\"ops\":[{\"cmd\":\"transform.set_local\",\"entity\":%llu,"
+      "{\"cmd\":\"batch\",\"world\":\"w2\",\"ops\":[{\"cmd\":\"transform.set_local\",\"entity\":%"
+      "llu,"
       "\"t\":[1,1,1]},{\"cmd\":\"transform.create\",\"entity\":%llu}]}",
       t1, spare);
   CU_ASSERT_EQUAL(info_num(&c, "entities"), ents + 1);
@@ -2594,9 +2728,12 @@ static void test_output_limit(void) {
   enum { GETS = 400 };
   text all = {0};
   for (int i = 1; i <= GETS; i++)
-    text_addf(&all, "{\"cmd\":\"transform.get\",\"world\":\"w\",\"entity\":%llu,\"id\":%d}\n", t, i);
-  text_addf(&all, "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,"
-                "\"t\":[9,9,9],\"id\":%d}\n", t, GETS + 1);
+    text_addf(&all, "{\"cmd\":\"transform.get\",\"world\":\"w\",\"entity\":%llu,\"id\":%d}\n", t,
+              i);
+  text_addf(&all,
+            "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,"
+            "\"t\":[9,9,9],\"id\":%d}\n",
+            t, GETS + 1);
   CU_ASSERT_EQUAL_FATAL(scn_client_send_raw(&c, all.s, all.len), 0);
   text_free(&all);
   int ok = 0, limited = 0, other = 0;
@@ -2629,8 +2766,10 @@ static void test_output_limit(void) {
   ERR(&c, "LIMIT", "{\"cmd\":\"entity.create\",\"count\":1000}");
   CU_ASSERT_EQUAL(info_num(&c, "entities"), ents);
   text batch = {0};
-  text_addf(&batch, "{\"cmd\":\"batch\",\"world\":\"w\",\"ops\":["
-                  "{\"cmd\":\"transform.set_local\",\"entity\":%llu,\"t\":[7,7,7]}", t);
+  text_addf(&batch,
+            "{\"cmd\":\"batch\",\"world\":\"w\",\"ops\":["
+            "{\"cmd\":\"transform.set_local\",\"entity\":%llu,\"t\":[7,7,7]}",
+            t);
   for (int i = 0; i < 40; i++)
     text_addf(&batch, ",{\"cmd\":\"transform.get\",\"entity\":%llu}", t);
   text_addf(&batch, "]}");
@@ -2646,7 +2785,8 @@ static void test_output_limit(void) {
   stop_ok(&d);
 }
 
-/* ---- the command line ---------------------------------------------------------------------------- */
+/* ---- the command line
+ * ---------------------------------------------------------------------------- */
 
 /* Runs the daemon binary with args; collects stdout and stderr (truncated to cap). Returns the
  * wait status, or -1 when it had to be killed. */
@@ -2741,9 +2881,9 @@ static void test_command_line(void) {
   st = run_bin(help, out, sizeof out, err, sizeof err);
   CU_ASSERT_TRUE(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
   unsetenv("SCENED_TICK_HZ");
-  static const char *const flags[] = {"--listen", "--http", "--tick-hz", "--auth-token",
-                                      "--max-line", "--max-clients", "--max-worlds",
-                                      "--max-transforms", "--output-limit", "--version"};
+  static const char *const flags[] = {
+      "--listen",      "--http",       "--tick-hz",        "--auth-token",   "--max-line",
+      "--max-clients", "--max-worlds", "--max-transforms", "--output-limit", "--version"};
   for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
     if (!strstr(out, flags[i])) {
       CU_FAIL("--help does not mention a flag");
@@ -2753,16 +2893,26 @@ static void test_command_line(void) {
   /* Bad flags and values: one line on stderr, exit 2. Ports are ephemeral in case a bad
    * value were taken. */
   static const char *const bad[][3] = {
-      {"--bogus", NULL, NULL},         {"--max-line", "abc", NULL},
-      {"--listen", "nope", NULL},      {"--max-clients", "0", NULL},
-      {"--tick-hz", "0", NULL},        {"--max-worlds", "-1", NULL},
-      {"--max-line", NULL, NULL},      {"stray", NULL, NULL},
-      {"--max-line=12x", NULL, NULL},  {"--listen", "127.0.0.1:99999", NULL},
-      {"--max-transforms", "1.5", NULL}, {"--http", "nohost", NULL},
-      {"-x", NULL, NULL},              {"--output-limit", "lots", NULL},
-      {"--listen", "localhost:0", NULL}, {"--http", "localhost:0", NULL},
-      {"--auth-token", "", NULL},      {"--data", "/dev/null", NULL},
-      {"--data", "/dev/null/sub", NULL}, {"--auth-token", "-h", "--bogus"},
+      {"--bogus", NULL, NULL},
+      {"--max-line", "abc", NULL},
+      {"--listen", "nope", NULL},
+      {"--max-clients", "0", NULL},
+      {"--tick-hz", "0", NULL},
+      {"--max-worlds", "-1", NULL},
+      {"--max-line", NULL, NULL},
+      {"stray", NULL, NULL},
+      {"--max-line=12x", NULL, NULL},
+      {"--listen", "127.0.0.1:99999", NULL},
+      {"--max-transforms", "1.5", NULL},
+      {"--http", "nohost", NULL},
+      {"-x", NULL, NULL},
+      {"--output-limit", "lots", NULL},
+      {"--listen", "localhost:0", NULL},
+      {"--http", "localhost:0", NULL},
+      {"--auth-token", "", NULL},
+      {"--data", "/dev/null", NULL},
+      {"--data", "/dev/null/sub", NULL},
+      {"--auth-token", "-h", "--bogus"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     const char *args[8] = {"--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"};
@@ -2818,7 +2968,8 @@ static int http_raw(int port, const char *req, char **resp, bool *closed) {
 
 static int http_get(int port, const char *path, char **resp) {
   char req[256];
-  snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
+  snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+           path);
   bool closed;
   return http_raw(port, req, resp, &closed);
 }

@@ -26,7 +26,8 @@ static char *http_body(int port, const char *path, int *status) {
     return NULL;
   }
   char req[256];
-  int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+  int n =
+      snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
   if (write(fd, req, (size_t)n) != n) {
     close(fd);
     return NULL;
@@ -154,7 +155,9 @@ static void test_config_precedence(void) {
   snprintf(cmd, sizeof cmd, "\"$SCENED_BIN\" --config %s 2>%s.err; echo $? > %s.rc", path, path,
            path);
   CU_ASSERT_EQUAL(system(cmd), 0);
-  snprintf(cmd, sizeof cmd, "grep -q '^2$' %s.rc && grep -q '%s:2' %s.err && grep -q max-clients %s.err && test $(wc -l < %s.err) -eq 1",
+  snprintf(cmd, sizeof cmd,
+           "grep -q '^2$' %s.rc && grep -q '%s:2' %s.err && grep -q max-clients %s.err && test "
+           "$(wc -l < %s.err) -eq 1",
            path, path, path, path, path);
   CU_ASSERT_EQUAL(system(cmd), 0);
   snprintf(cmd, sizeof cmd, "rm -f %s %s.err %s.rc", path, path, path);
@@ -184,9 +187,10 @@ static void test_logs(void) {
   CU_ASSERT_FALSE(scn_daemon_log_contains(&d, "s3cret-token"));
   /* every line is logfmt: ts=... level=... msg="..." */
   char cmd[512];
-  snprintf(cmd, sizeof cmd,
-           "grep -v -E '^ts=[0-9T:.-]+Z level=(debug|info|warn|error) msg=\"[^\"]*\"' %s | grep -q .",
-           d.log_path);
+  snprintf(
+      cmd, sizeof cmd,
+      "grep -v -E '^ts=[0-9T:.-]+Z level=(debug|info|warn|error) msg=\"[^\"]*\"' %s | grep -q .",
+      d.log_path);
   CU_ASSERT_NOT_EQUAL(system(cmd), 0);
 }
 

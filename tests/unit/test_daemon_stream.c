@@ -68,7 +68,9 @@ static cJSON *read_line(conn *k, long timeout_ms) {
   return j;
 }
 
-static bool is_event(const cJSON *j) { return cJSON_GetObjectItemCaseSensitive(j, "event") != NULL; }
+static bool is_event(const cJSON *j) {
+  return cJSON_GetObjectItemCaseSensitive(j, "event") != NULL;
+}
 
 /* The next response on k; events read before it are kept for next_event. */
 static cJSON *next_response(conn *k) {
@@ -139,7 +141,8 @@ static bool ok(conn *k, const char *fmt, ...) {
 }
 
 /* A command that must fail with code. */
-static void fails(conn *k, const char *code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void fails(conn *k, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void fails(conn *k, const char *code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -249,7 +252,8 @@ static bool is_matrix(const cJSON *m) {
 static bool check_frame(sub_state *s, const cJSON *f, int full) {
   bool good = cJSON_IsObject(f) && strcmp(str(f, "event"), "frame") == 0 &&
               cJSON_GetArraySize(f) == 7 && num(f, "sub") == (double)s->id &&
-              strcmp(str(f, "world"), s->world) == 0 && cJSON_IsNumber(cJSON_GetObjectItem(f, "tick")) &&
+              strcmp(str(f, "world"), s->world) == 0 &&
+              cJSON_IsNumber(cJSON_GetObjectItem(f, "tick")) &&
               cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(f, "full")) &&
               cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(f, "set")) &&
               cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(f, "removed"));
@@ -276,7 +280,8 @@ static bool check_frame(sub_state *s, const cJSON *f, int full) {
                  is_matrix(cJSON_GetObjectItemCaseSensitive(e, "m"));
     CU_ASSERT_TRUE(entry);
   }
-  cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(f, "removed")) CU_ASSERT_TRUE(cJSON_IsNumber(e) && e->valuedouble >= 1);
+  cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(f, "removed"))
+      CU_ASSERT_TRUE(cJSON_IsNumber(e) && e->valuedouble >= 1);
   if (is_full)
     CU_ASSERT_EQUAL(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(f, "removed")), 0);
   return true;
@@ -318,7 +323,8 @@ static bool matrix_equals(const cJSON *m, const float want_m[16]) {
 static const cJSON *set_matrix(const cJSON *f, int64_t e, int *count) {
   const cJSON *found = NULL, *it;
   *count = 0;
-  cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(f, "set")) if (num(it, "e") == (double)e) {
+  cJSON_ArrayForEach(it,
+                     cJSON_GetObjectItemCaseSensitive(f, "set")) if (num(it, "e") == (double)e) {
     ++*count;
     found = cJSON_GetObjectItemCaseSensitive(it, "m");
   }
@@ -482,13 +488,15 @@ static void test_coalescing(void) {
   char lines[8192];
   int n = 0;
   for (int x = 1; x <= 3; x++)
-    n += snprintf(lines + n, sizeof lines - (size_t)n,
-                  "{\"cmd\":\"transform.set_local\",\"world\":\"co\",\"entity\":%lld,\"t\":[%d,0,0]}\n",
-                  (long long)a, x);
-  n += snprintf(lines + n, sizeof lines - (size_t)n,
-                "{\"cmd\":\"transform.set_local\",\"world\":\"co\",\"entity\":%lld,\"t\":[7,0,0]}\n"
-                "{\"cmd\":\"transform.set_local\",\"world\":\"co\",\"entity\":%lld,\"t\":[0,2,0]}\n",
-                (long long)c, (long long)b);
+    n += snprintf(
+        lines + n, sizeof lines - (size_t)n,
+        "{\"cmd\":\"transform.set_local\",\"world\":\"co\",\"entity\":%lld,\"t\":[%d,0,0]}\n",
+        (long long)a, x);
+  n +=
+      snprintf(lines + n, sizeof lines - (size_t)n,
+               "{\"cmd\":\"transform.set_local\",\"world\":\"co\",\"entity\":%lld,\"t\":[7,0,0]}\n"
+               "{\"cmd\":\"transform.set_local\",\"world\":\"co\",\"entity\":%lld,\"t\":[0,2,0]}\n",
+               (long long)c, (long long)b);
   pipeline_ok(&ctl, lines, 5);
   cJSON *f = expect_frame(&sc, &s, 0);
   check_set(f, (want[]){{a, 3, 0, 0}, {b, 3, 2, 0}, {c, 7, 0, 0}}, 3);
@@ -499,9 +507,10 @@ static void test_coalescing(void) {
   /* Many more sets in one write: still one entry each. */
   n = 0;
   for (int x = 1; x <= 40; x++)
-    n += snprintf(lines + n, sizeof lines - (size_t)n,
-                  "{\"cmd\":\"transform.set_local\",\"world\":\"co\",\"entity\":%lld,\"t\":[0,%d,0]}\n",
-                  (long long)(x % 2 ? c : a), x);
+    n += snprintf(
+        lines + n, sizeof lines - (size_t)n,
+        "{\"cmd\":\"transform.set_local\",\"world\":\"co\",\"entity\":%lld,\"t\":[0,%d,0]}\n",
+        (long long)(x % 2 ? c : a), x);
   pipeline_ok(&ctl, lines, 40);
   f = expect_frame(&sc, &s, 0);
   check_set(f, (want[]){{a, 0, 40, 0}, {b, 0, 42, 0}, {c, 0, 39, 0}}, 3);
@@ -525,8 +534,10 @@ static void test_noop_sends_nothing(void) {
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &s, W, 0, 0));
   cJSON_Delete(expect_frame(&sc, &s, 1));
   set_t(&ctl, W, a, 1, 2, 3);
-  ok(&ctl, "{\"cmd\":\"transform.set_local\",\"world\":\"noop\",\"entity\":%lld,"
-           "\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,1,0,1]}", (long long)b);
+  ok(&ctl,
+     "{\"cmd\":\"transform.set_local\",\"world\":\"noop\",\"entity\":%lld,"
+     "\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,1,0,1]}",
+     (long long)b);
   ok(&ctl, "{\"cmd\":\"transform.set_world\",\"world\":\"noop\",\"entity\":%lld,\"t\":[1,3,3]}",
      (long long)b);
   ok(&ctl, "{\"cmd\":\"transform.link\",\"world\":\"noop\",\"entity\":%lld,\"parent\":%lld}",
@@ -536,8 +547,10 @@ static void test_noop_sends_nothing(void) {
      (long long)a);
   ok(&ctl, "{\"cmd\":\"transform.get\",\"world\":\"noop\",\"entity\":%lld}", (long long)b);
   /* A failed command changes nothing, so sends nothing. */
-  fails(&ctl, "NOT_FOUND", "{\"cmd\":\"transform.set_local\",\"world\":\"noop\",\"entity\":987654321,\"t\":[1,1,1]}");
-  fails(&ctl, "BAD_REQUEST", "{\"cmd\":\"transform.set_local\",\"world\":\"noop\",\"entity\":%lld,\"t\":[1,1]}",
+  fails(&ctl, "NOT_FOUND",
+        "{\"cmd\":\"transform.set_local\",\"world\":\"noop\",\"entity\":987654321,\"t\":[1,1,1]}");
+  fails(&ctl, "BAD_REQUEST",
+        "{\"cmd\":\"transform.set_local\",\"world\":\"noop\",\"entity\":%lld,\"t\":[1,1]}",
         (long long)a);
   expect_quiet(&sc, QUIET_MS);
   /* Still alive. */
@@ -609,16 +622,16 @@ static void test_batch_one_frame(void) {
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &s, W, 0, 0));
   cJSON_Delete(expect_frame(&sc, &s, 1));
 
-  cJSON *r = call(&ctl,
-                  "{\"cmd\":\"batch\",\"world\":\"ba\",\"ops\":["
-                  "{\"cmd\":\"transform.set_local\",\"entity\":%lld,\"t\":[1,0,0]},"
-                  "{\"cmd\":\"transform.set_local\",\"entity\":%lld,\"t\":[2,0,0]},"
-                  "{\"cmd\":\"transform.create\",\"parent\":%lld,\"t\":[0,5,0]},"
-                  "{\"cmd\":\"transform.set_local\",\"entity\":%lld,\"t\":[3,0,0]},"
-                  "{\"cmd\":\"transform.destroy\",\"entity\":%lld},"
-                  "{\"cmd\":\"transform.set_local\",\"entity\":%lld,\"t\":[4,0,0]}]}",
-                  (long long)a, (long long)b, (long long)c, (long long)c, (long long)gone,
-                  (long long)a);
+  cJSON *r =
+      call(&ctl,
+           "{\"cmd\":\"batch\",\"world\":\"ba\",\"ops\":["
+           "{\"cmd\":\"transform.set_local\",\"entity\":%lld,\"t\":[1,0,0]},"
+           "{\"cmd\":\"transform.set_local\",\"entity\":%lld,\"t\":[2,0,0]},"
+           "{\"cmd\":\"transform.create\",\"parent\":%lld,\"t\":[0,5,0]},"
+           "{\"cmd\":\"transform.set_local\",\"entity\":%lld,\"t\":[3,0,0]},"
+           "{\"cmd\":\"transform.destroy\",\"entity\":%lld},"
+           "{\"cmd\":\"transform.set_local\",\"entity\":%lld,\"t\":[4,0,0]}]}",
+           (long long)a, (long long)b, (long long)c, (long long)c, (long long)gone, (long long)a);
   CU_ASSERT_TRUE(scn_resp_ok(r));
   const cJSON *results = cJSON_GetObjectItemCaseSensitive(r, "results");
   int64_t created = (int64_t)num(cJSON_GetArrayItem(results, 2), "entity");
@@ -647,7 +660,11 @@ static void test_batch_one_frame(void) {
   for (int i = 1; i <= 300; i++)
     len += (size_t)snprintf(line + len, cap - len,
                             "%s{\"cmd\":\"transform.set_local\",\"entity\":%lld,\"t\":[%d,0,0]}",
-                            i > 1 ? "," : "", (long long)(i % 3 == 0 ? a : i % 3 == 1 ? b : c), i);
+                            i > 1 ? "," : "",
+                            (long long)(i % 3 == 0   ? a
+                                        : i % 3 == 1 ? b
+                                                     : c),
+                            i);
   snprintf(line + len, cap - len, "]}");
   CU_ASSERT_TRUE(ok(&ctl, "%s", line));
   free(line);
@@ -679,7 +696,11 @@ static void test_removed_whole_world(void) {
   sub_state s;
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &s, W, 0, 0));
   cJSON *f = expect_frame(&sc, &s, 1);
-  check_set(f, (want[]){{p, 1, 2, 3}, {q, 2, 2, 3}, {r, 0, 0, 0}, {r1, 0, 1, 0}, {r2, 0, 2, 0}, {e, 4, 0, 0}}, 6);
+  check_set(
+      f,
+      (want[]){
+          {p, 1, 2, 3}, {q, 2, 2, 3}, {r, 0, 0, 0}, {r1, 0, 1, 0}, {r2, 0, 2, 0}, {e, 4, 0, 0}},
+      6);
   cJSON_Delete(f);
 
   /* Non-recursive: the child becomes a root and keeps its world matrix (so is not in set). */
@@ -764,7 +785,9 @@ static void test_subtree_scope(void) {
   expect_quiet(&sc, QUIET_MS);
 
   /* Linked in keeping its world matrix: in set although unchanged. */
-  ok(&ctl, "{\"cmd\":\"transform.link\",\"world\":\"st\",\"entity\":%lld,\"parent\":%lld,\"keep\":\"world\"}",
+  ok(&ctl,
+     "{\"cmd\":\"transform.link\",\"world\":\"st\",\"entity\":%lld,\"parent\":%lld,\"keep\":"
+     "\"world\"}",
      (long long)x, (long long)r);
   f = expect_frame(&sc, &s, 0);
   check_set(f, (want[]){{x, 2, 2, 2}}, 1);
@@ -793,7 +816,9 @@ static void test_subtree_scope(void) {
   f = expect_frame(&sc, &s, 0);
   check_set(f, (want[]){{y, 5, 2, 3}}, 1);
   cJSON_Delete(f);
-  ok(&ctl, "{\"cmd\":\"transform.link\",\"world\":\"st\",\"entity\":%lld,\"parent\":%lld,\"keep\":\"world\"}",
+  ok(&ctl,
+     "{\"cmd\":\"transform.link\",\"world\":\"st\",\"entity\":%lld,\"parent\":%lld,\"keep\":"
+     "\"world\"}",
      (long long)x, (long long)o);
   f = expect_frame(&sc, &s, 0);
   check_set(f, NULL, 0);
@@ -819,7 +844,8 @@ static void test_subtree_scope(void) {
   snprintf(lines, sizeof lines,
            "{\"cmd\":\"transform.set_local\",\"world\":\"st\",\"entity\":%lld,\"t\":[20,0,0]}\n"
            "{\"cmd\":\"transform.link\",\"world\":\"st\",\"entity\":%lld,\"parent\":%lld}\n"
-           "{\"cmd\":\"transform.link\",\"world\":\"st\",\"entity\":%lld,\"parent\":%lld,\"keep\":\"world\"}\n",
+           "{\"cmd\":\"transform.link\",\"world\":\"st\",\"entity\":%lld,\"parent\":%lld,\"keep\":"
+           "\"world\"}\n",
            (long long)r, (long long)g1, (long long)r, (long long)o1, (long long)r);
   pipeline_ok(&ctl, lines, 3);
   f = expect_frame(&sc, &s, 0);
@@ -843,7 +869,8 @@ static void test_subtree_scope(void) {
   cJSON_Delete(f);
   cJSON *ev = next_event(&sc, FRAME_WAIT_MS);
   char want_ev[128];
-  snprintf(want_ev, sizeof want_ev, "{\"event\":\"unsubscribed\",\"sub\":%lld,\"reason\":\"root_destroyed\"}",
+  snprintf(want_ev, sizeof want_ev,
+           "{\"event\":\"unsubscribed\",\"sub\":%lld,\"reason\":\"root_destroyed\"}",
            (long long)s.id);
   cJSON *expect_ev = cJSON_Parse(want_ev);
   CU_ASSERT_TRUE(cJSON_Compare(ev, expect_ev, true));
@@ -936,7 +963,8 @@ static void test_root_destroyed_other_ways(void) {
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &s4, W, r4, 0));
   cJSON_Delete(expect_frame(&sc, &s4, 1));
   fails(&ctl, "NOT_FOUND",
-        "{\"cmd\":\"batch\",\"world\":\"rd\",\"ops\":[{\"cmd\":\"transform.destroy\",\"entity\":%lld},"
+        "{\"cmd\":\"batch\",\"world\":\"rd\",\"ops\":[{\"cmd\":\"transform.destroy\",\"entity\":%"
+        "lld},"
         "{\"cmd\":\"transform.set_local\",\"entity\":987654321,\"t\":[1,0,0]}]}",
         (long long)r4);
   expect_quiet(&sc, QUIET_MS);
@@ -1036,10 +1064,18 @@ static void test_two_subscribers(void) {
   };
   for (int step = 0; step < 4; step++) {
     switch (step) {
-    case 0: ok(&ctl, steps[0], (long long)a); break;
-    case 1: ok(&ctl, steps[1], (long long)b); break;
-    case 2: ok(&ctl, steps[2], (long long)c, (long long)b); break;
-    case 3: ok(&ctl, steps[3], (long long)b); break;
+    case 0:
+      ok(&ctl, steps[0], (long long)a);
+      break;
+    case 1:
+      ok(&ctl, steps[1], (long long)b);
+      break;
+    case 2:
+      ok(&ctl, steps[2], (long long)c, (long long)b);
+      break;
+    case 3:
+      ok(&ctl, steps[3], (long long)b);
+      break;
     }
     frames_by_sub(&k1, s1, f1, 2);
     frames_by_sub(&k2, s2, f2, 2);
@@ -1114,15 +1150,20 @@ static void test_subscribe_errors(void) {
   ok(&ctl, "{\"cmd\":\"entity.destroy\",\"entity\":%lld}", (long long)dead);
   cJSON *r = call(&ctl, "{\"cmd\":\"entity.create\"}");
   const cJSON *ents = cJSON_GetObjectItem(r, "entities");
-  int64_t bare = cJSON_IsNumber(cJSON_GetArrayItem(ents, 0)) ? (int64_t)cJSON_GetArrayItem(ents, 0)->valuedouble : 0;
+  int64_t bare = cJSON_IsNumber(cJSON_GetArrayItem(ents, 0))
+                     ? (int64_t)cJSON_GetArrayItem(ents, 0)->valuedouble
+                     : 0;
   CU_ASSERT_TRUE(bare > 0);
   cJSON_Delete(r);
   double before = info_subscriptions(&ctl);
 
   fails(&ctl, "NOT_FOUND", "{\"cmd\":\"subscribe\",\"world\":\"no-such-world\"}");
-  fails(&ctl, "NOT_FOUND", "{\"cmd\":\"subscribe\",\"world\":\"se\",\"root\":%lld}", (long long)elsewhere);
-  fails(&ctl, "NOT_FOUND", "{\"cmd\":\"subscribe\",\"world\":\"se\",\"root\":%lld}", (long long)dead);
-  fails(&ctl, "NOT_FOUND", "{\"cmd\":\"subscribe\",\"world\":\"se\",\"root\":%lld}", (long long)bare);
+  fails(&ctl, "NOT_FOUND", "{\"cmd\":\"subscribe\",\"world\":\"se\",\"root\":%lld}",
+        (long long)elsewhere);
+  fails(&ctl, "NOT_FOUND", "{\"cmd\":\"subscribe\",\"world\":\"se\",\"root\":%lld}",
+        (long long)dead);
+  fails(&ctl, "NOT_FOUND", "{\"cmd\":\"subscribe\",\"world\":\"se\",\"root\":%lld}",
+        (long long)bare);
   fails(&ctl, "NOT_FOUND", "{\"cmd\":\"subscribe\",\"world\":\"se\",\"root\":987654321}");
   fails(&ctl, "BAD_REQUEST", "{\"cmd\":\"subscribe\"}");
   fails(&ctl, "BAD_REQUEST", "{\"cmd\":\"subscribe\",\"world\":\"se\",\"hz\":0}");
@@ -1158,7 +1199,8 @@ static void test_world_destroyed(void) {
   cJSON_Delete(expect_frame(&k2, &t, 1));
   double before = info_subscriptions(&k2);
 
-  CU_ASSERT_EQUAL_FATAL(scn_client_send(&k1.c, "{\"id\":7,\"cmd\":\"world.destroy\",\"world\":\"wd\"}"), 0);
+  CU_ASSERT_EQUAL_FATAL(
+      scn_client_send(&k1.c, "{\"id\":7,\"cmd\":\"world.destroy\",\"world\":\"wd\"}"), 0);
   int responses = 0, events = 0;
   bool seen[2] = {false, false};
   long deadline = scn_now_ms() + 3000;
@@ -1282,7 +1324,8 @@ static void test_frames_follow_responses(void) {
   CU_ASSERT_PTR_NOT_NULL_FATAL(lines);
   for (int i = 0; i < 200; i++)
     len += (size_t)snprintf(lines + len, cap - len,
-                            "{\"id\":%d,\"cmd\":\"transform.set_local\",\"world\":\"or\",\"entity\":%lld,\"t\":[%d,0,0]}\n",
+                            "{\"id\":%d,\"cmd\":\"transform.set_local\",\"world\":\"or\","
+                            "\"entity\":%lld,\"t\":[%d,0,0]}\n",
                             i, (long long)(i % 2 ? b : a), i);
   long deadline = scn_now_ms() + 5000;
   int next_id = 0, frames = 0;
@@ -1562,7 +1605,8 @@ static void test_slow_consumer(void) {
     int to = from + 2000 < BIG ? from + 2000 : BIG;
     size_t len = (size_t)sprintf(line, "{\"cmd\":\"batch\",\"world\":\"big\",\"ops\":[");
     for (int i = from; i < to; i++)
-      len += (size_t)sprintf(line + len, "%s{\"cmd\":\"transform.create\",\"parent\":%lld,\"t\":[%d,%d,0]}",
+      len += (size_t)sprintf(line + len,
+                             "%s{\"cmd\":\"transform.create\",\"parent\":%lld,\"t\":[%d,%d,0]}",
                              i > from ? "," : "", (long long)ids[0], i % 100, i / 100);
     sprintf(line + len, "]}");
     cJSON *r = call(&ctl, "%s", line);
@@ -1603,7 +1647,8 @@ static void test_slow_consumer(void) {
     fprintf(stderr, "\n  resident memory grew by %ld KiB while a subscriber stalled\n", grown);
   /* Motion stopped: the state the subscriber must converge to. */
   for (int i = 0; i < BIG; i += 997) {
-    cJSON *r = call(&ctl, "{\"cmd\":\"transform.get\",\"world\":\"big\",\"entity\":%lld}", (long long)ids[i]);
+    cJSON *r = call(&ctl, "{\"cmd\":\"transform.get\",\"world\":\"big\",\"entity\":%lld}",
+                    (long long)ids[i]);
     float want_m[16];
     big_expected(want_m, i, (float)x);
     CU_ASSERT_TRUE(matrix_equals(cJSON_GetObjectItemCaseSensitive(r, "world"), want_m));
