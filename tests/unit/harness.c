@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -71,6 +72,58 @@ void scn_sleep_ms(long ms) {
   nanosleep(&ts, NULL);
 }
 
+/* The children scn_fork started and nobody has reaped yet (0: a free place). */
+#define MAX_CHILDREN 64
+static volatile pid_t children[MAX_CHILDREN];
+
+pid_t scn_fork(void) {
+  pid_t parent = getpid();
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) /* the runner died before the line above */
+      _exit(127);
+    return 0;
+  }
+  for (int i = 0; pid > 0 && i < MAX_CHILDREN; i++)
+    if (children[i] == 0) {
+      children[i] = pid;
+      break;
+    }
+  return pid;
+}
+
+void scn_child_reaped(pid_t pid) {
+  for (int i = 0; pid > 0 && i < MAX_CHILDREN; i++)
+    if (children[i] == pid)
+      children[i] = 0;
+}
+
+int scn_child_wait(pid_t pid, int timeout_ms) {
+  long deadline = scn_now_ms() + timeout_ms;
+  int status = -1;
+  while (scn_now_ms() < deadline) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid || (r < 0 && errno != EINTR)) {
+      scn_child_reaped(pid);
+      return r == pid ? status : -1;
+    }
+    usleep(2000);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  scn_child_reaped(pid);
+  return -1;
+}
+
+void scn_kill_children(void) {
+  for (int i = 0; i < MAX_CHILDREN; i++)
+    if (children[i] > 0)
+      kill(children[i], SIGKILL);
+}
+
 static char *read_file(const char *path) {
   FILE *f = fopen(path, "r");
   if (!f)
@@ -115,7 +168,7 @@ int scn_daemon_start(scn_daemon *d, const char *const *args) {
   for (int i = 0; args && args[i] && argc < 62; i++)
     argv[argc++] = args[i];
   argv[argc] = NULL;
-  pid_t pid = fork();
+  pid_t pid = scn_fork();
   if (pid < 0)
     return -1;
   if (pid == 0) {
@@ -147,6 +200,7 @@ int scn_daemon_start(scn_daemon *d, const char *const *args) {
     free(log);
     int status;
     if (waitpid(pid, &status, WNOHANG) == pid) {
+      scn_child_reaped(pid);
       fprintf(stderr, "scened exited before listening (status %d); log %s\n", status, d->log_path);
       d->pid = 0;
       return -1;
@@ -162,19 +216,15 @@ int scn_daemon_stop(scn_daemon *d, int sig, int timeout_ms) {
   if (d->pid <= 0)
     return -1;
   kill(d->pid, sig ? sig : SIGTERM);
-  long deadline = scn_now_ms() + timeout_ms;
-  int status = -1;
-  while (scn_now_ms() < deadline) {
-    if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
-      d->pid = 0;
-      return status;
-    }
-    usleep(2000);
-  }
-  kill(d->pid, SIGKILL);
-  waitpid(d->pid, &status, 0);
+  return scn_daemon_wait(d, timeout_ms);
+}
+
+int scn_daemon_wait(scn_daemon *d, int timeout_ms) {
+  if (d->pid <= 0)
+    return -1;
+  int status = scn_child_wait(d->pid, timeout_ms);
   d->pid = 0;
-  return -1;
+  return status;
 }
 
 int scn_client_connect(scn_client *c, int port) {

@@ -26,6 +26,17 @@ void text_free(text *t);
 long scn_now_ms(void);
 void scn_sleep_ms(long ms);
 
+/* fork() for every process the tests start: the child is killed when the test runner dies
+ * (PR_SET_PDEATHSIG), and the runner remembers its pid until scn_child_reaped, so that a test
+ * that runs out of time can take what it started with it. */
+pid_t scn_fork(void);
+void scn_child_reaped(pid_t pid);
+/* Waits up to timeout_ms for the child to exit and reaps it: the status as from waitpid, or -1
+ * when it had to be killed (or was not a child). */
+int scn_child_wait(pid_t pid, int timeout_ms);
+/* SIGKILL to every child still remembered; async-signal-safe. */
+void scn_kill_children(void);
+
 typedef struct scn_daemon {
   pid_t pid;
   int port;
@@ -39,6 +50,9 @@ int scn_daemon_start(scn_daemon *d, const char *const *args);
 /* Sends sig (0: SIGTERM) and waits up to timeout_ms; returns the exit status as from
  * waitpid, or -1 if it had to be killed. */
 int scn_daemon_stop(scn_daemon *d, int sig, int timeout_ms);
+/* Waits up to timeout_ms for the daemon to exit by itself; the status as from waitpid, or -1
+ * if it had to be killed. */
+int scn_daemon_wait(scn_daemon *d, int timeout_ms);
 /* True when the daemon's log contains text. */
 bool scn_daemon_log_contains(const scn_daemon *d, const char *text);
 

@@ -274,9 +274,7 @@ static bool proc_start(proc *p, const char *const *argv, const char *const *set,
   set_flags(pin[1], true);
   set_flags(pout[0], true);
   set_flags(perr[0], true);
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
+  pid_t pid = scn_fork();
   if (pid == 0) {
     signal(SIGPIPE, SIG_DFL);
     dup2(pin[0], 0);
@@ -365,23 +363,11 @@ static int proc_wait(proc *p, int timeout_ms) {
   long deadline = scn_now_ms() + timeout_ms;
   while (!proc_pump(p, 50) && scn_now_ms() < deadline) {
   }
-  int status = 0, code = -1;
-  for (;;) {
-    pid_t r = waitpid(p->pid, &status, WNOHANG);
-    if (r == p->pid) {
-      code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      break;
-    }
-    if (r < 0 && errno != EINTR)
-      break;
-    if (scn_now_ms() >= deadline) {
-      report("child killed after timeout", p->out.s);
-      kill(p->pid, SIGKILL);
-      waitpid(p->pid, &status, 0);
-      break;
-    }
-    scn_sleep_ms(2);
-  }
+  int code = -1, status = scn_child_wait(p->pid, (int)(deadline - scn_now_ms()));
+  if (status != -1)
+    code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  else
+    report("child killed after timeout", p->out.s);
   p->pid = -1;
   int *fds[] = {&p->in_fd, &p->out_fd, &p->err_fd};
   for (int i = 0; i < 3; i++)
@@ -794,9 +780,7 @@ static void test_lib_send_timeout(void) {
   /* Now a reader takes everything the listener's connection receives and compares. */
   int s = accept(l, NULL, NULL);
   CU_ASSERT_FATAL(s >= 0);
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
+  pid_t pid = scn_fork();
   if (pid == 0) {
     close(scn_cli_fd(c));
     text got = {0};
@@ -818,16 +802,7 @@ static void test_lib_send_timeout(void) {
     rc = scn_cli_flush(c);
   CU_ASSERT_EQUAL(rc, SCN_CLI_OK);
   scn_cli_close(c);
-  int status = -1;
-  long deadline = scn_now_ms() + WAIT_MS;
-  while (waitpid(pid, &status, WNOHANG) != pid) {
-    if (scn_now_ms() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      break;
-    }
-    scn_sleep_ms(2);
-  }
+  int status = scn_child_wait(pid, WAIT_MS);
   CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
     fprintf(stderr, "\n  the bytes received differ from the bytes queued (status %d)\n", status);

@@ -2807,7 +2807,7 @@ static int run_bin(const char *const *args, char *out, size_t outcap, char *err,
     close(po[1]);
     return -1;
   }
-  pid_t pid = fork();
+  pid_t pid = scn_fork();
   if (pid < 0)
     return -1;
   if (pid == 0) {
@@ -2854,15 +2854,7 @@ static int run_bin(const char *const *args, char *out, size_t outcap, char *err,
   err[elen] = '\0';
   close(po[0]);
   close(pe[0]);
-  int status = -1;
-  while (scn_now_ms() < deadline + 1000) {
-    if (waitpid(pid, &status, WNOHANG) == pid)
-      return status;
-    scn_sleep_ms(5);
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, &status, 0);
-  return -1;
+  return scn_child_wait(pid, (int)(deadline + 1000 - scn_now_ms()));
 }
 
 static void test_command_line(void) {

@@ -194,20 +194,6 @@ static void test_logs(void) {
   CU_ASSERT_NOT_EQUAL(system(cmd), 0);
 }
 
-/* Waits for the daemon to exit by itself; its status, or -1 (then it is killed). */
-static int wait_exit(scn_daemon *d, int timeout_ms) {
-  int status;
-  for (int waited = 0; waited < timeout_ms; waited += 5) {
-    if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
-      d->pid = 0;
-      return status;
-    }
-    usleep(5000);
-  }
-  scn_daemon_stop(d, SIGKILL, 1000);
-  return -1;
-}
-
 static void test_signals(void) {
   scn_daemon d;
   CU_ASSERT_FATAL(scn_daemon_start(&d, NULL) == 0);
@@ -229,7 +215,7 @@ static void test_signals(void) {
   }
   CU_ASSERT_EQUAL(answered, 200);
   scn_client_close(&c);
-  int st = wait_exit(&d, 6000); /* no second signal: that one would exit at once */
+  int st = scn_daemon_wait(&d, 6000); /* no second signal: that one would exit at once */
   CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
   /* a second signal while it drains a stuck client exits at once */
   CU_ASSERT_FATAL(scn_daemon_start(&d, NULL) == 0);
@@ -240,7 +226,7 @@ static void test_signals(void) {
   kill(d.pid, SIGTERM);
   usleep(100000);
   kill(d.pid, SIGTERM);
-  st = wait_exit(&d, 2000);
+  st = scn_daemon_wait(&d, 2000);
   CU_ASSERT(st != -1); /* it left at once, without needing a kill */
   scn_client_close(&c);
 }

@@ -195,7 +195,7 @@ static int run_expect_exit(const char *const *args, char **text, int timeout_ms)
     argv[argc++] = args[i];
   argv[argc] = NULL;
   *text = NULL;
-  pid_t pid = fork();
+  pid_t pid = scn_fork();
   if (pid < 0)
     return -1;
   if (pid == 0) {
@@ -207,19 +207,7 @@ static int run_expect_exit(const char *const *args, char **text, int timeout_ms)
     execv(bin, (char *const *)argv);
     _exit(127);
   }
-  int status = -1;
-  long deadline = scn_now_ms() + timeout_ms;
-  for (;;) {
-    if (waitpid(pid, &status, WNOHANG) == pid)
-      break;
-    if (scn_now_ms() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      status = -1;
-      break;
-    }
-    scn_sleep_ms(5);
-  }
+  int status = scn_child_wait(pid, timeout_ms);
   *text = read_text(log);
   if (!*text)
     *text = strdup("");
@@ -1360,9 +1348,7 @@ static void test_sigterm_during_save(void) {
     cJSON_Delete(r);
   }
   scn_client_close(&c);
-  int status = -1;
-  waitpid(d.pid, &status, 0);
-  d.pid = 0;
+  int status = scn_daemon_wait(&d, 15000);
   CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   if (start_on(&d, dir, NULL)) {
     CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
