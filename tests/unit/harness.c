@@ -124,7 +124,7 @@ void scn_kill_children(void) {
       kill(children[i], SIGKILL);
 }
 
-static char *read_file(const char *path) {
+char *scn_read_file(const char *path) {
   FILE *f = fopen(path, "r");
   if (!f)
     return NULL;
@@ -150,7 +150,7 @@ static char *read_file(const char *path) {
 }
 
 bool scn_daemon_log_contains(const scn_daemon *d, const char *text) {
-  char *log = read_file(d->log_path);
+  char *log = scn_read_file(d->log_path);
   bool found = log && strstr(log, text);
   free(log);
   return found;
@@ -184,7 +184,7 @@ int scn_daemon_start(scn_daemon *d, const char *const *args) {
   d->port = 0;
   long deadline = scn_now_ms() + 10000;
   while (scn_now_ms() < deadline) {
-    char *log = read_file(d->log_path);
+    char *log = scn_read_file(d->log_path);
     const char *at = log ? strstr(log, "listening on 127.0.0.1:") : NULL;
     const char *http = log ? strstr(log, "http on 127.0.0.1:") : NULL;
     bool http_off = false;
@@ -244,6 +244,13 @@ int scn_client_connect(scn_client *c, int port) {
   return 0;
 }
 
+void scn_client_keep_events(scn_client *c) {
+  if (!c->events)
+    c->events = cJSON_CreateArray();
+  if (!c->events)
+    abort();
+}
+
 void scn_client_close(scn_client *c) {
   if (c->fd >= 0)
     close(c->fd);
@@ -251,6 +258,8 @@ void scn_client_close(scn_client *c) {
   free(c->buf);
   c->buf = NULL;
   c->len = c->cap = 0;
+  cJSON_Delete(c->events);
+  c->events = NULL;
 }
 
 int scn_client_send_raw(scn_client *c, const void *data, size_t len) {
@@ -352,7 +361,10 @@ cJSON *scn_client_call(scn_client *c, const char *fmt, ...) {
     cJSON *r = scn_client_recv_json(c, 5000);
     if (!r || !cJSON_GetObjectItemCaseSensitive(r, "event"))
       return r;
-    cJSON_Delete(r);
+    if (c->events)
+      cJSON_AddItemToArray(c->events, r);
+    else
+      cJSON_Delete(r);
   }
 }
 
@@ -383,18 +395,21 @@ double scn_resp_num(const cJSON *r, const char *field) {
   return cJSON_IsNumber(v) ? v->valuedouble : -1;
 }
 
-scn_daemon scn_shared_daemon;
-static int shared_users;
-
-int scn_shared_daemon_up(void) {
-  if (shared_users++ > 0)
-    return 0;
-  return scn_daemon_start(&scn_shared_daemon, NULL);
+unsigned long long scn_resp_id(const cJSON *r, const char *field) {
+  double d = scn_resp_num(r, field);
+  return d >= 1 && d <= 9007199254740991.0 ? (unsigned long long)d : 0;
 }
 
-int scn_shared_daemon_down(void) {
-  if (--shared_users > 0)
-    return 0;
-  int status = scn_daemon_stop(&scn_shared_daemon, 0, 5000);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+const char *scn_resp_str(const cJSON *r, const char *field) {
+  const cJSON *v = r ? cJSON_GetObjectItemCaseSensitive(r, field) : NULL;
+  return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+bool scn_resp_str_is(const cJSON *r, const char *field, const char *want) {
+  const cJSON *v = r ? cJSON_GetObjectItemCaseSensitive(r, field) : NULL;
+  return cJSON_IsString(v) && strcmp(v->valuestring, want) == 0;
+}
+
+bool scn_resp_has(const cJSON *r, const char *field) {
+  return r && cJSON_GetObjectItemCaseSensitive(r, field) != NULL;
 }

@@ -60,9 +60,13 @@ typedef struct scn_client {
   int fd;
   char *buf;
   size_t len, cap;
+  cJSON *events; /* with scn_client_keep_events: events read while waiting for a response */
 } scn_client;
 
 int scn_client_connect(scn_client *c, int port); /* 0 or -1 */
+/* From now on, stream events that arrive while a call waits for its response are kept in
+ * c->events (oldest first) instead of being dropped. */
+void scn_client_keep_events(scn_client *c);
 void scn_client_close(scn_client *c);
 /* Sends bytes as they are. */
 int scn_client_send_raw(scn_client *c, const void *data, size_t len);
@@ -73,20 +77,26 @@ char *scn_client_recv(scn_client *c, int timeout_ms);
 /* Next line parsed as JSON (caller cJSON_Deletes), or NULL. */
 cJSON *scn_client_recv_json(scn_client *c, int timeout_ms);
 /* Sends a request (printf-style) and returns the parsed response line; stream events that
- * arrive first are skipped. */
+ * arrive first are skipped (or kept, see scn_client_keep_events). */
 cJSON *scn_client_call(scn_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* True when the peer closed the connection within timeout_ms (pending lines are skipped). */
 bool scn_client_closed(scn_client *c, int timeout_ms);
 
-/* Helpers over responses. */
+/* Helpers over responses and events (r may be NULL). */
 bool scn_resp_ok(const cJSON *r);
 /* The error code of a failed response, or "" when it is not one. */
 const char *scn_resp_code(const cJSON *r);
+/* A number field, -1 when it is not one. */
 double scn_resp_num(const cJSON *r, const char *field);
+/* A number field that is an id (1 to 2^53 - 1), 0 when it is not one. */
+unsigned long long scn_resp_id(const cJSON *r, const char *field);
+/* A string field, "" when it is not one. */
+const char *scn_resp_str(const cJSON *r, const char *field);
+/* True when the field is a string equal to want. */
+bool scn_resp_str_is(const cJSON *r, const char *field, const char *want);
+bool scn_resp_has(const cJSON *r, const char *field);
 
-/* The daemon every integration suite shares (started by the suite's init). */
-extern scn_daemon scn_shared_daemon;
-int scn_shared_daemon_up(void);
-int scn_shared_daemon_down(void);
+/* A whole file (caller frees), NULL when it cannot be read. */
+char *scn_read_file(const char *path);
 
 #endif
