@@ -156,10 +156,13 @@ bool scn_daemon_log_contains(const scn_daemon *d, const char *text) {
   return found;
 }
 
-int scn_daemon_start(scn_daemon *d, const char *const *args) {
+const char *scn_daemon_bin(void) {
   const char *bin = getenv("SCENED_BIN");
-  if (!bin)
-    bin = "build/scened";
+  return bin ? bin : "build/scened";
+}
+
+int scn_daemon_start(scn_daemon *d, const char *const *args) {
+  const char *bin = scn_daemon_bin();
   static int serial;
   snprintf(d->log_path, sizeof d->log_path, "/tmp/scened-test-%d-%d.log", (int)getpid(), ++serial);
   /* Both ports ephemeral, so test daemons never collide with each other or a running one. */
@@ -412,4 +415,174 @@ bool scn_resp_str_is(const cJSON *r, const char *field, const char *want) {
 
 bool scn_resp_has(const cJSON *r, const char *field) {
   return r && cJSON_GetObjectItemCaseSensitive(r, field) != NULL;
+}
+
+int scn_http_raw(int port, const char *req, char **resp, bool *closed) {
+  *resp = NULL;
+  *closed = false;
+  scn_client c;
+  if (scn_client_connect(&c, port) != 0)
+    return 0;
+  scn_client_send_raw(&c, req, strlen(req));
+  text b = {0};
+  long deadline = scn_now_ms() + 5000;
+  char tmp[8192];
+  while (scn_now_ms() < deadline) {
+    struct pollfd p = {.fd = c.fd, .events = POLLIN};
+    if (poll(&p, 1, 50) <= 0)
+      continue;
+    ssize_t n = recv(c.fd, tmp, sizeof tmp, 0);
+    if (n <= 0) {
+      *closed = true;
+      break;
+    }
+    text_add(&b, tmp, (size_t)n);
+  }
+  scn_client_close(&c);
+  int status = 0;
+  if (b.s && !strncmp(b.s, "HTTP/1.", 7) && b.len > 12)
+    status = atoi(b.s + 9);
+  *resp = b.s ? b.s : strdup("");
+  return status;
+}
+
+int scn_http_get(int port, const char *path, char **resp) {
+  char req[256];
+  snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+           path);
+  bool closed;
+  return scn_http_raw(port, req, resp, &closed);
+}
+
+static void set_flags(int fd, bool nonblock) {
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
+  if (nonblock)
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+bool scn_proc_start(scn_proc *p, const char *const *argv, char *const *envp, const char *in,
+                    size_t in_len) {
+  *p = (scn_proc){
+      .pid = -1, .in_fd = -1, .out_fd = -1, .err_fd = -1, .in = in, .in_len = in_len, .status = -1};
+  int pin[2], pout[2], perr[2];
+  if (pipe(pin) != 0)
+    return false;
+  if (pipe(pout) != 0) {
+    close(pin[0]), close(pin[1]);
+    return false;
+  }
+  if (pipe(perr) != 0) {
+    close(pin[0]), close(pin[1]), close(pout[0]), close(pout[1]);
+    return false;
+  }
+  set_flags(pin[1], true);
+  set_flags(pout[0], true);
+  set_flags(perr[0], true);
+  pid_t pid = scn_fork();
+  if (pid == 0) {
+    signal(SIGPIPE, SIG_DFL);
+    dup2(pin[0], 0);
+    dup2(pout[1], 1);
+    dup2(perr[1], 2);
+    close(pin[0]), close(pout[1]), close(perr[1]);
+    if (envp)
+      execve(argv[0], (char *const *)argv, envp);
+    else
+      execv(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  close(pin[0]), close(pout[1]), close(perr[1]);
+  if (pid < 0) {
+    close(pin[1]), close(pout[0]), close(perr[0]);
+    return false;
+  }
+  p->pid = pid;
+  p->in_fd = pin[1];
+  p->out_fd = pout[0];
+  p->err_fd = perr[0];
+  if (in_len == 0) {
+    close(p->in_fd);
+    p->in_fd = -1;
+  }
+  return true;
+}
+
+static void drain(int *fd, text *t) {
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(*fd, buf, sizeof buf);
+    if (n > 0) {
+      text_add(t, buf, (size_t)n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return;
+    close(*fd); /* end of stream or an error */
+    *fd = -1;
+    return;
+  }
+}
+
+bool scn_proc_pump(scn_proc *p, int ms) {
+  long deadline = scn_now_ms() + ms;
+  for (;;) {
+    struct pollfd f[3];
+    int n = 0, iin = -1, iout = -1, ierr = -1;
+    if (p->in_fd >= 0)
+      iin = n, f[n++] = (struct pollfd){.fd = p->in_fd, .events = POLLOUT};
+    if (p->out_fd >= 0)
+      iout = n, f[n++] = (struct pollfd){.fd = p->out_fd, .events = POLLIN};
+    if (p->err_fd >= 0)
+      ierr = n, f[n++] = (struct pollfd){.fd = p->err_fd, .events = POLLIN};
+    if (p->out_fd < 0 && p->err_fd < 0)
+      return true;
+    long left = deadline - scn_now_ms();
+    if (left < 0)
+      return false;
+    int r = poll(f, (nfds_t)n, (int)left);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return false;
+    if (iin >= 0 && f[iin].revents) {
+      ssize_t w = write(p->in_fd, p->in + p->in_off, p->in_len - p->in_off);
+      if (w > 0)
+        p->in_off += (size_t)w;
+      if ((w < 0 && errno != EAGAIN && errno != EINTR) || p->in_off == p->in_len) {
+        close(p->in_fd);
+        p->in_fd = -1;
+      }
+    }
+    if (iout >= 0 && f[iout].revents)
+      drain(&p->out_fd, &p->out);
+    if (ierr >= 0 && f[ierr].revents)
+      drain(&p->err_fd, &p->err);
+  }
+}
+
+int scn_proc_wait(scn_proc *p, int timeout_ms) {
+  long deadline = scn_now_ms() + timeout_ms;
+  while (!scn_proc_pump(p, 50) && scn_now_ms() < deadline) {
+  }
+  p->status = scn_child_wait(p->pid, (int)(deadline - scn_now_ms()));
+  p->pid = -1;
+  int *fds[] = {&p->in_fd, &p->out_fd, &p->err_fd};
+  for (int i = 0; i < 3; i++)
+    if (*fds[i] >= 0) {
+      close(*fds[i]);
+      *fds[i] = -1;
+    }
+  if (p->status == -1) {
+    fprintf(stderr, "\n  a child was killed after %d ms; its stdout: %.600s\n", timeout_ms,
+            text_str(&p->out));
+    return -1;
+  }
+  return WIFEXITED(p->status) ? WEXITSTATUS(p->status) : 128 + WTERMSIG(p->status);
+}
+
+void scn_proc_free(scn_proc *p) {
+  text_free(&p->out);
+  text_free(&p->err);
 }

@@ -44,6 +44,8 @@ typedef struct scn_daemon {
   char log_path[256]; /* the daemon's stderr */
 } scn_daemon;
 
+/* The daemon's binary: SCENED_BIN, or build/scened. */
+const char *scn_daemon_bin(void);
 /* Starts scened with --listen 127.0.0.1:0 --http 127.0.0.1:0 plus args (NULL-terminated, may be
  * NULL) and waits for its "listening on" line. Returns 0, or -1 (with a message on stderr). */
 int scn_daemon_start(scn_daemon *d, const char *const *args);
@@ -98,5 +100,32 @@ bool scn_resp_has(const cJSON *r, const char *field);
 
 /* A whole file (caller frees), NULL when it cannot be read. */
 char *scn_read_file(const char *path);
+
+/* HTTP on 127.0.0.1:port: sends req as it is and reads until the server closes (at most 5 s).
+ * Returns the status code (0 when there is none); *resp gets the whole response (caller
+ * frees), *closed whether the server closed the connection. */
+int scn_http_raw(int port, const char *req, char **resp, bool *closed);
+/* GET path with Connection: close; as scn_http_raw. */
+int scn_http_get(int port, const char *path, char **resp);
+
+/* A child process with its stdin fed and its stdout and stderr collected. */
+typedef struct scn_proc {
+  pid_t pid;
+  int in_fd, out_fd, err_fd;
+  const char *in;
+  size_t in_len, in_off;
+  text out, err;
+  int status; /* once scn_proc_wait returned: as from waitpid, -1 when it had to be killed */
+} scn_proc;
+/* Starts argv[0] (a path) with the environment envp (NULL: this process's) and stdin fed from
+ * in (in_len bytes; closed at once when there are none). */
+bool scn_proc_start(scn_proc *p, const char *const *argv, char *const *envp, const char *in,
+                    size_t in_len);
+/* Moves bytes to and from the child for up to ms; true once its stdout and stderr closed. */
+bool scn_proc_pump(scn_proc *p, int ms);
+/* Runs the child to its end (killed after timeout_ms): its exit code, 128 + a signal, or -1
+ * when it had to be killed. */
+int scn_proc_wait(scn_proc *p, int timeout_ms);
+void scn_proc_free(scn_proc *p);
 
 #endif
