@@ -454,6 +454,15 @@ int scn_http_get(int port, const char *path, char **resp) {
   return scn_http_raw(port, req, resp, &closed);
 }
 
+double scn_metric(const char *page, const char *name) {
+  size_t len = strlen(name);
+  for (const char *line = page; line && *line;
+       line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+    if (strncmp(line, name, len) == 0 && line[len] == ' ')
+      return strtod(line + len + 1, NULL);
+  return -1;
+}
+
 static void set_flags(int fd, bool nonblock) {
   fcntl(fd, F_SETFD, FD_CLOEXEC);
   if (nonblock)

@@ -108,6 +108,9 @@ int scn_http_raw(int port, const char *req, char **resp, bool *closed);
 /* GET path with Connection: close; as scn_http_raw. */
 int scn_http_get(int port, const char *path, char **resp);
 
+/* The value of the sample "name value" on a Prometheus text page, -1 when there is none. */
+double scn_metric(const char *page, const char *name);
+
 /* A child process with its stdin fed and its stdout and stderr collected. */
 typedef struct scn_proc {
   pid_t pid;

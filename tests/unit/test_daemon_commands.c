@@ -2717,13 +2717,6 @@ static void test_command_line(void) {
 
 /* ---- HTTP ------------------------------------------------------------------------------------ */
 
-/* The value of scened_commands_total{command="ping"}, -1 when missing. */
-static double ping_count(const char *page) {
-  const char *key = "\nscened_commands_total{command=\"ping\"} ";
-  const char *at = strstr(page, key);
-  return at ? strtod(at + strlen(key), NULL) : -1;
-}
-
 static void test_http(void) {
   int port = dmain.http_port;
   CU_ASSERT_TRUE_FATAL(port > 0);
@@ -2735,7 +2728,7 @@ static void test_http(void) {
   CU_ASSERT_EQUAL(scn_http_get(port, "/metrics", &resp), 200);
   CU_ASSERT_PTR_NOT_NULL(strstr(resp, "\n# TYPE "));
   CU_ASSERT_PTR_NOT_NULL(strstr(resp, "# TYPE scened_commands_total counter\n"));
-  double before = ping_count(resp);
+  double before = scn_metric(resp, "scened_commands_total{command=\"ping\"}");
   CU_ASSERT_TRUE(before >= 0);
   free(resp);
   scn_client c;
@@ -2745,7 +2738,7 @@ static void test_http(void) {
     scn_client_close(&c);
   }
   CU_ASSERT_EQUAL(scn_http_get(port, "/metrics", &resp), 200);
-  CU_ASSERT_EQUAL(ping_count(resp), before + 3);
+  CU_ASSERT_EQUAL(scn_metric(resp, "scened_commands_total{command=\"ping\"}"), before + 3);
   free(resp);
   CU_ASSERT_EQUAL(scn_http_get(port, "/nope", &resp), 404);
   free(resp);

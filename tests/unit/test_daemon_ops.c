@@ -1,15 +1,13 @@
 /* Operating the daemon: /metrics accepted by promtool, info carrying the same figures,
  * configuration precedence (flag > environment > file > default), logfmt logs that never show
  * the token, and signals (SIGTERM drains and exits 0; a second signal exits at once). */
-#include "harness.h"
+#include "daemon_fixtures.h"
 
 #include <CUnit/CUnit.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,44 +15,11 @@ int scn_test_register_daemon_ops(void);
 
 /* GET path from the daemon's HTTP port; the body (caller frees) or NULL. */
 static char *http_body(int port, const char *path, int *status) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-    if (fd >= 0)
-      close(fd);
-    return NULL;
-  }
-  char req[256];
-  int n =
-      snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
-  if (write(fd, req, (size_t)n) != n) {
-    close(fd);
-    return NULL;
-  }
-  size_t cap = 1 << 16, len = 0;
-  char *buf = malloc(cap);
-  ssize_t got;
-  while (buf && (got = read(fd, buf + len, cap - len - 1)) > 0) {
-    len += (size_t)got;
-    if (cap - len < 2) {
-      char *p = realloc(buf, cap *= 2);
-      if (!p) {
-        free(buf);
-        buf = NULL;
-      } else {
-        buf = p;
-      }
-    }
-  }
-  close(fd);
-  if (!buf)
-    return NULL;
-  buf[len] = '\0';
-  *status = atoi(buf + 9);
-  char *body = strstr(buf, "\r\n\r\n");
-  char *out = strdup(body ? body + 4 : "");
-  free(buf);
+  char *resp;
+  *status = scn_http_get(port, path, &resp);
+  const char *body = *status ? strstr(resp, "\r\n\r\n") : NULL;
+  char *out = *status ? strdup(body ? body + 4 : "") : NULL;
+  free(resp);
   return out;
 }
 
@@ -66,11 +31,12 @@ static bool have(const char *tool) {
 
 static void test_metrics_promtool(void) {
   scn_daemon d;
-  CU_ASSERT_FATAL(scn_daemon_start(&d, NULL) == 0);
+  if (!START(&d, NULL))
+    return;
   scn_client c;
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-  cJSON_Delete(scn_client_call(&c, "{\"cmd\":\"world.create\",\"world\":\"m\"}"));
-  cJSON_Delete(scn_client_call(&c, "{\"cmd\":\"nope\"}"));
+  CONNECT_FATAL(&c, d.port);
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"m\"}");
+  ERR(&c, "UNKNOWN_COMMAND", "{\"cmd\":\"nope\"}");
   int status = 0;
   char *page = http_body(d.http_port, "/metrics", &status);
   CU_ASSERT_EQUAL(status, 200);
@@ -98,7 +64,7 @@ static void test_metrics_promtool(void) {
   }
   free(page);
   /* info has the same figures under "metrics", by the same names */
-  cJSON *info = scn_client_call(&c, "{\"cmd\":\"info\"}");
+  cJSON *info = OK(&c, "{\"cmd\":\"info\"}");
   const cJSON *m = cJSON_GetObjectItemCaseSensitive(info, "metrics");
   CU_ASSERT_PTR_NOT_NULL_FATAL(m);
   const cJSON *errors = cJSON_GetObjectItemCaseSensitive(m, "command_errors_total");
@@ -110,8 +76,7 @@ static void test_metrics_promtool(void) {
   CU_ASSERT_EQUAL(status, 200);
   free(page);
   scn_client_close(&c);
-  int st = scn_daemon_stop(&d, SIGTERM, 5000);
-  CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  STOP_OK(&d, 5000);
 }
 
 /* The tick rate the daemon reports in info. */
@@ -135,18 +100,25 @@ static void test_config_precedence(void) {
   close(fd);
   scn_daemon d;
   const char *file_only[] = {"--config", path, NULL};
-  CU_ASSERT_FATAL(scn_daemon_start(&d, file_only) == 0);
+  if (!START(&d, file_only))
+    return;
   CU_ASSERT_EQUAL(tick_hz_of(&d), 30); /* file > default */
   scn_daemon_stop(&d, SIGTERM, 5000);
   setenv("SCENED_TICK_HZ", "40", 1);
-  CU_ASSERT_FATAL(scn_daemon_start(&d, file_only) == 0);
-  CU_ASSERT_EQUAL(tick_hz_of(&d), 40); /* environment > file */
-  scn_daemon_stop(&d, SIGTERM, 5000);
+  bool up = START(&d, file_only);
+  if (up) {
+    CU_ASSERT_EQUAL(tick_hz_of(&d), 40); /* environment > file */
+    scn_daemon_stop(&d, SIGTERM, 5000);
+  }
   const char *with_flag[] = {"--config", path, "--tick-hz", "50", NULL};
-  CU_ASSERT_FATAL(scn_daemon_start(&d, with_flag) == 0);
-  CU_ASSERT_EQUAL(tick_hz_of(&d), 50); /* flag > environment */
-  scn_daemon_stop(&d, SIGTERM, 5000);
+  up = up && START(&d, with_flag);
+  if (up) {
+    CU_ASSERT_EQUAL(tick_hz_of(&d), 50); /* flag > environment */
+    scn_daemon_stop(&d, SIGTERM, 5000);
+  }
   unsetenv("SCENED_TICK_HZ");
+  if (!up)
+    return;
   /* an invalid value in the file names the file, the line and the setting; exit 2 */
   FILE *f = fopen(path, "w");
   fputs("tick_hz = 30\nmax-clients = lots\n", f);
@@ -167,19 +139,15 @@ static void test_config_precedence(void) {
 static void test_logs(void) {
   scn_daemon d;
   const char *args[] = {"--auth-token", "s3cret-token", "--log-level", "debug", NULL};
-  CU_ASSERT_FATAL(scn_daemon_start(&d, args) == 0);
+  if (!START(&d, args))
+    return;
   scn_client c;
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-  cJSON *r = scn_client_call(&c, "{\"cmd\":\"hello\",\"token\":\"wrong\"}");
-  CU_ASSERT_STRING_EQUAL(scn_resp_code(r), "UNAUTHORIZED");
-  cJSON_Delete(r);
-  r = scn_client_call(&c, "{\"cmd\":\"hello\",\"token\":\"s3cret-token\"}");
-  CU_ASSERT_TRUE(scn_resp_ok(r));
-  cJSON_Delete(r);
+  CONNECT_FATAL(&c, d.port);
+  ERR(&c, "UNAUTHORIZED", "{\"cmd\":\"hello\",\"token\":\"wrong\"}");
+  OKD(&c, "{\"cmd\":\"hello\",\"token\":\"s3cret-token\"}");
   scn_client_close(&c);
   usleep(100000);
-  int st = scn_daemon_stop(&d, SIGTERM, 5000);
-  CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  STOP_OK(&d, 5000);
   CU_ASSERT_TRUE(scn_daemon_log_contains(&d, "level=info msg=\"started\""));
   CU_ASSERT_TRUE(scn_daemon_log_contains(&d, "level=debug msg=\"connection opened\""));
   CU_ASSERT_TRUE(scn_daemon_log_contains(&d, "level=warn msg=\"authentication failed\""));
@@ -196,9 +164,10 @@ static void test_logs(void) {
 
 static void test_signals(void) {
   scn_daemon d;
-  CU_ASSERT_FATAL(scn_daemon_start(&d, NULL) == 0);
+  if (!START(&d, NULL))
+    return;
   scn_client c;
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
+  CONNECT_FATAL(&c, d.port);
   /* requests already sent are answered before the daemon exits */
   char batch[64 * 200];
   size_t len = 0;
@@ -218,8 +187,9 @@ static void test_signals(void) {
   int st = scn_daemon_wait(&d, 6000); /* no second signal: that one would exit at once */
   CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
   /* a second signal while it drains a stuck client exits at once */
-  CU_ASSERT_FATAL(scn_daemon_start(&d, NULL) == 0);
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
+  if (!START(&d, NULL))
+    return;
+  CONNECT_FATAL(&c, d.port);
   for (int i = 0; i < 64; i++) /* many replies the client never reads */
     scn_client_send_raw(&c, "{\"cmd\":\"info\"}\n", 15);
   usleep(100000);

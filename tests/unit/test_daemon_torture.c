@@ -6,7 +6,7 @@
  * subscribe to a moving world of thousands of transforms without ever reading. Afterwards the
  * daemon must still answer, count exactly the connections still open, have given back the
  * memory the storm took, and exit 0 on SIGTERM. */
-#include "harness.h"
+#include "daemon_fixtures.h"
 
 #include <CUnit/CUnit.h>
 #include <errno.h>
@@ -132,21 +132,11 @@ static long rss_kib(pid_t pid) {
 
 /* One value of the daemon's /metrics, or -1. */
 static double metric_value(int http_port, const char *name) {
-  scn_client h;
-  if (http_port <= 0 || scn_client_connect(&h, http_port) != 0)
-    return -1;
-  const char *req = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  char *page = NULL;
   double v = -1;
-  if (scn_client_send_raw(&h, req, strlen(req)) == 0) {
-    size_t nlen = strlen(name);
-    char *line;
-    while ((line = scn_client_recv(&h, 2000))) {
-      if (strncmp(line, name, nlen) == 0 && line[nlen] == ' ')
-        v = strtod(line + nlen + 1, NULL);
-      free(line);
-    }
-  }
-  scn_client_close(&h);
+  if (http_port > 0 && scn_http_get(http_port, "/metrics", &page) == 200)
+    v = scn_metric(page, name);
+  free(page);
   return v;
 }
 
@@ -1208,28 +1198,21 @@ static bool create_many(const char *world, uint64_t *out, int n) {
   return ok;
 }
 
-static bool call_ok(const char *line) {
-  cJSON *r = scn_client_call(&T.admin, "%s", line);
-  bool ok = scn_resp_ok(r);
-  if (!ok)
-    fprintf(stderr, "\n  setup request failed: %s\n", line);
-  cJSON_Delete(r);
-  return ok;
-}
-
 static bool setup_worlds(void) {
-  if (!call_ok("{\"cmd\":\"world.create\",\"world\":\"tt\"}") ||
-      !call_ok("{\"cmd\":\"world.create\",\"world\":\"wb\"}") ||
-      !create_many("tt", T.tt, WORLD_SIZE) || !create_many("wb", T.wb, N_WB))
+  cJSON *tt = OK(&T.admin, "{\"cmd\":\"world.create\",\"world\":\"tt\"}");
+  cJSON *wb = OK(&T.admin, "{\"cmd\":\"world.create\",\"world\":\"wb\"}");
+  bool made = scn_resp_ok(tt) && scn_resp_ok(wb);
+  cJSON_Delete(tt);
+  cJSON_Delete(wb);
+  if (!made || !create_many("tt", T.tt, WORLD_SIZE) || !create_many("wb", T.wb, N_WB))
     return false;
   qsort(T.tt, WORLD_SIZE, sizeof T.tt[0], cmp_u64);
-  cJSON *r =
-      scn_client_call(&T.admin, "{\"cmd\":\"transform.create\",\"world\":\"tt\",\"name\":\"p\"}");
-  T.tt_parent = (uint64_t)scn_resp_num(r, "entity");
+  cJSON *r = OK(&T.admin, "{\"cmd\":\"transform.create\",\"world\":\"tt\",\"name\":\"p\"}");
+  T.tt_parent = scn_resp_id(r, "entity");
   cJSON_Delete(r);
-  r = scn_client_call(&T.admin, "{\"cmd\":\"transform.create\",\"world\":\"tt\",\"parent\":%llu}",
-                      (unsigned long long)T.tt_parent);
-  T.tt_child = (uint64_t)scn_resp_num(r, "entity");
+  r = OK(&T.admin, "{\"cmd\":\"transform.create\",\"world\":\"tt\",\"parent\":%llu}",
+         (unsigned long long)T.tt_parent);
+  T.tt_child = scn_resp_id(r, "entity");
   cJSON_Delete(r);
   return T.tt_parent > 0 && T.tt_child > 0;
 }
@@ -1239,7 +1222,7 @@ static bool setup_worlds(void) {
 static void test_torture(void) {
   long t0 = scn_now_ms();
   CU_ASSERT_FATAL(T.up);
-  CU_ASSERT_FATAL(scn_client_connect(&T.admin, T.d.port) == 0);
+  CONNECT_FATAL(&T.admin, T.d.port);
   CU_ASSERT_FATAL(setup_worlds());
 
   /* Warm-up: everything once, smaller, so the baseline holds the daemon's steady buffers. */
@@ -1311,11 +1294,9 @@ static void test_torture(void) {
 
   /* Still up and answering, on a new connection. */
   scn_client c;
-  CU_ASSERT_FATAL(scn_client_connect(&c, T.d.port) == 0);
-  cJSON *r = scn_client_call(&c, "{\"cmd\":\"ping\",\"id\":\"end\"}");
-  CU_ASSERT_TRUE(scn_resp_ok(r));
-  cJSON_Delete(r);
-  r = scn_client_call(&c, "{\"cmd\":\"info\"}");
+  CONNECT_FATAL(&c, T.d.port);
+  OKD(&c, "{\"cmd\":\"ping\",\"id\":\"end\"}");
+  cJSON *r = OK(&c, "{\"cmd\":\"info\"}");
   CU_ASSERT_EQUAL(scn_resp_num(r, "connections"), 2);
   CU_ASSERT_EQUAL(scn_resp_num(r, "subscriptions"), 0);
   cJSON_Delete(r);
@@ -1341,12 +1322,8 @@ static void test_torture(void) {
   }
   CU_ASSERT_EQUAL(lagging, 1);
   long stop_at = scn_now_ms();
-  int status = scn_daemon_stop(&T.d, SIGTERM, 15000);
+  STOP_OK(&T.d, 15000);
   T.up = false;
-  bool clean = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  CU_ASSERT_TRUE(clean);
-  if (!clean)
-    fprintf(stderr, "\n  SIGTERM: status %d; log %s", status, T.d.log_path);
   CU_ASSERT_TRUE(scn_client_closed(&c, 1000));
   scn_client_close(&c);
   scn_client_close(&T.admin);
