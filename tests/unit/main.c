@@ -35,6 +35,17 @@ static bool selected(const char *suite, const char *filter) {
   return false;
 }
 
+int scn_add_suite(const char *name, CU_InitializeFunc init, CU_CleanupFunc clean,
+                  const scn_test *tests, size_t count) {
+  CU_pSuite s = CU_add_suite(name, init, clean);
+  if (!s)
+    return -1;
+  for (size_t i = 0; i < count; i++)
+    if (!CU_add_test(s, tests[i].name, tests[i].fn))
+      return -1;
+  return 0;
+}
+
 /* ---- the per-test time limit ----------------------------------------------------------------- */
 
 static unsigned timeout_s = DEFAULT_TIMEOUT_S;
@@ -104,8 +115,8 @@ static void test_hang(void) {
 }
 
 static int register_timeout_selftest(void) {
-  CU_pSuite s = CU_add_suite("timeout_selftest", NULL, NULL);
-  return s && CU_add_test(s, "hangs past the limit", test_hang) ? 0 : -1;
+  static const scn_test tests[] = {{"hangs past the limit", test_hang}};
+  return SCN_ADD_SUITE("timeout_selftest", NULL, NULL, tests);
 }
 
 int main(int argc, char **argv) {

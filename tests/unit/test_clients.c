@@ -4,6 +4,7 @@
  * subscribe, --help), the Python client's self-test and the shell example. */
 #include "daemon_fixtures.h"
 #include "scn_client.h"
+#include "suites.h"
 #include "wire.h"
 
 #include <CUnit/CUnit.h>
@@ -20,8 +21,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-int scn_test_register_clients(void);
 
 extern char **environ;
 
@@ -1275,13 +1274,7 @@ static int suite_clean(void) {
 }
 
 int scn_test_register_clients(void) {
-  CU_pSuite s = CU_add_suite("clients", suite_init, suite_clean);
-  if (!s)
-    return -1;
-  struct {
-    const char *name;
-    CU_TestFunc fn;
-  } tests[] = {
+  static const scn_test tests[] = {
       {"library: connect and call", test_lib_calls},
       {"library: error replies", test_lib_error_reply},
       {"library: 2,000 pipelined requests", test_lib_pipeline},
@@ -1300,8 +1293,5 @@ int scn_test_register_clients(void) {
       {"python client self-test", test_python_selftest},
       {"shell example", test_car_demo},
   };
-  for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
-    if (!CU_add_test(s, tests[i].name, tests[i].fn))
-      return -1;
-  return 0;
+  return SCN_ADD_SUITE("clients", suite_init, suite_clean, tests);
 }

@@ -4,6 +4,7 @@
  * malformed lines, clients that vanish, authentication, the configured limits, the command
  * line, and the HTTP operations port. */
 #include "daemon_fixtures.h"
+#include "suites.h"
 #include "wire.h"
 
 #include <CUnit/CUnit.h>
@@ -16,8 +17,6 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-int scn_test_register_daemon_commands(void);
 
 /* The daemon most tests share (default settings). */
 static scn_daemon dmain;
@@ -2783,13 +2782,7 @@ static int suite_clean(void) {
 }
 
 int scn_test_register_daemon_commands(void) {
-  CU_pSuite s = CU_add_suite("daemon_commands", suite_init, suite_clean);
-  if (!s)
-    return -1;
-  struct {
-    const char *name;
-    CU_TestFunc fn;
-  } tests[] = {
+  static const scn_test tests[] = {
       {"ping and hello", test_ping_hello},
       {"world.create, destroy, list", test_worlds},
       {"entity.create: count and its limit", test_entity_create},
@@ -2824,8 +2817,5 @@ int scn_test_register_daemon_commands(void) {
       {"command line", test_command_line},
       {"http: healthz, readyz, metrics, 404, 400", test_http},
   };
-  for (size_t i = 0; i < sizeof tests / sizeof *tests; i++)
-    if (!CU_add_test(s, tests[i].name, tests[i].fn))
-      return -1;
-  return 0;
+  return SCN_ADD_SUITE("daemon_commands", suite_init, suite_clean, tests);
 }

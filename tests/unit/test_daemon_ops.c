@@ -2,6 +2,7 @@
  * configuration precedence (flag > environment > file > default), logfmt logs that never show
  * the token, and signals (SIGTERM drains and exits 0; a second signal exits at once). */
 #include "daemon_fixtures.h"
+#include "suites.h"
 
 #include <CUnit/CUnit.h>
 #include <signal.h>
@@ -10,8 +11,6 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-int scn_test_register_daemon_ops(void);
 
 /* GET path from the daemon's HTTP port; the body (caller frees) or NULL. */
 static char *http_body(int port, const char *path, int *status) {
@@ -202,12 +201,11 @@ static void test_signals(void) {
 }
 
 int scn_test_register_daemon_ops(void) {
-  CU_pSuite s = CU_add_suite("daemon_ops", NULL, NULL);
-  if (!s)
-    return -1;
-  if (!CU_add_test(s, "metrics: promtool, info, readyz", test_metrics_promtool) ||
-      !CU_add_test(s, "config precedence", test_config_precedence) ||
-      !CU_add_test(s, "logfmt logs", test_logs) || !CU_add_test(s, "signals", test_signals))
-    return -1;
-  return 0;
+  static const scn_test tests[] = {
+      {"metrics: promtool, info, readyz", test_metrics_promtool},
+      {"config precedence", test_config_precedence},
+      {"logfmt logs", test_logs},
+      {"signals", test_signals},
+  };
+  return SCN_ADD_SUITE("daemon_ops", NULL, NULL, tests);
 }

@@ -5,6 +5,7 @@
  * --recover, unusable or locked data directories exit 2, save and autosave. Every test has its
  * own temporary data directory. */
 #include "daemon_fixtures.h"
+#include "suites.h"
 
 #include <CUnit/CUnit.h>
 #include <dirent.h>
@@ -1537,13 +1538,7 @@ out:
 }
 
 int scn_test_register_daemon_persist(void) {
-  CU_pSuite s = CU_add_suite("daemon_persist", NULL, NULL);
-  if (!s)
-    return -1;
-  static const struct {
-    const char *name;
-    void (*fn)(void);
-  } tests[] = {
+  static const scn_test tests[] = {
       {"clean restart keeps everything", test_clean_restart_keeps_everything},
       {"kill -9 under fsync always keeps acknowledged", test_kill9_fsync_always_keeps_acknowledged},
       {"everysec SIGTERM loses nothing", test_everysec_sigterm_loses_nothing},
@@ -1560,8 +1555,5 @@ int scn_test_register_daemon_persist(void) {
       {"second daemon locked out", test_second_daemon_locked_out},
       {"replay after several snapshots", test_replay_after_several_snapshots},
   };
-  for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
-    if (!CU_add_test(s, tests[i].name, tests[i].fn))
-      return -1;
-  return 0;
+  return SCN_ADD_SUITE("daemon_persist", NULL, NULL, tests);
 }

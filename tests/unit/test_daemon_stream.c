@@ -3,6 +3,7 @@
  * subtree scope, root and world destruction, hz caps, ordering against responses) and a slow
  * consumer that must neither grow the daemon's memory without bound nor miss the final state. */
 #include "daemon_fixtures.h"
+#include "suites.h"
 
 #include <CUnit/CUnit.h>
 #include <stdint.h>
@@ -1582,13 +1583,7 @@ static int suite_clean(void) {
 }
 
 int scn_test_register_daemon_stream(void) {
-  CU_pSuite s = CU_add_suite("daemon_stream", suite_init, suite_clean);
-  if (!s)
-    return -1;
-  struct {
-    const char *name;
-    CU_TestFunc fn;
-  } tests[] = {
+  static const scn_test tests[] = {
       {"full frame first, then deltas", test_full_then_delta},
       {"sets between ticks coalesce", test_coalescing},
       {"no-op commands send nothing", test_noop_sends_nothing},
@@ -1607,8 +1602,5 @@ int scn_test_register_daemon_stream(void) {
       {"hz caps frames", test_hz_cap},
       {"slow consumer", test_slow_consumer},
   };
-  for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
-    if (!CU_add_test(s, tests[i].name, tests[i].fn))
-      return -1;
-  return 0;
+  return SCN_ADD_SUITE("daemon_stream", suite_init, suite_clean, tests);
 }

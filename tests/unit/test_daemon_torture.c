@@ -7,6 +7,7 @@
  * daemon must still answer, count exactly the connections still open, have given back the
  * memory the storm took, and exit 0 on SIGTERM. */
 #include "daemon_fixtures.h"
+#include "suites.h"
 
 #include <CUnit/CUnit.h>
 #include <errno.h>
@@ -1373,8 +1374,8 @@ static int suite_clean(void) {
 }
 
 int scn_test_register_daemon_torture(void) {
-  CU_pSuite s = CU_add_suite("daemon_torture", suite_init, suite_clean);
-  if (!s || !CU_add_test(s, "a storm of clients, good and bad", test_torture))
-    return -1;
-  return 0;
+  static const scn_test tests[] = {
+      {"a storm of clients, good and bad", test_torture},
+  };
+  return SCN_ADD_SUITE("daemon_torture", suite_init, suite_clean, tests);
 }
