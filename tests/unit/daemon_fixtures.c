@@ -186,6 +186,16 @@ bool scn_start_at(const char *file, int line, scn_daemon *d, const char *const *
   return up;
 }
 
+bool scn_start_connected_at(const char *file, int line, scn_daemon *d, scn_client *c,
+                            const char *const *args) {
+  if (!scn_start_at(file, line, d, args))
+    return false;
+  if (scn_connect_at(file, line, c, d->port, false))
+    return true;
+  scn_daemon_stop(d, SIGKILL, 2000);
+  return false;
+}
+
 void scn_stop_ok_at(const char *file, int line, scn_daemon *d, int timeout_ms) {
   int status = scn_daemon_stop(d, SIGTERM, timeout_ms);
   bool clean = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;

@@ -62,6 +62,11 @@ void scn_quiet_at(const char *file, int line, scn_client *c, long ms);
 /* Starts a daemon (scn_daemon_start); the assertion prints the args and the log on failure. */
 bool scn_start_at(const char *file, int line, scn_daemon *d, const char *const *args);
 #define START(d, args) scn_start_at(__FILE__, __LINE__, (d), (args))
+/* START, then CONNECT c to the daemon; when the connection fails, the daemon is killed. True
+ * when both worked. */
+bool scn_start_connected_at(const char *file, int line, scn_daemon *d, scn_client *c,
+                            const char *const *args);
+#define START_CONNECTED(d, c, args) scn_start_connected_at(__FILE__, __LINE__, (d), (c), (args))
 /* SIGTERM: the daemon must exit 0 within timeout_ms. */
 void scn_stop_ok_at(const char *file, int line, scn_daemon *d, int timeout_ms);
 #define STOP_OK(d, timeout_ms) scn_stop_ok_at(__FILE__, __LINE__, (d), (timeout_ms))

@@ -469,8 +469,13 @@ static void set_flags(int fd, bool nonblock) {
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
-bool scn_proc_start(scn_proc *p, const char *const *argv, char *const *envp, const char *in,
-                    size_t in_len) {
+bool scn_proc_start(scn_proc *p, const char *bin, const char *const *args, char *const *envp,
+                    const char *in, size_t in_len) {
+  const char *argv[64] = {bin};
+  int argc = 1;
+  for (int i = 0; args && args[i] && argc < 63; i++)
+    argv[argc++] = args[i];
+  argv[argc] = NULL;
   *p = (scn_proc){
       .pid = -1, .in_fd = -1, .out_fd = -1, .err_fd = -1, .in = in, .in_len = in_len, .status = -1};
   int pin[2], pout[2], perr[2];

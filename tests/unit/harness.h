@@ -120,10 +120,11 @@ typedef struct scn_proc {
   text out, err;
   int status; /* once scn_proc_wait returned: as from waitpid, -1 when it had to be killed */
 } scn_proc;
-/* Starts argv[0] (a path) with the environment envp (NULL: this process's) and stdin fed from
- * in (in_len bytes; closed at once when there are none). */
-bool scn_proc_start(scn_proc *p, const char *const *argv, char *const *envp, const char *in,
-                    size_t in_len);
+/* Starts bin (a path) with args (NULL-terminated, may be NULL; at most 62), the environment
+ * envp (NULL: this process's) and stdin fed from in (in_len bytes; closed at once when there
+ * are none). */
+bool scn_proc_start(scn_proc *p, const char *bin, const char *const *args, char *const *envp,
+                    const char *in, size_t in_len);
 /* Moves bytes to and from the child for up to ms; true once its stdout and stderr closed. */
 bool scn_proc_pump(scn_proc *p, int ms);
 /* Runs the child to its end (killed after timeout_ms): its exit code, 128 + a signal, or -1

@@ -206,10 +206,10 @@ static bool env_replaced(const char *e) {
   return false;
 }
 
-/* Starts argv[0] (a path) with this environment minus the SCENED_* client variables plus set
- * (NULL-terminated "K=V"), stdin fed from in and stdout/stderr captured. */
-static bool proc_start(scn_proc *p, const char *const *argv, const char *const *set, const char *in,
-                       size_t in_len) {
+/* Starts bin with args (scn_proc_start) and this environment minus the SCENED_* client
+ * variables plus set (NULL-terminated "K=V"). */
+static bool proc_start(scn_proc *p, const char *bin, const char *const *args,
+                       const char *const *set, const char *in, size_t in_len) {
   size_t n = 0, m = 0;
   while (environ[n])
     n++;
@@ -224,7 +224,7 @@ static bool proc_start(scn_proc *p, const char *const *argv, const char *const *
       env[k++] = environ[i];
   for (size_t i = 0; i < m; i++)
     env[k++] = (char *)set[i];
-  bool started = scn_proc_start(p, argv, env, in, in_len);
+  bool started = scn_proc_start(p, bin, args, env, in, in_len);
   free(env);
   return started;
 }
@@ -238,13 +238,8 @@ static const char *ctl_bin(void) {
  * SCENED_PORT of the suite's daemon) and stdin in; its exit code. */
 static int ctl_run(scn_proc *p, const char *const *set, const char *in, size_t in_len,
                    const char *const *args) {
-  const char *argv[64] = {ctl_bin()};
-  int argc = 1;
-  for (int i = 0; args && args[i] && argc < 63; i++)
-    argv[argc++] = args[i];
-  argv[argc] = NULL;
   const char *defaults[] = {"SCENED_HOST=127.0.0.1", port_env, NULL};
-  if (!proc_start(p, argv, set ? set : defaults, in, in_len)) {
+  if (!proc_start(p, ctl_bin(), args, set ? set : defaults, in, in_len)) {
     *p = (scn_proc){.pid = -1, .in_fd = -1, .out_fd = -1, .err_fd = -1, .status = -1};
     return -1;
   }
@@ -1060,13 +1055,8 @@ static void test_ctl_pipe(void) {
 
 /* Starts "scenectl subscribe world=W ..." in the background. */
 static bool ctl_start(scn_proc *p, const char *const *args) {
-  const char *argv[16] = {ctl_bin()};
-  int argc = 1;
-  for (int i = 0; args[i] && argc < 15; i++)
-    argv[argc++] = args[i];
-  argv[argc] = NULL;
   const char *set[] = {"SCENED_HOST=127.0.0.1", port_env, NULL};
-  return proc_start(p, argv, set, NULL, 0);
+  return proc_start(p, ctl_bin(), args, set, NULL, 0);
 }
 
 /* Checks stdout of a subscribe run: frames exactly, the first full; the second sets e. */
@@ -1203,9 +1193,9 @@ static void test_python_selftest(void) {
   CU_ASSERT_FATAL(find_script("scened_client.py", script, sizeof script));
   char port[16];
   snprintf(port, sizeof port, "%d", dmn.port);
-  const char *argv[] = {python, script, "--host", "127.0.0.1", "--port", port, "--selftest", NULL};
+  const char *args[] = {script, "--host", "127.0.0.1", "--port", port, "--selftest", NULL};
   scn_proc p;
-  CU_ASSERT_FATAL(proc_start(&p, argv, NULL, NULL, 0));
+  CU_ASSERT_FATAL(proc_start(&p, python, args, NULL, NULL, 0));
   int code = scn_proc_wait(&p, 30000);
   CU_ASSERT_EQUAL(code, 0);
   CU_ASSERT(strstr(text_str(&p.out), "selftest passed") != NULL);
@@ -1228,9 +1218,9 @@ static void test_car_demo(void) {
   char ctl_env[1100];
   snprintf(ctl_env, sizeof ctl_env, "SCENECTL=%s", ctl_bin());
   const char *set[] = {"SCENED_HOST=127.0.0.1", port_env, ctl_env, NULL};
-  const char *argv[] = {bash, script, "3", NULL};
+  const char *args[] = {script, "3", NULL};
   scn_proc p;
-  CU_ASSERT_FATAL(proc_start(&p, argv, set, NULL, 0));
+  CU_ASSERT_FATAL(proc_start(&p, bash, args, set, NULL, 0));
   int code = scn_proc_wait(&p, 30000);
   CU_ASSERT_EQUAL(code, 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.err), "");

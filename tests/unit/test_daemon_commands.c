@@ -1717,13 +1717,9 @@ static void send_str(scn_client *c, const char *s) {
 static void test_line_limit(void) {
   scn_daemon d;
   const char *args[] = {"--max-line", "1024", NULL};
-  if (!START(&d, args))
-    return;
   scn_client c;
-  if (!CONNECT(&c, d.port)) {
-    STOP_OK(&d, 10000);
+  if (!START_CONNECTED(&d, &c, args))
     return;
-  }
   char *at = padded_ping(1, 1024), *over = padded_ping(3, 1025);
   /* Exactly the limit passes, with \n or \r\n (the line end does not count). */
   send_str(&c, at);
@@ -2508,13 +2504,9 @@ static void test_max_clients(void) {
 static void test_max_worlds_transforms(void) {
   scn_daemon d;
   const char *args[] = {"--max-worlds", "2", "--max-transforms", "3", NULL};
-  if (!START(&d, args))
-    return;
   scn_client c;
-  if (!CONNECT(&c, d.port)) {
-    STOP_OK(&d, 10000);
+  if (!START_CONNECTED(&d, &c, args))
     return;
-  }
   new_world(&c, "w1");
   new_world(&c, "w2");
   ERR(&c, "LIMIT", "{\"cmd\":\"world.create\",\"world\":\"w3\"}");
@@ -2559,13 +2551,9 @@ static void test_max_worlds_transforms(void) {
 static void test_output_limit(void) {
   scn_daemon d;
   const char *args[] = {"--output-limit", "4096", NULL};
-  if (!START(&d, args))
-    return;
   scn_client c;
-  if (!CONNECT(&c, d.port)) {
-    STOP_OK(&d, 10000);
+  if (!START_CONNECTED(&d, &c, args))
     return;
-  }
   new_world(&c, "w");
   unsigned long long t = TF(&c, "w", "\"t\":[1,2,3]");
   enum { GETS = 400 };
@@ -2634,12 +2622,7 @@ static void test_output_limit(void) {
 /* Runs the daemon binary with args to its end (killed after 6 s), stdout and stderr collected
  * in p (scn_proc_free); its exit code as from scn_proc_wait. */
 static int run_bin(scn_proc *p, const char *const *args) {
-  const char *argv[32] = {scn_daemon_bin()};
-  int argc = 1;
-  for (int i = 0; args[i] && argc < 31; i++)
-    argv[argc++] = args[i];
-  argv[argc] = NULL;
-  if (!scn_proc_start(p, argv, NULL, NULL, 0))
+  if (!scn_proc_start(p, scn_daemon_bin(), args, NULL, NULL, 0))
     return -1;
   return scn_proc_wait(p, 6000);
 }

@@ -30,10 +30,9 @@ static bool have(const char *tool) {
 
 static void test_metrics_promtool(void) {
   scn_daemon d;
-  if (!START(&d, NULL))
-    return;
   scn_client c;
-  CONNECT_FATAL(&c, d.port);
+  if (!START_CONNECTED(&d, &c, NULL))
+    return;
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"m\"}");
   ERR(&c, "UNKNOWN_COMMAND", "{\"cmd\":\"nope\"}");
   int status = 0;
@@ -138,10 +137,9 @@ static void test_config_precedence(void) {
 static void test_logs(void) {
   scn_daemon d;
   const char *args[] = {"--auth-token", "s3cret-token", "--log-level", "debug", NULL};
-  if (!START(&d, args))
-    return;
   scn_client c;
-  CONNECT_FATAL(&c, d.port);
+  if (!START_CONNECTED(&d, &c, args))
+    return;
   ERR(&c, "UNAUTHORIZED", "{\"cmd\":\"hello\",\"token\":\"wrong\"}");
   OKD(&c, "{\"cmd\":\"hello\",\"token\":\"s3cret-token\"}");
   scn_client_close(&c);
@@ -163,10 +161,9 @@ static void test_logs(void) {
 
 static void test_signals(void) {
   scn_daemon d;
-  if (!START(&d, NULL))
-    return;
   scn_client c;
-  CONNECT_FATAL(&c, d.port);
+  if (!START_CONNECTED(&d, &c, NULL))
+    return;
   /* requests already sent are answered before the daemon exits */
   char batch[64 * 200];
   size_t len = 0;
@@ -186,9 +183,8 @@ static void test_signals(void) {
   int st = scn_daemon_wait(&d, 6000); /* no second signal: that one would exit at once */
   CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
   /* a second signal while it drains a stuck client exits at once */
-  if (!START(&d, NULL))
+  if (!START_CONNECTED(&d, &c, NULL))
     return;
-  CONNECT_FATAL(&c, d.port);
   for (int i = 0; i < 64; i++) /* many replies the client never reads */
     scn_client_send_raw(&c, "{\"cmd\":\"info\"}\n", 15);
   usleep(100000);

@@ -146,17 +146,13 @@ static void kill9(scn_daemon *d) {
   CU_ASSERT(status != -1 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
 
-/* Runs scened (--listen 127.0.0.1:0 --http off plus args) expecting it to exit by itself within
+/* Runs scened --listen 127.0.0.1:0 --http off --data dir expecting it to exit by itself within
  * timeout_ms; returns its waitpid status (or -1 when it kept running and was killed) and what it
  * wrote to stderr in *text (caller frees). */
-static int run_expect_exit(const char *const *args, char **text, int timeout_ms) {
-  const char *argv[40] = {scn_daemon_bin(), "--listen", "127.0.0.1:0", "--http", "off"};
-  int argc = 5;
-  for (int i = 0; args && args[i] && argc < 38; i++)
-    argv[argc++] = args[i];
-  argv[argc] = NULL;
+static int run_expect_exit(const char *dir, char **text, int timeout_ms) {
+  const char *args[] = {"--listen", "127.0.0.1:0", "--http", "off", "--data", dir, NULL};
   scn_proc p;
-  if (scn_proc_start(&p, argv, NULL, NULL, 0))
+  if (scn_proc_start(&p, scn_daemon_bin(), args, NULL, NULL, 0))
     scn_proc_wait(&p, timeout_ms);
   *text = strdup(text_str(&p.err));
   scn_proc_free(&p);
@@ -169,8 +165,7 @@ static int run_expect_exit(const char *const *args, char **text, int timeout_ms)
  * non-zero exit. */
 static void expect_refused(const char *dir, const char *what, const char *what2) {
   char *text;
-  const char *const plain[] = {"--data", dir, NULL};
-  int status = run_expect_exit(plain, &text, 5000);
+  int status = run_expect_exit(dir, &text, 5000);
   bool good = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) != 0 && strstr(text, what) &&
               (!what2 || strstr(text, what2));
   CU_ASSERT(good);
@@ -1248,8 +1243,7 @@ out:
 /* An unusable --data: one line on stderr and exit 2. */
 static void expect_exit2_one_line(const char *data, const char *what) {
   char *text;
-  const char *const args[] = {"--data", data, NULL};
-  int status = run_expect_exit(args, &text, 5000);
+  int status = run_expect_exit(data, &text, 5000);
   bool good = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 2;
   CU_ASSERT(good);
   CU_ASSERT(count_lines(text) == 1 && text[strlen(text) - 1] == '\n');
