@@ -2452,8 +2452,7 @@ static void test_auth_env(void) {
   STOP_OK(&d, 10000);
 }
 
-/* ---- configured limits
- * ---------------------------------------------------------------------------- */
+/* ---- configured limits ----------------------------------------------------------------------- */
 
 static void test_max_clients(void) {
   scn_daemon d;
@@ -2616,8 +2615,7 @@ static void test_output_limit(void) {
   STOP_OK(&d, 10000);
 }
 
-/* ---- the command line
- * ---------------------------------------------------------------------------- */
+/* ---- the command line ------------------------------------------------------------------------ */
 
 /* Runs the daemon binary with args to its end (killed after 6 s), stdout and stderr collected
  * in p (scn_proc_free); its exit code as from scn_proc_wait. */
