@@ -149,6 +149,20 @@ char *scn_read_file(const char *path) {
   return s;
 }
 
+long scn_rss_kib(pid_t pid) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return -1;
+  long kib = -1;
+  while (kib < 0 && fgets(line, sizeof line, f))
+    if (strncmp(line, "VmRSS:", 6) == 0)
+      kib = strtol(line + 6, NULL, 10);
+  fclose(f);
+  return kib;
+}
+
 bool scn_daemon_log_contains(const scn_daemon *d, const char *text) {
   char *log = scn_read_file(d->log_path);
   bool found = log && strstr(log, text);
@@ -368,6 +382,18 @@ cJSON *scn_client_call(scn_client *c, const char *fmt, ...) {
       cJSON_AddItemToArray(c->events, r);
     else
       cJSON_Delete(r);
+  }
+}
+
+double scn_wait_info(scn_client *c, const char *field, double want, int timeout_ms) {
+  long deadline = scn_now_ms() + timeout_ms;
+  for (;;) {
+    cJSON *r = scn_client_call(c, "{\"cmd\":\"info\"}");
+    double n = scn_resp_num(r, field);
+    cJSON_Delete(r);
+    if (n == want || scn_now_ms() > deadline)
+      return n;
+    scn_sleep_ms(20);
   }
 }
 

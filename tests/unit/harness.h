@@ -55,6 +55,8 @@ int scn_daemon_stop(scn_daemon *d, int sig, int timeout_ms);
 /* Waits up to timeout_ms for the daemon to exit by itself; the status as from waitpid, or -1
  * if it had to be killed. */
 int scn_daemon_wait(scn_daemon *d, int timeout_ms);
+/* The resident memory of a process in KiB (VmRSS), -1 when it cannot be read. */
+long scn_rss_kib(pid_t pid);
 /* True when the daemon's log contains text. */
 bool scn_daemon_log_contains(const scn_daemon *d, const char *text);
 
@@ -81,6 +83,9 @@ cJSON *scn_client_recv_json(scn_client *c, int timeout_ms);
 /* Sends a request (printf-style) and returns the parsed response line; stream events that
  * arrive first are skipped (or kept, see scn_client_keep_events). */
 cJSON *scn_client_call(scn_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Asks info every 20 ms until its number field equals want or timeout_ms passed; the last value
+ * (-1 when it was missing). */
+double scn_wait_info(scn_client *c, const char *field, double want, int timeout_ms);
 /* True when the peer closed the connection within timeout_ms (pending lines are skipped). */
 bool scn_client_closed(scn_client *c, int timeout_ms);
 

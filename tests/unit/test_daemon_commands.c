@@ -2345,11 +2345,7 @@ static void test_vanishing_clients(void) {
   }
   /* The others are undisturbed. */
   OKD(&c, "{\"cmd\":\"ping\"}");
-  long deadline = scn_now_ms() + 5000;
-  double conns = -1;
-  while (scn_now_ms() < deadline && (conns = info_num(&c, "connections")) != 1)
-    scn_sleep_ms(20);
-  CU_ASSERT_EQUAL(conns, 1);
+  CU_ASSERT_EQUAL(scn_wait_info(&c, "connections", 1, 5000), 1);
   char *s2 = snapshot(&c, "van", ids, 1);
   CHECK_SAME(s1, s2);
   free(s1);

@@ -1361,21 +1361,6 @@ static void test_hz_cap(void) {
 
 #define BIG 20000
 
-static long rss_kib(pid_t pid) {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-  FILE *fp = fopen(path, "r");
-  if (!fp)
-    return -1;
-  char line[256];
-  long kib = -1;
-  while (fgets(line, sizeof line, fp))
-    if (strncmp(line, "VmRSS:", 6) == 0)
-      kib = atol(line + 6);
-  fclose(fp);
-  return kib;
-}
-
 typedef struct id_index {
   int64_t id;
   int index;
@@ -1442,7 +1427,7 @@ static void test_slow_consumer(void) {
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &s, "big", 0, 0));
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &leaf, "big", ids[7], 0));
   scn_sleep_ms(200);
-  long base = rss_kib(d.pid), peak = base;
+  long base = scn_rss_kib(d.pid), peak = base;
   CU_ASSERT_TRUE_FATAL(base > 0);
 
   /* The root moves every tick for ~3 s while the subscriber reads nothing. */
@@ -1451,7 +1436,7 @@ static void test_slow_consumer(void) {
   while (scn_now_ms() < end) {
     x++;
     set_t(&ctl, "big", ids[0], x, 0, 0);
-    long rss = rss_kib(d.pid);
+    long rss = scn_rss_kib(d.pid);
     if (rss > peak)
       peak = rss;
     scn_sleep_ms(TICK_MS);

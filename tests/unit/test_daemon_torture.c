@@ -115,22 +115,6 @@ static bool under_asan(pid_t pid) {
   return found;
 }
 
-static long rss_kib(pid_t pid) {
-  char path[64], line[256];
-  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-  FILE *f = fopen(path, "r");
-  long kib = -1;
-  if (!f)
-    return -1;
-  while (fgets(line, sizeof line, f))
-    if (strncmp(line, "VmRSS:", 6) == 0) {
-      kib = strtol(line + 6, NULL, 10);
-      break;
-    }
-  fclose(f);
-  return kib;
-}
-
 /* One value of the daemon's /metrics, or -1. */
 static double metric_value(int http_port, const char *name) {
   char *page = NULL;
@@ -1099,7 +1083,7 @@ static bool run_all(const run_cfg *cfg) {
   for (;;) {
     long now = scn_now_ms();
     if (now >= next_rss) {
-      long rss = rss_kib(T.d.pid);
+      long rss = scn_rss_kib(T.d.pid);
       if (rss > T.peak_rss)
         T.peak_rss = rss;
       next_rss = now + 100;
@@ -1161,20 +1145,6 @@ static void close_all(void) {
     conn_drop(&T.conns[i], false);
 }
 
-/* The daemon's connection count, once it equals want (or the last value after timeout_ms). */
-static double wait_connections(double want, long timeout_ms) {
-  long deadline = scn_now_ms() + timeout_ms;
-  double n = -1;
-  for (;;) {
-    cJSON *r = scn_client_call(&T.admin, "{\"cmd\":\"info\"}");
-    n = scn_resp_num(r, "connections");
-    cJSON_Delete(r);
-    if (n == want || scn_now_ms() > deadline)
-      return n;
-    scn_sleep_ms(20);
-  }
-}
-
 /* ---- setup -------------------------------------------------------------------------------- */
 
 static int cmp_u64(const void *a, const void *b) {
@@ -1231,9 +1201,9 @@ static void test_torture(void) {
   static const run_cfg storm = {"torture", 200, 3, 30, 10, 4, 4, 2000, 1500, 20000, true};
   CU_ASSERT_FATAL(run_all(&warm));
   close_all();
-  CU_ASSERT_EQUAL(wait_connections(1, 5000), 1);
+  CU_ASSERT_EQUAL(scn_wait_info(&T.admin, "connections", 1, 5000), 1);
   CU_ASSERT_EQUAL(T.failures, 0);
-  long base = rss_kib(T.d.pid);
+  long base = scn_rss_kib(T.d.pid);
   /* A statically linked runtime (clang) names no library: then this binary's own build
    * stands for the daemon's, as both come from the same make. */
   long quarantine = under_asan(T.d.pid) || TEST_ASAN ? QUARANTINE_KIB : 0;
@@ -1270,18 +1240,19 @@ static void test_torture(void) {
   /* The daemon counts exactly the connections still open: the good clients, the subscribers,
    * the mover and the admin; then only the admin. */
   int open = open_count();
-  double seen = wait_connections(open, 5000);
+  double seen = scn_wait_info(&T.admin, "connections", open, 5000);
   CU_ASSERT_EQUAL(seen, open);
   if (seen != open)
     fprintf(stderr, "\n  info connections %.0f, open %d", seen, open);
   close_all();
-  seen = wait_connections(1, 5000);
+  seen = scn_wait_info(&T.admin, "connections", 1, 5000);
   CU_ASSERT_EQUAL(seen, 1);
 
   /* Memory comes back: within the slack of the warmed-up baseline. */
-  long after = rss_kib(T.d.pid);
+  long after = scn_rss_kib(T.d.pid);
   for (long until = scn_now_ms() + 2000;
-       after > base + RSS_SLACK_KIB + quarantine && scn_now_ms() < until; after = rss_kib(T.d.pid))
+       after > base + RSS_SLACK_KIB + quarantine && scn_now_ms() < until;
+       after = scn_rss_kib(T.d.pid))
     scn_sleep_ms(50);
   fprintf(stderr,
           "\n  daemon RSS: baseline %ld KiB, peak %ld KiB, after %ld KiB; %ld malformed lines;"
