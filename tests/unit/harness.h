@@ -89,7 +89,7 @@ double scn_wait_info(scn_client *c, const char *field, double want, int timeout_
 /* True when the peer closed the connection within timeout_ms (pending lines are skipped). */
 bool scn_client_closed(scn_client *c, int timeout_ms);
 
-/* Helpers over responses and events (r may be NULL). */
+/* Fields of responses and events (r may be NULL). */
 bool scn_resp_ok(const cJSON *r);
 /* The error code of a failed response, or "" when it is not one. */
 const char *scn_resp_code(const cJSON *r);
