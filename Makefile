@@ -58,7 +58,7 @@ THREE      := $(NPM_DIR)/node_modules/three
 # Keep intermediate objects (the fuzz targets build theirs through a pattern rule).
 .SECONDARY:
 
-.PHONY: all deps test test-web www bench soak run clean format exhaustive-f32 layering fuzz valgrind
+.PHONY: all deps test test-web test-timeout-check www bench soak run clean format exhaustive-f32 layering fuzz valgrind
 
 all: $(SCENED) $(SCENECTL) $(SCENE_BENCH) $(CORE_LIB) $(PROTO_LIB) $(TEST_BIN) $(BENCH_BIN) $(DECODE_BENCH) $(BUILD)/f32-exhaustive \
      $(WWW_STAMP)
@@ -134,7 +134,13 @@ layering:
 # Chromium, which scripts/install-deps.sh installs.
 test: layering $(TEST_BIN) $(SCENED) $(SCENECTL) $(WWW_STAMP)
 	SCENED_BIN=$(abspath $(SCENED)) SCENECTL_BIN=$(abspath $(SCENECTL)) $(TEST_BIN)
+	@$(MAKE) --no-print-directory test-timeout-check
 	@$(MAKE) --no-print-directory test-web
+
+# Every test runs under a time limit (SCENED_TEST_TIMEOUT seconds overrides the default); this
+# shows that a test that hangs is named and its daemon killed (about a second).
+test-timeout-check: $(TEST_BIN) $(SCENED)
+	SCENED_BIN=$(abspath $(SCENED)) tests/tools/timeout-check.sh $(TEST_BIN)
 
 WEB_TESTS := tests/web/ws.test.mjs tests/web/static.test.mjs
 ifneq ($(wildcard /usr/bin/chromium),)

@@ -702,13 +702,7 @@ static void test_parts_batch(void) {
 }
 
 int scn_test_register_core_trs(void) {
-  CU_pSuite s = CU_add_suite("core_trs", NULL, NULL);
-  if (!s)
-    return -1;
-  struct {
-    const char *name;
-    CU_TestFunc fn;
-  } tests[] = {
+  static const scn_test tests[] = {
       {"decompose_trs round trip of random T, R, S with mirrors", test_round_trip},
       {"decompose_trs round trip with scales from 1e-30 to 1e30", test_round_trip_wide},
       {"decompose_trs round trip at FLT_MAX and tiny scales", test_round_trip_extremes},
@@ -723,8 +717,5 @@ int scn_test_register_core_trs(void) {
       {"set_parts refusals change nothing", test_parts_refused},
       {"set_parts in a batch: sees the sets before, rolls back", test_parts_batch},
   };
-  for (size_t k = 0; k < sizeof tests / sizeof tests[0]; k++)
-    if (!CU_add_test(s, tests[k].name, tests[k].fn))
-      return -1;
-  return 0;
+  return SCN_ADD_SUITE("core_trs", NULL, NULL, tests);
 }

@@ -3,6 +3,7 @@
 #include "buf.h"
 #include "codec.h"
 #include "framing.h"
+#include "suites.h"
 #include "wire.h"
 
 #include <CUnit/CUnit.h>
@@ -13,8 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int scn_test_register_proto(void);
 
 /* ---- framing ---------------------------------------------------------------------------- */
 
@@ -1089,31 +1088,29 @@ static void test_raw_member(void) {
 }
 
 int scn_test_register_proto(void) {
-  CU_pSuite s = CU_add_suite("proto", NULL, NULL);
-  if (!s)
-    return -1;
-  if (!CU_add_test(s, "framing: line split across feeds", test_framing_split_across_feeds) ||
-      !CU_add_test(s, "framing: many lines in one feed", test_framing_many_lines_one_feed) ||
-      !CU_add_test(s, "framing: CRLF", test_framing_crlf) ||
-      !CU_add_test(s, "framing: blank lines skipped", test_framing_blank_lines) ||
-      !CU_add_test(s, "framing: line at the limit", test_framing_limit_exact) ||
-      !CU_add_test(s, "framing: limit + 1 rejected", test_framing_limit_plus_one) ||
-      !CU_add_test(s, "framing: overlong line discarded across feeds",
-                   test_framing_overlong_discarded_across_feeds) ||
-      !CU_add_test(s, "framing: callback stops the feed", test_framing_stop_early) ||
-      !CU_add_test(s, "codec: parse request", test_parse_request) ||
-      !CU_add_test(s, "codec: deep nesting", test_parse_deep_nesting) ||
-      !CU_add_test(s, "codec: entity ids", test_decode_entity) ||
-      !CU_add_test(s, "codec: other fields", test_decode_other_fields) ||
-      !CU_add_test(s, "codec: transform spec", test_spec) ||
-      !CU_add_test(s, "codec: reply encoding", test_reply_encoding) ||
-      !CU_add_test(s, "codec: raw members by key", test_raw_member) ||
-      !CU_add_test(s, "buf: JSON strings", test_buf_strings) ||
-      !CU_add_test(s, "buf: numbers", test_buf_numbers) ||
-      !CU_add_test(s, "buf: JSON value round trip", test_buf_json_value) ||
-      !CU_add_test(s, "buf: misc", test_buf_misc) ||
-      !CU_add_test(s, "wire: command table", test_wire_commands) ||
-      !CU_add_test(s, "wire: error codes", test_wire_codes))
-    return -1;
-  return 0;
+  static const scn_test tests[] = {
+      {"framing: line split across feeds", test_framing_split_across_feeds},
+      {"framing: many lines in one feed", test_framing_many_lines_one_feed},
+      {"framing: CRLF", test_framing_crlf},
+      {"framing: blank lines skipped", test_framing_blank_lines},
+      {"framing: line at the limit", test_framing_limit_exact},
+      {"framing: limit + 1 rejected", test_framing_limit_plus_one},
+      {"framing: overlong line discarded across feeds",
+       test_framing_overlong_discarded_across_feeds},
+      {"framing: callback stops the feed", test_framing_stop_early},
+      {"codec: parse request", test_parse_request},
+      {"codec: deep nesting", test_parse_deep_nesting},
+      {"codec: entity ids", test_decode_entity},
+      {"codec: other fields", test_decode_other_fields},
+      {"codec: transform spec", test_spec},
+      {"codec: reply encoding", test_reply_encoding},
+      {"codec: raw members by key", test_raw_member},
+      {"buf: JSON strings", test_buf_strings},
+      {"buf: numbers", test_buf_numbers},
+      {"buf: JSON value round trip", test_buf_json_value},
+      {"buf: misc", test_buf_misc},
+      {"wire: command table", test_wire_commands},
+      {"wire: error codes", test_wire_codes},
+  };
+  return SCN_ADD_SUITE("proto", NULL, NULL, tests);
 }
