@@ -140,7 +140,7 @@ test: layering $(TEST_BIN) $(SCENED) $(SCENECTL) $(WWW_STAMP)
 # Every test runs under a time limit (SCENED_TEST_TIMEOUT seconds overrides the default); this
 # shows that a test that hangs is named and its daemon killed (about a second).
 test-timeout-check: $(TEST_BIN) $(SCENED)
-	SCENED_BIN=$(abspath $(SCENED)) tests/tools/timeout-check.sh $(TEST_BIN)
+	SCENED_BIN=$(abspath $(SCENED)) tests/tools/check_timeout.sh $(TEST_BIN)
 
 WEB_TESTS := tests/web/ws.test.mjs tests/web/static.test.mjs
 ifneq ($(wildcard /usr/bin/chromium),)

@@ -8,8 +8,8 @@
 
 #include <string.h>
 
-int scn_cmd_ping(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err) {
-  (void)ctx, (void)req, (void)out, (void)err;
+int scn_cmd_ping(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
+  (void)ctx, (void)a, (void)out, (void)err;
   return 0;
 }
 
@@ -22,11 +22,12 @@ static bool token_equal(const char *a, const char *b) {
   return diff == 0;
 }
 
-int scn_cmd_hello(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err) {
+int scn_cmd_hello(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
   const char *expected = ctx->srv->cfg.auth_token;
   if (expected[0]) {
     const char *token = NULL;
-    if (scn_get_string(req, "token", false, &token, err) < 0)
+    if ((a->f->present & SCN_F(token)) &&
+        scn_decode_string(a->f->v[SCN_F_token], "token", &token, err) < 0)
       return scn_fail(err, SCN_W_UNAUTHORIZED, "field \"token\" must be a string");
     if (!token || !token_equal(token, expected)) {
       scn_log(SCN_LOG_WARN, "authentication failed", "conn=%llu peer=%s",
@@ -44,28 +45,15 @@ int scn_cmd_hello(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *
   return 0;
 }
 
-int scn_cmd_world_create(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err) {
+int scn_cmd_world_create(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
   (void)out;
-  const char *name;
-  if (scn_get_world_name(req, true, &name, err) < 0)
-    return -1;
-  int rc = scn_world_create(ctx->srv->scene, name, NULL);
-  if (rc == SCN_LIMIT)
-    return scn_fail(err, SCN_W_LIMIT, "too many worlds (max-worlds %llu)",
-                    (unsigned long long)ctx->srv->cfg.max_worlds);
-  if (rc != SCN_OK)
-    return scn_core_fail(err, rc, "world \"%s\"", name);
-  return 0;
+  int rc = scn_world_create(ctx->srv->scene, a->world, NULL);
+  return rc == SCN_OK ? 0 : scn_core_error(ctx, a, rc, err);
 }
 
-int scn_cmd_world_destroy(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err) {
-  const char *name;
-  if (scn_get_world_name(req, true, &name, err) < 0)
-    return -1;
-  scn_world *w = scn_world_find(ctx->srv->scene, name);
-  if (!w)
-    return scn_fail(err, SCN_W_NOT_FOUND, "world \"%s\" not found", name);
+int scn_cmd_world_destroy(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
   (void)out;
+  scn_world *w = ctx->world;
   /* The reply is built apart from the connection's output (see dispatch), so the
    * world_destroyed events land as whole lines before it. */
   scn_stream_world_destroyed(ctx->srv->stream, w);
@@ -77,12 +65,12 @@ int scn_cmd_world_destroy(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire
   gone->recomputed += s.recomputed;
   gone->changed += s.changed;
   gone->relayouts += s.relayouts;
-  int rc = scn_world_destroy(ctx->srv->scene, name);
-  return rc == SCN_OK ? 0 : scn_core_fail(err, rc, "world \"%s\"", name);
+  int rc = scn_world_destroy(ctx->srv->scene, a->world);
+  return rc == SCN_OK ? 0 : scn_core_error(ctx, a, rc, err);
 }
 
-int scn_cmd_world_list(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err) {
-  (void)req, (void)err;
+int scn_cmd_world_list(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
+  (void)a, (void)err;
   scn_scene *scene = ctx->srv->scene;
   scn_reply_key(out, "worlds");
   scn_buf_addc(out, '[');
@@ -98,12 +86,12 @@ int scn_cmd_world_list(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_er
   return 0;
 }
 
-int scn_cmd_entity_create(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, "count");
+int scn_cmd_entity_create(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
+  const cJSON *v = a->f->present & SCN_F(count) ? a->f->v[SCN_F_count] : NULL;
   uint64_t count = 1, max = ctx->srv->cfg.max_entity_create;
   if (v && cJSON_IsNumber(v) && v->valuedouble > (double)max)
     return scn_fail(err, SCN_W_LIMIT, "field \"count\" is at most %llu", (unsigned long long)max);
-  if (scn_get_uint(req, "count", false, 1, max, &count, err) < 0)
+  if (v && scn_decode_uint(v, "count", 1, max, &count, err) < 0)
     return -1;
   /* ids have at most 16 digits */
   if (scn_ctx_output_room(ctx, out->len + 32 + (size_t)count * 17, err) < 0)
@@ -113,29 +101,20 @@ int scn_cmd_entity_create(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire
     return scn_fail(err, SCN_W_INTERNAL, "out of memory");
   int rc = scn_entity_create(ctx->srv->scene, count, ids);
   if (rc != SCN_OK)
-    return scn_core_fail(err, rc, "creating %llu entities", (unsigned long long)count);
+    return scn_core_error(ctx, a, rc, err);
   scn_reply_key(out, "entities");
   scn_buf_add_id_list(out, ids, count);
   return 0;
 }
 
-int scn_cmd_entity_destroy(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err) {
+int scn_cmd_entity_destroy(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
   (void)out;
-  uint64_t e;
-  if (scn_get_entity(req, "entity", true, &e, err) < 0)
-    return -1;
-  int rc = scn_entity_destroy(ctx->srv->scene, e);
-  if (rc == SCN_NOT_FOUND)
-    return scn_fail(err, SCN_W_NOT_FOUND, "entity %llu does not exist", (unsigned long long)e);
-  if (rc == SCN_EXISTS)
-    return scn_fail(err, SCN_W_ALREADY_EXISTS,
-                    "entity %llu: a child would become a root with the name of another root",
-                    (unsigned long long)e);
-  return rc == SCN_OK ? 0 : scn_core_fail(err, rc, "entity %llu", (unsigned long long)e);
+  int rc = scn_entity_destroy(ctx->srv->scene, a->entity);
+  return rc == SCN_OK ? 0 : scn_core_error(ctx, a, rc, err);
 }
 
-int scn_cmd_info(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err) {
-  (void)req, (void)err;
+int scn_cmd_info(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
+  (void)a, (void)err;
   scn_server *srv = ctx->srv;
   scn_reply_key(out, "version");
   scn_buf_add_json_string(out, SCN_VERSION, strlen(SCN_VERSION));
@@ -182,8 +161,8 @@ static void save_done(void *owner, const char *tag, bool ok, const char *path, u
 
 /* The snapshot is written by a child process; the reply (path, bytes) follows when it is on
  * disk, and this connection's later requests wait for it so replies stay in order. */
-int scn_cmd_save(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *err) {
-  (void)req, (void)out;
+int scn_cmd_save(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
+  (void)a, (void)out;
   scn_persist *p = ctx->srv->persist;
   if (!p)
     return scn_fail(err, SCN_W_BAD_REQUEST,
@@ -193,10 +172,10 @@ int scn_cmd_save(scn_ctx *ctx, const cJSON *req, scn_buf *out, scn_wire_error *e
   scn_buf id = {0};
   if (ctx->id_item)
     scn_buf_add_json_value(&id, ctx->id_item);
-  else if (ctx->id)
-    scn_buf_add(&id, ctx->id, ctx->id_len);
+  else if (ctx->id.p)
+    scn_buf_add(&id, ctx->id.p, ctx->id.len);
   scn_buf_addc(&id, '\0');
-  int rc = scn_persist_save(p, save_done, ctx->conn, ctx->id_item || ctx->id ? id.data : NULL);
+  int rc = scn_persist_save(p, save_done, ctx->conn, ctx->id_item || ctx->id.p ? id.data : NULL);
   scn_buf_free(&id);
   if (rc != 0)
     return scn_fail(err, SCN_W_INTERNAL, "cannot start a snapshot");

@@ -1,78 +1,19 @@
-/* From a request line to its reply: parse, find the command in the table, check access and
- * required fields, run the handler, encode the reply or the error. */
+#include "cmd/dispatch.h"
+
 #include "cmd/handlers.h"
 #include "cmd/json_arena.h"
 #include "ops/log.h"
 #include "store/persist.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const scn_handler handlers[] = {
-#define SCN_HANDLER_ROW(name_, ident, flags_, required_, optional_, help_) scn_cmd_##ident,
+#define SCN_HANDLER_ROW(name_, ident, flags_, limit_, required_, optional_, help_) scn_cmd_##ident,
     SCN_COMMANDS(SCN_HANDLER_ROW)
 #undef SCN_HANDLER_ROW
 };
-
-int scn_core_fail(scn_wire_error *err, int core_rc, const char *what, ...) {
-  scn_wire_code code;
-  switch (core_rc) {
-  case SCN_NOT_FOUND:
-    code = SCN_W_NOT_FOUND;
-    break;
-  case SCN_EXISTS:
-    code = SCN_W_ALREADY_EXISTS;
-    break;
-  case SCN_CYCLE:
-    code = SCN_W_CYCLE;
-    break;
-  case SCN_INVALID:
-  case SCN_SINGULAR:
-    code = SCN_W_BAD_REQUEST;
-    break;
-  case SCN_LIMIT:
-    code = SCN_W_LIMIT;
-    break;
-  default:
-    code = SCN_W_INTERNAL;
-    break;
-  }
-  char context[192];
-  va_list ap;
-  va_start(ap, what);
-  vsnprintf(context, sizeof context, what, ap);
-  va_end(ap);
-  return scn_fail(err, code, "%s: %s", context, scn_err_message(core_rc));
-}
-
-scn_world *scn_ctx_world(scn_ctx *ctx, const cJSON *req, scn_wire_error *err) {
-  const char *name = NULL;
-  if (ctx->batch_world) {
-    if (scn_get_world_name(req, false, &name, err) < 0)
-      return NULL;
-    if (name && strcmp(name, scn_world_name(ctx->batch_world)) != 0) {
-      scn_fail(err, SCN_W_BAD_REQUEST, "ops of a batch act on the batch's world only");
-      return NULL;
-    }
-    return ctx->batch_world;
-  }
-  /* Clients usually address one world many times in a row: a hit on the last one skips the
-   * name check and the lookup (its name is known to be valid). */
-  scn_dispatch *d = ctx->d;
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, "world");
-  if (d->last_world && cJSON_IsString(v) &&
-      strcmp(v->valuestring, scn_world_name(d->last_world)) == 0)
-    return d->last_world;
-  if (scn_get_world_name(req, true, &name, err) < 0)
-    return NULL;
-  scn_world *w = scn_world_find(ctx->srv->scene, name);
-  if (!w)
-    scn_fail(err, SCN_W_NOT_FOUND, "world \"%s\" not found", name);
-  d->last_world = w;
-  return w;
-}
 
 int scn_ctx_output_room(scn_ctx *ctx, size_t bytes, scn_wire_error *err) {
   scn_conn *c = ctx->conn;
@@ -101,30 +42,57 @@ scn_entity *scn_ids_scratch(scn_dispatch *d, size_t n) {
   return d->ids;
 }
 
-static int check_required(const scn_command_info *cmd, const cJSON *req, bool in_batch,
-                          scn_wire_error *err) {
-  const char *p = cmd->required;
-  while (*p) {
-    const char *comma = strchr(p, ',');
-    size_t len = comma ? (size_t)(comma - p) : strlen(p);
-    char field[32];
-    if (len >= sizeof field)
-      len = sizeof field - 1;
-    memcpy(field, p, len);
-    field[len] = '\0';
-    bool skip = in_batch && strcmp(field, "world") == 0;
-    if (!skip && !cJSON_GetObjectItemCaseSensitive(req, field))
-      return scn_fail(err, SCN_W_BAD_REQUEST, "missing field \"%s\"", field);
-    p += len + (comma ? 1 : 0);
+/* The world a command acts on. Clients usually address one world many times in a row: a hit
+ * on the last one skips the name check and the lookup (its name is known to be valid). In a
+ * batch it is the batch's, and an op may only repeat its name. */
+static int resolve_world(scn_ctx *ctx, const scn_fields *f, scn_wire_error *err) {
+  const cJSON *v = f->v[SCN_F_world];
+  bool given = f->present & SCN_F(world);
+  const char *name;
+  if (ctx->in_batch) {
+    if (!given)
+      return 0;
+    if (scn_decode_world_name(v, &name, err) < 0)
+      return -1;
+    if (strcmp(name, scn_world_name(ctx->world)) != 0)
+      return scn_fail(err, SCN_W_BAD_REQUEST, "ops of a batch act on the batch's world only");
+    return 0;
   }
+  scn_dispatch *d = ctx->d;
+  if (d->last_world && cJSON_IsString(v) &&
+      strcmp(v->valuestring, scn_world_name(d->last_world)) == 0) {
+    ctx->world = d->last_world;
+    return 0;
+  }
+  if (scn_decode_world_name(v, &name, err) < 0)
+    return -1;
+  scn_world *w = scn_world_find(ctx->srv->scene, name);
+  if (!w)
+    return scn_fail(err, SCN_W_NOT_FOUND, "world \"%s\" not found", name);
+  d->last_world = ctx->world = w;
   return 0;
 }
 
-int scn_run_command(scn_ctx *ctx, const scn_command_info *cmd, const cJSON *req, scn_buf *out,
+int scn_run_command(scn_ctx *ctx, const scn_command_info *cmd, const scn_fields *f, scn_buf *out,
                     scn_wire_error *err) {
-  if (check_required(cmd, req, ctx->batch_world != NULL, err) < 0)
+  scn_fieldset required = cmd->required, rest = cmd->required | cmd->optional;
+  if (ctx->in_batch)
+    required &= ~SCN_F(world);
+  if (scn_fields_require(f, required, err) < 0)
     return -1;
-  return handlers[cmd - scn_commands](ctx, req, out, err);
+  ctx->cmd = cmd;
+  if (cmd->flags & SCN_CMD_WORLD) {
+    if (resolve_world(ctx, f, err) < 0)
+      return -1;
+    rest &= ~SCN_F(world);
+  }
+  scn_args a;
+  scn_args_init(&a, f);
+  if (ctx->world)
+    a.world = scn_world_name(ctx->world);
+  if (scn_args_decode(&a, rest, err) < 0)
+    return -1;
+  return handlers[cmd->id](ctx, &a, out, err);
 }
 
 /* A LIMIT error is counted against the limit that refused it. */
@@ -133,45 +101,38 @@ static void count_error(scn_server *srv, const scn_command_info *cmd, scn_wire_c
   srv->counters.errors[code]++;
   if (code != SCN_W_LIMIT)
     return;
-  scn_limit_kind kind = SCN_LIMIT_max_line;
-  if (over_output)
-    kind = SCN_LIMIT_output_limit;
-  else if (cmd && strcmp(cmd->name, "world.create") == 0)
-    kind = SCN_LIMIT_max_worlds;
-  else if (cmd && strcmp(cmd->name, "entity.create") == 0)
-    kind = SCN_LIMIT_entity_create;
-  else if (cmd)
-    kind = SCN_LIMIT_max_transforms;
-  srv->counters.limit_hits[kind]++;
+  scn_limit_kind kind = over_output ? SCN_LIMIT_output_limit
+                        : cmd       ? cmd->limit
+                                    : SCN_LIMIT_max_line;
+  if (kind < SCN_LIMIT_KINDS)
+    srv->counters.limit_hits[kind]++;
 }
 
-/* Runs one request line and leaves its reply line (if any) in reply; c is NULL on replay.
+/* Runs one request line and leaves its reply line (if any) in d->reply; c is NULL on replay.
  * The reply is built apart from the connection's output: a handler may queue stream events
  * for any connection, this one included, and those must land before the reply, never inside
  * it. Returns 0 when the command succeeded. */
 static int execute(scn_dispatch *d, scn_conn *c, const char *line, size_t len, bool *deferred) {
   scn_server *srv = d->srv;
   scn_buf *reply = &d->reply;
+  scn_request *rq = &d->rq;
   scn_wire_error err;
   *deferred = false;
   reply->len = 0;
   reply->failed = false;
-  cJSON *req = scn_parse_request(line, len, &err);
-  /* The id is echoed as the exact text sent (cJSON would reprint numbers as doubles). */
-  const cJSON *id_item = req ? cJSON_GetObjectItemCaseSensitive(req, "id") : NULL;
-  const char *id = NULL;
-  size_t id_len = 0;
-  if (id_item && scn_find_raw_member(line, len, "id", &id, &id_len))
-    id_item = NULL;
-  /* A well-formed object refused for its content (a U+0000 in a string) still echoes its id. */
-  if (!req && err.code == SCN_W_BAD_REQUEST)
-    scn_find_raw_member(line, len, "id", &id, &id_len);
   const scn_command_info *cmd = NULL;
   bool over_output = false;
-  int rc = -1;
-  if (req) {
+  int rc = scn_request_parse(rq, line, len, &err);
+  /* The id is echoed as the exact text sent (cJSON would reprint numbers as doubles). */
+  const cJSON *id_item = NULL;
+  if (rq->root && (rq->f.present & SCN_F(id)) && !rq->id.p)
+    id_item = rq->f.v[SCN_F_id];
+  if (rc == 0) {
     const char *name = NULL;
-    if (scn_get_string(req, "cmd", true, &name, &err) < 0) {
+    rc = -1;
+    if (!(rq->f.present & SCN_F(cmd))) {
+      scn_fail(&err, SCN_W_BAD_REQUEST, "missing field \"cmd\"");
+    } else if (scn_decode_string(rq->f.v[SCN_F_cmd], "cmd", &name, &err) < 0) {
       /* err holds the decoder's complaint */
     } else if (!(cmd = scn_command_find(name))) {
       scn_fail(&err, SCN_W_UNKNOWN_COMMAND, "unknown command \"%.64s\"", name);
@@ -187,19 +148,12 @@ static int execute(scn_dispatch *d, scn_conn *c, const char *line, size_t len, b
                "the responses, then retry",
                scn_conn_queued(c), (unsigned long long)srv->cfg.output_limit);
     } else {
-      scn_ctx ctx = {.srv = srv,
-                     .d = d,
-                     .conn = c,
-                     .id = id,
-                     .id_len = id_len,
-                     .id_item = id_item,
-                     .line = line,
-                     .line_len = len};
+      scn_ctx ctx = {.srv = srv, .d = d, .conn = c, .id = rq->id, .id_item = id_item};
       if (id_item)
         scn_reply_begin(reply, id_item);
       else
-        scn_reply_begin_raw(reply, id, id_len);
-      rc = scn_run_command(&ctx, cmd, req, reply, &err);
+        scn_reply_begin_raw(reply, rq->id.p, rq->id.len);
+      rc = scn_run_command(&ctx, cmd, &rq->f, reply, &err);
       if (rc == 0 && reply->failed)
         rc = scn_fail(&err, SCN_W_INTERNAL, "out of memory building the reply");
       /* A read changed nothing, so a response too big for the output limit is simply
@@ -212,7 +166,7 @@ static int execute(scn_dispatch *d, scn_conn *c, const char *line, size_t len, b
     }
   }
   if (cmd)
-    srv->counters.by_command[cmd - scn_commands]++;
+    srv->counters.by_command[cmd->id]++;
   if (rc == 0) {
     if (*deferred)
       reply->len = 0; /* the handler's owner answers later */
@@ -226,10 +180,10 @@ static int execute(scn_dispatch *d, scn_conn *c, const char *line, size_t len, b
     if (id_item)
       scn_reply_error(reply, id_item, &err);
     else
-      scn_reply_error_raw(reply, id, id_len, &err);
+      scn_reply_error_raw(reply, rq->id.p, rq->id.len, &err);
     count_error(srv, cmd, err.code, over_output);
   }
-  scn_json_release(req);
+  scn_json_release(rq->root);
   scn_json_arena_reset();
   return rc;
 }
@@ -244,7 +198,7 @@ void scn_dispatch_line(scn_conn *c, const char *line, size_t len) {
     scn_wire_error err;
     scn_fail(&err, SCN_W_LIMIT, "request line longer than max-line (%llu bytes)",
              (unsigned long long)srv->cfg.max_line);
-    scn_reply_error(&c->out.bytes, NULL, &err);
+    scn_reply_error_raw(&c->out.bytes, NULL, 0, &err);
     count_error(srv, NULL, err.code, false);
     scn_log(SCN_LOG_WARN, "line over the limit", "conn=%llu max_line=%llu",
             (unsigned long long)c->id, (unsigned long long)srv->cfg.max_line);
@@ -288,6 +242,7 @@ void scn_dispatch_close(scn_dispatch *d) {
   if (!d)
     return;
   scn_server_remove_hooks(d->srv, &d->hooks);
+  scn_request_free(&d->rq);
   scn_buf_free(&d->reply);
   scn_buf_free(&d->scratch);
   free(d->ids);

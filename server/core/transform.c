@@ -47,10 +47,10 @@ int scn_transform_create(scn_world *w, scn_entity e, scn_entity parent, const ch
     return SCN_NOT_FOUND;
   if (scn__tm_lookup(tm, e) != SCN_NIL)
     return SCN_EXISTS;
-  if (name && name_taken(tm, p, name, SCN_NIL))
-    return SCN_EXISTS;
   if (tm->n >= scene->limits.max_transforms)
     return SCN_LIMIT;
+  if (name && name_taken(tm, p, name, SCN_NIL))
+    return SCN_EXISTS;
   if (scn__recording(scene) && !scn__undo_push(scene, SCN_UNDO_CREATED, w, e))
     return SCN_NOMEM;
   int rc = scn__tm_insert(tm, e, p, SCN_NIL, name, m, NULL, 0, &i);

@@ -5,8 +5,8 @@
 #ifndef SCN_CONN_H
 #define SCN_CONN_H
 
-#include "net/outq.h"
 #include "framing.h"
+#include "net/outq.h"
 #include "server.h"
 
 /* How a connection's bytes reach the peer: raw TCP lines (tcp.c) or WebSocket text messages
@@ -37,11 +37,11 @@ struct scn_conn {
   uv_write_t write_req;
   bool writing;
   bool reading;
-  bool closing;  /* close once the output has drained */
+  bool closing; /* close once the output has drained */
   bool authed;
-  bool rejected; /* over --max-clients: one LIMIT line, then close */
-  bool blocked;  /* waiting for a deferred reply: lines are held, not run */
-  scn_buf held;  /* bytes read but not yet run while blocked */
+  bool rejected;        /* over --max-clients: one LIMIT line, then close */
+  bool blocked;         /* waiting for a deferred reply: lines are held, not run */
+  scn_buf held;         /* bytes read but not yet run while blocked */
   scn_conn *flush_next; /* in the server's list of connections to flush */
   bool flush_queued;
   char peer[64];

@@ -290,8 +290,8 @@ int scn_http_listen(scn_server *srv) {
   snprintf(extra, sizeof extra, "paths=\"/ /ws /metrics /healthz /readyz\" www=\"%s\"",
            scn_http_files_dir());
   http.listener.data = srv;
-  if (scn_listen(srv->loop, &http.listener, &srv->cfg.http, 128, on_http_connection, "http",
-                 "http", extra) != 0)
+  if (scn_listen(srv->loop, &http.listener, &srv->cfg.http, 128, on_http_connection, "http", "http",
+                 extra) != 0)
     return -1;
   http.listening = true;
   return 0;

@@ -115,13 +115,13 @@ void scn_http_serve_file(http_conn *c, const char *url) {
   }
   close(fd);
   if (!body || got != (size_t)st.st_size)
-    scn_http_respond(c, 500, "Internal Server Error", "text/plain", "", "cannot read the file\n", 21);
+    scn_http_respond(c, 500, "Internal Server Error", "text/plain", "", "cannot read the file\n",
+                     21);
   else
     scn_http_respond(c, 200, "OK", content_type(real),
-               "Cache-Control: no-cache\r\nX-Content-Type-Options: nosniff\r\n", body, got);
+                     "Cache-Control: no-cache\r\nX-Content-Type-Options: nosniff\r\n", body, got);
   free(body);
 }
-
 
 /* --www, or the www directory next to the executable. */
 void scn_http_files_init(const scn_config *cfg) {
@@ -145,4 +145,3 @@ void scn_http_files_init(const scn_config *cfg) {
     scn_log(SCN_LOG_INFO, "staging view not installed: its files are not there", "www=\"%s\"", dir);
   }
 }
-

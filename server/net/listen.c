@@ -31,8 +31,8 @@ int scn_listen(uv_loop_t *loop, uv_tcp_t *handle, const scn_addr *addr, int back
   int port = ntohs(v6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
                       : ((struct sockaddr_in *)&bound)->sin_port);
   char where[128];
-  snprintf(where, sizeof where, "%s on %s%s%s:%d", announce, v6 ? "[" : "", addr->host, v6 ? "]" : "",
-           port);
+  snprintf(where, sizeof where, "%s on %s%s%s:%d", announce, v6 ? "[" : "", addr->host,
+           v6 ? "]" : "", port);
   scn_log(SCN_LOG_NOTICE, where, "%s", extra);
   return 0;
 }

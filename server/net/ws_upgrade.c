@@ -141,12 +141,11 @@ void scn_ws_upgrade_request(http_conn *c) {
   char body[160];
   int n = snprintf(body, sizeof body, "bad websocket handshake: %s\n", why);
   scn_http_respond(c, status,
-             status == 403   ? "Forbidden"
-             : status == 500 ? "Internal Server Error"
-                             : "Bad Request",
-             "text/plain", "Sec-WebSocket-Version: 13\r\n", body, (size_t)n);
+                   status == 403   ? "Forbidden"
+                   : status == 500 ? "Internal Server Error"
+                                   : "Bad Request",
+                   "text/plain", "Sec-WebSocket-Version: 13\r\n", body, (size_t)n);
 }
-
 
 /* The upgrade was accepted: the socket becomes a WebSocket connection (ws.c), which takes a
  * duplicate of the descriptor and sends the 101 response after anything still unsent here;

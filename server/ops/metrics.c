@@ -6,9 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-static const double bounds[SCN_HIST_BUCKETS] = {1e-6,   2.5e-6, 5e-6,   1e-5,   2.5e-5, 5e-5,
-                                                1e-4,   2.5e-4, 5e-4,   1e-3,   2.5e-3, 5e-3,
-                                                1e-2,   5e-2,   2.5e-1, 1.0};
+static const double bounds[SCN_HIST_BUCKETS] = {1e-6, 2.5e-6, 5e-6,   1e-5, 2.5e-5, 5e-5,
+                                                1e-4, 2.5e-4, 5e-4,   1e-3, 2.5e-3, 5e-3,
+                                                1e-2, 5e-2,   2.5e-1, 1.0};
 
 void scn_hist_observe(scn_hist *h, double seconds) {
   int i = 0;
@@ -66,7 +66,6 @@ void scn_metric(sink *k, const char *name, const char *type, const char *help, d
   k->end_family(k);
 }
 
-
 /* Per-world series only while the number of worlds is small enough to keep cardinality sane. */
 #define PER_WORLD_MAX 100
 
@@ -78,17 +77,16 @@ static void emit_figures(scn_server *srv, sink *k) {
   k->sample(k, "version", SCN_VERSION, 1);
   k->end_family(k);
   scn_metric(k, "uptime_seconds", "gauge", "Seconds since the daemon started.",
-      (double)(uv_now(srv->loop) - srv->start_ms) / 1000.0);
-  scn_metric(k, "ready", "gauge", "1 when the daemon accepts commands.",
-      srv->stopping ? 0 : 1);
+             (double)(uv_now(srv->loop) - srv->start_ms) / 1000.0);
+  scn_metric(k, "ready", "gauge", "1 when the daemon accepts commands.", srv->stopping ? 0 : 1);
   scn_metric(k, "resident_memory_bytes", "gauge", "Resident set size of the daemon.",
-      (double)scn_rss_bytes());
+             (double)scn_rss_bytes());
 
   size_t nworlds = scn_world_count(srv->scene);
   scn_metric(k, "worlds", "gauge", "Worlds hosted.", (double)nworlds);
   scn_metric(k, "entities", "gauge", "Entities alive.", (double)scn_entity_count(srv->scene));
   scn_metric(k, "transforms", "gauge", "Transforms in all worlds.",
-      (double)scn_scene_transform_count(srv->scene));
+             (double)scn_scene_transform_count(srv->scene));
   if (nworlds <= PER_WORLD_MAX) {
     k->family(k, "world_transforms", "gauge", "Transforms per world.");
     for (size_t i = 0; i < nworlds; i++) {
@@ -100,10 +98,11 @@ static void emit_figures(scn_server *srv, sink *k) {
 
   scn_metric(k, "connections", "gauge", "Protocol connections open.", (double)srv->nconns);
   scn_metric(k, "connections_total", "counter", "Protocol connections accepted.",
-      (double)c->connections_total);
+             (double)c->connections_total);
   k->family(k, "limit_rejections_total", "counter",
             "Requests or connections refused by a configured limit.");
-#define SCN_LIMIT_SAMPLE(name) k->sample(k, "limit", #name, (double)c->limit_hits[SCN_LIMIT_##name]);
+#define SCN_LIMIT_SAMPLE(name)                                                                     \
+  k->sample(k, "limit", #name, (double)c->limit_hits[SCN_LIMIT_##name]);
   SCN_LIMITS(SCN_LIMIT_SAMPLE)
 #undef SCN_LIMIT_SAMPLE
   k->end_family(k);
@@ -134,16 +133,18 @@ static void emit_figures(scn_server *srv, sink *k) {
     total.relayouts += s.relayouts;
   }
   scn_metric(k, "propagations_total", "counter", "Propagation passes that had work.",
-      (double)total.flushes);
+             (double)total.flushes);
   scn_metric(k, "matrices_recomputed_total", "counter", "World matrices recomputed.",
-      (double)total.recomputed);
-  scn_metric(k, "matrices_changed_total", "counter", "Recomputed world matrices whose value changed.",
-      (double)total.changed);
-  scn_metric(k, "relayouts_total", "counter", "Re-sorts of a world's arrays.", (double)total.relayouts);
+             (double)total.recomputed);
+  scn_metric(k, "matrices_changed_total", "counter",
+             "Recomputed world matrices whose value changed.", (double)total.changed);
+  scn_metric(k, "relayouts_total", "counter", "Re-sorts of a world's arrays.",
+             (double)total.relayouts);
 
   scn_metric(k, "bytes_received_total", "counter", "Protocol bytes read.", (double)c->bytes_in);
   scn_metric(k, "bytes_sent_total", "counter", "Protocol bytes written.", (double)c->bytes_out);
-  scn_metric(k, "http_requests_total", "counter", "HTTP requests served.", (double)c->http_requests);
+  scn_metric(k, "http_requests_total", "counter", "HTTP requests served.",
+             (double)c->http_requests);
 
   /* then every module's own */
   scn_hooks_collect_stats(srv, k);

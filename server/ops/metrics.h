@@ -6,6 +6,7 @@
 #define SCN_METRICS_H
 
 #include "buf.h"
+#include "wire.h" /* the limits (SCN_LIMITS) */
 
 #include <stdint.h>
 
@@ -19,22 +20,6 @@ typedef struct scn_hist {
 } scn_hist;
 
 void scn_hist_observe(scn_hist *h, double seconds);
-
-/* Why a request or connection was refused with LIMIT. */
-#define SCN_LIMITS(X)                                                                              \
-  X(max_clients)                                                                                   \
-  X(max_line)                                                                                      \
-  X(max_worlds)                                                                                    \
-  X(max_transforms)                                                                                \
-  X(entity_create)                                                                                 \
-  X(output_limit)
-
-typedef enum scn_limit_kind {
-#define SCN_LIMIT_ENUM(name) SCN_LIMIT_##name,
-  SCN_LIMITS(SCN_LIMIT_ENUM)
-#undef SCN_LIMIT_ENUM
-      SCN_LIMIT_KINDS
-} scn_limit_kind;
 
 /* Where figures are written: a family (name without the scened_ prefix, Prometheus type,
  * help), then its samples, then its end. */

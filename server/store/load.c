@@ -164,7 +164,7 @@ int scn__persist_load(scn_persist *p, scn_replay_fn replay, void *replay_ud) {
     fprintf(stderr, "scened: cannot open the journal in %s\n", p->dir);
     return 2;
   }
-    scn_log(SCN_LOG_INFO, "data loaded",
+  scn_log(SCN_LOG_INFO, "data loaded",
           "dir=%s snapshot=%s worlds=%zu transforms=%zu entities=%zu replayed=%llu ms=%.1f", p->dir,
           loaded ? "yes" : "none", scn_world_count(srv->scene),
           scn_scene_transform_count(srv->scene), scn_entity_count(srv->scene),

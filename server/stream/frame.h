@@ -59,9 +59,9 @@ typedef struct scn_id_set {
  * {"event":"frame","sub":S, comes before it. */
 typedef struct scn_frame {
   uint64_t tick;
-  bool ok;               /* false: out of memory; the subscribers stay where they were */
-  bool empty;            /* nothing changed: nothing is written, the subscribers move on */
-  scn_members *members;  /* subtree scope after this frame (a reference the caller releases) */
+  bool ok;              /* false: out of memory; the subscribers stay where they were */
+  bool empty;           /* nothing changed: nothing is written, the subscribers move on */
+  scn_members *members; /* subtree scope after this frame (a reference the caller releases) */
   scn_buf head, tail;
   scn_set_entry *entries;
   size_t n, cap;

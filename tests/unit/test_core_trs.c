@@ -4,6 +4,7 @@
  * scn_transform_set_parts in both spaces, its refusals, and in batches. */
 #include "core_fixtures.h"
 #include "scn_core.h"
+#include "suites.h"
 
 #include <CUnit/CUnit.h>
 #include <float.h>

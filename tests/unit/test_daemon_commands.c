@@ -2053,7 +2053,8 @@ static void build_malformed(mlist *l, uint64_t a, uint64_t b, uint64_t n) {
 
   /* Each required field missing in turn, for every command of the table. */
   for (unsigned i = 0; i < scn_command_count; i++) {
-    const char *req = scn_commands[i].required;
+    char req[256];
+    scn_fields_text(scn_commands[i].required, req, sizeof req);
     for (const char *p = req; *p;) {
       const char *comma = strchr(p, ',');
       size_t len = comma ? (size_t)(comma - p) : strlen(p);
