@@ -40,8 +40,6 @@ void scn_buf_add(scn_buf *b, const void *data, size_t len) {
   b->len += len;
 }
 
-void scn_buf_adds(scn_buf *b, const char *s) { scn_buf_add(b, s, strlen(s)); }
-
 void scn_buf_addc(scn_buf *b, char c) {
   if (!scn_buf_reserve(b, 1))
     return;

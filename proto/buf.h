@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct scn_buf {
   char *data;
@@ -16,7 +17,8 @@ typedef struct scn_buf {
 void scn_buf_free(scn_buf *b);
 bool scn_buf_reserve(scn_buf *b, size_t extra);
 void scn_buf_add(scn_buf *b, const void *data, size_t len);
-void scn_buf_adds(scn_buf *b, const char *s); /* raw, no escaping */
+/* Raw, no escaping; inline so that a literal's length is known when compiling. */
+static inline void scn_buf_adds(scn_buf *b, const char *s) { scn_buf_add(b, s, strlen(s)); }
 void scn_buf_addc(scn_buf *b, char c);
 void scn_buf_add_u64(scn_buf *b, uint64_t v);
 void scn_buf_add_i64(scn_buf *b, int64_t v);

@@ -29,7 +29,7 @@ typedef struct scan {
 } scan;
 
 /* What a byte is outside strings; C_SKIP for everything the walk passes over (digits but 0,
- * letters of literals, signs, colons, whitespace). */
+ * signs, letters of literals, colons, whitespace). */
 enum { C_SKIP, C_QUOTE, C_OPEN, C_CLOSE, C_COMMA, C_DOT, C_ZERO, C_CTRL, C_HIGH };
 
 static unsigned char outside_class[256];
@@ -56,7 +56,7 @@ static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 /* For what cJSON accepts (strtod on a run of [0-9+-.eE] that starts with '-' or a digit),
  * JSON's grammar comes down to: a '.' has a digit on each side, and an integer part does not
- * start with 0 followed by a digit. */
+ * start with 0 followed by a digit. Outside strings, '.' and '0' occur in numbers only. */
 static bool dot_ok(const char *s, size_t len, size_t i) {
   return i > 0 && is_digit(s[i - 1]) && i + 1 < len && is_digit(s[i + 1]);
 }
@@ -72,6 +72,7 @@ static bool zero_ok(const char *s, size_t len, size_t i) {
   return (p == '-' || p == '+') && i >= 2 && (s[i - 2] == 'e' || s[i - 2] == 'E');
 }
 
+/* The number with a bad '.' or '0' at s[i] starts where the run of number bytes does. */
 static void bad_number(scan *sc, const char *s, size_t i) {
   if (sc->number_at != SIZE_MAX)
     return;
@@ -160,6 +161,23 @@ static inline bool key_is(const char *s, size_t start, size_t end, bool escaped,
   return raw_key_is(s + start + 1, n, key);
 }
 
+/* The field a key of n bytes names (raw text without escapes), or SCN_FIELD_COUNT. */
+static inline bool same_bytes(const char *a, const char *b, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (a[i] != b[i])
+      return false;
+  return true;
+}
+
+static unsigned char key_field(const char *k, size_t n) {
+#define SCN_KEY_MATCH(name)                                                                        \
+  if (n == sizeof #name - 1 && same_bytes(k, #name, sizeof #name - 1))                             \
+    return SCN_F_##name;
+  SCN_FIELDS(SCN_KEY_MATCH)
+#undef SCN_KEY_MATCH
+  return SCN_FIELD_COUNT;
+}
+
 static size_t skip_ws(const char *s, size_t len, size_t i) {
   while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n'))
     i++;
@@ -232,7 +250,7 @@ static void scan_line(const char *s, size_t len, scan *sc, scn_request *rq) {
   bool op_id = false;    /* walking the value of an op's "id" */
   const char *opid_at = NULL;
   bool ops_ok = true;
-  rq->nops = 0;
+  rq->nops = rq->nkeys = 0;
   for (size_t i = 0; i < len; i++) {
     unsigned cls = outside_class[(unsigned char)s[i]];
     if (cls == C_SKIP)
@@ -250,10 +268,13 @@ static void scan_line(const char *s, size_t len, scan *sc, scn_request *rq) {
           s[colon] == ':') {
         const char *value = s + skip_ws(s, len, colon + 1);
         if (depth == 1) {
+          unsigned char f = escaped ? SCN_KEY_UNREAD : key_field(s + i + 1, end - i - 2);
+          if (rq->nkeys < sizeof rq->keys)
+            rq->keys[rq->nkeys++] = f;
           member = NONE;
-          if (!rq->id.p && key_is(s, i, end, escaped, "id", 2))
+          if (!rq->id.p && (f == SCN_F_id || (escaped && key_is(s, i, end, true, "id", 2))))
             member = ID;
-          else if (!ops_seen && key_is(s, i, end, escaped, "ops", 3))
+          else if (!ops_seen && (f == SCN_F_ops || (escaped && key_is(s, i, end, true, "ops", 3))))
             member = OPS, ops_seen = true;
           member_at = value;
           if (member != NONE)
@@ -279,6 +300,9 @@ static void scan_line(const char *s, size_t len, scan *sc, scn_request *rq) {
       }
       continue;
     case C_COMMA:
+      if (depth >= 4 || !(watch >> depth & 1))
+        continue; /* between values nobody measures (most commas) */
+      /* fall through */
     case C_CLOSE: {
       bool comma = s[i] == ',';
       if (depth < 4 && (watch >> depth & 1)) {
@@ -384,7 +408,19 @@ int scn_request_parse(scn_request *rq, const char *line, size_t len, scn_wire_er
     return rc;
   }
   rq->root = req;
-  scn_fields_index(&rq->f, req);
+  /* The members in order, with the fields the pass read for their keys. */
+  scn_fields *f = &rq->f;
+  f->present = 0;
+  size_t n = 0;
+  for (const cJSON *m = req->child; m; m = m->next, n++) {
+    unsigned k = n < rq->nkeys ? rq->keys[n] : SCN_KEY_UNREAD;
+    if (k == SCN_KEY_UNREAD)
+      k = scn_field_find(m->string);
+    if (k < SCN_FIELD_COUNT && !(f->present & ((scn_fieldset)1 << k))) {
+      f->present |= (scn_fieldset)1 << k;
+      f->v[k] = m;
+    }
+  }
   return 0;
 }
 
@@ -518,31 +554,42 @@ int scn_decode_name_or_null(const cJSON *v, const char *field, const char **out,
 
 static bool finite_float(double d) { return isfinite(d) && isfinite((float)d); }
 
+static bool all_finite(const float *f, int n) {
+  for (int i = 0; i < n; i++)
+    if (!isfinite(f[i]))
+      return false;
+  return true;
+}
+
 /* n numbers into out, converted to float32. A matrix's are not checked for finiteness (the
  * core refuses a non-finite matrix; scn_spec_error then names the field); the parts of a
  * t/r/s spec are, in order, so the error names the first bad one. */
 static int float_array(const cJSON *v, const char *field, int n, float *out, bool check,
                        scn_wire_error *err) {
   int i = 0;
-  const cJSON *bad = NULL; /* the first element that is not a (finite) number */
+  bool good = true;
   if (is_array(v))
-    for (const cJSON *x = v->child; x && i <= n; x = x->next, i++) {
-      if (!is_number(x) || (check && !finite_float(x->valuedouble))) {
-        if (!bad)
-          bad = x;
-      } else if (i < n) {
-        out[i] = (float)x->valuedouble;
-      }
+    for (const cJSON *x = v->child; x; x = x->next, i++) {
+      good &= i < n && is_number(x);
+      if (!good)
+        break;
+      out[i] = (float)x->valuedouble;
     }
-  if (i != n)
+  if (good && i == n && (!check || all_finite(out, n)))
+    return 0;
+  /* what is wrong, in the order a reader would check: the length, then each number */
+  int count = 0;
+  const cJSON *bad = NULL;
+  for (const cJSON *x = is_array(v) ? v->child : NULL; x; x = x->next, count++)
+    if (!bad && (!is_number(x) || (check && !finite_float(x->valuedouble))))
+      bad = x;
+  if (count != n)
     return scn_fail(err, SCN_W_BAD_REQUEST, "field \"%s\" must be an array of %d numbers", field,
                     n);
-  if (bad && !is_number(bad))
+  if (!is_number(bad))
     return scn_fail(err, SCN_W_BAD_REQUEST, "field \"%s\" must hold numbers", field);
-  if (bad)
-    return scn_fail(err, SCN_W_BAD_REQUEST,
-                    "field \"%s\" holds a number that is not a finite float32", field);
-  return 0;
+  return scn_fail(err, SCN_W_BAD_REQUEST,
+                  "field \"%s\" holds a number that is not a finite float32", field);
 }
 
 int scn_spec_error(const scn_fields *f, scn_wire_error *err) {

@@ -36,7 +36,13 @@ typedef struct scn_request {
   scn_span id;      /* "id" as sent */
   scn_op_span *ops; /* the items of "ops" when it is an array (reused across requests) */
   size_t nops, ops_cap;
+  /* the field of each top-level key, in order, as the validating pass read them (so indexing
+   * the parsed members compares no strings); SCN_KEY_UNREAD past the ones it could */
+  unsigned char keys[32];
+  size_t nkeys;
 } scn_request;
+
+#define SCN_KEY_UNREAD 255
 
 /* Checks and parses one request line into rq. 0, or -1 with err: BAD_JSON (not a JSON object
  * in valid UTF-8, with numbers as JSON writes them and no raw control characters), or

@@ -70,10 +70,9 @@ const scn_command_info *scn_command_find(const char *name) {
   return NULL;
 }
 
-/* Keys are short: a hash of the first two bytes and the length picks a slot (no collisions
- * among the fields, which the table fill checks), and one comparison confirms it. */
-static unsigned key_slot(const char *key, size_t len) {
-  unsigned a = (unsigned char)key[0], b = len > 1 ? (unsigned char)key[1] : 0;
+/* Keys are short: the first two bytes and the length pick a slot (the fill checks that no two
+ * fields share one), and one comparison confirms it, with no call into libc. */
+static unsigned key_slot(unsigned a, unsigned b, size_t len) {
   return (a * 7 + b * 3 + (unsigned)len * 13) % FIELD_SLOTS;
 }
 
@@ -82,7 +81,8 @@ scn_field scn_field_find(const char *key) {
   static bool filled, probing;
   if (!filled) {
     for (unsigned f = 0; f < SCN_FIELD_COUNT; f++) {
-      unsigned h = key_slot(field_names[f], strlen(field_names[f]));
+      const char *n = field_names[f];
+      unsigned h = key_slot((unsigned char)n[0], (unsigned char)n[1], strlen(n));
       probing |= slots[h] != 0;
       while (slots[h])
         h = (h + 1) % FIELD_SLOTS;
@@ -90,12 +90,18 @@ scn_field scn_field_find(const char *key) {
     }
     filled = true;
   }
-  size_t len = strlen(key);
+  size_t len = 0;
+  while (len <= 16 && key[len])
+    len++;
   if (len == 0 || len > 16)
     return SCN_FIELD_COUNT;
-  for (unsigned h = key_slot(key, len); slots[h]; h = (h + 1) % FIELD_SLOTS) {
+  for (unsigned h = key_slot((unsigned char)key[0], (unsigned char)key[1], len); slots[h];
+       h = (h + 1) % FIELD_SLOTS) {
     const char *name = field_names[slots[h] - 1];
-    if (strcmp(name, key) == 0)
+    size_t i = 0;
+    while (i < len && name[i] == key[i])
+      i++;
+    if (i == len && name[i] == '\0')
       return (scn_field)(slots[h] - 1);
     if (!probing)
       break;

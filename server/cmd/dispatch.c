@@ -134,7 +134,9 @@ static int execute(scn_dispatch *d, scn_conn *c, const char *line, size_t len, b
       scn_fail(&err, SCN_W_BAD_REQUEST, "missing field \"cmd\"");
     } else if (scn_decode_string(rq->f.v[SCN_F_cmd], "cmd", &name, &err) < 0) {
       /* err holds the decoder's complaint */
-    } else if (!(cmd = scn_command_find(name))) {
+    } else if (!(cmd = d->last_cmd && strcmp(name, d->last_cmd->name) == 0
+                           ? d->last_cmd
+                           : (d->last_cmd = scn_command_find(name)))) {
       scn_fail(&err, SCN_W_UNKNOWN_COMMAND, "unknown command \"%.64s\"", name);
     } else if (!c && !(cmd->flags & SCN_CMD_MUTATES)) {
       /* Replay runs journaled commands only; the others need a connection. */

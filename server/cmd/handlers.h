@@ -20,7 +20,8 @@ struct scn_dispatch {
   scn_buf reply;         /* the reply being built */
   scn_buf scratch;       /* per-command scratch output (batch results) */
   scn_world *last_world; /* the world the last command named; cleared when it is destroyed */
-  scn_entity *ids;       /* scratch id list (entity.create, children) */
+  const scn_command_info *last_cmd; /* the last command run: clients repeat themselves */
+  scn_entity *ids;                  /* scratch id list (entity.create, children) */
   size_t ids_cap;
 };
 

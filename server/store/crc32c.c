@@ -20,6 +20,13 @@ static void build(void) {
   ready = true;
 }
 
+static inline uint32_t step8(uint32_t crc, uint64_t v) {
+  v ^= crc;
+  return table[7][v & 0xFF] ^ table[6][(v >> 8) & 0xFF] ^ table[5][(v >> 16) & 0xFF] ^
+         table[4][(v >> 24) & 0xFF] ^ table[3][(v >> 32) & 0xFF] ^ table[2][(v >> 40) & 0xFF] ^
+         table[1][(v >> 48) & 0xFF] ^ table[0][v >> 56];
+}
+
 uint32_t scn_crc32c(uint32_t crc, const void *data, size_t len) {
   if (!ready)
     build();
@@ -28,14 +35,33 @@ uint32_t scn_crc32c(uint32_t crc, const void *data, size_t len) {
   while (len >= 8) {
     uint64_t v;
     memcpy(&v, p, 8);
-    v ^= crc;
-    crc = table[7][v & 0xFF] ^ table[6][(v >> 8) & 0xFF] ^ table[5][(v >> 16) & 0xFF] ^
-          table[4][(v >> 24) & 0xFF] ^ table[3][(v >> 32) & 0xFF] ^ table[2][(v >> 40) & 0xFF] ^
-          table[1][(v >> 48) & 0xFF] ^ table[0][v >> 56];
+    crc = step8(crc, v);
     p += 8;
     len -= 8;
   }
   while (len--)
     crc = (crc >> 8) ^ table[0][(crc ^ *p++) & 0xFF];
+  return ~crc;
+}
+
+uint32_t scn_crc32c_copy(void *dst, const void *src, size_t len) {
+  if (!ready)
+    build();
+  const unsigned char *p = src;
+  unsigned char *q = dst;
+  uint32_t crc = ~0u;
+  while (len >= 8) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    memcpy(q, &v, 8);
+    crc = step8(crc, v);
+    p += 8;
+    q += 8;
+    len -= 8;
+  }
+  while (len--) {
+    *q++ = *p;
+    crc = (crc >> 8) ^ table[0][(crc ^ *p++) & 0xFF];
+  }
   return ~crc;
 }

@@ -7,10 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The line is copied into the record and checksummed in the same pass. */
 void scn_journal_encode(scn_buf *buf, const char *line, size_t len) {
-  uint32_t head[3] = {SCN_JOURNAL_MAGIC, (uint32_t)len, scn_crc32c(0, line, len)};
-  scn_buf_add(buf, head, sizeof head);
-  scn_buf_add(buf, line, len);
+  if (!scn_buf_reserve(buf, SCN_JOURNAL_HEADER + len))
+    return;
+  char *rec = buf->data + buf->len;
+  uint32_t head[3] = {SCN_JOURNAL_MAGIC, (uint32_t)len,
+                      scn_crc32c_copy(rec + SCN_JOURNAL_HEADER, line, len)};
+  memcpy(rec, head, sizeof head);
+  buf->len += SCN_JOURNAL_HEADER + len;
 }
 
 /* A record that starts at off and is intact; its length in *len. */
