@@ -98,7 +98,7 @@ $(CORE_LIB): $(CORE_OBJ)
 $(PROTO_LIB): $(PROTO_OBJ)
 	$(AR) rcs $@ $^
 
-SERVER_LIBS := -luv -lcjson -lhttp_parser -lwslay -lnettle
+SERVER_LIBS := -luv -lcjson -lhttp_parser -lwslay -lnettle -lssl -lcrypto
 
 $(SCENED): $(SERVER_OBJ) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(SERVER_LIBS) $(LDLIBS)
@@ -106,14 +106,17 @@ $(SCENED): $(SERVER_OBJ) $(PROTO_LIB) $(CORE_LIB)
 $(CLIENT_LIB): $(CLIENT_OBJ)
 	$(AR) rcs $@ $^
 
+# The client library speaks TLS through OpenSSL.
+CLIENT_LIBS := -lcjson -lssl -lcrypto
+
 $(SCENE_BENCH): $(BUILD)/obj/client/scene_bench.o $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ -lcjson $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) $(LDLIBS)
 
 $(SCENECTL): $(BUILD)/obj/client/scenectl.o $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ -lcjson -ledit $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -ledit $(LDLIBS)
 
 $(TEST_BIN): $(UNIT_OBJ) $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ -lcunit -lcjson $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcunit $(CLIENT_LIBS) $(LDLIBS)
 
 $(BENCH_BIN): $(BUILD)/obj/tests/bench/bench_core.o $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(gcc make pkg-config libuv1-dev libcjson-dev libcglm-dev libcunit1-dev libedit-dev
   libhttp-parser-dev
   libwslay-dev nettle-dev    # WebSocket framing; SHA-1 and base64 for the handshake
+  libssl-dev openssl         # TLS on both ports and in the clients; certificates in the tests
   chromium chromium-driver   # the staging view's browser test (headless)
   prometheus # promtool: the tests check /metrics with it
   clang      # libFuzzer for make fuzz

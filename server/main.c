@@ -4,6 +4,7 @@
 #include "net/conn.h"
 #include "net/http.h"
 #include "net/tcp.h"
+#include "net/tls.h"
 #include "ops/log.h"
 #include "server.h"
 #include "store/persist.h"
@@ -187,6 +188,8 @@ int main(int argc, char **argv) {
     }
     scn_persist_start(srv.persist);
   }
+  if (scn_tls_open(&srv) != 0)
+    return 2;
   if (scn_http_listen(&srv) != 0)
     return 2;
   if (scn_tcp_listen(&srv) != 0)
@@ -233,6 +236,7 @@ int main(int argc, char **argv) {
   uv_walk(srv.loop, close_walk, NULL);
   uv_run(srv.loop, UV_RUN_DEFAULT);
   uv_loop_close(srv.loop);
+  scn_tls_close();
   scn_log(SCN_LOG_INFO, "stopped", "commands=%llu", (unsigned long long)srv.counters.commands);
   scn_scene_free(srv.scene);
   scn_json_arena_uninstall();

@@ -1,6 +1,7 @@
 #include "net/conn.h"
 
 #include "codec.h"
+#include "net/tls.h"
 #include "ops/log.h"
 
 #include <stdio.h>
@@ -69,9 +70,159 @@ bool scn_conn_admit(scn_conn *c) {
   return true;
 }
 
+/* ---- TLS ---------------------------------------------------------------------------------- */
+
+static void tls_expired(void *owner) {
+  scn_conn *c = owner;
+  scn_log(SCN_LOG_DEBUG, "tls handshake timed out", "conn=%llu peer=%s timeout_s=%g",
+          (unsigned long long)c->id, c->peer, c->srv->cfg.tls_handshake_timeout);
+  scn_conn_close(c);
+}
+
+bool scn_conn_use_tls(scn_conn *c, scn_tls *tls) {
+  if (tls)
+    scn_tls_set_owner(tls, tls_expired, c);
+  else
+    tls = scn_tls_new(SCN_TLS_PROTOCOL, tls_expired, c);
+  c->tls = tls;
+  return tls != NULL;
+}
+
+bool scn_conn_tls_pending(const scn_conn *c) { return c->tls && scn_tls_pending(c->tls) > 0; }
+
+/* Writes the session's own ciphertext at once, as far as the socket takes it (an alert, a
+ * close_notify), for a connection about to close. */
+static void tls_send_last(scn_conn *c) {
+  if (c->writing || !scn_conn_tls_pending(c))
+    return;
+  scn_buf last = {0};
+  if (scn_tls_take(c->tls, &last)) {
+    uv_buf_t b = uv_buf_init(last.data, (unsigned)last.len);
+    uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+  }
+  scn_buf_free(&last);
+}
+
+typedef struct tls_feed {
+  scn_conn *c;
+  scn_conn_input_fn consume;
+} tls_feed;
+
+static bool tls_plain(void *ud, const char *data, size_t len) {
+  tls_feed *f = ud;
+  if (f->c->rejected)
+    return true; /* a refused connection runs nothing */
+  return f->consume(f->c, data, len) && !scn_conn_gone(f->c);
+}
+
+bool scn_conn_tls_input(scn_conn *c, const char *data, size_t len, scn_conn_input_fn consume) {
+  bool was = scn_tls_established(c->tls);
+  tls_feed f = {c, consume};
+  scn_tls_status st = scn_tls_input(c->tls, data, len, tls_plain, &f);
+  if (scn_conn_gone(c))
+    return false;
+  if (st == SCN_TLS_FAILED) {
+    char why[128];
+    scn_log(SCN_LOG_DEBUG, was ? "tls record refused" : "tls handshake failed",
+            "conn=%llu peer=%s error=\"%s\"", (unsigned long long)c->id, c->peer,
+            scn_tls_describe(c->tls, why, sizeof why));
+    tls_send_last(c);
+    scn_conn_close(c);
+    return false;
+  }
+  if (!was && scn_tls_established(c->tls)) {
+    char what[128];
+    scn_log(SCN_LOG_DEBUG, "tls handshake done", "conn=%llu peer=%s tls=\"%s\"",
+            (unsigned long long)c->id, c->peer, scn_tls_describe(c->tls, what, sizeof what));
+    scn_conn_update_reading(c); /* a refused connection stops reading now */
+  }
+  if (scn_conn_tls_pending(c) || (!was && scn_tls_established(c->tls)))
+    scn_conn_schedule_flush(c);
+  return true;
+}
+
+bool scn_conn_handshaking(const scn_conn *c) { return c->tls && !scn_tls_established(c->tls); }
+
+/* Seals what c->inflight holds into ciphertext, which then takes its place. */
+static bool tls_seal_inflight(scn_conn *c) {
+  size_t n = scn_outq_iov(&c->inflight, &c->iov, &c->iov_cap);
+  if (n == 0 && scn_outq_size(&c->inflight) > 0)
+    return false;
+  if (!scn_tls_seal(c->tls, c->iov, n))
+    return false;
+  scn_outq_clear(&c->inflight);
+  return scn_tls_take(c->tls, &c->inflight.bytes);
+}
+
+/* ---- output ------------------------------------------------------------------------------- */
+
+static void on_written(uv_write_t *req, int status) { scn_conn_written(req->data, status); }
+
+/* Writes c->inflight as it is. */
+static void write_inflight(scn_conn *c) {
+  size_t n = scn_outq_iov(&c->inflight, &c->iov, &c->iov_cap);
+  if (n == 0) {
+    if (scn_outq_size(&c->inflight) > 0)
+      scn_conn_close(c);
+    return;
+  }
+  /* Most batches fit in the socket buffer. Written at once they need no write request, and
+   * libuv then does not re-arm the descriptor afterwards (one epoll_ctl per write saved). */
+  int sent = uv_try_write((uv_stream_t *)&c->tcp, c->iov, (unsigned)n);
+  if (sent == UV_EAGAIN)
+    sent = 0;
+  if (sent < 0) {
+    scn_conn_written(c, sent);
+    return;
+  }
+  if ((size_t)sent == scn_outq_size(&c->inflight)) {
+    scn_conn_written(c, 0);
+    return;
+  }
+  uv_buf_t *rest = c->iov;
+  for (size_t skip = (size_t)sent; skip; rest++, n--) {
+    if (skip < rest->len) {
+      rest->base += skip;
+      rest->len -= skip;
+      break;
+    }
+    skip -= rest->len;
+  }
+  c->write_req.data = c;
+  if (uv_write(&c->write_req, (uv_stream_t *)&c->tcp, rest, (unsigned)n, on_written) < 0) {
+    scn_conn_close(c);
+    return;
+  }
+  c->writing = true;
+}
+
+void scn_conn_send(scn_conn *c) {
+  if (c->tls && !tls_seal_inflight(c)) {
+    scn_log(SCN_LOG_WARN, "out of memory sealing output", "conn=%llu", (unsigned long long)c->id);
+    scn_conn_close(c);
+    return;
+  }
+  write_inflight(c);
+}
+
+/* Until its handshake is done, a TLS connection writes only the handshake; replies (the
+ * LIMIT line of a refused connection) wait for it. */
+static void handshake_flush(scn_conn *c) {
+  if (c->writing || scn_conn_gone(c) || !scn_conn_tls_pending(c))
+    return;
+  if (!scn_tls_take(c->tls, &c->inflight.bytes)) {
+    scn_conn_close(c);
+    return;
+  }
+  write_inflight(c); /* already ciphertext */
+}
+
 void scn_conn_flush(scn_conn *c) {
   scn_hooks_before_flush(c->srv);
-  c->tp->flush(c);
+  if (c->tls && !scn_tls_established(c->tls))
+    handshake_flush(c);
+  else
+    c->tp->flush(c);
 }
 
 static void on_closed(uv_handle_t *h) {
@@ -88,6 +239,7 @@ static void on_closed(uv_handle_t *h) {
   scn_outq_free(&c->out);
   scn_outq_free(&c->inflight);
   scn_buf_free(&c->held);
+  scn_tls_free(c->tls);
   free(c->iov);
   free(c);
 }
@@ -97,6 +249,10 @@ void scn_conn_close(scn_conn *c) {
     return;
   scn_log(SCN_LOG_DEBUG, "connection closed", "conn=%llu peer=%s transport=%s",
           (unsigned long long)c->id, c->peer, c->tp->name);
+  if (c->tls) { /* close_notify, as far as the socket takes it */
+    scn_tls_shutdown(c->tls);
+    tls_send_last(c);
+  }
   if (c->tp->closing)
     c->tp->closing(c);
   scn_hooks_conn_closed(c->srv, c);
@@ -135,6 +291,10 @@ void scn_conn_update_reading(scn_conn *c) {
     return;
   bool want = !c->closing && !c->srv->stopping && !c->blocked &&
               scn_conn_queued(c) < 2 * c->srv->cfg.output_limit;
+  /* A handshake reads until it is done, even for a refused connection (its LIMIT line goes
+   * out over TLS once it is). */
+  if (!want && c->tls && !scn_tls_established(c->tls) && !c->srv->stopping)
+    want = true;
   if (want && !c->reading) {
     if (c->tp->set_reading(c, true) == 0)
       c->reading = true;

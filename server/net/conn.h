@@ -1,7 +1,10 @@
 /* A client connection, whatever carries its bytes: its output queue and budget, its reading
- * state, and its lifecycle (new, admit, schedule a flush, flush, written, resume, close). The
- * transports (tcp.c, ws.c) move the bytes; everything else about a connection is here, so
- * requests, replies, events and budgets behave the same on every transport. */
+ * state, and its lifecycle (new, admit, schedule a flush, flush, send, written, resume,
+ * close). The transports (tcp.c, ws.c) turn input into request lines and output into what
+ * goes on the wire; everything else about a connection is here, so requests, replies, events
+ * and budgets behave the same on every transport. With TLS a session (tls.c) sits under the
+ * transport: its input is decrypted before the transport sees it, and what it sends is sealed
+ * on the way to the socket; until the handshake is done, only the handshake is written. */
 #ifndef SCN_CONN_H
 #define SCN_CONN_H
 
@@ -13,7 +16,8 @@
  * (ws.c). Only these steps differ between them. */
 typedef struct scn_transport {
   const char *name;
-  /* Hands the queued output (c->out) to the socket, unless a write is in progress. */
+  /* Hands the queued output (c->out) to the socket (through c->inflight and scn_conn_send),
+   * unless a write is in progress. */
   void (*flush)(scn_conn *c);
   /* Starts (on) or stops reading requests; 0 on success. */
   int (*set_reading)(scn_conn *c, bool on);
@@ -48,6 +52,7 @@ struct scn_conn {
   struct scn_sub *subs; /* this connection's subscriptions (stream.c) */
   struct scn_ws *ws;    /* WebSocket state (ws.c); NULL for TCP */
   size_t tp_queued;     /* output the transport holds besides out and inflight */
+  struct scn_tls *tls;  /* the TLS session (tls.c); NULL on a plain connection */
 };
 
 static inline size_t scn_conn_queued(const scn_conn *c) {
@@ -66,6 +71,23 @@ scn_conn *scn_conn_new(scn_server *srv, const scn_transport *tp);
 /* Admits a connected connection: id, peer, authentication state, the --max-clients check (a
  * refused one gets its LIMIT line and closes). True when it may send requests. */
 bool scn_conn_admit(scn_conn *c);
+/* Gives the connection a TLS session (a new one when tls is NULL, else one taken over from
+ * the HTTP port); its handshake is timed from its start. False when out of memory. */
+bool scn_conn_use_tls(scn_conn *c, struct scn_tls *tls);
+/* Takes the plaintext of a transport. */
+typedef bool (*scn_conn_input_fn)(scn_conn *c, const char *data, size_t len);
+/* Bytes read from the socket of a TLS connection (len 0: what the session holds already):
+ * they advance the handshake, and their plaintext goes to consume (never for a connection
+ * refused by --max-clients). False when the connection is going away. */
+bool scn_conn_tls_input(scn_conn *c, const char *data, size_t len, scn_conn_input_fn consume);
+/* True while the connection's TLS handshake runs. */
+bool scn_conn_handshaking(const scn_conn *c);
+/* True when the TLS session has ciphertext of its own to write (handshake, alerts). */
+bool scn_conn_tls_pending(const scn_conn *c);
+/* Writes c->inflight (which the transport has filled) to the socket, sealed by TLS on a TLS
+ * connection: what the socket takes at once, the rest through a write request;
+ * scn_conn_written follows, at once when everything was taken. */
+void scn_conn_send(scn_conn *c);
 /* Hands queued output to the transport. What must precede replies (the journal records of
  * the commands already run) goes first, through the before_flush hooks, whatever path the
  * flush comes from. */

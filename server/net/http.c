@@ -1,11 +1,13 @@
 /* The HTTP port: parsing (http-parser) and routing. GET /metrics, /healthz and /readyz for
  * operations; GET /ws, the WebSocket upgrade (ws_upgrade.c); anything else is a static file of
  * the staging view (http_files.c). HTTP/1.1 on the same loop as the protocol; a malformed
- * request gets 400 and a close. */
+ * request gets 400 and a close. With --tls-cert it is HTTPS: a TLS session (tls.c) decrypts
+ * what is read before the parser sees it and seals the responses. */
 #include "net/http.h"
 
 #include "net/http_internal.h"
 #include "net/listen.h"
+#include "net/tls.h"
 #include "ops/log.h"
 #include "ops/metrics.h"
 
@@ -35,13 +37,32 @@ static void on_http_closed(uv_handle_t *h) {
     c->next->prev = c->prev;
   scn_buf_free(&c->out);
   scn_buf_free(&c->upgrade_resp);
+  scn_buf_free(&c->wire);
+  scn_tls_free(c->tls);
   free(c);
   http.conns--;
 }
 
+/* What the TLS session has to send (an alert, close_notify), as far as the socket takes it. */
+static void tls_send_last(http_conn *c) {
+  if (!c->tls || c->writing)
+    return;
+  scn_buf last = {0};
+  if (scn_tls_take(c->tls, &last) && last.len) {
+    uv_buf_t b = uv_buf_init(last.data, (unsigned)last.len);
+    uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+  }
+  scn_buf_free(&last);
+}
+
 void scn_http_close_conn(http_conn *c) {
-  if (!uv_is_closing((uv_handle_t *)&c->tcp))
-    uv_close((uv_handle_t *)&c->tcp, on_http_closed);
+  if (uv_is_closing((uv_handle_t *)&c->tcp))
+    return;
+  if (c->tls) {
+    scn_tls_shutdown(c->tls);
+    tls_send_last(c);
+  }
+  uv_close((uv_handle_t *)&c->tcp, on_http_closed);
 }
 
 static void on_http_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
@@ -50,9 +71,10 @@ static void on_http_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 static void on_http_written(uv_write_t *req, int status) {
   http_conn *c = req->data;
   c->writing = false;
-  c->out.len = 0;
-  if (c->out.cap > 1024 * 1024)
-    scn_buf_free(&c->out); /* a large file went out: give the buffer back */
+  scn_buf *sent = c->tls ? &c->wire : &c->out;
+  sent->len = 0;
+  if (sent->cap > 1024 * 1024)
+    scn_buf_free(sent); /* a large file went out: give the buffer back */
   if (status < 0 || c->close_after)
     scn_http_close_conn(c);
   else
@@ -76,14 +98,29 @@ static void respond(http_conn *c, int status, const char *reason, const char *ty
   scn_http_respond(c, status, reason, type, "", body, len);
 }
 
+/* With TLS: the responses are sealed, and what goes out is the ciphertext (the handshake's
+ * too). False when out of memory. */
+static bool seal(http_conn *c) {
+  if (c->out.len && scn_tls_established(c->tls)) {
+    uv_buf_t piece = uv_buf_init(c->out.data, (unsigned)c->out.len);
+    if (!scn_tls_seal(c->tls, &piece, 1))
+      return false;
+    c->out.len = 0;
+  }
+  return scn_tls_take(c->tls, &c->wire);
+}
+
 static void flush(http_conn *c) {
-  if (c->writing || c->out.len == 0 || uv_is_closing((uv_handle_t *)&c->tcp))
+  if (c->writing || uv_is_closing((uv_handle_t *)&c->tcp))
     return;
-  if (c->out.failed) {
+  if (c->out.failed || (c->tls && !seal(c))) {
     scn_http_close_conn(c);
     return;
   }
-  uv_buf_t b = uv_buf_init(c->out.data, (unsigned)c->out.len);
+  scn_buf *send = c->tls ? &c->wire : &c->out;
+  if (send->len == 0)
+    return;
+  uv_buf_t b = uv_buf_init(send->data, (unsigned)send->len);
   c->write_req.data = c;
   /* No reading while a response is in flight: a pipelined request must not grow out under
    * the write. */
@@ -228,6 +265,34 @@ static void on_http_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   *buf = uv_buf_init(chunk, sizeof chunk);
 }
 
+/* Runs the parser over plaintext; false once nothing more is to be parsed on this connection
+ * (a bad request answered, an upgrade handed over or refused). */
+static bool http_input(http_conn *c, const char *data, size_t n) {
+  size_t used = http_parser_execute(&c->parser, &settings, data, n);
+  if (HTTP_PARSER_ERRNO(&c->parser) != HPE_OK || (used != n && !c->parser.upgrade)) {
+    c->close_after = true;
+    c->parser.method = HTTP_GET; /* send the 400 body */
+    respond(c, 400, "Bad Request", "text/plain", "bad request\n", 12);
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    return false;
+  }
+  if (c->parser.upgrade) {
+    if (c->upgrade_ok) {
+      scn_ws_hand_over(c, data + used, n - used);
+      return false;
+    }
+    c->close_after = true; /* refused: the response is queued */
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    return false;
+  }
+  return true;
+}
+
+static bool http_plain(void *ud, const char *data, size_t len) {
+  http_conn *c = ud;
+  return http_input(c, data, len) && !uv_is_closing((uv_handle_t *)&c->tcp);
+}
+
 static void on_http_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   http_conn *c = s->data;
   if (n == 0)
@@ -236,21 +301,25 @@ static void on_http_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
     scn_http_close_conn(c);
     return;
   }
-  size_t used = http_parser_execute(&c->parser, &settings, buf->base, (size_t)n);
-  if (HTTP_PARSER_ERRNO(&c->parser) != HPE_OK || (used != (size_t)n && !c->parser.upgrade)) {
-    c->close_after = true;
-    c->parser.method = HTTP_GET; /* send the 400 body */
-    respond(c, 400, "Bad Request", "text/plain", "bad request\n", 12);
-    uv_read_stop(s);
-  } else if (c->parser.upgrade) {
-    if (c->upgrade_ok) {
-      scn_ws_hand_over(c, buf->base + used, (size_t)n - used);
+  if (c->tls) {
+    /* Everything read is parsed before the responses go, as on plain HTTP. */
+    if (scn_tls_input(c->tls, buf->base, (size_t)n, http_plain, c) == SCN_TLS_FAILED) {
+      char why[128];
+      scn_log(SCN_LOG_DEBUG, "tls failed", "port=http error=\"%s\"",
+              scn_tls_describe(c->tls, why, sizeof why));
+      tls_send_last(c);
+      scn_http_close_conn(c);
       return;
     }
-    c->close_after = true; /* refused: the response is queued */
-    uv_read_stop(s);
+  } else {
+    http_input(c, buf->base, (size_t)n);
   }
   flush(c);
+}
+
+static void tls_expired(void *owner) {
+  scn_log(SCN_LOG_DEBUG, "tls handshake timed out", "port=http");
+  scn_http_close_conn(owner);
 }
 
 static void on_http_connection(uv_stream_t *listener, int status) {
@@ -272,6 +341,10 @@ static void on_http_connection(uv_stream_t *listener, int status) {
     scn_http_close_conn(c);
     return;
   }
+  if (scn_tls_on() && !(c->tls = scn_tls_new(SCN_TLS_HTTP, tls_expired, c))) {
+    scn_http_close_conn(c);
+    return;
+  }
   http_parser_init(&c->parser, HTTP_REQUEST);
   c->parser.data = c;
   uv_read_start((uv_stream_t *)&c->tcp, on_http_alloc, on_http_read);
@@ -287,8 +360,8 @@ int scn_http_listen(scn_server *srv) {
   settings.on_message_complete = on_message_complete;
   scn_http_files_init(&srv->cfg);
   char extra[4200];
-  snprintf(extra, sizeof extra, "paths=\"/ /ws /metrics /healthz /readyz\" www=\"%s\"",
-           scn_http_files_dir());
+  snprintf(extra, sizeof extra, "paths=\"/ /ws /metrics /healthz /readyz\" www=\"%s\" tls=%s",
+           scn_http_files_dir(), scn_tls_on() ? "on" : "off");
   http.listener.data = srv;
   if (scn_listen(srv->loop, &http.listener, &srv->cfg.http, 128, on_http_connection, "http", "http",
                  extra) != 0)

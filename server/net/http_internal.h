@@ -32,7 +32,9 @@ typedef struct http_conn {
   scn_ws_handshake hs;
   bool upgrade_ok; /* GET /ws with an accepted handshake: hand the socket to ws.c */
   scn_buf upgrade_resp;
-  scn_buf out;
+  scn_buf out;         /* responses (plaintext) */
+  struct scn_tls *tls; /* with --tls-cert: the session; NULL on plain HTTP */
+  scn_buf wire;        /* with TLS: the ciphertext being written */
   uv_write_t write_req;
   bool writing, close_after;
   struct http_conn *prev, *next; /* every open HTTP connection */

@@ -28,8 +28,19 @@ bool scn_outq_push_shared(scn_outq *q, scn_shared *s) {
   return true;
 }
 
+/* A piece larger than a uv_buf_t can hold (its length is 32 bits) goes in several. */
+#define IOV_MAX_PIECE ((size_t)1 << 30)
+
+static size_t add_piece(uv_buf_t *bufs, size_t n, char *p, size_t len) {
+  for (; len > IOV_MAX_PIECE; p += IOV_MAX_PIECE, len -= IOV_MAX_PIECE)
+    bufs[n++] = uv_buf_init(p, (unsigned)IOV_MAX_PIECE);
+  bufs[n++] = uv_buf_init(p, (unsigned)len);
+  return n;
+}
+
 size_t scn_outq_iov(const scn_outq *q, uv_buf_t **bufs, size_t *cap) {
-  uv_buf_t *grown = scn_array_grow(*bufs, cap, sizeof *grown, 2 * q->nsegs + 1);
+  size_t need = 2 * q->nsegs + 1 + (q->bytes.len + q->shared_bytes) / IOV_MAX_PIECE;
+  uv_buf_t *grown = scn_array_grow(*bufs, cap, sizeof *grown, need);
   if (!grown)
     return 0;
   *bufs = grown;
@@ -37,12 +48,12 @@ size_t scn_outq_iov(const scn_outq *q, uv_buf_t **bufs, size_t *cap) {
   for (size_t i = 0; i < q->nsegs; i++) {
     const scn_seg *s = &q->segs[i];
     if (s->owned_end > from)
-      (*bufs)[n++] = uv_buf_init(q->bytes.data + from, (unsigned)(s->owned_end - from));
+      n = add_piece(*bufs, n, q->bytes.data + from, s->owned_end - from);
     from = s->owned_end;
-    (*bufs)[n++] = uv_buf_init(s->ref->data, (unsigned)s->ref->len);
+    n = add_piece(*bufs, n, s->ref->data, s->ref->len);
   }
   if (q->bytes.len > from)
-    (*bufs)[n++] = uv_buf_init(q->bytes.data + from, (unsigned)(q->bytes.len - from));
+    n = add_piece(*bufs, n, q->bytes.data + from, q->bytes.len - from);
   return n;
 }
 

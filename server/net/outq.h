@@ -39,7 +39,8 @@ typedef struct scn_outq {
 static inline size_t scn_outq_size(const scn_outq *q) { return q->bytes.len + q->shared_bytes; }
 /* Appends a reference (taking one) after the bytes written so far. False when out of memory. */
 bool scn_outq_push_shared(scn_outq *q, scn_shared *s);
-/* The pieces to write, in order, into bufs (grown as needed); returns their number. */
+/* The pieces to write, in order, into bufs (grown as needed; a piece over 1 GiB is split);
+ * returns their number, 0 when the queue is empty or out of memory. */
 size_t scn_outq_iov(const scn_outq *q, uv_buf_t **bufs, size_t *cap);
 /* Empties the queue, dropping its references; keeps the memory for reuse. */
 void scn_outq_clear(scn_outq *q);

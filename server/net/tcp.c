@@ -1,9 +1,11 @@
-/* The TCP transport of the protocol port: accept, read into the framer, hand each line to the
- * server's line runner, write the queued output once per read batch. */
+/* The TCP transport of the protocol port: accept, read into the framer (through the TLS session
+ * with --tls-cert), hand each line to the server's line runner, write the queued output once
+ * per read batch. */
 #include "net/tcp.h"
 
 #include "net/conn.h"
 #include "net/listen.h"
+#include "net/tls.h"
 #include "ops/log.h"
 
 #include <stdio.h>
@@ -19,12 +21,10 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   *buf = uv_buf_init(read_buffer, READ_CHUNK);
 }
 
-static void on_written(uv_write_t *req, int status) { scn_conn_written(req->data, status); }
-
 static void tcp_flush(scn_conn *c) {
   if (c->writing || scn_conn_gone(c))
     return;
-  if (scn_outq_size(&c->out) == 0) {
+  if (scn_outq_size(&c->out) == 0 && !scn_conn_tls_pending(c)) {
     if (c->closing)
       scn_conn_close(c);
     return;
@@ -32,39 +32,7 @@ static void tcp_flush(scn_conn *c) {
   scn_outq tmp = c->inflight;
   c->inflight = c->out;
   c->out = tmp;
-  size_t n = scn_outq_iov(&c->inflight, &c->iov, &c->iov_cap);
-  if (n == 0) {
-    scn_conn_close(c);
-    return;
-  }
-  /* Most batches fit in the socket buffer. Written at once they need no write request, and
-   * libuv then does not re-arm the descriptor afterwards (one epoll_ctl per write saved). */
-  int sent = uv_try_write((uv_stream_t *)&c->tcp, c->iov, (unsigned)n);
-  if (sent == UV_EAGAIN)
-    sent = 0;
-  if (sent < 0) {
-    scn_conn_written(c, sent);
-    return;
-  }
-  if ((size_t)sent == scn_outq_size(&c->inflight)) {
-    scn_conn_written(c, 0);
-    return;
-  }
-  uv_buf_t *rest = c->iov;
-  for (size_t skip = (size_t)sent; skip; rest++, n--) {
-    if (skip < rest->len) {
-      rest->base += skip;
-      rest->len -= skip;
-      break;
-    }
-    skip -= rest->len;
-  }
-  c->write_req.data = c;
-  if (uv_write(&c->write_req, (uv_stream_t *)&c->tcp, rest, (unsigned)n, on_written) < 0) {
-    scn_conn_close(c);
-    return;
-  }
-  c->writing = true;
+  scn_conn_send(c);
 }
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
@@ -100,6 +68,14 @@ static bool feed(scn_conn *c, const char *data, size_t n) {
   return true;
 }
 
+/* Plaintext from the TLS session: what comes while blocked is held as it is. */
+static bool feed_plain(scn_conn *c, const char *data, size_t n) {
+  if (!c->blocked)
+    return feed(c, data, n);
+  scn_buf_add(&c->held, data, n);
+  return true;
+}
+
 static void tcp_resume(scn_conn *c) {
   scn_buf held = c->held;
   c->held = (scn_buf){0};
@@ -124,7 +100,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
       uv_read_stop(s);
       c->reading = false;
     }
-    if (n == UV_EOF)
+    if (n == UV_EOF && !scn_conn_handshaking(c))
       scn_conn_flush(c);
     else
       scn_conn_close(c);
@@ -132,7 +108,8 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   }
   c->srv->counters.bytes_in += (uint64_t)n;
   c->srv->command_clock = uv_hrtime();
-  if (!feed(c, buf->base, (size_t)n))
+  if (!(c->tls ? scn_conn_tls_input(c, buf->base, (size_t)n, feed_plain)
+               : feed(c, buf->base, (size_t)n)))
     return;
   scn_conn_schedule_flush(c);
   scn_conn_update_reading(c);
@@ -160,13 +137,19 @@ static void on_connection(uv_stream_t *l, int status) {
     return;
   }
   scn_framer_init(&c->framer, srv->cfg.max_line);
-  if (scn_conn_admit(c))
-    scn_conn_update_reading(c);
+  if (scn_tls_on() && !scn_conn_use_tls(c, NULL)) {
+    scn_conn_close(c);
+    return;
+  }
+  /* A refused connection reads too while its TLS handshake runs. */
+  scn_conn_admit(c);
+  scn_conn_update_reading(c);
 }
 
 int scn_tcp_listen(scn_server *srv) {
   char extra[64];
-  snprintf(extra, sizeof extra, "version=%s protocol=%d", SCN_VERSION, SCN_PROTOCOL);
+  snprintf(extra, sizeof extra, "version=%s protocol=%d tls=%s", SCN_VERSION, SCN_PROTOCOL,
+           scn_tls_on() ? "on" : "off");
   listener.data = srv;
   return scn_listen(srv->loop, &listener, &srv->cfg.listen, 1024, on_connection, "listen",
                     "listening", extra);

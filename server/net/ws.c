@@ -13,6 +13,7 @@
 #include "net/ws.h"
 
 #include "net/conn.h"
+#include "net/tls.h"
 #include "ops/log.h"
 
 #include <ctype.h>
@@ -25,8 +26,6 @@
 
 /* After sending a close frame, how long the peer has to answer with its own. */
 #define WS_CLOSE_WAIT_MS 2000
-/* Largest piece handed to one uv_buf_t. */
-#define WS_IOV_MAX ((size_t)1 << 30)
 
 typedef struct scn_ws {
   scn_conn *conn;
@@ -229,8 +228,6 @@ static bool queue_output(scn_conn *c) {
   return ok;
 }
 
-static void on_ws_written(uv_write_t *req, int status) { scn_conn_written(req->data, status); }
-
 static void ws_flush(scn_conn *c) {
   if (ws_gone(c))
     return;
@@ -257,7 +254,7 @@ static void ws_flush(scn_conn *c) {
   c->tp_queued = ws->wire.len + ws->part.len;
   if (c->writing)
     return;
-  if (ws->wire.len == 0) {
+  if (ws->wire.len == 0 && !scn_conn_tls_pending(c)) {
     maybe_finish(c);
     return;
   }
@@ -266,29 +263,7 @@ static void ws_flush(scn_conn *c) {
   ws->wire = spare;
   ws->wire.len = 0;
   c->tp_queued = ws->part.len;
-  const char *p = c->inflight.bytes.data;
-  size_t left = c->inflight.bytes.len, n = 0;
-  size_t need = left / WS_IOV_MAX + 1;
-  if (need > ws->iov_cap) {
-    uv_buf_t *grown = scn_array_grow(ws->iov, &ws->iov_cap, sizeof *grown, need);
-    if (!grown) {
-      scn_conn_close(c);
-      return;
-    }
-    ws->iov = grown;
-  }
-  while (left) {
-    size_t k = left < WS_IOV_MAX ? left : WS_IOV_MAX;
-    ws->iov[n++] = uv_buf_init((char *)p, (unsigned)k);
-    p += k;
-    left -= k;
-  }
-  c->write_req.data = c;
-  if (uv_write(&c->write_req, (uv_stream_t *)&c->tcp, ws->iov, (unsigned)n, on_ws_written) < 0) {
-    scn_conn_close(c);
-    return;
-  }
-  c->writing = true;
+  scn_conn_send(c);
 }
 
 /* Fails the connection: what was answered so far goes out, then a close frame. */
@@ -496,6 +471,12 @@ static void ws_feed(scn_conn *c, const char *data, size_t n) {
   }
 }
 
+/* Plaintext of a wss:// connection. */
+static bool feed_plain(scn_conn *c, const char *data, size_t n) {
+  ws_feed(c, data, n);
+  return !ws_gone(c);
+}
+
 static void on_ws_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   (void)h, (void)suggested;
   *buf = uv_buf_init(ws_read_buffer, sizeof ws_read_buffer);
@@ -521,7 +502,12 @@ static void on_ws_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   }
   c->srv->counters.bytes_in += (uint64_t)n;
   c->srv->command_clock = uv_hrtime();
-  ws_feed(c, buf->base, (size_t)n);
+  if (c->tls) {
+    if (!scn_conn_tls_input(c, buf->base, (size_t)n, feed_plain))
+      return;
+  } else {
+    ws_feed(c, buf->base, (size_t)n);
+  }
   if (ws_gone(c))
     return;
   scn_conn_schedule_flush(c);
@@ -537,16 +523,19 @@ static const scn_transport ws_transport = {
     .closing = ws_closing,
 };
 
-int scn_ws_accept(scn_server *srv, int fd, const char *preface, size_t preface_len,
-                  const char *input, size_t input_len) {
+int scn_ws_accept(scn_server *srv, int fd, struct scn_tls *tls, const char *preface,
+                  size_t preface_len, const char *input, size_t input_len) {
   scn_conn *c = scn_conn_new(srv, &ws_transport);
   if (!c) {
     close(fd);
+    scn_tls_free(tls);
     return -1;
   }
   bool opened = uv_tcp_open(&c->tcp, fd) == 0;
   if (!opened)
     close(fd);
+  if (tls)
+    scn_conn_use_tls(c, tls); /* freed with the connection from now on */
   scn_ws *ws = opened ? calloc(1, sizeof *ws) : NULL;
   if (!ws || wslay_event_context_server_init(&ws->ctx, &wslay_callbacks, c) != 0) {
     if (ws)
@@ -557,26 +546,29 @@ int scn_ws_accept(scn_server *srv, int fd, const char *preface, size_t preface_l
   ws->conn = c;
   c->ws = ws;
   wslay_event_config_set_no_buffering(ws->ctx, 1);
-  /* The 101 response goes first, as this connection's first write. */
+  /* The 101 response goes first, as this connection's first write: what admitting queues (a
+   * refused connection's LIMIT message and close frame) waits behind it. */
   scn_buf_add(&c->inflight.bytes, preface, preface_len);
-  uv_buf_t b = uv_buf_init(c->inflight.bytes.data, (unsigned)c->inflight.bytes.len);
-  c->write_req.data = c;
-  if (c->inflight.bytes.failed ||
-      uv_write(&c->write_req, (uv_stream_t *)&c->tcp, &b, 1, on_ws_written) < 0) {
+  if (c->inflight.bytes.failed) {
     scn_conn_close(c);
     return -1;
   }
   c->writing = true;
-  if (!scn_conn_admit(c))
+  bool admitted = scn_conn_admit(c);
+  c->writing = false;
+  scn_conn_send(c);
+  if (!admitted || ws_gone(c))
     return 0; /* over --max-clients: one LIMIT message, then the close frame */
   scn_conn_update_reading(c);
-  if (input_len && !ws_gone(c)) {
-    srv->command_clock = uv_hrtime();
+  srv->command_clock = uv_hrtime();
+  if (input_len && !ws_gone(c))
     ws_feed(c, input, input_len);
-    if (!ws_gone(c)) {
-      scn_conn_schedule_flush(c);
-      scn_conn_update_reading(c);
-    }
+  /* Over TLS, records read with the upgrade request may still hold frames. */
+  if (c->tls && !ws_gone(c))
+    scn_conn_tls_input(c, NULL, 0, feed_plain);
+  if (!ws_gone(c)) {
+    scn_conn_schedule_flush(c);
+    scn_conn_update_reading(c);
   }
   return 0;
 }

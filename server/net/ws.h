@@ -4,10 +4,13 @@
 
 #include "server.h"
 
+struct scn_tls;
+
 /* Takes over a socket whose upgrade was accepted: fd (a descriptor the caller no longer
- * uses), preface (bytes to send first: the 101 response), input (bytes already read after the
- * request). 0, or -1 when the connection could not be set up (fd is then closed). */
-int scn_ws_accept(scn_server *srv, int fd, const char *preface, size_t preface_len,
-                  const char *input, size_t input_len);
+ * uses), tls (its TLS session, NULL on plain HTTP), preface (plaintext to send first: the 101
+ * response), input (plaintext already read after the request). 0, or -1 when the connection
+ * could not be set up (fd is then closed and tls freed). */
+int scn_ws_accept(scn_server *srv, int fd, struct scn_tls *tls, const char *preface,
+                  size_t preface_len, const char *input, size_t input_len);
 
 #endif

@@ -148,8 +148,8 @@ void scn_ws_upgrade_request(http_conn *c) {
 }
 
 /* The upgrade was accepted: the socket becomes a WebSocket connection (ws.c), which takes a
- * duplicate of the descriptor and sends the 101 response after anything still unsent here;
- * this HTTP connection then closes its own descriptor. */
+ * duplicate of the descriptor (and the TLS session, on HTTPS) and sends the 101 response after
+ * anything still unsent here; this HTTP connection then closes its own descriptor. */
 void scn_ws_hand_over(http_conn *c, const char *rest, size_t rest_len) {
   uv_os_fd_t fd;
   int dup_fd = -1;
@@ -157,12 +157,16 @@ void scn_ws_hand_over(http_conn *c, const char *rest, size_t rest_len) {
   if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
     dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
   scn_buf_add(&c->out, c->upgrade_resp.data, c->upgrade_resp.len);
-  if (dup_fd < 0 || c->out.failed ||
-      scn_ws_accept(c->srv, dup_fd, c->out.data, c->out.len, rest, rest_len) != 0) {
-    if (dup_fd >= 0 && c->out.failed)
+  if (dup_fd < 0 || c->out.failed) {
+    if (dup_fd >= 0)
       close(dup_fd);
     scn_log(SCN_LOG_WARN, "websocket upgrade failed", "error=%s",
             dup_fd < 0 ? strerror(errno) : "out of memory");
+  } else {
+    struct scn_tls *tls = c->tls;
+    c->tls = NULL; /* the WebSocket connection has the TLS session from now on */
+    if (scn_ws_accept(c->srv, dup_fd, tls, c->out.data, c->out.len, rest, rest_len) != 0)
+      scn_log(SCN_LOG_WARN, "websocket upgrade failed", "error=%s", "out of memory");
   }
   c->out.len = 0;
   scn_http_close_conn(c);

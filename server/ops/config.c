@@ -52,7 +52,16 @@ typedef enum kind {
     "directory of the staging view served on the HTTP port (empty: www next to the executable)")   \
   X("ws-origins", ws_origins, K_STRING, "", 0, 1023,                                               \
     "browser origins allowed to open /ws besides the daemon's own pages, comma-separated (*: "     \
-    "any)")
+    "any)")                                                                                        \
+  X("tls-cert", tls_cert, K_STRING, "", 0, 4095,                                                   \
+    "PEM certificate (with its chain): both ports speak TLS (HTTPS and wss:// on the HTTP port)")  \
+  X("tls-key", tls_key, K_STRING, "", 0, 4095, "PEM private key of --tls-cert")                    \
+  X("tls-ca", tls_ca, K_STRING, "", 0, 4095,                                                       \
+    "PEM CA certificates: every client must present a certificate signed by one of them")          \
+  X("tls-handshake-timeout", tls_handshake_timeout, K_SECONDS, "10", 0.05, 3600,                   \
+    "seconds a client has to complete the TLS handshake before it is closed")                      \
+  X("acl", acl, K_STRING, "", 0, 4095,                                                             \
+    "access list file: one rule per line, TOKEN_SHA256 RIGHTS PREFIXES (SIGHUP reloads it)")
 
 typedef struct setting {
   const char *flag;
@@ -207,7 +216,7 @@ static bool apply(scn_config *c, const setting *s, const char *v, const char *or
   case K_HZ:
     if (!parse_number(v, s->kind == K_SIZE, &d) || d < s->min || d > s->max ||
         (s->kind != K_HZ && s->kind != K_SECONDS && d != floor(d))) {
-      snprintf(err, errlen, "%s: invalid value for %s: \"%s\" (expected %s from %.0f to %.0f)",
+      snprintf(err, errlen, "%s: invalid value for %s: \"%s\" (expected %s from %g to %.0f)",
                origin, s->flag, v,
                s->kind == K_HZ || s->kind == K_SECONDS ? "a number" : "an integer", s->min, s->max);
       return false;
@@ -321,6 +330,29 @@ static const char *config_path(int argc, char **argv) {
   return path && *path ? path : NULL;
 }
 
+/* Settings that only make sense together, or not at all. */
+static bool check_combinations(const scn_config *c, char *err, size_t errlen) {
+  if (!c->tls_cert[0] != !c->tls_key[0]) {
+    snprintf(err, errlen, "%s",
+             c->tls_cert[0] ? "--tls-cert needs --tls-key (its private key)"
+                            : "--tls-key needs --tls-cert");
+    return false;
+  }
+  if (c->tls_ca[0] && !c->tls_cert[0]) {
+    snprintf(err, errlen,
+             "--tls-ca needs --tls-cert and --tls-key (client certificates are "
+             "checked only over TLS)");
+    return false;
+  }
+  if (c->acl[0] && c->auth_token[0]) {
+    snprintf(err, errlen,
+             "--acl and --auth-token cannot be used together (give the token a rule "
+             "in the access list instead)");
+    return false;
+  }
+  return true;
+}
+
 scn_config_result scn_config_load(scn_config *c, int argc, char **argv, char *err, size_t errlen) {
   memset(c, 0, sizeof *c);
   /* --help and --version answer whatever the rest of the configuration says (a flag's
@@ -397,5 +429,5 @@ scn_config_result scn_config_load(scn_config *c, int argc, char **argv, char *er
     if (!apply(c, s, value, origin, err, errlen))
       return SCN_CONFIG_EXIT_BAD;
   }
-  return SCN_CONFIG_RUN;
+  return check_combinations(c, err, errlen) ? SCN_CONFIG_RUN : SCN_CONFIG_EXIT_BAD;
 }

@@ -35,9 +35,14 @@ typedef struct scn_config {
   int fsync;            /* scn_fsync_policy */
   double save_interval; /* seconds between autosaves when something changed; 0: never */
   bool recover;
-  int log_level;         /* 0 debug, 1 info, 2 warn, 3 error */
-  char www[4096];        /* the staging view's files; empty: www next to the executable */
-  char ws_origins[1024]; /* browser origins allowed on /ws besides the daemon's own page */
+  int log_level;                /* 0 debug, 1 info, 2 warn, 3 error */
+  char www[4096];               /* the staging view's files; empty: www next to the executable */
+  char ws_origins[1024];        /* browser origins allowed on /ws besides the daemon's own page */
+  char tls_cert[4096];          /* PEM certificate (chain) of both ports; empty: no TLS */
+  char tls_key[4096];           /* its private key (PEM) */
+  char tls_ca[4096];            /* PEM CA certificates clients must present a certificate of */
+  double tls_handshake_timeout; /* seconds a TLS handshake may take */
+  char acl[4096];               /* access list: token hashes, rights, world prefixes */
 } scn_config;
 
 /* Outcome of parsing: run the daemon, exit 0 (help or version printed), or exit 2 (a

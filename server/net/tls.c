@@ -1,0 +1,450 @@
+/* TLS sessions over memory BIOs (see tls.h): the server context loaded from the flags, one
+ * SSL per connection, the handshake deadlines, and the module's figures. */
+#include "net/tls.h"
+
+#include "ops/log.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Why a handshake failed, as the figures count it. */
+#define SCN_TLS_FAILURES(X)                                                                        \
+  X(timeout)            /* not completed within --tls-handshake-timeout */                         \
+  X(not_tls)            /* the first bytes were not a TLS handshake (plain text, HTTP) */          \
+  X(client_certificate) /* with --tls-ca: no client certificate, or one not signed by the CA */    \
+  X(peer_refused)       /* the client sent an alert (it does not trust our certificate, ...) */    \
+  X(closed)             /* the client went away before completing it */                            \
+  X(protocol)           /* anything else: versions, ciphers, malformed messages */
+
+typedef enum failure {
+#define SCN_TLS_FAILURE_ENUM(name) F_##name,
+  SCN_TLS_FAILURES(SCN_TLS_FAILURE_ENUM)
+#undef SCN_TLS_FAILURE_ENUM
+      F_COUNT
+} failure;
+
+static const char *const failure_names[] = {
+#define SCN_TLS_FAILURE_NAME(name) #name,
+    SCN_TLS_FAILURES(SCN_TLS_FAILURE_NAME)
+#undef SCN_TLS_FAILURE_NAME
+};
+
+struct scn_tls {
+  SSL *ssl;
+  BIO *in, *out; /* ciphertext from the peer, and to it */
+  scn_tls_port port;
+  bool established, ended;     /* ended: its handshake's outcome is counted */
+  uint64_t deadline;           /* while the handshake runs (uv_now ms) */
+  struct scn_tls *prev, *next; /* sessions in their handshake, oldest first */
+  bool waiting;
+  const char *why; /* OpenSSL's reason for a failure */
+  scn_tls_expired_fn expired;
+  void *owner;
+};
+
+static struct {
+  scn_server *srv;
+  SSL_CTX *ctx;
+  double cert_not_after; /* the certificate's expiry, Unix seconds */
+  uv_timer_t timer;      /* the oldest handshake's deadline */
+  bool timer_ready;
+  scn_tls *head, *tail; /* handshakes in progress */
+  uint64_t handshakes[2];
+  uint64_t failures[F_COUNT];
+  scn_hooks hooks;
+} tls;
+
+bool scn_tls_on(void) { return tls.ctx != NULL; }
+
+/* ---- figures ------------------------------------------------------------------------------ */
+
+static void collect_stats(void *ud, scn_metrics_sink *k) {
+  (void)ud;
+  scn_metric_family(k, "tls_handshakes_total", "counter", "TLS handshakes completed, by port.");
+  scn_metric_sample(k, "port", "protocol", (double)tls.handshakes[SCN_TLS_PROTOCOL]);
+  scn_metric_sample(k, "port", "http", (double)tls.handshakes[SCN_TLS_HTTP]);
+  scn_metric_end(k);
+  scn_metric_family(k, "tls_handshake_failures_total", "counter",
+                    "TLS handshakes that failed or timed out, by reason.");
+  for (int i = 0; i < F_COUNT; i++)
+    scn_metric_sample(k, "reason", failure_names[i], (double)tls.failures[i]);
+  scn_metric_end(k);
+  scn_metric(k, "tls_certificate_expiry_timestamp_seconds", "gauge",
+             "When the certificate of --tls-cert expires (Unix time).", tls.cert_not_after);
+}
+
+/* ---- the context -------------------------------------------------------------------------- */
+
+/* An encrypted key would make OpenSSL ask on the terminal: there is no one to answer. */
+static int no_password(char *buf, int size, int rwflag, void *ud) {
+  (void)buf, (void)size, (void)rwflag, (void)ud;
+  return 0;
+}
+
+/* The last OpenSSL error as text (a static string), or what. */
+static const char *ssl_reason(const char *what) {
+  unsigned long e = ERR_peek_last_error();
+  const char *r = e ? ERR_reason_error_string(e) : NULL;
+  return r ? r : what;
+}
+
+static int refuse(const char *flag, const char *path, const char *why) {
+  fprintf(stderr, "scened: %s %s: %s\n", flag, path, why);
+  return -1;
+}
+
+/* The file can be opened for reading (so that its error names the file, not OpenSSL). */
+static bool readable(const char *flag, const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    refuse(flag, path, strerror(errno));
+    return false;
+  }
+  fclose(f);
+  return true;
+}
+
+static double not_after(const X509 *cert) {
+  struct tm tm;
+  const ASN1_TIME *t = X509_get0_notAfter(cert);
+  if (!t || ASN1_TIME_to_tm(t, &tm) != 1)
+    return 0;
+  return (double)timegm(&tm);
+}
+
+static int load_context(const scn_config *cfg) {
+  if (!readable("--tls-cert", cfg->tls_cert) || !readable("--tls-key", cfg->tls_key) ||
+      (cfg->tls_ca[0] && !readable("--tls-ca", cfg->tls_ca)))
+    return -1;
+  SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+  if (!ctx)
+    return refuse("--tls-cert", cfg->tls_cert, "cannot set up TLS (out of memory)");
+  tls.ctx = ctx;
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  /* No renegotiation (a client could make us repeat the costly part at will), no compression
+   * (CRIME); the server's cipher order. */
+  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
+                               SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_TICKET);
+  /* Every connection makes a full handshake: no session cache, no tickets to issue. */
+  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+  SSL_CTX_set_num_tickets(ctx, 0);
+  SSL_CTX_set_default_passwd_cb(ctx, no_password);
+  ERR_clear_error();
+  if (SSL_CTX_use_certificate_chain_file(ctx, cfg->tls_cert) != 1)
+    return refuse("--tls-cert", cfg->tls_cert,
+                  "no usable PEM certificate in it (expected -----BEGIN CERTIFICATE-----)");
+  ERR_clear_error();
+  if (SSL_CTX_use_PrivateKey_file(ctx, cfg->tls_key, SSL_FILETYPE_PEM) != 1) {
+    int reason = ERR_GET_REASON(ERR_peek_last_error());
+    if (reason == X509_R_KEY_VALUES_MISMATCH)
+      return refuse("--tls-key", cfg->tls_key, "does not match the certificate of --tls-cert");
+    return refuse("--tls-key", cfg->tls_key,
+                  "no usable PEM private key in it (an unencrypted key is expected)");
+  }
+  ERR_clear_error();
+  if (SSL_CTX_check_private_key(ctx) != 1)
+    return refuse("--tls-key", cfg->tls_key, "does not match the certificate of --tls-cert");
+  if (cfg->tls_ca[0]) {
+    ERR_clear_error();
+    STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(cfg->tls_ca);
+    if (!names || sk_X509_NAME_num(names) == 0 ||
+        SSL_CTX_load_verify_locations(ctx, cfg->tls_ca, NULL) != 1) {
+      sk_X509_NAME_pop_free(names, X509_NAME_free);
+      return refuse("--tls-ca", cfg->tls_ca, "no usable PEM CA certificate in it");
+    }
+    SSL_CTX_set_client_CA_list(ctx, names);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+  }
+  X509 *cert = SSL_CTX_get0_certificate(ctx);
+  tls.cert_not_after = cert ? not_after(cert) : 0;
+  double now = (double)time(NULL);
+  if (tls.cert_not_after && tls.cert_not_after < now)
+    scn_log(SCN_LOG_WARN, "the TLS certificate has expired: clients will refuse it", "cert=%s",
+            cfg->tls_cert);
+  return 0;
+}
+
+int scn_tls_open(scn_server *srv) {
+  tls.srv = srv;
+  if (!srv->cfg.tls_cert[0])
+    return 0;
+  if (load_context(&srv->cfg) != 0) {
+    scn_tls_close();
+    return -1;
+  }
+  uv_timer_init(srv->loop, &tls.timer);
+  tls.timer_ready = true;
+  tls.hooks = (scn_hooks){.collect_stats = collect_stats};
+  scn_server_add_hooks(srv, &tls.hooks);
+  return 0;
+}
+
+void scn_tls_close(void) {
+  if (tls.srv && tls.hooks.collect_stats)
+    scn_server_remove_hooks(tls.srv, &tls.hooks);
+  tls.hooks.collect_stats = NULL;
+  SSL_CTX_free(tls.ctx);
+  tls.ctx = NULL;
+}
+
+/* ---- handshake deadlines ------------------------------------------------------------------ */
+
+static void unwait(scn_tls *t) {
+  if (!t->waiting)
+    return;
+  if (t->prev)
+    t->prev->next = t->next;
+  else
+    tls.head = t->next;
+  if (t->next)
+    t->next->prev = t->prev;
+  else
+    tls.tail = t->prev;
+  t->prev = t->next = NULL;
+  t->waiting = false;
+}
+
+static void on_deadline(uv_timer_t *timer);
+
+static void arm(void) {
+  if (!tls.head) {
+    uv_timer_stop(&tls.timer);
+    return;
+  }
+  uint64_t now = uv_now(tls.srv->loop);
+  uint64_t due = tls.head->deadline > now ? tls.head->deadline - now : 0;
+  uv_timer_start(&tls.timer, on_deadline, due, 0);
+}
+
+static void count_failure(scn_tls *t, failure why) {
+  if (t->ended)
+    return;
+  t->ended = true;
+  tls.failures[why]++;
+}
+
+/* Every handshake past its deadline is cut off; their owners close the connections. */
+static void on_deadline(uv_timer_t *timer) {
+  uint64_t now = uv_now(timer->loop);
+  while (tls.head && tls.head->deadline <= now) {
+    scn_tls *t = tls.head;
+    unwait(t);
+    count_failure(t, F_timeout);
+    t->expired(t->owner);
+  }
+  arm();
+}
+
+/* ---- sessions ----------------------------------------------------------------------------- */
+
+scn_tls *scn_tls_new(scn_tls_port port, scn_tls_expired_fn expired, void *owner) {
+  scn_tls *t = calloc(1, sizeof *t);
+  if (!t)
+    return NULL;
+  t->ssl = SSL_new(tls.ctx);
+  t->in = BIO_new(BIO_s_mem());
+  t->out = BIO_new(BIO_s_mem());
+  if (!t->ssl || !t->in || !t->out) {
+    SSL_free(t->ssl);
+    BIO_free(t->in);
+    BIO_free(t->out);
+    free(t);
+    return NULL;
+  }
+  BIO_set_mem_eof_return(t->in, -1); /* empty means "more to come", not the end */
+  SSL_set_bio(t->ssl, t->in, t->out);
+  SSL_set_accept_state(t->ssl);
+  t->port = port;
+  t->expired = expired;
+  t->owner = owner;
+  uint64_t ms = (uint64_t)(tls.srv->cfg.tls_handshake_timeout * 1000 + 0.5);
+  t->deadline = uv_now(tls.srv->loop) + ms;
+  /* One timeout for all: the newest deadline is the latest, so the list stays in order. */
+  t->prev = tls.tail;
+  if (tls.tail)
+    tls.tail->next = t;
+  else
+    tls.head = t;
+  tls.tail = t;
+  t->waiting = true;
+  if (tls.head == t)
+    arm();
+  return t;
+}
+
+void scn_tls_free(scn_tls *t) {
+  if (!t)
+    return;
+  bool was_head = tls.head == t;
+  unwait(t);
+  if (was_head)
+    arm();
+  count_failure(t, F_closed); /* nothing when it completed or was counted already */
+  SSL_free(t->ssl);           /* and its BIOs */
+  free(t);
+}
+
+void scn_tls_set_owner(scn_tls *t, scn_tls_expired_fn expired, void *owner) {
+  t->expired = expired;
+  t->owner = owner;
+}
+
+bool scn_tls_established(const scn_tls *t) { return t->established; }
+
+/* What went wrong in a handshake, from OpenSSL's error and the verification. */
+static failure classify(const scn_tls *t) {
+  unsigned long e = ERR_peek_last_error();
+  int reason = ERR_GET_REASON(e);
+  if (SSL_get_verify_result(t->ssl) != X509_V_OK ||
+      reason == SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE ||
+      reason == SSL_R_CERTIFICATE_VERIFY_FAILED)
+    return F_client_certificate;
+  if (reason == SSL_R_HTTP_REQUEST || reason == SSL_R_HTTPS_PROXY_REQUEST ||
+      reason == SSL_R_WRONG_VERSION_NUMBER || reason == SSL_R_UNKNOWN_PROTOCOL ||
+      reason == SSL_R_PACKET_LENGTH_TOO_LONG || reason == SSL_R_RECORD_LENGTH_MISMATCH ||
+      reason == SSL_R_UNEXPECTED_RECORD)
+    return F_not_tls;
+  if (reason >= SSL_AD_REASON_OFFSET && reason < SSL_AD_REASON_OFFSET + 256)
+    return F_peer_refused;
+  return F_protocol;
+}
+
+scn_tls_status scn_tls_input(scn_tls *t, const char *data, size_t len, scn_tls_plain_fn fn,
+                             void *ud) {
+  while (len) {
+    int k = len > INT_MAX ? INT_MAX : (int)len;
+    if (BIO_write(t->in, data, k) != k)
+      return SCN_TLS_FAILED;
+    data += k;
+    len -= (size_t)k;
+  }
+  if (!t->established) {
+    ERR_clear_error();
+    int r = SSL_do_handshake(t->ssl);
+    if (r != 1) {
+      int e = SSL_get_error(t->ssl, r);
+      if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+        return SCN_TLS_OK;
+      unwait(t);
+      arm();
+      t->why = ssl_reason("the peer broke the protocol");
+      count_failure(t, classify(t));
+      return SCN_TLS_FAILED;
+    }
+    t->established = t->ended = true;
+    tls.handshakes[t->port]++;
+    unwait(t);
+    arm();
+  }
+  /* One record's plaintext at most per read (16 KiB). */
+  char plain[16384];
+  for (;;) {
+    ERR_clear_error();
+    int r = SSL_read(t->ssl, plain, sizeof plain);
+    if (r > 0) {
+      if (!fn(ud, plain, (size_t)r))
+        return SCN_TLS_STOPPED;
+      continue;
+    }
+    switch (SSL_get_error(t->ssl, r)) {
+    case SSL_ERROR_WANT_READ:
+    case SSL_ERROR_WANT_WRITE:
+      return SCN_TLS_OK;
+    case SSL_ERROR_ZERO_RETURN:
+      return SCN_TLS_CLOSED;
+    default:
+      t->why = ssl_reason("a bad record");
+      return SCN_TLS_FAILED;
+    }
+  }
+}
+
+static bool write_all(scn_tls *t, const char *p, size_t len) {
+  while (len) {
+    int k = len > (1u << 30) ? 1 << 30 : (int)len;
+    int r = SSL_write(t->ssl, p, k);
+    if (r <= 0)
+      return false;
+    p += r;
+    len -= (size_t)r;
+  }
+  return true;
+}
+
+bool scn_tls_seal(scn_tls *t, const uv_buf_t *bufs, size_t n) {
+  /* A record costs its header, tag and a cipher call: small pieces (a reply, a frame's
+   * header) are gathered into full records. */
+  char chunk[16384];
+  size_t used = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *p = bufs[i].base;
+    size_t len = bufs[i].len;
+    if (used + len <= sizeof chunk) {
+      memcpy(chunk + used, p, len);
+      used += len;
+      continue;
+    }
+    if (used && !write_all(t, chunk, used))
+      return false;
+    used = 0;
+    if (len >= sizeof chunk) {
+      if (!write_all(t, p, len))
+        return false;
+    } else {
+      memcpy(chunk, p, len);
+      used = len;
+    }
+  }
+  return !used || write_all(t, chunk, used);
+}
+
+size_t scn_tls_pending(const scn_tls *t) { return BIO_ctrl_pending(t->out); }
+
+bool scn_tls_take(scn_tls *t, scn_buf *dst) {
+  size_t n;
+  while ((n = BIO_ctrl_pending(t->out)) > 0) {
+    if (n > (1u << 30))
+      n = 1u << 30;
+    if (!scn_buf_reserve(dst, n))
+      return false;
+    int r = BIO_read(t->out, dst->data + dst->len, (int)n);
+    if (r <= 0)
+      return false;
+    dst->len += (size_t)r;
+  }
+  /* A memory BIO keeps the largest size it ever held: one that grew for a big flush is
+   * replaced by a new one, so an idle connection holds little. */
+  BUF_MEM *mem = NULL;
+  BIO_get_mem_ptr(t->out, &mem);
+  if (mem && mem->max > (1u << 20)) {
+    BIO *fresh = BIO_new(BIO_s_mem());
+    if (fresh) {
+      SSL_set0_wbio(t->ssl, fresh);
+      t->out = fresh;
+    }
+  }
+  return true;
+}
+
+void scn_tls_shutdown(scn_tls *t) {
+  if (t->established && !(SSL_get_shutdown(t->ssl) & SSL_SENT_SHUTDOWN)) {
+    ERR_clear_error();
+    SSL_shutdown(t->ssl);
+  }
+}
+
+const char *scn_tls_describe(const scn_tls *t, char *buf, size_t cap) {
+  if (t->why || !t->established) {
+    snprintf(buf, cap, "%s", t->why ? t->why : "handshake incomplete");
+    return buf;
+  }
+  snprintf(buf, cap, "%s %s", SSL_get_version(t->ssl), SSL_get_cipher_name(t->ssl));
+  return buf;
+}

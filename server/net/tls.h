@@ -1,0 +1,68 @@
+/* TLS on the daemon's ports (--tls-cert, --tls-key, --tls-ca). OpenSSL runs over memory BIOs,
+ * so it does no I/O of its own and the loop stays non-blocking: a session sits between a
+ * socket and the consumer of its plaintext (the protocol's line framer, the HTTP parser, the
+ * WebSocket framing). What the socket reads goes in as ciphertext and comes out as plaintext;
+ * what the consumer writes is sealed into ciphertext, which the session keeps until its owner
+ * takes it to write to the socket. A handshake that has not completed within
+ * --tls-handshake-timeout is cut off: the owner is told to close the connection. */
+#ifndef SCN_TLS_H
+#define SCN_TLS_H
+
+#include "buf.h"
+#include "server.h"
+
+typedef struct scn_tls scn_tls;
+
+/* Which port a session is on (for the figures). */
+typedef enum scn_tls_port { SCN_TLS_PROTOCOL, SCN_TLS_HTTP } scn_tls_port;
+
+/* Loads --tls-cert, --tls-key and --tls-ca of srv->cfg (nothing to do without --tls-cert) and
+ * registers the module's figures. 0, or -1 with one line on stderr (a file that cannot be
+ * read or holds no PEM certificate or key, a key that does not match the certificate). */
+int scn_tls_open(scn_server *srv);
+/* Frees what scn_tls_open loaded (at exit, once every session is freed). */
+void scn_tls_close(void);
+/* True when the ports speak TLS. */
+bool scn_tls_on(void);
+
+/* Called when a session's handshake ran out of time; the owner closes its connection. */
+typedef void (*scn_tls_expired_fn)(void *owner);
+
+/* A server session for a newly accepted connection, its handshake timed from now. NULL when
+ * out of memory. */
+scn_tls *scn_tls_new(scn_tls_port port, scn_tls_expired_fn expired, void *owner);
+/* Frees the session (a handshake still in progress counts as failed). */
+void scn_tls_free(scn_tls *t);
+/* The session changes hands (an HTTP connection upgraded to a WebSocket). */
+void scn_tls_set_owner(scn_tls *t, scn_tls_expired_fn expired, void *owner);
+
+/* Receives plaintext; returns false to stop (what is left stays in the session). */
+typedef bool (*scn_tls_plain_fn)(void *ud, const char *data, size_t len);
+
+typedef enum scn_tls_status {
+  SCN_TLS_OK,      /* everything given was taken in; the plaintext went to fn */
+  SCN_TLS_STOPPED, /* fn asked to stop */
+  SCN_TLS_CLOSED,  /* the peer sent close_notify: no more plaintext will come */
+  SCN_TLS_FAILED   /* the handshake failed or a record was bad: close the connection (an alert
+                      for the peer may wait in scn_tls_take) */
+} scn_tls_status;
+
+/* Ciphertext read from the socket (len 0: only what the session holds already). Advances the
+ * handshake, then hands every complete record's plaintext to fn. What the handshake has to
+ * send waits in the session (scn_tls_pending). */
+scn_tls_status scn_tls_input(scn_tls *t, const char *data, size_t len, scn_tls_plain_fn fn,
+                             void *ud);
+bool scn_tls_established(const scn_tls *t);
+/* Seals the pieces of plaintext, in order, into ciphertext held by the session; small pieces
+ * share records. False when out of memory. Only once established. */
+bool scn_tls_seal(scn_tls *t, const uv_buf_t *bufs, size_t n);
+/* Ciphertext waiting to be written, in bytes. */
+size_t scn_tls_pending(const scn_tls *t);
+/* Appends the waiting ciphertext to dst. False when out of memory. */
+bool scn_tls_take(scn_tls *t, scn_buf *dst);
+/* Queues close_notify (once established; the owner writes it before closing). */
+void scn_tls_shutdown(scn_tls *t);
+/* What the session is, for a log line: "TLSv1.3 TLS_AES_256_GCM_SHA384", or why it failed. */
+const char *scn_tls_describe(const scn_tls *t, char *buf, size_t cap);
+
+#endif
