@@ -1,14 +1,19 @@
-/* The C client library: blocking sockets with poll() timeouts, framing shared with the
- * daemon through proto/. */
+/* The C client library: blocking calls over non-blocking sockets with poll() timeouts (TLS
+ * through OpenSSL on the socket), framing shared with the daemon through proto/. */
 #include "scn_client.h"
 
 #include "buf.h"
 #include "framing.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,6 +25,7 @@
 
 struct scn_cli {
   int fd;
+  SSL *ssl; /* NULL on plain TCP */
   int timeout_ms;
   scn_buf out;
   scn_buf in;      /* bytes read, not yet consumed */
@@ -81,6 +87,139 @@ static int connect_to(const char *host, int port, char *err, size_t errlen) {
   return fd;
 }
 
+/* ---- TLS ----------------------------------------------------------------------------------- */
+
+/* The last context made, kept for the next connection with the same files: loading a CA file
+ * costs more than a handshake. */
+static struct {
+  SSL_CTX *ctx;
+  char *ca, *cert, *key;
+} cached;
+
+static bool same(const char *a, const char *b) { return a ? b && !strcmp(a, b) : !b; }
+
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+/* OpenSSL's reason for the last error, or what. */
+static const char *tls_reason(const char *what) {
+  unsigned long e = ERR_peek_last_error();
+  const char *r = e ? ERR_reason_error_string(e) : NULL;
+  return r ? r : what;
+}
+
+static bool file_readable(const char *what, const char *path, char *err, size_t errlen) {
+  FILE *f = fopen(path, "r");
+  if (f) {
+    fclose(f);
+    return true;
+  }
+  snprintf(err, errlen, "%s %s: %s", what, path, strerror(errno));
+  return false;
+}
+
+static SSL_CTX *tls_context(const scn_cli_options *o, char *err, size_t errlen) {
+  if (cached.ctx && same(cached.ca, o->tls_ca) && same(cached.cert, o->tls_cert) &&
+      same(cached.key, o->tls_key))
+    return cached.ctx;
+  if ((o->tls_ca && !file_readable("TLS CA file", o->tls_ca, err, errlen)) ||
+      (o->tls_cert && !file_readable("TLS certificate", o->tls_cert, err, errlen)) ||
+      (o->tls_key && !file_readable("TLS key", o->tls_key, err, errlen)))
+    return NULL;
+  if (!o->tls_cert != !o->tls_key) {
+    snprintf(err, errlen, "a TLS client certificate needs its key, and a key its certificate");
+    return NULL;
+  }
+  ERR_clear_error();
+  SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+  if (!ctx) {
+    snprintf(err, errlen, "cannot set up TLS: %s", tls_reason("out of memory"));
+    return NULL;
+  }
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  /* A daemon that closes without close_notify (after a refusal) has simply closed. */
+  SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+  bool ok = o->tls_ca ? SSL_CTX_load_verify_locations(ctx, o->tls_ca, NULL) == 1
+                      : SSL_CTX_set_default_verify_paths(ctx) == 1;
+  if (!ok)
+    snprintf(err, errlen, "TLS CA file %s: no usable PEM certificate in it",
+             o->tls_ca ? o->tls_ca : "(system)");
+  if (ok && o->tls_cert &&
+      (SSL_CTX_use_certificate_chain_file(ctx, o->tls_cert) != 1 ||
+       SSL_CTX_use_PrivateKey_file(ctx, o->tls_key, SSL_FILETYPE_PEM) != 1 ||
+       SSL_CTX_check_private_key(ctx) != 1)) {
+    snprintf(err, errlen, "TLS certificate %s with key %s: %s", o->tls_cert, o->tls_key,
+             tls_reason("not usable"));
+    ok = false;
+  }
+  if (!ok) {
+    SSL_CTX_free(ctx);
+    return NULL;
+  }
+  SSL_CTX_free(cached.ctx); /* connections still using it keep it alive */
+  free(cached.ca);
+  free(cached.cert);
+  free(cached.key);
+  cached.ctx = ctx;
+  cached.ca = dup_or_null(o->tls_ca);
+  cached.cert = dup_or_null(o->tls_cert);
+  cached.key = dup_or_null(o->tls_key);
+  return ctx;
+}
+
+/* Waits up to timeout_ms (negative: forever) for what a TLS call asked for. */
+static int wait_for(int fd, int ssl_error, int timeout_ms) {
+  struct pollfd p = {.fd = fd, .events = ssl_error == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN};
+  return poll(&p, 1, timeout_ms);
+}
+
+/* The TLS handshake as the client: the daemon's certificate must be signed by a trusted CA
+ * and name host (a DNS name or an IP address). */
+static bool tls_start(scn_cli *c, const scn_cli_options *o, char *err, size_t errlen) {
+  SSL_CTX *ctx = tls_context(o, err, errlen);
+  if (!ctx)
+    return false;
+  c->ssl = SSL_new(ctx);
+  if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1) {
+    snprintf(err, errlen, "cannot set up TLS: %s", tls_reason("out of memory"));
+    return false;
+  }
+  unsigned char ip[16];
+  bool numeric = inet_pton(AF_INET, o->host, ip) == 1 || inet_pton(AF_INET6, o->host, ip) == 1;
+  if (numeric) {
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), o->host);
+  } else {
+    SSL_set_tlsext_host_name(c->ssl, o->host);
+    SSL_set1_host(c->ssl, o->host);
+  }
+  long deadline = c->timeout_ms < 0 ? -1 : now_ms() + c->timeout_ms;
+  for (;;) {
+    ERR_clear_error();
+    int r = SSL_connect(c->ssl);
+    if (r == 1)
+      return true;
+    int e = SSL_get_error(c->ssl, r);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+      int left = deadline < 0 ? -1 : (int)(deadline - now_ms());
+      if ((deadline >= 0 && left <= 0) || wait_for(c->fd, e, left < 0 ? -1 : left) == 0) {
+        snprintf(err, errlen, "TLS handshake with %s:%d timed out", o->host, o->port);
+        return false;
+      }
+      continue;
+    }
+    long v = SSL_get_verify_result(c->ssl);
+    if (v != X509_V_OK)
+      snprintf(err, errlen, "TLS: the daemon at %s:%d is not trusted: %s", o->host, o->port,
+               X509_verify_cert_error_string(v));
+    else
+      snprintf(err, errlen, "TLS handshake with %s:%d failed: %s", o->host, o->port,
+               tls_reason(e == SSL_ERROR_SYSCALL ? "the daemon closed the connection"
+                                                 : "protocol error"));
+    return false;
+  }
+}
+
 scn_cli *scn_cli_connect(const scn_cli_options *opt, char *err, size_t errlen) {
   char dummy[256];
   if (!err)
@@ -99,6 +238,11 @@ scn_cli *scn_cli_connect(const scn_cli_options *opt, char *err, size_t errlen) {
   c->fd = connect_to(o.host, o.port, err, errlen);
   if (c->fd < 0) {
     free(c);
+    return NULL;
+  }
+  fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
+  if ((o.tls || o.tls_ca || o.tls_cert || o.tls_key) && !tls_start(c, &o, err, errlen)) {
+    scn_cli_close(c);
     return NULL;
   }
   if (o.token) {
@@ -121,11 +265,89 @@ scn_cli *scn_cli_connect(const scn_cli_options *opt, char *err, size_t errlen) {
 void scn_cli_close(scn_cli *c) {
   if (!c)
     return;
+  if (c->ssl) {
+    SSL_shutdown(c->ssl); /* close_notify, if the socket takes it at once */
+    SSL_free(c->ssl);
+  }
   if (c->fd >= 0)
     close(c->fd);
   scn_buf_free(&c->out);
   scn_buf_free(&c->in);
   free(c);
+}
+
+/* ---- bytes in and out ------------------------------------------------------------------- */
+
+/* Writes what the socket takes now: the count, 0 when it is full (*want: what to wait for),
+ * or a negative code. */
+static ssize_t io_send(scn_cli *c, const char *p, size_t len, short *want) {
+  *want = POLLOUT;
+  if (!c->ssl) {
+    ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n >= 0)
+      return n;
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+      return 0;
+    if (errno == EPIPE || errno == ECONNRESET)
+      return fail(c, SCN_CLI_ECLOSED, "the daemon closed the connection");
+    return fail(c, SCN_CLI_EIO, "send failed: %s", strerror(errno));
+  }
+  ERR_clear_error();
+  int n = SSL_write(c->ssl, p, len > (1u << 30) ? 1 << 30 : (int)len);
+  if (n > 0)
+    return n;
+  int e = SSL_get_error(c->ssl, n);
+  if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) {
+    *want = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+    return 0;
+  }
+  if (e == SSL_ERROR_SYSCALL || e == SSL_ERROR_ZERO_RETURN)
+    return fail(c, SCN_CLI_ECLOSED, "the daemon closed the connection");
+  return fail(c, SCN_CLI_ETLS, "TLS: %s", tls_reason("write failed"));
+}
+
+/* Reads what is there now: the count, 0 when nothing is, or a negative code. */
+static ssize_t io_recv(scn_cli *c, char *buf, size_t cap) {
+  if (!c->ssl) {
+    ssize_t n = recv(c->fd, buf, cap, MSG_DONTWAIT);
+    if (n > 0)
+      return n;
+    if (n == 0 || errno == ECONNRESET)
+      return fail(c, SCN_CLI_ECLOSED, "the daemon closed the connection");
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+      return 0;
+    return fail(c, SCN_CLI_EIO, "recv: %s", strerror(errno));
+  }
+  ERR_clear_error();
+  int n = SSL_read(c->ssl, buf, cap > (1u << 30) ? 1 << 30 : (int)cap);
+  if (n > 0)
+    return n;
+  int e = SSL_get_error(c->ssl, n);
+  if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+    return 0;
+  if (e == SSL_ERROR_ZERO_RETURN || e == SSL_ERROR_SYSCALL)
+    return fail(c, SCN_CLI_ECLOSED, "the daemon closed the connection");
+  /* An alert: the daemon refused this client's certificate (or its absence), ... */
+  return fail(c, SCN_CLI_ETLS, "TLS: %s", tls_reason("read failed"));
+}
+
+bool scn_cli_pending(const scn_cli *c) {
+  return c->consumed < c->in.len || (c->ssl && SSL_pending(c->ssl) > 0);
+}
+
+ssize_t scn_cli_send_raw(scn_cli *c, const void *data, size_t len) {
+  short want;
+  return io_send(c, data, len, &want);
+}
+
+ssize_t scn_cli_recv_raw(scn_cli *c, void *buf, size_t cap) {
+  if (c->consumed < c->in.len) {
+    size_t n = c->in.len - c->consumed < cap ? c->in.len - c->consumed : cap;
+    memcpy(buf, c->in.data + c->consumed, n);
+    c->consumed += n;
+    return (ssize_t)n;
+  }
+  return io_recv(c, buf, cap);
 }
 
 int scn_cli_send_line(scn_cli *c, const char *line, size_t len) {
@@ -155,28 +377,24 @@ int scn_cli_flush(scn_cli *c) {
   size_t off = 0;
   int rc = SCN_CLI_OK;
   while (off < c->out.len && rc == SCN_CLI_OK) {
-    ssize_t n = send(c->fd, c->out.data + off, c->out.len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    short want;
+    ssize_t n = io_send(c, c->out.data + off, c->out.len - off, &want);
     if (n > 0) {
       off += (size_t)n;
       continue;
     }
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      struct pollfd p = {.fd = c->fd, .events = POLLOUT | POLLIN};
-      if (poll(&p, 1, c->timeout_ms) <= 0) {
-        rc = fail(c, SCN_CLI_ETIMEOUT, "timed out sending");
-      } else if (p.revents & POLLIN) {
-        rc = read_some(c, 0);
-        if (rc == SCN_CLI_ETIMEOUT)
-          rc = SCN_CLI_OK;
-      }
-      continue;
+    if (n < 0) {
+      rc = (int)n;
+      break;
     }
-    if (n < 0 && (errno == EPIPE || errno == ECONNRESET))
-      rc = fail(c, SCN_CLI_ECLOSED, "the daemon closed the connection");
-    else
-      rc = fail(c, SCN_CLI_EIO, "send failed: %s", strerror(errno));
+    struct pollfd p = {.fd = c->fd, .events = want | POLLIN};
+    if (poll(&p, 1, c->timeout_ms) <= 0) {
+      rc = fail(c, SCN_CLI_ETIMEOUT, "timed out sending");
+    } else if ((p.revents & POLLIN) && want != POLLIN) {
+      rc = read_some(c, 0);
+      if (rc == SCN_CLI_ETIMEOUT)
+        rc = SCN_CLI_OK;
+    }
   }
   /* What was sent is gone from the queue even when the rest failed: a later flush sends only
    * the rest, never a request twice. */
@@ -185,12 +403,15 @@ int scn_cli_flush(scn_cli *c) {
 }
 
 static int read_some(scn_cli *c, int timeout_ms) {
-  struct pollfd p = {.fd = c->fd, .events = POLLIN};
-  int r = poll(&p, 1, timeout_ms);
-  if (r == 0)
-    return fail(c, SCN_CLI_ETIMEOUT, "timed out waiting for the daemon");
-  if (r < 0)
-    return errno == EINTR ? SCN_CLI_ETIMEOUT : fail(c, SCN_CLI_EIO, "poll: %s", strerror(errno));
+  /* TLS may hold decrypted bytes already: they are read without waiting. */
+  if (!(c->ssl && SSL_pending(c->ssl) > 0)) {
+    struct pollfd p = {.fd = c->fd, .events = POLLIN};
+    int r = poll(&p, 1, timeout_ms);
+    if (r == 0)
+      return fail(c, SCN_CLI_ETIMEOUT, "timed out waiting for the daemon");
+    if (r < 0)
+      return errno == EINTR ? SCN_CLI_ETIMEOUT : fail(c, SCN_CLI_EIO, "poll: %s", strerror(errno));
+  }
   if (c->consumed > 0 && c->consumed == c->in.len) {
     c->in.len = c->consumed = 0;
   } else if (c->consumed > 1 << 20) {
@@ -199,13 +420,9 @@ static int read_some(scn_cli *c, int timeout_ms) {
   }
   if (!scn_buf_reserve(&c->in, 65536))
     return fail(c, SCN_CLI_ENOMEM, "out of memory");
-  ssize_t n = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, 0);
-  if (n == 0)
-    return fail(c, SCN_CLI_ECLOSED, "the daemon closed the connection");
-  if (n < 0 && errno == ECONNRESET)
-    return fail(c, SCN_CLI_ECLOSED, "the daemon closed the connection");
+  ssize_t n = io_recv(c, c->in.data + c->in.len, c->in.cap - c->in.len);
   if (n < 0)
-    return errno == EINTR ? SCN_CLI_OK : fail(c, SCN_CLI_EIO, "recv: %s", strerror(errno));
+    return (int)n;
   c->in.len += (size_t)n;
   return SCN_CLI_OK;
 }

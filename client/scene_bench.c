@@ -2,31 +2,37 @@
  *
  *   scene-bench [--host H] [--port P] [--token T] [-c CLIENTS] [-n REQUESTS] [-P PIPELINE]
  *               [-t TEST[,TEST...]] [-S SUBSCRIBERS] [-K DESCENDANTS] [--seconds S] [--json]
+ *               [--tls] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]
  *
- * Tests: ping, set_local (t/r/s), set_matrix, get, batch (16 set_local ops per batch), and
- * stream (S subscribers of a root with K descendants that moves every tick). Each test builds
- * its own world and removes it afterwards. One line per test with ops/s (matrices/s for
- * stream) and latency percentiles; --json prints one JSON object per test instead.
+ * Tests: ping, set_local (t/r/s), set_matrix, get, batch (16 set_local ops per batch), stream
+ * (S subscribers of a root with K descendants that moves every tick), and connect (C clients
+ * that each connect, say ping and close, again and again for --seconds: with TLS, handshakes
+ * per second). Each test builds its own world and removes it afterwards. One line per test with
+ * ops/s (matrices/s for stream, conns/s for connect) and latency percentiles; --json prints
+ * one JSON object per test instead.
  */
 #define _GNU_SOURCE /* memmem */
 #include "scn_client.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 typedef struct opts {
   const char *host, *token;
+  bool tls;
+  const char *tls_ca, *tls_cert, *tls_key;
   int port, clients, pipeline, subscribers, descendants;
   long requests;
   double seconds;
@@ -59,9 +65,20 @@ static void die(const char *fmt, const char *arg) {
   exit(2);
 }
 
+static scn_cli_options cli_options(const opts *o) {
+  return (scn_cli_options){.host = o->host,
+                           .port = o->port,
+                           .token = o->token,
+                           .timeout_ms = 30000,
+                           .tls = o->tls,
+                           .tls_ca = o->tls_ca,
+                           .tls_cert = o->tls_cert,
+                           .tls_key = o->tls_key};
+}
+
 static scn_cli *connect_or_die(const opts *o) {
   char err[256];
-  scn_cli_options co = {.host = o->host, .port = o->port, .token = o->token, .timeout_ms = 30000};
+  scn_cli_options co = cli_options(o);
   scn_cli *c = scn_cli_connect(&co, err, sizeof err);
   if (!c)
     die("%s", err);
@@ -78,7 +95,7 @@ static cJSON *call_or_die(scn_cli *c, const char *line) {
 /* ---- request/response load ---------------------------------------------------------------- */
 
 typedef struct conn {
-  int fd;
+  scn_cli *cli;
   char *out;
   size_t out_len, out_cap, out_off;
   char in[1 << 16];
@@ -164,14 +181,6 @@ static size_t make_request(load *L, char *buf) {
   return (size_t)(p - buf);
 }
 
-static int raw_connect(const opts *o) {
-  scn_cli *c = connect_or_die(o);
-  int fd = dup(scn_cli_fd(c));
-  scn_cli_close(c);
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-  return fd;
-}
-
 static void fill_pipeline(load *L, conn *c, long per_conn) {
   size_t ring = (size_t)L->o->pipeline + 1;
   while (c->issued - c->answered < L->o->pipeline && c->issued < per_conn) {
@@ -190,9 +199,11 @@ static void fill_pipeline(load *L, conn *c, long per_conn) {
 
 static bool flush_out(conn *c) {
   while (c->out_off < c->out_len) {
-    ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+    ssize_t n = scn_cli_send_raw(c->cli, c->out + c->out_off, c->out_len - c->out_off);
     if (n < 0)
-      return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+      return false;
+    if (n == 0)
+      return true; /* the socket is full: the rest when it is writable */
     c->out_off += (size_t)n;
   }
   c->out_off = c->out_len = 0;
@@ -202,11 +213,11 @@ static bool flush_out(conn *c) {
 static bool read_replies(load *L, conn *c) {
   size_t ring = (size_t)L->o->pipeline + 1;
   for (;;) {
-    ssize_t n = recv(c->fd, c->in + c->in_len, sizeof c->in - c->in_len, 0);
-    if (n == 0)
-      return false;
+    ssize_t n = scn_cli_recv_raw(c->cli, c->in + c->in_len, sizeof c->in - c->in_len);
     if (n < 0)
-      return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+      return false;
+    if (n == 0)
+      return true;
     c->in_len += (size_t)n;
     double t = now_s();
     char *start = c->in, *end = c->in + c->in_len, *nl;
@@ -237,8 +248,7 @@ static void print_result(const opts *o, const char *test, const char *unit, doub
   else
     printf("%-10s %10.0f %s  p50=%.3f ms  p99=%.3f ms  p999=%.3f ms  (%zu samples, %d clients, "
            "pipeline %d%s)\n",
-           test, rate, unit, p50, p99, p999, n, o->clients, o->pipeline,
-           errors ? ", ERRORS" : "");
+           test, rate, unit, p50, p99, p999, n, o->clients, o->pipeline, errors ? ", ERRORS" : "");
   fflush(stdout);
 }
 
@@ -289,10 +299,10 @@ static void run_load(const opts *o, const char *test) {
   L.lat = malloc(sizeof(double) * (size_t)(per_conn * C + 1));
   int ep = epoll_create1(0);
   for (int i = 0; i < C; i++) {
-    cs[i].fd = raw_connect(o);
+    cs[i].cli = connect_or_die(o);
     cs[i].sent = malloc(sizeof(double) * (size_t)(o->pipeline + 1));
     struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
-    epoll_ctl(ep, EPOLL_CTL_ADD, cs[i].fd, &ev);
+    epoll_ctl(ep, EPOLL_CTL_ADD, scn_cli_fd(cs[i].cli), &ev);
   }
   double t0 = now_s();
   for (int i = 0; i < C; i++) {
@@ -319,7 +329,7 @@ static void run_load(const opts *o, const char *test) {
       if (want_out != c->want_out) {
         struct epoll_event ev = {.events = EPOLLIN | (want_out ? EPOLLOUT : 0),
                                  .data.u32 = evs[k].data.u32};
-        epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+        epoll_ctl(ep, EPOLL_CTL_MOD, scn_cli_fd(c->cli), &ev);
         c->want_out = want_out;
       }
     }
@@ -327,7 +337,7 @@ static void run_load(const opts *o, const char *test) {
   double secs = now_s() - t0;
   print_result(o, test, "ops/s", (double)total / secs, L.lat, L.nlat, L.errors, secs);
   for (int i = 0; i < C; i++) {
-    close(cs[i].fd);
+    scn_cli_close(cs[i].cli);
     free(cs[i].out);
     free(cs[i].sent);
   }
@@ -341,7 +351,7 @@ static void run_load(const opts *o, const char *test) {
 /* ---- streaming ---------------------------------------------------------------------------- */
 
 typedef struct sub_conn {
-  int fd;
+  scn_cli *cli;
   char *buf;
   size_t len, cap;
   long frames;
@@ -384,13 +394,11 @@ static void run_stream(const opts *o) {
     double sid;
     if (scn_cli_subscribe(c, world, 0, 0, &sid) != SCN_CLI_OK)
       die("subscribe failed: %s", scn_cli_error(c));
-    subs[i].fd = dup(scn_cli_fd(c));
-    scn_cli_close(c);
-    fcntl(subs[i].fd, F_SETFL, fcntl(subs[i].fd, F_GETFL) | O_NONBLOCK);
+    subs[i].cli = c;
     subs[i].cap = 1 << 22;
     subs[i].buf = malloc(subs[i].cap);
     struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
-    epoll_ctl(ep, EPOLL_CTL_ADD, subs[i].fd, &ev);
+    epoll_ctl(ep, EPOLL_CTL_ADD, scn_cli_fd(c), &ev);
   }
   /* The mover sets the root once per tick; its x translation is the sequence number, which
    * is the first matrix of every frame (parents come first), so a frame tells which set it
@@ -421,7 +429,7 @@ static void run_stream(const opts *o) {
           s->cap *= 2;
           s->buf = realloc(s->buf, s->cap);
         }
-        ssize_t got = recv(s->fd, s->buf + s->len, s->cap - s->len, 0);
+        ssize_t got = scn_cli_recv_raw(s->cli, s->buf + s->len, s->cap - s->len);
         if (got <= 0)
           break;
         s->len += (size_t)got;
@@ -462,7 +470,7 @@ static void run_stream(const opts *o) {
     printf("stream     %d subscribers, %d descendants, %ld frames, %.1f frames/s per subscriber\n",
            S, K, frames, (double)frames / secs / S);
   for (int i = 0; i < S; i++) {
-    close(subs[i].fd);
+    scn_cli_close(subs[i].cli);
     free(subs[i].buf);
   }
   free(subs);
@@ -471,6 +479,70 @@ static void run_stream(const opts *o) {
   snprintf(line, sizeof line, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world);
   cJSON_Delete(call_or_die(admin, line));
   scn_cli_close(admin);
+}
+
+/* ---- connections ------------------------------------------------------------------------- */
+
+/* C worker processes each connect (the TLS handshake with --tls), ping and close, again and
+ * again for --seconds; the figure is connections per second, with the latency of one
+ * connect + ping. Processes, so that the clients' side of the handshakes runs on every core
+ * the daemon does not use. */
+static void run_connect(const opts *o) {
+  int C = o->clients, fds[2];
+  if (pipe(fds) != 0)
+    die("%s", "pipe failed");
+  fflush(stdout);
+  for (int w = 0; w < C; w++) {
+    pid_t pid = fork();
+    if (pid < 0)
+      die("%s", "fork failed");
+    if (pid > 0)
+      continue;
+    close(fds[0]);
+    double end = now_s() + o->seconds;
+    static double lat[1 << 16];
+    long n = 0;
+    while (now_s() < end) {
+      double t0 = now_s();
+      scn_cli *c = connect_or_die(o);
+      cJSON_Delete(call_or_die(c, "{\"cmd\":\"ping\"}"));
+      scn_cli_close(c);
+      if (n < (long)(sizeof lat / sizeof lat[0]))
+        lat[n] = now_s() - t0;
+      n++;
+    }
+    long kept = n < (long)(sizeof lat / sizeof lat[0]) ? n : (long)(sizeof lat / sizeof lat[0]);
+    if (write(fds[1], &n, sizeof n) != sizeof n ||
+        write(fds[1], &kept, sizeof kept) != sizeof kept ||
+        write(fds[1], lat, sizeof(double) * (size_t)kept) != (ssize_t)(sizeof(double) * kept))
+      _exit(1);
+    _exit(0);
+  }
+  close(fds[1]);
+  size_t cap = 1 << 16, nlat = 0;
+  double *lat = malloc(sizeof(double) * cap);
+  long total = 0;
+  FILE *in = fdopen(fds[0], "r");
+  for (int w = 0; w < C; w++) {
+    long n, kept;
+    if (fread(&n, sizeof n, 1, in) != 1 || fread(&kept, sizeof kept, 1, in) != 1)
+      die("%s", "a connecting worker failed");
+    total += n;
+    if (nlat + (size_t)kept > cap) {
+      cap = (nlat + (size_t)kept) * 2;
+      lat = realloc(lat, sizeof(double) * cap);
+    }
+    if (fread(lat + nlat, sizeof(double), (size_t)kept, in) != (size_t)kept)
+      die("%s", "a connecting worker failed");
+    nlat += (size_t)kept;
+  }
+  fclose(in);
+  while (wait(NULL) > 0)
+    ;
+  opts shown = *o;
+  shown.pipeline = 1;
+  print_result(&shown, "connect", "conns/s", (double)total / o->seconds, lat, nlat, 0, o->seconds);
+  free(lat);
 }
 
 /* ---- snapshots ---------------------------------------------------------------------------- */
@@ -493,9 +565,8 @@ static void run_snapshot(const opts *o) {
   for (long done = 0; done < K;) {
     long trees = 0;
     for (; trees < GROUP && done + trees * TREE < K; trees++) {
-      snprintf(line, sizeof line,
-               "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"t\":[%ld,1,2]}", world,
-               done + trees * TREE);
+      snprintf(line, sizeof line, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"t\":[%ld,1,2]}",
+               world, done + trees * TREE);
       scn_cli_send_line(admin, line, strlen(line));
     }
     long sent = 0;
@@ -578,15 +649,23 @@ static void usage(void) {
   fprintf(stderr,
           "usage: scene-bench [--host H] [--port P] [--token T] [-c CLIENTS] [-n REQUESTS]\n"
           "                   [-P PIPELINE] [-t TEST[,TEST]] [-S SUBSCRIBERS] [-K DESCENDANTS]\n"
-          "                   [--seconds S] [--json]\n"
+          "                   [--seconds S] [--json] [--tls] [--tls-ca FILE]\n"
+          "                   [--tls-cert FILE --tls-key FILE]\n"
           "tests: ping, set_local, set_matrix, get, batch, stream (-S subscribers of a root\n"
-          "with -K descendants), snapshot (save of a world of -K transforms; needs --data)\n");
+          "with -K descendants), snapshot (save of a world of -K transforms; needs --data),\n"
+          "connect (-c clients connecting, pinging and closing for --seconds)\n");
   exit(2);
 }
 
 int main(int argc, char **argv) {
-  opts o = {.host = "127.0.0.1", .port = 7878, .clients = 50, .pipeline = 16,
-            .requests = 200000, .subscribers = 10, .descendants = 10000, .seconds = 5};
+  opts o = {.host = "127.0.0.1",
+            .port = 7878,
+            .clients = 50,
+            .pipeline = 16,
+            .requests = 200000,
+            .subscribers = 10,
+            .descendants = 10000,
+            .seconds = 5};
   strcpy(o.tests, "ping,set_local,set_matrix,get,batch");
   const char *env;
   if ((env = getenv("SCENED_HOST")))
@@ -604,6 +683,14 @@ int main(int argc, char **argv) {
       o.port = atoi(v);
     else if (ARG("--token"))
       o.token = v;
+    else if (ARG("--tls-ca"))
+      o.tls_ca = v;
+    else if (ARG("--tls-cert"))
+      o.tls_cert = v;
+    else if (ARG("--tls-key"))
+      o.tls_key = v;
+    else if (!strcmp(a, "--tls"))
+      o.tls = true;
     else if (ARG("-c"))
       o.clients = atoi(v);
     else if (ARG("-n"))
@@ -624,8 +711,8 @@ int main(int argc, char **argv) {
       usage();
 #undef ARG
   }
-  if (o.clients < 1 || o.pipeline < 1 || o.requests < 1 || o.subscribers < 1 ||
-      o.descendants < 0 || !(o.seconds > 0))
+  if (o.clients < 1 || o.pipeline < 1 || o.requests < 1 || o.subscribers < 1 || o.descendants < 0 ||
+      !(o.seconds > 0))
     usage();
   char *save, *t = strtok_r(o.tests, ",", &save);
   for (; t; t = strtok_r(NULL, ",", &save)) {
@@ -633,6 +720,8 @@ int main(int argc, char **argv) {
       run_stream(&o);
     else if (!strcmp(t, "snapshot"))
       run_snapshot(&o);
+    else if (!strcmp(t, "connect"))
+      run_connect(&o);
     else if (!strcmp(t, "ping") || !strcmp(t, "set_local") || !strcmp(t, "set_matrix") ||
              !strcmp(t, "get") || !strcmp(t, "batch"))
       run_load(&o, t);

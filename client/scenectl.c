@@ -1,9 +1,12 @@
 /* scenectl: the command line for scripts.
  *
- *   scenectl [--host H] [--port P] [--token T] CMD [key=value ...]
+ *   scenectl [--host H] [--port P] [--token T] [TLS] CMD [key=value ...]
  *   scenectl [...] --pipe                  NDJSON requests on stdin, one response per line
  *   scenectl [...] subscribe world=W [root=E] [hz=N] [--frames N]
  *   scenectl [...]                         on a terminal: an interactive prompt
+ *
+ * TLS: --tls, --tls-ca FILE (the CA that signed the daemon's certificate), --tls-cert FILE and
+ * --tls-key FILE (a client certificate, for a daemon with --tls-ca).
  *
  * A value is taken as JSON when it parses as JSON, otherwise as a string. Exit codes: 0 on
  * success, 1 on an error reply (CODE: message on stderr), 2 on usage or connection errors.
@@ -42,6 +45,9 @@ static void usage(FILE *f) {
              "       scenectl [--host H] [--port P] [--token T] subscribe world=W [root=E] [hz=N] "
              "[--frames N]\n"
              "       scenectl                      (on a terminal: interactive prompt)\n\n"
+             "TLS: --tls (verified against the system's CAs), --tls-ca FILE (the CA that signed "
+             "the\ndaemon's certificate; implies --tls), --tls-cert FILE --tls-key FILE (a client\n"
+             "certificate, for a daemon started with --tls-ca).\n\n"
              "Each value is parsed as JSON when it is valid JSON, otherwise taken as a string:\n"
              "  scenectl transform.create world=main t=[1,2,3] name=car\n"
              "Defaults come from SCENED_HOST, SCENED_PORT and SCENED_AUTH_TOKEN.\n\n"
@@ -402,6 +408,14 @@ int main(int argc, char **argv) {
       i++;
     } else if (!strcmp(a, "--token") && v) {
       o.cli.token = v, i++;
+    } else if (!strcmp(a, "--tls")) {
+      o.cli.tls = true;
+    } else if (!strcmp(a, "--tls-ca") && v) {
+      o.cli.tls_ca = v, i++;
+    } else if (!strcmp(a, "--tls-cert") && v) {
+      o.cli.tls_cert = v, i++;
+    } else if (!strcmp(a, "--tls-key") && v) {
+      o.cli.tls_key = v, i++;
     } else if (!strcmp(a, "--frames") && v) {
       o.frames = atol(v), i++;
     } else if (!strcmp(a, "--timeout") && v) {

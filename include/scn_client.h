@@ -1,9 +1,9 @@
 /*
  * scn_client.h: a small blocking client for scened (protocol 1).
  *
- * Connect, send requests (one at a time or many pipelined), read responses in order, and
- * receive stream events through a callback. Errors: functions return 0 or a negative
- * SCN_CLI_E* code, and scn_cli_error() describes the last one.
+ * Connect (over TCP, or TLS with OpenSSL), send requests (one at a time or many pipelined),
+ * read responses in order, and receive stream events through a callback. Errors: functions
+ * return 0 or a negative SCN_CLI_E* code, and scn_cli_error() describes the last one.
  */
 #ifndef SCN_CLIENT_H
 #define SCN_CLIENT_H
@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 typedef struct scn_cli scn_cli;
 
@@ -23,6 +24,8 @@ enum {
   SCN_CLI_EREPLY = -5,   /* the daemon answered with an error (see scn_cli_reply_error) */
   SCN_CLI_ENOMEM = -6,
   SCN_CLI_EIO = -7,
+  SCN_CLI_ETLS = -8, /* TLS failed: the daemon's certificate is not trusted, the daemon refused
+                        ours (or its absence), no TLS on the other side, ... */
 };
 
 typedef struct scn_cli_options {
@@ -30,6 +33,13 @@ typedef struct scn_cli_options {
   int port;          /* default 7878 */
   const char *token; /* sent with hello when set */
   int timeout_ms;    /* per call; 0 means 10 s; negative waits forever */
+  /* TLS: on when tls is set or any file is given. The daemon's certificate must be signed by
+   * a CA of tls_ca (a PEM file; NULL: the system's CAs) and name host. tls_cert and tls_key
+   * (PEM) are this client's certificate, for a daemon that requires one (--tls-ca). */
+  bool tls;
+  const char *tls_ca;
+  const char *tls_cert;
+  const char *tls_key;
 } scn_cli_options;
 
 /* Connects (and says hello with the token when one is given). NULL on failure, with the
@@ -63,6 +73,17 @@ int scn_cli_call_line(scn_cli *c, const char *line, cJSON **out);
 /* Code and message of an error response (NULL when r is not one). */
 const char *scn_cli_reply_code(const cJSON *r);
 const char *scn_cli_reply_message(const cJSON *r);
+
+/* For programs that run their own loop (poll, epoll) on scn_cli_fd: the connection's bytes as
+ * they are, without blocking, through TLS on a TLS connection. scn_cli_send_raw returns the
+ * bytes taken (0 when the socket is full), scn_cli_recv_raw the bytes read (0 when nothing is
+ * ready), both a negative code on errors and when the daemon closed. Bytes already read by
+ * the calls above come first. Do not mix with queued lines (scn_cli_send_line). */
+ssize_t scn_cli_send_raw(scn_cli *c, const void *data, size_t len);
+ssize_t scn_cli_recv_raw(scn_cli *c, void *buf, size_t cap);
+/* True when bytes wait inside the connection (decrypted by TLS) that a poll of the descriptor
+ * would not announce: call scn_cli_recv_raw before waiting. */
+bool scn_cli_pending(const scn_cli *c);
 
 /* Subscribes to a world (root 0: whole world; hz <= 0: the tick rate) and returns the
  * subscription id; frames then reach the event handler from any read. */
