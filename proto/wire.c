@@ -31,9 +31,24 @@ void scn_fields_text(scn_fieldset set, char *out, unsigned cap) {
       n += (unsigned)snprintf(out + n, cap - n, "%s%s", n ? "," : "", field_names[f]);
 }
 
+static const char *const right_names[] = {
+#define SCN_RIGHT_NAME(name) #name,
+    SCN_RIGHTS(SCN_RIGHT_NAME)
+#undef SCN_RIGHT_NAME
+};
+
+const char *scn_right_name(scn_right_bit r) { return r < SCN_RIGHT_COUNT ? right_names[r] : "?"; }
+
+unsigned scn_right_find(const char *name, unsigned long len) {
+  for (unsigned r = 0; r < SCN_RIGHT_COUNT; r++)
+    if (strlen(right_names[r]) == len && memcmp(right_names[r], name, len) == 0)
+      return 1u << r;
+  return 0;
+}
+
 const scn_command_info scn_commands[] = {
-#define SCN_CMD_INFO(name, ident, flags, limit, req, opt, help)                                    \
-  {name, SCN_C_##ident, flags, SCN_LIMIT_##limit, req, opt, help},
+#define SCN_CMD_INFO(name, ident, flags, right, limit, req, opt, help)                             \
+  {name, SCN_C_##ident, flags, SCN_RIGHT(right), SCN_LIMIT_##limit, req, opt, help},
     SCN_COMMANDS(SCN_CMD_INFO)
 #undef SCN_CMD_INFO
 };

@@ -88,66 +88,92 @@ typedef enum scn_limit_kind {
   SCN_LIMIT_none = SCN_LIMIT_KINDS /* a command no limit refuses (but --output-limit) */
 } scn_limit_kind;
 
+/* Rights (--acl): a command needs one of them, an access list rule grants a set. */
+#define SCN_RIGHTS(X)                                                                              \
+  X(read)                                                                                          \
+  X(write)                                                                                         \
+  X(admin)
+
+typedef enum scn_right_bit {
+#define SCN_RIGHT_ENUM(name) SCN_RIGHT_BIT_##name,
+  SCN_RIGHTS(SCN_RIGHT_ENUM)
+#undef SCN_RIGHT_ENUM
+      SCN_RIGHT_COUNT
+} scn_right_bit;
+
+/* The bit of a right in a set of rights. */
+#define SCN_RIGHT(name) (1u << SCN_RIGHT_BIT_##name)
+
+const char *scn_right_name(scn_right_bit r);
+/* The right named by the len bytes at name (SCN_RIGHT bit), 0 for none. */
+unsigned scn_right_find(const char *name, unsigned long len);
+
 /* Command flags. */
-#define SCN_CMD_MUTATES 0x1u  /* changes state: journaled */
-#define SCN_CMD_OPEN 0x2u     /* allowed before authentication */
-#define SCN_CMD_IN_BATCH 0x4u /* may appear in a batch's ops */
-#define SCN_CMD_READ 0x8u     /* changes nothing at all (not even connection state) */
-#define SCN_CMD_WORLD 0x10u   /* acts on an existing world, named by "world" */
+#define SCN_CMD_MUTATES 0x1u     /* changes state: journaled */
+#define SCN_CMD_OPEN 0x2u        /* allowed before authentication */
+#define SCN_CMD_IN_BATCH 0x4u    /* may appear in a batch's ops */
+#define SCN_CMD_READ 0x8u        /* changes nothing at all (not even connection state) */
+#define SCN_CMD_WORLD 0x10u      /* acts on an existing world, named by "world" */
+#define SCN_CMD_ALL_WORLDS 0x20u /* reaches into every world (--acl: needs the prefix "*") */
 
 #define SCN_TRANSFORM_OP (SCN_CMD_IN_BATCH | SCN_CMD_WORLD)
 
-/* X(name, ident, flags, the limit that may refuse it (its LIMIT answers are counted there;
- *   --output-limit may refuse any), required fields, optional fields, help) */
+/* X(name, ident, flags, the right it needs with --acl, the limit that may refuse it (its LIMIT
+ *   answers are counted there; --output-limit may refuse any), required fields, optional
+ *   fields, help) */
 #define SCN_COMMANDS(X)                                                                            \
-  X("ping", ping, SCN_CMD_OPEN | SCN_CMD_READ, none, 0, 0, "check that the daemon answers")        \
-  X("hello", hello, SCN_CMD_OPEN, none, 0, SCN_F(token),                                           \
+  X("ping", ping, SCN_CMD_OPEN | SCN_CMD_READ, read, none, 0, 0, "check that the daemon answers")  \
+  X("hello", hello, SCN_CMD_OPEN, read, none, 0, SCN_F(token),                                     \
     "identify (and authenticate) the connection")                                                  \
-  X("world.create", world_create, SCN_CMD_MUTATES, max_worlds, SCN_F(world), 0,                    \
+  X("world.create", world_create, SCN_CMD_MUTATES, admin, max_worlds, SCN_F(world), 0,             \
     "create a named world")                                                                        \
-  X("world.destroy", world_destroy, SCN_CMD_MUTATES | SCN_CMD_WORLD, max_transforms, SCN_F(world), \
-    0, "destroy a world and every transform in it")                                                \
-  X("world.list", world_list, SCN_CMD_READ, none, 0, 0, "list worlds with their transform counts") \
-  X("entity.create", entity_create, SCN_CMD_MUTATES, entity_create, 0, SCN_F(count),               \
+  X("world.destroy", world_destroy, SCN_CMD_MUTATES | SCN_CMD_WORLD, admin, max_transforms,        \
+    SCN_F(world), 0, "destroy a world and every transform in it")                                  \
+  X("world.list", world_list, SCN_CMD_READ, read, none, 0, 0,                                      \
+    "list worlds with their transform counts")                                                     \
+  X("entity.create", entity_create, SCN_CMD_MUTATES, write, entity_create, 0, SCN_F(count),        \
     "create entities (count, default 1, at most 100000)")                                          \
-  X("entity.destroy", entity_destroy, SCN_CMD_MUTATES, max_transforms, SCN_F(entity), 0,           \
-    "destroy an entity and its transform in every world")                                          \
-  X("transform.create", transform_create, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, max_transforms,      \
-    SCN_F(world), SCN_F(entity) | SCN_F(parent) | SCN_F(name) | SCN_F_SPEC,                        \
+  X("entity.destroy", entity_destroy, SCN_CMD_MUTATES | SCN_CMD_ALL_WORLDS, write, max_transforms, \
+    SCN_F(entity), 0, "destroy an entity and its transform in every world")                        \
+  X("transform.create", transform_create, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, write,               \
+    max_transforms, SCN_F(world), SCN_F(entity) | SCN_F(parent) | SCN_F(name) | SCN_F_SPEC,        \
     "give an entity (new when absent) a transform")                                                \
-  X("transform.destroy", transform_destroy, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, max_transforms,    \
-    SCN_F(world) | SCN_F(entity), SCN_F(recursive),                                                \
+  X("transform.destroy", transform_destroy, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, write,             \
+    max_transforms, SCN_F(world) | SCN_F(entity), SCN_F(recursive),                                \
     "remove a transform (children become roots, or recursive)")                                    \
-  X("transform.link", transform_link, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, max_transforms,          \
+  X("transform.link", transform_link, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, write, max_transforms,   \
     SCN_F(world) | SCN_F(entity) | SCN_F(parent), SCN_F(keep),                                     \
     "put a transform under a parent (keep local or world)")                                        \
-  X("transform.unlink", transform_unlink, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, max_transforms,      \
-    SCN_F(world) | SCN_F(entity), SCN_F(keep), "make a transform a root (keep local or world)")    \
-  X("transform.set_local", transform_set_local, SCN_CMD_MUTATES | SCN_TRANSFORM_OP,                \
+  X("transform.unlink", transform_unlink, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, write,               \
+    max_transforms, SCN_F(world) | SCN_F(entity), SCN_F(keep),                                     \
+    "make a transform a root (keep local or world)")                                               \
+  X("transform.set_local", transform_set_local, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, write,         \
     max_transforms, SCN_F(world) | SCN_F(entity), SCN_F_SPEC, "set the local transform")           \
-  X("transform.set_world", transform_set_world, SCN_CMD_MUTATES | SCN_TRANSFORM_OP,                \
+  X("transform.set_world", transform_set_world, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, write,         \
     max_transforms, SCN_F(world) | SCN_F(entity), SCN_F_SPEC, "set the world transform")           \
-  X("transform.get", transform_get, SCN_TRANSFORM_OP | SCN_CMD_READ, max_transforms,               \
+  X("transform.get", transform_get, SCN_TRANSFORM_OP | SCN_CMD_READ, read, max_transforms,         \
     SCN_F(world) | SCN_F(entity), 0, "read parent, name, local and world matrices")                \
-  X("transform.children", transform_children, SCN_TRANSFORM_OP | SCN_CMD_READ, max_transforms,     \
-    SCN_F(world) | SCN_F(entity), 0, "list children in order")                                     \
-  X("transform.rename", transform_rename, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, max_transforms,      \
-    SCN_F(world) | SCN_F(entity) | SCN_F(name), 0, "rename a transform (null clears the name)")    \
-  X("transform.find", transform_find, SCN_TRANSFORM_OP | SCN_CMD_READ, max_transforms,             \
+  X("transform.children", transform_children, SCN_TRANSFORM_OP | SCN_CMD_READ, read,               \
+    max_transforms, SCN_F(world) | SCN_F(entity), 0, "list children in order")                     \
+  X("transform.rename", transform_rename, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, write,               \
+    max_transforms, SCN_F(world) | SCN_F(entity) | SCN_F(name), 0,                                 \
+    "rename a transform (null clears the name)")                                                   \
+  X("transform.find", transform_find, SCN_TRANSFORM_OP | SCN_CMD_READ, read, max_transforms,       \
     SCN_F(world) | SCN_F(path), 0, "find a transform by a path of names from a root")              \
-  X("transform.relative", transform_relative, SCN_TRANSFORM_OP | SCN_CMD_READ, max_transforms,     \
-    SCN_F(world) | SCN_F(entity) | SCN_F(to), 0, "inverse(world(to)) * world(entity)")             \
-  X("batch", batch, SCN_CMD_MUTATES | SCN_CMD_WORLD, max_transforms, SCN_F(world) | SCN_F(ops), 0, \
-    "apply transform.* ops atomically, in order")                                                  \
-  X("subscribe", subscribe, SCN_CMD_WORLD, none, SCN_F(world), SCN_F(root) | SCN_F(hz),            \
+  X("transform.relative", transform_relative, SCN_TRANSFORM_OP | SCN_CMD_READ, read,               \
+    max_transforms, SCN_F(world) | SCN_F(entity) | SCN_F(to), 0,                                   \
+    "inverse(world(to)) * world(entity)")                                                          \
+  X("batch", batch, SCN_CMD_MUTATES | SCN_CMD_WORLD, write, max_transforms,                        \
+    SCN_F(world) | SCN_F(ops), 0, "apply transform.* ops atomically, in order")                    \
+  X("subscribe", subscribe, SCN_CMD_WORLD, read, none, SCN_F(world), SCN_F(root) | SCN_F(hz),      \
     "stream a world's matrices (full, deltas)")                                                    \
-  X("unsubscribe", unsubscribe, 0, none, SCN_F(sub), 0, "end a subscription")                      \
-  X("info", info, SCN_CMD_READ, none, 0, 0, "daemon figures: version, uptime, counts")             \
-  X("save", save, 0, none, 0, 0, "write a snapshot now (needs --data)")
+  X("unsubscribe", unsubscribe, 0, read, none, SCN_F(sub), 0, "end a subscription")                \
+  X("info", info, SCN_CMD_READ, read, none, 0, 0, "daemon figures: version, uptime, counts")       \
+  X("save", save, 0, admin, none, 0, 0, "write a snapshot now (needs --data)")
 
 /* Each command's index in the table. */
 typedef enum scn_command_id {
-#define SCN_CMD_ID(name_, ident, flags_, limit_, req_, opt_, help_) SCN_C_##ident,
+#define SCN_CMD_ID(name_, ident, flags_, right_, limit_, req_, opt_, help_) SCN_C_##ident,
   SCN_COMMANDS(SCN_CMD_ID)
 #undef SCN_CMD_ID
       SCN_COMMAND_COUNT
@@ -157,6 +183,7 @@ typedef struct scn_command_info {
   const char *name;
   scn_command_id id;
   unsigned flags;
+  unsigned right; /* SCN_RIGHT bit */
   scn_limit_kind limit;
   scn_fieldset required;
   scn_fieldset optional;

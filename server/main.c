@@ -89,6 +89,38 @@ static void begin_shutdown(scn_server *srv) {
   uv_timer_start(&shutdown_timer, on_shutdown_poll, 0, 10);
 }
 
+/* ---- the access list ------------------------------------------------------------------- */
+
+/* A subscription stays while its connection may still read its world. */
+static bool may_still_read(void *ud, scn_conn *c, const char *world) {
+  scn_server *srv = ud;
+  const scn_acl_rule *r = scn_acl_rule_of(srv->acl, &c->who);
+  return r && (r->rights & SCN_RIGHT(read)) && scn_acl_allows_world(r, world);
+}
+
+/* SIGHUP: the access list is read again. A file that does not parse leaves the rules in force;
+ * a new one applies to every connection from its next command (by the hash of the token its
+ * hello gave), and ends the subscriptions it no longer allows. */
+static void on_hangup(uv_signal_t *h, int signum) {
+  (void)signum;
+  scn_server *srv = h->data;
+  if (!srv->acl) {
+    scn_log(SCN_LOG_INFO, "SIGHUP: nothing to reload (no --acl)", NULL);
+    return;
+  }
+  char err[512];
+  scn_acl *fresh;
+  if (scn_acl_load(srv->cfg.acl, &fresh, err, sizeof err) != 0) {
+    scn_log(SCN_LOG_WARN, "access list not reloaded: the rules in force stay", "error=\"%s\"", err);
+    return;
+  }
+  fresh->generation = srv->acl->generation + 1;
+  scn_acl_free(srv->acl);
+  srv->acl = fresh;
+  scn_stream_revoke(srv->stream, may_still_read, srv);
+  scn_log(SCN_LOG_INFO, "access list reloaded", "file=%s rules=%zu", srv->cfg.acl, fresh->n);
+}
+
 static void on_signal(uv_signal_t *h, int signum) {
   scn_server *srv = h->data;
   if (srv->stopping) {
@@ -188,6 +220,13 @@ int main(int argc, char **argv) {
     }
     scn_persist_start(srv.persist);
   }
+  if (srv.cfg.acl[0]) {
+    if (scn_acl_load(srv.cfg.acl, &srv.acl, err, sizeof err) != 0) {
+      fprintf(stderr, "scened: --acl %s\n", err);
+      return 2;
+    }
+    srv.acl->generation = 1;
+  }
   if (scn_tls_open(&srv) != 0)
     return 2;
   if (scn_http_listen(&srv) != 0)
@@ -196,23 +235,29 @@ int main(int argc, char **argv) {
     return 2;
   scn_log(SCN_LOG_INFO, "started",
           "version=%s tick_hz=%g max_clients=%llu max_line=%llu "
-          "max_worlds=%llu max_transforms=%llu output_limit=%llu auth=%s log_level=%s",
+          "max_worlds=%llu max_transforms=%llu output_limit=%llu auth=%s tls=%s log_level=%s",
           SCN_VERSION, srv.cfg.tick_hz, (unsigned long long)srv.cfg.max_clients,
           (unsigned long long)srv.cfg.max_line, (unsigned long long)srv.cfg.max_worlds,
           (unsigned long long)srv.cfg.max_transforms, (unsigned long long)srv.cfg.output_limit,
-          srv.cfg.auth_token[0] ? "on" : "off", scn_log_level_name(srv.cfg.log_level));
+          srv.acl                 ? "acl"
+          : srv.cfg.auth_token[0] ? "token"
+                                  : "off",
+          scn_tls_on() ? (srv.cfg.tls_ca[0] ? "on+client-certificates" : "on") : "off",
+          scn_log_level_name(srv.cfg.log_level));
 
   uv_timer_init(srv.loop, &tick_timer);
   tick_timer.data = &srv;
   tick_start_ns = uv_hrtime();
   schedule_tick(&srv);
   uv_timer_init(srv.loop, &shutdown_timer);
-  static uv_signal_t sigterm, sigint;
+  static uv_signal_t sigterm, sigint, sighup;
   uv_signal_init(srv.loop, &sigterm);
   uv_signal_init(srv.loop, &sigint);
-  sigterm.data = sigint.data = &srv;
+  uv_signal_init(srv.loop, &sighup);
+  sigterm.data = sigint.data = sighup.data = &srv;
   uv_signal_start(&sigterm, on_signal, SIGTERM);
   uv_signal_start(&sigint, on_signal, SIGINT);
+  uv_signal_start(&sighup, on_hangup, SIGHUP);
   if (stop_while_loading) /* asked before the loop took the signals over */
     begin_shutdown(&srv);
 
@@ -238,6 +283,7 @@ int main(int argc, char **argv) {
   uv_loop_close(srv.loop);
   scn_tls_close();
   scn_log(SCN_LOG_INFO, "stopped", "commands=%llu", (unsigned long long)srv.counters.commands);
+  scn_acl_free(srv.acl);
   scn_scene_free(srv.scene);
   scn_json_arena_uninstall();
   return 0;

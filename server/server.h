@@ -10,6 +10,7 @@
 #define SCN_SERVER_H
 
 #include "buf.h"
+#include "ops/acl.h"
 #include "ops/config.h"
 #include "ops/metrics.h"
 #include "scn_core.h"
@@ -44,6 +45,7 @@ typedef struct scn_counters {
   uint64_t commands;
   uint64_t by_command[64];
   uint64_t errors[16];
+  uint64_t unauthorized[64]; /* UNAUTHORIZED answers, by command */
   uint64_t connections_total;
   uint64_t rejected_clients;
   uint64_t bytes_in, bytes_out;
@@ -64,6 +66,7 @@ struct scn_server {
   uint64_t start_ms;
   scn_counters counters;
   scn_line_fn_t run_line; /* set by main: the dispatcher */
+  scn_acl *acl;           /* --acl: the rules in force (replaced on SIGHUP); NULL without */
   const scn_hooks *hooks[SCN_MAX_HOOKS];
   int nhooks;
 

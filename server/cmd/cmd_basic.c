@@ -22,13 +22,63 @@ static bool token_equal(const char *a, const char *b) {
   return diff == 0;
 }
 
+/* hello with a token under --acl: the connection takes the identity of the token's rule. */
+static int authenticate(scn_ctx *ctx, const char *token, scn_wire_error *err) {
+  scn_server *srv = ctx->srv;
+  scn_identity who = {.known = true, .generation = srv->acl->generation};
+  scn_acl_hash(token, strlen(token), who.token_sha256);
+  who.rule = scn_acl_match(srv->acl, who.token_sha256);
+  if (!who.rule) {
+    scn_log(SCN_LOG_WARN, "authentication failed", "conn=%llu peer=%s",
+            (unsigned long long)ctx->conn->id, ctx->conn->peer);
+    return scn_fail(err, SCN_W_UNAUTHORIZED, "unknown token");
+  }
+  ctx->conn->who = who;
+  ctx->rule = who.rule;
+  scn_log(SCN_LOG_DEBUG, "authenticated", "conn=%llu peer=%s acl_line=%u",
+          (unsigned long long)ctx->conn->id, ctx->conn->peer, who.rule->line);
+  return 0;
+}
+
+/* What the connection may do: its rule's rights and prefixes, or everything without --acl. */
+static void add_access(const scn_ctx *ctx, scn_buf *out) {
+  const scn_acl_rule *r = ctx->rule;
+  scn_reply_key(out, "rights");
+  scn_buf_addc(out, '[');
+  for (unsigned i = 0, n = 0; i < SCN_RIGHT_COUNT; i++)
+    if (!r || (r->rights & (1u << i))) {
+      if (n++)
+        scn_buf_addc(out, ',');
+      const char *name = scn_right_name((scn_right_bit)i);
+      scn_buf_add_json_string(out, name, strlen(name));
+    }
+  scn_buf_addc(out, ']');
+  scn_reply_key(out, "prefixes");
+  if (!r || r->all_worlds) {
+    scn_buf_adds(out, "[\"*\"]");
+    return;
+  }
+  scn_buf_addc(out, '[');
+  for (size_t i = 0; i < r->nprefixes; i++) {
+    if (i)
+      scn_buf_addc(out, ',');
+    scn_buf_add_json_string(out, r->prefixes[i], strlen(r->prefixes[i]));
+  }
+  scn_buf_addc(out, ']');
+}
+
 int scn_cmd_hello(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
-  const char *expected = ctx->srv->cfg.auth_token;
-  if (expected[0]) {
-    const char *token = NULL;
-    if ((a->f->present & SCN_F(token)) &&
-        scn_decode_string(a->f->v[SCN_F_token], "token", &token, err) < 0)
-      return scn_fail(err, SCN_W_UNAUTHORIZED, "field \"token\" must be a string");
+  scn_server *srv = ctx->srv;
+  const char *expected = srv->cfg.auth_token, *token = NULL;
+  if ((expected[0] || srv->acl) && (a->f->present & SCN_F(token)) &&
+      scn_decode_string(a->f->v[SCN_F_token], "token", &token, err) < 0)
+    return scn_fail(err, SCN_W_UNAUTHORIZED, "field \"token\" must be a string");
+  if (srv->acl) {
+    if (token && authenticate(ctx, token, err) < 0)
+      return -1;
+    if (!ctx->rule)
+      return scn_fail(err, SCN_W_UNAUTHORIZED, "a token is required");
+  } else if (expected[0]) {
     if (!token || !token_equal(token, expected)) {
       scn_log(SCN_LOG_WARN, "authentication failed", "conn=%llu peer=%s",
               (unsigned long long)ctx->conn->id, ctx->conn->peer);
@@ -42,6 +92,7 @@ int scn_cmd_hello(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error 
   scn_buf_add_json_string(out, SCN_VERSION, strlen(SCN_VERSION));
   scn_reply_key(out, "protocol");
   scn_buf_add_u64(out, SCN_PROTOCOL);
+  add_access(ctx, out);
   return 0;
 }
 
@@ -74,9 +125,13 @@ int scn_cmd_world_list(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_e
   scn_scene *scene = ctx->srv->scene;
   scn_reply_key(out, "worlds");
   scn_buf_addc(out, '[');
+  bool first = true;
   for (size_t i = 0; i < scn_world_count(scene); i++) {
     scn_world *w = scn_world_at(scene, i);
-    scn_buf_adds(out, i ? ",{\"name\":" : "{\"name\":");
+    if (ctx->rule && !scn_acl_allows_world(ctx->rule, scn_world_name(w)))
+      continue; /* --acl: only the worlds the token may see */
+    scn_buf_adds(out, first ? "{\"name\":" : ",{\"name\":");
+    first = false;
     scn_buf_add_json_string(out, scn_world_name(w), strlen(scn_world_name(w)));
     scn_buf_adds(out, ",\"transforms\":");
     scn_buf_add_u64(out, scn_world_transform_count(w));

@@ -10,7 +10,8 @@
 #include <string.h>
 
 static const scn_handler handlers[] = {
-#define SCN_HANDLER_ROW(name_, ident, flags_, limit_, required_, optional_, help_) scn_cmd_##ident,
+#define SCN_HANDLER_ROW(name_, ident, flags_, right_, limit_, required_, optional_, help_)         \
+  scn_cmd_##ident,
     SCN_COMMANDS(SCN_HANDLER_ROW)
 #undef SCN_HANDLER_ROW
 };
@@ -64,12 +65,53 @@ static int resolve_world(scn_ctx *ctx, const scn_fields *f, scn_wire_error *err)
   return 0;
 }
 
+static const char *right_name(unsigned right) {
+  for (unsigned r = 0; r < SCN_RIGHT_COUNT; r++)
+    if (right == 1u << r)
+      return scn_right_name((scn_right_bit)r);
+  return "?";
+}
+
+/* --acl: the command's right, and for one that reaches into every world the prefix "*". */
+static int check_right(const scn_ctx *ctx, const scn_command_info *cmd, const scn_fields *f,
+                       scn_wire_error *err) {
+  const scn_acl_rule *r = ctx->rule;
+  if (cmd->id == SCN_C_hello && (f->present & SCN_F(token)))
+    return 0; /* hello with a token authenticates: its handler decides */
+  if (!(r->rights & cmd->right))
+    return scn_fail(err, SCN_W_UNAUTHORIZED, "this token may not run %s (it needs the %s right)",
+                    cmd->name, right_name(cmd->right));
+  if ((cmd->flags & SCN_CMD_ALL_WORLDS) && !r->all_worlds)
+    return scn_fail(err, SCN_W_UNAUTHORIZED,
+                    "%s reaches into every world: it needs a token whose prefixes are *",
+                    cmd->name);
+  return 0;
+}
+
+/* --acl: a world a command names lies within the token's prefixes, whether it exists or not
+ * (so that a refusal tells nothing of other worlds). */
+static int check_world(const scn_ctx *ctx, const scn_fields *f, scn_wire_error *err) {
+  const char *name;
+  if (scn_decode_world_name(f->v[SCN_F_world], &name, err) < 0)
+    return -1;
+  if (!scn_acl_allows_world(ctx->rule, name))
+    return scn_fail(err, SCN_W_UNAUTHORIZED, "world \"%s\" is outside this token's prefixes", name);
+  return 0;
+}
+
 int scn_run_command(scn_ctx *ctx, const scn_command_info *cmd, const scn_fields *f, scn_buf *out,
                     scn_wire_error *err) {
   scn_fieldset required = cmd->required, rest = cmd->required | cmd->optional;
+  if (ctx->rule && check_right(ctx, cmd, f, err) < 0)
+    return -1;
   if (ctx->in_batch)
     required &= ~SCN_F(world);
   if (scn_fields_require(f, required, err) < 0)
+    return -1;
+  /* (An op of a batch acts on the batch's world, checked with the batch; one that names
+   * another world is refused for it as well.) */
+  if (ctx->rule && (rest & SCN_F(world)) && (f->present & SCN_F(world)) &&
+      check_world(ctx, f, err) < 0)
     return -1;
   ctx->cmd = cmd;
   if (cmd->flags & SCN_CMD_WORLD) {
@@ -90,6 +132,8 @@ int scn_run_command(scn_ctx *ctx, const scn_command_info *cmd, const scn_fields 
 static void count_error(scn_server *srv, const scn_command_info *cmd, scn_wire_code code,
                         bool over_output) {
   srv->counters.errors[code]++;
+  if (code == SCN_W_UNAUTHORIZED && cmd)
+    srv->counters.unauthorized[cmd->id]++;
   if (code != SCN_W_LIMIT)
     return;
   scn_limit_kind kind = over_output ? SCN_LIMIT_output_limit
@@ -132,8 +176,12 @@ static int execute(scn_dispatch *d, scn_conn *c, const char *line, size_t len, b
     } else if (!c && !(cmd->flags & SCN_CMD_MUTATES)) {
       /* Replay runs journaled commands only; the others need a connection. */
       scn_fail(&err, SCN_W_BAD_REQUEST, "%s is not a journaled command", name);
-    } else if (c && !c->authed && !(cmd->flags & SCN_CMD_OPEN)) {
-      scn_fail(&err, SCN_W_UNAUTHORIZED, "authenticate first: send hello with the token");
+    } else if (c && !c->authed && !(cmd->flags & SCN_CMD_OPEN) &&
+               !(srv->acl && scn_acl_rule_of(srv->acl, &c->who))) {
+      scn_fail(&err, SCN_W_UNAUTHORIZED,
+               c->who.known ? "this connection's token is no longer in the access list: send "
+                              "hello with a token"
+                            : "authenticate first: send hello with the token");
     } else if (c && (over_output = scn_conn_queued(c) > srv->cfg.output_limit)) {
       /* The client is not reading its responses: refuse more work until it does. */
       scn_fail(&err, SCN_W_LIMIT,
@@ -141,7 +189,12 @@ static int execute(scn_dispatch *d, scn_conn *c, const char *line, size_t len, b
                "the responses, then retry",
                scn_conn_queued(c), (unsigned long long)srv->cfg.output_limit);
     } else {
-      scn_ctx ctx = {.srv = srv, .d = d, .conn = c, .id = rq->id, .id_item = id_item};
+      scn_ctx ctx = {.srv = srv,
+                     .d = d,
+                     .conn = c,
+                     .rule = c && srv->acl ? scn_acl_rule_of(srv->acl, &c->who) : NULL,
+                     .id = rq->id,
+                     .id_item = id_item};
       if (id_item)
         scn_reply_begin(reply, id_item);
       else

@@ -28,7 +28,8 @@ struct scn_dispatch {
 typedef struct scn_ctx {
   scn_server *srv;
   scn_dispatch *d;
-  scn_conn *conn; /* NULL on replay */
+  scn_conn *conn;           /* NULL on replay */
+  const scn_acl_rule *rule; /* --acl: the connection's rule (NULL: no --acl, or anonymous) */
   const scn_command_info *cmd;
   scn_world *world;     /* the world named (SCN_CMD_WORLD), or the batch's */
   bool in_batch;        /* running an op of a batch */
@@ -40,7 +41,7 @@ typedef struct scn_ctx {
 
 typedef int (*scn_handler)(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err);
 
-#define SCN_DECLARE_HANDLER(name_, ident, flags_, limit_, required_, optional_, help_)             \
+#define SCN_DECLARE_HANDLER(name_, ident, flags_, right_, limit_, required_, optional_, help_)     \
   int scn_cmd_##ident(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err);
 SCN_COMMANDS(SCN_DECLARE_HANDLER)
 #undef SCN_DECLARE_HANDLER

@@ -47,7 +47,8 @@ static void describe_peer(scn_conn *c) {
 bool scn_conn_admit(scn_conn *c) {
   scn_server *srv = c->srv;
   c->id = ++srv->next_conn_id;
-  c->authed = srv->cfg.auth_token[0] == '\0';
+  /* With --acl every command is checked against the connection's rule instead. */
+  c->authed = srv->cfg.auth_token[0] == '\0' && !srv->acl;
   describe_peer(c);
   uv_tcp_nodelay(&c->tcp, 1);
   if (srv->nconns > srv->cfg.max_clients || srv->stopping) {

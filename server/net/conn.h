@@ -41,8 +41,9 @@ struct scn_conn {
   uv_write_t write_req;
   bool writing;
   bool reading;
-  bool closing; /* close once the output has drained */
-  bool authed;
+  bool closing;         /* close once the output has drained */
+  bool authed;          /* --auth-token given, or none needed (without --acl) */
+  scn_identity who;     /* --acl: the token hello named */
   bool rejected;        /* over --max-clients: one LIMIT line, then close */
   bool blocked;         /* waiting for a deferred reply: lines are held, not run */
   scn_buf held;         /* bytes read but not yet run while blocked */

@@ -116,6 +116,10 @@ static void emit_figures(scn_server *srv, sink *k) {
   SCN_WIRE_ERRORS(SCN_ERROR_SAMPLE)
 #undef SCN_ERROR_SAMPLE
   k->end_family(k);
+  k->family(k, "unauthorized_total", "counter", "UNAUTHORIZED answers, by command.");
+  for (unsigned i = 0; i < scn_command_count; i++)
+    k->sample(k, "command", scn_commands[i].name, (double)c->unauthorized[i]);
+  k->end_family(k);
   k->family(k, "command_duration_seconds", "histogram", "Time to handle one request.");
   k->histogram(k, &c->command_time);
   k->end_family(k);

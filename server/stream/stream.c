@@ -141,6 +141,21 @@ void scn_stream_world_destroyed(scn_stream *st, scn_world *w) {
   }
 }
 
+void scn_stream_revoke(scn_stream *st, bool (*keep)(void *ud, scn_conn *c, const char *world),
+                       void *ud) {
+  scn_sub *s = st->subs;
+  while (s) {
+    scn_sub *next = s->next;
+    if (!keep(ud, s->conn, scn_world_name(s->world))) {
+      scn_conn *c = s->conn;
+      write_event(s, "unsubscribed", ",\"reason\":\"unauthorized\"");
+      sub_remove(st, s);
+      scn_conn_schedule_flush(c);
+    }
+    s = next;
+  }
+}
+
 static void on_conn_closed(void *ud, scn_conn *c) {
   scn_stream *st = ud;
   while (c->subs)

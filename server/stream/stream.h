@@ -26,6 +26,10 @@ bool scn_stream_unsubscribe(scn_stream *st, scn_conn *c, uint64_t id);
 /* The world is about to be destroyed: its subscribers get world_destroyed, and their
  * subscriptions end. */
 void scn_stream_world_destroyed(scn_stream *st, scn_world *w);
+/* Ends every subscription that keep refuses now (the access list changed): its subscriber gets
+ * {"event":"unsubscribed","sub":S,"reason":"unauthorized"}. */
+void scn_stream_revoke(scn_stream *st, bool (*keep)(void *ud, scn_conn *c, const char *world),
+                       void *ud);
 uint64_t scn_stream_count(const scn_stream *st);
 
 #endif
