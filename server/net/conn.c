@@ -235,7 +235,6 @@ static void on_closed(uv_handle_t *h) {
     srv->conns = c->next;
   if (c->next)
     c->next->prev = c->prev;
-  srv->nconns--;
   scn_framer_free(&c->framer);
   scn_outq_free(&c->out);
   scn_outq_free(&c->inflight);
@@ -264,6 +263,8 @@ void scn_conn_close(scn_conn *c) {
         c->flush_queued = false;
         break;
       }
+  /* Its slot under --max-clients is free now, not once the loop has freed its memory. */
+  c->srv->nconns--;
   uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
 

@@ -210,3 +210,13 @@ bool scn_connect_at(const char *file, int line, scn_client *c, int port, bool fa
   assert_at(file, line, ok, "connected", fatal);
   return ok;
 }
+
+bool scn_connect_tls_at(const char *file, int line, scn_client *c, int port,
+                        const scn_tls_files *tls) {
+  char err[256];
+  bool ok = scn_client_connect_tls(c, port, tls, err, sizeof err) == 0;
+  assert_at(file, line, ok, "connected over TLS", false);
+  if (!ok)
+    fprintf(stderr, "\n  TLS connection to port %d: %s\n", port, err);
+  return ok;
+}

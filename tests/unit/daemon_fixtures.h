@@ -73,6 +73,10 @@ void scn_stop_ok_at(const char *file, int line, scn_daemon *d, int timeout_ms);
 /* Connects c to 127.0.0.1:port; a fatal assertion ends the test when it fails. */
 bool scn_connect_at(const char *file, int line, scn_client *c, int port, bool fatal);
 #define CONNECT(c, port) scn_connect_at(__FILE__, __LINE__, (c), (port), false)
+/* Connects c over TLS (scn_client_connect_tls); the library's reason is printed on failure. */
+bool scn_connect_tls_at(const char *file, int line, scn_client *c, int port,
+                        const scn_tls_files *tls);
+#define CONNECT_TLS(c, port, tls) scn_connect_tls_at(__FILE__, __LINE__, (c), (port), (tls))
 #define CONNECT_FATAL(c, port) scn_connect_at(__FILE__, __LINE__, (c), (port), true)
 
 #endif

@@ -1,5 +1,7 @@
 #include "harness.h"
 
+#include "scn_client.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -268,9 +270,30 @@ void scn_client_keep_events(scn_client *c) {
     abort();
 }
 
+int scn_client_connect_tls(scn_client *c, int port, const scn_tls_files *tls, char *err,
+                           size_t errlen) {
+  memset(c, 0, sizeof *c);
+  c->fd = -1;
+  scn_cli_options o = {.host = "127.0.0.1",
+                       .port = port,
+                       .timeout_ms = 10000,
+                       .tls = true,
+                       .tls_ca = tls->ca,
+                       .tls_cert = tls->cert,
+                       .tls_key = tls->key};
+  c->tls = scn_cli_connect(&o, err, errlen);
+  if (!c->tls)
+    return -1;
+  c->fd = scn_cli_fd(c->tls);
+  return 0;
+}
+
 void scn_client_close(scn_client *c) {
-  if (c->fd >= 0)
+  if (c->tls)
+    scn_cli_close(c->tls); /* and its descriptor */
+  else if (c->fd >= 0)
     close(c->fd);
+  c->tls = NULL;
   c->fd = -1;
   free(c->buf);
   c->buf = NULL;
@@ -281,6 +304,18 @@ void scn_client_close(scn_client *c) {
 
 int scn_client_send_raw(scn_client *c, const void *data, size_t len) {
   const char *p = data;
+  while (len && c->tls) {
+    ssize_t n = scn_cli_send_raw(c->tls, p, len);
+    if (n < 0)
+      return -1;
+    if (n == 0) {
+      struct pollfd w = {.fd = c->fd, .events = POLLOUT};
+      poll(&w, 1, 100);
+      continue;
+    }
+    p += n;
+    len -= (size_t)n;
+  }
   while (len) {
     ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL);
     if (n < 0) {
@@ -308,26 +343,33 @@ int scn_client_send(scn_client *c, const char *line) {
 
 /* Reads more bytes into the buffer; 1 read, 0 timeout, -1 end of stream or error. */
 static int fill(scn_client *c, long deadline) {
-  long left = deadline - scn_now_ms();
-  if (left < 0)
-    return 0;
-  struct pollfd p = {.fd = c->fd, .events = POLLIN};
-  int r = poll(&p, 1, (int)left);
-  if (r <= 0)
-    return 0;
-  if (c->cap - c->len < 65536) {
-    size_t cap = c->cap ? c->cap * 2 : 131072;
-    char *q = realloc(c->buf, cap);
-    if (!q)
+  for (;;) {
+    long left = deadline - scn_now_ms();
+    if (left < 0)
+      return 0;
+    if (!(c->tls && scn_cli_pending(c->tls))) {
+      struct pollfd p = {.fd = c->fd, .events = POLLIN};
+      int r = poll(&p, 1, (int)left);
+      if (r <= 0)
+        return 0;
+    }
+    if (c->cap - c->len < 65536) {
+      size_t cap = c->cap ? c->cap * 2 : 131072;
+      char *q = realloc(c->buf, cap);
+      if (!q)
+        return -1;
+      c->buf = q;
+      c->cap = cap;
+    }
+    ssize_t n = c->tls ? scn_cli_recv_raw(c->tls, c->buf + c->len, c->cap - c->len)
+                       : recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
+    if (n < 0 || (n == 0 && !c->tls))
       return -1;
-    c->buf = q;
-    c->cap = cap;
+    if (n > 0) {
+      c->len += (size_t)n;
+      return 1;
+    } /* TLS: a part of a record came, the rest is awaited */
   }
-  ssize_t n = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
-  if (n <= 0)
-    return -1;
-  c->len += (size_t)n;
-  return 1;
 }
 
 char *scn_client_recv(scn_client *c, int timeout_ms) {
@@ -443,26 +485,29 @@ bool scn_resp_has(const cJSON *r, const char *field) {
   return r && cJSON_GetObjectItemCaseSensitive(r, field) != NULL;
 }
 
-int scn_http_raw(int port, const char *req, char **resp, bool *closed) {
+int scn_https_raw(int port, const scn_tls_files *tls, const char *req, char **resp, bool *closed) {
   *resp = NULL;
   *closed = false;
   scn_client c;
-  if (scn_client_connect(&c, port) != 0)
+  char err[256];
+  if ((tls ? scn_client_connect_tls(&c, port, tls, err, sizeof err)
+           : scn_client_connect(&c, port)) != 0) {
+    *resp = strdup("");
     return 0;
+  }
   scn_client_send_raw(&c, req, strlen(req));
   text b = {0};
   long deadline = scn_now_ms() + 5000;
-  char tmp[8192];
   while (scn_now_ms() < deadline) {
-    struct pollfd p = {.fd = c.fd, .events = POLLIN};
-    if (poll(&p, 1, 50) <= 0)
-      continue;
-    ssize_t n = recv(c.fd, tmp, sizeof tmp, 0);
-    if (n <= 0) {
+    int r = fill(&c, scn_now_ms() + 50);
+    if (r < 0) {
       *closed = true;
       break;
     }
-    text_add(&b, tmp, (size_t)n);
+    if (r > 0) {
+      text_add(&b, c.buf, c.len);
+      c.len = 0;
+    }
   }
   scn_client_close(&c);
   int status = 0;
@@ -472,12 +517,63 @@ int scn_http_raw(int port, const char *req, char **resp, bool *closed) {
   return status;
 }
 
-int scn_http_get(int port, const char *path, char **resp) {
+int scn_http_raw(int port, const char *req, char **resp, bool *closed) {
+  return scn_https_raw(port, NULL, req, resp, closed);
+}
+
+int scn_https_get(int port, const scn_tls_files *tls, const char *path, char **resp) {
   char req[256];
   snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
            path);
   bool closed;
-  return scn_http_raw(port, req, resp, &closed);
+  return scn_https_raw(port, tls, req, resp, &closed);
+}
+
+int scn_http_get(int port, const char *path, char **resp) {
+  return scn_https_get(port, NULL, path, resp);
+}
+
+bool scn_find_script(const char *name, char *out, size_t n) {
+  const char *bin = scn_daemon_bin();
+  const char *slash = strrchr(bin, '/');
+  if (slash) {
+    int dlen = (int)(slash - bin);
+    const char *ups[] = {"/../scripts/", "/../../scripts/"};
+    for (int i = 0; i < 2; i++) {
+      snprintf(out, n, "%.*s%s%s", dlen, bin, ups[i], name);
+      if (access(out, R_OK) == 0)
+        return true;
+    }
+  }
+  snprintf(out, n, "scripts/%s", name);
+  return access(out, R_OK) == 0;
+}
+
+bool scn_make_certs(char *dir, size_t cap) {
+  char script[1024];
+  snprintf(dir, cap, "/tmp/scened-tls-XXXXXX");
+  if (!scn_find_script("tls-certs.sh", script, sizeof script) || !mkdtemp(dir))
+    return false;
+  scn_proc p;
+  const char *args[] = {dir, NULL};
+  if (!scn_proc_start(&p, script, args, NULL, NULL, 0))
+    return false;
+  int code = scn_proc_wait(&p, 30000);
+  if (code != 0)
+    fprintf(stderr, "tls-certs.sh: exit %d\n%s%s\n", code, text_str(&p.out), text_str(&p.err));
+  scn_proc_free(&p);
+  return code == 0;
+}
+
+void scn_remove_certs(const char *dir) {
+  const char *files[] = {"ca.pem",     "ca.key",     "server.pem",
+                         "server.key", "client.pem", "client.key"};
+  char path[1100];
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+    unlink(path);
+  }
+  rmdir(dir);
 }
 
 double scn_metric(const char *page, const char *name) {

@@ -62,12 +62,33 @@ bool scn_daemon_log_contains(const scn_daemon *d, const char *text);
 
 typedef struct scn_client {
   int fd;
+  struct scn_cli *tls; /* a TLS connection (the client library's); NULL on plain TCP */
   char *buf;
   size_t len, cap;
   cJSON *events; /* with scn_client_keep_events: events read while waiting for a response */
 } scn_client;
 
 int scn_client_connect(scn_client *c, int port); /* 0 or -1 */
+
+/* TLS for a test connection: the CA that must have signed the daemon's certificate, and this
+ * client's certificate and key (NULL: none). */
+typedef struct scn_tls_files {
+  const char *ca, *cert, *key;
+} scn_tls_files;
+/* Connects over TLS, the handshake done (through the C client library); every call below then
+ * speaks TLS. 0, or -1 with the library's reason in err. */
+int scn_client_connect_tls(scn_client *c, int port, const scn_tls_files *tls, char *err,
+                           size_t errlen);
+
+/* A file of the repository's scripts/ directory (found next to the daemon's build directory,
+ * or from the working directory), in out. */
+bool scn_find_script(const char *name, char *out, size_t n);
+/* A new temporary directory with a CA and a server and a client certificate signed by it
+ * (scripts/tls-certs.sh: the openssl command line); its path in dir. The files are ca.pem,
+ * server.pem, server.key, client.pem and client.key. */
+bool scn_make_certs(char *dir, size_t cap);
+/* Removes a directory made by scn_make_certs. */
+void scn_remove_certs(const char *dir);
 /* From now on, stream events that arrive while a call waits for its response are kept in
  * c->events (oldest first) instead of being dropped. */
 void scn_client_keep_events(scn_client *c);
@@ -112,6 +133,9 @@ char *scn_read_file(const char *path);
 int scn_http_raw(int port, const char *req, char **resp, bool *closed);
 /* GET path with Connection: close; as scn_http_raw. */
 int scn_http_get(int port, const char *path, char **resp);
+/* The same over TLS (HTTPS); 0 when the connection or its handshake failed. */
+int scn_https_raw(int port, const scn_tls_files *tls, const char *req, char **resp, bool *closed);
+int scn_https_get(int port, const scn_tls_files *tls, const char *path, char **resp);
 
 /* The value of the sample "name value" on a Prometheus text page, -1 when there is none. */
 double scn_metric(const char *page, const char *name);

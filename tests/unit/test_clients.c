@@ -267,24 +267,6 @@ static bool find_in_path(const char *name, char *out, size_t n) {
   }
 }
 
-/* A file of the repository's scripts/ directory: next to the daemon's build directory (one or
- * two levels up from SCENED_BIN), or relative to the working directory. */
-static bool find_script(const char *name, char *out, size_t n) {
-  const char *bin = scn_daemon_bin();
-  const char *slash = strrchr(bin, '/');
-  if (slash) {
-    int dlen = (int)(slash - bin);
-    const char *ups[] = {"/../scripts/", "/../../scripts/"};
-    for (int i = 0; i < 2; i++) {
-      snprintf(out, n, "%.*s%s%s", dlen, bin, ups[i], name);
-      if (access(out, R_OK) == 0)
-        return true;
-    }
-  }
-  snprintf(out, n, "scripts/%s", name);
-  return access(out, R_OK) == 0;
-}
-
 /* ---- C library -------------------------------------------------------------------------- */
 
 static void test_lib_calls(void) {
@@ -1190,7 +1172,7 @@ static void test_python_selftest(void) {
     printf("\n  note: python3 is not on PATH; the Python client's self-test is skipped\n");
     return;
   }
-  CU_ASSERT_FATAL(find_script("scened_client.py", script, sizeof script));
+  CU_ASSERT_FATAL(scn_find_script("scened_client.py", script, sizeof script));
   char port[16];
   snprintf(port, sizeof port, "%d", dmn.port);
   const char *args[] = {script, "--host", "127.0.0.1", "--port", port, "--selftest", NULL};
@@ -1214,7 +1196,7 @@ static void test_car_demo(void) {
     printf("\n  note: bash is not on PATH; the shell example is skipped\n");
     return;
   }
-  CU_ASSERT_FATAL(find_script("car_demo.sh", script, sizeof script));
+  CU_ASSERT_FATAL(scn_find_script("car_demo.sh", script, sizeof script));
   char ctl_env[1100];
   snprintf(ctl_env, sizeof ctl_env, "SCENECTL=%s", ctl_bin());
   const char *set[] = {"SCENED_HOST=127.0.0.1", port_env, ctl_env, NULL};

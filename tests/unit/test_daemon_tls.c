@@ -1,0 +1,555 @@
+/* TLS on the daemon's ports against the real daemon, with certificates the suite makes with the
+ * openssl command line (scripts/tls-certs.sh) in temporary directories: every command and
+ * pipelining over TLS, a subscriber that stops reading, plain text on a TLS port (never
+ * executed), clients that refuse an untrusted daemon, client certificates, a stalled handshake
+ * cut off (and its slot under --max-clients freed), HTTPS, and the files refused at start. */
+#include "daemon_fixtures.h"
+#include "scn_client.h"
+#include "suites.h"
+#include "wire.h"
+
+#include <CUnit/CUnit.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Two CAs, each with a server and a client certificate: the daemon uses ours; theirs is one
+ * that nobody here trusts. */
+static char ours[64], theirs[64];
+
+static const char *file_in(const char *dir, const char *name) {
+  static char paths[8][128];
+  static int next;
+  char *p = paths[next++ % 8];
+  snprintf(p, sizeof paths[0], "%s/%s", dir, name);
+  return p;
+}
+
+static scn_tls_files trust_ours(void) { return (scn_tls_files){.ca = file_in(ours, "ca.pem")}; }
+
+/* Starts a TLS daemon with the extra args (NULL-terminated, may be NULL). */
+static bool start_tls(scn_daemon *d, const char *const *extra) {
+  const char *args[40] = {"--tls-cert", file_in(ours, "server.pem"), "--tls-key",
+                          file_in(ours, "server.key")};
+  int n = 4;
+  for (int i = 0; extra && extra[i] && n < 38; i++)
+    args[n++] = extra[i];
+  args[n] = NULL;
+  return START(d, args);
+}
+
+/* A figure of the daemon's /metrics page over HTTPS (-1 when absent). */
+static double https_metric(const scn_daemon *d, const char *sample) {
+  scn_tls_files t = trust_ours();
+  char *page;
+  int status = scn_https_get(d->http_port, &t, "/metrics", &page);
+  double v = status == 200 ? scn_metric(page, sample) : -1;
+  free(page);
+  return v;
+}
+
+/* ---- every command ------------------------------------------------------------------------ */
+
+static void test_every_command(void) {
+  char data[] = "/tmp/scened-tls-data-XXXXXX";
+  CU_ASSERT_FATAL(mkdtemp(data) != NULL);
+  scn_daemon d;
+  const char *extra[] = {"--data", data, NULL};
+  if (!start_tls(&d, extra))
+    return;
+  scn_client c;
+  scn_tls_files t = trust_ours();
+  if (!CONNECT_TLS(&c, d.port, &t)) {
+    scn_daemon_stop(&d, SIGKILL, 2000);
+    return;
+  }
+  OKD(&c, "{\"cmd\":\"ping\"}");
+  OKD(&c, "{\"cmd\":\"hello\"}");
+  OKD(&c, "{\"cmd\":\"info\"}");
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
+  cJSON *r = OK(&c, "{\"cmd\":\"entity.create\",\"count\":2}");
+  const cJSON *ids = cJSON_GetObjectItemCaseSensitive(r, "entities");
+  long long e1 = (long long)cJSON_GetArrayItem(ids, 0)->valuedouble;
+  long long e2 = (long long)cJSON_GetArrayItem(ids, 1)->valuedouble;
+  cJSON_Delete(r);
+  r = OK(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"name\":\"car\",\"t\":[1,0,0]}");
+  long long car = (long long)scn_resp_id(r, "entity");
+  cJSON_Delete(r);
+  OKD(&c,
+      "{\"cmd\":\"transform.create\",\"world\":\"w\",\"entity\":%lld,\"parent\":%lld,"
+      "\"name\":\"wheel\",\"t\":[0,1,0]}",
+      e1, car);
+  OKD(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"entity\":%lld}", e2);
+  r = OK(&c, "{\"cmd\":\"transform.get\",\"world\":\"w\",\"entity\":%lld}", e1);
+  const cJSON *m = cJSON_GetObjectItemCaseSensitive(r, "world");
+  CU_ASSERT_EQUAL(cJSON_GetArrayItem(m, 12)->valuedouble, 1);
+  CU_ASSERT_EQUAL(cJSON_GetArrayItem(m, 13)->valuedouble, 1);
+  cJSON_Delete(r);
+  OKD(&c, "{\"cmd\":\"transform.children\",\"world\":\"w\",\"entity\":%lld}", car);
+  OKD(&c, "{\"cmd\":\"transform.rename\",\"world\":\"w\",\"entity\":%lld,\"name\":\"fl\"}", e1);
+  OKD(&c, "{\"cmd\":\"transform.find\",\"world\":\"w\",\"path\":\"car/fl\"}");
+  OKD(&c, "{\"cmd\":\"transform.relative\",\"world\":\"w\",\"entity\":%lld,\"to\":%lld}", e1, car);
+  OKD(&c, "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%lld,\"t\":[2,0,0]}", car);
+  OKD(&c, "{\"cmd\":\"transform.set_world\",\"world\":\"w\",\"entity\":%lld,\"t\":[0,0,5]}", e1);
+  OKD(&c, "{\"cmd\":\"transform.link\",\"world\":\"w\",\"entity\":%lld,\"parent\":%lld}", e2, car);
+  OKD(&c, "{\"cmd\":\"transform.unlink\",\"world\":\"w\",\"entity\":%lld}", e2);
+  OKD(&c,
+      "{\"cmd\":\"batch\",\"world\":\"w\",\"ops\":[{\"cmd\":\"transform.set_local\","
+      "\"entity\":%lld,\"t\":[3,0,0]},{\"cmd\":\"transform.get\",\"entity\":%lld}]}",
+      car, e1);
+  scn_client_keep_events(&c);
+  r = OK(&c, "{\"cmd\":\"subscribe\",\"world\":\"w\"}");
+  double sub = scn_resp_num(r, "sub");
+  cJSON_Delete(r);
+  cJSON *frame = scn_next_event(&c, 5000); /* the full frame, over TLS */
+  CU_ASSERT_TRUE(scn_resp_str_is(frame, "event", "frame"));
+  CU_ASSERT_TRUE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(frame, "full")));
+  CU_ASSERT_EQUAL(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(frame, "set")), 3);
+  cJSON_Delete(frame);
+  OKD(&c, "{\"cmd\":\"unsubscribe\",\"sub\":%.0f}", sub);
+  r = OK(&c, "{\"cmd\":\"save\"}");
+  CU_ASSERT_TRUE(scn_resp_num(r, "bytes") > 0);
+  cJSON_Delete(r);
+  OKD(&c, "{\"cmd\":\"transform.destroy\",\"world\":\"w\",\"entity\":%lld}", e2);
+  OKD(&c, "{\"cmd\":\"entity.destroy\",\"entity\":%lld}", e1);
+  r = OK(&c, "{\"cmd\":\"world.list\"}");
+  CU_ASSERT_EQUAL(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "worlds")), 1);
+  cJSON_Delete(r);
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"w\"}");
+  /* Every command of the table was run, over TLS. */
+  r = OK(&c, "{\"cmd\":\"info\"}");
+  const cJSON *by = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "metrics"),
+                                                     "commands_total");
+  for (unsigned i = 0; i < scn_command_count; i++) {
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(by, scn_commands[i].name);
+    bool ran = cJSON_IsNumber(n) && n->valuedouble >= 1;
+    CU_ASSERT_TRUE(ran);
+    if (!ran)
+      fprintf(stderr, "\n  %s was not run over TLS\n", scn_commands[i].name);
+  }
+  cJSON_Delete(r);
+  scn_client_close(&c);
+  STOP_OK(&d, 5000);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", data);
+  CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
+/* 20,000 requests in one write (many TLS records, read in pieces): every response, in order. */
+static void test_pipelined(void) {
+  scn_daemon d;
+  if (!start_tls(&d, NULL))
+    return;
+  scn_client c;
+  scn_tls_files t = trust_ours();
+  if (!CONNECT_TLS(&c, d.port, &t)) {
+    scn_daemon_stop(&d, SIGKILL, 2000);
+    return;
+  }
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"p\"}");
+  cJSON *r = OK(&c, "{\"cmd\":\"transform.create\",\"world\":\"p\"}");
+  long long e = (long long)scn_resp_id(r, "entity");
+  cJSON_Delete(r);
+  enum { N = 20000 };
+  text lines = {0};
+  for (int i = 0; i < N; i++)
+    if (i % 2)
+      text_addf(&lines, "{\"cmd\":\"transform.get\",\"world\":\"p\",\"entity\":%lld,\"id\":%d}\n",
+                e, i);
+    else
+      text_addf(&lines,
+                "{\"cmd\":\"transform.set_local\",\"world\":\"p\",\"entity\":%lld,\"t\":[%d,0,0],"
+                "\"id\":%d}\n",
+                e, i, i);
+  CU_ASSERT_EQUAL_FATAL(scn_client_send_raw(&c, lines.s, lines.len), 0);
+  int in_order = 0, right = 0;
+  for (int i = 0; i < N; i++) {
+    cJSON *resp = scn_recv_object(&c, SCN_RESPONSE_MS);
+    if (!resp)
+      break;
+    in_order += scn_resp_ok(resp) && scn_resp_num(resp, "id") == i;
+    if (i % 2) { /* a get sees the set just before it */
+      const cJSON *w = cJSON_GetObjectItemCaseSensitive(resp, "world");
+      right += cJSON_GetArrayItem(w, 12) && cJSON_GetArrayItem(w, 12)->valuedouble == i - 1;
+    }
+    cJSON_Delete(resp);
+  }
+  CU_ASSERT_EQUAL(in_order, N);
+  CU_ASSERT_EQUAL(right, N / 2);
+  text_free(&lines);
+  scn_client_close(&c);
+  STOP_OK(&d, 5000);
+}
+
+/* ---- a subscriber that stops reading ------------------------------------------------------ */
+
+/* With --output-limit 256 KiB, a TLS subscriber of 5,000 moving transforms reads nothing for
+ * two seconds: the daemon's memory stays bounded (its frames are dropped while it lags), and
+ * once it reads it converges on a full frame of the final state, as on plain TCP. */
+static void test_slow_subscriber(void) {
+  scn_daemon d;
+  const char *extra[] = {"--tick-hz", "20", "--output-limit", "262144", NULL};
+  if (!start_tls(&d, extra))
+    return;
+  scn_client ctl, sub;
+  scn_tls_files t = trust_ours();
+  if (!CONNECT_TLS(&ctl, d.port, &t) || !CONNECT_TLS(&sub, d.port, &t)) {
+    scn_daemon_stop(&d, SIGKILL, 2000);
+    return;
+  }
+  enum { KIDS = 5000 };
+  OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"big\"}");
+  cJSON *r = OK(&ctl, "{\"cmd\":\"transform.create\",\"world\":\"big\"}");
+  long long root = (long long)scn_resp_id(r, "entity");
+  cJSON_Delete(r);
+  text batch = {0};
+  text_addf(&batch, "{\"cmd\":\"batch\",\"world\":\"big\",\"ops\":[");
+  for (int i = 0; i < KIDS; i++)
+    text_addf(&batch, "%s{\"cmd\":\"transform.create\",\"parent\":%lld,\"t\":[%d,%d,0]}",
+              i ? "," : "", root, i % 100, i / 100);
+  text_addf(&batch, "]}");
+  OKD(&ctl, "%s", batch.s);
+  text_free(&batch);
+  r = OK(&sub, "{\"cmd\":\"subscribe\",\"world\":\"big\"}");
+  cJSON_Delete(r);
+  scn_sleep_ms(200);
+  long base = scn_rss_kib(d.pid), peak = base;
+  int x = 0;
+  for (long end = scn_now_ms() + 2000; scn_now_ms() < end; scn_sleep_ms(50)) {
+    OKD(&ctl, "{\"cmd\":\"transform.set_local\",\"world\":\"big\",\"entity\":%lld,\"t\":[%d,0,0]}",
+        root, ++x);
+    long rss = scn_rss_kib(d.pid);
+    peak = rss > peak ? rss : peak;
+  }
+  CU_ASSERT_TRUE(peak - base < 64 * 1024);
+  if (peak - base >= 64 * 1024)
+    fprintf(stderr, "\n  memory grew by %ld KiB while a TLS subscriber stalled\n", peak - base);
+  /* It reads now: frames, then a full frame with the root where it stopped. */
+  bool converged = false;
+  long deadline = scn_now_ms() + 20000;
+  while (!converged && scn_now_ms() < deadline) {
+    cJSON *f = scn_next_event(&sub, 3000);
+    if (!f)
+      break;
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "full"))) {
+      const cJSON *set = cJSON_GetObjectItemCaseSensitive(f, "set"), *it;
+      cJSON_ArrayForEach(it, set) {
+        if (scn_resp_num(it, "e") == (double)root) {
+          const cJSON *m = cJSON_GetObjectItemCaseSensitive(it, "m");
+          converged =
+              cJSON_GetArraySize(set) == KIDS + 1 && cJSON_GetArrayItem(m, 12)->valuedouble == x;
+        }
+      }
+    }
+    cJSON_Delete(f);
+  }
+  CU_ASSERT_TRUE(converged);
+  r = OK(&ctl, "{\"cmd\":\"info\"}");
+  const cJSON *metrics = cJSON_GetObjectItemCaseSensitive(r, "metrics");
+  CU_ASSERT_TRUE(scn_resp_num(metrics, "stream_lags_total") >= 1);
+  CU_ASSERT_TRUE(scn_resp_num(metrics, "stream_resyncs_total") >= 1);
+  cJSON_Delete(r);
+  /* The connection is as good as new: a request and its answer. */
+  OKD(&sub, "{\"cmd\":\"ping\"}");
+  scn_client_close(&sub);
+  scn_client_close(&ctl);
+  STOP_OK(&d, 5000);
+}
+
+/* ---- refusals ----------------------------------------------------------------------------- */
+
+/* Plain text on either TLS port is a failed handshake: closed, nothing run, nothing answered. */
+static void test_plain_text_refused(void) {
+  scn_daemon d;
+  if (!start_tls(&d, NULL))
+    return;
+  scn_client plain;
+  CONNECT(&plain, d.port);
+  const char *lines = "{\"cmd\":\"world.create\",\"world\":\"plain\"}\n{\"cmd\":\"ping\"}\n";
+  scn_client_send_raw(&plain, lines, strlen(lines));
+  char *got = scn_client_recv(&plain, 3000);
+  CU_ASSERT_PTR_NULL(got);
+  free(got);
+  CU_ASSERT_TRUE(scn_client_closed(&plain, 3000));
+  scn_client_close(&plain);
+  char *resp;
+  bool closed;
+  int status =
+      scn_http_raw(d.http_port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", &resp, &closed);
+  CU_ASSERT_EQUAL(status, 0);
+  CU_ASSERT_TRUE(closed);
+  CU_ASSERT_PTR_NULL(strstr(resp, "scened_"));
+  free(resp);
+  scn_client c;
+  scn_tls_files t = trust_ours();
+  if (CONNECT_TLS(&c, d.port, &t)) {
+    cJSON *r = OK(&c, "{\"cmd\":\"info\"}");
+    CU_ASSERT_EQUAL(scn_resp_num(r, "worlds"), 0);
+    CU_ASSERT_EQUAL(scn_resp_num(r, "commands"), 1); /* this one */
+    cJSON_Delete(r);
+    scn_client_close(&c);
+  }
+  CU_ASSERT_EQUAL(https_metric(&d, "scened_tls_handshake_failures_total{reason=\"not_tls\"}"), 2);
+  STOP_OK(&d, 5000);
+}
+
+/* The clients refuse a daemon whose certificate no CA they were given has signed. */
+static void test_untrusted_daemon(void) {
+  scn_daemon d;
+  if (!start_tls(&d, NULL))
+    return;
+  char err[256];
+  scn_cli_options o = {.host = "127.0.0.1", .port = d.port, .tls_ca = file_in(theirs, "ca.pem")};
+  scn_cli *cli = scn_cli_connect(&o, err, sizeof err);
+  CU_ASSERT_PTR_NULL(cli);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err, "not trusted"));
+  scn_cli_close(cli);
+  /* By name and by address, with the right CA, it connects. */
+  o.tls_ca = file_in(ours, "ca.pem");
+  const char *hosts[] = {"127.0.0.1", "localhost"};
+  for (int i = 0; i < 2; i++) {
+    o.host = hosts[i];
+    cli = scn_cli_connect(&o, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL(cli);
+    CU_ASSERT_EQUAL(cli ? scn_cli_call_line(cli, "{\"cmd\":\"ping\"}", NULL) : -1, SCN_CLI_OK);
+    scn_cli_close(cli);
+  }
+  /* scenectl: exit 2 and the reason; with the right CA, the answer. */
+  const char *ctl = getenv("SCENECTL_BIN") ? getenv("SCENECTL_BIN") : "build/scenectl";
+  char port[16];
+  snprintf(port, sizeof port, "%d", d.port);
+  struct {
+    const char *ca;
+    int code;
+  } runs[] = {{file_in(theirs, "ca.pem"), 2}, {file_in(ours, "ca.pem"), 0}, {NULL, 2}};
+  for (int i = 0; i < 3; i++) {
+    const char *args[] = {"--port",
+                          port,
+                          runs[i].ca ? "--tls-ca" : "--tls",
+                          runs[i].ca ? runs[i].ca : "world.create",
+                          runs[i].ca ? "world.create" : "world=x",
+                          runs[i].ca ? "world=x" : NULL,
+                          NULL};
+    scn_proc p;
+    CU_ASSERT_FATAL(scn_proc_start(&p, ctl, args, NULL, NULL, 0));
+    CU_ASSERT_EQUAL(scn_proc_wait(&p, 20000), runs[i].code);
+    if (runs[i].code)
+      CU_ASSERT_PTR_NOT_NULL(strstr(text_str(&p.err), "not trusted"));
+    scn_proc_free(&p);
+  }
+  /* Only the trusted run created the world. */
+  scn_client c;
+  scn_tls_files t = trust_ours();
+  if (CONNECT_TLS(&c, d.port, &t)) {
+    cJSON *r = OK(&c, "{\"cmd\":\"info\"}");
+    CU_ASSERT_EQUAL(scn_resp_num(r, "worlds"), 1);
+    cJSON_Delete(r);
+    scn_client_close(&c);
+  }
+  CU_ASSERT_TRUE(https_metric(&d, "scened_tls_handshake_failures_total{reason=\"peer_refused\"}") >=
+                 2);
+  STOP_OK(&d, 5000);
+}
+
+/* Sends a request that creates world over c and tells whether any answer came. */
+static bool answered(scn_client *c, const char *world) {
+  char line[128];
+  snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", world);
+  if (scn_client_send(c, line) != 0)
+    return false;
+  char *got = scn_client_recv(c, 3000);
+  free(got);
+  return got != NULL;
+}
+
+/* With --tls-ca, a client without a certificate, or with one another CA signed, is refused
+ * and nothing it sent runs; one with a certificate of that CA is served. */
+static void test_client_certificates(void) {
+  scn_daemon d;
+  const char *extra[] = {"--tls-ca", file_in(ours, "ca.pem"), NULL};
+  if (!start_tls(&d, extra))
+    return;
+  scn_tls_files none = trust_ours();
+  scn_tls_files foreign = {file_in(ours, "ca.pem"), file_in(theirs, "client.pem"),
+                           file_in(theirs, "client.key")};
+  scn_tls_files good = {file_in(ours, "ca.pem"), file_in(ours, "client.pem"),
+                        file_in(ours, "client.key")};
+  scn_client c;
+  char err[256];
+  /* TLS 1.3 lets the client finish its side first: the refusal comes as the connection's end. */
+  if (scn_client_connect_tls(&c, d.port, &none, err, sizeof err) == 0) {
+    CU_ASSERT_FALSE(answered(&c, "nocert"));
+    scn_client_close(&c);
+  }
+  if (scn_client_connect_tls(&c, d.port, &foreign, err, sizeof err) == 0) {
+    CU_ASSERT_FALSE(answered(&c, "foreign"));
+    scn_client_close(&c);
+  }
+  if (CONNECT_TLS(&c, d.port, &good)) {
+    cJSON *r = OK(&c, "{\"cmd\":\"world.list\"}");
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "worlds")), 0);
+    cJSON_Delete(r);
+    scn_client_close(&c);
+  }
+  /* HTTPS asks for the certificate too. */
+  char *resp;
+  CU_ASSERT_EQUAL(scn_https_get(d.http_port, &none, "/healthz", &resp), 0);
+  free(resp);
+  CU_ASSERT_EQUAL(scn_https_get(d.http_port, &good, "/healthz", &resp), 200);
+  free(resp);
+  char *page = NULL;
+  CU_ASSERT_EQUAL(scn_https_get(d.http_port, &good, "/metrics", &page), 200);
+  CU_ASSERT_TRUE(
+      scn_metric(page, "scened_tls_handshake_failures_total{reason=\"client_certificate\"}") >= 3);
+  free(page);
+  STOP_OK(&d, 5000);
+}
+
+/* ---- handshakes that never end ------------------------------------------------------------ */
+
+/* Two connections that never finish a handshake hold both slots of --max-clients 2: a TLS
+ * client then gets one LIMIT line. Within the timeout both are closed, and the slots serve. */
+static void test_handshake_timeout(void) {
+  scn_daemon d;
+  const char *extra[] = {"--tls-handshake-timeout", "0.5", "--max-clients", "2", NULL};
+  if (!start_tls(&d, extra))
+    return;
+  scn_client silent, partial, c;
+  CONNECT(&silent, d.port);
+  CONNECT(&partial, d.port);
+  scn_client_send_raw(&partial, "\x16\x03\x01\x02", 4); /* the start of a ClientHello */
+  long t0 = scn_now_ms();
+  scn_tls_files t = trust_ours();
+  if (CONNECT_TLS(&c, d.port, &t)) {
+    cJSON *r = scn_recv_object(&c, 5000);
+    CU_ASSERT_TRUE(scn_resp_code(r) && !strcmp(scn_resp_code(r), "LIMIT"));
+    cJSON_Delete(r);
+    CU_ASSERT_TRUE(scn_client_closed(&c, 3000));
+    scn_client_close(&c);
+  }
+  CU_ASSERT_TRUE(scn_client_closed(&silent, 5000));
+  CU_ASSERT_TRUE(scn_client_closed(&partial, 5000));
+  long took = scn_now_ms() - t0;
+  CU_ASSERT_TRUE(took >= 400 && took < 3000);
+  scn_client_close(&silent);
+  scn_client_close(&partial);
+  if (CONNECT_TLS(&c, d.port, &t)) {
+    OKD(&c, "{\"cmd\":\"ping\"}");
+    scn_client_close(&c);
+  }
+  CU_ASSERT_EQUAL(https_metric(&d, "scened_tls_handshake_failures_total{reason=\"timeout\"}"), 2);
+  CU_ASSERT_EQUAL(https_metric(&d, "scened_limit_rejections_total{limit=\"max_clients\"}"), 1);
+  STOP_OK(&d, 5000);
+}
+
+/* ---- HTTPS -------------------------------------------------------------------------------- */
+
+static void test_https(void) {
+  scn_daemon d;
+  if (!start_tls(&d, NULL))
+    return;
+  scn_tls_files t = trust_ours();
+  char *resp;
+  CU_ASSERT_EQUAL(scn_https_get(d.http_port, &t, "/healthz", &resp), 200);
+  CU_ASSERT_PTR_NOT_NULL(strstr(resp, "\r\n\r\nok\n"));
+  free(resp);
+  CU_ASSERT_EQUAL(scn_https_get(d.http_port, &t, "/readyz", &resp), 200);
+  free(resp);
+  /* Keep-alive: two requests on one connection, both answered. */
+  bool closed;
+  CU_ASSERT_EQUAL(scn_https_raw(d.http_port, &t,
+                                "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                                "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                                &resp, &closed),
+                  200);
+  CU_ASSERT_PTR_NOT_NULL(strstr(strstr(resp, "ok\n") + 3, "HTTP/1.1 200 OK"));
+  free(resp);
+  char *page = NULL;
+  CU_ASSERT_EQUAL(scn_https_get(d.http_port, &t, "/metrics", &page), 200);
+  const char *body = page ? strstr(page, "\r\n\r\n") : NULL;
+  CU_ASSERT_PTR_NOT_NULL_FATAL(body);
+  CU_ASSERT_TRUE(scn_metric(body + 4, "scened_tls_handshakes_total{port=\"http\"}") >= 4);
+  double expiry = scn_metric(body + 4, "scened_tls_certificate_expiry_timestamp_seconds");
+  double now = (double)time(NULL);
+  CU_ASSERT_TRUE(expiry > now + 800 * 86400.0 && expiry < now + 830 * 86400.0);
+  char path[] = "/tmp/scened-tls-metrics-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd >= 0 && system("command -v promtool >/dev/null 2>&1") == 0) {
+    CU_ASSERT(write(fd, body + 4, strlen(body + 4)) == (ssize_t)strlen(body + 4));
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "promtool check metrics < %s >/dev/null 2>&1", path);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+  }
+  if (fd >= 0) {
+    close(fd);
+    unlink(path);
+  }
+  free(page);
+  STOP_OK(&d, 5000);
+}
+
+/* ---- files refused at start --------------------------------------------------------------- */
+
+static void test_bad_files(void) {
+  const char *cert = file_in(ours, "server.pem"), *key = file_in(ours, "server.key");
+  const char *other_key = file_in(theirs, "server.key"), *ca = file_in(ours, "ca.pem");
+  const char *const cases[][7] = {
+      {"--tls-cert", "/nonexistent/server.pem", "--tls-key", key, NULL},
+      {"--tls-cert", key, "--tls-key", key, NULL},        /* no certificate in it */
+      {"--tls-cert", cert, "--tls-key", cert, NULL},      /* no key in it */
+      {"--tls-cert", cert, "--tls-key", other_key, NULL}, /* a key of another certificate */
+      {"--tls-cert", cert, "--tls-key", key, "--tls-ca", key, NULL}, /* no CA in it */
+      {"--tls-cert", cert, NULL},                                    /* no key */
+      {"--tls-ca", ca, NULL},                                        /* no certificate */
+  };
+  const char *why[] = {"No such file",    "no usable PEM certificate", "no usable PEM private key",
+                       "does not match",  "no usable PEM CA",          "needs --tls-key",
+                       "needs --tls-cert"};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *args[12] = {"--listen", "127.0.0.1:0", "--http", "off"};
+    int n = 4;
+    for (int k = 0; cases[i][k]; k++)
+      args[n++] = cases[i][k];
+    args[n] = NULL;
+    scn_proc p;
+    CU_ASSERT_FATAL(scn_proc_start(&p, scn_daemon_bin(), args, NULL, NULL, 0));
+    CU_ASSERT_EQUAL(scn_proc_wait(&p, 10000), 2);
+    const char *err = text_str(&p.err);
+    const char *nl = strchr(err, '\n');
+    bool one_line = nl && nl[1] == '\0' && !strncmp(err, "scened: ", 8);
+    CU_ASSERT_TRUE(one_line && strstr(err, why[i]));
+    if (!one_line || !strstr(err, why[i]))
+      fprintf(stderr, "\n  case %zu: expected one line with \"%s\", got: %s\n", i, why[i], err);
+    scn_proc_free(&p);
+  }
+}
+
+/* ---- registration ------------------------------------------------------------------------- */
+
+static int suite_init(void) {
+  return scn_make_certs(ours, sizeof ours) && scn_make_certs(theirs, sizeof theirs) ? 0 : -1;
+}
+
+static int suite_clean(void) {
+  scn_remove_certs(ours);
+  scn_remove_certs(theirs);
+  return 0;
+}
+
+int scn_test_register_daemon_tls(void) {
+  static const scn_test tests[] = {
+      {"every command over TLS", test_every_command},
+      {"20,000 pipelined requests over TLS, in order", test_pipelined},
+      {"a TLS subscriber that stops reading lags, then resyncs", test_slow_subscriber},
+      {"plain text on a TLS port is never run", test_plain_text_refused},
+      {"clients refuse an untrusted daemon", test_untrusted_daemon},
+      {"--tls-ca: clients without a good certificate are refused", test_client_certificates},
+      {"a stalled handshake is cut off and frees its slot", test_handshake_timeout},
+      {"HTTPS: health, keep-alive, metrics with the TLS figures", test_https},
+      {"unreadable or mismatched files: one line, exit 2", test_bad_files},
+  };
+  return SCN_ADD_SUITE("daemon_tls", suite_init, suite_clean, tests);
+}
