@@ -21,7 +21,8 @@
   X(clients)                                                                                       \
   X(daemon_ops)                                                                                    \
   X(daemon_torture)                                                                                \
-  X(daemon_tls)
+  X(daemon_tls)                                                                                    \
+  X(daemon_acl)
 
 /* A suite's tests, in the order they run. */
 typedef struct scn_test {
