@@ -10,14 +10,20 @@
         sub = c.subscribe("main", on_event=mirror.apply)
         c.poll(1.0)                      # frames arrive; mirror.matrices holds the world
 
+Over TLS (a daemon with --tls-cert), with the standard library's ssl module; the daemon's
+certificate must be signed by a CA of tls_ca (or of the system) and name the host:
+    Client("127.0.0.1", 7878, tls_ca="ca.pem")
+    Client("127.0.0.1", 7878, tls_ca="ca.pem", tls_cert="client.pem", tls_key="client.key")
+
 Run it as a program for a self-check against a running daemon:
-    python3 scripts/scened_client.py --port 7878 --selftest
+    python3 scripts/scened_client.py --port 7878 --selftest [--tls-ca ca.pem]
 """
 
 import argparse
 import json
 import os
 import socket
+import ssl
 import sys
 import time
 
@@ -31,13 +37,32 @@ class ScenedError(Exception):
         self.message = message
 
 
+def tls_context(tls_ca=None, tls_cert=None, tls_key=None):
+    """A client context: TLS 1.2 or later, the daemon's certificate verified against tls_ca (a
+    PEM file; None: the system's CAs) and the host name, and this client's certificate when
+    the daemon asks for one (--tls-ca)."""
+    ctx = ssl.create_default_context(cafile=tls_ca)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    if tls_cert:
+        ctx.load_cert_chain(tls_cert, tls_key)
+    return ctx
+
+
 class Client:
-    def __init__(self, host=None, port=None, token=None, timeout=10.0):
+    def __init__(self, host=None, port=None, token=None, timeout=10.0, tls=False, tls_ca=None,
+                 tls_cert=None, tls_key=None):
         host = host or os.environ.get("SCENED_HOST", "127.0.0.1")
         port = int(port or os.environ.get("SCENED_PORT", 7878))
         token = token or os.environ.get("SCENED_AUTH_TOKEN") or None
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if tls or tls_ca or tls_cert:
+            ctx = tls_context(tls_ca, tls_cert, tls_key)
+            try:
+                self.sock = ctx.wrap_socket(self.sock, server_hostname=host)
+            except BaseException:
+                self.sock.close()
+                raise
         self.buf = b""
         self.on_event = None
         if token:
@@ -65,6 +90,8 @@ class Client:
                 chunk = self.sock.recv(1 << 20)
             except socket.timeout:
                 return None
+            except (ssl.SSLEOFError, ssl.SSLZeroReturnError):
+                chunk = b""
             finally:
                 self.sock.settimeout(10.0)
             if not chunk:
@@ -150,7 +177,9 @@ class Mirror:
 def selftest(args):
     """Builds a small world, mirrors it, checks the mirror against transform.get."""
     world = f"pyclient-{os.getpid()}"
-    with Client(args.host, args.port, args.token) as c, Client(args.host, args.port, args.token) as s:
+    tls = dict(tls=args.tls, tls_ca=args.tls_ca, tls_cert=args.tls_cert, tls_key=args.tls_key)
+    with Client(args.host, args.port, args.token, **tls) as c, \
+            Client(args.host, args.port, args.token, **tls) as s:
         c.call("world.create", world=world)
         car = c.call("transform.create", world=world, name="car", t=[1, 2, 3])["entity"]
         wheels = [c.call("transform.create", world=world, parent=car, name=f"wheel{i}",
@@ -184,13 +213,21 @@ def main():
     p.add_argument("--host")
     p.add_argument("--port", type=int)
     p.add_argument("--token")
+    p.add_argument("--tls", action="store_true", help="speak TLS (verified with the system's CAs)")
+    p.add_argument("--tls-ca", help="the CA (PEM) that signed the daemon's certificate")
+    p.add_argument("--tls-cert", help="this client's certificate (PEM), with --tls-key")
+    p.add_argument("--tls-key", help="the key of --tls-cert")
     p.add_argument("--selftest", action="store_true", help="check the client against a daemon")
     p.add_argument("cmd", nargs="?", help="a command, e.g. world.list")
     p.add_argument("fields", nargs="*", help="key=value (values parsed as JSON when they can be)")
     args = p.parse_args()
-    if args.selftest:
-        selftest(args)
-        return 0
+    try:
+        if args.selftest:
+            selftest(args)
+            return 0
+    except ssl.SSLError as e:
+        print(f"TLS: {e}", file=sys.stderr)
+        return 2
     if not args.cmd:
         p.print_usage()
         return 2
@@ -201,7 +238,13 @@ def main():
             fields[key] = json.loads(value)
         except ValueError:
             fields[key] = value
-    with Client(args.host, args.port, args.token) as c:
+    try:
+        c = Client(args.host, args.port, args.token, tls=args.tls, tls_ca=args.tls_ca,
+                   tls_cert=args.tls_cert, tls_key=args.tls_key)
+    except ssl.SSLError as e:
+        print(f"TLS: {e}", file=sys.stderr)
+        return 2
+    with c:
         try:
             print(json.dumps(c.call(args.cmd, **fields)))
         except ScenedError as e:

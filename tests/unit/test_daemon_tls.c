@@ -354,6 +354,47 @@ static void test_untrusted_daemon(void) {
   STOP_OK(&d, 5000);
 }
 
+/* The Python client (the standard library's ssl module): its self-test over TLS, a client
+ * certificate when the daemon asks for one, and a refusal of an untrusted daemon. */
+static void test_python_client(void) {
+  char script[1024];
+  if (system("command -v python3 >/dev/null 2>&1") != 0) {
+    printf("\n  note: python3 is not on PATH; the Python client over TLS is skipped\n");
+    return;
+  }
+  CU_ASSERT_FATAL(scn_find_script("scened_client.py", script, sizeof script));
+  scn_daemon d;
+  const char *extra[] = {"--tls-ca", file_in(ours, "ca.pem"), NULL};
+  if (!start_tls(&d, extra))
+    return;
+  char port[16];
+  snprintf(port, sizeof port, "%d", d.port);
+  struct {
+    const char *ca, *cert, *key;
+    int code;
+    const char *err;
+  } runs[] = {
+      {file_in(ours, "ca.pem"), file_in(ours, "client.pem"), file_in(ours, "client.key"), 0, ""},
+      {file_in(theirs, "ca.pem"), file_in(ours, "client.pem"), file_in(ours, "client.key"), 2,
+       "CERTIFICATE_VERIFY_FAILED"},
+  };
+  for (int i = 0; i < 2; i++) {
+    const char *args[] = {"--host",    "localhost", "--port",     port,
+                          "--tls-ca",  runs[i].ca,  "--tls-cert", runs[i].cert,
+                          "--tls-key", runs[i].key, "--selftest", NULL};
+    scn_proc p;
+    CU_ASSERT_FATAL(scn_proc_start(&p, script, args, NULL, NULL, 0));
+    int code = scn_proc_wait(&p, 30000);
+    CU_ASSERT_EQUAL(code, runs[i].code);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text_str(&p.err), runs[i].err));
+    if (code != runs[i].code)
+      fprintf(stderr, "\n  scened_client.py: exit %d\n%s%s\n", code, text_str(&p.out),
+              text_str(&p.err));
+    scn_proc_free(&p);
+  }
+  STOP_OK(&d, 5000);
+}
+
 /* Sends a request that creates world over c and tells whether any answer came. */
 static bool answered(scn_client *c, const char *world) {
   char line[128];
@@ -546,6 +587,7 @@ int scn_test_register_daemon_tls(void) {
       {"a TLS subscriber that stops reading lags, then resyncs", test_slow_subscriber},
       {"plain text on a TLS port is never run", test_plain_text_refused},
       {"clients refuse an untrusted daemon", test_untrusted_daemon},
+      {"the Python client over TLS", test_python_client},
       {"--tls-ca: clients without a good certificate are refused", test_client_certificates},
       {"a stalled handshake is cut off and frees its slot", test_handshake_timeout},
       {"HTTPS: health, keep-alive, metrics with the TLS figures", test_https},
