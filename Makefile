@@ -147,7 +147,7 @@ test: layering $(TEST_BIN) $(SCENED) $(SCENECTL) $(WWW_STAMP)
 test-timeout-check: $(TEST_BIN) $(SCENED)
 	SCENED_BIN=$(abspath $(SCENED)) tests/tools/check_timeout.sh $(TEST_BIN)
 
-WEB_TESTS := tests/web/ws.test.mjs tests/web/static.test.mjs
+WEB_TESTS := tests/web/ws.test.mjs tests/web/wss.test.mjs tests/web/static.test.mjs
 ifneq ($(wildcard /usr/bin/chromium),)
   WEB_TESTS += tests/web/browser.test.mjs
 endif

@@ -1,5 +1,6 @@
-// scened's staging view. One WebSocket to the daemon (GET /ws on the page's own host), speaking
-// the same protocol as a TCP client: hello (with a token when the daemon asks for one), a
+// scened's staging view. One WebSocket to the daemon (GET /ws on the page's own host; wss:// when
+// the page came over HTTPS), speaking the same protocol as a TCP client: hello (with a token
+// when the daemon asks for one; its answer says what the token may do, shown as "access"), a
 // subscription to the chosen world whose frames move the 3D view and the selected entity's
 // matrices, transform.get for names and parents, and once a second info and world.list for
 // the figures in the header and the world list. Nothing is fetched from anywhere else.
@@ -87,6 +88,7 @@ class Connection {
 const state = {
   status: 'connecting',
   version: '',
+  access: null,         // { rights, prefixes } from hello
   worlds: [],
   world: null,          // the chosen world's name
   sub: 0,               // its subscription
@@ -157,9 +159,24 @@ $('auth-form').addEventListener('submit', async (ev) => {
   }
 });
 
+// What the connection may do, from hello: its rights and the world-name prefixes they cover.
+function describeAccess(hello) {
+  const rights = hello.rights || [];
+  const prefixes = hello.prefixes || [];
+  const where = prefixes.includes('*') ? 'every world' : prefixes.map((p) => `${p}*`).join(', ');
+  return rights.length ? `${rights.join(', ')} on ${where}` : 'nothing';
+}
+
 function onAuthenticated(hello) {
   state.version = hello.version;
+  state.access = { rights: hello.rights || [], prefixes: hello.prefixes || [] };
   $('f-version').textContent = hello.version;
+  $('f-access').textContent = describeAccess(hello);
+  if (!state.access.rights.includes('read')) {
+    sessionStorage.removeItem('scened.token');
+    askToken('This token may not read: the view needs one with the read right.');
+    return;
+  }
   setStatus('ready', 'live');
   poll();
   clearInterval(pollTimer);
@@ -194,7 +211,14 @@ async function poll() {
   let info, list;
   try {
     [info, list] = await Promise.all([conn.call('info'), conn.call('world.list')]);
-  } catch {
+  } catch (e) {
+    // The access list changed under the page (SIGHUP): its token no longer reads.
+    if (e.code === 'UNAUTHORIZED' && state.status !== 'auth') {
+      clearInterval(pollTimer);
+      pollTimer = null;
+      sessionStorage.removeItem('scened.token');
+      askToken('The token is no longer allowed to read.');
+    }
     return;
   }
   const now = performance.now();
@@ -591,6 +615,7 @@ $('marker').addEventListener('input', (ev) => view.setMarkerScale(Number(ev.targ
 window.scened = {
   get status() { return state.status; },
   get version() { return state.version; },
+  get access() { return state.access && { ...state.access }; },
   get worlds() { return state.worlds.map((w) => ({ ...w })); },
   get world() { return state.world; },
   get entityCount() { return state.entities.size; },

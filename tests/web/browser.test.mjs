@@ -1,12 +1,15 @@
 // The staging view in headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core
 // from the npm registry): it loads from the daemon, lists the worlds, follows an entity that a
 // TCP client moves, shows the selected entity's matrices, asks for the token when there is one,
-// keeps up with 10,000 moving transforms, and logs no console errors. The screenshot is saved
-// as build/staging-view.png (SCENED_SCREENSHOT).
+// keeps up with 10,000 moving transforms, works over HTTPS and wss:// with an access list
+// (showing what the token may do), and logs no console errors. The screenshot is saved as
+// build/staging-view.png (SCENED_SCREENSHOT).
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { TcpClient, repo, requireModule, sleep, startDaemon, until } from './lib.mjs';
+import { TcpClient, makeCerts, repo, requireModule, sleep, startDaemon, until } from './lib.mjs';
 
 const { chromium } = requireModule('playwright-core');
 const screenshot = process.env.SCENED_SCREENSHOT || path.join(repo, 'build/staging-view.png');
@@ -19,9 +22,10 @@ async function launch() {
   });
 }
 
-// A page whose console errors, page errors and requests to other hosts are recorded.
-async function openPage(browser, httpPort) {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 860 } });
+// A page whose console errors, page errors and requests to other hosts are recorded; over
+// HTTPS when secure (the test's own CA is not the browser's: its certificate is accepted).
+async function openPage(browser, httpPort, secure = false) {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 860 }, ignoreHTTPSErrors: secure });
   const problems = [];
   page.on('console', (m) => {
     if (m.type() === 'error') problems.push(`console error: ${m.text()}`);
@@ -33,7 +37,7 @@ async function openPage(browser, httpPort) {
       problems.push(`request to another host: ${r.url()}`);
   });
   page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
-  await page.goto(`http://127.0.0.1:${httpPort}/`);
+  await page.goto(`${secure ? 'https' : 'http'}://127.0.0.1:${httpPort}/`);
   return { page, problems };
 }
 
@@ -219,6 +223,46 @@ describe('staging view: a daemon with a token', () => {
       await browser.close();
       tcp.close();
       assert.equal(await d.stop(), 0);
+    }
+  });
+});
+
+describe('staging view: HTTPS, wss:// and an access list', () => {
+  test('asks for a token, shows what it may do and only the worlds it may see', async () => {
+    const certs = makeCerts();
+    const hash = (t) => createHash('sha256').update(t).digest('hex');
+    const acl = path.join(certs.dir, 'acl');
+    writeFileSync(acl, `${hash('op')} read,write,admin *\n${hash('viewer')} read match7.\n${hash('writer')} write *\n`);
+    const d = await startDaemon([...certs.serverArgs, '--acl', acl]);
+    const tcp = await TcpClient.connect(d.port, { ca: certs.ca });
+    const browser = await launch();
+    try {
+      const ok = async (req) => assert.equal((await tcp.call(req)).ok, true);
+      await ok({ cmd: 'hello', token: 'op' });
+      await ok({ cmd: 'world.create', world: 'match7.a' });
+      await ok({ cmd: 'world.create', world: 'match8.x' });
+      await ok({ cmd: 'transform.create', world: 'match7.a', name: 'ball' });
+      const { page, problems } = await openPage(browser, d.httpPort, true);
+      assert.equal(new URL(page.url()).protocol, 'https:');
+      await page.waitForSelector('#auth:not(.hidden)');
+      // a token that may not read is not enough for the view
+      await page.fill('#auth-token', 'writer');
+      await page.click('#auth-form button');
+      await until(async () => /may not read/.test(await page.textContent('#auth-error')), 'the refusal');
+      await page.fill('#auth-token', 'viewer');
+      await page.click('#auth-form button');
+      await page.waitForSelector('#auth', { state: 'hidden' });
+      await page.waitForFunction(() => window.scened.status === 'ready' && window.scened.world === 'match7.a');
+      assert.equal(await page.textContent('#f-access'), 'read on match7.*');
+      assert.deepEqual(await scened(page, () => window.scened.access), { rights: ['read'], prefixes: ['match7.'] });
+      assert.deepEqual((await scened(page, () => window.scened.worlds)).map((w) => w.name), ['match7.a']);
+      await page.waitForFunction(() => window.scened.findByName('ball') > 0);
+      assert.deepEqual(problems, []);
+    } finally {
+      await browser.close();
+      tcp.close();
+      assert.equal(await d.stop(), 0);
+      certs.remove();
     }
   });
 });

@@ -1,11 +1,14 @@
 // Helpers for the WebSocket and browser tests: start the real daemon on ephemeral ports, talk
 // to it over TCP (newline-delimited JSON) and over WebSocket (the `ws` package, an RFC 6455
 // client from the npm registry), and speak raw frames where a test needs to break the rules.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -145,12 +148,33 @@ class Rpc {
   }
 }
 
+// A CA with a server and a client certificate, made by scripts/tls-certs.sh (the openssl
+// command line) in a new temporary directory: paths, the CA's PEM text, and remove().
+export function makeCerts() {
+  const dir = mkdtempSync(path.join(tmpdir(), 'scened-tls-'));
+  const r = spawnSync('bash', [path.join(repo, 'scripts/tls-certs.sh'), dir], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`tls-certs.sh failed: ${r.stderr}`);
+  const f = (name) => path.join(dir, name);
+  return {
+    dir,
+    ca: readFileSync(f('ca.pem')),
+    serverArgs: ['--tls-cert', f('server.pem'), '--tls-key', f('server.key')],
+    caFile: f('ca.pem'),
+    clientCert: readFileSync(f('client.pem')),
+    clientKey: readFileSync(f('client.key')),
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
 export class TcpClient extends Rpc {
-  static async connect(port) {
+  // tlsOptions (ca, cert, key, ...): the connection speaks TLS (node:tls), verified.
+  static async connect(port, tlsOptions = null) {
     const c = new TcpClient();
-    c.sock = net.connect(port, '127.0.0.1');
+    c.sock = tlsOptions
+      ? tls.connect({ port, host: '127.0.0.1', ...tlsOptions })
+      : net.connect(port, '127.0.0.1');
     await new Promise((resolve, reject) => {
-      c.sock.once('connect', resolve);
+      c.sock.once(tlsOptions ? 'secureConnect' : 'connect', resolve);
       c.sock.once('error', reject);
     });
     let buf = '';
@@ -171,10 +195,12 @@ export class TcpClient extends Rpc {
 }
 
 export class WsClient extends Rpc {
+  // With options.ca (or any TLS option of the ws package), wss:// on an HTTPS port.
   static async connect(httpPort, options = {}) {
     const WebSocket = requireModule('ws');
     const c = new WsClient();
-    c.ws = new WebSocket(`ws://127.0.0.1:${httpPort}/ws`, options);
+    const secure = options.ca || options.cert || options.rejectUnauthorized !== undefined;
+    c.ws = new WebSocket(`${secure ? 'wss' : 'ws'}://127.0.0.1:${httpPort}/ws`, options);
     c.raw = [];
     c.closed = new Promise((resolve) => {
       c.ws.on('close', (code, reason) => {
