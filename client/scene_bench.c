@@ -3,8 +3,10 @@
  *   scene-bench [--host H] [--port P] [--token T] [-c CLIENTS] [-n REQUESTS] [-P PIPELINE]
  *               [-t TEST[,TEST...]] [-S SUBSCRIBERS] [-K DESCENDANTS] [--seconds S] [--json]
  *
- * Tests: ping, set_local (t/r/s), set_matrix, get, batch (16 set_local ops per batch), and
- * stream (S subscribers of a root with K descendants that moves every tick). Each test builds
+ * Tests: ping, set_local (t/r/s), set_partial (the rotation alone, "partial": true, of
+ * transforms that have a translation and a scale to keep), set_matrix, get, batch (16 set_local
+ * ops per batch), and stream (S subscribers of a root with K descendants that moves every
+ * tick). Each test builds
  * its own world and removes it afterwards. One line per test with ops/s (matrices/s for
  * stream) and latency percentiles; --json prints one JSON object per test instead.
  */
@@ -13,10 +15,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,6 +154,14 @@ static size_t make_request(load *L, char *buf) {
       put_s(&p, ",1.5,2]}");
     }
     put_s(&p, "]}\n");
+  } else if (!strcmp(L->test, "set_partial")) {
+    put_s(&p, "{\"cmd\":\"transform.set_local\",\"world\":\"");
+    put_s(&p, L->world);
+    put_s(&p, "\",\"entity\":");
+    put_u64(&p, e);
+    put_s(&p, ",\"partial\":true,\"r\":[0,1,0,");
+    put_u64(&p, k % 100000);
+    put_s(&p, ".5]}\n");
   } else { /* set_local */
     put_s(&p, "{\"cmd\":\"transform.set_local\",\"world\":\"");
     put_s(&p, L->world);
@@ -235,10 +245,9 @@ static void print_result(const opts *o, const char *test, const char *unit, doub
            "\"%s\":%.0f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,\"errors\":%ld}\n",
            test, o->clients, o->pipeline, n, secs, unit, rate, p50, p99, p999, errors);
   else
-    printf("%-10s %10.0f %s  p50=%.3f ms  p99=%.3f ms  p999=%.3f ms  (%zu samples, %d clients, "
+    printf("%-11s %10.0f %s  p50=%.3f ms  p99=%.3f ms  p999=%.3f ms  (%zu samples, %d clients, "
            "pipeline %d%s)\n",
-           test, rate, unit, p50, p99, p999, n, o->clients, o->pipeline,
-           errors ? ", ERRORS" : "");
+           test, rate, unit, p50, p99, p999, n, o->clients, o->pipeline, errors ? ", ERRORS" : "");
   fflush(stdout);
 }
 
@@ -249,9 +258,14 @@ static void setup_world(load *L, scn_cli *admin) {
   cJSON_Delete(call_or_die(admin, line));
   L->nentities = 1000;
   L->entities = malloc(sizeof(double) * L->nentities);
-  /* Pipelined creation, then one read per request. */
+  /* Pipelined creation, then one read per request. A partial set keeps what the transform
+   * has, so there it has every part. */
+  const char *spec = strcmp(L->test, "set_partial") == 0
+                         ? ",\"t\":[1.5,2.25,-3],\"r\":[0,0,0.38268343,0.92387953],\"s\":[1,2,1]"
+                         : "";
   for (size_t i = 0; i < L->nentities; i++) {
-    snprintf(line, sizeof line, "{\"cmd\":\"transform.create\",\"world\":\"%s\"}", L->world);
+    snprintf(line, sizeof line, "{\"cmd\":\"transform.create\",\"world\":\"%s\"%s}", L->world,
+             spec);
     scn_cli_send_line(admin, line, strlen(line));
   }
   for (size_t i = 0; i < L->nentities; i++) {
@@ -493,9 +507,8 @@ static void run_snapshot(const opts *o) {
   for (long done = 0; done < K;) {
     long trees = 0;
     for (; trees < GROUP && done + trees * TREE < K; trees++) {
-      snprintf(line, sizeof line,
-               "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"t\":[%ld,1,2]}", world,
-               done + trees * TREE);
+      snprintf(line, sizeof line, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"t\":[%ld,1,2]}",
+               world, done + trees * TREE);
       scn_cli_send_line(admin, line, strlen(line));
     }
     long sent = 0;
@@ -579,14 +592,21 @@ static void usage(void) {
           "usage: scene-bench [--host H] [--port P] [--token T] [-c CLIENTS] [-n REQUESTS]\n"
           "                   [-P PIPELINE] [-t TEST[,TEST]] [-S SUBSCRIBERS] [-K DESCENDANTS]\n"
           "                   [--seconds S] [--json]\n"
-          "tests: ping, set_local, set_matrix, get, batch, stream (-S subscribers of a root\n"
+          "tests: ping, set_local, set_partial, set_matrix, get, batch, stream (-S subscribers of "
+          "a root\n"
           "with -K descendants), snapshot (save of a world of -K transforms; needs --data)\n");
   exit(2);
 }
 
 int main(int argc, char **argv) {
-  opts o = {.host = "127.0.0.1", .port = 7878, .clients = 50, .pipeline = 16,
-            .requests = 200000, .subscribers = 10, .descendants = 10000, .seconds = 5};
+  opts o = {.host = "127.0.0.1",
+            .port = 7878,
+            .clients = 50,
+            .pipeline = 16,
+            .requests = 200000,
+            .subscribers = 10,
+            .descendants = 10000,
+            .seconds = 5};
   strcpy(o.tests, "ping,set_local,set_matrix,get,batch");
   const char *env;
   if ((env = getenv("SCENED_HOST")))
@@ -624,8 +644,8 @@ int main(int argc, char **argv) {
       usage();
 #undef ARG
   }
-  if (o.clients < 1 || o.pipeline < 1 || o.requests < 1 || o.subscribers < 1 ||
-      o.descendants < 0 || !(o.seconds > 0))
+  if (o.clients < 1 || o.pipeline < 1 || o.requests < 1 || o.subscribers < 1 || o.descendants < 0 ||
+      !(o.seconds > 0))
     usage();
   char *save, *t = strtok_r(o.tests, ",", &save);
   for (; t; t = strtok_r(NULL, ",", &save)) {
@@ -633,8 +653,8 @@ int main(int argc, char **argv) {
       run_stream(&o);
     else if (!strcmp(t, "snapshot"))
       run_snapshot(&o);
-    else if (!strcmp(t, "ping") || !strcmp(t, "set_local") || !strcmp(t, "set_matrix") ||
-             !strcmp(t, "get") || !strcmp(t, "batch"))
+    else if (!strcmp(t, "ping") || !strcmp(t, "set_local") || !strcmp(t, "set_partial") ||
+             !strcmp(t, "set_matrix") || !strcmp(t, "get") || !strcmp(t, "batch"))
       run_load(&o, t);
     else
       die("unknown test \"%s\"", t);
