@@ -120,6 +120,14 @@ static void put_s(char **p, const char *s) {
   *p += n;
 }
 
+/* The start of a transform.set_local of entity e, up to its spec. */
+static void put_set_local(char **p, const load *L, uint64_t e) {
+  put_s(p, "{\"cmd\":\"transform.set_local\",\"world\":\"");
+  put_s(p, L->world);
+  put_s(p, "\",\"entity\":");
+  put_u64(p, e);
+}
+
 /* Writes one request of the test into buf; values change every time so no set is a no-op. */
 static size_t make_request(load *L, char *buf) {
   char *p = buf;
@@ -134,10 +142,7 @@ static size_t make_request(load *L, char *buf) {
     put_u64(&p, e);
     put_s(&p, "}\n");
   } else if (!strcmp(L->test, "set_matrix")) {
-    put_s(&p, "{\"cmd\":\"transform.set_local\",\"world\":\"");
-    put_s(&p, L->world);
-    put_s(&p, "\",\"entity\":");
-    put_u64(&p, e);
+    put_set_local(&p, L, e);
     put_s(&p, ",\"matrix\":[0.8,0.6,0,0,-0.6,0.8,0,0,0,0,1,0,");
     put_u64(&p, k % 100000);
     put_s(&p, ".5,2.25,-3.125,1]}\n");
@@ -155,18 +160,12 @@ static size_t make_request(load *L, char *buf) {
     }
     put_s(&p, "]}\n");
   } else if (!strcmp(L->test, "set_partial")) {
-    put_s(&p, "{\"cmd\":\"transform.set_local\",\"world\":\"");
-    put_s(&p, L->world);
-    put_s(&p, "\",\"entity\":");
-    put_u64(&p, e);
+    put_set_local(&p, L, e);
     put_s(&p, ",\"partial\":true,\"r\":[0,1,0,");
     put_u64(&p, k % 100000);
     put_s(&p, ".5]}\n");
   } else { /* set_local */
-    put_s(&p, "{\"cmd\":\"transform.set_local\",\"world\":\"");
-    put_s(&p, L->world);
-    put_s(&p, "\",\"entity\":");
-    put_u64(&p, e);
+    put_set_local(&p, L, e);
     put_s(&p, ",\"t\":[");
     put_u64(&p, k % 100000);
     put_s(&p, ".5,2.25,-3],\"r\":[0,0.38268343,0,0.92387953],\"s\":[1,2,1]}\n");

@@ -247,51 +247,48 @@ static void test_partial_set_world_child(void) {
   /* the child's origin: 10 + 2 * rot90(1,0,0) */
   CHECK_PARTS(&w0, (&(parts){{10, 2, 0}, {w0.r[0], w0.r[1], w0.r[2], w0.r[3]}, {2, 2, 2}}));
 
-  /* The world rotation alone: no rotation in the world, the position and scale stay. */
-  OKD(&c,
-      "{\"cmd\":\"transform.set_world\",\"world\":\"child\",\"entity\":%llu,\"partial\":true,"
-      "\"r\":[0,0,0,1]}",
-      (ull)e);
-  CU_ASSERT_EQUAL_FATAL(WORLD_PARTS(&c, "child", e, &w), 1);
-  CHECK_PARTS(&w, (&(parts){{10, 2, 0}, {0, 0, 0, 1}, {2, 2, 2}}));
-  /* the local undoes the parent's turn, keeps its translation, and has scale 1 */
-  CU_ASSERT_EQUAL_FATAL(LOCAL_PARTS(&c, "child", e, &l), 1);
-  CHECK_PARTS(&l, (&(parts){{1, 0, 0}, {0, 0, -0.70710677f, 0.70710677f}, {1, 1, 1}}));
-
-  /* The world translation alone: (0,5,0) is 10 + 2 * rot90(2.5,5,0). */
-  OKD(&c,
-      "{\"cmd\":\"transform.set_world\",\"world\":\"child\",\"entity\":%llu,\"partial\":true,"
-      "\"t\":[0,5,0]}",
-      (ull)e);
-  CU_ASSERT_EQUAL_FATAL(WORLD_PARTS(&c, "child", e, &w), 1);
-  CHECK_PARTS(&w, (&(parts){{0, 5, 0}, {0, 0, 0, 1}, {2, 2, 2}}));
-  CU_ASSERT_EQUAL_FATAL(LOCAL_PARTS(&c, "child", e, &l), 1);
-  CHECK_PARTS(&l, (&(parts){{2.5f, 5, 0}, {0, 0, -0.70710677f, 0.70710677f}, {1, 1, 1}}));
-
-  /* The world scale alone, as one number: the local scale is half of it. */
-  OKD(&c,
-      "{\"cmd\":\"transform.set_world\",\"world\":\"child\",\"entity\":%llu,\"partial\":true,"
-      "\"s\":1}",
-      (ull)e);
-  CU_ASSERT_EQUAL_FATAL(WORLD_PARTS(&c, "child", e, &w), 1);
-  CHECK_PARTS(&w, (&(parts){{0, 5, 0}, {0, 0, 0, 1}, {1, 1, 1}}));
-  CU_ASSERT_EQUAL_FATAL(LOCAL_PARTS(&c, "child", e, &l), 1);
-  CHECK_PARTS(&l, (&(parts){{2.5f, 5, 0}, {0, 0, -0.70710677f, 0.70710677f}, {0.5f, 0.5f, 0.5f}}));
-  cJSON *r = GET_TRS(&c, "child", e);
-  float m[16];
-  CU_ASSERT_TRUE(matrix_of(r, "world", m));
-  CU_ASSERT_TRUE(composes_to(&w, m));
-  cJSON_Delete(r);
-
-  /* set_local with "partial" on the same child is about its local matrix. */
-  OKD(&c,
-      "{\"cmd\":\"transform.set_local\",\"world\":\"child\",\"entity\":%llu,\"partial\":true,"
-      "\"r\":[0,0,0,1]}",
-      (ull)e);
-  CU_ASSERT_EQUAL_FATAL(LOCAL_PARTS(&c, "child", e, &l), 1);
-  CHECK_PARTS(&l, (&(parts){{2.5f, 5, 0}, {0, 0, 0, 1}, {0.5f, 0.5f, 0.5f}}));
-  CU_ASSERT_EQUAL_FATAL(WORLD_PARTS(&c, "child", e, &w), 1);
-  CHECK_PARTS(&w, (&(parts){{0, 5, 0}, {0, 0, 0.70710677f, 0.70710677f}, {1, 1, 1}}));
+  /* One part at a time, each keeping what the steps before left. */
+  const float h = 0.70710677f;
+  const struct {
+    const char *cmd, *part;
+    parts world, local;
+  } steps[] = {
+      /* the world rotation alone: the position and scale stay; the local undoes the parent's
+       * turn, keeps its translation, and has scale 1 */
+      {"set_world",
+       "\"r\":[0,0,0,1]",
+       {{10, 2, 0}, {0, 0, 0, 1}, {2, 2, 2}},
+       {{1, 0, 0}, {0, 0, -h, h}, {1, 1, 1}}},
+      /* the world translation alone: (0,5,0) is 10 + 2 * rot90(2.5,5,0) */
+      {"set_world",
+       "\"t\":[0,5,0]",
+       {{0, 5, 0}, {0, 0, 0, 1}, {2, 2, 2}},
+       {{2.5f, 5, 0}, {0, 0, -h, h}, {1, 1, 1}}},
+      /* the world scale alone, as one number: the local scale is half of it */
+      {"set_world",
+       "\"s\":1",
+       {{0, 5, 0}, {0, 0, 0, 1}, {1, 1, 1}},
+       {{2.5f, 5, 0}, {0, 0, -h, h}, {0.5f, 0.5f, 0.5f}}},
+      /* set_local on the same child is about its local matrix */
+      {"set_local",
+       "\"r\":[0,0,0,1]",
+       {{0, 5, 0}, {0, 0, h, h}, {1, 1, 1}},
+       {{2.5f, 5, 0}, {0, 0, 0, 1}, {0.5f, 0.5f, 0.5f}}},
+  };
+  for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+    OKD(&c, "{\"cmd\":\"transform.%s\",\"world\":\"child\",\"entity\":%llu,\"partial\":true,%s}",
+        steps[i].cmd, (ull)e, steps[i].part);
+    CU_ASSERT_EQUAL_FATAL(WORLD_PARTS(&c, "child", e, &w), 1);
+    bool fine = CHECK_PARTS(&w, &steps[i].world);
+    CU_ASSERT_EQUAL_FATAL(LOCAL_PARTS(&c, "child", e, &l), 1);
+    if (!(CHECK_PARTS(&l, &steps[i].local) && fine))
+      fprintf(stderr, "\n  after %s with %s\n", steps[i].cmd, steps[i].part);
+    cJSON *r = GET_TRS(&c, "child", e);
+    float m[16];
+    CU_ASSERT_TRUE(matrix_of(r, "world", m) && composes_to(&w, m));
+    CU_ASSERT_TRUE(matrix_of(r, "local", m) && composes_to(&l, m));
+    cJSON_Delete(r);
+  }
   scn_client_close(&c);
 }
 

@@ -713,6 +713,24 @@ static int spec_of(const char *text, float m[16], scn_wire_code *code) {
   return rc < 0 ? -1 : a.has_spec ? 1 : 0;
 }
 
+static int spec_rc(const char *text, scn_wire_code *code) {
+  float m[16];
+  return spec_of(text, m, code);
+}
+
+/* Each text is refused by decode: -1 with BAD_REQUEST. */
+static void expect_bad_request(const char *const *texts, size_t n,
+                               int (*decode)(const char *, scn_wire_code *)) {
+  for (size_t i = 0; i < n; i++) {
+    scn_wire_code code = SCN_W_INTERNAL;
+    int rc = decode(texts[i], &code);
+    if (rc != -1 || code != SCN_W_BAD_REQUEST)
+      fprintf(stderr, "\naccepted or wrong code: %s\n", texts[i]);
+    CU_ASSERT_EQUAL(rc, -1);
+    CU_ASSERT_EQUAL(code, SCN_W_BAD_REQUEST);
+  }
+}
+
 static bool near(double a, double b, double tol) { return fabs(a - b) <= tol; }
 
 /* Column-major product a * b. */
@@ -728,7 +746,6 @@ static void mul(const double a[16], const double b[16], double out[16]) {
 
 static void test_spec(void) {
   float m[16];
-  scn_wire_code code;
   /* A full matrix, column-major, taken as given. */
   CU_ASSERT_EQUAL(spec_of("{\"matrix\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}", m, NULL), 1);
   for (int i = 0; i < 16; i++)
@@ -742,7 +759,7 @@ static void test_spec(void) {
   /* No spec: 0 and the output untouched. */
   CU_ASSERT_EQUAL(spec_of("{\"world\":\"w\"}", m, NULL), 0);
   CU_ASSERT_EQUAL(m[0], -7);
-  static const char *bad[] = {
+  static const char *const bad[] = {
       "{\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0]}",
       "{\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1,0]}",
       "{\"matrix\":[]}",
@@ -779,14 +796,7 @@ static void test_spec(void) {
       "{\"s\":null}",
       "{\"t\":[1,2,3],\"r\":[0,0,0,0]}",
   };
-  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-    code = SCN_W_INTERNAL;
-    int rc = spec_of(bad[i], m, &code);
-    if (rc != -1 || code != SCN_W_BAD_REQUEST)
-      fprintf(stderr, "\nspec accepted or wrong code: %s\n", bad[i]);
-    CU_ASSERT_EQUAL(rc, -1);
-    CU_ASSERT_EQUAL(code, SCN_W_BAD_REQUEST);
-  }
+  expect_bad_request(bad, sizeof bad / sizeof *bad, spec_rc);
   /* Scale as a number and as an array. */
   CU_ASSERT_EQUAL(spec_of("{\"s\":2.5}", m, NULL), 1);
   for (int i = 0; i < 16; i++)
@@ -844,6 +854,12 @@ static int set_local_args(const char *text, scn_args *a, scn_fields *f, scn_wire
   return rc;
 }
 
+static int partial_rc(const char *text, scn_wire_code *code) {
+  scn_args a;
+  scn_fields f;
+  return set_local_args(text, &a, &f, code);
+}
+
 static void test_spec_partial(void) {
   scn_args a;
   scn_fields f;
@@ -863,7 +879,7 @@ static void test_spec_partial(void) {
   /* Partial without parts decodes (the command refuses it: nothing to set). */
   CU_ASSERT_EQUAL(set_local_args("{\"partial\":true}", &a, &f, &code), 0);
   CU_ASSERT_TRUE(a.partial && !a.has_spec);
-  static const char *bad[] = {
+  static const char *const bad[] = {
       "{\"partial\":true,\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1]}",
       "{\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1],\"partial\":true,\"t\":[0,0,0]}",
       "{\"partial\":true,\"r\":[0,0,0,0]}",
@@ -873,14 +889,7 @@ static void test_spec_partial(void) {
       "{\"partial\":\"true\",\"t\":[1,2,3]}",
       "{\"partial\":null,\"t\":[1,2,3]}",
   };
-  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-    code = SCN_W_INTERNAL;
-    int rc = set_local_args(bad[i], &a, &f, &code);
-    if (rc != -1 || code != SCN_W_BAD_REQUEST)
-      fprintf(stderr, "\npartial spec accepted or wrong code: %s\n", bad[i]);
-    CU_ASSERT_EQUAL(rc, -1);
-    CU_ASSERT_EQUAL(code, SCN_W_BAD_REQUEST);
-  }
+  expect_bad_request(bad, sizeof bad / sizeof *bad, partial_rc);
   /* trs is a boolean of transform.get only. */
   cJSON *o = cJSON_Parse("{\"trs\":true}");
   scn_fields_index(&f, o);
