@@ -85,6 +85,11 @@ bool scn_name_valid(const char *name, size_t len);
 /* A world name: 1..64 characters from A-Z a-z 0-9 _ . - */
 bool scn_world_name_valid(const char *name, size_t len);
 
+/* Room for need items of item_size bytes in the array items (capacity *cap, grown by doubling):
+ * the array, moved if it had to grow, or NULL when memory ran out (items is then untouched).
+ * One growth rule for every growable array of the core and of the layers above it. */
+void *scn_array_grow(void *items, size_t *cap, size_t item_size, size_t need);
+
 /* ---- scene, entities ------------------------------------------------------------------- */
 
 scn_scene *scn_scene_new(const scn_limits *limits);

@@ -192,14 +192,10 @@ static const char *value_end(const char *s, size_t i) {
 }
 
 static bool push_op(scn_request *rq, const char *at) {
-  if (rq->nops == rq->ops_cap) {
-    size_t cap = rq->ops_cap ? rq->ops_cap * 2 : 64;
-    scn_op_span *p = realloc(rq->ops, sizeof *p * cap);
-    if (!p)
-      return false;
-    rq->ops = p;
-    rq->ops_cap = cap;
-  }
+  scn_op_span *ops = scn_array_grow(rq->ops, &rq->ops_cap, sizeof *ops, rq->nops + 1);
+  if (!ops)
+    return false;
+  rq->ops = ops;
   rq->ops[rq->nops++] = (scn_op_span){{at, 0}, {NULL, 0}};
   return true;
 }

@@ -1,6 +1,7 @@
 #include "store/snapshot.h"
 
 #include "store/crc32c.h"
+#include "store/files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -280,13 +281,10 @@ int scn_snapshot_load(scn_scene *scene, const char *dir, bool recover, scn_snaps
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", dir, FILE_NAME);
   memset(info, 0, sizeof *info);
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    if (errno == ENOENT)
-      return 0;
-    snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-    return -1;
-  }
+  bool absent;
+  FILE *f = scn_file_open(path, &absent, err, errlen);
+  if (!f)
+    return absent ? 0 : -1;
   reader *r = calloc(1, sizeof *r);
   if (!r) {
     fclose(f);

@@ -9,14 +9,10 @@ void scn_members_release(scn_members *m) {
 }
 
 static bool id_push(scn_id_vec *v, scn_entity e) {
-  if (v->n == v->cap) {
-    size_t cap = v->cap ? v->cap * 2 : 1024;
-    scn_entity *p = realloc(v->ids, sizeof *p * cap);
-    if (!p)
-      return false;
-    v->ids = p;
-    v->cap = cap;
-  }
+  scn_entity *ids = scn_array_grow(v->ids, &v->cap, sizeof *ids, v->n + 1);
+  if (!ids)
+    return false;
+  v->ids = ids;
   v->ids[v->n++] = e;
   return true;
 }
@@ -90,16 +86,12 @@ typedef struct set_writer {
 static void add_entry(void *ud, scn_entity e, const float m[16]) {
   set_writer *w = ud;
   scn_frame *f = w->f;
-  if (f->n == f->cap) {
-    size_t cap = f->cap ? f->cap * 2 : 1024;
-    scn_set_entry *p = realloc(f->entries, sizeof *p * cap);
-    if (!p) {
-      w->failed = true;
-      return;
-    }
-    f->entries = p;
-    f->cap = cap;
+  scn_set_entry *entries = scn_array_grow(f->entries, &f->cap, sizeof *entries, f->n + 1);
+  if (!entries) {
+    w->failed = true;
+    return;
   }
+  f->entries = entries;
   f->entries[f->n].e = e;
   memcpy(f->entries[f->n].m, m, sizeof f->entries[f->n].m);
   f->n++;
