@@ -4,12 +4,13 @@
  *               [-t TEST[,TEST...]] [-S SUBSCRIBERS] [-K DESCENDANTS] [--seconds S] [--json]
  *               [--tls] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]
  *
- * Tests: ping, set_local (t/r/s), set_matrix, get, batch (16 set_local ops per batch), stream
- * (S subscribers of a root with K descendants that moves every tick), and connect (C clients
- * that each connect, say ping and close, again and again for --seconds: with TLS, handshakes
- * per second). Each test builds its own world and removes it afterwards. One line per test with
- * ops/s (matrices/s for stream, conns/s for connect) and latency percentiles; --json prints
- * one JSON object per test instead.
+ * Tests: ping, set_local (t/r/s), set_partial (the rotation alone, "partial": true, of
+ * transforms that have a translation and a scale to keep), set_matrix, get, batch (16 set_local
+ * ops per batch), stream (S subscribers of a root with K descendants that moves every tick),
+ * and connect (C clients that each connect, say ping and close, again and again for --seconds:
+ * with TLS, handshakes per second). Each test builds its own world and removes it afterwards.
+ * One line per test with ops/s (matrices/s for stream, conns/s for connect) and latency
+ * percentiles; --json prints one JSON object per test instead.
  */
 #define _GNU_SOURCE /* memmem */
 #include "scn_client.h"
@@ -135,6 +136,14 @@ static void put_s(char **p, const char *s) {
   *p += n;
 }
 
+/* The start of a transform.set_local of entity e, up to its spec. */
+static void put_set_local(char **p, const load *L, uint64_t e) {
+  put_s(p, "{\"cmd\":\"transform.set_local\",\"world\":\"");
+  put_s(p, L->world);
+  put_s(p, "\",\"entity\":");
+  put_u64(p, e);
+}
+
 /* Writes one request of the test into buf; values change every time so no set is a no-op. */
 static size_t make_request(load *L, char *buf) {
   char *p = buf;
@@ -149,10 +158,7 @@ static size_t make_request(load *L, char *buf) {
     put_u64(&p, e);
     put_s(&p, "}\n");
   } else if (!strcmp(L->test, "set_matrix")) {
-    put_s(&p, "{\"cmd\":\"transform.set_local\",\"world\":\"");
-    put_s(&p, L->world);
-    put_s(&p, "\",\"entity\":");
-    put_u64(&p, e);
+    put_set_local(&p, L, e);
     put_s(&p, ",\"matrix\":[0.8,0.6,0,0,-0.6,0.8,0,0,0,0,1,0,");
     put_u64(&p, k % 100000);
     put_s(&p, ".5,2.25,-3.125,1]}\n");
@@ -169,11 +175,13 @@ static size_t make_request(load *L, char *buf) {
       put_s(&p, ",1.5,2]}");
     }
     put_s(&p, "]}\n");
+  } else if (!strcmp(L->test, "set_partial")) {
+    put_set_local(&p, L, e);
+    put_s(&p, ",\"partial\":true,\"r\":[0,1,0,");
+    put_u64(&p, k % 100000);
+    put_s(&p, ".5]}\n");
   } else { /* set_local */
-    put_s(&p, "{\"cmd\":\"transform.set_local\",\"world\":\"");
-    put_s(&p, L->world);
-    put_s(&p, "\",\"entity\":");
-    put_u64(&p, e);
+    put_set_local(&p, L, e);
     put_s(&p, ",\"t\":[");
     put_u64(&p, k % 100000);
     put_s(&p, ".5,2.25,-3],\"r\":[0,0.38268343,0,0.92387953],\"s\":[1,2,1]}\n");
@@ -246,7 +254,7 @@ static void print_result(const opts *o, const char *test, const char *unit, doub
            "\"%s\":%.0f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,\"errors\":%ld}\n",
            test, o->clients, o->pipeline, n, secs, unit, rate, p50, p99, p999, errors);
   else
-    printf("%-10s %10.0f %s  p50=%.3f ms  p99=%.3f ms  p999=%.3f ms  (%zu samples, %d clients, "
+    printf("%-11s %10.0f %s  p50=%.3f ms  p99=%.3f ms  p999=%.3f ms  (%zu samples, %d clients, "
            "pipeline %d%s)\n",
            test, rate, unit, p50, p99, p999, n, o->clients, o->pipeline, errors ? ", ERRORS" : "");
   fflush(stdout);
@@ -259,9 +267,14 @@ static void setup_world(load *L, scn_cli *admin) {
   cJSON_Delete(call_or_die(admin, line));
   L->nentities = 1000;
   L->entities = malloc(sizeof(double) * L->nentities);
-  /* Pipelined creation, then one read per request. */
+  /* Pipelined creation, then one read per request. A partial set keeps what the transform
+   * has, so there it has every part. */
+  const char *spec = strcmp(L->test, "set_partial") == 0
+                         ? ",\"t\":[1.5,2.25,-3],\"r\":[0,0,0.38268343,0.92387953],\"s\":[1,2,1]"
+                         : "";
   for (size_t i = 0; i < L->nentities; i++) {
-    snprintf(line, sizeof line, "{\"cmd\":\"transform.create\",\"world\":\"%s\"}", L->world);
+    snprintf(line, sizeof line, "{\"cmd\":\"transform.create\",\"world\":\"%s\"%s}", L->world,
+             spec);
     scn_cli_send_line(admin, line, strlen(line));
   }
   for (size_t i = 0; i < L->nentities; i++) {
@@ -651,7 +664,8 @@ static void usage(void) {
           "                   [-P PIPELINE] [-t TEST[,TEST]] [-S SUBSCRIBERS] [-K DESCENDANTS]\n"
           "                   [--seconds S] [--json] [--tls] [--tls-ca FILE]\n"
           "                   [--tls-cert FILE --tls-key FILE]\n"
-          "tests: ping, set_local, set_matrix, get, batch, stream (-S subscribers of a root\n"
+          "tests: ping, set_local, set_partial, set_matrix, get, batch, stream (-S subscribers of "
+          "a root\n"
           "with -K descendants), snapshot (save of a world of -K transforms; needs --data),\n"
           "connect (-c clients connecting, pinging and closing for --seconds)\n");
   exit(2);
@@ -722,8 +736,8 @@ int main(int argc, char **argv) {
       run_snapshot(&o);
     else if (!strcmp(t, "connect"))
       run_connect(&o);
-    else if (!strcmp(t, "ping") || !strcmp(t, "set_local") || !strcmp(t, "set_matrix") ||
-             !strcmp(t, "get") || !strcmp(t, "batch"))
+    else if (!strcmp(t, "ping") || !strcmp(t, "set_local") || !strcmp(t, "set_partial") ||
+             !strcmp(t, "set_matrix") || !strcmp(t, "get") || !strcmp(t, "batch"))
       run_load(&o, t);
     else
       die("unknown test \"%s\"", t);

@@ -85,6 +85,23 @@ ssize_t scn_cli_recv_raw(scn_cli *c, void *buf, size_t cap);
  * would not announce: call scn_cli_recv_raw before waiting. */
 bool scn_cli_pending(const scn_cli *c);
 
+/* The parts of a matrix that is translation x rotation x scale, as transform.get with "trs"
+ * answers them: r a unit quaternion (x, y, z, w) with w >= 0, a mirror as a negative s[0].
+ * valid is false when the matrix is not T * R * S (the daemon answered null). */
+typedef struct scn_cli_trs {
+  bool valid;
+  float t[3], r[4], s[3];
+} scn_cli_trs;
+
+/* Replaces some parts of an entity's local matrix (world_space: its world matrix) and keeps the
+ * others: transform.set_local (set_world) with "partial". t, r, s may be NULL (kept), at least
+ * one given. A current matrix that is not T * R * S is an error reply (BAD_REQUEST). */
+int scn_cli_set_parts(scn_cli *c, const char *world, double entity, bool world_space,
+                      const float t[3], const float r[4], const float s[3]);
+/* Reads the parts of an entity's local and world matrices (either out may be NULL). */
+int scn_cli_get_trs(scn_cli *c, const char *world, double entity, scn_cli_trs *local,
+                    scn_cli_trs *world_trs);
+
 /* Subscribes to a world (root 0: whole world; hz <= 0: the tick rate) and returns the
  * subscription id; frames then reach the event handler from any read. */
 int scn_cli_subscribe(scn_cli *c, const char *world, double root, double hz, double *sub);

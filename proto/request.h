@@ -64,7 +64,11 @@ typedef struct scn_args {
   const char *name;                    /* NULL: null or absent */
   const char *path;
   bool recursive, keep_world;
-  bool has_spec; /* a transform spec was given: m holds it */
+  bool trs;               /* transform.get: answer the parts of the matrices too */
+  bool has_spec;          /* a transform spec was given: m holds it, or the parts do when partial */
+  bool partial;           /* "partial": true: the parts given replace those of the current matrix */
+  scn_fieldset parts;     /* partial: the parts given (of SCN_F_PARTS) */
+  float t[3], r[4], s[3]; /* partial: the parts given, as float32 (r as sent, not normalised) */
   float m[16];
 } scn_args;
 
@@ -72,8 +76,10 @@ typedef struct scn_args {
 void scn_args_init(scn_args *a, const scn_fields *f);
 /* Decodes the fields of set that are present, in field order; 0, or -1 with err for the first
  * that is invalid. A transform spec (matrix, or t/r/s composed as T * R * S) is decoded once,
- * at its first field. Numbers of a matrix are not checked for finiteness here: the core
- * refuses a non-finite matrix, and scn_spec_error says why. */
+ * at its first field; with "partial" (decoded before it) the parts are kept as they are, for
+ * the core to put in place of the current ones, and "matrix" is refused. Numbers of a matrix
+ * are not checked for finiteness here: the core refuses a non-finite matrix, and
+ * scn_spec_error says why. */
 int scn_args_decode(scn_args *a, scn_fieldset set, scn_wire_error *err);
 /* The error for a spec the core refused as invalid: which field holds a number that is not a
  * finite float32, or why the composed matrix is not finite. */

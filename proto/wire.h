@@ -30,7 +30,8 @@ typedef enum scn_wire_code {
 const char *scn_wire_code_name(scn_wire_code code);
 
 /* The fields of requests, in the order a command checks them (a request with two bad fields
- * is refused for the first). */
+ * is refused for the first). "partial" comes before the transform spec, whose decoding
+ * depends on it. */
 #define SCN_FIELDS(X)                                                                              \
   X(cmd)                                                                                           \
   X(id)                                                                                            \
@@ -38,6 +39,7 @@ const char *scn_wire_code_name(scn_wire_code code);
   X(entity)                                                                                        \
   X(parent)                                                                                        \
   X(name)                                                                                          \
+  X(partial)                                                                                       \
   X(matrix)                                                                                        \
   X(t)                                                                                             \
   X(r)                                                                                             \
@@ -51,7 +53,8 @@ const char *scn_wire_code_name(scn_wire_code code);
   X(hz)                                                                                            \
   X(sub)                                                                                           \
   X(count)                                                                                         \
-  X(token)
+  X(token)                                                                                         \
+  X(trs)
 
 typedef enum scn_field {
 #define SCN_FIELD_ENUM(name) SCN_F_##name,
@@ -63,7 +66,8 @@ typedef enum scn_field {
 /* A set of fields, one bit each. */
 typedef uint64_t scn_fieldset;
 #define SCN_F(name) ((scn_fieldset)1 << SCN_F_##name)
-#define SCN_F_SPEC (SCN_F(matrix) | SCN_F(t) | SCN_F(r) | SCN_F(s))
+#define SCN_F_PARTS (SCN_F(t) | SCN_F(r) | SCN_F(s))
+#define SCN_F_SPEC (SCN_F(matrix) | SCN_F_PARTS)
 
 const char *scn_field_name(scn_field f);
 /* The field a JSON key names, or SCN_FIELD_COUNT for any other key. */
@@ -148,11 +152,14 @@ unsigned scn_right_find(const char *name, unsigned long len);
     max_transforms, SCN_F(world) | SCN_F(entity), SCN_F(keep),                                     \
     "make a transform a root (keep local or world)")                                               \
   X("transform.set_local", transform_set_local, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, write,         \
-    max_transforms, SCN_F(world) | SCN_F(entity), SCN_F_SPEC, "set the local transform")           \
+    max_transforms, SCN_F(world) | SCN_F(entity), SCN_F_SPEC | SCN_F(partial),                     \
+    "set the local transform (partial: only the parts given)")                                     \
   X("transform.set_world", transform_set_world, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, write,         \
-    max_transforms, SCN_F(world) | SCN_F(entity), SCN_F_SPEC, "set the world transform")           \
+    max_transforms, SCN_F(world) | SCN_F(entity), SCN_F_SPEC | SCN_F(partial),                     \
+    "set the world transform (partial: only the parts given)")                                     \
   X("transform.get", transform_get, SCN_TRANSFORM_OP | SCN_CMD_READ, read, max_transforms,         \
-    SCN_F(world) | SCN_F(entity), 0, "read parent, name, local and world matrices")                \
+    SCN_F(world) | SCN_F(entity), SCN_F(trs),                                                      \
+    "read parent, name, local and world matrices (trs: and their parts)")                          \
   X("transform.children", transform_children, SCN_TRANSFORM_OP | SCN_CMD_READ, read,               \
     max_transforms, SCN_F(world) | SCN_F(entity), 0, "list children in order")                     \
   X("transform.rename", transform_rename, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, write,               \

@@ -11,6 +11,22 @@ static void add_entity_or_null(scn_buf *out, scn_entity e) {
     scn_buf_add_u64(out, e);
 }
 
+/* {"t":[x,y,z],"r":[x,y,z,w],"s":[sx,sy,sz]}, or null when m is not T * R * S. */
+static void add_trs_or_null(scn_buf *out, const float m[16]) {
+  float t[3], r[4], s[3];
+  if (scn_decompose_trs(m, t, r, s) != SCN_OK) {
+    scn_buf_adds(out, "null");
+    return;
+  }
+  scn_buf_adds(out, "{\"t\":");
+  scn_buf_add_floats(out, t, 3);
+  scn_buf_adds(out, ",\"r\":");
+  scn_buf_add_floats(out, r, 4);
+  scn_buf_adds(out, ",\"s\":");
+  scn_buf_add_floats(out, s, 3);
+  scn_buf_addc(out, '}');
+}
+
 /* A new entity is created inside a batch unless one is open already, so a command that
  * creates one and then fails leaves no entity behind. */
 int scn_cmd_transform_create(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
@@ -53,12 +69,20 @@ int scn_cmd_transform_unlink(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_
   return scn_cmd_transform_link(ctx, a, out, err); /* parent is 0: unlink */
 }
 
+/* A whole matrix, or with "partial" the parts given in place of the current ones. */
 static int set_matrix(scn_ctx *ctx, const scn_args *a, bool world_space, scn_wire_error *err) {
   if (!a->has_spec)
     return scn_fail(err, SCN_W_BAD_REQUEST,
-                    "missing transform: give \"matrix\" or \"t\"/\"r\"/\"s\"");
-  int rc = world_space ? scn_transform_set_world(ctx->world, a->entity, a->m)
-                       : scn_transform_set_local(ctx->world, a->entity, a->m);
+                    a->partial ? "\"partial\" needs at least one of \"t\", \"r\", \"s\""
+                               : "missing transform: give \"matrix\" or \"t\"/\"r\"/\"s\"");
+  int rc;
+  if (a->partial)
+    rc = scn_transform_set_parts(
+        ctx->world, a->entity, world_space, a->parts & SCN_F(t) ? a->t : NULL,
+        a->parts & SCN_F(r) ? a->r : NULL, a->parts & SCN_F(s) ? a->s : NULL);
+  else
+    rc = world_space ? scn_transform_set_world(ctx->world, a->entity, a->m)
+                     : scn_transform_set_local(ctx->world, a->entity, a->m);
   return rc == SCN_OK ? 0 : scn_core_error(ctx, a, rc, err);
 }
 
@@ -91,6 +115,12 @@ int scn_cmd_transform_get(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wir
   scn_buf_add_matrix(out, info.local);
   scn_reply_key(out, "world");
   scn_buf_add_matrix(out, info.world);
+  if (a->trs) {
+    scn_reply_key(out, "local_trs");
+    add_trs_or_null(out, info.local);
+    scn_reply_key(out, "world_trs");
+    add_trs_or_null(out, info.world);
+  }
   return 0;
 }
 

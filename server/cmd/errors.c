@@ -101,6 +101,21 @@ static int singular(const scn_ctx *ctx, const scn_args *a, scn_wire_error *err) 
   }
 }
 
+/* A partial set the core refused though its parts were valid: the current matrix is not
+ * T * R * S (the usual reason), or the parts give a matrix that is not finite. */
+static int partial_invalid(const scn_ctx *ctx, const scn_args *a, scn_wire_error *err) {
+  bool world_space = ctx->cmd->id == SCN_C_transform_set_world;
+  const char *space = world_space ? "world" : "local";
+  scn_transform_info info;
+  if (scn_transform_get(ctx->world, a->entity, &info) == SCN_OK &&
+      scn_decompose_trs(world_space ? info.world : info.local, NULL, NULL, NULL) != SCN_OK)
+    return scn_fail(err, SCN_W_BAD_REQUEST,
+                    "the %s matrix of %llu is not translation x rotation x scale (it has shear, "
+                    "a zero scale or a last row other than 0 0 0 1): a partial set needs its parts",
+                    space, (ull)a->entity);
+  return scn_fail(err, SCN_W_BAD_REQUEST, "the parts give a %s matrix that is not finite", space);
+}
+
 static int limit(const scn_ctx *ctx, const scn_args *a, scn_wire_error *err) {
   const scn_config *cfg = &ctx->srv->cfg;
   scn_world *w = ctx->world;
@@ -129,6 +144,8 @@ int scn_core_error(const scn_ctx *ctx, const scn_args *a, int rc, scn_wire_error
       return scn_fail(err, SCN_W_BAD_REQUEST,
                       "field \"path\" must be names (1 to 64 bytes, no control characters) "
                       "joined by '/'");
+    if (a->partial)
+      return partial_invalid(ctx, a, err);
     if (a->has_spec)
       return scn_spec_error(a->f, err);
     return scn_fail(err, SCN_W_BAD_REQUEST, "%s: %s", ctx->cmd->name, scn_err_message(rc));

@@ -16,6 +16,7 @@
   X(f32fmt)                                                                                        \
   X(proto)                                                                                         \
   X(daemon_commands)                                                                               \
+  X(daemon_parts)                                                                                  \
   X(daemon_stream)                                                                                 \
   X(daemon_persist)                                                                                \
   X(clients)                                                                                       \
