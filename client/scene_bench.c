@@ -501,16 +501,23 @@ static void run_stream(const opts *o) {
  * connect + ping. Processes, so that the clients' side of the handshakes runs on every core
  * the daemon does not use. */
 static void run_connect(const opts *o) {
-  int C = o->clients, fds[2];
-  if (pipe(fds) != 0)
-    die("%s", "pipe failed");
+  int C = o->clients;
+  FILE **from = calloc((size_t)C, sizeof *from); /* each worker's figures, on its own pipe */
+  if (!from)
+    die("%s", "out of memory");
   fflush(stdout);
   for (int w = 0; w < C; w++) {
+    int fds[2];
+    if (pipe(fds) != 0)
+      die("%s", "pipe failed");
     pid_t pid = fork();
     if (pid < 0)
       die("%s", "fork failed");
-    if (pid > 0)
+    if (pid > 0) {
+      close(fds[1]);
+      from[w] = fdopen(fds[0], "r");
       continue;
+    }
     close(fds[0]);
     double end = now_s() + o->seconds;
     static double lat[1 << 16];
@@ -525,31 +532,30 @@ static void run_connect(const opts *o) {
       n++;
     }
     long kept = n < (long)(sizeof lat / sizeof lat[0]) ? n : (long)(sizeof lat / sizeof lat[0]);
-    if (write(fds[1], &n, sizeof n) != sizeof n ||
-        write(fds[1], &kept, sizeof kept) != sizeof kept ||
-        write(fds[1], lat, sizeof(double) * (size_t)kept) != (ssize_t)(sizeof(double) * kept))
-      _exit(1);
-    _exit(0);
+    FILE *out = fdopen(fds[1], "w");
+    bool ok = out && fwrite(&n, sizeof n, 1, out) == 1 && fwrite(&kept, sizeof kept, 1, out) == 1 &&
+              fwrite(lat, sizeof(double), (size_t)kept, out) == (size_t)kept && fflush(out) == 0;
+    _exit(ok ? 0 : 1);
   }
-  close(fds[1]);
   size_t cap = 1 << 16, nlat = 0;
   double *lat = malloc(sizeof(double) * cap);
   long total = 0;
-  FILE *in = fdopen(fds[0], "r");
   for (int w = 0; w < C; w++) {
     long n, kept;
-    if (fread(&n, sizeof n, 1, in) != 1 || fread(&kept, sizeof kept, 1, in) != 1)
+    if (!from[w] || fread(&n, sizeof n, 1, from[w]) != 1 ||
+        fread(&kept, sizeof kept, 1, from[w]) != 1 || kept < 0)
       die("%s", "a connecting worker failed");
     total += n;
     if (nlat + (size_t)kept > cap) {
       cap = (nlat + (size_t)kept) * 2;
       lat = realloc(lat, sizeof(double) * cap);
     }
-    if (fread(lat + nlat, sizeof(double), (size_t)kept, in) != (size_t)kept)
+    if (!lat || fread(lat + nlat, sizeof(double), (size_t)kept, from[w]) != (size_t)kept)
       die("%s", "a connecting worker failed");
     nlat += (size_t)kept;
+    fclose(from[w]);
   }
-  fclose(in);
+  free(from);
   while (wait(NULL) > 0)
     ;
   opts shown = *o;

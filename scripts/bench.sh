@@ -22,7 +22,8 @@ redis_dir=$(mktemp -d)
 cleanup() {
   [[ -n "${scened_pid:-}" ]] && kill "$scened_pid" 2>/dev/null && wait "$scened_pid" 2>/dev/null
   [[ -n "${redis_pid:-}" ]] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
-  rm -rf "$log" "$runs_out" "$redis_dir" "$DECODE_OUT"
+  [[ -n "${tls_pid:-}" ]] && kill "$tls_pid" 2>/dev/null && wait "$tls_pid" 2>/dev/null
+  rm -rf "$log" "$runs_out" "$redis_dir" "$DECODE_OUT" "${tls_dir:-}"
 }
 trap cleanup EXIT
 
@@ -42,7 +43,8 @@ median_of() {
 }
 
 # user and system CPU seconds the daemon has used so far
-daemon_cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f %.3f", $14 / hz, $15 / hz}' "/proc/$scened_pid/stat"; }
+proc_cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f %.3f", $14 / hz, $15 / hz}' "/proc/$1/stat"; }
+daemon_cpu() { proc_cpu "$scened_pid"; }
 # daemon CPU per request, in microseconds, over $RUNS runs of N requests since $1 $2: the text
 # in $cpu_text, the user figure alone in $cpu_user_us
 cpu_per_request() {
@@ -109,6 +111,70 @@ echo "== streaming: a root with 10,000 descendants moving every tick"
 for s in 1 10 100; do
   "$BUILD/scene-bench" -p "$port" -t stream -S "$s" -K 10000 --seconds 3
 done
+
+echo
+echo "== TLS against plain TCP: a second daemon with --tls-cert (certificates of scripts/tls-certs.sh)"
+tls_dir=$(mktemp -d)
+scripts/tls-certs.sh "$tls_dir" >/dev/null
+tls_log="$tls_dir/log"
+"$BUILD/scened" --listen 127.0.0.1:0 --http off --log-level warn \
+  --tls-cert "$tls_dir/server.pem" --tls-key "$tls_dir/server.key" 2>"$tls_log" &
+tls_pid=$!
+for _ in $(seq 100); do grep -q 'listening on' "$tls_log" && break; sleep 0.05; done
+tls_port=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$tls_log" | head -1 | cut -d: -f2)
+tls_args=(--tls-ca "$tls_dir/ca.pem")
+# one run of scene-bench ARGS against the plain (p) or the TLS (t) daemon: FIELD's value, and a
+# line "KIND value user_s system_s" (that daemon's CPU during it) in $tls_runs
+tls_runs="$tls_dir/runs"
+tls_run() {
+  local kind=$1 field=$2 pid p extra=() u0 s0 u1 s1 v
+  shift 2
+  if [[ $kind == t ]]; then pid=$tls_pid p=$tls_port extra=("${tls_args[@]}"); else pid=$scened_pid p=$port; fi
+  read -r u0 s0 <<<"$(proc_cpu "$pid")"
+  v=$("$BUILD/scene-bench" -p "$p" "${extra[@]}" --json "$@" | grep -o "\"$field\":[0-9.]*" | head -1 | cut -d: -f2)
+  read -r u1 s1 <<<"$(proc_cpu "$pid")"
+  echo "$kind $v $(awk -v a="$u0" -v b="$u1" -v c="$s0" -v d="$s1" 'BEGIN { printf "%.3f %.3f", b - a, d - c }')" >>"$tls_runs"
+}
+tls_median() { awk -v k="$1" '$1 == k { print $2 }' "$tls_runs" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+tls_cpu() { awk -v k="$1" -v n="$2" '$1 == k { u += $3; s += $4 } END {
+  printf "daemon CPU per request: user %.2f us, system %.2f us", u * 1e6 / n, s * 1e6 / n }' "$tls_runs"; }
+# set_local, 50 connections x 16 pipelined, alternately on each daemon
+: >"$tls_runs"
+for _ in $(seq "$RUNS"); do
+  tls_run p ops/s -c 50 -P 16 -n "$N" -t set_local
+  tls_run t ops/s -c 50 -P 16 -n "$N" -t set_local
+done
+plain_rate=$(tls_median p)
+tls_rate=$(tls_median t)
+printf 'set_local t/r/s plain %10.0f ops/s  (%s)\n' "$plain_rate" "$(tls_cpu p "$((RUNS * N))")"
+printf 'set_local t/r/s TLS   %10.0f ops/s  (%s)\n' "$tls_rate" "$(tls_cpu t "$((RUNS * N))")"
+awk -v t="$tls_rate" -v p="$plain_rate" 'BEGIN { printf "set_local TLS / plain = %.2f (target >= 0.7)\n", t / p }'
+# connections per second: 4 clients that connect (the handshake), ping and close, with the
+# daemon's CPU per connection
+: >"$tls_runs"
+for _ in $(seq "$RUNS"); do
+  tls_run p conns/s -c 4 --seconds 3 -t connect
+  tls_run t conns/s -c 4 --seconds 3 -t connect
+done
+per_conn() { awk -v k="$1" '$1 == k { n += $2 * 3; u += $3 + $4 } END { printf "%.0f", u * 1e6 / n }' "$tls_runs"; }
+printf 'connect + ping + close, 4 clients: plain %6.0f conns/s (daemon CPU %s us each), TLS %6.0f handshakes/s (%s us each)\n' \
+  "$(tls_median p)" "$(per_conn p)" "$(tls_median t)" "$(per_conn t)"
+# stream capacity: 100 subscribers of a root with 10,000 descendants moving every tick (10
+# subscribers get every tick's frame either way). scene-bench reads (and decrypts) all of them
+# on one thread, which TLS can make the limit: the daemon's CPU per matrix tells its own part.
+: >"$tls_runs"
+for _ in $(seq "$RUNS"); do
+  tls_run p matrices/s -t stream -S 100 -K 10000 --seconds 3
+  tls_run t matrices/s -t stream -S 100 -K 10000 --seconds 3
+done
+plain_stream=$(tls_median p)
+tls_stream=$(tls_median t)
+per_million() { awk -v k="$1" '$1 == k { n += $2 * 3; u += $3 + $4 } END { printf "%.0f", u * 1e9 / n }' "$tls_runs"; }
+printf 'stream, 100 subscribers x 10,000: plain %10.0f matrices/s (daemon CPU %s ms per million), TLS %10.0f matrices/s (%s ms per million)\n' \
+  "$plain_stream" "$(per_million p)" "$tls_stream" "$(per_million t)"
+awk -v t="$tls_stream" -v p="$plain_stream" 'BEGIN { printf "stream TLS / plain = %.2f\n", t / p }'
+kill "$tls_pid" 2>/dev/null && wait "$tls_pid" 2>/dev/null || true
+tls_pid=""
 
 echo
 echo "== durability: matrix set_local with a journal, per fsync policy (medians of $RUNS runs)"

@@ -144,15 +144,20 @@ bool scn_conn_tls_input(scn_conn *c, const char *data, size_t len, scn_conn_inpu
 
 bool scn_conn_handshaking(const scn_conn *c) { return c->tls && !scn_tls_established(c->tls); }
 
-/* Seals what c->inflight holds into ciphertext, which then takes its place. */
+/* Seals what c->inflight holds into ciphertext, which then takes its place (the buffers
+ * trade places, so both keep their memory for the next time). */
 static bool tls_seal_inflight(scn_conn *c) {
   size_t n = scn_outq_iov(&c->inflight, &c->iov, &c->iov_cap);
   if (n == 0 && scn_outq_size(&c->inflight) > 0)
     return false;
-  if (!scn_tls_seal(c->tls, c->iov, n))
+  c->sealed.len = 0;
+  if (!scn_tls_seal(c->tls, c->iov, n, &c->sealed))
     return false;
   scn_outq_clear(&c->inflight);
-  return scn_tls_take(c->tls, &c->inflight.bytes);
+  scn_buf plain = c->inflight.bytes;
+  c->inflight.bytes = c->sealed;
+  c->sealed = plain;
+  return true;
 }
 
 /* ---- output ------------------------------------------------------------------------------- */
@@ -240,6 +245,7 @@ static void on_closed(uv_handle_t *h) {
   scn_outq_free(&c->inflight);
   scn_buf_free(&c->held);
   scn_tls_free(c->tls);
+  scn_buf_free(&c->sealed);
   free(c->iov);
   free(c);
 }

@@ -54,6 +54,7 @@ struct scn_conn {
   struct scn_ws *ws;    /* WebSocket state (ws.c); NULL for TCP */
   size_t tp_queued;     /* output the transport holds besides out and inflight */
   struct scn_tls *tls;  /* the TLS session (tls.c); NULL on a plain connection */
+  scn_buf sealed;       /* TLS: the ciphertext of the next write, being made */
 };
 
 static inline size_t scn_conn_queued(const scn_conn *c) {

@@ -103,7 +103,7 @@ static void respond(http_conn *c, int status, const char *reason, const char *ty
 static bool seal(http_conn *c) {
   if (c->out.len && scn_tls_established(c->tls)) {
     uv_buf_t piece = uv_buf_init(c->out.data, (unsigned)c->out.len);
-    if (!scn_tls_seal(c->tls, &piece, 1))
+    if (!scn_tls_seal(c->tls, &piece, 1, &c->wire))
       return false;
     c->out.len = 0;
   }

@@ -1,5 +1,11 @@
 /* TLS sessions over memory BIOs (see tls.h): the server context loaded from the flags, one
- * SSL per connection, the handshake deadlines, and the module's figures. */
+ * SSL per connection, the handshake deadlines, and the module's figures.
+ *
+ * Ciphertext comes in through OpenSSL's memory BIO. It goes out through a memory BIO of our
+ * own (a sink), which appends each record straight to the buffer that will be written to the
+ * socket: the records of a flush are made in place, with no copy into OpenSSL's memory BIO and
+ * out again (and none of the zeroing its buffer does as it grows). What OpenSSL writes on its
+ * own (the handshake, alerts, close_notify) collects in the session until its owner takes it. */
 #include "net/tls.h"
 
 #include "ops/log.h"
@@ -38,7 +44,9 @@ static const char *const failure_names[] = {
 
 struct scn_tls {
   SSL *ssl;
-  BIO *in, *out; /* ciphertext from the peer, and to it */
+  BIO *in;         /* ciphertext from the peer (a memory BIO) */
+  scn_buf pending; /* ciphertext OpenSSL wrote on its own, not yet taken */
+  scn_buf *sink;   /* where the output BIO appends: pending, or a seal's destination */
   scn_tls_port port;
   bool established, ended;     /* ended: its handshake's outcome is counted */
   uint64_t deadline;           /* while the handshake runs (uv_now ms) */
@@ -52,6 +60,7 @@ struct scn_tls {
 static struct {
   scn_server *srv;
   SSL_CTX *ctx;
+  BIO_METHOD *sink_method;
   double cert_not_after; /* the certificate's expiry, Unix seconds */
   uv_timer_t timer;      /* the oldest handshake's deadline */
   bool timer_ready;
@@ -132,6 +141,13 @@ static int load_context(const scn_config *cfg) {
    * (CRIME); the server's cipher order. */
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
                                SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_TICKET);
+  /* Forward secrecy and AEAD only, AES-128-GCM first: as safe here, and cheaper per byte than
+   * AES-256 (a stream's frames are sealed once for each subscriber). */
+  SSL_CTX_set_ciphersuites(
+      ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256");
+  SSL_CTX_set_cipher_list(ctx, "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+                               "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+                               "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305");
   /* Every connection makes a full handshake: no session cache, no tickets to issue. */
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   SSL_CTX_set_num_tickets(ctx, 0);
@@ -171,11 +187,48 @@ static int load_context(const scn_config *cfg) {
   return 0;
 }
 
+/* ---- the output BIO ------------------------------------------------------------------------ */
+
+static int sink_write(BIO *b, const char *data, int len) {
+  scn_tls *t = BIO_get_data(b);
+  scn_buf_add(t->sink, data, (size_t)len);
+  return t->sink->failed ? -1 : len;
+}
+
+static long sink_ctrl(BIO *b, int cmd, long num, void *ptr) {
+  (void)num, (void)ptr;
+  scn_tls *t = BIO_get_data(b);
+  switch (cmd) {
+  case BIO_CTRL_FLUSH:
+    return 1; /* nothing is held back: it is all in the buffer */
+  case BIO_CTRL_WPENDING:
+  case BIO_CTRL_PENDING:
+    return t ? (long)t->pending.len : 0;
+  default:
+    return 0;
+  }
+}
+
+static int sink_create(BIO *b) {
+  BIO_set_init(b, 1);
+  return 1;
+}
+
+static bool make_sink_method(void) {
+  tls.sink_method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "scened sink");
+  return tls.sink_method && BIO_meth_set_write(tls.sink_method, sink_write) &&
+         BIO_meth_set_ctrl(tls.sink_method, sink_ctrl) &&
+         BIO_meth_set_create(tls.sink_method, sink_create);
+}
+
 int scn_tls_open(scn_server *srv) {
   tls.srv = srv;
   if (!srv->cfg.tls_cert[0])
     return 0;
-  if (load_context(&srv->cfg) != 0) {
+  int rc = load_context(&srv->cfg);
+  if (rc == 0 && !make_sink_method())
+    rc = refuse("--tls-cert", srv->cfg.tls_cert, "cannot set up TLS (out of memory)");
+  if (rc != 0) {
     scn_tls_close();
     return -1;
   }
@@ -192,6 +245,8 @@ void scn_tls_close(void) {
   tls.hooks.collect_stats = NULL;
   SSL_CTX_free(tls.ctx);
   tls.ctx = NULL;
+  BIO_meth_free(tls.sink_method);
+  tls.sink_method = NULL;
 }
 
 /* ---- handshake deadlines ------------------------------------------------------------------ */
@@ -250,16 +305,18 @@ scn_tls *scn_tls_new(scn_tls_port port, scn_tls_expired_fn expired, void *owner)
     return NULL;
   t->ssl = SSL_new(tls.ctx);
   t->in = BIO_new(BIO_s_mem());
-  t->out = BIO_new(BIO_s_mem());
-  if (!t->ssl || !t->in || !t->out) {
+  BIO *out = BIO_new(tls.sink_method);
+  if (!t->ssl || !t->in || !out) {
     SSL_free(t->ssl);
     BIO_free(t->in);
-    BIO_free(t->out);
+    BIO_free(out);
     free(t);
     return NULL;
   }
   BIO_set_mem_eof_return(t->in, -1); /* empty means "more to come", not the end */
-  SSL_set_bio(t->ssl, t->in, t->out);
+  BIO_set_data(out, t);
+  t->sink = &t->pending;
+  SSL_set_bio(t->ssl, t->in, out);
   SSL_set_accept_state(t->ssl);
   t->port = port;
   t->expired = expired;
@@ -288,6 +345,7 @@ void scn_tls_free(scn_tls *t) {
     arm();
   count_failure(t, F_closed); /* nothing when it completed or was counted already */
   SSL_free(t->ssl);           /* and its BIOs */
+  scn_buf_free(&t->pending);
   free(t);
 }
 
@@ -378,12 +436,16 @@ static bool write_all(scn_tls *t, const char *p, size_t len) {
   return true;
 }
 
-bool scn_tls_seal(scn_tls *t, const uv_buf_t *bufs, size_t n) {
+bool scn_tls_seal(scn_tls *t, const uv_buf_t *bufs, size_t n, scn_buf *dst) {
+  if (!scn_tls_take(t, dst))
+    return false;
   /* A record costs its header, tag and a cipher call: small pieces (a reply, a frame's
    * header) are gathered into full records. */
   char chunk[16384];
   size_t used = 0;
-  for (size_t i = 0; i < n; i++) {
+  bool ok = true;
+  t->sink = dst;
+  for (size_t i = 0; ok && i < n; i++) {
     const char *p = bufs[i].base;
     size_t len = bufs[i].len;
     if (used + len <= sizeof chunk) {
@@ -391,46 +453,30 @@ bool scn_tls_seal(scn_tls *t, const uv_buf_t *bufs, size_t n) {
       used += len;
       continue;
     }
-    if (used && !write_all(t, chunk, used))
-      return false;
+    ok = !used || write_all(t, chunk, used);
     used = 0;
-    if (len >= sizeof chunk) {
-      if (!write_all(t, p, len))
-        return false;
-    } else {
+    if (ok && len >= sizeof chunk) {
+      ok = write_all(t, p, len);
+    } else if (ok) {
       memcpy(chunk, p, len);
       used = len;
     }
   }
-  return !used || write_all(t, chunk, used);
+  ok = ok && (!used || write_all(t, chunk, used));
+  t->sink = &t->pending;
+  return ok && !dst->failed;
 }
 
-size_t scn_tls_pending(const scn_tls *t) { return BIO_ctrl_pending(t->out); }
+size_t scn_tls_pending(const scn_tls *t) { return t->pending.len; }
 
 bool scn_tls_take(scn_tls *t, scn_buf *dst) {
-  size_t n;
-  while ((n = BIO_ctrl_pending(t->out)) > 0) {
-    if (n > (1u << 30))
-      n = 1u << 30;
-    if (!scn_buf_reserve(dst, n))
-      return false;
-    int r = BIO_read(t->out, dst->data + dst->len, (int)n);
-    if (r <= 0)
-      return false;
-    dst->len += (size_t)r;
-  }
-  /* A memory BIO keeps the largest size it ever held: one that grew for a big flush is
-   * replaced by a new one, so an idle connection holds little. */
-  BUF_MEM *mem = NULL;
-  BIO_get_mem_ptr(t->out, &mem);
-  if (mem && mem->max > (1u << 20)) {
-    BIO *fresh = BIO_new(BIO_s_mem());
-    if (fresh) {
-      SSL_set0_wbio(t->ssl, fresh);
-      t->out = fresh;
-    }
-  }
-  return true;
+  if (t->pending.len == 0)
+    return true;
+  scn_buf_add(dst, t->pending.data, t->pending.len);
+  t->pending.len = 0;
+  if (t->pending.cap > 65536)
+    scn_buf_free(&t->pending); /* a flood of alerts is not kept */
+  return !dst->failed;
 }
 
 void scn_tls_shutdown(scn_tls *t) {

@@ -2,8 +2,8 @@
  * so it does no I/O of its own and the loop stays non-blocking: a session sits between a
  * socket and the consumer of its plaintext (the protocol's line framer, the HTTP parser, the
  * WebSocket framing). What the socket reads goes in as ciphertext and comes out as plaintext;
- * what the consumer writes is sealed into ciphertext, which the session keeps until its owner
- * takes it to write to the socket. A handshake that has not completed within
+ * what the consumer writes is sealed into ciphertext in the buffer its owner then writes to
+ * the socket. A handshake that has not completed within
  * --tls-handshake-timeout is cut off: the owner is told to close the connection. */
 #ifndef SCN_TLS_H
 #define SCN_TLS_H
@@ -53,10 +53,10 @@ typedef enum scn_tls_status {
 scn_tls_status scn_tls_input(scn_tls *t, const char *data, size_t len, scn_tls_plain_fn fn,
                              void *ud);
 bool scn_tls_established(const scn_tls *t);
-/* Seals the pieces of plaintext, in order, into ciphertext held by the session; small pieces
- * share records. False when out of memory. Only once established. */
-bool scn_tls_seal(scn_tls *t, const uv_buf_t *bufs, size_t n);
-/* Ciphertext waiting to be written, in bytes. */
+/* Appends to dst the session's waiting ciphertext, then the pieces of plaintext sealed in
+ * order (small pieces share records). False when out of memory. Only once established. */
+bool scn_tls_seal(scn_tls *t, const uv_buf_t *bufs, size_t n, scn_buf *dst);
+/* Ciphertext the session wrote on its own (handshake, alerts) waiting to be written, in bytes. */
 size_t scn_tls_pending(const scn_tls *t);
 /* Appends the waiting ciphertext to dst. False when out of memory. */
 bool scn_tls_take(scn_tls *t, scn_buf *dst);
