@@ -2,6 +2,7 @@
 
 #include "scn_client.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -549,10 +551,35 @@ bool scn_find_script(const char *name, char *out, size_t n) {
   return access(out, R_OK) == 0;
 }
 
+bool scn_temp_dir(char *dir, size_t cap, const char *name) {
+  snprintf(dir, cap, "/tmp/scened-%s-XXXXXX", name);
+  return mkdtemp(dir) != NULL;
+}
+
+void scn_remove_tree(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+      continue;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+      chmod(path, 0700);
+      scn_remove_tree(path);
+    } else {
+      unlink(path);
+    }
+  }
+  if (d)
+    closedir(d);
+  rmdir(dir);
+}
+
 bool scn_make_certs(char *dir, size_t cap) {
   char script[1024];
-  snprintf(dir, cap, "/tmp/scened-tls-XXXXXX");
-  if (!scn_find_script("tls-certs.sh", script, sizeof script) || !mkdtemp(dir))
+  if (!scn_find_script("tls-certs.sh", script, sizeof script) || !scn_temp_dir(dir, cap, "tls"))
     return false;
   scn_proc p;
   const char *args[] = {dir, NULL};
@@ -563,17 +590,6 @@ bool scn_make_certs(char *dir, size_t cap) {
     fprintf(stderr, "tls-certs.sh: exit %d\n%s%s\n", code, text_str(&p.out), text_str(&p.err));
   scn_proc_free(&p);
   return code == 0;
-}
-
-void scn_remove_certs(const char *dir) {
-  const char *files[] = {"ca.pem",     "ca.key",     "server.pem",
-                         "server.key", "client.pem", "client.key"};
-  char path[1100];
-  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-    snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-    unlink(path);
-  }
-  rmdir(dir);
 }
 
 double scn_metric(const char *page, const char *name) {

@@ -83,12 +83,14 @@ int scn_client_connect_tls(scn_client *c, int port, const scn_tls_files *tls, ch
 /* A file of the repository's scripts/ directory (found next to the daemon's build directory,
  * or from the working directory), in out. */
 bool scn_find_script(const char *name, char *out, size_t n);
+/* A new empty directory /tmp/scened-NAME-XXXXXX; its path in dir. */
+bool scn_temp_dir(char *dir, size_t cap, const char *name);
+/* Removes a directory and everything in it (made writable first). */
+void scn_remove_tree(const char *dir);
 /* A new temporary directory with a CA and a server and a client certificate signed by it
  * (scripts/tls-certs.sh: the openssl command line); its path in dir. The files are ca.pem,
  * server.pem, server.key, client.pem and client.key. */
 bool scn_make_certs(char *dir, size_t cap);
-/* Removes a directory made by scn_make_certs. */
-void scn_remove_certs(const char *dir);
 /* From now on, stream events that arrive while a call waits for its response are kept in
  * c->events (oldest first) instead of being dropped. */
 void scn_client_keep_events(scn_client *c);

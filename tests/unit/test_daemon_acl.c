@@ -104,8 +104,8 @@ static char *state_of(scn_client *op, long long *entities, int n) {
 /* ---- every command without its right ------------------------------------------------------ */
 
 static void test_every_command_needs_its_right(void) {
-  char data[] = "/tmp/scened-acl-data-XXXXXX";
-  CU_ASSERT_FATAL(mkdtemp(data) != NULL);
+  char data[64];
+  CU_ASSERT_FATAL(scn_temp_dir(data, sizeof data, "acl-data"));
   write_acl(rules);
   scn_daemon d;
   const char *extra[] = {"--data", data, NULL};
@@ -207,9 +207,7 @@ static void test_every_command_needs_its_right(void) {
   free(page);
   scn_client_close(&op);
   STOP_OK(&d, 5000);
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", data);
-  CU_ASSERT_EQUAL(system(cmd), 0);
+  scn_remove_tree(data);
 }
 
 /* ---- anonymous connections ---------------------------------------------------------------- */
@@ -523,14 +521,10 @@ static void test_tokens_not_logged(void) {
 
 /* ---- registration ------------------------------------------------------------------------- */
 
-static int suite_init(void) {
-  snprintf(dir, sizeof dir, "/tmp/scened-acl-XXXXXX");
-  return mkdtemp(dir) ? 0 : -1;
-}
+static int suite_init(void) { return scn_temp_dir(dir, sizeof dir, "acl") ? 0 : -1; }
 
 static int suite_clean(void) {
-  unlink(acl_path());
-  rmdir(dir);
+  scn_remove_tree(dir);
   return 0;
 }
 

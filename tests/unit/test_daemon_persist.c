@@ -39,39 +39,17 @@ static void remember_log(const char *path) {
 static bool begin_test(char *dir, size_t len) {
   failures_at_start = CU_get_number_of_failures();
   nlogs = 0;
-  snprintf(dir, len, "/tmp/scened-persist-XXXXXX");
-  if (!mkdtemp(dir)) {
+  if (!scn_temp_dir(dir, len, "persist")) {
     CU_FAIL("mkdtemp failed");
     return false;
   }
   return true;
 }
 
-static void remove_tree(const char *dir) {
-  DIR *d = opendir(dir);
-  struct dirent *de;
-  while (d && (de = readdir(d))) {
-    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-      continue;
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-    struct stat st;
-    if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-      chmod(path, 0700);
-      remove_tree(path);
-    } else {
-      unlink(path);
-    }
-  }
-  if (d)
-    closedir(d);
-  rmdir(dir);
-}
-
 /* Removes the data directory, and the daemon logs unless the test failed (then they are named
  * for a look). */
 static void end_test(const char *dir) {
-  remove_tree(dir);
+  scn_remove_tree(dir);
   bool failed = CU_get_number_of_failures() != failures_at_start;
   for (int i = 0; i < nlogs; i++) {
     if (failed)

@@ -41,6 +41,17 @@ static bool start_tls(scn_daemon *d, const char *const *extra) {
   return START(d, args);
 }
 
+/* start_tls, then a TLS connection to it (the daemon is killed when that fails). */
+static bool start_tls_connected(scn_daemon *d, scn_client *c, const char *const *extra) {
+  if (!start_tls(d, extra))
+    return false;
+  scn_tls_files t = trust_ours();
+  if (CONNECT_TLS(c, d->port, &t))
+    return true;
+  scn_daemon_stop(d, SIGKILL, 2000);
+  return false;
+}
+
 /* A figure of the daemon's /metrics page over HTTPS (-1 when absent). */
 static double https_metric(const scn_daemon *d, const char *sample) {
   scn_tls_files t = trust_ours();
@@ -54,18 +65,13 @@ static double https_metric(const scn_daemon *d, const char *sample) {
 /* ---- every command ------------------------------------------------------------------------ */
 
 static void test_every_command(void) {
-  char data[] = "/tmp/scened-tls-data-XXXXXX";
-  CU_ASSERT_FATAL(mkdtemp(data) != NULL);
+  char data[64];
+  CU_ASSERT_FATAL(scn_temp_dir(data, sizeof data, "tls-data"));
   scn_daemon d;
-  const char *extra[] = {"--data", data, NULL};
-  if (!start_tls(&d, extra))
-    return;
   scn_client c;
-  scn_tls_files t = trust_ours();
-  if (!CONNECT_TLS(&c, d.port, &t)) {
-    scn_daemon_stop(&d, SIGKILL, 2000);
+  const char *extra[] = {"--data", data, NULL};
+  if (!start_tls_connected(&d, &c, extra))
     return;
-  }
   OKD(&c, "{\"cmd\":\"ping\"}");
   OKD(&c, "{\"cmd\":\"hello\"}");
   OKD(&c, "{\"cmd\":\"info\"}");
@@ -133,22 +139,15 @@ static void test_every_command(void) {
   cJSON_Delete(r);
   scn_client_close(&c);
   STOP_OK(&d, 5000);
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", data);
-  CU_ASSERT_EQUAL(system(cmd), 0);
+  scn_remove_tree(data);
 }
 
 /* 20,000 requests in one write (many TLS records, read in pieces): every response, in order. */
 static void test_pipelined(void) {
   scn_daemon d;
-  if (!start_tls(&d, NULL))
-    return;
   scn_client c;
-  scn_tls_files t = trust_ours();
-  if (!CONNECT_TLS(&c, d.port, &t)) {
-    scn_daemon_stop(&d, SIGKILL, 2000);
+  if (!start_tls_connected(&d, &c, NULL))
     return;
-  }
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"p\"}");
   cJSON *r = OK(&c, "{\"cmd\":\"transform.create\",\"world\":\"p\"}");
   long long e = (long long)scn_resp_id(r, "entity");
@@ -575,8 +574,8 @@ static int suite_init(void) {
 }
 
 static int suite_clean(void) {
-  scn_remove_certs(ours);
-  scn_remove_certs(theirs);
+  scn_remove_tree(ours);
+  scn_remove_tree(theirs);
   return 0;
 }
 

@@ -1,6 +1,7 @@
 // Helpers for the WebSocket and browser tests: start the real daemon on ephemeral ports, talk
 // to it over TCP (newline-delimited JSON) and over WebSocket (the `ws` package, an RFC 6455
 // client from the npm registry), and speak raw frames where a test needs to break the rules.
+import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -328,3 +329,52 @@ export async function rawWs(port) {
 }
 
 export function closeCode(f) { return f.payload.length >= 2 ? f.payload.readUInt16BE(0) : null; }
+
+// ---- shared scenarios --------------------------------------------------------------------------
+
+// A WebSocket subscriber of 3,000 moving transforms stops reading while a TCP client moves them
+// and the subscriber pipelines pings: on daemon d (started with a small --output-limit) it must
+// lag, then, once it reads again, resync with a full frame of the final state, with every ping
+// answered in order. tls: { ca } for wss:// and TCP over TLS, as the daemon speaks.
+export async function lagThenResync(d, tls = null) {
+  const ok = (r) => {
+    assert.equal(r.ok, true, JSON.stringify(r));
+    return r;
+  };
+  const tcp = await TcpClient.connect(d.port, tls);
+  ok(await tcp.call({ cmd: 'world.create', world: 'busy' }));
+  const ops = [];
+  for (let i = 0; i < 3000; i++) ops.push({ cmd: 'transform.create', t: [i, 0, 0] });
+  ok(await tcp.call({ cmd: 'batch', world: 'busy', ops }));
+  const ws = await WsClient.connect(d.httpPort, tls || {});
+  const sub = ok(await ws.call({ cmd: 'subscribe', world: 'busy' })).sub;
+  await ws.event((e) => e.event === 'frame' && e.full);
+  ws.ws.pause(); // stop reading: the socket buffers fill, then the daemon's queue
+  let lags = 0, round = 0;
+  for (; round < 200 && lags === 0; round++) {
+    const moves = [];
+    for (let i = 0; i < 3000; i++) moves.push({ cmd: 'transform.set_local', entity: i + 1, t: [i, round + 1, 0] });
+    ok(await tcp.call({ cmd: 'batch', world: 'busy', ops: moves }));
+    ws.sendLine(JSON.stringify({ cmd: 'ping', id: `p${round}` }));
+    await sleep(20);
+    lags = ok(await tcp.call({ cmd: 'info' })).metrics.stream_lags_total;
+  }
+  assert.ok(lags > 0, 'the subscriber lagged');
+  const last = ok(await tcp.call({ cmd: 'transform.get', world: 'busy', entity: 1 })).world;
+  ws.ws.resume();
+  // every ping is answered, in order, and a full frame brings the final state
+  const resync = await ws.event((e) => e.event === 'frame' && e.sub === sub && e.full, 20000);
+  assert.deepEqual(resync.set.find((s) => s.e === 1).m, last);
+  // pings the daemon had not read yet are answered after the resync frame
+  const pings = round; // one ping was sent per round
+  const got = ws.replies.splice(0);
+  while (got.length < pings) {
+    const msg = await ws.inbox.next(10000);
+    assert.notEqual(msg, null, `the connection stayed open for ${pings} ping replies`);
+    if (!msg.event) got.push(msg);
+  }
+  assert.deepEqual(got.map((r) => r.id), got.map((_, i) => `p${i}`));
+  assert.ok(ok(await tcp.call({ cmd: 'info' })).metrics.stream_resyncs_total > 0);
+  ws.ws.terminate();
+  tcp.close();
+}

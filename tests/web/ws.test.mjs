@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import {
-  TcpClient, WsClient, closeCode, frame, rawHttp, rawWs, sleep, startDaemon, until, upgradeRequest,
+  TcpClient, WsClient, closeCode, frame, lagThenResync, rawHttp, rawWs, startDaemon, until,
+  upgradeRequest,
 } from './lib.mjs';
 
 const ok = (r) => {
@@ -349,44 +350,7 @@ describe('websocket: auth, limits and budgets as on TCP', () => {
   test('a subscriber over --output-limit lags, then resyncs with a full frame; replies are kept', async () => {
     const d = await startDaemon(['--output-limit', '64k']);
     try {
-      const tcp = await TcpClient.connect(d.port);
-      ok(await tcp.call({ cmd: 'world.create', world: 'busy' }));
-      const ops = [];
-      for (let i = 0; i < 3000; i++) ops.push({ cmd: 'transform.create', t: [i, 0, 0] });
-      ok(await tcp.call({ cmd: 'batch', world: 'busy', ops }));
-      const ws = await WsClient.connect(d.httpPort);
-      const sub = ok(await ws.call({ cmd: 'subscribe', world: 'busy' })).sub;
-      await ws.event((e) => e.event === 'frame' && e.full);
-      ws.ws.pause(); // stop reading: the socket buffers fill, then the daemon's queue
-      let lags = 0, round = 0;
-      for (; round < 200 && lags === 0; round++) {
-        const moves = [];
-        for (let i = 0; i < 3000; i++) moves.push({ cmd: 'transform.set_local', entity: i + 1, t: [i, round + 1, 0] });
-        ok(await tcp.call({ cmd: 'batch', world: 'busy', ops: moves }));
-        ws.sendLine(JSON.stringify({ cmd: 'ping', id: `p${round}` }));
-        await sleep(20);
-        const info = ok(await tcp.call({ cmd: 'info' }));
-        lags = info.metrics.stream_lags_total;
-      }
-      assert.ok(lags > 0, 'the subscriber lagged');
-      const last = ok(await tcp.call({ cmd: 'transform.get', world: 'busy', entity: 1 })).world;
-      ws.ws.resume();
-      // every ping is answered, in order, and a full frame brings the final state
-      const resync = await ws.event((e) => e.event === 'frame' && e.sub === sub && e.full, 20000);
-      assert.deepEqual(resync.set.find((s) => s.e === 1).m, last);
-      // pings the daemon had not read yet are answered after the resync frame
-      const pings = round; // one ping was sent per round
-      const got = ws.replies.splice(0);
-      while (got.length < pings) {
-        const msg = await ws.inbox.next(10000);
-        assert.notEqual(msg, null, `the connection stayed open for ${pings} ping replies`);
-        if (!msg.event) got.push(msg);
-      }
-      assert.deepEqual(got.map((r) => r.id), got.map((_, i) => `p${i}`));
-      const info = ok(await tcp.call({ cmd: 'info' }));
-      assert.ok(info.metrics.stream_resyncs_total > 0);
-      ws.ws.terminate();
-      tcp.close();
+      await lagThenResync(d);
     } finally {
       assert.equal(await d.stop(), 0);
     }

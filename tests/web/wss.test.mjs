@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { TcpClient, WsClient, makeCerts, rawHttp, sleep, startDaemon } from './lib.mjs';
+import { TcpClient, WsClient, lagThenResync, makeCerts, rawHttp, startDaemon } from './lib.mjs';
 
 const ok = (r) => {
   assert.equal(r.ok, true, JSON.stringify(r));
@@ -152,38 +152,7 @@ describe('wss: rights and budgets', () => {
   test('a wss:// subscriber over --output-limit lags, then resyncs; replies are kept', async () => {
     const d = await startDaemon([...ours.serverArgs, '--output-limit', '64k']);
     try {
-      const tcp = await TcpClient.connect(d.port, { ca: ours.ca });
-      ok(await tcp.call({ cmd: 'world.create', world: 'busy' }));
-      const ops = [];
-      for (let i = 0; i < 3000; i++) ops.push({ cmd: 'transform.create', t: [i, 0, 0] });
-      ok(await tcp.call({ cmd: 'batch', world: 'busy', ops }));
-      const ws = await WsClient.connect(d.httpPort, { ca: ours.ca });
-      const sub = ok(await ws.call({ cmd: 'subscribe', world: 'busy' })).sub;
-      await ws.event((e) => e.event === 'frame' && e.full);
-      ws.ws.pause();
-      let lags = 0, round = 0;
-      for (; round < 200 && lags === 0; round++) {
-        const moves = [];
-        for (let i = 0; i < 3000; i++) moves.push({ cmd: 'transform.set_local', entity: i + 1, t: [i, round + 1, 0] });
-        ok(await tcp.call({ cmd: 'batch', world: 'busy', ops: moves }));
-        ws.sendLine(JSON.stringify({ cmd: 'ping', id: `p${round}` }));
-        await sleep(20);
-        lags = ok(await tcp.call({ cmd: 'info' })).metrics.stream_lags_total;
-      }
-      assert.ok(lags > 0, 'the subscriber lagged');
-      const last = ok(await tcp.call({ cmd: 'transform.get', world: 'busy', entity: 1 })).world;
-      ws.ws.resume();
-      const resync = await ws.event((e) => e.event === 'frame' && e.sub === sub && e.full, 20000);
-      assert.deepEqual(resync.set.find((s) => s.e === 1).m, last);
-      const got = ws.replies.splice(0);
-      while (got.length < round) {
-        const msg = await ws.inbox.next(10000);
-        assert.notEqual(msg, null, `the connection stayed open for ${round} ping replies`);
-        if (!msg.event) got.push(msg);
-      }
-      assert.deepEqual(got.map((r) => r.id), got.map((_, i) => `p${i}`));
-      ws.ws.terminate();
-      tcp.close();
+      await lagThenResync(d, { ca: ours.ca });
     } finally {
       assert.equal(await d.stop(), 0);
     }
