@@ -359,6 +359,10 @@ void scn_conn_init_loop(scn_server *srv) {
 
 void scn_conn_stop_all(scn_server *srv) {
   for (scn_conn *c = srv->conns; c; c = c->next) {
+    if (scn_conn_handshaking(c)) { /* it has run nothing: nothing to answer */
+      scn_conn_close(c);
+      continue;
+    }
     if (c->reading) {
       c->tp->set_reading(c, false);
       c->reading = false;
