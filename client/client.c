@@ -15,6 +15,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,6 +169,37 @@ static SSL_CTX *tls_context(const scn_cli_options *o, char *err, size_t errlen) 
   return ctx;
 }
 
+/* OpenSSL writes to the socket with write(): to a daemon that has closed, that raises SIGPIPE,
+ * which a library must not let end its program. The signal is blocked around the calls that
+ * write, and one they raised is taken back off the thread's pending signals. */
+typedef struct sigpipe_guard {
+  sigset_t old;
+  bool was_pending;
+} sigpipe_guard;
+
+static void sigpipe_block(sigpipe_guard *g) {
+  sigset_t pipe_only, pending;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  sigpending(&pending);
+  g->was_pending = sigismember(&pending, SIGPIPE) == 1;
+  pthread_sigmask(SIG_BLOCK, &pipe_only, &g->old);
+}
+
+static void sigpipe_restore(sigpipe_guard *g) {
+  int saved = errno;
+  sigset_t pipe_only, pending;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  sigpending(&pending);
+  if (!g->was_pending && sigismember(&pending, SIGPIPE) == 1) {
+    struct timespec zero = {0, 0};
+    sigtimedwait(&pipe_only, NULL, &zero);
+  }
+  pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+  errno = saved;
+}
+
 /* Waits up to timeout_ms (negative: forever) for what a TLS call asked for. */
 static int wait_for(int fd, int ssl_error, int timeout_ms) {
   struct pollfd p = {.fd = fd, .events = ssl_error == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN};
@@ -196,7 +228,10 @@ static bool tls_start(scn_cli *c, const scn_cli_options *o, char *err, size_t er
   long deadline = c->timeout_ms < 0 ? -1 : now_ms() + c->timeout_ms;
   for (;;) {
     ERR_clear_error();
+    sigpipe_guard g;
+    sigpipe_block(&g);
     int r = SSL_connect(c->ssl);
+    sigpipe_restore(&g);
     if (r == 1)
       return true;
     int e = SSL_get_error(c->ssl, r);
@@ -266,7 +301,10 @@ void scn_cli_close(scn_cli *c) {
   if (!c)
     return;
   if (c->ssl) {
+    sigpipe_guard g;
+    sigpipe_block(&g);
     SSL_shutdown(c->ssl); /* close_notify, if the socket takes it at once */
+    sigpipe_restore(&g);
     SSL_free(c->ssl);
   }
   if (c->fd >= 0)
@@ -293,7 +331,10 @@ static ssize_t io_send(scn_cli *c, const char *p, size_t len, short *want) {
     return fail(c, SCN_CLI_EIO, "send failed: %s", strerror(errno));
   }
   ERR_clear_error();
+  sigpipe_guard g;
+  sigpipe_block(&g);
   int n = SSL_write(c->ssl, p, len > (1u << 30) ? 1 << 30 : (int)len);
+  sigpipe_restore(&g);
   if (n > 0)
     return n;
   int e = SSL_get_error(c->ssl, n);
