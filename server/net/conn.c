@@ -225,7 +225,7 @@ static void handshake_flush(scn_conn *c) {
 
 void scn_conn_flush(scn_conn *c) {
   scn_hooks_before_flush(c->srv);
-  if (c->tls && !scn_tls_established(c->tls))
+  if (scn_conn_handshaking(c))
     handshake_flush(c);
   else
     c->tp->flush(c);
@@ -301,7 +301,7 @@ void scn_conn_update_reading(scn_conn *c) {
               scn_conn_queued(c) < 2 * c->srv->cfg.output_limit;
   /* A handshake reads until it is done, even for a refused connection (its LIMIT line goes
    * out over TLS once it is). */
-  if (!want && c->tls && !scn_tls_established(c->tls) && !c->srv->stopping)
+  if (!want && scn_conn_handshaking(c) && !c->srv->stopping)
     want = true;
   if (want && !c->reading) {
     if (c->tp->set_reading(c, true) == 0)
