@@ -37,6 +37,63 @@ typedef struct scn__event {
   uint32_t kind;
 } scn__event;
 
+/* ---- history (history.c) ----
+ * Undo records in two rings of fixed-size records numbered by a 64-bit sequence: matrices
+ * (world and local, 64 bytes plus a 4-byte link) and structure (existence, parent, name). A
+ * record made in tick t holds the value as tick t-1 closed; each entity has one chain per kind,
+ * newest first, linked by the distance back to the previous record of the same chain. */
+#define SCN_HIST_MSHIFT 9 /* matrix records per chunk: 512 (34 KiB) */
+#define SCN_HIST_SSHIFT 8 /* structure records per chunk: 256 (22 KiB) */
+
+typedef struct scn__hist_mchunk {
+  mat4 m[1u << SCN_HIST_MSHIFT];
+  uint32_t back[1u << SCN_HIST_MSHIFT]; /* distance to the chain's previous record, 0: none */
+} scn__hist_mchunk;
+
+typedef struct scn__hist_srec {
+  scn_entity entity, parent;
+  uint32_t back;
+  uint8_t exists;
+  char name[SCN_NAME_MAX + 1]; /* "" when unnamed */
+} scn__hist_srec;
+
+/* Records [front, end) live in chunks; chunk k sits at table[k & mask]. Chunks the front leaves
+ * behind are kept in spare for the end to reuse, so a steady window allocates nothing. */
+typedef struct scn__ring {
+  void **table;
+  uint32_t mask, shift;
+  size_t chunk_bytes;
+  uint64_t front, end;
+  void **spare;
+  uint32_t nspare, spare_cap;
+} scn__ring;
+
+/* Newest record of each chain of one entity; a sequence number below the ring's front (0
+ * included) means none. */
+typedef struct scn__heads {
+  uint64_t world, local, meta;
+} scn__heads;
+
+/* An entity whose transform was destroyed while its records are still in the window. */
+typedef struct scn__dead {
+  scn_entity entity; /* 0: empty slot */
+  scn__heads heads;
+} scn__dead;
+
+typedef struct scn__hist {
+  uint32_t window; /* ticks kept */
+  uint64_t start;  /* oldest tick whose closing state the records can give */
+  bool broken;     /* a record found no memory: the history restarts at the next close */
+  scn__ring mats, structs;
+  uint64_t (*bound)[2]; /* per tick (index tick & bound_mask): where its records begin */
+  uint32_t bound_mask;
+  uint64_t mat_begin, struct_begin; /* where the open tick's records begin */
+  scn__heads *heads;                /* per instance, heads_cap of them */
+  uint32_t heads_cap;
+  scn__dead *dead; /* open addressing by entity, linear probing */
+  uint32_t dead_mask, ndead;
+} scn__hist;
+
 /* One transform manager: structure-of-arrays instance data, indexed by instance. */
 typedef struct scn__tm {
   uint32_t n, cap;
@@ -81,6 +138,8 @@ typedef struct scn__tm {
   bool removed_in_tick;
   bool reverts_full; /* more changed in the tick than the log keeps: none restored */
   scn__vec reverts;  /* scn__revert, at most one per instance changed in the open tick */
+
+  scn__hist *hist; /* NULL while the world keeps no history */
 
   scn_world_stats stats;
 } scn__tm;
@@ -197,6 +256,26 @@ static inline uint32_t scn__tm_next_preorder(const scn__tm *tm, uint32_t i, uint
   while (i != top && tm->next[i] == SCN_NIL)
     i = tm->parent[i];
   return i == top ? SCN_NIL : tm->next[i];
+}
+
+/* ---- history.c ---- */
+void scn__hist_free(scn__hist *h);
+int scn__hist_reserve(scn__tm *tm, uint32_t cap); /* per-instance heads for cap instances */
+/* Before world[i] changes for the first time in the open tick (its stamp is older). */
+void scn__hist_world(scn__tm *tm, uint32_t i);
+/* Before local[i] changes; before the parent or the name of i changes. */
+void scn__hist_local(scn__tm *tm, uint32_t i);
+void scn__hist_struct(scn__tm *tm, uint32_t i);
+/* After instance i was inserted; before it is removed. */
+void scn__hist_inserted(scn__tm *tm, uint32_t i);
+void scn__hist_removing(scn__tm *tm, uint32_t i);
+/* After tick closed was closed (tm->tick is the next one already). */
+void scn__hist_closed(scn__tm *tm, uint64_t closed);
+void scn__hist_stats(const scn__tm *tm, scn_world_stats *out);
+
+static inline void scn__tm_before_local(scn__tm *tm, uint32_t i) {
+  if (tm->hist)
+    scn__hist_local(tm, i);
 }
 
 /* ---- propagate.c ---- */

@@ -5,6 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Before world[i] changes for the first time in the open tick: the revert log and the history
+ * keep its old value. */
+static void first_change(scn__tm *tm, uint32_t i) {
+  if (scn__tm_logs_reverts(tm))
+    scn__tm_note_revert(tm, i);
+  if (tm->hist)
+    scn__hist_world(tm, i);
+}
+
 /* Recompute one instance from its parent's (fresh) world; stamp it when the bits change. */
 static inline uint64_t recompute(scn__tm *tm, uint32_t i, uint32_t parent) {
   mat4 w;
@@ -14,8 +23,8 @@ static inline uint64_t recompute(scn__tm *tm, uint32_t i, uint32_t parent) {
     glm_mat4_mul(tm->world[parent], tm->local[i], w);
   if (memcmp(w, tm->world[i], sizeof w) == 0)
     return 0;
-  if (scn__tm_logs_reverts(tm) && tm->changed[i] != scn__tm_stamp(tm))
-    scn__tm_note_revert(tm, i);
+  if (tm->changed[i] != scn__tm_stamp(tm))
+    first_change(tm, i);
   glm_mat4_copy(w, tm->world[i]);
   tm->changed[i] = scn__tm_stamp(tm);
   return 1;
@@ -63,7 +72,8 @@ static void propagate_span(scn__tm *tm, uint32_t begin, uint32_t end) {
   const uint32_t *restrict parent = tm->parent;
   uint32_t *restrict stamp = tm->changed;
   const uint32_t tick = scn__tm_stamp(tm);
-  const bool reverts = scn__tm_logs_reverts(tm);
+  /* keeping old values (reverts, history) costs nothing per matrix when neither is on */
+  const bool keep_old = scn__tm_logs_reverts(tm) || tm->hist;
   uint64_t changed = 0;
 #ifdef SCN_RANGE_SSE
   /* the node before the span: when it is the first node's parent its world is current */
@@ -87,8 +97,8 @@ static void propagate_span(scn__tm *tm, uint32_t begin, uint32_t end) {
       w3 = mul_col(p0, p1, p2, p3, glmm_load(local[j][3]));
     }
     if (!same_bits(w0, w1, w2, w3, world[j][0])) {
-      if (reverts && stamp[j] != tick)
-        scn__tm_note_revert(tm, j);
+      if (keep_old && stamp[j] != tick)
+        first_change(tm, j);
       glmm_store(world[j][0], w0), glmm_store(world[j][1], w1);
       glmm_store(world[j][2], w2), glmm_store(world[j][3], w3);
       stamp[j] = tick;
@@ -103,8 +113,8 @@ static void propagate_span(scn__tm *tm, uint32_t begin, uint32_t end) {
     else
       glm_mat4_mul(world[parent[j]], (vec4 *)local[j], w);
     if (memcmp(w, world[j], sizeof w) != 0) {
-      if (reverts && stamp[j] != tick)
-        scn__tm_note_revert(tm, j);
+      if (keep_old && stamp[j] != tick)
+        first_change(tm, j);
       glm_mat4_copy(w, world[j]);
       stamp[j] = tick;
       changed++;
@@ -336,6 +346,8 @@ uint64_t scn_world_close_tick(scn_world *w) {
   tm->closing = false;
   settle_reverts(tm);
   uint64_t closed = tm->tick++;
+  if (tm->hist)
+    scn__hist_closed(tm, closed);
   if (tm->tick - tm->stamp_base >= UINT32_MAX) {
     /* Stamps would wrap: fold every one into the tick just closed, which can only make an
      * old subscriber see more than changed, never less. */
@@ -346,7 +358,10 @@ uint64_t scn_world_close_tick(scn_world *w) {
   return closed;
 }
 
-void scn_world_get_stats(const scn_world *w, scn_world_stats *out) { *out = w->tm.stats; }
+void scn_world_get_stats(const scn_world *w, scn_world_stats *out) {
+  *out = w->tm.stats;
+  scn__hist_stats(&w->tm, out);
+}
 
 /* ---- relayout ----------------------------------------------------------------------------- */
 
@@ -391,6 +406,12 @@ void scn__tm_relayout(scn__tm *tm) {
   PERMUTE(tm, order, changed, (uint32_t *)tmp);
   PERMUTE(tm, order, name, (uint32_t *)tmp);
   PERMUTE(tm, order, dirty, (uint8_t *)tmp);
+  if (tm->hist) { /* the chain heads travel with their instances */
+    scn__heads *heads = tm->hist->heads, *t = tmp;
+    for (uint32_t x = 0; x < n; x++)
+      t[x] = heads[order[x]];
+    memcpy(heads, t, sizeof *heads * n);
+  }
   uint32_t **links[] = {&tm->parent, &tm->first_child, &tm->last_child, &tm->next, &tm->prev};
   for (size_t l = 0; l < sizeof links / sizeof links[0]; l++) {
     uint32_t *a = *links[l], *t = tmp;

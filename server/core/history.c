@@ -1,0 +1,545 @@
+/* History of a world: for each tick of the window, undo records of what changed in it.
+ *
+ * A record made while tick t is open holds a value as tick t-1 closed it: the first time in a
+ * tick that a world matrix, a local matrix or the structure (existence, parent, name) of an
+ * instance is about to change, its old value goes to the end of a ring and becomes the head of
+ * that entity's chain of that kind. Reading tick T then takes, in each chain, the oldest record
+ * made after T; with none, the value has not changed since T and the live arrays hold it. So a
+ * read costs the records of one entity made after T, a tick costs what changed in it, and the
+ * oldest records fall off the front of the rings as ticks close. The heads live beside the
+ * instances (moved with them by swap-erase and relayout) and, once a transform is destroyed, in
+ * a small map by entity until its last record leaves the window. */
+#include "core_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MCHUNK (1u << SCN_HIST_MSHIFT)
+#define SCHUNK (1u << SCN_HIST_SSHIFT)
+#define DEAD_MIN 16
+
+/* ---- rings ------------------------------------------------------------------------------- */
+
+static uint64_t chunk_first(const scn__ring *r) { return r->front >> r->shift; }
+
+/* One past the last chunk holding a record (or the one the end points into). */
+static uint64_t chunk_limit(const scn__ring *r) {
+  return (r->end + ((uint64_t)1 << r->shift) - 1) >> r->shift;
+}
+
+static int ring_init(scn__ring *r, uint32_t shift, size_t chunk_bytes) {
+  memset(r, 0, sizeof *r);
+  r->shift = shift;
+  r->chunk_bytes = chunk_bytes;
+  /* Records start at chunk 1, so that sequence number 0 is never a record. */
+  r->front = r->end = (uint64_t)1 << shift;
+  r->mask = 15;
+  r->table = calloc(r->mask + 1, sizeof *r->table);
+  return r->table ? SCN_OK : SCN_NOMEM;
+}
+
+static void ring_free(scn__ring *r) {
+  if (r->table)
+    for (uint64_t k = chunk_first(r); k < chunk_limit(r); k++)
+      free(r->table[k & r->mask]);
+  for (uint32_t k = 0; k < r->nspare; k++)
+    free(r->spare[k]);
+  free(r->table);
+  free(r->spare);
+  memset(r, 0, sizeof *r);
+}
+
+static inline void *ring_chunk(const scn__ring *r, uint64_t s) {
+  return r->table[(s >> r->shift) & r->mask];
+}
+
+/* Makes room for the record at end: a chunk when end starts one (a spare one if any). */
+static bool ring_room(scn__ring *r) {
+  if (r->end & (((uint64_t)1 << r->shift) - 1))
+    return true;
+  uint64_t first = chunk_first(r), k = r->end >> r->shift;
+  if (k - first + 1 > (uint64_t)r->mask + 1) {
+    uint64_t cap = (uint64_t)r->mask + 1;
+    while (cap < k - first + 1)
+      cap *= 2;
+    if (cap > UINT32_MAX)
+      return false;
+    void **table = calloc(cap, sizeof *table);
+    if (!table)
+      return false;
+    for (uint64_t c = first; c < k; c++)
+      table[c & (cap - 1)] = r->table[c & r->mask];
+    free(r->table);
+    r->table = table;
+    r->mask = (uint32_t)(cap - 1);
+  }
+  void *chunk = r->nspare ? r->spare[--r->nspare] : aligned_alloc(64, r->chunk_bytes);
+  if (!chunk)
+    return false;
+  r->table[k & r->mask] = chunk;
+  return true;
+}
+
+/* Drops the records before front; their chunks go to the spares (a few), or back. */
+static void ring_drop(scn__ring *r, uint64_t front) {
+  uint64_t from = chunk_first(r), to = front >> r->shift;
+  uint64_t keep = 8 + (chunk_limit(r) - from) / 8;
+  for (uint64_t k = from; k < to; k++) {
+    void *chunk = r->table[k & r->mask];
+    r->table[k & r->mask] = NULL;
+    if (r->nspare < keep && r->nspare == r->spare_cap) {
+      uint32_t cap = r->spare_cap ? r->spare_cap * 2 : 16;
+      void **spare = realloc(r->spare, sizeof *spare * cap);
+      if (spare) {
+        r->spare = spare;
+        r->spare_cap = cap;
+      }
+    }
+    if (r->nspare < keep && r->nspare < r->spare_cap)
+      r->spare[r->nspare++] = chunk;
+    else
+      free(chunk);
+  }
+  r->front = front;
+}
+
+static size_t ring_bytes(const scn__ring *r) {
+  return (size_t)(chunk_limit(r) - chunk_first(r) + r->nspare) * r->chunk_bytes +
+         sizeof(void *) * ((size_t)r->mask + 1 + r->spare_cap);
+}
+
+static inline scn__hist_mchunk *mchunk(const scn__hist *h, uint64_t s) {
+  return ring_chunk(&h->mats, s);
+}
+
+static inline scn__hist_srec *srec(const scn__hist *h, uint64_t s) {
+  return &((scn__hist_srec *)ring_chunk(&h->structs, s))[s & (SCHUNK - 1)];
+}
+
+/* The link from record s back to prev, the chain's head so far (none when already dropped). */
+static uint32_t link_back(scn__hist *h, const scn__ring *r, uint64_t prev, uint64_t s) {
+  if (prev < r->front)
+    return 0;
+  if (s - prev > UINT32_MAX) { /* more records in the window than a link spans */
+    h->broken = true;
+    return 0;
+  }
+  return (uint32_t)(s - prev);
+}
+
+/* Appends m to the matrix chain whose head is *head. */
+static void push_matrix(scn__hist *h, uint64_t *head, const mat4 m) {
+  scn__ring *r = &h->mats;
+  if (h->broken || !ring_room(r)) {
+    h->broken = true;
+    return;
+  }
+  uint64_t s = r->end;
+  scn__hist_mchunk *c = mchunk(h, s);
+  uint32_t k = (uint32_t)(s & (MCHUNK - 1));
+  glm_mat4_copy((vec4 *)m, c->m[k]);
+  c->back[k] = link_back(h, r, *head, s);
+  *head = s;
+  r->end = s + 1;
+}
+
+/* Appends the structure of instance i (or its absence) to its chain. */
+static void push_struct(scn__tm *tm, uint32_t i, bool exists) {
+  scn__hist *h = tm->hist;
+  scn__ring *r = &h->structs;
+  if (h->broken || !ring_room(r)) {
+    h->broken = true;
+    return;
+  }
+  uint64_t s = r->end;
+  scn__hist_srec *rec = srec(h, s);
+  uint32_t p = tm->parent[i];
+  const char *name = scn__tm_name(tm, i);
+  rec->entity = tm->entity[i];
+  rec->parent = exists && p != SCN_NIL ? tm->entity[p] : SCN_ENTITY_NONE;
+  rec->back = link_back(h, r, h->heads[i].meta, s);
+  rec->exists = exists;
+  if (exists && name)
+    memcpy(rec->name, name, strlen(name) + 1);
+  else
+    rec->name[0] = '\0';
+  h->heads[i].meta = s;
+  r->end = s + 1;
+}
+
+/* ---- destroyed transforms: entity -> chain heads ------------------------------------------ */
+
+static uint32_t dead_slot(const scn__hist *h, scn_entity e) {
+  uint32_t x = (uint32_t)scn__hash64(e) & h->dead_mask;
+  while (h->dead[x].entity != SCN_ENTITY_NONE && h->dead[x].entity != e)
+    x = (x + 1) & h->dead_mask;
+  return x;
+}
+
+static const scn__dead *dead_find(const scn__hist *h, scn_entity e) {
+  if (!h->dead)
+    return NULL;
+  const scn__dead *d = &h->dead[dead_slot(h, e)];
+  return d->entity == e ? d : NULL;
+}
+
+static bool dead_grow(scn__hist *h) {
+  if (h->dead && (uint64_t)(h->ndead + 1) * 4 <= (uint64_t)(h->dead_mask + 1) * 3)
+    return true;
+  uint32_t cap = h->dead ? (h->dead_mask + 1) * 2 : DEAD_MIN;
+  scn__dead *old = h->dead, *d = calloc(cap, sizeof *d);
+  if (!d)
+    return false;
+  uint32_t old_cap = old ? h->dead_mask + 1 : 0;
+  h->dead = d;
+  h->dead_mask = cap - 1;
+  for (uint32_t x = 0; x < old_cap; x++)
+    if (old[x].entity != SCN_ENTITY_NONE)
+      h->dead[dead_slot(h, old[x].entity)] = old[x];
+  free(old);
+  return true;
+}
+
+static void dead_put(scn__hist *h, scn_entity e, const scn__heads *heads) {
+  if (!dead_grow(h)) {
+    h->broken = true;
+    return;
+  }
+  scn__dead *d = &h->dead[dead_slot(h, e)];
+  if (d->entity == SCN_ENTITY_NONE)
+    h->ndead++;
+  d->entity = e;
+  d->heads = *heads;
+}
+
+/* Deletion shifts later entries of the run back, so no tombstones accumulate. */
+static void dead_delete(scn__hist *h, uint32_t slot) {
+  uint32_t i = slot, j = slot, mask = h->dead_mask;
+  for (;;) {
+    j = (j + 1) & mask;
+    if (h->dead[j].entity == SCN_ENTITY_NONE)
+      break;
+    uint32_t home = (uint32_t)scn__hash64(h->dead[j].entity) & mask;
+    bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+    if (stays)
+      continue;
+    h->dead[i] = h->dead[j];
+    i = j;
+  }
+  h->dead[i].entity = SCN_ENTITY_NONE;
+  h->ndead--;
+}
+
+/* ---- hooks from the manager --------------------------------------------------------------- */
+
+void scn__hist_world(scn__tm *tm, uint32_t i) {
+  scn__hist *h = tm->hist;
+  push_matrix(h, &h->heads[i].world, tm->world[i]);
+}
+
+void scn__hist_local(scn__tm *tm, uint32_t i) {
+  scn__hist *h = tm->hist;
+  if (h->heads[i].local < h->mat_begin)
+    push_matrix(h, &h->heads[i].local, tm->local[i]);
+}
+
+void scn__hist_struct(scn__tm *tm, uint32_t i) {
+  if (tm->hist->heads[i].meta < tm->hist->struct_begin)
+    push_struct(tm, i, true);
+}
+
+void scn__hist_inserted(scn__tm *tm, uint32_t i) {
+  scn__hist *h = tm->hist;
+  scn__heads *heads = &h->heads[i];
+  const scn__dead *d = dead_find(h, tm->entity[i]);
+  if (d) { /* the same entity had a transform here before: its chains go on */
+    *heads = d->heads;
+    dead_delete(h, (uint32_t)(d - h->dead));
+  } else {
+    memset(heads, 0, sizeof *heads);
+  }
+  if (heads->meta < h->struct_begin)
+    push_struct(tm, i, false);
+}
+
+void scn__hist_removing(scn__tm *tm, uint32_t i) {
+  scn__hist *h = tm->hist;
+  scn__heads *heads = &h->heads[i];
+  bool created_in_tick = false;
+  if (heads->meta >= h->struct_begin)
+    created_in_tick = !srec(h, heads->meta)->exists;
+  else
+    push_struct(tm, i, true);
+  /* Its matrices as the tick before closed, unless it did not exist then. The world matrix
+   * is current here unless the instance is dirty, and then it has not been recomputed since
+   * that close (or it would have a record already). */
+  if (!created_in_tick) {
+    if (heads->world < h->mat_begin)
+      push_matrix(h, &heads->world, tm->world[i]);
+    if (heads->local < h->mat_begin)
+      push_matrix(h, &heads->local, tm->local[i]);
+  }
+  dead_put(h, tm->entity[i], heads);
+}
+
+int scn__hist_reserve(scn__tm *tm, uint32_t cap) {
+  scn__hist *h = tm->hist;
+  if (!h || cap <= h->heads_cap)
+    return SCN_OK;
+  scn__heads *heads = realloc(h->heads, sizeof *heads * cap);
+  if (!heads)
+    return SCN_NOMEM;
+  memset(heads + h->heads_cap, 0, sizeof *heads * (cap - h->heads_cap));
+  h->heads = heads;
+  h->heads_cap = cap;
+  return SCN_OK;
+}
+
+/* ---- ticks -------------------------------------------------------------------------------- */
+
+static uint64_t *bound_of(const scn__hist *h, uint64_t tick) {
+  return h->bound[tick & h->bound_mask];
+}
+
+/* The oldest tick a query may name once tick now has closed (above now: none). */
+static uint64_t oldest_tick(const scn__hist *h, uint64_t now) {
+  uint64_t oldest = now + 1 > h->window ? now + 1 - h->window : 0;
+  return oldest > h->start ? oldest : h->start;
+}
+
+/* Drops every record made before the tick whose records begin at (mat, st). */
+static void drop_before(scn__hist *h, uint64_t mat, uint64_t st) {
+  for (uint64_t s = h->structs.front; s < st; s++) {
+    const scn__hist_srec *rec = srec(h, s);
+    const scn__dead *d = dead_find(h, rec->entity);
+    if (d && d->heads.meta == s) /* a destroyed transform's last record */
+      dead_delete(h, (uint32_t)(d - h->dead));
+  }
+  ring_drop(&h->structs, st);
+  ring_drop(&h->mats, mat);
+}
+
+/* After a record found no memory: forget everything, start again from tick closed. */
+static void restart(scn__hist *h, uint64_t closed) {
+  if (h->dead)
+    memset(h->dead, 0, sizeof *h->dead * ((size_t)h->dead_mask + 1));
+  h->ndead = 0;
+  ring_drop(&h->structs, h->structs.end);
+  ring_drop(&h->mats, h->mats.end);
+  h->start = closed;
+  h->broken = false;
+}
+
+static void open_tick(scn__hist *h, uint64_t tick) {
+  uint64_t *b = bound_of(h, tick);
+  b[0] = h->mat_begin = h->mats.end;
+  b[1] = h->struct_begin = h->structs.end;
+}
+
+void scn__hist_closed(scn__tm *tm, uint64_t closed) {
+  scn__hist *h = tm->hist;
+  if (h->broken)
+    restart(h, closed);
+  open_tick(h, closed + 1);
+  const uint64_t *b = bound_of(h, oldest_tick(h, closed) + 1);
+  drop_before(h, b[0], b[1]);
+}
+
+/* ---- setting the window ------------------------------------------------------------------- */
+
+void scn__hist_free(scn__hist *h) {
+  if (!h)
+    return;
+  ring_free(&h->mats);
+  ring_free(&h->structs);
+  free(h->bound);
+  free(h->heads);
+  free(h->dead);
+  free(h);
+}
+
+static uint32_t bound_cap(uint32_t window) {
+  uint32_t cap = 4;
+  while (cap < window + 2)
+    cap *= 2;
+  return cap;
+}
+
+static int hist_new(scn__tm *tm, uint32_t window) {
+  scn__hist *h = calloc(1, sizeof *h);
+  if (!h)
+    return SCN_NOMEM;
+  uint32_t cap = bound_cap(window);
+  h->bound = calloc(cap, sizeof *h->bound);
+  h->bound_mask = cap - 1;
+  h->window = window;
+  h->start = tm->tick; /* the open tick: answerable once it closes */
+  tm->hist = h;
+  if (!h->bound || ring_init(&h->mats, SCN_HIST_MSHIFT, sizeof(scn__hist_mchunk)) != SCN_OK ||
+      ring_init(&h->structs, SCN_HIST_SSHIFT, sizeof(scn__hist_srec) * SCHUNK) != SCN_OK ||
+      scn__hist_reserve(tm, tm->cap) != SCN_OK) {
+    scn__hist_free(h);
+    tm->hist = NULL;
+    return SCN_NOMEM;
+  }
+  open_tick(h, tm->tick);
+  return SCN_OK;
+}
+
+int scn_world_set_history(scn_world *w, int64_t ticks) {
+  scn__tm *tm = &w->tm;
+  if (ticks < 0)
+    return SCN_INVALID;
+  if (ticks > SCN_HISTORY_MAX)
+    return SCN_LIMIT;
+  uint32_t window = (uint32_t)ticks;
+  scn__hist *h = tm->hist;
+  if (window == 0) {
+    scn__hist_free(h);
+    tm->hist = NULL;
+    return SCN_OK;
+  }
+  if (!h)
+    return hist_new(tm, window);
+  /* What stays answerable stays; a longer window fills from here on. */
+  uint64_t now = tm->tick - 1, kept = oldest_tick(h, now);
+  uint64_t oldest = now + 1 > window && now + 1 - window > kept ? now + 1 - window : kept;
+  uint64_t from = oldest + 1 < now + 1 ? oldest + 1 : now + 1;
+  uint32_t cap = bound_cap(window);
+  if (cap != h->bound_mask + 1) {
+    uint64_t(*bound)[2] = calloc(cap, sizeof *bound);
+    if (!bound)
+      return SCN_NOMEM;
+    for (uint64_t t = from; t <= now + 1; t++)
+      memcpy(bound[t & (cap - 1)], bound_of(h, t), sizeof *bound);
+    free(h->bound);
+    h->bound = bound;
+    h->bound_mask = cap - 1;
+  }
+  h->window = window;
+  h->start = kept;
+  const uint64_t *b = bound_of(h, from);
+  drop_before(h, b[0], b[1]);
+  return SCN_OK;
+}
+
+uint32_t scn_world_history(const scn_world *w) { return w->tm.hist ? w->tm.hist->window : 0; }
+
+int scn_world_history_window(const scn_world *w, uint64_t *oldest, uint64_t *newest) {
+  const scn__hist *h = w->tm.hist;
+  /* A record that found no memory leaves the open tick incomplete: nothing answers. */
+  if (!h || h->broken)
+    return SCN_NOT_FOUND;
+  uint64_t now = w->tm.tick - 1, first = oldest_tick(h, now);
+  if (first > now)
+    return SCN_NOT_FOUND;
+  *oldest = first;
+  *newest = now;
+  return SCN_OK;
+}
+
+void scn__hist_stats(const scn__tm *tm, scn_world_stats *out) {
+  const scn__hist *h = tm->hist;
+  out->history_bytes = out->history_matrices = 0;
+  if (!h)
+    return;
+  out->history_bytes = sizeof *h + ring_bytes(&h->mats) + ring_bytes(&h->structs) +
+                       sizeof *h->bound * ((size_t)h->bound_mask + 1) +
+                       sizeof *h->heads * (size_t)h->heads_cap +
+                       (h->dead ? sizeof *h->dead * ((size_t)h->dead_mask + 1) : 0);
+  out->history_matrices = h->mats.end - h->mats.front;
+}
+
+/* ---- queries ------------------------------------------------------------------------------ */
+
+/* The oldest record of the matrix chain from s made at or after begin; NULL when none. */
+static const float *walk_matrix(const scn__hist *h, uint64_t s, uint64_t begin) {
+  const float *found = NULL;
+  while (s >= begin) {
+    const scn__hist_mchunk *c = mchunk(h, s);
+    uint32_t k = (uint32_t)(s & (MCHUNK - 1));
+    found = c->m[k][0];
+    if (!c->back[k])
+      break;
+    s -= c->back[k];
+  }
+  return found;
+}
+
+static const scn__hist_srec *walk_struct(const scn__hist *h, uint64_t s, uint64_t begin) {
+  const scn__hist_srec *found = NULL;
+  while (s >= begin) {
+    found = srec(h, s);
+    if (!found->back)
+      break;
+    s -= found->back;
+  }
+  return found;
+}
+
+/* Where e's values at tick live: pointers into the live arrays or into records. */
+typedef struct hist_view {
+  scn_entity parent;
+  const char *name;
+  const float *local, *world;
+} hist_view;
+
+static int view_at(const scn_world *w, scn_entity e, uint64_t tick, hist_view *v) {
+  const scn__tm *tm = &w->tm;
+  const scn__hist *h = tm->hist;
+  uint64_t oldest, newest;
+  if (scn_world_history_window(w, &oldest, &newest) != SCN_OK || tick < oldest || tick > newest)
+    return SCN_NOT_FOUND;
+  if (e == SCN_ENTITY_NONE || e > SCN_ENTITY_MAX)
+    return SCN_NOT_FOUND;
+  uint32_t i = scn__tm_lookup(tm, e);
+  scn__heads heads;
+  if (i != SCN_NIL) {
+    heads = h->heads[i];
+  } else {
+    const scn__dead *d = dead_find(h, e);
+    if (!d)
+      return SCN_NOT_FOUND;
+    heads = d->heads;
+  }
+  const uint64_t *b = bound_of(h, tick + 1); /* records made after tick begin here */
+  const scn__hist_srec *st = walk_struct(h, heads.meta, b[1]);
+  if (st ? !st->exists : i == SCN_NIL)
+    return SCN_NOT_FOUND;
+  if (st) {
+    v->parent = st->parent;
+    v->name = st->name[0] ? st->name : NULL;
+  } else {
+    uint32_t p = tm->parent[i];
+    v->parent = p == SCN_NIL ? SCN_ENTITY_NONE : tm->entity[p];
+    v->name = scn__tm_name(tm, i);
+  }
+  v->world = walk_matrix(h, heads.world, b[0]);
+  v->local = walk_matrix(h, heads.local, b[0]);
+  if (i != SCN_NIL) {
+    if (!v->world)
+      v->world = tm->world[i][0];
+    if (!v->local)
+      v->local = tm->local[i][0];
+  }
+  /* A destroyed transform left both matrices behind when it was destroyed. */
+  return v->world && v->local ? SCN_OK : SCN_STATE;
+}
+
+static void fill_info(scn_entity e, const hist_view *v, scn_transform_info *out) {
+  out->entity = e;
+  out->parent = v->parent;
+  out->name = v->name;
+  memcpy(out->local, v->local, sizeof out->local);
+  memcpy(out->world, v->world, sizeof out->world);
+}
+
+int scn_world_history_get(const scn_world *w, scn_entity e, uint64_t tick,
+                          scn_transform_info *out) {
+  hist_view v;
+  int rc = view_at(w, e, tick, &v);
+  if (rc == SCN_OK)
+    fill_info(e, &v, out);
+  return rc;
+}
