@@ -235,7 +235,7 @@ int scn_world_history_window(const scn_world *w, uint64_t *oldest, uint64_t *new
 /* e as tick closed. SCN_NOT_FOUND when tick lies outside the window or e had no transform in w
  * then (created after it, or destroyed before it; one destroyed after it answers). out->name
  * stays valid until the next mutation of the world or the next tick it closes. */
-int scn_world_history_get(const scn_world *w, scn_entity e, uint64_t tick, scn_transform_info *out);
+int scn_world_history_get(scn_world *w, scn_entity e, uint64_t tick, scn_transform_info *out);
 /* As scn_world_history_get at a fractional tick: between floor(tick) and the tick after it,
  * both in the window, every matrix (world and local alike) is interpolated, translation and
  * scale linearly and rotation by spherical interpolation of its quaternion; a matrix that is
@@ -243,11 +243,10 @@ int scn_world_history_get(const scn_world *w, scn_entity e, uint64_t tick, scn_t
  * answers at all, are those of floor(tick); a transform destroyed in the next tick keeps its
  * values at floor(tick). An integer tick is exactly scn_world_history_get. SCN_INVALID for a
  * negative or non-finite tick. */
-int scn_world_history_interpolate(const scn_world *w, scn_entity e, double tick,
-                                  scn_transform_info *out);
+int scn_world_history_interpolate(scn_world *w, scn_entity e, double tick, scn_transform_info *out);
 /* out = inverse(world(to)) * world(e), both at tick (fractional ticks interpolated as above);
  * SCN_NOT_FOUND as above for either, SCN_SINGULAR when world(to) has no inverse. */
-int scn_world_history_relative(const scn_world *w, scn_entity e, scn_entity to, double tick,
+int scn_world_history_relative(scn_world *w, scn_entity e, scn_entity to, double tick,
                                float out[16]);
 
 /* Checks every internal invariant of a world (links, maps, order, world = parent world x

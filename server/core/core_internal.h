@@ -38,8 +38,8 @@ typedef struct scn__event {
 } scn__event;
 
 /* ---- history (history.c) ----
- * Undo records in two rings of fixed-size records numbered by a 64-bit sequence: matrices
- * (world and local, 64 bytes plus a 4-byte link) and structure (existence, parent, name). A
+ * Undo records in rings of fixed-size records numbered by a 64-bit sequence: world matrices and
+ * local matrices (64 bytes plus a 4-byte link each) and structure (existence, parent, name). A
  * record made in tick t holds the value as tick t-1 closed; each entity has one chain per kind,
  * newest first, linked by the distance back to the previous record of the same chain. */
 #define SCN_HIST_MSHIFT 9 /* matrix records per chunk: 512 (34 KiB) */
@@ -80,16 +80,23 @@ typedef struct scn__dead {
   scn__heads heads;
 } scn__dead;
 
+enum { SCN_HIST_WORLD, SCN_HIST_LOCAL, SCN_HIST_STRUCT, SCN_HIST_RINGS };
+
 typedef struct scn__hist {
   uint32_t window; /* ticks kept */
   uint64_t start;  /* oldest tick whose closing state the records can give */
   bool broken;     /* a record found no memory: the history restarts at the next close */
-  scn__ring mats, structs;
-  uint64_t (*bound)[2]; /* per tick (index tick & bound_mask): where its records begin */
+  scn__ring ring[SCN_HIST_RINGS];
+  /* Matrix records hold their instance in the link until scn__hist_link (at the end of a
+   * flush, before instances move, before a query): the propagation loop and setters then
+   * touch no chain heads, and the link pass fetches them ahead. Records from here on wait. */
+  uint64_t linked[2];                /* world, local */
+  uint64_t (*bound)[SCN_HIST_RINGS]; /* per tick (index tick & bound_mask): its first records */
   uint32_t bound_mask;
-  uint64_t mat_begin, struct_begin; /* where the open tick's records begin */
-  scn__heads *heads;                /* per instance, heads_cap of them */
+  uint64_t begin[SCN_HIST_RINGS]; /* where the open tick's records begin */
+  scn__heads *heads;              /* per instance, heads_cap of them */
   uint32_t heads_cap;
+  size_t heads_bytes;
   scn__dead *dead; /* open addressing by entity, linear probing */
   uint32_t dead_mask, ndead;
 } scn__hist;
@@ -261,9 +268,36 @@ static inline uint32_t scn__tm_next_preorder(const scn__tm *tm, uint32_t i, uint
 /* ---- history.c ---- */
 void scn__hist_free(scn__hist *h);
 int scn__hist_reserve(scn__tm *tm, uint32_t cap); /* per-instance heads for cap instances */
-/* Before world[i] changes for the first time in the open tick (its stamp is older). */
-void scn__hist_world(scn__tm *tm, uint32_t i);
-/* Before local[i] changes; before the parent or the name of i changes. */
+/* Before world[i] changes for the first time in the open tick (its stamp is older), inside a
+ * flush: the record is linked to its chain when the flush ends. */
+void scn__hist_world_slow(scn__tm *tm, uint32_t i);
+static inline void scn__hist_world(scn__tm *tm, uint32_t i) {
+  scn__hist *h = tm->hist;
+  scn__ring *r = &h->ring[SCN_HIST_WORLD];
+  uint64_t s = r->end;
+  uint32_t k = (uint32_t)s & ((1u << SCN_HIST_MSHIFT) - 1);
+  if (k == 0 || h->broken) { /* a new chunk, or no room at all */
+    scn__hist_world_slow(tm, i);
+    return;
+  }
+  scn__hist_mchunk *c = r->table[(s >> SCN_HIST_MSHIFT) & r->mask];
+  glm_mat4_copy(tm->world[i], c->m[k]);
+  c->back[k] = i;
+  r->end = s + 1;
+}
+void scn__hist_link(scn__tm *tm);
+/* The next free world slots, for the propagation loop to fill itself: refill commits what it
+ * filled and moves to a new chunk (left stays 0 without memory), close commits. */
+typedef struct scn__hist_cursor {
+  float *m;       /* next matrix slot */
+  uint32_t *back; /* its link, holding the instance until the flush ends */
+  uint32_t left, used;
+} scn__hist_cursor;
+void scn__hist_cursor_open(scn__tm *tm, scn__hist_cursor *c);
+void scn__hist_cursor_refill(scn__tm *tm, scn__hist_cursor *c);
+void scn__hist_cursor_close(scn__tm *tm, scn__hist_cursor *c);
+/* Before local[i] changes (a second time in a tick is dropped when linked); before the parent
+ * or the name of i changes. */
 void scn__hist_local(scn__tm *tm, uint32_t i);
 void scn__hist_struct(scn__tm *tm, uint32_t i);
 /* After instance i was inserted; before it is removed. */

@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define MCHUNK (1u << SCN_HIST_MSHIFT)
 #define SCHUNK (1u << SCN_HIST_SSHIFT)
@@ -109,12 +110,10 @@ static size_t ring_bytes(const scn__ring *r) {
          sizeof(void *) * ((size_t)r->mask + 1 + r->spare_cap);
 }
 
-static inline scn__hist_mchunk *mchunk(const scn__hist *h, uint64_t s) {
-  return ring_chunk(&h->mats, s);
-}
+static inline scn__hist_mchunk *mchunk(const scn__ring *r, uint64_t s) { return ring_chunk(r, s); }
 
 static inline scn__hist_srec *srec(const scn__hist *h, uint64_t s) {
-  return &((scn__hist_srec *)ring_chunk(&h->structs, s))[s & (SCHUNK - 1)];
+  return &((scn__hist_srec *)ring_chunk(&h->ring[SCN_HIST_STRUCT], s))[s & (SCHUNK - 1)];
 }
 
 /* The link from record s back to prev, the chain's head so far (none when already dropped). */
@@ -128,26 +127,27 @@ static uint32_t link_back(scn__hist *h, const scn__ring *r, uint64_t prev, uint6
   return (uint32_t)(s - prev);
 }
 
-/* Appends m to the matrix chain whose head is *head. */
-static void push_matrix(scn__hist *h, uint64_t *head, const mat4 m) {
-  scn__ring *r = &h->mats;
+/* Appends m to the matrix chain in ring which whose head is *head. */
+static void push_matrix(scn__hist *h, int which, uint64_t *head, const mat4 m) {
+  scn__ring *r = &h->ring[which];
   if (h->broken || !ring_room(r)) {
     h->broken = true;
     return;
   }
   uint64_t s = r->end;
-  scn__hist_mchunk *c = mchunk(h, s);
+  scn__hist_mchunk *c = mchunk(r, s);
   uint32_t k = (uint32_t)(s & (MCHUNK - 1));
   glm_mat4_copy((vec4 *)m, c->m[k]);
   c->back[k] = link_back(h, r, *head, s);
   *head = s;
   r->end = s + 1;
+  h->linked[which] = r->end; /* nothing was waiting: see scn__hist_removing */
 }
 
 /* Appends the structure of instance i (or its absence) to its chain. */
 static void push_struct(scn__tm *tm, uint32_t i, bool exists) {
   scn__hist *h = tm->hist;
-  scn__ring *r = &h->structs;
+  scn__ring *r = &h->ring[SCN_HIST_STRUCT];
   if (h->broken || !ring_room(r)) {
     h->broken = true;
     return;
@@ -233,19 +233,112 @@ static void dead_delete(scn__hist *h, uint32_t slot) {
 
 /* ---- hooks from the manager --------------------------------------------------------------- */
 
-void scn__hist_world(scn__tm *tm, uint32_t i) {
+/* scn__hist_world when the record starts a chunk (or there is no room). */
+void scn__hist_world_slow(scn__tm *tm, uint32_t i) {
   scn__hist *h = tm->hist;
-  push_matrix(h, &h->heads[i].world, tm->world[i]);
+  scn__ring *r = &h->ring[SCN_HIST_WORLD];
+  if (h->broken || !ring_room(r)) {
+    h->broken = true;
+    return;
+  }
+  uint64_t s = r->end;
+  scn__hist_mchunk *c = mchunk(r, s);
+  uint32_t k = (uint32_t)(s & (MCHUNK - 1));
+  glm_mat4_copy(tm->world[i], c->m[k]);
+  c->back[k] = i;
+  r->end = s + 1;
 }
 
+void scn__hist_cursor_open(scn__tm *tm, scn__hist_cursor *c) {
+  scn__hist *h = tm->hist;
+  scn__ring *r = &h->ring[SCN_HIST_WORLD];
+  uint32_t k = (uint32_t)(r->end & (MCHUNK - 1));
+  c->used = 0;
+  c->left = 0;
+  if (h->broken || k == 0) /* a new chunk is taken when the first record needs it */
+    return;
+  scn__hist_mchunk *chunk = mchunk(r, r->end);
+  c->m = chunk->m[k][0];
+  c->back = &chunk->back[k];
+  c->left = MCHUNK - k;
+}
+
+void scn__hist_cursor_close(scn__tm *tm, scn__hist_cursor *c) {
+  tm->hist->ring[SCN_HIST_WORLD].end += c->used;
+  c->used = 0;
+}
+
+void scn__hist_cursor_refill(scn__tm *tm, scn__hist_cursor *c) {
+  scn__hist *h = tm->hist;
+  scn__ring *r = &h->ring[SCN_HIST_WORLD];
+  scn__hist_cursor_close(tm, c);
+  c->left = 0;
+  if (h->broken || !ring_room(r)) { /* the end is at a chunk's start here */
+    h->broken = true;
+    return;
+  }
+  scn__hist_mchunk *chunk = mchunk(r, r->end);
+  c->m = chunk->m[0][0];
+  c->back = chunk->back;
+  c->left = MCHUNK;
+}
+
+/* Links the records waiting in ring which to their chains, in the order they were made. World
+ * records lie in the order the flush met their instances, mostly runs of neighbours; the heads
+ * a few records ahead are fetched while the current ones are linked. A local record of an
+ * instance whose chain already has one from the open tick is left unlinked: it holds a value
+ * from within the tick, which no query reads (the tick's first record holds what the tick
+ * before closed with). */
+static void link_ring(scn__hist *h, int which) {
+  enum { AHEAD = 16 };
+  scn__ring *r = &h->ring[which];
+  scn__heads *heads = h->heads;
+  for (uint64_t s = h->linked[which]; s < r->end; s++) {
+    if (s + AHEAD < r->end) {
+      uint64_t a = s + AHEAD;
+      __builtin_prefetch(&heads[mchunk(r, a)->back[a & (MCHUNK - 1)]], 1);
+    }
+    uint32_t *back = &mchunk(r, s)->back[s & (MCHUNK - 1)];
+    uint64_t *head = which == SCN_HIST_WORLD ? &heads[*back].world : &heads[*back].local;
+    if (which == SCN_HIST_LOCAL && *head >= h->begin[which]) {
+      *back = 0;
+      continue;
+    }
+    *back = link_back(h, r, *head, s);
+    *head = s;
+  }
+  h->linked[which] = r->end;
+}
+
+void scn__hist_link(scn__tm *tm) {
+  scn__hist *h = tm->hist;
+  link_ring(h, SCN_HIST_WORLD);
+  link_ring(h, SCN_HIST_LOCAL);
+}
+
+/* Setters call this: the record waits for its chain (no head is read here). */
 void scn__hist_local(scn__tm *tm, uint32_t i) {
   scn__hist *h = tm->hist;
-  if (h->heads[i].local < h->mat_begin)
-    push_matrix(h, &h->heads[i].local, tm->local[i]);
+  scn__ring *r = &h->ring[SCN_HIST_LOCAL];
+  if (h->broken || !ring_room(r)) {
+    h->broken = true;
+    return;
+  }
+  uint64_t s = r->end;
+  scn__hist_mchunk *c = mchunk(r, s);
+  uint32_t k = (uint32_t)(s & (MCHUNK - 1));
+  glm_mat4_copy(tm->local[i], c->m[k]);
+  c->back[k] = i;
+  r->end = s + 1;
+  /* the next setter's slot: its line is owned by the time that setter writes it */
+  if (k + 1 < MCHUNK)
+    __builtin_prefetch(c->m[k + 1], 1);
+  if ((k & 15) == 0 && k + 16 < MCHUNK)
+    __builtin_prefetch(&c->back[k + 16], 1);
 }
 
 void scn__hist_struct(scn__tm *tm, uint32_t i) {
-  if (tm->hist->heads[i].meta < tm->hist->struct_begin)
+  if (tm->hist->heads[i].meta < tm->hist->begin[SCN_HIST_STRUCT])
     push_struct(tm, i, true);
 }
 
@@ -259,15 +352,16 @@ void scn__hist_inserted(scn__tm *tm, uint32_t i) {
   } else {
     memset(heads, 0, sizeof *heads);
   }
-  if (heads->meta < h->struct_begin)
+  if (heads->meta < h->begin[SCN_HIST_STRUCT])
     push_struct(tm, i, false);
 }
 
 void scn__hist_removing(scn__tm *tm, uint32_t i) {
   scn__hist *h = tm->hist;
+  scn__hist_link(tm); /* before instances move, and so that the heads are current */
   scn__heads *heads = &h->heads[i];
   bool created_in_tick = false;
-  if (heads->meta >= h->struct_begin)
+  if (heads->meta >= h->begin[SCN_HIST_STRUCT])
     created_in_tick = !srec(h, heads->meta)->exists;
   else
     push_struct(tm, i, true);
@@ -275,24 +369,38 @@ void scn__hist_removing(scn__tm *tm, uint32_t i) {
    * is current here unless the instance is dirty, and then it has not been recomputed since
    * that close (or it would have a record already). */
   if (!created_in_tick) {
-    if (heads->world < h->mat_begin)
-      push_matrix(h, &heads->world, tm->world[i]);
-    if (heads->local < h->mat_begin)
-      push_matrix(h, &heads->local, tm->local[i]);
+    if (heads->world < h->begin[SCN_HIST_WORLD])
+      push_matrix(h, SCN_HIST_WORLD, &heads->world, tm->world[i]);
+    if (heads->local < h->begin[SCN_HIST_LOCAL])
+      push_matrix(h, SCN_HIST_LOCAL, &heads->local, tm->local[i]);
   }
   dead_put(h, tm->entity[i], heads);
 }
 
+/* The heads are read at random by setters, like the instance arrays: a big array asks for huge
+ * pages as they do (only its whole 2 MiB pages; advice only). */
 int scn__hist_reserve(scn__tm *tm, uint32_t cap) {
   scn__hist *h = tm->hist;
   if (!h || cap <= h->heads_cap)
     return SCN_OK;
-  scn__heads *heads = realloc(h->heads, sizeof *heads * cap);
+  size_t bytes = sizeof(scn__heads) * cap;
+  scn__heads *heads = scn__array_alloc(bytes);
   if (!heads)
     return SCN_NOMEM;
+#ifdef MADV_HUGEPAGE
+  const uintptr_t huge = (uintptr_t)2 << 20;
+  uintptr_t begin = ((uintptr_t)heads + huge - 1) & ~(huge - 1);
+  uintptr_t end = ((uintptr_t)heads + bytes) & ~(huge - 1);
+  if (end > begin)
+    (void)madvise((void *)begin, end - begin, MADV_HUGEPAGE);
+#endif
+  if (h->heads)
+    memcpy(heads, h->heads, sizeof *heads * h->heads_cap);
   memset(heads + h->heads_cap, 0, sizeof *heads * (cap - h->heads_cap));
+  scn__array_free(h->heads, h->heads_bytes);
   h->heads = heads;
   h->heads_cap = cap;
+  h->heads_bytes = bytes;
   return SCN_OK;
 }
 
@@ -308,16 +416,16 @@ static uint64_t oldest_tick(const scn__hist *h, uint64_t now) {
   return oldest > h->start ? oldest : h->start;
 }
 
-/* Drops every record made before the tick whose records begin at (mat, st). */
-static void drop_before(scn__hist *h, uint64_t mat, uint64_t st) {
-  for (uint64_t s = h->structs.front; s < st; s++) {
+/* Drops every record made before the tick whose records begin at b. */
+static void drop_before(scn__hist *h, const uint64_t *b) {
+  for (uint64_t s = h->ring[SCN_HIST_STRUCT].front; s < b[SCN_HIST_STRUCT]; s++) {
     const scn__hist_srec *rec = srec(h, s);
     const scn__dead *d = dead_find(h, rec->entity);
     if (d && d->heads.meta == s) /* a destroyed transform's last record */
       dead_delete(h, (uint32_t)(d - h->dead));
   }
-  ring_drop(&h->structs, st);
-  ring_drop(&h->mats, mat);
+  for (int k = 0; k < SCN_HIST_RINGS; k++)
+    ring_drop(&h->ring[k], b[k]);
 }
 
 /* After a record found no memory: forget everything, start again from tick closed. */
@@ -325,25 +433,27 @@ static void restart(scn__hist *h, uint64_t closed) {
   if (h->dead)
     memset(h->dead, 0, sizeof *h->dead * ((size_t)h->dead_mask + 1));
   h->ndead = 0;
-  ring_drop(&h->structs, h->structs.end);
-  ring_drop(&h->mats, h->mats.end);
+  for (int k = 0; k < SCN_HIST_RINGS; k++)
+    ring_drop(&h->ring[k], h->ring[k].end);
+  h->linked[SCN_HIST_WORLD] = h->ring[SCN_HIST_WORLD].end;
+  h->linked[SCN_HIST_LOCAL] = h->ring[SCN_HIST_LOCAL].end;
   h->start = closed;
   h->broken = false;
 }
 
 static void open_tick(scn__hist *h, uint64_t tick) {
   uint64_t *b = bound_of(h, tick);
-  b[0] = h->mat_begin = h->mats.end;
-  b[1] = h->struct_begin = h->structs.end;
+  for (int k = 0; k < SCN_HIST_RINGS; k++)
+    b[k] = h->begin[k] = h->ring[k].end;
 }
 
 void scn__hist_closed(scn__tm *tm, uint64_t closed) {
   scn__hist *h = tm->hist;
+  scn__hist_link(tm);
   if (h->broken)
     restart(h, closed);
   open_tick(h, closed + 1);
-  const uint64_t *b = bound_of(h, oldest_tick(h, closed) + 1);
-  drop_before(h, b[0], b[1]);
+  drop_before(h, bound_of(h, oldest_tick(h, closed) + 1));
 }
 
 /* ---- setting the window ------------------------------------------------------------------- */
@@ -351,10 +461,10 @@ void scn__hist_closed(scn__tm *tm, uint64_t closed) {
 void scn__hist_free(scn__hist *h) {
   if (!h)
     return;
-  ring_free(&h->mats);
-  ring_free(&h->structs);
+  for (int k = 0; k < SCN_HIST_RINGS; k++)
+    ring_free(&h->ring[k]);
   free(h->bound);
-  free(h->heads);
+  scn__array_free(h->heads, h->heads_bytes);
   free(h->dead);
   free(h);
 }
@@ -376,13 +486,18 @@ static int hist_new(scn__tm *tm, uint32_t window) {
   h->window = window;
   h->start = tm->tick; /* the open tick: answerable once it closes */
   tm->hist = h;
-  if (!h->bound || ring_init(&h->mats, SCN_HIST_MSHIFT, sizeof(scn__hist_mchunk)) != SCN_OK ||
-      ring_init(&h->structs, SCN_HIST_SSHIFT, sizeof(scn__hist_srec) * SCHUNK) != SCN_OK ||
+  if (!h->bound ||
+      ring_init(&h->ring[SCN_HIST_WORLD], SCN_HIST_MSHIFT, sizeof(scn__hist_mchunk)) != SCN_OK ||
+      ring_init(&h->ring[SCN_HIST_LOCAL], SCN_HIST_MSHIFT, sizeof(scn__hist_mchunk)) != SCN_OK ||
+      ring_init(&h->ring[SCN_HIST_STRUCT], SCN_HIST_SSHIFT, sizeof(scn__hist_srec) * SCHUNK) !=
+          SCN_OK ||
       scn__hist_reserve(tm, tm->cap) != SCN_OK) {
     scn__hist_free(h);
     tm->hist = NULL;
     return SCN_NOMEM;
   }
+  h->linked[SCN_HIST_WORLD] = h->ring[SCN_HIST_WORLD].end;
+  h->linked[SCN_HIST_LOCAL] = h->ring[SCN_HIST_LOCAL].end;
   open_tick(h, tm->tick);
   return SCN_OK;
 }
@@ -402,13 +517,14 @@ int scn_world_set_history(scn_world *w, int64_t ticks) {
   }
   if (!h)
     return hist_new(tm, window);
+  scn__hist_link(tm);
   /* What stays answerable stays; a longer window fills from here on. */
   uint64_t now = tm->tick - 1, kept = oldest_tick(h, now);
   uint64_t oldest = now + 1 > window && now + 1 - window > kept ? now + 1 - window : kept;
   uint64_t from = oldest + 1 < now + 1 ? oldest + 1 : now + 1;
   uint32_t cap = bound_cap(window);
   if (cap != h->bound_mask + 1) {
-    uint64_t(*bound)[2] = calloc(cap, sizeof *bound);
+    uint64_t(*bound)[SCN_HIST_RINGS] = calloc(cap, sizeof *bound);
     if (!bound)
       return SCN_NOMEM;
     for (uint64_t t = from; t <= now + 1; t++)
@@ -419,8 +535,7 @@ int scn_world_set_history(scn_world *w, int64_t ticks) {
   }
   h->window = window;
   h->start = kept;
-  const uint64_t *b = bound_of(h, from);
-  drop_before(h, b[0], b[1]);
+  drop_before(h, bound_of(h, from));
   return SCN_OK;
 }
 
@@ -444,20 +559,22 @@ void scn__hist_stats(const scn__tm *tm, scn_world_stats *out) {
   out->history_bytes = out->history_matrices = 0;
   if (!h)
     return;
-  out->history_bytes = sizeof *h + ring_bytes(&h->mats) + ring_bytes(&h->structs) +
-                       sizeof *h->bound * ((size_t)h->bound_mask + 1) +
-                       sizeof *h->heads * (size_t)h->heads_cap +
+  out->history_bytes = sizeof *h + sizeof *h->bound * ((size_t)h->bound_mask + 1) + h->heads_bytes +
                        (h->dead ? sizeof *h->dead * ((size_t)h->dead_mask + 1) : 0);
-  out->history_matrices = h->mats.end - h->mats.front;
+  for (int k = 0; k < SCN_HIST_RINGS; k++)
+    out->history_bytes += ring_bytes(&h->ring[k]);
+  out->history_matrices = 0;
+  for (int k = SCN_HIST_WORLD; k <= SCN_HIST_LOCAL; k++)
+    out->history_matrices += h->ring[k].end - h->ring[k].front;
 }
 
 /* ---- queries ------------------------------------------------------------------------------ */
 
 /* The oldest record of the matrix chain from s made at or after begin; NULL when none. */
-static const float *walk_matrix(const scn__hist *h, uint64_t s, uint64_t begin) {
+static const float *walk_matrix(const scn__ring *r, uint64_t s, uint64_t begin) {
   const float *found = NULL;
   while (s >= begin) {
-    const scn__hist_mchunk *c = mchunk(h, s);
+    const scn__hist_mchunk *c = mchunk(r, s);
     uint32_t k = (uint32_t)(s & (MCHUNK - 1));
     found = c->m[k][0];
     if (!c->back[k])
@@ -485,17 +602,23 @@ typedef struct hist_view {
   const float *local, *world;
 } hist_view;
 
-static int view_at(const scn_world *w, scn_entity e, uint64_t tick, hist_view *v) {
-  const scn__tm *tm = &w->tm;
+static int view_at(scn_world *w, scn_entity e, uint64_t tick, hist_view *v) {
+  scn__tm *tm = &w->tm;
   const scn__hist *h = tm->hist;
   uint64_t oldest, newest;
   if (scn_world_history_window(w, &oldest, &newest) != SCN_OK || tick < oldest || tick > newest)
     return SCN_NOT_FOUND;
+  scn__hist_link(tm); /* records of the open tick may be waiting for their chains */
   if (e == SCN_ENTITY_NONE || e > SCN_ENTITY_MAX)
     return SCN_NOT_FOUND;
   uint32_t i = scn__tm_lookup(tm, e);
   scn__heads heads;
   if (i != SCN_NIL) {
+    /* the live values are read when nothing changed since tick: load them meanwhile */
+    __builtin_prefetch(tm->world[i]);
+    __builtin_prefetch(tm->local[i]);
+    __builtin_prefetch(&tm->parent[i]);
+    __builtin_prefetch(&tm->name[i]);
     heads = h->heads[i];
   } else {
     const scn__dead *d = dead_find(h, e);
@@ -504,7 +627,7 @@ static int view_at(const scn_world *w, scn_entity e, uint64_t tick, hist_view *v
     heads = d->heads;
   }
   const uint64_t *b = bound_of(h, tick + 1); /* records made after tick begin here */
-  const scn__hist_srec *st = walk_struct(h, heads.meta, b[1]);
+  const scn__hist_srec *st = walk_struct(h, heads.meta, b[SCN_HIST_STRUCT]);
   if (st ? !st->exists : i == SCN_NIL)
     return SCN_NOT_FOUND;
   if (st) {
@@ -515,8 +638,8 @@ static int view_at(const scn_world *w, scn_entity e, uint64_t tick, hist_view *v
     v->parent = p == SCN_NIL ? SCN_ENTITY_NONE : tm->entity[p];
     v->name = scn__tm_name(tm, i);
   }
-  v->world = walk_matrix(h, heads.world, b[0]);
-  v->local = walk_matrix(h, heads.local, b[0]);
+  v->world = walk_matrix(&h->ring[SCN_HIST_WORLD], heads.world, b[SCN_HIST_WORLD]);
+  v->local = walk_matrix(&h->ring[SCN_HIST_LOCAL], heads.local, b[SCN_HIST_LOCAL]);
   if (i != SCN_NIL) {
     if (!v->world)
       v->world = tm->world[i][0];
@@ -535,8 +658,7 @@ static void fill_info(scn_entity e, const hist_view *v, scn_transform_info *out)
   memcpy(out->world, v->world, sizeof out->world);
 }
 
-int scn_world_history_get(const scn_world *w, scn_entity e, uint64_t tick,
-                          scn_transform_info *out) {
+int scn_world_history_get(scn_world *w, scn_entity e, uint64_t tick, scn_transform_info *out) {
   hist_view v;
   int rc = view_at(w, e, tick, &v);
   if (rc == SCN_OK)

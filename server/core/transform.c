@@ -219,9 +219,9 @@ static int set_local(scn_world *w, uint32_t i, mat4 m) {
       return SCN_NOMEM;
     glm_mat4_copy(tm->local[i], u->local);
   }
+  scn__tm_mark_dirty(tm, i); /* first: its flag's cache miss overlaps the history record */
   scn__tm_before_local(tm, i);
   glm_mat4_copy(m, tm->local[i]);
-  scn__tm_mark_dirty(tm, i);
   return SCN_OK;
 }
 
