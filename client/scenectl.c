@@ -37,16 +37,15 @@ static void on_interrupt(int sig) {
 }
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: scenectl [--host H] [--port P] [--token T] CMD [key=value ...]\n"
-          "       scenectl [--host H] [--port P] [--token T] --pipe\n"
-          "       scenectl [--host H] [--port P] [--token T] subscribe world=W [root=E] [hz=N] "
-          "[--frames N]\n"
-          "       scenectl                      (on a terminal: interactive prompt)\n\n"
-          "Each value is parsed as JSON when it is valid JSON, otherwise taken as a string:\n"
-          "  scenectl transform.create world=main t=[1,2,3] name=car\n"
-          "Defaults come from SCENED_HOST, SCENED_PORT and SCENED_AUTH_TOKEN.\n\n"
-          "commands:\n");
+  fprintf(f, "usage: scenectl [--host H] [--port P] [--token T] CMD [key=value ...]\n"
+             "       scenectl [--host H] [--port P] [--token T] --pipe\n"
+             "       scenectl [--host H] [--port P] [--token T] subscribe world=W [root=E] [hz=N] "
+             "[--frames N]\n"
+             "       scenectl                      (on a terminal: interactive prompt)\n\n"
+             "Each value is parsed as JSON when it is valid JSON, otherwise taken as a string:\n"
+             "  scenectl transform.create world=main t=[1,2,3] name=car\n"
+             "Defaults come from SCENED_HOST, SCENED_PORT and SCENED_AUTH_TOKEN.\n\n"
+             "commands:\n");
   for (unsigned i = 0; i < scn_command_count; i++) {
     const scn_command_info *c = &scn_commands[i];
     fprintf(f, "  %-20s %s\n", c->name, c->help);
@@ -55,8 +54,11 @@ static void usage(FILE *f) {
 
 static void command_help(const scn_command_info *c) {
   printf("%s: %s\n", c->name, c->help);
-  printf("  required: %s\n", c->required[0] ? c->required : "(none)");
-  printf("  optional: %s\n", c->optional[0] ? c->optional : "(none)");
+  char required[512], optional[512];
+  scn_fields_text(c->required, required, sizeof required);
+  scn_fields_text(c->optional, optional, sizeof optional);
+  printf("  required: %s\n", required[0] ? required : "(none)");
+  printf("  optional: %s\n", optional[0] ? optional : "(none)");
 }
 
 /* "key=value": value as JSON when it parses, else a string. */
@@ -197,8 +199,8 @@ static int run_pipe(const ctl_opts *o) {
     }
   }
   free(line);
-  if (status == 0 && (scn_cli_flush(c) != SCN_CLI_OK ||
-                      read_responses(c, &outstanding, 0, &any_error) != 0))
+  if (status == 0 &&
+      (scn_cli_flush(c) != SCN_CLI_OK || read_responses(c, &outstanding, 0, &any_error) != 0))
     status = EXIT_USAGE;
   fflush(stdout);
   scn_cli_close(c);

@@ -61,6 +61,22 @@ typedef enum scn_keep { SCN_KEEP_LOCAL = 0, SCN_KEEP_WORLD = 1 } scn_keep;
  * a zero or non-finite quaternion, or any non-finite input, gives SCN_INVALID. */
 int scn_compose_trs(const float t[3], const float r[4], const float s[3], float out[16]);
 bool scn_matrix_finite(const float m[16]);
+/* Shear tolerance of scn_decompose_trs: the largest |cosine| of the angle between two of the
+ * first three columns that still counts as T * R * S. Relative (a cosine), so it does not
+ * depend on the scale. 1e-5 is about 84 float32 epsilons: scn_compose_trs's own results
+ * stay under 1 epsilon (each element is rounded once), and world matrices of uniformly scaled
+ * hierarchies 64 levels deep, multiplied in float, under 13; while a scale ratio of 1 + d
+ * under a 45-degree rotation leaves a cosine of about d, so any non-uniformity above about
+ * 1e-5 under a rotation is reported as shear. An accepted matrix recomposes from its parts
+ * within this tolerance (within a few epsilons for what scn_compose_trs made). */
+#define SCN_TRS_SHEAR_TOL 1e-5
+/* Takes m apart into T * R * S, the inverse of scn_compose_trs: t the translation, r a unit
+ * quaternion (x, y, z, w) with w >= 0, s the lengths of the first three columns with sx
+ * negated when the determinant is negative (a mirror). SCN_INVALID, writing nothing, when m
+ * is not T * R * S: a non-finite element, a last row other than 0 0 0 1, a zero column (zero
+ * scale) or one too long for a float scale, or shear (see above). t, r, s may be NULL (r NULL
+ * also skips working out the rotation, a third of the cost). */
+int scn_decompose_trs(const float m[16], float t[3], float r[4], float s[3]);
 /* Length of the strictly valid UTF-8 character at s (no overlongs, no surrogates, nothing
  * above U+10FFFF), 0 when there is none; its code point in *codepoint. */
 size_t scn_utf8_char(const char *s, size_t left, uint32_t *codepoint);
@@ -68,6 +84,11 @@ size_t scn_utf8_char(const char *s, size_t left, uint32_t *codepoint);
 bool scn_name_valid(const char *name, size_t len);
 /* A world name: 1..64 characters from A-Z a-z 0-9 _ . - */
 bool scn_world_name_valid(const char *name, size_t len);
+
+/* Room for need items of item_size bytes in the array items (capacity *cap, grown by doubling):
+ * the array, moved if it had to grow, or NULL when memory ran out (items is then untouched).
+ * One growth rule for every growable array of the core and of the layers above it. */
+void *scn_array_grow(void *items, size_t *cap, size_t item_size, size_t need);
 
 /* ---- scene, entities ------------------------------------------------------------------- */
 
@@ -123,6 +144,16 @@ int scn_transform_destroy(scn_world *w, scn_entity e, bool recursive);
 int scn_transform_link(scn_world *w, scn_entity e, scn_entity parent, scn_keep keep);
 int scn_transform_set_local(scn_world *w, scn_entity e, const float local[16]);
 int scn_transform_set_world(scn_world *w, scn_entity e, const float world[16]);
+/* Replaces some parts of the local (world_space: the world) matrix: the current matrix is
+ * taken apart with scn_decompose_trs, the parts given (t, r, s; NULL keeps the current one,
+ * at least one given) replace its own, and T * R * S is set as by scn_transform_set_local
+ * (scn_transform_set_world). r is normalised. When only t is given, the rest of the matrix is
+ * kept bit for bit (in world space, of the world matrix asked for; the local that gives it is
+ * worked out as by scn_transform_set_world). SCN_INVALID, changing nothing, when no part is
+ * given, a part is not finite, r is zero, or the current matrix is not T * R * S (no world
+ * matrix under a singular parent is); SCN_SINGULAR as scn_transform_set_world. */
+int scn_transform_set_parts(scn_world *w, scn_entity e, bool world_space, const float t[3],
+                            const float r[4], const float s[3]);
 /* name NULL clears it. */
 int scn_transform_rename(scn_world *w, scn_entity e, const char *name);
 bool scn_transform_exists(const scn_world *w, scn_entity e);

@@ -40,8 +40,6 @@ void scn_buf_add(scn_buf *b, const void *data, size_t len) {
   b->len += len;
 }
 
-void scn_buf_adds(scn_buf *b, const char *s) { scn_buf_add(b, s, strlen(s)); }
-
 void scn_buf_addc(scn_buf *b, char c) {
   if (!scn_buf_reserve(b, 1))
     return;
@@ -132,4 +130,14 @@ void scn_buf_consume(scn_buf *b, size_t n) {
   }
   memmove(b->data, b->data + n, b->len - n);
   b->len -= n;
+}
+
+void scn_buf_add_id_list(scn_buf *b, const uint64_t *ids, size_t n) {
+  scn_buf_addc(b, '[');
+  for (size_t i = 0; i < n; i++) {
+    if (i)
+      scn_buf_addc(b, ',');
+    scn_buf_add_u64(b, ids[i]);
+  }
+  scn_buf_addc(b, ']');
 }

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct scn_buf {
   char *data;
@@ -16,7 +17,8 @@ typedef struct scn_buf {
 void scn_buf_free(scn_buf *b);
 bool scn_buf_reserve(scn_buf *b, size_t extra);
 void scn_buf_add(scn_buf *b, const void *data, size_t len);
-void scn_buf_adds(scn_buf *b, const char *s); /* raw, no escaping */
+/* Raw, no escaping; inline so that a literal's length is known when compiling. */
+static inline void scn_buf_adds(scn_buf *b, const char *s) { scn_buf_add(b, s, strlen(s)); }
 void scn_buf_addc(scn_buf *b, char c);
 void scn_buf_add_u64(scn_buf *b, uint64_t v);
 void scn_buf_add_i64(scn_buf *b, int64_t v);
@@ -26,6 +28,8 @@ void scn_buf_add_double(scn_buf *b, double v);
 void scn_buf_add_json_string(scn_buf *b, const char *s, size_t len);
 /* "[a,...,p]" with each float in its shortest round-trip form. */
 void scn_buf_add_matrix(scn_buf *b, const float m[16]);
+/* "[id,...]": a JSON array of unsigned integers. */
+void scn_buf_add_id_list(scn_buf *b, const uint64_t *ids, size_t n);
 /* Drops everything after len (used to discard a partly written reply). */
 static inline void scn_buf_truncate(scn_buf *b, size_t len) {
   if (len < b->len)

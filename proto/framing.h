@@ -9,9 +9,9 @@
 #include <stddef.h>
 
 typedef struct scn_framer {
-  scn_buf partial;  /* start of a line whose end has not arrived yet */
-  size_t max_line;  /* bytes, not counting the line end */
-  bool discarding;  /* inside an overlong line: drop bytes up to the next '\n' */
+  scn_buf partial; /* start of a line whose end has not arrived yet */
+  size_t max_line; /* bytes, not counting the line end */
+  bool discarding; /* inside an overlong line: drop bytes up to the next '\n' */
 } scn_framer;
 
 /* line is NULL for a line over the limit (reported once, as soon as it is known). Blank lines

@@ -1,13 +1,13 @@
 #include "wire.h"
 
 #include <stdbool.h>
-#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 const char *scn_wire_code_name(scn_wire_code code) {
   switch (code) {
-#define SCN_WIRE_NAME(name)                                                                    \
-  case SCN_W_##name:                                                                           \
+#define SCN_WIRE_NAME(name)                                                                        \
+  case SCN_W_##name:                                                                               \
     return #name;
     SCN_WIRE_ERRORS(SCN_WIRE_NAME)
 #undef SCN_WIRE_NAME
@@ -15,17 +15,35 @@ const char *scn_wire_code_name(scn_wire_code code) {
   return "INTERNAL";
 }
 
+static const char *const field_names[] = {
+#define SCN_FIELD_NAME(name) #name,
+    SCN_FIELDS(SCN_FIELD_NAME)
+#undef SCN_FIELD_NAME
+};
+
+const char *scn_field_name(scn_field f) { return f < SCN_FIELD_COUNT ? field_names[f] : "?"; }
+
+void scn_fields_text(scn_fieldset set, char *out, unsigned cap) {
+  unsigned n = 0;
+  out[0] = '\0';
+  for (unsigned f = 0; f < SCN_FIELD_COUNT && n < cap; f++)
+    if (set & ((scn_fieldset)1 << f))
+      n += (unsigned)snprintf(out + n, cap - n, "%s%s", n ? "," : "", field_names[f]);
+}
+
 const scn_command_info scn_commands[] = {
-#define SCN_CMD_INFO(name, ident, flags, req, opt, help) {name, flags, req, opt, help},
+#define SCN_CMD_INFO(name, ident, flags, limit, req, opt, help)                                    \
+  {name, SCN_C_##ident, flags, SCN_LIMIT_##limit, req, opt, help},
     SCN_COMMANDS(SCN_CMD_INFO)
 #undef SCN_CMD_INFO
 };
 
 const unsigned scn_command_count = sizeof scn_commands / sizeof scn_commands[0];
 
-/* Every request looks its command up, so names are found by hash: a table of 64 slots with
- * linear probing, filled on first use (the command list is fixed at compile time). */
+/* Every request looks up its command and each of its keys, so names are found by hash: tables
+ * with linear probing, filled on first use (the lists are fixed at compile time). */
 #define CMD_SLOTS 64
+#define FIELD_SLOTS 64
 
 static uint32_t name_hash(const char *s) {
   uint32_t h = 2166136261u;
@@ -50,4 +68,43 @@ const scn_command_info *scn_command_find(const char *name) {
     if (strcmp(scn_commands[slots[h] - 1].name, name) == 0)
       return &scn_commands[slots[h] - 1];
   return NULL;
+}
+
+/* Keys are short: the first two bytes and the length pick a slot (the fill checks that no two
+ * fields share one), and one comparison confirms it, with no call into libc. */
+static unsigned key_slot(unsigned a, unsigned b, size_t len) {
+  return (a * 7 + b * 3 + (unsigned)len * 13) % FIELD_SLOTS;
+}
+
+scn_field scn_field_find(const char *key) {
+  static unsigned char slots[FIELD_SLOTS]; /* field + 1, 0 = empty */
+  static bool filled, probing;
+  if (!filled) {
+    for (unsigned f = 0; f < SCN_FIELD_COUNT; f++) {
+      const char *n = field_names[f];
+      unsigned h = key_slot((unsigned char)n[0], (unsigned char)n[1], strlen(n));
+      probing |= slots[h] != 0;
+      while (slots[h])
+        h = (h + 1) % FIELD_SLOTS;
+      slots[h] = (unsigned char)(f + 1);
+    }
+    filled = true;
+  }
+  size_t len = 0;
+  while (len <= 16 && key[len])
+    len++;
+  if (len == 0 || len > 16)
+    return SCN_FIELD_COUNT;
+  for (unsigned h = key_slot((unsigned char)key[0], (unsigned char)key[1], len); slots[h];
+       h = (h + 1) % FIELD_SLOTS) {
+    const char *name = field_names[slots[h] - 1];
+    size_t i = 0;
+    while (i < len && name[i] == key[i])
+      i++;
+    if (i == len && name[i] == '\0')
+      return (scn_field)(slots[h] - 1);
+    if (!probing)
+      break;
+  }
+  return SCN_FIELD_COUNT;
 }

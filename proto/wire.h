@@ -1,7 +1,10 @@
-/* The wire vocabulary of protocol 1: error codes and the command table. Server and clients
- * include this one list, so a command's name, flags and help can never drift apart. */
+/* The wire vocabulary of protocol 1: error codes, request fields and the command table. Server
+ * and clients include this one list, so a command's name, fields, flags and help can never
+ * drift apart. */
 #ifndef SCN_WIRE_H
 #define SCN_WIRE_H
+
+#include <stdint.h>
 
 #define SCN_PROTOCOL 1
 #define SCN_VERSION "0.1.0"
@@ -26,58 +29,137 @@ typedef enum scn_wire_code {
 
 const char *scn_wire_code_name(scn_wire_code code);
 
+/* The fields of requests, in the order a command checks them (a request with two bad fields
+ * is refused for the first). */
+#define SCN_FIELDS(X)                                                                              \
+  X(cmd)                                                                                           \
+  X(id)                                                                                            \
+  X(world)                                                                                         \
+  X(entity)                                                                                        \
+  X(parent)                                                                                        \
+  X(name)                                                                                          \
+  X(matrix)                                                                                        \
+  X(t)                                                                                             \
+  X(r)                                                                                             \
+  X(s)                                                                                             \
+  X(recursive)                                                                                     \
+  X(keep)                                                                                          \
+  X(path)                                                                                          \
+  X(to)                                                                                            \
+  X(ops)                                                                                           \
+  X(root)                                                                                          \
+  X(hz)                                                                                            \
+  X(sub)                                                                                           \
+  X(count)                                                                                         \
+  X(token)
+
+typedef enum scn_field {
+#define SCN_FIELD_ENUM(name) SCN_F_##name,
+  SCN_FIELDS(SCN_FIELD_ENUM)
+#undef SCN_FIELD_ENUM
+      SCN_FIELD_COUNT
+} scn_field;
+
+/* A set of fields, one bit each. */
+typedef uint64_t scn_fieldset;
+#define SCN_F(name) ((scn_fieldset)1 << SCN_F_##name)
+#define SCN_F_SPEC (SCN_F(matrix) | SCN_F(t) | SCN_F(r) | SCN_F(s))
+
+const char *scn_field_name(scn_field f);
+/* The field a JSON key names, or SCN_FIELD_COUNT for any other key. */
+scn_field scn_field_find(const char *key);
+/* "a,b,c": the names of a set's fields in order (for help). */
+void scn_fields_text(scn_fieldset set, char *out, unsigned cap);
+
+/* Why a request or connection was refused with LIMIT. */
+#define SCN_LIMITS(X)                                                                              \
+  X(max_clients)                                                                                   \
+  X(max_line)                                                                                      \
+  X(max_worlds)                                                                                    \
+  X(max_transforms)                                                                                \
+  X(entity_create)                                                                                 \
+  X(output_limit)
+
+typedef enum scn_limit_kind {
+#define SCN_LIMIT_ENUM(name) SCN_LIMIT_##name,
+  SCN_LIMITS(SCN_LIMIT_ENUM)
+#undef SCN_LIMIT_ENUM
+      SCN_LIMIT_KINDS,
+  SCN_LIMIT_none = SCN_LIMIT_KINDS /* a command no limit refuses (but --output-limit) */
+} scn_limit_kind;
+
 /* Command flags. */
 #define SCN_CMD_MUTATES 0x1u  /* changes state: journaled */
 #define SCN_CMD_OPEN 0x2u     /* allowed before authentication */
 #define SCN_CMD_IN_BATCH 0x4u /* may appear in a batch's ops */
 #define SCN_CMD_READ 0x8u     /* changes nothing at all (not even connection state) */
+#define SCN_CMD_WORLD 0x10u   /* acts on an existing world, named by "world" */
 
-/* X(name, ident, flags, required fields, optional fields, help) */
+#define SCN_TRANSFORM_OP (SCN_CMD_IN_BATCH | SCN_CMD_WORLD)
+
+/* X(name, ident, flags, the limit that may refuse it (its LIMIT answers are counted there;
+ *   --output-limit may refuse any), required fields, optional fields, help) */
 #define SCN_COMMANDS(X)                                                                            \
-  X("ping", ping, SCN_CMD_OPEN | SCN_CMD_READ, "", "", "check that the daemon answers")            \
-  X("hello", hello, SCN_CMD_OPEN, "", "token", "identify (and authenticate) the connection")       \
-  X("world.create", world_create, SCN_CMD_MUTATES, "world", "", "create a named world")            \
-  X("world.destroy", world_destroy, SCN_CMD_MUTATES, "world", "",                                  \
-    "destroy a world and every transform in it")                                                   \
-  X("world.list", world_list, SCN_CMD_READ, "", "", "list worlds with their transform counts")     \
-  X("entity.create", entity_create, SCN_CMD_MUTATES, "", "count",                                  \
+  X("ping", ping, SCN_CMD_OPEN | SCN_CMD_READ, none, 0, 0, "check that the daemon answers")        \
+  X("hello", hello, SCN_CMD_OPEN, none, 0, SCN_F(token),                                           \
+    "identify (and authenticate) the connection")                                                  \
+  X("world.create", world_create, SCN_CMD_MUTATES, max_worlds, SCN_F(world), 0,                    \
+    "create a named world")                                                                        \
+  X("world.destroy", world_destroy, SCN_CMD_MUTATES | SCN_CMD_WORLD, max_transforms, SCN_F(world), \
+    0, "destroy a world and every transform in it")                                                \
+  X("world.list", world_list, SCN_CMD_READ, none, 0, 0, "list worlds with their transform counts") \
+  X("entity.create", entity_create, SCN_CMD_MUTATES, entity_create, 0, SCN_F(count),               \
     "create entities (count, default 1, at most 100000)")                                          \
-  X("entity.destroy", entity_destroy, SCN_CMD_MUTATES, "entity", "",                               \
+  X("entity.destroy", entity_destroy, SCN_CMD_MUTATES, max_transforms, SCN_F(entity), 0,           \
     "destroy an entity and its transform in every world")                                          \
-  X("transform.create", transform_create, SCN_CMD_MUTATES | SCN_CMD_IN_BATCH, "world",             \
-    "entity,parent,name,matrix,t,r,s", "give an entity (new when absent) a transform")             \
-  X("transform.destroy", transform_destroy, SCN_CMD_MUTATES | SCN_CMD_IN_BATCH, "world,entity",    \
-    "recursive", "remove a transform (children become roots, or recursive)")                       \
-  X("transform.link", transform_link, SCN_CMD_MUTATES | SCN_CMD_IN_BATCH, "world,entity,parent",   \
-    "keep", "put a transform under a parent (keep local or world)")                                \
-  X("transform.unlink", transform_unlink, SCN_CMD_MUTATES | SCN_CMD_IN_BATCH, "world,entity",      \
-    "keep", "make a transform a root (keep local or world)")                                       \
-  X("transform.set_local", transform_set_local, SCN_CMD_MUTATES | SCN_CMD_IN_BATCH,                \
-    "world,entity", "matrix,t,r,s", "set the local transform")                                     \
-  X("transform.set_world", transform_set_world, SCN_CMD_MUTATES | SCN_CMD_IN_BATCH,                \
-    "world,entity", "matrix,t,r,s", "set the world transform")                                     \
-  X("transform.get", transform_get, SCN_CMD_IN_BATCH | SCN_CMD_READ, "world,entity", "",           \
-    "read parent, name, local and world matrices")                                                 \
-  X("transform.children", transform_children, SCN_CMD_IN_BATCH | SCN_CMD_READ, "world,entity", "", \
-    "list children in order")                                                                      \
-  X("transform.rename", transform_rename, SCN_CMD_MUTATES | SCN_CMD_IN_BATCH, "world,entity,name", \
-    "", "rename a transform (null clears the name)")                                               \
-  X("transform.find", transform_find, SCN_CMD_IN_BATCH | SCN_CMD_READ, "world,path", "",           \
-    "find a transform by a path of names from a root")                                             \
-  X("transform.relative", transform_relative, SCN_CMD_IN_BATCH | SCN_CMD_READ, "world,entity,to",  \
-    "", "inverse(world(to)) * world(entity)")                                                      \
-  X("batch", batch, SCN_CMD_MUTATES, "world,ops", "",                                              \
+  X("transform.create", transform_create, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, max_transforms,      \
+    SCN_F(world), SCN_F(entity) | SCN_F(parent) | SCN_F(name) | SCN_F_SPEC,                        \
+    "give an entity (new when absent) a transform")                                                \
+  X("transform.destroy", transform_destroy, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, max_transforms,    \
+    SCN_F(world) | SCN_F(entity), SCN_F(recursive),                                                \
+    "remove a transform (children become roots, or recursive)")                                    \
+  X("transform.link", transform_link, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, max_transforms,          \
+    SCN_F(world) | SCN_F(entity) | SCN_F(parent), SCN_F(keep),                                     \
+    "put a transform under a parent (keep local or world)")                                        \
+  X("transform.unlink", transform_unlink, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, max_transforms,      \
+    SCN_F(world) | SCN_F(entity), SCN_F(keep), "make a transform a root (keep local or world)")    \
+  X("transform.set_local", transform_set_local, SCN_CMD_MUTATES | SCN_TRANSFORM_OP,                \
+    max_transforms, SCN_F(world) | SCN_F(entity), SCN_F_SPEC, "set the local transform")           \
+  X("transform.set_world", transform_set_world, SCN_CMD_MUTATES | SCN_TRANSFORM_OP,                \
+    max_transforms, SCN_F(world) | SCN_F(entity), SCN_F_SPEC, "set the world transform")           \
+  X("transform.get", transform_get, SCN_TRANSFORM_OP | SCN_CMD_READ, max_transforms,               \
+    SCN_F(world) | SCN_F(entity), 0, "read parent, name, local and world matrices")                \
+  X("transform.children", transform_children, SCN_TRANSFORM_OP | SCN_CMD_READ, max_transforms,     \
+    SCN_F(world) | SCN_F(entity), 0, "list children in order")                                     \
+  X("transform.rename", transform_rename, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, max_transforms,      \
+    SCN_F(world) | SCN_F(entity) | SCN_F(name), 0, "rename a transform (null clears the name)")    \
+  X("transform.find", transform_find, SCN_TRANSFORM_OP | SCN_CMD_READ, max_transforms,             \
+    SCN_F(world) | SCN_F(path), 0, "find a transform by a path of names from a root")              \
+  X("transform.relative", transform_relative, SCN_TRANSFORM_OP | SCN_CMD_READ, max_transforms,     \
+    SCN_F(world) | SCN_F(entity) | SCN_F(to), 0, "inverse(world(to)) * world(entity)")             \
+  X("batch", batch, SCN_CMD_MUTATES | SCN_CMD_WORLD, max_transforms, SCN_F(world) | SCN_F(ops), 0, \
     "apply transform.* ops atomically, in order")                                                  \
-  X("subscribe", subscribe, 0, "world", "root,hz", "stream a world's matrices (full, deltas)")     \
-  X("unsubscribe", unsubscribe, 0, "sub", "", "end a subscription")                                \
-  X("info", info, SCN_CMD_READ, "", "", "daemon figures: version, uptime, counts")                 \
-  X("save", save, 0, "", "", "write a snapshot now (needs --data)")
+  X("subscribe", subscribe, SCN_CMD_WORLD, none, SCN_F(world), SCN_F(root) | SCN_F(hz),            \
+    "stream a world's matrices (full, deltas)")                                                    \
+  X("unsubscribe", unsubscribe, 0, none, SCN_F(sub), 0, "end a subscription")                      \
+  X("info", info, SCN_CMD_READ, none, 0, 0, "daemon figures: version, uptime, counts")             \
+  X("save", save, 0, none, 0, 0, "write a snapshot now (needs --data)")
+
+/* Each command's index in the table. */
+typedef enum scn_command_id {
+#define SCN_CMD_ID(name_, ident, flags_, limit_, req_, opt_, help_) SCN_C_##ident,
+  SCN_COMMANDS(SCN_CMD_ID)
+#undef SCN_CMD_ID
+      SCN_COMMAND_COUNT
+} scn_command_id;
 
 typedef struct scn_command_info {
   const char *name;
+  scn_command_id id;
   unsigned flags;
-  const char *required; /* comma-separated field names */
-  const char *optional;
+  scn_limit_kind limit;
+  scn_fieldset required;
+  scn_fieldset optional;
   const char *help;
 } scn_command_info;
 

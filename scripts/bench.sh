@@ -42,23 +42,33 @@ median_of() {
 
 # user and system CPU seconds the daemon has used so far
 daemon_cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f %.3f", $14 / hz, $15 / hz}' "/proc/$scened_pid/stat"; }
-# daemon CPU per request, in microseconds, over $RUNS runs of N requests since $1 $2
+# daemon CPU per request, in microseconds, over $RUNS runs of N requests since $1 $2: the text
+# in $cpu_text, the user figure alone in $cpu_user_us
 cpu_per_request() {
   read -r u1 s1 <<<"$(daemon_cpu)"
-  awk -v u0="$1" -v s0="$2" -v u1="$u1" -v s1="$s1" -v n="$((RUNS * N))" \
-    'BEGIN { printf "daemon CPU per request: user %.2f us, system %.2f us", (u1 - u0) * 1e6 / n, (s1 - s0) * 1e6 / n }'
+  cpu_user_us=$(awk -v u0="$1" -v u1="$u1" -v n="$((RUNS * N))" 'BEGIN { printf "%.2f", (u1 - u0) * 1e6 / n }')
+  cpu_text=$(awk -v u0="$1" -v s0="$2" -v u1="$u1" -v s1="$s1" -v n="$((RUNS * N))" \
+    'BEGIN { printf "daemon CPU per request: user %.2f us, system %.2f us", (u1 - u0) * 1e6 / n, (s1 - s0) * 1e6 / n }')
 }
 
 echo
 echo "== daemon: transform.set_local, 50 connections x 16 pipelined (medians of $RUNS runs)"
 read -r u0 s0 <<<"$(daemon_cpu)"
 trs=$(median_of ops/s -c 50 -P 16 -n "$N" -t set_local)
-trs_cpu=$(cpu_per_request "$u0" "$s0")
+cpu_per_request "$u0" "$s0"
+trs_cpu=$cpu_text
 read -r u0 s0 <<<"$(daemon_cpu)"
 mat=$(median_of ops/s -c 50 -P 16 -n "$N" -t set_matrix)
-mat_cpu=$(cpu_per_request "$u0" "$s0")
+cpu_per_request "$u0" "$s0"
+mat_cpu=$cpu_text
+mat_user=$cpu_user_us
 printf 'set_local t/r/s     %10.0f ops/s  (%s)\n' "$trs" "$trs_cpu"
 printf 'set_local matrix    %10.0f ops/s  (%s)\n' "$mat" "$mat_cpu"
+# The matrix request's user CPU split: cJSON's parse of the line (bench-decode, same lines) and
+# the rest, which is the daemon's own.
+cjson_ns=$(grep -o 'set_local_matrix.*cjson_parse_ns=[0-9]*' "$DECODE_OUT" | grep -o '[0-9]*$')
+awk -v u="$mat_user" -v c="$cjson_ns" 'BEGIN {
+  printf "set_local matrix: daemon user CPU %.2f us per request, of which cJSON parse %.2f us, the daemon own %.2f us\n", u, c / 1000, u - c / 1000 }'
 echo
 echo "== daemon: one client, no pipelining (medians of $RUNS runs)"
 p50=$(median_of p50_ms -c 1 -P 1 -n 20000 -t set_matrix)

@@ -1,7 +1,13 @@
-/* scened: flags, signals, the tick timer, and the loop. */
-#include "json_arena.h"
-#include "persist.h"
+/* scened: flags, signals, the tick, the modules wired together, the loop, and shutdown. */
+#include "cmd/dispatch.h"
+#include "cmd/json_arena.h"
+#include "net/conn.h"
+#include "net/http.h"
+#include "net/tcp.h"
+#include "ops/log.h"
 #include "server.h"
+#include "store/persist.h"
+#include "stream/stream.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -13,6 +19,7 @@
 /* Ticks follow an ideal schedule (start + k * period), so millisecond timer granularity does
  * not make the rate drift. */
 static uint64_t tick_start_ns, tick_count;
+static uv_timer_t tick_timer;
 
 static void on_tick(uv_timer_t *t);
 
@@ -27,17 +34,58 @@ static void schedule_tick(scn_server *srv) {
     due = now + (uint64_t)period_ns;
   }
   uint64_t delay_ms = due > now ? (due - now + 999999) / 1000000 : 0;
-  uv_timer_start(&srv->tick_timer, on_tick, delay_ms, 0);
+  uv_timer_start(&tick_timer, on_tick, delay_ms, 0);
 }
 
+/* Every world closes its tick (propagating what changed), then the modules act on it. */
 static void on_tick(uv_timer_t *t) {
   scn_server *srv = t->data;
   tick_count++;
   uint64_t t0 = uv_hrtime();
-  scn_stream_tick(srv);
+  for (size_t i = 0; i < scn_world_count(srv->scene); i++)
+    scn_world_close_tick(scn_world_at(srv->scene, i));
+  scn_hooks_on_tick(srv);
   scn_hist_observe(&srv->counters.tick_time, (double)(uv_hrtime() - t0) * 1e-9);
   if (!srv->stopping)
     schedule_tick(srv);
+}
+
+/* ---- shutdown ---------------------------------------------------------------------------- */
+
+static uv_timer_t shutdown_timer;
+static uint64_t shutdown_began;
+
+static void stop_when_drained(scn_server *srv) {
+  /* A save in progress is answered first (and the requests held behind it run): the writer
+   * finishes on its own, whatever the clients do. */
+  if (scn_persist_busy(srv->persist))
+    return;
+  if (uv_now(srv->loop) - shutdown_began > SCN_DRAIN_LIMIT_MS) {
+    scn_log(SCN_LOG_WARN, "shutdown: gave up waiting for slow clients", "limit_ms=%d",
+            SCN_DRAIN_LIMIT_MS);
+    uv_stop(srv->loop);
+    return;
+  }
+  if (!scn_conn_any_pending(srv))
+    uv_stop(srv->loop);
+}
+
+static void on_shutdown_poll(uv_timer_t *t) { stop_when_drained(t->data); }
+
+/* Stop accepting, answer what was already read (lines are handled as they arrive), stop
+ * reading, and give the replies a bounded time to drain. */
+static void begin_shutdown(scn_server *srv) {
+  if (srv->stopping)
+    return;
+  srv->stopping = true;
+  shutdown_began = uv_now(srv->loop);
+  uv_timer_stop(&tick_timer);
+  scn_log(SCN_LOG_INFO, "shutting down", "connections=%llu", (unsigned long long)srv->nconns);
+  scn_tcp_close();
+  scn_http_close(false);
+  scn_conn_stop_all(srv);
+  shutdown_timer.data = srv;
+  uv_timer_start(&shutdown_timer, on_shutdown_poll, 0, 10);
 }
 
 static void on_signal(uv_signal_t *h, int signum) {
@@ -47,7 +95,7 @@ static void on_signal(uv_signal_t *h, int signum) {
     _exit(1);
   }
   scn_log(SCN_LOG_INFO, "signal received", "signal=%d", signum);
-  scn_server_begin_shutdown(srv);
+  begin_shutdown(srv);
 }
 
 /* SIGTERM or SIGINT before the loop handles signals: remembered, acted on once loaded. */
@@ -116,24 +164,32 @@ int main(int argc, char **argv) {
     return 1;
   }
   srv.start_ms = uv_now(srv.loop);
-  scn_net_init(&srv);
+  scn_conn_init_loop(&srv);
+  srv.run_line = scn_dispatch_line;
+  srv.stream = scn_stream_open(&srv);
+  srv.dispatch = scn_dispatch_open(&srv);
+  if (!srv.stream || !srv.dispatch) {
+    fprintf(stderr, "scened: out of memory\n");
+    return 1;
+  }
   /* The data is loaded before any port is bound, so a bad --data is the only line printed,
    * and a stop asked for while loading ends the start cleanly once the load is done (the
    * state is then what is on disk: nothing to save). */
   catch_stop_while_loading();
   if (srv.cfg.data_dir[0]) {
-    int rc = scn_persist_open(&srv);
-    if (rc != 0)
+    int rc;
+    srv.persist = scn_persist_open(&srv, scn_dispatch_replay, &srv, &rc);
+    if (!srv.persist)
       return rc;
     if (stop_while_loading) {
       scn_log(SCN_LOG_INFO, "stopped while loading", "signal=%d", (int)stop_while_loading);
       return 0;
     }
-    scn_persist_start_timers(&srv);
+    scn_persist_start(srv.persist);
   }
   if (scn_http_listen(&srv) != 0)
     return 2;
-  if (scn_net_listen(&srv) != 0)
+  if (scn_tcp_listen(&srv) != 0)
     return 2;
   scn_log(SCN_LOG_INFO, "started",
           "version=%s tick_hz=%g max_clients=%llu max_line=%llu "
@@ -143,27 +199,28 @@ int main(int argc, char **argv) {
           (unsigned long long)srv.cfg.max_transforms, (unsigned long long)srv.cfg.output_limit,
           srv.cfg.auth_token[0] ? "on" : "off", scn_log_level_name(srv.cfg.log_level));
 
-  uv_timer_init(srv.loop, &srv.tick_timer);
-  srv.tick_timer.data = &srv;
+  uv_timer_init(srv.loop, &tick_timer);
+  tick_timer.data = &srv;
   tick_start_ns = uv_hrtime();
   schedule_tick(&srv);
-  uv_timer_init(srv.loop, &srv.shutdown_timer);
-  uv_signal_init(srv.loop, &srv.sigterm);
-  uv_signal_init(srv.loop, &srv.sigint);
-  srv.sigterm.data = srv.sigint.data = &srv;
-  uv_signal_start(&srv.sigterm, on_signal, SIGTERM);
-  uv_signal_start(&srv.sigint, on_signal, SIGINT);
+  uv_timer_init(srv.loop, &shutdown_timer);
+  static uv_signal_t sigterm, sigint;
+  uv_signal_init(srv.loop, &sigterm);
+  uv_signal_init(srv.loop, &sigint);
+  sigterm.data = sigint.data = &srv;
+  uv_signal_start(&sigterm, on_signal, SIGTERM);
+  uv_signal_start(&sigint, on_signal, SIGINT);
   if (stop_while_loading) /* asked before the loop took the signals over */
-    scn_server_begin_shutdown(&srv);
+    begin_shutdown(&srv);
 
   uv_run(srv.loop, UV_RUN_DEFAULT);
   /* A failed final snapshot loses nothing (the journal still holds every change, and the next
    * start replays it); it is logged, and the exit stays 0 as for any clean stop. */
-  scn_persist_close(&srv);
-  scn_stream_shutdown(&srv);
+  scn_persist_close(srv.persist);
+  srv.persist = NULL;
 
   /* Stopped: close every handle so memory checkers see a clean exit. */
-  scn_http_close(&srv, true);
+  scn_http_close(true);
   while (srv.conns) {
     scn_conn *c = srv.conns;
     scn_conn_close(c);
@@ -171,14 +228,13 @@ int main(int argc, char **argv) {
     if (srv.conns == c)
       break;
   }
+  scn_stream_close(srv.stream);
+  scn_dispatch_close(srv.dispatch);
   uv_walk(srv.loop, close_walk, NULL);
   uv_run(srv.loop, UV_RUN_DEFAULT);
   uv_loop_close(srv.loop);
   scn_log(SCN_LOG_INFO, "stopped", "commands=%llu", (unsigned long long)srv.counters.commands);
   scn_scene_free(srv.scene);
-  scn_buf_free(&srv.scratch);
-  free(srv.ids);
-  scn_buf_free(&srv.reply);
   scn_json_arena_uninstall();
   return 0;
 }

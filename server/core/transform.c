@@ -2,6 +2,7 @@
  * batch), then the change; a failed operation returns before touching anything. */
 #include "core_internal.h"
 
+#include <math.h>
 #include <string.h>
 
 static int find(const scn_world *w, scn_entity e, uint32_t *i) {
@@ -46,10 +47,10 @@ int scn_transform_create(scn_world *w, scn_entity e, scn_entity parent, const ch
     return SCN_NOT_FOUND;
   if (scn__tm_lookup(tm, e) != SCN_NIL)
     return SCN_EXISTS;
-  if (name && name_taken(tm, p, name, SCN_NIL))
-    return SCN_EXISTS;
   if (tm->n >= scene->limits.max_transforms)
     return SCN_LIMIT;
+  if (name && name_taken(tm, p, name, SCN_NIL))
+    return SCN_EXISTS;
   if (scn__recording(scene) && !scn__undo_push(scene, SCN_UNDO_CREATED, w, e))
     return SCN_NOMEM;
   int rc = scn__tm_insert(tm, e, p, SCN_NIL, name, m, NULL, 0, &i);
@@ -236,25 +237,72 @@ int scn_transform_set_local(scn_world *w, scn_entity e, const float local[16]) {
   return set_local(w, i, m);
 }
 
-int scn_transform_set_world(scn_world *w, scn_entity e, const float world[16]) {
+/* The local matrix that puts i at world matrix m under its current parent. */
+static int set_world(scn_world *w, uint32_t i, mat4 m) {
   scn__tm *tm = &w->tm;
+  uint32_t p = tm->parent[i];
+  if (p == SCN_NIL)
+    return set_local(w, i, m);
+  mat4 pw, local;
+  scn__tm_world_of(tm, p, pw);
+  if (scn__mul_inverse(pw, m, local) != SCN_OK)
+    return SCN_SINGULAR;
+  return set_local(w, i, local);
+}
+
+int scn_transform_set_world(scn_world *w, scn_entity e, const float world[16]) {
   uint32_t i;
   if (!scn_matrix_finite(world))
     return SCN_INVALID;
   if (find(w, e, &i) != SCN_OK)
     return SCN_NOT_FOUND;
-  mat4 m, local;
+  mat4 m;
   memcpy(m, world, sizeof m);
-  uint32_t p = tm->parent[i];
-  if (p == SCN_NIL) {
-    glm_mat4_copy(m, local);
-  } else {
-    mat4 pw;
-    scn__tm_world_of(tm, p, pw);
-    if (scn__mul_inverse(pw, m, local) != SCN_OK)
-      return SCN_SINGULAR;
+  return set_world(w, i, m);
+}
+
+static bool finite_part(const float *v, int n) {
+  for (int k = 0; k < n; k++)
+    if (!isfinite(v[k]))
+      return false;
+  return true;
+}
+
+int scn_transform_set_parts(scn_world *w, scn_entity e, bool world_space, const float t[3],
+                            const float r[4], const float s[3]) {
+  scn__tm *tm = &w->tm;
+  uint32_t i;
+  if (!t && !r && !s)
+    return SCN_INVALID;
+  /* compose's checks on the parts, made before the lookup as set_local makes its own */
+  if ((t && !finite_part(t, 3)) || (s && !finite_part(s, 3)) || (r && !finite_part(r, 4)) ||
+      (r && r[0] == 0 && r[1] == 0 && r[2] == 0 && r[3] == 0))
+    return SCN_INVALID;
+  if (find(w, e, &i) != SCN_OK)
+    return SCN_NOT_FOUND;
+  /* Plain float arrays for the public functions (a mat4 is the same 16 floats). */
+  mat4 cur, m;
+  float c[16], out[16];
+  if (world_space)
+    scn__tm_world_of(tm, i, cur);
+  else
+    glm_mat4_copy(tm->local[i], cur);
+  memcpy(c, cur, sizeof c);
+  /* only the parts kept are read (the rotation is the dear one) */
+  float ct[3], cr[4], cs[3];
+  if (scn_decompose_trs(c, t ? NULL : ct, r ? NULL : cr, s ? NULL : cs) != SCN_OK)
+    return SCN_INVALID;
+  if (!r && !s) {
+    /* Only the translation changes: the rest of the matrix stays bit for bit, rather than
+     * going through a decomposition and back (a script moving something every frame would
+     * otherwise let its rotation and scale wander by rounding). */
+    memcpy(out, c, sizeof out);
+    out[12] = t[0], out[13] = t[1], out[14] = t[2];
+  } else if (scn_compose_trs(t ? t : ct, r ? r : cr, s ? s : cs, out) != SCN_OK) {
+    return SCN_INVALID;
   }
-  return set_local(w, i, local);
+  memcpy(m, out, sizeof m);
+  return world_space ? set_world(w, i, m) : set_local(w, i, m);
 }
 
 int scn_transform_rename(scn_world *w, scn_entity e, const char *name) {

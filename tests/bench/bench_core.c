@@ -5,6 +5,7 @@
  *      root's local changes; propagate everything.
  *   W2 sparse: the same world; each tick 1% of transforms (fixed seed) get a new local.
  *   W3 chain: one chain of 1,000 transforms, every local set, then propagate.
+ *   TRS: one decomposition, and partial sets against whole-matrix sets (bench_trs).
  *   History: W2 tick by tick (the sets, then close_tick, which propagates) on two copies of the
  *      forest, one keeping the last 600 ticks and one none; then the history's memory over its
  *      full window, and reads at past ticks against current reads.
@@ -430,6 +431,107 @@ static void bench_w3(int reps) {
   scn_scene_free(scene);
 }
 
+/* Parts of a transform: what taking one matrix apart costs, and a partial set (decompose,
+ * compose, set) against a plain set_local / set_world of a whole matrix, on the same
+ * transforms in the same run: 1,000 roots for local space, 1,000 children of a rotated, scaled
+ * parent for world space, each set once per round, then a flush (not timed). */
+static void bench_trs(int reps) {
+  enum { N = 1000, INNER = 50 };
+  scn_scene *scene = scn_scene_new(NULL);
+  scn_world *w;
+  scn_world_create(scene, "trs", &w);
+  scn_entity roots[N], kids[N], parent;
+  scn_entity_create(scene, N, roots);
+  scn_entity_create(scene, N, kids);
+  scn_entity_create(scene, 1, &parent);
+  float pm[16];
+  const float pt[3] = {1, 2, 3}, pr[4] = {0.2f, 0.3f, 0.1f, 0.9f}, ps[3] = {2, 2, 2};
+  scn_compose_trs(pt, pr, ps, pm);
+  scn_transform_create(w, parent, SCN_ENTITY_NONE, NULL, pm);
+  /* matrices to set (and to decompose): T * R * S with a non-uniform scale */
+  float(*mats)[16] = malloc(sizeof(float[16]) * N * 2);
+  for (uint32_t i = 0; i < 2 * N; i++) {
+    float t[3] = {(float)(rng() % 100), 1, 2}, r[4] = {0.1f * (i % 7), 0.2f, 0.3f, 1};
+    float sc[3] = {1 + (i % 3), 1, 0.5f};
+    scn_compose_trs(t, r, sc, mats[i]);
+  }
+  for (uint32_t i = 0; i < N; i++) {
+    scn_transform_create(w, roots[i], SCN_ENTITY_NONE, NULL, mats[i]);
+    scn_transform_create(w, kids[i], parent, NULL, mats[i]);
+  }
+  scn_world_flush(w);
+  enum { DEC, SET_LOCAL, SET_TRS, PARTS_R, PARTS_T, SET_WORLD, PARTS_WORLD_R, KINDS };
+  double ns[KINDS][reps];
+  float sink = 0;
+  for (int r = 0; r < reps; r++) {
+    double sum[KINDS] = {0};
+    for (int inner = 0; inner < INNER; inner++) {
+      int flip = (r * INNER + inner) % 2; /* a different value every round */
+      float q[4] = {0.1f, 0.2f * flip, 0.3f, 1}, t[3] = {(float)inner, 1, (float)flip};
+      double t0 = bench_now_ns();
+      for (uint32_t i = 0; i < N; i++) {
+        float pt3[3], pr4[4], ps3[3];
+        scn_decompose_trs(mats[i + flip * N], pt3, pr4, ps3);
+        sink += pr4[3];
+      }
+      double t1 = bench_now_ns();
+      for (uint32_t i = 0; i < N; i++)
+        scn_transform_set_local(w, roots[i], mats[i + flip * N]);
+      double t2 = bench_now_ns();
+      scn_world_flush(w);
+      double t3 = bench_now_ns();
+      for (uint32_t i = 0; i < N; i++)
+        scn_transform_set_parts(w, roots[i], false, NULL, q, NULL);
+      double t4 = bench_now_ns();
+      scn_world_flush(w);
+      double t5 = bench_now_ns();
+      for (uint32_t i = 0; i < N; i++)
+        scn_transform_set_parts(w, roots[i], false, t, NULL, NULL);
+      double t6 = bench_now_ns();
+      scn_world_flush(w);
+      double t7 = bench_now_ns();
+      for (uint32_t i = 0; i < N; i++)
+        scn_transform_set_world(w, kids[i], mats[i + flip * N]);
+      double t8 = bench_now_ns();
+      scn_world_flush(w);
+      double t9 = bench_now_ns();
+      for (uint32_t i = 0; i < N; i++)
+        scn_transform_set_parts(w, kids[i], true, NULL, q, NULL);
+      double t10 = bench_now_ns();
+      scn_world_flush(w);
+      /* what a whole t/r/s set costs: compose, then set_local */
+      double t11 = bench_now_ns();
+      for (uint32_t i = 0; i < N; i++) {
+        float m[16];
+        scn_compose_trs(t, q, mats[i] + 12, m);
+        scn_transform_set_local(w, roots[i], m);
+      }
+      double t12 = bench_now_ns();
+      scn_world_flush(w);
+      sum[DEC] += t1 - t0;
+      sum[SET_LOCAL] += t2 - t1;
+      sum[SET_TRS] += t12 - t11;
+      sum[PARTS_R] += t4 - t3;
+      sum[PARTS_T] += t6 - t5;
+      sum[SET_WORLD] += t8 - t7;
+      sum[PARTS_WORLD_R] += t10 - t9;
+    }
+    for (int k = 0; k < KINDS; k++)
+      ns[k][r] = sum[k] / (N * INNER);
+  }
+  printf("TRS decompose_ns=%.1f set_local_ns=%.1f set_local_trs_ns=%.1f (compose + set_local)\n",
+         bench_median(ns[DEC], reps), bench_median(ns[SET_LOCAL], reps),
+         bench_median(ns[SET_TRS], reps));
+  printf("TRS set_parts_r_ns=%.1f set_parts_t_ns=%.1f\n", bench_median(ns[PARTS_R], reps),
+         bench_median(ns[PARTS_T], reps));
+  printf("TRS set_world_ns=%.1f set_parts_world_r_ns=%.1f (children of a rotated, scaled parent)\n",
+         bench_median(ns[SET_WORLD], reps), bench_median(ns[PARTS_WORLD_R], reps));
+  if (sink == 12345.0f) /* keeps the decompositions */
+    puts("");
+  free(mats);
+  scn_scene_free(scene);
+}
+
 int main(int argc, char **argv) {
   uint32_t n = 1000000;
   int reps = 9;
@@ -458,6 +560,7 @@ int main(int argc, char **argv) {
   bench_w1(&fo, reps);
   bench_w2(&fo, reps);
   bench_w3(reps);
+  bench_trs(reps);
   printf("memory bytes_per_transform=%.1f\n", (double)(rss1 - rss0 - own) / n);
   scn_scene_free(fo.scene);
   free(fo.ids), free(fo.flat.local), free(fo.flat.world), free(fo.flat.parent);

@@ -1,14 +1,15 @@
 /* bench-decode: what one request costs the daemon in user space, without sockets, in three
- * stages: cJSON's parse of the line alone (with the daemon's arena allocator), the checks
- * scn_parse_request adds around it (UTF-8, strings, numbers), and the decoding of the fields
- * into typed values plus the reply. The lines are those scene-bench sends, so the figures
- * explain the daemon benchmark.
+ * stages: cJSON's parse of the line alone (with the daemon's arena allocator), what
+ * scn_request_parse adds around it (the one validating pass and the indexing of the fields),
+ * and the decoding of the fields into typed values plus the reply. The lines are those scene-bench
+ * sends, so the figures explain the daemon benchmark.
  *
  * Usage: bench-decode [--reps R]
  */
 #include "bench_util.h"
+#include "cmd/json_arena.h"
 #include "codec.h"
-#include "json_arena.h"
+#include "request.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,31 +43,35 @@ typedef enum stage { CJSON_ONLY, CHECKED, DECODED } stage;
 
 /* One pass over every line up to the given stage; ns per line. */
 static double pass(const sample *s, stage upto, scn_buf *reply) {
+  static scn_request rq;
   scn_wire_error err;
   double t0 = bench_now_ns();
   for (int r = 0; r < ROUNDS; r++)
     for (int i = 0; i < LINES; i++) {
-      cJSON *req = upto == CJSON_ONLY ? cJSON_ParseWithLength(s->lines[i], s->lens[i])
-                                      : scn_parse_request(s->lines[i], s->lens[i], &err);
+      cJSON *req = NULL;
+      if (upto == CJSON_ONLY)
+        req = cJSON_ParseWithLength(s->lines[i], s->lens[i]);
+      else if (scn_request_parse(&rq, s->lines[i], s->lens[i], &err) == 0)
+        req = rq.root;
       if (!req) {
         fprintf(stderr, "bench-decode: %s does not parse\n", s->name);
         exit(1);
       }
       if (upto == DECODED) {
-        const char *cmd = NULL, *world = NULL;
-        uint64_t entity = 0;
-        float m[16] = {0};
-        if (scn_get_string(req, "cmd", true, &cmd, &err) < 0 || !scn_command_find(cmd) ||
-            (cJSON_GetObjectItemCaseSensitive(req, "world") &&
-             (scn_get_world_name(req, true, &world, &err) < 0 ||
-              scn_get_entity(req, "entity", true, &entity, &err) < 0 ||
-              scn_get_spec(req, m, &err) < 0))) {
+        /* what dispatch does before it calls the core: the command, its fields, the reply */
+        const char *name = NULL;
+        const scn_command_info *cmd = NULL;
+        scn_args a;
+        scn_args_init(&a, &rq.f);
+        if (scn_decode_string(rq.f.v[SCN_F_cmd], "cmd", &name, &err) < 0 ||
+            !(cmd = scn_command_find(name)) || scn_fields_require(&rq.f, cmd->required, &err) < 0 ||
+            scn_args_decode(&a, cmd->required | cmd->optional, &err) < 0) {
           fprintf(stderr, "bench-decode: %s does not decode: %s\n", s->name, err.message);
           exit(1);
         }
-        sink = m[12];
+        sink = a.m[12];
         scn_buf_truncate(reply, 0);
-        scn_reply_begin(reply, cJSON_GetObjectItemCaseSensitive(req, "id"));
+        scn_reply_begin_raw(reply, rq.id.p, rq.id.len);
         scn_reply_end(reply);
       }
       scn_json_release(req);

@@ -1,7 +1,9 @@
 /* Fuzz target: the whole command path on a live in-memory daemon state. Each input line is
  * run as a request (as journal replay does, without a socket); after each one every world
  * must pass the core's consistency check (links, maps, order, world = parent world x local). */
+#include "cmd/dispatch.h"
 #include "server.h"
+#include "stream/stream.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,12 +18,16 @@ static scn_server *fresh_server(void) {
     scn_config_load(&srv.cfg, 1, argv, err, sizeof err);
     srv.cfg.max_transforms = 2000;
     srv.cfg.max_worlds = 16;
+    srv.loop = uv_default_loop();
+    srv.stream = scn_stream_open(&srv);
     configured = true;
   }
+  /* a dispatcher per input: it caches the last world it found */
+  scn_dispatch_close(srv.dispatch);
+  srv.dispatch = scn_dispatch_open(&srv);
   scn_limits limits = {.max_worlds = 16, .max_transforms = 2000, .max_entities = 100000};
   scn_scene_free(srv.scene);
   srv.scene = scn_scene_new(&limits);
-  srv.last_world = NULL;
   return &srv;
 }
 

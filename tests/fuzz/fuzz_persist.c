@@ -2,8 +2,8 @@
  * input bytes give the snapshot's length (little-endian); that many bytes are written as
  * snapshot.scn and the rest as journal.0.scn in a scratch directory. Loading must fail
  * cleanly or produce a consistent scene. */
-#include "journal.h"
-#include "snapshot.h"
+#include "store/journal.h"
+#include "store/snapshot.h"
 
 #include <stdio.h>
 #include <stdlib.h>

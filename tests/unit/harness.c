@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -71,7 +72,59 @@ void scn_sleep_ms(long ms) {
   nanosleep(&ts, NULL);
 }
 
-static char *read_file(const char *path) {
+/* The children scn_fork started and nobody has reaped yet (0: a free place). */
+#define MAX_CHILDREN 64
+static volatile pid_t children[MAX_CHILDREN];
+
+pid_t scn_fork(void) {
+  pid_t parent = getpid();
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) /* the runner died before the line above */
+      _exit(127);
+    return 0;
+  }
+  for (int i = 0; pid > 0 && i < MAX_CHILDREN; i++)
+    if (children[i] == 0) {
+      children[i] = pid;
+      break;
+    }
+  return pid;
+}
+
+void scn_child_reaped(pid_t pid) {
+  for (int i = 0; pid > 0 && i < MAX_CHILDREN; i++)
+    if (children[i] == pid)
+      children[i] = 0;
+}
+
+int scn_child_wait(pid_t pid, int timeout_ms) {
+  long deadline = scn_now_ms() + timeout_ms;
+  int status = -1;
+  while (scn_now_ms() < deadline) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid || (r < 0 && errno != EINTR)) {
+      scn_child_reaped(pid);
+      return r == pid ? status : -1;
+    }
+    usleep(2000);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  scn_child_reaped(pid);
+  return -1;
+}
+
+void scn_kill_children(void) {
+  for (int i = 0; i < MAX_CHILDREN; i++)
+    if (children[i] > 0)
+      kill(children[i], SIGKILL);
+}
+
+char *scn_read_file(const char *path) {
   FILE *f = fopen(path, "r");
   if (!f)
     return NULL;
@@ -96,17 +149,34 @@ static char *read_file(const char *path) {
   return s;
 }
 
+long scn_rss_kib(pid_t pid) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return -1;
+  long kib = -1;
+  while (kib < 0 && fgets(line, sizeof line, f))
+    if (strncmp(line, "VmRSS:", 6) == 0)
+      kib = strtol(line + 6, NULL, 10);
+  fclose(f);
+  return kib;
+}
+
 bool scn_daemon_log_contains(const scn_daemon *d, const char *text) {
-  char *log = read_file(d->log_path);
+  char *log = scn_read_file(d->log_path);
   bool found = log && strstr(log, text);
   free(log);
   return found;
 }
 
-int scn_daemon_start(scn_daemon *d, const char *const *args) {
+const char *scn_daemon_bin(void) {
   const char *bin = getenv("SCENED_BIN");
-  if (!bin)
-    bin = "build/scened";
+  return bin ? bin : "build/scened";
+}
+
+int scn_daemon_start(scn_daemon *d, const char *const *args) {
+  const char *bin = scn_daemon_bin();
   static int serial;
   snprintf(d->log_path, sizeof d->log_path, "/tmp/scened-test-%d-%d.log", (int)getpid(), ++serial);
   /* Both ports ephemeral, so test daemons never collide with each other or a running one. */
@@ -115,7 +185,7 @@ int scn_daemon_start(scn_daemon *d, const char *const *args) {
   for (int i = 0; args && args[i] && argc < 62; i++)
     argv[argc++] = args[i];
   argv[argc] = NULL;
-  pid_t pid = fork();
+  pid_t pid = scn_fork();
   if (pid < 0)
     return -1;
   if (pid == 0) {
@@ -131,7 +201,7 @@ int scn_daemon_start(scn_daemon *d, const char *const *args) {
   d->port = 0;
   long deadline = scn_now_ms() + 10000;
   while (scn_now_ms() < deadline) {
-    char *log = read_file(d->log_path);
+    char *log = scn_read_file(d->log_path);
     const char *at = log ? strstr(log, "listening on 127.0.0.1:") : NULL;
     const char *http = log ? strstr(log, "http on 127.0.0.1:") : NULL;
     bool http_off = false;
@@ -147,6 +217,7 @@ int scn_daemon_start(scn_daemon *d, const char *const *args) {
     free(log);
     int status;
     if (waitpid(pid, &status, WNOHANG) == pid) {
+      scn_child_reaped(pid);
       fprintf(stderr, "scened exited before listening (status %d); log %s\n", status, d->log_path);
       d->pid = 0;
       return -1;
@@ -162,19 +233,15 @@ int scn_daemon_stop(scn_daemon *d, int sig, int timeout_ms) {
   if (d->pid <= 0)
     return -1;
   kill(d->pid, sig ? sig : SIGTERM);
-  long deadline = scn_now_ms() + timeout_ms;
-  int status = -1;
-  while (scn_now_ms() < deadline) {
-    if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
-      d->pid = 0;
-      return status;
-    }
-    usleep(2000);
-  }
-  kill(d->pid, SIGKILL);
-  waitpid(d->pid, &status, 0);
+  return scn_daemon_wait(d, timeout_ms);
+}
+
+int scn_daemon_wait(scn_daemon *d, int timeout_ms) {
+  if (d->pid <= 0)
+    return -1;
+  int status = scn_child_wait(d->pid, timeout_ms);
   d->pid = 0;
-  return -1;
+  return status;
 }
 
 int scn_client_connect(scn_client *c, int port) {
@@ -194,6 +261,13 @@ int scn_client_connect(scn_client *c, int port) {
   return 0;
 }
 
+void scn_client_keep_events(scn_client *c) {
+  if (!c->events)
+    c->events = cJSON_CreateArray();
+  if (!c->events)
+    abort();
+}
+
 void scn_client_close(scn_client *c) {
   if (c->fd >= 0)
     close(c->fd);
@@ -201,6 +275,8 @@ void scn_client_close(scn_client *c) {
   free(c->buf);
   c->buf = NULL;
   c->len = c->cap = 0;
+  cJSON_Delete(c->events);
+  c->events = NULL;
 }
 
 int scn_client_send_raw(scn_client *c, const void *data, size_t len) {
@@ -302,7 +378,22 @@ cJSON *scn_client_call(scn_client *c, const char *fmt, ...) {
     cJSON *r = scn_client_recv_json(c, 5000);
     if (!r || !cJSON_GetObjectItemCaseSensitive(r, "event"))
       return r;
+    if (c->events)
+      cJSON_AddItemToArray(c->events, r);
+    else
+      cJSON_Delete(r);
+  }
+}
+
+double scn_wait_info(scn_client *c, const char *field, double want, int timeout_ms) {
+  long deadline = scn_now_ms() + timeout_ms;
+  for (;;) {
+    cJSON *r = scn_client_call(c, "{\"cmd\":\"info\"}");
+    double n = scn_resp_num(r, field);
     cJSON_Delete(r);
+    if (n == want || scn_now_ms() > deadline)
+      return n;
+    scn_sleep_ms(20);
   }
 }
 
@@ -333,18 +424,205 @@ double scn_resp_num(const cJSON *r, const char *field) {
   return cJSON_IsNumber(v) ? v->valuedouble : -1;
 }
 
-scn_daemon scn_shared_daemon;
-static int shared_users;
-
-int scn_shared_daemon_up(void) {
-  if (shared_users++ > 0)
-    return 0;
-  return scn_daemon_start(&scn_shared_daemon, NULL);
+unsigned long long scn_resp_id(const cJSON *r, const char *field) {
+  double d = scn_resp_num(r, field);
+  return d >= 1 && d <= 9007199254740991.0 ? (unsigned long long)d : 0;
 }
 
-int scn_shared_daemon_down(void) {
-  if (--shared_users > 0)
+const char *scn_resp_str(const cJSON *r, const char *field) {
+  const cJSON *v = r ? cJSON_GetObjectItemCaseSensitive(r, field) : NULL;
+  return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+bool scn_resp_str_is(const cJSON *r, const char *field, const char *want) {
+  const cJSON *v = r ? cJSON_GetObjectItemCaseSensitive(r, field) : NULL;
+  return cJSON_IsString(v) && strcmp(v->valuestring, want) == 0;
+}
+
+bool scn_resp_has(const cJSON *r, const char *field) {
+  return r && cJSON_GetObjectItemCaseSensitive(r, field) != NULL;
+}
+
+int scn_http_raw(int port, const char *req, char **resp, bool *closed) {
+  *resp = NULL;
+  *closed = false;
+  scn_client c;
+  if (scn_client_connect(&c, port) != 0)
     return 0;
-  int status = scn_daemon_stop(&scn_shared_daemon, 0, 5000);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+  scn_client_send_raw(&c, req, strlen(req));
+  text b = {0};
+  long deadline = scn_now_ms() + 5000;
+  char tmp[8192];
+  while (scn_now_ms() < deadline) {
+    struct pollfd p = {.fd = c.fd, .events = POLLIN};
+    if (poll(&p, 1, 50) <= 0)
+      continue;
+    ssize_t n = recv(c.fd, tmp, sizeof tmp, 0);
+    if (n <= 0) {
+      *closed = true;
+      break;
+    }
+    text_add(&b, tmp, (size_t)n);
+  }
+  scn_client_close(&c);
+  int status = 0;
+  if (b.s && !strncmp(b.s, "HTTP/1.", 7) && b.len > 12)
+    status = atoi(b.s + 9);
+  *resp = b.s ? b.s : strdup("");
+  return status;
+}
+
+int scn_http_get(int port, const char *path, char **resp) {
+  char req[256];
+  snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+           path);
+  bool closed;
+  return scn_http_raw(port, req, resp, &closed);
+}
+
+double scn_metric(const char *page, const char *name) {
+  size_t len = strlen(name);
+  for (const char *line = page; line && *line;
+       line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+    if (strncmp(line, name, len) == 0 && line[len] == ' ')
+      return strtod(line + len + 1, NULL);
+  return -1;
+}
+
+static void set_flags(int fd, bool nonblock) {
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
+  if (nonblock)
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+bool scn_proc_start(scn_proc *p, const char *bin, const char *const *args, char *const *envp,
+                    const char *in, size_t in_len) {
+  const char *argv[64] = {bin};
+  int argc = 1;
+  for (int i = 0; args && args[i] && argc < 63; i++)
+    argv[argc++] = args[i];
+  argv[argc] = NULL;
+  *p = (scn_proc){
+      .pid = -1, .in_fd = -1, .out_fd = -1, .err_fd = -1, .in = in, .in_len = in_len, .status = -1};
+  int pin[2], pout[2], perr[2];
+  if (pipe(pin) != 0)
+    return false;
+  if (pipe(pout) != 0) {
+    close(pin[0]), close(pin[1]);
+    return false;
+  }
+  if (pipe(perr) != 0) {
+    close(pin[0]), close(pin[1]), close(pout[0]), close(pout[1]);
+    return false;
+  }
+  set_flags(pin[1], true);
+  set_flags(pout[0], true);
+  set_flags(perr[0], true);
+  pid_t pid = scn_fork();
+  if (pid == 0) {
+    signal(SIGPIPE, SIG_DFL);
+    dup2(pin[0], 0);
+    dup2(pout[1], 1);
+    dup2(perr[1], 2);
+    close(pin[0]), close(pout[1]), close(perr[1]);
+    if (envp)
+      execve(argv[0], (char *const *)argv, envp);
+    else
+      execv(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  close(pin[0]), close(pout[1]), close(perr[1]);
+  if (pid < 0) {
+    close(pin[1]), close(pout[0]), close(perr[0]);
+    return false;
+  }
+  p->pid = pid;
+  p->in_fd = pin[1];
+  p->out_fd = pout[0];
+  p->err_fd = perr[0];
+  if (in_len == 0) {
+    close(p->in_fd);
+    p->in_fd = -1;
+  }
+  return true;
+}
+
+static void drain(int *fd, text *t) {
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(*fd, buf, sizeof buf);
+    if (n > 0) {
+      text_add(t, buf, (size_t)n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return;
+    close(*fd); /* end of stream or an error */
+    *fd = -1;
+    return;
+  }
+}
+
+bool scn_proc_pump(scn_proc *p, int ms) {
+  long deadline = scn_now_ms() + ms;
+  for (;;) {
+    struct pollfd f[3];
+    int n = 0, iin = -1, iout = -1, ierr = -1;
+    if (p->in_fd >= 0)
+      iin = n, f[n++] = (struct pollfd){.fd = p->in_fd, .events = POLLOUT};
+    if (p->out_fd >= 0)
+      iout = n, f[n++] = (struct pollfd){.fd = p->out_fd, .events = POLLIN};
+    if (p->err_fd >= 0)
+      ierr = n, f[n++] = (struct pollfd){.fd = p->err_fd, .events = POLLIN};
+    if (p->out_fd < 0 && p->err_fd < 0)
+      return true;
+    long left = deadline - scn_now_ms();
+    if (left < 0)
+      return false;
+    int r = poll(f, (nfds_t)n, (int)left);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return false;
+    if (iin >= 0 && f[iin].revents) {
+      ssize_t w = write(p->in_fd, p->in + p->in_off, p->in_len - p->in_off);
+      if (w > 0)
+        p->in_off += (size_t)w;
+      if ((w < 0 && errno != EAGAIN && errno != EINTR) || p->in_off == p->in_len) {
+        close(p->in_fd);
+        p->in_fd = -1;
+      }
+    }
+    if (iout >= 0 && f[iout].revents)
+      drain(&p->out_fd, &p->out);
+    if (ierr >= 0 && f[ierr].revents)
+      drain(&p->err_fd, &p->err);
+  }
+}
+
+int scn_proc_wait(scn_proc *p, int timeout_ms) {
+  long deadline = scn_now_ms() + timeout_ms;
+  while (!scn_proc_pump(p, 50) && scn_now_ms() < deadline) {
+  }
+  p->status = scn_child_wait(p->pid, (int)(deadline - scn_now_ms()));
+  p->pid = -1;
+  int *fds[] = {&p->in_fd, &p->out_fd, &p->err_fd};
+  for (int i = 0; i < 3; i++)
+    if (*fds[i] >= 0) {
+      close(*fds[i]);
+      *fds[i] = -1;
+    }
+  if (p->status == -1) {
+    fprintf(stderr, "\n  a child was killed after %d ms; its stdout: %.600s\n", timeout_ms,
+            text_str(&p->out));
+    return -1;
+  }
+  return WIFEXITED(p->status) ? WEXITSTATUS(p->status) : 128 + WTERMSIG(p->status);
+}
+
+void scn_proc_free(scn_proc *p) {
+  text_free(&p->out);
+  text_free(&p->err);
 }

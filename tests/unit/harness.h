@@ -26,6 +26,17 @@ void text_free(text *t);
 long scn_now_ms(void);
 void scn_sleep_ms(long ms);
 
+/* fork() for every process the tests start: the child is killed when the test runner dies
+ * (PR_SET_PDEATHSIG), and the runner remembers its pid until scn_child_reaped, so that a test
+ * that runs out of time can take what it started with it. */
+pid_t scn_fork(void);
+void scn_child_reaped(pid_t pid);
+/* Waits up to timeout_ms for the child to exit and reaps it: the status as from waitpid, or -1
+ * when it had to be killed (or was not a child). */
+int scn_child_wait(pid_t pid, int timeout_ms);
+/* SIGKILL to every child still remembered; async-signal-safe. */
+void scn_kill_children(void);
+
 typedef struct scn_daemon {
   pid_t pid;
   int port;
@@ -33,12 +44,19 @@ typedef struct scn_daemon {
   char log_path[256]; /* the daemon's stderr */
 } scn_daemon;
 
+/* The daemon's binary: SCENED_BIN, or build/scened. */
+const char *scn_daemon_bin(void);
 /* Starts scened with --listen 127.0.0.1:0 --http 127.0.0.1:0 plus args (NULL-terminated, may be
  * NULL) and waits for its "listening on" line. Returns 0, or -1 (with a message on stderr). */
 int scn_daemon_start(scn_daemon *d, const char *const *args);
 /* Sends sig (0: SIGTERM) and waits up to timeout_ms; returns the exit status as from
  * waitpid, or -1 if it had to be killed. */
 int scn_daemon_stop(scn_daemon *d, int sig, int timeout_ms);
+/* Waits up to timeout_ms for the daemon to exit by itself; the status as from waitpid, or -1
+ * if it had to be killed. */
+int scn_daemon_wait(scn_daemon *d, int timeout_ms);
+/* The resident memory of a process in KiB (VmRSS), -1 when it cannot be read. */
+long scn_rss_kib(pid_t pid);
 /* True when the daemon's log contains text. */
 bool scn_daemon_log_contains(const scn_daemon *d, const char *text);
 
@@ -46,9 +64,13 @@ typedef struct scn_client {
   int fd;
   char *buf;
   size_t len, cap;
+  cJSON *events; /* with scn_client_keep_events: events read while waiting for a response */
 } scn_client;
 
 int scn_client_connect(scn_client *c, int port); /* 0 or -1 */
+/* From now on, stream events that arrive while a call waits for its response are kept in
+ * c->events (oldest first) instead of being dropped. */
+void scn_client_keep_events(scn_client *c);
 void scn_client_close(scn_client *c);
 /* Sends bytes as they are. */
 int scn_client_send_raw(scn_client *c, const void *data, size_t len);
@@ -59,20 +81,60 @@ char *scn_client_recv(scn_client *c, int timeout_ms);
 /* Next line parsed as JSON (caller cJSON_Deletes), or NULL. */
 cJSON *scn_client_recv_json(scn_client *c, int timeout_ms);
 /* Sends a request (printf-style) and returns the parsed response line; stream events that
- * arrive first are skipped. */
+ * arrive first are skipped (or kept, see scn_client_keep_events). */
 cJSON *scn_client_call(scn_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Asks info every 20 ms until its number field equals want or timeout_ms passed; the last value
+ * (-1 when it was missing). */
+double scn_wait_info(scn_client *c, const char *field, double want, int timeout_ms);
 /* True when the peer closed the connection within timeout_ms (pending lines are skipped). */
 bool scn_client_closed(scn_client *c, int timeout_ms);
 
-/* Helpers over responses. */
+/* Fields of responses and events (r may be NULL). */
 bool scn_resp_ok(const cJSON *r);
 /* The error code of a failed response, or "" when it is not one. */
 const char *scn_resp_code(const cJSON *r);
+/* A number field, -1 when it is not one. */
 double scn_resp_num(const cJSON *r, const char *field);
+/* A number field that is an id (1 to 2^53 - 1), 0 when it is not one. */
+unsigned long long scn_resp_id(const cJSON *r, const char *field);
+/* A string field, "" when it is not one. */
+const char *scn_resp_str(const cJSON *r, const char *field);
+/* True when the field is a string equal to want. */
+bool scn_resp_str_is(const cJSON *r, const char *field, const char *want);
+bool scn_resp_has(const cJSON *r, const char *field);
 
-/* The daemon every integration suite shares (started by the suite's init). */
-extern scn_daemon scn_shared_daemon;
-int scn_shared_daemon_up(void);
-int scn_shared_daemon_down(void);
+/* A whole file (caller frees), NULL when it cannot be read. */
+char *scn_read_file(const char *path);
+
+/* HTTP on 127.0.0.1:port: sends req as it is and reads until the server closes (at most 5 s).
+ * Returns the status code (0 when there is none); *resp gets the whole response (caller
+ * frees), *closed whether the server closed the connection. */
+int scn_http_raw(int port, const char *req, char **resp, bool *closed);
+/* GET path with Connection: close; as scn_http_raw. */
+int scn_http_get(int port, const char *path, char **resp);
+
+/* The value of the sample "name value" on a Prometheus text page, -1 when there is none. */
+double scn_metric(const char *page, const char *name);
+
+/* A child process with its stdin fed and its stdout and stderr collected. */
+typedef struct scn_proc {
+  pid_t pid;
+  int in_fd, out_fd, err_fd;
+  const char *in;
+  size_t in_len, in_off;
+  text out, err;
+  int status; /* once scn_proc_wait returned: as from waitpid, -1 when it had to be killed */
+} scn_proc;
+/* Starts bin (a path) with args (NULL-terminated, may be NULL; at most 62), the environment
+ * envp (NULL: this process's) and stdin fed from in (in_len bytes; closed at once when there
+ * are none). */
+bool scn_proc_start(scn_proc *p, const char *bin, const char *const *args, char *const *envp,
+                    const char *in, size_t in_len);
+/* Moves bytes to and from the child for up to ms; true once its stdout and stderr closed. */
+bool scn_proc_pump(scn_proc *p, int ms);
+/* Runs the child to its end (killed after timeout_ms): its exit code, 128 + a signal, or -1
+ * when it had to be killed. */
+int scn_proc_wait(scn_proc *p, int timeout_ms);
+void scn_proc_free(scn_proc *p);
 
 #endif

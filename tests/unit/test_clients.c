@@ -2,16 +2,15 @@
  * calls, error replies, pipelining, stream events, refused connections, timeouts, a closed
  * connection, token auth), scenectl (result lines, value parsing, exit codes, --pipe,
  * subscribe, --help), the Python client's self-test and the shell example. */
-#include "harness.h"
+#include "daemon_fixtures.h"
 #include "scn_client.h"
+#include "suites.h"
 #include "wire.h"
 
 #include <CUnit/CUnit.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -23,8 +22,6 @@
 #include <time.h>
 #include <unistd.h>
 
-int scn_test_register_clients(void);
-
 extern char **environ;
 
 /* The daemon the suite shares (default settings, 60 ticks per second). */
@@ -33,10 +30,6 @@ static char port_env[32];
 static void (*old_sigpipe)(int);
 
 #define WAIT_MS 5000
-
-static void report(const char *what, const char *text) {
-  fprintf(stderr, "\n  %s: %.600s\n", what, text ? text : "(nothing)");
-}
 
 /* Lines of s (each ended by '\n'), parsed as JSON, in an array (NULL items become JSON null). */
 static cJSON *json_lines(const char *s, int *count, bool *all_terminated) {
@@ -70,16 +63,6 @@ static const cJSON *field(const cJSON *j, const char *name) {
   return j ? cJSON_GetObjectItemCaseSensitive(j, name) : NULL;
 }
 
-static double num(const cJSON *j, const char *name) {
-  const cJSON *v = field(j, name);
-  return cJSON_IsNumber(v) ? v->valuedouble : -1;
-}
-
-static bool str_is(const cJSON *j, const char *name, const char *want) {
-  const cJSON *v = field(j, name);
-  return cJSON_IsString(v) && strcmp(v->valuestring, want) == 0;
-}
-
 /* True when m is the 16 numbers of a translation by (x, y, z), exactly. */
 static bool is_translation(const cJSON *m, double x, double y, double z) {
   const double want[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, x, y, z, 1};
@@ -100,7 +83,7 @@ static scn_cli *open_cli(int port, const char *token, int timeout_ms) {
   char err[256] = "";
   scn_cli *c = scn_cli_connect(&o, err, sizeof err);
   if (!c)
-    report("connect failed", err);
+    scn_report_text("connect failed", err);
   return c;
 }
 
@@ -115,7 +98,7 @@ static cJSON *call_ok(scn_cli *c, const char *fmt, ...) {
   cJSON *r = NULL;
   int rc = scn_cli_call_line(c, line, &r);
   if (rc != SCN_CLI_OK) {
-    report(line, scn_cli_error(c));
+    scn_report_text(line, scn_cli_error(c));
     cJSON_Delete(r);
     return NULL;
   }
@@ -132,7 +115,7 @@ static bool call_fine(scn_cli *c, const char *fmt, ...) {
   va_end(ap);
   int rc = scn_cli_call_line(c, line, NULL);
   if (rc != SCN_CLI_OK)
-    report(line, scn_cli_error(c));
+    scn_report_text(line, scn_cli_error(c));
   return rc == SCN_CLI_OK;
 }
 
@@ -149,7 +132,7 @@ static double make_world(scn_cli *c, char *world, size_t n, double x, double y, 
     return -1;
   cJSON *r = call_ok(c, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"t\":[%g,%g,%g]}", world,
                      x, y, z);
-  double e = num(r, "entity");
+  double e = scn_resp_num(r, "entity");
   cJSON_Delete(r);
   return e;
 }
@@ -205,7 +188,7 @@ static int wait_events(scn_cli *c, events *e, int want, int timeout_ms) {
   while (cJSON_GetArraySize(e->list) < want && scn_now_ms() < deadline) {
     int rc = scn_cli_poll_events(c, 50);
     if (rc < 0) {
-      report("poll_events", scn_cli_error(c));
+      scn_report_text("poll_events", scn_cli_error(c));
       break;
     }
   }
@@ -213,14 +196,6 @@ static int wait_events(scn_cli *c, events *e, int want, int timeout_ms) {
 }
 
 /* ---- child processes -------------------------------------------------------------------- */
-
-typedef struct proc {
-  pid_t pid;
-  int in_fd, out_fd, err_fd;
-  const char *in;
-  size_t in_len, in_off;
-  text out, err;
-} proc;
 
 static bool env_replaced(const char *e) {
   static const char *const names[] = {
@@ -231,17 +206,10 @@ static bool env_replaced(const char *e) {
   return false;
 }
 
-static void set_flags(int fd, bool nonblock) {
-  fcntl(fd, F_SETFD, FD_CLOEXEC);
-  if (nonblock)
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-}
-
-/* Starts argv[0] (a path) with this environment minus the SCENED_* client variables plus set
- * (NULL-terminated "K=V"), stdin fed from in and stdout/stderr captured. */
-static bool proc_start(proc *p, const char *const *argv, const char *const *set, const char *in,
-                       size_t in_len) {
-  *p = (proc){.pid = -1, .in_fd = -1, .out_fd = -1, .err_fd = -1, .in = in, .in_len = in_len};
+/* Starts bin with args (scn_proc_start) and this environment minus the SCENED_* client
+ * variables plus set (NULL-terminated "K=V"). */
+static bool proc_start(scn_proc *p, const char *bin, const char *const *args,
+                       const char *const *set, const char *in, size_t in_len) {
   size_t n = 0, m = 0;
   while (environ[n])
     n++;
@@ -256,145 +224,9 @@ static bool proc_start(proc *p, const char *const *argv, const char *const *set,
       env[k++] = environ[i];
   for (size_t i = 0; i < m; i++)
     env[k++] = (char *)set[i];
-  int pin[2], pout[2], perr[2];
-  if (pipe(pin) != 0) {
-    free(env);
-    return false;
-  }
-  if (pipe(pout) != 0) {
-    close(pin[0]), close(pin[1]);
-    free(env);
-    return false;
-  }
-  if (pipe(perr) != 0) {
-    close(pin[0]), close(pin[1]), close(pout[0]), close(pout[1]);
-    free(env);
-    return false;
-  }
-  set_flags(pin[1], true);
-  set_flags(pout[0], true);
-  set_flags(perr[0], true);
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    signal(SIGPIPE, SIG_DFL);
-    dup2(pin[0], 0);
-    dup2(pout[1], 1);
-    dup2(perr[1], 2);
-    close(pin[0]), close(pout[1]), close(perr[1]);
-    execve(argv[0], (char *const *)argv, env);
-    _exit(127);
-  }
+  bool started = scn_proc_start(p, bin, args, env, in, in_len);
   free(env);
-  close(pin[0]), close(pout[1]), close(perr[1]);
-  if (pid < 0) {
-    close(pin[1]), close(pout[0]), close(perr[0]);
-    return false;
-  }
-  p->pid = pid;
-  p->in_fd = pin[1];
-  p->out_fd = pout[0];
-  p->err_fd = perr[0];
-  if (in_len == 0) {
-    close(p->in_fd);
-    p->in_fd = -1;
-  }
-  return true;
-}
-
-static void drain(int *fd, text *t) {
-  char buf[65536];
-  for (;;) {
-    ssize_t n = read(*fd, buf, sizeof buf);
-    if (n > 0) {
-      text_add(t, buf, (size_t)n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-      return;
-    close(*fd); /* end of stream or an error */
-    *fd = -1;
-    return;
-  }
-}
-
-/* Moves bytes to and from the child for up to ms; true once its stdout and stderr closed. */
-static bool proc_pump(proc *p, int ms) {
-  long deadline = scn_now_ms() + ms;
-  for (;;) {
-    struct pollfd f[3];
-    int n = 0, iin = -1, iout = -1, ierr = -1;
-    if (p->in_fd >= 0)
-      iin = n, f[n++] = (struct pollfd){.fd = p->in_fd, .events = POLLOUT};
-    if (p->out_fd >= 0)
-      iout = n, f[n++] = (struct pollfd){.fd = p->out_fd, .events = POLLIN};
-    if (p->err_fd >= 0)
-      ierr = n, f[n++] = (struct pollfd){.fd = p->err_fd, .events = POLLIN};
-    if (p->out_fd < 0 && p->err_fd < 0)
-      return true;
-    long left = deadline - scn_now_ms();
-    if (left < 0)
-      return false;
-    int r = poll(f, (nfds_t)n, (int)left);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      return false;
-    if (iin >= 0 && f[iin].revents) {
-      ssize_t w = write(p->in_fd, p->in + p->in_off, p->in_len - p->in_off);
-      if (w > 0)
-        p->in_off += (size_t)w;
-      if ((w < 0 && errno != EAGAIN && errno != EINTR) || p->in_off == p->in_len) {
-        close(p->in_fd);
-        p->in_fd = -1;
-      }
-    }
-    if (iout >= 0 && f[iout].revents)
-      drain(&p->out_fd, &p->out);
-    if (ierr >= 0 && f[ierr].revents)
-      drain(&p->err_fd, &p->err);
-  }
-}
-
-/* Runs the child to its end (killed after timeout_ms); its exit code, 128 + a signal, or -1
- * when it had to be killed. */
-static int proc_wait(proc *p, int timeout_ms) {
-  long deadline = scn_now_ms() + timeout_ms;
-  while (!proc_pump(p, 50) && scn_now_ms() < deadline) {
-  }
-  int status = 0, code = -1;
-  for (;;) {
-    pid_t r = waitpid(p->pid, &status, WNOHANG);
-    if (r == p->pid) {
-      code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      break;
-    }
-    if (r < 0 && errno != EINTR)
-      break;
-    if (scn_now_ms() >= deadline) {
-      report("child killed after timeout", p->out.s);
-      kill(p->pid, SIGKILL);
-      waitpid(p->pid, &status, 0);
-      break;
-    }
-    scn_sleep_ms(2);
-  }
-  p->pid = -1;
-  int *fds[] = {&p->in_fd, &p->out_fd, &p->err_fd};
-  for (int i = 0; i < 3; i++)
-    if (*fds[i] >= 0) {
-      close(*fds[i]);
-      *fds[i] = -1;
-    }
-  return code;
-}
-
-static void proc_free(proc *p) {
-  text_free(&p->out);
-  text_free(&p->err);
+  return started;
 }
 
 static const char *ctl_bin(void) {
@@ -404,19 +236,14 @@ static const char *ctl_bin(void) {
 
 /* Runs scenectl with args (NULL-terminated), the environment set (NULL: SCENED_HOST and
  * SCENED_PORT of the suite's daemon) and stdin in; its exit code. */
-static int ctl_run(proc *p, const char *const *set, const char *in, size_t in_len,
+static int ctl_run(scn_proc *p, const char *const *set, const char *in, size_t in_len,
                    const char *const *args) {
-  const char *argv[64] = {ctl_bin()};
-  int argc = 1;
-  for (int i = 0; args && args[i] && argc < 63; i++)
-    argv[argc++] = args[i];
-  argv[argc] = NULL;
   const char *defaults[] = {"SCENED_HOST=127.0.0.1", port_env, NULL};
-  if (!proc_start(p, argv, set ? set : defaults, in, in_len)) {
-    *p = (proc){.pid = -1, .in_fd = -1, .out_fd = -1, .err_fd = -1};
+  if (!proc_start(p, ctl_bin(), args, set ? set : defaults, in, in_len)) {
+    *p = (scn_proc){.pid = -1, .in_fd = -1, .out_fd = -1, .err_fd = -1, .status = -1};
     return -1;
   }
-  return proc_wait(p, 20000);
+  return scn_proc_wait(p, 20000);
 }
 
 #define CTL(p, ...) ctl_run((p), NULL, NULL, 0, (const char *const[]){__VA_ARGS__, NULL})
@@ -443,8 +270,8 @@ static bool find_in_path(const char *name, char *out, size_t n) {
 /* A file of the repository's scripts/ directory: next to the daemon's build directory (one or
  * two levels up from SCENED_BIN), or relative to the working directory. */
 static bool find_script(const char *name, char *out, size_t n) {
-  const char *bin = getenv("SCENED_BIN");
-  const char *slash = bin ? strrchr(bin, '/') : NULL;
+  const char *bin = scn_daemon_bin();
+  const char *slash = strrchr(bin, '/');
   if (slash) {
     int dlen = (int)(slash - bin);
     const char *ups[] = {"/../scripts/", "/../../scripts/"};
@@ -479,7 +306,7 @@ static void test_lib_calls(void) {
   cJSON_AddStringToObject(req, "id", "p-1");
   r = NULL;
   CU_ASSERT_EQUAL(scn_cli_call(c, req, &r), SCN_CLI_OK);
-  CU_ASSERT(str_is(r, "id", "p-1"));
+  CU_ASSERT(scn_resp_str_is(r, "id", "p-1"));
   CU_ASSERT(cJSON_IsTrue(field(r, "ok")));
   cJSON_Delete(r);
   CU_ASSERT_EQUAL(scn_cli_call(c, req, NULL), SCN_CLI_OK);
@@ -488,30 +315,30 @@ static void test_lib_calls(void) {
   char world[64];
   world_name(world, sizeof world);
   r = call_ok(c, "{\"cmd\":\"world.create\",\"world\":\"%s\",\"id\":7}", world);
-  CU_ASSERT_EQUAL(num(r, "id"), 7);
+  CU_ASSERT_EQUAL(scn_resp_num(r, "id"), 7);
   CU_ASSERT(cJSON_IsTrue(field(r, "ok")));
   cJSON_Delete(r);
 
   r = call_ok(c, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"name\":\"car\",\"t\":[1,2,3]}",
               world);
-  double car = num(r, "entity");
+  double car = scn_resp_num(r, "entity");
   CU_ASSERT(car >= 1 && car == floor(car));
   cJSON_Delete(r);
   r = call_ok(c, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"parent\":%.0f,\"t\":[0,0,-1]}",
               world, car);
-  double wheel = num(r, "entity");
+  double wheel = scn_resp_num(r, "entity");
   CU_ASSERT(wheel >= 1 && wheel != car);
   cJSON_Delete(r);
 
   r = call_ok(c, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%.0f}", world, car);
-  CU_ASSERT_EQUAL(num(r, "entity"), car);
+  CU_ASSERT_EQUAL(scn_resp_num(r, "entity"), car);
   CU_ASSERT(cJSON_IsNull(field(r, "parent")));
-  CU_ASSERT(str_is(r, "name", "car"));
+  CU_ASSERT(scn_resp_str_is(r, "name", "car"));
   CU_ASSERT(is_translation(field(r, "local"), 1, 2, 3));
   CU_ASSERT(is_translation(field(r, "world"), 1, 2, 3));
   cJSON_Delete(r);
   r = call_ok(c, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%.0f}", world, wheel);
-  CU_ASSERT_EQUAL(num(r, "parent"), car);
+  CU_ASSERT_EQUAL(scn_resp_num(r, "parent"), car);
   CU_ASSERT_PTR_NULL(field(r, "name"));
   CU_ASSERT(is_translation(field(r, "local"), 0, 0, -1));
   CU_ASSERT(is_translation(field(r, "world"), 1, 2, 2));
@@ -533,7 +360,7 @@ static void expect_reply_error(scn_cli *c, const char *line, const char *code) {
   const char *got = scn_cli_reply_code(r), *msg = scn_cli_reply_message(r);
   CU_ASSERT(got && strcmp(got, code) == 0);
   if (!got || strcmp(got, code) != 0)
-    report(line, got);
+    scn_report_text(line, got);
   CU_ASSERT(msg && *msg);
   char want[512];
   snprintf(want, sizeof want, "%s: %s", code, msg ? msg : "");
@@ -607,21 +434,21 @@ static void test_lib_pipeline(void) {
     cJSON *r = NULL;
     int rc = scn_cli_read_response(c, &r);
     if (rc != SCN_CLI_OK) {
-      report("read_response", scn_cli_error(c));
+      scn_report_text("read_response", scn_cli_error(c));
       bad++;
       break;
     }
-    bool ok = num(r, "id") == i;
+    bool ok = scn_resp_num(r, "id") == i;
     if (i % 7 == 3)
       ok = ok && cJSON_IsFalse(field(r, "ok")) && strcmp(scn_cli_reply_code(r), "NOT_FOUND") == 0;
     else if (i % 3 == 0)
-      ok = ok && cJSON_IsTrue(field(r, "ok")) && num(r, "entity") == e &&
+      ok = ok && cJSON_IsTrue(field(r, "ok")) && scn_resp_num(r, "entity") == e &&
            is_translation(field(r, "world"), 4, 5, 6);
     else
       ok = ok && cJSON_IsTrue(field(r, "ok")) && cJSON_GetArraySize(r) == 2;
     if (!ok && bad++ < 3) {
       char *s = cJSON_PrintUnformatted(r);
-      report("unexpected response", s);
+      scn_report_text("unexpected response", s);
       free(s);
     }
     cJSON_Delete(r);
@@ -637,10 +464,10 @@ static void test_lib_pipeline(void) {
 
 /* A frame event with its header checked; NULL when ev is not one. */
 static bool is_frame(const cJSON *ev, double sub, const char *world, bool full) {
-  return str_is(ev, "event", "frame") && num(ev, "sub") == sub && str_is(ev, "world", world) &&
-         cJSON_IsBool(field(ev, "full")) && cJSON_IsTrue(field(ev, "full")) == full &&
-         cJSON_IsNumber(field(ev, "tick")) && cJSON_IsArray(field(ev, "set")) &&
-         cJSON_IsArray(field(ev, "removed"));
+  return scn_resp_str_is(ev, "event", "frame") && scn_resp_num(ev, "sub") == sub &&
+         scn_resp_str_is(ev, "world", world) && cJSON_IsBool(field(ev, "full")) &&
+         cJSON_IsTrue(field(ev, "full")) == full && cJSON_IsNumber(field(ev, "tick")) &&
+         cJSON_IsArray(field(ev, "set")) && cJSON_IsArray(field(ev, "removed"));
 }
 
 /* The frame sets exactly one transform: e translated by (x, y, z), and removes nothing. */
@@ -649,7 +476,7 @@ static bool sets_one(const cJSON *ev, double e, double x, double y, double z) {
   if (cJSON_GetArraySize(set) != 1 || cJSON_GetArraySize(field(ev, "removed")) != 0)
     return false;
   const cJSON *item = cJSON_GetArrayItem(set, 0);
-  return num(item, "e") == e && is_translation(field(item, "m"), x, y, z);
+  return scn_resp_num(item, "e") == e && is_translation(field(item, "m"), x, y, z);
 }
 
 static void test_lib_subscribe(void) {
@@ -670,7 +497,7 @@ static void test_lib_subscribe(void) {
   const cJSON *full = cJSON_GetArrayItem(got.list, 0);
   CU_ASSERT(is_frame(full, sub, world, true));
   CU_ASSERT(sets_one(full, e, 1, 2, 3));
-  double tick0 = num(full, "tick");
+  double tick0 = scn_resp_num(full, "tick");
   /* Nothing changed: nothing more comes. */
   CU_ASSERT_EQUAL(scn_cli_poll_events(s, 100), 0);
   CU_ASSERT_EQUAL(scn_cli_poll_events(s, 0), 0);
@@ -684,7 +511,7 @@ static void test_lib_subscribe(void) {
   const cJSON *delta = cJSON_GetArrayItem(got.list, 1);
   CU_ASSERT(is_frame(delta, sub, world, false));
   CU_ASSERT(sets_one(delta, e, 4, 5, 6));
-  CU_ASSERT(num(delta, "tick") > tick0);
+  CU_ASSERT(scn_resp_num(delta, "tick") > tick0);
 
   /* On the subscriber's own connection: the frame reaches the handler while a later call
    * waits for its response, without polling. */
@@ -705,8 +532,8 @@ static void test_lib_subscribe(void) {
   CU_ASSERT(call_fine(c, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world));
   CU_ASSERT_EQUAL(wait_events(s, &got, 4, WAIT_MS), 4);
   const cJSON *end = cJSON_GetArrayItem(got.list, 3);
-  CU_ASSERT(str_is(end, "event", "world_destroyed") && num(end, "sub") == sub &&
-            str_is(end, "world", world));
+  CU_ASSERT(scn_resp_str_is(end, "event", "world_destroyed") && scn_resp_num(end, "sub") == sub &&
+            scn_resp_str_is(end, "world", world));
   CU_ASSERT_EQUAL(scn_cli_poll_events(s, 100), 0);
 
   /* Without a handler events are dropped, and the connection goes on. */
@@ -734,7 +561,7 @@ static void test_lib_refused(void) {
   CU_ASSERT(strstr(err, want) != NULL);
   CU_ASSERT(strstr(err, "refused") != NULL);
   if (!strstr(err, "refused"))
-    report("connect error", err);
+    scn_report_text("connect error", err);
   scn_cli_close(c);
   /* Without an error buffer, and with a token: still NULL. */
   o.token = "t";
@@ -794,9 +621,7 @@ static void test_lib_send_timeout(void) {
   /* Now a reader takes everything the listener's connection receives and compares. */
   int s = accept(l, NULL, NULL);
   CU_ASSERT_FATAL(s >= 0);
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
+  pid_t pid = scn_fork();
   if (pid == 0) {
     close(scn_cli_fd(c));
     text got = {0};
@@ -818,16 +643,7 @@ static void test_lib_send_timeout(void) {
     rc = scn_cli_flush(c);
   CU_ASSERT_EQUAL(rc, SCN_CLI_OK);
   scn_cli_close(c);
-  int status = -1;
-  long deadline = scn_now_ms() + WAIT_MS;
-  while (waitpid(pid, &status, WNOHANG) != pid) {
-    if (scn_now_ms() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      break;
-    }
-    scn_sleep_ms(2);
-  }
+  int status = scn_child_wait(pid, WAIT_MS);
   CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
     fprintf(stderr, "\n  the bytes received differ from the bytes queued (status %d)\n", status);
@@ -838,13 +654,14 @@ static void test_lib_send_timeout(void) {
 /* The daemon closing the connection: SCN_CLI_ECLOSED, from every later call too. */
 static void test_lib_closed(void) {
   scn_daemon d2;
-  CU_ASSERT_FATAL(scn_daemon_start(&d2, NULL) == 0);
+  if (!START(&d2, NULL))
+    return;
   scn_cli *c = open_cli(d2.port, NULL, 2000), *idle = open_cli(d2.port, NULL, 2000);
   CU_ASSERT_PTR_NOT_NULL(c);
   CU_ASSERT_PTR_NOT_NULL(idle);
   if (c)
     CU_ASSERT(call_fine(c, "{\"cmd\":\"ping\"}"));
-  CU_ASSERT_EQUAL(scn_daemon_stop(&d2, SIGTERM, WAIT_MS), 0);
+  STOP_OK(&d2, WAIT_MS);
   if (c) {
     const char *line;
     size_t len;
@@ -869,7 +686,8 @@ static void test_lib_closed(void) {
 static void test_lib_auth(void) {
   scn_daemon d2;
   const char *args[] = {"--auth-token", "secret", "--http", "off", NULL};
-  CU_ASSERT_FATAL(scn_daemon_start(&d2, args) == 0);
+  if (!START(&d2, args))
+    return;
   scn_cli *good = open_cli(d2.port, "secret", 2000);
   CU_ASSERT_PTR_NOT_NULL(good);
   if (good) {
@@ -885,7 +703,7 @@ static void test_lib_auth(void) {
   CU_ASSERT_PTR_NULL(bad);
   CU_ASSERT(strncmp(err, "hello failed: UNAUTHORIZED: ", 28) == 0);
   if (strncmp(err, "hello failed: UNAUTHORIZED: ", 28) != 0)
-    report("wrong token", err);
+    scn_report_text("wrong token", err);
   scn_cli_close(bad);
   o.token = "";
   bad = scn_cli_connect(&o, err, sizeof err);
@@ -908,36 +726,36 @@ static void test_lib_auth(void) {
   /* scenectl: the token from SCENED_AUTH_TOKEN or --token. */
   char penv[32];
   snprintf(penv, sizeof penv, "SCENED_PORT=%d", d2.port);
-  proc p;
+  scn_proc p;
   const char *env_good[] = {penv, "SCENED_AUTH_TOKEN=secret", NULL};
   CU_ASSERT_EQUAL(ctl_run(&p, env_good, NULL, 0, (const char *const[]){"world.list", NULL}), 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "{\"worlds\":[{\"name\":\"w\",\"transforms\":0}]}\n");
   CU_ASSERT_STRING_EQUAL(text_str(&p.err), "");
-  proc_free(&p);
+  scn_proc_free(&p);
   const char *env_none[] = {penv, NULL};
   CU_ASSERT_EQUAL(
       ctl_run(&p, env_none, NULL, 0, (const char *const[]){"--token", "secret", "ping", NULL}), 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "{}\n");
-  proc_free(&p);
+  scn_proc_free(&p);
   CU_ASSERT_EQUAL(ctl_run(&p, env_none, NULL, 0, (const char *const[]){"world.list", NULL}), 1);
   CU_ASSERT(strncmp(text_str(&p.err), "UNAUTHORIZED: ", 14) == 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "");
-  proc_free(&p);
+  scn_proc_free(&p);
   const char *env_wrong[] = {penv, "SCENED_AUTH_TOKEN=wrong", NULL};
   CU_ASSERT_EQUAL(ctl_run(&p, env_wrong, NULL, 0, (const char *const[]){"ping", NULL}), 2);
   CU_ASSERT(strstr(text_str(&p.err), "UNAUTHORIZED") != NULL);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "");
-  proc_free(&p);
+  scn_proc_free(&p);
 
   scn_cli_close(good);
-  CU_ASSERT_EQUAL(scn_daemon_stop(&d2, SIGTERM, WAIT_MS), 0);
+  STOP_OK(&d2, WAIT_MS);
 }
 
 /* ---- scenectl ---------------------------------------------------------------------------- */
 
 /* One JSON line on stdout (returned parsed), nothing on stderr, exit 0. */
 static cJSON *ctl_ok(const char *const *args) {
-  proc p;
+  scn_proc p;
   int code = ctl_run(&p, NULL, NULL, 0, args);
   const char *out = text_str(&p.out);
   bool one_line = count_char(out, '\n') == 1 && out[strlen(out) - 1] == '\n';
@@ -948,40 +766,40 @@ static cJSON *ctl_ok(const char *const *args) {
     cJSON_Delete(j);
     j = NULL;
   }
-  proc_free(&p);
+  scn_proc_free(&p);
   return j;
 }
 
 static void test_ctl_result_line(void) {
-  proc p;
+  scn_proc p;
   CU_ASSERT_EQUAL(CTL(&p, "ping"), 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "{}\n");
   CU_ASSERT_STRING_EQUAL(text_str(&p.err), "");
-  proc_free(&p);
+  scn_proc_free(&p);
   /* An id in the request is not printed either. */
   CU_ASSERT_EQUAL(CTL(&p, "ping", "id=5"), 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "{}\n");
-  proc_free(&p);
+  scn_proc_free(&p);
 
   char world[64], warg[96];
   world_name(world, sizeof world);
   snprintf(warg, sizeof warg, "world=%s", world);
   CU_ASSERT_EQUAL(CTL(&p, "world.create", warg), 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "{}\n");
-  proc_free(&p);
+  scn_proc_free(&p);
 
   /* t=[1,2,3] is an array, name=car a string. */
   cJSON *r = ctl_ok((const char *const[]){"transform.create", warg, "t=[1,2,3]", "name=car", NULL});
   CU_ASSERT_PTR_NOT_NULL_FATAL(r);
   CU_ASSERT_EQUAL(cJSON_GetArraySize(r), 1);
-  double car = num(r, "entity");
+  double car = scn_resp_num(r, "entity");
   CU_ASSERT(car >= 1 && car == floor(car));
   cJSON_Delete(r);
 
   scn_cli *c = open_cli(dmn.port, NULL, 0);
   CU_ASSERT_PTR_NOT_NULL_FATAL(c);
   r = call_ok(c, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%.0f}", world, car);
-  CU_ASSERT(str_is(r, "name", "car"));
+  CU_ASSERT(scn_resp_str_is(r, "name", "car"));
   CU_ASSERT(is_translation(field(r, "local"), 1, 2, 3));
   cJSON_Delete(r);
 
@@ -992,9 +810,9 @@ static void test_ctl_result_line(void) {
   CU_ASSERT_PTR_NOT_NULL_FATAL(r);
   CU_ASSERT_PTR_NULL(field(r, "ok"));
   CU_ASSERT_PTR_NULL(field(r, "id"));
-  CU_ASSERT_EQUAL(num(r, "entity"), car);
+  CU_ASSERT_EQUAL(scn_resp_num(r, "entity"), car);
   CU_ASSERT(cJSON_IsNull(field(r, "parent")));
-  CU_ASSERT(str_is(r, "name", "car"));
+  CU_ASSERT(scn_resp_str_is(r, "name", "car"));
   CU_ASSERT(is_translation(field(r, "local"), 1, 2, 3));
   CU_ASSERT(is_translation(field(r, "world"), 1, 2, 3));
   cJSON_Delete(r);
@@ -1011,11 +829,11 @@ static void test_ctl_result_line(void) {
   snprintf(parg, sizeof parg, "parent=%.0f", car);
   r = ctl_ok((const char *const[]){"transform.create", warg, parg, "name=\"7\"", "s=2", NULL});
   CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-  double child = num(r, "entity");
+  double child = scn_resp_num(r, "entity");
   cJSON_Delete(r);
   r = call_ok(c, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%.0f}", world, child);
-  CU_ASSERT(str_is(r, "name", "7"));
-  CU_ASSERT_EQUAL(num(r, "parent"), car);
+  CU_ASSERT(scn_resp_str_is(r, "name", "7"));
+  CU_ASSERT_EQUAL(scn_resp_num(r, "parent"), car);
   const cJSON *local = field(r, "local");
   CU_ASSERT(cJSON_GetArraySize(local) == 16 && cJSON_GetArrayItem(local, 0)->valuedouble == 2 &&
             cJSON_GetArrayItem(local, 5)->valuedouble == 2 &&
@@ -1030,10 +848,10 @@ static void test_ctl_result_line(void) {
   CU_ASSERT_PTR_NOT_NULL(r);
   cJSON_Delete(r);
   r = call_ok(c, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%.0f}", world, child);
-  CU_ASSERT(str_is(r, "name", "left wheel"));
+  CU_ASSERT(scn_resp_str_is(r, "name", "left wheel"));
   cJSON_Delete(r);
   r = ctl_ok((const char *const[]){"transform.find", warg, "path=car/left wheel", NULL});
-  CU_ASSERT_EQUAL(num(r, "entity"), child);
+  CU_ASSERT_EQUAL(scn_resp_num(r, "entity"), child);
   cJSON_Delete(r);
 
   /* --port and --host override the environment. */
@@ -1046,7 +864,7 @@ static void test_ctl_result_line(void) {
               (const char *const[]){"--host", "127.0.0.1", "--port", port_arg, "ping", NULL}),
       0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "{}\n");
-  proc_free(&p);
+  scn_proc_free(&p);
 
   CU_ASSERT(call_fine(c, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world));
   scn_cli_close(c);
@@ -1067,27 +885,27 @@ static void test_ctl_error_exit(void) {
   snprintf(want, sizeof want, "ALREADY_EXISTS: %s\n", scn_cli_reply_message(r));
   cJSON_Delete(r);
 
-  proc p;
+  scn_proc p;
   CU_ASSERT_EQUAL(CTL(&p, "world.create", warg), 1);
   CU_ASSERT_STRING_EQUAL(text_str(&p.err), want);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "");
-  proc_free(&p);
+  scn_proc_free(&p);
 
   CU_ASSERT_EQUAL(CTL(&p, "no.such.command"), 1);
   CU_ASSERT(strncmp(text_str(&p.err), "UNKNOWN_COMMAND: ", 17) == 0);
   CU_ASSERT_EQUAL(count_char(text_str(&p.err), '\n'), 1);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "");
-  proc_free(&p);
+  scn_proc_free(&p);
 
   /* name=123 is a number: BAD_REQUEST. */
   CU_ASSERT_EQUAL(CTL(&p, "transform.create", warg, "name=123"), 1);
   CU_ASSERT(strncmp(text_str(&p.err), "BAD_REQUEST: ", 13) == 0);
-  proc_free(&p);
+  scn_proc_free(&p);
   r = call_ok(c, "{\"cmd\":\"world.list\"}");
   const cJSON *w;
   cJSON_ArrayForEach(w, field(r, "worlds")) {
-    if (str_is(w, "name", world))
-      CU_ASSERT_EQUAL(num(w, "transforms"), 0);
+    if (scn_resp_str_is(w, "name", world))
+      CU_ASSERT_EQUAL(scn_resp_num(w, "transforms"), 0);
   }
   cJSON_Delete(r);
 
@@ -1095,12 +913,12 @@ static void test_ctl_error_exit(void) {
   CU_ASSERT_EQUAL(CTL(&p, "ping", "novalue"), 2);
   CU_ASSERT(strstr(text_str(&p.err), "key=value") != NULL);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "");
-  proc_free(&p);
+  scn_proc_free(&p);
   CU_ASSERT_EQUAL(CTL(&p, "--bogus", "ping"), 2);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "");
-  proc_free(&p);
+  scn_proc_free(&p);
   CU_ASSERT_EQUAL(CTL(&p, "--pipe", "ping"), 2);
-  proc_free(&p);
+  scn_proc_free(&p);
 
   CU_ASSERT(call_fine(c, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world));
   scn_cli_close(c);
@@ -1110,16 +928,16 @@ static void test_ctl_connect_errors(void) {
   char dead_env[32];
   snprintf(dead_env, sizeof dead_env, "SCENED_PORT=%d", dead_port());
   const char *env_dead[] = {"SCENED_HOST=127.0.0.1", dead_env, NULL};
-  proc p;
+  scn_proc p;
   CU_ASSERT_EQUAL(ctl_run(&p, env_dead, NULL, 0, (const char *const[]){"ping", NULL}), 2);
   CU_ASSERT(strncmp(text_str(&p.err), "scenectl: cannot connect to 127.0.0.1:", 38) == 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "");
-  proc_free(&p);
+  scn_proc_free(&p);
   CU_ASSERT_EQUAL(ctl_run(&p, env_dead, NULL, 0, (const char *const[]){"--pipe", NULL}), 2);
-  proc_free(&p);
+  scn_proc_free(&p);
   CU_ASSERT_EQUAL(
       ctl_run(&p, env_dead, NULL, 0, (const char *const[]){"subscribe", "world=w", NULL}), 2);
-  proc_free(&p);
+  scn_proc_free(&p);
 
   /* Bad ports, on the command line and in the environment. */
   const char *bad[] = {"0", "-1", "65536", "abc", "80x", ""};
@@ -1127,7 +945,7 @@ static void test_ctl_connect_errors(void) {
     CU_ASSERT_EQUAL(CTL(&p, "--port", bad[i], "ping"), 2);
     CU_ASSERT(strstr(text_str(&p.err), "port") != NULL);
     CU_ASSERT_STRING_EQUAL(text_str(&p.out), "");
-    proc_free(&p);
+    scn_proc_free(&p);
     char env[32];
     snprintf(env, sizeof env, "SCENED_PORT=%s", bad[i]);
     const char *env_bad[] = {env, NULL};
@@ -1139,7 +957,7 @@ static void test_ctl_connect_errors(void) {
       if (!strstr(text_str(&p.err), "invalid port"))
         fprintf(stderr, "\n  SCENED_PORT=%s: exit %d, stderr %s\n", bad[i], code, text_str(&p.err));
     }
-    proc_free(&p);
+    scn_proc_free(&p);
   }
   /* --port wins over a bad SCENED_PORT. */
   char port_arg[16];
@@ -1148,7 +966,7 @@ static void test_ctl_connect_errors(void) {
   CU_ASSERT_EQUAL(
       ctl_run(&p, env_bad, NULL, 0, (const char *const[]){"--port", port_arg, "ping", NULL}), 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "{}\n");
-  proc_free(&p);
+  scn_proc_free(&p);
 }
 
 static void test_ctl_pipe(void) {
@@ -1171,7 +989,7 @@ static void test_ctl_pipe(void) {
     else
       text_addf(&in, "{\"id\":%d,\"cmd\":\"ping\"}\n", i);
   }
-  proc p;
+  scn_proc p;
   int code = ctl_run(&p, NULL, in.s, in.len, (const char *const[]){"--pipe", NULL});
   CU_ASSERT_EQUAL(code, 1);
   CU_ASSERT_STRING_EQUAL(text_str(&p.err), "");
@@ -1183,12 +1001,12 @@ static void test_ctl_pipe(void) {
   int bad = 0, i = 0;
   const cJSON *r;
   cJSON_ArrayForEach(r, lines) {
-    bool ok = num(r, "id") == i;
+    bool ok = scn_resp_num(r, "id") == i;
     if (i == BAD)
       ok = ok && cJSON_IsFalse(field(r, "ok")) && scn_cli_reply_code(r) &&
            strcmp(scn_cli_reply_code(r), "UNKNOWN_COMMAND") == 0;
     else if (i % 10 == 0)
-      ok = ok && cJSON_IsTrue(field(r, "ok")) && num(r, "entity") == e &&
+      ok = ok && cJSON_IsTrue(field(r, "ok")) && scn_resp_num(r, "entity") == e &&
            is_translation(field(r, "world"), 1, 1, 1);
     else
       ok = ok && cJSON_IsTrue(field(r, "ok")) && cJSON_GetArraySize(r) == 2;
@@ -1201,7 +1019,7 @@ static void test_ctl_pipe(void) {
   }
   CU_ASSERT_EQUAL(bad, 0);
   cJSON_Delete(lines);
-  proc_free(&p);
+  scn_proc_free(&p);
   text_free(&in);
 
   /* No failure: exit 0; the last line without a line end still counts. */
@@ -1216,34 +1034,29 @@ static void test_ctl_pipe(void) {
   bad = 0;
   i = 0;
   cJSON_ArrayForEach(r, lines) {
-    if (!(num(r, "id") == i && cJSON_IsTrue(field(r, "ok"))))
+    if (!(scn_resp_num(r, "id") == i && cJSON_IsTrue(field(r, "ok"))))
       bad++;
     i++;
   }
   CU_ASSERT_EQUAL(bad, 0);
   cJSON_Delete(lines);
-  proc_free(&p);
+  scn_proc_free(&p);
   text_free(&in);
 
   /* Empty input: nothing out, exit 0. */
   code = ctl_run(&p, NULL, NULL, 0, (const char *const[]){"--pipe", NULL});
   CU_ASSERT_EQUAL(code, 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "");
-  proc_free(&p);
+  scn_proc_free(&p);
 
   CU_ASSERT(call_fine(c, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world));
   scn_cli_close(c);
 }
 
 /* Starts "scenectl subscribe world=W ..." in the background. */
-static bool ctl_start(proc *p, const char *const *args) {
-  const char *argv[16] = {ctl_bin()};
-  int argc = 1;
-  for (int i = 0; args[i] && argc < 15; i++)
-    argv[argc++] = args[i];
-  argv[argc] = NULL;
+static bool ctl_start(scn_proc *p, const char *const *args) {
   const char *set[] = {"SCENED_HOST=127.0.0.1", port_env, NULL};
-  return proc_start(p, argv, set, NULL, 0);
+  return proc_start(p, ctl_bin(), args, set, NULL, 0);
 }
 
 /* Checks stdout of a subscribe run: frames exactly, the first full; the second sets e. */
@@ -1254,17 +1067,17 @@ static void check_two_frames(const char *out, const char *world, double e) {
   CU_ASSERT_EQUAL(n, 2);
   CU_ASSERT(terminated);
   if (n != 2)
-    report("frames", out);
+    scn_report_text("frames", out);
   const cJSON *a = cJSON_GetArrayItem(lines, 0), *b = cJSON_GetArrayItem(lines, 1);
-  double sub = num(a, "sub");
+  double sub = scn_resp_num(a, "sub");
   CU_ASSERT(sub >= 1);
   CU_ASSERT(is_frame(a, sub, world, true));
   CU_ASSERT(cJSON_GetArraySize(field(a, "set")) == 1 &&
-            num(cJSON_GetArrayItem(field(a, "set"), 0), "e") == e);
+            scn_resp_num(cJSON_GetArrayItem(field(a, "set"), 0), "e") == e);
   CU_ASSERT(is_frame(b, sub, world, false));
   CU_ASSERT(cJSON_GetArraySize(field(b, "set")) == 1 &&
-            num(cJSON_GetArrayItem(field(b, "set"), 0), "e") == e);
-  CU_ASSERT(num(b, "tick") > num(a, "tick"));
+            scn_resp_num(cJSON_GetArrayItem(field(b, "set"), 0), "e") == e);
+  CU_ASSERT(scn_resp_num(b, "tick") > scn_resp_num(a, "tick"));
   CU_ASSERT_PTR_NULL(field(a, "ok"));
   cJSON_Delete(lines);
 }
@@ -1278,24 +1091,24 @@ static void test_ctl_subscribe(void) {
   snprintf(warg, sizeof warg, "world=%s", world);
 
   /* Two frames while another connection moves the transform. */
-  proc p;
+  scn_proc p;
   CU_ASSERT_FATAL(ctl_start(&p, (const char *const[]){"subscribe", warg, "--frames", "2", NULL}));
   long deadline = scn_now_ms() + WAIT_MS;
-  for (int k = 1; scn_now_ms() < deadline && !proc_pump(&p, 20); k++)
+  for (int k = 1; scn_now_ms() < deadline && !scn_proc_pump(&p, 20); k++)
     CU_ASSERT(call_fine(c,
                         "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%.0f,"
                         "\"t\":[%d,0,0]}",
                         world, e, k));
-  CU_ASSERT_EQUAL(proc_wait(&p, WAIT_MS), 0);
+  CU_ASSERT_EQUAL(scn_proc_wait(&p, WAIT_MS), 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.err), "");
   check_two_frames(text_str(&p.out), world, e);
-  proc_free(&p);
+  scn_proc_free(&p);
 
   /* Frames that arrive together: still exactly --frames of them. The subscriber is stopped
    * after the full frame while three moves make frames, then continued. */
   CU_ASSERT_FATAL(ctl_start(&p, (const char *const[]){"subscribe", warg, "--frames", "2", NULL}));
   deadline = scn_now_ms() + WAIT_MS;
-  while (!strchr(text_str(&p.out), '\n') && scn_now_ms() < deadline && !proc_pump(&p, 10)) {
+  while (!strchr(text_str(&p.out), '\n') && scn_now_ms() < deadline && !scn_proc_pump(&p, 10)) {
   }
   CU_ASSERT_FATAL(strchr(text_str(&p.out), '\n') != NULL);
   kill(p.pid, SIGSTOP);
@@ -1307,42 +1120,43 @@ static void test_ctl_subscribe(void) {
     scn_sleep_ms(60);
   }
   kill(p.pid, SIGCONT);
-  CU_ASSERT_EQUAL(proc_wait(&p, WAIT_MS), 0);
+  CU_ASSERT_EQUAL(scn_proc_wait(&p, WAIT_MS), 0);
   check_two_frames(text_str(&p.out), world, e);
-  proc_free(&p);
+  scn_proc_free(&p);
 
   /* A subtree subscription without --frames ends with the world. */
   char rarg[64];
   snprintf(rarg, sizeof rarg, "root=%.0f", e);
   CU_ASSERT_FATAL(ctl_start(&p, (const char *const[]){"subscribe", warg, rarg, "hz=30", NULL}));
   deadline = scn_now_ms() + WAIT_MS;
-  while (!strchr(text_str(&p.out), '\n') && scn_now_ms() < deadline && !proc_pump(&p, 10)) {
+  while (!strchr(text_str(&p.out), '\n') && scn_now_ms() < deadline && !scn_proc_pump(&p, 10)) {
   }
   CU_ASSERT(call_fine(c, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world));
-  CU_ASSERT_EQUAL(proc_wait(&p, WAIT_MS), 0);
+  CU_ASSERT_EQUAL(scn_proc_wait(&p, WAIT_MS), 0);
   int n = 0;
   bool terminated;
   cJSON *lines = json_lines(text_str(&p.out), &n, &terminated);
   CU_ASSERT(n >= 2);
   const cJSON *first = cJSON_GetArrayItem(lines, 0), *last = cJSON_GetArrayItem(lines, n - 1);
-  CU_ASSERT(str_is(first, "event", "frame") && cJSON_IsTrue(field(first, "full")));
-  CU_ASSERT(str_is(last, "event", "world_destroyed") && str_is(last, "world", world));
+  CU_ASSERT(scn_resp_str_is(first, "event", "frame") && cJSON_IsTrue(field(first, "full")));
+  CU_ASSERT(scn_resp_str_is(last, "event", "world_destroyed") &&
+            scn_resp_str_is(last, "world", world));
   cJSON_Delete(lines);
-  proc_free(&p);
+  scn_proc_free(&p);
 
   /* An unknown world: the error reply, exit 1. */
-  proc q;
+  scn_proc q;
   CU_ASSERT_EQUAL(CTL(&q, "subscribe", warg, "--frames", "1"), 1);
   CU_ASSERT(strncmp(text_str(&q.err), "NOT_FOUND: ", 11) == 0);
   CU_ASSERT_STRING_EQUAL(text_str(&q.out), "");
-  proc_free(&q);
+  scn_proc_free(&q);
   scn_cli_close(c);
 }
 
 static void test_ctl_help(void) {
   const char *flags[] = {"--help", "-h"};
   for (int f = 0; f < 2; f++) {
-    proc p;
+    scn_proc p;
     CU_ASSERT_EQUAL(CTL(&p, flags[f]), 0);
     const char *out = text_str(&p.out);
     CU_ASSERT(strncmp(out, "usage: scenectl", 15) == 0);
@@ -1354,18 +1168,18 @@ static void test_ctl_help(void) {
         fprintf(stderr, "\n  --help does not list %s\n", scn_commands[i].name);
     }
     CU_ASSERT_STRING_EQUAL(text_str(&p.err), "");
-    proc_free(&p);
+    scn_proc_free(&p);
   }
   /* No command, stdin a pipe (not a terminal): usage on stderr, exit 2. */
-  proc p;
+  scn_proc p;
   int code = ctl_run(&p, NULL, "ping\n", 5, (const char *const[]){NULL});
   CU_ASSERT_EQUAL(code, 2);
   CU_ASSERT(strncmp(text_str(&p.err), "usage: scenectl", 15) == 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "");
-  proc_free(&p);
+  scn_proc_free(&p);
   code = ctl_run(&p, NULL, NULL, 0, (const char *const[]){NULL});
   CU_ASSERT_EQUAL(code, 2);
-  proc_free(&p);
+  scn_proc_free(&p);
 }
 
 /* ---- the Python client and the shell example --------------------------------------------- */
@@ -1379,15 +1193,15 @@ static void test_python_selftest(void) {
   CU_ASSERT_FATAL(find_script("scened_client.py", script, sizeof script));
   char port[16];
   snprintf(port, sizeof port, "%d", dmn.port);
-  const char *argv[] = {python, script, "--host", "127.0.0.1", "--port", port, "--selftest", NULL};
-  proc p;
-  CU_ASSERT_FATAL(proc_start(&p, argv, NULL, NULL, 0));
-  int code = proc_wait(&p, 30000);
+  const char *args[] = {script, "--host", "127.0.0.1", "--port", port, "--selftest", NULL};
+  scn_proc p;
+  CU_ASSERT_FATAL(proc_start(&p, python, args, NULL, NULL, 0));
+  int code = scn_proc_wait(&p, 30000);
   CU_ASSERT_EQUAL(code, 0);
   CU_ASSERT(strstr(text_str(&p.out), "selftest passed") != NULL);
   if (code != 0)
     fprintf(stderr, "\n  selftest: exit %d\n%s%s\n", code, text_str(&p.out), text_str(&p.err));
-  proc_free(&p);
+  scn_proc_free(&p);
 }
 
 static void test_car_demo(void) {
@@ -1404,10 +1218,10 @@ static void test_car_demo(void) {
   char ctl_env[1100];
   snprintf(ctl_env, sizeof ctl_env, "SCENECTL=%s", ctl_bin());
   const char *set[] = {"SCENED_HOST=127.0.0.1", port_env, ctl_env, NULL};
-  const char *argv[] = {bash, script, "3", NULL};
-  proc p;
-  CU_ASSERT_FATAL(proc_start(&p, argv, set, NULL, 0));
-  int code = proc_wait(&p, 30000);
+  const char *args[] = {script, "3", NULL};
+  scn_proc p;
+  CU_ASSERT_FATAL(proc_start(&p, bash, args, set, NULL, 0));
+  int code = scn_proc_wait(&p, 30000);
   CU_ASSERT_EQUAL(code, 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.err), "");
   int n = 0;
@@ -1419,7 +1233,7 @@ static void test_car_demo(void) {
     fprintf(stderr, "\n  car_demo.sh: exit %d\n%s%s\n", code, text_str(&p.out), text_str(&p.err));
   for (int step = 1; step <= n; step++) {
     const cJSON *l = cJSON_GetArrayItem(lines, step - 1), *w = field(l, "wheel_fl");
-    CU_ASSERT_EQUAL(num(l, "step"), step);
+    CU_ASSERT_EQUAL(scn_resp_num(l, "step"), step);
     CU_ASSERT_FATAL(cJSON_IsArray(w) && cJSON_GetArraySize(w) == 3);
     /* The car at (step, 0, 0) turned by step * 0.1 about y; the wheel at (1, 0.3, -0.5). */
     double a = step * 0.1, x = 1.0, z = -0.5;
@@ -1430,7 +1244,7 @@ static void test_car_demo(void) {
     }
   }
   cJSON_Delete(lines);
-  proc_free(&p);
+  scn_proc_free(&p);
 }
 
 /* ---- registration ----------------------------------------------------------------------- */
@@ -1450,13 +1264,7 @@ static int suite_clean(void) {
 }
 
 int scn_test_register_clients(void) {
-  CU_pSuite s = CU_add_suite("clients", suite_init, suite_clean);
-  if (!s)
-    return -1;
-  struct {
-    const char *name;
-    CU_TestFunc fn;
-  } tests[] = {
+  static const scn_test tests[] = {
       {"library: connect and call", test_lib_calls},
       {"library: error replies", test_lib_error_reply},
       {"library: 2,000 pipelined requests", test_lib_pipeline},
@@ -1475,8 +1283,5 @@ int scn_test_register_clients(void) {
       {"python client self-test", test_python_selftest},
       {"shell example", test_car_demo},
   };
-  for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
-    if (!CU_add_test(s, tests[i].name, tests[i].fn))
-      return -1;
-  return 0;
+  return SCN_ADD_SUITE("clients", suite_init, suite_clean, tests);
 }

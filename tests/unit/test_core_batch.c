@@ -2,6 +2,7 @@
  * scene exactly as an untouched twin built the same way; commit keeps the changes. */
 #include "core_fixtures.h"
 #include "scn_core.h"
+#include "suites.h"
 
 #include <CUnit/CUnit.h>
 #include <stdio.h>
@@ -663,13 +664,7 @@ static void test_events_rolled_back(void) {
 }
 
 int scn_test_register_core_batch(void) {
-  CU_pSuite s = CU_add_suite("core_batch", NULL, NULL);
-  if (!s)
-    return -1;
-  struct {
-    const char *name;
-    CU_TestFunc fn;
-  } tests[] = {
+  static const scn_test tests[] = {
       {"rollback of entity creation", test_rollback_entity_create},
       {"rollback of transform creation", test_rollback_transform_create},
       {"rollback of set_local and set_world", test_rollback_set_local_world},
@@ -683,8 +678,5 @@ int scn_test_register_core_batch(void) {
       {"state errors inside a batch", test_state_errors},
       {"rollback drops the batch's events", test_events_rolled_back},
   };
-  for (size_t k = 0; k < sizeof tests / sizeof tests[0]; k++)
-    if (!CU_add_test(s, tests[k].name, tests[k].fn))
-      return -1;
-  return 0;
+  return SCN_ADD_SUITE("core_batch", NULL, NULL, tests);
 }

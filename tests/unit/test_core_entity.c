@@ -1,6 +1,7 @@
 /* Unit tests of the global entity registry: creation, stale ids, limits, destroy across worlds
  * and the persistence accessors. */
 #include "scn_core.h"
+#include "suites.h"
 
 #include <CUnit/CUnit.h>
 #include <stdlib.h>
@@ -467,13 +468,7 @@ static void test_restore_retired(void) {
 }
 
 int scn_test_register_core_entity(void) {
-  CU_pSuite s = CU_add_suite("core_entity", NULL, NULL);
-  if (!s)
-    return -1;
-  struct {
-    const char *name;
-    CU_TestFunc fn;
-  } tests[] = {
+  static const scn_test tests[] = {
       {"create many at once, ids positive and below 2^53", test_create_many},
       {"stale ids stay invalid after slot reuse", test_stale_ids},
       {"max_entities gives LIMIT and creates nothing", test_max_entities},
@@ -483,8 +478,5 @@ int scn_test_register_core_entity(void) {
       {"entity_restore round trip and refusals", test_restore},
       {"entity_restore and retired slots", test_restore_retired},
   };
-  for (size_t k = 0; k < sizeof tests / sizeof tests[0]; k++)
-    if (!CU_add_test(s, tests[k].name, tests[k].fn))
-      return -1;
-  return 0;
+  return SCN_ADD_SUITE("core_entity", NULL, NULL, tests);
 }

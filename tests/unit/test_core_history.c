@@ -12,6 +12,7 @@
  * Seeds: a fixed list, plus SCN_SEED from the environment when set. */
 #include "core_fixtures.h"
 #include "scn_core.h"
+#include "suites.h"
 
 #include <CUnit/CUnit.h>
 #include <cglm/cglm.h>
@@ -514,19 +515,10 @@ static void test_oracle_env_seed(void) {
 }
 
 int scn_test_register_core_history(void) {
-  CU_pSuite s = CU_add_suite("core_history", NULL, NULL);
-  if (!s)
-    return -1;
-  struct {
-    const char *name;
-    CU_TestFunc fn;
-  } tests[] = {
+  static const scn_test tests[] = {
       {"every tick in the window equals the closed tick (oracle, fixed seeds)",
        test_oracle_fixed_seeds},
       {"the same with the seed in SCN_SEED (when set)", test_oracle_env_seed},
   };
-  for (size_t k = 0; k < COUNT(tests); k++)
-    if (!CU_add_test(s, tests[k].name, tests[k].fn))
-      return -1;
-  return 0;
+  return SCN_ADD_SUITE("core_history", NULL, NULL, tests);
 }

@@ -1,6 +1,7 @@
 /* Unit tests of the core's math and validation functions: TRS composition, finiteness, name
  * validation and the error tables. */
 #include "scn_core.h"
+#include "suites.h"
 
 #include <CUnit/CUnit.h>
 #include <float.h>
@@ -447,13 +448,7 @@ static void test_err_tables(void) {
 }
 
 int scn_test_register_core_math(void) {
-  CU_pSuite s = CU_add_suite("core_math", NULL, NULL);
-  if (!s)
-    return -1;
-  struct {
-    const char *name;
-    CU_TestFunc fn;
-  } tests[] = {
+  static const scn_test tests[] = {
       {"compose_trs identity parts", test_trs_identity_parts},
       {"compose_trs T*R*S order and column-major layout", test_trs_order_and_layout},
       {"compose_trs normalises the quaternion", test_trs_quat_normalised},
@@ -468,8 +463,5 @@ int scn_test_register_core_math(void) {
       {"world_name_valid", test_world_name_valid},
       {"err_name and err_message", test_err_tables},
   };
-  for (size_t k = 0; k < sizeof tests / sizeof tests[0]; k++)
-    if (!CU_add_test(s, tests[k].name, tests[k].fn))
-      return -1;
-  return 0;
+  return SCN_ADD_SUITE("core_math", NULL, NULL, tests);
 }

@@ -15,6 +15,7 @@
  * of steps per seed. A failure prints the seed and the step.
  */
 #include "scn_core.h"
+#include "suites.h"
 
 #include <CUnit/CUnit.h>
 #include <math.h>
@@ -1913,18 +1914,12 @@ static void test_random_env_seed(void) {
 }
 
 int scn_test_register_core_property(void) {
-  CU_pSuite suite = CU_add_suite("core_property", NULL, NULL);
-  if (!suite)
-    return -1;
-  if (!CU_add_test(suite, "random operations match the reference (fixed seeds)",
-                   test_random_fixed_seeds) ||
-      !CU_add_test(suite, "deep chain: world matrices never stale (depth-first layout)",
-                   test_deep_chain_depth_first) ||
-      !CU_add_test(suite, "deep chain: world matrices never stale (scattered layout)",
-                   test_deep_chain_scattered) ||
-      !CU_add_test(suite, "wide forest: each flush recomputes the dirty subtrees once",
-                   test_wide_forest_flush) ||
-      !CU_add_test(suite, "both, with the seed in SCN_SEED (when set)", test_random_env_seed))
-    return -1;
-  return 0;
+  static const scn_test tests[] = {
+      {"random operations match the reference (fixed seeds)", test_random_fixed_seeds},
+      {"deep chain: world matrices never stale (depth-first layout)", test_deep_chain_depth_first},
+      {"deep chain: world matrices never stale (scattered layout)", test_deep_chain_scattered},
+      {"wide forest: each flush recomputes the dirty subtrees once", test_wide_forest_flush},
+      {"both, with the seed in SCN_SEED (when set)", test_random_env_seed},
+  };
+  return SCN_ADD_SUITE("core_property", NULL, NULL, tests);
 }

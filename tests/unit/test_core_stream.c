@@ -2,6 +2,7 @@
  * subtree membership, the structural event log, and propagation statistics. */
 #include "core_fixtures.h"
 #include "scn_core.h"
+#include "suites.h"
 
 #include <CUnit/CUnit.h>
 #include <stdio.h>
@@ -760,13 +761,7 @@ static void test_reverts(void) {
 }
 
 int scn_test_register_core_stream(void) {
-  CU_pSuite s = CU_add_suite("core_stream", NULL, NULL);
-  if (!s)
-    return -1;
-  struct {
-    const char *name;
-    CU_TestFunc fn;
-  } tests[] = {
+  static const scn_test tests[] = {
       {"ticks start at 1 and close_tick advances", test_ticks},
       {"visit_changed over the whole world", test_visit_whole_world},
       {"visit_changed for a subtree", test_visit_subtree},
@@ -779,8 +774,5 @@ int scn_test_register_core_stream(void) {
       {"stats", test_stats},
       {"reverts inside a tick keep the old stamps", test_reverts},
   };
-  for (size_t k = 0; k < sizeof tests / sizeof tests[0]; k++)
-    if (!CU_add_test(s, tests[k].name, tests[k].fn))
-      return -1;
-  return 0;
+  return SCN_ADD_SUITE("core_stream", NULL, NULL, tests);
 }

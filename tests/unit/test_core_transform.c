@@ -2,6 +2,7 @@
  * integrity against a model, propagation, long chains and relayout. */
 #include "core_fixtures.h"
 #include "scn_core.h"
+#include "suites.h"
 
 #include <CUnit/CUnit.h>
 #include <math.h>
@@ -1626,13 +1627,7 @@ static void test_relayout(void) {
 }
 
 int scn_test_register_core_transform(void) {
-  CU_pSuite s = CU_add_suite("core_transform", NULL, NULL);
-  if (!s)
-    return -1;
-  struct {
-    const char *name;
-    CU_TestFunc fn;
-  } tests[] = {
+  static const scn_test tests[] = {
       {"worlds: create, find, order, destroy, counts", test_world_basics},
       {"worlds: max_worlds gives LIMIT", test_world_limit},
       {"create and get: identity, parent, name, world", test_create_and_get},
@@ -1657,8 +1652,5 @@ int scn_test_register_core_transform(void) {
       {"relayout keeps everything identical", test_relayout},
       {"a big world keeps every value through growth", test_big_world},
   };
-  for (size_t k = 0; k < sizeof tests / sizeof tests[0]; k++)
-    if (!CU_add_test(s, tests[k].name, tests[k].fn))
-      return -1;
-  return 0;
+  return SCN_ADD_SUITE("core_transform", NULL, NULL, tests);
 }

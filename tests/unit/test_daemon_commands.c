@@ -3,16 +3,12 @@
  * failed commands and batches, pipelining, framing (line limit, blank lines, CRLF), hundreds of
  * malformed lines, clients that vanish, authentication, the configured limits, the command
  * line, and the HTTP operations port. */
-#include "harness.h"
+#include "daemon_fixtures.h"
+#include "suites.h"
 #include "wire.h"
 
 #include <CUnit/CUnit.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,105 +16,13 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-
-int scn_test_register_daemon_commands(void);
 
 /* The daemon most tests share (default settings). */
 static scn_daemon dmain;
 
 #define WAIT_MS 5000
 #define MAX_SAFE 9007199254740991.0
-
-static void report(const char *what, const cJSON *j) {
-  char *s = j ? cJSON_PrintUnformatted(j) : NULL;
-  fprintf(stderr, "\n  %s: %.600s\n", what, s ? s : "(nothing)");
-  free(s);
-}
-
-/* An assertion that reports the caller's line and, when it fails, the response. */
-static bool check_at(bool cond, int line, const char *what, const cJSON *r) {
-  CU_assertImplementation(cond ? CU_TRUE : CU_FALSE, (unsigned)line, what, __FILE__, "",
-                          CU_FALSE);
-  if (!cond)
-    report(what, r);
-  return cond;
-}
-#define CHECK(cond, r) check_at((cond), __LINE__, #cond, (r))
-
-
-/* ---- requests -------------------------------------------------------------------------------- */
-
-static cJSON *vcall(scn_client *c, char **line_out, const char *fmt, va_list ap) {
-  text line = {0};
-  text_vaddf(&line, fmt, ap);
-  cJSON *r = scn_client_call(c, "%s", line.s);
-  *line_out = line.s;
-  return r;
-}
-
-/* A request that must succeed; returns the response (the caller deletes it). */
-static cJSON *ok_at(int at, scn_client *c, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static cJSON *ok_at(int at, scn_client *c, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  char *line;
-  cJSON *r = vcall(c, &line, fmt, ap);
-  va_end(ap);
-  bool good = scn_resp_ok(r);
-  CU_assertImplementation(good ? CU_TRUE : CU_FALSE, (unsigned)at, "request answered ok",
-                          __FILE__, "", CU_FALSE);
-  if (!good) {
-    fprintf(stderr, "\n  request: %.600s", line);
-    report("response", r);
-  }
-  free(line);
-  return r;
-}
-#define OK(c, ...) ok_at(__LINE__, (c), __VA_ARGS__)
-#define OKD(c, ...) cJSON_Delete(ok_at(__LINE__, (c), __VA_ARGS__))
-
-/* A request that must fail with code; returns the response's message check result. */
-static bool err_at(int at, scn_client *c, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static bool err_at(int at, scn_client *c, const char *code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  char *line;
-  cJSON *r = vcall(c, &line, fmt, ap);
-  va_end(ap);
-  const cJSON *okv = r ? cJSON_GetObjectItemCaseSensitive(r, "ok") : NULL;
-  const cJSON *e = r ? cJSON_GetObjectItemCaseSensitive(r, "error") : NULL;
-  const cJSON *msg = e ? cJSON_GetObjectItemCaseSensitive(e, "message") : NULL;
-  bool good = cJSON_IsFalse(okv) && strcmp(scn_resp_code(r), code) == 0 && cJSON_IsString(msg) &&
-              msg->valuestring[0] != '\0';
-  char what[96];
-  snprintf(what, sizeof what, "request fails with %s", code);
-  CU_assertImplementation(good ? CU_TRUE : CU_FALSE, (unsigned)at, what, __FILE__, "", CU_FALSE);
-  if (!good) {
-    fprintf(stderr, "\n  request: %.600s (expected %s)", line, code);
-    report("response", r);
-  }
-  free(line);
-  cJSON_Delete(r);
-  return good;
-}
-#define ERR(c, code, ...) err_at(__LINE__, (c), (code), __VA_ARGS__)
-
-static double num(const cJSON *r, const char *field) {
-  const cJSON *v = r ? cJSON_GetObjectItemCaseSensitive(r, field) : NULL;
-  return cJSON_IsNumber(v) ? v->valuedouble : -1;
-}
-
-static uint64_t u64(const cJSON *r, const char *field) {
-  double d = num(r, field);
-  return d >= 1 && d <= MAX_SAFE ? (uint64_t)d : 0;
-}
-
-static bool has(const cJSON *r, const char *field) {
-  return r && cJSON_GetObjectItemCaseSensitive(r, field) != NULL;
-}
 
 /* An array field of ids as a C array (returns its length, up to cap). */
 static int ids_of(const cJSON *r, const char *field, uint64_t *out, int cap) {
@@ -172,15 +76,15 @@ static void mat_print(const char *what, const float m[16]) {
     fprintf(stderr, " %.9g", m[i]);
 }
 
-#define CHECK_MAT(a, b, tol)                                                                   \
-  do {                                                                                         \
-    bool near_ = mat_near((a), (b), (tol));                                                   \
-    CU_assertImplementation(near_ ? CU_TRUE : CU_FALSE, __LINE__, "matrices equal", __FILE__, \
-                            "", CU_FALSE);                                                     \
-    if (!near_) {                                                                              \
-      mat_print("got", (a));                                                                  \
-      mat_print("want", (b));                                                                 \
-    }                                                                                          \
+#define CHECK_MAT(a, b, tol)                                                                       \
+  do {                                                                                             \
+    bool near_ = mat_near((a), (b), (tol));                                                        \
+    CU_assertImplementation(near_ ? CU_TRUE : CU_FALSE, __LINE__, "matrices equal", __FILE__, "",  \
+                            CU_FALSE);                                                             \
+    if (!near_) {                                                                                  \
+      mat_print("got", (a));                                                                       \
+      mat_print("want", (b));                                                                      \
+    }                                                                                              \
   } while (0)
 
 static const float IDENTITY[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
@@ -193,36 +97,30 @@ static void mat_trs(float tx, float ty, float tz, float s, float out[16]) {
 
 /* ---- fixtures -------------------------------------------------------------------------------- */
 
-static bool connect_to(scn_client *c, int port) {
-  bool ok = scn_client_connect(c, port) == 0;
-  CU_ASSERT_TRUE(ok);
-  return ok;
-}
-
 static void new_world(scn_client *c, const char *name) {
   OKD(c, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", name);
 }
 
 /* transform.create with extra fields (printf-style, may be ""); returns the entity. */
-static uint64_t tf_at(int at, scn_client *c, const char *world, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static uint64_t tf_at(int at, scn_client *c, const char *world, const char *fmt, ...) {
+static uint64_t tf_at(const char *file, int at, scn_client *c, const char *world, const char *fmt,
+                      ...) __attribute__((format(printf, 5, 6)));
+static uint64_t tf_at(const char *file, int at, scn_client *c, const char *world, const char *fmt,
+                      ...) {
   text extra = {0};
   va_list ap;
   va_start(ap, fmt);
   text_vaddf(&extra, fmt, ap);
   va_end(ap);
-  cJSON *r = ok_at(at, c, "{\"cmd\":\"transform.create\",\"world\":\"%s\"%s%s}", world,
-                   extra.len ? "," : "", extra.len ? extra.s : "");
+  cJSON *r = scn_ok_at(file, at, c, "{\"cmd\":\"transform.create\",\"world\":\"%s\"%s%s}", world,
+                       extra.len ? "," : "", extra.len ? extra.s : "");
   text_free(&extra);
-  uint64_t e = u64(r, "entity");
-  CU_assertImplementation(e ? CU_TRUE : CU_FALSE, (unsigned)at, "an entity id", __FILE__, "",
-                          CU_FALSE);
+  uint64_t e = scn_resp_id(r, "entity");
+  scn_check_at(file, at, e != 0, "an entity id", r);
   cJSON_Delete(r);
   return e;
 }
-#define TF(c, world, ...) tf_at(__LINE__, (c), (world), __VA_ARGS__)
-#define TF0(c, world) tf_at(__LINE__, (c), (world), "%s", "")
+#define TF(c, world, ...) tf_at(__FILE__, __LINE__, (c), (world), __VA_ARGS__)
+#define TF0(c, world) tf_at(__FILE__, __LINE__, (c), (world), "%s", "")
 
 static uint64_t new_entity(scn_client *c) {
   cJSON *r = OK(c, "{\"cmd\":\"entity.create\"}");
@@ -238,12 +136,11 @@ static cJSON *get_tf(scn_client *c, const char *world, uint64_t e) {
 }
 
 /* The world (or local) matrix of e. */
-static bool matrix(scn_client *c, const char *world, uint64_t e, const char *which,
-                   float m[16]) {
+static bool matrix(scn_client *c, const char *world, uint64_t e, const char *which, float m[16]) {
   cJSON *r = get_tf(c, world, e);
   bool ok = scn_resp_ok(r) && mat_of(r, which, m);
   if (!ok)
-    report("transform.get", r);
+    scn_report("transform.get", r);
   cJSON_Delete(r);
   return ok;
 }
@@ -271,7 +168,7 @@ static int children(scn_client *c, const char *world, uint64_t e, uint64_t *out,
 
 static double info_num(scn_client *c, const char *field) {
   cJSON *r = scn_client_call(c, "{\"cmd\":\"info\"}");
-  double v = scn_resp_ok(r) ? num(r, field) : -1;
+  double v = scn_resp_ok(r) ? scn_resp_num(r, field) : -1;
   cJSON_Delete(r);
   return v;
 }
@@ -284,7 +181,7 @@ static int listed_transforms(scn_client *c, const char *world) {
   for (const cJSON *w = ws ? ws->child : NULL; w; w = w->next) {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(w, "name");
     if (cJSON_IsString(name) && strcmp(name->valuestring, world) == 0)
-      n = (int)num(w, "transforms");
+      n = (int)scn_resp_num(w, "transforms");
   }
   cJSON_Delete(r);
   return n;
@@ -300,8 +197,8 @@ static char *snapshot(scn_client *c, const char *world, const uint64_t *ids, int
   free(s);
   cJSON_Delete(r);
   r = scn_client_call(c, "{\"cmd\":\"info\"}");
-  text_addf(&b, "worlds %g entities %g transforms %g\n", num(r, "worlds"), num(r, "entities"),
-          num(r, "transforms"));
+  text_addf(&b, "worlds %g entities %g transforms %g\n", scn_resp_num(r, "worlds"),
+            scn_resp_num(r, "entities"), scn_resp_num(r, "transforms"));
   cJSON_Delete(r);
   for (int i = 0; i < n; i++) {
     r = get_tf(c, world, ids[i]);
@@ -321,8 +218,8 @@ static char *snapshot(scn_client *c, const char *world, const uint64_t *ids, int
 
 static void check_same_at(int at, const char *before, const char *after) {
   bool same = before && after && strcmp(before, after) == 0;
-  CU_assertImplementation(same ? CU_TRUE : CU_FALSE, (unsigned)at, "state unchanged", __FILE__,
-                          "", CU_FALSE);
+  CU_assertImplementation(same ? CU_TRUE : CU_FALSE, (unsigned)at, "state unchanged", __FILE__, "",
+                          CU_FALSE);
   if (!same)
     fprintf(stderr, "\n  before:\n%.3000s\n  after:\n%.3000s\n", before ? before : "-",
             after ? after : "-");
@@ -342,16 +239,11 @@ static bool names_number(const char *msg, unsigned long n) {
   return false;
 }
 
-static void stop_ok(scn_daemon *d) {
-  int status = scn_daemon_stop(d, 0, 10000);
-  CU_ASSERT_TRUE(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
-}
-
 /* ---- ping, hello, worlds --------------------------------------------------------------------- */
 
 static void test_ping_hello(void) {
   scn_client c;
-  if (!connect_to(&c, dmain.port))
+  if (!CONNECT(&c, dmain.port))
     return;
   CU_ASSERT_EQUAL(scn_client_send(&c, "{\"cmd\":\"ping\"}"), 0);
   char *line = scn_client_recv(&c, WAIT_MS);
@@ -371,7 +263,7 @@ static void test_ping_hello(void) {
   const cJSON *version = cJSON_GetObjectItemCaseSensitive(r, "version");
   CHECK(cJSON_IsString(server) && strcmp(server->valuestring, "scened") == 0, r);
   CHECK(cJSON_IsString(version) && strcmp(version->valuestring, SCN_VERSION) == 0, r);
-  CHECK(num(r, "protocol") == 1, r);
+  CHECK(scn_resp_num(r, "protocol") == 1, r);
   cJSON_Delete(r);
   /* Without --auth-token, hello ignores a token, whatever it is. */
   OKD(&c, "{\"cmd\":\"hello\",\"token\":\"anything\"}");
@@ -381,7 +273,7 @@ static void test_ping_hello(void) {
 
 static void test_worlds(void) {
   scn_client c;
-  if (!connect_to(&c, dmain.port))
+  if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "wl_a");
   CU_ASSERT_EQUAL(listed_transforms(&c, "wl_a"), 0);
@@ -415,7 +307,7 @@ static void test_worlds(void) {
           w);
     if (cJSON_IsString(name) && strcmp(name->valuestring, "wl_a") == 0) {
       seen++;
-      CHECK(num(w, "transforms") == 2, w);
+      CHECK(scn_resp_num(w, "transforms") == 2, w);
     }
   }
   CU_ASSERT_EQUAL(seen, 1);
@@ -450,7 +342,7 @@ static int cmp_u64(const void *a, const void *b) {
 
 static void test_entity_create(void) {
   scn_client c;
-  if (!connect_to(&c, dmain.port))
+  if (!CONNECT(&c, dmain.port))
     return;
   double base = info_num(&c, "entities");
   cJSON *r = OK(&c, "{\"cmd\":\"entity.create\"}");
@@ -499,13 +391,13 @@ static void test_entity_create(void) {
 
 static void test_entity_destroy(void) {
   scn_client c;
-  if (!connect_to(&c, dmain.port))
+  if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "ed_a");
   new_world(&c, "ed_b");
   uint64_t p = TF(&c, "ed_a", "\"t\":[10,0,0],\"s\":2");
-  uint64_t kid = TF(&c, "ed_a", "\"parent\":%llu,\"t\":[1,0,0],\"name\":\"kid\"",
-                    (unsigned long long)p);
+  uint64_t kid =
+      TF(&c, "ed_a", "\"parent\":%llu,\"t\":[1,0,0],\"name\":\"kid\"", (unsigned long long)p);
   CU_ASSERT_EQUAL(TF(&c, "ed_b", "\"entity\":%llu", (unsigned long long)p), p);
   uint64_t other = TF0(&c, "ed_b");
   float before[16], after[16], want[16];
@@ -551,7 +443,8 @@ static void test_entity_destroy(void) {
     ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.unlink\",\"world\":\"ed_a\",\"entity\":%llu}", s);
     ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.destroy\",\"world\":\"ed_a\",\"entity\":%llu}", s);
     ERR(&c, "NOT_FOUND",
-        "{\"cmd\":\"batch\",\"world\":\"ed_a\",\"ops\":[{\"cmd\":\"transform.get\",\"entity\":%llu}]}",
+        "{\"cmd\":\"batch\",\"world\":\"ed_a\",\"ops\":[{\"cmd\":\"transform.get\",\"entity\":%llu}"
+        "]}",
         s);
     ERR(&c, "NOT_FOUND", "{\"cmd\":\"subscribe\",\"world\":\"ed_a\",\"root\":%llu}", s);
     /* Reusing slots does not revive it. */
@@ -600,7 +493,7 @@ static const float P_WORLD[16] = {0, 2, 0, 0, -2, 0, 0, 0, 0, 0, 2, 0, 10, 0, 0,
 
 static void test_transform_create(void) {
   scn_client c;
-  if (!connect_to(&c, dmain.port))
+  if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "tc");
   double ents = info_num(&c, "entities");
@@ -609,9 +502,9 @@ static void test_transform_create(void) {
   CU_ASSERT_EQUAL(info_num(&c, "entities"), ents + 1);
   cJSON *r = get_tf(&c, "tc", e1);
   float m[16], want[16];
-  CHECK(scn_resp_ok(r) && u64(r, "entity") == e1, r);
+  CHECK(scn_resp_ok(r) && scn_resp_id(r, "entity") == e1, r);
   CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(r, "parent")), r);
-  CHECK(!has(r, "name"), r);
+  CHECK(!scn_resp_has(r, "name"), r);
   CHECK(mat_of(r, "local", m) && memcmp(m, IDENTITY, sizeof m) == 0, r);
   CHECK(mat_of(r, "world", m) && memcmp(m, IDENTITY, sizeof m) == 0, r);
   cJSON_Delete(r);
@@ -626,11 +519,11 @@ static void test_transform_create(void) {
       (unsigned long long)e2, (unsigned long long)e1);
 
   /* Parent, name and t. */
-  uint64_t w = TF(&c, "tc", "\"parent\":%llu,\"name\":\"wheel\",\"t\":[1,2,3]",
-                  (unsigned long long)e1);
+  uint64_t w =
+      TF(&c, "tc", "\"parent\":%llu,\"name\":\"wheel\",\"t\":[1,2,3]", (unsigned long long)e1);
   r = get_tf(&c, "tc", w);
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(r, "name");
-  CHECK(u64(r, "parent") == e1, r);
+  CHECK(scn_resp_id(r, "parent") == e1, r);
   CHECK(cJSON_IsString(name) && strcmp(name->valuestring, "wheel") == 0, r);
   mat_trs(1, 2, 3, 1, want);
   CHECK(mat_of(r, "local", m) && memcmp(m, want, sizeof m) == 0, r);
@@ -669,8 +562,10 @@ static void test_transform_create(void) {
   uint64_t lonely = new_entity(&c);
   ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.create\",\"world\":\"tc\",\"parent\":%llu}",
       (unsigned long long)lonely);
-  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.create\",\"world\":\"tc\",\"parent\":9007199254740000}");
-  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.create\",\"world\":\"tc\",\"entity\":9007199254740000}");
+  ERR(&c, "NOT_FOUND",
+      "{\"cmd\":\"transform.create\",\"world\":\"tc\",\"parent\":9007199254740000}");
+  ERR(&c, "NOT_FOUND",
+      "{\"cmd\":\"transform.create\",\"world\":\"tc\",\"entity\":9007199254740000}");
   ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.create\",\"world\":\"tc_none\"}");
   ERR(&c, "BAD_REQUEST",
       "{\"cmd\":\"transform.create\",\"world\":\"tc\",\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1],"
@@ -698,11 +593,12 @@ static void test_transform_create(void) {
 
 static void test_transform_destroy(void) {
   scn_client c;
-  if (!connect_to(&c, dmain.port))
+  if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "td");
   uint64_t p = TF(&c, "td", "\"t\":[10,0,0],\"r\":" R90Z ",\"s\":2");
-  uint64_t c1 = TF(&c, "td", "\"parent\":%llu,\"t\":[1,0,0],\"name\":\"one\"", (unsigned long long)p);
+  uint64_t c1 =
+      TF(&c, "td", "\"parent\":%llu,\"t\":[1,0,0],\"name\":\"one\"", (unsigned long long)p);
   uint64_t c2 = TF(&c, "td", "\"parent\":%llu,\"t\":[0,1,0]", (unsigned long long)p);
   uint64_t g = TF(&c, "td", "\"parent\":%llu,\"t\":[0,0,1]", (unsigned long long)c2);
   float w1[16], w2[16], wg[16], m[16];
@@ -711,7 +607,8 @@ static void test_transform_destroy(void) {
   CU_ASSERT_TRUE(matrix(&c, "td", g, "world", wg));
 
   /* Not recursive: the children become roots and keep their world matrices. */
-  OKD(&c, "{\"cmd\":\"transform.destroy\",\"world\":\"td\",\"entity\":%llu}", (unsigned long long)p);
+  OKD(&c, "{\"cmd\":\"transform.destroy\",\"world\":\"td\",\"entity\":%llu}",
+      (unsigned long long)p);
   ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.get\",\"world\":\"td\",\"entity\":%llu}",
       (unsigned long long)p);
   CU_ASSERT_EQUAL(listed_transforms(&c, "td"), 3);
@@ -728,7 +625,7 @@ static void test_transform_destroy(void) {
   CHECK_MAT(m, wg, 1e-6f);
   /* The found path reflects it. */
   cJSON *r = OK(&c, "{\"cmd\":\"transform.find\",\"world\":\"td\",\"path\":\"one\"}");
-  CU_ASSERT_EQUAL(u64(r, "entity"), c1);
+  CU_ASSERT_EQUAL(scn_resp_id(r, "entity"), c1);
   cJSON_Delete(r);
   /* The entity lives on and may get a transform again. */
   CU_ASSERT_EQUAL(TF(&c, "td", "\"entity\":%llu", (unsigned long long)p), p);
@@ -772,7 +669,7 @@ static void test_transform_destroy(void) {
 
 static void test_link_unlink(void) {
   scn_client c;
-  if (!connect_to(&c, dmain.port))
+  if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "ln");
   uint64_t p = TF(&c, "ln", "\"t\":[10,0,0],\"r\":" R90Z ",\"s\":2");
@@ -794,7 +691,8 @@ static void test_link_unlink(void) {
   uint64_t ids[] = {p, ch};
   char *s1 = snapshot(&c, "ln", ids, 2);
   OKD(&c,
-      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu,\"keep\":\"world\"}",
+      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu,\"keep\":"
+      "\"world\"}",
       (unsigned long long)ch, (unsigned long long)p);
   char *s2 = snapshot(&c, "ln", ids, 2);
   CHECK_SAME(s1, s2);
@@ -808,7 +706,8 @@ static void test_link_unlink(void) {
   CU_ASSERT_EQUAL(memcmp(m, t123, sizeof m), 0);
   /* Unlinking a root is a no-op. */
   s1 = snapshot(&c, "ln", ids, 2);
-  OKD(&c, "{\"cmd\":\"transform.unlink\",\"world\":\"ln\",\"entity\":%llu}", (unsigned long long)ch);
+  OKD(&c, "{\"cmd\":\"transform.unlink\",\"world\":\"ln\",\"entity\":%llu}",
+      (unsigned long long)ch);
   OKD(&c, "{\"cmd\":\"transform.unlink\",\"world\":\"ln\",\"entity\":%llu,\"keep\":\"world\"}",
       (unsigned long long)ch);
   s2 = snapshot(&c, "ln", ids, 2);
@@ -818,7 +717,8 @@ static void test_link_unlink(void) {
 
   /* keep world: the world matrix stays (to float rounding), the local is recomputed. */
   OKD(&c,
-      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu,\"keep\":\"world\"}",
+      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu,\"keep\":"
+      "\"world\"}",
       (unsigned long long)ch, (unsigned long long)p);
   CU_ASSERT_EQUAL(parent_of(&c, "ln", ch), p);
   CU_ASSERT_TRUE(matrix(&c, "ln", ch, "world", w));
@@ -851,17 +751,21 @@ static void test_link_unlink(void) {
   ERR(&c, "CYCLE", "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
       (unsigned long long)p, (unsigned long long)ch);
   ERR(&c, "CYCLE",
-      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu,\"keep\":\"world\"}",
+      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu,\"keep\":"
+      "\"world\"}",
       (unsigned long long)p, (unsigned long long)p);
   ERR(&c, "CYCLE", "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
       (unsigned long long)g, (unsigned long long)g);
   /* Missing parent or entity, bad keep. */
-  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
+  ERR(&c, "NOT_FOUND",
+      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
       (unsigned long long)g, (unsigned long long)lonely);
-  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
+  ERR(&c, "NOT_FOUND",
+      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
       (unsigned long long)lonely, (unsigned long long)g);
   ERR(&c, "BAD_REQUEST",
-      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu,\"keep\":\"both\"}",
+      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu,\"keep\":"
+      "\"both\"}",
       (unsigned long long)g, (unsigned long long)p);
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu}",
       (unsigned long long)g);
@@ -898,7 +802,8 @@ static void test_link_unlink(void) {
   uint64_t ids5[] = {z, g};
   s1 = snapshot(&c, "ln", ids5, 2);
   ERR(&c, "BAD_REQUEST",
-      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu,\"keep\":\"world\"}",
+      "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu,\"keep\":"
+      "\"world\"}",
       (unsigned long long)g, (unsigned long long)z);
   s2 = snapshot(&c, "ln", ids5, 2);
   CHECK_SAME(s1, s2);
@@ -912,7 +817,7 @@ static void test_link_unlink(void) {
 
 static void test_set_local_world(void) {
   scn_client c;
-  if (!connect_to(&c, dmain.port))
+  if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "sw");
   uint64_t p = TF(&c, "sw", "\"t\":[10,0,0],\"r\":" R90Z ",\"s\":2");
@@ -949,7 +854,8 @@ static void test_set_local_world(void) {
   CHECK_MAT(m, local_want, 1e-6f);
   /* On a root, local and world are the same. */
   OKD(&c,
-      "{\"cmd\":\"transform.set_world\",\"world\":\"sw\",\"entity\":%llu,\"t\":[1,2,3],\"s\":[1,2,4]}",
+      "{\"cmd\":\"transform.set_world\",\"world\":\"sw\",\"entity\":%llu,\"t\":[1,2,3],\"s\":[1,2,"
+      "4]}",
       (unsigned long long)p);
   float trs[16] = {1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 4, 0, 1, 2, 3, 1};
   CU_ASSERT_TRUE(matrix(&c, "sw", p, "local", m));
@@ -983,7 +889,8 @@ static void test_set_local_world(void) {
       "{\"cmd\":\"transform.set_world\",\"world\":\"sw\",\"entity\":%llu,\"s\":-1e39}",
       (unsigned long long)ch);
   ERR(&c, "NOT_FOUND",
-      "{\"cmd\":\"transform.set_local\",\"world\":\"sw\",\"entity\":9007199254740991,\"t\":[1,1,1]}");
+      "{\"cmd\":\"transform.set_local\",\"world\":\"sw\",\"entity\":9007199254740991,\"t\":[1,1,1]"
+      "}");
   ERR(&c, "NOT_FOUND",
       "{\"cmd\":\"transform.set_world\",\"world\":\"sw_none\",\"entity\":%llu,\"t\":[1,1,1]}",
       (unsigned long long)ch);
@@ -997,18 +904,19 @@ static void test_set_local_world(void) {
 
 static void test_get_roundtrip(void) {
   scn_client c;
-  if (!connect_to(&c, dmain.port))
+  if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "gr");
   uint64_t e = TF0(&c, "gr");
   /* Values that only round-trip when printed as the shortest float32 text. */
-  static const char *const vals[16] = {"0.1",    "0.2",       "0.3",      "-0.1",
-                                       "0.333333333333333", "1e-7", "123456.789", "16777217",
-                                       "3.4e38", "-2.5",      "1e-40",    "0.7",
-                                       "1e-3",   "-1234.5678", "98765.4321", "1"};
+  static const char *const vals[16] = {
+      "0.1",   "0.2",        "0.3",      "-0.1",       "0.333333333333333",
+      "1e-7",  "123456.789", "16777217", "3.4e38",     "-2.5",
+      "1e-40", "0.7",        "1e-3",     "-1234.5678", "98765.4321",
+      "1"};
   text req = {0};
   text_addf(&req, "{\"cmd\":\"transform.set_local\",\"world\":\"gr\",\"entity\":%llu,\"matrix\":[",
-          (unsigned long long)e);
+            (unsigned long long)e);
   for (int i = 0; i < 16; i++)
     text_addf(&req, "%s%s", i ? "," : "", vals[i]);
   text_addf(&req, "]}");
@@ -1018,8 +926,8 @@ static void test_get_roundtrip(void) {
   text_free(&req);
 
   char getline_[128];
-  snprintf(getline_, sizeof getline_, "{\"cmd\":\"transform.get\",\"world\":\"gr\",\"entity\":%llu}",
-           (unsigned long long)e);
+  snprintf(getline_, sizeof getline_,
+           "{\"cmd\":\"transform.get\",\"world\":\"gr\",\"entity\":%llu}", (unsigned long long)e);
   CU_ASSERT_EQUAL(scn_client_send(&c, getline_), 0);
   char *line = scn_client_recv(&c, WAIT_MS);
   CU_ASSERT_PTR_NOT_NULL(line);
@@ -1027,8 +935,8 @@ static void test_get_roundtrip(void) {
   r = line ? cJSON_Parse(line) : NULL;
   free(line);
   CHECK(scn_resp_ok(r), r);
-  CHECK(u64(r, "entity") == e, r);
-  CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(r, "parent")) && !has(r, "name"), r);
+  CHECK(scn_resp_id(r, "entity") == e, r);
+  CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(r, "parent")) && !scn_resp_has(r, "name"), r);
   for (int which = 0; which < 2; which++) {
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(r, which ? "world" : "local");
     CHECK(cJSON_GetArraySize(a) == 16, r);
@@ -1048,12 +956,12 @@ static void test_get_roundtrip(void) {
   cJSON_Delete(r);
 
   /* name only when set; UTF-8 names round-trip. */
-  uint64_t n = TF(&c, "gr", "\"name\":\"w\xc3\xb6rld \xe2\x82\xac\",\"parent\":%llu",
-                  (unsigned long long)e);
+  uint64_t n =
+      TF(&c, "gr", "\"name\":\"w\xc3\xb6rld \xe2\x82\xac\",\"parent\":%llu", (unsigned long long)e);
   r = get_tf(&c, "gr", n);
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(r, "name");
   CHECK(cJSON_IsString(name) && strcmp(name->valuestring, "w\xc3\xb6rld \xe2\x82\xac") == 0, r);
-  CHECK(u64(r, "parent") == e, r);
+  CHECK(scn_resp_id(r, "parent") == e, r);
   cJSON_Delete(r);
   char n64[65], n65[66];
   memset(n64, 'q', 64);
@@ -1084,7 +992,7 @@ static bool ids_equal(const uint64_t *got, int n, const uint64_t *want, int m) {
 
 static void test_children_order(void) {
   scn_client c;
-  if (!connect_to(&c, dmain.port))
+  if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "co");
   uint64_t p = TF0(&c, "co");
@@ -1096,14 +1004,16 @@ static void test_children_order(void) {
   OKD(&c, "{\"cmd\":\"transform.link\",\"world\":\"co\",\"entity\":%llu,\"parent\":%llu}",
       (unsigned long long)k[3], (unsigned long long)p);
   CU_ASSERT_TRUE(ids_equal(got, children(&c, "co", p, got, 8), k, 4));
-  OKD(&c, "{\"cmd\":\"transform.unlink\",\"world\":\"co\",\"entity\":%llu}", (unsigned long long)k[1]);
+  OKD(&c, "{\"cmd\":\"transform.unlink\",\"world\":\"co\",\"entity\":%llu}",
+      (unsigned long long)k[1]);
   uint64_t w1[] = {k[0], k[2], k[3]};
   CU_ASSERT_TRUE(ids_equal(got, children(&c, "co", p, got, 8), w1, 3));
   OKD(&c, "{\"cmd\":\"transform.link\",\"world\":\"co\",\"entity\":%llu,\"parent\":%llu}",
       (unsigned long long)k[1], (unsigned long long)p);
   uint64_t w2[] = {k[0], k[2], k[3], k[1]};
   CU_ASSERT_TRUE(ids_equal(got, children(&c, "co", p, got, 8), w2, 4));
-  OKD(&c, "{\"cmd\":\"transform.destroy\",\"world\":\"co\",\"entity\":%llu}", (unsigned long long)k[2]);
+  OKD(&c, "{\"cmd\":\"transform.destroy\",\"world\":\"co\",\"entity\":%llu}",
+      (unsigned long long)k[2]);
   uint64_t w3[] = {k[0], k[3], k[1]};
   CU_ASSERT_TRUE(ids_equal(got, children(&c, "co", p, got, 8), w3, 3));
   CU_ASSERT_EQUAL(children(&c, "co", k[0], got, 8), 0);
@@ -1114,16 +1024,16 @@ static void test_children_order(void) {
 }
 
 static uint64_t find(scn_client *c, const char *world, const char *path) {
-  cJSON *r = scn_client_call(c, "{\"cmd\":\"transform.find\",\"world\":\"%s\",\"path\":\"%s\"}", world,
-                             path);
-  uint64_t e = scn_resp_ok(r) ? u64(r, "entity") : 0;
+  cJSON *r = scn_client_call(c, "{\"cmd\":\"transform.find\",\"world\":\"%s\",\"path\":\"%s\"}",
+                             world, path);
+  uint64_t e = scn_resp_ok(r) ? scn_resp_id(r, "entity") : 0;
   cJSON_Delete(r);
   return e;
 }
 
 static void test_rename(void) {
   scn_client c;
-  if (!connect_to(&c, dmain.port))
+  if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "rn");
   uint64_t a = TF(&c, "rn", "\"name\":\"a\"");
@@ -1140,7 +1050,7 @@ static void test_rename(void) {
   OKD(&c, "{\"cmd\":\"transform.rename\",\"world\":\"rn\",\"entity\":%llu,\"name\":null}",
       (unsigned long long)a);
   r = get_tf(&c, "rn", a);
-  CHECK(scn_resp_ok(r) && !has(r, "name"), r);
+  CHECK(scn_resp_ok(r) && !scn_resp_has(r, "name"), r);
   cJSON_Delete(r);
   CU_ASSERT_EQUAL(find(&c, "rn", "c"), 0);
   /* Two unnamed siblings are fine; renaming to the own name is a no-op. */
@@ -1181,7 +1091,7 @@ static void test_rename(void) {
 
 static void test_find(void) {
   scn_client c;
-  if (!connect_to(&c, dmain.port))
+  if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "fd");
   uint64_t car = TF(&c, "fd", "\"name\":\"car\"");
@@ -1193,15 +1103,18 @@ static void test_find(void) {
   CU_ASSERT_EQUAL(find(&c, "fd", "car/wheel_fl/nut"), nut);
   ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"wheel_fl\"}");
   ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"car/nope\"}");
-  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"car/wheel_fl/nut/x\"}");
+  ERR(&c, "NOT_FOUND",
+      "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"car/wheel_fl/nut/x\"}");
   ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"Car\"}");
   ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.find\",\"world\":\"fd_none\",\"path\":\"car\"}");
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"\"}");
-  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"car//wheel_fl\"}");
+  ERR(&c, "BAD_REQUEST",
+      "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"car//wheel_fl\"}");
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.find\",\"world\":\"fd\"}");
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":7}");
   /* Paths follow links. */
-  OKD(&c, "{\"cmd\":\"transform.unlink\",\"world\":\"fd\",\"entity\":%llu}", (unsigned long long)wheel);
+  OKD(&c, "{\"cmd\":\"transform.unlink\",\"world\":\"fd\",\"entity\":%llu}",
+      (unsigned long long)wheel);
   CU_ASSERT_EQUAL(find(&c, "fd", "wheel_fl/nut"), nut);
   ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"car/wheel_fl\"}");
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"fd\"}");
@@ -1214,14 +1127,14 @@ static bool relative(scn_client *c, const char *world, uint64_t e, uint64_t to, 
       (unsigned long long)e, (unsigned long long)to);
   bool ok = scn_resp_ok(r) && mat_of(r, "matrix", m);
   if (!ok)
-    report("transform.relative", r);
+    scn_report("transform.relative", r);
   cJSON_Delete(r);
   return ok;
 }
 
 static void test_relative(void) {
   scn_client c;
-  if (!connect_to(&c, dmain.port))
+  if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "rl");
   uint64_t to = TF(&c, "rl", "\"t\":[1,0,0],\"s\":2");
@@ -1249,10 +1162,12 @@ static void test_relative(void) {
   CHECK_MAT(m, want, 1e-6f);
   /* A singular "to" has no inverse. */
   uint64_t z = TF(&c, "rl", "\"s\":[1,0,1]");
-  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.relative\",\"world\":\"rl\",\"entity\":%llu,\"to\":%llu}",
+  ERR(&c, "BAD_REQUEST",
+      "{\"cmd\":\"transform.relative\",\"world\":\"rl\",\"entity\":%llu,\"to\":%llu}",
       (unsigned long long)e, (unsigned long long)z);
   CU_ASSERT_TRUE(relative(&c, "rl", z, e, m));
-  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.relative\",\"world\":\"rl\",\"entity\":%llu,\"to\":%llu}",
+  ERR(&c, "NOT_FOUND",
+      "{\"cmd\":\"transform.relative\",\"world\":\"rl\",\"entity\":%llu,\"to\":%llu}",
       (unsigned long long)e, (unsigned long long)new_entity(&c));
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.relative\",\"world\":\"rl\",\"entity\":%llu}",
       (unsigned long long)e);
@@ -1262,36 +1177,12 @@ static void test_relative(void) {
 
 /* ---- batch ----------------------------------------------------------------------------------- */
 
-/* Sends a request expected to fail with code and returns the error message (caller frees). */
-static char *fail_message_at(int at, scn_client *c, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static char *fail_message_at(int at, scn_client *c, const char *code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  char *line;
-  cJSON *r = vcall(c, &line, fmt, ap);
-  va_end(ap);
-  const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "error");
-  const cJSON *msg = e ? cJSON_GetObjectItemCaseSensitive(e, "message") : NULL;
-  bool good = r && !scn_resp_ok(r) && strcmp(scn_resp_code(r), code) == 0 && cJSON_IsString(msg);
-  CU_assertImplementation(good ? CU_TRUE : CU_FALSE, (unsigned)at, code, __FILE__, "", CU_FALSE);
-  if (!good) {
-    fprintf(stderr, "\n  request: %.600s (expected %s)", line, code);
-    report("response", r);
-  }
-  char *out = strdup(cJSON_IsString(msg) ? msg->valuestring : "");
-  free(line);
-  cJSON_Delete(r);
-  return out;
-}
-#define FAIL_MESSAGE(c, code, ...) fail_message_at(__LINE__, (c), (code), __VA_ARGS__)
-
 static bool json_equals(const cJSON *got, const char *want_text) {
   cJSON *want = cJSON_Parse(want_text);
   bool same = want && got && cJSON_Compare(got, want, true);
   if (!same) {
     fprintf(stderr, "\n  want %s", want_text);
-    report("got", got);
+    scn_report("got", got);
   }
   cJSON_Delete(want);
   return same;
@@ -1299,7 +1190,7 @@ static bool json_equals(const cJSON *got, const char *want_text) {
 
 static void test_batch(void) {
   scn_client c;
-  if (!connect_to(&c, dmain.port))
+  if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "bt");
   cJSON *r = OK(&c, "{\"cmd\":\"entity.create\",\"count\":3}");
@@ -1333,20 +1224,21 @@ static void test_batch(void) {
   CU_ASSERT_TRUE(json_equals(cJSON_GetArrayItem(res, 1), want));
   CU_ASSERT_TRUE(json_equals(cJSON_GetArrayItem(res, 2), "{\"id\":3}"));
   CU_ASSERT_TRUE(json_equals(cJSON_GetArrayItem(res, 3), "{}"));
-  snprintf(want, sizeof want,
-           "{\"id\":{\"k\":[1]},\"entity\":%llu,\"parent\":%llu,\"name\":\"kid\","
-           "\"local\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1],\"world\":[1,0,0,0,0,1,0,0,0,0,1,0,0,5,0,1]}",
-           b, a);
+  snprintf(
+      want, sizeof want,
+      "{\"id\":{\"k\":[1]},\"entity\":%llu,\"parent\":%llu,\"name\":\"kid\","
+      "\"local\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1],\"world\":[1,0,0,0,0,1,0,0,0,0,1,0,0,5,0,1]}",
+      b, a);
   CU_ASSERT_TRUE(json_equals(cJSON_GetArrayItem(res, 4), want));
   snprintf(want, sizeof want, "{\"id\":null,\"children\":[%llu]}", b);
   CU_ASSERT_TRUE(json_equals(cJSON_GetArrayItem(res, 5), want));
   snprintf(want, sizeof want, "{\"id\":6,\"entity\":%llu}", b);
   CU_ASSERT_TRUE(json_equals(cJSON_GetArrayItem(res, 6), want));
   /* b relative to its parent a: its local matrix. */
-  CU_ASSERT_TRUE(json_equals(cJSON_GetArrayItem(res, 7),
-                             "{\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1]}"));
+  CU_ASSERT_TRUE(
+      json_equals(cJSON_GetArrayItem(res, 7), "{\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1]}"));
   const cJSON *last = cJSON_GetArrayItem(res, 8);
-  unsigned long long created = u64(last, "entity");
+  unsigned long long created = scn_resp_id(last, "entity");
   CHECK(created != 0 && cJSON_GetArraySize(last) == 1, last);
   cJSON_Delete(r);
   CU_ASSERT_EQUAL(parent_of(&c, "bt", b), a);
@@ -1361,40 +1253,41 @@ static void test_batch(void) {
    * message names the op's 0-based index. */
   uint64_t ids[] = {a, b, k, created};
   char *s1 = snapshot(&c, "bt", ids, 4);
-  char *msg = FAIL_MESSAGE(&c, "NOT_FOUND",
-                           "{\"cmd\":\"batch\",\"world\":\"bt\",\"ops\":["
-                           "{\"cmd\":\"transform.create\",\"entity\":%llu,\"parent\":%llu},"
-                           "{\"cmd\":\"transform.rename\",\"entity\":%llu,\"name\":\"renamed\"},"
-                           "{\"cmd\":\"transform.create\",\"name\":\"fresh\"},"
-                           "{\"cmd\":\"transform.set_local\",\"entity\":%llu,\"t\":[9,9,9]},"
-                           "{\"cmd\":\"transform.destroy\",\"entity\":%llu,\"recursive\":true},"
-                           "{\"cmd\":\"transform.link\",\"entity\":%llu,\"parent\":9007199254740000}"
-                           "]}",
-                           k, b, a, b, created, b);
+  char *msg;
+  ERR_MESSAGE(&c, "NOT_FOUND", &msg,
+              "{\"cmd\":\"batch\",\"world\":\"bt\",\"ops\":["
+              "{\"cmd\":\"transform.create\",\"entity\":%llu,\"parent\":%llu},"
+              "{\"cmd\":\"transform.rename\",\"entity\":%llu,\"name\":\"renamed\"},"
+              "{\"cmd\":\"transform.create\",\"name\":\"fresh\"},"
+              "{\"cmd\":\"transform.set_local\",\"entity\":%llu,\"t\":[9,9,9]},"
+              "{\"cmd\":\"transform.destroy\",\"entity\":%llu,\"recursive\":true},"
+              "{\"cmd\":\"transform.link\",\"entity\":%llu,\"parent\":9007199254740000}"
+              "]}",
+              k, b, a, b, created, b);
   CU_ASSERT_TRUE(names_number(msg, 5));
   free(msg);
-  msg = FAIL_MESSAGE(&c, "CYCLE",
-                     "{\"cmd\":\"batch\",\"world\":\"bt\",\"ops\":["
-                     "{\"cmd\":\"transform.get\",\"entity\":%llu},"
-                     "{\"cmd\":\"transform.unlink\",\"entity\":%llu,\"keep\":\"world\"},"
-                     "{\"cmd\":\"transform.link\",\"entity\":%llu,\"parent\":%llu},"
-                     "{\"cmd\":\"transform.link\",\"entity\":%llu,\"parent\":%llu}"
-                     "]}",
-                     a, created, created, a, a, created);
+  ERR_MESSAGE(&c, "CYCLE", &msg,
+              "{\"cmd\":\"batch\",\"world\":\"bt\",\"ops\":["
+              "{\"cmd\":\"transform.get\",\"entity\":%llu},"
+              "{\"cmd\":\"transform.unlink\",\"entity\":%llu,\"keep\":\"world\"},"
+              "{\"cmd\":\"transform.link\",\"entity\":%llu,\"parent\":%llu},"
+              "{\"cmd\":\"transform.link\",\"entity\":%llu,\"parent\":%llu}"
+              "]}",
+              a, created, created, a, a, created);
   CU_ASSERT_TRUE(names_number(msg, 3));
   free(msg);
-  msg = FAIL_MESSAGE(&c, "ALREADY_EXISTS",
-                     "{\"cmd\":\"batch\",\"world\":\"bt\",\"ops\":["
-                     "{\"cmd\":\"transform.create\",\"entity\":%llu},"
-                     "{\"cmd\":\"transform.create\",\"entity\":%llu}]}",
-                     k, k);
+  ERR_MESSAGE(&c, "ALREADY_EXISTS", &msg,
+              "{\"cmd\":\"batch\",\"world\":\"bt\",\"ops\":["
+              "{\"cmd\":\"transform.create\",\"entity\":%llu},"
+              "{\"cmd\":\"transform.create\",\"entity\":%llu}]}",
+              k, k);
   CU_ASSERT_TRUE(names_number(msg, 1));
   free(msg);
-  msg = FAIL_MESSAGE(&c, "BAD_REQUEST",
-                     "{\"cmd\":\"batch\",\"world\":\"bt\",\"ops\":["
-                     "{\"cmd\":\"transform.create\",\"entity\":%llu},"
-                     "{\"cmd\":\"transform.set_local\",\"entity\":%llu,\"t\":[1e39,0,0]}]}",
-                     k, a);
+  ERR_MESSAGE(&c, "BAD_REQUEST", &msg,
+              "{\"cmd\":\"batch\",\"world\":\"bt\",\"ops\":["
+              "{\"cmd\":\"transform.create\",\"entity\":%llu},"
+              "{\"cmd\":\"transform.set_local\",\"entity\":%llu,\"t\":[1e39,0,0]}]}",
+              k, a);
   CU_ASSERT_TRUE(names_number(msg, 1));
   free(msg);
   /* Other commands in ops are BAD_REQUEST. */
@@ -1418,11 +1311,11 @@ static void test_batch(void) {
       "\"transform.get\"",
   };
   for (size_t i = 0; i < sizeof others / sizeof *others; i++) {
-    msg = FAIL_MESSAGE(&c, "BAD_REQUEST",
-                       "{\"cmd\":\"batch\",\"world\":\"bt\",\"ops\":["
-                       "{\"cmd\":\"transform.create\",\"entity\":%llu},"
-                       "{\"cmd\":\"transform.rename\",\"entity\":%llu,\"name\":\"r\"},%s]}",
-                       k, a, others[i]);
+    ERR_MESSAGE(&c, "BAD_REQUEST", &msg,
+                "{\"cmd\":\"batch\",\"world\":\"bt\",\"ops\":["
+                "{\"cmd\":\"transform.create\",\"entity\":%llu},"
+                "{\"cmd\":\"transform.rename\",\"entity\":%llu,\"name\":\"r\"},%s]}",
+                k, a, others[i]);
     CU_ASSERT_TRUE(names_number(msg, 2));
     free(msg);
   }
@@ -1439,28 +1332,31 @@ static void test_batch(void) {
   scn_client_close(&c);
 }
 
-/* ---- info, save, subscriptions ----------------------------------------------------------------- */
+/* ---- info, save, subscriptions -----------------------------------------------------------------
+ */
 
 static void test_info_save(void) {
   scn_client c, c2;
-  if (!connect_to(&c, dmain.port))
+  if (!CONNECT(&c, dmain.port))
     return;
   cJSON *r = OK(&c, "{\"cmd\":\"info\"}");
   const cJSON *version = cJSON_GetObjectItemCaseSensitive(r, "version");
   CHECK(cJSON_IsString(version) && strcmp(version->valuestring, SCN_VERSION) == 0, r);
-  static const char *const fields[] = {"uptime_s", "worlds", "entities", "transforms",
-                                       "connections", "commands"};
+  static const char *const fields[] = {"uptime_s",   "worlds",      "entities",
+                                       "transforms", "connections", "commands"};
   for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
-    CHECK(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(r, fields[i])) && num(r, fields[i]) >= 0,
+    CHECK(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(r, fields[i])) &&
+              scn_resp_num(r, fields[i]) >= 0,
           r);
-  CHECK(num(r, "connections") >= 1 && num(r, "commands") >= 1, r);
-  double commands = num(r, "commands"), uptime = num(r, "uptime_s");
-  double worlds = num(r, "worlds"), entities = num(r, "entities"), transforms = num(r, "transforms");
+  CHECK(scn_resp_num(r, "connections") >= 1 && scn_resp_num(r, "commands") >= 1, r);
+  double commands = scn_resp_num(r, "commands"), uptime = scn_resp_num(r, "uptime_s");
+  double worlds = scn_resp_num(r, "worlds"), entities = scn_resp_num(r, "entities"),
+         transforms = scn_resp_num(r, "transforms");
   cJSON_Delete(r);
   /* Every request counts, including this one. */
   r = OK(&c, "{\"cmd\":\"info\"}");
-  CU_ASSERT_EQUAL(num(r, "commands"), commands + 1);
-  CU_ASSERT_TRUE(num(r, "uptime_s") >= uptime);
+  CU_ASSERT_EQUAL(scn_resp_num(r, "commands"), commands + 1);
+  CU_ASSERT_TRUE(scn_resp_num(r, "uptime_s") >= uptime);
   cJSON_Delete(r);
   ERR(&c, "UNKNOWN_COMMAND", "{\"cmd\":\"nope\"}");
   CU_ASSERT_EQUAL(info_num(&c, "commands"), commands + 3);
@@ -1470,17 +1366,18 @@ static void test_info_save(void) {
   TF0(&c, "inf");
   new_entity(&c);
   r = OK(&c, "{\"cmd\":\"info\"}");
-  CU_ASSERT_EQUAL(num(r, "worlds"), worlds + 1);
-  CU_ASSERT_EQUAL(num(r, "entities"), entities + 3);
-  CU_ASSERT_EQUAL(num(r, "transforms"), transforms + 2);
+  CU_ASSERT_EQUAL(scn_resp_num(r, "worlds"), worlds + 1);
+  CU_ASSERT_EQUAL(scn_resp_num(r, "entities"), entities + 3);
+  CU_ASSERT_EQUAL(scn_resp_num(r, "transforms"), transforms + 2);
   cJSON_Delete(r);
   r = OK(&c, "{\"cmd\":\"world.list\"}");
-  CU_ASSERT_EQUAL(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "worlds")), (int)worlds + 1);
+  CU_ASSERT_EQUAL(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "worlds")),
+                  (int)worlds + 1);
   cJSON_Delete(r);
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"inf\"}");
   CU_ASSERT_EQUAL(info_num(&c, "transforms"), transforms);
 
-  if (connect_to(&c2, dmain.port)) {
+  if (CONNECT(&c2, dmain.port)) {
     OKD(&c2, "{\"cmd\":\"ping\"}");
     CU_ASSERT_TRUE(info_num(&c, "connections") >= 2);
     scn_client_close(&c2);
@@ -1493,7 +1390,7 @@ static void test_info_save(void) {
 
 static void test_subscribe_commands(void) {
   scn_client c;
-  if (!connect_to(&c, dmain.port))
+  if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "sb");
   uint64_t e = TF0(&c, "sb");
@@ -1505,7 +1402,7 @@ static void test_subscribe_commands(void) {
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"subscribe\"}");
   cJSON *r = OK(&c, "{\"cmd\":\"subscribe\",\"world\":\"sb\",\"root\":%llu,\"hz\":5}",
                 (unsigned long long)e);
-  uint64_t sub = u64(r, "sub");
+  uint64_t sub = scn_resp_id(r, "sub");
   CHECK(sub != 0, r);
   cJSON_Delete(r);
   OKD(&c, "{\"cmd\":\"unsubscribe\",\"sub\":%llu}", (unsigned long long)sub);
@@ -1517,11 +1414,12 @@ static void test_subscribe_commands(void) {
   scn_client_close(&c);
 }
 
-/* ---- error codes, ids, atomicity -------------------------------------------------------------- */
+/* ---- error codes, ids, atomicity --------------------------------------------------------------
+ */
 
 static void test_error_codes(void) {
   scn_client c;
-  if (!connect_to(&c, dmain.port))
+  if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "ec");
   uint64_t p = TF0(&c, "ec");
@@ -1549,12 +1447,27 @@ static void test_error_codes(void) {
 
 static void test_id_echo(void) {
   scn_client c;
-  if (!connect_to(&c, dmain.port))
+  if (!CONNECT(&c, dmain.port))
     return;
   static const char *const ids[] = {
-      "42", "-3", "1.5", "0", "1e300", "123456789012", "\"abc\"", "\"\"",
-      "\"a\\\"b\\\\c\\u00e9\\n\\t/\"", "\"\xe2\x82\xac\"", "{\"a\":[1,{\"b\":null}],\"c\":\"d\"}",
-      "[1,\"x\",null,true,[]]", "true", "false", "null", "{}", "[]", "-0.25",
+      "42",
+      "-3",
+      "1.5",
+      "0",
+      "1e300",
+      "123456789012",
+      "\"abc\"",
+      "\"\"",
+      "\"a\\\"b\\\\c\\u00e9\\n\\t/\"",
+      "\"\xe2\x82\xac\"",
+      "{\"a\":[1,{\"b\":null}],\"c\":\"d\"}",
+      "[1,\"x\",null,true,[]]",
+      "true",
+      "false",
+      "null",
+      "{}",
+      "[]",
+      "-0.25",
       "123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890",
       "0.000000000000000000000000000000000000000000000000000000000000000000000000001"};
   static const char *const reqs[] = {
@@ -1578,7 +1491,7 @@ static void test_id_echo(void) {
       CU_ASSERT_TRUE(same);
       if (!same) {
         fprintf(stderr, "\n  request %s", line);
-        report("response", r);
+        scn_report("response", r);
       }
       CU_ASSERT_EQUAL(scn_resp_ok(r), k == 0 || k == 1 || k == 6);
       cJSON_Delete(r);
@@ -1586,12 +1499,12 @@ static void test_id_echo(void) {
     cJSON_Delete(want);
   }
   /* Without an id, no "id" key, in successes and failures alike. */
-  static const char *const no_id[] = {"{\"cmd\":\"ping\"}", "{\"cmd\":\"nope\"}",
-                                      "{\"cmd\":\"world.create\"}", "{\"cmd\":\"info\"}",
+  static const char *const no_id[] = {"{\"cmd\":\"ping\"}",          "{\"cmd\":\"nope\"}",
+                                      "{\"cmd\":\"world.create\"}",  "{\"cmd\":\"info\"}",
                                       "{\"cmd\":\"ping\",\"ID\":1}", "{\"id\":1"};
   for (size_t i = 0; i < sizeof no_id / sizeof *no_id; i++) {
     cJSON *r = scn_client_call(&c, "%s", no_id[i]);
-    CHECK(r && cJSON_GetObjectItemCaseSensitive(r, "ok") && !has(r, "id"), r);
+    CHECK(r && cJSON_GetObjectItemCaseSensitive(r, "ok") && !scn_resp_has(r, "id"), r);
     cJSON_Delete(r);
   }
   scn_client_close(&c);
@@ -1599,7 +1512,7 @@ static void test_id_echo(void) {
 
 static void test_failed_changes_nothing(void) {
   scn_client c;
-  if (!connect_to(&c, dmain.port))
+  if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "fc");
   new_world(&c, "fc2");
@@ -1620,8 +1533,8 @@ static void test_failed_changes_nothing(void) {
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.create\",\"world\":\"fc\",\"t\":[1e39,0,0]}");
   ERR(&c, "CYCLE", "{\"cmd\":\"transform.link\",\"world\":\"fc\",\"entity\":%llu,\"parent\":%llu}",
       p, ch);
-  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.link\",\"world\":\"fc\",\"entity\":%llu,\"parent\":%llu}",
-      ch, n);
+  ERR(&c, "NOT_FOUND",
+      "{\"cmd\":\"transform.link\",\"world\":\"fc\",\"entity\":%llu,\"parent\":%llu}", ch, n);
   ERR(&c, "ALREADY_EXISTS",
       "{\"cmd\":\"transform.rename\",\"world\":\"fc\",\"entity\":%llu,\"name\":\"d\"}", e);
   ERR(&c, "ALREADY_EXISTS", "{\"cmd\":\"transform.unlink\",\"world\":\"fc\",\"entity\":%llu}", ch);
@@ -1671,24 +1584,29 @@ static void test_failed_changes_nothing(void) {
 
 static void test_pipelining(void) {
   scn_client c;
-  if (!connect_to(&c, dmain.port))
+  if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "pl");
   unsigned long long e = TF0(&c, "pl");
   text all = {0};
   for (int i = 0; i < PIPELINED; i++) {
     switch (i % 4) {
-    case 0: text_addf(&all, "{\"cmd\":\"ping\",\"id\":%d}\n", i); break;
+    case 0:
+      text_addf(&all, "{\"cmd\":\"ping\",\"id\":%d}\n", i);
+      break;
     case 1:
       text_addf(&all,
-              "{\"cmd\":\"transform.set_local\",\"world\":\"pl\",\"entity\":%llu,\"t\":[%d,0,0],"
-              "\"id\":%d}\n",
-              e, i, i);
+                "{\"cmd\":\"transform.set_local\",\"world\":\"pl\",\"entity\":%llu,\"t\":[%d,0,0],"
+                "\"id\":%d}\n",
+                e, i, i);
       break;
     case 2:
-      text_addf(&all, "{\"id\":%d,\"cmd\":\"transform.get\",\"world\":\"pl\",\"entity\":%llu}\n", i, e);
+      text_addf(&all, "{\"id\":%d,\"cmd\":\"transform.get\",\"world\":\"pl\",\"entity\":%llu}\n", i,
+                e);
       break;
-    default: text_addf(&all, "{\"cmd\":\"nope\",\"id\":%d}\n", i); break;
+    default:
+      text_addf(&all, "{\"cmd\":\"nope\",\"id\":%d}\n", i);
+      break;
     }
   }
   long t0 = scn_now_ms();
@@ -1700,14 +1618,14 @@ static void test_pipelining(void) {
     if (!r)
       break;
     got++;
-    bool good = num(r, "id") == i && scn_resp_ok(r) == (i % 4 != 3);
+    bool good = scn_resp_num(r, "id") == i && scn_resp_ok(r) == (i % 4 != 3);
     if (i % 4 == 3)
       good = good && strcmp(scn_resp_code(r), "UNKNOWN_COMMAND") == 0;
     float m[16];
     if (i % 4 == 2)
       good = good && mat_of(r, "world", m) && m[12] == (float)(i - 1);
     if (!good && wrong++ < 3)
-      report("pipelined response out of order or wrong", r);
+      scn_report("pipelined response out of order or wrong", r);
     cJSON_Delete(r);
   }
   CU_ASSERT_EQUAL(got, PIPELINED);
@@ -1719,9 +1637,9 @@ static void test_pipelining(void) {
 
 static void test_two_connections(void) {
   scn_client a, b;
-  if (!connect_to(&a, dmain.port))
+  if (!CONNECT(&a, dmain.port))
     return;
-  if (!connect_to(&b, dmain.port)) {
+  if (!CONNECT(&b, dmain.port)) {
     scn_client_close(&a);
     return;
   }
@@ -1737,7 +1655,8 @@ static void test_two_connections(void) {
   /* Alternating writers, each read right after the other's write. */
   for (int i = 0; i < 50; i++) {
     scn_client *w = i % 2 ? &a : &b, *rd = i % 2 ? &b : &a;
-    OKD(w, "{\"cmd\":\"transform.set_local\",\"world\":\"two\",\"entity\":%llu,\"t\":[%d,0,0]}", p, i);
+    OKD(w, "{\"cmd\":\"transform.set_local\",\"world\":\"two\",\"entity\":%llu,\"t\":[%d,0,0]}", p,
+        i);
     CU_ASSERT_TRUE(matrix(rd, "two", e, "world", m));
     mat_trs((float)i, 0, 0, 1, want);
     if (memcmp(m, want, sizeof m) != 0) {
@@ -1745,7 +1664,8 @@ static void test_two_connections(void) {
       break;
     }
   }
-  OKD(&b, "{\"cmd\":\"transform.destroy\",\"world\":\"two\",\"entity\":%llu,\"recursive\":true}", p);
+  OKD(&b, "{\"cmd\":\"transform.destroy\",\"world\":\"two\",\"entity\":%llu,\"recursive\":true}",
+      p);
   ERR(&a, "NOT_FOUND", "{\"cmd\":\"transform.get\",\"world\":\"two\",\"entity\":%llu}", e);
   OKD(&b, "{\"cmd\":\"world.destroy\",\"world\":\"two\"}");
   ERR(&a, "NOT_FOUND", "{\"cmd\":\"world.destroy\",\"world\":\"two\"}");
@@ -1753,7 +1673,8 @@ static void test_two_connections(void) {
   scn_client_close(&b);
 }
 
-/* ---- framing ---------------------------------------------------------------------------------- */
+/* ---- framing ----------------------------------------------------------------------------------
+ */
 
 /* {"cmd":"ping","id":N,"pad":"xxx"} of exactly total bytes (no line end). */
 static char *padded_ping(int id, size_t total) {
@@ -1772,13 +1693,9 @@ static char *padded_ping(int id, size_t total) {
 /* The next response must be ok with this id. */
 static void expect_ok_id_at(int at, scn_client *c, int id) {
   cJSON *r = scn_client_recv_json(c, WAIT_MS);
-  bool good = scn_resp_ok(r) && num(r, "id") == id;
-  CU_assertImplementation(good ? CU_TRUE : CU_FALSE, (unsigned)at, "ok with the id", __FILE__, "",
-                          CU_FALSE);
-  if (!good) {
-    fprintf(stderr, "\n  expected ok with id %d", id);
-    report("got", r);
-  }
+  bool good = scn_resp_ok(r) && scn_resp_num(r, "id") == id;
+  if (!scn_check_at(__FILE__, at, good, "ok with the id", r))
+    fprintf(stderr, "  (expected ok with id %d)\n", id);
   cJSON_Delete(r);
 }
 #define EXPECT_OK_ID(c, id) expect_ok_id_at(__LINE__, (c), (id))
@@ -1787,24 +1704,11 @@ static void expect_ok_id_at(int at, scn_client *c, int id) {
 static void expect_limit_at(int at, scn_client *c) {
   cJSON *r = scn_client_recv_json(c, WAIT_MS);
   bool good = r && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(r, "ok")) &&
-              strcmp(scn_resp_code(r), "LIMIT") == 0 && !has(r, "id");
-  CU_assertImplementation(good ? CU_TRUE : CU_FALSE, (unsigned)at, "LIMIT", __FILE__, "", CU_FALSE);
-  if (!good)
-    report("expected LIMIT, got", r);
+              strcmp(scn_resp_code(r), "LIMIT") == 0 && !scn_resp_has(r, "id");
+  scn_check_at(__FILE__, at, good, "LIMIT without an id", r);
   cJSON_Delete(r);
 }
 #define EXPECT_LIMIT(c) expect_limit_at(__LINE__, (c))
-
-/* Nothing more arrives for a while. */
-static void expect_quiet_at(int at, scn_client *c, int ms) {
-  char *line = scn_client_recv(c, ms);
-  CU_assertImplementation(line ? CU_FALSE : CU_TRUE, (unsigned)at, "no further line", __FILE__, "",
-                          CU_FALSE);
-  if (line)
-    fprintf(stderr, "\n  unexpected line: %.300s", line);
-  free(line);
-}
-#define EXPECT_QUIET(c, ms) expect_quiet_at(__LINE__, (c), (ms))
 
 static void send_str(scn_client *c, const char *s) {
   CU_ASSERT_EQUAL(scn_client_send_raw(c, s, strlen(s)), 0);
@@ -1813,15 +1717,9 @@ static void send_str(scn_client *c, const char *s) {
 static void test_line_limit(void) {
   scn_daemon d;
   const char *args[] = {"--max-line", "1024", NULL};
-  if (scn_daemon_start(&d, args) != 0) {
-    CU_FAIL("daemon with --max-line 1024 did not start");
-    return;
-  }
   scn_client c;
-  if (!connect_to(&c, d.port)) {
-    stop_ok(&d);
+  if (!START_CONNECTED(&d, &c, args))
     return;
-  }
   char *at = padded_ping(1, 1024), *over = padded_ping(3, 1025);
   /* Exactly the limit passes, with \n or \r\n (the line end does not count). */
   send_str(&c, at);
@@ -1859,7 +1757,7 @@ static void test_line_limit(void) {
   send_str(&c, "\n{\"cmd\":\"ping\",\"id\":6}\n");
   EXPECT_LIMIT(&c);
   EXPECT_OK_ID(&c, 6);
-  EXPECT_QUIET(&c, 100);
+  QUIET(&c, 100);
 
   /* A huge line over many writes: one LIMIT, then the connection goes on. */
   char chunk[10000];
@@ -1873,23 +1771,23 @@ static void test_line_limit(void) {
   EXPECT_OK_ID(&c, 7);
   EXPECT_LIMIT(&c);
   EXPECT_OK_ID(&c, 9);
-  EXPECT_QUIET(&c, 150);
+  QUIET(&c, 150);
   /* Garbage far past the limit (no JSON at all) is the same. */
   for (int i = 0; i < 10; i++)
     CU_ASSERT_EQUAL(scn_client_send_raw(&c, chunk, sizeof chunk), 0);
   send_str(&c, "\n\n{\"cmd\":\"ping\",\"id\":10}\n");
   EXPECT_LIMIT(&c);
   EXPECT_OK_ID(&c, 10);
-  EXPECT_QUIET(&c, 100);
+  QUIET(&c, 100);
   free(at);
   free(over);
   scn_client_close(&c);
-  stop_ok(&d);
+  STOP_OK(&d, 10000);
 }
 
 static void test_default_line_limit(void) {
   scn_client c;
-  if (!connect_to(&c, dmain.port))
+  if (!CONNECT(&c, dmain.port))
     return;
   /* The default limit is 1 MiB. */
   char *at = padded_ping(1, 1048576), *over = padded_ping(2, 1048577);
@@ -1907,11 +1805,11 @@ static void test_default_line_limit(void) {
 
 static void test_blank_lines_crlf(void) {
   scn_client c;
-  if (!connect_to(&c, dmain.port))
+  if (!CONNECT(&c, dmain.port))
     return;
   send_str(&c, "\n\n   \n\t\n\r\n \t \r\n{\"cmd\":\"ping\",\"id\":1}\r\n\n\n");
   EXPECT_OK_ID(&c, 1);
-  EXPECT_QUIET(&c, 150);
+  QUIET(&c, 150);
   send_str(&c, "{\"cmd\":\"ping\",\"id\":2}  \r\n");
   EXPECT_OK_ID(&c, 2);
   send_str(&c, "  {\"cmd\":\"ping\",\"id\":3}\n\r\n{\"cmd\":\"ping\",\"id\":4}\r\n");
@@ -1922,11 +1820,12 @@ static void test_blank_lines_crlf(void) {
   scn_sleep_ms(20);
   send_str(&c, "\n");
   EXPECT_OK_ID(&c, 5);
-  EXPECT_QUIET(&c, 100);
+  QUIET(&c, 100);
   scn_client_close(&c);
 }
 
-/* ---- malformed lines ---------------------------------------------------------------------------- */
+/* ---- malformed lines ----------------------------------------------------------------------------
+ */
 
 typedef struct mcase {
   char *line;
@@ -1992,19 +1891,48 @@ static void m_fields(mlist *l, const char *cmd, const kv *base, int nbase, const
 
 static void build_malformed(mlist *l, uint64_t a, uint64_t b, uint64_t n) {
   static char w65[80], nm65[80];
-  snprintf(w65, sizeof w65, "\"%s\"", "wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww");
-  snprintf(nm65, sizeof nm65, "\"%s\"", "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn");
-  const char *W[] = {"1",    "true",  "null",         "[]",    "{}",       "\"\"",
-                     "\"a b\"", "\"a/b\"", w65, "\"w\\u00f6rld\"", "\"w\xc3\xb6rld\"", "\"\\u0000\"",
-                     "\"tab\\t\"", "[\"mal\"]"};
-  const char *E[] = {"\"1\"", "true", "null", "[]", "{}", "0", "-1", "1.5", "9007199254740992",
-                     "1e999", "-0", "1e300", "\"abc\"", "-1e999", "[1]", "0.999999",
-                     "1000000000000000000000000000000000000000000000000000000000000000000000000000001",
-                     "9007199254740991.5", "1e-400"};
-  const char *P[] = {"\"1\"", "true", "[]", "{}", "0", "-1", "1.5", "9007199254740992", "1e999",
-                     "-0", "1e300", "\"abc\"", "[1]"};
-  const char *NM[] = {"1", "true", "[]", "{}", "\"\"", "\"a/b\"", "\"\\u0001\"", "\"a\\nb\"", nm65,
-                      "\"\\u007f\"", "\"/\"", "[\"a\"]"};
+  snprintf(w65, sizeof w65, "\"%s\"",
+           "wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww");
+  snprintf(nm65, sizeof nm65, "\"%s\"",
+           "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn");
+  const char *W[] = {"1",
+                     "true",
+                     "null",
+                     "[]",
+                     "{}",
+                     "\"\"",
+                     "\"a b\"",
+                     "\"a/b\"",
+                     w65,
+                     "\"w\\u00f6rld\"",
+                     "\"w\xc3\xb6rld\"",
+                     "\"\\u0000\"",
+                     "\"tab\\t\"",
+                     "[\"mal\"]"};
+  const char *E[] = {
+      "\"1\"",
+      "true",
+      "null",
+      "[]",
+      "{}",
+      "0",
+      "-1",
+      "1.5",
+      "9007199254740992",
+      "1e999",
+      "-0",
+      "1e300",
+      "\"abc\"",
+      "-1e999",
+      "[1]",
+      "0.999999",
+      "1000000000000000000000000000000000000000000000000000000000000000000000000000001",
+      "9007199254740991.5",
+      "1e-400"};
+  const char *P[] = {"\"1\"", "true", "[]",    "{}",      "0",  "-1", "1.5", "9007199254740992",
+                     "1e999", "-0",   "1e300", "\"abc\"", "[1]"};
+  const char *NM[] = {"1",           "true",      "[]", "{}",          "\"\"",  "\"a/b\"",
+                      "\"\\u0001\"", "\"a\\nb\"", nm65, "\"\\u007f\"", "\"/\"", "[\"a\"]"};
   const char *M[] = {"1",
                      "\"x\"",
                      "[]",
@@ -2020,12 +1948,13 @@ static void build_malformed(mlist *l, uint64_t a, uint64_t b, uint64_t n) {
                      "[1,0,0,0,0,1,0,0,0,0,1,0,0,0,-1e39,1]",
                      "[[1],0,0,0,0,1,0,0,0,0,1,0,0,0,0,1]",
                      "[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,true]"};
-  const char *T[] = {"[1,2]", "[1,2,3,4]", "\"x\"", "1", "null", "[1,\"2\",3]", "[1e39,0,0]",
-                     "[0,1e999,0]", "[0,0,-1e999]", "{}", "[]", "[true,0,0]", "[1,2,null]"};
-  const char *R[] = {"[0,0,0,0]", "[-0,0,0,-0]", "[0,0,1]", "[0,0,0,\"1\"]", "1", "[1e39,0,0,1]",
-                     "null", "[0,0,0,1,0]", "[0,0,0,1e999]", "{}"};
-  const char *S[] = {"\"2\"", "[1,2]", "[1,2,3,4]", "1e39", "[1,1,1e999]", "true", "null",
-                     "-1e999", "{}", "[1,\"1\",1]", "[]", "-3.5e38"};
+  const char *T[] = {"[1,2]",      "[1,2,3,4]",   "\"x\"",        "1",  "null", "[1,\"2\",3]",
+                     "[1e39,0,0]", "[0,1e999,0]", "[0,0,-1e999]", "{}", "[]",   "[true,0,0]",
+                     "[1,2,null]"};
+  const char *R[] = {"[0,0,0,0]",    "[-0,0,0,-0]", "[0,0,1]",     "[0,0,0,\"1\"]", "1",
+                     "[1e39,0,0,1]", "null",        "[0,0,0,1,0]", "[0,0,0,1e999]", "{}"};
+  const char *S[] = {"\"2\"", "[1,2]",  "[1,2,3,4]", "1e39",        "[1,1,1e999]", "true",
+                     "null",  "-1e999", "{}",        "[1,\"1\",1]", "[]",          "-3.5e38"};
   const char *K[] = {"1", "true", "null", "\"\"", "\"both\"", "\"LOCAL\"", "[]", "\"world \""};
   const char *REC[] = {"1", "\"true\"", "null", "0", "[]", "\"false\""};
   const char *CNT[] = {"\"1\"", "true", "null", "0", "-1", "1.5", "[]", "{}", "-1e999", "0.5"};
@@ -2060,8 +1989,8 @@ static void build_malformed(mlist *l, uint64_t a, uint64_t b, uint64_t n) {
 
   kv base_create[] = {{"world", "\"mal\""}, {"entity", ""}};
   snprintf(base_create[1].val, sizeof base_create[1].val, "%llu", (unsigned long long)n);
-  static const char *const create_keys[] = {"world", "entity", "parent", "name",
-                                            "matrix", "t", "r", "s"};
+  static const char *const create_keys[] = {"world",  "entity", "parent", "name",
+                                            "matrix", "t",      "r",      "s"};
   const char *const *create_vals[] = {W, E, P, NM, M, T, R, S};
   int create_counts[] = {NB(W), NB(E), NB(P), NB(NM), NB(M), NB(T), NB(R), NB(S)};
   for (int i = 0; i < 8; i++)
@@ -2124,7 +2053,8 @@ static void build_malformed(mlist *l, uint64_t a, uint64_t b, uint64_t n) {
 
   /* Each required field missing in turn, for every command of the table. */
   for (unsigned i = 0; i < scn_command_count; i++) {
-    const char *req = scn_commands[i].required;
+    char req[256];
+    scn_fields_text(scn_commands[i].required, req, sizeof req);
     for (const char *p = req; *p;) {
       const char *comma = strchr(p, ',');
       size_t len = comma ? (size_t)(comma - p) : strlen(p);
@@ -2171,41 +2101,89 @@ static void build_malformed(mlist *l, uint64_t a, uint64_t b, uint64_t n) {
     m_str(l, "BAD_REQUEST", "{}");
     m_str(l, "BAD_REQUEST", "{\"world\":\"mal\",\"entity\":1}");
   }
-  static const char *const unknown[] = {"\"\"", "\"PING\"", "\"ping \"", "\" ping\"", "\"nope\"",
-                                        "\"transform\"", "\"world.create.x\"", "\"transform.\"",
-                                        "\"\\u00e9\"", "\"Ping\"", "\"world_create\""};
+  static const char *const unknown[] = {
+      "\"\"",        "\"PING\"",      "\"ping \"",          "\" ping\"",
+      "\"nope\"",    "\"transform\"", "\"world.create.x\"", "\"transform.\"",
+      "\"\\u00e9\"", "\"Ping\"",      "\"world_create\""};
   for (int i = 0; i < NB(unknown); i++) {
     char line[128];
     int id = 100000 + l->n;
-    int len = snprintf(line, sizeof line, "{\"id\":%d,\"cmd\":%s,\"world\":\"mal\"}", id, unknown[i]);
+    int len =
+        snprintf(line, sizeof line, "{\"id\":%d,\"cmd\":%s,\"world\":\"mal\"}", id, unknown[i]);
     m_add(l, "UNKNOWN_COMMAND", id, line, (size_t)len);
   }
 
   /* Not JSON, or not one JSON object. */
   static const char *const not_json[] = {
-      "{", "}", "{\"cmd\":\"ping\"", "{\"cmd\":\"ping\",}", "{cmd:\"ping\"}", "{'cmd':'ping'}",
-      "{\"cmd\":\"ping\"}}", "{\"cmd\" \"ping\"}", "{\"cmd\":\"ping\"]", "[{\"cmd\":\"ping\"}]",
-      "\"ping\"", "ping", "123", "-1.5", "null", "true", "false", "[]", "\"\"", "1e999",
-      "{\"cmd\":NaN}", "{\"cmd\":\"ping\",\"id\":NaN}", "{\"cmd\":\"ping\",\"id\":nan}",
-      "{\"cmd\":\"ping\",\"id\":Infinity}", "{\"cmd\":\"ping\",\"id\":-Infinity}",
-      "{\"cmd\":\"ping\",\"id\":-}", "{\"cmd\":\"ping\",\"id\":1e}", "{\"cmd\":\"ping\",\"id\":0x10}",
-      "{\"cmd\":\"ping\",\"id\":+1}", "{\"cmd\":\"ping\",\"id\":.5}", "{\"cmd\":\"ping\",\"id\":\"\\x\"}",
-      "{\"cmd\":\"ping\",\"id\":\"\\u12\"}", "{\"cmd\":\"ping\",\"id\":\"\\ud800\"}",
-      "{\"cmd\":\"ping\",\"id\":\"\\udc00\"}", "{\"cmd\":\"ping\",\"id\":\"abc}",
-      "{\"cmd\":\"ping\",\"id\":tru}", "{\"cmd\":\"ping\",\"id\":True}", "{\"cmd\":\"ping\",\"id\":[1,2}",
-      "{\"cmd\":\"ping\",\"id\":[1,,2]}", "{\"cmd\":\"ping\" \"id\":1}", "{\"cmd\":\"ping\",\"id\":1,}",
-      "{\"cmd\":\"ping\"}{\"cmd\":\"ping\"}", "{\"cmd\":\"ping\"} x", "{\"cmd\":\"ping\"},",
-      "{\"cmd\":\"pi\tng\"}", "{\"cmd\":\"pi\x01ng\"}", "{\"cmd\":\"ping\",\"id\":\"\x1f\"}",
-      "{\"cmd\":\"ping\",\"id\":\"\xff\"}", "{\"cmd\":\"ping\",\"id\":\"\xc0\xaf\"}",
-      "{\"cmd\":\"ping\",\"id\":\"\xed\xa0\x80\"}", "{\"cmd\":\"ping\",\"id\":\"\xe2\x82\"}",
-      "{\"cmd\":\"ping\",\"id\":\"\xf4\x90\x80\x80\"}", "{\"cmd\":\"ping\",\"id\":\"\x80\"}",
-      "{\"cmd\":\"ping\",\"id\":\"\xf8\x88\x80\x80\x80\"}", "{\"cmd\":\"ping\",\"id\":\"ab\xc3\"}",
-      "{\"cmd\":\"ping\",\"\xff\":1}", "{\"cmd\":\"ping\"}\xff", "{\"cmd\":\"pin\xffg\"}",
-      "{\"cmd\":\"world.create\",\"world\":\"\xfe\"}", "\xff\xfe", "{\"cmd\":\"ping\",\"id\":\"\xe0\x80\xaf\"}",
-      "{\"cmd\":\"ping\",\"id\":\"\xf0\x82\x82\xac\"}", "{\"cmd\":\"ping\",\"id\":\"\xef\xbf\"}",
+      "{",
+      "}",
+      "{\"cmd\":\"ping\"",
+      "{\"cmd\":\"ping\",}",
+      "{cmd:\"ping\"}",
+      "{'cmd':'ping'}",
+      "{\"cmd\":\"ping\"}}",
+      "{\"cmd\" \"ping\"}",
+      "{\"cmd\":\"ping\"]",
+      "[{\"cmd\":\"ping\"}]",
+      "\"ping\"",
+      "ping",
+      "123",
+      "-1.5",
+      "null",
+      "true",
+      "false",
+      "[]",
+      "\"\"",
+      "1e999",
+      "{\"cmd\":NaN}",
+      "{\"cmd\":\"ping\",\"id\":NaN}",
+      "{\"cmd\":\"ping\",\"id\":nan}",
+      "{\"cmd\":\"ping\",\"id\":Infinity}",
+      "{\"cmd\":\"ping\",\"id\":-Infinity}",
+      "{\"cmd\":\"ping\",\"id\":-}",
+      "{\"cmd\":\"ping\",\"id\":1e}",
+      "{\"cmd\":\"ping\",\"id\":0x10}",
+      "{\"cmd\":\"ping\",\"id\":+1}",
+      "{\"cmd\":\"ping\",\"id\":.5}",
+      "{\"cmd\":\"ping\",\"id\":\"\\x\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\\u12\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\\ud800\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\\udc00\"}",
+      "{\"cmd\":\"ping\",\"id\":\"abc}",
+      "{\"cmd\":\"ping\",\"id\":tru}",
+      "{\"cmd\":\"ping\",\"id\":True}",
+      "{\"cmd\":\"ping\",\"id\":[1,2}",
+      "{\"cmd\":\"ping\",\"id\":[1,,2]}",
+      "{\"cmd\":\"ping\" \"id\":1}",
+      "{\"cmd\":\"ping\",\"id\":1,}",
+      "{\"cmd\":\"ping\"}{\"cmd\":\"ping\"}",
+      "{\"cmd\":\"ping\"} x",
+      "{\"cmd\":\"ping\"},",
+      "{\"cmd\":\"pi\tng\"}",
+      "{\"cmd\":\"pi\x01ng\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\x1f\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\xff\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\xc0\xaf\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\xed\xa0\x80\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\xe2\x82\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\xf4\x90\x80\x80\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\x80\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\xf8\x88\x80\x80\x80\"}",
+      "{\"cmd\":\"ping\",\"id\":\"ab\xc3\"}",
+      "{\"cmd\":\"ping\",\"\xff\":1}",
+      "{\"cmd\":\"ping\"}\xff",
+      "{\"cmd\":\"pin\xffg\"}",
+      "{\"cmd\":\"world.create\",\"world\":\"\xfe\"}",
+      "\xff\xfe",
+      "{\"cmd\":\"ping\",\"id\":\"\xe0\x80\xaf\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\xf0\x82\x82\xac\"}",
+      "{\"cmd\":\"ping\",\"id\":\"\xef\xbf\"}",
       /* numbers strtod reads but JSON forbids */
-      "{\"cmd\":\"ping\",\"id\":01}", "{\"cmd\":\"ping\",\"id\":1.}", "{\"cmd\":\"ping\",\"id\":-.5}",
-      "{\"cmd\":\"ping\",\"id\":[1.,02]}", "{\"cmd\":\"entity.destroy\",\"entity\":007}",
+      "{\"cmd\":\"ping\",\"id\":01}",
+      "{\"cmd\":\"ping\",\"id\":1.}",
+      "{\"cmd\":\"ping\",\"id\":-.5}",
+      "{\"cmd\":\"ping\",\"id\":[1.,02]}",
+      "{\"cmd\":\"entity.destroy\",\"entity\":007}",
       "{\"cmd\":\"transform.set_local\",\"world\":\"mal\",\"entity\":1,\"t\":[1.,2,3]}",
   };
   for (int i = 0; i < NB(not_json); i++)
@@ -2244,7 +2222,7 @@ static void build_malformed(mlist *l, uint64_t a, uint64_t b, uint64_t n) {
 
 static void test_malformed_lines(void) {
   scn_client c;
-  if (!connect_to(&c, dmain.port))
+  if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "mal");
   uint64_t a = TF(&c, "mal", "\"name\":\"a\",\"t\":[1,2,3]");
@@ -2266,7 +2244,7 @@ static void test_malformed_lines(void) {
   int wrong = 0, got = 0;
   for (int i = 0; i < l.n; i++) {
     cJSON *r = scn_client_recv_json(&c, WAIT_MS);
-    while (r && has(r, "event")) {
+    while (r && scn_resp_has(r, "event")) {
       cJSON_Delete(r);
       r = scn_client_recv_json(&c, WAIT_MS);
     }
@@ -2287,13 +2265,13 @@ static void test_malformed_lines(void) {
     }
     good = good && code_ok;
     if (l.v[i].id >= 0)
-      good = good && num(r, "id") == l.v[i].id;
+      good = good && scn_resp_num(r, "id") == l.v[i].id;
     else
-      good = good && !has(r, "id");
+      good = good && !scn_resp_has(r, "id");
     if (!good) {
       wrong++;
       fprintf(stderr, "\n  malformed line %d (want %s): %.200s", i, want, l.v[i].line);
-      report("response", r);
+      scn_report("response", r);
     }
     cJSON_Delete(r);
   }
@@ -2303,10 +2281,10 @@ static void test_malformed_lines(void) {
     free(l.v[i].line);
   free(l.v);
   /* Still answering, on this connection and a new one, with nothing changed. */
-  EXPECT_QUIET(&c, 50);
+  QUIET(&c, 50);
   OKD(&c, "{\"cmd\":\"ping\"}");
   scn_client c2;
-  if (connect_to(&c2, dmain.port)) {
+  if (CONNECT(&c2, dmain.port)) {
     OKD(&c2, "{\"cmd\":\"ping\"}");
     scn_client_close(&c2);
   }
@@ -2324,7 +2302,7 @@ static void test_malformed_lines(void) {
 
 static void test_vanishing_clients(void) {
   scn_client c;
-  if (!connect_to(&c, dmain.port))
+  if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "van");
   unsigned long long e = TF(&c, "van", "\"t\":[1,2,3]");
@@ -2333,31 +2311,33 @@ static void test_vanishing_clients(void) {
 
   /* Gone in the middle of a line: the partial request is never run. */
   scn_client v;
-  if (connect_to(&v, dmain.port)) {
+  if (CONNECT(&v, dmain.port)) {
     send_str(&v, "{\"cmd\":\"ping\",\"id\":1}\n{\"cmd\":\"world.create\",\"world\":\"vanished\"");
     scn_client_close(&v);
   }
   /* Gone with many replies pending (never read). */
-  if (connect_to(&v, dmain.port)) {
+  if (CONNECT(&v, dmain.port)) {
     text many = {0};
     for (int i = 0; i < 20000; i++)
-      text_addf(&many, "{\"cmd\":\"transform.get\",\"world\":\"van\",\"entity\":%llu,\"id\":%d}\n", e, i);
+      text_addf(&many, "{\"cmd\":\"transform.get\",\"world\":\"van\",\"entity\":%llu,\"id\":%d}\n",
+                e, i);
     text_addf(&many, "{\"cmd\":\"world.create\",\"world\":\"van");
     CU_ASSERT_EQUAL(scn_client_send_raw(&v, many.s, many.len), 0);
     text_free(&many);
     scn_client_close(&v);
   }
   /* Gone in the middle of an overlong line. */
-  if (connect_to(&v, dmain.port)) {
+  if (CONNECT(&v, dmain.port)) {
     char *big = padded_ping(1, 1200000);
     CU_ASSERT_EQUAL(scn_client_send_raw(&v, big, 1100000), 0);
     free(big);
     scn_client_close(&v);
   }
   /* Half-closed: what was sent in full is answered, then the daemon closes. */
-  if (connect_to(&v, dmain.port)) {
-    send_str(&v, "{\"cmd\":\"ping\",\"id\":1}\n{\"cmd\":\"ping\",\"id\":2}\n{\"cmd\":\"world.create\","
-                 "\"world\":\"half\"");
+  if (CONNECT(&v, dmain.port)) {
+    send_str(&v,
+             "{\"cmd\":\"ping\",\"id\":1}\n{\"cmd\":\"ping\",\"id\":2}\n{\"cmd\":\"world.create\","
+             "\"world\":\"half\"");
     CU_ASSERT_EQUAL(shutdown(v.fd, SHUT_WR), 0);
     EXPECT_OK_ID(&v, 1);
     EXPECT_OK_ID(&v, 2);
@@ -2366,11 +2346,7 @@ static void test_vanishing_clients(void) {
   }
   /* The others are undisturbed. */
   OKD(&c, "{\"cmd\":\"ping\"}");
-  long deadline = scn_now_ms() + 5000;
-  double conns = -1;
-  while (scn_now_ms() < deadline && (conns = info_num(&c, "connections")) != 1)
-    scn_sleep_ms(20);
-  CU_ASSERT_EQUAL(conns, 1);
+  CU_ASSERT_EQUAL(scn_wait_info(&c, "connections", 1, 5000), 1);
   char *s2 = snapshot(&c, "van", ids, 1);
   CHECK_SAME(s1, s2);
   free(s1);
@@ -2381,7 +2357,8 @@ static void test_vanishing_clients(void) {
   scn_client_close(&c);
 }
 
-/* ---- authentication ----------------------------------------------------------------------------- */
+/* ---- authentication -----------------------------------------------------------------------------
+ */
 
 static void check_locked(scn_client *c) {
   for (unsigned i = 0; i < scn_command_count; i++) {
@@ -2390,11 +2367,11 @@ static void check_locked(scn_client *c) {
       continue;
     cJSON *r = scn_client_call(c, "{\"cmd\":\"%s\",\"id\":%u}", name, i);
     bool good = r && !scn_resp_ok(r) && !strcmp(scn_resp_code(r), "UNAUTHORIZED") &&
-                num(r, "id") == i;
+                scn_resp_num(r, "id") == i;
     CU_ASSERT_TRUE(good);
     if (!good) {
       fprintf(stderr, "\n  %s before hello:", name);
-      report("response", r);
+      scn_report("response", r);
     }
     cJSON_Delete(r);
   }
@@ -2407,7 +2384,8 @@ static void check_locked(scn_client *c) {
 static void check_hello_ok(scn_client *c, const char *token) {
   cJSON *r = OK(c, "{\"cmd\":\"hello\",\"token\":\"%s\"}", token);
   const cJSON *server = cJSON_GetObjectItemCaseSensitive(r, "server");
-  CHECK(cJSON_IsString(server) && !strcmp(server->valuestring, "scened") && num(r, "protocol") == 1,
+  CHECK(cJSON_IsString(server) && !strcmp(server->valuestring, "scened") &&
+            scn_resp_num(r, "protocol") == 1,
         r);
   cJSON_Delete(r);
 }
@@ -2415,12 +2393,10 @@ static void check_hello_ok(scn_client *c, const char *token) {
 static void test_auth(void) {
   scn_daemon d;
   const char *args[] = {"--auth-token", "secret", NULL};
-  if (scn_daemon_start(&d, args) != 0) {
-    CU_FAIL("daemon with --auth-token did not start");
+  if (!START(&d, args))
     return;
-  }
   scn_client c, c2;
-  if (connect_to(&c, d.port)) {
+  if (CONNECT(&c, d.port)) {
     check_locked(&c);
     ERR(&c, "UNAUTHORIZED", "{\"cmd\":\"hello\"}");
     ERR(&c, "UNAUTHORIZED", "{\"cmd\":\"hello\",\"token\":\"wrong\"}");
@@ -2438,7 +2414,7 @@ static void test_auth(void) {
     CU_ASSERT_EQUAL(listed_transforms(&c, "locked"), -1);
     CU_ASSERT_EQUAL(info_num(&c, "entities"), 1);
     /* Authentication is per connection. */
-    if (connect_to(&c2, d.port)) {
+    if (CONNECT(&c2, d.port)) {
       ERR(&c2, "UNAUTHORIZED", "{\"cmd\":\"world.list\"}");
       ERR(&c2, "UNAUTHORIZED", "{\"cmd\":\"hello\",\"token\":\"secret \"}");
       ERR(&c2, "UNAUTHORIZED", "{\"cmd\":\"transform.get\",\"world\":\"authed\",\"entity\":1}");
@@ -2449,20 +2425,18 @@ static void test_auth(void) {
     OKD(&c, "{\"cmd\":\"world.list\"}");
     scn_client_close(&c);
   }
-  stop_ok(&d);
+  STOP_OK(&d, 10000);
 }
 
 static void test_auth_env(void) {
   scn_daemon d;
   setenv("SCENED_AUTH_TOKEN", "from-env", 1);
-  int rc = scn_daemon_start(&d, NULL);
+  bool up = START(&d, NULL);
   unsetenv("SCENED_AUTH_TOKEN");
-  if (rc != 0) {
-    CU_FAIL("daemon with SCENED_AUTH_TOKEN did not start");
+  if (!up)
     return;
-  }
   scn_client c;
-  if (connect_to(&c, d.port)) {
+  if (CONNECT(&c, d.port)) {
     check_locked(&c);
     ERR(&c, "UNAUTHORIZED", "{\"cmd\":\"hello\",\"token\":\"secret\"}");
     ERR(&c, "UNAUTHORIZED", "{\"cmd\":\"hello\"}");
@@ -2472,29 +2446,27 @@ static void test_auth_env(void) {
     OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"e\"}");
     scn_client_close(&c);
   }
-  stop_ok(&d);
+  STOP_OK(&d, 10000);
 }
 
-/* ---- configured limits ---------------------------------------------------------------------------- */
+/* ---- configured limits ----------------------------------------------------------------------- */
 
 static void test_max_clients(void) {
   scn_daemon d;
   const char *args[] = {"--max-clients", "2", NULL};
-  if (scn_daemon_start(&d, args) != 0) {
-    CU_FAIL("daemon with --max-clients 2 did not start");
+  if (!START(&d, args))
     return;
-  }
   scn_client c1, c2, c3;
-  bool ok1 = connect_to(&c1, d.port), ok2 = connect_to(&c2, d.port);
+  bool ok1 = CONNECT(&c1, d.port), ok2 = CONNECT(&c2, d.port);
   if (ok1)
     OKD(&c1, "{\"cmd\":\"ping\"}");
   if (ok2)
     OKD(&c2, "{\"cmd\":\"ping\"}");
   /* The third gets one LIMIT line, unasked, and is closed. */
-  if (connect_to(&c3, d.port)) {
+  if (CONNECT(&c3, d.port)) {
     cJSON *r = scn_client_recv_json(&c3, WAIT_MS);
     CHECK(r && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(r, "ok")) &&
-              !strcmp(scn_resp_code(r), "LIMIT") && !has(r, "id"),
+              !strcmp(scn_resp_code(r), "LIMIT") && !scn_resp_has(r, "id"),
           r);
     cJSON_Delete(r);
     CU_ASSERT_TRUE(scn_client_closed(&c3, 3000));
@@ -2511,7 +2483,7 @@ static void test_max_clients(void) {
     if (scn_client_connect(&c3, d.port) != 0)
       break;
     cJSON *r = scn_client_call(&c3, "{\"cmd\":\"ping\",\"id\":1}");
-    served = scn_resp_ok(r) && num(r, "id") == 1;
+    served = scn_resp_ok(r) && scn_resp_num(r, "id") == 1;
     cJSON_Delete(r);
     scn_client_close(&c3);
     if (!served)
@@ -2522,21 +2494,15 @@ static void test_max_clients(void) {
     OKD(&c2, "{\"cmd\":\"ping\"}");
     scn_client_close(&c2);
   }
-  stop_ok(&d);
+  STOP_OK(&d, 10000);
 }
 
 static void test_max_worlds_transforms(void) {
   scn_daemon d;
   const char *args[] = {"--max-worlds", "2", "--max-transforms", "3", NULL};
-  if (scn_daemon_start(&d, args) != 0) {
-    CU_FAIL("daemon with --max-worlds 2 --max-transforms 3 did not start");
-    return;
-  }
   scn_client c;
-  if (!connect_to(&c, d.port)) {
-    stop_ok(&d);
+  if (!START_CONNECTED(&d, &c, args))
     return;
-  }
   new_world(&c, "w1");
   new_world(&c, "w2");
   ERR(&c, "LIMIT", "{\"cmd\":\"world.create\",\"world\":\"w3\"}");
@@ -2555,7 +2521,8 @@ static void test_max_worlds_transforms(void) {
   ERR(&c, "LIMIT", "{\"cmd\":\"transform.create\",\"world\":\"w2\"}");
   ERR(&c, "LIMIT", "{\"cmd\":\"transform.create\",\"world\":\"w2\",\"entity\":%llu}", spare);
   ERR(&c, "LIMIT",
-      "{\"cmd\":\"batch\",\"world\":\"w2\",\"ops\":[{\"cmd\":\"transform.set_local\",\"entity\":%llu,"
+      "{\"cmd\":\"batch\",\"world\":\"w2\",\"ops\":[{\"cmd\":\"transform.set_local\",\"entity\":%"
+      "llu,"
       "\"t\":[1,1,1]},{\"cmd\":\"transform.create\",\"entity\":%llu}]}",
       t1, spare);
   CU_ASSERT_EQUAL(info_num(&c, "entities"), ents + 1);
@@ -2572,7 +2539,7 @@ static void test_max_worlds_transforms(void) {
   CU_ASSERT_EQUAL(TF(&c, "w2", "\"entity\":%llu", spare), spare);
   CU_ASSERT_EQUAL(listed_transforms(&c, "w2"), 3);
   scn_client_close(&c);
-  stop_ok(&d);
+  STOP_OK(&d, 10000);
 }
 
 /* A client whose responses wait unread beyond --output-limit gets LIMIT for each request
@@ -2580,23 +2547,20 @@ static void test_max_worlds_transforms(void) {
 static void test_output_limit(void) {
   scn_daemon d;
   const char *args[] = {"--output-limit", "4096", NULL};
-  if (scn_daemon_start(&d, args) != 0) {
-    CU_FAIL("daemon with --output-limit 4096 did not start");
-    return;
-  }
   scn_client c;
-  if (!connect_to(&c, d.port)) {
-    stop_ok(&d);
+  if (!START_CONNECTED(&d, &c, args))
     return;
-  }
   new_world(&c, "w");
   unsigned long long t = TF(&c, "w", "\"t\":[1,2,3]");
   enum { GETS = 400 };
   text all = {0};
   for (int i = 1; i <= GETS; i++)
-    text_addf(&all, "{\"cmd\":\"transform.get\",\"world\":\"w\",\"entity\":%llu,\"id\":%d}\n", t, i);
-  text_addf(&all, "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,"
-                "\"t\":[9,9,9],\"id\":%d}\n", t, GETS + 1);
+    text_addf(&all, "{\"cmd\":\"transform.get\",\"world\":\"w\",\"entity\":%llu,\"id\":%d}\n", t,
+              i);
+  text_addf(&all,
+            "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,"
+            "\"t\":[9,9,9],\"id\":%d}\n",
+            t, GETS + 1);
   CU_ASSERT_EQUAL_FATAL(scn_client_send_raw(&c, all.s, all.len), 0);
   text_free(&all);
   int ok = 0, limited = 0, other = 0;
@@ -2606,7 +2570,7 @@ static void test_output_limit(void) {
       CU_FAIL("a pipelined request got no response");
       break;
     }
-    CU_ASSERT_EQUAL(num(r, "id"), i);
+    CU_ASSERT_EQUAL(scn_resp_num(r, "id"), i);
     if (scn_resp_ok(r))
       ok++;
     else if (strcmp(scn_resp_code(r), "LIMIT") == 0)
@@ -2629,8 +2593,10 @@ static void test_output_limit(void) {
   ERR(&c, "LIMIT", "{\"cmd\":\"entity.create\",\"count\":1000}");
   CU_ASSERT_EQUAL(info_num(&c, "entities"), ents);
   text batch = {0};
-  text_addf(&batch, "{\"cmd\":\"batch\",\"world\":\"w\",\"ops\":["
-                  "{\"cmd\":\"transform.set_local\",\"entity\":%llu,\"t\":[7,7,7]}", t);
+  text_addf(&batch,
+            "{\"cmd\":\"batch\",\"world\":\"w\",\"ops\":["
+            "{\"cmd\":\"transform.set_local\",\"entity\":%llu,\"t\":[7,7,7]}",
+            t);
   for (int i = 0; i < 40; i++)
     text_addf(&batch, ",{\"cmd\":\"transform.get\",\"entity\":%llu}", t);
   text_addf(&batch, "]}");
@@ -2643,126 +2609,68 @@ static void test_output_limit(void) {
   ERR(&c, "LIMIT", "{\"cmd\":\"transform.children\",\"world\":\"w\",\"entity\":%llu}", t);
   OKD(&c, "{\"cmd\":\"entity.create\",\"count\":10}");
   scn_client_close(&c);
-  stop_ok(&d);
+  STOP_OK(&d, 10000);
 }
 
-/* ---- the command line ---------------------------------------------------------------------------- */
+/* ---- the command line ------------------------------------------------------------------------ */
 
-/* Runs the daemon binary with args; collects stdout and stderr (truncated to cap). Returns the
- * wait status, or -1 when it had to be killed. */
-static int run_bin(const char *const *args, char *out, size_t outcap, char *err, size_t errcap) {
-  const char *bin = getenv("SCENED_BIN");
-  if (!bin)
-    bin = "build/scened";
-  const char *argv[32] = {bin};
-  int argc = 1;
-  for (int i = 0; args[i] && argc < 31; i++)
-    argv[argc++] = args[i];
-  argv[argc] = NULL;
-  int po[2], pe[2];
-  if (pipe(po) != 0)
+/* Runs the daemon binary with args to its end (killed after 6 s), stdout and stderr collected
+ * in p (scn_proc_free); its exit code as from scn_proc_wait. */
+static int run_bin(scn_proc *p, const char *const *args) {
+  if (!scn_proc_start(p, scn_daemon_bin(), args, NULL, NULL, 0))
     return -1;
-  if (pipe(pe) != 0) {
-    close(po[0]);
-    close(po[1]);
-    return -1;
-  }
-  pid_t pid = fork();
-  if (pid < 0)
-    return -1;
-  if (pid == 0) {
-    int null = open("/dev/null", O_RDONLY);
-    if (null >= 0)
-      dup2(null, 0);
-    dup2(po[1], 1);
-    dup2(pe[1], 2);
-    close(po[0]);
-    close(pe[0]);
-    execv(bin, (char *const *)argv);
-    _exit(127);
-  }
-  close(po[1]);
-  close(pe[1]);
-  size_t olen = 0, elen = 0;
-  bool oopen = true, eopen = true;
-  long deadline = scn_now_ms() + 5000;
-  while ((oopen || eopen) && scn_now_ms() < deadline) {
-    struct pollfd p[2] = {{.fd = oopen ? po[0] : -1, .events = POLLIN},
-                          {.fd = eopen ? pe[0] : -1, .events = POLLIN}};
-    if (poll(p, 2, 100) <= 0)
-      continue;
-    char tmp[4096];
-    for (int k = 0; k < 2; k++) {
-      if (!(p[k].revents & (POLLIN | POLLHUP | POLLERR)))
-        continue;
-      ssize_t n = read(p[k].fd, tmp, sizeof tmp);
-      char *dst = k ? err : out;
-      size_t *len = k ? &elen : &olen, cap = k ? errcap : outcap;
-      if (n <= 0) {
-        if (k)
-          eopen = false;
-        else
-          oopen = false;
-        continue;
-      }
-      size_t take = (size_t)n < cap - 1 - *len ? (size_t)n : cap - 1 - *len;
-      memcpy(dst + *len, tmp, take);
-      *len += take;
-    }
-  }
-  out[olen] = '\0';
-  err[elen] = '\0';
-  close(po[0]);
-  close(pe[0]);
-  int status = -1;
-  while (scn_now_ms() < deadline + 1000) {
-    if (waitpid(pid, &status, WNOHANG) == pid)
-      return status;
-    scn_sleep_ms(5);
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, &status, 0);
-  return -1;
+  return scn_proc_wait(p, 6000);
 }
 
 static void test_command_line(void) {
-  static char out[65536], err[65536];
+  scn_proc p;
   const char *version[] = {"--version", NULL};
-  int st = run_bin(version, out, sizeof out, err, sizeof err);
-  CU_ASSERT_TRUE(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  CU_ASSERT_PTR_NOT_NULL(strstr(out, SCN_VERSION));
+  CU_ASSERT_EQUAL(run_bin(&p, version), 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(text_str(&p.out), SCN_VERSION));
+  scn_proc_free(&p);
   const char *help[] = {"--help", NULL};
-  st = run_bin(help, out, sizeof out, err, sizeof err);
-  CU_ASSERT_TRUE(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  CU_ASSERT_EQUAL(run_bin(&p, help), 0);
+  scn_proc_free(&p);
   /* --version and --help answer even when the environment holds a bad setting */
   setenv("SCENED_TICK_HZ", "0", 1);
-  st = run_bin(version, out, sizeof out, err, sizeof err);
-  CU_ASSERT_TRUE(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, SCN_VERSION));
-  st = run_bin(help, out, sizeof out, err, sizeof err);
-  CU_ASSERT_TRUE(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  CU_ASSERT_TRUE(run_bin(&p, version) == 0 && strstr(text_str(&p.out), SCN_VERSION));
+  scn_proc_free(&p);
+  CU_ASSERT_EQUAL(run_bin(&p, help), 0);
   unsetenv("SCENED_TICK_HZ");
-  static const char *const flags[] = {"--listen", "--http", "--tick-hz", "--auth-token",
-                                      "--max-line", "--max-clients", "--max-worlds",
-                                      "--max-transforms", "--output-limit", "--version"};
+  const char *out = text_str(&p.out);
+  static const char *const flags[] = {
+      "--listen",      "--http",       "--tick-hz",        "--auth-token",   "--max-line",
+      "--max-clients", "--max-worlds", "--max-transforms", "--output-limit", "--version"};
   for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
     if (!strstr(out, flags[i])) {
       CU_FAIL("--help does not mention a flag");
       fprintf(stderr, "\n  missing %s", flags[i]);
     }
+  scn_proc_free(&p);
 
   /* Bad flags and values: one line on stderr, exit 2. Ports are ephemeral in case a bad
    * value were taken. */
   static const char *const bad[][3] = {
-      {"--bogus", NULL, NULL},         {"--max-line", "abc", NULL},
-      {"--listen", "nope", NULL},      {"--max-clients", "0", NULL},
-      {"--tick-hz", "0", NULL},        {"--max-worlds", "-1", NULL},
-      {"--max-line", NULL, NULL},      {"stray", NULL, NULL},
-      {"--max-line=12x", NULL, NULL},  {"--listen", "127.0.0.1:99999", NULL},
-      {"--max-transforms", "1.5", NULL}, {"--http", "nohost", NULL},
-      {"-x", NULL, NULL},              {"--output-limit", "lots", NULL},
-      {"--listen", "localhost:0", NULL}, {"--http", "localhost:0", NULL},
-      {"--auth-token", "", NULL},      {"--data", "/dev/null", NULL},
-      {"--data", "/dev/null/sub", NULL}, {"--auth-token", "-h", "--bogus"},
+      {"--bogus", NULL, NULL},
+      {"--max-line", "abc", NULL},
+      {"--listen", "nope", NULL},
+      {"--max-clients", "0", NULL},
+      {"--tick-hz", "0", NULL},
+      {"--max-worlds", "-1", NULL},
+      {"--max-line", NULL, NULL},
+      {"stray", NULL, NULL},
+      {"--max-line=12x", NULL, NULL},
+      {"--listen", "127.0.0.1:99999", NULL},
+      {"--max-transforms", "1.5", NULL},
+      {"--http", "nohost", NULL},
+      {"-x", NULL, NULL},
+      {"--output-limit", "lots", NULL},
+      {"--listen", "localhost:0", NULL},
+      {"--http", "localhost:0", NULL},
+      {"--auth-token", "", NULL},
+      {"--data", "/dev/null", NULL},
+      {"--data", "/dev/null/sub", NULL},
+      {"--auth-token", "-h", "--bogus"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     const char *args[8] = {"--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"};
@@ -2770,99 +2678,55 @@ static void test_command_line(void) {
     for (int k = 0; k < 3 && bad[i][k]; k++)
       args[n++] = bad[i][k];
     args[n] = NULL;
-    st = run_bin(args, out, sizeof out, err, sizeof err);
+    int code = run_bin(&p, args);
+    const char *err = text_str(&p.err);
     size_t len = strlen(err);
-    char *nl = strchr(err, '\n');
+    const char *nl = strchr(err, '\n');
     bool one_line = len > 1 && nl == err + len - 1;
-    bool good = st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 2 && one_line && out[0] == '\0';
+    bool good = code == 2 && one_line && p.out.len == 0;
     CU_ASSERT_TRUE(good);
     if (!good)
-      fprintf(stderr, "\n  scened %s %s: status %d, stderr \"%s\", stdout \"%.100s\"", bad[i][0],
-              bad[i][1] ? bad[i][1] : "", st, err, out);
+      fprintf(stderr, "\n  scened %s %s: exit %d, stderr \"%s\", stdout \"%.100s\"", bad[i][0],
+              bad[i][1] ? bad[i][1] : "", code, err, text_str(&p.out));
+    scn_proc_free(&p);
   }
 }
 
 /* ---- HTTP ------------------------------------------------------------------------------------ */
 
-/* Sends a raw request and reads until the server closes (or 3 s pass). Returns the status code
- * (0 when there is none); body gets the whole response (caller frees); closed says whether the
- * server closed the connection. */
-static int http_raw(int port, const char *req, char **resp, bool *closed) {
-  *resp = NULL;
-  *closed = false;
-  scn_client c;
-  if (scn_client_connect(&c, port) != 0)
-    return 0;
-  scn_client_send_raw(&c, req, strlen(req));
-  text b = {0};
-  long deadline = scn_now_ms() + 3000;
-  char tmp[8192];
-  while (scn_now_ms() < deadline) {
-    struct pollfd p = {.fd = c.fd, .events = POLLIN};
-    if (poll(&p, 1, 50) <= 0)
-      continue;
-    ssize_t n = recv(c.fd, tmp, sizeof tmp, 0);
-    if (n <= 0) {
-      *closed = true;
-      break;
-    }
-    text_add(&b, tmp, (size_t)n);
-  }
-  scn_client_close(&c);
-  int status = 0;
-  if (b.s && !strncmp(b.s, "HTTP/1.", 7) && b.len > 12)
-    status = atoi(b.s + 9);
-  *resp = b.s ? b.s : strdup("");
-  return status;
-}
-
-static int http_get(int port, const char *path, char **resp) {
-  char req[256];
-  snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
-  bool closed;
-  return http_raw(port, req, resp, &closed);
-}
-
-/* The value of scened_commands_total{command="ping"}, -1 when missing. */
-static double ping_count(const char *page) {
-  const char *key = "\nscened_commands_total{command=\"ping\"} ";
-  const char *at = strstr(page, key);
-  return at ? strtod(at + strlen(key), NULL) : -1;
-}
-
 static void test_http(void) {
   int port = dmain.http_port;
   CU_ASSERT_TRUE_FATAL(port > 0);
   char *resp;
-  CU_ASSERT_EQUAL(http_get(port, "/healthz", &resp), 200);
+  CU_ASSERT_EQUAL(scn_http_get(port, "/healthz", &resp), 200);
   free(resp);
-  CU_ASSERT_EQUAL(http_get(port, "/readyz", &resp), 200);
+  CU_ASSERT_EQUAL(scn_http_get(port, "/readyz", &resp), 200);
   free(resp);
-  CU_ASSERT_EQUAL(http_get(port, "/metrics", &resp), 200);
+  CU_ASSERT_EQUAL(scn_http_get(port, "/metrics", &resp), 200);
   CU_ASSERT_PTR_NOT_NULL(strstr(resp, "\n# TYPE "));
   CU_ASSERT_PTR_NOT_NULL(strstr(resp, "# TYPE scened_commands_total counter\n"));
-  double before = ping_count(resp);
+  double before = scn_metric(resp, "scened_commands_total{command=\"ping\"}");
   CU_ASSERT_TRUE(before >= 0);
   free(resp);
   scn_client c;
-  if (connect_to(&c, dmain.port)) {
+  if (CONNECT(&c, dmain.port)) {
     for (int i = 0; i < 3; i++)
       OKD(&c, "{\"cmd\":\"ping\"}");
     scn_client_close(&c);
   }
-  CU_ASSERT_EQUAL(http_get(port, "/metrics", &resp), 200);
-  CU_ASSERT_EQUAL(ping_count(resp), before + 3);
+  CU_ASSERT_EQUAL(scn_http_get(port, "/metrics", &resp), 200);
+  CU_ASSERT_EQUAL(scn_metric(resp, "scened_commands_total{command=\"ping\"}"), before + 3);
   free(resp);
-  CU_ASSERT_EQUAL(http_get(port, "/nope", &resp), 404);
+  CU_ASSERT_EQUAL(scn_http_get(port, "/nope", &resp), 404);
   free(resp);
-  CU_ASSERT_EQUAL(http_get(port, "/metrics/x", &resp), 404);
+  CU_ASSERT_EQUAL(scn_http_get(port, "/metrics/x", &resp), 404);
   free(resp);
   /* Two requests on one connection. */
   bool closed;
-  int st = http_raw(port,
-                    "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
-                    "GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-                    &resp, &closed);
+  int st = scn_http_raw(port,
+                        "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                        "GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                        &resp, &closed);
   CU_ASSERT_EQUAL(st, 200);
   const char *second = strstr(resp + 1, "HTTP/1.1 200");
   CU_ASSERT_PTR_NOT_NULL(second);
@@ -2872,7 +2736,7 @@ static void test_http(void) {
   static const char *const bad[] = {"BLAH\r\n\r\n", "GET / HTTP/1.1\r\nHost x\r\n\r\n",
                                     "\x01\x02\x03 garbage\r\n\r\n", "GET /healthz HTTP/9\r\n\r\n"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-    st = http_raw(port, bad[i], &resp, &closed);
+    st = scn_http_raw(port, bad[i], &resp, &closed);
     CU_ASSERT_EQUAL(st, 400);
     CU_ASSERT_TRUE(closed);
     if (st != 400 || !closed)
@@ -2880,7 +2744,7 @@ static void test_http(void) {
     free(resp);
   }
   /* The protocol port is unaffected. */
-  if (connect_to(&c, dmain.port)) {
+  if (CONNECT(&c, dmain.port)) {
     OKD(&c, "{\"cmd\":\"ping\"}");
     scn_client_close(&c);
   }
@@ -2896,13 +2760,7 @@ static int suite_clean(void) {
 }
 
 int scn_test_register_daemon_commands(void) {
-  CU_pSuite s = CU_add_suite("daemon_commands", suite_init, suite_clean);
-  if (!s)
-    return -1;
-  struct {
-    const char *name;
-    CU_TestFunc fn;
-  } tests[] = {
+  static const scn_test tests[] = {
       {"ping and hello", test_ping_hello},
       {"world.create, destroy, list", test_worlds},
       {"entity.create: count and its limit", test_entity_create},
@@ -2937,8 +2795,5 @@ int scn_test_register_daemon_commands(void) {
       {"command line", test_command_line},
       {"http: healthz, readyz, metrics, 404, 400", test_http},
   };
-  for (size_t i = 0; i < sizeof tests / sizeof *tests; i++)
-    if (!CU_add_test(s, tests[i].name, tests[i].fn))
-      return -1;
-  return 0;
+  return SCN_ADD_SUITE("daemon_commands", suite_init, suite_clean, tests);
 }

@@ -1,59 +1,24 @@
 /* Operating the daemon: /metrics accepted by promtool, info carrying the same figures,
  * configuration precedence (flag > environment > file > default), logfmt logs that never show
  * the token, and signals (SIGTERM drains and exits 0; a second signal exits at once). */
-#include "harness.h"
+#include "daemon_fixtures.h"
+#include "suites.h"
 
 #include <CUnit/CUnit.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-int scn_test_register_daemon_ops(void);
-
 /* GET path from the daemon's HTTP port; the body (caller frees) or NULL. */
 static char *http_body(int port, const char *path, int *status) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-    if (fd >= 0)
-      close(fd);
-    return NULL;
-  }
-  char req[256];
-  int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
-  if (write(fd, req, (size_t)n) != n) {
-    close(fd);
-    return NULL;
-  }
-  size_t cap = 1 << 16, len = 0;
-  char *buf = malloc(cap);
-  ssize_t got;
-  while (buf && (got = read(fd, buf + len, cap - len - 1)) > 0) {
-    len += (size_t)got;
-    if (cap - len < 2) {
-      char *p = realloc(buf, cap *= 2);
-      if (!p) {
-        free(buf);
-        buf = NULL;
-      } else {
-        buf = p;
-      }
-    }
-  }
-  close(fd);
-  if (!buf)
-    return NULL;
-  buf[len] = '\0';
-  *status = atoi(buf + 9);
-  char *body = strstr(buf, "\r\n\r\n");
-  char *out = strdup(body ? body + 4 : "");
-  free(buf);
+  char *resp;
+  *status = scn_http_get(port, path, &resp);
+  const char *body = *status ? strstr(resp, "\r\n\r\n") : NULL;
+  char *out = *status ? strdup(body ? body + 4 : "") : NULL;
+  free(resp);
   return out;
 }
 
@@ -65,11 +30,11 @@ static bool have(const char *tool) {
 
 static void test_metrics_promtool(void) {
   scn_daemon d;
-  CU_ASSERT_FATAL(scn_daemon_start(&d, NULL) == 0);
   scn_client c;
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-  cJSON_Delete(scn_client_call(&c, "{\"cmd\":\"world.create\",\"world\":\"m\"}"));
-  cJSON_Delete(scn_client_call(&c, "{\"cmd\":\"nope\"}"));
+  if (!START_CONNECTED(&d, &c, NULL))
+    return;
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"m\"}");
+  ERR(&c, "UNKNOWN_COMMAND", "{\"cmd\":\"nope\"}");
   int status = 0;
   char *page = http_body(d.http_port, "/metrics", &status);
   CU_ASSERT_EQUAL(status, 200);
@@ -97,7 +62,7 @@ static void test_metrics_promtool(void) {
   }
   free(page);
   /* info has the same figures under "metrics", by the same names */
-  cJSON *info = scn_client_call(&c, "{\"cmd\":\"info\"}");
+  cJSON *info = OK(&c, "{\"cmd\":\"info\"}");
   const cJSON *m = cJSON_GetObjectItemCaseSensitive(info, "metrics");
   CU_ASSERT_PTR_NOT_NULL_FATAL(m);
   const cJSON *errors = cJSON_GetObjectItemCaseSensitive(m, "command_errors_total");
@@ -109,8 +74,7 @@ static void test_metrics_promtool(void) {
   CU_ASSERT_EQUAL(status, 200);
   free(page);
   scn_client_close(&c);
-  int st = scn_daemon_stop(&d, SIGTERM, 5000);
-  CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  STOP_OK(&d, 5000);
 }
 
 /* The tick rate the daemon reports in info. */
@@ -134,18 +98,25 @@ static void test_config_precedence(void) {
   close(fd);
   scn_daemon d;
   const char *file_only[] = {"--config", path, NULL};
-  CU_ASSERT_FATAL(scn_daemon_start(&d, file_only) == 0);
+  if (!START(&d, file_only))
+    return;
   CU_ASSERT_EQUAL(tick_hz_of(&d), 30); /* file > default */
   scn_daemon_stop(&d, SIGTERM, 5000);
   setenv("SCENED_TICK_HZ", "40", 1);
-  CU_ASSERT_FATAL(scn_daemon_start(&d, file_only) == 0);
-  CU_ASSERT_EQUAL(tick_hz_of(&d), 40); /* environment > file */
-  scn_daemon_stop(&d, SIGTERM, 5000);
+  bool up = START(&d, file_only);
+  if (up) {
+    CU_ASSERT_EQUAL(tick_hz_of(&d), 40); /* environment > file */
+    scn_daemon_stop(&d, SIGTERM, 5000);
+  }
   const char *with_flag[] = {"--config", path, "--tick-hz", "50", NULL};
-  CU_ASSERT_FATAL(scn_daemon_start(&d, with_flag) == 0);
-  CU_ASSERT_EQUAL(tick_hz_of(&d), 50); /* flag > environment */
-  scn_daemon_stop(&d, SIGTERM, 5000);
+  up = up && START(&d, with_flag);
+  if (up) {
+    CU_ASSERT_EQUAL(tick_hz_of(&d), 50); /* flag > environment */
+    scn_daemon_stop(&d, SIGTERM, 5000);
+  }
   unsetenv("SCENED_TICK_HZ");
+  if (!up)
+    return;
   /* an invalid value in the file names the file, the line and the setting; exit 2 */
   FILE *f = fopen(path, "w");
   fputs("tick_hz = 30\nmax-clients = lots\n", f);
@@ -154,7 +125,9 @@ static void test_config_precedence(void) {
   snprintf(cmd, sizeof cmd, "\"$SCENED_BIN\" --config %s 2>%s.err; echo $? > %s.rc", path, path,
            path);
   CU_ASSERT_EQUAL(system(cmd), 0);
-  snprintf(cmd, sizeof cmd, "grep -q '^2$' %s.rc && grep -q '%s:2' %s.err && grep -q max-clients %s.err && test $(wc -l < %s.err) -eq 1",
+  snprintf(cmd, sizeof cmd,
+           "grep -q '^2$' %s.rc && grep -q '%s:2' %s.err && grep -q max-clients %s.err && test "
+           "$(wc -l < %s.err) -eq 1",
            path, path, path, path, path);
   CU_ASSERT_EQUAL(system(cmd), 0);
   snprintf(cmd, sizeof cmd, "rm -f %s %s.err %s.rc", path, path, path);
@@ -164,19 +137,14 @@ static void test_config_precedence(void) {
 static void test_logs(void) {
   scn_daemon d;
   const char *args[] = {"--auth-token", "s3cret-token", "--log-level", "debug", NULL};
-  CU_ASSERT_FATAL(scn_daemon_start(&d, args) == 0);
   scn_client c;
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-  cJSON *r = scn_client_call(&c, "{\"cmd\":\"hello\",\"token\":\"wrong\"}");
-  CU_ASSERT_STRING_EQUAL(scn_resp_code(r), "UNAUTHORIZED");
-  cJSON_Delete(r);
-  r = scn_client_call(&c, "{\"cmd\":\"hello\",\"token\":\"s3cret-token\"}");
-  CU_ASSERT_TRUE(scn_resp_ok(r));
-  cJSON_Delete(r);
+  if (!START_CONNECTED(&d, &c, args))
+    return;
+  ERR(&c, "UNAUTHORIZED", "{\"cmd\":\"hello\",\"token\":\"wrong\"}");
+  OKD(&c, "{\"cmd\":\"hello\",\"token\":\"s3cret-token\"}");
   scn_client_close(&c);
   usleep(100000);
-  int st = scn_daemon_stop(&d, SIGTERM, 5000);
-  CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  STOP_OK(&d, 5000);
   CU_ASSERT_TRUE(scn_daemon_log_contains(&d, "level=info msg=\"started\""));
   CU_ASSERT_TRUE(scn_daemon_log_contains(&d, "level=debug msg=\"connection opened\""));
   CU_ASSERT_TRUE(scn_daemon_log_contains(&d, "level=warn msg=\"authentication failed\""));
@@ -184,31 +152,18 @@ static void test_logs(void) {
   CU_ASSERT_FALSE(scn_daemon_log_contains(&d, "s3cret-token"));
   /* every line is logfmt: ts=... level=... msg="..." */
   char cmd[512];
-  snprintf(cmd, sizeof cmd,
-           "grep -v -E '^ts=[0-9T:.-]+Z level=(debug|info|warn|error) msg=\"[^\"]*\"' %s | grep -q .",
-           d.log_path);
+  snprintf(
+      cmd, sizeof cmd,
+      "grep -v -E '^ts=[0-9T:.-]+Z level=(debug|info|warn|error) msg=\"[^\"]*\"' %s | grep -q .",
+      d.log_path);
   CU_ASSERT_NOT_EQUAL(system(cmd), 0);
-}
-
-/* Waits for the daemon to exit by itself; its status, or -1 (then it is killed). */
-static int wait_exit(scn_daemon *d, int timeout_ms) {
-  int status;
-  for (int waited = 0; waited < timeout_ms; waited += 5) {
-    if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
-      d->pid = 0;
-      return status;
-    }
-    usleep(5000);
-  }
-  scn_daemon_stop(d, SIGKILL, 1000);
-  return -1;
 }
 
 static void test_signals(void) {
   scn_daemon d;
-  CU_ASSERT_FATAL(scn_daemon_start(&d, NULL) == 0);
   scn_client c;
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
+  if (!START_CONNECTED(&d, &c, NULL))
+    return;
   /* requests already sent are answered before the daemon exits */
   char batch[64 * 200];
   size_t len = 0;
@@ -225,29 +180,28 @@ static void test_signals(void) {
   }
   CU_ASSERT_EQUAL(answered, 200);
   scn_client_close(&c);
-  int st = wait_exit(&d, 6000); /* no second signal: that one would exit at once */
+  int st = scn_daemon_wait(&d, 6000); /* no second signal: that one would exit at once */
   CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
   /* a second signal while it drains a stuck client exits at once */
-  CU_ASSERT_FATAL(scn_daemon_start(&d, NULL) == 0);
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
+  if (!START_CONNECTED(&d, &c, NULL))
+    return;
   for (int i = 0; i < 64; i++) /* many replies the client never reads */
     scn_client_send_raw(&c, "{\"cmd\":\"info\"}\n", 15);
   usleep(100000);
   kill(d.pid, SIGTERM);
   usleep(100000);
   kill(d.pid, SIGTERM);
-  st = wait_exit(&d, 2000);
+  st = scn_daemon_wait(&d, 2000);
   CU_ASSERT(st != -1); /* it left at once, without needing a kill */
   scn_client_close(&c);
 }
 
 int scn_test_register_daemon_ops(void) {
-  CU_pSuite s = CU_add_suite("daemon_ops", NULL, NULL);
-  if (!s)
-    return -1;
-  if (!CU_add_test(s, "metrics: promtool, info, readyz", test_metrics_promtool) ||
-      !CU_add_test(s, "config precedence", test_config_precedence) ||
-      !CU_add_test(s, "logfmt logs", test_logs) || !CU_add_test(s, "signals", test_signals))
-    return -1;
-  return 0;
+  static const scn_test tests[] = {
+      {"metrics: promtool, info, readyz", test_metrics_promtool},
+      {"config precedence", test_config_precedence},
+      {"logfmt logs", test_logs},
+      {"signals", test_signals},
+  };
+  return SCN_ADD_SUITE("daemon_ops", NULL, NULL, tests);
 }

@@ -4,23 +4,20 @@
  * dropped with a warning, other damage to the snapshot or a journal refuses the start unless
  * --recover, unusable or locked data directories exit 2, save and autosave. Every test has its
  * own temporary data directory. */
-#include "harness.h"
+#include "daemon_fixtures.h"
+#include "suites.h"
 
 #include <CUnit/CUnit.h>
 #include <dirent.h>
-#include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define JOURNAL_MAGIC 0x524A4353u /* "SCJR", as in server/journal.h */
@@ -119,21 +116,6 @@ static void sl_free(strlist *l) {
   memset(l, 0, sizeof *l);
 }
 
-static char *read_text(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  text b = {0};
-  char tmp[4096];
-  size_t n;
-  while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
-    text_add(&b, tmp, n);
-  fclose(f);
-  if (!b.s)
-    text_add(&b, "", 0);
-  return b.s;
-}
-
 static size_t count_lines(const char *s) {
   size_t n = 0;
   for (; *s; s++)
@@ -154,24 +136,9 @@ static bool start_on(scn_daemon *d, const char *dir, const char *const *extra) {
   for (int i = 0; extra && extra[i] && n < 30; i++)
     args[n++] = extra[i];
   args[n] = NULL;
-  int rc = scn_daemon_start(d, args);
+  bool up = START(d, args);
   remember_log(d->log_path);
-  if (rc != 0) {
-    CU_FAIL("the daemon did not start");
-    char *log = read_text(d->log_path);
-    fprintf(stderr, "\n  daemon log:\n%.2000s\n", log ? log : "(none)");
-    free(log);
-    return false;
-  }
-  return true;
-}
-
-/* SIGTERM: the daemon must exit 0. */
-static void stop_clean(scn_daemon *d) {
-  int status = scn_daemon_stop(d, SIGTERM, 15000);
-  CU_ASSERT(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  if (!(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0))
-    fprintf(stderr, "\n  clean stop gave status %d\n", status);
+  return up;
 }
 
 static void kill9(scn_daemon *d) {
@@ -179,66 +146,26 @@ static void kill9(scn_daemon *d) {
   CU_ASSERT(status != -1 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
 
-/* Runs scened (--listen 127.0.0.1:0 --http off plus args) expecting it to exit by itself within
+/* Runs scened --listen 127.0.0.1:0 --http off --data dir expecting it to exit by itself within
  * timeout_ms; returns its waitpid status (or -1 when it kept running and was killed) and what it
  * wrote to stderr in *text (caller frees). */
-static int run_expect_exit(const char *const *args, char **text, int timeout_ms) {
-  const char *bin = getenv("SCENED_BIN");
-  if (!bin)
-    bin = "build/scened";
-  static int serial;
-  char log[128];
-  snprintf(log, sizeof log, "/tmp/scened-persist-refused-%d-%d.log", (int)getpid(), ++serial);
-  const char *argv[40] = {bin, "--listen", "127.0.0.1:0", "--http", "off"};
-  int argc = 5;
-  for (int i = 0; args && args[i] && argc < 38; i++)
-    argv[argc++] = args[i];
-  argv[argc] = NULL;
-  *text = NULL;
-  pid_t pid = fork();
-  if (pid < 0)
-    return -1;
-  if (pid == 0) {
-    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      dup2(fd, 2);
-      close(fd);
-    }
-    execv(bin, (char *const *)argv);
-    _exit(127);
-  }
-  int status = -1;
-  long deadline = scn_now_ms() + timeout_ms;
-  for (;;) {
-    if (waitpid(pid, &status, WNOHANG) == pid)
-      break;
-    if (scn_now_ms() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      status = -1;
-      break;
-    }
-    scn_sleep_ms(5);
-  }
-  *text = read_text(log);
-  if (!*text)
-    *text = strdup("");
-  unlink(log);
-  return status;
+static int run_expect_exit(const char *dir, char **text, int timeout_ms) {
+  const char *args[] = {"--listen", "127.0.0.1:0", "--http", "off", "--data", dir, NULL};
+  scn_proc p;
+  if (scn_proc_start(&p, scn_daemon_bin(), args, NULL, NULL, 0))
+    scn_proc_wait(&p, timeout_ms);
+  *text = strdup(text_str(&p.err));
+  scn_proc_free(&p);
+  return p.status;
 }
 
 /* ---- talking -------------------------------------------------------------------------------- */
-
-static void report(const char *what, const char *text) {
-  fprintf(stderr, "\n  %s: %.600s\n", what, text ? text : "(nothing)");
-}
 
 /* Runs scened --data dir expecting a refusal that names what (and what2, unless NULL): a
  * non-zero exit. */
 static void expect_refused(const char *dir, const char *what, const char *what2) {
   char *text;
-  const char *const plain[] = {"--data", dir, NULL};
-  int status = run_expect_exit(plain, &text, 5000);
+  int status = run_expect_exit(dir, &text, 5000);
   bool good = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) != 0 && strstr(text, what) &&
               (!what2 || strstr(text, what2));
   CU_ASSERT(good);
@@ -248,80 +175,30 @@ static void expect_refused(const char *dir, const char *what, const char *what2)
   free(text);
 }
 
-/* A request that must succeed; returns the response (caller deletes) or NULL after a failure. */
-static cJSON *call_ok(scn_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static cJSON *call_ok(scn_client *c, const char *fmt, ...) {
-  char line[4096];
+/* transform.create (printf-style); the new entity's id, 0 after a failure. */
+static uint64_t create_tf_at(const char *file, int line, scn_client *c, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static uint64_t create_tf_at(const char *file, int line, scn_client *c, const char *fmt, ...) {
+  text req = {0};
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
+  text_vaddf(&req, fmt, ap);
   va_end(ap);
-  cJSON *r = scn_client_call(c, "%s", line);
-  if (!scn_resp_ok(r)) {
-    CU_FAIL("a request that must succeed failed");
-    char *s = r ? cJSON_PrintUnformatted(r) : NULL;
-    fprintf(stderr, "\n  request: %s\n  response: %s\n", line, s ? s : "(none)");
-    free(s);
-    cJSON_Delete(r);
-    return NULL;
-  }
-  return r;
-}
-
-static void must(scn_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void must(scn_client *c, const char *fmt, ...) {
-  char line[4096];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  cJSON_Delete(call_ok(c, "%s", line));
-}
-
-/* The error code of a request that must fail. */
-static bool fails_with(scn_client *c, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static bool fails_with(scn_client *c, const char *code, const char *fmt, ...) {
-  char line[4096];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  cJSON *r = scn_client_call(c, "%s", line);
-  bool ok = r && strcmp(scn_resp_code(r), code) == 0;
-  if (!ok) {
-    char *s = r ? cJSON_PrintUnformatted(r) : NULL;
-    fprintf(stderr, "\n  request: %s\n  expected %s, got: %s\n", line, code, s ? s : "(none)");
-    free(s);
-  }
-  cJSON_Delete(r);
-  return ok;
-}
-
-/* A new entity's id from transform.create (0 after a failure). */
-static uint64_t create_tf(scn_client *c, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static uint64_t create_tf(scn_client *c, const char *fmt, ...) {
-  char line[4096];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  cJSON *r = call_ok(c, "%s", line);
+  cJSON *r = scn_ok_at(file, line, c, "%s", text_str(&req));
+  text_free(&req);
   double e = scn_resp_num(r, "entity");
   cJSON_Delete(r);
   return e > 0 ? (uint64_t)e : 0;
 }
+#define CREATE_TF(c, ...) create_tf_at(__FILE__, __LINE__, (c), __VA_ARGS__)
 
 /* Sends every request of q (pipelined, in chunks so neither side's buffers fill) and returns
  * the response lines joined by '\n' (caller frees), or NULL when one did not come. When
  * all_ok, every response must be a success. */
 static char *exchange(int port, const strlist *q, bool all_ok) {
   scn_client c;
-  if (scn_client_connect(&c, port) != 0) {
-    CU_FAIL("connect failed");
+  if (!CONNECT(&c, port))
     return NULL;
-  }
   text out = {0};
   text_add(&out, "", 0);
   bool good = true;
@@ -339,14 +216,14 @@ static char *exchange(int port, const strlist *q, bool all_ok) {
       char *line = scn_client_recv(&c, 10000);
       if (!line) {
         CU_FAIL("a pipelined response did not come");
-        report("request", q->v[k]);
+        scn_report_text("request", q->v[k]);
         good = false;
         break;
       }
       if (all_ok && !strstr(line, "\"ok\":true")) {
         CU_FAIL("a pipelined request that must succeed failed");
-        report("request", q->v[k]);
-        report("response", line);
+        scn_report_text("request", q->v[k]);
+        scn_report_text("response", line);
         good = false;
       }
       text_add(&out, line, strlen(line));
@@ -415,8 +292,8 @@ static char *capture(int port, const char *const *worlds, size_t nworlds, const 
 
 /* The local matrix of a transform, or false. */
 static bool get_local(scn_client *c, const char *world, uint64_t e, double m[16]) {
-  cJSON *r = call_ok(c, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%llu}", world,
-                     (unsigned long long)e);
+  cJSON *r = OK(c, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%llu}", world,
+                (unsigned long long)e);
   const cJSON *local = r ? cJSON_GetObjectItemCaseSensitive(r, "local") : NULL;
   bool ok = cJSON_IsArray(local) && cJSON_GetArraySize(local) == 16;
   for (int i = 0; ok && i < 16; i++) {
@@ -564,31 +441,30 @@ static void test_clean_restart_keeps_everything(void) {
   size_t nids = 0;
   if (!start_on(&d, dir, NULL))
     goto out;
-  if (scn_client_connect(&c, d.port) != 0) {
-    CU_FAIL("connect failed");
+  if (!CONNECT(&c, d.port)) {
     scn_daemon_stop(&d, SIGKILL, 2000);
     goto out;
   }
   for (int w = 0; w < 3; w++)
-    must(&c, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", WORLDS3[w]);
+    OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", WORLDS3[w]);
 
   /* alpha: 10 named roots, 10 children each, one grandchild under every child. */
   uint64_t roots[10], kids[10][10], grand[10][10];
   for (int r = 0; r < 10; r++) {
     roots[r] = ids[nids++] =
-        create_tf(&c,
+        CREATE_TF(&c,
                   "{\"cmd\":\"transform.create\",\"world\":\"alpha\",\"name\":\"root%d\","
                   "\"t\":[%d.1,%g,-0.3],\"r\":[0.1,%g,0.3,0.9],\"s\":%g}",
                   r, r, r * 0.7, 0.05 * r, 1.0 + r * 0.01);
     for (int k = 0; k < 10; k++) {
       kids[r][k] = ids[nids++] =
-          create_tf(&c,
+          CREATE_TF(&c,
                     "{\"cmd\":\"transform.create\",\"world\":\"alpha\",\"parent\":%llu,"
                     "\"name\":\"n%d\",\"t\":[%g,%g,%g],\"r\":[%g,0.2,-0.4,1],\"s\":[1,%g,0.5]}",
                     (unsigned long long)roots[r], k, k * 0.33, -k * 1.7, r * 0.01 + 0.123, 0.01 * k,
                     1.0 + k * 0.125);
       grand[r][k] = ids[nids++] =
-          create_tf(&c,
+          CREATE_TF(&c,
                     "{\"cmd\":\"transform.create\",\"world\":\"alpha\",\"parent\":%llu,"
                     "\"name\":\"g0\",\"t\":[0.7,%g,0.01],\"r\":[0,0,%g,1]}",
                     (unsigned long long)kids[r][k], r * 0.1 + k * 0.013, 0.3 + k * 0.02);
@@ -602,19 +478,19 @@ static void test_clean_restart_keeps_everything(void) {
     if (parent)
       snprintf(par, sizeof par, ",\"parent\":%llu", (unsigned long long)parent);
     chain[i] = parent = ids[nids++] =
-        create_tf(&c,
+        CREATE_TF(&c,
                   "{\"cmd\":\"transform.create\",\"world\":\"beta\"%s,\"name\":\"link%d\","
                   "\"t\":[0.1,%g,0],\"r\":[0,0.05,0,1]}",
                   par, i, 0.25 + i * 0.001);
   }
   for (int r = 0; r < 2; r++)
     for (int k = 0; k < 10; k++)
-      must(&c,
-           "{\"cmd\":\"transform.create\",\"world\":\"beta\",\"entity\":%llu,"
-           "\"name\":\"shared%d_%d\",\"t\":[%d,%d,%g]}",
-           (unsigned long long)grand[r][k], r, k, r, k, 1.0 / 3.0);
+      OKD(&c,
+          "{\"cmd\":\"transform.create\",\"world\":\"beta\",\"entity\":%llu,"
+          "\"name\":\"shared%d_%d\",\"t\":[%d,%d,%g]}",
+          (unsigned long long)grand[r][k], r, k, r, k, 1.0 / 3.0);
   /* Entities made apart from transforms, placed in beta and gamma. */
-  cJSON *made = call_ok(&c, "{\"cmd\":\"entity.create\",\"count\":40}");
+  cJSON *made = OK(&c, "{\"cmd\":\"entity.create\",\"count\":40}");
   const cJSON *list = made ? cJSON_GetObjectItemCaseSensitive(made, "entities") : NULL;
   uint64_t loose[40] = {0};
   for (int i = 0; i < 40 && cJSON_GetArraySize(list) == 40; i++)
@@ -622,98 +498,95 @@ static void test_clean_restart_keeps_everything(void) {
   cJSON_Delete(made);
   CU_ASSERT_FATAL(loose[39] != 0);
   for (int i = 0; i < 30; i++)
-    must(&c,
-         "{\"cmd\":\"transform.create\",\"world\":\"beta\",\"entity\":%llu,"
-         "\"parent\":%llu,\"name\":\"loose%d\",\"s\":%g}",
-         (unsigned long long)loose[i], (unsigned long long)chain[i % 60], i, 0.5 + i);
+    OKD(&c,
+        "{\"cmd\":\"transform.create\",\"world\":\"beta\",\"entity\":%llu,"
+        "\"parent\":%llu,\"name\":\"loose%d\",\"s\":%g}",
+        (unsigned long long)loose[i], (unsigned long long)chain[i % 60], i, 0.5 + i);
   for (int i = 0; i < 40; i++)
-    must(&c, "{\"cmd\":\"transform.create\",\"world\":\"gamma\",\"entity\":%llu,\"t\":[%d,0,0]}",
-         (unsigned long long)loose[i], i);
-  must(&c, "{\"cmd\":\"transform.create\",\"world\":\"gamma\",\"entity\":%llu}",
-       (unsigned long long)roots[0]);
+    OKD(&c, "{\"cmd\":\"transform.create\",\"world\":\"gamma\",\"entity\":%llu,\"t\":[%d,0,0]}",
+        (unsigned long long)loose[i], i);
+  OKD(&c, "{\"cmd\":\"transform.create\",\"world\":\"gamma\",\"entity\":%llu}",
+      (unsigned long long)roots[0]);
 
   /* Changes of every kind. */
-  must(&c,
-       "{\"cmd\":\"transform.rename\",\"world\":\"alpha\",\"entity\":%llu,\"name\":\"renamed3\"}",
-       (unsigned long long)roots[3]);
-  must(&c, "{\"cmd\":\"transform.rename\",\"world\":\"beta\",\"entity\":%llu,\"name\":null}",
-       (unsigned long long)chain[7]);
+  OKD(&c,
+      "{\"cmd\":\"transform.rename\",\"world\":\"alpha\",\"entity\":%llu,\"name\":\"renamed3\"}",
+      (unsigned long long)roots[3]);
+  OKD(&c, "{\"cmd\":\"transform.rename\",\"world\":\"beta\",\"entity\":%llu,\"name\":null}",
+      (unsigned long long)chain[7]);
   /* Child order: move n2 of root 4 to the end, then root 9 (keep world) under root 4. */
-  must(&c, "{\"cmd\":\"transform.unlink\",\"world\":\"alpha\",\"entity\":%llu,\"keep\":\"world\"}",
-       (unsigned long long)kids[4][2]);
-  must(&c, "{\"cmd\":\"transform.link\",\"world\":\"alpha\",\"entity\":%llu,\"parent\":%llu}",
-       (unsigned long long)kids[4][2], (unsigned long long)roots[4]);
-  must(&c,
-       "{\"cmd\":\"transform.link\",\"world\":\"alpha\",\"entity\":%llu,\"parent\":%llu,"
-       "\"keep\":\"world\"}",
-       (unsigned long long)roots[9], (unsigned long long)roots[4]);
-  must(&c,
-       "{\"cmd\":\"transform.link\",\"world\":\"alpha\",\"entity\":%llu,\"parent\":%llu,"
-       "\"keep\":\"local\"}",
-       (unsigned long long)roots[8], (unsigned long long)grand[4][5]);
-  must(&c,
-       "{\"cmd\":\"transform.set_world\",\"world\":\"alpha\",\"entity\":%llu,"
-       "\"t\":[3.25,-1.5,0.0625],\"r\":[0.3,0.1,0.2,0.8],\"s\":2.5}",
-       (unsigned long long)grand[7][3]);
-  must(&c,
-       "{\"cmd\":\"transform.set_world\",\"world\":\"beta\",\"entity\":%llu,"
-       "\"matrix\":[0,1,0,0,-1,0,0,0,0,0,1,0,5,6,7,1]}",
-       (unsigned long long)chain[40]);
-  must(&c,
-       "{\"cmd\":\"transform.set_local\",\"world\":\"alpha\",\"entity\":%llu,"
-       "\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0.1,0.2,0.3,1]}",
-       (unsigned long long)kids[1][1]);
+  OKD(&c, "{\"cmd\":\"transform.unlink\",\"world\":\"alpha\",\"entity\":%llu,\"keep\":\"world\"}",
+      (unsigned long long)kids[4][2]);
+  OKD(&c, "{\"cmd\":\"transform.link\",\"world\":\"alpha\",\"entity\":%llu,\"parent\":%llu}",
+      (unsigned long long)kids[4][2], (unsigned long long)roots[4]);
+  OKD(&c,
+      "{\"cmd\":\"transform.link\",\"world\":\"alpha\",\"entity\":%llu,\"parent\":%llu,"
+      "\"keep\":\"world\"}",
+      (unsigned long long)roots[9], (unsigned long long)roots[4]);
+  OKD(&c,
+      "{\"cmd\":\"transform.link\",\"world\":\"alpha\",\"entity\":%llu,\"parent\":%llu,"
+      "\"keep\":\"local\"}",
+      (unsigned long long)roots[8], (unsigned long long)grand[4][5]);
+  OKD(&c,
+      "{\"cmd\":\"transform.set_world\",\"world\":\"alpha\",\"entity\":%llu,"
+      "\"t\":[3.25,-1.5,0.0625],\"r\":[0.3,0.1,0.2,0.8],\"s\":2.5}",
+      (unsigned long long)grand[7][3]);
+  OKD(&c,
+      "{\"cmd\":\"transform.set_world\",\"world\":\"beta\",\"entity\":%llu,"
+      "\"matrix\":[0,1,0,0,-1,0,0,0,0,0,1,0,5,6,7,1]}",
+      (unsigned long long)chain[40]);
+  OKD(&c,
+      "{\"cmd\":\"transform.set_local\",\"world\":\"alpha\",\"entity\":%llu,"
+      "\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0.1,0.2,0.3,1]}",
+      (unsigned long long)kids[1][1]);
   /* Destroyed: an entity with transforms in alpha, beta and gamma ... */
   uint64_t gone_entity = grand[0][3];
-  must(&c, "{\"cmd\":\"entity.destroy\",\"entity\":%llu}", (unsigned long long)gone_entity);
-  must(&c, "{\"cmd\":\"entity.destroy\",\"entity\":%llu}", (unsigned long long)loose[35]);
+  OKD(&c, "{\"cmd\":\"entity.destroy\",\"entity\":%llu}", (unsigned long long)gone_entity);
+  OKD(&c, "{\"cmd\":\"entity.destroy\",\"entity\":%llu}", (unsigned long long)loose[35]);
   /* ... a subtree (recursive), and a node whose children become roots. */
-  must(&c, "{\"cmd\":\"transform.destroy\",\"world\":\"alpha\",\"entity\":%llu,\"recursive\":true}",
-       (unsigned long long)roots[5]);
-  must(&c, "{\"cmd\":\"transform.destroy\",\"world\":\"alpha\",\"entity\":%llu}",
-       (unsigned long long)roots[6]);
-  must(&c, "{\"cmd\":\"transform.destroy\",\"world\":\"beta\",\"entity\":%llu}",
-       (unsigned long long)chain[20]);
+  OKD(&c, "{\"cmd\":\"transform.destroy\",\"world\":\"alpha\",\"entity\":%llu,\"recursive\":true}",
+      (unsigned long long)roots[5]);
+  OKD(&c, "{\"cmd\":\"transform.destroy\",\"world\":\"alpha\",\"entity\":%llu}",
+      (unsigned long long)roots[6]);
+  OKD(&c, "{\"cmd\":\"transform.destroy\",\"world\":\"beta\",\"entity\":%llu}",
+      (unsigned long long)chain[20]);
   /* A batch, and a failed batch that must change nothing. */
-  cJSON *fresh = call_ok(&c, "{\"cmd\":\"entity.create\",\"count\":4}");
+  cJSON *fresh = OK(&c, "{\"cmd\":\"entity.create\",\"count\":4}");
   const cJSON *fl = fresh ? cJSON_GetObjectItemCaseSensitive(fresh, "entities") : NULL;
   uint64_t b[4] = {0};
   for (int i = 0; i < 4 && cJSON_GetArraySize(fl) == 4; i++)
     b[i] = ids[nids++] = (uint64_t)cJSON_GetArrayItem(fl, i)->valuedouble;
   cJSON_Delete(fresh);
   CU_ASSERT_FATAL(b[3] != 0);
-  must(&c,
-       "{\"cmd\":\"batch\",\"world\":\"alpha\",\"ops\":["
-       "{\"cmd\":\"transform.create\",\"entity\":%llu,\"name\":\"b0\",\"t\":[1,2,3]},"
-       "{\"cmd\":\"transform.create\",\"entity\":%llu,\"parent\":%llu,\"name\":\"b1\"},"
-       "{\"cmd\":\"transform.set_local\",\"entity\":%llu,\"r\":[0.2,0.3,0.4,0.5]},"
-       "{\"cmd\":\"transform.create\",\"entity\":%llu,\"parent\":%llu,\"s\":[2,3,4]},"
-       "{\"cmd\":\"transform.link\",\"entity\":%llu,\"parent\":%llu,\"keep\":\"world\"},"
-       "{\"cmd\":\"transform.rename\",\"entity\":%llu,\"name\":\"batch0\"}]}",
-       (unsigned long long)b[0], (unsigned long long)b[1], (unsigned long long)b[0],
-       (unsigned long long)b[1], (unsigned long long)b[2], (unsigned long long)b[1],
-       (unsigned long long)b[2], (unsigned long long)b[0], (unsigned long long)b[0]);
-  CU_ASSERT(fails_with(&c, "NOT_FOUND",
-                       "{\"cmd\":\"batch\",\"world\":\"alpha\",\"ops\":["
-                       "{\"cmd\":\"transform.create\",\"entity\":%llu,\"name\":\"b3\"},"
-                       "{\"cmd\":\"transform.link\",\"entity\":%llu,\"parent\":999999}]}",
-                       (unsigned long long)b[3], (unsigned long long)b[3]));
-  must(&c, "{\"cmd\":\"world.destroy\",\"world\":\"gamma\"}");
+  OKD(&c,
+      "{\"cmd\":\"batch\",\"world\":\"alpha\",\"ops\":["
+      "{\"cmd\":\"transform.create\",\"entity\":%llu,\"name\":\"b0\",\"t\":[1,2,3]},"
+      "{\"cmd\":\"transform.create\",\"entity\":%llu,\"parent\":%llu,\"name\":\"b1\"},"
+      "{\"cmd\":\"transform.set_local\",\"entity\":%llu,\"r\":[0.2,0.3,0.4,0.5]},"
+      "{\"cmd\":\"transform.create\",\"entity\":%llu,\"parent\":%llu,\"s\":[2,3,4]},"
+      "{\"cmd\":\"transform.link\",\"entity\":%llu,\"parent\":%llu,\"keep\":\"world\"},"
+      "{\"cmd\":\"transform.rename\",\"entity\":%llu,\"name\":\"batch0\"}]}",
+      (unsigned long long)b[0], (unsigned long long)b[1], (unsigned long long)b[0],
+      (unsigned long long)b[1], (unsigned long long)b[2], (unsigned long long)b[1],
+      (unsigned long long)b[2], (unsigned long long)b[0], (unsigned long long)b[0]);
+  ERR(&c, "NOT_FOUND",
+      "{\"cmd\":\"batch\",\"world\":\"alpha\",\"ops\":["
+      "{\"cmd\":\"transform.create\",\"entity\":%llu,\"name\":\"b3\"},"
+      "{\"cmd\":\"transform.link\",\"entity\":%llu,\"parent\":999999}]}",
+      (unsigned long long)b[3], (unsigned long long)b[3]);
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"gamma\"}");
   /* Checks before the restart: the destroyed id is stale everywhere. */
-  CU_ASSERT(fails_with(&c, "NOT_FOUND",
-                       "{\"cmd\":\"transform.get\",\"world\":\"alpha\",\"entity\":%llu}",
-                       (unsigned long long)gone_entity));
-  CU_ASSERT(fails_with(&c, "NOT_FOUND",
-                       "{\"cmd\":\"transform.create\",\"world\":\"beta\",\"entity\":%llu}",
-                       (unsigned long long)gone_entity));
-  CU_ASSERT(fails_with(&c, "NOT_FOUND",
-                       "{\"cmd\":\"transform.get\",\"world\":\"alpha\",\"entity\":%llu}",
-                       (unsigned long long)b[3]));
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.get\",\"world\":\"alpha\",\"entity\":%llu}",
+      (unsigned long long)gone_entity);
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.create\",\"world\":\"beta\",\"entity\":%llu}",
+      (unsigned long long)gone_entity);
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.get\",\"world\":\"alpha\",\"entity\":%llu}",
+      (unsigned long long)b[3]);
   scn_client_close(&c);
 
   char *before = capture(d.port, WORLDS3, 3, ids, nids);
   CU_ASSERT(before && strstr(before, "\"name\":\"batch0\"") && strstr(before, "renamed3"));
-  stop_clean(&d);
+  STOP_OK(&d, 15000);
 
   /* Twice: from the shutdown snapshot, and from a snapshot written by a restarted daemon. */
   for (int round = 0; round < 2; round++) {
@@ -723,31 +596,28 @@ static void test_clean_restart_keeps_everything(void) {
     expect_same(before, after, "state after a clean restart");
     free(after);
     scn_client k;
-    CU_ASSERT_FATAL(scn_client_connect(&k, d.port) == 0);
-    CU_ASSERT(fails_with(&k, "NOT_FOUND",
-                         "{\"cmd\":\"transform.create\",\"world\":\"alpha\",\"entity\":%llu}",
-                         (unsigned long long)gone_entity));
-    CU_ASSERT(fails_with(&k, "NOT_FOUND", "{\"cmd\":\"entity.destroy\",\"entity\":%llu}",
-                         (unsigned long long)loose[35]));
-    CU_ASSERT(fails_with(&k, "NOT_FOUND",
-                         "{\"cmd\":\"transform.get\",\"world\":\"gamma\",\"entity\":%llu}",
-                         (unsigned long long)loose[0]));
-    cJSON *p =
-        call_ok(&k, "{\"cmd\":\"transform.find\",\"world\":\"alpha\",\"path\":\"root4/root9\"}");
+    CONNECT_FATAL(&k, d.port);
+    ERR(&k, "NOT_FOUND", "{\"cmd\":\"transform.create\",\"world\":\"alpha\",\"entity\":%llu}",
+        (unsigned long long)gone_entity);
+    ERR(&k, "NOT_FOUND", "{\"cmd\":\"entity.destroy\",\"entity\":%llu}",
+        (unsigned long long)loose[35]);
+    ERR(&k, "NOT_FOUND", "{\"cmd\":\"transform.get\",\"world\":\"gamma\",\"entity\":%llu}",
+        (unsigned long long)loose[0]);
+    cJSON *p = OK(&k, "{\"cmd\":\"transform.find\",\"world\":\"alpha\",\"path\":\"root4/root9\"}");
     CU_ASSERT(scn_resp_num(p, "entity") == (double)roots[9]);
     cJSON_Delete(p);
-    p = call_ok(&k, "{\"cmd\":\"transform.find\",\"world\":\"alpha\",\"path\":\"batch0/b1\"}");
+    p = OK(&k, "{\"cmd\":\"transform.find\",\"world\":\"alpha\",\"path\":\"batch0/b1\"}");
     CU_ASSERT(scn_resp_num(p, "entity") == (double)b[1]);
     cJSON_Delete(p);
     scn_client_close(&k);
     if (round == 0) {
-      stop_clean(&d);
+      STOP_OK(&d, 15000);
       continue;
     }
     /* New entities never take an old id (slots of destroyed ones come back with a new
      * generation). */
-    CU_ASSERT_FATAL(scn_client_connect(&k, d.port) == 0);
-    cJSON *n = call_ok(&k, "{\"cmd\":\"entity.create\",\"count\":50}");
+    CONNECT_FATAL(&k, d.port);
+    cJSON *n = OK(&k, "{\"cmd\":\"entity.create\",\"count\":50}");
     const cJSON *nl = n ? cJSON_GetObjectItemCaseSensitive(n, "entities") : NULL;
     CU_ASSERT(cJSON_GetArraySize(nl) == 50);
     for (int i = 0; i < cJSON_GetArraySize(nl); i++) {
@@ -761,7 +631,7 @@ static void test_clean_restart_keeps_everything(void) {
     }
     cJSON_Delete(n);
     scn_client_close(&k);
-    stop_clean(&d);
+    STOP_OK(&d, 15000);
   }
   free(before);
 out:
@@ -776,10 +646,8 @@ static int stream_and_kill(scn_daemon *d, const uint64_t *ents, int nents, int t
                            int kill_at, int *acked, int *nacked) {
   scn_client c;
   *nacked = 0;
-  if (scn_client_connect(&c, d->port) != 0) {
-    CU_FAIL("connect failed");
+  if (!CONNECT(&c, d->port))
     return 0;
-  }
   int sent = 0, got = 0;
   bool killed = false, dead = false;
   long deadline = scn_now_ms() + 20000;
@@ -837,11 +705,11 @@ static void test_kill9_fsync_always_keeps_acknowledged(void) {
   if (!start_on(&d, dir, always))
     goto out;
   scn_client c;
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-  must(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
+  CONNECT_FATAL(&c, d.port);
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
   uint64_t ents[NENTS];
   for (int i = 0; i < NENTS; i++)
-    ents[i] = create_tf(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"name\":\"e%d\"}", i);
+    ents[i] = CREATE_TF(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"name\":\"e%d\"}", i);
   scn_client_close(&c);
   int acked[NENTS], nacked;
   for (int i = 0; i < NENTS; i++)
@@ -853,7 +721,7 @@ static void test_kill9_fsync_always_keeps_acknowledged(void) {
     CU_ASSERT(acked[i] >= KILL_AT - NENTS);
   if (!start_on(&d, dir, always))
     goto out;
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
+  CONNECT_FATAL(&c, d.port);
   for (int i = 0; i < NENTS; i++) {
     double m[16];
     CU_ASSERT_FATAL(get_local(&c, "w", ents[i], m));
@@ -866,7 +734,7 @@ static void test_kill9_fsync_always_keeps_acknowledged(void) {
     }
   }
   scn_client_close(&c);
-  stop_clean(&d);
+  STOP_OK(&d, 15000);
 out:
   end_test(dir);
 }
@@ -883,12 +751,12 @@ static void test_everysec_sigterm_loses_nothing(void) {
   if (!start_on(&d, dir, everysec))
     goto out;
   scn_client c;
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-  must(&c, "{\"cmd\":\"world.create\",\"world\":\"alpha\"}");
-  must(&c, "{\"cmd\":\"world.create\",\"world\":\"beta\"}");
+  CONNECT_FATAL(&c, d.port);
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"alpha\"}");
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"beta\"}");
   for (int i = 0; i < 100; i++)
     ids[nids++] =
-        create_tf(&c, "{\"cmd\":\"transform.create\",\"world\":\"alpha\",\"name\":\"x%d\"}", i);
+        CREATE_TF(&c, "{\"cmd\":\"transform.create\",\"world\":\"alpha\",\"name\":\"x%d\"}", i);
   strlist q = {0};
   for (int i = 0; i < 1000; i++)
     sl_add(&q,
@@ -906,12 +774,12 @@ static void test_everysec_sigterm_loses_nothing(void) {
   scn_client_close(&c);
   const char *const two[] = {"alpha", "beta"};
   char *before = capture(d.port, two, 2, ids, nids);
-  stop_clean(&d);
+  STOP_OK(&d, 15000);
   if (start_on(&d, dir, everysec)) {
     char *after = capture(d.port, two, 2, ids, nids);
     expect_same(before, after, "state after SIGTERM under everysec");
     free(after);
-    stop_clean(&d);
+    STOP_OK(&d, 15000);
   }
   free(before);
 out:
@@ -932,13 +800,13 @@ static void test_torn_journal_tail_dropped(void) {
   if (!start_on(&d, dir, always))
     goto out;
   scn_client c;
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-  must(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
+  CONNECT_FATAL(&c, d.port);
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
   for (int i = 0; i < 20; i++)
-    ids[i] = create_tf(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"t\":[%d,0.5,0]}", i);
+    ids[i] = CREATE_TF(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"t\":[%d,0.5,0]}", i);
   for (int i = 1; i < 20; i++)
-    must(&c, "{\"cmd\":\"transform.link\",\"world\":\"w\",\"entity\":%llu,\"parent\":%llu}",
-         (unsigned long long)ids[i], (unsigned long long)ids[i / 2]);
+    OKD(&c, "{\"cmd\":\"transform.link\",\"world\":\"w\",\"entity\":%llu,\"parent\":%llu}",
+        (unsigned long long)ids[i], (unsigned long long)ids[i / 2]);
   scn_client_close(&c);
   char *before = capture(d.port, w1, 1, ids, 20);
   kill9(&d);
@@ -964,9 +832,9 @@ static void test_torn_journal_tail_dropped(void) {
   CU_ASSERT(file_size(path) == size); /* trimmed back to the last whole record */
 
   /* One more acknowledged change, kill -9, then a few garbage bytes. */
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-  must(&c, "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,\"t\":[5,6,7]}",
-       (unsigned long long)ids[3]);
+  CONNECT_FATAL(&c, d.port);
+  OKD(&c, "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,\"t\":[5,6,7]}",
+      (unsigned long long)ids[3]);
   scn_client_close(&c);
   free(before);
   before = capture(d.port, w1, 1, ids, 20);
@@ -984,7 +852,7 @@ static void test_torn_journal_tail_dropped(void) {
   expect_same(before, after, "state after garbage at the end of the journal");
   CU_ASSERT(after && strstr(after, "[1,0,0,0,0,1,0,0,0,0,1,0,5,6,7,1]"));
   free(after);
-  stop_clean(&d);
+  STOP_OK(&d, 15000);
 done:
   free(before);
 out:
@@ -1005,10 +873,10 @@ static void test_corrupt_snapshot(void) {
   if (!ids || !start_on(&d, dir, NULL))
     goto out;
   scn_client c;
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-  must(&c, "{\"cmd\":\"world.create\",\"world\":\"keep\"}");
-  must(&c, "{\"cmd\":\"world.create\",\"world\":\"lost\"}");
-  cJSON *made = call_ok(&c, "{\"cmd\":\"entity.create\",\"count\":%d}", KEEP + LOST);
+  CONNECT_FATAL(&c, d.port);
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"keep\"}");
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"lost\"}");
+  cJSON *made = OK(&c, "{\"cmd\":\"entity.create\",\"count\":%d}", KEEP + LOST);
   const cJSON *list = made ? cJSON_GetObjectItemCaseSensitive(made, "entities") : NULL;
   CU_ASSERT_FATAL(cJSON_GetArraySize(list) == KEEP + LOST);
   for (int i = 0; i < KEEP + LOST; i++)
@@ -1029,7 +897,7 @@ static void test_corrupt_snapshot(void) {
   run_all_ok(d.port, &q);
   sl_free(&q);
   before = capture(d.port, keepw, 1, ids, KEEP);
-  stop_clean(&d);
+  STOP_OK(&d, 15000);
 
   char snap[256];
   snprintf(snap, sizeof snap, "%s/snapshot.scn", dir);
@@ -1053,8 +921,8 @@ static void test_corrupt_snapshot(void) {
   char *after = capture(d.port, keepw, 1, ids, KEEP);
   expect_same(before, after, "the world before the damage after --recover");
   free(after);
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-  cJSON *wl = call_ok(&c, "{\"cmd\":\"world.list\"}");
+  CONNECT_FATAL(&c, d.port);
+  cJSON *wl = OK(&c, "{\"cmd\":\"world.list\"}");
   const cJSON *worlds = wl ? cJSON_GetObjectItemCaseSensitive(wl, "worlds") : NULL;
   double lost_count = -1;
   for (int i = 0; i < cJSON_GetArraySize(worlds); i++) {
@@ -1067,13 +935,13 @@ static void test_corrupt_snapshot(void) {
   cJSON_Delete(wl);
   scn_client_close(&c);
   char *recovered = capture(d.port, keepw, 1, ids, KEEP + LOST);
-  stop_clean(&d);
+  STOP_OK(&d, 15000);
   /* What was recovered is consistent again: a plain start takes it as it is. */
   if (start_on(&d, dir, NULL)) {
     after = capture(d.port, keepw, 1, ids, KEEP + LOST);
     expect_same(recovered, after, "a plain start after --recover");
     free(after);
-    stop_clean(&d);
+    STOP_OK(&d, 15000);
   }
   free(recovered);
 out:
@@ -1095,12 +963,12 @@ static void test_corrupt_snapshot_header(void) {
   if (!start_on(&d, dir, always))
     goto out;
   scn_client c;
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-  must(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
-  uint64_t e = create_tf(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"t\":[1,0,0]}");
-  must(&c, "{\"cmd\":\"save\"}");
-  must(&c, "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,\"t\":[2,0,0]}",
-       (unsigned long long)e);
+  CONNECT_FATAL(&c, d.port);
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
+  uint64_t e = CREATE_TF(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"t\":[1,0,0]}");
+  OKD(&c, "{\"cmd\":\"save\"}");
+  OKD(&c, "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,\"t\":[2,0,0]}",
+      (unsigned long long)e);
   scn_client_close(&c);
   kill9(&d);
   /* Bytes 16..23 hold the generation: its lowest and its highest byte. */
@@ -1112,11 +980,11 @@ static void test_corrupt_snapshot_header(void) {
   }
   /* Undamaged again, it loads with the journal after it. */
   if (start_on(&d, dir, always)) {
-    CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
+    CONNECT_FATAL(&c, d.port);
     double m[16];
     CU_ASSERT(get_local(&c, "w", e, m) && is_translation(m, 2, 0, 0));
     scn_client_close(&c);
-    stop_clean(&d);
+    STOP_OK(&d, 15000);
   }
 out:
   end_test(dir);
@@ -1135,19 +1003,19 @@ static void test_corrupt_journal_body(void) {
   if (!start_on(&d, dir, always))
     goto out;
   scn_client c;
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-  must(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");                        /* record 0 */
-  uint64_t e1 = create_tf(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\"}"); /* 1 */
-  uint64_t e2 = create_tf(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\"}"); /* 2 */
-  must(&c, "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,\"t\":[7,7,7]}",
-       (unsigned long long)e2); /* 3: to be damaged */
+  CONNECT_FATAL(&c, d.port);
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");                         /* record 0 */
+  uint64_t e1 = CREATE_TF(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\"}"); /* 1 */
+  uint64_t e2 = CREATE_TF(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\"}"); /* 2 */
+  OKD(&c, "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,\"t\":[7,7,7]}",
+      (unsigned long long)e2); /* 3: to be damaged */
   strlist q = {0};
   for (int k = 0; k < SETS; k++)
     sl_add(&q, "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,\"t\":[%d,1,2]}",
            (unsigned long long)e1, k);
   run_all_ok(d.port, &q);
   sl_free(&q);
-  uint64_t e3 = create_tf(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"name\":\"last\"}");
+  uint64_t e3 = CREATE_TF(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"name\":\"last\"}");
   scn_client_close(&c);
   kill9(&d);
 
@@ -1167,22 +1035,22 @@ static void test_corrupt_journal_body(void) {
     goto out;
   CU_ASSERT(scn_daemon_log_contains(&d, "damaged"));
   CU_ASSERT(scn_daemon_log_contains(&d, "journal.0.scn"));
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
+  CONNECT_FATAL(&c, d.port);
   double m[16];
   CU_ASSERT(get_local(&c, "w", e1, m) && is_translation(m, SETS - 1, 1, 2));
   CU_ASSERT(get_local(&c, "w", e2, m) && is_translation(m, 0, 0, 0)); /* its set was lost */
-  cJSON *r = call_ok(&c, "{\"cmd\":\"transform.find\",\"world\":\"w\",\"path\":\"last\"}");
+  cJSON *r = OK(&c, "{\"cmd\":\"transform.find\",\"world\":\"w\",\"path\":\"last\"}");
   CU_ASSERT(scn_resp_num(r, "entity") == (double)e3);
   cJSON_Delete(r);
   scn_client_close(&c);
-  stop_clean(&d);
+  STOP_OK(&d, 15000);
 out:
   end_test(dir);
 }
 
 /* How many transforms the first world listed holds (-1 when there is none). */
 static double first_world_transforms(scn_client *c) {
-  cJSON *r = call_ok(c, "{\"cmd\":\"world.list\"}");
+  cJSON *r = OK(c, "{\"cmd\":\"world.list\"}");
   const cJSON *w0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "worlds"), 0);
   double n = w0 ? scn_resp_num(w0, "transforms") : -1;
   cJSON_Delete(r);
@@ -1202,10 +1070,10 @@ static void test_journal_last_record_damaged(void) {
   if (!start_on(&d, dir, always))
     goto out;
   scn_client c;
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-  must(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
+  CONNECT_FATAL(&c, d.port);
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
   for (int i = 0; i < 5; i++)
-    create_tf(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"name\":\"n%d\"}", i);
+    CREATE_TF(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"name\":\"n%d\"}", i);
   scn_client_close(&c);
   kill9(&d);
   CU_ASSERT_FATAL(newest_journal(dir, path, sizeof path));
@@ -1221,9 +1089,9 @@ static void test_journal_last_record_damaged(void) {
     goto out;
   CU_ASSERT(scn_daemon_log_contains(&d, "damaged"));
   CU_ASSERT(file_size(path) == offs[5]); /* cut, so new records follow intact ones */
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
+  CONNECT_FATAL(&c, d.port);
   CU_ASSERT(first_world_transforms(&c) == 4);
-  create_tf(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\"}");
+  CREATE_TF(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\"}");
   scn_client_close(&c);
   kill9(&d);
   /* Zero bytes at the end (space allocated before a crash, never written) are a torn tail. */
@@ -1232,10 +1100,10 @@ static void test_journal_last_record_damaged(void) {
   if (!start_on(&d, dir, always))
     goto out;
   CU_ASSERT(scn_daemon_log_contains(&d, "torn"));
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
+  CONNECT_FATAL(&c, d.port);
   CU_ASSERT(first_world_transforms(&c) == 5);
   scn_client_close(&c);
-  stop_clean(&d);
+  STOP_OK(&d, 15000);
 out:
   end_test(dir);
 }
@@ -1252,14 +1120,14 @@ static void test_missing_journal_or_snapshot_tail(void) {
   if (!start_on(&d, dir, NULL))
     goto out;
   scn_client c;
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-  must(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
-  create_tf(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\"}");
-  must(&c, "{\"cmd\":\"save\"}");
+  CONNECT_FATAL(&c, d.port);
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
+  CREATE_TF(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\"}");
+  OKD(&c, "{\"cmd\":\"save\"}");
   for (int i = 0; i < 3; i++)
-    create_tf(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\"}");
+    CREATE_TF(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\"}");
   scn_client_close(&c);
-  stop_clean(&d); /* the final snapshot continues in a new, empty journal */
+  STOP_OK(&d, 15000); /* the final snapshot continues in a new, empty journal */
   CU_ASSERT_FATAL(newest_journal(dir, path, sizeof path));
   CU_ASSERT(file_size(path) == 0);
 
@@ -1274,10 +1142,10 @@ static void test_missing_journal_or_snapshot_tail(void) {
   if (!start_on(&d, dir, recover))
     goto out;
   CU_ASSERT(scn_daemon_log_contains(&d, "missing"));
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
+  CONNECT_FATAL(&c, d.port);
   CU_ASSERT(first_world_transforms(&c) == 4); /* in the snapshot; the journal was empty */
   scn_client_close(&c);
-  stop_clean(&d);
+  STOP_OK(&d, 15000);
 
   /* A version 1 snapshot (whose final save did not create the next journal) starts without
    * it: nothing says a journal ever existed. */
@@ -1296,10 +1164,10 @@ static void test_missing_journal_or_snapshot_tail(void) {
   fclose(f);
   if (!start_on(&d, dir, NULL))
     goto out;
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
+  CONNECT_FATAL(&c, d.port);
   CU_ASSERT(first_world_transforms(&c) == 4);
   scn_client_close(&c);
-  stop_clean(&d);
+  STOP_OK(&d, 15000);
 out:
   end_test(dir);
 }
@@ -1327,8 +1195,8 @@ static void test_sigterm_during_save(void) {
   if (!start_on(&d, dir, NULL))
     goto out;
   scn_client c;
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-  must(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
+  CONNECT_FATAL(&c, d.port);
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
   text b = {0};
   for (int k = 0; k < BATCHES; k++) {
     const char *head = "{\"cmd\":\"batch\",\"world\":\"w\",\"ops\":[";
@@ -1360,15 +1228,13 @@ static void test_sigterm_during_save(void) {
     cJSON_Delete(r);
   }
   scn_client_close(&c);
-  int status = -1;
-  waitpid(d.pid, &status, 0);
-  d.pid = 0;
+  int status = scn_daemon_wait(&d, 15000);
   CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   if (start_on(&d, dir, NULL)) {
-    CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
+    CONNECT_FATAL(&c, d.port);
     CU_ASSERT(first_world_transforms(&c) == BATCHES * OPS);
     scn_client_close(&c);
-    stop_clean(&d);
+    STOP_OK(&d, 15000);
   }
 out:
   end_test(dir);
@@ -1377,8 +1243,7 @@ out:
 /* An unusable --data: one line on stderr and exit 2. */
 static void expect_exit2_one_line(const char *data, const char *what) {
   char *text;
-  const char *const args[] = {"--data", data, NULL};
-  int status = run_expect_exit(args, &text, 5000);
+  int status = run_expect_exit(data, &text, 5000);
   bool good = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 2;
   CU_ASSERT(good);
   CU_ASSERT(count_lines(text) == 1 && text[strlen(text) - 1] == '\n');
@@ -1424,11 +1289,11 @@ static void test_save(void) {
   if (!start_on(&d, dir, NULL))
     goto out;
   scn_client c;
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-  must(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
-  uint64_t e = create_tf(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"name\":\"e\"}");
+  CONNECT_FATAL(&c, d.port);
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
+  uint64_t e = CREATE_TF(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"name\":\"e\"}");
   for (int i = 0; i < 300; i++)
-    must(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"name\":\"f%d\"}", i);
+    OKD(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"name\":\"f%d\"}", i);
   char req[2048];
   snprintf(
       req, sizeof req,
@@ -1466,13 +1331,13 @@ static void test_save(void) {
     cJSON_Delete(r[i]);
 
   /* One more save alone: bytes equal the file. */
-  cJSON *s = call_ok(&c, "{\"cmd\":\"save\"}");
+  cJSON *s = OK(&c, "{\"cmd\":\"save\"}");
   CU_ASSERT(s && !cJSON_GetObjectItemCaseSensitive(s, "id"));
   CU_ASSERT(scn_resp_num(s, "bytes") == (double)file_size(snap));
   cJSON_Delete(s);
   /* A change after the last save lives only in the journal. */
-  must(&c, "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,\"t\":[8,8,8]}",
-       (unsigned long long)e);
+  OKD(&c, "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,\"t\":[8,8,8]}",
+      (unsigned long long)e);
   scn_client_close(&c);
   kill9(&d);
   /* Without its journals, the snapshot alone holds what was answered before the save (a
@@ -1487,24 +1352,23 @@ static void test_save(void) {
   }
   const char *const recover[] = {"--recover", NULL};
   if (start_on(&d, dir, recover)) {
-    CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
+    CONNECT_FATAL(&c, d.port);
     double m[16];
     CU_ASSERT(get_local(&c, "w", e, m) && is_translation(m, 4, 5, 6));
-    cJSON *f = call_ok(&c, "{\"cmd\":\"transform.find\",\"world\":\"w\",\"path\":\"f299\"}");
+    cJSON *f = OK(&c, "{\"cmd\":\"transform.find\",\"world\":\"w\",\"path\":\"f299\"}");
     CU_ASSERT(scn_resp_num(f, "entity") > 0);
     cJSON_Delete(f);
     scn_client_close(&c);
-    stop_clean(&d);
+    STOP_OK(&d, 15000);
   }
 
   /* Without --data. */
   if (start_on(&d, NULL, NULL)) {
-    CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-    CU_ASSERT(fails_with(&c, "BAD_REQUEST", "{\"cmd\":\"save\",\"id\":\"x\"}"));
-    cJSON *pong = call_ok(&c, "{\"cmd\":\"ping\"}");
-    cJSON_Delete(pong);
+    CONNECT_FATAL(&c, d.port);
+    ERR(&c, "BAD_REQUEST", "{\"cmd\":\"save\",\"id\":\"x\"}");
+    OKD(&c, "{\"cmd\":\"ping\"}");
     scn_client_close(&c);
-    stop_clean(&d);
+    STOP_OK(&d, 15000);
   }
 out:
   end_test(dir);
@@ -1541,12 +1405,12 @@ static void test_autosave(void) {
   if (!start_on(&d, dir, every1))
     goto out;
   scn_client c;
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
+  CONNECT_FATAL(&c, d.port);
   unsigned long long gens[64];
   CU_ASSERT(journals(dir, gens, 64) == 1 && gens[0] == 0);
   CU_ASSERT(!exists(snap));
-  must(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
-  must(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"name\":\"one\"}");
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
+  OKD(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"name\":\"one\"}");
   unsigned long long gen = 0;
   CU_ASSERT(wait_for_snapshot(snap, NULL, dir, &gen, 3000));
   CU_ASSERT(gen >= 1);
@@ -1556,7 +1420,7 @@ static void test_autosave(void) {
   CU_ASSERT(!exists(j0));
   struct stat old;
   CU_ASSERT_FATAL(stat(snap, &old) == 0);
-  uint64_t two = create_tf(
+  uint64_t two = CREATE_TF(
       &c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"name\":\"two-with-a-longer-name\"}");
   unsigned long long gen2 = 0;
   CU_ASSERT(wait_for_snapshot(snap, &old, dir, &gen2, 3000));
@@ -1565,13 +1429,13 @@ static void test_autosave(void) {
   kill9(&d);
   /* The autosaved snapshot plus the current journal hold everything. */
   if (start_on(&d, dir, NULL)) {
-    CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-    cJSON *r = call_ok(
-        &c, "{\"cmd\":\"transform.find\",\"world\":\"w\",\"path\":\"two-with-a-longer-name\"}");
+    CONNECT_FATAL(&c, d.port);
+    cJSON *r =
+        OK(&c, "{\"cmd\":\"transform.find\",\"world\":\"w\",\"path\":\"two-with-a-longer-name\"}");
     CU_ASSERT(two > 0 && scn_resp_num(r, "entity") == (double)two);
     cJSON_Delete(r);
     scn_client_close(&c);
-    stop_clean(&d);
+    STOP_OK(&d, 15000);
   }
 out:
   end_test(dir);
@@ -1586,25 +1450,25 @@ static void test_second_daemon_locked_out(void) {
   if (!start_on(&d, dir, NULL))
     goto out;
   scn_client c;
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-  must(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
+  CONNECT_FATAL(&c, d.port);
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
   expect_exit2_one_line(dir, "a data directory in use");
-  cJSON *r = call_ok(&c, "{\"cmd\":\"world.list\"}");
+  cJSON *r = OK(&c, "{\"cmd\":\"world.list\"}");
   const cJSON *worlds = r ? cJSON_GetObjectItemCaseSensitive(r, "worlds") : NULL;
   CU_ASSERT(cJSON_GetArraySize(worlds) == 1);
   cJSON_Delete(r);
-  must(&c, "{\"cmd\":\"save\"}");
+  OKD(&c, "{\"cmd\":\"save\"}");
   scn_client_close(&c);
-  stop_clean(&d);
+  STOP_OK(&d, 15000);
   /* Once the first is gone, the directory is free again. */
   if (start_on(&d, dir, NULL)) {
-    CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-    r = call_ok(&c, "{\"cmd\":\"world.list\"}");
+    CONNECT_FATAL(&c, d.port);
+    r = OK(&c, "{\"cmd\":\"world.list\"}");
     worlds = r ? cJSON_GetObjectItemCaseSensitive(r, "worlds") : NULL;
     CU_ASSERT(cJSON_GetArraySize(worlds) == 1);
     cJSON_Delete(r);
     scn_client_close(&c);
-    stop_clean(&d);
+    STOP_OK(&d, 15000);
   }
 out:
   end_test(dir);
@@ -1624,29 +1488,29 @@ static void test_replay_after_several_snapshots(void) {
   if (!start_on(&d, dir, always))
     goto out;
   scn_client c;
-  CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-  must(&c, "{\"cmd\":\"world.create\",\"world\":\"w1\"}");
+  CONNECT_FATAL(&c, d.port);
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"w1\"}");
   for (int i = 0; i < 10; i++)
-    ids[nids++] = create_tf(
+    ids[nids++] = CREATE_TF(
         &c, "{\"cmd\":\"transform.create\",\"world\":\"w1\",\"name\":\"a%d\",\"t\":[%d,0,0]}", i,
         i);
-  must(&c, "{\"cmd\":\"save\"}");
-  must(&c, "{\"cmd\":\"world.create\",\"world\":\"w2\"}");
+  OKD(&c, "{\"cmd\":\"save\"}");
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"w2\"}");
   for (int i = 0; i < 10; i++)
-    ids[nids++] = create_tf(
+    ids[nids++] = CREATE_TF(
         &c, "{\"cmd\":\"transform.create\",\"world\":\"w2\",\"parent\":null,\"r\":[0,%d,0,1]}", i);
-  must(&c, "{\"cmd\":\"transform.set_local\",\"world\":\"w1\",\"entity\":%llu,\"s\":3}",
-       (unsigned long long)ids[0]);
-  must(&c, "{\"cmd\":\"entity.destroy\",\"entity\":%llu}", (unsigned long long)ids[1]);
-  must(&c, "{\"cmd\":\"save\"}");
-  must(&c, "{\"cmd\":\"world.create\",\"world\":\"w3\"}");
+  OKD(&c, "{\"cmd\":\"transform.set_local\",\"world\":\"w1\",\"entity\":%llu,\"s\":3}",
+      (unsigned long long)ids[0]);
+  OKD(&c, "{\"cmd\":\"entity.destroy\",\"entity\":%llu}", (unsigned long long)ids[1]);
+  OKD(&c, "{\"cmd\":\"save\"}");
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"w3\"}");
   for (int i = 0; i < 10; i++)
     ids[nids++] =
-        create_tf(&c, "{\"cmd\":\"transform.create\",\"world\":\"w3\",\"name\":\"c%d\"}", i);
-  must(&c, "{\"cmd\":\"transform.link\",\"world\":\"w1\",\"entity\":%llu,\"parent\":%llu}",
-       (unsigned long long)ids[2], (unsigned long long)ids[3]);
-  must(&c, "{\"cmd\":\"world.destroy\",\"world\":\"w2\"}");
-  must(&c, "{\"cmd\":\"entity.destroy\",\"entity\":%llu}", (unsigned long long)ids[25]);
+        CREATE_TF(&c, "{\"cmd\":\"transform.create\",\"world\":\"w3\",\"name\":\"c%d\"}", i);
+  OKD(&c, "{\"cmd\":\"transform.link\",\"world\":\"w1\",\"entity\":%llu,\"parent\":%llu}",
+      (unsigned long long)ids[2], (unsigned long long)ids[3]);
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"w2\"}");
+  OKD(&c, "{\"cmd\":\"entity.destroy\",\"entity\":%llu}", (unsigned long long)ids[25]);
   scn_client_close(&c);
   char *before = capture(d.port, worlds, 3, ids, nids);
   unsigned long long gens[64];
@@ -1656,12 +1520,11 @@ static void test_replay_after_several_snapshots(void) {
     char *after = capture(d.port, worlds, 3, ids, nids);
     expect_same(before, after, "state after two snapshots, changes and kill -9");
     free(after);
-    CU_ASSERT_FATAL(scn_client_connect(&c, d.port) == 0);
-    CU_ASSERT(fails_with(&c, "NOT_FOUND",
-                         "{\"cmd\":\"transform.create\",\"world\":\"w1\",\"entity\":%llu}",
-                         (unsigned long long)ids[1]));
+    CONNECT_FATAL(&c, d.port);
+    ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.create\",\"world\":\"w1\",\"entity\":%llu}",
+        (unsigned long long)ids[1]);
     scn_client_close(&c);
-    stop_clean(&d);
+    STOP_OK(&d, 15000);
   }
   free(before);
 out:
@@ -1669,13 +1532,7 @@ out:
 }
 
 int scn_test_register_daemon_persist(void) {
-  CU_pSuite s = CU_add_suite("daemon_persist", NULL, NULL);
-  if (!s)
-    return -1;
-  static const struct {
-    const char *name;
-    void (*fn)(void);
-  } tests[] = {
+  static const scn_test tests[] = {
       {"clean restart keeps everything", test_clean_restart_keeps_everything},
       {"kill -9 under fsync always keeps acknowledged", test_kill9_fsync_always_keeps_acknowledged},
       {"everysec SIGTERM loses nothing", test_everysec_sigterm_loses_nothing},
@@ -1692,8 +1549,5 @@ int scn_test_register_daemon_persist(void) {
       {"second daemon locked out", test_second_daemon_locked_out},
       {"replay after several snapshots", test_replay_after_several_snapshots},
   };
-  for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
-    if (!CU_add_test(s, tests[i].name, tests[i].fn))
-      return -1;
-  return 0;
+  return SCN_ADD_SUITE("daemon_persist", NULL, NULL, tests);
 }

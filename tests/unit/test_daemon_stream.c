@@ -2,10 +2,10 @@
  * contract's Streaming section (full first, then deltas of changed world matrices, removals,
  * subtree scope, root and world destruction, hz caps, ordering against responses) and a slow
  * consumer that must neither grow the daemon's memory without bound nor miss the final state. */
-#include "harness.h"
+#include "daemon_fixtures.h"
+#include "suites.h"
 
 #include <CUnit/CUnit.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,190 +23,6 @@
 
 static scn_daemon daemon20;
 
-static void report(const char *what, const cJSON *j) {
-  char *s = j ? cJSON_PrintUnformatted(j) : NULL;
-  fprintf(stderr, "\n  %s: %.400s\n", what, s ? s : "(nothing)");
-  free(s);
-}
-
-/* ---- connections -------------------------------------------------------------------------- */
-
-/* A client connection that sets aside the events it reads while waiting for a response. */
-typedef struct conn {
-  scn_client c;
-  cJSON *pending; /* array of events not yet consumed, oldest first */
-} conn;
-
-static bool conn_open(conn *k, int port) {
-  k->pending = NULL;
-  if (scn_client_connect(&k->c, port) != 0)
-    return false;
-  k->pending = cJSON_CreateArray();
-  return k->pending != NULL;
-}
-
-static void conn_close(conn *k) {
-  scn_client_close(&k->c);
-  cJSON_Delete(k->pending);
-  k->pending = NULL;
-}
-
-/* One line, which must be a whole JSON object (responses and events never interleave inside
- * a line). NULL on timeout or end of stream. */
-static cJSON *read_line(conn *k, long timeout_ms) {
-  char *line = scn_client_recv(&k->c, (int)(timeout_ms > 0 ? timeout_ms : 0));
-  if (!line)
-    return NULL;
-  cJSON *j = cJSON_Parse(line);
-  if (!cJSON_IsObject(j)) {
-    CU_FAIL("a received line is not a JSON object");
-    fprintf(stderr, "\n  bad line: %.400s\n", line);
-    cJSON_Delete(j);
-    j = NULL;
-  }
-  free(line);
-  return j;
-}
-
-static bool is_event(const cJSON *j) { return cJSON_GetObjectItemCaseSensitive(j, "event") != NULL; }
-
-/* The next response on k; events read before it are kept for next_event. */
-static cJSON *next_response(conn *k) {
-  long deadline = scn_now_ms() + 10000;
-  for (;;) {
-    cJSON *j = read_line(k, deadline - scn_now_ms());
-    if (!j) {
-      CU_FAIL("no response");
-      return NULL;
-    }
-    if (!is_event(j)) {
-      CU_ASSERT_PTR_NOT_NULL(cJSON_GetObjectItemCaseSensitive(j, "ok"));
-      return j;
-    }
-    CU_ASSERT_PTR_NULL(cJSON_GetObjectItemCaseSensitive(j, "ok"));
-    cJSON_AddItemToArray(k->pending, j);
-  }
-}
-
-static char *vformat(const char *fmt, va_list ap) {
-  va_list copy;
-  va_copy(copy, ap);
-  int n = vsnprintf(NULL, 0, fmt, copy);
-  va_end(copy);
-  char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-  if (s)
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
-  return s;
-}
-
-static cJSON *call(conn *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static cJSON *call(conn *k, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  char *line = vformat(fmt, ap);
-  va_end(ap);
-  if (!line || scn_client_send(&k->c, line) != 0) {
-    free(line);
-    CU_FAIL("send failed");
-    return NULL;
-  }
-  free(line);
-  return next_response(k);
-}
-
-/* A command that must succeed. */
-static bool ok(conn *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static bool ok(conn *k, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  char *line = vformat(fmt, ap);
-  va_end(ap);
-  if (!line || scn_client_send(&k->c, line) != 0) {
-    free(line);
-    CU_FAIL("send failed");
-    return false;
-  }
-  cJSON *r = next_response(k);
-  bool good = scn_resp_ok(r);
-  CU_ASSERT_TRUE(good);
-  if (!good) {
-    fprintf(stderr, "\n  request: %s", line);
-    report("failed", r);
-  }
-  free(line);
-  cJSON_Delete(r);
-  return good;
-}
-
-/* A command that must fail with code. */
-static void fails(conn *k, const char *code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void fails(conn *k, const char *code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  char *line = vformat(fmt, ap);
-  va_end(ap);
-  if (!line || scn_client_send(&k->c, line) != 0) {
-    free(line);
-    CU_FAIL("send failed");
-    return;
-  }
-  cJSON *r = next_response(k);
-  CU_ASSERT_FALSE(scn_resp_ok(r));
-  CU_ASSERT_STRING_EQUAL(scn_resp_code(r), code);
-  if (strcmp(scn_resp_code(r), code) != 0) {
-    fprintf(stderr, "\n  request: %s (expected %s)", line, code);
-    report("got", r);
-  }
-  free(line);
-  cJSON_Delete(r);
-}
-
-/* Sends several request lines in one write, so the daemon reads them together (one tick),
- * and checks that each is answered ok. */
-static void pipeline_ok(conn *k, const char *lines, int count) {
-  CU_ASSERT_EQUAL_FATAL(scn_client_send_raw(&k->c, lines, strlen(lines)), 0);
-  for (int i = 0; i < count; i++) {
-    cJSON *r = next_response(k);
-    CU_ASSERT_TRUE(scn_resp_ok(r));
-    if (!scn_resp_ok(r))
-      report("pipelined request failed", r);
-    cJSON_Delete(r);
-  }
-}
-
-/* The next event (set aside earlier, or read now); a response here is a failure. */
-static cJSON *next_event(conn *k, long timeout_ms) {
-  if (cJSON_GetArraySize(k->pending) > 0)
-    return cJSON_DetachItemFromArray(k->pending, 0);
-  cJSON *j = read_line(k, timeout_ms);
-  if (j && !is_event(j)) {
-    CU_FAIL("a response arrived where only events were expected");
-    report("unexpected", j);
-  }
-  if (j)
-    CU_ASSERT_PTR_NULL(cJSON_GetObjectItemCaseSensitive(j, "ok"));
-  return j;
-}
-
-/* Nothing arrives on k for ms. */
-static void expect_quiet(conn *k, long ms) {
-  cJSON *j = next_event(k, ms);
-  CU_ASSERT_PTR_NULL(j);
-  if (j)
-    report("expected nothing, got", j);
-  cJSON_Delete(j);
-}
-
-static double num(const cJSON *j, const char *key) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
-  return cJSON_IsNumber(v) ? v->valuedouble : -1;
-}
-
-static const char *str(const cJSON *j, const char *key) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
-  return cJSON_IsString(v) ? v->valuestring : "";
-}
-
 /* ---- subscriptions and frames ------------------------------------------------------------- */
 
 typedef struct sub_state {
@@ -217,7 +33,7 @@ typedef struct sub_state {
 } sub_state;
 
 /* Subscribes on k; root 0 is the whole world, hz 0 leaves it out. */
-static bool subscribe(conn *k, sub_state *s, const char *world, int64_t root, double hz) {
+static bool subscribe(scn_client *k, sub_state *s, const char *world, int64_t root, double hz) {
   memset(s, 0, sizeof *s);
   snprintf(s->world, sizeof s->world, "%s", world);
   char extra[96] = "";
@@ -226,12 +42,12 @@ static bool subscribe(conn *k, sub_state *s, const char *world, int64_t root, do
     n += snprintf(extra + n, sizeof extra - (size_t)n, ",\"root\":%lld", (long long)root);
   if (hz > 0)
     snprintf(extra + n, sizeof extra - (size_t)n, ",\"hz\":%g", hz);
-  cJSON *r = call(k, "{\"cmd\":\"subscribe\",\"world\":\"%s\"%s}", world, extra);
-  bool good = scn_resp_ok(r) && num(r, "sub") >= 1 && cJSON_GetArraySize(r) == 2;
+  cJSON *r = CALL(k, "{\"cmd\":\"subscribe\",\"world\":\"%s\"%s}", world, extra);
+  bool good = scn_resp_ok(r) && scn_resp_num(r, "sub") >= 1 && cJSON_GetArraySize(r) == 2;
   CU_ASSERT_TRUE(good);
   if (!good)
-    report("subscribe", r);
-  s->id = (int64_t)num(r, "sub");
+    scn_report("subscribe", r);
+  s->id = (int64_t)scn_resp_num(r, "sub");
   cJSON_Delete(r);
   return good;
 }
@@ -247,18 +63,19 @@ static bool is_matrix(const cJSON *m) {
 /* Checks that f is exactly a frame of s (the contract's seven fields, nothing else), that its
  * tick is above the previous one, and full when full is 0 or 1 (-1: either). */
 static bool check_frame(sub_state *s, const cJSON *f, int full) {
-  bool good = cJSON_IsObject(f) && strcmp(str(f, "event"), "frame") == 0 &&
-              cJSON_GetArraySize(f) == 7 && num(f, "sub") == (double)s->id &&
-              strcmp(str(f, "world"), s->world) == 0 && cJSON_IsNumber(cJSON_GetObjectItem(f, "tick")) &&
+  bool good = cJSON_IsObject(f) && strcmp(scn_resp_str(f, "event"), "frame") == 0 &&
+              cJSON_GetArraySize(f) == 7 && scn_resp_num(f, "sub") == (double)s->id &&
+              strcmp(scn_resp_str(f, "world"), s->world) == 0 &&
+              cJSON_IsNumber(cJSON_GetObjectItem(f, "tick")) &&
               cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(f, "full")) &&
               cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(f, "set")) &&
               cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(f, "removed"));
   CU_ASSERT_TRUE(good);
   if (!good) {
-    report("not a frame of this subscription", f);
+    scn_report("not a frame of this subscription", f);
     return false;
   }
-  double tick = num(f, "tick");
+  double tick = scn_resp_num(f, "tick");
   CU_ASSERT_TRUE(tick > s->last_tick);
   if (!(tick > s->last_tick))
     fprintf(stderr, "\n  tick %.0f after %.0f\n", tick, s->last_tick);
@@ -268,23 +85,24 @@ static bool check_frame(sub_state *s, const cJSON *f, int full) {
   if (full >= 0) {
     CU_ASSERT_EQUAL(is_full, full == 1);
     if (is_full != (full == 1))
-      report(full ? "expected a full frame" : "expected a delta", f);
+      scn_report(full ? "expected a full frame" : "expected a delta", f);
   }
   const cJSON *e;
   cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(f, "set")) {
-    bool entry = cJSON_IsObject(e) && cJSON_GetArraySize(e) == 2 && num(e, "e") >= 1 &&
+    bool entry = cJSON_IsObject(e) && cJSON_GetArraySize(e) == 2 && scn_resp_num(e, "e") >= 1 &&
                  is_matrix(cJSON_GetObjectItemCaseSensitive(e, "m"));
     CU_ASSERT_TRUE(entry);
   }
-  cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(f, "removed")) CU_ASSERT_TRUE(cJSON_IsNumber(e) && e->valuedouble >= 1);
+  cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(f, "removed"))
+      CU_ASSERT_TRUE(cJSON_IsNumber(e) && e->valuedouble >= 1);
   if (is_full)
     CU_ASSERT_EQUAL(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(f, "removed")), 0);
   return true;
 }
 
 /* The next event on k, which must be a frame of s. */
-static cJSON *expect_frame(conn *k, sub_state *s, int full) {
-  cJSON *f = next_event(k, FRAME_WAIT_MS);
+static cJSON *expect_frame(scn_client *k, sub_state *s, int full) {
+  cJSON *f = scn_next_event(k, FRAME_WAIT_MS);
   CU_ASSERT_PTR_NOT_NULL(f);
   if (!f) {
     fprintf(stderr, "\n  no frame for sub %lld\n", (long long)s->id);
@@ -318,7 +136,8 @@ static bool matrix_equals(const cJSON *m, const float want_m[16]) {
 static const cJSON *set_matrix(const cJSON *f, int64_t e, int *count) {
   const cJSON *found = NULL, *it;
   *count = 0;
-  cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(f, "set")) if (num(it, "e") == (double)e) {
+  cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(f, "set")) if (scn_resp_num(it, "e") ==
+                                                                         (double)e) {
     ++*count;
     found = cJSON_GetObjectItemCaseSensitive(it, "m");
   }
@@ -344,7 +163,7 @@ static void check_set(const cJSON *f, const want *w, int n) {
   }
   CU_ASSERT_TRUE(good);
   if (!good)
-    report("set differs", f);
+    scn_report("set differs", f);
 }
 
 /* The frame's removed list is exactly these ids (in any order, each once). */
@@ -361,50 +180,51 @@ static void check_removed(const cJSON *f, const int64_t *ids, int n) {
   }
   CU_ASSERT_TRUE(good);
   if (!good)
-    report("removed differs", f);
+    scn_report("removed differs", f);
 }
 
 static void check_no_removed(const cJSON *f) { check_removed(f, NULL, 0); }
 
-static int64_t mk(conn *k, const char *world, int64_t parent, double x, double y, double z) {
+static int64_t mk(scn_client *k, const char *world, int64_t parent, double x, double y, double z) {
   char par[48] = "";
   if (parent)
     snprintf(par, sizeof par, ",\"parent\":%lld", (long long)parent);
-  cJSON *r = call(k, "{\"cmd\":\"transform.create\",\"world\":\"%s\"%s,\"t\":[%g,%g,%g]}", world,
+  cJSON *r = CALL(k, "{\"cmd\":\"transform.create\",\"world\":\"%s\"%s,\"t\":[%g,%g,%g]}", world,
                   par, x, y, z);
-  int64_t e = scn_resp_ok(r) ? (int64_t)num(r, "entity") : 0;
+  int64_t e = scn_resp_ok(r) ? (int64_t)scn_resp_num(r, "entity") : 0;
   CU_ASSERT_TRUE(e > 0);
   if (e <= 0)
-    report("transform.create", r);
+    scn_report("transform.create", r);
   cJSON_Delete(r);
   return e;
 }
 
-static void set_t(conn *k, const char *world, int64_t e, double x, double y, double z) {
-  ok(k, "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%lld,\"t\":[%g,%g,%g]}",
-     world, (long long)e, x, y, z);
+static void set_t(scn_client *k, const char *world, int64_t e, double x, double y, double z) {
+  OKD(k, "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%lld,\"t\":[%g,%g,%g]}",
+      world, (long long)e, x, y, z);
 }
 
-static double info_subscriptions(conn *k) {
-  cJSON *r = call(k, "{\"cmd\":\"info\"}");
-  double n = num(r, "subscriptions");
+static double info_subscriptions(scn_client *k) {
+  cJSON *r = CALL(k, "{\"cmd\":\"info\"}");
+  double n = scn_resp_num(r, "subscriptions");
   CU_ASSERT_TRUE(n >= 0);
   cJSON_Delete(r);
   return n;
 }
 
-#define OPEN(k, port) CU_ASSERT_TRUE_FATAL(conn_open(&(k), (port)))
+/* The suite's connections keep the events that arrive while a call waits for its response. */
+#define OPEN(k, port) (CONNECT_FATAL(&(k), (port)), scn_client_keep_events(&(k)))
 
 /* ---- tests -------------------------------------------------------------------------------- */
 
 /* The first frame is full (every transform, removed empty); then deltas of what changed,
  * including every descendant of a moved parent; nothing when nothing changes. */
 static void test_full_then_delta(void) {
-  conn ctl, sc;
+  scn_client ctl, sc;
   OPEN(ctl, daemon20.port);
   OPEN(sc, daemon20.port);
   const char *W = "fd";
-  ok(&ctl, "{\"cmd\":\"world.create\",\"world\":\"fd\"}");
+  OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"fd\"}");
   int64_t a = mk(&ctl, W, 0, 1, 2, 3);
   int64_t b = mk(&ctl, W, a, 0, 1, 0);
   int64_t c = mk(&ctl, W, 0, 7, 0, 0);
@@ -414,7 +234,7 @@ static void test_full_then_delta(void) {
   check_set(f, (want[]){{a, 1, 2, 3}, {b, 1, 3, 3}, {c, 7, 0, 0}}, 3);
   check_no_removed(f);
   cJSON_Delete(f);
-  expect_quiet(&sc, QUIET_MS);
+  QUIET(&sc, QUIET_MS);
 
   set_t(&ctl, W, a, 5, 0, 0);
   f = expect_frame(&sc, &s, 0);
@@ -422,8 +242,8 @@ static void test_full_then_delta(void) {
   check_no_removed(f);
   cJSON_Delete(f);
 
-  ok(&ctl, "{\"cmd\":\"transform.set_world\",\"world\":\"fd\",\"entity\":%lld,\"t\":[0,0,9]}",
-     (long long)b);
+  OKD(&ctl, "{\"cmd\":\"transform.set_world\",\"world\":\"fd\",\"entity\":%lld,\"t\":[0,0,9]}",
+      (long long)b);
   f = expect_frame(&sc, &s, 0);
   check_set(f, (want[]){{b, 0, 0, 9}}, 1);
   check_no_removed(f);
@@ -442,36 +262,36 @@ static void test_full_then_delta(void) {
   f = expect_frame(&sc, &s, 0);
   check_set(f, (want[]){{c, 0, 0, 0}, {d, 1, 0, 0}, {g, 1, 0, 1}}, 3);
   cJSON_Delete(f);
-  expect_quiet(&sc, QUIET_MS);
+  QUIET(&sc, QUIET_MS);
   CU_ASSERT_EQUAL(s.frames, 6);
-  ok(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"fd\"}");
-  cJSON_Delete(next_event(&sc, FRAME_WAIT_MS)); /* world_destroyed */
+  OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"fd\"}");
+  cJSON_Delete(scn_next_event(&sc, FRAME_WAIT_MS)); /* world_destroyed */
 
   /* An empty world: the full frame is still sent, with nothing in it. */
-  ok(&ctl, "{\"cmd\":\"world.create\",\"world\":\"fd-empty\"}");
+  OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"fd-empty\"}");
   sub_state e;
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &e, "fd-empty", 0, 0));
   f = expect_frame(&sc, &e, 1);
   check_set(f, NULL, 0);
   check_no_removed(f);
   cJSON_Delete(f);
-  expect_quiet(&sc, QUIET_MS);
+  QUIET(&sc, QUIET_MS);
   int64_t first = mk(&ctl, "fd-empty", 0, 0, 0, 2);
   f = expect_frame(&sc, &e, 0);
   check_set(f, (want[]){{first, 0, 0, 2}}, 1);
   cJSON_Delete(f);
-  ok(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"fd-empty\"}");
-  conn_close(&sc);
-  conn_close(&ctl);
+  OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"fd-empty\"}");
+  scn_client_close(&sc);
+  scn_client_close(&ctl);
 }
 
 /* Many sets between two ticks reach the subscriber once each, with the latest value. */
 static void test_coalescing(void) {
-  conn ctl, sc;
+  scn_client ctl, sc;
   OPEN(ctl, daemon20.port);
   OPEN(sc, daemon20.port);
   const char *W = "co";
-  ok(&ctl, "{\"cmd\":\"world.create\",\"world\":\"co\"}");
+  OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"co\"}");
   int64_t a = mk(&ctl, W, 0, 0, 0, 0);
   int64_t b = mk(&ctl, W, a, 1, 0, 0);
   int64_t c = mk(&ctl, W, 0, 0, 0, 0);
@@ -482,82 +302,89 @@ static void test_coalescing(void) {
   char lines[8192];
   int n = 0;
   for (int x = 1; x <= 3; x++)
-    n += snprintf(lines + n, sizeof lines - (size_t)n,
-                  "{\"cmd\":\"transform.set_local\",\"world\":\"co\",\"entity\":%lld,\"t\":[%d,0,0]}\n",
-                  (long long)a, x);
-  n += snprintf(lines + n, sizeof lines - (size_t)n,
-                "{\"cmd\":\"transform.set_local\",\"world\":\"co\",\"entity\":%lld,\"t\":[7,0,0]}\n"
-                "{\"cmd\":\"transform.set_local\",\"world\":\"co\",\"entity\":%lld,\"t\":[0,2,0]}\n",
-                (long long)c, (long long)b);
-  pipeline_ok(&ctl, lines, 5);
+    n += snprintf(
+        lines + n, sizeof lines - (size_t)n,
+        "{\"cmd\":\"transform.set_local\",\"world\":\"co\",\"entity\":%lld,\"t\":[%d,0,0]}\n",
+        (long long)a, x);
+  n +=
+      snprintf(lines + n, sizeof lines - (size_t)n,
+               "{\"cmd\":\"transform.set_local\",\"world\":\"co\",\"entity\":%lld,\"t\":[7,0,0]}\n"
+               "{\"cmd\":\"transform.set_local\",\"world\":\"co\",\"entity\":%lld,\"t\":[0,2,0]}\n",
+               (long long)c, (long long)b);
+  PIPELINE_OK(&ctl, lines, 5);
   cJSON *f = expect_frame(&sc, &s, 0);
   check_set(f, (want[]){{a, 3, 0, 0}, {b, 3, 2, 0}, {c, 7, 0, 0}}, 3);
   check_no_removed(f);
   cJSON_Delete(f);
-  expect_quiet(&sc, QUIET_MS);
+  QUIET(&sc, QUIET_MS);
 
   /* Many more sets in one write: still one entry each. */
   n = 0;
   for (int x = 1; x <= 40; x++)
-    n += snprintf(lines + n, sizeof lines - (size_t)n,
-                  "{\"cmd\":\"transform.set_local\",\"world\":\"co\",\"entity\":%lld,\"t\":[0,%d,0]}\n",
-                  (long long)(x % 2 ? c : a), x);
-  pipeline_ok(&ctl, lines, 40);
+    n += snprintf(
+        lines + n, sizeof lines - (size_t)n,
+        "{\"cmd\":\"transform.set_local\",\"world\":\"co\",\"entity\":%lld,\"t\":[0,%d,0]}\n",
+        (long long)(x % 2 ? c : a), x);
+  PIPELINE_OK(&ctl, lines, 40);
   f = expect_frame(&sc, &s, 0);
   check_set(f, (want[]){{a, 0, 40, 0}, {b, 0, 42, 0}, {c, 0, 39, 0}}, 3);
   cJSON_Delete(f);
-  expect_quiet(&sc, QUIET_MS);
-  ok(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"co\"}");
-  conn_close(&sc);
-  conn_close(&ctl);
+  QUIET(&sc, QUIET_MS);
+  OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"co\"}");
+  scn_client_close(&sc);
+  scn_client_close(&ctl);
 }
 
 /* Commands that leave every world matrix as it was send nothing. */
 static void test_noop_sends_nothing(void) {
-  conn ctl, sc;
+  scn_client ctl, sc;
   OPEN(ctl, daemon20.port);
   OPEN(sc, daemon20.port);
   const char *W = "noop";
-  ok(&ctl, "{\"cmd\":\"world.create\",\"world\":\"noop\"}");
+  OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"noop\"}");
   int64_t a = mk(&ctl, W, 0, 1, 2, 3);
   int64_t b = mk(&ctl, W, a, 0, 1, 0);
   sub_state s;
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &s, W, 0, 0));
   cJSON_Delete(expect_frame(&sc, &s, 1));
   set_t(&ctl, W, a, 1, 2, 3);
-  ok(&ctl, "{\"cmd\":\"transform.set_local\",\"world\":\"noop\",\"entity\":%lld,"
-           "\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,1,0,1]}", (long long)b);
-  ok(&ctl, "{\"cmd\":\"transform.set_world\",\"world\":\"noop\",\"entity\":%lld,\"t\":[1,3,3]}",
-     (long long)b);
-  ok(&ctl, "{\"cmd\":\"transform.link\",\"world\":\"noop\",\"entity\":%lld,\"parent\":%lld}",
-     (long long)b, (long long)a);
-  ok(&ctl, "{\"cmd\":\"transform.unlink\",\"world\":\"noop\",\"entity\":%lld}", (long long)a);
-  ok(&ctl, "{\"cmd\":\"transform.rename\",\"world\":\"noop\",\"entity\":%lld,\"name\":\"x\"}",
-     (long long)a);
-  ok(&ctl, "{\"cmd\":\"transform.get\",\"world\":\"noop\",\"entity\":%lld}", (long long)b);
+  OKD(&ctl,
+      "{\"cmd\":\"transform.set_local\",\"world\":\"noop\",\"entity\":%lld,"
+      "\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,1,0,1]}",
+      (long long)b);
+  OKD(&ctl, "{\"cmd\":\"transform.set_world\",\"world\":\"noop\",\"entity\":%lld,\"t\":[1,3,3]}",
+      (long long)b);
+  OKD(&ctl, "{\"cmd\":\"transform.link\",\"world\":\"noop\",\"entity\":%lld,\"parent\":%lld}",
+      (long long)b, (long long)a);
+  OKD(&ctl, "{\"cmd\":\"transform.unlink\",\"world\":\"noop\",\"entity\":%lld}", (long long)a);
+  OKD(&ctl, "{\"cmd\":\"transform.rename\",\"world\":\"noop\",\"entity\":%lld,\"name\":\"x\"}",
+      (long long)a);
+  OKD(&ctl, "{\"cmd\":\"transform.get\",\"world\":\"noop\",\"entity\":%lld}", (long long)b);
   /* A failed command changes nothing, so sends nothing. */
-  fails(&ctl, "NOT_FOUND", "{\"cmd\":\"transform.set_local\",\"world\":\"noop\",\"entity\":987654321,\"t\":[1,1,1]}");
-  fails(&ctl, "BAD_REQUEST", "{\"cmd\":\"transform.set_local\",\"world\":\"noop\",\"entity\":%lld,\"t\":[1,1]}",
-        (long long)a);
-  expect_quiet(&sc, QUIET_MS);
+  ERR(&ctl, "NOT_FOUND",
+      "{\"cmd\":\"transform.set_local\",\"world\":\"noop\",\"entity\":987654321,\"t\":[1,1,1]}");
+  ERR(&ctl, "BAD_REQUEST",
+      "{\"cmd\":\"transform.set_local\",\"world\":\"noop\",\"entity\":%lld,\"t\":[1,1]}",
+      (long long)a);
+  QUIET(&sc, QUIET_MS);
   /* Still alive. */
   set_t(&ctl, W, b, 0, 1, 1);
   cJSON *f = expect_frame(&sc, &s, 0);
   check_set(f, (want[]){{b, 1, 3, 4}}, 1);
   cJSON_Delete(f);
-  ok(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"noop\"}");
-  conn_close(&sc);
-  conn_close(&ctl);
+  OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"noop\"}");
+  scn_client_close(&sc);
+  scn_client_close(&ctl);
 }
 
 /* A matrix changed and changed back inside one tick, with a read between (which propagates),
  * did not change: nothing is sent. Nor for a failed batch whose read saw its change. */
 static void test_revert_sends_nothing(void) {
-  conn ctl, sc;
+  scn_client ctl, sc;
   OPEN(ctl, daemon20.port);
   OPEN(sc, daemon20.port);
   const char *W = "revert";
-  ok(&ctl, "{\"cmd\":\"world.create\",\"world\":\"revert\"}");
+  OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"revert\"}");
   int64_t a = mk(&ctl, W, 0, 0, 0, 0);
   int64_t b = mk(&ctl, W, a, 0, 1, 0);
   sub_state s;
@@ -570,37 +397,37 @@ static void test_revert_sends_nothing(void) {
            "{\"cmd\":\"transform.get\",\"world\":\"revert\",\"entity\":%lld}\n"
            "{\"cmd\":\"transform.set_local\",\"world\":\"revert\",\"entity\":%lld,\"t\":[0,0,0]}\n",
            (long long)a, (long long)b, (long long)a);
-  pipeline_ok(&ctl, lines, 3);
-  expect_quiet(&sc, QUIET_MS);
-  fails(&ctl, "NOT_FOUND",
-        "{\"cmd\":\"batch\",\"world\":\"revert\",\"ops\":["
-        "{\"cmd\":\"transform.set_local\",\"entity\":%lld,\"t\":[5,0,0]},"
-        "{\"cmd\":\"transform.get\",\"entity\":%lld},"
-        "{\"cmd\":\"transform.get\",\"entity\":987654321}]}",
-        (long long)a, (long long)b);
-  expect_quiet(&sc, QUIET_MS);
+  PIPELINE_OK(&ctl, lines, 3);
+  QUIET(&sc, QUIET_MS);
+  ERR(&ctl, "NOT_FOUND",
+      "{\"cmd\":\"batch\",\"world\":\"revert\",\"ops\":["
+      "{\"cmd\":\"transform.set_local\",\"entity\":%lld,\"t\":[5,0,0]},"
+      "{\"cmd\":\"transform.get\",\"entity\":%lld},"
+      "{\"cmd\":\"transform.get\",\"entity\":987654321}]}",
+      (long long)a, (long long)b);
+  QUIET(&sc, QUIET_MS);
   /* a real change still arrives, once, with its latest value */
   snprintf(lines, sizeof lines,
            "{\"cmd\":\"transform.set_local\",\"world\":\"revert\",\"entity\":%lld,\"t\":[2,0,0]}\n"
            "{\"cmd\":\"transform.get\",\"world\":\"revert\",\"entity\":%lld}\n"
            "{\"cmd\":\"transform.set_local\",\"world\":\"revert\",\"entity\":%lld,\"t\":[3,0,0]}\n",
            (long long)a, (long long)b, (long long)a);
-  pipeline_ok(&ctl, lines, 3);
+  PIPELINE_OK(&ctl, lines, 3);
   cJSON *f = expect_frame(&sc, &s, 0);
   check_set(f, (want[]){{a, 3, 0, 0}, {b, 3, 1, 0}}, 2);
   cJSON_Delete(f);
-  ok(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"revert\"}");
-  conn_close(&sc);
-  conn_close(&ctl);
+  OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"revert\"}");
+  scn_client_close(&sc);
+  scn_client_close(&ctl);
 }
 
 /* A batch's effects arrive in one frame; a failed batch sends nothing. */
 static void test_batch_one_frame(void) {
-  conn ctl, sc;
+  scn_client ctl, sc;
   OPEN(ctl, daemon20.port);
   OPEN(sc, daemon20.port);
   const char *W = "ba";
-  ok(&ctl, "{\"cmd\":\"world.create\",\"world\":\"ba\"}");
+  OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"ba\"}");
   int64_t a = mk(&ctl, W, 0, 0, 0, 0);
   int64_t b = mk(&ctl, W, 0, 0, 0, 0);
   int64_t c = mk(&ctl, W, 0, 0, 0, 0);
@@ -609,35 +436,35 @@ static void test_batch_one_frame(void) {
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &s, W, 0, 0));
   cJSON_Delete(expect_frame(&sc, &s, 1));
 
-  cJSON *r = call(&ctl,
-                  "{\"cmd\":\"batch\",\"world\":\"ba\",\"ops\":["
-                  "{\"cmd\":\"transform.set_local\",\"entity\":%lld,\"t\":[1,0,0]},"
-                  "{\"cmd\":\"transform.set_local\",\"entity\":%lld,\"t\":[2,0,0]},"
-                  "{\"cmd\":\"transform.create\",\"parent\":%lld,\"t\":[0,5,0]},"
-                  "{\"cmd\":\"transform.set_local\",\"entity\":%lld,\"t\":[3,0,0]},"
-                  "{\"cmd\":\"transform.destroy\",\"entity\":%lld},"
-                  "{\"cmd\":\"transform.set_local\",\"entity\":%lld,\"t\":[4,0,0]}]}",
-                  (long long)a, (long long)b, (long long)c, (long long)c, (long long)gone,
-                  (long long)a);
+  cJSON *r =
+      CALL(&ctl,
+           "{\"cmd\":\"batch\",\"world\":\"ba\",\"ops\":["
+           "{\"cmd\":\"transform.set_local\",\"entity\":%lld,\"t\":[1,0,0]},"
+           "{\"cmd\":\"transform.set_local\",\"entity\":%lld,\"t\":[2,0,0]},"
+           "{\"cmd\":\"transform.create\",\"parent\":%lld,\"t\":[0,5,0]},"
+           "{\"cmd\":\"transform.set_local\",\"entity\":%lld,\"t\":[3,0,0]},"
+           "{\"cmd\":\"transform.destroy\",\"entity\":%lld},"
+           "{\"cmd\":\"transform.set_local\",\"entity\":%lld,\"t\":[4,0,0]}]}",
+           (long long)a, (long long)b, (long long)c, (long long)c, (long long)gone, (long long)a);
   CU_ASSERT_TRUE(scn_resp_ok(r));
   const cJSON *results = cJSON_GetObjectItemCaseSensitive(r, "results");
-  int64_t created = (int64_t)num(cJSON_GetArrayItem(results, 2), "entity");
+  int64_t created = (int64_t)scn_resp_num(cJSON_GetArrayItem(results, 2), "entity");
   CU_ASSERT_TRUE(created > 0);
   cJSON_Delete(r);
   cJSON *f = expect_frame(&sc, &s, 0);
   check_set(f, (want[]){{a, 4, 0, 0}, {b, 2, 0, 0}, {c, 3, 0, 0}, {created, 3, 5, 0}}, 4);
   check_removed(f, (int64_t[]){gone}, 1);
   cJSON_Delete(f);
-  expect_quiet(&sc, QUIET_MS);
+  QUIET(&sc, QUIET_MS);
 
   /* Atomic: the failing op undoes the first, nothing is streamed. */
-  fails(&ctl, "NOT_FOUND",
-        "{\"cmd\":\"batch\",\"world\":\"ba\",\"ops\":["
-        "{\"cmd\":\"transform.set_local\",\"entity\":%lld,\"t\":[9,9,9]},"
-        "{\"cmd\":\"transform.create\",\"parent\":%lld},"
-        "{\"cmd\":\"transform.set_local\",\"entity\":987654321,\"t\":[1,0,0]}]}",
-        (long long)a, (long long)a);
-  expect_quiet(&sc, QUIET_MS);
+  ERR(&ctl, "NOT_FOUND",
+      "{\"cmd\":\"batch\",\"world\":\"ba\",\"ops\":["
+      "{\"cmd\":\"transform.set_local\",\"entity\":%lld,\"t\":[9,9,9]},"
+      "{\"cmd\":\"transform.create\",\"parent\":%lld},"
+      "{\"cmd\":\"transform.set_local\",\"entity\":987654321,\"t\":[1,0,0]}]}",
+      (long long)a, (long long)a);
+  QUIET(&sc, QUIET_MS);
 
   /* A big batch: one frame, latest values. */
   size_t cap = 64 * 1024, len = 0;
@@ -647,56 +474,64 @@ static void test_batch_one_frame(void) {
   for (int i = 1; i <= 300; i++)
     len += (size_t)snprintf(line + len, cap - len,
                             "%s{\"cmd\":\"transform.set_local\",\"entity\":%lld,\"t\":[%d,0,0]}",
-                            i > 1 ? "," : "", (long long)(i % 3 == 0 ? a : i % 3 == 1 ? b : c), i);
+                            i > 1 ? "," : "",
+                            (long long)(i % 3 == 0   ? a
+                                        : i % 3 == 1 ? b
+                                                     : c),
+                            i);
   snprintf(line + len, cap - len, "]}");
-  CU_ASSERT_TRUE(ok(&ctl, "%s", line));
+  OKD(&ctl, "%s", line);
   free(line);
   f = expect_frame(&sc, &s, 0);
   check_set(f, (want[]){{a, 300, 0, 0}, {b, 298, 0, 0}, {c, 299, 0, 0}, {created, 299, 5, 0}}, 4);
   check_no_removed(f);
   cJSON_Delete(f);
-  expect_quiet(&sc, QUIET_MS);
-  ok(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"ba\"}");
-  conn_close(&sc);
-  conn_close(&ctl);
+  QUIET(&sc, QUIET_MS);
+  OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"ba\"}");
+  scn_client_close(&sc);
+  scn_client_close(&ctl);
 }
 
 /* Whole-world scope: destroyed transforms (and destroyed entities) are in removed. */
 static void test_removed_whole_world(void) {
-  conn ctl, sc;
+  scn_client ctl, sc;
   OPEN(ctl, daemon20.port);
   OPEN(sc, daemon20.port);
   const char *W = "rm";
-  ok(&ctl, "{\"cmd\":\"world.create\",\"world\":\"rm\"}");
-  ok(&ctl, "{\"cmd\":\"world.create\",\"world\":\"rm2\"}");
+  OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"rm\"}");
+  OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"rm2\"}");
   int64_t p = mk(&ctl, W, 0, 1, 2, 3);
   int64_t q = mk(&ctl, W, p, 1, 0, 0);
   int64_t r = mk(&ctl, W, 0, 0, 0, 0);
   int64_t r1 = mk(&ctl, W, r, 0, 1, 0);
   int64_t r2 = mk(&ctl, W, r1, 0, 1, 0);
   int64_t e = mk(&ctl, W, 0, 4, 0, 0);
-  ok(&ctl, "{\"cmd\":\"transform.create\",\"world\":\"rm2\",\"entity\":%lld}", (long long)e);
+  OKD(&ctl, "{\"cmd\":\"transform.create\",\"world\":\"rm2\",\"entity\":%lld}", (long long)e);
   sub_state s;
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &s, W, 0, 0));
   cJSON *f = expect_frame(&sc, &s, 1);
-  check_set(f, (want[]){{p, 1, 2, 3}, {q, 2, 2, 3}, {r, 0, 0, 0}, {r1, 0, 1, 0}, {r2, 0, 2, 0}, {e, 4, 0, 0}}, 6);
+  check_set(
+      f,
+      (want[]){
+          {p, 1, 2, 3}, {q, 2, 2, 3}, {r, 0, 0, 0}, {r1, 0, 1, 0}, {r2, 0, 2, 0}, {e, 4, 0, 0}},
+      6);
   cJSON_Delete(f);
 
   /* Non-recursive: the child becomes a root and keeps its world matrix (so is not in set). */
-  ok(&ctl, "{\"cmd\":\"transform.destroy\",\"world\":\"rm\",\"entity\":%lld}", (long long)p);
+  OKD(&ctl, "{\"cmd\":\"transform.destroy\",\"world\":\"rm\",\"entity\":%lld}", (long long)p);
   f = expect_frame(&sc, &s, 0);
   check_set(f, NULL, 0);
   check_removed(f, (int64_t[]){p}, 1);
   cJSON_Delete(f);
 
-  ok(&ctl, "{\"cmd\":\"transform.destroy\",\"world\":\"rm\",\"entity\":%lld,\"recursive\":true}",
-     (long long)r);
+  OKD(&ctl, "{\"cmd\":\"transform.destroy\",\"world\":\"rm\",\"entity\":%lld,\"recursive\":true}",
+      (long long)r);
   f = expect_frame(&sc, &s, 0);
   check_set(f, NULL, 0);
   check_removed(f, (int64_t[]){r, r1, r2}, 3);
   cJSON_Delete(f);
 
-  ok(&ctl, "{\"cmd\":\"entity.destroy\",\"entity\":%lld}", (long long)e);
+  OKD(&ctl, "{\"cmd\":\"entity.destroy\",\"entity\":%lld}", (long long)e);
   f = expect_frame(&sc, &s, 0);
   check_set(f, NULL, 0);
   check_removed(f, (int64_t[]){e}, 1);
@@ -705,7 +540,7 @@ static void test_removed_whole_world(void) {
   /* Changes in another world are not this subscription's. */
   int64_t other = mk(&ctl, "rm2", 0, 1, 1, 1);
   CU_ASSERT_TRUE(other > 0);
-  expect_quiet(&sc, QUIET_MS);
+  QUIET(&sc, QUIET_MS);
 
   /* A removal and a move in one tick share a frame. */
   char lines[512];
@@ -713,7 +548,7 @@ static void test_removed_whole_world(void) {
            "{\"cmd\":\"transform.set_local\",\"world\":\"rm\",\"entity\":%lld,\"t\":[0,0,1]}\n"
            "{\"cmd\":\"entity.destroy\",\"entity\":%lld}\n",
            (long long)q, (long long)other);
-  pipeline_ok(&ctl, lines, 2);
+  PIPELINE_OK(&ctl, lines, 2);
   f = expect_frame(&sc, &s, 0);
   check_set(f, (want[]){{q, 0, 0, 1}}, 1);
   check_no_removed(f);
@@ -724,26 +559,26 @@ static void test_removed_whole_world(void) {
            "{\"cmd\":\"transform.destroy\",\"world\":\"rm\",\"entity\":%lld}\n",
            (long long)q, (long long)last);
   cJSON_Delete(expect_frame(&sc, &s, 0)); /* last's creation */
-  pipeline_ok(&ctl, lines, 2);
+  PIPELINE_OK(&ctl, lines, 2);
   f = expect_frame(&sc, &s, 0);
   check_set(f, (want[]){{q, 5, 0, 0}}, 1);
   check_removed(f, (int64_t[]){last}, 1);
   cJSON_Delete(f);
-  expect_quiet(&sc, QUIET_MS);
-  ok(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"rm\"}");
-  ok(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"rm2\"}");
-  conn_close(&sc);
-  conn_close(&ctl);
+  QUIET(&sc, QUIET_MS);
+  OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"rm\"}");
+  OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"rm2\"}");
+  scn_client_close(&sc);
+  scn_client_close(&ctl);
 }
 
 /* Subtree scope: only the subtree; entering (either keep) appears in set even unchanged;
  * leaving or destruction appears in removed; the root's destruction ends the subscription. */
 static void test_subtree_scope(void) {
-  conn ctl, sc;
+  scn_client ctl, sc;
   OPEN(ctl, daemon20.port);
   OPEN(sc, daemon20.port);
   const char *W = "st";
-  ok(&ctl, "{\"cmd\":\"world.create\",\"world\":\"st\"}");
+  OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"st\"}");
   int64_t r = mk(&ctl, W, 0, 10, 0, 0);
   int64_t c1 = mk(&ctl, W, r, 1, 0, 0);
   int64_t g1 = mk(&ctl, W, c1, 0, 1, 0);
@@ -761,46 +596,50 @@ static void test_subtree_scope(void) {
   /* Outside the scope: nothing. */
   set_t(&ctl, W, o, 0, 0, 6);
   set_t(&ctl, W, y, 3, 0, 1);
-  expect_quiet(&sc, QUIET_MS);
+  QUIET(&sc, QUIET_MS);
 
   /* Linked in keeping its world matrix: in set although unchanged. */
-  ok(&ctl, "{\"cmd\":\"transform.link\",\"world\":\"st\",\"entity\":%lld,\"parent\":%lld,\"keep\":\"world\"}",
-     (long long)x, (long long)r);
+  OKD(&ctl,
+      "{\"cmd\":\"transform.link\",\"world\":\"st\",\"entity\":%lld,\"parent\":%lld,\"keep\":"
+      "\"world\"}",
+      (long long)x, (long long)r);
   f = expect_frame(&sc, &s, 0);
   check_set(f, (want[]){{x, 2, 2, 2}}, 1);
   check_no_removed(f);
   cJSON_Delete(f);
 
   /* Linked in keeping its local matrix (o1 at (1,0,6) becomes (12,0,0)). */
-  ok(&ctl, "{\"cmd\":\"transform.link\",\"world\":\"st\",\"entity\":%lld,\"parent\":%lld}",
-     (long long)o1, (long long)c1);
+  OKD(&ctl, "{\"cmd\":\"transform.link\",\"world\":\"st\",\"entity\":%lld,\"parent\":%lld}",
+      (long long)o1, (long long)c1);
   f = expect_frame(&sc, &s, 0);
   check_set(f, (want[]){{o1, 12, 0, 0}}, 1);
   check_no_removed(f);
   cJSON_Delete(f);
 
   /* Unlinked out of the scope (keeping its world matrix): removed. */
-  ok(&ctl, "{\"cmd\":\"transform.unlink\",\"world\":\"st\",\"entity\":%lld,\"keep\":\"world\"}",
-     (long long)g1);
+  OKD(&ctl, "{\"cmd\":\"transform.unlink\",\"world\":\"st\",\"entity\":%lld,\"keep\":\"world\"}",
+      (long long)g1);
   f = expect_frame(&sc, &s, 0);
   check_set(f, NULL, 0);
   check_removed(f, (int64_t[]){g1}, 1);
   cJSON_Delete(f);
 
   /* Linked out to another tree with a subtree of its own. */
-  ok(&ctl, "{\"cmd\":\"transform.link\",\"world\":\"st\",\"entity\":%lld,\"parent\":%lld}",
-     (long long)y, (long long)x);
+  OKD(&ctl, "{\"cmd\":\"transform.link\",\"world\":\"st\",\"entity\":%lld,\"parent\":%lld}",
+      (long long)y, (long long)x);
   f = expect_frame(&sc, &s, 0);
   check_set(f, (want[]){{y, 5, 2, 3}}, 1);
   cJSON_Delete(f);
-  ok(&ctl, "{\"cmd\":\"transform.link\",\"world\":\"st\",\"entity\":%lld,\"parent\":%lld,\"keep\":\"world\"}",
-     (long long)x, (long long)o);
+  OKD(&ctl,
+      "{\"cmd\":\"transform.link\",\"world\":\"st\",\"entity\":%lld,\"parent\":%lld,\"keep\":"
+      "\"world\"}",
+      (long long)x, (long long)o);
   f = expect_frame(&sc, &s, 0);
   check_set(f, NULL, 0);
   check_removed(f, (int64_t[]){x, y}, 2);
   cJSON_Delete(f);
-  ok(&ctl, "{\"cmd\":\"transform.link\",\"world\":\"st\",\"entity\":%lld,\"parent\":%lld}",
-     (long long)x, (long long)c1);
+  OKD(&ctl, "{\"cmd\":\"transform.link\",\"world\":\"st\",\"entity\":%lld,\"parent\":%lld}",
+      (long long)x, (long long)c1);
   f = expect_frame(&sc, &s, 0);
   /* x kept local (2,2,-4) under o at (0,0,6); now under c1 at (11,0,0); y under x. */
   check_set(f, (want[]){{x, 13, 2, -4}, {y, 16, 2, -3}}, 2);
@@ -808,7 +647,7 @@ static void test_subtree_scope(void) {
   cJSON_Delete(f);
 
   /* Destroying c1 without recursion: c1 goes, its children become roots and leave. */
-  ok(&ctl, "{\"cmd\":\"transform.destroy\",\"world\":\"st\",\"entity\":%lld}", (long long)c1);
+  OKD(&ctl, "{\"cmd\":\"transform.destroy\",\"world\":\"st\",\"entity\":%lld}", (long long)c1);
   f = expect_frame(&sc, &s, 0);
   check_set(f, NULL, 0);
   check_removed(f, (int64_t[]){c1, o1, x, y}, 4);
@@ -819,53 +658,55 @@ static void test_subtree_scope(void) {
   snprintf(lines, sizeof lines,
            "{\"cmd\":\"transform.set_local\",\"world\":\"st\",\"entity\":%lld,\"t\":[20,0,0]}\n"
            "{\"cmd\":\"transform.link\",\"world\":\"st\",\"entity\":%lld,\"parent\":%lld}\n"
-           "{\"cmd\":\"transform.link\",\"world\":\"st\",\"entity\":%lld,\"parent\":%lld,\"keep\":\"world\"}\n",
+           "{\"cmd\":\"transform.link\",\"world\":\"st\",\"entity\":%lld,\"parent\":%lld,\"keep\":"
+           "\"world\"}\n",
            (long long)r, (long long)g1, (long long)r, (long long)o1, (long long)r);
-  pipeline_ok(&ctl, lines, 3);
+  PIPELINE_OK(&ctl, lines, 3);
   f = expect_frame(&sc, &s, 0);
   /* g1's local after unlink keep world is (11,1,0); o1 is at (12,0,0) in the world. */
   check_set(f, (want[]){{r, 20, 0, 0}, {g1, 31, 1, 0}, {o1, 12, 0, 0}}, 3);
   check_no_removed(f);
   cJSON_Delete(f);
 
-  ok(&ctl, "{\"cmd\":\"entity.destroy\",\"entity\":%lld}", (long long)o1);
+  OKD(&ctl, "{\"cmd\":\"entity.destroy\",\"entity\":%lld}", (long long)o1);
   f = expect_frame(&sc, &s, 0);
   check_set(f, NULL, 0);
   check_removed(f, (int64_t[]){o1}, 1);
   cJSON_Delete(f);
-  expect_quiet(&sc, QUIET_MS);
+  QUIET(&sc, QUIET_MS);
 
   /* The root is destroyed: the whole scope removed, then unsubscribed. */
-  ok(&ctl, "{\"cmd\":\"transform.destroy\",\"world\":\"st\",\"entity\":%lld}", (long long)r);
+  OKD(&ctl, "{\"cmd\":\"transform.destroy\",\"world\":\"st\",\"entity\":%lld}", (long long)r);
   f = expect_frame(&sc, &s, 0);
   check_set(f, NULL, 0);
   check_removed(f, (int64_t[]){r, g1}, 2);
   cJSON_Delete(f);
-  cJSON *ev = next_event(&sc, FRAME_WAIT_MS);
+  cJSON *ev = scn_next_event(&sc, FRAME_WAIT_MS);
   char want_ev[128];
-  snprintf(want_ev, sizeof want_ev, "{\"event\":\"unsubscribed\",\"sub\":%lld,\"reason\":\"root_destroyed\"}",
+  snprintf(want_ev, sizeof want_ev,
+           "{\"event\":\"unsubscribed\",\"sub\":%lld,\"reason\":\"root_destroyed\"}",
            (long long)s.id);
   cJSON *expect_ev = cJSON_Parse(want_ev);
   CU_ASSERT_TRUE(cJSON_Compare(ev, expect_ev, true));
   if (!cJSON_Compare(ev, expect_ev, true))
-    report("expected unsubscribed", ev);
+    scn_report("expected unsubscribed", ev);
   cJSON_Delete(expect_ev);
   cJSON_Delete(ev);
   set_t(&ctl, W, g1, 1, 1, 1);
-  expect_quiet(&sc, QUIET_MS);
-  fails(&sc, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s.id);
-  ok(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"st\"}");
-  conn_close(&sc);
-  conn_close(&ctl);
+  QUIET(&sc, QUIET_MS);
+  ERR(&sc, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s.id);
+  OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"st\"}");
+  scn_client_close(&sc);
+  scn_client_close(&ctl);
 }
 
 /* A root destroyed by entity.destroy or a recursive destroy also ends the subscription. */
 static void test_root_destroyed_other_ways(void) {
-  conn ctl, sc;
+  scn_client ctl, sc;
   OPEN(ctl, daemon20.port);
   OPEN(sc, daemon20.port);
   const char *W = "rd";
-  ok(&ctl, "{\"cmd\":\"world.create\",\"world\":\"rd\"}");
+  OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"rd\"}");
   int64_t top = mk(&ctl, W, 0, 0, 0, 0);
   int64_t r = mk(&ctl, W, top, 1, 0, 0);
   int64_t k1 = mk(&ctl, W, r, 1, 0, 0);
@@ -881,32 +722,32 @@ static void test_root_destroyed_other_ways(void) {
   check_set(f, (want[]){{r2, 0, 0, 0}}, 1);
   cJSON_Delete(f);
 
-  ok(&ctl, "{\"cmd\":\"transform.destroy\",\"world\":\"rd\",\"entity\":%lld,\"recursive\":true}",
-     (long long)top);
+  OKD(&ctl, "{\"cmd\":\"transform.destroy\",\"world\":\"rd\",\"entity\":%lld,\"recursive\":true}",
+      (long long)top);
   f = expect_frame(&sc, &s1, 0);
   check_set(f, NULL, 0);
   check_removed(f, (int64_t[]){r, k1, k2}, 3);
   cJSON_Delete(f);
-  cJSON *ev = next_event(&sc, FRAME_WAIT_MS);
-  CU_ASSERT_STRING_EQUAL(str(ev, "event"), "unsubscribed");
-  CU_ASSERT_EQUAL(num(ev, "sub"), (double)s1.id);
-  CU_ASSERT_STRING_EQUAL(str(ev, "reason"), "root_destroyed");
+  cJSON *ev = scn_next_event(&sc, FRAME_WAIT_MS);
+  CU_ASSERT_STRING_EQUAL(scn_resp_str(ev, "event"), "unsubscribed");
+  CU_ASSERT_EQUAL(scn_resp_num(ev, "sub"), (double)s1.id);
+  CU_ASSERT_STRING_EQUAL(scn_resp_str(ev, "reason"), "root_destroyed");
   CU_ASSERT_EQUAL(cJSON_GetArraySize(ev), 3);
   cJSON_Delete(ev);
 
-  ok(&ctl, "{\"cmd\":\"entity.destroy\",\"entity\":%lld}", (long long)r2);
+  OKD(&ctl, "{\"cmd\":\"entity.destroy\",\"entity\":%lld}", (long long)r2);
   f = expect_frame(&sc, &s2, 0);
   check_set(f, NULL, 0);
   check_removed(f, (int64_t[]){r2}, 1);
   cJSON_Delete(f);
-  ev = next_event(&sc, FRAME_WAIT_MS);
-  CU_ASSERT_STRING_EQUAL(str(ev, "event"), "unsubscribed");
-  CU_ASSERT_EQUAL(num(ev, "sub"), (double)s2.id);
-  CU_ASSERT_STRING_EQUAL(str(ev, "reason"), "root_destroyed");
+  ev = scn_next_event(&sc, FRAME_WAIT_MS);
+  CU_ASSERT_STRING_EQUAL(scn_resp_str(ev, "event"), "unsubscribed");
+  CU_ASSERT_EQUAL(scn_resp_num(ev, "sub"), (double)s2.id);
+  CU_ASSERT_STRING_EQUAL(scn_resp_str(ev, "reason"), "root_destroyed");
   cJSON_Delete(ev);
-  expect_quiet(&sc, QUIET_MS);
-  fails(&sc, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s1.id);
-  fails(&sc, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s2.id);
+  QUIET(&sc, QUIET_MS);
+  ERR(&sc, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s1.id);
+  ERR(&sc, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s2.id);
 
   /* Destroyed and given a new transform in the same tick: still destroyed. */
   int64_t r3 = mk(&ctl, W, 0, 0, 0, 0);
@@ -916,56 +757,58 @@ static void test_root_destroyed_other_ways(void) {
   f = expect_frame(&sc, &s3, 1);
   check_set(f, (want[]){{r3, 0, 0, 0}, {k3, 0, 1, 0}}, 2);
   cJSON_Delete(f);
-  ok(&ctl,
-     "{\"cmd\":\"batch\",\"world\":\"rd\",\"ops\":[{\"cmd\":\"transform.destroy\",\"entity\":%lld},"
-     "{\"cmd\":\"transform.create\",\"entity\":%lld,\"t\":[5,0,0]}]}",
-     (long long)r3, (long long)r3);
+  OKD(&ctl,
+      "{\"cmd\":\"batch\",\"world\":\"rd\",\"ops\":[{\"cmd\":\"transform.destroy\",\"entity\":%lld}"
+      ","
+      "{\"cmd\":\"transform.create\",\"entity\":%lld,\"t\":[5,0,0]}]}",
+      (long long)r3, (long long)r3);
   f = expect_frame(&sc, &s3, 0);
   check_set(f, NULL, 0);
   check_removed(f, (int64_t[]){r3, k3}, 2);
   cJSON_Delete(f);
-  ev = next_event(&sc, FRAME_WAIT_MS);
-  CU_ASSERT_STRING_EQUAL(str(ev, "event"), "unsubscribed");
-  CU_ASSERT_EQUAL(num(ev, "sub"), (double)s3.id);
-  CU_ASSERT_STRING_EQUAL(str(ev, "reason"), "root_destroyed");
+  ev = scn_next_event(&sc, FRAME_WAIT_MS);
+  CU_ASSERT_STRING_EQUAL(scn_resp_str(ev, "event"), "unsubscribed");
+  CU_ASSERT_EQUAL(scn_resp_num(ev, "sub"), (double)s3.id);
+  CU_ASSERT_STRING_EQUAL(scn_resp_str(ev, "reason"), "root_destroyed");
   cJSON_Delete(ev);
-  fails(&sc, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s3.id);
+  ERR(&sc, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s3.id);
   /* A batch that fails destroys nothing: the subscription goes on. */
   int64_t r4 = mk(&ctl, W, 0, 0, 0, 0);
   sub_state s4;
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &s4, W, r4, 0));
   cJSON_Delete(expect_frame(&sc, &s4, 1));
-  fails(&ctl, "NOT_FOUND",
-        "{\"cmd\":\"batch\",\"world\":\"rd\",\"ops\":[{\"cmd\":\"transform.destroy\",\"entity\":%lld},"
-        "{\"cmd\":\"transform.set_local\",\"entity\":987654321,\"t\":[1,0,0]}]}",
-        (long long)r4);
-  expect_quiet(&sc, QUIET_MS);
+  ERR(&ctl, "NOT_FOUND",
+      "{\"cmd\":\"batch\",\"world\":\"rd\",\"ops\":[{\"cmd\":\"transform.destroy\",\"entity\":%"
+      "lld},"
+      "{\"cmd\":\"transform.set_local\",\"entity\":987654321,\"t\":[1,0,0]}]}",
+      (long long)r4);
+  QUIET(&sc, QUIET_MS);
   set_t(&ctl, W, r4, 0, 0, 2);
   f = expect_frame(&sc, &s4, 0);
   check_set(f, (want[]){{r4, 0, 0, 2}}, 1);
   cJSON_Delete(f);
-  ok(&sc, "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s4.id);
-  ok(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"rd\"}");
-  conn_close(&sc);
-  conn_close(&ctl);
+  OKD(&sc, "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s4.id);
+  OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"rd\"}");
+  scn_client_close(&sc);
+  scn_client_close(&ctl);
 }
 
 /* Reads n frames on k, each for one of subs[0..nsubs), into out[] by subscription. */
-static void frames_by_sub(conn *k, sub_state *subs, cJSON **out, int nsubs) {
+static void frames_by_sub(scn_client *k, sub_state *subs, cJSON **out, int nsubs) {
   for (int i = 0; i < nsubs; i++)
     out[i] = NULL;
   for (int got = 0; got < nsubs; got++) {
-    cJSON *f = next_event(k, FRAME_WAIT_MS);
+    cJSON *f = scn_next_event(k, FRAME_WAIT_MS);
     CU_ASSERT_PTR_NOT_NULL(f);
     if (!f)
       return;
     int which = -1;
     for (int i = 0; i < nsubs; i++)
-      if (num(f, "sub") == (double)subs[i].id && !out[i])
+      if (scn_resp_num(f, "sub") == (double)subs[i].id && !out[i])
         which = i;
     CU_ASSERT_TRUE(which >= 0);
     if (which < 0) {
-      report("unexpected event", f);
+      scn_report("unexpected event", f);
       cJSON_Delete(f);
       continue;
     }
@@ -983,8 +826,8 @@ static bool same_but_sub(const cJSON *a, const cJSON *b) {
   cJSON_DeleteItemFromObjectCaseSensitive(y, "sub");
   bool same = cJSON_Compare(x, y, true);
   if (!same) {
-    report("first", a);
-    report("second", b);
+    scn_report("first", a);
+    scn_report("second", b);
   }
   cJSON_Delete(x);
   cJSON_Delete(y);
@@ -993,12 +836,12 @@ static bool same_but_sub(const cJSON *a, const cJSON *b) {
 
 /* Two subscribers of one scope on two connections get the same frames but for "sub". */
 static void test_two_subscribers(void) {
-  conn ctl, k1, k2;
+  scn_client ctl, k1, k2;
   OPEN(ctl, daemon20.port);
   OPEN(k1, daemon20.port);
   OPEN(k2, daemon20.port);
   const char *W = "two";
-  ok(&ctl, "{\"cmd\":\"world.create\",\"world\":\"two\"}");
+  OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"two\"}");
   int64_t a = mk(&ctl, W, 0, 1, 0, 0);
   int64_t b = mk(&ctl, W, a, 0, 1, 0);
   int64_t c = mk(&ctl, W, 0, 0, 0, 1);
@@ -1015,7 +858,7 @@ static void test_two_subscribers(void) {
     CU_ASSERT_TRUE(f1[i] && cJSON_IsTrue(cJSON_GetObjectItem(f1[i], "full")));
     CU_ASSERT_TRUE(f2[i] && cJSON_IsTrue(cJSON_GetObjectItem(f2[i], "full")));
     /* Full frames of the same tick are identical; of different ticks, the same content. */
-    if (f1[i] && f2[i] && num(f1[i], "tick") == num(f2[i], "tick"))
+    if (f1[i] && f2[i] && scn_resp_num(f1[i], "tick") == scn_resp_num(f2[i], "tick"))
       CU_ASSERT_TRUE(same_but_sub(f1[i], f2[i]));
   }
   check_set(f1[0], (want[]){{a, 1, 0, 0}, {b, 1, 1, 0}, {c, 0, 0, 1}}, 3);
@@ -1036,10 +879,18 @@ static void test_two_subscribers(void) {
   };
   for (int step = 0; step < 4; step++) {
     switch (step) {
-    case 0: ok(&ctl, steps[0], (long long)a); break;
-    case 1: ok(&ctl, steps[1], (long long)b); break;
-    case 2: ok(&ctl, steps[2], (long long)c, (long long)b); break;
-    case 3: ok(&ctl, steps[3], (long long)b); break;
+    case 0:
+      OKD(&ctl, steps[0], (long long)a);
+      break;
+    case 1:
+      OKD(&ctl, steps[1], (long long)b);
+      break;
+    case 2:
+      OKD(&ctl, steps[2], (long long)c, (long long)b);
+      break;
+    case 3:
+      OKD(&ctl, steps[3], (long long)b);
+      break;
     }
     frames_by_sub(&k1, s1, f1, 2);
     frames_by_sub(&k2, s2, f2, 2);
@@ -1050,21 +901,21 @@ static void test_two_subscribers(void) {
       cJSON_Delete(f2[i]);
     }
   }
-  expect_quiet(&k1, QUIET_MS);
-  expect_quiet(&k2, 0);
-  ok(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"two\"}");
-  conn_close(&k1);
-  conn_close(&k2);
-  conn_close(&ctl);
+  QUIET(&k1, QUIET_MS);
+  QUIET(&k2, 0);
+  OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"two\"}");
+  scn_client_close(&k1);
+  scn_client_close(&k2);
+  scn_client_close(&ctl);
 }
 
 /* unsubscribe stops frames; a second one is NOT_FOUND, as is another connection's sub. */
 static void test_unsubscribe(void) {
-  conn ctl, sc;
+  scn_client ctl, sc;
   OPEN(ctl, daemon20.port);
   OPEN(sc, daemon20.port);
   const char *W = "un";
-  ok(&ctl, "{\"cmd\":\"world.create\",\"world\":\"un\"}");
+  OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"un\"}");
   int64_t a = mk(&ctl, W, 0, 0, 0, 0);
   sub_state s, keep;
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &s, W, 0, 0));
@@ -1077,10 +928,10 @@ static void test_unsubscribe(void) {
   keep = both[1];
   double before = info_subscriptions(&ctl);
 
-  cJSON *r = call(&sc, "{\"id\":\"u1\",\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s.id);
+  cJSON *r = CALL(&sc, "{\"id\":\"u1\",\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s.id);
   CU_ASSERT_TRUE(scn_resp_ok(r));
   CU_ASSERT_EQUAL(cJSON_GetArraySize(r), 2); /* id and ok */
-  CU_ASSERT_STRING_EQUAL(str(r, "id"), "u1");
+  CU_ASSERT_STRING_EQUAL(scn_resp_str(r, "id"), "u1");
   cJSON_Delete(r);
   CU_ASSERT_EQUAL(info_subscriptions(&ctl), before - 1);
   set_t(&ctl, W, a, 1, 0, 0);
@@ -1088,64 +939,67 @@ static void test_unsubscribe(void) {
   cJSON *g = expect_frame(&sc, &keep, 0);
   check_set(g, (want[]){{a, 1, 0, 0}}, 1);
   cJSON_Delete(g);
-  expect_quiet(&sc, QUIET_MS);
-  fails(&sc, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s.id);
-  fails(&sc, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":987654321}");
-  fails(&sc, "BAD_REQUEST", "{\"cmd\":\"unsubscribe\",\"sub\":\"x\"}");
-  fails(&sc, "BAD_REQUEST", "{\"cmd\":\"unsubscribe\"}");
-  ok(&sc, "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)keep.id);
+  QUIET(&sc, QUIET_MS);
+  ERR(&sc, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s.id);
+  ERR(&sc, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":987654321}");
+  ERR(&sc, "BAD_REQUEST", "{\"cmd\":\"unsubscribe\",\"sub\":\"x\"}");
+  ERR(&sc, "BAD_REQUEST", "{\"cmd\":\"unsubscribe\"}");
+  OKD(&sc, "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)keep.id);
   set_t(&ctl, W, a, 2, 0, 0);
-  expect_quiet(&sc, QUIET_MS);
+  QUIET(&sc, QUIET_MS);
   CU_ASSERT_EQUAL(info_subscriptions(&ctl), before - 2);
-  ok(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"un\"}");
-  conn_close(&sc);
-  conn_close(&ctl);
+  OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"un\"}");
+  scn_client_close(&sc);
+  scn_client_close(&ctl);
 }
 
 /* subscribe to an unknown world, or a root without a transform there, is NOT_FOUND. */
 static void test_subscribe_errors(void) {
-  conn ctl;
+  scn_client ctl;
   OPEN(ctl, daemon20.port);
-  ok(&ctl, "{\"cmd\":\"world.create\",\"world\":\"se\"}");
-  ok(&ctl, "{\"cmd\":\"world.create\",\"world\":\"se2\"}");
+  OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"se\"}");
+  OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"se2\"}");
   int64_t elsewhere = mk(&ctl, "se2", 0, 0, 0, 0);
   int64_t here = mk(&ctl, "se", 0, 0, 0, 0);
   int64_t dead = mk(&ctl, "se", 0, 0, 0, 0);
-  ok(&ctl, "{\"cmd\":\"entity.destroy\",\"entity\":%lld}", (long long)dead);
-  cJSON *r = call(&ctl, "{\"cmd\":\"entity.create\"}");
+  OKD(&ctl, "{\"cmd\":\"entity.destroy\",\"entity\":%lld}", (long long)dead);
+  cJSON *r = CALL(&ctl, "{\"cmd\":\"entity.create\"}");
   const cJSON *ents = cJSON_GetObjectItem(r, "entities");
-  int64_t bare = cJSON_IsNumber(cJSON_GetArrayItem(ents, 0)) ? (int64_t)cJSON_GetArrayItem(ents, 0)->valuedouble : 0;
+  int64_t bare = cJSON_IsNumber(cJSON_GetArrayItem(ents, 0))
+                     ? (int64_t)cJSON_GetArrayItem(ents, 0)->valuedouble
+                     : 0;
   CU_ASSERT_TRUE(bare > 0);
   cJSON_Delete(r);
   double before = info_subscriptions(&ctl);
 
-  fails(&ctl, "NOT_FOUND", "{\"cmd\":\"subscribe\",\"world\":\"no-such-world\"}");
-  fails(&ctl, "NOT_FOUND", "{\"cmd\":\"subscribe\",\"world\":\"se\",\"root\":%lld}", (long long)elsewhere);
-  fails(&ctl, "NOT_FOUND", "{\"cmd\":\"subscribe\",\"world\":\"se\",\"root\":%lld}", (long long)dead);
-  fails(&ctl, "NOT_FOUND", "{\"cmd\":\"subscribe\",\"world\":\"se\",\"root\":%lld}", (long long)bare);
-  fails(&ctl, "NOT_FOUND", "{\"cmd\":\"subscribe\",\"world\":\"se\",\"root\":987654321}");
-  fails(&ctl, "BAD_REQUEST", "{\"cmd\":\"subscribe\"}");
-  fails(&ctl, "BAD_REQUEST", "{\"cmd\":\"subscribe\",\"world\":\"se\",\"hz\":0}");
-  fails(&ctl, "BAD_REQUEST", "{\"cmd\":\"subscribe\",\"world\":\"se\",\"hz\":-5}");
-  fails(&ctl, "BAD_REQUEST", "{\"cmd\":\"subscribe\",\"world\":\"se\",\"hz\":\"fast\"}");
-  fails(&ctl, "BAD_REQUEST", "{\"cmd\":\"subscribe\",\"world\":\"se\",\"root\":\"x\"}");
+  ERR(&ctl, "NOT_FOUND", "{\"cmd\":\"subscribe\",\"world\":\"no-such-world\"}");
+  ERR(&ctl, "NOT_FOUND", "{\"cmd\":\"subscribe\",\"world\":\"se\",\"root\":%lld}",
+      (long long)elsewhere);
+  ERR(&ctl, "NOT_FOUND", "{\"cmd\":\"subscribe\",\"world\":\"se\",\"root\":%lld}", (long long)dead);
+  ERR(&ctl, "NOT_FOUND", "{\"cmd\":\"subscribe\",\"world\":\"se\",\"root\":%lld}", (long long)bare);
+  ERR(&ctl, "NOT_FOUND", "{\"cmd\":\"subscribe\",\"world\":\"se\",\"root\":987654321}");
+  ERR(&ctl, "BAD_REQUEST", "{\"cmd\":\"subscribe\"}");
+  ERR(&ctl, "BAD_REQUEST", "{\"cmd\":\"subscribe\",\"world\":\"se\",\"hz\":0}");
+  ERR(&ctl, "BAD_REQUEST", "{\"cmd\":\"subscribe\",\"world\":\"se\",\"hz\":-5}");
+  ERR(&ctl, "BAD_REQUEST", "{\"cmd\":\"subscribe\",\"world\":\"se\",\"hz\":\"fast\"}");
+  ERR(&ctl, "BAD_REQUEST", "{\"cmd\":\"subscribe\",\"world\":\"se\",\"root\":\"x\"}");
   CU_ASSERT_EQUAL(info_subscriptions(&ctl), before);
   /* Nothing was subscribed: no frames come. */
   set_t(&ctl, "se", here, 1, 1, 1);
-  expect_quiet(&ctl, QUIET_MS);
-  ok(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"se\"}");
-  ok(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"se2\"}");
-  conn_close(&ctl);
+  QUIET(&ctl, QUIET_MS);
+  OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"se\"}");
+  OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"se2\"}");
+  scn_client_close(&ctl);
 }
 
 /* world.destroy: world_destroyed to each subscription (the destroying connection's too, as
  * whole lines around its response), and they end. */
 static void test_world_destroyed(void) {
-  conn k1, k2;
+  scn_client k1, k2;
   OPEN(k1, daemon20.port);
   OPEN(k2, daemon20.port);
   const char *W = "wd";
-  ok(&k1, "{\"cmd\":\"world.create\",\"world\":\"wd\"}");
+  OKD(&k1, "{\"cmd\":\"world.create\",\"world\":\"wd\"}");
   int64_t a = mk(&k1, W, 0, 0, 0, 0);
   sub_state s[2], t;
   CU_ASSERT_TRUE_FATAL(subscribe(&k1, &s[0], W, 0, 0));
@@ -1158,28 +1012,29 @@ static void test_world_destroyed(void) {
   cJSON_Delete(expect_frame(&k2, &t, 1));
   double before = info_subscriptions(&k2);
 
-  CU_ASSERT_EQUAL_FATAL(scn_client_send(&k1.c, "{\"id\":7,\"cmd\":\"world.destroy\",\"world\":\"wd\"}"), 0);
+  CU_ASSERT_EQUAL_FATAL(
+      scn_client_send(&k1, "{\"id\":7,\"cmd\":\"world.destroy\",\"world\":\"wd\"}"), 0);
   int responses = 0, events = 0;
   bool seen[2] = {false, false};
   long deadline = scn_now_ms() + 3000;
   while ((responses < 1 || events < 2) && scn_now_ms() < deadline) {
-    cJSON *j = read_line(&k1, deadline - scn_now_ms());
+    cJSON *j = scn_recv_object(&k1, deadline - scn_now_ms());
     if (!j)
       break;
-    if (is_event(j)) {
+    if (scn_resp_has(j, "event")) {
       events++;
-      CU_ASSERT_STRING_EQUAL(str(j, "event"), "world_destroyed");
-      CU_ASSERT_STRING_EQUAL(str(j, "world"), "wd");
+      CU_ASSERT_STRING_EQUAL(scn_resp_str(j, "event"), "world_destroyed");
+      CU_ASSERT_STRING_EQUAL(scn_resp_str(j, "world"), "wd");
       CU_ASSERT_EQUAL(cJSON_GetArraySize(j), 3);
       for (int i = 0; i < 2; i++)
-        if (num(j, "sub") == (double)s[i].id) {
+        if (scn_resp_num(j, "sub") == (double)s[i].id) {
           CU_ASSERT_FALSE(seen[i]);
           seen[i] = true;
         }
     } else {
       responses++;
       CU_ASSERT_TRUE(scn_resp_ok(j));
-      CU_ASSERT_EQUAL(num(j, "id"), 7);
+      CU_ASSERT_EQUAL(scn_resp_num(j, "id"), 7);
       CU_ASSERT_EQUAL(cJSON_GetArraySize(j), 2);
     }
     cJSON_Delete(j);
@@ -1187,45 +1042,45 @@ static void test_world_destroyed(void) {
   CU_ASSERT_EQUAL(responses, 1);
   CU_ASSERT_EQUAL(events, 2);
   CU_ASSERT_TRUE(seen[0] && seen[1]);
-  cJSON *ev = next_event(&k2, FRAME_WAIT_MS);
+  cJSON *ev = scn_next_event(&k2, FRAME_WAIT_MS);
   char want_ev[128];
   snprintf(want_ev, sizeof want_ev, "{\"event\":\"world_destroyed\",\"sub\":%lld,\"world\":\"wd\"}",
            (long long)t.id);
   cJSON *expect_ev = cJSON_Parse(want_ev);
   CU_ASSERT_TRUE(cJSON_Compare(ev, expect_ev, true));
   if (!cJSON_Compare(ev, expect_ev, true))
-    report("expected world_destroyed", ev);
+    scn_report("expected world_destroyed", ev);
   cJSON_Delete(expect_ev);
   cJSON_Delete(ev);
   CU_ASSERT_EQUAL(info_subscriptions(&k2), before - 3);
 
   /* A new world of the same name is not the old subscriptions'. */
-  ok(&k2, "{\"cmd\":\"world.create\",\"world\":\"wd\"}");
+  OKD(&k2, "{\"cmd\":\"world.create\",\"world\":\"wd\"}");
   mk(&k2, W, 0, 1, 1, 1);
-  expect_quiet(&k1, QUIET_MS);
-  expect_quiet(&k2, 0);
-  fails(&k1, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s[0].id);
-  fails(&k1, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s[1].id);
-  fails(&k2, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)t.id);
-  ok(&k2, "{\"cmd\":\"world.destroy\",\"world\":\"wd\"}");
-  expect_quiet(&k1, 0);
-  conn_close(&k1);
-  conn_close(&k2);
+  QUIET(&k1, QUIET_MS);
+  QUIET(&k2, 0);
+  ERR(&k1, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s[0].id);
+  ERR(&k1, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s[1].id);
+  ERR(&k2, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)t.id);
+  OKD(&k2, "{\"cmd\":\"world.destroy\",\"world\":\"wd\"}");
+  QUIET(&k1, 0);
+  scn_client_close(&k1);
+  scn_client_close(&k2);
 }
 
 /* Closing a connection ends its subscriptions. */
 static void test_close_ends_subscriptions(void) {
-  conn ctl, sc;
+  scn_client ctl, sc;
   OPEN(ctl, daemon20.port);
   OPEN(sc, daemon20.port);
-  ok(&ctl, "{\"cmd\":\"world.create\",\"world\":\"cl\"}");
+  OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"cl\"}");
   int64_t a = mk(&ctl, "cl", 0, 0, 0, 0);
   double before = info_subscriptions(&ctl);
   sub_state s1, s2;
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &s1, "cl", 0, 0));
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &s2, "cl", a, 5));
   CU_ASSERT_EQUAL(info_subscriptions(&ctl), before + 2);
-  conn_close(&sc);
+  scn_client_close(&sc);
   double n = -1;
   long deadline = scn_now_ms() + 3000;
   while (scn_now_ms() < deadline) {
@@ -1237,18 +1092,18 @@ static void test_close_ends_subscriptions(void) {
   CU_ASSERT_EQUAL(n, before);
   /* The daemon goes on streaming to others. */
   set_t(&ctl, "cl", a, 1, 0, 0);
-  ok(&ctl, "{\"cmd\":\"ping\"}");
-  ok(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"cl\"}");
-  conn_close(&ctl);
+  OKD(&ctl, "{\"cmd\":\"ping\"}");
+  OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"cl\"}");
+  scn_client_close(&ctl);
 }
 
 /* On the subscriber's own connection: after a set's ok, the next frame carries the new value
  * (frames before the ok carry older ones), and every line is whole. */
 static void test_frames_follow_responses(void) {
-  conn k;
+  scn_client k;
   OPEN(k, daemon20.port);
   const char *W = "or";
-  ok(&k, "{\"cmd\":\"world.create\",\"world\":\"or\"}");
+  OKD(&k, "{\"cmd\":\"world.create\",\"world\":\"or\"}");
   int64_t a = mk(&k, W, 0, 0, 0, 0);
   int64_t b = mk(&k, W, a, 0, 1, 0);
   sub_state s;
@@ -1258,8 +1113,8 @@ static void test_frames_follow_responses(void) {
     scn_sleep_ms((i * 17) % TICK_MS); /* land at different points of a tick */
     set_t(&k, W, a, i, 0, 0);
     /* Frames that came before the ok were made before the set. */
-    while (cJSON_GetArraySize(k.pending) > 0) {
-      cJSON *f = cJSON_DetachItemFromArray(k.pending, 0);
+    while (cJSON_GetArraySize(k.events) > 0) {
+      cJSON *f = cJSON_DetachItemFromArray(k.events, 0);
       check_frame(&s, f, s.frames == 0);
       int count;
       const cJSON *m = set_matrix(f, a, &count);
@@ -1282,23 +1137,24 @@ static void test_frames_follow_responses(void) {
   CU_ASSERT_PTR_NOT_NULL_FATAL(lines);
   for (int i = 0; i < 200; i++)
     len += (size_t)snprintf(lines + len, cap - len,
-                            "{\"id\":%d,\"cmd\":\"transform.set_local\",\"world\":\"or\",\"entity\":%lld,\"t\":[%d,0,0]}\n",
+                            "{\"id\":%d,\"cmd\":\"transform.set_local\",\"world\":\"or\","
+                            "\"entity\":%lld,\"t\":[%d,0,0]}\n",
                             i, (long long)(i % 2 ? b : a), i);
   long deadline = scn_now_ms() + 5000;
   int next_id = 0, frames = 0;
   /* Sent in pieces over a few ticks so frames fall between responses. */
   for (size_t at = 0; at < len;) {
     size_t piece = len - at < 1000 ? len - at : 1000;
-    CU_ASSERT_EQUAL_FATAL(scn_client_send_raw(&k.c, lines + at, piece), 0);
+    CU_ASSERT_EQUAL_FATAL(scn_client_send_raw(&k, lines + at, piece), 0);
     at += piece;
     scn_sleep_ms(TICK_MS / 3);
   }
   free(lines);
   while (next_id < 200 && scn_now_ms() < deadline) {
-    cJSON *j = read_line(&k, deadline - scn_now_ms());
+    cJSON *j = scn_recv_object(&k, deadline - scn_now_ms());
     if (!j)
       break;
-    if (is_event(j)) {
+    if (scn_resp_has(j, "event")) {
       /* Exactly the state after the last request answered before it. */
       check_frame(&s, j, 0);
       frames++;
@@ -1315,11 +1171,11 @@ static void test_frames_follow_responses(void) {
       CU_ASSERT_TRUE(count == 1 && matrix_equals(m, mb)); /* b moves with every request */
       if (!matrix_equals(m, mb)) {
         fprintf(stderr, "\n  after response %d:", last);
-        report("frame", j);
+        scn_report("frame", j);
       }
     } else {
       CU_ASSERT_TRUE(scn_resp_ok(j));
-      CU_ASSERT_EQUAL(num(j, "id"), next_id);
+      CU_ASSERT_EQUAL(scn_resp_num(j, "id"), next_id);
       next_id++;
     }
     cJSON_Delete(j);
@@ -1327,7 +1183,7 @@ static void test_frames_follow_responses(void) {
   CU_ASSERT_EQUAL(next_id, 200);
   /* The last frame holds the final values. */
   cJSON *f = NULL, *g;
-  while ((g = next_event(&k, QUIET_MS))) {
+  while ((g = scn_next_event(&k, QUIET_MS))) {
     check_frame(&s, g, 0);
     frames++;
     cJSON_Delete(f);
@@ -1343,21 +1199,21 @@ static void test_frames_follow_responses(void) {
     CU_ASSERT_TRUE(count == 1 && matrix_equals(mb, expect_b));
   }
   cJSON_Delete(f);
-  cJSON *r = call(&k, "{\"cmd\":\"transform.get\",\"world\":\"or\",\"entity\":%lld}", (long long)b);
+  cJSON *r = CALL(&k, "{\"cmd\":\"transform.get\",\"world\":\"or\",\"entity\":%lld}", (long long)b);
   CU_ASSERT_TRUE(matrix_equals(cJSON_GetObjectItem(r, "world"), expect_b));
   cJSON_Delete(r);
-  ok(&k, "{\"cmd\":\"world.destroy\",\"world\":\"or\"}");
-  conn_close(&k);
+  OKD(&k, "{\"cmd\":\"world.destroy\",\"world\":\"or\"}");
+  scn_client_close(&k);
 }
 
 /* Across connections: values set one after another reach a subscriber in order, never an
  * older after a newer, ending with the last. */
 static void test_frames_never_go_back(void) {
-  conn ctl, sc;
+  scn_client ctl, sc;
   OPEN(ctl, daemon20.port);
   OPEN(sc, daemon20.port);
   const char *W = "oc";
-  ok(&ctl, "{\"cmd\":\"world.create\",\"world\":\"oc\"}");
+  OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"oc\"}");
   int64_t a = mk(&ctl, W, 0, 0, 0, 0);
   sub_state s;
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &s, W, 0, 0));
@@ -1368,7 +1224,7 @@ static void test_frames_never_go_back(void) {
     set_t(&ctl, W, a, i, 0, 0);
     scn_sleep_ms((i * 13) % 23);
     cJSON *f;
-    while ((f = next_event(&sc, 0))) {
+    while ((f = scn_next_event(&sc, 0))) {
       check_frame(&s, f, 0);
       int count;
       const cJSON *m = set_matrix(f, a, &count);
@@ -1381,7 +1237,7 @@ static void test_frames_never_go_back(void) {
     }
   }
   cJSON *f;
-  while ((f = next_event(&sc, QUIET_MS))) {
+  while ((f = scn_next_event(&sc, QUIET_MS))) {
     check_frame(&s, f, 0);
     int count;
     const cJSON *m = set_matrix(f, a, &count);
@@ -1393,22 +1249,23 @@ static void test_frames_never_go_back(void) {
   }
   CU_ASSERT_EQUAL(last, 30);
   CU_ASSERT_TRUE(frames >= 2);
-  ok(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"oc\"}");
-  conn_close(&sc);
-  conn_close(&ctl);
+  OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"oc\"}");
+  scn_client_close(&sc);
+  scn_client_close(&ctl);
 }
 
 /* hz caps a subscription's frames per second; each frame carries everything since the last. */
 static void test_hz_cap(void) {
   scn_daemon d;
   const char *args[] = {"--tick-hz", "50", NULL};
-  CU_ASSERT_EQUAL_FATAL(scn_daemon_start(&d, args), 0);
-  conn ctl, sc, fast;
+  if (!START(&d, args))
+    return;
+  scn_client ctl, sc, fast;
   OPEN(ctl, d.port);
   OPEN(sc, d.port);
   OPEN(fast, d.port);
   const char *W = "hz";
-  ok(&ctl, "{\"cmd\":\"world.create\",\"world\":\"hz\"}");
+  OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"hz\"}");
   int64_t m = mk(&ctl, W, 0, 0, 0, 0);
   int64_t y[4];
   for (int i = 0; i < 4; i++)
@@ -1436,18 +1293,18 @@ static void test_hz_cap(void) {
     }
     scn_sleep_ms(10);
     cJSON *f;
-    while ((f = next_event(&fast, 0))) {
+    while ((f = scn_next_event(&fast, 0))) {
       fast_frames++;
       cJSON_Delete(f);
     }
-    while ((f = next_event(&sc, 0))) {
+    while ((f = scn_next_event(&sc, 0))) {
       check_frame(&s, f, 0);
       long at = scn_now_ms();
       if (at <= end)
         frames++;
       /* At most one frame per 10 ticks of the world (5 of 50 per second). */
-      CU_ASSERT_TRUE(num(f, "tick") - prev_tick >= 9);
-      prev_tick = num(f, "tick");
+      CU_ASSERT_TRUE(scn_resp_num(f, "tick") - prev_tick >= 9);
+      prev_tick = scn_resp_num(f, "tick");
       for (int j = 0; j < 4; j++) {
         int count;
         const cJSON *mm = set_matrix(f, y[j], &count);
@@ -1463,10 +1320,10 @@ static void test_hz_cap(void) {
   }
   /* The frames after the motion stops. */
   cJSON *f, *last = NULL;
-  while ((f = next_event(&sc, 600))) {
+  while ((f = scn_next_event(&sc, 600))) {
     check_frame(&s, f, 0);
-    CU_ASSERT_TRUE(num(f, "tick") - prev_tick >= 9);
-    prev_tick = num(f, "tick");
+    CU_ASSERT_TRUE(scn_resp_num(f, "tick") - prev_tick >= 9);
+    prev_tick = scn_resp_num(f, "tick");
     for (int j = 0; j < 4; j++) {
       int count;
       if (set_matrix(f, y[j], &count))
@@ -1494,30 +1351,15 @@ static void test_hz_cap(void) {
     CU_ASSERT_TRUE(frames >= 1);
   }
   cJSON_Delete(last);
-  conn_close(&sc);
-  conn_close(&fast);
-  conn_close(&ctl);
-  CU_ASSERT_EQUAL(scn_daemon_stop(&d, 0, 5000), 0);
+  scn_client_close(&sc);
+  scn_client_close(&fast);
+  scn_client_close(&ctl);
+  STOP_OK(&d, 5000);
 }
 
 /* ---- a slow consumer ---------------------------------------------------------------------- */
 
 #define BIG 20000
-
-static long rss_kib(pid_t pid) {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-  FILE *fp = fopen(path, "r");
-  if (!fp)
-    return -1;
-  char line[256];
-  long kib = -1;
-  while (fgets(line, sizeof line, fp))
-    if (strncmp(line, "VmRSS:", 6) == 0)
-      kib = atol(line + 6);
-  fclose(fp);
-  return kib;
-}
 
 typedef struct id_index {
   int64_t id;
@@ -1546,11 +1388,12 @@ static void big_expected(float m[16], int i, float x) {
 static void test_slow_consumer(void) {
   scn_daemon d;
   const char *args[] = {"--tick-hz", "20", "--output-limit", "262144", NULL};
-  CU_ASSERT_EQUAL_FATAL(scn_daemon_start(&d, args), 0);
-  conn ctl, sc;
+  if (!START(&d, args))
+    return;
+  scn_client ctl, sc;
   OPEN(ctl, d.port);
   OPEN(sc, d.port);
-  ok(&ctl, "{\"cmd\":\"world.create\",\"world\":\"big\"}");
+  OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"big\"}");
   int64_t *ids = calloc(BIG, sizeof *ids);
   id_index *map = calloc(BIG, sizeof *map);
   float(*state)[16] = calloc(BIG, sizeof *state);
@@ -1562,15 +1405,16 @@ static void test_slow_consumer(void) {
     int to = from + 2000 < BIG ? from + 2000 : BIG;
     size_t len = (size_t)sprintf(line, "{\"cmd\":\"batch\",\"world\":\"big\",\"ops\":[");
     for (int i = from; i < to; i++)
-      len += (size_t)sprintf(line + len, "%s{\"cmd\":\"transform.create\",\"parent\":%lld,\"t\":[%d,%d,0]}",
+      len += (size_t)sprintf(line + len,
+                             "%s{\"cmd\":\"transform.create\",\"parent\":%lld,\"t\":[%d,%d,0]}",
                              i > from ? "," : "", (long long)ids[0], i % 100, i / 100);
     sprintf(line + len, "]}");
-    cJSON *r = call(&ctl, "%s", line);
+    cJSON *r = CALL(&ctl, "%s", line);
     CU_ASSERT_TRUE_FATAL(scn_resp_ok(r));
     const cJSON *results = cJSON_GetObjectItemCaseSensitive(r, "results");
     CU_ASSERT_EQUAL(cJSON_GetArraySize(results), to - from);
     for (int i = from; i < to; i++)
-      ids[i] = (int64_t)num(cJSON_GetArrayItem(results, i - from), "entity");
+      ids[i] = (int64_t)scn_resp_num(cJSON_GetArrayItem(results, i - from), "entity");
     cJSON_Delete(r);
   }
   for (int i = 0; i < BIG; i++)
@@ -1583,7 +1427,7 @@ static void test_slow_consumer(void) {
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &s, "big", 0, 0));
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &leaf, "big", ids[7], 0));
   scn_sleep_ms(200);
-  long base = rss_kib(d.pid), peak = base;
+  long base = scn_rss_kib(d.pid), peak = base;
   CU_ASSERT_TRUE_FATAL(base > 0);
 
   /* The root moves every tick for ~3 s while the subscriber reads nothing. */
@@ -1592,7 +1436,7 @@ static void test_slow_consumer(void) {
   while (scn_now_ms() < end) {
     x++;
     set_t(&ctl, "big", ids[0], x, 0, 0);
-    long rss = rss_kib(d.pid);
+    long rss = scn_rss_kib(d.pid);
     if (rss > peak)
       peak = rss;
     scn_sleep_ms(TICK_MS);
@@ -1603,7 +1447,8 @@ static void test_slow_consumer(void) {
     fprintf(stderr, "\n  resident memory grew by %ld KiB while a subscriber stalled\n", grown);
   /* Motion stopped: the state the subscriber must converge to. */
   for (int i = 0; i < BIG; i += 997) {
-    cJSON *r = call(&ctl, "{\"cmd\":\"transform.get\",\"world\":\"big\",\"entity\":%lld}", (long long)ids[i]);
+    cJSON *r = CALL(&ctl, "{\"cmd\":\"transform.get\",\"world\":\"big\",\"entity\":%lld}",
+                    (long long)ids[i]);
     float want_m[16];
     big_expected(want_m, i, (float)x);
     CU_ASSERT_TRUE(matrix_equals(cJSON_GetObjectItemCaseSensitive(r, "world"), want_m));
@@ -1620,8 +1465,8 @@ static void test_slow_consumer(void) {
   /* Until both subscriptions have converged (a full frame of the final state last). */
   while (!(last_was_full && last_full_matches && last_full_count == BIG && leaf_last_full &&
            leaf_matches && leaf_fulls >= 2) &&
-         scn_now_ms() < deadline && (f = next_event(&sc, 3000))) {
-    if (num(f, "sub") == (double)leaf.id) {
+         scn_now_ms() < deadline && (f = scn_next_event(&sc, 3000))) {
+    if (scn_resp_num(f, "sub") == (double)leaf.id) {
       /* The one-transform subtree subscription lags and resyncs too. */
       check_frame(&leaf, f, -1);
       leaf_last_full = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "full"));
@@ -1645,7 +1490,7 @@ static void test_slow_consumer(void) {
     int count = 0;
     bool matches = true;
     cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(f, "set")) {
-      int i = index_of(map, BIG, (int64_t)num(it, "e"));
+      int i = index_of(map, BIG, (int64_t)scn_resp_num(it, "e"));
       CU_ASSERT_TRUE(i >= 0);
       if (i < 0)
         continue;
@@ -1667,7 +1512,7 @@ static void test_slow_consumer(void) {
     cJSON_Delete(f);
   }
   /* Then nothing more: nothing changes. */
-  expect_quiet(&sc, QUIET_MS);
+  QUIET(&sc, QUIET_MS);
   CU_ASSERT_TRUE(fulls >= 2); /* the first, and the one after lagging */
   CU_ASSERT_TRUE(last_was_full);
   CU_ASSERT_EQUAL(last_full_count, BIG);
@@ -1705,9 +1550,9 @@ static void test_slow_consumer(void) {
   free(state);
   free(known);
   free(line);
-  conn_close(&sc);
-  conn_close(&ctl);
-  CU_ASSERT_EQUAL(scn_daemon_stop(&d, 0, 10000), 0);
+  scn_client_close(&sc);
+  scn_client_close(&ctl);
+  STOP_OK(&d, 10000);
 }
 
 /* ---- registration ------------------------------------------------------------------------- */
@@ -1723,13 +1568,7 @@ static int suite_clean(void) {
 }
 
 int scn_test_register_daemon_stream(void) {
-  CU_pSuite s = CU_add_suite("daemon_stream", suite_init, suite_clean);
-  if (!s)
-    return -1;
-  struct {
-    const char *name;
-    CU_TestFunc fn;
-  } tests[] = {
+  static const scn_test tests[] = {
       {"full frame first, then deltas", test_full_then_delta},
       {"sets between ticks coalesce", test_coalescing},
       {"no-op commands send nothing", test_noop_sends_nothing},
@@ -1748,8 +1587,5 @@ int scn_test_register_daemon_stream(void) {
       {"hz caps frames", test_hz_cap},
       {"slow consumer", test_slow_consumer},
   };
-  for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
-    if (!CU_add_test(s, tests[i].name, tests[i].fn))
-      return -1;
-  return 0;
+  return SCN_ADD_SUITE("daemon_stream", suite_init, suite_clean, tests);
 }

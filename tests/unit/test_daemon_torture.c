@@ -6,7 +6,8 @@
  * subscribe to a moving world of thousands of transforms without ever reading. Afterwards the
  * daemon must still answer, count exactly the connections still open, have given back the
  * memory the storm took, and exit 0 on SIGTERM. */
-#include "harness.h"
+#include "daemon_fixtures.h"
+#include "suites.h"
 
 #include <CUnit/CUnit.h>
 #include <errno.h>
@@ -114,39 +115,13 @@ static bool under_asan(pid_t pid) {
   return found;
 }
 
-static long rss_kib(pid_t pid) {
-  char path[64], line[256];
-  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-  FILE *f = fopen(path, "r");
-  long kib = -1;
-  if (!f)
-    return -1;
-  while (fgets(line, sizeof line, f))
-    if (strncmp(line, "VmRSS:", 6) == 0) {
-      kib = strtol(line + 6, NULL, 10);
-      break;
-    }
-  fclose(f);
-  return kib;
-}
-
 /* One value of the daemon's /metrics, or -1. */
 static double metric_value(int http_port, const char *name) {
-  scn_client h;
-  if (http_port <= 0 || scn_client_connect(&h, http_port) != 0)
-    return -1;
-  const char *req = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  char *page = NULL;
   double v = -1;
-  if (scn_client_send_raw(&h, req, strlen(req)) == 0) {
-    size_t nlen = strlen(name);
-    char *line;
-    while ((line = scn_client_recv(&h, 2000))) {
-      if (strncmp(line, name, nlen) == 0 && line[nlen] == ' ')
-        v = strtod(line + nlen + 1, NULL);
-      free(line);
-    }
-  }
-  scn_client_close(&h);
+  if (http_port > 0 && scn_http_get(http_port, "/metrics", &page) == 200)
+    v = scn_metric(page, name);
+  free(page);
   return v;
 }
 
@@ -1108,7 +1083,7 @@ static bool run_all(const run_cfg *cfg) {
   for (;;) {
     long now = scn_now_ms();
     if (now >= next_rss) {
-      long rss = rss_kib(T.d.pid);
+      long rss = scn_rss_kib(T.d.pid);
       if (rss > T.peak_rss)
         T.peak_rss = rss;
       next_rss = now + 100;
@@ -1170,20 +1145,6 @@ static void close_all(void) {
     conn_drop(&T.conns[i], false);
 }
 
-/* The daemon's connection count, once it equals want (or the last value after timeout_ms). */
-static double wait_connections(double want, long timeout_ms) {
-  long deadline = scn_now_ms() + timeout_ms;
-  double n = -1;
-  for (;;) {
-    cJSON *r = scn_client_call(&T.admin, "{\"cmd\":\"info\"}");
-    n = scn_resp_num(r, "connections");
-    cJSON_Delete(r);
-    if (n == want || scn_now_ms() > deadline)
-      return n;
-    scn_sleep_ms(20);
-  }
-}
-
 /* ---- setup -------------------------------------------------------------------------------- */
 
 static int cmp_u64(const void *a, const void *b) {
@@ -1208,28 +1169,21 @@ static bool create_many(const char *world, uint64_t *out, int n) {
   return ok;
 }
 
-static bool call_ok(const char *line) {
-  cJSON *r = scn_client_call(&T.admin, "%s", line);
-  bool ok = scn_resp_ok(r);
-  if (!ok)
-    fprintf(stderr, "\n  setup request failed: %s\n", line);
-  cJSON_Delete(r);
-  return ok;
-}
-
 static bool setup_worlds(void) {
-  if (!call_ok("{\"cmd\":\"world.create\",\"world\":\"tt\"}") ||
-      !call_ok("{\"cmd\":\"world.create\",\"world\":\"wb\"}") ||
-      !create_many("tt", T.tt, WORLD_SIZE) || !create_many("wb", T.wb, N_WB))
+  cJSON *tt = OK(&T.admin, "{\"cmd\":\"world.create\",\"world\":\"tt\"}");
+  cJSON *wb = OK(&T.admin, "{\"cmd\":\"world.create\",\"world\":\"wb\"}");
+  bool made = scn_resp_ok(tt) && scn_resp_ok(wb);
+  cJSON_Delete(tt);
+  cJSON_Delete(wb);
+  if (!made || !create_many("tt", T.tt, WORLD_SIZE) || !create_many("wb", T.wb, N_WB))
     return false;
   qsort(T.tt, WORLD_SIZE, sizeof T.tt[0], cmp_u64);
-  cJSON *r =
-      scn_client_call(&T.admin, "{\"cmd\":\"transform.create\",\"world\":\"tt\",\"name\":\"p\"}");
-  T.tt_parent = (uint64_t)scn_resp_num(r, "entity");
+  cJSON *r = OK(&T.admin, "{\"cmd\":\"transform.create\",\"world\":\"tt\",\"name\":\"p\"}");
+  T.tt_parent = scn_resp_id(r, "entity");
   cJSON_Delete(r);
-  r = scn_client_call(&T.admin, "{\"cmd\":\"transform.create\",\"world\":\"tt\",\"parent\":%llu}",
-                      (unsigned long long)T.tt_parent);
-  T.tt_child = (uint64_t)scn_resp_num(r, "entity");
+  r = OK(&T.admin, "{\"cmd\":\"transform.create\",\"world\":\"tt\",\"parent\":%llu}",
+         (unsigned long long)T.tt_parent);
+  T.tt_child = scn_resp_id(r, "entity");
   cJSON_Delete(r);
   return T.tt_parent > 0 && T.tt_child > 0;
 }
@@ -1239,7 +1193,7 @@ static bool setup_worlds(void) {
 static void test_torture(void) {
   long t0 = scn_now_ms();
   CU_ASSERT_FATAL(T.up);
-  CU_ASSERT_FATAL(scn_client_connect(&T.admin, T.d.port) == 0);
+  CONNECT_FATAL(&T.admin, T.d.port);
   CU_ASSERT_FATAL(setup_worlds());
 
   /* Warm-up: everything once, smaller, so the baseline holds the daemon's steady buffers. */
@@ -1247,9 +1201,9 @@ static void test_torture(void) {
   static const run_cfg storm = {"torture", 200, 3, 30, 10, 4, 4, 2000, 1500, 20000, true};
   CU_ASSERT_FATAL(run_all(&warm));
   close_all();
-  CU_ASSERT_EQUAL(wait_connections(1, 5000), 1);
+  CU_ASSERT_EQUAL(scn_wait_info(&T.admin, "connections", 1, 5000), 1);
   CU_ASSERT_EQUAL(T.failures, 0);
-  long base = rss_kib(T.d.pid);
+  long base = scn_rss_kib(T.d.pid);
   /* A statically linked runtime (clang) names no library: then this binary's own build
    * stands for the daemon's, as both come from the same make. */
   long quarantine = under_asan(T.d.pid) || TEST_ASAN ? QUARANTINE_KIB : 0;
@@ -1286,18 +1240,19 @@ static void test_torture(void) {
   /* The daemon counts exactly the connections still open: the good clients, the subscribers,
    * the mover and the admin; then only the admin. */
   int open = open_count();
-  double seen = wait_connections(open, 5000);
+  double seen = scn_wait_info(&T.admin, "connections", open, 5000);
   CU_ASSERT_EQUAL(seen, open);
   if (seen != open)
     fprintf(stderr, "\n  info connections %.0f, open %d", seen, open);
   close_all();
-  seen = wait_connections(1, 5000);
+  seen = scn_wait_info(&T.admin, "connections", 1, 5000);
   CU_ASSERT_EQUAL(seen, 1);
 
   /* Memory comes back: within the slack of the warmed-up baseline. */
-  long after = rss_kib(T.d.pid);
+  long after = scn_rss_kib(T.d.pid);
   for (long until = scn_now_ms() + 2000;
-       after > base + RSS_SLACK_KIB + quarantine && scn_now_ms() < until; after = rss_kib(T.d.pid))
+       after > base + RSS_SLACK_KIB + quarantine && scn_now_ms() < until;
+       after = scn_rss_kib(T.d.pid))
     scn_sleep_ms(50);
   fprintf(stderr,
           "\n  daemon RSS: baseline %ld KiB, peak %ld KiB, after %ld KiB; %ld malformed lines;"
@@ -1311,11 +1266,9 @@ static void test_torture(void) {
 
   /* Still up and answering, on a new connection. */
   scn_client c;
-  CU_ASSERT_FATAL(scn_client_connect(&c, T.d.port) == 0);
-  cJSON *r = scn_client_call(&c, "{\"cmd\":\"ping\",\"id\":\"end\"}");
-  CU_ASSERT_TRUE(scn_resp_ok(r));
-  cJSON_Delete(r);
-  r = scn_client_call(&c, "{\"cmd\":\"info\"}");
+  CONNECT_FATAL(&c, T.d.port);
+  OKD(&c, "{\"cmd\":\"ping\",\"id\":\"end\"}");
+  cJSON *r = OK(&c, "{\"cmd\":\"info\"}");
   CU_ASSERT_EQUAL(scn_resp_num(r, "connections"), 2);
   CU_ASSERT_EQUAL(scn_resp_num(r, "subscriptions"), 0);
   cJSON_Delete(r);
@@ -1341,12 +1294,8 @@ static void test_torture(void) {
   }
   CU_ASSERT_EQUAL(lagging, 1);
   long stop_at = scn_now_ms();
-  int status = scn_daemon_stop(&T.d, SIGTERM, 15000);
+  STOP_OK(&T.d, 15000);
   T.up = false;
-  bool clean = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  CU_ASSERT_TRUE(clean);
-  if (!clean)
-    fprintf(stderr, "\n  SIGTERM: status %d; log %s", status, T.d.log_path);
   CU_ASSERT_TRUE(scn_client_closed(&c, 1000));
   scn_client_close(&c);
   scn_client_close(&T.admin);
@@ -1396,8 +1345,8 @@ static int suite_clean(void) {
 }
 
 int scn_test_register_daemon_torture(void) {
-  CU_pSuite s = CU_add_suite("daemon_torture", suite_init, suite_clean);
-  if (!s || !CU_add_test(s, "a storm of clients, good and bad", test_torture))
-    return -1;
-  return 0;
+  static const scn_test tests[] = {
+      {"a storm of clients, good and bad", test_torture},
+  };
+  return SCN_ADD_SUITE("daemon_torture", suite_init, suite_clean, tests);
 }

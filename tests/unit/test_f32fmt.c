@@ -5,6 +5,7 @@
  * exhaustive check over all 2^32 lives in tests/tools/f32_exhaustive.c.
  */
 #include "f32fmt.h"
+#include "suites.h"
 
 #include <CUnit/CUnit.h>
 
@@ -14,8 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int scn_test_register_f32fmt(void);
 
 #define F32T_MAX_REPORTED 10
 
@@ -365,19 +364,16 @@ static void test_matrix_longest(void) {
 }
 
 int scn_test_register_f32fmt(void) {
-  CU_pSuite suite = CU_add_suite("f32fmt", NULL, NULL);
-
-  if (suite == NULL)
-    return -1;
-  if (CU_add_test(suite, "json checker", test_json_checker) == NULL ||
-      CU_add_test(suite, "known values", test_known_values) == NULL ||
-      CU_add_test(suite, "non-finite", test_non_finite) == NULL ||
-      CU_add_test(suite, "shortest", test_shortest) == NULL ||
-      CU_add_test(suite, "round trip sample", test_round_trip_sample) == NULL ||
-      CU_add_test(suite, "buffer bounds", test_buffer_bounds) == NULL ||
-      CU_add_test(suite, "matrix identity", test_matrix_identity) == NULL ||
-      CU_add_test(suite, "matrix values", test_matrix_values) == NULL ||
-      CU_add_test(suite, "matrix longest", test_matrix_longest) == NULL)
-    return -1;
-  return 0;
+  static const scn_test tests[] = {
+      {"json checker", test_json_checker},
+      {"known values", test_known_values},
+      {"non-finite", test_non_finite},
+      {"shortest", test_shortest},
+      {"round trip sample", test_round_trip_sample},
+      {"buffer bounds", test_buffer_bounds},
+      {"matrix identity", test_matrix_identity},
+      {"matrix values", test_matrix_values},
+      {"matrix longest", test_matrix_longest},
+  };
+  return SCN_ADD_SUITE("f32fmt", NULL, NULL, tests);
 }

@@ -3,6 +3,8 @@
 #include "buf.h"
 #include "codec.h"
 #include "framing.h"
+#include "request.h"
+#include "suites.h"
 #include "wire.h"
 
 #include <CUnit/CUnit.h>
@@ -13,8 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int scn_test_register_proto(void);
 
 /* ---- framing ---------------------------------------------------------------------------- */
 
@@ -294,13 +294,19 @@ static void test_framing_stop_early(void) {
 
 /* ---- codec: parsing --------------------------------------------------------------------- */
 
-static cJSON *parse(const char *s, scn_wire_error *err) {
-  return scn_parse_request(s, strlen(s), err);
+/* One request object reused by every parse, as the dispatcher does. */
+static scn_request rq;
+
+/* Parses a request line; the parsed root (or NULL when refused). */
+static cJSON *parse_n(const char *s, size_t len, scn_wire_error *err) {
+  return scn_request_parse(&rq, s, len, err) == 0 ? rq.root : NULL;
 }
+
+static cJSON *parse(const char *s, scn_wire_error *err) { return parse_n(s, strlen(s), err); }
 
 static void expect_parse_fails(const char *s, size_t len, scn_wire_code code) {
   scn_wire_error err = {.code = SCN_W_INTERNAL};
-  cJSON *r = scn_parse_request(s, len, &err);
+  cJSON *r = parse_n(s, len, &err);
   CU_ASSERT_PTR_NULL(r);
   CU_ASSERT_EQUAL(err.code, code);
   CU_ASSERT(strlen(err.message) > 0);
@@ -323,7 +329,7 @@ static void test_parse_request(void) {
   cJSON_Delete(r);
   /* Only the given length is read. */
   const char *two = "{\"cmd\":\"ping\"}{\"cmd\":\"x\"}";
-  r = scn_parse_request(two, 14, &err);
+  r = parse_n(two, 14, &err);
   CU_ASSERT_PTR_NOT_NULL(r);
   cJSON_Delete(r);
   /* Non-ASCII text in strings. */
@@ -415,6 +421,68 @@ static void test_parse_request(void) {
   cJSON_Delete(r);
 }
 
+/* JSON's number grammar, character by character (the reference for the validating pass, which
+ * checks only what cJSON lets through). */
+static bool json_number(const char *s) {
+  size_t i = 0;
+  if (s[i] == '-')
+    i++;
+  if (s[i] == '0')
+    i++;
+  else if (s[i] >= '1' && s[i] <= '9')
+    while (s[i] >= '0' && s[i] <= '9')
+      i++;
+  else
+    return false;
+  if (s[i] == '.') {
+    if (!(s[++i] >= '0' && s[i] <= '9'))
+      return false;
+    while (s[i] >= '0' && s[i] <= '9')
+      i++;
+  }
+  if (s[i] == 'e' || s[i] == 'E') {
+    if (s[++i] == '+' || s[i] == '-')
+      i++;
+    if (!(s[i] >= '0' && s[i] <= '9'))
+      return false;
+    while (s[i] >= '0' && s[i] <= '9')
+      i++;
+  }
+  return s[i] == '\0';
+}
+
+/* Random runs of number characters as the value of "id": the request is refused exactly when
+ * cJSON refuses it or JSON's grammar does. */
+static void test_parse_numbers_random(void) {
+  static const char alphabet[] = "0123456789.eE+-00..";
+  uint64_t x = 88172645463325252ull;
+  int checked = 0, refused = 0;
+  for (int n = 0; n < 20000; n++) {
+    char num[12];
+    size_t len = 1 + n % 8;
+    for (size_t i = 0; i < len; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      num[i] = alphabet[x % (sizeof alphabet - 1)];
+    }
+    num[len] = '\0';
+    char line[64];
+    snprintf(line, sizeof line, "{\"cmd\":\"ping\",\"id\":[1,%s]}", num);
+    cJSON *alone = cJSON_Parse(line);
+    scn_wire_error err;
+    cJSON *r = parse(line, &err);
+    bool want = alone && json_number(num);
+    if ((r != NULL) != want)
+      fprintf(stderr, "\nnumber %s: %s\n", num, r ? "accepted" : err.message);
+    CU_ASSERT_EQUAL(r != NULL, want);
+    checked += alone != NULL;
+    refused += alone && !want;
+    cJSON_Delete(alone);
+    cJSON_Delete(r);
+  }
+  /* The sample holds enough of both kinds to mean something. */
+  CU_ASSERT_TRUE(checked > 1000 && refused > 300);
+}
+
 static char *nested(int depth, const char *inner) {
   size_t il = strlen(inner);
   char *s = malloc((size_t)depth * 2 + il + 32);
@@ -458,19 +526,24 @@ static cJSON *obj(const char *text) {
   return o;
 }
 
-/* Decodes {"entity": value}: 1 with out set, or -1 with code. */
+/* Decodes value as an entity id: 1 with out set, or -1 with code. */
 static int entity_of(const char *value, uint64_t *out, scn_wire_code *code) {
-  char text[128];
-  snprintf(text, sizeof text, "{\"entity\":%s}", value);
-  cJSON *o = obj(text);
-  if (!o)
+  cJSON *v = obj(value);
+  if (!v)
     return -2;
   scn_wire_error err = {.code = SCN_W_INTERNAL};
   *out = 0;
-  int rc = scn_get_entity(o, "entity", true, out, &err);
+  int rc = scn_decode_entity(v, "entity", out, &err) == 0 ? 1 : -1;
   *code = err.code;
-  cJSON_Delete(o);
+  cJSON_Delete(v);
   return rc;
+}
+
+/* A field of an object, for the decoders. */
+static const cJSON *member(const cJSON *o, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  CU_ASSERT_PTR_NOT_NULL(v);
+  return v;
 }
 
 static void test_decode_entity(void) {
@@ -504,26 +577,26 @@ static void test_decode_entity(void) {
     CU_ASSERT_EQUAL(entity_of(bad[i], &e, &code), -1);
     CU_ASSERT_EQUAL(code, SCN_W_BAD_REQUEST);
   }
-  /* Absent: 0 when optional, BAD_REQUEST when required. */
-  cJSON *o = obj("{}");
+  /* Absent: BAD_REQUEST when required, and the message names the field. */
+  cJSON *o = obj("{\"world\":\"w\"}");
   scn_wire_error err = {.code = SCN_W_INTERNAL};
-  CU_ASSERT_EQUAL(scn_get_entity(o, "entity", false, &e, &err), 0);
-  CU_ASSERT_EQUAL(scn_get_entity(o, "entity", true, &e, &err), -1);
+  scn_fields f;
+  scn_fields_index(&f, o);
+  CU_ASSERT_EQUAL(scn_fields_require(&f, SCN_F(world), &err), 0);
+  CU_ASSERT_EQUAL(scn_fields_require(&f, SCN_F(world) | SCN_F(entity) | SCN_F(to), &err), -1);
   CU_ASSERT_EQUAL(err.code, SCN_W_BAD_REQUEST);
-  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "entity"));
+  CU_ASSERT_STRING_EQUAL(err.message, "missing field \"entity\"");
   cJSON_Delete(o);
   /* Entity or null. */
   o = obj("{\"p\":null,\"q\":7,\"r\":0,\"s\":\"x\"}");
   e = 99;
-  CU_ASSERT_EQUAL(scn_get_entity_or_null(o, "p", true, &e, &err), 1);
+  CU_ASSERT_EQUAL(scn_decode_entity_or_null(member(o, "p"), "p", &e, &err), 0);
   CU_ASSERT_EQUAL(e, 0);
-  CU_ASSERT_EQUAL(scn_get_entity_or_null(o, "q", true, &e, &err), 1);
+  CU_ASSERT_EQUAL(scn_decode_entity_or_null(member(o, "q"), "q", &e, &err), 0);
   CU_ASSERT_EQUAL(e, 7);
-  CU_ASSERT_EQUAL(scn_get_entity_or_null(o, "r", true, &e, &err), -1);
-  CU_ASSERT_EQUAL(scn_get_entity_or_null(o, "s", true, &e, &err), -1);
+  CU_ASSERT_EQUAL(scn_decode_entity_or_null(member(o, "r"), "r", &e, &err), -1);
+  CU_ASSERT_EQUAL(scn_decode_entity_or_null(member(o, "s"), "s", &e, &err), -1);
   CU_ASSERT_EQUAL(err.code, SCN_W_BAD_REQUEST);
-  CU_ASSERT_EQUAL(scn_get_entity_or_null(o, "none", false, &e, &err), 0);
-  CU_ASSERT_EQUAL(scn_get_entity_or_null(o, "none", true, &e, &err), -1);
   cJSON_Delete(o);
 }
 
@@ -534,44 +607,38 @@ static void test_decode_other_fields(void) {
                  "\"slash\":\"a/b\",\"empty\":\"\",\"ctl\":\"a\\u0001\"}");
   CU_ASSERT_PTR_NOT_NULL_FATAL(o);
   const char *s = NULL;
-  CU_ASSERT_EQUAL(scn_get_string(o, "w", true, &s, &err), 1);
+  CU_ASSERT_EQUAL(scn_decode_string(member(o, "w"), "w", &s, &err), 0);
   CU_ASSERT_STRING_EQUAL(s, "world_1.a-b");
-  CU_ASSERT_EQUAL(scn_get_string(o, "n", true, &s, &err), -1);
+  CU_ASSERT_EQUAL(scn_decode_string(member(o, "n"), "n", &s, &err), -1);
   CU_ASSERT_EQUAL(err.code, SCN_W_BAD_REQUEST);
-  CU_ASSERT_EQUAL(scn_get_string(o, "missing", false, &s, &err), 0);
   bool bv = false;
-  CU_ASSERT_EQUAL(scn_get_bool(o, "b", true, &bv, &err), 1);
+  CU_ASSERT_EQUAL(scn_decode_bool(member(o, "b"), "b", &bv, &err), 0);
   CU_ASSERT_TRUE(bv);
-  CU_ASSERT_EQUAL(scn_get_bool(o, "f", true, &bv, &err), 1);
+  CU_ASSERT_EQUAL(scn_decode_bool(member(o, "f"), "f", &bv, &err), 0);
   CU_ASSERT_FALSE(bv);
-  CU_ASSERT_EQUAL(scn_get_bool(o, "n", true, &bv, &err), -1);
+  CU_ASSERT_EQUAL(scn_decode_bool(member(o, "n"), "n", &bv, &err), -1);
   double d = 0;
-  CU_ASSERT_EQUAL(scn_get_number(o, "x", true, &d, &err), 1);
+  CU_ASSERT_EQUAL(scn_decode_number(member(o, "x"), "x", &d, &err), 0);
   CU_ASSERT_EQUAL(d, 1.5);
-  CU_ASSERT_EQUAL(scn_get_number(o, "big", true, &d, &err), -1);
-  CU_ASSERT_EQUAL(scn_get_number(o, "w", true, &d, &err), -1);
+  CU_ASSERT_EQUAL(scn_decode_number(member(o, "big"), "big", &d, &err), -1);
+  CU_ASSERT_EQUAL(scn_decode_number(member(o, "w"), "w", &d, &err), -1);
   uint64_t u = 0;
-  CU_ASSERT_EQUAL(scn_get_uint(o, "n", true, 1, 10, &u, &err), 1);
+  CU_ASSERT_EQUAL(scn_decode_uint(member(o, "n"), "n", 1, 10, &u, &err), 0);
   CU_ASSERT_EQUAL(u, 5);
-  CU_ASSERT_EQUAL(scn_get_uint(o, "n", true, 6, 10, &u, &err), -1);
-  CU_ASSERT_EQUAL(scn_get_uint(o, "n", true, 1, 4, &u, &err), -1);
-  CU_ASSERT_EQUAL(scn_get_uint(o, "x", true, 1, 4, &u, &err), -1);
-  CU_ASSERT_EQUAL(scn_get_uint(o, "big", true, 1, UINT64_MAX / 2, &u, &err), -1);
-  CU_ASSERT_EQUAL(scn_get_uint(o, "w", true, 1, 4, &u, &err), -1);
+  CU_ASSERT_EQUAL(scn_decode_uint(member(o, "n"), "n", 6, 10, &u, &err), -1);
+  CU_ASSERT_EQUAL(scn_decode_uint(member(o, "n"), "n", 1, 4, &u, &err), -1);
+  CU_ASSERT_EQUAL(scn_decode_uint(member(o, "x"), "x", 1, 4, &u, &err), -1);
+  CU_ASSERT_EQUAL(scn_decode_uint(member(o, "big"), "big", 1, UINT64_MAX / 2, &u, &err), -1);
+  CU_ASSERT_EQUAL(scn_decode_uint(member(o, "w"), "w", 1, 4, &u, &err), -1);
   CU_ASSERT_EQUAL(err.code, SCN_W_BAD_REQUEST);
   /* keep */
   cJSON *k = obj("{\"keep\":\"world\"}");
   bool kw = false;
-  CU_ASSERT_EQUAL(scn_get_keep(k, &kw, &err), 1);
+  CU_ASSERT_EQUAL(scn_decode_keep(member(k, "keep"), &kw, &err), 0);
   CU_ASSERT_TRUE(kw);
   cJSON_Delete(k);
   k = obj("{\"keep\":\"local\"}");
-  CU_ASSERT_EQUAL(scn_get_keep(k, &kw, &err), 1);
-  CU_ASSERT_FALSE(kw);
-  cJSON_Delete(k);
-  k = obj("{}");
-  kw = true;
-  CU_ASSERT_EQUAL(scn_get_keep(k, &kw, &err), 0);
+  CU_ASSERT_EQUAL(scn_decode_keep(member(k, "keep"), &kw, &err), 0);
   CU_ASSERT_FALSE(kw);
   cJSON_Delete(k);
   static const char *bad_keep[] = {"{\"keep\":\"both\"}", "{\"keep\":1}", "{\"keep\":null}",
@@ -579,20 +646,20 @@ static void test_decode_other_fields(void) {
   for (size_t i = 0; i < sizeof bad_keep / sizeof *bad_keep; i++) {
     k = obj(bad_keep[i]);
     err.code = SCN_W_INTERNAL;
-    CU_ASSERT_EQUAL(scn_get_keep(k, &kw, &err), -1);
+    CU_ASSERT_EQUAL(scn_decode_keep(member(k, "keep"), &kw, &err), -1);
     CU_ASSERT_EQUAL(err.code, SCN_W_BAD_REQUEST);
     cJSON_Delete(k);
   }
   /* names */
   const char *name = "x";
-  CU_ASSERT_EQUAL(scn_get_name_or_null(o, "name", true, &name, &err), 1);
+  CU_ASSERT_EQUAL(scn_decode_name_or_null(member(o, "name"), "name", &name, &err), 0);
   CU_ASSERT_STRING_EQUAL(name, "wheel");
-  CU_ASSERT_EQUAL(scn_get_name_or_null(o, "nul", true, &name, &err), 1);
+  CU_ASSERT_EQUAL(scn_decode_name_or_null(member(o, "nul"), "nul", &name, &err), 0);
   CU_ASSERT_PTR_NULL(name);
-  CU_ASSERT_EQUAL(scn_get_name_or_null(o, "slash", true, &name, &err), -1);
-  CU_ASSERT_EQUAL(scn_get_name_or_null(o, "empty", true, &name, &err), -1);
-  CU_ASSERT_EQUAL(scn_get_name_or_null(o, "ctl", true, &name, &err), -1);
-  CU_ASSERT_EQUAL(scn_get_name_or_null(o, "n", true, &name, &err), -1);
+  CU_ASSERT_EQUAL(scn_decode_name_or_null(member(o, "slash"), "slash", &name, &err), -1);
+  CU_ASSERT_EQUAL(scn_decode_name_or_null(member(o, "empty"), "empty", &name, &err), -1);
+  CU_ASSERT_EQUAL(scn_decode_name_or_null(member(o, "ctl"), "ctl", &name, &err), -1);
+  CU_ASSERT_EQUAL(scn_decode_name_or_null(member(o, "n"), "n", &name, &err), -1);
   CU_ASSERT_EQUAL(err.code, SCN_W_BAD_REQUEST);
   cJSON_Delete(o);
   /* world names */
@@ -604,14 +671,14 @@ static void test_decode_other_fields(void) {
   for (size_t i = 0; i < 4; i++) {
     cJSON *w = cJSON_CreateObject();
     cJSON_AddStringToObject(w, "world", good_worlds[i]);
-    CU_ASSERT_EQUAL(scn_get_world_name(w, true, &s, &err), 1);
+    CU_ASSERT_EQUAL(scn_decode_world_name(member(w, "world"), &s, &err), 0);
     cJSON_Delete(w);
   }
   for (size_t i = 0; i < sizeof bad_worlds / sizeof *bad_worlds; i++) {
     cJSON *w = cJSON_CreateObject();
     cJSON_AddStringToObject(w, "world", bad_worlds[i]);
     err.code = SCN_W_INTERNAL;
-    CU_ASSERT_EQUAL(scn_get_world_name(w, true, &s, &err), -1);
+    CU_ASSERT_EQUAL(scn_decode_world_name(member(w, "world"), &s, &err), -1);
     CU_ASSERT_EQUAL(err.code, SCN_W_BAD_REQUEST);
     cJSON_Delete(w);
   }
@@ -619,20 +686,31 @@ static void test_decode_other_fields(void) {
 
 /* ---- codec: transform specs ------------------------------------------------------------- */
 
-/* Decodes a spec from JSON text: the decoder's return, with the matrix in m. */
+/* Decodes a spec from JSON text as a command does: 1 with the matrix in m, 0 when there is
+ * none, -1 with code. A matrix's numbers are checked for finiteness by the core, as
+ * scn_transform_set_local does, and scn_spec_error then gives the error. */
 static int spec_of(const char *text, float m[16], scn_wire_code *code) {
   cJSON *o = cJSON_Parse(text);
   CU_ASSERT_PTR_NOT_NULL(o);
   if (!o)
     return -2;
   scn_wire_error err = {.code = SCN_W_INTERNAL};
-  for (int i = 0; i < 16; i++)
-    m[i] = -7;
-  int rc = scn_get_spec(o, m, &err);
+  scn_fields f;
+  scn_fields_index(&f, o);
+  scn_args a;
+  scn_args_init(&a, &f);
+  int rc = scn_args_decode(&a, SCN_F_SPEC, &err);
+  if (rc == 0 && a.has_spec && !scn_matrix_finite(a.m))
+    rc = scn_spec_error(&f, &err);
+  if (rc == 0 && a.has_spec)
+    memcpy(m, a.m, sizeof a.m);
+  else if (rc == 0)
+    for (int i = 0; i < 16; i++)
+      m[i] = -7;
   if (code)
     *code = err.code;
   cJSON_Delete(o);
-  return rc;
+  return rc < 0 ? -1 : a.has_spec ? 1 : 0;
 }
 
 static bool near(double a, double b, double tol) { return fabs(a - b) <= tol; }
@@ -1023,8 +1101,7 @@ static void test_wire_commands(void) {
                 strcmp(names[i], "unsubscribe") != 0 && strcmp(names[i], "save") != 0;
     CU_ASSERT_EQUAL((c->flags & SCN_CMD_READ) != 0, pure);
     CU_ASSERT_PTR_NOT_NULL(c->help);
-    CU_ASSERT_PTR_NOT_NULL(c->required);
-    CU_ASSERT_PTR_NOT_NULL(c->optional);
+    CU_ASSERT_EQUAL(c->required & c->optional, 0);
   }
   /* Every entry is found under its own name, and names are unique. */
   for (unsigned i = 0; i < scn_command_count; i++) {
@@ -1032,10 +1109,34 @@ static void test_wire_commands(void) {
     CU_ASSERT_TRUE(strlen(scn_commands[i].help) > 0);
   }
   /* Required fields as the contract lists them. */
-  CU_ASSERT_STRING_EQUAL(scn_command_find("transform.link")->required, "world,entity,parent");
-  CU_ASSERT_STRING_EQUAL(scn_command_find("transform.relative")->required, "world,entity,to");
-  CU_ASSERT_STRING_EQUAL(scn_command_find("batch")->required, "world,ops");
-  CU_ASSERT_STRING_EQUAL(scn_command_find("ping")->required, "");
+  static const struct {
+    const char *cmd, *required;
+  } req[] = {{"transform.link", "world,entity,parent"},
+             {"transform.relative", "world,entity,to"},
+             {"transform.set_local", "world,entity"},
+             {"transform.rename", "world,entity,name"},
+             {"batch", "world,ops"},
+             {"subscribe", "world"},
+             {"entity.destroy", "entity"},
+             {"ping", ""}};
+  for (size_t i = 0; i < sizeof req / sizeof *req; i++) {
+    char text[256];
+    scn_fields_text(scn_command_find(req[i].cmd)->required, text, sizeof text);
+    CU_ASSERT_STRING_EQUAL(text, req[i].required);
+  }
+  /* Every command that names an existing world takes it. */
+  for (unsigned i = 0; i < scn_command_count; i++) {
+    const scn_command_info *c = &scn_commands[i];
+    CU_ASSERT_EQUAL((unsigned)c->id, i);
+    if (c->flags & SCN_CMD_WORLD)
+      CU_ASSERT_TRUE(c->required & SCN_F(world));
+  }
+  /* Field names and their lookup. */
+  for (unsigned f = 0; f < SCN_FIELD_COUNT; f++)
+    CU_ASSERT_EQUAL(scn_field_find(scn_field_name((scn_field)f)), f);
+  CU_ASSERT_EQUAL(scn_field_find("Entity"), SCN_FIELD_COUNT);
+  CU_ASSERT_EQUAL(scn_field_find(""), SCN_FIELD_COUNT);
+  CU_ASSERT_EQUAL(scn_field_find("worlds"), SCN_FIELD_COUNT);
   static const char *unknown[] = {"",           "PING",  "ping ", " ping", "transform",
                                   "transform.", "world", "pin",   "pingg", "transform.get\n"};
   for (size_t i = 0; i < sizeof unknown / sizeof *unknown; i++)
@@ -1060,60 +1161,97 @@ static void test_wire_codes(void) {
   CU_ASSERT_EQUAL(SCN_PROTOCOL, 1);
 }
 
-/* The raw text of a top-level member, found by its key as cJSON reads it (escapes too). */
-static void test_raw_member(void) {
+/* The raw text of the top-level "id", found by its key as cJSON reads it (escapes too). */
+static void test_raw_id(void) {
   static const struct {
-    const char *line, *key, *want; /* want NULL: not found */
+    const char *line, *want; /* want NULL: not found */
   } cases[] = {
-      {"{\"cmd\":\"ping\",\"id\":1e400}", "id", "1e400"},
-      {"{\"cmd\":\"ping\",\"\\u0069d\":1e400}", "id", "1e400"},
-      {"{\"cmd\":\"ping\",\"\\u0069\\u0064\":[1, 2]}", "id", "[1, 2]"},
-      {"{\"i\\u0064x\":1,\"id\":\"b\"}", "id", "\"b\""},
-      {"{ \"a\" : {\"id\":1} , \"id\" : \"x,y\" }", "id", "\"x,y\""},
-      {"{\"a\":\"\\\"id\\\":2\"}", "id", NULL},
-      {"{\"ID\":1}", "id", NULL},
-      {"{\"\\u0049d\":1}", "id", NULL},
+      {"{\"cmd\":\"ping\",\"id\":1e400}", "1e400"},
+      {"{\"cmd\":\"ping\",\"\\u0069d\":1e400}", "1e400"},
+      {"{\"cmd\":\"ping\",\"\\u0069\\u0064\":[1, 2]}", "[1, 2]"},
+      {"{\"i\\u0064x\":1,\"id\":\"b\"}", "\"b\""},
+      {"{ \"a\" : {\"id\":1} , \"id\" : \"x,y\" }", "\"x,y\""},
+      {"{\"id\":{\"a\":[1,{\"b\":\"}\"}]},\"cmd\":\"ping\"}", "{\"a\":[1,{\"b\":\"}\"}]}"},
+      {"{\"id\":true ,\"id\":2}", "true"},
+      {"{\"a\":\"\\\"id\\\":2\"}", NULL},
+      {"{\"ID\":1}", NULL},
+      {"{\"\\u0049d\":1}", NULL},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-    const char *v = NULL;
-    size_t n = 0;
-    bool found = scn_find_raw_member(cases[i].line, strlen(cases[i].line), cases[i].key, &v, &n);
-    bool good = cases[i].want
-                    ? found && n == strlen(cases[i].want) && memcmp(v, cases[i].want, n) == 0
-                    : !found;
+    scn_wire_error err;
+    cJSON *r = parse(cases[i].line, &err);
+    CU_ASSERT_PTR_NOT_NULL(r);
+    scn_span id = rq.id;
+    bool good = cases[i].want ? id.p && id.len == strlen(cases[i].want) &&
+                                    memcmp(id.p, cases[i].want, id.len) == 0
+                              : !id.p;
     if (!good)
-      fprintf(stderr, "\nraw member %s in %s: got %.*s\n", cases[i].key, cases[i].line,
-              found ? (int)n : 6, found ? v : "(none)");
+      fprintf(stderr, "\nraw id in %s: got %.*s\n", cases[i].line, id.p ? (int)id.len : 6,
+              id.p ? id.p : "(none)");
     CU_ASSERT_TRUE(good);
+    cJSON_Delete(r);
   }
 }
 
+/* The raw text of each op of "ops" and of its "id", found by the same pass. */
+static void test_raw_ops(void) {
+  scn_wire_error err;
+  const char *line = "{\"cmd\":\"batch\",\"ops\" : [ {\"cmd\":\"x\",\"id\":1.50} , "
+                     "{\"id\":[\"a\",{\"id\":3}],\"q\":{\"id\":4}} ,{\"\\u0069d\":\"z\"},"
+                     "{\"cmd\":1},7 ],\"id\":\"top\",\"ops\":[{\"id\":9}]}";
+  cJSON *r = parse(line, &err);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+  static const char *items[] = {"{\"cmd\":\"x\",\"id\":1.50}",
+                                "{\"id\":[\"a\",{\"id\":3}],\"q\":{\"id\":4}}",
+                                "{\"\\u0069d\":\"z\"}", "{\"cmd\":1}", "7"};
+  static const char *ids[] = {"1.50", "[\"a\",{\"id\":3}]", "\"z\"", NULL, NULL};
+  CU_ASSERT_EQUAL_FATAL(rq.nops, 5);
+  for (size_t i = 0; i < 5; i++) {
+    const scn_op_span *op = &rq.ops[i];
+    CU_ASSERT_TRUE(op->item.len == strlen(items[i]) &&
+                   memcmp(op->item.p, items[i], op->item.len) == 0);
+    if (ids[i]) {
+      CU_ASSERT_TRUE(op->id.p && op->id.len == strlen(ids[i]) &&
+                     memcmp(op->id.p, ids[i], op->id.len) == 0);
+    } else {
+      CU_ASSERT_PTR_NULL(op->id.p);
+    }
+  }
+  CU_ASSERT_TRUE(rq.id.p && rq.id.len == 5 && memcmp(rq.id.p, "\"top\"", 5) == 0);
+  cJSON_Delete(r);
+  /* An empty list, and a list that is not the value of the first "ops". */
+  r = parse("{\"ops\":[],\"x\":[{\"id\":1}]}", &err);
+  CU_ASSERT_PTR_NOT_NULL(r);
+  CU_ASSERT_EQUAL(rq.nops, 0);
+  cJSON_Delete(r);
+}
+
 int scn_test_register_proto(void) {
-  CU_pSuite s = CU_add_suite("proto", NULL, NULL);
-  if (!s)
-    return -1;
-  if (!CU_add_test(s, "framing: line split across feeds", test_framing_split_across_feeds) ||
-      !CU_add_test(s, "framing: many lines in one feed", test_framing_many_lines_one_feed) ||
-      !CU_add_test(s, "framing: CRLF", test_framing_crlf) ||
-      !CU_add_test(s, "framing: blank lines skipped", test_framing_blank_lines) ||
-      !CU_add_test(s, "framing: line at the limit", test_framing_limit_exact) ||
-      !CU_add_test(s, "framing: limit + 1 rejected", test_framing_limit_plus_one) ||
-      !CU_add_test(s, "framing: overlong line discarded across feeds",
-                   test_framing_overlong_discarded_across_feeds) ||
-      !CU_add_test(s, "framing: callback stops the feed", test_framing_stop_early) ||
-      !CU_add_test(s, "codec: parse request", test_parse_request) ||
-      !CU_add_test(s, "codec: deep nesting", test_parse_deep_nesting) ||
-      !CU_add_test(s, "codec: entity ids", test_decode_entity) ||
-      !CU_add_test(s, "codec: other fields", test_decode_other_fields) ||
-      !CU_add_test(s, "codec: transform spec", test_spec) ||
-      !CU_add_test(s, "codec: reply encoding", test_reply_encoding) ||
-      !CU_add_test(s, "codec: raw members by key", test_raw_member) ||
-      !CU_add_test(s, "buf: JSON strings", test_buf_strings) ||
-      !CU_add_test(s, "buf: numbers", test_buf_numbers) ||
-      !CU_add_test(s, "buf: JSON value round trip", test_buf_json_value) ||
-      !CU_add_test(s, "buf: misc", test_buf_misc) ||
-      !CU_add_test(s, "wire: command table", test_wire_commands) ||
-      !CU_add_test(s, "wire: error codes", test_wire_codes))
-    return -1;
-  return 0;
+  static const scn_test tests[] = {
+      {"framing: line split across feeds", test_framing_split_across_feeds},
+      {"framing: many lines in one feed", test_framing_many_lines_one_feed},
+      {"framing: CRLF", test_framing_crlf},
+      {"framing: blank lines skipped", test_framing_blank_lines},
+      {"framing: line at the limit", test_framing_limit_exact},
+      {"framing: limit + 1 rejected", test_framing_limit_plus_one},
+      {"framing: overlong line discarded across feeds",
+       test_framing_overlong_discarded_across_feeds},
+      {"framing: callback stops the feed", test_framing_stop_early},
+      {"codec: parse request", test_parse_request},
+      {"codec: deep nesting", test_parse_deep_nesting},
+      {"request: random numbers against JSON's grammar", test_parse_numbers_random},
+      {"codec: entity ids", test_decode_entity},
+      {"codec: other fields", test_decode_other_fields},
+      {"codec: transform spec", test_spec},
+      {"codec: reply encoding", test_reply_encoding},
+      {"request: raw id by key", test_raw_id},
+      {"request: raw ops and their ids", test_raw_ops},
+      {"buf: JSON strings", test_buf_strings},
+      {"buf: numbers", test_buf_numbers},
+      {"buf: JSON value round trip", test_buf_json_value},
+      {"buf: misc", test_buf_misc},
+      {"wire: command table", test_wire_commands},
+      {"wire: error codes", test_wire_codes},
+  };
+  return SCN_ADD_SUITE("proto", NULL, NULL, tests);
 }

@@ -1,0 +1,184 @@
+/* Connection, world, entity and daemon commands. */
+#include "cmd/handlers.h"
+#include "ops/log.h"
+#include "store/persist.h"
+#include "stream/stream.h"
+
+#include <stdlib.h>
+
+#include <string.h>
+
+int scn_cmd_ping(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
+  (void)ctx, (void)a, (void)out, (void)err;
+  return 0;
+}
+
+/* Tokens are compared in time independent of where they differ. */
+static bool token_equal(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  unsigned char diff = (unsigned char)(la != lb);
+  for (size_t i = 0; i < la; i++)
+    diff |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
+  return diff == 0;
+}
+
+int scn_cmd_hello(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
+  const char *expected = ctx->srv->cfg.auth_token;
+  if (expected[0]) {
+    const char *token = NULL;
+    if ((a->f->present & SCN_F(token)) &&
+        scn_decode_string(a->f->v[SCN_F_token], "token", &token, err) < 0)
+      return scn_fail(err, SCN_W_UNAUTHORIZED, "field \"token\" must be a string");
+    if (!token || !token_equal(token, expected)) {
+      scn_log(SCN_LOG_WARN, "authentication failed", "conn=%llu peer=%s",
+              (unsigned long long)ctx->conn->id, ctx->conn->peer);
+      return scn_fail(err, SCN_W_UNAUTHORIZED, token ? "wrong token" : "a token is required");
+    }
+    ctx->conn->authed = true;
+  }
+  scn_reply_key(out, "server");
+  scn_buf_adds(out, "\"scened\"");
+  scn_reply_key(out, "version");
+  scn_buf_add_json_string(out, SCN_VERSION, strlen(SCN_VERSION));
+  scn_reply_key(out, "protocol");
+  scn_buf_add_u64(out, SCN_PROTOCOL);
+  return 0;
+}
+
+int scn_cmd_world_create(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
+  (void)out;
+  int rc = scn_world_create(ctx->srv->scene, a->world, NULL);
+  return rc == SCN_OK ? 0 : scn_core_error(ctx, a, rc, err);
+}
+
+int scn_cmd_world_destroy(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
+  (void)out;
+  scn_world *w = ctx->world;
+  /* The reply is built apart from the connection's output (see dispatch), so the
+   * world_destroyed events land as whole lines before it. */
+  scn_stream_world_destroyed(ctx->srv->stream, w);
+  if (ctx->d->last_world == w)
+    ctx->d->last_world = NULL;
+  scn_world_stats s, *gone = &ctx->srv->counters.gone_worlds;
+  scn_world_get_stats(w, &s);
+  gone->flushes += s.flushes;
+  gone->recomputed += s.recomputed;
+  gone->changed += s.changed;
+  gone->relayouts += s.relayouts;
+  int rc = scn_world_destroy(ctx->srv->scene, a->world);
+  return rc == SCN_OK ? 0 : scn_core_error(ctx, a, rc, err);
+}
+
+int scn_cmd_world_list(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
+  (void)a, (void)err;
+  scn_scene *scene = ctx->srv->scene;
+  scn_reply_key(out, "worlds");
+  scn_buf_addc(out, '[');
+  for (size_t i = 0; i < scn_world_count(scene); i++) {
+    scn_world *w = scn_world_at(scene, i);
+    scn_buf_adds(out, i ? ",{\"name\":" : "{\"name\":");
+    scn_buf_add_json_string(out, scn_world_name(w), strlen(scn_world_name(w)));
+    scn_buf_adds(out, ",\"transforms\":");
+    scn_buf_add_u64(out, scn_world_transform_count(w));
+    scn_buf_addc(out, '}');
+  }
+  scn_buf_addc(out, ']');
+  return 0;
+}
+
+int scn_cmd_entity_create(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
+  const cJSON *v = a->f->present & SCN_F(count) ? a->f->v[SCN_F_count] : NULL;
+  uint64_t count = 1, max = ctx->srv->cfg.max_entity_create;
+  if (v && cJSON_IsNumber(v) && v->valuedouble > (double)max)
+    return scn_fail(err, SCN_W_LIMIT, "field \"count\" is at most %llu", (unsigned long long)max);
+  if (v && scn_decode_uint(v, "count", 1, max, &count, err) < 0)
+    return -1;
+  /* ids have at most 16 digits */
+  if (scn_ctx_output_room(ctx, out->len + 32 + (size_t)count * 17, err) < 0)
+    return -1;
+  scn_entity *ids = scn_ids_scratch(ctx->d, count);
+  if (!ids)
+    return scn_fail(err, SCN_W_INTERNAL, "out of memory");
+  int rc = scn_entity_create(ctx->srv->scene, count, ids);
+  if (rc != SCN_OK)
+    return scn_core_error(ctx, a, rc, err);
+  scn_reply_key(out, "entities");
+  scn_buf_add_id_list(out, ids, count);
+  return 0;
+}
+
+int scn_cmd_entity_destroy(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
+  (void)out;
+  int rc = scn_entity_destroy(ctx->srv->scene, a->entity);
+  return rc == SCN_OK ? 0 : scn_core_error(ctx, a, rc, err);
+}
+
+int scn_cmd_info(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
+  (void)a, (void)err;
+  scn_server *srv = ctx->srv;
+  scn_reply_key(out, "version");
+  scn_buf_add_json_string(out, SCN_VERSION, strlen(SCN_VERSION));
+  scn_reply_key(out, "uptime_s");
+  scn_buf_add_double(out, (double)(uv_now(srv->loop) - srv->start_ms) / 1000.0);
+  scn_reply_key(out, "worlds");
+  scn_buf_add_u64(out, scn_world_count(srv->scene));
+  scn_reply_key(out, "entities");
+  scn_buf_add_u64(out, scn_entity_count(srv->scene));
+  scn_reply_key(out, "transforms");
+  scn_buf_add_u64(out, scn_scene_transform_count(srv->scene));
+  scn_reply_key(out, "connections");
+  scn_buf_add_u64(out, srv->nconns);
+  scn_reply_key(out, "commands");
+  scn_buf_add_u64(out, srv->counters.commands);
+  scn_reply_key(out, "subscriptions");
+  scn_buf_add_u64(out, scn_stream_count(srv->stream));
+  scn_reply_key(out, "tick_hz");
+  scn_buf_add_double(out, srv->cfg.tick_hz);
+  scn_reply_key(out, "metrics"); /* everything /metrics shows, by the same names */
+  scn_metrics_json(srv, out);
+  return 0;
+}
+
+/* The save's answer: the reply this connection waited for, then the requests it held. */
+static void save_done(void *owner, const char *tag, bool ok, const char *path, uint64_t bytes,
+                      const char *why) {
+  scn_conn *c = owner;
+  scn_buf *out = &c->out.bytes;
+  if (ok) {
+    scn_reply_begin_raw(out, tag, tag ? strlen(tag) : 0);
+    scn_reply_key(out, "path");
+    scn_buf_add_json_string(out, path, strlen(path));
+    scn_reply_key(out, "bytes");
+    scn_buf_add_u64(out, bytes);
+    scn_reply_end(out);
+  } else {
+    scn_wire_error err;
+    scn_fail(&err, SCN_W_INTERNAL, "%s", why);
+    scn_reply_error_raw(out, tag, tag ? strlen(tag) : 0, &err);
+  }
+  scn_conn_resume(c);
+}
+
+/* The snapshot is written by a child process; the reply (path, bytes) follows when it is on
+ * disk, and this connection's later requests wait for it so replies stay in order. */
+int scn_cmd_save(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
+  (void)a, (void)out;
+  scn_persist *p = ctx->srv->persist;
+  if (!p)
+    return scn_fail(err, SCN_W_BAD_REQUEST,
+                    "nothing to save to: start scened with --data DIR to enable snapshots");
+  if (!ctx->conn)
+    return 0;
+  scn_buf id = {0};
+  if (ctx->id_item)
+    scn_buf_add_json_value(&id, ctx->id_item);
+  else if (ctx->id.p)
+    scn_buf_add(&id, ctx->id.p, ctx->id.len);
+  scn_buf_addc(&id, '\0');
+  int rc = scn_persist_save(p, save_done, ctx->conn, ctx->id_item || ctx->id.p ? id.data : NULL);
+  scn_buf_free(&id);
+  if (rc != 0)
+    return scn_fail(err, SCN_W_INTERNAL, "cannot start a snapshot");
+  ctx->deferred = true;
+  return 0;
+}

@@ -1,0 +1,243 @@
+#include "cmd/dispatch.h"
+
+#include "cmd/handlers.h"
+#include "cmd/json_arena.h"
+#include "ops/log.h"
+#include "store/persist.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const scn_handler handlers[] = {
+#define SCN_HANDLER_ROW(name_, ident, flags_, limit_, required_, optional_, help_) scn_cmd_##ident,
+    SCN_COMMANDS(SCN_HANDLER_ROW)
+#undef SCN_HANDLER_ROW
+};
+
+int scn_ctx_output_room(scn_ctx *ctx, size_t bytes, scn_wire_error *err) {
+  scn_conn *c = ctx->conn;
+  if (!c || scn_conn_queued(c) + bytes <= ctx->srv->cfg.output_limit)
+    return 0;
+  ctx->over_output = true;
+  return scn_fail(err, SCN_W_LIMIT,
+                  "the response (about %zu bytes) would take this connection's output over "
+                  "output-limit (%llu bytes)",
+                  bytes, (unsigned long long)ctx->srv->cfg.output_limit);
+}
+
+scn_entity *scn_ids_scratch(scn_dispatch *d, size_t n) {
+  scn_entity *ids = scn_array_grow(d->ids, &d->ids_cap, sizeof *ids, n);
+  if (ids)
+    d->ids = ids;
+  return ids;
+}
+
+/* The world a command acts on. Clients usually address one world many times in a row: a hit
+ * on the last one skips the name check and the lookup (its name is known to be valid). In a
+ * batch it is the batch's, and an op may only repeat its name. */
+static int resolve_world(scn_ctx *ctx, const scn_fields *f, scn_wire_error *err) {
+  const cJSON *v = f->v[SCN_F_world];
+  bool given = f->present & SCN_F(world);
+  const char *name;
+  if (ctx->in_batch) {
+    if (!given)
+      return 0;
+    if (scn_decode_world_name(v, &name, err) < 0)
+      return -1;
+    if (strcmp(name, scn_world_name(ctx->world)) != 0)
+      return scn_fail(err, SCN_W_BAD_REQUEST, "ops of a batch act on the batch's world only");
+    return 0;
+  }
+  scn_dispatch *d = ctx->d;
+  if (d->last_world && cJSON_IsString(v) &&
+      strcmp(v->valuestring, scn_world_name(d->last_world)) == 0) {
+    ctx->world = d->last_world;
+    return 0;
+  }
+  if (scn_decode_world_name(v, &name, err) < 0)
+    return -1;
+  scn_world *w = scn_world_find(ctx->srv->scene, name);
+  if (!w)
+    return scn_fail(err, SCN_W_NOT_FOUND, "world \"%s\" not found", name);
+  d->last_world = ctx->world = w;
+  return 0;
+}
+
+int scn_run_command(scn_ctx *ctx, const scn_command_info *cmd, const scn_fields *f, scn_buf *out,
+                    scn_wire_error *err) {
+  scn_fieldset required = cmd->required, rest = cmd->required | cmd->optional;
+  if (ctx->in_batch)
+    required &= ~SCN_F(world);
+  if (scn_fields_require(f, required, err) < 0)
+    return -1;
+  ctx->cmd = cmd;
+  if (cmd->flags & SCN_CMD_WORLD) {
+    if (resolve_world(ctx, f, err) < 0)
+      return -1;
+    rest &= ~SCN_F(world);
+  }
+  scn_args a;
+  scn_args_init(&a, f);
+  if (ctx->world)
+    a.world = scn_world_name(ctx->world);
+  if (scn_args_decode(&a, rest, err) < 0)
+    return -1;
+  return handlers[cmd->id](ctx, &a, out, err);
+}
+
+/* A LIMIT error is counted against the limit that refused it. */
+static void count_error(scn_server *srv, const scn_command_info *cmd, scn_wire_code code,
+                        bool over_output) {
+  srv->counters.errors[code]++;
+  if (code != SCN_W_LIMIT)
+    return;
+  scn_limit_kind kind = over_output ? SCN_LIMIT_output_limit
+                        : cmd       ? cmd->limit
+                                    : SCN_LIMIT_max_line;
+  if (kind < SCN_LIMIT_KINDS)
+    srv->counters.limit_hits[kind]++;
+}
+
+/* Runs one request line and leaves its reply line (if any) in d->reply; c is NULL on replay.
+ * The reply is built apart from the connection's output: a handler may queue stream events
+ * for any connection, this one included, and those must land before the reply, never inside
+ * it. Returns 0 when the command succeeded. */
+static int execute(scn_dispatch *d, scn_conn *c, const char *line, size_t len, bool *deferred) {
+  scn_server *srv = d->srv;
+  scn_buf *reply = &d->reply;
+  scn_request *rq = &d->rq;
+  scn_wire_error err;
+  *deferred = false;
+  reply->len = 0;
+  reply->failed = false;
+  const scn_command_info *cmd = NULL;
+  bool over_output = false;
+  int rc = scn_request_parse(rq, line, len, &err);
+  /* The id is echoed as the exact text sent (cJSON would reprint numbers as doubles). */
+  const cJSON *id_item = NULL;
+  if (rq->root && (rq->f.present & SCN_F(id)) && !rq->id.p)
+    id_item = rq->f.v[SCN_F_id];
+  if (rc == 0) {
+    const char *name = NULL;
+    rc = -1;
+    if (!(rq->f.present & SCN_F(cmd))) {
+      scn_fail(&err, SCN_W_BAD_REQUEST, "missing field \"cmd\"");
+    } else if (scn_decode_string(rq->f.v[SCN_F_cmd], "cmd", &name, &err) < 0) {
+      /* err holds the decoder's complaint */
+    } else if (!(cmd = d->last_cmd && strcmp(name, d->last_cmd->name) == 0
+                           ? d->last_cmd
+                           : (d->last_cmd = scn_command_find(name)))) {
+      scn_fail(&err, SCN_W_UNKNOWN_COMMAND, "unknown command \"%.64s\"", name);
+    } else if (!c && !(cmd->flags & SCN_CMD_MUTATES)) {
+      /* Replay runs journaled commands only; the others need a connection. */
+      scn_fail(&err, SCN_W_BAD_REQUEST, "%s is not a journaled command", name);
+    } else if (c && !c->authed && !(cmd->flags & SCN_CMD_OPEN)) {
+      scn_fail(&err, SCN_W_UNAUTHORIZED, "authenticate first: send hello with the token");
+    } else if (c && (over_output = scn_conn_queued(c) > srv->cfg.output_limit)) {
+      /* The client is not reading its responses: refuse more work until it does. */
+      scn_fail(&err, SCN_W_LIMIT,
+               "%zu bytes of output wait for this connection, over output-limit (%llu): read "
+               "the responses, then retry",
+               scn_conn_queued(c), (unsigned long long)srv->cfg.output_limit);
+    } else {
+      scn_ctx ctx = {.srv = srv, .d = d, .conn = c, .id = rq->id, .id_item = id_item};
+      if (id_item)
+        scn_reply_begin(reply, id_item);
+      else
+        scn_reply_begin_raw(reply, rq->id.p, rq->id.len);
+      rc = scn_run_command(&ctx, cmd, &rq->f, reply, &err);
+      if (rc == 0 && reply->failed)
+        rc = scn_fail(&err, SCN_W_INTERNAL, "out of memory building the reply");
+      /* A read changed nothing, so a response too big for the output limit is simply
+       * refused; commands with large responses that change state check before they do
+       * (entity.create, batch); the others answer in a few bytes. */
+      if (rc == 0 && (cmd->flags & SCN_CMD_READ))
+        rc = scn_ctx_output_room(&ctx, reply->len, &err);
+      over_output |= ctx.over_output;
+      *deferred = rc == 0 && ctx.deferred;
+    }
+  }
+  if (cmd)
+    srv->counters.by_command[cmd->id]++;
+  if (rc == 0) {
+    if (*deferred)
+      reply->len = 0; /* the handler's owner answers later */
+    else
+      scn_reply_end(reply);
+    if (c)
+      scn_hooks_after_command(srv, cmd, line, len);
+  } else {
+    reply->len = 0;
+    reply->failed = false;
+    if (id_item)
+      scn_reply_error(reply, id_item, &err);
+    else
+      scn_reply_error_raw(reply, rq->id.p, rq->id.len, &err);
+    count_error(srv, cmd, err.code, over_output);
+  }
+  scn_json_release(rq->root);
+  scn_json_arena_reset();
+  return rc;
+}
+
+void scn_dispatch_line(scn_conn *c, const char *line, size_t len) {
+  scn_server *srv = c->srv;
+  /* One clock read per command: a command starts when the one before it in this read batch
+   * ended (the read callback sets the clock first). */
+  uint64_t started = srv->command_clock;
+  srv->counters.commands++;
+  if (!line) {
+    scn_wire_error err;
+    scn_fail(&err, SCN_W_LIMIT, "request line longer than max-line (%llu bytes)",
+             (unsigned long long)srv->cfg.max_line);
+    scn_reply_error_raw(&c->out.bytes, NULL, 0, &err);
+    count_error(srv, NULL, err.code, false);
+    scn_log(SCN_LOG_WARN, "line over the limit", "conn=%llu max_line=%llu",
+            (unsigned long long)c->id, (unsigned long long)srv->cfg.max_line);
+    return;
+  }
+  bool deferred;
+  scn_dispatch *d = srv->dispatch;
+  execute(d, c, line, len, &deferred);
+  if (deferred)
+    c->blocked = true; /* nothing more from this connection until the answer is written */
+  else
+    scn_buf_add(&c->out.bytes, d->reply.data, d->reply.len);
+  srv->command_clock = uv_hrtime();
+  scn_hist_observe(&srv->counters.command_time, (double)(srv->command_clock - started) * 1e-9);
+}
+
+bool scn_dispatch_replay(void *ud, const char *line, size_t len) {
+  scn_server *srv = ud;
+  bool deferred;
+  return execute(srv->dispatch, NULL, line, len, &deferred) == 0;
+}
+
+/* A connection that waits for a save goes away: its answer is not wanted any more. */
+static void on_conn_closed(void *ud, scn_conn *c) {
+  scn_dispatch *d = ud;
+  if (d->srv->persist)
+    scn_persist_forget(d->srv->persist, c);
+}
+
+scn_dispatch *scn_dispatch_open(scn_server *srv) {
+  scn_dispatch *d = calloc(1, sizeof *d);
+  if (!d)
+    return NULL;
+  d->srv = srv;
+  d->hooks = (scn_hooks){.ud = d, .conn_closed = on_conn_closed};
+  scn_server_add_hooks(srv, &d->hooks);
+  return d;
+}
+
+void scn_dispatch_close(scn_dispatch *d) {
+  if (!d)
+    return;
+  scn_server_remove_hooks(d->srv, &d->hooks);
+  scn_request_free(&d->rq);
+  scn_buf_free(&d->reply);
+  scn_buf_free(&d->scratch);
+  free(d->ids);
+  free(d);
+}

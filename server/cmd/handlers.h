@@ -1,0 +1,65 @@
+/* Command handlers: one per row of the command table in proto/wire.h, all of one signature.
+ * Dispatch has checked access and the required fields, resolved the world, and decoded every
+ * field the command takes into a; a handler calls the core and writes its result fields (each
+ * as ,"key":value) to out and returns 0, or returns the error of scn_core_error (or its own
+ * check's), and whatever it wrote is discarded. */
+#ifndef SCN_HANDLERS_H
+#define SCN_HANDLERS_H
+
+#include "cmd/dispatch.h"
+#include "codec.h"
+#include "net/conn.h"
+#include "request.h"
+#include "server.h"
+
+/* The dispatcher's state: buffers reused from command to command. */
+struct scn_dispatch {
+  scn_server *srv;
+  scn_hooks hooks;
+  scn_request rq;        /* the request being run */
+  scn_buf reply;         /* the reply being built */
+  scn_buf scratch;       /* per-command scratch output (batch results) */
+  scn_world *last_world; /* the world the last command named; cleared when it is destroyed */
+  const scn_command_info *last_cmd; /* the last command run: clients repeat themselves */
+  scn_entity *ids;                  /* scratch id list (entity.create, children) */
+  size_t ids_cap;
+};
+
+typedef struct scn_ctx {
+  scn_server *srv;
+  scn_dispatch *d;
+  scn_conn *conn; /* NULL on replay */
+  const scn_command_info *cmd;
+  scn_world *world;     /* the world named (SCN_CMD_WORLD), or the batch's */
+  bool in_batch;        /* running an op of a batch */
+  scn_span id;          /* the request's id as sent (p NULL: see id_item) */
+  const cJSON *id_item; /* the id when its text was not found */
+  bool deferred;        /* the handler answers later (save); the connection waits */
+  bool over_output;     /* refused: the response would take the output over its limit */
+} scn_ctx;
+
+typedef int (*scn_handler)(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err);
+
+#define SCN_DECLARE_HANDLER(name_, ident, flags_, limit_, required_, optional_, help_)             \
+  int scn_cmd_##ident(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err);
+SCN_COMMANDS(SCN_DECLARE_HANDLER)
+#undef SCN_DECLARE_HANDLER
+
+/* Runs one command on the fields of a request (or of an op of a batch): required fields, the
+ * world, the decoding of the fields, the handler. */
+int scn_run_command(scn_ctx *ctx, const scn_command_info *cmd, const scn_fields *f, scn_buf *out,
+                    scn_wire_error *err);
+
+/* The one place a core error becomes a wire error: what the command was (ctx->cmd) and its
+ * arguments (the entity, and the other entity in its role: parent, to or root) tell which
+ * object the message names. */
+int scn_core_error(const scn_ctx *ctx, const scn_args *a, int rc, scn_wire_error *err);
+
+/* Refuses (LIMIT, counted against --output-limit) a response of about bytes that would take
+ * the connection's queued output over --output-limit; 0 when it fits (or on replay). */
+int scn_ctx_output_room(scn_ctx *ctx, size_t bytes, scn_wire_error *err);
+
+/* Scratch room for n entity ids, reused across commands. */
+scn_entity *scn_ids_scratch(scn_dispatch *d, size_t n);
+
+#endif

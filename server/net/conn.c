@@ -1,0 +1,207 @@
+#include "net/conn.h"
+
+#include "codec.h"
+#include "ops/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+scn_conn *scn_conn_new(scn_server *srv, const scn_transport *tp) {
+  scn_conn *c = calloc(1, sizeof *c);
+  if (!c)
+    return NULL;
+  c->srv = srv;
+  c->tp = tp;
+  uv_tcp_init(srv->loop, &c->tcp);
+  c->tcp.data = c;
+  c->next = srv->conns;
+  if (srv->conns)
+    srv->conns->prev = c;
+  srv->conns = c;
+  srv->nconns++;
+  return c;
+}
+
+static void describe_peer(scn_conn *c) {
+  struct sockaddr_storage ss;
+  int len = sizeof ss;
+  strcpy(c->peer, "?");
+  if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) != 0)
+    return;
+  char host[48] = "?";
+  int port = 0;
+  if (ss.ss_family == AF_INET) {
+    struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+    uv_ip4_name(a, host, sizeof host);
+    port = ntohs(a->sin_port);
+  } else if (ss.ss_family == AF_INET6) {
+    struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+    uv_ip6_name(a, host, sizeof host);
+    port = ntohs(a->sin6_port);
+  }
+  snprintf(c->peer, sizeof c->peer, "%s:%d", host, port);
+}
+
+bool scn_conn_admit(scn_conn *c) {
+  scn_server *srv = c->srv;
+  c->id = ++srv->next_conn_id;
+  c->authed = srv->cfg.auth_token[0] == '\0';
+  describe_peer(c);
+  uv_tcp_nodelay(&c->tcp, 1);
+  if (srv->nconns > srv->cfg.max_clients || srv->stopping) {
+    srv->counters.rejected_clients++;
+    srv->counters.limit_hits[SCN_LIMIT_max_clients]++;
+    scn_log(SCN_LOG_WARN, "connection refused: too many clients", "peer=%s max_clients=%llu",
+            c->peer, (unsigned long long)srv->cfg.max_clients);
+    scn_wire_error err;
+    scn_fail(&err, SCN_W_LIMIT,
+             srv->stopping ? "the daemon is shutting down" : "too many clients (max-clients %llu)",
+             (unsigned long long)srv->cfg.max_clients);
+    scn_reply_error_raw(&c->out.bytes, NULL, 0, &err);
+    c->rejected = c->closing = true;
+    scn_conn_flush(c);
+    return false;
+  }
+  srv->counters.connections_total++;
+  scn_log(SCN_LOG_DEBUG, "connection opened", "conn=%llu peer=%s transport=%s",
+          (unsigned long long)c->id, c->peer, c->tp->name);
+  return true;
+}
+
+void scn_conn_flush(scn_conn *c) {
+  scn_hooks_before_flush(c->srv);
+  c->tp->flush(c);
+}
+
+static void on_closed(uv_handle_t *h) {
+  scn_conn *c = h->data;
+  scn_server *srv = c->srv;
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    srv->conns = c->next;
+  if (c->next)
+    c->next->prev = c->prev;
+  srv->nconns--;
+  scn_framer_free(&c->framer);
+  scn_outq_free(&c->out);
+  scn_outq_free(&c->inflight);
+  scn_buf_free(&c->held);
+  free(c->iov);
+  free(c);
+}
+
+void scn_conn_close(scn_conn *c) {
+  if (scn_conn_gone(c))
+    return;
+  scn_log(SCN_LOG_DEBUG, "connection closed", "conn=%llu peer=%s transport=%s",
+          (unsigned long long)c->id, c->peer, c->tp->name);
+  if (c->tp->closing)
+    c->tp->closing(c);
+  scn_hooks_conn_closed(c->srv, c);
+  if (c->flush_queued)
+    for (scn_conn **p = &c->srv->flush_list; *p; p = &(*p)->flush_next)
+      if (*p == c) {
+        *p = c->flush_next;
+        c->flush_queued = false;
+        break;
+      }
+  uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+void scn_conn_written(scn_conn *c, int status) {
+  c->writing = false;
+  c->srv->counters.bytes_out += scn_outq_size(&c->inflight);
+  scn_outq_clear(&c->inflight);
+  if (status < 0) {
+    scn_conn_close(c);
+    return;
+  }
+  /* A buffer that grew for one big reply is given back once it has drained. */
+  if (c->inflight.bytes.cap > 4 * 1024 * 1024)
+    scn_buf_free(&c->inflight.bytes);
+  scn_conn_flush(c);
+  scn_conn_update_reading(c);
+  if (!scn_conn_gone(c) && scn_conn_queued(c) <= c->srv->cfg.output_limit / 2)
+    scn_hooks_conn_drained(c->srv, c);
+}
+
+/* Replies are never dropped. Over the output limit requests are answered LIMIT (dispatch);
+ * at twice the limit the connection is not read from until its output drains, which bounds
+ * what a client that never reads can make us queue. */
+void scn_conn_update_reading(scn_conn *c) {
+  if (scn_conn_gone(c))
+    return;
+  bool want = !c->closing && !c->srv->stopping && !c->blocked &&
+              scn_conn_queued(c) < 2 * c->srv->cfg.output_limit;
+  if (want && !c->reading) {
+    if (c->tp->set_reading(c, true) == 0)
+      c->reading = true;
+  } else if (!want && c->reading) {
+    c->tp->set_reading(c, false);
+    c->reading = false;
+    if (!c->closing && !c->srv->stopping && !c->blocked) {
+      scn_log(SCN_LOG_WARN, "twice the output limit queued: not reading until replies drain",
+              "conn=%llu peer=%s queued=%zu", (unsigned long long)c->id, c->peer,
+              scn_conn_queued(c));
+    }
+  }
+}
+
+void scn_conn_resume(scn_conn *c) {
+  c->blocked = false;
+  c->srv->command_clock = uv_hrtime();
+  c->tp->resume(c);
+  if (scn_conn_gone(c))
+    return;
+  scn_conn_schedule_flush(c);
+  scn_conn_update_reading(c);
+}
+
+void scn_conn_schedule_flush(scn_conn *c) {
+  if (c->flush_queued || scn_conn_gone(c))
+    return;
+  c->flush_queued = true;
+  c->flush_next = c->srv->flush_list;
+  c->srv->flush_list = c;
+}
+
+/* After the I/O of a loop turn: what must precede the replies of every command run in it
+ * (the journal records, written and fsynced under "always") goes once, then the replies. */
+static void on_commit_check(uv_check_t *h) {
+  scn_server *srv = h->data;
+  if (!srv->flush_list)
+    return;
+  scn_hooks_before_flush(srv);
+  while (srv->flush_list) {
+    scn_conn *c = srv->flush_list;
+    srv->flush_list = c->flush_next;
+    c->flush_queued = false;
+    scn_conn_flush(c);
+    scn_conn_update_reading(c);
+  }
+}
+
+void scn_conn_init_loop(scn_server *srv) {
+  uv_check_init(srv->loop, &srv->commit_check);
+  srv->commit_check.data = srv;
+  uv_check_start(&srv->commit_check, on_commit_check);
+}
+
+void scn_conn_stop_all(scn_server *srv) {
+  for (scn_conn *c = srv->conns; c; c = c->next) {
+    if (c->reading) {
+      c->tp->set_reading(c, false);
+      c->reading = false;
+    }
+    scn_conn_flush(c);
+  }
+}
+
+bool scn_conn_any_pending(const scn_server *srv) {
+  for (const scn_conn *c = srv->conns; c; c = c->next)
+    if (scn_conn_queued(c) > 0 && !scn_conn_gone(c))
+      return true;
+  return false;
+}

@@ -1,0 +1,87 @@
+/* A client connection, whatever carries its bytes: its output queue and budget, its reading
+ * state, and its lifecycle (new, admit, schedule a flush, flush, written, resume, close). The
+ * transports (tcp.c, ws.c) move the bytes; everything else about a connection is here, so
+ * requests, replies, events and budgets behave the same on every transport. */
+#ifndef SCN_CONN_H
+#define SCN_CONN_H
+
+#include "framing.h"
+#include "net/outq.h"
+#include "server.h"
+
+/* How a connection's bytes reach the peer: raw TCP lines (tcp.c) or WebSocket text messages
+ * (ws.c). Only these steps differ between them. */
+typedef struct scn_transport {
+  const char *name;
+  /* Hands the queued output (c->out) to the socket, unless a write is in progress. */
+  void (*flush)(scn_conn *c);
+  /* Starts (on) or stops reading requests; 0 on success. */
+  int (*set_reading)(scn_conn *c, bool on);
+  /* A deferred reply was written: runs the input held back while blocked. */
+  void (*resume)(scn_conn *c);
+  /* The connection is closing: release what the transport holds (may be NULL). */
+  void (*closing)(scn_conn *c);
+} scn_transport;
+
+struct scn_conn {
+  uv_tcp_t tcp;
+  const scn_transport *tp;
+  scn_server *srv;
+  scn_conn *prev, *next;
+  uint64_t id;
+  scn_framer framer;
+  scn_outq out;      /* replies and events not yet handed to the socket */
+  scn_outq inflight; /* the write in progress */
+  uv_buf_t *iov;
+  size_t iov_cap;
+  uv_write_t write_req;
+  bool writing;
+  bool reading;
+  bool closing; /* close once the output has drained */
+  bool authed;
+  bool rejected;        /* over --max-clients: one LIMIT line, then close */
+  bool blocked;         /* waiting for a deferred reply: lines are held, not run */
+  scn_buf held;         /* bytes read but not yet run while blocked */
+  scn_conn *flush_next; /* in the server's list of connections to flush */
+  bool flush_queued;
+  char peer[64];
+  struct scn_sub *subs; /* this connection's subscriptions (stream.c) */
+  struct scn_ws *ws;    /* WebSocket state (ws.c); NULL for TCP */
+  size_t tp_queued;     /* output the transport holds besides out and inflight */
+};
+
+static inline size_t scn_conn_queued(const scn_conn *c) {
+  return scn_outq_size(&c->out) + scn_outq_size(&c->inflight) + c->tp_queued;
+}
+
+static inline bool scn_conn_gone(const scn_conn *c) {
+  return uv_is_closing((const uv_handle_t *)&c->tcp);
+}
+
+/* Sets up the per-turn flush (once per loop). */
+void scn_conn_init_loop(scn_server *srv);
+/* A new connection of transport tp, in the server's list, its handle initialised (not yet
+ * connected to a socket). NULL when out of memory. */
+scn_conn *scn_conn_new(scn_server *srv, const scn_transport *tp);
+/* Admits a connected connection: id, peer, authentication state, the --max-clients check (a
+ * refused one gets its LIMIT line and closes). True when it may send requests. */
+bool scn_conn_admit(scn_conn *c);
+/* Hands queued output to the transport. What must precede replies (the journal records of
+ * the commands already run) goes first, through the before_flush hooks, whatever path the
+ * flush comes from. */
+void scn_conn_flush(scn_conn *c);
+/* Queues the connection for the flush that ends this loop turn. */
+void scn_conn_schedule_flush(scn_conn *c);
+/* Starts or stops reading as the output budget, blocking and closing require. */
+void scn_conn_update_reading(scn_conn *c);
+/* A write of the connection's output finished (status as from libuv). */
+void scn_conn_written(scn_conn *c, int status);
+/* A deferred reply was written: run the held lines and read again. */
+void scn_conn_resume(scn_conn *c);
+void scn_conn_close(scn_conn *c);
+/* Stops reading from every connection and flushes what they have (shutdown). */
+void scn_conn_stop_all(scn_server *srv);
+/* True while some connection still has output to write. */
+bool scn_conn_any_pending(const scn_server *srv);
+
+#endif

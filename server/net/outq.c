@@ -1,0 +1,63 @@
+#include "net/outq.h"
+
+#include "scn_core.h"
+
+#include <stdlib.h>
+
+scn_shared *scn_shared_new(size_t len) {
+  scn_shared *s = malloc(sizeof *s + len);
+  if (!s)
+    return NULL;
+  s->refs = 1;
+  s->len = len;
+  return s;
+}
+
+void scn_shared_release(scn_shared *s) {
+  if (s && --s->refs == 0)
+    free(s);
+}
+
+bool scn_outq_push_shared(scn_outq *q, scn_shared *s) {
+  scn_seg *segs = scn_array_grow(q->segs, &q->segs_cap, sizeof *segs, q->nsegs + 1);
+  if (!segs)
+    return false;
+  q->segs = segs;
+  q->segs[q->nsegs++] = (scn_seg){q->bytes.len, scn_shared_ref(s)};
+  q->shared_bytes += s->len;
+  return true;
+}
+
+size_t scn_outq_iov(const scn_outq *q, uv_buf_t **bufs, size_t *cap) {
+  uv_buf_t *grown = scn_array_grow(*bufs, cap, sizeof *grown, 2 * q->nsegs + 1);
+  if (!grown)
+    return 0;
+  *bufs = grown;
+  size_t n = 0, from = 0;
+  for (size_t i = 0; i < q->nsegs; i++) {
+    const scn_seg *s = &q->segs[i];
+    if (s->owned_end > from)
+      (*bufs)[n++] = uv_buf_init(q->bytes.data + from, (unsigned)(s->owned_end - from));
+    from = s->owned_end;
+    (*bufs)[n++] = uv_buf_init(s->ref->data, (unsigned)s->ref->len);
+  }
+  if (q->bytes.len > from)
+    (*bufs)[n++] = uv_buf_init(q->bytes.data + from, (unsigned)(q->bytes.len - from));
+  return n;
+}
+
+void scn_outq_clear(scn_outq *q) {
+  for (size_t i = 0; i < q->nsegs; i++)
+    scn_shared_release(q->segs[i].ref);
+  q->nsegs = 0;
+  q->shared_bytes = 0;
+  q->bytes.len = 0;
+}
+
+void scn_outq_free(scn_outq *q) {
+  scn_outq_clear(q);
+  free(q->segs);
+  q->segs = NULL;
+  q->segs_cap = 0;
+  scn_buf_free(&q->bytes);
+}

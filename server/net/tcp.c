@@ -1,0 +1,178 @@
+/* The TCP transport of the protocol port: accept, read into the framer, hand each line to the
+ * server's line runner, write the queued output once per read batch. */
+#include "net/tcp.h"
+
+#include "net/conn.h"
+#include "net/listen.h"
+#include "ops/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One read buffer for the whole loop: reads are handled to completion before the next. */
+#define READ_CHUNK (64 * 1024)
+static char read_buffer[READ_CHUNK];
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  (void)h, (void)suggested;
+  *buf = uv_buf_init(read_buffer, READ_CHUNK);
+}
+
+static void on_written(uv_write_t *req, int status) { scn_conn_written(req->data, status); }
+
+static void tcp_flush(scn_conn *c) {
+  if (c->writing || scn_conn_gone(c))
+    return;
+  if (scn_outq_size(&c->out) == 0) {
+    if (c->closing)
+      scn_conn_close(c);
+    return;
+  }
+  scn_outq tmp = c->inflight;
+  c->inflight = c->out;
+  c->out = tmp;
+  size_t n = scn_outq_iov(&c->inflight, &c->iov, &c->iov_cap);
+  if (n == 0) {
+    scn_conn_close(c);
+    return;
+  }
+  /* Most batches fit in the socket buffer. Written at once they need no write request, and
+   * libuv then does not re-arm the descriptor afterwards (one epoll_ctl per write saved). */
+  int sent = uv_try_write((uv_stream_t *)&c->tcp, c->iov, (unsigned)n);
+  if (sent == UV_EAGAIN)
+    sent = 0;
+  if (sent < 0) {
+    scn_conn_written(c, sent);
+    return;
+  }
+  if ((size_t)sent == scn_outq_size(&c->inflight)) {
+    scn_conn_written(c, 0);
+    return;
+  }
+  uv_buf_t *rest = c->iov;
+  for (size_t skip = (size_t)sent; skip; rest++, n--) {
+    if (skip < rest->len) {
+      rest->base += skip;
+      rest->len -= skip;
+      break;
+    }
+    skip -= rest->len;
+  }
+  c->write_req.data = c;
+  if (uv_write(&c->write_req, (uv_stream_t *)&c->tcp, rest, (unsigned)n, on_written) < 0) {
+    scn_conn_close(c);
+    return;
+  }
+  c->writing = true;
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+
+static int tcp_set_reading(scn_conn *c, bool on) {
+  if (on)
+    return uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+  return uv_read_stop((uv_stream_t *)&c->tcp);
+}
+
+static bool on_line(void *ud, const char *line, size_t len) {
+  scn_conn *c = ud;
+  c->srv->run_line(c, line, len);
+  return !scn_conn_gone(c) && !c->blocked;
+}
+
+/* Runs the lines in data; what a deferred reply holds back is kept in c->held. False when
+ * the connection is going away. */
+static bool feed(scn_conn *c, const char *data, size_t n) {
+  size_t used;
+  if (scn_framer_feed_at(&c->framer, data, n, on_line, c, &used))
+    return true;
+  if (scn_conn_gone(c))
+    return false;
+  if (!c->blocked) {
+    scn_log(SCN_LOG_WARN, "out of memory reading a request", "conn=%llu",
+            (unsigned long long)c->id);
+    scn_conn_close(c);
+    return false;
+  }
+  if (n > used)
+    scn_buf_add(&c->held, data + used, n - used);
+  return true;
+}
+
+static void tcp_resume(scn_conn *c) {
+  scn_buf held = c->held;
+  c->held = (scn_buf){0};
+  if (held.len)
+    feed(c, held.data, held.len);
+  scn_buf_free(&held);
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
+  scn_conn *c = s->data;
+  if (n == 0)
+    return;
+  if (n < 0) {
+    if (n != UV_EOF)
+      scn_log(SCN_LOG_DEBUG, "read error", "conn=%llu error=%s", (unsigned long long)c->id,
+              uv_err_name((int)n));
+    else if (scn_framer_pending(&c->framer))
+      scn_log(SCN_LOG_DEBUG, "client left mid-line", "conn=%llu", (unsigned long long)c->id);
+    /* Half-close: answer what was read, then close. */
+    c->closing = true;
+    if (c->reading) {
+      uv_read_stop(s);
+      c->reading = false;
+    }
+    if (n == UV_EOF)
+      scn_conn_flush(c);
+    else
+      scn_conn_close(c);
+    return;
+  }
+  c->srv->counters.bytes_in += (uint64_t)n;
+  c->srv->command_clock = uv_hrtime();
+  if (!feed(c, buf->base, (size_t)n))
+    return;
+  scn_conn_schedule_flush(c);
+  scn_conn_update_reading(c);
+}
+
+static const scn_transport tcp_transport = {
+    .name = "tcp",
+    .flush = tcp_flush,
+    .set_reading = tcp_set_reading,
+    .resume = tcp_resume,
+    .closing = NULL,
+};
+
+static uv_tcp_t listener;
+
+static void on_connection(uv_stream_t *l, int status) {
+  scn_server *srv = l->data;
+  if (status < 0)
+    return;
+  scn_conn *c = scn_conn_new(srv, &tcp_transport);
+  if (!c)
+    return;
+  if (uv_accept(l, (uv_stream_t *)&c->tcp) != 0) {
+    scn_conn_close(c);
+    return;
+  }
+  scn_framer_init(&c->framer, srv->cfg.max_line);
+  if (scn_conn_admit(c))
+    scn_conn_update_reading(c);
+}
+
+int scn_tcp_listen(scn_server *srv) {
+  char extra[64];
+  snprintf(extra, sizeof extra, "version=%s protocol=%d", SCN_VERSION, SCN_PROTOCOL);
+  listener.data = srv;
+  return scn_listen(srv->loop, &listener, &srv->cfg.listen, 1024, on_connection, "listen",
+                    "listening", extra);
+}
+
+void scn_tcp_close(void) {
+  if (listener.data && !uv_is_closing((uv_handle_t *)&listener))
+    uv_close((uv_handle_t *)&listener, NULL);
+}

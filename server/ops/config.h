@@ -1,0 +1,54 @@
+/* The daemon's settings: one table gives each its flag, environment variable, default and
+ * help. Precedence: command-line flag > SCENED_* environment variable > default. */
+#ifndef SCN_CONFIG_H
+#define SCN_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Journal flush policy (--fsync), in the order of its values. */
+typedef enum scn_fsync_policy {
+  SCN_FSYNC_ALWAYS,
+  SCN_FSYNC_EVERYSEC,
+  SCN_FSYNC_NO
+} scn_fsync_policy;
+
+typedef struct scn_addr {
+  char host[64];
+  int port;
+  bool off;
+} scn_addr;
+
+typedef struct scn_config {
+  scn_addr listen;
+  scn_addr http;
+  double tick_hz;
+  char auth_token[256];
+  uint64_t max_line;
+  uint64_t max_clients;
+  uint64_t max_worlds;
+  uint64_t max_transforms;
+  uint64_t output_limit;
+  uint64_t max_entity_create;
+  char data_dir[4096];  /* empty: nothing persisted */
+  int fsync;            /* scn_fsync_policy */
+  double save_interval; /* seconds between autosaves when something changed; 0: never */
+  bool recover;
+  int log_level;         /* 0 debug, 1 info, 2 warn, 3 error */
+  char www[4096];        /* the staging view's files; empty: www next to the executable */
+  char ws_origins[1024]; /* browser origins allowed on /ws besides the daemon's own page */
+} scn_config;
+
+/* Outcome of parsing: run the daemon, exit 0 (help or version printed), or exit 2 (a
+ * one-line error was written to err). */
+typedef enum scn_config_result {
+  SCN_CONFIG_RUN,
+  SCN_CONFIG_EXIT_OK,
+  SCN_CONFIG_EXIT_BAD
+} scn_config_result;
+
+scn_config_result scn_config_load(scn_config *c, int argc, char **argv, char *err, size_t errlen);
+const char *scn_log_level_name(int level);
+
+#endif

@@ -1,0 +1,44 @@
+/* Operational figures rendered two ways from one enumeration: Prometheus text for /metrics and
+ * JSON fields for info. The daemon's own figures come first; every module that keeps figures
+ * adds its own through the server's collect_stats hook, writing them into the sink it is
+ * given, so this file knows nothing of the modules. */
+#ifndef SCN_METRICS_H
+#define SCN_METRICS_H
+
+#include "buf.h"
+#include "wire.h" /* the limits (SCN_LIMITS) */
+
+#include <stdint.h>
+
+#define SCN_HIST_BUCKETS 16
+
+/* Fixed buckets (seconds) from 1 microsecond to 1 second, about 2.5x apart. */
+typedef struct scn_hist {
+  uint64_t buckets[SCN_HIST_BUCKETS]; /* not cumulative */
+  uint64_t count;
+  double sum;
+} scn_hist;
+
+void scn_hist_observe(scn_hist *h, double seconds);
+
+/* Where figures are written: a family (name without the scened_ prefix, Prometheus type,
+ * help), then its samples, then its end. */
+typedef struct scn_metrics_sink scn_metrics_sink;
+void scn_metric_family(scn_metrics_sink *k, const char *name, const char *type, const char *help);
+/* label NULL: an unlabeled sample; else the label's name and value. */
+void scn_metric_sample(scn_metrics_sink *k, const char *label, const char *value, double v);
+void scn_metric_histogram(scn_metrics_sink *k, const scn_hist *h);
+void scn_metric_end(scn_metrics_sink *k);
+/* A family of one unlabeled sample. */
+void scn_metric(scn_metrics_sink *k, const char *name, const char *type, const char *help,
+                double v);
+
+struct scn_server;
+/* Appends the whole /metrics page. */
+void scn_metrics_render(struct scn_server *srv, scn_buf *out);
+/* Appends the same figures as one JSON object (for info). */
+void scn_metrics_json(struct scn_server *srv, scn_buf *out);
+/* Resident set size of this process in bytes (0 when unknown). */
+uint64_t scn_rss_bytes(void);
+
+#endif

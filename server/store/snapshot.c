@@ -1,0 +1,339 @@
+#include "store/snapshot.h"
+
+#include "store/crc32c.h"
+#include "store/files.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAGIC "SCNSNAP1"
+#define HEADER_BYTES 32
+#define BLOCK 65536
+#define FILE_NAME "snapshot.scn"
+
+/* ---- writing -------------------------------------------------------------------------------- */
+
+typedef struct writer {
+  int fd;
+  unsigned char block[BLOCK];
+  size_t used;
+  uint64_t body;
+  bool failed;
+} writer;
+
+static void write_all(writer *w, const void *data, size_t len) {
+  const char *p = data;
+  while (len && !w->failed) {
+    ssize_t n = write(w->fd, p, len);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      w->failed = true;
+      return;
+    }
+    p += n;
+    len -= (size_t)n;
+  }
+}
+
+static void end_block(writer *w) {
+  if (w->used == 0)
+    return;
+  uint32_t crc = scn_crc32c(0, w->block, w->used);
+  write_all(w, w->block, w->used);
+  write_all(w, &crc, 4);
+  w->used = 0;
+}
+
+static void put(writer *w, const void *data, size_t len) {
+  const unsigned char *p = data;
+  w->body += len;
+  while (len) {
+    size_t n = BLOCK - w->used < len ? BLOCK - w->used : len;
+    memcpy(w->block + w->used, p, n);
+    w->used += n;
+    p += n;
+    len -= n;
+    if (w->used == BLOCK)
+      end_block(w);
+  }
+}
+
+static void put_u8(writer *w, uint8_t v) { put(w, &v, 1); }
+static void put_u32(writer *w, uint32_t v) { put(w, &v, 4); }
+static void put_u64(writer *w, uint64_t v) { put(w, &v, 8); }
+
+static void put_name(writer *w, const char *name) {
+  size_t len = name ? strlen(name) : 0;
+  put_u8(w, (uint8_t)len);
+  put(w, name, len);
+}
+
+static void put_transform(void *ud, scn_entity e, scn_entity parent, const char *name,
+                          const float local[16]) {
+  writer *w = ud;
+  put_u64(w, e);
+  put_u64(w, parent);
+  put_name(w, name);
+  put(w, local, sizeof(float) * 16);
+}
+
+static void put_scene(writer *w, scn_scene *scene) {
+  uint32_t slots = scn_entity_slot_count(scene);
+  put_u32(w, slots);
+  for (uint32_t s = 1; s <= slots; s++) {
+    bool alive;
+    scn_entity id = scn_entity_slot_id(scene, s, &alive);
+    put_u32(w, (uint32_t)(id >> 32));
+    put_u8(w, alive);
+  }
+  const uint32_t *free_order;
+  size_t nfree = scn_entity_free_order(scene, &free_order);
+  put_u32(w, (uint32_t)nfree);
+  put(w, free_order, sizeof(uint32_t) * nfree);
+  put_u32(w, (uint32_t)scn_world_count(scene));
+  for (size_t i = 0; i < scn_world_count(scene); i++) {
+    scn_world *world = scn_world_at(scene, i);
+    put_name(w, scn_world_name(world));
+    put_u32(w, (uint32_t)scn_world_transform_count(world));
+    scn_world_visit_transforms(world, put_transform, w);
+  }
+}
+
+/* The header's own CRC-32C (bytes 12..15) covers the rest of it: a damaged journal generation
+ * would otherwise skip or replay journals silently. */
+static uint32_t header_crc(const unsigned char *header) {
+  return scn_crc32c(scn_crc32c(0, header, 12), header + 16, HEADER_BYTES - 16);
+}
+
+static int fsync_dir(const char *dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY);
+  if (fd < 0)
+    return -1;
+  int rc = fsync(fd);
+  close(fd);
+  return rc;
+}
+
+int scn_snapshot_write(scn_scene *scene, uint64_t journal_gen, const char *dir, uint64_t *bytes,
+                       char *err, size_t errlen) {
+  char tmp[4096], final[4096];
+  snprintf(tmp, sizeof tmp, "%s/%s.tmp-%d", dir, FILE_NAME, (int)getpid());
+  snprintf(final, sizeof final, "%s/%s", dir, FILE_NAME);
+  writer *w = calloc(1, sizeof *w);
+  if (!w) {
+    snprintf(err, errlen, "out of memory writing a snapshot");
+    return -1;
+  }
+  w->fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (w->fd < 0) {
+    snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+    free(w);
+    return -1;
+  }
+  /* The header is written last, once the body length is known. */
+  unsigned char header[HEADER_BYTES] = {0};
+  write_all(w, header, sizeof header);
+  put_scene(w, scene);
+  end_block(w);
+  memcpy(header, MAGIC, 8);
+  uint32_t version = SCN_SNAPSHOT_VERSION;
+  memcpy(header + 8, &version, 4);
+  memcpy(header + 16, &journal_gen, 8);
+  memcpy(header + 24, &w->body, 8);
+  uint32_t hcrc = header_crc(header);
+  memcpy(header + 12, &hcrc, 4);
+  bool ok = !w->failed && pwrite(w->fd, header, sizeof header, 0) == (ssize_t)sizeof header &&
+            fdatasync(w->fd) == 0;
+  uint64_t size = HEADER_BYTES + w->body + 4 * ((w->body + BLOCK - 1) / BLOCK);
+  int saved = errno;
+  ok = close(w->fd) == 0 && ok;
+  free(w);
+  if (!ok || rename(tmp, final) != 0 || fsync_dir(dir) != 0) {
+    snprintf(err, errlen, "cannot write %s: %s", final, strerror(saved ? saved : errno));
+    unlink(tmp);
+    return -1;
+  }
+  *bytes = size;
+  return 0;
+}
+
+/* ---- reading -------------------------------------------------------------------------------- */
+
+typedef struct reader {
+  FILE *f;
+  const char *path;
+  unsigned char block[BLOCK];
+  size_t len, pos;      /* current block */
+  uint64_t block_start; /* file offset of the current block */
+  uint64_t body_left;   /* body bytes not yet loaded into a block */
+  uint64_t file_pos;
+  bool bad;
+  char *err;
+  size_t errlen;
+} reader;
+
+static bool fail_at(reader *r, uint64_t offset, const char *what) {
+  if (!r->bad)
+    snprintf(r->err, r->errlen, "%s: %s at offset %llu", r->path, what, (unsigned long long)offset);
+  r->bad = true;
+  return false;
+}
+
+static bool next_block(reader *r) {
+  if (r->body_left == 0)
+    return fail_at(r, r->file_pos, "unexpected end of snapshot data");
+  size_t n = r->body_left < BLOCK ? (size_t)r->body_left : BLOCK;
+  uint32_t crc;
+  r->block_start = r->file_pos;
+  if (fread(r->block, 1, n, r->f) != n || fread(&crc, 1, 4, r->f) != 4)
+    return fail_at(r, r->file_pos, "file is shorter than its header says (truncated)");
+  if (scn_crc32c(0, r->block, n) != crc)
+    return fail_at(r, r->block_start, "checksum mismatch in the block");
+  r->file_pos += n + 4;
+  r->body_left -= n;
+  r->len = n;
+  r->pos = 0;
+  return true;
+}
+
+static bool get(reader *r, void *out, size_t len) {
+  unsigned char *p = out;
+  while (len) {
+    if (r->bad)
+      return false;
+    if (r->pos == r->len && !next_block(r))
+      return false;
+    size_t n = r->len - r->pos < len ? r->len - r->pos : len;
+    memcpy(p, r->block + r->pos, n);
+    r->pos += n;
+    p += n;
+    len -= n;
+  }
+  return true;
+}
+
+static uint64_t offset_of(const reader *r) { return r->block_start + r->pos; }
+
+static bool get_name(reader *r, char *out) {
+  uint8_t len;
+  if (!get(r, &len, 1) || len > SCN_NAME_MAX || !get(r, out, len))
+    return r->bad ? false : fail_at(r, offset_of(r), "invalid name length");
+  out[len] = '\0';
+  return true;
+}
+
+static bool load_registry(reader *r, scn_scene *scene) {
+  uint32_t slots, nfree;
+  if (!get(r, &slots, 4))
+    return false;
+  uint32_t *gens = malloc(sizeof *gens * (slots ? slots : 1));
+  uint8_t *alive = malloc(slots ? slots : 1);
+  uint32_t *free_order = NULL;
+  bool ok = gens && alive;
+  for (uint32_t s = 0; ok && s < slots; s++)
+    ok = get(r, &gens[s], 4) && get(r, &alive[s], 1);
+  ok = ok && get(r, &nfree, 4) && nfree <= slots;
+  if (ok && (free_order = malloc(sizeof *free_order * (nfree ? nfree : 1))) == NULL)
+    ok = false;
+  ok = ok && get(r, free_order, sizeof *free_order * nfree);
+  /* With no free slot there is no order to set (and an empty registry has no storage). */
+  const uint32_t *restored;
+  if (ok && (scn_entity_restore(scene, slots, gens, alive) != SCN_OK ||
+             (nfree ? scn_entity_set_free_order(scene, free_order, nfree) != SCN_OK
+                    : scn_entity_free_order(scene, &restored) != 0)))
+    ok = fail_at(r, offset_of(r), "inconsistent entity registry");
+  if (!ok && !r->bad)
+    fail_at(r, offset_of(r), "invalid entity registry");
+  free(gens);
+  free(alive);
+  free(free_order);
+  return ok;
+}
+
+static bool load_world(reader *r, scn_scene *scene, scn_snapshot_info *info) {
+  char name[SCN_NAME_MAX + 1], tname[SCN_NAME_MAX + 1];
+  uint32_t count;
+  scn_world *w;
+  if (!get_name(r, name) || !get(r, &count, 4))
+    return false;
+  if (scn_world_create(scene, name, &w) != SCN_OK)
+    return fail_at(r, offset_of(r), "invalid or duplicate world");
+  for (uint32_t i = 0; i < count; i++) {
+    uint64_t e, parent;
+    float local[16];
+    if (!get(r, &e, 8) || !get(r, &parent, 8) || !get_name(r, tname) ||
+        !get(r, local, sizeof local))
+      return false;
+    if (scn_transform_create(w, e, parent, tname[0] ? tname : NULL, local) != SCN_OK)
+      return fail_at(r, offset_of(r), "invalid transform");
+    info->transforms++;
+  }
+  info->worlds++;
+  return true;
+}
+
+int scn_snapshot_load(scn_scene *scene, const char *dir, bool recover, scn_snapshot_info *info,
+                      char *err, size_t errlen) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, FILE_NAME);
+  memset(info, 0, sizeof *info);
+  bool absent;
+  FILE *f = scn_file_open(path, &absent, err, errlen);
+  if (!f)
+    return absent ? 0 : -1;
+  reader *r = calloc(1, sizeof *r);
+  if (!r) {
+    fclose(f);
+    snprintf(err, errlen, "out of memory loading %s", path);
+    return -1;
+  }
+  r->f = f;
+  r->path = path;
+  r->err = err;
+  r->errlen = errlen;
+  unsigned char header[HEADER_BYTES];
+  uint32_t version = 0, hcrc = 0;
+  int result = 1;
+  if (fread(header, 1, sizeof header, f) != sizeof header || memcmp(header, MAGIC, 8) != 0) {
+    fail_at(r, 0, "not a scened snapshot (bad header)");
+  } else if (memcpy(&version, header + 8, 4),
+             version < SCN_SNAPSHOT_VERSION_OLDEST || version > SCN_SNAPSHOT_VERSION) {
+    fail_at(r, 8, "unsupported snapshot version");
+  } else if (memcpy(&hcrc, header + 12, 4), hcrc != header_crc(header)) {
+    fail_at(r, 0, "checksum mismatch in the header");
+  } else {
+    memcpy(&info->journal_gen, header + 16, 8);
+    info->journal_created = version >= 2;
+    memcpy(&r->body_left, header + 24, 8);
+    r->file_pos = HEADER_BYTES;
+    r->block_start = HEADER_BYTES;
+    uint32_t worlds = 0;
+    if (load_registry(r, scene) && get(r, &worlds, 4))
+      for (uint32_t i = 0; i < worlds && load_world(r, scene, info); i++)
+        ;
+    if (!r->bad && (r->pos != r->len || r->body_left != 0))
+      fail_at(r, offset_of(r), "unexpected data after the last world");
+    long end = ftell(f);
+    if (!r->bad && fgetc(f) != EOF)
+      fail_at(r, (uint64_t)end, "unexpected bytes after the end of the snapshot");
+  }
+  if (r->bad) {
+    uint64_t at = r->block_start;
+    result = -1;
+    /* Recovery keeps what was read: whole worlds before the damage (and the registry). A
+     * damaged header or registry leaves nothing to keep. */
+    if (recover && scn_entity_slot_count(scene) > 0) {
+      info->damaged = true;
+      info->damaged_at = at;
+      result = 1;
+    }
+  }
+  info->bytes = (uint64_t)ftell(f);
+  fclose(f);
+  free(r);
+  return result;
+}

@@ -1,0 +1,232 @@
+#include "stream/frame.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void scn_members_release(scn_members *m) {
+  if (m && --m->refs == 0)
+    free(m);
+}
+
+static bool id_push(scn_id_vec *v, scn_entity e) {
+  scn_entity *ids = scn_array_grow(v->ids, &v->cap, sizeof *ids, v->n + 1);
+  if (!ids)
+    return false;
+  v->ids = ids;
+  v->ids[v->n++] = e;
+  return true;
+}
+
+static bool set_prepare(scn_id_set *s, size_t n) {
+  size_t cap = 64;
+  while (cap < n * 2)
+    cap *= 2;
+  if (cap - 1 > s->mask || !s->slots) {
+    free(s->slots);
+    s->slots = calloc(cap, sizeof *s->slots);
+    s->mask = s->slots ? cap - 1 : 0;
+    return s->slots != NULL;
+  }
+  memset(s->slots, 0, sizeof *s->slots * (s->mask + 1));
+  return true;
+}
+
+static size_t set_slot(const scn_id_set *s, scn_entity e) {
+  return (size_t)((e * UINT64_C(0x9E3779B97F4A7C15)) >> 20) & s->mask;
+}
+
+/* Inserts e; false when it was already there. */
+static bool set_add(scn_id_set *s, scn_entity e) {
+  size_t h = set_slot(s, e);
+  while (s->slots[h]) {
+    if (s->slots[h] == e)
+      return false;
+    h = (h + 1) & s->mask;
+  }
+  s->slots[h] = e;
+  return true;
+}
+
+static bool set_has(const scn_id_set *s, scn_entity e) {
+  size_t h = set_slot(s, e);
+  while (s->slots[h]) {
+    if (s->slots[h] == e)
+      return true;
+    h = (h + 1) & s->mask;
+  }
+  return false;
+}
+
+void scn_frame_encoder_free(scn_frame_encoder *enc) {
+  free(enc->current.ids);
+  free(enc->entered.ids);
+  free(enc->removed.ids);
+  free(enc->first_seen.slots);
+  memset(enc, 0, sizeof *enc);
+}
+
+void scn_frame_free(scn_frame *f) {
+  scn_buf_free(&f->head);
+  scn_buf_free(&f->tail);
+  free(f->entries);
+  scn_members_release(f->members);
+  memset(f, 0, sizeof *f);
+}
+
+/* ---- collecting the set ------------------------------------------------------------------ */
+
+typedef struct set_writer {
+  scn_frame *f;
+  scn_frame_encoder *enc;
+  bool all; /* a full frame: every transform in scope */
+  bool check_entered;
+  bool failed;
+} set_writer;
+
+static void add_entry(void *ud, scn_entity e, const float m[16]) {
+  set_writer *w = ud;
+  scn_frame *f = w->f;
+  scn_set_entry *entries = scn_array_grow(f->entries, &f->cap, sizeof *entries, f->n + 1);
+  if (!entries) {
+    w->failed = true;
+    return;
+  }
+  f->entries = entries;
+  f->entries[f->n].e = e;
+  memcpy(f->entries[f->n].m, m, sizeof f->entries[f->n].m);
+  f->n++;
+}
+
+/* Subtree scope: changed transforms, and those that entered the scope even if unchanged. */
+static void add_scope_entry(void *ud, scn_entity e, const float m[16], bool changed) {
+  set_writer *w = ud;
+  if (w->all || changed || (w->check_entered && set_has(&w->enc->first_seen, e)))
+    add_entry(w, e, m);
+}
+
+static void collect_member(void *ud, scn_entity e, const float m[16], bool changed) {
+  (void)m, (void)changed;
+  set_writer *w = ud;
+  w->failed |= !id_push(&w->enc->current, e);
+}
+
+static int cmp_id(const void *a, const void *b) {
+  scn_entity x = *(const scn_entity *)a, y = *(const scn_entity *)b;
+  return (x > y) - (x < y);
+}
+
+/* The whole world's removals: what existed at since (its first event in the window is not a
+ * creation) and has no transform now. */
+typedef struct removal_scan {
+  scn_frame_encoder *enc;
+  scn_world *world;
+  bool ok;
+} removal_scan;
+
+static void scan_event(void *ud, scn_entity e, scn_event_kind kind) {
+  removal_scan *r = ud;
+  if (!set_add(&r->enc->first_seen, e))
+    return;
+  if (kind != SCN_EVENT_CREATED && !scn_transform_exists(r->world, e))
+    r->ok &= id_push(&r->enc->removed, e);
+}
+
+static void count_event(void *ud, scn_entity e, scn_event_kind kind) {
+  (void)e, (void)kind;
+  ++*(size_t *)ud;
+}
+
+/* Subtree scope: new members against the old sorted list; fills entered and removed. */
+static scn_members *diff_members(scn_frame_encoder *enc, const scn_members *old) {
+  scn_id_vec *cur = &enc->current;
+  if (cur->n > 1)
+    qsort(cur->ids, cur->n, sizeof(scn_entity), cmp_id);
+  scn_members *m = malloc(sizeof *m + sizeof(scn_entity) * cur->n);
+  if (!m)
+    return NULL;
+  m->refs = 1;
+  m->n = cur->n;
+  if (cur->n)
+    memcpy(m->ids, cur->ids, sizeof(scn_entity) * m->n);
+  size_t i = 0, j = 0, on = old ? old->n : 0;
+  bool ok = true;
+  while (i < on || j < m->n) {
+    if (j == m->n || (i < on && old->ids[i] < m->ids[j]))
+      ok &= id_push(&enc->removed, old->ids[i++]);
+    else if (i == on || m->ids[j] < old->ids[i])
+      ok &= id_push(&enc->entered, m->ids[j++]);
+    else
+      i++, j++;
+  }
+  if (!ok) {
+    free(m);
+    return NULL;
+  }
+  return m;
+}
+
+/* ---- text ------------------------------------------------------------------------------- */
+
+void scn_frame_write_entries(scn_buf *out, const scn_set_entry *items, size_t from, size_t to) {
+  for (size_t i = from; i < to; i++) {
+    scn_buf_adds(out, i ? ",{\"e\":" : "{\"e\":");
+    scn_buf_add_u64(out, items[i].e);
+    scn_buf_adds(out, ",\"m\":");
+    scn_buf_add_matrix(out, items[i].m);
+    scn_buf_addc(out, '}');
+  }
+}
+
+void scn_frame_encode(scn_frame_encoder *enc, const scn_frame_key *k, const scn_members *old,
+                      scn_frame *f) {
+  scn_world *w = k->world;
+  f->head.len = f->tail.len = 0;
+  f->head.failed = f->tail.failed = false;
+  f->n = 0;
+  f->ok = f->empty = false;
+  scn_members_release(f->members);
+  f->members = NULL;
+  f->tick = scn_world_tick(w) - 1; /* the tick just closed */
+  enc->current.n = enc->entered.n = enc->removed.n = 0;
+
+  set_writer sw = {.f = f, .enc = enc};
+  if (k->root == SCN_ENTITY_NONE) {
+    scn_world_visit_changed(w, SCN_ENTITY_NONE, k->full ? 0 : k->since, add_entry, &sw);
+    if (!k->full) {
+      size_t events = 0;
+      scn_world_visit_events(w, k->since, count_event, &events);
+      removal_scan scan = {enc, w, true};
+      if (events && set_prepare(&enc->first_seen, events))
+        scn_world_visit_events(w, k->since, scan_event, &scan);
+      sw.failed |= !scan.ok;
+    }
+  } else {
+    scn_world_visit_scope(w, k->root, 0, collect_member, &sw);
+    f->members = sw.failed ? NULL : diff_members(enc, k->full ? NULL : old);
+    sw.failed |= f->members == NULL;
+    if (k->full)
+      enc->removed.n = 0;
+    sw.all = k->full;
+    sw.check_entered =
+        !k->full && enc->entered.n > 0 && set_prepare(&enc->first_seen, enc->entered.n);
+    for (size_t i = 0; sw.check_entered && i < enc->entered.n; i++)
+      set_add(&enc->first_seen, enc->entered.ids[i]);
+    scn_world_visit_scope(w, k->root, k->since, add_scope_entry, &sw);
+  }
+  if (sw.failed)
+    return; /* out of memory: the subscribers stay where they were and try next tick */
+  if (!k->full && f->n == 0 && enc->removed.n == 0) {
+    f->ok = f->empty = true;
+    return;
+  }
+  scn_buf *head = &f->head;
+  scn_buf_adds(head, ",\"world\":");
+  scn_buf_add_json_string(head, scn_world_name(w), strlen(scn_world_name(w)));
+  scn_buf_adds(head, ",\"tick\":");
+  scn_buf_add_u64(head, f->tick);
+  scn_buf_adds(head, k->full ? ",\"full\":true,\"set\":[" : ",\"full\":false,\"set\":[");
+  scn_buf_adds(&f->tail, "],\"removed\":");
+  scn_buf_add_id_list(&f->tail, enc->removed.ids, enc->removed.n);
+  scn_buf_adds(&f->tail, "}\n");
+  f->ok = !head->failed && !f->tail.failed;
+}

@@ -1,0 +1,528 @@
+#include "stream/stream.h"
+
+#include "net/conn.h"
+#include "stream/frame.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct scn_sub {
+  uint64_t id;
+  scn_conn *conn;
+  scn_world *world;
+  scn_entity root;     /* SCN_ENTITY_NONE: the whole world */
+  uint32_t every;      /* at most one frame every this many ticks */
+  uint64_t last_tick;  /* world tick of the last frame received, 0 before the first */
+  uint64_t last_frame; /* server tick count at that frame */
+  bool need_full, lagging;
+  scn_members *members;  /* subtree scope as of last_tick */
+  struct frame_job *job; /* a large frame being written for it, in slices */
+  size_t job_slot;
+  struct scn_sub *prev, *next; /* all subscriptions */
+  struct scn_sub *conn_next;   /* the connection's */
+} scn_sub;
+
+/* Frames with more entries than this are written in slices of this size, one slice per loop
+ * turn, so a full frame of 100,000 transforms never holds up other connections for long. */
+#define SLICE 4096
+
+/* A large frame being written: it owns the encoded pieces until its text is complete. */
+typedef struct frame_job {
+  struct frame_job *next;
+  scn_frame frame;
+  scn_buf text; /* written so far, from ,"world": on */
+  size_t done;
+  scn_sub **subs; /* who gets it; NULL where a subscription ended meanwhile */
+  size_t nsubs, cap;
+} frame_job;
+
+typedef struct stream_counters {
+  uint64_t frames, frame_bytes, matrices, lags, resyncs, encodes;
+} stream_counters;
+
+struct scn_stream {
+  scn_server *srv;
+  scn_hooks hooks;
+  scn_sub *subs; /* every subscription */
+  uint64_t nsubs, next_sub_id;
+  uint64_t ticks; /* ticks run */
+  frame_job *jobs_head, *jobs_tail;
+  uv_idle_t idle; /* writes the oldest job's next slice */
+  scn_frame_encoder enc;
+  scn_frame frame; /* the frame being encoded at a tick */
+  scn_buf body;    /* a small frame's text, before it is copied into a shared block */
+  scn_sub **due;
+  size_t due_cap;
+  stream_counters counters;
+};
+
+/* ---- subscriptions ------------------------------------------------------------------------ */
+
+static void sub_remove(scn_stream *st, scn_sub *s) {
+  if (s->prev)
+    s->prev->next = s->next;
+  else
+    st->subs = s->next;
+  if (s->next)
+    s->next->prev = s->prev;
+  for (scn_sub **p = &s->conn->subs; *p; p = &(*p)->conn_next)
+    if (*p == s) {
+      *p = s->conn_next;
+      break;
+    }
+  if (s->job)
+    s->job->subs[s->job_slot] = NULL; /* the frame in progress skips it */
+  scn_members_release(s->members);
+  st->nsubs--;
+  free(s);
+}
+
+uint64_t scn_stream_count(const scn_stream *st) { return st->nsubs; }
+
+int scn_stream_subscribe(scn_stream *st, scn_conn *c, scn_world *w, scn_entity root, double hz,
+                         uint64_t *id) {
+  scn_sub *s = calloc(1, sizeof *s);
+  if (!s)
+    return -1;
+  /* Whole-world deltas after the first frame need the removals; a subtree, its root's. */
+  scn_world_keep_events(w, true);
+  s->id = *id = ++st->next_sub_id;
+  s->conn = c;
+  s->world = w;
+  s->root = root;
+  double every = ceil(st->srv->cfg.tick_hz / hz - 1e-9);
+  s->every = every < 1 ? 1 : every > 1e6 ? 1000000 : (uint32_t)every;
+  s->next = st->subs;
+  if (st->subs)
+    st->subs->prev = s;
+  st->subs = s;
+  s->conn_next = c->subs;
+  c->subs = s;
+  st->nsubs++;
+  return 0;
+}
+
+bool scn_stream_unsubscribe(scn_stream *st, scn_conn *c, uint64_t id) {
+  for (scn_sub *s = c->subs; s; s = s->conn_next)
+    if (s->id == id) {
+      sub_remove(st, s);
+      return true;
+    }
+  return false;
+}
+
+static void write_event(scn_sub *s, const char *event, const char *extra) {
+  scn_buf *out = &s->conn->out.bytes;
+  scn_buf_adds(out, "{\"event\":\"");
+  scn_buf_adds(out, event);
+  scn_buf_adds(out, "\",\"sub\":");
+  scn_buf_add_u64(out, s->id);
+  scn_buf_adds(out, extra);
+  scn_buf_adds(out, "}\n");
+}
+
+void scn_stream_world_destroyed(scn_stream *st, scn_world *w) {
+  scn_sub *s = st->subs;
+  while (s) {
+    scn_sub *next = s->next;
+    if (s->world == w) {
+      scn_buf extra = {0};
+      scn_buf_adds(&extra, ",\"world\":");
+      scn_buf_add_json_string(&extra, scn_world_name(w), strlen(scn_world_name(w)));
+      scn_buf_addc(&extra, '\0');
+      write_event(s, "world_destroyed", extra.data ? extra.data : "");
+      scn_buf_free(&extra);
+      scn_conn *c = s->conn;
+      sub_remove(st, s);
+      scn_conn_schedule_flush(c); /* after this turn's journal commit, with the replies */
+    }
+    s = next;
+  }
+}
+
+static void on_conn_closed(void *ud, scn_conn *c) {
+  scn_stream *st = ud;
+  while (c->subs)
+    sub_remove(st, c->subs);
+}
+
+/* The connection's output drained below its budget: lagging subscriptions resync. */
+static void on_conn_drained(void *ud, scn_conn *c) {
+  scn_stream *st = ud;
+  for (scn_sub *s = c->subs; s; s = s->conn_next)
+    if (s->lagging) {
+      s->lagging = false;
+      s->need_full = true;
+      st->counters.resyncs++;
+    }
+}
+
+/* ---- delivering frames -------------------------------------------------------------------- */
+
+/* Queues a frame body to one subscriber: its own small header, then the shared bytes. */
+static void send_body(scn_stream *st, scn_sub *s, scn_shared *body, size_t matrices) {
+  scn_conn *c = s->conn;
+  scn_buf *out = &c->out.bytes;
+  scn_buf_adds(out, "{\"event\":\"frame\",\"sub\":");
+  scn_buf_add_u64(out, s->id);
+  if (!out->failed && scn_outq_push_shared(&c->out, body)) {
+    st->counters.frames++;
+    st->counters.frame_bytes += body->len;
+    st->counters.matrices += matrices;
+    s->last_frame = st->ticks;
+  }
+}
+
+static bool job_attach(frame_job *job, scn_sub *s) {
+  scn_sub **subs = scn_array_grow(job->subs, &job->cap, sizeof *subs, job->nsubs + 1);
+  if (!subs)
+    return false;
+  job->subs = subs;
+  s->job = job;
+  s->job_slot = job->nsubs;
+  job->subs[job->nsubs++] = s;
+  return true;
+}
+
+/* The subscriber's state moves to the frame's tick at once (the frame is the world as of
+ * then); a job's bytes follow when written. */
+static void deliver(scn_stream *st, scn_sub *s, const scn_frame *f, scn_shared *body,
+                    frame_job *job) {
+  if (body)
+    send_body(st, s, body, f->n);
+  else if (job && !job_attach(job, s))
+    return; /* no room to remember it: it stays due and tries again next tick */
+  s->last_tick = f->tick;
+  s->need_full = false;
+  if (f->members != s->members) {
+    scn_members_release(s->members);
+    s->members = scn_members_ref(f->members);
+  }
+}
+
+/* The root of a subtree subscription is gone: its whole scope is removed, then it ends. */
+static void end_root_destroyed(scn_stream *st, scn_sub *s) {
+  scn_buf *out = &s->conn->out.bytes;
+  scn_world *w = s->world;
+  scn_buf_adds(out, "{\"event\":\"frame\",\"sub\":");
+  scn_buf_add_u64(out, s->id);
+  scn_buf_adds(out, ",\"world\":");
+  scn_buf_add_json_string(out, scn_world_name(w), strlen(scn_world_name(w)));
+  scn_buf_adds(out, ",\"tick\":");
+  scn_buf_add_u64(out, scn_world_tick(w) - 1);
+  scn_buf_adds(out, ",\"full\":false,\"set\":[],\"removed\":");
+  scn_buf_add_id_list(out, s->members ? s->members->ids : NULL, s->members ? s->members->n : 0);
+  scn_buf_adds(out, "}\n");
+  write_event(s, "unsubscribed", ",\"reason\":\"root_destroyed\"");
+  st->counters.frames++;
+  sub_remove(st, s);
+}
+
+typedef struct root_watch {
+  scn_entity root;
+  bool destroyed;
+} root_watch;
+
+static void watch_root(void *ud, scn_entity e, scn_event_kind kind) {
+  root_watch *r = ud;
+  if (e == r->root && kind == SCN_EVENT_DESTROYED)
+    r->destroyed = true;
+}
+
+/* The root has no transform now, or lost it in the tick just closed (even if its entity got
+ * a new transform since, which does not continue the subscription). */
+static bool root_gone(scn_sub *s) {
+  if (!scn_transform_exists(s->world, s->root))
+    return true;
+  root_watch r = {s->root, false};
+  uint64_t closed = scn_world_tick(s->world) - 1;
+  scn_world_visit_events(s->world, closed - 1, watch_root, &r);
+  return r.destroyed;
+}
+
+static bool due(const scn_stream *st, const scn_sub *s) {
+  if (s->lagging || s->job)
+    return false;
+  if (s->need_full || s->last_tick == 0)
+    return true;
+  return st->ticks - s->last_frame >= s->every;
+}
+
+static scn_frame_key key_of(const scn_sub *s) {
+  bool full = s->need_full || s->last_tick == 0;
+  return (scn_frame_key){s->world, s->root, full ? 0 : s->last_tick, full};
+}
+
+static int cmp_key(const scn_frame_key *a, const scn_frame_key *b) {
+  if (a->world != b->world)
+    return (uintptr_t)a->world < (uintptr_t)b->world ? -1 : 1;
+  if (a->root != b->root)
+    return a->root < b->root ? -1 : 1;
+  if (a->since != b->since)
+    return a->since < b->since ? -1 : 1;
+  return (int)a->full - (int)b->full;
+}
+
+static int cmp_sub(const void *x, const void *y) {
+  scn_frame_key a = key_of(*(scn_sub *const *)x), b = key_of(*(scn_sub *const *)y);
+  return cmp_key(&a, &b);
+}
+
+static void job_free(frame_job *job) {
+  scn_frame_free(&job->frame);
+  scn_buf_free(&job->text);
+  free(job->subs);
+  free(job);
+}
+
+/* One slice of the oldest job per loop turn; a finished job goes out to its subscribers. */
+static void on_job_slice(uv_idle_t *h) {
+  scn_stream *st = h->data;
+  frame_job *job = st->jobs_head;
+  if (!job) {
+    uv_idle_stop(h);
+    return;
+  }
+  const scn_frame *f = &job->frame;
+  size_t to = job->done + SLICE < f->n ? job->done + SLICE : f->n;
+  scn_frame_write_entries(&job->text, f->entries, job->done, to);
+  job->done = to;
+  if (job->done < f->n && !job->text.failed)
+    return;
+  st->jobs_head = job->next;
+  if (!st->jobs_head)
+    st->jobs_tail = NULL;
+  scn_buf_add(&job->text, f->tail.data, f->tail.len);
+  scn_shared *body = job->text.failed ? NULL : scn_shared_new(job->text.len);
+  if (body)
+    memcpy(body->data, job->text.data, job->text.len);
+  for (size_t i = 0; i < job->nsubs; i++) {
+    scn_sub *s = job->subs[i];
+    if (!s)
+      continue;
+    s->job = NULL;
+    if (body) {
+      send_body(st, s, body, f->n);
+      scn_conn_schedule_flush(s->conn);
+    } else {
+      s->need_full = true; /* out of memory: resend the whole scope later */
+    }
+  }
+  scn_shared_release(body);
+  job_free(job);
+  st->counters.encodes++;
+}
+
+/* A large frame: the job takes the encoded pieces (the stream's frame starts anew). */
+static frame_job *job_new(scn_stream *st) {
+  frame_job *job = calloc(1, sizeof *job);
+  if (!job)
+    return NULL;
+  job->frame = st->frame;
+  memset(&st->frame, 0, sizeof st->frame);
+  job->text = job->frame.head;
+  job->frame.head = (scn_buf){0};
+  return job;
+}
+
+static void job_enqueue(scn_stream *st, frame_job *job) {
+  if (job->nsubs == 0) {
+    job_free(job);
+    return;
+  }
+  if (st->jobs_tail)
+    st->jobs_tail->next = job;
+  else
+    st->jobs_head = job;
+  st->jobs_tail = job;
+  uv_idle_start(&st->idle, on_job_slice);
+}
+
+/* A small frame's whole text in one shared block. */
+static scn_shared *small_body(scn_stream *st, const scn_frame *f) {
+  scn_buf *b = &st->body;
+  b->len = 0;
+  b->failed = false;
+  scn_buf_add(b, f->head.data, f->head.len);
+  scn_frame_write_entries(b, f->entries, 0, f->n);
+  scn_buf_add(b, f->tail.data, f->tail.len);
+  scn_shared *body = b->failed ? NULL : scn_shared_new(b->len);
+  if (body)
+    memcpy(body->data, b->data, b->len);
+  return body;
+}
+
+/* Events are logged only for worlds with whole-world subscriptions (whose deltas need the
+ * removals), and kept back to the oldest tick such a subscription still needs; one that lags
+ * or waits for a full frame needs none. */
+static void trim_events(scn_stream *st) {
+  scn_scene *scene = st->srv->scene;
+  for (size_t i = 0; i < scn_world_count(scene); i++)
+    scn_world_set_userdata(scn_world_at(scene, i), UINT64_MAX);
+  for (scn_sub *s = st->subs; s; s = s->next) {
+    /* A subtree subscription needs the last tick's, to see its root destroyed (root_gone). */
+    uint64_t needs = s->root != SCN_ENTITY_NONE || s->lagging || s->need_full || !s->last_tick
+                         ? scn_world_tick(s->world) - 1
+                         : s->last_tick;
+    if (needs < scn_world_userdata(s->world))
+      scn_world_set_userdata(s->world, needs);
+  }
+  for (size_t i = 0; i < scn_world_count(scene); i++) {
+    scn_world *w = scn_world_at(scene, i);
+    uint64_t keep_from = scn_world_userdata(w);
+    scn_world_keep_events(w, keep_from != UINT64_MAX);
+    /* a matrix set and set back inside a tick, with a read between, is then not resent */
+    scn_world_track_reverts(w, keep_from != UINT64_MAX);
+    if (keep_from != UINT64_MAX)
+      scn_world_trim_events(w, keep_from);
+  }
+}
+
+/* The subscriptions due at this tick, sorted so those that need the same frame are together;
+ * subtree subscriptions whose root is gone end here. False when out of memory. */
+static bool collect_due(scn_stream *st, size_t *count) {
+  scn_sub **list = scn_array_grow(st->due, &st->due_cap, sizeof *list, st->nsubs);
+  if (!list)
+    return false;
+  st->due = list;
+  size_t n = 0;
+  for (scn_sub *s = st->subs, *next; s; s = next) {
+    next = s->next;
+    if (s->root != SCN_ENTITY_NONE && root_gone(s)) {
+      scn_conn *c = s->conn;
+      end_root_destroyed(st, s);
+      scn_conn_schedule_flush(c);
+      continue;
+    }
+    if (s->root == SCN_ENTITY_NONE && s->last_tick && !s->need_full &&
+        s->last_tick < scn_world_events_since(s->world))
+      s->need_full = true; /* the log lost what its delta needs: send everything */
+    if (due(st, s))
+      st->due[n++] = s;
+  }
+  if (n > 1)
+    qsort(st->due, n, sizeof *st->due, cmp_sub);
+  *count = n;
+  return true;
+}
+
+static void on_tick(void *ud) {
+  scn_stream *st = ud;
+  uint64_t limit = st->srv->cfg.output_limit;
+  st->ticks++;
+  size_t n;
+  if (!collect_due(st, &n))
+    return; /* try again next tick */
+  scn_frame *f = &st->frame;
+  for (size_t i = 0; i < n;) {
+    scn_frame_key k = key_of(st->due[i]);
+    scn_frame_encode(&st->enc, &k, st->due[i]->members, f);
+    st->counters.encodes++;
+    scn_shared *body = NULL;
+    frame_job *job = NULL;
+    bool sendable = f->ok && f->empty;
+    if (f->ok && !f->empty) {
+      if (f->n > SLICE)
+        job = job_new(st); /* takes the frame's pieces */
+      if (!job)
+        body = small_body(st, f);
+      sendable = body || job;
+    }
+    const scn_frame *sent = job ? &job->frame : f;
+    size_t j = i;
+    for (; j < n; j++) {
+      scn_frame_key kj = key_of(st->due[j]);
+      if (cmp_key(&k, &kj) != 0)
+        break;
+      if (!sendable)
+        continue;
+      /* Over its output budget it lags (and resyncs with a full frame once drained), but
+       * only when there is something to drop: an unchanged tick costs it nothing. */
+      if (!sent->empty && scn_conn_queued(st->due[j]->conn) > limit) {
+        st->due[j]->lagging = true;
+        st->counters.lags++;
+        continue;
+      }
+      deliver(st, st->due[j], sent, body, job);
+    }
+    scn_shared_release(body);
+    if (job)
+      job_enqueue(st, job);
+    i = j;
+  }
+  for (size_t i = 0; i < n; i++)
+    scn_conn_schedule_flush(st->due[i]->conn); /* a flush may close a connection: not while
+                                                  its subscriptions are in the list */
+  trim_events(st);
+}
+
+/* ---- figures ------------------------------------------------------------------------------ */
+
+static void collect_stats(void *ud, scn_metrics_sink *k) {
+  scn_stream *st = ud;
+  uint64_t lagging = 0;
+  for (const scn_sub *s = st->subs; s; s = s->next)
+    lagging += s->lagging;
+  const stream_counters *c = &st->counters;
+  scn_metric(k, "subscriptions", "gauge", "Stream subscriptions open.", (double)st->nsubs);
+  scn_metric(k, "lagging_subscriptions", "gauge",
+             "Subscriptions whose frames are dropped until their connection drains.",
+             (double)lagging);
+  scn_metric(k, "frames_sent_total", "counter", "Stream frames queued to subscribers.",
+             (double)c->frames);
+  scn_metric(k, "frame_bytes_total", "counter", "Bytes of stream frames queued.",
+             (double)c->frame_bytes);
+  scn_metric(k, "frame_matrices_total", "counter", "Matrices in stream frames queued.",
+             (double)c->matrices);
+  scn_metric(k, "frame_encodes_total", "counter",
+             "Frame bodies encoded (each shared by every subscriber that needs it).",
+             (double)c->encodes);
+  scn_metric(k, "stream_lags_total", "counter", "Times a subscription started lagging.",
+             (double)c->lags);
+  scn_metric(k, "stream_resyncs_total", "counter",
+             "Times a lagging subscription was resynchronised with a full frame.",
+             (double)c->resyncs);
+}
+
+/* ---- the module --------------------------------------------------------------------------- */
+
+scn_stream *scn_stream_open(scn_server *srv) {
+  scn_stream *st = calloc(1, sizeof *st);
+  if (!st)
+    return NULL;
+  st->srv = srv;
+  uv_idle_init(srv->loop, &st->idle);
+  st->idle.data = st;
+  st->hooks = (scn_hooks){.ud = st,
+                          .on_tick = on_tick,
+                          .conn_closed = on_conn_closed,
+                          .conn_drained = on_conn_drained,
+                          .collect_stats = collect_stats};
+  scn_server_add_hooks(srv, &st->hooks);
+  return st;
+}
+
+static void on_idle_closed(uv_handle_t *h) { free(h->data); }
+
+void scn_stream_close(scn_stream *st) {
+  if (!st)
+    return;
+  scn_server_remove_hooks(st->srv, &st->hooks);
+  while (st->jobs_head) {
+    frame_job *job = st->jobs_head;
+    st->jobs_head = job->next;
+    for (size_t i = 0; i < job->nsubs; i++)
+      if (job->subs[i])
+        job->subs[i]->job = NULL;
+    job_free(job);
+  }
+  st->jobs_tail = NULL;
+  while (st->subs)
+    sub_remove(st, st->subs);
+  scn_frame_encoder_free(&st->enc);
+  scn_frame_free(&st->frame);
+  scn_buf_free(&st->body);
+  free(st->due);
+  uv_close((uv_handle_t *)&st->idle, on_idle_closed); /* st goes with its handle */
+}

@@ -1,0 +1,31 @@
+/* Streaming world matrices: the subscriptions, and at each tick the frames they are due. A
+ * frame body is encoded once per (world, scope, since, full) (frame.c) and shared by reference
+ * among the subscriptions that need exactly it; only the small header naming the subscription
+ * is written per subscriber. Frames of many transforms are written in slices, one per loop
+ * turn, so a big world never holds up other connections for long. */
+#ifndef SCN_STREAM_H
+#define SCN_STREAM_H
+
+#include "server.h"
+
+typedef struct scn_stream scn_stream;
+
+/* The stream module of srv: registers its hooks (tick, connection closed and drained, stats). */
+scn_stream *scn_stream_open(scn_server *srv);
+/* Ends every subscription and frees the module once the loop has closed its handle (at exit;
+ * frames still being written are dropped). */
+void scn_stream_close(scn_stream *st);
+
+/* A new subscription of connection c to world w (root: SCN_ENTITY_NONE, or the root of a
+ * subtree that has a transform there), at most hz frames per second. Its id in *id; 0, or -1
+ * when out of memory. */
+int scn_stream_subscribe(scn_stream *st, scn_conn *c, scn_world *w, scn_entity root, double hz,
+                         uint64_t *id);
+/* Ends subscription id of connection c; false when c has none by that id. */
+bool scn_stream_unsubscribe(scn_stream *st, scn_conn *c, uint64_t id);
+/* The world is about to be destroyed: its subscribers get world_destroyed, and their
+ * subscriptions end. */
+void scn_stream_world_destroyed(scn_stream *st, scn_world *w);
+uint64_t scn_stream_count(const scn_stream *st);
+
+#endif
