@@ -665,3 +665,113 @@ int scn_world_history_get(scn_world *w, scn_entity e, uint64_t tick, scn_transfo
     fill_info(e, &v, out);
   return rc;
 }
+
+/* ---- fractional ticks --------------------------------------------------------------------- */
+
+/* scn_compose_trs in double from double parts, rounded once; false when not finite. */
+static bool compose_d(const double t[3], const double q[4], const double s[3], float out[16]) {
+  double len = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+  if (!(len > 0))
+    return false;
+  double x = q[0] / len, y = q[1] / len, z = q[2] / len, w = q[3] / len;
+  const double m[16] = {
+      (1 - 2 * (y * y + z * z)) * s[0],
+      (2 * (x * y + z * w)) * s[0],
+      (2 * (x * z - y * w)) * s[0],
+      0,
+      (2 * (x * y - z * w)) * s[1],
+      (1 - 2 * (x * x + z * z)) * s[1],
+      (2 * (y * z + x * w)) * s[1],
+      0,
+      (2 * (x * z + y * w)) * s[2],
+      (2 * (y * z - x * w)) * s[2],
+      (1 - 2 * (x * x + y * y)) * s[2],
+      0,
+      t[0],
+      t[1],
+      t[2],
+      1,
+  };
+  for (int i = 0; i < 16; i++)
+    out[i] = (float)m[i];
+  return scn_matrix_finite(out);
+}
+
+/* The matrix a fraction f (0 < f < 1) of the way from a to b: translation and scale linearly,
+ * rotation by spherical interpolation the shorter way round; a itself when the two are equal,
+ * when either is not T * R * S, or when the result would not be finite. */
+static void lerp_matrix(const float a[16], const float b[16], double f, float out[16]) {
+  float ta[3], ra[4], sa[3], tb[3], rb[4], sb[3];
+  if (memcmp(a, b, sizeof(float) * 16) == 0 || scn_decompose_trs(a, ta, ra, sa) != SCN_OK ||
+      scn_decompose_trs(b, tb, rb, sb) != SCN_OK) {
+    memcpy(out, a, sizeof(float) * 16);
+    return;
+  }
+  double t[3], s[3], q[4], dot = 0, wa = 1 - f, wb = f;
+  for (int k = 0; k < 3; k++) {
+    t[k] = ta[k] + ((double)tb[k] - ta[k]) * f;
+    s[k] = sa[k] + ((double)sb[k] - sa[k]) * f;
+  }
+  for (int k = 0; k < 4; k++)
+    dot += (double)ra[k] * rb[k];
+  double sign = dot < 0 ? -1 : 1;
+  dot = fabs(dot);
+  if (dot < 1 - 1e-12) { /* else the two are all but equal and the straight line will do */
+    double angle = acos(dot > 1 ? 1 : dot), sine = sin(angle);
+    wa = sin((1 - f) * angle) / sine;
+    wb = sin(f * angle) / sine;
+  }
+  for (int k = 0; k < 4; k++)
+    q[k] = wa * ra[k] + wb * sign * rb[k];
+  if (!compose_d(t, q, s, out))
+    memcpy(out, a, sizeof(float) * 16);
+}
+
+int scn_world_history_interpolate(scn_world *w, scn_entity e, double tick,
+                                  scn_transform_info *out) {
+  if (!isfinite(tick) || tick < 0)
+    return SCN_INVALID;
+  double whole = floor(tick), f = tick - whole;
+  if (whole >= 0x1p63) /* far past any tick a world can reach */
+    return SCN_NOT_FOUND;
+  uint64_t a = (uint64_t)whole;
+  if (f == 0)
+    return scn_world_history_get(w, e, a, out);
+  uint64_t oldest, newest;
+  if (scn_world_history_window(w, &oldest, &newest) != SCN_OK || a < oldest || a >= newest)
+    return SCN_NOT_FOUND;
+  hist_view va, vb;
+  int rc = view_at(w, e, a, &va);
+  if (rc != SCN_OK)
+    return rc;
+  rc = view_at(w, e, a + 1, &vb);
+  if (rc == SCN_NOT_FOUND) { /* destroyed in the next tick: as it was */
+    fill_info(e, &va, out);
+    return SCN_OK;
+  }
+  if (rc != SCN_OK)
+    return rc;
+  out->entity = e;
+  out->parent = va.parent;
+  out->name = va.name;
+  lerp_matrix(va.local, vb.local, f, out->local);
+  lerp_matrix(va.world, vb.world, f, out->world);
+  return SCN_OK;
+}
+
+int scn_world_history_relative(scn_world *w, scn_entity e, scn_entity to, double tick,
+                               float out[16]) {
+  scn_transform_info ie, it;
+  int rc = scn_world_history_interpolate(w, e, tick, &ie);
+  if (rc == SCN_OK)
+    rc = scn_world_history_interpolate(w, to, tick, &it);
+  if (rc != SCN_OK)
+    return rc;
+  mat4 we, wt, r;
+  memcpy(we, ie.world, sizeof we);
+  memcpy(wt, it.world, sizeof wt);
+  if (scn__mul_inverse(wt, we, r) != SCN_OK)
+    return SCN_SINGULAR;
+  memcpy(out, r, sizeof r);
+  return SCN_OK;
+}

@@ -514,11 +514,412 @@ static void test_oracle_env_seed(void) {
   CU_ASSERT(run((unsigned)seed, 1 + (unsigned)seed % 40, (unsigned)seed % 17, 800));
 }
 
+/* ---- window edges ---------------------------------------------------------------------------- */
+
+static scn_transform_info at(scn_world *w, scn_entity e, uint64_t tick) {
+  scn_transform_info info;
+  memset(&info, 0, sizeof info);
+  CU_ASSERT_EQUAL_FATAL(scn_world_history_get(w, e, tick, &info), SCN_OK);
+  return info;
+}
+
+static bool window_is(scn_world *w, uint64_t oldest, uint64_t newest) {
+  uint64_t o = 0, n = 0;
+  return scn_world_history_window(w, &o, &n) == SCN_OK && o == oldest && n == newest;
+}
+
+static int at_rc(scn_world *w, scn_entity e, uint64_t tick) {
+  scn_transform_info info;
+  return scn_world_history_get(w, e, tick, &info);
+}
+
+/* One transform moved to x = tick in every tick: the window's edges, one tick past each, the
+ * open tick not showing, and the bounds the setter takes. */
+static void test_window_edges(void) {
+  scn_scene *s = scn_scene_new(NULL);
+  scn_world *w;
+  OK(scn_world_create(s, "w", &w));
+  CU_ASSERT_EQUAL(scn_world_history(w), 0);
+  CU_ASSERT_EQUAL(scn_world_set_history(w, -1), SCN_INVALID);
+  CU_ASSERT_EQUAL(scn_world_set_history(w, SCN_HISTORY_MAX + 1), SCN_LIMIT);
+  CU_ASSERT_EQUAL(scn_world_history(w), 0);
+  OK(scn_world_set_history(w, 5));
+  CU_ASSERT_EQUAL(scn_world_history(w), 5);
+  uint64_t o, n;
+  CU_ASSERT_EQUAL(scn_world_history_window(w, &o, &n), SCN_NOT_FOUND); /* nothing closed yet */
+  float m[16];
+  mat_t(m, 1, 0, 0);
+  scn_entity a = mk(w, s, SCN_ENTITY_NONE, "a", m);
+  CU_ASSERT_EQUAL(at_rc(w, a, 0), SCN_NOT_FOUND);
+  CU_ASSERT_EQUAL(at_rc(w, a, 1), SCN_NOT_FOUND); /* tick 1 is still open */
+  for (int t = 1; t <= 8; t++) {
+    CU_ASSERT_EQUAL(scn_world_close_tick(w), (uint64_t)t);
+    mat_t(m, (float)t + 1, 0, 0);
+    OK(scn_transform_set_local(w, a, m)); /* tick t + 1, still open */
+  }
+  CU_ASSERT_TRUE(window_is(w, 4, 8));
+  CU_ASSERT_EQUAL(at(w, a, 4).world[12], 4);
+  CU_ASSERT_EQUAL(at(w, a, 8).world[12], 8); /* not 9: the open tick does not show */
+  CU_ASSERT_EQUAL(at(w, a, 6).local[12], 6);
+  CU_ASSERT_EQUAL(at_rc(w, a, 3), SCN_NOT_FOUND);
+  CU_ASSERT_EQUAL(at_rc(w, a, 9), SCN_NOT_FOUND);
+  CU_ASSERT_EQUAL(get(w, a).world[12], 9); /* a read flushes the open tick: still not shown */
+  CU_ASSERT_EQUAL(at(w, a, 8).world[12], 8);
+  CU_ASSERT_STRING_EQUAL(at(w, a, 8).name, "a");
+  CU_ASSERT_EQUAL(at(w, a, 8).parent, SCN_ENTITY_NONE);
+  scn_world_close_tick(w);
+  CU_ASSERT_TRUE(window_is(w, 5, 9));
+  CU_ASSERT_EQUAL(at(w, a, 9).world[12], 9);
+  CU_ASSERT_EQUAL(at_rc(w, a, 4), SCN_NOT_FOUND);
+  CU_ASSERT_EQUAL(at_rc(w, SCN_ENTITY_NONE, 9), SCN_NOT_FOUND);
+  CU_ASSERT_EQUAL(at_rc(w, UINT64_MAX, 9), SCN_NOT_FOUND);
+  CU_ASSERT_EQUAL(at_rc(w, ent(s), 9), SCN_NOT_FOUND); /* no transform here */
+  OK(scn_world_set_history(w, SCN_HISTORY_MAX));
+  CU_ASSERT_TRUE(window_is(w, 5, 9)); /* a longer window fills from here */
+  scn_scene_free(s);
+}
+
+/* A world without history answers NOT_FOUND to every tick, fractional ones included; turning
+ * history off forgets it, turning it on again starts from the open tick. */
+static void test_no_history(void) {
+  scn_scene *s = scn_scene_new(NULL);
+  scn_world *w;
+  OK(scn_world_create(s, "w", &w));
+  scn_entity a = mk(w, s, SCN_ENTITY_NONE, NULL, NULL);
+  for (int t = 0; t < 3; t++)
+    scn_world_close_tick(w);
+  uint64_t o, n;
+  scn_transform_info info;
+  float r[16];
+  CU_ASSERT_EQUAL(scn_world_history_window(w, &o, &n), SCN_NOT_FOUND);
+  for (uint64_t t = 0; t <= 4; t++)
+    CU_ASSERT_EQUAL(at_rc(w, a, t), SCN_NOT_FOUND);
+  CU_ASSERT_EQUAL(scn_world_history_interpolate(w, a, 2.5, &info), SCN_NOT_FOUND);
+  CU_ASSERT_EQUAL(scn_world_history_relative(w, a, a, 2, r), SCN_NOT_FOUND);
+  scn_world_stats st;
+  scn_world_get_stats(w, &st);
+  CU_ASSERT_EQUAL(st.history_bytes, 0);
+  OK(scn_world_set_history(w, 4));
+  CU_ASSERT_EQUAL(at_rc(w, a, 3), SCN_NOT_FOUND); /* nothing before the open tick */
+  scn_world_close_tick(w);
+  CU_ASSERT_TRUE(window_is(w, 4, 4));
+  CU_ASSERT_EQUAL(at_rc(w, a, 4), SCN_OK);
+  scn_world_get_stats(w, &st);
+  CU_ASSERT(st.history_bytes > 0);
+  OK(scn_world_set_history(w, 0));
+  CU_ASSERT_EQUAL(scn_world_history_window(w, &o, &n), SCN_NOT_FOUND);
+  CU_ASSERT_EQUAL(at_rc(w, a, 4), SCN_NOT_FOUND);
+  OK(scn_world_set_history(w, 0)); /* off twice is off */
+  scn_world_get_stats(w, &st);
+  CU_ASSERT_EQUAL(st.history_bytes, 0);
+  scn_scene_free(s);
+}
+
+/* Created and destroyed inside the window, by a transform destroy (with a child, which keeps
+ * its world matrix) and by entity.destroy; re-created under the same entity. */
+static void test_created_destroyed_in_window(void) {
+  scn_scene *s = scn_scene_new(NULL);
+  scn_world *w, *w2;
+  OK(scn_world_create(s, "w", &w));
+  OK(scn_world_create(s, "w2", &w2));
+  OK(scn_world_set_history(w, 10));
+  float m[16];
+  mat_t(m, 0, 5, 0);
+  scn_entity root = mk(w, s, SCN_ENTITY_NONE, "root", m);
+  scn_world_close_tick(w);               /* 1 */
+  scn_entity b = mk(w, s, root, "b", m); /* tick 2 */
+  scn_entity c = mk(w, s, b, "c", m);    /* tick 2 */
+  OK(scn_transform_create(w2, c, SCN_ENTITY_NONE, NULL, NULL));
+  CU_ASSERT_EQUAL(scn_world_close_tick(w), 2);
+  OK(scn_transform_destroy(w, b, false)); /* tick 3: c becomes a root, keeping its world */
+  CU_ASSERT_EQUAL(scn_world_close_tick(w), 3);
+  OK(scn_entity_destroy(s, c)); /* tick 4, both worlds */
+  scn_entity d = mk(w, s, SCN_ENTITY_NONE, "d", m);
+  OK(scn_transform_destroy(w, d, true)); /* created and destroyed within tick 4 */
+  CU_ASSERT_EQUAL(scn_world_close_tick(w), 4);
+  OK(scn_transform_create(w, b, root, "b2", NULL)); /* tick 5: b again, another transform */
+  CU_ASSERT_EQUAL(scn_world_close_tick(w), 5);
+
+  CU_ASSERT_EQUAL(at_rc(w, b, 1), SCN_NOT_FOUND); /* created after 1 */
+  CU_ASSERT_EQUAL(at(w, b, 2).parent, root);
+  CU_ASSERT_STRING_EQUAL(at(w, b, 2).name, "b");
+  CU_ASSERT_EQUAL(at(w, b, 2).world[13], 10);
+  CU_ASSERT_EQUAL(at_rc(w, b, 3), SCN_NOT_FOUND); /* destroyed in 3 */
+  CU_ASSERT_EQUAL(at_rc(w, b, 4), SCN_NOT_FOUND);
+  CU_ASSERT_STRING_EQUAL(at(w, b, 5).name, "b2");
+  CU_ASSERT_EQUAL(at(w, b, 5).world[13], 5);
+  CU_ASSERT_EQUAL(at(w, c, 2).parent, b);
+  CU_ASSERT_EQUAL(at(w, c, 2).local[13], 5);
+  CU_ASSERT_EQUAL(at(w, c, 2).world[13], 15);
+  CU_ASSERT_EQUAL(at(w, c, 3).parent, SCN_ENTITY_NONE); /* orphaned, same world matrix */
+  CU_ASSERT_EQUAL(at(w, c, 3).local[13], 15);
+  CU_ASSERT_EQUAL(at(w, c, 3).world[13], 15);
+  CU_ASSERT_EQUAL(at_rc(w, c, 4), SCN_NOT_FOUND); /* the entity is gone: its past is not */
+  CU_ASSERT_FALSE(scn_entity_alive(s, c));
+  for (uint64_t t = 1; t <= 5; t++)
+    CU_ASSERT_EQUAL(at_rc(w, d, t), SCN_NOT_FOUND);
+  CU_ASSERT_EQUAL(at_rc(w2, c, 1), SCN_NOT_FOUND); /* w2 keeps no history */
+  /* once every record of a destroyed transform has left the window it is simply unknown */
+  for (int t = 0; t < 12; t++)
+    scn_world_close_tick(w);
+  CU_ASSERT_TRUE(window_is(w, 8, 17));
+  CU_ASSERT_EQUAL(at_rc(w, c, 8), SCN_NOT_FOUND);
+  CU_ASSERT_EQUAL(at(w, b, 8).world[13], 5);
+  scn_scene_free(s);
+}
+
+/* A rolled-back batch leaves nothing: not in the values, and not as a creation. */
+static void test_rollback_leaves_no_trace(void) {
+  scn_scene *s = scn_scene_new(NULL);
+  scn_world *w;
+  OK(scn_world_create(s, "w", &w));
+  OK(scn_world_set_history(w, 3));
+  float m[16];
+  mat_t(m, 1, 0, 0);
+  scn_entity a = mk(w, s, SCN_ENTITY_NONE, "a", m);
+  scn_world_close_tick(w); /* 1 */
+  OK(scn_batch_begin(s));
+  mat_t(m, 2, 0, 0);
+  OK(scn_transform_set_local(w, a, m));
+  CU_ASSERT_EQUAL(get(w, a).world[12], 2); /* flushed inside the batch */
+  OK(scn_transform_rename(w, a, "z"));
+  scn_entity b = mk(w, s, a, "b", NULL);
+  scn_batch_rollback(s);
+  scn_world_close_tick(w); /* 2 */
+  CU_ASSERT_EQUAL(at(w, a, 1).world[12], 1);
+  CU_ASSERT_EQUAL(at(w, a, 2).world[12], 1);
+  CU_ASSERT_STRING_EQUAL(at(w, a, 2).name, "a");
+  CU_ASSERT_EQUAL(at_rc(w, b, 2), SCN_NOT_FOUND);
+  scn_scene_free(s);
+}
+
+/* ---- interpolation -----------------------------------------------------------------------------
+ */
+
+/* The independent computation: cglm takes each end apart (in float), the quaternions are
+ * interpolated in double (the shorter way), translation and scale linearly, and the matrix is
+ * composed in double. The core decomposes in double and composes once, so the two differ by
+ * float rounding of the parts: within LERP_TOL of the largest element (about 8 epsilons). */
+#define LERP_TOL 1e-6
+
+/* T * R * S by the contract's test: last row 0 0 0 1, no zero column, columns orthogonal
+ * within SCN_TRS_SHEAR_TOL. */
+static bool is_trs(const float m[16]) {
+  if (m[3] != 0 || m[7] != 0 || m[11] != 0 || m[15] != 1)
+    return false;
+  double len[3];
+  for (int c = 0; c < 3; c++) {
+    len[c] = sqrt((double)m[4 * c] * m[4 * c] + (double)m[4 * c + 1] * m[4 * c + 1] +
+                  (double)m[4 * c + 2] * m[4 * c + 2]);
+    if (len[c] == 0)
+      return false;
+  }
+  for (int a = 0; a < 3; a++)
+    for (int b = a + 1; b < 3; b++) {
+      double dot = 0;
+      for (int k = 0; k < 3; k++)
+        dot += (double)m[4 * a + k] * m[4 * b + k];
+      if (fabs(dot / (len[a] * len[b])) > SCN_TRS_SHEAR_TOL)
+        return false;
+    }
+  return true;
+}
+
+static void reference_lerp(const float a[16], const float b[16], double f, double out[16]) {
+  mat4 ma, mb, ra, rb;
+  vec4 ta, tb;
+  vec3 sa, sb;
+  versor qa, qb;
+  memcpy(ma, a, sizeof ma);
+  memcpy(mb, b, sizeof mb);
+  glm_decompose(ma, ta, ra, sa);
+  glm_decompose(mb, tb, rb, sb);
+  glm_mat4_quat(ra, qa);
+  glm_mat4_quat(rb, qb);
+  double q0[4], q1[4], dot = 0;
+  for (int k = 0; k < 4; k++)
+    q0[k] = qa[k], q1[k] = qb[k];
+  double n0 = sqrt(q0[0] * q0[0] + q0[1] * q0[1] + q0[2] * q0[2] + q0[3] * q0[3]);
+  double n1 = sqrt(q1[0] * q1[0] + q1[1] * q1[1] + q1[2] * q1[2] + q1[3] * q1[3]);
+  for (int k = 0; k < 4; k++)
+    q0[k] /= n0, q1[k] /= n1, dot += q0[k] * q1[k];
+  if (dot < 0)
+    for (int k = 0; k < 4; k++)
+      q1[k] = -q1[k];
+  dot = fabs(dot) > 1 ? 1 : fabs(dot);
+  double angle = acos(dot), w0 = 1 - f, w1 = f;
+  if (angle > 1e-9)
+    w0 = sin((1 - f) * angle) / sin(angle), w1 = sin(f * angle) / sin(angle);
+  double q[4], len = 0;
+  for (int k = 0; k < 4; k++)
+    q[k] = w0 * q0[k] + w1 * q1[k], len += q[k] * q[k];
+  len = sqrt(len);
+  double x = q[0] / len, y = q[1] / len, z = q[2] / len, w = q[3] / len, t[3], sc[3];
+  for (int k = 0; k < 3; k++)
+    t[k] = ta[k] + ((double)tb[k] - ta[k]) * f, sc[k] = sa[k] + ((double)sb[k] - sa[k]) * f;
+  const double r[9] = {1 - 2 * (y * y + z * z), 2 * (x * y + z * w),     2 * (x * z - y * w),
+                       2 * (x * y - z * w),     1 - 2 * (x * x + z * z), 2 * (y * z + x * w),
+                       2 * (x * z + y * w),     2 * (y * z - x * w),     1 - 2 * (x * x + y * y)};
+  for (int c = 0; c < 3; c++) {
+    for (int k = 0; k < 3; k++)
+      out[4 * c + k] = r[3 * c + k] * sc[c];
+    out[4 * c + 3] = 0;
+  }
+  out[12] = t[0], out[13] = t[1], out[14] = t[2], out[15] = 1;
+}
+
+static double largest_abs(const float *m) {
+  double x = 0;
+  for (int i = 0; i < 16; i++)
+    x = fmax(x, fabs(m[i]));
+  return x;
+}
+
+/* got against the interpolation of a and b: the reference within LERP_TOL when both ends are
+ * T * R * S, else a bit for bit. Returns the error relative to the largest element. */
+static double check_lerp(const float *got, const float *a, const float *b, double f, bool *ok) {
+  if (!is_trs(a) || !is_trs(b)) {
+    *ok &= memcmp(got, a, sizeof(float) * 16) == 0;
+    return 0;
+  }
+  double want[16], scale = fmax(1, fmax(largest_abs(a), largest_abs(b))), err = 0;
+  reference_lerp(a, b, f, want);
+  for (int i = 0; i < 16; i++)
+    err = fmax(err, fabs(got[i] - want[i]) / scale);
+  *ok &= err <= LERP_TOL;
+  return err;
+}
+
+/* Six transforms whose matrices change every tick: T * R * S roots (uniform and non-uniform
+ * scale), a child whose world has shear under a non-uniformly scaled parent, a raw affine
+ * matrix, a projective one, and a root whose rotation turns past a half turn (the shorter way
+ * round flips the quaternion). Every fractional tick between every two ticks of the window. */
+static void test_interpolation(void) {
+  enum { TICKS = 12, KINDS = 6 };
+  scn_scene *s = scn_scene_new(NULL);
+  scn_world *w;
+  OK(scn_world_create(s, "w", &w));
+  OK(scn_world_set_history(w, TICKS));
+  rng r = {99};
+  scn_entity e[KINDS];
+  for (int k = 0; k < KINDS; k++)
+    e[k] = mk(w, s, k == 2 ? e[1] : SCN_ENTITY_NONE, NULL, NULL);
+  for (int t = 1; t <= TICKS; t++) {
+    float m[16], tr[3] = {uniform(&r, -5, 5), uniform(&r, -5, 5), uniform(&r, -5, 5)};
+    float q[4], sc[3] = {uniform(&r, 0.5, 2), uniform(&r, 0.5, 2), uniform(&r, 0.5, 2)};
+    float su[3] = {sc[0], sc[0], sc[0]};
+    random_quat(&r, q);
+    OK(scn_compose_trs(tr, q, su, m));
+    OK(scn_transform_set_local(w, e[0], m));
+    OK(scn_compose_trs(tr, q, sc, m));
+    OK(scn_transform_set_local(w, e[1], m));
+    random_quat(&r, q);
+    OK(scn_compose_trs(NULL, q, NULL, m));
+    OK(scn_transform_set_local(w, e[2], m)); /* a rotation under a non-uniform scale */
+    random_trs(&r, m, 3);
+    m[4] += 0.5f; /* shear */
+    OK(scn_transform_set_local(w, e[3], m));
+    random_trs(&r, m, 3);
+    m[3] = 0.25f; /* projective */
+    OK(scn_transform_set_local(w, e[4], m));
+    float half[4] = {0, 0, sinf(0.8f * (float)t), cosf(0.8f * (float)t)}; /* turns on and on */
+    OK(scn_compose_trs(tr, half, NULL, m));
+    OK(scn_transform_set_local(w, e[5], m));
+    scn_world_close_tick(w);
+  }
+  CU_ASSERT_TRUE_FATAL(window_is(w, 1, TICKS));
+  static const double fractions[] = {1e-6, 0.125, 0.5, 0.75, 0.999};
+  bool ok = true, both_trs = false, fallback = false;
+  double worst = 0;
+  for (uint64_t t = 1; t < TICKS; t++)
+    for (int k = 0; k < KINDS; k++)
+      for (size_t x = 0; x < COUNT(fractions); x++) {
+        scn_transform_info got, a = at(w, e[k], t), b = at(w, e[k], t + 1);
+        OK(scn_world_history_interpolate(w, e[k], (double)t + fractions[x], &got));
+        ok &= got.entity == e[k] && got.parent == a.parent;
+        worst = fmax(worst, check_lerp(got.world, a.world, b.world, fractions[x], &ok));
+        worst = fmax(worst, check_lerp(got.local, a.local, b.local, fractions[x], &ok));
+        both_trs |= is_trs(a.world) && is_trs(b.world);
+        fallback |= !is_trs(a.world);
+        float rel[16];
+        OK(scn_world_history_relative(w, e[k], e[0], (double)t + fractions[x], rel));
+      }
+  if (!ok || getenv("SCN_VERBOSE"))
+    printf("\n  interpolation: largest error %.3g of the largest element (tolerance %g)", worst,
+           LERP_TOL);
+  CU_ASSERT_TRUE(ok);
+  CU_ASSERT_TRUE(both_trs && fallback); /* both paths were taken */
+  /* the ends and the edges */
+  scn_transform_info got;
+  OK(scn_world_history_interpolate(w, e[0], 3, &got));
+  CU_ASSERT_TRUE(memcmp(got.world, at(w, e[0], 3).world, 64) == 0);
+  CU_ASSERT_EQUAL(scn_world_history_interpolate(w, e[0], TICKS + 0.5, &got), SCN_NOT_FOUND);
+  CU_ASSERT_EQUAL(scn_world_history_interpolate(w, e[0], 0.5, &got), SCN_NOT_FOUND);
+  CU_ASSERT_EQUAL(scn_world_history_interpolate(w, e[0], -0.5, &got), SCN_INVALID);
+  CU_ASSERT_EQUAL(scn_world_history_interpolate(w, e[0], NAN, &got), SCN_INVALID);
+  CU_ASSERT_EQUAL(scn_world_history_interpolate(w, e[0], INFINITY, &got), SCN_INVALID);
+  CU_ASSERT_EQUAL(scn_world_history_interpolate(w, e[0], 1e300, &got), SCN_NOT_FOUND);
+  /* destroyed in the next tick: the values as they were; created in it: not yet there */
+  scn_entity gone = e[0], late = ent(s);
+  OK(scn_transform_destroy(w, gone, false));
+  OK(scn_transform_create(w, late, SCN_ENTITY_NONE, NULL, NULL));
+  scn_world_close_tick(w);
+  OK(scn_world_history_interpolate(w, gone, TICKS + 0.5, &got));
+  CU_ASSERT_TRUE(memcmp(got.world, at(w, gone, TICKS).world, 64) == 0);
+  CU_ASSERT_EQUAL(scn_world_history_interpolate(w, late, TICKS + 0.5, &got), SCN_NOT_FOUND);
+  scn_scene_free(s);
+}
+
+/* Relative at a tick is inverse(world(to)) * world(e) of that tick, checked in double. */
+static void test_relative_at_tick(void) {
+  scn_scene *s = scn_scene_new(NULL);
+  scn_world *w;
+  OK(scn_world_create(s, "w", &w));
+  OK(scn_world_set_history(w, 4));
+  rng r = {7};
+  float m[16];
+  random_trs(&r, m, 3);
+  scn_entity a = mk(w, s, SCN_ENTITY_NONE, NULL, m);
+  random_trs(&r, m, 3);
+  scn_entity b = mk(w, s, a, NULL, m);
+  scn_world_close_tick(w);
+  random_trs(&r, m, 3);
+  OK(scn_transform_set_local(w, a, m));
+  float zero[16] = {0};
+  scn_entity z = mk(w, s, SCN_ENTITY_NONE, NULL, zero);
+  scn_world_close_tick(w);
+  for (uint64_t t = 1; t <= 2; t++) {
+    float rel[16];
+    OK(scn_world_history_relative(w, b, a, (double)t, rel));
+    /* world(a) * rel gives world(b) back */
+    scn_transform_info ia = at(w, a, t), ib = at(w, b, t);
+    double worst = 0;
+    for (int c = 0; c < 4; c++)
+      for (int row = 0; row < 4; row++) {
+        double sum = 0;
+        for (int k = 0; k < 4; k++)
+          sum += (double)ia.world[4 * k + row] * rel[4 * c + k];
+        worst = fmax(worst, fabs(sum - ib.world[4 * c + row]));
+      }
+    CU_ASSERT(worst < 1e-4);
+  }
+  float rel[16];
+  CU_ASSERT_EQUAL(scn_world_history_relative(w, a, z, 2, rel), SCN_SINGULAR);
+  CU_ASSERT_EQUAL(scn_world_history_relative(w, a, z, 1, rel), SCN_NOT_FOUND); /* z was not yet */
+  scn_scene_free(s);
+}
+
 int scn_test_register_core_history(void) {
   static const scn_test tests[] = {
       {"every tick in the window equals the closed tick (oracle, fixed seeds)",
        test_oracle_fixed_seeds},
       {"the same with the seed in SCN_SEED (when set)", test_oracle_env_seed},
+      {"window edges: oldest, newest, one past each, the open tick", test_window_edges},
+      {"a world without history, history turned off and on", test_no_history},
+      {"created and destroyed inside the window", test_created_destroyed_in_window},
+      {"a rolled-back batch leaves no trace", test_rollback_leaves_no_trace},
+      {"fractional ticks against cglm and a slerp in double", test_interpolation},
+      {"relative at a tick", test_relative_at_tick},
   };
   return SCN_ADD_SUITE("core_history", NULL, NULL, tests);
 }
