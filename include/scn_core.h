@@ -250,7 +250,8 @@ void scn_world_get_stats(const scn_world *w, scn_world_stats *out);
  * SCN_HISTORY_MAX), so that a transform can be read as it stood when a tick closed: parent,
  * name, local and world exactly as the stream carried them for that tick. The window runs from
  * now - N + 1 to now, where now is the last closed tick, and never before the tick that was open
- * when history was turned on (or last lengthened). For each tick the world keeps only what
+ * when history was turned on (a window lengthened later grows from the oldest tick it held
+ * then). For each tick the world keeps only what
  * changed in it, and old ticks are dropped as new ones close. History is never a reason for an
  * operation to fail: without memory for a record the history restarts at the next close (older
  * ticks then answer SCN_NOT_FOUND). */
