@@ -13,6 +13,7 @@
   X(core_batch)                                                                                    \
   X(core_stream)                                                                                   \
   X(core_property)                                                                                 \
+  X(core_history)                                                                                  \
   X(f32fmt)                                                                                        \
   X(proto)                                                                                         \
   X(daemon_commands)                                                                               \
