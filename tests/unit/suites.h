@@ -18,6 +18,7 @@
   X(proto)                                                                                         \
   X(daemon_commands)                                                                               \
   X(daemon_parts)                                                                                  \
+  X(daemon_history)                                                                                \
   X(daemon_stream)                                                                                 \
   X(daemon_persist)                                                                                \
   X(clients)                                                                                       \
