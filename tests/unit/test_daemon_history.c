@@ -9,6 +9,7 @@
 
 #include <CUnit/CUnit.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -323,6 +324,68 @@ static void test_fraction_and_lifetimes(void) {
   scn_client_close(&c);
 }
 
+/* ---- persistence ------------------------------------------------------------------------- */
+
+/* The history a world keeps, as world.list shows it (-1 when the world is not listed). */
+static long history_of(scn_client *c, const char *world) {
+  cJSON *r = OK(c, "{\"cmd\":\"world.list\"}");
+  long h = -1;
+  const cJSON *ws = r ? cJSON_GetObjectItemCaseSensitive(r, "worlds") : NULL;
+  for (const cJSON *w = ws ? ws->child : NULL; w; w = w->next)
+    if (scn_resp_str_is(w, "name", world))
+      h = (long)scn_resp_num(w, "history");
+  cJSON_Delete(r);
+  return h;
+}
+
+/* The window a world keeps survives a restart, from the journal (kill -9 under --fsync always)
+ * and from a snapshot; the ticks it held do not. */
+static void test_window_persisted(void) {
+  char dir[64];
+  snprintf(dir, sizeof dir, "/tmp/scened-history-XXXXXX");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+  const char *args[] = {"--http", "off",       "--data", dir, "--fsync",
+                        "always", "--tick-hz", TICK_HZ,  NULL};
+  scn_daemon d;
+  scn_client c;
+  if (!START_CONNECTED(&d, &c, args))
+    goto out;
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"keep\",\"history\":77}");
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"none\"}");
+  unsigned long long e = create(&c, "keep", ",\"t\":[1,2,3]");
+  long t = wait_past(&c, "keep", e, 3);
+  scn_client_close(&c);
+  scn_daemon_stop(&d, SIGKILL, 5000); /* the journal has it */
+  if (!START_CONNECTED(&d, &c, args))
+    goto out;
+  CU_ASSERT_EQUAL(history_of(&c, "keep"), 77);
+  CU_ASSERT_EQUAL(history_of(&c, "none"), 0);
+  OKD(&c, "{\"cmd\":\"save\"}");
+  scn_client_close(&c);
+  STOP_OK(&d, 15000); /* and now the snapshot */
+  if (!START_CONNECTED(&d, &c, args))
+    goto out;
+  CU_ASSERT_EQUAL(history_of(&c, "keep"), 77);
+  CU_ASSERT_EQUAL(history_of(&c, "none"), 0);
+  /* the world's ticks start over: what was kept before the restart is gone, and the new
+   * ticks are kept again */
+  long now = wait_past(&c, "keep", e, 1);
+  CU_ASSERT_TRUE(now < t + 1000);
+  cJSON *g =
+      OK(&c, "{\"cmd\":\"transform.get\",\"world\":\"keep\",\"entity\":%llu,\"tick\":%ld}", e, now);
+  float m[16];
+  CHECK(g && matrix_of(cJSON_GetObjectItemCaseSensitive(g, "world"), m) && m[12] == 1 && m[14] == 3,
+        g);
+  cJSON_Delete(g);
+  scn_client_close(&c);
+  STOP_OK(&d, 15000);
+out:;
+  scn_proc rm;
+  if (scn_proc_start(&rm, "/bin/rm", (const char *const[]){"-rf", dir, NULL}, NULL, NULL, 0))
+    scn_proc_wait(&rm, 10000);
+  scn_proc_free(&rm);
+}
+
 /* ---- registration ------------------------------------------------------------------------ */
 
 static int suite_init(void) {
@@ -341,6 +404,7 @@ int scn_test_register_daemon_history(void) {
       {"history: now, outside the window, no history, bad ticks", test_refusals},
       {"history: 1,000 past reads equal the frames of their ticks", test_past_equals_frames},
       {"history: fractions, births and deaths, relative, trs, batch", test_fraction_and_lifetimes},
+      {"history: the window survives a restart, the kept ticks do not", test_window_persisted},
   };
   return SCN_ADD_SUITE("daemon_history", suite_init, suite_clean, tests);
 }
