@@ -673,6 +673,28 @@ static bool trs_of(const cJSON *o, scn_cli_trs *out) {
   return true;
 }
 
+int scn_cli_get_at(scn_cli *c, const char *world, double entity, double tick, float local[16],
+                   float world_m[16], double *now_tick) {
+  cJSON *req = entity_request("transform.get", world, entity), *r = NULL;
+  if (!req || (tick >= 0 && !cJSON_AddNumberToObject(req, "tick", tick))) {
+    cJSON_Delete(req);
+    return fail(c, SCN_CLI_ENOMEM, "out of memory");
+  }
+  int rc = scn_cli_call(c, req, &r);
+  cJSON_Delete(req);
+  float ignored[16];
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, "tick");
+  if (rc == SCN_CLI_OK &&
+      !(cJSON_IsNumber(t) &&
+        floats_of(cJSON_GetObjectItemCaseSensitive(r, "local"), local ? local : ignored, 16) &&
+        floats_of(cJSON_GetObjectItemCaseSensitive(r, "world"), world_m ? world_m : ignored, 16)))
+    rc = fail(c, SCN_CLI_EPROTO, "transform.get answered without tick, local and world");
+  if (rc == SCN_CLI_OK && now_tick)
+    *now_tick = t->valuedouble;
+  cJSON_Delete(r);
+  return rc;
+}
+
 int scn_cli_get_trs(scn_cli *c, const char *world, double entity, scn_cli_trs *local,
                     scn_cli_trs *world_trs) {
   cJSON *req = entity_request("transform.get", world, entity), *r = NULL;

@@ -1,16 +1,17 @@
 /* scene-bench: load generator for scened, in the spirit of redis-benchmark.
  *
  *   scene-bench [--host H] [--port P] [--token T] [-c CLIENTS] [-n REQUESTS] [-P PIPELINE]
- *               [-t TEST[,TEST...]] [-S SUBSCRIBERS] [-K DESCENDANTS] [--seconds S] [--json]
- *               [--tls] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]
+ *               [-t TEST[,TEST...]] [-S SUBSCRIBERS] [-K DESCENDANTS] [--seconds S]
+ *               [--history TICKS] [--json] [--tls] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]
  *
  * Tests: ping, set_local (t/r/s), set_partial (the rotation alone, "partial": true, of
- * transforms that have a translation and a scale to keep), set_matrix, get, batch (16 set_local
- * ops per batch), stream (S subscribers of a root with K descendants that moves every tick),
- * and connect (C clients that each connect, say ping and close, again and again for --seconds:
- * with TLS, handshakes per second). Each test builds its own world and removes it afterwards.
- * One line per test with ops/s (matrices/s for stream, conns/s for connect) and latency
- * percentiles; --json prints one JSON object per test instead.
+ * transforms that have a translation and a scale to keep), set_matrix, get, get_past (a get
+ * at a past tick of a world that keeps --history ticks), batch (16 set_local ops per batch),
+ * stream (S subscribers of a root with K descendants that moves every tick), and connect (C
+ * clients that each connect, say ping and close, again and again for --seconds: with TLS,
+ * handshakes per second). Each test builds its own world and removes it afterwards. One line
+ * per test with ops/s (matrices/s for stream, conns/s for connect) and latency percentiles;
+ * --json prints one JSON object per test instead.
  */
 #define _GNU_SOURCE /* memmem */
 #include "scn_client.h"
@@ -35,6 +36,7 @@ typedef struct opts {
   bool tls;
   const char *tls_ca, *tls_cert, *tls_key;
   int port, clients, pipeline, subscribers, descendants;
+  int history; /* ticks the test's world keeps (--history) */
   long requests;
   double seconds;
   bool json;
@@ -118,6 +120,7 @@ typedef struct load {
   size_t nlat;
   long errors;
   uint64_t counter;
+  uint64_t past_newest, past_span; /* get_past: ticks from newest - span + 1 to newest */
 } load;
 
 static void put_u64(char **p, uint64_t v) {
@@ -151,11 +154,15 @@ static size_t make_request(load *L, char *buf) {
   uint64_t e = (uint64_t)L->entities[k % L->nentities];
   if (!strcmp(L->test, "ping")) {
     put_s(&p, "{\"cmd\":\"ping\"}\n");
-  } else if (!strcmp(L->test, "get")) {
+  } else if (!strcmp(L->test, "get") || !strcmp(L->test, "get_past")) {
     put_s(&p, "{\"cmd\":\"transform.get\",\"world\":\"");
     put_s(&p, L->world);
     put_s(&p, "\",\"entity\":");
     put_u64(&p, e);
+    if (L->past_span) { /* a tick spread over the window the setup filled */
+      put_s(&p, ",\"tick\":");
+      put_u64(&p, L->past_newest - (k * 7919) % L->past_span);
+    }
     put_s(&p, "}\n");
   } else if (!strcmp(L->test, "set_matrix")) {
     put_set_local(&p, L, e);
@@ -263,7 +270,8 @@ static void print_result(const opts *o, const char *test, const char *unit, doub
 static void setup_world(load *L, scn_cli *admin) {
   snprintf(L->world, sizeof L->world, "bench-%d-%s", (int)getpid(), L->test);
   char line[256];
-  snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", L->world);
+  snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\",\"history\":%d}",
+           L->world, L->o->history);
   cJSON_Delete(call_or_die(admin, line));
   L->nentities = 1000;
   L->entities = malloc(sizeof(double) * L->nentities);
@@ -286,6 +294,48 @@ static void setup_world(load *L, scn_cli *admin) {
   }
 }
 
+/* The world's last tick (what a get answers as "tick"). */
+static uint64_t world_now(load *L, scn_cli *admin) {
+  char line[160];
+  snprintf(line, sizeof line, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%.0f}",
+           L->world, L->entities[0]);
+  cJSON *r = call_or_die(admin, line);
+  uint64_t t = (uint64_t)cJSON_GetObjectItemCaseSensitive(r, "tick")->valuedouble;
+  cJSON_Delete(r);
+  return t;
+}
+
+/* get_past: every transform set at each tick of half the window (so a read far back walks
+ * as many versions as one that moves every tick has), then reads spread over that half (the
+ * load must end before the other half has run). */
+static void fill_history(load *L, scn_cli *admin) {
+  if (L->o->history < 2)
+    die("%s", "get_past needs --history (2 or more ticks)");
+  uint64_t start = world_now(L, admin), now = start, span = (uint64_t)L->o->history / 2;
+  char line[256];
+  while (now < start + span) {
+    for (size_t i = 0; i < L->nentities; i++) {
+      snprintf(line, sizeof line,
+               "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%.0f,"
+               "\"t\":[%llu,%zu,1]}",
+               L->world, L->entities[i], (unsigned long long)now, i);
+      scn_cli_send_line(admin, line, strlen(line));
+    }
+    for (size_t i = 0; i < L->nentities; i++) {
+      cJSON *r;
+      if (scn_cli_read_response(admin, &r) != SCN_CLI_OK)
+        die("setup failed: %s", scn_cli_error(admin));
+      cJSON_Delete(r);
+    }
+    uint64_t t;
+    while ((t = world_now(L, admin)) == now)
+      usleep(500);
+    now = t;
+  }
+  L->past_newest = now;
+  L->past_span = span;
+}
+
 static void cleanup_world(load *L, scn_cli *admin) {
   char line[128];
   for (size_t i = 0; i < L->nentities; i++) {
@@ -306,6 +356,8 @@ static void run_load(const opts *o, const char *test) {
   load L = {.o = o, .test = test};
   scn_cli *admin = connect_or_die(o);
   setup_world(&L, admin);
+  if (!strcmp(test, "get_past"))
+    fill_history(&L, admin);
   int C = o->clients;
   long per_conn = (o->requests + C - 1) / C;
   conn *cs = calloc((size_t)C, sizeof *cs);
@@ -668,12 +720,14 @@ static void usage(void) {
   fprintf(stderr,
           "usage: scene-bench [--host H] [--port P] [--token T] [-c CLIENTS] [-n REQUESTS]\n"
           "                   [-P PIPELINE] [-t TEST[,TEST]] [-S SUBSCRIBERS] [-K DESCENDANTS]\n"
-          "                   [--seconds S] [--json] [--tls] [--tls-ca FILE]\n"
+          "                   [--seconds S] [--history TICKS] [--json] [--tls] [--tls-ca FILE]\n"
           "                   [--tls-cert FILE --tls-key FILE]\n"
-          "tests: ping, set_local, set_partial, set_matrix, get, batch, stream (-S subscribers of "
-          "a root\n"
-          "with -K descendants), snapshot (save of a world of -K transforms; needs --data),\n"
-          "connect (-c clients connecting, pinging and closing for --seconds)\n");
+          "tests: ping, set_local, set_partial, set_matrix, get, get_past (a get at a past tick; "
+          "needs --history), batch,\n"
+          "stream (-S subscribers of a root with -K descendants), snapshot (save of a world of -K "
+          "transforms; needs --data),\n"
+          "connect (-c clients connecting, pinging and closing for --seconds)\n"
+          "--history: the test's world keeps that many ticks (0 to 3600)\n");
   exit(2);
 }
 
@@ -725,6 +779,8 @@ int main(int argc, char **argv) {
       o.descendants = atoi(v);
     else if (ARG("--seconds"))
       o.seconds = atof(v);
+    else if (ARG("--history"))
+      o.history = atoi(v);
     else if (!strcmp(a, "--json"))
       o.json = true;
     else
@@ -732,7 +788,7 @@ int main(int argc, char **argv) {
 #undef ARG
   }
   if (o.clients < 1 || o.pipeline < 1 || o.requests < 1 || o.subscribers < 1 || o.descendants < 0 ||
-      !(o.seconds > 0))
+      !(o.seconds > 0) || o.history < 0 || o.history > 3600)
     usage();
   char *save, *t = strtok_r(o.tests, ",", &save);
   for (; t; t = strtok_r(NULL, ",", &save)) {
@@ -743,7 +799,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(t, "connect"))
       run_connect(&o);
     else if (!strcmp(t, "ping") || !strcmp(t, "set_local") || !strcmp(t, "set_partial") ||
-             !strcmp(t, "set_matrix") || !strcmp(t, "get") || !strcmp(t, "batch"))
+             !strcmp(t, "set_matrix") || !strcmp(t, "get") || !strcmp(t, "get_past") ||
+             !strcmp(t, "batch"))
       run_load(&o, t);
     else
       die("unknown test \"%s\"", t);

@@ -102,6 +102,13 @@ int scn_cli_set_parts(scn_cli *c, const char *world, double entity, bool world_s
 int scn_cli_get_trs(scn_cli *c, const char *world, double entity, scn_cli_trs *local,
                     scn_cli_trs *world_trs);
 
+/* Reads an entity's local and world matrices (either may be NULL) as they were at a past
+ * tick of a world that keeps history (a fraction interpolates between two ticks), or as they
+ * are now when tick is negative; *now_tick (may be NULL) gets the tick answered. A tick
+ * outside the world's window is an error reply (NOT_FOUND). */
+int scn_cli_get_at(scn_cli *c, const char *world, double entity, double tick, float local[16],
+                   float world_m[16], double *now_tick);
+
 /* Subscribes to a world (root 0: whole world; hz <= 0: the tick rate) and returns the
  * subscription id; frames then reach the event handler from any read. */
 int scn_cli_subscribe(scn_cli *c, const char *world, double root, double hz, double *sub);

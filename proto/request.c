@@ -513,6 +513,14 @@ int scn_decode_number(const cJSON *v, const char *field, double *out, scn_wire_e
   return 0;
 }
 
+int scn_decode_tick(const cJSON *v, double *out, scn_wire_error *err) {
+  if (!is_number(v) || !isfinite(v->valuedouble) || v->valuedouble < 0)
+    return scn_fail(err, SCN_W_BAD_REQUEST,
+                    "field \"tick\" must be a tick number (0 or more; a fraction interpolates)");
+  *out = v->valuedouble;
+  return 0;
+}
+
 int scn_decode_bool(const cJSON *v, const char *field, bool *out, scn_wire_error *err) {
   if (!cJSON_IsBool(v))
     return scn_fail(err, SCN_W_BAD_REQUEST, "field \"%s\" must be true or false", field);
@@ -649,7 +657,7 @@ void scn_args_init(scn_args *a, const scn_fields *f) {
   a->f = f;
   a->world = a->name = a->path = NULL;
   a->entity = a->parent = a->to = a->root = 0;
-  a->recursive = a->keep_world = a->has_spec = a->partial = a->trs = false;
+  a->recursive = a->keep_world = a->has_spec = a->partial = a->trs = a->has_tick = false;
   a->parts = 0;
 }
 
@@ -693,6 +701,10 @@ int scn_args_decode(scn_args *a, scn_fieldset set, scn_wire_error *err) {
       break;
     case SCN_F_trs:
       rc = scn_decode_bool(v, "trs", &a->trs, err);
+      break;
+    case SCN_F_tick:
+      rc = scn_decode_tick(v, &a->tick, err);
+      a->has_tick = rc == 0;
       break;
     case SCN_F_matrix:
     case SCN_F_t:

@@ -65,6 +65,8 @@ typedef struct scn_args {
   const char *path;
   bool recursive, keep_world;
   bool trs;               /* transform.get: answer the parts of the matrices too */
+  bool has_tick;          /* "tick" was given: the past tick (fractional: interpolated) */
+  double tick;
   bool has_spec;          /* a transform spec was given: m holds it, or the parts do when partial */
   bool partial;           /* "partial": true: the parts given replace those of the current matrix */
   scn_fieldset parts;     /* partial: the parts given (of SCN_F_PARTS) */
@@ -100,6 +102,8 @@ int scn_decode_uint(const cJSON *v, const char *field, uint64_t min, uint64_t ma
 /* A finite number. */
 int scn_decode_number(const cJSON *v, const char *field, double *out, scn_wire_error *err);
 int scn_decode_bool(const cJSON *v, const char *field, bool *out, scn_wire_error *err);
+/* A tick to read the past at: a finite number, 0 or more. */
+int scn_decode_tick(const cJSON *v, double *out, scn_wire_error *err);
 /* "local" (false) or "world" (true). */
 int scn_decode_keep(const cJSON *v, bool *keep_world, scn_wire_error *err);
 /* A transform name (1 to 64 bytes, no '/', no control characters) or null (out NULL). */

@@ -54,7 +54,9 @@ const char *scn_wire_code_name(scn_wire_code code);
   X(sub)                                                                                           \
   X(count)                                                                                         \
   X(token)                                                                                         \
-  X(trs)
+  X(trs)                                                                                           \
+  X(tick)                                                                                          \
+  X(history)
 
 typedef enum scn_field {
 #define SCN_FIELD_ENUM(name) SCN_F_##name,
@@ -129,8 +131,8 @@ unsigned scn_right_find(const char *name, unsigned long len);
   X("ping", ping, SCN_CMD_OPEN | SCN_CMD_READ, read, none, 0, 0, "check that the daemon answers")  \
   X("hello", hello, SCN_CMD_OPEN, read, none, 0, SCN_F(token),                                     \
     "identify (and authenticate) the connection")                                                  \
-  X("world.create", world_create, SCN_CMD_MUTATES, admin, max_worlds, SCN_F(world), 0,             \
-    "create a named world")                                                                        \
+  X("world.create", world_create, SCN_CMD_MUTATES, admin, max_worlds, SCN_F(world),                \
+    SCN_F(history), "create a named world (history: keep its last N ticks)")                       \
   X("world.destroy", world_destroy, SCN_CMD_MUTATES | SCN_CMD_WORLD, admin, max_transforms,        \
     SCN_F(world), 0, "destroy a world and every transform in it")                                  \
   X("world.list", world_list, SCN_CMD_READ, read, none, 0, 0,                                      \
@@ -158,8 +160,8 @@ unsigned scn_right_find(const char *name, unsigned long len);
     max_transforms, SCN_F(world) | SCN_F(entity), SCN_F_SPEC | SCN_F(partial),                     \
     "set the world transform (partial: only the parts given)")                                     \
   X("transform.get", transform_get, SCN_TRANSFORM_OP | SCN_CMD_READ, read, max_transforms,         \
-    SCN_F(world) | SCN_F(entity), SCN_F(trs),                                                      \
-    "read parent, name, local and world matrices (trs: and their parts)")                          \
+    SCN_F(world) | SCN_F(entity), SCN_F(trs) | SCN_F(tick),                                        \
+    "read parent, name, local and world matrices (trs: and their parts; tick: as they were)")      \
   X("transform.children", transform_children, SCN_TRANSFORM_OP | SCN_CMD_READ, read,               \
     max_transforms, SCN_F(world) | SCN_F(entity), 0, "list children in order")                     \
   X("transform.rename", transform_rename, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, write,               \
@@ -168,8 +170,8 @@ unsigned scn_right_find(const char *name, unsigned long len);
   X("transform.find", transform_find, SCN_TRANSFORM_OP | SCN_CMD_READ, read, max_transforms,       \
     SCN_F(world) | SCN_F(path), 0, "find a transform by a path of names from a root")              \
   X("transform.relative", transform_relative, SCN_TRANSFORM_OP | SCN_CMD_READ, read,               \
-    max_transforms, SCN_F(world) | SCN_F(entity) | SCN_F(to), 0,                                   \
-    "inverse(world(to)) * world(entity)")                                                          \
+    max_transforms, SCN_F(world) | SCN_F(entity) | SCN_F(to), SCN_F(tick),                         \
+    "inverse(world(to)) * world(entity) (tick: as they were)")                                     \
   X("batch", batch, SCN_CMD_MUTATES | SCN_CMD_WORLD, write, max_transforms,                        \
     SCN_F(world) | SCN_F(ops), 0, "apply transform.* ops atomically, in order")                    \
   X("subscribe", subscribe, SCN_CMD_WORLD, read, none, SCN_F(world), SCN_F(root) | SCN_F(hz),      \

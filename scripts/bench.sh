@@ -107,6 +107,30 @@ p99=$(median_of p99_ms -c 1 -P 1 -n 20000 -t set_matrix)
 printf 'set_local matrix    p50=%s ms  p99=%s ms\n' "$p50" "$p99"
 
 echo
+echo "== rewind: a world that keeps 600 ticks against one that keeps none (medians of $RUNS runs)"
+# set_local alternately without and with history; then one client's get now and at a past tick
+for _ in $(seq "$RUNS"); do
+  "$BUILD/scene-bench" -p "$port" --json -c 50 -P 16 -n "$N" -t set_local |
+    grep -o '"ops/s":[0-9.]*' | cut -d: -f2 >>"$log.nohist"
+  "$BUILD/scene-bench" -p "$port" --json -c 50 -P 16 -n "$N" -t set_local --history 600 |
+    grep -o '"ops/s":[0-9.]*' | cut -d: -f2 >>"$log.hist"
+done
+med() { sort -g "$1" | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+nohist=$(med "$log.nohist")
+hist=$(med "$log.hist")
+rm -f "$log.nohist" "$log.hist"
+printf 'set_local, no history  %10.0f ops/s\n' "$nohist"
+printf 'set_local, history 600 %10.0f ops/s  (%.2f of no history; target >= 1/1.2 = 0.83)\n' "$hist" \
+  "$(awk -v a="$hist" -v b="$nohist" 'BEGIN { print a / b }')"
+g50=$(median_of p50_ms -c 1 -P 1 -n 20000 -t get --history 600)
+g99=$(median_of p99_ms -c 1 -P 1 -n 20000 -t get --history 600)
+p50=$(median_of p50_ms -c 1 -P 1 -n 20000 -t get_past --history 600)
+p99=$(median_of p99_ms -c 1 -P 1 -n 20000 -t get_past --history 600)
+printf 'transform.get now           p50=%s ms p99=%s ms\n' "$g50" "$g99"
+printf 'transform.get at past ticks p50=%s ms p99=%s ms  (p50 %.2f x now; target <= 1.5)\n' \
+  "$p50" "$p99" "$(awk -v a="$p50" -v b="$g50" 'BEGIN { print a / b }')"
+
+echo
 echo "== streaming: a root with 10,000 descendants moving every tick"
 for s in 1 10 100; do
   "$BUILD/scene-bench" -p "$port" -t stream -S "$s" -K 10000 --seconds 3

@@ -137,6 +137,16 @@ class Client:
         cmd = "transform.set_world" if world_space else "transform.set_local"
         return self.call(cmd, world=world, entity=entity, partial=True, **parts)
 
+    def get(self, world, entity, tick=None, trs=False):
+        """transform.get: the transform now, or at a past tick of a world that keeps history (a
+        fraction interpolates between two ticks); the result answers "tick" either way."""
+        fields = {"world": world, "entity": entity}
+        if tick is not None:
+            fields["tick"] = tick
+        if trs:
+            fields["trs"] = True
+        return self.call("transform.get", **fields)
+
     def get_trs(self, world, entity):
         """(local, world): the parts of both matrices, each {"t": [x,y,z], "r": [x,y,z,w],
         "s": [sx,sy,sz]} with w >= 0 and a mirror as a negative sx, or None for a matrix that
@@ -243,6 +253,25 @@ def selftest(args):
             s.poll(0.1)
         assert mirror.matrices.get(wheels[3]) == want, (mirror.matrices, want)
         assert len(mirror.matrices) == 5, mirror.matrices
+        # Rewind: a world that keeps history answers what a frame of a past tick carried.
+        past = f"{world}-past"
+        c.call("world.create", world=past, history=600)
+        e = c.call("transform.create", world=past, t=[1, 0, 0])["entity"]
+        before = c.get(past, e)["tick"]
+        while c.get(past, e)["tick"] <= before and time.monotonic() < deadline:
+            time.sleep(0.01)
+        then = c.get(past, e)["tick"]
+        c.call("transform.set_local", world=past, entity=e, t=[9, 0, 0])
+        while c.get(past, e)["tick"] <= then + 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert c.get(past, e, tick=then)["world"][12] == 1, c.get(past, e, tick=then)
+        assert c.get(past, e)["world"][12] == 9
+        try:
+            c.get(past, e, tick=then + 100000)
+            raise AssertionError("a tick outside the window was answered")
+        except ScenedError as err:
+            assert err.code == "NOT_FOUND", err.code
+        c.call("world.destroy", world=past)
         c.call("world.destroy", world=world)
         while mirror.ended is None and time.monotonic() < deadline:
             s.poll(0.1)

@@ -2,6 +2,7 @@
  * everything atomically, and scn_core_error says which object an error is about. */
 #include "cmd/handlers.h"
 
+#include <math.h>
 #include <string.h>
 
 static void add_entity_or_null(scn_buf *out, scn_entity e) {
@@ -98,11 +99,26 @@ int scn_cmd_transform_set_world(scn_ctx *ctx, const scn_args *a, scn_buf *out,
   return set_matrix(ctx, a, true, err);
 }
 
+/* The transform as it is, or at a past tick (interpolated between two ticks for a fraction). */
+static int get_at(scn_ctx *ctx, const scn_args *a, scn_transform_info *info) {
+  if (!a->has_tick)
+    return scn_transform_get(ctx->world, a->entity, info);
+  if (a->tick == floor(a->tick))
+    return scn_world_history_get(ctx->world, a->entity, (uint64_t)a->tick, info);
+  return scn_world_history_interpolate(ctx->world, a->entity, a->tick, info);
+}
+
 int scn_cmd_transform_get(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
   scn_transform_info info;
-  int rc = scn_transform_get(ctx->world, a->entity, &info);
+  int rc = get_at(ctx, a, &info);
   if (rc != SCN_OK)
     return scn_core_error(ctx, a, rc, err);
+  /* the tick answered: the one asked for, or now (the last that has run) */
+  scn_reply_key(out, "tick");
+  if (a->has_tick)
+    scn_buf_add_double(out, a->tick);
+  else
+    scn_buf_add_u64(out, scn_world_tick(ctx->world) - 1);
   scn_reply_key(out, "entity");
   scn_buf_add_u64(out, a->entity);
   scn_reply_key(out, "parent");
@@ -156,7 +172,8 @@ int scn_cmd_transform_find(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wi
 
 int scn_cmd_transform_relative(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
   float m[16];
-  int rc = scn_transform_relative(ctx->world, a->entity, a->to, m);
+  int rc = a->has_tick ? scn_world_history_relative(ctx->world, a->entity, a->to, a->tick, m)
+                       : scn_transform_relative(ctx->world, a->entity, a->to, m);
   if (rc != SCN_OK)
     return scn_core_error(ctx, a, rc, err);
   scn_reply_key(out, "matrix");

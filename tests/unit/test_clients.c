@@ -607,6 +607,40 @@ static void test_lib_parts(void) {
   scn_cli_close(c);
 }
 
+/* A world that keeps history: the matrices now and at a past tick, and a tick outside it. */
+static void test_lib_history(void) {
+  scn_cli *c = open_cli(dmn.port, NULL, 0);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+  char world[64];
+  snprintf(world, sizeof world, "lib-history-%d", (int)getpid());
+  CU_ASSERT(call_fine(c, "{\"cmd\":\"world.create\",\"world\":\"%s\",\"history\":600}", world));
+  cJSON *r = call_ok(c, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"t\":[1,0,0]}", world);
+  double e = scn_resp_num(r, "entity");
+  cJSON_Delete(r);
+  float local[16], world_m[16];
+  double now = -1, then = -1;
+  long deadline = scn_now_ms() + 10000;
+  CU_ASSERT_EQUAL(scn_cli_get_at(c, world, e, -1, local, world_m, &now), SCN_CLI_OK);
+  do {
+    CU_ASSERT_EQUAL(scn_cli_get_at(c, world, e, -1, NULL, NULL, &then), SCN_CLI_OK);
+  } while (then <= now && scn_now_ms() < deadline);
+  CU_ASSERT(call_fine(
+      c, "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%.0f,\"t\":[4,0,0]}", world,
+      e));
+  do {
+    CU_ASSERT_EQUAL(scn_cli_get_at(c, world, e, -1, local, world_m, &now), SCN_CLI_OK);
+  } while (now <= then + 1 && scn_now_ms() < deadline);
+  CU_ASSERT_EQUAL(world_m[12], 4);
+  double answered = -1;
+  CU_ASSERT_EQUAL(scn_cli_get_at(c, world, e, then, local, world_m, &answered), SCN_CLI_OK);
+  CU_ASSERT_EQUAL(world_m[12], 1);
+  CU_ASSERT_EQUAL(answered, then);
+  CU_ASSERT_EQUAL(scn_cli_get_at(c, world, e, then + 1e6, local, world_m, NULL), SCN_CLI_EREPLY);
+  CU_ASSERT(strncmp(scn_cli_error(c), "NOT_FOUND: ", 11) == 0);
+  CU_ASSERT(call_fine(c, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world));
+  scn_cli_close(c);
+}
+
 static void test_lib_refused(void) {
   int port = dead_port();
   CU_ASSERT_FATAL(port > 0);
@@ -786,7 +820,8 @@ static void test_lib_auth(void) {
   scn_proc p;
   const char *env_good[] = {penv, "SCENED_AUTH_TOKEN=secret", NULL};
   CU_ASSERT_EQUAL(ctl_run(&p, env_good, NULL, 0, (const char *const[]){"world.list", NULL}), 0);
-  CU_ASSERT_STRING_EQUAL(text_str(&p.out), "{\"worlds\":[{\"name\":\"w\",\"transforms\":0}]}\n");
+  CU_ASSERT_STRING_EQUAL(text_str(&p.out),
+                         "{\"worlds\":[{\"name\":\"w\",\"transforms\":0,\"history\":0}]}\n");
   CU_ASSERT_STRING_EQUAL(text_str(&p.err), "");
   scn_proc_free(&p);
   const char *env_none[] = {penv, NULL};
@@ -1249,7 +1284,7 @@ static void test_ctl_help(void) {
     const char *cmd, *optional;
   } fields[] = {{"transform.set_local", "  optional: partial,matrix,t,r,s\n"},
                 {"transform.set_world", "  optional: partial,matrix,t,r,s\n"},
-                {"transform.get", "  optional: trs\n"}};
+                {"transform.get", "  optional: trs,tick\n"}};
   for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
     scn_proc p;
     CU_ASSERT_EQUAL(CTL(&p, "help", fields[i].cmd), 0);
@@ -1381,6 +1416,7 @@ int scn_test_register_clients(void) {
       {"library: 2,000 pipelined requests", test_lib_pipeline},
       {"library: subscribe, full frame then deltas", test_lib_subscribe},
       {"library: set one part, read the parts", test_lib_parts},
+      {"library: matrices now and at a past tick", test_lib_history},
       {"library: connection refused", test_lib_refused},
       {"library: timeout", test_lib_timeout},
       {"library: a send timeout never resends", test_lib_send_timeout},
