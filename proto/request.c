@@ -1,5 +1,7 @@
 #include "request.h"
 
+#include "b64.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -534,6 +536,35 @@ int scn_decode_keep(const cJSON *v, bool *keep_world, scn_wire_error *err) {
   return 0;
 }
 
+int scn_decode_matrix_form(const cJSON *v, scn_matrix_form *out, scn_wire_error *err) {
+  if (cJSON_IsString(v) && strcmp(v->valuestring, "json") == 0)
+    *out = SCN_MATRICES_JSON;
+  else if (cJSON_IsString(v) && strcmp(v->valuestring, "b64") == 0)
+    *out = SCN_MATRICES_B64;
+  else
+    return scn_fail(err, SCN_W_BAD_REQUEST, "field \"matrices\" must be \"json\" or \"b64\"");
+  return 0;
+}
+
+int scn_decode_matrix_b64(const cJSON *v, float m[16], scn_wire_error *err) {
+  if ((v->type & 0xFF) != cJSON_String)
+    return scn_fail(err, SCN_W_BAD_REQUEST,
+                    "field \"matrix_b64\" must be a string: 88 base64 characters (64 bytes, 16 "
+                    "little-endian float32)");
+  size_t at = 0, len = strnlen(v->valuestring, SCN_B64_MATRIX_LEN + 1);
+  scn_b64_status st = scn_b64_decode_matrix(v->valuestring, len, m, &at);
+  if (st == SCN_B64_OK)
+    return 0;
+  if (st == SCN_B64_CHAR)
+    return scn_fail(err, SCN_W_BAD_REQUEST, "field \"matrix_b64\" %s at character %zu",
+                    scn_b64_status_text(st), at);
+  if (st == SCN_B64_LENGTH)
+    return scn_fail(err, SCN_W_BAD_REQUEST, "field \"matrix_b64\" %s, not %s%zu",
+                    scn_b64_status_text(st), len > SCN_B64_MATRIX_LEN ? "more than " : "",
+                    len > SCN_B64_MATRIX_LEN ? (size_t)SCN_B64_MATRIX_LEN : len);
+  return scn_fail(err, SCN_W_BAD_REQUEST, "field \"matrix_b64\" %s", scn_b64_status_text(st));
+}
+
 int scn_decode_name_or_null(const cJSON *v, const char *field, const char **out,
                             scn_wire_error *err) {
   if (cJSON_IsNull(v)) {
@@ -593,6 +624,9 @@ static int float_array(const cJSON *v, const char *field, int n, float *out, boo
 }
 
 int scn_spec_error(const scn_fields *f, scn_wire_error *err) {
+  if (f->present & SCN_F(matrix_b64))
+    return scn_fail(err, SCN_W_BAD_REQUEST,
+                    "field \"matrix_b64\" holds a value that is not finite (an infinity or a NaN)");
   if (f->present & SCN_F(matrix)) {
     const cJSON *m = f->v[SCN_F_matrix];
     for (const cJSON *x = cJSON_IsArray(m) ? m->child : NULL; x; x = x->next)
@@ -606,11 +640,17 @@ int scn_spec_error(const scn_fields *f, scn_wire_error *err) {
 static int decode_spec(scn_args *a, scn_wire_error *err) {
   const scn_fields *f = a->f;
   scn_fieldset has = f->present;
-  if (has & SCN_F(matrix)) {
+  scn_fieldset whole = has & (SCN_F(matrix) | SCN_F(matrix_b64));
+  if (whole) {
+    if (whole == (SCN_F(matrix) | SCN_F(matrix_b64)))
+      return scn_fail(err, SCN_W_BAD_REQUEST, "give either \"matrix\" or \"matrix_b64\", not both");
+    bool b64 = whole == SCN_F(matrix_b64);
     if (has & (SCN_F(t) | SCN_F(r) | SCN_F(s)))
-      return scn_fail(err, SCN_W_BAD_REQUEST,
-                      "give either \"matrix\" or \"t\"/\"r\"/\"s\", not both");
+      return scn_fail(err, SCN_W_BAD_REQUEST, "give either \"%s\" or \"t\"/\"r\"/\"s\", not both",
+                      b64 ? "matrix_b64" : "matrix");
     a->has_spec = true;
+    if (b64)
+      return scn_decode_matrix_b64(f->v[SCN_F_matrix_b64], a->m, err);
     return float_array(f->v[SCN_F_matrix], "matrix", 16, a->m, false, err);
   }
   float tv[3], rv[4], sv[3];
@@ -647,6 +687,7 @@ void scn_args_init(scn_args *a, const scn_fields *f) {
   a->world = a->name = a->path = NULL;
   a->entity = a->parent = a->to = a->root = 0;
   a->recursive = a->keep_world = a->has_spec = false;
+  a->matrices = SCN_MATRICES_JSON;
 }
 
 int scn_args_decode(scn_args *a, scn_fieldset set, scn_wire_error *err) {
@@ -684,7 +725,11 @@ int scn_args_decode(scn_args *a, scn_fieldset set, scn_wire_error *err) {
     case SCN_F_keep:
       rc = scn_decode_keep(v, &a->keep_world, err);
       break;
+    case SCN_F_matrices:
+      rc = scn_decode_matrix_form(v, &a->matrices, err);
+      break;
     case SCN_F_matrix:
+    case SCN_F_matrix_b64:
     case SCN_F_t:
     case SCN_F_r:
     case SCN_F_s:

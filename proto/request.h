@@ -64,16 +64,17 @@ typedef struct scn_args {
   const char *name;                    /* NULL: null or absent */
   const char *path;
   bool recursive, keep_world;
-  bool has_spec; /* a transform spec was given: m holds it */
+  scn_matrix_form matrices; /* hello's "matrices" (json when absent) */
+  bool has_spec;            /* a transform spec was given: m holds it */
   float m[16];
 } scn_args;
 
 /* Resets a to defaults over fields f. */
 void scn_args_init(scn_args *a, const scn_fields *f);
 /* Decodes the fields of set that are present, in field order; 0, or -1 with err for the first
- * that is invalid. A transform spec (matrix, or t/r/s composed as T * R * S) is decoded once,
- * at its first field. Numbers of a matrix are not checked for finiteness here: the core
- * refuses a non-finite matrix, and scn_spec_error says why. */
+ * that is invalid. A transform spec (matrix, matrix_b64, or t/r/s composed as T * R * S) is
+ * decoded once, at its first field. The values of a matrix are not checked for finiteness
+ * here: the core refuses a non-finite matrix, and scn_spec_error says why. */
 int scn_args_decode(scn_args *a, scn_fieldset set, scn_wire_error *err);
 /* The error for a spec the core refused as invalid: which field holds a number that is not a
  * finite float32, or why the composed matrix is not finite. */
@@ -96,6 +97,10 @@ int scn_decode_number(const cJSON *v, const char *field, double *out, scn_wire_e
 int scn_decode_bool(const cJSON *v, const char *field, bool *out, scn_wire_error *err);
 /* "local" (false) or "world" (true). */
 int scn_decode_keep(const cJSON *v, bool *keep_world, scn_wire_error *err);
+/* "json" or "b64". */
+int scn_decode_matrix_form(const cJSON *v, scn_matrix_form *out, scn_wire_error *err);
+/* A matrix as 88 characters of base64 (b64.h). */
+int scn_decode_matrix_b64(const cJSON *v, float m[16], scn_wire_error *err);
 /* A transform name (1 to 64 bytes, no '/', no control characters) or null (out NULL). */
 int scn_decode_name_or_null(const cJSON *v, const char *field, const char **out,
                             scn_wire_error *err);

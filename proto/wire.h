@@ -39,6 +39,7 @@ const char *scn_wire_code_name(scn_wire_code code);
   X(parent)                                                                                        \
   X(name)                                                                                          \
   X(matrix)                                                                                        \
+  X(matrix_b64)                                                                                    \
   X(t)                                                                                             \
   X(r)                                                                                             \
   X(s)                                                                                             \
@@ -51,7 +52,8 @@ const char *scn_wire_code_name(scn_wire_code code);
   X(hz)                                                                                            \
   X(sub)                                                                                           \
   X(count)                                                                                         \
-  X(token)
+  X(token)                                                                                         \
+  X(matrices)
 
 typedef enum scn_field {
 #define SCN_FIELD_ENUM(name) SCN_F_##name,
@@ -63,7 +65,11 @@ typedef enum scn_field {
 /* A set of fields, one bit each. */
 typedef uint64_t scn_fieldset;
 #define SCN_F(name) ((scn_fieldset)1 << SCN_F_##name)
-#define SCN_F_SPEC (SCN_F(matrix) | SCN_F(t) | SCN_F(r) | SCN_F(s))
+#define SCN_F_SPEC (SCN_F(matrix) | SCN_F(matrix_b64) | SCN_F(t) | SCN_F(r) | SCN_F(s))
+
+/* How a connection receives matrices in responses and frames (hello's "matrices"): arrays of
+ * 16 numbers, or base64 strings of their float32 bytes (b64.h). */
+typedef enum scn_matrix_form { SCN_MATRICES_JSON = 0, SCN_MATRICES_B64 = 1 } scn_matrix_form;
 
 const char *scn_field_name(scn_field f);
 /* The field a JSON key names, or SCN_FIELD_COUNT for any other key. */
@@ -101,8 +107,8 @@ typedef enum scn_limit_kind {
  *   --output-limit may refuse any), required fields, optional fields, help) */
 #define SCN_COMMANDS(X)                                                                            \
   X("ping", ping, SCN_CMD_OPEN | SCN_CMD_READ, none, 0, 0, "check that the daemon answers")        \
-  X("hello", hello, SCN_CMD_OPEN, none, 0, SCN_F(token),                                           \
-    "identify (and authenticate) the connection")                                                  \
+  X("hello", hello, SCN_CMD_OPEN, none, 0, SCN_F(token) | SCN_F(matrices),                         \
+    "identify (and authenticate) the connection; matrices \"json\" or \"b64\"")                    \
   X("world.create", world_create, SCN_CMD_MUTATES, max_worlds, SCN_F(world), 0,                    \
     "create a named world")                                                                        \
   X("world.destroy", world_destroy, SCN_CMD_MUTATES | SCN_CMD_WORLD, max_transforms, SCN_F(world), \

@@ -36,12 +36,17 @@ int scn_cmd_hello(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error 
     }
     ctx->conn->authed = true;
   }
+  /* A hello without "matrices" keeps the connection's form. */
+  if (a->f->present & SCN_F(matrices))
+    ctx->conn->matrices = a->matrices;
   scn_reply_key(out, "server");
   scn_buf_adds(out, "\"scened\"");
   scn_reply_key(out, "version");
   scn_buf_add_json_string(out, SCN_VERSION, strlen(SCN_VERSION));
   scn_reply_key(out, "protocol");
   scn_buf_add_u64(out, SCN_PROTOCOL);
+  scn_reply_key(out, "matrices");
+  scn_buf_adds(out, ctx->conn->matrices == SCN_MATRICES_B64 ? "\"b64\"" : "\"json\"");
   return 0;
 }
 

@@ -56,7 +56,7 @@ int scn_cmd_transform_unlink(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_
 static int set_matrix(scn_ctx *ctx, const scn_args *a, bool world_space, scn_wire_error *err) {
   if (!a->has_spec)
     return scn_fail(err, SCN_W_BAD_REQUEST,
-                    "missing transform: give \"matrix\" or \"t\"/\"r\"/\"s\"");
+                    "missing transform: give \"matrix\", \"matrix_b64\" or \"t\"/\"r\"/\"s\"");
   int rc = world_space ? scn_transform_set_world(ctx->world, a->entity, a->m)
                        : scn_transform_set_local(ctx->world, a->entity, a->m);
   return rc == SCN_OK ? 0 : scn_core_error(ctx, a, rc, err);
@@ -88,9 +88,9 @@ int scn_cmd_transform_get(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wir
     scn_buf_add_json_string(out, info.name, strlen(info.name));
   }
   scn_reply_key(out, "local");
-  scn_buf_add_matrix(out, info.local);
+  scn_ctx_add_matrix(ctx, out, info.local);
   scn_reply_key(out, "world");
-  scn_buf_add_matrix(out, info.world);
+  scn_ctx_add_matrix(ctx, out, info.world);
   return 0;
 }
 
@@ -130,6 +130,6 @@ int scn_cmd_transform_relative(scn_ctx *ctx, const scn_args *a, scn_buf *out, sc
   if (rc != SCN_OK)
     return scn_core_error(ctx, a, rc, err);
   scn_reply_key(out, "matrix");
-  scn_buf_add_matrix(out, m);
+  scn_ctx_add_matrix(ctx, out, m);
   return 0;
 }

@@ -59,6 +59,14 @@ int scn_core_error(const scn_ctx *ctx, const scn_args *a, int rc, scn_wire_error
  * the connection's queued output over --output-limit; 0 when it fits (or on replay). */
 int scn_ctx_output_room(scn_ctx *ctx, size_t bytes, scn_wire_error *err);
 
+/* A matrix of a result, in the form the connection asked for (json on replay). */
+static inline void scn_ctx_add_matrix(const scn_ctx *ctx, scn_buf *out, const float m[16]) {
+  if (ctx->conn && ctx->conn->matrices == SCN_MATRICES_B64)
+    scn_buf_add_matrix_b64(out, m);
+  else
+    scn_buf_add_matrix(out, m);
+}
+
 /* Scratch room for n entity ids, reused across commands. */
 scn_entity *scn_ids_scratch(scn_dispatch *d, size_t n);
 

@@ -39,10 +39,11 @@ struct scn_conn {
   bool reading;
   bool closing; /* close once the output has drained */
   bool authed;
-  bool rejected;        /* over --max-clients: one LIMIT line, then close */
-  bool blocked;         /* waiting for a deferred reply: lines are held, not run */
-  scn_buf held;         /* bytes read but not yet run while blocked */
-  scn_conn *flush_next; /* in the server's list of connections to flush */
+  scn_matrix_form matrices; /* how its responses and frames carry matrices (hello) */
+  bool rejected;            /* over --max-clients: one LIMIT line, then close */
+  bool blocked;             /* waiting for a deferred reply: lines are held, not run */
+  scn_buf held;             /* bytes read but not yet run while blocked */
+  scn_conn *flush_next;     /* in the server's list of connections to flush */
   bool flush_queued;
   char peer[64];
   struct scn_sub *subs; /* this connection's subscriptions (stream.c) */
