@@ -9,14 +9,15 @@
  * stream) and latency percentiles; --json prints one JSON object per test instead.
  */
 #define _GNU_SOURCE /* memmem */
+#include "b64.h"
 #include "scn_client.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +140,18 @@ static size_t make_request(load *L, char *buf) {
     put_s(&p, ",\"matrix\":[0.8,0.6,0,0,-0.6,0.8,0,0,0,0,1,0,");
     put_u64(&p, k % 100000);
     put_s(&p, ".5,2.25,-3.125,1]}\n");
+  } else if (!strcmp(L->test, "set_b64")) {
+    /* the matrix of set_matrix, as base64 */
+    float m[16] = {0.8f, 0.6f, 0, 0, -0.6f, 0.8f, 0, 0, 0, 0, 1, 0, 0, 2.25f, -3.125f, 1};
+    m[12] = (float)(k % 100000) + 0.5f;
+    put_s(&p, "{\"cmd\":\"transform.set_local\",\"world\":\"");
+    put_s(&p, L->world);
+    put_s(&p, "\",\"entity\":");
+    put_u64(&p, e);
+    put_s(&p, ",\"matrix_b64\":\"");
+    scn_b64_encode_matrices(p, (const float(*)[16])m, 1);
+    p += SCN_B64_MATRIX_LEN;
+    put_s(&p, "\"}\n");
   } else if (!strcmp(L->test, "batch")) {
     put_s(&p, "{\"cmd\":\"batch\",\"world\":\"");
     put_s(&p, L->world);
@@ -237,8 +250,7 @@ static void print_result(const opts *o, const char *test, const char *unit, doub
   else
     printf("%-10s %10.0f %s  p50=%.3f ms  p99=%.3f ms  p999=%.3f ms  (%zu samples, %d clients, "
            "pipeline %d%s)\n",
-           test, rate, unit, p50, p99, p999, n, o->clients, o->pipeline,
-           errors ? ", ERRORS" : "");
+           test, rate, unit, p50, p99, p999, n, o->clients, o->pipeline, errors ? ", ERRORS" : "");
   fflush(stdout);
 }
 
@@ -493,9 +505,8 @@ static void run_snapshot(const opts *o) {
   for (long done = 0; done < K;) {
     long trees = 0;
     for (; trees < GROUP && done + trees * TREE < K; trees++) {
-      snprintf(line, sizeof line,
-               "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"t\":[%ld,1,2]}", world,
-               done + trees * TREE);
+      snprintf(line, sizeof line, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"t\":[%ld,1,2]}",
+               world, done + trees * TREE);
       scn_cli_send_line(admin, line, strlen(line));
     }
     long sent = 0;
@@ -585,8 +596,14 @@ static void usage(void) {
 }
 
 int main(int argc, char **argv) {
-  opts o = {.host = "127.0.0.1", .port = 7878, .clients = 50, .pipeline = 16,
-            .requests = 200000, .subscribers = 10, .descendants = 10000, .seconds = 5};
+  opts o = {.host = "127.0.0.1",
+            .port = 7878,
+            .clients = 50,
+            .pipeline = 16,
+            .requests = 200000,
+            .subscribers = 10,
+            .descendants = 10000,
+            .seconds = 5};
   strcpy(o.tests, "ping,set_local,set_matrix,get,batch");
   const char *env;
   if ((env = getenv("SCENED_HOST")))
@@ -624,8 +641,8 @@ int main(int argc, char **argv) {
       usage();
 #undef ARG
   }
-  if (o.clients < 1 || o.pipeline < 1 || o.requests < 1 || o.subscribers < 1 ||
-      o.descendants < 0 || !(o.seconds > 0))
+  if (o.clients < 1 || o.pipeline < 1 || o.requests < 1 || o.subscribers < 1 || o.descendants < 0 ||
+      !(o.seconds > 0))
     usage();
   char *save, *t = strtok_r(o.tests, ",", &save);
   for (; t; t = strtok_r(NULL, ",", &save)) {
@@ -634,7 +651,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(t, "snapshot"))
       run_snapshot(&o);
     else if (!strcmp(t, "ping") || !strcmp(t, "set_local") || !strcmp(t, "set_matrix") ||
-             !strcmp(t, "get") || !strcmp(t, "batch"))
+             !strcmp(t, "set_b64") || !strcmp(t, "get") || !strcmp(t, "batch"))
       run_load(&o, t);
     else
       die("unknown test \"%s\"", t);
