@@ -38,7 +38,8 @@
 #endif
 
 static const uint16_t pairs[4096] = {X4096(B64_PAIR, 0)};
-static const uint8_t values[256] = {X256(B64_VALUE, 0)};
+#define B64_VALUE_BYTE(c) (uint8_t)(B64_VALUE(c))
+static const uint8_t values[256] = {X256(B64_VALUE_BYTE, 0)};
 
 static inline uint64_t load_be64(const uint8_t *p) {
   uint64_t v;

@@ -2,6 +2,7 @@
 
 #include "b64.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -358,14 +359,275 @@ static void scan_line(const char *s, size_t len, scan *sc, scn_request *rq) {
     rq->nops = 0; /* out of memory: the ops' ids are then printed from the parsed values */
 }
 
+/* ---- the flat form --------------------------------------------------------------------------
+ * Nearly every request is a flat object: members whose values are strings of printable ASCII
+ * without escapes, numbers, true, false, null, or arrays of numbers (a matrix, t, r, s). Such a
+ * line is read here in one pass into the very tree cJSON would build (the same nodes, allocated
+ * through cJSON's allocator, the same doubles), which takes a fraction of what the validating
+ * pass plus cJSON's parse cost: cJSON copies every string twice a character at a time, compares
+ * each value with "null", "false" and "true" by strncmp, and reads every number with a
+ * localeconv and a strtod. Anything else (nesting, escapes, other bytes, a number over 63
+ * characters, "ops") is not flat and takes the general path, which decides every error. */
+
+#define FLAT_WS(c) ((c) == ' ' || (c) == '\t' || (c) == '\r' || (c) == '\n')
+
+static size_t flat_ws(const char *s, size_t len, size_t i) {
+  while (i < len && FLAT_WS(s[i]))
+    i++;
+  return i;
+}
+
+static cJSON *flat_node(int type) {
+  cJSON *n = cJSON_malloc(sizeof *n);
+  if (n) {
+    memset(n, 0, sizeof *n);
+    n->type = type;
+  }
+  return n;
+}
+
+static char *flat_copy(const char *p, size_t n) {
+  char *c = cJSON_malloc(n + 1);
+  if (c) {
+    memcpy(c, p, n);
+    c[n] = '\0';
+  }
+  return c;
+}
+
+/* Powers of ten that doubles hold exactly. */
+static const double exact_pow10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* The end of the JSON number at s[i] (0 when there is none, or it is over 63 characters, which
+ * cJSON would cut short), with its value in *d exactly as strtod reads it: with at most 2^53 as
+ * its digits and a power of ten up to 22, one exact multiplication or division rounds it
+ * correctly (Clinger's fast path); other numbers go to strtod. */
+static size_t flat_number(const char *s, size_t len, size_t i, double *d) {
+  size_t start = i;
+  bool neg = i < len && s[i] == '-';
+  i += neg;
+  if (i >= len || !is_digit(s[i]))
+    return 0;
+  uint64_t m = 0;
+  int digits = 0, exp10 = 0;
+  if (s[i] == '0')
+    i++;
+  else
+    for (; i < len && is_digit(s[i]); i++)
+      if (digits < 19)
+        m = m * 10 + (uint64_t)(s[i] - '0'), digits += m != 0;
+      else
+        exp10++, digits++;
+  if (i < len && s[i] == '.') {
+    if (++i >= len || !is_digit(s[i]))
+      return 0;
+    for (; i < len && is_digit(s[i]); i++)
+      if (digits < 19)
+        m = m * 10 + (uint64_t)(s[i] - '0'), digits += m != 0, exp10--;
+      else
+        digits++;
+  }
+  if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+    i++;
+    bool eneg = i < len && s[i] == '-';
+    if (i < len && (s[i] == '-' || s[i] == '+'))
+      i++;
+    if (i >= len || !is_digit(s[i]))
+      return 0;
+    int e = 0;
+    for (; i < len && is_digit(s[i]); i++)
+      e = e < 10000 ? e * 10 + (s[i] - '0') : e;
+    exp10 += eneg ? -e : e;
+  }
+  if (i - start > 63)
+    return 0;
+  if (digits <= 19 && m <= (UINT64_C(1) << 53) && exp10 >= -22 && exp10 <= 22) {
+    double v = (double)m;
+    v = exp10 < 0 ? v / exact_pow10[-exp10] : v * exact_pow10[exp10];
+    *d = neg ? -v : v;
+  } else {
+    char tmp[64];
+    memcpy(tmp, s + start, i - start);
+    tmp[i - start] = '\0';
+    *d = strtod(tmp, NULL);
+  }
+  return i;
+}
+
+static cJSON *flat_number_node(double d) {
+  cJSON *n = flat_node(cJSON_Number);
+  if (n) {
+    n->valuedouble = d;
+    n->valueint = d >= INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;
+  }
+  return n;
+}
+
+/* The value at s[*i] into *out (NULL when it is not one the flat form takes). */
+static cJSON *flat_value(const char *s, size_t len, size_t *i) {
+  size_t at = *i;
+  char c = s[at];
+  cJSON *v = NULL;
+  if (c == '"') {
+    size_t end = plain_string_end(s, len, at);
+    if (!end || !(v = flat_node(cJSON_String)))
+      return NULL;
+    if (!(v->valuestring = flat_copy(s + at + 1, end - at - 2))) {
+      cJSON_Delete(v);
+      return NULL;
+    }
+    *i = end;
+  } else if (c == '-' || is_digit(c)) {
+    double d;
+    size_t end = flat_number(s, len, at, &d);
+    if (!end || !(v = flat_number_node(d)))
+      return NULL;
+    *i = end;
+  } else if (c == '[') {
+    if (!(v = flat_node(cJSON_Array)))
+      return NULL;
+    size_t j = flat_ws(s, len, at + 1);
+    cJSON *last = NULL;
+    if (j < len && s[j] == ']') {
+      *i = j + 1;
+      return v;
+    }
+    for (;;) {
+      double d;
+      size_t end = j < len ? flat_number(s, len, j, &d) : 0;
+      cJSON *x = end ? flat_number_node(d) : NULL;
+      if (!x) {
+        cJSON_Delete(v);
+        return NULL;
+      }
+      if (last) {
+        last->next = x;
+        x->prev = last;
+      } else {
+        v->child = x;
+      }
+      v->child->prev = last = x;
+      j = flat_ws(s, len, end);
+      if (j < len && s[j] == ',') {
+        j = flat_ws(s, len, j + 1);
+        continue;
+      }
+      if (j < len && s[j] == ']')
+        break;
+      cJSON_Delete(v);
+      return NULL;
+    }
+    *i = j + 1;
+  } else {
+    static const struct {
+      const char *text;
+      size_t len;
+      int type;
+    } lits[] = {{"true", 4, cJSON_True}, {"false", 5, cJSON_False}, {"null", 4, cJSON_NULL}};
+    for (size_t k = 0; k < 3; k++)
+      if (len - at >= lits[k].len && memcmp(s + at, lits[k].text, lits[k].len) == 0) {
+        if (!(v = flat_node(lits[k].type)))
+          return NULL;
+        v->valueint = lits[k].type == cJSON_True;
+        *i = at + lits[k].len;
+        return v;
+      }
+  }
+  return v;
+}
+
+/* Parses line into rq when it is a flat object; false (with nothing kept) when it is not. */
+static bool parse_flat(scn_request *rq, const char *s, size_t len) {
+  size_t i = flat_ws(s, len, 0);
+  if (i >= len || s[i] != '{')
+    return false;
+  cJSON *root = flat_node(cJSON_Object), *last = NULL;
+  if (!root)
+    return false;
+  scn_fields *f = &rq->f;
+  i = flat_ws(s, len, i + 1);
+  bool first = true;
+  for (;;) {
+    if (i < len && s[i] == '}' && first)
+      break;
+    size_t key_end = i < len && s[i] == '"' ? plain_string_end(s, len, i) : 0;
+    if (!key_end)
+      goto not_flat;
+    unsigned k = key_field(s + i + 1, key_end - i - 2);
+    size_t colon = flat_ws(s, len, key_end);
+    if (k == SCN_F_ops || colon >= len || s[colon] != ':')
+      goto not_flat;
+    size_t v_at = flat_ws(s, len, colon + 1), v_end = v_at;
+    cJSON *v = v_at < len ? flat_value(s, len, &v_end) : NULL;
+    if (!v)
+      goto not_flat;
+    if (last) {
+      last->next = v;
+      v->prev = last;
+    } else {
+      root->child = v;
+    }
+    root->child->prev = last = v;
+    if (!(v->string = flat_copy(s + i + 1, key_end - i - 2)))
+      goto not_flat;
+    if (rq->nkeys < sizeof rq->keys)
+      rq->keys[rq->nkeys++] = (unsigned char)k;
+    if (k < SCN_FIELD_COUNT && !(f->present & ((scn_fieldset)1 << k))) {
+      f->present |= (scn_fieldset)1 << k;
+      f->v[k] = v;
+      if (k == SCN_F_id)
+        rq->id = (scn_span){s + v_at, v_end - v_at};
+    }
+    first = false;
+    i = flat_ws(s, len, v_end);
+    if (i < len && s[i] == ',') {
+      i = flat_ws(s, len, i + 1);
+      continue;
+    }
+    if (i < len && s[i] == '}')
+      break;
+    goto not_flat;
+  }
+  /* Only whitespace may follow the object (as on the general path: no line feed). */
+  for (i++; i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r'); i++)
+    ;
+  if (i < len)
+    goto not_flat;
+  rq->root = root;
+  return true;
+not_flat:
+  cJSON_Delete(root);
+  rq->f.present = 0;
+  rq->id = (scn_span){NULL, 0};
+  rq->nkeys = 0;
+  return false;
+}
+
 /* ---- parsing ------------------------------------------------------------------------------ */
 
-int scn_request_parse(scn_request *rq, const char *line, size_t len, scn_wire_error *err) {
+static void init_once(void) {
   static bool ready;
   if (!ready) {
     init_classes();
     ready = true;
   }
+}
+
+int scn_request_parse(scn_request *rq, const char *line, size_t len, scn_wire_error *err) {
+  init_once();
+  rq->root = NULL;
+  rq->f.present = 0;
+  rq->id = (scn_span){NULL, 0};
+  rq->nops = rq->nkeys = 0;
+  if (parse_flat(rq, line, len))
+    return 0;
+  return scn_request_parse_general(rq, line, len, err);
+}
+
+int scn_request_parse_general(scn_request *rq, const char *line, size_t len, scn_wire_error *err) {
+  init_once();
   rq->root = NULL;
   rq->f.present = 0;
   rq->id = (scn_span){NULL, 0};

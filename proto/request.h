@@ -48,6 +48,9 @@ typedef struct scn_request {
  * in valid UTF-8, with numbers as JSON writes them and no raw control characters), or
  * BAD_REQUEST for a string holding U+0000 (rq->id is then set, so the reply can echo it). */
 int scn_request_parse(scn_request *rq, const char *line, size_t len, scn_wire_error *err);
+/* The same without the flat form's shortcut: the validating pass, then cJSON (the fuzz target
+ * checks that both give the same tree). */
+int scn_request_parse_general(scn_request *rq, const char *line, size_t len, scn_wire_error *err);
 /* Frees what rq keeps between requests (not rq->root). */
 void scn_request_free(scn_request *rq);
 /* Indexes the members of a JSON object by field. */
