@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct scn_cli scn_cli;
 
@@ -25,11 +26,16 @@ enum {
   SCN_CLI_EIO = -7,
 };
 
+/* How the daemon sends this connection matrices (hello's "matrices"): arrays of 16 numbers, or
+ * base64 strings of their 64 bytes (16 little-endian float32), exact to the bit. */
+enum { SCN_CLI_MATRICES_JSON = 0, SCN_CLI_MATRICES_B64 = 1 };
+
 typedef struct scn_cli_options {
   const char *host;  /* default 127.0.0.1 */
   int port;          /* default 7878 */
   const char *token; /* sent with hello when set */
   int timeout_ms;    /* per call; 0 means 10 s; negative waits forever */
+  int matrices;      /* SCN_CLI_MATRICES_JSON (default) or SCN_CLI_MATRICES_B64 */
 } scn_cli_options;
 
 /* Connects (and says hello with the token when one is given). NULL on failure, with the
@@ -63,6 +69,38 @@ int scn_cli_call_line(scn_cli *c, const char *line, cJSON **out);
 /* Code and message of an error response (NULL when r is not one). */
 const char *scn_cli_reply_code(const cJSON *r);
 const char *scn_cli_reply_message(const cJSON *r);
+
+/* Switches how the daemon sends this connection matrices from now on (a hello with
+ * "matrices", and the token when the connection has one); frames after the answer come in the
+ * new form. */
+int scn_cli_set_matrices(scn_cli *c, int matrices);
+int scn_cli_matrices(const scn_cli *c);
+
+/* A matrix (16 float32, column-major) as base64: 88 characters, then a NUL (out holds 89). */
+#define SCN_CLI_B64_MATRIX_LEN 88
+void scn_cli_matrix_to_b64(const float m[16], char out[SCN_CLI_B64_MATRIX_LEN + 1]);
+/* The matrix of 88 base64 characters; 0, or -1 when s is not one (length, alphabet, padding). */
+int scn_cli_matrix_from_b64(const char *s, size_t len, float m[16]);
+/* A matrix of a response ("local", "world", "matrix"), whichever form it came in; 0 or -1. */
+int scn_cli_matrix_get(const cJSON *v, float m[16]);
+
+/* A frame as the frame handler gets it. Its arrays belong to the connection and are reused
+ * from frame to frame (nothing is allocated per matrix): they are valid during the call. */
+typedef struct scn_cli_frame {
+  double sub, tick;
+  const char *world;
+  bool full;
+  size_t n;                    /* transforms set */
+  const uint64_t *ids;         /* ids[i] has the world matrix matrices[i] */
+  const float (*matrices)[16]; /* column-major, the daemon's float32 values */
+  size_t nremoved;
+  const uint64_t *removed;
+} scn_cli_frame;
+typedef void (*scn_cli_frame_fn)(void *ud, const scn_cli_frame *f);
+/* Frames go to fn instead of the event handler, in either form: a b64 frame is read straight
+ * from its line into the arrays, a json one through cJSON. Other events still go to the event
+ * handler. fn NULL: frames go to the event handler again. */
+void scn_cli_on_frame(scn_cli *c, scn_cli_frame_fn fn, void *ud);
 
 /* Subscribes to a world (root 0: whole world; hz <= 0: the tick rate) and returns the
  * subscription id; frames then reach the event handler from any read. */

@@ -122,46 +122,85 @@ void scn_b64_encode_matrices(char *out, const float (*m)[16], size_t count) {
   }
 }
 
-scn_b64_status scn_b64_decode_matrix(const char *s, size_t len, float m[16], size_t *at) {
-  if (len != SCN_B64_MATRIX_LEN)
+/* Why s (len characters, the base64 of n bytes) does not decode: the first character outside
+ * the alphabet, else padding in the wrong place or missing, else bits the bytes do not use. */
+static scn_b64_status diagnose(const char *s, size_t len, size_t n, size_t *at) {
+  size_t pad = (3 - n % 3) % 3, data = len - pad;
+  bool pad_wrong = false;
+  for (size_t i = 0; i < len; i++) {
+    if (s[i] == '=') {
+      pad_wrong |= i < data;
+    } else if (values[(uint8_t)s[i]] & 0x80) {
+      if (at)
+        *at = i;
+      return SCN_B64_CHAR;
+    } else {
+      pad_wrong |= i >= data;
+    }
+  }
+  return pad_wrong ? SCN_B64_PADDING : SCN_B64_PAD_BITS;
+}
+
+/* Decodes the base64 of n bytes (len must be SCN_B64_LEN(n)) into out; every check is folded
+ * into one test at the end. */
+static scn_b64_status decode(const char *s, size_t len, uint8_t *out, size_t n, size_t *at) {
+  if (len != SCN_B64_LEN(n))
     return SCN_B64_LENGTH;
   const uint8_t *p = (const uint8_t *)s;
-  uint8_t bytes[66];
+  size_t groups = n / 3, rest = n % 3;
   uint32_t bad = 0;
-  /* 21 groups of four characters give 63 bytes; the last group is two characters and "==" */
-  for (int g = 0; g < 21; g++, p += 4) {
+  for (size_t g = 0; g < groups; g++, p += 4, out += 3) {
     uint32_t a = values[p[0]], b = values[p[1]], c = values[p[2]], d = values[p[3]];
     bad |= a | b | c | d;
     uint32_t v = a << 18 | b << 12 | c << 6 | d;
-    bytes[g * 3] = (uint8_t)(v >> 16);
-    bytes[g * 3 + 1] = (uint8_t)(v >> 8);
-    bytes[g * 3 + 2] = (uint8_t)v;
+    out[0] = (uint8_t)(v >> 16);
+    out[1] = (uint8_t)(v >> 8);
+    out[2] = (uint8_t)v;
   }
-  uint32_t a = values[p[0]], b = values[p[1]];
-  bad |= a | b;
-  bytes[63] = (uint8_t)(a << 2 | b >> 4);
-  if ((bad & 0x80) || p[2] != '=' || p[3] != '=' || (b & 15)) {
-    /* what is wrong, in the order a reader checks: characters, padding, then its bits */
-    bool pad_early = false;
-    for (size_t i = 0; i < SCN_B64_MATRIX_LEN; i++) {
-      if (s[i] == '=') {
-        pad_early |= i < 86;
-      } else if (values[(uint8_t)s[i]] & 0x80) {
-        if (at)
-          *at = i;
-        return SCN_B64_CHAR;
-      }
-    }
-    return pad_early || p[2] != '=' || p[3] != '=' ? SCN_B64_PADDING : SCN_B64_PAD_BITS;
+  bool tail_ok = true;
+  if (rest == 1) {
+    uint32_t a = values[p[0]], b = values[p[1]];
+    bad |= a | b;
+    out[0] = (uint8_t)(a << 2 | b >> 4);
+    tail_ok = p[2] == '=' && p[3] == '=' && !(b & 15);
+  } else if (rest == 2) {
+    uint32_t a = values[p[0]], b = values[p[1]], c = values[p[2]];
+    bad |= a | b | c;
+    out[0] = (uint8_t)(a << 2 | b >> 4);
+    out[1] = (uint8_t)(b << 4 | c >> 2);
+    tail_ok = p[3] == '=' && !(c & 3);
   }
-#if B64_BIG_ENDIAN
-  for (int i = 0; i < 64; i += 4) {
-    uint8_t t0 = bytes[i], t1 = bytes[i + 1];
-    bytes[i] = bytes[i + 3], bytes[i + 1] = bytes[i + 2], bytes[i + 2] = t1, bytes[i + 3] = t0;
-  }
-#endif
-  memcpy(m, bytes, 64);
+  if ((bad & 0x80) || !tail_ok)
+    return diagnose(s, len, n, at);
   return SCN_B64_OK;
+}
+
+static void floats_from_le(float *m, size_t count) {
+#if B64_BIG_ENDIAN
+  uint32_t *u = (uint32_t *)(void *)m;
+  for (size_t i = 0; i < count; i++)
+    u[i] = __builtin_bswap32(u[i]);
+#else
+  (void)m, (void)count;
+#endif
+}
+
+scn_b64_status scn_b64_decode_matrix(const char *s, size_t len, float m[16], size_t *at) {
+  uint8_t bytes[64];
+  scn_b64_status st = decode(s, len, bytes, sizeof bytes, at);
+  if (st == SCN_B64_OK) {
+    memcpy(m, bytes, 64);
+    floats_from_le(m, 16);
+  }
+  return st;
+}
+
+scn_b64_status scn_b64_decode_matrices(const char *s, size_t len, float (*m)[16], size_t count,
+                                       size_t *at) {
+  scn_b64_status st = decode(s, len, (uint8_t *)m, 64 * count, at);
+  if (st == SCN_B64_OK && count)
+    floats_from_le(m[0], 16 * count);
+  return st;
 }
 
 const char *scn_b64_status_text(scn_b64_status st) {

@@ -32,6 +32,10 @@ void scn_b64_encode_matrices(char *out, const float (*m)[16], size_t count);
 /* Decodes the text s of len bytes into m. SCN_B64_OK, or why not (the index of a bad
  * character in *at when at is not NULL). The values are not checked for finiteness. */
 scn_b64_status scn_b64_decode_matrix(const char *s, size_t len, float m[16], size_t *at);
+/* Decodes the base64 of count matrices (SCN_B64_LEN(64 * count) characters, as
+ * scn_b64_encode_matrices writes them) into m; the same checks as for one matrix. */
+scn_b64_status scn_b64_decode_matrices(const char *s, size_t len, float (*m)[16], size_t count,
+                                       size_t *at);
 /* What a status means, for error messages ("must be 88 characters", ...). */
 const char *scn_b64_status_text(scn_b64_status st);
 
