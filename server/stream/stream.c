@@ -310,6 +310,8 @@ static void on_job_slice(uv_idle_t *h) {
   for (int form = 0; form < 2; form++)
     if (job->want[form] && !job->done[form]) {
       scn_buf *text = &job->text[form];
+      if (text->len == 0)
+        scn_shared_start(text);
       job->done[form] = scn_frame_write(text, f, (scn_matrix_form)form, &job->at[form], SLICE);
       if (!job->done[form] && !text->failed)
         return;
@@ -327,13 +329,15 @@ static void on_job_slice(uv_idle_t *h) {
     s->job = NULL;
     scn_matrix_form form = s->conn->matrices;
     if (!job->done[form]) {
+      if (job->text[form].len == 0)
+        scn_shared_start(&job->text[form]);
       while (!scn_frame_write(&job->text[form], f, form, &job->at[form], SIZE_MAX))
         ;
       job->done[form] = true;
       st->counters.encodes++;
     }
-    if (!body[form])
-      body[form] = share(&job->text[form]);
+    if (!body[form] && job->text[form].len)
+      body[form] = scn_shared_finish(&job->text[form]); /* the text becomes the shared block */
     if (body[form]) {
       send_body(st, s, body[form], f->n);
       scn_conn_schedule_flush(s->conn);
