@@ -107,7 +107,7 @@ $(CLIENT_LIB): $(CLIENT_OBJ)
 	$(AR) rcs $@ $^
 
 $(SCENE_BENCH): $(BUILD)/obj/client/scene_bench.o $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ -lcjson $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcjson -lpthread $(LDLIBS)
 
 $(SCENECTL): $(BUILD)/obj/client/scenectl.o $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcjson -ledit $(LDLIBS)
