@@ -112,7 +112,7 @@ $(SCENE_BENCH): $(BUILD)/obj/client/scene_bench.o $(CLIENT_LIB) $(PROTO_LIB) $(C
 $(SCENECTL): $(BUILD)/obj/client/scenectl.o $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcjson -ledit $(LDLIBS)
 
-$(TEST_BIN): $(UNIT_OBJ) $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
+$(TEST_BIN): $(UNIT_OBJ) $(BUILD)/obj/server/stream/frame.o $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcunit -lcjson $(LDLIBS)
 
 $(BENCH_BIN): $(BUILD)/obj/tests/bench/bench_core.o $(CORE_LIB)

@@ -15,8 +15,10 @@
   X(core_property)                                                                                 \
   X(f32fmt)                                                                                        \
   X(proto)                                                                                         \
+  X(b64)                                                                                           \
   X(daemon_commands)                                                                               \
   X(daemon_stream)                                                                                 \
+  X(daemon_b64)                                                                                    \
   X(daemon_persist)                                                                                \
   X(clients)                                                                                       \
   X(daemon_ops)                                                                                    \
