@@ -45,14 +45,16 @@ DECODE_BENCH := $(BUILD)/bench-decode
 
 DEPS_STAMP := build/.deps-checked
 
-# The staging view: web/ plus three.js from the npm registry (web/package-lock.json), copied to
-# www/ next to the daemon, where it looks for them by default. The npm packages (three, and ws
+# The staging view: web/ plus the JavaScript client module (client/js/scened.mjs) and three.js
+# from the npm registry (web/package-lock.json), copied to www/ next to the daemon, where it
+# looks for them by default. The npm packages (three, and ws
 # and playwright-core for tests/web) are installed once per lock file in build/web-npm.
 NPM_DIR    := build/web-npm
 NPM_STAMP  := $(NPM_DIR)/.installed
 WWW        := $(BUILD)/www
 WWW_STAMP  := $(BUILD)/.www-built
 WEB_SRC    := $(wildcard web/*.html web/*.js web/*.css)
+JS_CLIENT  := client/js/scened.mjs
 THREE      := $(NPM_DIR)/node_modules/three
 
 # Keep intermediate objects (the fuzz targets build theirs through a pattern rule).
@@ -77,10 +79,10 @@ $(NPM_STAMP): web/package.json web/package-lock.json | $(DEPS_STAMP)
 	cd $(NPM_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-$(WWW_STAMP): $(WEB_SRC) $(NPM_STAMP)
+$(WWW_STAMP): $(WEB_SRC) $(JS_CLIENT) $(NPM_STAMP)
 	rm -rf $(WWW)
 	mkdir -p $(WWW)/vendor/three/build $(WWW)/vendor/three/examples/jsm/controls
-	cp $(WEB_SRC) $(WWW)/
+	cp $(WEB_SRC) $(JS_CLIENT) $(WWW)/
 	cp $(THREE)/build/three.module.js $(THREE)/build/three.core.js $(WWW)/vendor/three/build/
 	cp $(THREE)/examples/jsm/controls/OrbitControls.js $(WWW)/vendor/three/examples/jsm/controls/
 	cp $(THREE)/LICENSE $(WWW)/vendor/three/
@@ -142,7 +144,7 @@ test: layering $(TEST_BIN) $(SCENED) $(SCENECTL) $(WWW_STAMP)
 test-timeout-check: $(TEST_BIN) $(SCENED)
 	SCENED_BIN=$(abspath $(SCENED)) tests/tools/check_timeout.sh $(TEST_BIN)
 
-WEB_TESTS := tests/web/ws.test.mjs tests/web/static.test.mjs
+WEB_TESTS := tests/web/ws.test.mjs tests/web/static.test.mjs tests/web/client.test.mjs
 ifneq ($(wildcard /usr/bin/chromium),)
   WEB_TESTS += tests/web/browser.test.mjs
 endif
