@@ -35,6 +35,8 @@ export interface Frame {
   ids: number[];
   matrices: Float32Array;
   removed: number[];
+  /** Milliseconds spent reading it (parsing, decoding, updating the mirror). */
+  readMs: number;
 }
 
 export function matrixToB64(m: Matrix): string;

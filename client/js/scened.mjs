@@ -130,8 +130,9 @@ export function decodeMatrices(ms, count) {
   return bytesToFloats(bytes);
 }
 
-// A frame event as { sub, world, tick, full, ids, matrices, removed }: ids and removed arrays of
-// numbers, matrices one Float32Array (matrix i at 16 * i), from either form.
+// A frame event as { sub, world, tick, full, ids, matrices, removed, readMs }: ids and removed
+// arrays of numbers, matrices one Float32Array (matrix i at 16 * i), from either form; readMs
+// the milliseconds spent reading it (parse, decode, mirror) before the handler runs.
 function frameOf(ev) {
   let ids, matrices;
   if (typeof ev.ms === 'string') {
@@ -148,6 +149,8 @@ function frameOf(ev) {
   }
   return { sub: ev.sub, world: ev.world, tick: ev.tick, full: ev.full, ids, matrices, removed: ev.removed || [] };
 }
+
+const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
 
 // ---- a mirror of a world -----------------------------------------------------------------
 
@@ -239,10 +242,11 @@ class Subscription {
     this.ended = null;
   }
 
-  handle(ev) {
+  handle(ev, started) {
     if (ev.event === 'frame') {
       const frame = frameOf(ev);
       if (this.mirror) this.mirror.apply(frame);
+      frame.readMs = now() - started;
       if (this.onFrame) this.onFrame(frame, this);
     } else {
       this.end(ev.event === 'unsubscribed' ? ev.reason || 'unsubscribed' : ev.event, ev);
@@ -350,6 +354,7 @@ export class Client {
   }
 
   receive(text) {
+    const started = now();
     let msg;
     try {
       msg = JSON.parse(text);
@@ -358,7 +363,7 @@ export class Client {
     }
     if (msg.event !== undefined && msg.ok === undefined) {
       const sub = this.subs.get(msg.sub);
-      if (sub) sub.handle(msg);
+      if (sub) sub.handle(msg, started);
       else if (this.onevent) this.onevent(msg);
       return;
     }

@@ -1,12 +1,28 @@
 // The staging view in headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core
 // from the npm registry): it loads from the daemon, lists the worlds, follows an entity that a
 // TCP client moves, shows the selected entity's matrices, asks for the token when there is one,
-// keeps up with 10,000 moving transforms, and logs no console errors. The screenshot is saved
-// as build/staging-view.png (SCENED_SCREENSHOT).
+// keeps up with 10,000 moving transforms, and logs no console errors. The page takes b64 frames
+// (through scened.mjs) and holds the daemon's float32 values: the TCP client reads its truth in
+// b64 too, and the two must agree to the bit. The screenshot is saved as
+// build/staging-view.png (SCENED_SCREENSHOT).
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { TcpClient, repo, requireModule, sleep, startDaemon, until } from './lib.mjs';
+import { matrixOf } from '../../client/js/scened.mjs';
+
+// The world matrix of entity as the daemon holds it (its float32 values, from a b64 read).
+async function worldOf(tcp, world, entity) {
+  const r = await tcp.call({ cmd: 'transform.get', world, entity });
+  assert.equal(typeof r.world, 'string', 'the TCP client reads matrices in b64');
+  return Array.from(matrixOf(r.world));
+}
+
+async function b64Client(port) {
+  const tcp = await TcpClient.connect(port);
+  assert.equal((await tcp.call({ cmd: 'hello', matrices: 'b64' })).matrices, 'b64');
+  return tcp;
+}
 
 const { chromium } = requireModule('playwright-core');
 const screenshot = process.env.SCENED_SCREENSHOT || path.join(repo, 'build/staging-view.png');
@@ -43,7 +59,7 @@ describe('staging view', () => {
   let d, tcp, browser, page, problems, car, wheel;
   before(async () => {
     d = await startDaemon();
-    tcp = await TcpClient.connect(d.port);
+    tcp = await b64Client(d.port);
     const ok = async (req) => {
       const r = await tcp.call(req);
       assert.equal(r.ok, true, JSON.stringify(r));
@@ -93,8 +109,8 @@ describe('staging view', () => {
     const w = await scened(page, (id) => window.scened.entity(id), wheel);
     assert.equal(w.name, 'wheel_fl');
     assert.equal(w.parent, car);
-    const truth = (await tcp.call({ cmd: 'transform.get', world: 'garage', entity: wheel })).world;
-    assert.deepEqual(w.world, truth); // exactly as the daemon sends it
+    const truth = await worldOf(tcp, 'garage', wheel);
+    assert.deepEqual(w.world, truth); // exactly the daemon's float32 values
     await page.waitForSelector(`#entities .row[data-entity="${car}"]`);
     assert.match(await page.textContent(`#entities .row[data-entity="${car}"]`), /car\s*#1/);
     await page.fill('#filter', 'wheel');
@@ -114,7 +130,7 @@ describe('staging view', () => {
       return m && m[12] === 3 && m[14] === -2;
     }, car);
     // the wheels follow their parent
-    const truth = (await tcp.call({ cmd: 'transform.get', world: 'garage', entity: wheel })).world;
+    const truth = await worldOf(tcp, 'garage', wheel);
     await page.waitForFunction(([id, m]) => JSON.stringify(window.scened.matrix(id)) === JSON.stringify(m), [wheel, truth]);
     assert.ok((await scened(page, () => window.scened.framesReceived)) > framesBefore);
     // the selected entity's world matrix (rows) and local matrix on the right
@@ -227,7 +243,7 @@ describe('staging view: 10,000 moving transforms', () => {
   test('keeps up with the stream and keeps drawing', async () => {
     const N = 10000;
     const d = await startDaemon();
-    const tcp = await TcpClient.connect(d.port);
+    const tcp = await b64Client(d.port);
     const browser = await launch();
     try {
       await tcp.call({ cmd: 'world.create', world: 'crowd' });
@@ -253,7 +269,7 @@ describe('staging view: 10,000 moving transforms', () => {
         await sleep(Math.max(0, round * 33 - (Date.now() - t0)));
       }
       const seconds = (Date.now() - t0) / 1000;
-      const last = (await tcp.call({ cmd: 'transform.get', world: 'crowd', entity: N })).world;
+      const last = await worldOf(tcp, 'crowd', N);
       // the final state arrives
       await page.waitForFunction(([id, m]) => JSON.stringify(window.scened.matrix(id)) === JSON.stringify(m), [N, last], { timeout: 20000 });
       const afterRun = await scened(page, () => ({ frames: window.scened.renderedFrames, stream: window.scened.framesReceived }));
