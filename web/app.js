@@ -15,6 +15,9 @@ const STREAM_SHARE = 0.35; // of the page's time, at most, for reading frames (t
 const GETS_IN_FLIGHT = 64;
 const RECHECK_MAX = 32;  // entries of a frame whose entities' parents are read again
 const RECHECK_MS = 2000;
+// How frames come: b64 (the default), or json when the address says #matrices=json (for
+// comparing the two).
+const MATRICES = /(^#|&)matrices=json(&|$)/.test(location.hash) ? 'json' : 'b64';
 
 // ---- the connection ----------------------------------------------------------------------
 
@@ -86,7 +89,7 @@ async function onOpen() {
   reconnectDelay = 500;
   const token = sessionStorage.getItem('scened.token');
   try {
-    const r = await conn.client.hello({ token, matrices: 'b64' });
+    const r = await conn.client.hello({ token, matrices: MATRICES });
     onAuthenticated(r);
   } catch (e) {
     if (e.code === 'UNAUTHORIZED') askToken(token ? 'The saved token was refused.' : '');
@@ -105,7 +108,7 @@ $('auth-form').addEventListener('submit', async (ev) => {
   const token = $('auth-token').value;
   try {
     if (!conn.client) throw new Error('not connected');
-    const r = await conn.client.hello({ token, matrices: 'b64' });
+    const r = await conn.client.hello({ token, matrices: MATRICES });
     sessionStorage.setItem('scened.token', token);
     $('auth').classList.add('hidden');
     $('auth-token').value = '';
@@ -221,7 +224,7 @@ async function selectWorld(name) {
   state.sub = 0;
   clearWorld();
   fitPending = true;
-  history.replaceState(null, '', `#world=${encodeURIComponent(name)}`);
+  history.replaceState(null, '', `#world=${encodeURIComponent(name)}${MATRICES === 'json' ? '&matrices=json' : ''}`);
   $('view-world').textContent = name;
   $('view-empty').classList.add('hidden');
   for (const li of $('worlds').children) li.classList.toggle('selected', li.dataset.world === name);
@@ -574,6 +577,10 @@ window.scened = {
   get framesReceived() { return state.framesReceived; },
   get lastTick() { return state.lastTick; },
   get streamHz() { return state.hz; },
+  get matrices() { return conn.client ? conn.client.matrices : null; },
+  get frameMs() { return state.frameMs; },
+  get pendingReads() { return queue.length - queueHead + inflight; },
+  get renderMs() { return view.renderMs; },
   get renderedFrames() { return view.frames; },
   get webgl() { return view.ok; },
   get selected() { return state.selected; },
