@@ -121,7 +121,7 @@ $(BENCH_BIN): $(BUILD)/obj/tests/bench/bench_core.o $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(DECODE_BENCH): $(BUILD)/obj/tests/bench/bench_decode.o $(BUILD)/obj/server/cmd/json_arena.o $(PROTO_LIB) $(CORE_LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ -lcjson $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcjson -lnettle $(LDLIBS)
 
 $(BUILD)/f32-exhaustive: $(BUILD)/obj/tests/tools/f32_exhaustive.o $(PROTO_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lpthread $(LDLIBS)

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# The benchmarks behind `make bench`: the transform core against its limit, then the daemon
-# under scene-bench, side by side with Redis where redis-server and redis-benchmark exist.
-# Figures are medians of RUNS runs (default 3); the machine is small and noisy.
+# The benchmarks behind `make bench`: the transform core against its limit, request decoding,
+# then the daemon under scene-bench with Redis measured in the same run where redis-server and
+# redis-benchmark exist (scripts/install-deps.sh installs them), streaming against the loopback
+# limit, the staging view in headless Chromium, and durability. Figures are medians of RUNS runs
+# (default 3); the machine is small and noisy. Each target is printed beside its figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 RUNS=${RUNS:-3}
 N=${N:-300000}
+STREAM_SECONDS=${STREAM_SECONDS:-5}
 
 echo "== transform core (bench-core)"
 "$BUILD/bench-core"
@@ -17,19 +20,30 @@ DECODE_OUT=$(mktemp)
 "$BUILD/bench-decode" | tee "$DECODE_OUT"
 
 log=$(mktemp)
-redis_dir=$(mktemp -d)
+runs_out=$(mktemp)
 cleanup() {
   [[ -n "${scened_pid:-}" ]] && kill "$scened_pid" 2>/dev/null && wait "$scened_pid" 2>/dev/null
   [[ -n "${redis_pid:-}" ]] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
-  rm -rf "$log" "$redis_dir" "$DECODE_OUT"
+  rm -rf "$log" "$runs_out" "$DECODE_OUT"
 }
 trap cleanup EXIT
 
-"$BUILD/scened" --listen 127.0.0.1:0 --log-level warn 2>"$log" &
+"$BUILD/scened" --listen 127.0.0.1:0 --http off --log-level warn 2>"$log" &
 scened_pid=$!
 for _ in $(seq 100); do grep -q 'listening on' "$log" && break; sleep 0.05; done
 port=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$log" | head -1 | cut -d: -f2)
 [[ -n "$port" ]] || { echo "scened did not start"; cat "$log"; exit 1; }
+
+have_redis=0
+if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
+  have_redis=1
+  rport=$((20000 + RANDOM % 20000))
+  redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 &
+  redis_pid=$!
+  for _ in $(seq 100); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.05; done
+fi
+
+median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
 # median VALUE of field F (ops/s, matrices/s, p50_ms, ...) over RUNS runs of scene-bench ARGS
 median_of() {
@@ -37,42 +51,123 @@ median_of() {
   shift
   for _ in $(seq "$RUNS"); do
     "$BUILD/scene-bench" -p "$port" --json "$@" | grep -o "\"$field\":[0-9.]*" | cut -d: -f2
-  done | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
+  done | median
 }
 
-# user and system CPU seconds the daemon has used so far
-daemon_cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f %.3f", $14 / hz, $15 / hz}' "/proc/$scened_pid/stat"; }
-# daemon CPU per request, in microseconds, over $RUNS runs of N requests since $1 $2
+# user and system CPU seconds a process has used so far
+cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f %.3f", $14 / hz, $15 / hz}' "/proc/$1/stat"; }
+# CPU per request of process $1, in microseconds, over $2 requests since $3 (user) $4 (system)
 cpu_per_request() {
-  read -r u1 s1 <<<"$(daemon_cpu)"
-  awk -v u0="$1" -v s0="$2" -v u1="$u1" -v s1="$s1" -v n="$((RUNS * N))" \
-    'BEGIN { printf "daemon CPU per request: user %.2f us, system %.2f us", (u1 - u0) * 1e6 / n, (s1 - s0) * 1e6 / n }'
+  local u1 s1
+  read -r u1 s1 <<<"$(cpu_of "$1")"
+  awk -v u0="$3" -v s0="$4" -v u1="$u1" -v s1="$s1" -v n="$2" \
+    'BEGIN { printf "user %.2f us, system %.2f us per request", (u1 - u0) * 1e6 / n, (s1 - s0) * 1e6 / n }'
+}
+
+# scene-bench -c 50 -P 16 -n N -t TEST, RUNS times: "ops/s" and the daemon's CPU per request
+daemon_load() {
+  local u0 s0 rate
+  read -r u0 s0 <<<"$(cpu_of "$scened_pid")"
+  rate=$(median_of ops/s -c 50 -P 16 -n "$N" -t "$1")
+  echo "$rate|$(cpu_per_request "$scened_pid" "$((RUNS * N))" "$u0" "$s0")"
+}
+
+# redis-benchmark -c 50 -P 16 -n N ARGS, RUNS times: requests/s and Redis's CPU per request
+redis_load() {
+  local u0 s0 rate
+  read -r u0 s0 <<<"$(cpu_of "$redis_pid")"
+  rate=$(for _ in $(seq "$RUNS"); do
+    redis-benchmark -p "$rport" -c 50 -P 16 -n "$N" -q "$@" | tr '\r' '\n' |
+      grep -o '[0-9.]* requests per second' | tail -1 | cut -d' ' -f1
+  done | median)
+  echo "$rate|$(cpu_per_request "$redis_pid" "$((RUNS * N))" "$u0" "$s0")"
 }
 
 echo
-echo "== daemon: transform.set_local, 50 connections x 16 pipelined (medians of $RUNS runs)"
-read -r u0 s0 <<<"$(daemon_cpu)"
-trs=$(median_of ops/s -c 50 -P 16 -n "$N" -t set_local)
-trs_cpu=$(cpu_per_request "$u0" "$s0")
-read -r u0 s0 <<<"$(daemon_cpu)"
-mat=$(median_of ops/s -c 50 -P 16 -n "$N" -t set_matrix)
-mat_cpu=$(cpu_per_request "$u0" "$s0")
-printf 'set_local t/r/s     %10.0f ops/s  (%s)\n' "$trs" "$trs_cpu"
-printf 'set_local matrix    %10.0f ops/s  (%s)\n' "$mat" "$mat_cpu"
+echo "== requests: transform.set_local, 50 connections x 16 pipelined (medians of $RUNS runs)"
+IFS='|' read -r trs trs_cpu <<<"$(daemon_load set_local)"
+IFS='|' read -r mat mat_cpu <<<"$(daemon_load set_matrix)"
+IFS='|' read -r b64 b64_cpu <<<"$(daemon_load set_b64)"
+printf 'set_local t/r/s          %10.0f ops/s  (daemon %s)\n' "$trs" "$trs_cpu"
+printf 'set_local 16 numbers     %10.0f ops/s  (daemon %s)\n' "$mat" "$mat_cpu"
+printf 'set_local matrix_b64     %10.0f ops/s  (daemon %s)\n' "$b64" "$b64_cpu"
+if ((have_redis)); then
+  fields=""
+  for i in $(seq 16); do fields="$fields f$i v$i"; done
+  IFS='|' read -r set_rate set_cpu <<<"$(redis_load -t set)"
+  # shellcheck disable=SC2086
+  IFS='|' read -r hset_rate hset_cpu <<<"$(redis_load hset bench:h:__rand_int__ $fields)"
+  printf 'redis SET                %10.0f ops/s  (redis %s)\n' "$set_rate" "$set_cpu"
+  printf 'redis HSET 16 fields     %10.0f ops/s  (redis %s)\n' "$hset_rate" "$hset_cpu"
+  awk -v b="$b64" -v m="$mat" -v s="$set_rate" -v h="$hset_rate" 'BEGIN {
+    printf "matrix_b64 / redis SET         = %.2f (target >= 1.0: %s)\n", b / s, (b / s >= 1 ? "met" : "SHORT")
+    printf "16 numbers / redis HSET-16     = %.2f (target >= 3: %s)\n", m / h, (m / h >= 3 ? "met" : "SHORT") }'
+  # The parse of one matrix request by cJSON alone bounds what cJSON could do on one core.
+  ceiling=$(grep -o 'set_local_matrix.*cjson_alone_max_per_core=[0-9]*' "$DECODE_OUT" | grep -o '[0-9]*$')
+  awk -v c="$ceiling" -v s="$set_rate" 'BEGIN {
+    printf "cJSON parse alone, one core: %.0f matrix requests/s = %.2f x redis SET (the flat form reads such lines without it)\n", c, c / s }'
+  echo "(where a request's time goes: the CPU per request above, daemon against Redis; a profile:"
+  echo " valgrind --tool=callgrind build/scened, then scene-bench -t set_b64 against it, see README)"
+else
+  echo "(Redis comparison skipped: redis-server or redis-benchmark is not installed)"
+fi
+
 echo
-echo "== daemon: one client, no pipelining (medians of $RUNS runs)"
+echo "== requests: one client, no pipelining (medians of $RUNS runs)"
 p50=$(median_of p50_ms -c 1 -P 1 -n 20000 -t set_matrix)
 p99=$(median_of p99_ms -c 1 -P 1 -n 20000 -t set_matrix)
-printf 'set_local matrix    p50=%s ms  p99=%s ms\n' "$p50" "$p99"
+printf 'set_local 16 numbers     p50=%s ms  p99=%s ms\n' "$p50" "$p99"
+p50=$(median_of p50_ms -c 1 -P 1 -n 20000 -t set_b64)
+p99=$(median_of p99_ms -c 1 -P 1 -n 20000 -t set_b64)
+printf 'set_local matrix_b64     p50=%s ms  p99=%s ms\n' "$p50" "$p99"
 
 echo
-echo "== streaming: a root with 10,000 descendants moving every tick"
+echo "== streaming capacity: 100,000 transforms moving and turning every tick, 10 subscribers,"
+echo "   json and b64 frames, and the loopback limit (plain writes of the frames' size to 10"
+echo "   reading sockets) in the same run (medians of $RUNS runs, $STREAM_SECONDS s each)"
+# field F's median among the runs' JSON lines in $runs_out
+field_median() { grep -o "\"$1\":[0-9.]*" "$runs_out" | cut -d: -f2 | median; }
+declare -A sm sf sb sl sr
+for form in json b64; do
+  : >"$runs_out"
+  flag=""
+  [[ $form == b64 ]] && flag="--b64"
+  for _ in $(seq "$RUNS"); do
+    # shellcheck disable=SC2086
+    "$BUILD/scene-bench" -p "$port" --json -t stream -S 10 --seconds "$STREAM_SECONDS" --loopback $flag >>"$runs_out"
+  done
+  sm[$form]=$(field_median matrices/s)
+  sf[$form]=$(field_median frames/s)
+  sb[$form]=$(field_median bytes/s)
+  sl[$form]=$(field_median loopback_bytes/s)
+  sr[$form]=$(field_median of_loopback)
+  printf 'stream %-4s %10.0f matrices/s  %5.1f frames/s per subscriber  %6.0f MB/s of frames  (loopback %6.0f MB/s: %.0f%%)\n' \
+    "$form" "${sm[$form]}" "${sf[$form]}" "$(awk -v b="${sb[$form]}" 'BEGIN{print b/1e6}')" \
+    "$(awk -v b="${sl[$form]}" 'BEGIN{print b/1e6}')" "$(awk -v r="${sr[$form]}" 'BEGIN{print r*100}')"
+done
+awk -v b="${sm[b64]}" -v j="${sm[json]}" -v r="${sr[b64]}" 'BEGIN {
+  printf "b64 / json matrices/s          = %.2f (target >= 2: %s)\n", b / j, (b / j >= 2 ? "met" : "SHORT")
+  printf "b64 frame bytes/s / loopback   = %.2f (target >= 0.60: %s)\n", r, (r >= 0.6 ? "met" : "SHORT") }'
+
+echo
+echo "== streaming: 1, 10 and 100 subscribers of a root with 9,999 descendants, every one moving"
 for s in 1 10 100; do
-  "$BUILD/scene-bench" -p "$port" -t stream -S "$s" -K 10000 --seconds 3
+  "$BUILD/scene-bench" -p "$port" -t stream -S "$s" -K 9999 --seconds 3
+  "$BUILD/scene-bench" -p "$port" -t stream -S "$s" -K 9999 --seconds 3 --b64
 done
 
 echo
-echo "== durability: matrix set_local with a journal, per fsync policy (medians of $RUNS runs)"
+if [[ -x /usr/bin/chromium && -d "${SCENED_NODE_MODULES:-build/web-npm/node_modules}/playwright-core" ]]; then
+  echo "== the staging view in headless Chromium (software rendering): 10,000 moving transforms"
+  SCENED_BIN="$(realpath "$BUILD/scened")" \
+    SCENED_NODE_MODULES="$(realpath "${SCENED_NODE_MODULES:-build/web-npm/node_modules}")" \
+    node tests/web/bench_view.mjs || echo "(the staging view benchmark failed)"
+else
+  echo "(staging view benchmark skipped: /usr/bin/chromium or the npm packages are missing)"
+fi
+
+echo
+echo "== durability: set_local with 16 numbers with a journal, per fsync policy (medians of $RUNS runs)"
 start_data_daemon() { # $1 fsync policy; sets data_pid and data_port
   data_dir=$(mktemp -d)
   data_log="$data_dir.log"
@@ -91,7 +186,7 @@ for policy in always everysec no; do
   rate=$(for _ in $(seq "$RUNS"); do
     "$BUILD/scene-bench" -p "$data_port" --json -c 50 -P 16 -n "$N" -t set_matrix |
       grep -o '"ops/s":[0-9.]*' | cut -d: -f2
-  done | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
+  done | median)
   printf 'fsync %-9s %10.0f ops/s\n' "$policy" "$rate"
   stop_data_daemon
 done
@@ -100,36 +195,3 @@ echo "== durability: snapshot of ${SNAPSHOT_N:=1000000} transforms while another
 start_data_daemon everysec
 "$BUILD/scene-bench" -p "$data_port" -t snapshot -K "$SNAPSHOT_N"
 stop_data_daemon
-
-echo
-if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
-  echo "== Redis, same concurrency and pipelining (medians of $RUNS runs)"
-
-  rport=$((20000 + RANDOM % 20000))
-  redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 &
-  redis_pid=$!
-  for _ in $(seq 100); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.05; done
-  rb() {
-    for _ in $(seq "$RUNS"); do
-      redis-benchmark -p "$rport" -c 50 -P 16 -n "$N" -q "$@" | tr '\r' '\n' |
-        grep -o '[0-9.]* requests per second' | tail -1 | cut -d' ' -f1
-    done | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
-  }
-  set_rate=$(rb -t set)
-  fields=""
-  for i in $(seq 16); do fields="$fields f$i v$i"; done
-  # shellcheck disable=SC2086
-  hset_rate=$(rb hset bench:h:__rand_int__ $fields)
-  printf 'redis SET           %10.0f ops/s\n' "$set_rate"
-  printf 'redis HSET 16 fields %9.0f ops/s\n' "$hset_rate"
-  echo
-  awk -v m="$mat" -v s="$set_rate" -v h="$hset_rate" 'BEGIN {
-    printf "matrix set_local / redis HSET-16 = %.2f (target >= 3)\n", m / h
-    printf "matrix set_local / redis SET     = %.2f (target >= 1)\n", m / s }'
-  # The parse of one matrix request by cJSON, with nothing else, bounds what one core can do.
-  ceiling=$(grep -o 'set_local_matrix.*cjson_alone_max_per_core=[0-9]*' "$DECODE_OUT" | grep -o '[0-9]*$')
-  awk -v c="$ceiling" -v s="$set_rate" 'BEGIN {
-    printf "cJSON parse alone, one core: %.0f matrix requests/s = %.2f x redis SET\n", c, c / s }'
-else
-  echo "== Redis comparison skipped: redis-server or redis-benchmark is not installed"
-fi

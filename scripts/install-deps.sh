@@ -11,6 +11,7 @@ packages=(gcc make pkg-config libuv1-dev libcjson-dev libcglm-dev libcunit1-dev 
   clang      # libFuzzer for make fuzz
   python3 jq # the Python client's self-test and the shell example run in the tests
   valgrind   # make valgrind
+  redis-server redis-tools # make bench measures Redis beside the daemon in the same run
 )
 
 

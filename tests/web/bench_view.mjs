@@ -6,7 +6,7 @@
 // for fewer when reading them would take more than about a third of its time), and the
 // page's time per frame: reading one frame (parse, decode, mirror) and drawing one.
 //
-//   node tests/web/bench_view.mjs [--json]
+//   node tests/web/bench_view.mjs [--json]      (VIEW_W, VIEW_H: the page's size, 1400 x 860)
 import { TcpClient, requireModule, sleep, startDaemon } from './lib.mjs';
 
 const { chromium } = requireModule('playwright-core');
@@ -15,7 +15,7 @@ const SECONDS = Number(process.env.SECONDS || 6);
 const asJson = process.argv.includes('--json');
 
 async function measure(browser, d, form) {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 860 } });
+  const page = await browser.newPage({ viewport: { width: Number(process.env.VIEW_W || 1400), height: Number(process.env.VIEW_H || 860) } });
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
   await page.goto(`http://127.0.0.1:${d.httpPort}/#world=crowd${form === 'json' ? '&matrices=json' : ''}`);
