@@ -465,6 +465,30 @@ static cJSON *flat_number_node(double d) {
   return n;
 }
 
+/* Appends item to parent's children, linked as cJSON links them (the first one's prev is the
+ * last one). */
+static void flat_append(cJSON *parent, cJSON **last, cJSON *item) {
+  if (*last) {
+    (*last)->next = item;
+    item->prev = *last;
+  } else {
+    parent->child = item;
+  }
+  parent->child->prev = *last = item;
+}
+
+/* What follows a member or an element that ends at *j: a comma (1; *j at the next one), the
+ * closing bracket close (0; *j at it), or anything else (-1). */
+static int flat_next(const char *s, size_t len, size_t *j, char close) {
+  size_t k = flat_ws(s, len, *j);
+  if (k < len && s[k] == ',') {
+    *j = flat_ws(s, len, k + 1);
+    return 1;
+  }
+  *j = k;
+  return k < len && s[k] == close ? 0 : -1;
+}
+
 /* The value at s[*i] into *out (NULL when it is not one the flat form takes). */
 static cJSON *flat_value(const char *s, size_t len, size_t *i) {
   size_t at = *i;
@@ -494,30 +518,15 @@ static cJSON *flat_value(const char *s, size_t len, size_t *i) {
       *i = j + 1;
       return v;
     }
-    for (;;) {
+    int next = 1;
+    while (next > 0) {
       double d;
       size_t end = j < len ? flat_number(s, len, j, &d) : 0;
       cJSON *x = end ? flat_number_node(d) : NULL;
-      if (!x) {
+      if (!x || (flat_append(v, &last, x), j = end, next = flat_next(s, len, &j, ']')) < 0) {
         cJSON_Delete(v);
         return NULL;
       }
-      if (last) {
-        last->next = x;
-        x->prev = last;
-      } else {
-        v->child = x;
-      }
-      v->child->prev = last = x;
-      j = flat_ws(s, len, end);
-      if (j < len && s[j] == ',') {
-        j = flat_ws(s, len, j + 1);
-        continue;
-      }
-      if (j < len && s[j] == ']')
-        break;
-      cJSON_Delete(v);
-      return NULL;
     }
     *i = j + 1;
   } else {
@@ -563,13 +572,7 @@ static bool parse_flat(scn_request *rq, const char *s, size_t len) {
     cJSON *v = v_at < len ? flat_value(s, len, &v_end) : NULL;
     if (!v)
       goto not_flat;
-    if (last) {
-      last->next = v;
-      v->prev = last;
-    } else {
-      root->child = v;
-    }
-    root->child->prev = last = v;
+    flat_append(root, &last, v);
     if (!(v->string = flat_copy(s + i + 1, key_end - i - 2)))
       goto not_flat;
     if (rq->nkeys < sizeof rq->keys)
@@ -581,14 +584,12 @@ static bool parse_flat(scn_request *rq, const char *s, size_t len) {
         rq->id = (scn_span){s + v_at, v_end - v_at};
     }
     first = false;
-    i = flat_ws(s, len, v_end);
-    if (i < len && s[i] == ',') {
-      i = flat_ws(s, len, i + 1);
-      continue;
-    }
-    if (i < len && s[i] == '}')
+    i = v_end;
+    int next = flat_next(s, len, &i, '}');
+    if (next < 0)
+      goto not_flat;
+    if (next == 0)
       break;
-    goto not_flat;
   }
   /* Only whitespace may follow the object (as on the general path: no line feed). */
   for (i++; i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r'); i++)
@@ -788,24 +789,27 @@ int scn_decode_bool(const cJSON *v, const char *field, bool *out, scn_wire_error
   return 0;
 }
 
+/* One of two strings: *second false for the first, true for the second. */
+static int decode_choice(const cJSON *v, const char *field, const char *first, const char *second,
+                         bool *is_second, scn_wire_error *err) {
+  if (cJSON_IsString(v) &&
+      (strcmp(v->valuestring, first) == 0 || strcmp(v->valuestring, second) == 0)) {
+    *is_second = strcmp(v->valuestring, second) == 0;
+    return 0;
+  }
+  return scn_fail(err, SCN_W_BAD_REQUEST, "field \"%s\" must be \"%s\" or \"%s\"", field, first,
+                  second);
+}
+
 int scn_decode_keep(const cJSON *v, bool *keep_world, scn_wire_error *err) {
-  if (cJSON_IsString(v) && strcmp(v->valuestring, "world") == 0)
-    *keep_world = true;
-  else if (cJSON_IsString(v) && strcmp(v->valuestring, "local") == 0)
-    *keep_world = false;
-  else
-    return scn_fail(err, SCN_W_BAD_REQUEST, "field \"keep\" must be \"local\" or \"world\"");
-  return 0;
+  return decode_choice(v, "keep", "local", "world", keep_world, err);
 }
 
 int scn_decode_matrix_form(const cJSON *v, scn_matrix_form *out, scn_wire_error *err) {
-  if (cJSON_IsString(v) && strcmp(v->valuestring, "json") == 0)
-    *out = SCN_MATRICES_JSON;
-  else if (cJSON_IsString(v) && strcmp(v->valuestring, "b64") == 0)
-    *out = SCN_MATRICES_B64;
-  else
-    return scn_fail(err, SCN_W_BAD_REQUEST, "field \"matrices\" must be \"json\" or \"b64\"");
-  return 0;
+  bool b64 = false;
+  int rc = decode_choice(v, "matrices", "json", "b64", &b64, err);
+  *out = b64 ? SCN_MATRICES_B64 : SCN_MATRICES_JSON;
+  return rc;
 }
 
 int scn_decode_matrix_b64(const cJSON *v, float m[16], scn_wire_error *err) {
