@@ -1,16 +1,18 @@
 /* scene-bench: load generator for scened, in the spirit of redis-benchmark.
  *
  *   scene-bench [--host H] [--port P] [--token T] [-c CLIENTS] [-n REQUESTS] [-P PIPELINE]
- *               [-t TEST[,TEST...]] [-S SUBSCRIBERS] [-K DESCENDANTS] [--seconds S] [--json]
- *               [--b64] [--loopback]
+ *               [-t TEST[,TEST...]] [-S SUBSCRIBERS] [-K DESCENDANTS] [--seconds S]
+ *               [--history TICKS] [--json] [--b64] [--loopback]
  *
- * Tests: ping, set_local (t/r/s), set_matrix, set_b64 (the same matrix as matrix_b64), get,
- * batch (16 set_local ops per batch), stream (S subscribers of a world whose root, with K
- * descendants, default 99,999, moves and turns every tick, so that every world matrix changes
- * every tick; --b64: the subscribers take b64 frames; --loopback: then the limit of plain
- * writes of the same size to S reading sockets), and snapshot. Each test builds its own world
- * and removes it afterwards. One line per test with ops/s (matrices/s, frames/s and bytes/s
- * for stream) and latency percentiles; --json prints one JSON object per test instead.
+ * Tests: ping, set_local (t/r/s), set_partial (the rotation alone, "partial": true, of
+ * transforms that have a translation and a scale to keep), set_matrix, set_b64 (the same
+ * matrix as matrix_b64), get, get_past (a get at a past tick of a world that keeps --history
+ * ticks), batch (16 set_local ops per batch), stream (S subscribers of a world whose root, with
+ * K descendants, default 99,999, moves and turns every tick, so that every world matrix
+ * changes every tick; --b64: the subscribers take b64 frames; --loopback: then the limit of
+ * plain writes of the same size to S reading sockets), and snapshot. Each test builds its own
+ * world and removes it afterwards. One line per test with ops/s (matrices/s, frames/s and
+ * bytes/s for stream) and latency percentiles; --json prints one JSON object per test instead.
  */
 #define _GNU_SOURCE /* memmem */
 #include "b64.h"
@@ -34,6 +36,7 @@
 typedef struct opts {
   const char *host, *token;
   int port, clients, pipeline, subscribers, descendants;
+  int history; /* ticks the test's world keeps (--history) */
   long requests;
   double seconds;
   bool json, b64, loopback;
@@ -111,6 +114,7 @@ typedef struct load {
   size_t nlat;
   long errors;
   uint64_t counter;
+  uint64_t past_newest, past_span; /* get_past: ticks from newest - span + 1 to newest */
 } load;
 
 static void put_u64(char **p, uint64_t v) {
@@ -129,6 +133,14 @@ static void put_s(char **p, const char *s) {
   *p += n;
 }
 
+/* The start of a transform.set_local of entity e, up to its spec. */
+static void put_set_local(char **p, const load *L, uint64_t e) {
+  put_s(p, "{\"cmd\":\"transform.set_local\",\"world\":\"");
+  put_s(p, L->world);
+  put_s(p, "\",\"entity\":");
+  put_u64(p, e);
+}
+
 /* Writes one request of the test into buf; values change every time so no set is a no-op. */
 static size_t make_request(load *L, char *buf) {
   char *p = buf;
@@ -136,17 +148,18 @@ static size_t make_request(load *L, char *buf) {
   uint64_t e = (uint64_t)L->entities[k % L->nentities];
   if (!strcmp(L->test, "ping")) {
     put_s(&p, "{\"cmd\":\"ping\"}\n");
-  } else if (!strcmp(L->test, "get")) {
+  } else if (!strcmp(L->test, "get") || !strcmp(L->test, "get_past")) {
     put_s(&p, "{\"cmd\":\"transform.get\",\"world\":\"");
     put_s(&p, L->world);
     put_s(&p, "\",\"entity\":");
     put_u64(&p, e);
+    if (L->past_span) { /* a tick spread over the window the setup filled */
+      put_s(&p, ",\"tick\":");
+      put_u64(&p, L->past_newest - (k * 7919) % L->past_span);
+    }
     put_s(&p, "}\n");
   } else if (!strcmp(L->test, "set_matrix")) {
-    put_s(&p, "{\"cmd\":\"transform.set_local\",\"world\":\"");
-    put_s(&p, L->world);
-    put_s(&p, "\",\"entity\":");
-    put_u64(&p, e);
+    put_set_local(&p, L, e);
     put_s(&p, ",\"matrix\":[0.8,0.6,0,0,-0.6,0.8,0,0,0,0,1,0,");
     put_u64(&p, k % 100000);
     put_s(&p, ".5,2.25,-3.125,1]}\n");
@@ -154,10 +167,7 @@ static size_t make_request(load *L, char *buf) {
     /* the matrix of set_matrix, as base64 */
     float m[16] = {0.8f, 0.6f, 0, 0, -0.6f, 0.8f, 0, 0, 0, 0, 1, 0, 0, 2.25f, -3.125f, 1};
     m[12] = (float)(k % 100000) + 0.5f;
-    put_s(&p, "{\"cmd\":\"transform.set_local\",\"world\":\"");
-    put_s(&p, L->world);
-    put_s(&p, "\",\"entity\":");
-    put_u64(&p, e);
+    put_set_local(&p, L, e);
     put_s(&p, ",\"matrix_b64\":\"");
     scn_b64_encode_matrices(p, (const float(*)[16])m, 1);
     p += SCN_B64_MATRIX_LEN;
@@ -175,11 +185,13 @@ static size_t make_request(load *L, char *buf) {
       put_s(&p, ",1.5,2]}");
     }
     put_s(&p, "]}\n");
+  } else if (!strcmp(L->test, "set_partial")) {
+    put_set_local(&p, L, e);
+    put_s(&p, ",\"partial\":true,\"r\":[0,1,0,");
+    put_u64(&p, k % 100000);
+    put_s(&p, ".5]}\n");
   } else { /* set_local */
-    put_s(&p, "{\"cmd\":\"transform.set_local\",\"world\":\"");
-    put_s(&p, L->world);
-    put_s(&p, "\",\"entity\":");
-    put_u64(&p, e);
+    put_set_local(&p, L, e);
     put_s(&p, ",\"t\":[");
     put_u64(&p, k % 100000);
     put_s(&p, ".5,2.25,-3],\"r\":[0,0.38268343,0,0.92387953],\"s\":[1,2,1]}\n");
@@ -258,7 +270,7 @@ static void print_result(const opts *o, const char *test, const char *unit, doub
            "\"%s\":%.0f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,\"errors\":%ld}\n",
            test, o->clients, o->pipeline, n, secs, unit, rate, p50, p99, p999, errors);
   else
-    printf("%-10s %10.0f %s  p50=%.3f ms  p99=%.3f ms  p999=%.3f ms  (%zu samples, %d clients, "
+    printf("%-11s %10.0f %s  p50=%.3f ms  p99=%.3f ms  p999=%.3f ms  (%zu samples, %d clients, "
            "pipeline %d%s)\n",
            test, rate, unit, p50, p99, p999, n, o->clients, o->pipeline, errors ? ", ERRORS" : "");
   fflush(stdout);
@@ -267,13 +279,19 @@ static void print_result(const opts *o, const char *test, const char *unit, doub
 static void setup_world(load *L, scn_cli *admin) {
   snprintf(L->world, sizeof L->world, "bench-%d-%s", (int)getpid(), L->test);
   char line[256];
-  snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", L->world);
+  snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\",\"history\":%d}",
+           L->world, L->o->history);
   cJSON_Delete(call_or_die(admin, line));
   L->nentities = 1000;
   L->entities = malloc(sizeof(double) * L->nentities);
-  /* Pipelined creation, then one read per request. */
+  /* Pipelined creation, then one read per request. A partial set keeps what the transform
+   * has, so there it has every part. */
+  const char *spec = strcmp(L->test, "set_partial") == 0
+                         ? ",\"t\":[1.5,2.25,-3],\"r\":[0,0,0.38268343,0.92387953],\"s\":[1,2,1]"
+                         : "";
   for (size_t i = 0; i < L->nentities; i++) {
-    snprintf(line, sizeof line, "{\"cmd\":\"transform.create\",\"world\":\"%s\"}", L->world);
+    snprintf(line, sizeof line, "{\"cmd\":\"transform.create\",\"world\":\"%s\"%s}", L->world,
+             spec);
     scn_cli_send_line(admin, line, strlen(line));
   }
   for (size_t i = 0; i < L->nentities; i++) {
@@ -283,6 +301,48 @@ static void setup_world(load *L, scn_cli *admin) {
     L->entities[i] = cJSON_GetObjectItemCaseSensitive(r, "entity")->valuedouble;
     cJSON_Delete(r);
   }
+}
+
+/* The world's last tick (what a get answers as "tick"). */
+static uint64_t world_now(load *L, scn_cli *admin) {
+  char line[160];
+  snprintf(line, sizeof line, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%.0f}",
+           L->world, L->entities[0]);
+  cJSON *r = call_or_die(admin, line);
+  uint64_t t = (uint64_t)cJSON_GetObjectItemCaseSensitive(r, "tick")->valuedouble;
+  cJSON_Delete(r);
+  return t;
+}
+
+/* get_past: every transform set at each tick of half the window (so a read far back walks
+ * as many versions as one that moves every tick has), then reads spread over that half (the
+ * load must end before the other half has run). */
+static void fill_history(load *L, scn_cli *admin) {
+  if (L->o->history < 2)
+    die("%s", "get_past needs --history (2 or more ticks)");
+  uint64_t start = world_now(L, admin), now = start, span = (uint64_t)L->o->history / 2;
+  char line[256];
+  while (now < start + span) {
+    for (size_t i = 0; i < L->nentities; i++) {
+      snprintf(line, sizeof line,
+               "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%.0f,"
+               "\"t\":[%llu,%zu,1]}",
+               L->world, L->entities[i], (unsigned long long)now, i);
+      scn_cli_send_line(admin, line, strlen(line));
+    }
+    for (size_t i = 0; i < L->nentities; i++) {
+      cJSON *r;
+      if (scn_cli_read_response(admin, &r) != SCN_CLI_OK)
+        die("setup failed: %s", scn_cli_error(admin));
+      cJSON_Delete(r);
+    }
+    uint64_t t;
+    while ((t = world_now(L, admin)) == now)
+      usleep(500);
+    now = t;
+  }
+  L->past_newest = now;
+  L->past_span = span;
 }
 
 static void cleanup_world(load *L, scn_cli *admin) {
@@ -305,6 +365,8 @@ static void run_load(const opts *o, const char *test) {
   load L = {.o = o, .test = test};
   scn_cli *admin = connect_or_die(o);
   setup_world(&L, admin);
+  if (!strcmp(test, "get_past"))
+    fill_history(&L, admin);
   int C = o->clients;
   long per_conn = (o->requests + C - 1) / C;
   conn *cs = calloc((size_t)C, sizeof *cs);
@@ -779,11 +841,13 @@ static void usage(void) {
   fprintf(stderr,
           "usage: scene-bench [--host H] [--port P] [--token T] [-c CLIENTS] [-n REQUESTS]\n"
           "                   [-P PIPELINE] [-t TEST[,TEST]] [-S SUBSCRIBERS] [-K DESCENDANTS]\n"
-          "                   [--seconds S] [--json] [--b64] [--loopback]\n"
-          "tests: ping, set_local, set_matrix, set_b64, get, batch, stream (-S subscribers of\n"
-          "a root with -K descendants, default 99999, moving and turning every tick; --b64:\n"
-          "b64 frames; --loopback: also plain writes of the frames' size to as many sockets),\n"
-          "snapshot (save of a world of -K transforms, default 10000; needs --data)\n");
+          "                   [--seconds S] [--history TICKS] [--json] [--b64] [--loopback]\n"
+          "tests: ping, set_local, set_partial, set_matrix, set_b64, get, get_past (a get at a\n"
+          "past tick; needs --history), batch, stream (-S subscribers of a root with -K\n"
+          "descendants, default 99999, moving and turning every tick; --b64: b64 frames;\n"
+          "--loopback: also plain writes of the frames' size to as many sockets), snapshot\n"
+          "(save of a world of -K transforms, default 10000; needs --data)\n"
+          "--history: the test's world keeps that many ticks (0 to 3600)\n");
   exit(2);
 }
 
@@ -827,6 +891,8 @@ int main(int argc, char **argv) {
       o.descendants = atoi(v);
     else if (ARG("--seconds"))
       o.seconds = atof(v);
+    else if (ARG("--history"))
+      o.history = atoi(v);
     else if (!strcmp(a, "--json"))
       o.json = true;
     else if (!strcmp(a, "--b64"))
@@ -838,7 +904,7 @@ int main(int argc, char **argv) {
 #undef ARG
   }
   if (o.clients < 1 || o.pipeline < 1 || o.requests < 1 || o.subscribers < 1 ||
-      o.descendants < -1 || !(o.seconds > 0))
+      o.descendants < -1 || !(o.seconds > 0) || o.history < 0 || o.history > 3600)
     usage();
   char *save, *t = strtok_r(o.tests, ",", &save);
   for (; t; t = strtok_r(NULL, ",", &save)) {
@@ -846,8 +912,9 @@ int main(int argc, char **argv) {
       run_stream(&o);
     else if (!strcmp(t, "snapshot"))
       run_snapshot(&o);
-    else if (!strcmp(t, "ping") || !strcmp(t, "set_local") || !strcmp(t, "set_matrix") ||
-             !strcmp(t, "set_b64") || !strcmp(t, "get") || !strcmp(t, "batch"))
+    else if (!strcmp(t, "ping") || !strcmp(t, "set_local") || !strcmp(t, "set_partial") ||
+             !strcmp(t, "set_matrix") || !strcmp(t, "set_b64") || !strcmp(t, "get") ||
+             !strcmp(t, "get_past") || !strcmp(t, "batch"))
       run_load(&o, t);
     else
       die("unknown test \"%s\"", t);

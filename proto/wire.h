@@ -30,7 +30,8 @@ typedef enum scn_wire_code {
 const char *scn_wire_code_name(scn_wire_code code);
 
 /* The fields of requests, in the order a command checks them (a request with two bad fields
- * is refused for the first). */
+ * is refused for the first). "partial" comes before the transform spec, whose decoding
+ * depends on it. */
 #define SCN_FIELDS(X)                                                                              \
   X(cmd)                                                                                           \
   X(id)                                                                                            \
@@ -38,6 +39,7 @@ const char *scn_wire_code_name(scn_wire_code code);
   X(entity)                                                                                        \
   X(parent)                                                                                        \
   X(name)                                                                                          \
+  X(partial)                                                                                       \
   X(matrix)                                                                                        \
   X(matrix_b64)                                                                                    \
   X(t)                                                                                             \
@@ -53,7 +55,10 @@ const char *scn_wire_code_name(scn_wire_code code);
   X(sub)                                                                                           \
   X(count)                                                                                         \
   X(token)                                                                                         \
-  X(matrices)
+  X(matrices)                                                                                      \
+  X(trs)                                                                                           \
+  X(tick)                                                                                          \
+  X(history)
 
 typedef enum scn_field {
 #define SCN_FIELD_ENUM(name) SCN_F_##name,
@@ -65,7 +70,8 @@ typedef enum scn_field {
 /* A set of fields, one bit each. */
 typedef uint64_t scn_fieldset;
 #define SCN_F(name) ((scn_fieldset)1 << SCN_F_##name)
-#define SCN_F_SPEC (SCN_F(matrix) | SCN_F(matrix_b64) | SCN_F(t) | SCN_F(r) | SCN_F(s))
+#define SCN_F_PARTS (SCN_F(t) | SCN_F(r) | SCN_F(s))
+#define SCN_F_SPEC (SCN_F(matrix) | SCN_F(matrix_b64) | SCN_F_PARTS)
 
 /* How a connection receives matrices in responses and frames (hello's "matrices"): arrays of
  * 16 numbers, or base64 strings of their float32 bytes (b64.h). */
@@ -109,8 +115,8 @@ typedef enum scn_limit_kind {
   X("ping", ping, SCN_CMD_OPEN | SCN_CMD_READ, none, 0, 0, "check that the daemon answers")        \
   X("hello", hello, SCN_CMD_OPEN, none, 0, SCN_F(token) | SCN_F(matrices),                         \
     "identify (and authenticate) the connection; matrices \"json\" or \"b64\"")                    \
-  X("world.create", world_create, SCN_CMD_MUTATES, max_worlds, SCN_F(world), 0,                    \
-    "create a named world")                                                                        \
+  X("world.create", world_create, SCN_CMD_MUTATES, max_worlds, SCN_F(world), SCN_F(history),       \
+    "create a named world (history: keep its last N ticks)")                                       \
   X("world.destroy", world_destroy, SCN_CMD_MUTATES | SCN_CMD_WORLD, max_transforms, SCN_F(world), \
     0, "destroy a world and every transform in it")                                                \
   X("world.list", world_list, SCN_CMD_READ, none, 0, 0, "list worlds with their transform counts") \
@@ -130,11 +136,14 @@ typedef enum scn_limit_kind {
   X("transform.unlink", transform_unlink, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, max_transforms,      \
     SCN_F(world) | SCN_F(entity), SCN_F(keep), "make a transform a root (keep local or world)")    \
   X("transform.set_local", transform_set_local, SCN_CMD_MUTATES | SCN_TRANSFORM_OP,                \
-    max_transforms, SCN_F(world) | SCN_F(entity), SCN_F_SPEC, "set the local transform")           \
+    max_transforms, SCN_F(world) | SCN_F(entity), SCN_F_SPEC | SCN_F(partial),                     \
+    "set the local transform (partial: only the parts given)")                                     \
   X("transform.set_world", transform_set_world, SCN_CMD_MUTATES | SCN_TRANSFORM_OP,                \
-    max_transforms, SCN_F(world) | SCN_F(entity), SCN_F_SPEC, "set the world transform")           \
+    max_transforms, SCN_F(world) | SCN_F(entity), SCN_F_SPEC | SCN_F(partial),                     \
+    "set the world transform (partial: only the parts given)")                                     \
   X("transform.get", transform_get, SCN_TRANSFORM_OP | SCN_CMD_READ, max_transforms,               \
-    SCN_F(world) | SCN_F(entity), 0, "read parent, name, local and world matrices")                \
+    SCN_F(world) | SCN_F(entity), SCN_F(trs) | SCN_F(tick),                                        \
+    "read parent, name, local and world matrices (trs: and their parts; tick: as they were)")      \
   X("transform.children", transform_children, SCN_TRANSFORM_OP | SCN_CMD_READ, max_transforms,     \
     SCN_F(world) | SCN_F(entity), 0, "list children in order")                                     \
   X("transform.rename", transform_rename, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, max_transforms,      \
@@ -142,7 +151,8 @@ typedef enum scn_limit_kind {
   X("transform.find", transform_find, SCN_TRANSFORM_OP | SCN_CMD_READ, max_transforms,             \
     SCN_F(world) | SCN_F(path), 0, "find a transform by a path of names from a root")              \
   X("transform.relative", transform_relative, SCN_TRANSFORM_OP | SCN_CMD_READ, max_transforms,     \
-    SCN_F(world) | SCN_F(entity) | SCN_F(to), 0, "inverse(world(to)) * world(entity)")             \
+    SCN_F(world) | SCN_F(entity) | SCN_F(to), SCN_F(tick),                                         \
+    "inverse(world(to)) * world(entity) (tick: as they were)")                                     \
   X("batch", batch, SCN_CMD_MUTATES | SCN_CMD_WORLD, max_transforms, SCN_F(world) | SCN_F(ops), 0, \
     "apply transform.* ops atomically, in order")                                                  \
   X("subscribe", subscribe, SCN_CMD_WORLD, none, SCN_F(world), SCN_F(root) | SCN_F(hz),            \

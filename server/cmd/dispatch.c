@@ -27,19 +27,10 @@ int scn_ctx_output_room(scn_ctx *ctx, size_t bytes, scn_wire_error *err) {
 }
 
 scn_entity *scn_ids_scratch(scn_dispatch *d, size_t n) {
-  if (n == 0)
-    n = 1; /* an empty list still needs a valid pointer */
-  if (n > d->ids_cap) {
-    size_t cap = d->ids_cap ? d->ids_cap : 1024;
-    while (cap < n)
-      cap *= 2;
-    scn_entity *p = realloc(d->ids, sizeof *p * cap);
-    if (!p)
-      return NULL;
-    d->ids = p;
-    d->ids_cap = cap;
-  }
-  return d->ids;
+  scn_entity *ids = scn_array_grow(d->ids, &d->ids_cap, sizeof *ids, n);
+  if (ids)
+    d->ids = ids;
+  return ids;
 }
 
 /* The world a command acts on. Clients usually address one world many times in a row: a hit

@@ -2,17 +2,27 @@
 
 #include <stdlib.h>
 
+void *scn_array_grow(void *items, size_t *cap, size_t item_size, size_t need) {
+  if (need == 0)
+    need = 1; /* an empty array still needs a valid pointer */
+  if (need <= *cap && items)
+    return items;
+  size_t n = *cap ? *cap : 16;
+  while (n < need)
+    n *= 2;
+  void *p = realloc(items, n * item_size);
+  if (p)
+    *cap = n;
+  return p;
+}
+
 int scn__vec_reserve(scn__vec *v, size_t item_size, size_t need) {
   if (need <= v->cap)
     return SCN_OK;
-  size_t cap = v->cap ? v->cap : 16;
-  while (cap < need)
-    cap *= 2;
-  void *p = realloc(v->data, cap * item_size);
+  void *p = scn_array_grow(v->data, &v->cap, item_size, need);
   if (!p)
     return SCN_NOMEM;
   v->data = p;
-  v->cap = cap;
   return SCN_OK;
 }
 

@@ -1,5 +1,7 @@
 #include "net/outq.h"
 
+#include "scn_core.h"
+
 #include <stddef.h>
 #include <stdlib.h>
 
@@ -38,28 +40,20 @@ scn_shared *scn_shared_finish(scn_buf *b) {
 }
 
 bool scn_outq_push_shared(scn_outq *q, scn_shared *s) {
-  if (q->nsegs == q->segs_cap) {
-    size_t cap = q->segs_cap ? q->segs_cap * 2 : 8;
-    scn_seg *p = realloc(q->segs, sizeof *p * cap);
-    if (!p)
-      return false;
-    q->segs = p;
-    q->segs_cap = cap;
-  }
+  scn_seg *segs = scn_array_grow(q->segs, &q->segs_cap, sizeof *segs, q->nsegs + 1);
+  if (!segs)
+    return false;
+  q->segs = segs;
   q->segs[q->nsegs++] = (scn_seg){q->bytes.len, scn_shared_ref(s)};
   q->shared_bytes += s->len;
   return true;
 }
 
 size_t scn_outq_iov(const scn_outq *q, uv_buf_t **bufs, size_t *cap) {
-  size_t need = 2 * q->nsegs + 1;
-  if (need > *cap) {
-    uv_buf_t *p = realloc(*bufs, sizeof *p * need);
-    if (!p)
-      return 0;
-    *bufs = p;
-    *cap = need;
-  }
+  uv_buf_t *grown = scn_array_grow(*bufs, cap, sizeof *grown, 2 * q->nsegs + 1);
+  if (!grown)
+    return 0;
+  *bufs = grown;
   size_t n = 0, from = 0;
   for (size_t i = 0; i < q->nsegs; i++) {
     const scn_seg *s = &q->segs[i];

@@ -270,13 +270,12 @@ static void ws_flush(scn_conn *c) {
   size_t left = c->inflight.bytes.len, n = 0;
   size_t need = left / WS_IOV_MAX + 1;
   if (need > ws->iov_cap) {
-    uv_buf_t *grown = realloc(ws->iov, sizeof *grown * need);
+    uv_buf_t *grown = scn_array_grow(ws->iov, &ws->iov_cap, sizeof *grown, need);
     if (!grown) {
       scn_conn_close(c);
       return;
     }
     ws->iov = grown;
-    ws->iov_cap = need;
   }
   while (left) {
     size_t k = left < WS_IOV_MAX ? left : WS_IOV_MAX;

@@ -1,6 +1,7 @@
 #include "store/journal.h"
 
 #include "store/crc32c.h"
+#include "store/files.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -63,13 +64,10 @@ static size_t next_intact(const unsigned char *data, size_t size, size_t off) {
 int scn_journal_replay(const char *path, bool recover, scn_replay_fn fn, void *ud,
                        scn_journal_scan *scan, char *err, size_t errlen) {
   memset(scan, 0, sizeof *scan);
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    if (errno == ENOENT)
-      return 0;
-    snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-    return -1;
-  }
+  bool absent;
+  FILE *f = scn_file_open(path, &absent, err, errlen);
+  if (!f)
+    return absent ? 0 : -1;
   fseek(f, 0, SEEK_END);
   long fsize = ftell(f);
   fseek(f, 0, SEEK_SET);

@@ -1,6 +1,7 @@
 #include "store/snapshot.h"
 
 #include "store/crc32c.h"
+#include "store/files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -80,7 +81,16 @@ static void put_transform(void *ud, scn_entity e, scn_entity parent, const char 
   put(w, local, sizeof(float) * 16);
 }
 
-static void put_scene(writer *w, scn_scene *scene) {
+/* The oldest version that holds the scene: 3 only when some world keeps history, so a scene
+ * without it can still be read by a release before version 3. */
+static uint32_t version_for(const scn_scene *scene) {
+  for (size_t i = 0; i < scn_world_count(scene); i++)
+    if (scn_world_history(scn_world_at(scene, i)))
+      return 3;
+  return 2;
+}
+
+static void put_scene(writer *w, scn_scene *scene, uint32_t version) {
   uint32_t slots = scn_entity_slot_count(scene);
   put_u32(w, slots);
   for (uint32_t s = 1; s <= slots; s++) {
@@ -97,6 +107,8 @@ static void put_scene(writer *w, scn_scene *scene) {
   for (size_t i = 0; i < scn_world_count(scene); i++) {
     scn_world *world = scn_world_at(scene, i);
     put_name(w, scn_world_name(world));
+    if (version >= 3)
+      put_u32(w, scn_world_history(world));
     put_u32(w, (uint32_t)scn_world_transform_count(world));
     scn_world_visit_transforms(world, put_transform, w);
   }
@@ -136,10 +148,10 @@ int scn_snapshot_write(scn_scene *scene, uint64_t journal_gen, const char *dir, 
   /* The header is written last, once the body length is known. */
   unsigned char header[HEADER_BYTES] = {0};
   write_all(w, header, sizeof header);
-  put_scene(w, scene);
+  uint32_t version = version_for(scene);
+  put_scene(w, scene, version);
   end_block(w);
   memcpy(header, MAGIC, 8);
-  uint32_t version = SCN_SNAPSHOT_VERSION;
   memcpy(header + 8, &version, 4);
   memcpy(header + 16, &journal_gen, 8);
   memcpy(header + 24, &w->body, 8);
@@ -170,6 +182,7 @@ typedef struct reader {
   uint64_t block_start; /* file offset of the current block */
   uint64_t body_left;   /* body bytes not yet loaded into a block */
   uint64_t file_pos;
+  uint32_t version;
   bool bad;
   char *err;
   size_t errlen;
@@ -255,12 +268,14 @@ static bool load_registry(reader *r, scn_scene *scene) {
 
 static bool load_world(reader *r, scn_scene *scene, scn_snapshot_info *info) {
   char name[SCN_NAME_MAX + 1], tname[SCN_NAME_MAX + 1];
-  uint32_t count;
+  uint32_t count, history = 0;
   scn_world *w;
-  if (!get_name(r, name) || !get(r, &count, 4))
+  if (!get_name(r, name) || (r->version >= 3 && !get(r, &history, 4)) || !get(r, &count, 4))
     return false;
   if (scn_world_create(scene, name, &w) != SCN_OK)
     return fail_at(r, offset_of(r), "invalid or duplicate world");
+  if (history > SCN_HISTORY_MAX || scn_world_set_history(w, history) != SCN_OK)
+    return fail_at(r, offset_of(r), "invalid history window");
   for (uint32_t i = 0; i < count; i++) {
     uint64_t e, parent;
     float local[16];
@@ -280,13 +295,10 @@ int scn_snapshot_load(scn_scene *scene, const char *dir, bool recover, scn_snaps
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", dir, FILE_NAME);
   memset(info, 0, sizeof *info);
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    if (errno == ENOENT)
-      return 0;
-    snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-    return -1;
-  }
+  bool absent;
+  FILE *f = scn_file_open(path, &absent, err, errlen);
+  if (!f)
+    return absent ? 0 : -1;
   reader *r = calloc(1, sizeof *r);
   if (!r) {
     fclose(f);
@@ -310,6 +322,7 @@ int scn_snapshot_load(scn_scene *scene, const char *dir, bool recover, scn_snaps
   } else {
     memcpy(&info->journal_gen, header + 16, 8);
     info->journal_created = version >= 2;
+    r->version = version;
     memcpy(&r->body_left, header + 24, 8);
     r->file_pos = HEADER_BYTES;
     r->block_start = HEADER_BYTES;

@@ -14,9 +14,11 @@
 #include <stdio.h>
 
 /* Version 2 has the layout of version 1 and promises that the journal of the generation it
- * names was created before it (version 1's final snapshot did not), so only a version 2
- * snapshot without that journal means lost data. Both are read. */
-#define SCN_SNAPSHOT_VERSION 2
+ * names was created before it (version 1's final snapshot did not), so only a snapshot of
+ * version 2 or later without that journal means lost data. Version 3 adds each world's history
+ * window (the ticks it keeps; the kept ticks themselves are not persisted); it is written only
+ * when some world keeps history, version 2 otherwise. All are read. */
+#define SCN_SNAPSHOT_VERSION 3
 #define SCN_SNAPSHOT_VERSION_OLDEST 1
 
 /* Writes scene to path via a temporary file: written, fsynced, renamed, directory fsynced.

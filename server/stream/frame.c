@@ -11,14 +11,10 @@ void scn_members_release(scn_members *m) {
 }
 
 static bool id_push(scn_id_vec *v, scn_entity e) {
-  if (v->n == v->cap) {
-    size_t cap = v->cap ? v->cap * 2 : 1024;
-    scn_entity *p = realloc(v->ids, sizeof *p * cap);
-    if (!p)
-      return false;
-    v->ids = p;
-    v->cap = cap;
-  }
+  scn_entity *ids = scn_array_grow(v->ids, &v->cap, sizeof *ids, v->n + 1);
+  if (!ids)
+    return false;
+  v->ids = ids;
   v->ids[v->n++] = e;
   return true;
 }
@@ -93,18 +89,18 @@ typedef struct set_writer {
 static void add_entry(void *ud, scn_entity e, const float m[16]) {
   set_writer *w = ud;
   scn_frame *f = w->f;
-  if (f->n == f->cap) {
-    size_t cap = f->cap ? f->cap * 2 : 1024;
-    scn_entity *ids = realloc(f->ids, sizeof *ids * cap);
+  if (f->n == f->cap) { /* both arrays grow to the same capacity */
+    size_t ids_cap = f->cap, ms_cap = f->cap;
+    scn_entity *ids = scn_array_grow(f->ids, &ids_cap, sizeof *ids, f->n + 1);
     if (ids)
       f->ids = ids;
-    float(*ms)[16] = ids ? realloc(f->ms, sizeof *ms * cap) : NULL;
+    float(*ms)[16] = ids ? scn_array_grow(f->ms, &ms_cap, sizeof *ms, f->n + 1) : NULL;
     if (!ms) {
       w->failed = true;
       return;
     }
     f->ms = ms;
-    f->cap = cap;
+    f->cap = ids_cap < ms_cap ? ids_cap : ms_cap;
   }
   f->ids[f->n] = e;
   memcpy(f->ms[f->n], m, sizeof f->ms[0]);

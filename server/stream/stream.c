@@ -179,15 +179,11 @@ static void send_body(scn_stream *st, scn_sub *s, scn_shared *body, size_t matri
 }
 
 static bool job_attach(frame_job *job, scn_sub *s) {
+  scn_sub **subs = scn_array_grow(job->subs, &job->cap, sizeof *subs, job->nsubs + 1);
+  if (!subs)
+    return false;
+  job->subs = subs;
   job->want[s->conn->matrices] = true;
-  if (job->nsubs == job->cap) {
-    size_t cap = job->cap ? job->cap * 2 : 8;
-    scn_sub **p = realloc(job->subs, sizeof *p * cap);
-    if (!p)
-      return false;
-    job->subs = p;
-    job->cap = cap;
-  }
   s->job = job;
   s->job_slot = job->nsubs;
   job->subs[job->nsubs++] = s;
@@ -417,16 +413,10 @@ static void trim_events(scn_stream *st) {
 /* The subscriptions due at this tick, sorted so those that need the same frame are together;
  * subtree subscriptions whose root is gone end here. False when out of memory. */
 static bool collect_due(scn_stream *st, size_t *count) {
-  if (st->nsubs > st->due_cap) {
-    size_t cap = st->due_cap ? st->due_cap : 64;
-    while (cap < st->nsubs)
-      cap *= 2;
-    scn_sub **p = realloc(st->due, sizeof *p * cap);
-    if (!p)
-      return false;
-    st->due = p;
-    st->due_cap = cap;
-  }
+  scn_sub **list = scn_array_grow(st->due, &st->due_cap, sizeof *list, st->nsubs);
+  if (!list)
+    return false;
+  st->due = list;
   size_t n = 0;
   for (scn_sub *s = st->subs, *next; s; s = next) {
     next = s->next;

@@ -13,10 +13,13 @@
   X(core_batch)                                                                                    \
   X(core_stream)                                                                                   \
   X(core_property)                                                                                 \
+  X(core_history)                                                                                  \
   X(f32fmt)                                                                                        \
   X(proto)                                                                                         \
   X(b64)                                                                                           \
   X(daemon_commands)                                                                               \
+  X(daemon_parts)                                                                                  \
+  X(daemon_history)                                                                                \
   X(daemon_stream)                                                                                 \
   X(daemon_b64)                                                                                    \
   X(daemon_persist)                                                                                \
