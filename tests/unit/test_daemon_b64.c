@@ -1,7 +1,8 @@
 /* Integration tests of binary-exact matrices against the real daemon: random float32 bit
  * patterns set through matrix_b64 come back identical in b64 responses (get, relative, batch
  * results) and frames, and as the same values in json mode; every malformed matrix_b64 is
- * BAD_REQUEST and changes nothing; hello's "matrices" (with and without a token); a connection
+ * BAD_REQUEST and changes nothing (with "partial" too); reads at past ticks in b64; hello's
+ * "matrices" (with and without a token); a connection
  * that switches form mid-stream gets every frame after the switch in the new form, none lost or
  * repeated, large frames written in slices included; two subscribers of one world, one in each
  * form, get the same values at the same ticks. */
@@ -325,16 +326,20 @@ static void test_malformed(void) {
   }
   for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
     refused_everywhere(&c, e, good, others[i]);
-  /* both forms of a matrix, or a matrix with parts */
+  /* both forms of a matrix, or a matrix with parts (set_local and set_world take "partial"
+   * too, to set only parts) */
   const char *with[] = {"\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1]", "\"t\":[1,2,3]",
-                        "\"r\":[0,0,0,1]", "\"s\":2"};
-  for (int i = 0; i < 4; i++) {
-    ERR(&c, "BAD_REQUEST",
-        "{\"cmd\":\"transform.set_local\",\"world\":\"bad\",\"entity\":%llu,\"matrix_b64\":\"%s\","
-        "%s}",
-        e, good, with[i]);
-    ERR(&c, "BAD_REQUEST",
-        "{\"cmd\":\"transform.create\",\"world\":\"bad\",%s,\"matrix_b64\":\"%s\"}", with[i], good);
+                        "\"r\":[0,0,0,1]", "\"s\":2", "\"partial\":true"};
+  for (int i = 0; i < 5; i++) {
+    for (int world_space = 0; world_space < 2; world_space++)
+      ERR(&c, "BAD_REQUEST",
+          "{\"cmd\":\"transform.%s\",\"world\":\"bad\",\"entity\":%llu,\"matrix_b64\":\"%s\","
+          "%s}",
+          world_space ? "set_world" : "set_local", e, good, with[i]);
+    if (i < 4)
+      ERR(&c, "BAD_REQUEST",
+          "{\"cmd\":\"transform.create\",\"world\":\"bad\",%s,\"matrix_b64\":\"%s\"}", with[i],
+          good);
   }
   /* nothing changed: the one transform, its matrix to the bit, no new entity */
   float l[16], w[16];
@@ -351,6 +356,47 @@ static void test_malformed(void) {
         r);
   cJSON_Delete(r);
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"bad\"}");
+  scn_client_close(&c);
+}
+
+/* A world that keeps history: a get and a relative at a past tick answer, in b64, the matrix
+ * set then, to the bit. */
+static void test_past_ticks(void) {
+  scn_client c;
+  OPEN(c);
+  hello(&c, "b64");
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"past\",\"history\":100}");
+  float a[16], b[16], ident[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+  b64_random_matrix(&rng, a);
+  b64_random_matrix(&rng, b);
+  ull e = create_b64(&c, "past", a), o = create_b64(&c, "past", ident);
+  char ta[SCN_B64_MATRIX_LEN + 1], tb[SCN_B64_MATRIX_LEN + 1];
+  b64_text(a, ta);
+  b64_text(b, tb);
+  /* the tick that has a: a get answers the last tick run, once a tick has run since the set */
+  scn_sleep_ms(150);
+  cJSON *r = OK(&c, "{\"cmd\":\"transform.get\",\"world\":\"past\",\"entity\":%llu}", e);
+  double tick_a = scn_resp_num(r, "tick");
+  CHECK(tick_a >= 1 && scn_resp_str_is(r, "local", ta), r);
+  cJSON_Delete(r);
+  OKD(&c,
+      "{\"cmd\":\"transform.set_local\",\"world\":\"past\",\"entity\":%llu,\"matrix_b64\":\"%s\"}",
+      e, tb);
+  scn_sleep_ms(150);
+  r = OK(&c, "{\"cmd\":\"transform.get\",\"world\":\"past\",\"entity\":%llu,\"tick\":%.0f}", e,
+         tick_a);
+  CHECK(scn_resp_str_is(r, "local", ta) && scn_resp_str_is(r, "world", ta), r);
+  cJSON_Delete(r);
+  r = OK(&c,
+         "{\"cmd\":\"transform.relative\",\"world\":\"past\",\"entity\":%llu,\"to\":%llu,"
+         "\"tick\":%.0f}",
+         e, o, tick_a);
+  CHECK(scn_resp_str_is(r, "matrix", ta), r);
+  cJSON_Delete(r);
+  r = OK(&c, "{\"cmd\":\"transform.get\",\"world\":\"past\",\"entity\":%llu}", e);
+  CHECK(scn_resp_str_is(r, "local", tb), r);
+  cJSON_Delete(r);
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"past\"}");
   scn_client_close(&c);
 }
 
@@ -564,6 +610,7 @@ int scn_test_register_daemon_b64(void) {
       {"round trip of random bits, both forms", test_round_trip},
       {"malformed matrix_b64 changes nothing", test_malformed},
       {"hello's matrices, with and without a token", test_hello},
+      {"past ticks in b64", test_past_ticks},
       {"switching form mid-stream", test_switch_small},
       {"switching form while frames are written in slices", test_switch_sliced},
       {"two subscribers, one per form, same values at the same ticks", test_two_forms_same_ticks},

@@ -146,6 +146,7 @@ static char *state(scn_client *c, const char *world, const uint64_t *ids, int n)
   text b = {0};
   for (int i = 0; i < n; i++) {
     cJSON *r = GET_TRS(c, world, ids[i]);
+    cJSON_DeleteItemFromObjectCaseSensitive(r, "tick"); /* the world's clock, not its state */
     char *s = r ? cJSON_PrintUnformatted(r) : NULL;
     text_addf(&b, "%s\n", s ? s : "-");
     free(s);
