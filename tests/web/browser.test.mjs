@@ -94,7 +94,7 @@ describe('staging view', () => {
     await page.waitForFunction(() => window.scened && window.scened.status === 'ready');
     await page.waitForSelector('#worlds li[data-world="menu"]');
     const worlds = await scened(page, () => window.scened.worlds);
-    assert.deepEqual(worlds, [{ name: 'garage', transforms: 65 }, { name: 'menu', transforms: 1 }]);
+    assert.deepEqual(worlds, [{ name: 'garage', transforms: 65, history: 0 }, { name: 'menu', transforms: 1, history: 0 }]);
     assert.equal(await page.textContent('#worlds li[data-world="garage"] .count'), '65');
     await until(async () => (await page.textContent('#f-connections')) !== '–', 'the figures', 5000);
     assert.equal(Number(await page.textContent('#f-connections')), 2); // the page and the TCP client
