@@ -170,7 +170,7 @@ run: $(SCENED) $(SCENECTL) $(WWW_STAMP)
 VALGRIND_SUITES := daemon_commands,daemon_parts,daemon_persist,clients,daemon_ops
 valgrind: $(TEST_BIN) $(SCENED) $(SCENECTL)
 	valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,indirect \
-	  --error-exitcode=99 $(TEST_BIN) core_,proto,f32fmt
+	  --error-exitcode=99 $(TEST_BIN) core_,proto,f32fmt,base64
 	SCENED_BIN=$(abspath scripts/valgrind-scened.sh) SCENED_REAL=$(abspath $(SCENED)) \
 	  SCENECTL_BIN=$(abspath $(SCENECTL)) $(TEST_BIN) $(VALGRIND_SUITES)
 

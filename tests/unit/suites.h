@@ -16,7 +16,7 @@
   X(core_history)                                                                                  \
   X(f32fmt)                                                                                        \
   X(proto)                                                                                         \
-  X(b64)                                                                                           \
+  X(base64)                                                                                        \
   X(daemon_commands)                                                                               \
   X(daemon_parts)                                                                                  \
   X(daemon_history)                                                                                \

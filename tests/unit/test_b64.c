@@ -336,7 +336,7 @@ static void test_frame_forms(void) {
   scn_scene_free(s);
 }
 
-int scn_test_register_b64(void) {
+int scn_test_register_base64(void) {
   static const scn_test tests[] = {
       {"RFC 4648 vectors and every length", test_rfc_vectors},
       {"matrix round trip of random bits", test_matrix_round_trip},
@@ -345,5 +345,5 @@ int scn_test_register_b64(void) {
       {"non-finite elements", test_non_finite},
       {"frame in both forms and in slices", test_frame_forms},
   };
-  return SCN_ADD_SUITE("b64", NULL, NULL, tests);
+  return SCN_ADD_SUITE("base64", NULL, NULL, tests);
 }
