@@ -190,7 +190,7 @@ FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 30
 FUZZ_BUILD   := build/fuzz
 FUZZ_TARGETS := framing request dispatch persist
-FUZZ_CFLAGS  := -std=c11 -Wall -Wextra -Werror -g -O1 -fno-omit-frame-pointer \
+FUZZ_CFLAGS  := -std=c11 -Wall -Wextra -Werror -g -O1 -fno-omit-frame-pointer -MMD -MP \
                 -fsanitize=fuzzer-no-link,address,undefined
 FUZZ_LIB_SRC := $(CORE_SRC) $(PROTO_SRC) $(filter-out server/main.c,$(SERVER_SRC))
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
