@@ -94,10 +94,10 @@ printf 'set_local matrix_b64     %10.0f ops/s  (daemon %s)\n' "$b64" "$b64_cpu"
 # The matrix request's user CPU against what bench-decode measured for the same lines without
 # sockets: the request path (the flat form's one pass) and cJSON's parse, which it replaces.
 mat_user=$(echo "$mat_cpu" | grep -o 'user [0-9.]*' | cut -d' ' -f2)
-read -r cjson_ns parse_ns < <(grep -o 'set_local_matrix.*cjson_parse_ns=[0-9]* request_parse_ns=[0-9]*' "$DECODE_OUT" |
-  grep -o '[0-9]*' | tail -2 | tr '\n' ' ')
+read -r cjson_ns parse_ns <<<"$(grep -o 'set_local_matrix.*cjson_parse_ns=[0-9]* request_parse_ns=[0-9]*' "$DECODE_OUT" |
+  grep -o '[0-9]*' | tail -2 | paste -sd' ')"
 awk -v u="$mat_user" -v p="$parse_ns" -v c="$cjson_ns" 'BEGIN {
-  printf "set_local 16 numbers: daemon user CPU %.2f us per request, of which reading the line %.2f us (cJSON alone would take %.2f us)\n", u, p / 1000, c / 1000 }'
+  printf "set_local 16 numbers: daemon user CPU %.2f us per request; bench-decode reads such a line in %.2f us (cJSON alone: %.2f us)\n", u, p / 1000, c / 1000 }'
 if ((have_redis)); then
   fields=""
   for i in $(seq 16); do fields="$fields f$i v$i"; done
