@@ -56,56 +56,71 @@ median_of() {
 
 # user and system CPU seconds a process has used so far
 cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f %.3f", $14 / hz, $15 / hz}' "/proc/$1/stat"; }
-# CPU per request of process $1, in microseconds, over $2 requests since $3 (user) $4 (system)
-cpu_per_request() {
-  local u1 s1
-  read -r u1 s1 <<<"$(cpu_of "$1")"
-  awk -v u0="$3" -v s0="$4" -v u1="$u1" -v s1="$s1" -v n="$2" \
-    'BEGIN { printf "user %.2f us, system %.2f us per request", (u1 - u0) * 1e6 / n, (s1 - s0) * 1e6 / n }'
-}
 
-# scene-bench -c 50 -P 16 -n N -t TEST, RUNS times: "ops/s" and the daemon's CPU per request
-daemon_load() {
-  local u0 s0 rate
-  read -r u0 s0 <<<"$(cpu_of "$scened_pid")"
-  rate=$(median_of ops/s -c 50 -P 16 -n "$N" -t "$1")
-  echo "$rate|$(cpu_per_request "$scened_pid" "$((RUNS * N))" "$u0" "$s0")"
+# Runs are interleaved (a round of every test, RUNS times), so that each test meets about the
+# same load on this shared machine as the one it is compared with. Each run leaves a line
+# "NAME ops/s user_s system_s" (the server's CPU during it) in $runs_out.
+# one_run NAME PID COMMAND...: COMMAND prints the rate (ops/s) on its last line
+one_run() {
+  local name=$1 pid=$2 u0 s0 u1 s1 rate
+  shift 2
+  read -r u0 s0 <<<"$(cpu_of "$pid")"
+  rate=$("$@" | tail -1)
+  read -r u1 s1 <<<"$(cpu_of "$pid")"
+  echo "$name $rate $(awk -v u0="$u0" -v s0="$s0" -v u1="$u1" -v s1="$s1" \
+    'BEGIN { printf "%.3f %.3f", u1 - u0, s1 - s0 }')" >>"$runs_out"
 }
-
-# redis-benchmark -c 50 -P 16 -n N ARGS, RUNS times: requests/s and Redis's CPU per request
-redis_load() {
-  local u0 s0 rate
-  read -r u0 s0 <<<"$(cpu_of "$redis_pid")"
-  rate=$(for _ in $(seq "$RUNS"); do
-    redis-benchmark -p "$rport" -c 50 -P 16 -n "$N" -q "$@" | tr '\r' '\n' |
-      grep -o '[0-9.]* requests per second' | tail -1 | cut -d' ' -f1
-  done | median)
-  echo "$rate|$(cpu_per_request "$redis_pid" "$((RUNS * N))" "$u0" "$s0")"
+# a scene-bench load of N requests, 50 connections x 16 pipelined: its ops/s
+bench_rate() {
+  "$BUILD/scene-bench" -p "$port" --json -c 50 -P 16 -n "$N" "$@" | grep -o '"ops/s":[0-9.]*' | cut -d: -f2
 }
+daemon_run() { one_run "$1" "$scened_pid" bench_rate -t "$1"; }
+# the same with redis-benchmark ARGS
+redis_rate() {
+  redis-benchmark -p "$rport" -c 50 -P 16 -n "$N" -q "$@" | tr '\r' '\n' |
+    grep -o '[0-9.]* requests per second' | tail -1 | cut -d' ' -f1
+}
+median_run() { awk -v t="$1" '$1 == t { print $2 }' "$runs_out" | median; }
+# the server's CPU per request in a test's runs, in microseconds
+cpu_run() { awk -v t="$1" -v n="$((RUNS * N))" '$1 == t { u += $3; s += $4 } END {
+  printf "user %.2f us, system %.2f us per request", u * 1e6 / n, s * 1e6 / n }' "$runs_out"; }
 
 echo
-echo "== requests: transform.set_local, 50 connections x 16 pipelined (medians of $RUNS runs)"
-IFS='|' read -r trs trs_cpu <<<"$(daemon_load set_local)"
-IFS='|' read -r mat mat_cpu <<<"$(daemon_load set_matrix)"
-IFS='|' read -r b64 b64_cpu <<<"$(daemon_load set_b64)"
-printf 'set_local t/r/s          %10.0f ops/s  (daemon %s)\n' "$trs" "$trs_cpu"
-printf 'set_local 16 numbers     %10.0f ops/s  (daemon %s)\n' "$mat" "$mat_cpu"
-printf 'set_local matrix_b64     %10.0f ops/s  (daemon %s)\n' "$b64" "$b64_cpu"
+echo "== requests: transform.set_local, 50 connections x 16 pipelined, daemon and Redis run"
+echo "   alternately (medians of $RUNS runs)"
+fields=""
+for i in $(seq 16); do fields="$fields f$i v$i"; done
+: >"$runs_out"
+for _ in $(seq "$RUNS"); do
+  daemon_run set_local
+  daemon_run set_matrix
+  if ((have_redis)); then
+    # shellcheck disable=SC2086
+    one_run redis_hset "$redis_pid" redis_rate hset bench:h:__rand_int__ $fields
+  fi
+  daemon_run set_b64
+  if ((have_redis)); then
+    one_run redis_set "$redis_pid" redis_rate -t set
+  fi
+done
+trs=$(median_run set_local)
+mat=$(median_run set_matrix)
+b64=$(median_run set_b64)
+printf 'set_local t/r/s          %10.0f ops/s  (daemon %s)\n' "$trs" "$(cpu_run set_local)"
+printf 'set_local 16 numbers     %10.0f ops/s  (daemon %s)\n' "$mat" "$(cpu_run set_matrix)"
+printf 'set_local matrix_b64     %10.0f ops/s  (daemon %s)\n' "$b64" "$(cpu_run set_b64)"
 # The matrix request's user CPU against what bench-decode measured for the same lines without
 # sockets: the request path (the flat form's one pass) and cJSON's parse, which it replaces.
-mat_user=$(echo "$mat_cpu" | grep -o 'user [0-9.]*' | cut -d' ' -f2)
+mat_user=$(cpu_run set_matrix | grep -o 'user [0-9.]*' | cut -d' ' -f2)
 read -r cjson_ns parse_ns <<<"$(grep -o 'set_local_matrix.*cjson_parse_ns=[0-9]* request_parse_ns=[0-9]*' "$DECODE_OUT" |
   grep -o '[0-9]*' | tail -2 | paste -sd' ')"
 awk -v u="$mat_user" -v p="$parse_ns" -v c="$cjson_ns" 'BEGIN {
   printf "set_local 16 numbers: daemon user CPU %.2f us per request; bench-decode reads such a line in %.2f us (cJSON alone: %.2f us)\n", u, p / 1000, c / 1000 }'
 if ((have_redis)); then
-  fields=""
-  for i in $(seq 16); do fields="$fields f$i v$i"; done
-  IFS='|' read -r set_rate set_cpu <<<"$(redis_load -t set)"
-  # shellcheck disable=SC2086
-  IFS='|' read -r hset_rate hset_cpu <<<"$(redis_load hset bench:h:__rand_int__ $fields)"
-  printf 'redis SET                %10.0f ops/s  (redis %s)\n' "$set_rate" "$set_cpu"
-  printf 'redis HSET 16 fields     %10.0f ops/s  (redis %s)\n' "$hset_rate" "$hset_cpu"
+  set_rate=$(median_run redis_set)
+  hset_rate=$(median_run redis_hset)
+  printf 'redis SET                %10.0f ops/s  (redis %s)\n' "$set_rate" "$(cpu_run redis_set)"
+  printf 'redis HSET 16 fields     %10.0f ops/s  (redis %s)\n' "$hset_rate" "$(cpu_run redis_hset)"
   awk -v b="$b64" -v m="$mat" -v s="$set_rate" -v h="$hset_rate" 'BEGIN {
     printf "matrix_b64 / redis SET         = %.2f (target >= 1.0: %s)\n", b / s, (b / s >= 1 ? "met" : "SHORT")
     printf "16 numbers / redis HSET-16     = %.2f (target >= 3: %s)\n", m / h, (m / h >= 3 ? "met" : "SHORT") }'
@@ -131,29 +146,15 @@ printf 'set_local matrix_b64     p50=%s ms  p99=%s ms\n' "$p50" "$p99"
 echo
 echo "== requests: partial set_local (the rotation alone) against a whole t/r/s set_local,"
 echo "   50 connections x 16 pipelined, run alternately (medians of $RUNS runs)"
-# Alternating runs meet the same load on this shared machine. Each run leaves a line
-# "TEST ops/s user_s system_s" (the daemon's CPU during it) in $runs_out.
-one_run() {
-  local u0 s0 u1 s1 rate
-  read -r u0 s0 <<<"$(cpu_of "$scened_pid")"
-  rate=$("$BUILD/scene-bench" -p "$port" --json -c 50 -P 16 -n "$N" -t "$1" |
-    grep -o '"ops/s":[0-9.]*' | cut -d: -f2)
-  read -r u1 s1 <<<"$(cpu_of "$scened_pid")"
-  echo "$1 $rate $(awk -v u0="$u0" -v s0="$s0" -v u1="$u1" -v s1="$s1" \
-    'BEGIN { printf "%.3f %.3f", u1 - u0, s1 - s0 }')" >>"$runs_out"
-}
 : >"$runs_out"
 for _ in $(seq "$RUNS"); do
-  one_run set_local
-  one_run set_partial
+  daemon_run set_local
+  daemon_run set_partial
 done
-median_run() { awk -v t="$1" '$1 == t { print $2 }' "$runs_out" | median; }
-cpu_run() { awk -v t="$1" -v n="$((RUNS * N))" '$1 == t { u += $3; s += $4 } END {
-  printf "daemon user %.2f us, system %.2f us per request", u * 1e6 / n, s * 1e6 / n }' "$runs_out"; }
 full=$(median_run set_local)
 part=$(median_run set_partial)
-printf 'set_local t/r/s          %10.0f ops/s  (%s)\n' "$full" "$(cpu_run set_local)"
-printf 'set_local partial r      %10.0f ops/s  (%s)\n' "$part" "$(cpu_run set_partial)"
+printf 'set_local t/r/s          %10.0f ops/s  (daemon %s)\n' "$full" "$(cpu_run set_local)"
+printf 'set_local partial r      %10.0f ops/s  (daemon %s)\n' "$part" "$(cpu_run set_partial)"
 awk -v p="$part" -v f="$full" 'BEGIN { printf "partial / t/r/s = %.2f (target >= 0.9)\n", p / f }'
 
 echo
