@@ -19,7 +19,7 @@ endif
 
 # The daemon's layers, lowest first (see README, Architecture): a file may call functions of
 # its own layer and of the layers before it, never of one after it (make layering checks).
-SERVER_LAYERS := server/ops server/store server/net server/stream server/cmd
+SERVER_LAYERS := server/ops server/store server/net server/stream server/cluster server/cmd
 
 CORE_SRC  := $(wildcard server/core/*.c)
 PROTO_SRC := $(wildcard proto/*.c)
@@ -98,7 +98,7 @@ $(CORE_LIB): $(CORE_OBJ)
 $(PROTO_LIB): $(PROTO_OBJ)
 	$(AR) rcs $@ $^
 
-SERVER_LIBS := -luv -lcjson -lhttp_parser -lwslay -lnettle
+SERVER_LIBS := -luv -lcjson -lhttp_parser -lwslay -lnettle -lcurl
 
 $(SCENED): $(SERVER_OBJ) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(SERVER_LIBS) $(LDLIBS)
