@@ -1,6 +1,6 @@
 /* scened: flags, signals, the tick, the modules wired together, the loop, and shutdown. */
 #include "cmd/dispatch.h"
-#include "cmd/json_arena.h"
+#include "ops/json_arena.h"
 #include "net/conn.h"
 #include "net/http.h"
 #include "net/tcp.h"

@@ -1,7 +1,7 @@
 #include "cmd/dispatch.h"
 
 #include "cmd/handlers.h"
-#include "cmd/json_arena.h"
+#include "ops/json_arena.h"
 #include "ops/log.h"
 #include "store/persist.h"
 

@@ -7,7 +7,7 @@
  * Usage: bench-decode [--reps R]
  */
 #include "bench_util.h"
-#include "cmd/json_arena.h"
+#include "ops/json_arena.h"
 #include "codec.h"
 #include "request.h"
 
