@@ -34,6 +34,7 @@ struct scn_etcd_req {
   double timeout_s;
   int endpoint, tries;
   scn_buf reply;
+  scn_buf queued; /* watch: complete objects not yet handed over, each ended by a NUL */
   size_t scanned; /* watch: bytes of reply already scanned */
   int depth;
   bool in_string, escaped;
@@ -64,6 +65,7 @@ static void on_handle_closed(uv_handle_t *h) {
 /* ---- driving libcurl from the loop ------------------------------------------------------- */
 
 static void finish(scn_etcd_req *r, CURLcode result);
+static void deliver(scn_etcd *e);
 
 static void check_done(scn_etcd *e) {
   CURLMsg *m;
@@ -75,6 +77,7 @@ static void check_done(scn_etcd *e) {
     curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
     finish(r, m->data.result);
   }
+  deliver(e);
 }
 
 static void on_poll(uv_poll_t *h, int status, int events) {
@@ -157,22 +160,46 @@ static void req_free(scn_etcd_req *r) {
     curl_easy_cleanup(r->easy);
   }
   scn_buf_free(&r->reply);
+  scn_buf_free(&r->queued);
   free(r->body);
   free(r);
 }
 
-/* One complete object of a watch stream. */
+/* One complete object of a watch stream: queued, and handed over once libcurl has returned
+ * (its callbacks may not start requests, which the watch's reader does). */
 static void watch_object(scn_etcd_req *r, const char *text, size_t len) {
-  cJSON *doc = scn_json_heap_parse(text, len);
-  r->e->stats.watch_messages++;
-  if (cJSON_IsObject(doc) && !r->cancelled) {
+  scn_buf_add(&r->queued, text, len);
+  scn_buf_addc(&r->queued, '\0');
+}
+
+/* Hands each watch's queued objects to its reader. A reader may start or cancel requests
+ * (this one too), so the list is walked again after every request with something queued. */
+static void deliver(scn_etcd *e) {
+  for (;;) {
+    scn_etcd_req *r = e->reqs;
+    while (r && (r->cancelled || r->queued.len == 0 || r->in_callback))
+      r = r->next;
+    if (!r)
+      return;
+    scn_buf q = r->queued;
+    r->queued = (scn_buf){0};
     r->in_callback = true;
-    r->msg(r->ud, doc);
+    for (size_t off = 0; off < q.len && !r->cancelled;) {
+      size_t len = strlen(q.data + off);
+      cJSON *doc = scn_json_heap_parse(q.data + off, len);
+      e->stats.watch_messages++;
+      if (cJSON_IsObject(doc))
+        r->msg(r->ud, doc);
+      else
+        scn_log(SCN_LOG_WARN, "etcd: a watch message is not a JSON object", "bytes=%zu", len);
+      scn_json_heap_delete(doc);
+      off += len + 1;
+    }
     r->in_callback = false;
-  } else if (!doc) {
-    scn_log(SCN_LOG_WARN, "etcd: a watch message is not JSON", "bytes=%zu", len);
+    scn_buf_free(&q);
+    if (r->cancelled)
+      req_free(r);
   }
-  scn_json_heap_delete(doc);
 }
 
 /* Finds the objects a watch chunk completed: braces are counted outside strings, so objects
@@ -317,6 +344,11 @@ void scn_etcd_cancel(scn_etcd_req *r) {
  * any failure moves later requests to the next endpoint. */
 static void finish(scn_etcd_req *r, CURLcode result) {
   scn_etcd *e = r->e;
+  if (r->watch && r->queued.len && !r->cancelled) {
+    /* what the stream sent before it ended goes first */
+    curl_multi_remove_handle(e->multi, r->easy);
+    deliver(e);
+  }
   if (r->cancelled) {
     req_free(r);
     return;
@@ -387,8 +419,9 @@ bool scn_etcd_urls_valid(const char *urls, char *why, size_t whylen) {
     const char *colon = host ? strrchr(host, ':') : NULL;
     char *end = NULL;
     long port = colon ? strtol(colon + 1, &end, 10) : 0;
+    const char *slash = host ? strchr(host, '/') : NULL;
     if (!host || !colon || colon == host || !end || (*end && strcmp(end, "/") != 0) ||
-        end == colon + 1 || port < 1 || port > 65535 || strchr(host, '/') < colon) {
+        end == colon + 1 || port < 1 || port > 65535 || (slash && slash < colon)) {
       snprintf(why, whylen, "\"%.100s\" is not an endpoint of the form http://HOST:PORT", url);
       return false;
     }

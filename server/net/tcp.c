@@ -172,6 +172,15 @@ int scn_tcp_listen(scn_server *srv) {
                     "listening", extra);
 }
 
+int scn_tcp_port(void) {
+  struct sockaddr_storage bound;
+  int len = sizeof bound;
+  if (uv_tcp_getsockname(&listener, (struct sockaddr *)&bound, &len) != 0)
+    return 0;
+  return ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                           : ((struct sockaddr_in *)&bound)->sin_port);
+}
+
 void scn_tcp_close(void) {
   if (listener.data && !uv_is_closing((uv_handle_t *)&listener))
     uv_close((uv_handle_t *)&listener, NULL);

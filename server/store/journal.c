@@ -176,3 +176,18 @@ void scn_journal_remove_before(const char *dir, uint64_t gen) {
       unlink(path);
     }
 }
+
+int scn_journal_write_all(int fd, const char *data, size_t len) {
+  size_t off = 0;
+  while (off < len) {
+    ssize_t n = write(fd, data + off, len - off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      scn_log(SCN_LOG_ERROR, "journal write failed", "error=\"%s\"", strerror(errno));
+      return -1;
+    }
+    off += (size_t)n;
+  }
+  return 0;
+}

@@ -39,5 +39,7 @@ int scn_journal_open(const char *dir, uint64_t gen);
 /* The generations present, ascending. */
 size_t scn_journal_list(const char *dir, uint64_t *gens, size_t cap);
 void scn_journal_remove_before(const char *dir, uint64_t gen);
+/* Writes len bytes of records to fd; 0, or -1 with the error logged. */
+int scn_journal_write_all(int fd, const char *data, size_t len);
 
 #endif

@@ -28,27 +28,18 @@ void scn__journal_remove_before(const scn_persist *p, uint64_t gen) {
 
 /* ---- appending ---------------------------------------------------------------------------- */
 
-static void after_command(void *ud, const scn_command_info *cmd, const char *line, size_t len) {
+static void after_command(void *ud, const scn_done *d) {
   scn_persist *p = ud;
-  if (!(cmd->flags & SCN_CMD_MUTATES))
+  if (!(d->cmd->flags & SCN_CMD_MUTATES))
     return;
-  scn_journal_encode(&p->pending, line, len);
+  scn_journal_encode(&p->pending, d->line, d->len);
   p->changes++;
   p->stats.journal_records++;
 }
 
 static bool write_pending(scn_persist *p) {
-  size_t off = 0;
-  while (off < p->pending.len) {
-    ssize_t n = write(p->journal_fd, p->pending.data + off, p->pending.len - off);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      scn_log(SCN_LOG_ERROR, "journal write failed", "error=\"%s\"", strerror(errno));
-      return false;
-    }
-    off += (size_t)n;
-  }
+  if (scn_journal_write_all(p->journal_fd, p->pending.data, p->pending.len) != 0)
+    return false;
   p->stats.journal_bytes += p->pending.len;
   p->unsynced += p->pending.len;
   p->pending.len = 0;
