@@ -284,14 +284,14 @@ static void before_flush(void *ud) {
   size_t n = 0;
   for (size_t i = 0; i < cl->nacks; i++) {
     scn_conn *c = cl->acks[i];
-    if (!fresh) {
+    if (scn_outq_size(&c->out) == 0) {
+      c->acked_write = false; /* its oks have left */
+    } else if (!fresh) {
       c->acked_write = false;
       scn_log(SCN_LOG_WARN, "fenced: closing a connection instead of acknowledging its writes",
               "conn=%llu peer=%s", (unsigned long long)c->id, c->peer);
       scn_outq_clear(&c->out);
       scn_conn_close(c);
-    } else if (scn_outq_size(&c->out) == 0) {
-      c->acked_write = false;
     } else {
       cl->acks[n++] = c;
     }

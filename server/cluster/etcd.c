@@ -433,6 +433,11 @@ bool scn_etcd_urls_valid(const char *urls, char *why, size_t whylen) {
     if (*p == ',')
       p++;
   }
+  size_t len = strlen(urls);
+  if (n > 0 && urls[len - 1] == ',') {
+    snprintf(why, whylen, "\"%.100s\" ends with an empty endpoint", urls);
+    return false;
+  }
   if (n == 0)
     snprintf(why, whylen, "no endpoint given");
   return n > 0;
