@@ -7,6 +7,12 @@
  * stream (S subscribers of a root with K descendants that moves every tick). Each test builds
  * its own world and removes it afterwards. One line per test with ops/s (matrices/s for
  * stream) and latency percentiles; --json prints one JSON object per test instead.
+ *
+ * In a cluster: --place NODE (or auto) creates the test's world with "node", so it may live
+ * on another daemon than the one named by --port; every load connection asks for its world
+ * first and follows one MOVED to its owner, as a client that follows MOVED does. --daemons
+ * H:P,H:P,... spreads the load: one world per daemon (created there), and the connections
+ * round-robin over the daemons, each loading its own daemon's world.
  */
 #define _GNU_SOURCE /* memmem */
 #include "scn_client.h"
@@ -25,9 +31,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#define MAX_DAEMONS 16
+
 typedef struct opts {
-  const char *host, *token;
+  const char *host, *token, *place;
   int port, clients, pipeline, subscribers, descendants;
+  char daemons[MAX_DAEMONS][96]; /* --daemons: HOST:PORT each */
+  int ndaemons;
   long requests;
   double seconds;
   bool json;
@@ -59,13 +69,28 @@ static void die(const char *fmt, const char *arg) {
   exit(2);
 }
 
-static scn_cli *connect_or_die(const opts *o) {
+static scn_cli *connect_to_or_die(const opts *o, const char *host, int port) {
   char err[256];
-  scn_cli_options co = {.host = o->host, .port = o->port, .token = o->token, .timeout_ms = 30000};
+  scn_cli_options co = {.host = host, .port = port, .token = o->token, .timeout_ms = 30000};
   scn_cli *c = scn_cli_connect(&co, err, sizeof err);
   if (!c)
     die("%s", err);
   return c;
+}
+
+static scn_cli *connect_or_die(const opts *o) { return connect_to_or_die(o, o->host, o->port); }
+
+/* Daemon i of --daemons (or the one of --host and --port). */
+static scn_cli *connect_daemon(const opts *o, int i) {
+  if (o->ndaemons == 0)
+    return connect_or_die(o);
+  char host[96];
+  snprintf(host, sizeof host, "%s", o->daemons[i]);
+  char *colon = strrchr(host, ':');
+  if (!colon)
+    die("--daemons: \"%s\" is not HOST:PORT", o->daemons[i]);
+  *colon = '\0';
+  return connect_to_or_die(o, host, atoi(colon + 1));
 }
 
 static cJSON *call_or_die(scn_cli *c, const char *line) {
@@ -79,6 +104,7 @@ static cJSON *call_or_die(scn_cli *c, const char *line) {
 
 typedef struct conn {
   int fd;
+  int w; /* the world it loads (its daemon's) */
   char *out;
   size_t out_len, out_cap, out_off;
   char in[1 << 16];
@@ -92,9 +118,13 @@ typedef struct conn {
 typedef struct load {
   const opts *o;
   const char *test;
-  char world[64];
-  double *entities;
+  int nworlds;
+  char worlds[MAX_DAEMONS][64];
+  double *ents[MAX_DAEMONS];
+  char *world;       /* the world of the request being made */
+  double *entities;  /* and its entities */
   size_t nentities;
+  long followed; /* load connections that followed a MOVED to their world's owner */
   long issued_total;
   double *lat;
   size_t nlat;
@@ -119,7 +149,9 @@ static void put_s(char **p, const char *s) {
 }
 
 /* Writes one request of the test into buf; values change every time so no set is a no-op. */
-static size_t make_request(load *L, char *buf) {
+static size_t make_request(load *L, const conn *c, char *buf) {
+  L->world = L->worlds[c->w];
+  L->entities = L->ents[c->w];
   char *p = buf;
   uint64_t k = ++L->counter;
   uint64_t e = (uint64_t)L->entities[k % L->nentities];
@@ -164,8 +196,19 @@ static size_t make_request(load *L, char *buf) {
   return (size_t)(p - buf);
 }
 
-static int raw_connect(const opts *o) {
-  scn_cli *c = connect_or_die(o);
+/* A load connection for world w: to its daemon, then, as a client that follows MOVED does,
+ * one request for the world there and at most one move to the owner it names. */
+static int raw_connect(load *L, int w) {
+  const opts *o = L->o;
+  scn_cli *c = connect_daemon(o, o->ndaemons ? w : 0);
+  const char *before = scn_cli_addr(c);
+  char was[96], line[256];
+  snprintf(was, sizeof was, "%s", before);
+  snprintf(line, sizeof line, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%.0f}",
+           L->worlds[w], L->ents[w][0]);
+  cJSON_Delete(call_or_die(c, line));
+  if (strcmp(was, scn_cli_addr(c)) != 0)
+    L->followed++;
   int fd = dup(scn_cli_fd(c));
   scn_cli_close(c);
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
@@ -181,7 +224,7 @@ static void fill_pipeline(load *L, conn *c, long per_conn) {
       if (!c->out)
         die("%s", "out of memory");
     }
-    c->out_len += make_request(L, c->out + c->out_len);
+    c->out_len += make_request(L, c, c->out + c->out_len);
     c->sent[c->tail] = now_s();
     c->tail = (c->tail + 1) % ring;
     c->issued++;
@@ -232,8 +275,10 @@ static void print_result(const opts *o, const char *test, const char *unit, doub
          p999 = pct(lat, n, 0.999) * 1e3;
   if (o->json)
     printf("{\"test\":\"%s\",\"clients\":%d,\"pipeline\":%d,\"requests\":%zu,\"seconds\":%.3f,"
-           "\"%s\":%.0f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,\"errors\":%ld}\n",
-           test, o->clients, o->pipeline, n, secs, unit, rate, p50, p99, p999, errors);
+           "\"%s\":%.0f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,\"errors\":%ld,"
+           "\"daemons\":%d}\n",
+           test, o->clients, o->pipeline, n, secs, unit, rate, p50, p99, p999, errors,
+           o->ndaemons ? o->ndaemons : 1);
   else
     printf("%-10s %10.0f %s  p50=%.3f ms  p99=%.3f ms  p999=%.3f ms  (%zu samples, %d clients, "
            "pipeline %d%s)\n",
@@ -242,31 +287,41 @@ static void print_result(const opts *o, const char *test, const char *unit, doub
   fflush(stdout);
 }
 
-static void setup_world(load *L, scn_cli *admin) {
-  snprintf(L->world, sizeof L->world, "bench-%d-%s", (int)getpid(), L->test);
+/* World w of the test (on daemon w with --daemons, else where --place says) with 1000
+ * transforms. */
+static void setup_world(load *L, scn_cli *admin, int w) {
+  snprintf(L->worlds[w], sizeof L->worlds[w], "bench-%d-%s-%d", (int)getpid(), L->test, w);
   char line[256];
-  snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", L->world);
+  if (L->o->place)
+    snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\",\"node\":\"%s\"}",
+             L->worlds[w], L->o->place);
+  else
+    snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", L->worlds[w]);
   cJSON_Delete(call_or_die(admin, line));
   L->nentities = 1000;
-  L->entities = malloc(sizeof(double) * L->nentities);
-  /* Pipelined creation, then one read per request. */
+  L->ents[w] = malloc(sizeof(double) * L->nentities);
+  /* Pipelined creation, then one read per request (on the world's owner: the call above
+   * followed a MOVED there). */
   for (size_t i = 0; i < L->nentities; i++) {
-    snprintf(line, sizeof line, "{\"cmd\":\"transform.create\",\"world\":\"%s\"}", L->world);
+    snprintf(line, sizeof line, "{\"cmd\":\"transform.create\",\"world\":\"%s\"}", L->worlds[w]);
     scn_cli_send_line(admin, line, strlen(line));
   }
   for (size_t i = 0; i < L->nentities; i++) {
     cJSON *r;
     if (scn_cli_read_response(admin, &r) != SCN_CLI_OK)
       die("setup failed: %s", scn_cli_error(admin));
-    L->entities[i] = cJSON_GetObjectItemCaseSensitive(r, "entity")->valuedouble;
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "entity");
+    if (!cJSON_IsNumber(e))
+      die("setup failed: %s", scn_cli_reply_message(r) ? scn_cli_reply_message(r) : "no entity");
+    L->ents[w][i] = e->valuedouble;
     cJSON_Delete(r);
   }
 }
 
-static void cleanup_world(load *L, scn_cli *admin) {
-  char line[128];
+static void cleanup_world(load *L, scn_cli *admin, int w) {
+  char line[160];
   for (size_t i = 0; i < L->nentities; i++) {
-    snprintf(line, sizeof line, "{\"cmd\":\"entity.destroy\",\"entity\":%.0f}", L->entities[i]);
+    snprintf(line, sizeof line, "{\"cmd\":\"entity.destroy\",\"entity\":%.0f}", L->ents[w][i]);
     scn_cli_send_line(admin, line, strlen(line));
   }
   for (size_t i = 0; i < L->nentities; i++) {
@@ -274,22 +329,27 @@ static void cleanup_world(load *L, scn_cli *admin) {
     if (scn_cli_read_response(admin, &r) == SCN_CLI_OK)
       cJSON_Delete(r);
   }
-  snprintf(line, sizeof line, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", L->world);
+  snprintf(line, sizeof line, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", L->worlds[w]);
   cJSON_Delete(call_or_die(admin, line));
-  free(L->entities);
+  free(L->ents[w]);
 }
 
 static void run_load(const opts *o, const char *test) {
   load L = {.o = o, .test = test};
-  scn_cli *admin = connect_or_die(o);
-  setup_world(&L, admin);
+  L.nworlds = o->ndaemons ? o->ndaemons : 1;
+  scn_cli *admins[MAX_DAEMONS];
+  for (int w = 0; w < L.nworlds; w++) {
+    admins[w] = connect_daemon(o, w);
+    setup_world(&L, admins[w], w);
+  }
   int C = o->clients;
   long per_conn = (o->requests + C - 1) / C;
   conn *cs = calloc((size_t)C, sizeof *cs);
   L.lat = malloc(sizeof(double) * (size_t)(per_conn * C + 1));
   int ep = epoll_create1(0);
   for (int i = 0; i < C; i++) {
-    cs[i].fd = raw_connect(o);
+    cs[i].w = i % L.nworlds;
+    cs[i].fd = raw_connect(&L, cs[i].w);
     cs[i].sent = malloc(sizeof(double) * (size_t)(o->pipeline + 1));
     struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
     epoll_ctl(ep, EPOLL_CTL_ADD, cs[i].fd, &ev);
@@ -326,6 +386,9 @@ static void run_load(const opts *o, const char *test) {
   }
   double secs = now_s() - t0;
   print_result(o, test, "ops/s", (double)total / secs, L.lat, L.nlat, L.errors, secs);
+  if (L.followed)
+    fprintf(stderr, "scene-bench: %ld of %d connections followed MOVED to their world's owner\n",
+            L.followed, C);
   for (int i = 0; i < C; i++) {
     close(cs[i].fd);
     free(cs[i].out);
@@ -334,8 +397,10 @@ static void run_load(const opts *o, const char *test) {
   close(ep);
   free(cs);
   free(L.lat);
-  cleanup_world(&L, admin);
-  scn_cli_close(admin);
+  for (int w = 0; w < L.nworlds; w++) {
+    cleanup_world(&L, admins[w], w);
+    scn_cli_close(admins[w]);
+  }
 }
 
 /* ---- streaming ---------------------------------------------------------------------------- */
@@ -578,7 +643,7 @@ static void usage(void) {
   fprintf(stderr,
           "usage: scene-bench [--host H] [--port P] [--token T] [-c CLIENTS] [-n REQUESTS]\n"
           "                   [-P PIPELINE] [-t TEST[,TEST]] [-S SUBSCRIBERS] [-K DESCENDANTS]\n"
-          "                   [--seconds S] [--json]\n"
+          "                   [--seconds S] [--json] [--place NODE|auto] [--daemons H:P,H:P...]\n"
           "tests: ping, set_local, set_matrix, get, batch, stream (-S subscribers of a root\n"
           "with -K descendants), snapshot (save of a world of -K transforms; needs --data)\n");
   exit(2);
@@ -620,6 +685,18 @@ int main(int argc, char **argv) {
       o.seconds = atof(v);
     else if (!strcmp(a, "--json"))
       o.json = true;
+    else if (ARG("--place"))
+      o.place = v;
+    else if (ARG("--daemons")) {
+      for (const char *d = v; *d && o.ndaemons < MAX_DAEMONS;) {
+        size_t n = strcspn(d, ",");
+        if (n == 0 || n >= sizeof o.daemons[0])
+          usage();
+        memcpy(o.daemons[o.ndaemons], d, n);
+        o.daemons[o.ndaemons++][n] = '\0';
+        d += n + (d[n] == ',');
+      }
+    }
     else
       usage();
 #undef ARG
