@@ -58,7 +58,7 @@ THREE      := $(NPM_DIR)/node_modules/three
 # Keep intermediate objects (the fuzz targets build theirs through a pattern rule).
 .SECONDARY:
 
-.PHONY: all deps test test-web test-timeout-check www bench soak run clean format exhaustive-f32 layering fuzz valgrind
+.PHONY: all deps test test-web test-timeout-check www bench soak run clean format exhaustive-f32 layering fuzz valgrind cluster
 
 all: $(SCENED) $(SCENECTL) $(SCENE_BENCH) $(CORE_LIB) $(PROTO_LIB) $(TEST_BIN) $(BENCH_BIN) $(DECODE_BENCH) $(BUILD)/f32-exhaustive \
      $(WWW_STAMP)
@@ -161,6 +161,10 @@ run: $(SCENED) $(SCENECTL) $(WWW_STAMP)
 	@echo "  talk to it:  $(SCENECTL) ping   |   $(SCENECTL) world.create world=main"
 	@echo "  interactive: $(SCENECTL)   (Ctrl-C here stops the daemon)"
 	$(SCENED)
+
+# An example cluster: a local etcd and three daemons sharing build/cluster-data (Ctrl-C stops).
+cluster: $(SCENED) $(SCENECTL) $(WWW_STAMP)
+	BUILD=$(BUILD) scripts/cluster.sh
 
 # The core and protocol suites under valgrind, then the integration suites with the daemon
 # itself under valgrind (a leak or memory error makes it exit 99, which the suites check).
