@@ -19,10 +19,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +34,7 @@
 #define MAX_DAEMONS 16
 
 typedef struct opts {
-  const char *host, *token, *place;
+  const char *host, *token, *place, *world;
   int port, clients, pipeline, subscribers, descendants;
   char daemons[MAX_DAEMONS][96]; /* --daemons: HOST:PORT each */
   int ndaemons;
@@ -121,8 +121,8 @@ typedef struct load {
   int nworlds;
   char worlds[MAX_DAEMONS][64];
   double *ents[MAX_DAEMONS];
-  char *world;       /* the world of the request being made */
-  double *entities;  /* and its entities */
+  char *world;      /* the world of the request being made */
+  double *entities; /* and its entities */
   size_t nentities;
   long followed; /* load connections that followed a MOVED to their world's owner */
   long issued_total;
@@ -282,8 +282,7 @@ static void print_result(const opts *o, const char *test, const char *unit, doub
   else
     printf("%-10s %10.0f %s  p50=%.3f ms  p99=%.3f ms  p999=%.3f ms  (%zu samples, %d clients, "
            "pipeline %d%s)\n",
-           test, rate, unit, p50, p99, p999, n, o->clients, o->pipeline,
-           errors ? ", ERRORS" : "");
+           test, rate, unit, p50, p99, p999, n, o->clients, o->pipeline, errors ? ", ERRORS" : "");
   fflush(stdout);
 }
 
@@ -543,24 +542,17 @@ static void run_stream(const opts *o) {
 /* Builds a world of K transforms (trees of 100), asks for a snapshot, and measures how long it
  * takes and how long another connection's pings wait meanwhile (the daemon must keep
  * answering). The daemon needs --data. */
-static void run_snapshot(const opts *o) {
-  scn_cli *admin = connect_or_die(o), *pinger = connect_or_die(o);
-  char world[64], line[256];
-  snprintf(world, sizeof world, "bench-%d-snapshot", (int)getpid());
-  snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", world);
-  cJSON_Delete(call_or_die(admin, line));
-  long K = o->descendants;
-  double t0 = now_s();
-  /* Trees of 100 in groups of 20: the roots first (their ids are needed), then the children
-   * of all 20, each group pipelined. */
+/* Builds K transforms in world: trees of 100 in groups of 20, the roots first (their ids are
+ * needed), then the children of all 20, each group pipelined. */
+static void build_trees(scn_cli *admin, const char *world, long K) {
+  char line[256];
   enum { TREE = 100, GROUP = 20 };
   double roots[GROUP];
   for (long done = 0; done < K;) {
     long trees = 0;
     for (; trees < GROUP && done + trees * TREE < K; trees++) {
-      snprintf(line, sizeof line,
-               "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"t\":[%ld,1,2]}", world,
-               done + trees * TREE);
+      snprintf(line, sizeof line, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"t\":[%ld,1,2]}",
+               world, done + trees * TREE);
       scn_cli_send_line(admin, line, strlen(line));
     }
     long sent = 0;
@@ -591,6 +583,36 @@ static void run_snapshot(const opts *o) {
     }
     done += trees + sent;
   }
+}
+
+/* fill: a world (--world, made where --place says) of -K transforms that stays, then save. */
+static void run_fill(const opts *o) {
+  scn_cli *admin = connect_or_die(o);
+  char line[256];
+  if (o->place)
+    snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\",\"node\":\"%s\"}",
+             o->world, o->place);
+  else
+    snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", o->world);
+  cJSON_Delete(call_or_die(admin, line));
+  double t0 = now_s();
+  build_trees(admin, o->world, o->descendants);
+  double built = now_s() - t0;
+  cJSON_Delete(call_or_die(admin, "{\"cmd\":\"save\"}"));
+  printf("fill       %ld transforms in %s on %s: built in %.2f s, saved in %.2f s\n",
+         (long)o->descendants, o->world, scn_cli_addr(admin), built, now_s() - t0 - built);
+  scn_cli_close(admin);
+}
+
+static void run_snapshot(const opts *o) {
+  scn_cli *admin = connect_or_die(o), *pinger = connect_or_die(o);
+  char world[64], line[256];
+  snprintf(world, sizeof world, "bench-%d-snapshot", (int)getpid());
+  snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", world);
+  cJSON_Delete(call_or_die(admin, line));
+  long K = o->descendants;
+  double t0 = now_s();
+  build_trees(admin, world, K);
   double built = now_s() - t0;
   /* save runs in the background on the daemon; ping until its reply arrives */
   scn_cli_send_line(admin, "{\"cmd\":\"save\"}", 14);
@@ -645,13 +667,20 @@ static void usage(void) {
           "                   [-P PIPELINE] [-t TEST[,TEST]] [-S SUBSCRIBERS] [-K DESCENDANTS]\n"
           "                   [--seconds S] [--json] [--place NODE|auto] [--daemons H:P,H:P...]\n"
           "tests: ping, set_local, set_matrix, get, batch, stream (-S subscribers of a root\n"
-          "with -K descendants), snapshot (save of a world of -K transforms; needs --data)\n");
+          "with -K descendants), snapshot (save of a world of -K transforms; needs --data),\n"
+          "fill (a world --world of -K transforms that stays, then save)\n");
   exit(2);
 }
 
 int main(int argc, char **argv) {
-  opts o = {.host = "127.0.0.1", .port = 7878, .clients = 50, .pipeline = 16,
-            .requests = 200000, .subscribers = 10, .descendants = 10000, .seconds = 5};
+  opts o = {.host = "127.0.0.1",
+            .port = 7878,
+            .clients = 50,
+            .pipeline = 16,
+            .requests = 200000,
+            .subscribers = 10,
+            .descendants = 10000,
+            .seconds = 5};
   strcpy(o.tests, "ping,set_local,set_matrix,get,batch");
   const char *env;
   if ((env = getenv("SCENED_HOST")))
@@ -687,6 +716,8 @@ int main(int argc, char **argv) {
       o.json = true;
     else if (ARG("--place"))
       o.place = v;
+    else if (ARG("--world"))
+      o.world = v;
     else if (ARG("--daemons")) {
       for (const char *d = v; *d && o.ndaemons < MAX_DAEMONS;) {
         size_t n = strcspn(d, ",");
@@ -696,13 +727,12 @@ int main(int argc, char **argv) {
         o.daemons[o.ndaemons++][n] = '\0';
         d += n + (d[n] == ',');
       }
-    }
-    else
+    } else
       usage();
 #undef ARG
   }
-  if (o.clients < 1 || o.pipeline < 1 || o.requests < 1 || o.subscribers < 1 ||
-      o.descendants < 0 || !(o.seconds > 0))
+  if (o.clients < 1 || o.pipeline < 1 || o.requests < 1 || o.subscribers < 1 || o.descendants < 0 ||
+      !(o.seconds > 0))
     usage();
   char *save, *t = strtok_r(o.tests, ",", &save);
   for (; t; t = strtok_r(NULL, ",", &save)) {
@@ -710,6 +740,8 @@ int main(int argc, char **argv) {
       run_stream(&o);
     else if (!strcmp(t, "snapshot"))
       run_snapshot(&o);
+    else if (!strcmp(t, "fill") && o.world)
+      run_fill(&o);
     else if (!strcmp(t, "ping") || !strcmp(t, "set_local") || !strcmp(t, "set_matrix") ||
              !strcmp(t, "get") || !strcmp(t, "batch"))
       run_load(&o, t);

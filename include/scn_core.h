@@ -131,8 +131,12 @@ uint64_t scn_entity_slots_left(const scn_scene *scene);
  * (also when it already was), SCN_EXISTS when its slot holds another generation or was
  * retired, SCN_INVALID for an id no scene could have made. */
 int scn_entity_adopt(scn_scene *scene, scn_entity id);
+/* A ranged scene lets go of an entity that another daemon now keeps (its group moved away):
+ * it is no longer alive here, and can be adopted again, with its id, if the group comes back.
+ * SCN_STATE while it still has a transform in some world. */
+int scn_entity_forget(scn_scene *scene, scn_entity id);
 /* The next n creations give exactly these ids (adopted), in order: a replay makes the ids a
- * command made when it first ran. */
+ * command made when it first ran. n 0 drops expectations left over. */
 int scn_entity_expect(scn_scene *scene, const scn_entity *ids, size_t n);
 /* While on, every id created is recorded (in order) until scn_entity_recorded_clear. */
 void scn_entity_record(scn_scene *scene, bool on);

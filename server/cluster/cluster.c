@@ -327,21 +327,43 @@ static void log_owner(const group *g, const char *old, const char *new_, int64_t
           old && old[0] ? old : "none", new_ && new_[0] ? new_ : "none", (long long)epoch);
 }
 
+typedef struct id_list {
+  scn_entity *ids;
+  size_t len, cap;
+} id_list;
+
+static void collect_id(void *ud, scn_entity e, scn_entity parent, const char *name,
+                       const float local[16]) {
+  (void)parent, (void)name, (void)local;
+  id_list *l = ud;
+  scn_entity *ids = scn_array_grow(l->ids, &l->cap, sizeof *ids, l->len + 1);
+  if (ids) {
+    l->ids = ids;
+    l->ids[l->len++] = e;
+  }
+}
+
 /* Drops the group's worlds from the scene (subscribers told where it went) and stops
- * persisting it. */
+ * persisting it. Its entities that no other world here uses go with it: another daemon keeps
+ * them now (its snapshot lists them), and they must not come back here as this node's own. */
 static void unload(scn_cluster *cl, group *g, const char *to, const char *to_addr) {
   scn_server *srv = cl->srv;
   scn_gstore_release(srv->gstore, g->name);
+  id_list used = {0};
   for (size_t i = scn_world_count(srv->scene); i-- > 0;) {
     scn_world *w = scn_world_at(srv->scene, i);
     char name[SCN_NAME_MAX + 1];
     group_of(scn_world_name(w), name);
     if (strcmp(name, g->name) != 0)
       continue;
+    scn_world_visit_transforms(w, collect_id, &used);
     scn_stream_world_moved(srv->stream, w, to ? to : "", to_addr ? to_addr : "");
     snprintf(name, sizeof name, "%s", scn_world_name(w));
     scn_world_destroy(srv->scene, name);
   }
+  for (size_t i = 0; i < used.len; i++)
+    scn_entity_forget(srv->scene, used.ids[i]); /* refused while another world uses it */
+  free(used.ids);
   srv->worlds_gen++;
   g->state = G_NONE;
   g->epoch = 0;
@@ -468,6 +490,10 @@ static void group_deleted(scn_cluster *cl, group *g) {
   g->key = false;
   g->node[0] = g->addr[0] = '\0';
   g->from = false;
+  if (cl->released) {
+    g->state = G_NONE; /* released at SIGTERM: nothing more happens here before the exit */
+    return;
+  }
   if (g->state == G_OWNED || g->state == G_FROZEN)
     lose(cl, g, "its key was deleted (the lease expired)");
   wake_all(g);
@@ -911,7 +937,11 @@ scn_route_kind scn_cluster_route(scn_cluster *cl, const char *world, bool creati
       return unavailable(out, "the group is being loaded; retry");
   }
   if (scn_gstore_on_disk(cl->srv->gstore, name)) {
-    if ((g = group_get(cl, name)))
+    /* It exists: its owner may be new (etcd is asked first), or gone (it is claimed). */
+    g = group_get(cl, name);
+    if (g && !retried && wake && look_up(cl, g))
+      return wait_on(g, wake, ud, out);
+    if (g)
       claim(cl, g);
     return unavailable(out, "the group has no live owner yet; retry");
   }
@@ -1016,7 +1046,7 @@ int scn_cluster_move(scn_cluster *cl, const char *world, const char *to, scn_mov
    * in the snapshot the target loads. */
   g->state = G_FROZEN;
   uint64_t bytes;
-  if (scn_gstore_save(cl->srv->gstore, g->name, &bytes) != 0) {
+  if (scn_gstore_checkpoint(cl->srv->gstore, g->name, &bytes) != 0) {
     g->state = G_OWNED;
     *code = SCN_W_INTERNAL;
     snprintf(msg, msglen, "cannot save group %s before the move", name);
@@ -1484,7 +1514,7 @@ void scn_cluster_release_all(scn_cluster *cl) {
     for (group *g = cl->buckets[b]; g; g = g->next)
       if (g->state == G_OWNED) {
         g->state = G_FROZEN;
-        if (scn_gstore_save(cl->srv->gstore, g->name, &bytes) != 0)
+        if (scn_gstore_checkpoint(cl->srv->gstore, g->name, &bytes) != 0)
           scn_log(SCN_LOG_ERROR, "cannot save a group before releasing it", "group=%s", g->name);
       }
   cl->released = true;

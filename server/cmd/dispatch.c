@@ -283,6 +283,8 @@ static int execute(scn_dispatch *d, scn_conn *c, const char *line, size_t len, b
         scn_reply_begin_raw(reply, rq->id.p, rq->id.len);
       rc = scn_run_command(&ctx, cmd, &rq->f, reply, &err);
       world_name = ctx.world_name;
+      if (srv->gstore && !c)
+        scn_entity_expect(srv->scene, NULL, 0); /* a failed replay leaves none behind */
       if (rc == 0 && reply->failed)
         rc = scn_fail(&err, SCN_W_INTERNAL, "out of memory building the reply");
       /* A read changed nothing, so a response too big for the output limit is simply

@@ -322,11 +322,28 @@ int scn_entity_adopt(scn_scene *scene, scn_entity id) {
   return SCN_OK;
 }
 
+int scn_entity_forget(scn_scene *scene, scn_entity id) {
+  scn__entities *ents = &scene->ents;
+  uint32_t slot;
+  if (!ents->ranged || scene->in_batch)
+    return SCN_STATE;
+  if (!decode(ents, id, &slot))
+    return SCN_NOT_FOUND;
+  for (size_t w = 0; w < scene->nworlds; w++)
+    if (scn_transform_exists(scene->worlds[w], id))
+      return SCN_STATE;
+  ents->state[slot] = SLOT_FREE; /* not in any range: only an adoption brings it back */
+  ents->alive--;
+  return SCN_OK;
+}
+
 int scn_entity_expect(scn_scene *scene, const scn_entity *ids, size_t n) {
   scn__entities *ents = &scene->ents;
   if (!ents->ranged)
     return SCN_STATE;
   ents->expect.len = ents->expect_head = 0;
+  if (n == 0)
+    return SCN_OK;
   if (scn__vec_reserve(&ents->expect, sizeof(scn_entity), n) != SCN_OK)
     return SCN_NOMEM;
   memcpy(ents->expect.data, ids, sizeof *ids * n);
@@ -341,10 +358,7 @@ size_t scn_entity_recorded(const scn_scene *scene, const scn_entity **ids) {
   return scene->ents.recorded.len;
 }
 
-void scn_entity_recorded_clear(scn_scene *scene) {
-  scene->ents.recorded.len = 0;
-  scene->ents.expect.len = scene->ents.expect_head = 0;
-}
+void scn_entity_recorded_clear(scn_scene *scene) { scene->ents.recorded.len = 0; }
 
 void scn__entities_free(scn__entities *ents) {
   free(ents->gen);

@@ -251,6 +251,23 @@ int scn_gstore_save(scn_gstore *gs, const char *group, uint64_t *bytes) {
   return p ? save_part(gs, p, bytes) : -1;
 }
 
+int scn_gstore_checkpoint(scn_gstore *gs, const char *group, uint64_t *bytes) {
+  gs_part *p = find(gs, group);
+  *bytes = 0;
+  if (!p || !allowed(gs, p))
+    return -1;
+  if (p->changes > SCN_GSTORE_REPLAY_CHEAP)
+    return save_part(gs, p, bytes);
+  commit_part(gs, p);
+  if (p->journal_fd >= 0 && p->unsynced) {
+    if (fdatasync(p->journal_fd) != 0)
+      return -1;
+    p->unsynced = 0;
+    gs->stats.fsyncs++;
+  }
+  return p->pending.len ? -1 : 0;
+}
+
 int scn_gstore_save_all(scn_gstore *gs, uint64_t *bytes) {
   int rc = 0;
   uint64_t n;
@@ -335,6 +352,47 @@ static void remove_older(void *ud, const char *dir, uint64_t epoch) {
     remove_dir(dir);
 }
 
+/* A load that keeps every record it replays, for the new epoch's journal. */
+typedef struct carry {
+  scn_gstore *gs;
+  scn_buf records;
+} carry;
+
+static bool carry_line(void *ud, const char *line, size_t len) {
+  carry *c = ud;
+  scn_journal_encode(&c->records, line, len);
+  return c->gs->replay(c->gs->replay_ud, line, len);
+}
+
+/* The new epoch's directory starts from exactly what was loaded: the old snapshot, linked (a
+ * snapshot never changes once renamed into place; a stale owner can only rename another over
+ * its own directory's name), and the records replayed after it, copied into the journal the
+ * snapshot continues in. true when that worked; otherwise the caller writes a snapshot. */
+static bool carry_over(gs_part *p, const char *old_dir, const scn_chain *chain,
+                       const scn_buf *records) {
+  if (!chain->snapshot || chain->info.damaged)
+    return false;
+  uint64_t gen = chain->info.journal_gen;
+  char from[4700], to[4700], journal[4700];
+  snprintf(from, sizeof from, "%s/snapshot.scn", old_dir);
+  snprintf(to, sizeof to, "%s/snapshot.scn", p->dir);
+  scn_journal_path(p->dir, gen, journal, sizeof journal);
+  int fd = scn_journal_open(p->dir, gen);
+  if (fd < 0)
+    return false;
+  /* As for every snapshot, the journal it continues in exists (and is on disk) before it. */
+  if ((records->len && scn_journal_write_all(fd, records->data, records->len) != 0) ||
+      fdatasync(fd) != 0 || link(from, to) != 0) {
+    close(fd);
+    unlink(journal);
+    return false;
+  }
+  p->journal_fd = fd;
+  p->gen = gen;
+  p->changes = records->len > 0; /* the next autosave folds them in */
+  return true;
+}
+
 int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, char *err,
                        size_t errlen) {
   scn_server *srv = gs->srv;
@@ -353,13 +411,17 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, char *
   }
   uint64_t t0 = uv_hrtime();
   scn_chain chain = {0};
-  if (n.found && scn__load_chain(&srv->scene, n.dir, srv->cfg.recover, false, gs->replay,
-                                 gs->replay_ud, &chain, err, errlen) != 0)
+  carry c = {gs, {0}};
+  if (n.found && scn__load_chain(&srv->scene, n.dir, srv->cfg.recover, false, carry_line, &c,
+                                 &chain, err, errlen) != 0) {
+    scn_buf_free(&c.records);
     return -1;
+  }
   gs_part *p = calloc(1, sizeof *p);
   gs_part **parts = p ? scn_array_grow(gs->parts, &gs->cap, sizeof *parts, gs->nparts + 1) : NULL;
-  if (!parts) {
+  if (!parts || c.records.failed) {
     free(p);
+    scn_buf_free(&c.records);
     snprintf(err, errlen, "out of memory");
     return -1;
   }
@@ -371,13 +433,17 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, char *
   if (mkdir_one(gdir) != 0 || mkdir_one(p->dir) != 0) {
     snprintf(err, errlen, "cannot create %s: %s", p->dir, strerror(errno));
     free(p);
+    scn_buf_free(&c.records);
     return -1;
   }
   fsync_path(gdir);
   gs->parts[gs->nparts++] = p;
-  /* The new epoch starts with a snapshot of everything loaded, before anything is answered. */
-  uint64_t bytes;
-  if (save_part(gs, p, &bytes) != 0) {
+  /* The new epoch starts with everything loaded on disk, before anything is answered: carried
+   * over from the old epoch, or a snapshot written now. */
+  uint64_t bytes = 0;
+  bool carried = n.found && allowed(gs, p) && carry_over(p, n.dir, &chain, &c.records);
+  scn_buf_free(&c.records);
+  if (!carried && save_part(gs, p, &bytes) != 0) {
     snprintf(err, errlen, "cannot write the first snapshot of epoch %llu in %s",
              (unsigned long long)epoch, p->dir);
     scn_gstore_release(gs, group);
@@ -387,8 +453,9 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, char *
   each_epoch(gdir, remove_older, &(older){epoch});
   gs->stats.loads++;
   scn_log(SCN_LOG_INFO, "group loaded",
-          "group=%s epoch=%llu from=\"%s\" replayed=%llu snapshot_bytes=%llu ms=%.1f", group,
-          (unsigned long long)epoch, n.found ? n.dir : "(new)", (unsigned long long)chain.replayed,
+          "group=%s epoch=%llu from=\"%s\" replayed=%llu start=%s snapshot_bytes=%llu ms=%.1f",
+          group, (unsigned long long)epoch, n.found ? n.dir : "(new)",
+          (unsigned long long)chain.replayed, carried ? "carried-over" : "snapshot",
           (unsigned long long)bytes, (double)(uv_hrtime() - t0) / 1e6);
   return 0;
 }

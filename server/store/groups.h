@@ -6,8 +6,10 @@
  *
  * E is the owner's fencing epoch (the etcd revision at which it got the group). An owner writes
  * only in its own epoch's directory; a new owner loads the newest epoch directory below its
- * own, writes a fresh snapshot in its own before it acknowledges anything, and removes the
- * older ones. A stale owner's late appends thus land in a directory nobody will read again.
+ * own, and before it acknowledges anything starts its own from exactly what it loaded (the old
+ * snapshot hard-linked, which never changes once in place, and the replayed records copied; a
+ * fresh snapshot where a link cannot be made), then removes the older ones. A stale owner's
+ * late appends thus land in a directory nobody will read again.
  * Before every write the cluster's fence is asked (scn_gstore_set_fence): a daemon that may
  * have lost a group writes nothing of it.
  *
@@ -41,6 +43,11 @@ void scn_gstore_set_fence(scn_gstore *gs, scn_fence_fn may_write, void *ud);
 int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, char *err, size_t errlen);
 /* Writes group's journal and a snapshot now (a new journal generation); 0, or -1. */
 int scn_gstore_save(scn_gstore *gs, const char *group, uint64_t *bytes);
+/* Makes everything answered for group durable before it is handed to another daemon: the
+ * journal written and fsynced, and a snapshot too when more than SCN_GSTORE_REPLAY_CHEAP
+ * records would otherwise be replayed (a replay of fewer costs less than writing one). */
+#define SCN_GSTORE_REPLAY_CHEAP 10000
+int scn_gstore_checkpoint(scn_gstore *gs, const char *group, uint64_t *bytes);
 /* Saves every group the fence allows and the node's entities; total bytes. 0, or -1. */
 int scn_gstore_save_all(scn_gstore *gs, uint64_t *bytes);
 /* Stops persisting group: records not yet written are dropped (they were never answered). */
