@@ -143,3 +143,6 @@ if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; 
 else
   echo "== Redis comparison skipped: redis-server or redis-benchmark is not installed"
 fi
+
+echo
+BUILD="$BUILD" RUNS="$RUNS" N="$N" scripts/bench-cluster.sh

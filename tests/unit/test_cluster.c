@@ -339,7 +339,8 @@ static void test_routing_moved(void) {
   cluster_stop(&k);
 }
 
-/* scenectl follows MOVED: asked on a daemon that does not own the world, it gets the answer. */
+/* scenectl and the Python client follow MOVED: asked on a daemon that does not own the world,
+ * they get the answer. */
 static void test_scenectl_non_owner(void) {
   cluster k;
   if (!cluster_start(&k, NULL)) {
@@ -359,6 +360,21 @@ static void test_scenectl_non_owner(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(text_str(&p.out), "\"entity\""));
   if (rc != 0)
     scn_report_text("scenectl", text_str(&p.err));
+  scn_proc_free(&p);
+  /* The Python client as well (next to the daemon's binary, or from the working directory). */
+  char script[512];
+  const char *bin_dir = scn_daemon_bin(), *slash = strrchr(bin_dir, '/');
+  snprintf(script, sizeof script, "%.*s/../scripts/scened_client.py",
+           slash ? (int)(slash - bin_dir) : 1, slash ? bin_dir : ".");
+  if (access(script, R_OK) != 0)
+    snprintf(script, sizeof script, "scripts/scened_client.py");
+  const char *py[] = {script, "--port", port, "transform.find", "world=ctl.main", "path=car", NULL};
+  CU_ASSERT_FATAL(scn_proc_start(&p, "/usr/bin/python3", py, NULL, NULL, 0));
+  rc = scn_proc_wait(&p, 10000);
+  CU_ASSERT_EQUAL(rc, 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(text_str(&p.out), "\"entity\""));
+  if (rc != 0)
+    scn_report_text("python client", text_str(&p.err));
   scn_proc_free(&p);
   cluster_stop(&k);
 }
@@ -1096,7 +1112,7 @@ int scn_test_register_cluster(void) {
   static const scn_test tests[] = {
       {"bad flags: one line, exit 2", test_bad_flags},
       {"routing: MOVED from every command naming a world", test_routing_moved},
-      {"scenectl against a non-owner", test_scenectl_non_owner},
+      {"scenectl and the Python client against a non-owner", test_scenectl_non_owner},
       {"placement with auto", test_placement_auto},
       {"entity ids unique across the cluster", test_unique_entity_ids},
       {"world.move with subscribers and racing writes", test_move_with_subscribers_and_writes},
