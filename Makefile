@@ -169,7 +169,7 @@ cluster: $(SCENED) $(SCENECTL) $(WWW_STAMP)
 # The core and protocol suites under valgrind, then the integration suites with the daemon
 # itself under valgrind (a leak or memory error makes it exit 99, which the suites check).
 # Suites that time ticks or load the machine are left to the sanitizer build.
-VALGRIND_SUITES := daemon_commands,daemon_persist,clients,daemon_ops
+VALGRIND_SUITES := daemon_commands,daemon_parts,daemon_persist,clients,daemon_ops
 valgrind: $(TEST_BIN) $(SCENED) $(SCENECTL)
 	valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	  --error-exitcode=99 $(TEST_BIN) core_,proto,f32fmt

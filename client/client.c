@@ -482,3 +482,100 @@ int scn_cli_poll_events(scn_cli *c, int timeout_ms) {
     count++;
   }
 }
+
+/* ---- parts of a transform --------------------------------------------------------------- */
+
+static bool add_floats(cJSON *req, const char *key, const float *v, int n) {
+  cJSON *a = cJSON_AddArrayToObject(req, key);
+  for (int i = 0; a && i < n; i++)
+    if (!cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i])))
+      return false;
+  return a != NULL;
+}
+
+/* A request {"cmd":cmd,"world":world,"entity":entity}, NULL when out of memory. */
+static cJSON *entity_request(const char *cmd, const char *world, double entity) {
+  cJSON *req = cJSON_CreateObject();
+  if (req && cJSON_AddStringToObject(req, "cmd", cmd) &&
+      cJSON_AddStringToObject(req, "world", world) &&
+      cJSON_AddNumberToObject(req, "entity", entity))
+    return req;
+  cJSON_Delete(req);
+  return NULL;
+}
+
+int scn_cli_set_parts(scn_cli *c, const char *world, double entity, bool world_space,
+                      const float t[3], const float r[4], const float s[3]) {
+  cJSON *req =
+      entity_request(world_space ? "transform.set_world" : "transform.set_local", world, entity);
+  bool built = req && cJSON_AddTrueToObject(req, "partial") && (!t || add_floats(req, "t", t, 3)) &&
+               (!r || add_floats(req, "r", r, 4)) && (!s || add_floats(req, "s", s, 3));
+  int rc = built ? scn_cli_call(c, req, NULL) : fail(c, SCN_CLI_ENOMEM, "out of memory");
+  cJSON_Delete(req);
+  return rc;
+}
+
+static bool floats_of(const cJSON *a, float *out, int n) {
+  if (cJSON_GetArraySize(a) != n)
+    return false;
+  int i = 0;
+  for (const cJSON *x = a->child; x; x = x->next) {
+    if (!cJSON_IsNumber(x))
+      return false;
+    out[i++] = (float)x->valuedouble; /* the daemon prints float32 exactly */
+  }
+  return true;
+}
+
+/* The parts of o ({"t","r","s"} or null) into out; false when o is neither. */
+static bool trs_of(const cJSON *o, scn_cli_trs *out) {
+  out->valid = false;
+  if (cJSON_IsNull(o))
+    return true;
+  if (!cJSON_IsObject(o) || !floats_of(cJSON_GetObjectItemCaseSensitive(o, "t"), out->t, 3) ||
+      !floats_of(cJSON_GetObjectItemCaseSensitive(o, "r"), out->r, 4) ||
+      !floats_of(cJSON_GetObjectItemCaseSensitive(o, "s"), out->s, 3))
+    return false;
+  out->valid = true;
+  return true;
+}
+
+int scn_cli_get_at(scn_cli *c, const char *world, double entity, double tick, float local[16],
+                   float world_m[16], double *now_tick) {
+  cJSON *req = entity_request("transform.get", world, entity), *r = NULL;
+  if (!req || (tick >= 0 && !cJSON_AddNumberToObject(req, "tick", tick))) {
+    cJSON_Delete(req);
+    return fail(c, SCN_CLI_ENOMEM, "out of memory");
+  }
+  int rc = scn_cli_call(c, req, &r);
+  cJSON_Delete(req);
+  float ignored[16];
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, "tick");
+  if (rc == SCN_CLI_OK &&
+      !(cJSON_IsNumber(t) &&
+        floats_of(cJSON_GetObjectItemCaseSensitive(r, "local"), local ? local : ignored, 16) &&
+        floats_of(cJSON_GetObjectItemCaseSensitive(r, "world"), world_m ? world_m : ignored, 16)))
+    rc = fail(c, SCN_CLI_EPROTO, "transform.get answered without tick, local and world");
+  if (rc == SCN_CLI_OK && now_tick)
+    *now_tick = t->valuedouble;
+  cJSON_Delete(r);
+  return rc;
+}
+
+int scn_cli_get_trs(scn_cli *c, const char *world, double entity, scn_cli_trs *local,
+                    scn_cli_trs *world_trs) {
+  cJSON *req = entity_request("transform.get", world, entity), *r = NULL;
+  if (!req || !cJSON_AddTrueToObject(req, "trs")) {
+    cJSON_Delete(req);
+    return fail(c, SCN_CLI_ENOMEM, "out of memory");
+  }
+  int rc = scn_cli_call(c, req, &r);
+  cJSON_Delete(req);
+  scn_cli_trs ignored;
+  if (rc == SCN_CLI_OK &&
+      !(trs_of(cJSON_GetObjectItemCaseSensitive(r, "local_trs"), local ? local : &ignored) &&
+        trs_of(cJSON_GetObjectItemCaseSensitive(r, "world_trs"), world_trs ? world_trs : &ignored)))
+    rc = fail(c, SCN_CLI_EPROTO, "transform.get answered without local_trs and world_trs");
+  cJSON_Delete(r);
+  return rc;
+}

@@ -1,10 +1,14 @@
 /* scene-bench: load generator for scened, in the spirit of redis-benchmark.
  *
  *   scene-bench [--host H] [--port P] [--token T] [-c CLIENTS] [-n REQUESTS] [-P PIPELINE]
- *               [-t TEST[,TEST...]] [-S SUBSCRIBERS] [-K DESCENDANTS] [--seconds S] [--json]
+ *               [-t TEST[,TEST...]] [-S SUBSCRIBERS] [-K DESCENDANTS] [--seconds S]
+ *               [--history TICKS] [--json]
  *
- * Tests: ping, set_local (t/r/s), set_matrix, get, batch (16 set_local ops per batch), and
- * stream (S subscribers of a root with K descendants that moves every tick). Each test builds
+ * Tests: ping, set_local (t/r/s), set_partial (the rotation alone, "partial": true, of
+ * transforms that have a translation and a scale to keep), set_matrix, get, get_past (a get
+ * at a past tick of a world that keeps --history ticks), batch (16 set_local
+ * ops per batch), and stream (S subscribers of a root with K descendants that moves every
+ * tick). Each test builds
  * its own world and removes it afterwards. One line per test with ops/s (matrices/s for
  * stream) and latency percentiles; --json prints one JSON object per test instead.
  *
@@ -38,6 +42,7 @@ typedef struct opts {
   int port, clients, pipeline, subscribers, descendants;
   char daemons[MAX_DAEMONS][96]; /* --daemons: HOST:PORT each */
   int ndaemons;
+  int history; /* ticks the test's world keeps (--history) */
   long requests;
   double seconds;
   bool json;
@@ -130,6 +135,7 @@ typedef struct load {
   size_t nlat;
   long errors;
   uint64_t counter;
+  uint64_t past_newest, past_span; /* get_past: ticks from newest - span + 1 to newest */
 } load;
 
 static void put_u64(char **p, uint64_t v) {
@@ -148,6 +154,14 @@ static void put_s(char **p, const char *s) {
   *p += n;
 }
 
+/* The start of a transform.set_local of entity e, up to its spec. */
+static void put_set_local(char **p, const load *L, uint64_t e) {
+  put_s(p, "{\"cmd\":\"transform.set_local\",\"world\":\"");
+  put_s(p, L->world);
+  put_s(p, "\",\"entity\":");
+  put_u64(p, e);
+}
+
 /* Writes one request of the test into buf; values change every time so no set is a no-op. */
 static size_t make_request(load *L, const conn *c, char *buf) {
   L->world = L->worlds[c->w];
@@ -157,17 +171,18 @@ static size_t make_request(load *L, const conn *c, char *buf) {
   uint64_t e = (uint64_t)L->entities[k % L->nentities];
   if (!strcmp(L->test, "ping")) {
     put_s(&p, "{\"cmd\":\"ping\"}\n");
-  } else if (!strcmp(L->test, "get")) {
+  } else if (!strcmp(L->test, "get") || !strcmp(L->test, "get_past")) {
     put_s(&p, "{\"cmd\":\"transform.get\",\"world\":\"");
     put_s(&p, L->world);
     put_s(&p, "\",\"entity\":");
     put_u64(&p, e);
+    if (L->past_span) { /* a tick spread over the window the setup filled */
+      put_s(&p, ",\"tick\":");
+      put_u64(&p, L->past_newest - (k * 7919) % L->past_span);
+    }
     put_s(&p, "}\n");
   } else if (!strcmp(L->test, "set_matrix")) {
-    put_s(&p, "{\"cmd\":\"transform.set_local\",\"world\":\"");
-    put_s(&p, L->world);
-    put_s(&p, "\",\"entity\":");
-    put_u64(&p, e);
+    put_set_local(&p, L, e);
     put_s(&p, ",\"matrix\":[0.8,0.6,0,0,-0.6,0.8,0,0,0,0,1,0,");
     put_u64(&p, k % 100000);
     put_s(&p, ".5,2.25,-3.125,1]}\n");
@@ -184,11 +199,13 @@ static size_t make_request(load *L, const conn *c, char *buf) {
       put_s(&p, ",1.5,2]}");
     }
     put_s(&p, "]}\n");
+  } else if (!strcmp(L->test, "set_partial")) {
+    put_set_local(&p, L, e);
+    put_s(&p, ",\"partial\":true,\"r\":[0,1,0,");
+    put_u64(&p, k % 100000);
+    put_s(&p, ".5]}\n");
   } else { /* set_local */
-    put_s(&p, "{\"cmd\":\"transform.set_local\",\"world\":\"");
-    put_s(&p, L->world);
-    put_s(&p, "\",\"entity\":");
-    put_u64(&p, e);
+    put_set_local(&p, L, e);
     put_s(&p, ",\"t\":[");
     put_u64(&p, k % 100000);
     put_s(&p, ".5,2.25,-3],\"r\":[0,0.38268343,0,0.92387953],\"s\":[1,2,1]}\n");
@@ -280,7 +297,7 @@ static void print_result(const opts *o, const char *test, const char *unit, doub
            test, o->clients, o->pipeline, n, secs, unit, rate, p50, p99, p999, errors,
            o->ndaemons ? o->ndaemons : 1);
   else
-    printf("%-10s %10.0f %s  p50=%.3f ms  p99=%.3f ms  p999=%.3f ms  (%zu samples, %d clients, "
+    printf("%-11s %10.0f %s  p50=%.3f ms  p99=%.3f ms  p999=%.3f ms  (%zu samples, %d clients, "
            "pipeline %d%s)\n",
            test, rate, unit, p50, p99, p999, n, o->clients, o->pipeline, errors ? ", ERRORS" : "");
   fflush(stdout);
@@ -292,17 +309,24 @@ static void setup_world(load *L, scn_cli *admin, int w) {
   snprintf(L->worlds[w], sizeof L->worlds[w], "bench-%d-%s-%d", (int)getpid(), L->test, w);
   char line[256];
   if (L->o->place)
-    snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\",\"node\":\"%s\"}",
-             L->worlds[w], L->o->place);
+    snprintf(line, sizeof line,
+             "{\"cmd\":\"world.create\",\"world\":\"%s\",\"history\":%d,\"node\":\"%s\"}",
+             L->worlds[w], L->o->history, L->o->place);
   else
-    snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", L->worlds[w]);
+    snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\",\"history\":%d}",
+             L->worlds[w], L->o->history);
   cJSON_Delete(call_or_die(admin, line));
   L->nentities = 1000;
   L->ents[w] = malloc(sizeof(double) * L->nentities);
   /* Pipelined creation, then one read per request (on the world's owner: the call above
-   * followed a MOVED there). */
+   * followed a MOVED there). A partial set keeps what the transform has, so there it has
+   * every part. */
+  const char *spec = strcmp(L->test, "set_partial") == 0
+                         ? ",\"t\":[1.5,2.25,-3],\"r\":[0,0,0.38268343,0.92387953],\"s\":[1,2,1]"
+                         : "";
   for (size_t i = 0; i < L->nentities; i++) {
-    snprintf(line, sizeof line, "{\"cmd\":\"transform.create\",\"world\":\"%s\"}", L->worlds[w]);
+    snprintf(line, sizeof line, "{\"cmd\":\"transform.create\",\"world\":\"%s\"%s}",
+             L->worlds[w], spec);
     scn_cli_send_line(admin, line, strlen(line));
   }
   for (size_t i = 0; i < L->nentities; i++) {
@@ -315,6 +339,48 @@ static void setup_world(load *L, scn_cli *admin, int w) {
     L->ents[w][i] = e->valuedouble;
     cJSON_Delete(r);
   }
+}
+
+/* The world's last tick (what a get answers as "tick"). */
+static uint64_t world_now(load *L, scn_cli *admin) {
+  char line[160];
+  snprintf(line, sizeof line, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%.0f}",
+           L->world, L->entities[0]);
+  cJSON *r = call_or_die(admin, line);
+  uint64_t t = (uint64_t)cJSON_GetObjectItemCaseSensitive(r, "tick")->valuedouble;
+  cJSON_Delete(r);
+  return t;
+}
+
+/* get_past: every transform set at each tick of half the window (so a read far back walks
+ * as many versions as one that moves every tick has), then reads spread over that half (the
+ * load must end before the other half has run). */
+static void fill_history(load *L, scn_cli *admin) {
+  if (L->o->history < 2)
+    die("%s", "get_past needs --history (2 or more ticks)");
+  uint64_t start = world_now(L, admin), now = start, span = (uint64_t)L->o->history / 2;
+  char line[256];
+  while (now < start + span) {
+    for (size_t i = 0; i < L->nentities; i++) {
+      snprintf(line, sizeof line,
+               "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%.0f,"
+               "\"t\":[%llu,%zu,1]}",
+               L->world, L->entities[i], (unsigned long long)now, i);
+      scn_cli_send_line(admin, line, strlen(line));
+    }
+    for (size_t i = 0; i < L->nentities; i++) {
+      cJSON *r;
+      if (scn_cli_read_response(admin, &r) != SCN_CLI_OK)
+        die("setup failed: %s", scn_cli_error(admin));
+      cJSON_Delete(r);
+    }
+    uint64_t t;
+    while ((t = world_now(L, admin)) == now)
+      usleep(500);
+    now = t;
+  }
+  L->past_newest = now;
+  L->past_span = span;
 }
 
 static void cleanup_world(load *L, scn_cli *admin, int w) {
@@ -340,6 +406,13 @@ static void run_load(const opts *o, const char *test) {
   for (int w = 0; w < L.nworlds; w++) {
     admins[w] = connect_daemon(o, w);
     setup_world(&L, admins[w], w);
+  }
+  if (!strcmp(test, "get_past")) {
+    if (L.nworlds > 1)
+      die("%s", "get_past runs against one daemon");
+    L.world = L.worlds[0];
+    L.entities = L.ents[0];
+    fill_history(&L, admins[0]);
   }
   int C = o->clients;
   long per_conn = (o->requests + C - 1) / C;
@@ -665,10 +738,14 @@ static void usage(void) {
   fprintf(stderr,
           "usage: scene-bench [--host H] [--port P] [--token T] [-c CLIENTS] [-n REQUESTS]\n"
           "                   [-P PIPELINE] [-t TEST[,TEST]] [-S SUBSCRIBERS] [-K DESCENDANTS]\n"
-          "                   [--seconds S] [--json] [--place NODE|auto] [--daemons H:P,H:P...]\n"
-          "tests: ping, set_local, set_matrix, get, batch, stream (-S subscribers of a root\n"
-          "with -K descendants), snapshot (save of a world of -K transforms; needs --data),\n"
-          "fill (a world --world of -K transforms that stays, then save)\n");
+          "                   [--seconds S] [--history TICKS] [--json] [--place NODE|auto]\n"
+          "                   [--daemons H:P,H:P...] [--world W]\n"
+          "tests: ping, set_local, set_partial, set_matrix, get, get_past (a get at a past tick; "
+          "needs --history), batch,\n"
+          "stream (-S subscribers of a root with -K descendants), snapshot (save of a world of -K "
+          "transforms; needs --data),\n"
+          "fill (a world --world of -K transforms that stays, then save)\n"
+          "--history: the test's world keeps that many ticks (0 to 3600)\n");
   exit(2);
 }
 
@@ -712,6 +789,8 @@ int main(int argc, char **argv) {
       o.descendants = atoi(v);
     else if (ARG("--seconds"))
       o.seconds = atof(v);
+    else if (ARG("--history"))
+      o.history = atoi(v);
     else if (!strcmp(a, "--json"))
       o.json = true;
     else if (ARG("--place"))
@@ -732,7 +811,7 @@ int main(int argc, char **argv) {
 #undef ARG
   }
   if (o.clients < 1 || o.pipeline < 1 || o.requests < 1 || o.subscribers < 1 || o.descendants < 0 ||
-      !(o.seconds > 0))
+      !(o.seconds > 0) || o.history < 0 || o.history > 3600)
     usage();
   char *save, *t = strtok_r(o.tests, ",", &save);
   for (; t; t = strtok_r(NULL, ",", &save)) {
@@ -742,8 +821,9 @@ int main(int argc, char **argv) {
       run_snapshot(&o);
     else if (!strcmp(t, "fill") && o.world)
       run_fill(&o);
-    else if (!strcmp(t, "ping") || !strcmp(t, "set_local") || !strcmp(t, "set_matrix") ||
-             !strcmp(t, "get") || !strcmp(t, "batch"))
+    else if (!strcmp(t, "ping") || !strcmp(t, "set_local") || !strcmp(t, "set_partial") ||
+             !strcmp(t, "set_matrix") || !strcmp(t, "get") || !strcmp(t, "get_past") ||
+             !strcmp(t, "batch"))
       run_load(&o, t);
     else
       die("unknown test \"%s\"", t);

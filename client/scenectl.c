@@ -4,6 +4,7 @@
  *   scenectl [...] --pipe                  NDJSON requests on stdin, one response per line
  *   scenectl [...] subscribe world=W [root=E] [hz=N] [--frames N]
  *   scenectl [...]                         on a terminal: an interactive prompt
+ *   scenectl help [CMD]                    the commands, or one command's fields
  *
  * A value is taken as JSON when it parses as JSON, otherwise as a string. Exit codes: 0 on
  * success, 1 on an error reply (CODE: message on stderr), 2 on usage or connection errors.
@@ -41,7 +42,8 @@ static void usage(FILE *f) {
              "       scenectl [--host H] [--port P] [--token T] --pipe\n"
              "       scenectl [--host H] [--port P] [--token T] subscribe world=W [root=E] [hz=N] "
              "[--frames N]\n"
-             "       scenectl                      (on a terminal: interactive prompt)\n\n"
+             "       scenectl                      (on a terminal: interactive prompt)\n"
+             "       scenectl help [CMD]           (the fields of a command)\n\n"
              "Each value is parsed as JSON when it is valid JSON, otherwise taken as a string:\n"
              "  scenectl transform.create world=main t=[1,2,3] name=car\n"
              "Defaults come from SCENED_HOST, SCENED_PORT and SCENED_AUTH_TOKEN.\n\n"
@@ -59,6 +61,21 @@ static void command_help(const scn_command_info *c) {
   scn_fields_text(c->optional, optional, sizeof optional);
   printf("  required: %s\n", required[0] ? required : "(none)");
   printf("  optional: %s\n", optional[0] ? optional : "(none)");
+}
+
+/* help [CMD]: the commands, or the fields of one (from the command table, as at the prompt). */
+static int run_help(int argc, char **argv) {
+  if (argc == 0) {
+    usage(stdout);
+    return 0;
+  }
+  const scn_command_info *c = scn_command_find(argv[0]);
+  if (!c) {
+    fprintf(stderr, "scenectl: no command \"%s\" (scenectl help lists them)\n", argv[0]);
+    return EXIT_USAGE;
+  }
+  command_help(c);
+  return 0;
 }
 
 /* "key=value": value as JSON when it parses, else a string. */
@@ -430,5 +447,7 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "subscribe"))
     return run_subscribe(&o, nrest, rest);
+  if (!strcmp(cmd, "help"))
+    return run_help(nrest, rest);
   return run_one(&o, cmd, nrest, rest);
 }

@@ -72,6 +72,30 @@ int scn_cli_call_line(scn_cli *c, const char *line, cJSON **out);
 const char *scn_cli_reply_code(const cJSON *r);
 const char *scn_cli_reply_message(const cJSON *r);
 
+/* The parts of a matrix that is translation x rotation x scale, as transform.get with "trs"
+ * answers them: r a unit quaternion (x, y, z, w) with w >= 0, a mirror as a negative s[0].
+ * valid is false when the matrix is not T * R * S (the daemon answered null). */
+typedef struct scn_cli_trs {
+  bool valid;
+  float t[3], r[4], s[3];
+} scn_cli_trs;
+
+/* Replaces some parts of an entity's local matrix (world_space: its world matrix) and keeps the
+ * others: transform.set_local (set_world) with "partial". t, r, s may be NULL (kept), at least
+ * one given. A current matrix that is not T * R * S is an error reply (BAD_REQUEST). */
+int scn_cli_set_parts(scn_cli *c, const char *world, double entity, bool world_space,
+                      const float t[3], const float r[4], const float s[3]);
+/* Reads the parts of an entity's local and world matrices (either out may be NULL). */
+int scn_cli_get_trs(scn_cli *c, const char *world, double entity, scn_cli_trs *local,
+                    scn_cli_trs *world_trs);
+
+/* Reads an entity's local and world matrices (either may be NULL) as they were at a past
+ * tick of a world that keeps history (a fraction interpolates between two ticks), or as they
+ * are now when tick is negative; *now_tick (may be NULL) gets the tick answered. A tick
+ * outside the world's window is an error reply (NOT_FOUND). */
+int scn_cli_get_at(scn_cli *c, const char *world, double entity, double tick, float local[16],
+                   float world_m[16], double *now_tick);
+
 /* Subscribes to a world (root 0: whole world; hz <= 0: the tick rate) and returns the
  * subscription id; frames then reach the event handler from any read. */
 int scn_cli_subscribe(scn_cli *c, const char *world, double root, double hz, double *sub);

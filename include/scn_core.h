@@ -264,8 +264,48 @@ typedef struct scn_world_stats {
   uint64_t recomputed; /* world matrices recomputed */
   uint64_t changed;    /* of those, how many changed bits */
   uint64_t relayouts;  /* times the arrays were re-sorted parents-before-children */
+  /* History (0 without): bytes it holds, and the matrices (world or local) it keeps now. */
+  uint64_t history_bytes;
+  uint64_t history_matrices;
 } scn_world_stats;
 void scn_world_get_stats(const scn_world *w, scn_world_stats *out);
+
+/* ---- history (rewind) ------------------------------------------------------------------ */
+
+/* A world can keep its last N closed ticks (0, the default, keeps none; at most
+ * SCN_HISTORY_MAX), so that a transform can be read as it stood when a tick closed: parent,
+ * name, local and world exactly as the stream carried them for that tick. The window runs from
+ * now - N + 1 to now, where now is the last closed tick, and never before the tick that was open
+ * when history was turned on (a window lengthened later grows from the oldest tick it held
+ * then). For each tick the world keeps only what
+ * changed in it, and old ticks are dropped as new ones close. History is never a reason for an
+ * operation to fail: without memory for a record the history restarts at the next close (older
+ * ticks then answer SCN_NOT_FOUND). */
+#define SCN_HISTORY_MAX 3600
+
+/* SCN_INVALID for a negative count, SCN_LIMIT above SCN_HISTORY_MAX, SCN_NOMEM. Shortening
+ * drops the ticks that fall out; lengthening keeps what is kept and grows from there. */
+int scn_world_set_history(scn_world *w, int64_t ticks);
+uint32_t scn_world_history(const scn_world *w);
+/* The ticks a query may name; SCN_NOT_FOUND (writing nothing) when there are none: no history,
+ * or no tick closed since it was turned on. */
+int scn_world_history_window(const scn_world *w, uint64_t *oldest, uint64_t *newest);
+/* e as tick closed. SCN_NOT_FOUND when tick lies outside the window or e had no transform in w
+ * then (created after it, or destroyed before it; one destroyed after it answers). out->name
+ * stays valid until the next mutation of the world or the next tick it closes. */
+int scn_world_history_get(scn_world *w, scn_entity e, uint64_t tick, scn_transform_info *out);
+/* As scn_world_history_get at a fractional tick: between floor(tick) and the tick after it,
+ * both in the window, every matrix (world and local alike) is interpolated, translation and
+ * scale linearly and rotation by spherical interpolation of its quaternion; a matrix that is
+ * not T * R * S at either end takes its value at floor(tick). Parent and name, and whether e
+ * answers at all, are those of floor(tick); a transform destroyed in the next tick keeps its
+ * values at floor(tick). An integer tick is exactly scn_world_history_get. SCN_INVALID for a
+ * negative or non-finite tick. */
+int scn_world_history_interpolate(scn_world *w, scn_entity e, double tick, scn_transform_info *out);
+/* out = inverse(world(to)) * world(e), both at tick (fractional ticks interpolated as above);
+ * SCN_NOT_FOUND as above for either, SCN_SINGULAR when world(to) has no inverse. */
+int scn_world_history_relative(scn_world *w, scn_entity e, scn_entity to, double tick,
+                               float out[16]);
 
 /* Checks every internal invariant of a world (links, maps, order, world = parent world x
  * local after a flush); 0, or SCN_STATE with a description in err. For tests and fuzzers. */

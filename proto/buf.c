@@ -123,6 +123,12 @@ void scn_buf_add_matrix(scn_buf *b, const float m[16]) {
   b->len += scn_f32_format_matrix(finite_matrix(m, tmp), b->data + b->len);
 }
 
+void scn_buf_add_floats(scn_buf *b, const float *v, int n) {
+  if (!scn_buf_reserve(b, SCN_F32_ARRAY_FMT_MAX((size_t)n)))
+    return;
+  b->len += scn_f32_format_array(v, n, b->data + b->len);
+}
+
 void scn_buf_consume(scn_buf *b, size_t n) {
   if (n >= b->len) {
     b->len = 0;

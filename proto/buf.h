@@ -28,6 +28,8 @@ void scn_buf_add_double(scn_buf *b, double v);
 void scn_buf_add_json_string(scn_buf *b, const char *s, size_t len);
 /* "[a,...,p]" with each float in its shortest round-trip form. */
 void scn_buf_add_matrix(scn_buf *b, const float m[16]);
+/* "[a,...]": n finite floats (at most 16), each in its shortest round-trip form. */
+void scn_buf_add_floats(scn_buf *b, const float *v, int n);
 /* "[id,...]": a JSON array of unsigned integers. */
 void scn_buf_add_id_list(scn_buf *b, const uint64_t *ids, size_t n);
 /* Drops everything after len (used to discard a partly written reply). */

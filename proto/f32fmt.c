@@ -332,16 +332,20 @@ size_t scn_f32_format(float v, char *buf) {
   return f32_write(buf, negative, d.digits, d.exp10);
 }
 
-size_t scn_f32_format_matrix(const float m[16], char *buf) {
+size_t scn_f32_format_array(const float *v, int n, char *buf) {
   char *p = buf;
 
   *p++ = '[';
-  for (int i = 0; i < 16; i++) {
+  for (int i = 0; i < n; i++) {
     if (i > 0)
       *p++ = ',';
-    p += scn_f32_format(m[i], p);
+    p += scn_f32_format(v[i], p);
   }
   *p++ = ']';
   *p = '\0';
   return (size_t)(p - buf);
+}
+
+size_t scn_f32_format_matrix(const float m[16], char *buf) {
+  return scn_f32_format_array(m, 16, buf);
 }

@@ -40,4 +40,13 @@ size_t scn_f32_format(float v, char *buf);
  */
 size_t scn_f32_format_matrix(const float m[16], char *buf);
 
+/* Room scn_f32_format_array needs for n values. */
+#define SCN_F32_ARRAY_FMT_MAX(n) ((n)*SCN_F32_FMT_MAX + 2)
+
+/*
+ * Writes the n values of v as "[a,b,...]" into buf (at least SCN_F32_ARRAY_FMT_MAX(n)
+ * bytes), NUL-terminated.  Returns the length excluding the NUL.
+ */
+size_t scn_f32_format_array(const float *v, int n, char *buf);
+
 #endif /* SCN_F32FMT_H */

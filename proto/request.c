@@ -513,6 +513,14 @@ int scn_decode_number(const cJSON *v, const char *field, double *out, scn_wire_e
   return 0;
 }
 
+int scn_decode_tick(const cJSON *v, double *out, scn_wire_error *err) {
+  if (!is_number(v) || !isfinite(v->valuedouble) || v->valuedouble < 0)
+    return scn_fail(err, SCN_W_BAD_REQUEST,
+                    "field \"tick\" must be a tick number (0 or more; a fraction interpolates)");
+  *out = v->valuedouble;
+  return 0;
+}
+
 int scn_decode_bool(const cJSON *v, const char *field, bool *out, scn_wire_error *err) {
   if (!cJSON_IsBool(v))
     return scn_fail(err, SCN_W_BAD_REQUEST, "field \"%s\" must be true or false", field);
@@ -599,38 +607,45 @@ int scn_spec_error(const scn_fields *f, scn_wire_error *err) {
   return scn_fail(err, SCN_W_BAD_REQUEST, "the transform spec gives a non-finite matrix");
 }
 
+/* The one place a spec learns of "partial": it refuses a whole matrix and keeps the parts
+ * apart instead of composing them. */
 static int decode_spec(scn_args *a, scn_wire_error *err) {
   const scn_fields *f = a->f;
   scn_fieldset has = f->present;
   if (has & SCN_F(matrix)) {
-    if (has & (SCN_F(t) | SCN_F(r) | SCN_F(s)))
+    if (a->partial)
+      return scn_fail(err, SCN_W_BAD_REQUEST,
+                      "\"partial\" replaces parts: give \"t\", \"r\" or \"s\", not \"matrix\"");
+    if (has & SCN_F_PARTS)
       return scn_fail(err, SCN_W_BAD_REQUEST,
                       "give either \"matrix\" or \"t\"/\"r\"/\"s\", not both");
     a->has_spec = true;
     return float_array(f->v[SCN_F_matrix], "matrix", 16, a->m, false, err);
   }
-  float tv[3], rv[4], sv[3];
   const cJSON *s = f->v[SCN_F_s];
-  if ((has & SCN_F(t)) && float_array(f->v[SCN_F_t], "t", 3, tv, true, err) < 0)
+  if ((has & SCN_F(t)) && float_array(f->v[SCN_F_t], "t", 3, a->t, true, err) < 0)
     return -1;
-  if ((has & SCN_F(r)) && float_array(f->v[SCN_F_r], "r", 4, rv, true, err) < 0)
+  if ((has & SCN_F(r)) && float_array(f->v[SCN_F_r], "r", 4, a->r, true, err) < 0)
     return -1;
   if (has & SCN_F(s)) {
     if (!cJSON_IsNumber(s)) {
-      if (float_array(s, "s", 3, sv, true, err) < 0)
+      if (float_array(s, "s", 3, a->s, true, err) < 0)
         return -1;
     } else if (!finite_float(s->valuedouble)) {
       return scn_fail(err, SCN_W_BAD_REQUEST,
                       "field \"s\" holds a number that is not a finite float32");
     } else {
-      sv[0] = sv[1] = sv[2] = (float)s->valuedouble;
+      a->s[0] = a->s[1] = a->s[2] = (float)s->valuedouble;
     }
   }
   bool with_r = has & SCN_F(r);
-  if (with_r && rv[0] == 0 && rv[1] == 0 && rv[2] == 0 && rv[3] == 0)
+  const float *r = a->r;
+  if (with_r && r[0] == 0 && r[1] == 0 && r[2] == 0 && r[3] == 0)
     return scn_fail(err, SCN_W_BAD_REQUEST, "field \"r\" must be a non-zero quaternion");
-  if (scn_compose_trs(has & SCN_F(t) ? tv : NULL, with_r ? rv : NULL, has & SCN_F(s) ? sv : NULL,
-                      a->m) != SCN_OK)
+  if (a->partial)
+    a->parts = has & SCN_F_PARTS;
+  else if (scn_compose_trs(has & SCN_F(t) ? a->t : NULL, with_r ? r : NULL,
+                           has & SCN_F(s) ? a->s : NULL, a->m) != SCN_OK)
     return scn_fail(err, SCN_W_BAD_REQUEST, "the transform spec gives a non-finite matrix");
   a->has_spec = true;
   return 0;
@@ -642,7 +657,8 @@ void scn_args_init(scn_args *a, const scn_fields *f) {
   a->f = f;
   a->world = a->name = a->path = NULL;
   a->entity = a->parent = a->to = a->root = 0;
-  a->recursive = a->keep_world = a->has_spec = false;
+  a->recursive = a->keep_world = a->has_spec = a->partial = a->trs = a->has_tick = false;
+  a->parts = 0;
 }
 
 int scn_args_decode(scn_args *a, scn_fieldset set, scn_wire_error *err) {
@@ -679,6 +695,16 @@ int scn_args_decode(scn_args *a, scn_fieldset set, scn_wire_error *err) {
       break;
     case SCN_F_keep:
       rc = scn_decode_keep(v, &a->keep_world, err);
+      break;
+    case SCN_F_partial:
+      rc = scn_decode_bool(v, "partial", &a->partial, err);
+      break;
+    case SCN_F_trs:
+      rc = scn_decode_bool(v, "trs", &a->trs, err);
+      break;
+    case SCN_F_tick:
+      rc = scn_decode_tick(v, &a->tick, err);
+      a->has_tick = rc == 0;
       break;
     case SCN_F_matrix:
     case SCN_F_t:

@@ -64,7 +64,13 @@ typedef struct scn_args {
   const char *name;                    /* NULL: null or absent */
   const char *path;
   bool recursive, keep_world;
-  bool has_spec; /* a transform spec was given: m holds it */
+  bool trs;               /* transform.get: answer the parts of the matrices too */
+  bool has_tick;          /* "tick" was given: the past tick (fractional: interpolated) */
+  double tick;
+  bool has_spec;          /* a transform spec was given: m holds it, or the parts do when partial */
+  bool partial;           /* "partial": true: the parts given replace those of the current matrix */
+  scn_fieldset parts;     /* partial: the parts given (of SCN_F_PARTS) */
+  float t[3], r[4], s[3]; /* partial: the parts given, as float32 (r as sent, not normalised) */
   float m[16];
 } scn_args;
 
@@ -72,8 +78,10 @@ typedef struct scn_args {
 void scn_args_init(scn_args *a, const scn_fields *f);
 /* Decodes the fields of set that are present, in field order; 0, or -1 with err for the first
  * that is invalid. A transform spec (matrix, or t/r/s composed as T * R * S) is decoded once,
- * at its first field. Numbers of a matrix are not checked for finiteness here: the core
- * refuses a non-finite matrix, and scn_spec_error says why. */
+ * at its first field; with "partial" (decoded before it) the parts are kept as they are, for
+ * the core to put in place of the current ones, and "matrix" is refused. Numbers of a matrix
+ * are not checked for finiteness here: the core refuses a non-finite matrix, and
+ * scn_spec_error says why. */
 int scn_args_decode(scn_args *a, scn_fieldset set, scn_wire_error *err);
 /* The error for a spec the core refused as invalid: which field holds a number that is not a
  * finite float32, or why the composed matrix is not finite. */
@@ -94,6 +102,8 @@ int scn_decode_uint(const cJSON *v, const char *field, uint64_t min, uint64_t ma
 /* A finite number. */
 int scn_decode_number(const cJSON *v, const char *field, double *out, scn_wire_error *err);
 int scn_decode_bool(const cJSON *v, const char *field, bool *out, scn_wire_error *err);
+/* A tick to read the past at: a finite number, 0 or more. */
+int scn_decode_tick(const cJSON *v, double *out, scn_wire_error *err);
 /* "local" (false) or "world" (true). */
 int scn_decode_keep(const cJSON *v, bool *keep_world, scn_wire_error *err);
 /* A transform name (1 to 64 bytes, no '/', no control characters) or null (out NULL). */

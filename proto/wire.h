@@ -32,7 +32,8 @@ typedef enum scn_wire_code {
 const char *scn_wire_code_name(scn_wire_code code);
 
 /* The fields of requests, in the order a command checks them (a request with two bad fields
- * is refused for the first). */
+ * is refused for the first). "partial" comes before the transform spec, whose decoding
+ * depends on it. */
 #define SCN_FIELDS(X)                                                                              \
   X(cmd)                                                                                           \
   X(id)                                                                                            \
@@ -40,6 +41,7 @@ const char *scn_wire_code_name(scn_wire_code code);
   X(entity)                                                                                        \
   X(parent)                                                                                        \
   X(name)                                                                                          \
+  X(partial)                                                                                       \
   X(matrix)                                                                                        \
   X(t)                                                                                             \
   X(r)                                                                                             \
@@ -54,6 +56,9 @@ const char *scn_wire_code_name(scn_wire_code code);
   X(sub)                                                                                           \
   X(count)                                                                                         \
   X(token)                                                                                         \
+  X(trs)                                                                                           \
+  X(tick)                                                                                          \
+  X(history)                                                                                       \
   X(node)                                                                                          \
   X(cluster)                                                                                       \
   X(created)
@@ -68,7 +73,8 @@ typedef enum scn_field {
 /* A set of fields, one bit each. */
 typedef uint64_t scn_fieldset;
 #define SCN_F(name) ((scn_fieldset)1 << SCN_F_##name)
-#define SCN_F_SPEC (SCN_F(matrix) | SCN_F(t) | SCN_F(r) | SCN_F(s))
+#define SCN_F_PARTS (SCN_F(t) | SCN_F(r) | SCN_F(s))
+#define SCN_F_SPEC (SCN_F(matrix) | SCN_F_PARTS)
 
 const char *scn_field_name(scn_field f);
 /* The field a JSON key names, or SCN_FIELD_COUNT for any other key. */
@@ -108,8 +114,9 @@ typedef enum scn_limit_kind {
   X("ping", ping, SCN_CMD_OPEN | SCN_CMD_READ, none, 0, 0, "check that the daemon answers")        \
   X("hello", hello, SCN_CMD_OPEN, none, 0, SCN_F(token),                                           \
     "identify (and authenticate) the connection")                                                  \
-  X("world.create", world_create, SCN_CMD_MUTATES, max_worlds, SCN_F(world), SCN_F(node),          \
-    "create a named world (cluster: node, a node's name or auto, places a new group)")             \
+  X("world.create", world_create, SCN_CMD_MUTATES, max_worlds, SCN_F(world),                      \
+    SCN_F(history) | SCN_F(node),                                                                  \
+    "create a named world (history: keep its last N ticks; cluster: node places a new group)")     \
   X("world.destroy", world_destroy, SCN_CMD_MUTATES | SCN_CMD_WORLD, max_transforms, SCN_F(world), \
     0, "destroy a world and every transform in it")                                                \
   X("world.list", world_list, SCN_CMD_READ, none, 0, SCN_F(cluster),                               \
@@ -131,11 +138,14 @@ typedef enum scn_limit_kind {
   X("transform.unlink", transform_unlink, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, max_transforms,      \
     SCN_F(world) | SCN_F(entity), SCN_F(keep), "make a transform a root (keep local or world)")    \
   X("transform.set_local", transform_set_local, SCN_CMD_MUTATES | SCN_TRANSFORM_OP,                \
-    max_transforms, SCN_F(world) | SCN_F(entity), SCN_F_SPEC, "set the local transform")           \
+    max_transforms, SCN_F(world) | SCN_F(entity), SCN_F_SPEC | SCN_F(partial),                     \
+    "set the local transform (partial: only the parts given)")                                     \
   X("transform.set_world", transform_set_world, SCN_CMD_MUTATES | SCN_TRANSFORM_OP,                \
-    max_transforms, SCN_F(world) | SCN_F(entity), SCN_F_SPEC, "set the world transform")           \
+    max_transforms, SCN_F(world) | SCN_F(entity), SCN_F_SPEC | SCN_F(partial),                     \
+    "set the world transform (partial: only the parts given)")                                     \
   X("transform.get", transform_get, SCN_TRANSFORM_OP | SCN_CMD_READ, max_transforms,               \
-    SCN_F(world) | SCN_F(entity), 0, "read parent, name, local and world matrices")                \
+    SCN_F(world) | SCN_F(entity), SCN_F(trs) | SCN_F(tick),                                        \
+    "read parent, name, local and world matrices (trs: and their parts; tick: as they were)")                          \
   X("transform.children", transform_children, SCN_TRANSFORM_OP | SCN_CMD_READ, max_transforms,     \
     SCN_F(world) | SCN_F(entity), 0, "list children in order")                                     \
   X("transform.rename", transform_rename, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, max_transforms,      \
@@ -143,7 +153,8 @@ typedef enum scn_limit_kind {
   X("transform.find", transform_find, SCN_TRANSFORM_OP | SCN_CMD_READ, max_transforms,             \
     SCN_F(world) | SCN_F(path), 0, "find a transform by a path of names from a root")              \
   X("transform.relative", transform_relative, SCN_TRANSFORM_OP | SCN_CMD_READ, max_transforms,     \
-    SCN_F(world) | SCN_F(entity) | SCN_F(to), 0, "inverse(world(to)) * world(entity)")             \
+    SCN_F(world) | SCN_F(entity) | SCN_F(to), SCN_F(tick),                                         \
+    "inverse(world(to)) * world(entity) (tick: as they were)")             \
   X("batch", batch, SCN_CMD_MUTATES | SCN_CMD_WORLD, max_transforms, SCN_F(world) | SCN_F(ops), 0, \
     "apply transform.* ops atomically, in order")                                                  \
   X("subscribe", subscribe, SCN_CMD_WORLD, none, SCN_F(world), SCN_F(root) | SCN_F(hz),            \

@@ -17,11 +17,12 @@ DECODE_OUT=$(mktemp)
 "$BUILD/bench-decode" | tee "$DECODE_OUT"
 
 log=$(mktemp)
+runs_out=$(mktemp)
 redis_dir=$(mktemp -d)
 cleanup() {
   [[ -n "${scened_pid:-}" ]] && kill "$scened_pid" 2>/dev/null && wait "$scened_pid" 2>/dev/null
   [[ -n "${redis_pid:-}" ]] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
-  rm -rf "$log" "$redis_dir" "$DECODE_OUT"
+  rm -rf "$log" "$runs_out" "$redis_dir" "$DECODE_OUT"
 }
 trap cleanup EXIT
 
@@ -70,10 +71,62 @@ cjson_ns=$(grep -o 'set_local_matrix.*cjson_parse_ns=[0-9]*' "$DECODE_OUT" | gre
 awk -v u="$mat_user" -v c="$cjson_ns" 'BEGIN {
   printf "set_local matrix: daemon user CPU %.2f us per request, of which cJSON parse %.2f us, the daemon own %.2f us\n", u, c / 1000, u - c / 1000 }'
 echo
+echo "== daemon: partial set_local (the rotation alone) against a whole t/r/s set_local,"
+echo "   50 connections x 16 pipelined, run alternately (medians of $RUNS runs)"
+# Alternating runs meet the same load on this shared machine. Each run leaves a line
+# "TEST ops/s user_s system_s" (the daemon's CPU during it) in $runs_out.
+one_run() {
+  local u0 s0 u1 s1 rate
+  read -r u0 s0 <<<"$(daemon_cpu)"
+  rate=$("$BUILD/scene-bench" -p "$port" --json -c 50 -P 16 -n "$N" -t "$1" |
+    grep -o '"ops/s":[0-9.]*' | cut -d: -f2)
+  read -r u1 s1 <<<"$(daemon_cpu)"
+  echo "$1 $rate $(awk -v u0="$u0" -v s0="$s0" -v u1="$u1" -v s1="$s1" \
+    'BEGIN { printf "%.3f %.3f", u1 - u0, s1 - s0 }')" >>"$runs_out"
+}
+for _ in $(seq "$RUNS"); do
+  one_run set_local
+  one_run set_partial
+done
+median_run() { awk -v t="$1" '$1 == t { print $2 }' "$runs_out" | sort -g |
+  awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+cpu_run() { awk -v t="$1" -v n="$((RUNS * N))" '$1 == t { u += $3; s += $4 } END {
+  printf "daemon CPU per request: user %.2f us, system %.2f us", u * 1e6 / n, s * 1e6 / n }' "$runs_out"; }
+full=$(median_run set_local)
+part=$(median_run set_partial)
+printf 'set_local t/r/s     %10.0f ops/s  (%s)\n' "$full" "$(cpu_run set_local)"
+printf 'set_local partial r %10.0f ops/s  (%s)\n' "$part" "$(cpu_run set_partial)"
+awk -v p="$part" -v f="$full" 'BEGIN { printf "partial / t/r/s = %.2f (target >= 0.9)\n", p / f }'
+
+echo
 echo "== daemon: one client, no pipelining (medians of $RUNS runs)"
 p50=$(median_of p50_ms -c 1 -P 1 -n 20000 -t set_matrix)
 p99=$(median_of p99_ms -c 1 -P 1 -n 20000 -t set_matrix)
 printf 'set_local matrix    p50=%s ms  p99=%s ms\n' "$p50" "$p99"
+
+echo
+echo "== rewind: a world that keeps 600 ticks against one that keeps none (medians of $RUNS runs)"
+# set_local alternately without and with history; then one client's get now and at a past tick
+for _ in $(seq "$RUNS"); do
+  "$BUILD/scene-bench" -p "$port" --json -c 50 -P 16 -n "$N" -t set_local |
+    grep -o '"ops/s":[0-9.]*' | cut -d: -f2 >>"$log.nohist"
+  "$BUILD/scene-bench" -p "$port" --json -c 50 -P 16 -n "$N" -t set_local --history 600 |
+    grep -o '"ops/s":[0-9.]*' | cut -d: -f2 >>"$log.hist"
+done
+med() { sort -g "$1" | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+nohist=$(med "$log.nohist")
+hist=$(med "$log.hist")
+rm -f "$log.nohist" "$log.hist"
+printf 'set_local, no history  %10.0f ops/s\n' "$nohist"
+printf 'set_local, history 600 %10.0f ops/s  (%.2f of no history; target >= 1/1.2 = 0.83)\n' "$hist" \
+  "$(awk -v a="$hist" -v b="$nohist" 'BEGIN { print a / b }')"
+g50=$(median_of p50_ms -c 1 -P 1 -n 20000 -t get --history 600)
+g99=$(median_of p99_ms -c 1 -P 1 -n 20000 -t get --history 600)
+p50=$(median_of p50_ms -c 1 -P 1 -n 20000 -t get_past --history 600)
+p99=$(median_of p99_ms -c 1 -P 1 -n 20000 -t get_past --history 600)
+printf 'transform.get now           p50=%s ms p99=%s ms\n' "$g50" "$g99"
+printf 'transform.get at past ticks p50=%s ms p99=%s ms  (p50 %.2f x now; target <= 1.5)\n' \
+  "$p50" "$p99" "$(awk -v a="$p50" -v b="$g50" 'BEGIN { print a / b }')"
 
 echo
 echo "== streaming: a root with 10,000 descendants moving every tick"

@@ -6,6 +6,8 @@
         c.call("world.create", world="main")
         car = c.call("transform.create", world="main", t=[0, 0, 0], name="car")["entity"]
         results = c.pipeline([{"cmd": "transform.get", "world": "main", "entity": car}] * 3)
+        c.set_parts("main", car, r=[0, 0.3826834, 0, 0.9238795])   # turn it, keep the rest
+        local, world = c.get_trs("main", car)   # {"t": [...], "r": [...], "s": [...]} or None
         mirror = Mirror()
         sub = c.subscribe("main", on_event=mirror.apply)
         c.poll(1.0)                      # frames arrive; mirror.matrices holds the world
@@ -131,6 +133,31 @@ class Client:
         self.sock.sendall(data)
         return [self._next_response() for _ in requests]
 
+    def set_parts(self, world, entity, t=None, r=None, s=None, world_space=False):
+        """Replaces the parts given (translation t, rotation quaternion r, scale s) of the local
+        matrix (world_space: the world matrix) and keeps the others; a current matrix that is
+        not translation x rotation x scale raises ScenedError (BAD_REQUEST)."""
+        parts = {k: v for k, v in (("t", t), ("r", r), ("s", s)) if v is not None}
+        cmd = "transform.set_world" if world_space else "transform.set_local"
+        return self.call(cmd, world=world, entity=entity, partial=True, **parts)
+
+    def get(self, world, entity, tick=None, trs=False):
+        """transform.get: the transform now, or at a past tick of a world that keeps history (a
+        fraction interpolates between two ticks); the result answers "tick" either way."""
+        fields = {"world": world, "entity": entity}
+        if tick is not None:
+            fields["tick"] = tick
+        if trs:
+            fields["trs"] = True
+        return self.call("transform.get", **fields)
+
+    def get_trs(self, world, entity):
+        """(local, world): the parts of both matrices, each {"t": [x,y,z], "r": [x,y,z,w],
+        "s": [sx,sy,sz]} with w >= 0 and a mirror as a negative sx, or None for a matrix that
+        is not translation x rotation x scale."""
+        res = self.call("transform.get", world=world, entity=entity, trs=True)
+        return res["local_trs"], res["world_trs"]
+
     def subscribe(self, world, root=None, hz=None, on_event=None):
         self.on_event = on_event
         fields = {"world": world}
@@ -178,6 +205,10 @@ class Mirror:
             self.ended = kind
 
 
+def close(a, b, tol=1e-6):
+    return len(a) == len(b) and all(abs(x - y) <= tol for x, y in zip(a, b))
+
+
 def selftest(args):
     """Builds a small world, mirrors it, checks the mirror against transform.get."""
     world = f"pyclient-{os.getpid()}"
@@ -194,6 +225,27 @@ def selftest(args):
             raise AssertionError("a duplicate root name was accepted")
         except ScenedError as e:
             assert e.code == "ALREADY_EXISTS", e.code
+        # Parts: turn a wheel in place, move it in world space keeping the turn, read back.
+        c.set_parts(world, wheels[1], r=[0, 0, 1, 1])
+        local, world_trs = c.get_trs(world, wheels[1])
+        assert local["t"] == [1, 0, 0] and local["s"] == [1, 1, 1], local
+        assert close(local["r"], [0, 0, 0.70710677, 0.70710677]), local
+        assert close(world_trs["t"], [2, 2, 3]), world_trs
+        c.set_parts(world, wheels[1], t=[5, 5, 5], world_space=True)
+        local, world_trs = c.get_trs(world, wheels[1])
+        assert close(local["t"], [4, 3, 2]) and close(world_trs["t"], [5, 5, 5]), (local, world_trs)
+        assert close(local["r"], [0, 0, 0.70710677, 0.70710677]), local
+        # a mirror reads as a negative sx; a sheared matrix has no parts, and refuses a partial set
+        c.call("transform.set_local", world=world, entity=wheels[2], s=[1, -1, 1])
+        assert c.get_trs(world, wheels[2])[0]["s"] == [-1, 1, 1]
+        c.call("transform.set_local", world=world, entity=wheels[2],
+               matrix=[1, 0, 0, 0, 0.5, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1])
+        assert c.get_trs(world, wheels[2]) == (None, None)
+        try:
+            c.set_parts(world, wheels[2], t=[0, 0, 0])
+            raise AssertionError("a partial set on a sheared matrix was accepted")
+        except ScenedError as e:
+            assert e.code == "BAD_REQUEST", e.code
         mirror = Mirror()
         s.subscribe(world, on_event=mirror.apply)
         c.call("transform.set_local", world=world, entity=car, t=[10, 0, 0])
@@ -203,6 +255,25 @@ def selftest(args):
             s.poll(0.1)
         assert mirror.matrices.get(wheels[3]) == want, (mirror.matrices, want)
         assert len(mirror.matrices) == 5, mirror.matrices
+        # Rewind: a world that keeps history answers what a frame of a past tick carried.
+        past = f"{world}-past"
+        c.call("world.create", world=past, history=600)
+        e = c.call("transform.create", world=past, t=[1, 0, 0])["entity"]
+        before = c.get(past, e)["tick"]
+        while c.get(past, e)["tick"] <= before and time.monotonic() < deadline:
+            time.sleep(0.01)
+        then = c.get(past, e)["tick"]
+        c.call("transform.set_local", world=past, entity=e, t=[9, 0, 0])
+        while c.get(past, e)["tick"] <= then + 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert c.get(past, e, tick=then)["world"][12] == 1, c.get(past, e, tick=then)
+        assert c.get(past, e)["world"][12] == 9
+        try:
+            c.get(past, e, tick=then + 100000)
+            raise AssertionError("a tick outside the window was answered")
+        except ScenedError as err:
+            assert err.code == "NOT_FOUND", err.code
+        c.call("world.destroy", world=past)
         c.call("world.destroy", world=world)
         while mirror.ended is None and time.monotonic() < deadline:
             s.poll(0.1)

@@ -6,6 +6,7 @@
 #include "store/persist.h"
 #include "stream/stream.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #include <string.h>
@@ -47,8 +48,29 @@ int scn_cmd_hello(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error 
   return 0;
 }
 
+/* "history": how many ticks to keep, 0 to SCN_HISTORY_MAX (more is LIMIT). */
+static int history_of(const scn_args *a, int64_t *ticks, scn_wire_error *err) {
+  *ticks = 0;
+  if (!(a->f->present & SCN_F(history)))
+    return 0;
+  const cJSON *v = a->f->v[SCN_F_history];
+  if (cJSON_IsNumber(v) && v->valuedouble > SCN_HISTORY_MAX && v->valuedouble == floor(v->valuedouble))
+    return scn_fail(err, SCN_W_LIMIT, "field \"history\" is at most %d ticks", SCN_HISTORY_MAX);
+  uint64_t n;
+  if (scn_decode_uint(v, "history", 0, SCN_HISTORY_MAX, &n, err) < 0)
+    return -1;
+  *ticks = (int64_t)n;
+  return 0;
+}
+
 int scn_cmd_world_create(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
-  int rc = scn_world_create(ctx->srv->scene, a->world, NULL);
+  int64_t history;
+  if (history_of(a, &history, err) < 0)
+    return -1;
+  scn_world *w;
+  int rc = scn_world_create(ctx->srv->scene, a->world, &w);
+  if (rc == SCN_OK && history && (rc = scn_world_set_history(w, history)) != SCN_OK)
+    scn_world_destroy(ctx->srv->scene, a->world); /* nothing changed */
   if (rc != SCN_OK)
     return scn_core_error(ctx, a, rc, err);
   if (ctx->srv->cluster) {
@@ -94,6 +116,8 @@ int scn_cmd_world_list(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_e
     scn_buf_add_json_string(out, scn_world_name(w), strlen(scn_world_name(w)));
     scn_buf_adds(out, ",\"transforms\":");
     scn_buf_add_u64(out, scn_world_transform_count(w));
+    scn_buf_adds(out, ",\"history\":");
+    scn_buf_add_u64(out, scn_world_history(w));
     if (all && node) {
       scn_buf_adds(out, ",\"node\":");
       scn_buf_add_json_string(out, node, strlen(node));

@@ -3,6 +3,7 @@
  * message must name. Working that out may look things up again, but only on the error path. */
 #include "cmd/handlers.h"
 
+#include <math.h>
 #include <string.h>
 
 typedef unsigned long long ull;
@@ -26,9 +27,38 @@ static const char *other_role(const scn_command_info *cmd, const scn_args *a, sc
   return NULL;
 }
 
+/* A read at a past tick found nothing: no history, a tick outside the window, or the entity
+ * (or "to") had no transform then. */
+static int not_found_at(const scn_ctx *ctx, const scn_args *a, scn_wire_error *err) {
+  scn_world *w = ctx->world;
+  uint64_t oldest, newest;
+  if (scn_world_history(w) == 0)
+    return scn_fail(err, SCN_W_NOT_FOUND,
+                    "world \"%s\" keeps no history (create it with \"history\": ticks to keep)",
+                    scn_world_name(w));
+  if (scn_world_history_window(w, &oldest, &newest) != SCN_OK)
+    return scn_fail(err, SCN_W_NOT_FOUND, "world \"%s\" has no tick in its history yet",
+                    scn_world_name(w));
+  double upto = a->tick == floor(a->tick) ? (double)newest : (double)newest - 1;
+  if (a->tick < (double)oldest || a->tick > upto)
+    return scn_fail(err, SCN_W_NOT_FOUND,
+                    "tick %.17g is outside the history of world \"%s\": ticks %llu to %llu%s",
+                    a->tick, scn_world_name(w), (ull)oldest, (ull)newest,
+                    a->tick == floor(a->tick) ? "" : " (a fraction needs the tick after it too)");
+  scn_transform_info info;
+  scn_entity who = a->entity;
+  const char *role = "entity";
+  if (scn_world_history_get(w, a->entity, (uint64_t)a->tick, &info) == SCN_OK && a->to)
+    who = a->to, role = "to";
+  return scn_fail(err, SCN_W_NOT_FOUND, "%s %llu had no transform in world \"%s\" at tick %.17g",
+                  role, (ull)who, scn_world_name(w), a->tick);
+}
+
 static int not_found(const scn_ctx *ctx, const scn_args *a, scn_wire_error *err) {
   scn_world *w = ctx->world;
   const scn_command_info *cmd = ctx->cmd;
+  if (a->has_tick)
+    return not_found_at(ctx, a, err);
   switch (cmd->id) {
   case SCN_C_entity_destroy:
     return scn_fail(err, SCN_W_NOT_FOUND, "entity %llu does not exist", (ull)a->entity);
@@ -101,6 +131,21 @@ static int singular(const scn_ctx *ctx, const scn_args *a, scn_wire_error *err) 
   }
 }
 
+/* A partial set the core refused though its parts were valid: the current matrix is not
+ * T * R * S (the usual reason), or the parts give a matrix that is not finite. */
+static int partial_invalid(const scn_ctx *ctx, const scn_args *a, scn_wire_error *err) {
+  bool world_space = ctx->cmd->id == SCN_C_transform_set_world;
+  const char *space = world_space ? "world" : "local";
+  scn_transform_info info;
+  if (scn_transform_get(ctx->world, a->entity, &info) == SCN_OK &&
+      scn_decompose_trs(world_space ? info.world : info.local, NULL, NULL, NULL) != SCN_OK)
+    return scn_fail(err, SCN_W_BAD_REQUEST,
+                    "the %s matrix of %llu is not translation x rotation x scale (it has shear, "
+                    "a zero scale or a last row other than 0 0 0 1): a partial set needs its parts",
+                    space, (ull)a->entity);
+  return scn_fail(err, SCN_W_BAD_REQUEST, "the parts give a %s matrix that is not finite", space);
+}
+
 static int limit(const scn_ctx *ctx, const scn_args *a, scn_wire_error *err) {
   const scn_config *cfg = &ctx->srv->cfg;
   scn_world *w = ctx->world;
@@ -129,6 +174,8 @@ int scn_core_error(const scn_ctx *ctx, const scn_args *a, int rc, scn_wire_error
       return scn_fail(err, SCN_W_BAD_REQUEST,
                       "field \"path\" must be names (1 to 64 bytes, no control characters) "
                       "joined by '/'");
+    if (a->partial)
+      return partial_invalid(ctx, a, err);
     if (a->has_spec)
       return scn_spec_error(a->f, err);
     return scn_fail(err, SCN_W_BAD_REQUEST, "%s: %s", ctx->cmd->name, scn_err_message(rc));

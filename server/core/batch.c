@@ -35,8 +35,7 @@ scn__undo *scn__undo_push(scn_scene *scene, scn__undo_kind kind, scn_world *w, s
 
 uint32_t scn__undo_name(scn_scene *scene, const char *name) {
   size_t len = strlen(name) + 1, off = scene->undo_names.len;
-  if (off + len > UINT32_MAX ||
-      scn__vec_reserve(&scene->undo_names, 1, off + len) != SCN_OK)
+  if (off + len > UINT32_MAX || scn__vec_reserve(&scene->undo_names, 1, off + len) != SCN_OK)
     return UINT32_MAX;
   memcpy((char *)scene->undo_names.data + off, name, len);
   scene->undo_names.len += len;
@@ -92,6 +91,7 @@ static void undo_destroy(scn_scene *scene, scn__undo *u) {
       /* A former child, now a root with local == world: back under its parent. */
       i = scn__tm_lookup(tm, n->entity);
       scn__tm_move(tm, i, scn__tm_lookup(tm, u->entity), SCN_NIL);
+      scn__tm_before_local(tm, i);
       glm_mat4_copy(n->local, tm->local[i]);
     }
   }
@@ -111,11 +111,13 @@ void scn_batch_rollback(scn_scene *scene) {
       scn__tm_remove_leaf(tm, i);
       break;
     case SCN_UNDO_SET_LOCAL:
+      scn__tm_before_local(tm, i);
       glm_mat4_copy(u->local, tm->local[i]);
       scn__tm_mark_dirty(tm, i);
       break;
     case SCN_UNDO_LINKED:
       scn__tm_move(tm, i, lookup_or_nil(tm, u->parent), lookup_or_nil(tm, u->before));
+      scn__tm_before_local(tm, i);
       glm_mat4_copy(u->local, tm->local[i]);
       scn__tm_mark_dirty(tm, i);
       break;

@@ -37,6 +37,70 @@ typedef struct scn__event {
   uint32_t kind;
 } scn__event;
 
+/* ---- history (history.c) ----
+ * Undo records in rings of fixed-size records numbered by a 64-bit sequence: world matrices and
+ * local matrices (64 bytes plus a 4-byte link each) and structure (existence, parent, name). A
+ * record made in tick t holds the value as tick t-1 closed; each entity has one chain per kind,
+ * newest first, linked by the distance back to the previous record of the same chain. */
+#define SCN_HIST_MSHIFT 9 /* matrix records per chunk: 512 (34 KiB) */
+#define SCN_HIST_SSHIFT 8 /* structure records per chunk: 256 (22 KiB) */
+
+typedef struct scn__hist_mchunk {
+  mat4 m[1u << SCN_HIST_MSHIFT];
+  uint32_t back[1u << SCN_HIST_MSHIFT]; /* distance to the chain's previous record, 0: none */
+} scn__hist_mchunk;
+
+typedef struct scn__hist_srec {
+  scn_entity entity, parent;
+  uint32_t back;
+  uint8_t exists;
+  char name[SCN_NAME_MAX + 1]; /* "" when unnamed */
+} scn__hist_srec;
+
+/* Records [front, end) live in chunks; chunk k sits at table[k & mask]. Chunks the front leaves
+ * behind are kept in spare for the end to reuse, so a steady window allocates nothing. */
+typedef struct scn__ring {
+  void **table;
+  uint32_t mask, shift;
+  size_t chunk_bytes;
+  uint64_t front, end;
+  void **spare;
+  uint32_t nspare, spare_cap;
+} scn__ring;
+
+/* Newest record of each chain of one entity; a sequence number below the ring's front (0
+ * included) means none. */
+typedef struct scn__heads {
+  uint64_t world, local, meta;
+} scn__heads;
+
+/* An entity whose transform was destroyed while its records are still in the window. */
+typedef struct scn__dead {
+  scn_entity entity; /* 0: empty slot */
+  scn__heads heads;
+} scn__dead;
+
+enum { SCN_HIST_WORLD, SCN_HIST_LOCAL, SCN_HIST_STRUCT, SCN_HIST_RINGS };
+
+typedef struct scn__hist {
+  uint32_t window; /* ticks kept */
+  uint64_t start;  /* oldest tick whose closing state the records can give */
+  bool broken;     /* a record found no memory: the history restarts at the next close */
+  scn__ring ring[SCN_HIST_RINGS];
+  /* Matrix records hold their instance in the link until scn__hist_link (at the end of a
+   * flush, before instances move, before a query): the propagation loop and setters then
+   * touch no chain heads, and the link pass fetches them ahead. Records from here on wait. */
+  uint64_t linked[2];                /* world, local */
+  uint64_t (*bound)[SCN_HIST_RINGS]; /* per tick (index tick & bound_mask): its first records */
+  uint32_t bound_mask;
+  uint64_t begin[SCN_HIST_RINGS]; /* where the open tick's records begin */
+  scn__heads *heads;              /* per instance, heads_cap of them */
+  uint32_t heads_cap;
+  size_t heads_bytes;
+  scn__dead *dead; /* open addressing by entity, linear probing */
+  uint32_t dead_mask, ndead;
+} scn__hist;
+
 /* One transform manager: structure-of-arrays instance data, indexed by instance. */
 typedef struct scn__tm {
   uint32_t n, cap;
@@ -81,6 +145,8 @@ typedef struct scn__tm {
   bool removed_in_tick;
   bool reverts_full; /* more changed in the tick than the log keeps: none restored */
   scn__vec reverts;  /* scn__revert, at most one per instance changed in the open tick */
+
+  scn__hist *hist; /* NULL while the world keeps no history */
 
   scn_world_stats stats;
 } scn__tm;
@@ -205,6 +271,53 @@ static inline uint32_t scn__tm_next_preorder(const scn__tm *tm, uint32_t i, uint
   while (i != top && tm->next[i] == SCN_NIL)
     i = tm->parent[i];
   return i == top ? SCN_NIL : tm->next[i];
+}
+
+/* ---- history.c ---- */
+void scn__hist_free(scn__hist *h);
+int scn__hist_reserve(scn__tm *tm, uint32_t cap); /* per-instance heads for cap instances */
+/* Before world[i] changes for the first time in the open tick (its stamp is older), inside a
+ * flush: the record is linked to its chain when the flush ends. */
+void scn__hist_world_slow(scn__tm *tm, uint32_t i);
+static inline void scn__hist_world(scn__tm *tm, uint32_t i) {
+  scn__hist *h = tm->hist;
+  scn__ring *r = &h->ring[SCN_HIST_WORLD];
+  uint64_t s = r->end;
+  uint32_t k = (uint32_t)s & ((1u << SCN_HIST_MSHIFT) - 1);
+  if (k == 0 || h->broken) { /* a new chunk, or no room at all */
+    scn__hist_world_slow(tm, i);
+    return;
+  }
+  scn__hist_mchunk *c = r->table[(s >> SCN_HIST_MSHIFT) & r->mask];
+  glm_mat4_copy(tm->world[i], c->m[k]);
+  c->back[k] = i;
+  r->end = s + 1;
+}
+void scn__hist_link(scn__tm *tm);
+/* The next free world slots, for the propagation loop to fill itself: refill commits what it
+ * filled and moves to a new chunk (left stays 0 without memory), close commits. */
+typedef struct scn__hist_cursor {
+  float *m;       /* next matrix slot */
+  uint32_t *back; /* its link, holding the instance until the flush ends */
+  uint32_t left, used;
+} scn__hist_cursor;
+void scn__hist_cursor_open(scn__tm *tm, scn__hist_cursor *c);
+void scn__hist_cursor_refill(scn__tm *tm, scn__hist_cursor *c);
+void scn__hist_cursor_close(scn__tm *tm, scn__hist_cursor *c);
+/* Before local[i] changes (a second time in a tick is dropped when linked); before the parent
+ * or the name of i changes. */
+void scn__hist_local(scn__tm *tm, uint32_t i);
+void scn__hist_struct(scn__tm *tm, uint32_t i);
+/* After instance i was inserted; before it is removed. */
+void scn__hist_inserted(scn__tm *tm, uint32_t i);
+void scn__hist_removing(scn__tm *tm, uint32_t i);
+/* After tick closed was closed (tm->tick is the next one already). */
+void scn__hist_closed(scn__tm *tm, uint64_t closed);
+void scn__hist_stats(const scn__tm *tm, scn_world_stats *out);
+
+static inline void scn__tm_before_local(scn__tm *tm, uint32_t i) {
+  if (tm->hist)
+    scn__hist_local(tm, i);
 }
 
 /* ---- propagate.c ---- */

@@ -5,6 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Before world[i] changes for the first time in the open tick: the revert log and the history
+ * keep its old value. */
+static void first_change(scn__tm *tm, uint32_t i) {
+  if (scn__tm_logs_reverts(tm))
+    scn__tm_note_revert(tm, i);
+  if (tm->hist)
+    scn__hist_world(tm, i);
+}
+
 /* Recompute one instance from its parent's (fresh) world; stamp it when the bits change. */
 static inline uint64_t recompute(scn__tm *tm, uint32_t i, uint32_t parent) {
   mat4 w;
@@ -14,8 +23,8 @@ static inline uint64_t recompute(scn__tm *tm, uint32_t i, uint32_t parent) {
     glm_mat4_mul(tm->world[parent], tm->local[i], w);
   if (memcmp(w, tm->world[i], sizeof w) == 0)
     return 0;
-  if (scn__tm_logs_reverts(tm) && tm->changed[i] != scn__tm_stamp(tm))
-    scn__tm_note_revert(tm, i);
+  if (tm->changed[i] != scn__tm_stamp(tm))
+    first_change(tm, i);
   glm_mat4_copy(w, tm->world[i]);
   tm->changed[i] = scn__tm_stamp(tm);
   return 1;
@@ -51,21 +60,36 @@ static inline bool same_bits(__m128 a, __m128 b, __m128 c, __m128 d, const float
   __m128i eq = _mm_and_si128(_mm_and_si128(col_eq(a, m), col_eq(b, m + 4)), col_eq(c, m + 8));
   return _mm_movemask_epi8(eq) == 0xffff;
 }
+
+static inline __m128i reg_eq(__m128 a, __m128 b) {
+  return _mm_cmpeq_epi32(_mm_castps_si128(a), _mm_castps_si128(b));
+}
 #endif
 
 /* The hot loop: a span of whole subtrees laid out back to back in depth-first order, none of
  * them with a dirty ancestor outside the span, so parents come before children. A first child
  * directly follows its parent, so the parent's world is taken from the registers that just
- * computed it instead of being reloaded through memory (a chain runs at multiply latency). */
-static void propagate_span(scn__tm *tm, uint32_t begin, uint32_t end) {
+ * computed it instead of being reloaded through memory (a chain runs at multiply latency).
+ *
+ * With history the loop is compiled a second time (hist true): the old world matrix, loaded
+ * into registers for the comparison, is stored straight into the history's next free slot
+ * with its instance, so the loop makes no call per matrix; a call would spill the registers
+ * and leave fewer iterations, and their cache misses, in flight. */
+#ifdef SCN_RANGE_SSE
+static inline __attribute__((always_inline)) void span_sse(scn__tm *tm, uint32_t begin,
+                                                           uint32_t end, const bool hist) {
   mat4 *restrict world = tm->world;
   const mat4 *restrict local = tm->local;
   const uint32_t *restrict parent = tm->parent;
   uint32_t *restrict stamp = tm->changed;
   const uint32_t tick = scn__tm_stamp(tm);
   const bool reverts = scn__tm_logs_reverts(tm);
+  /* keeping old values costs nothing per matrix when nothing is kept */
+  const bool keep_old = reverts || tm->hist;
   uint64_t changed = 0;
-#ifdef SCN_RANGE_SSE
+  scn__hist_cursor cur;
+  if (hist)
+    scn__hist_cursor_open(tm, &cur);
   /* the node before the span: when it is the first node's parent its world is current */
   const float *before = world[begin ? begin - 1 : 0][0];
   __m128 w0 = glmm_load(before), w1 = glmm_load(before + 4);
@@ -86,16 +110,57 @@ static void propagate_span(scn__tm *tm, uint32_t begin, uint32_t end) {
       w2 = mul_col(p0, p1, p2, p3, glmm_load(local[j][2]));
       w3 = mul_col(p0, p1, p2, p3, glmm_load(local[j][3]));
     }
-    if (!same_bits(w0, w1, w2, w3, world[j][0])) {
-      if (reverts && stamp[j] != tick)
-        scn__tm_note_revert(tm, j);
-      glmm_store(world[j][0], w0), glmm_store(world[j][1], w1);
-      glmm_store(world[j][2], w2), glmm_store(world[j][3], w3);
-      stamp[j] = tick;
-      changed++;
+    if (hist) {
+      __m128 o0 = glmm_load(world[j][0]), o1 = glmm_load(world[j][1]);
+      __m128 o2 = glmm_load(world[j][2]), o3 = glmm_load(world[j][3]);
+      __m128i eq = _mm_and_si128(_mm_and_si128(reg_eq(w0, o0), reg_eq(w1, o1)),
+                                 _mm_and_si128(reg_eq(w2, o2), reg_eq(w3, o3)));
+      if (_mm_movemask_epi8(eq) == 0xffff)
+        continue;
+      if (stamp[j] != tick) {
+        if (reverts)
+          scn__tm_note_revert(tm, j);
+        if (!cur.left)
+          scn__hist_cursor_refill(tm, &cur);
+        if (cur.left) {
+          glmm_store(cur.m, o0), glmm_store(cur.m + 4, o1);
+          glmm_store(cur.m + 8, o2), glmm_store(cur.m + 12, o3);
+          *cur.back++ = j;
+          cur.m += 16, cur.left--, cur.used++;
+        }
+      }
+    } else if (same_bits(w0, w1, w2, w3, world[j][0])) {
+      continue;
+    } else if (keep_old && stamp[j] != tick) {
+      first_change(tm, j);
     }
+    glmm_store(world[j][0], w0), glmm_store(world[j][1], w1);
+    glmm_store(world[j][2], w2), glmm_store(world[j][3], w3);
+    stamp[j] = tick;
+    changed++;
   }
+  if (hist)
+    scn__hist_cursor_close(tm, &cur);
+  tm->stats.recomputed += end - begin;
+  tm->stats.changed += changed;
+}
+#endif
+
+static void propagate_span(scn__tm *tm, uint32_t begin, uint32_t end) {
+#ifdef SCN_RANGE_SSE
+  if (tm->hist)
+    span_sse(tm, begin, end, true);
+  else
+    span_sse(tm, begin, end, false);
 #else
+  mat4 *restrict world = tm->world;
+  const mat4 *restrict local = tm->local;
+  const uint32_t *restrict parent = tm->parent;
+  uint32_t *restrict stamp = tm->changed;
+  const uint32_t tick = scn__tm_stamp(tm);
+  /* keeping old values (reverts, history) costs nothing per matrix when neither is on */
+  const bool keep_old = scn__tm_logs_reverts(tm) || tm->hist;
+  uint64_t changed = 0;
   for (uint32_t j = begin; j < end; j++) {
     mat4 w;
     if (parent[j] == SCN_NIL)
@@ -103,16 +168,16 @@ static void propagate_span(scn__tm *tm, uint32_t begin, uint32_t end) {
     else
       glm_mat4_mul(world[parent[j]], (vec4 *)local[j], w);
     if (memcmp(w, world[j], sizeof w) != 0) {
-      if (reverts && stamp[j] != tick)
-        scn__tm_note_revert(tm, j);
+      if (keep_old && stamp[j] != tick)
+        first_change(tm, j);
       glm_mat4_copy(w, world[j]);
       stamp[j] = tick;
       changed++;
     }
   }
-#endif
   tm->stats.recomputed += end - begin;
   tm->stats.changed += changed;
+#endif
 }
 
 /* The subtree when the arrays are not in depth-first order: follow the links instead. */
@@ -243,6 +308,8 @@ static void propagate_dirty(scn__tm *tm) {
     tm->dirty[d[x]] = 0;
   tm->dirty_list.len = 0;
   tm->stats.flushes++;
+  if (tm->hist)
+    scn__hist_link(tm);
 }
 
 void scn__tm_world_of(scn__tm *tm, uint32_t i, mat4 out) {
@@ -336,6 +403,8 @@ uint64_t scn_world_close_tick(scn_world *w) {
   tm->closing = false;
   settle_reverts(tm);
   uint64_t closed = tm->tick++;
+  if (tm->hist)
+    scn__hist_closed(tm, closed);
   if (tm->tick - tm->stamp_base >= UINT32_MAX) {
     /* Stamps would wrap: fold every one into the tick just closed, which can only make an
      * old subscriber see more than changed, never less. */
@@ -346,7 +415,10 @@ uint64_t scn_world_close_tick(scn_world *w) {
   return closed;
 }
 
-void scn_world_get_stats(const scn_world *w, scn_world_stats *out) { *out = w->tm.stats; }
+void scn_world_get_stats(const scn_world *w, scn_world_stats *out) {
+  *out = w->tm.stats;
+  scn__hist_stats(&w->tm, out);
+}
 
 /* ---- relayout ----------------------------------------------------------------------------- */
 
@@ -367,6 +439,8 @@ void scn__tm_relayout(scn__tm *tm) {
   uint32_t n = tm->n;
   if (tm->sorted)
     return;
+  if (tm->hist) /* records waiting for their chains name instances by index */
+    scn__hist_link(tm);
   size_t index_bytes = sizeof(uint32_t) * (n ? n : 1), tmp_bytes = sizeof(mat4) * (n ? n : 1);
   uint32_t *order = scn__array_alloc(index_bytes);
   uint32_t *new_index = scn__array_alloc(index_bytes);
@@ -391,6 +465,12 @@ void scn__tm_relayout(scn__tm *tm) {
   PERMUTE(tm, order, changed, (uint32_t *)tmp);
   PERMUTE(tm, order, name, (uint32_t *)tmp);
   PERMUTE(tm, order, dirty, (uint8_t *)tmp);
+  if (tm->hist) { /* the chain heads travel with their instances */
+    scn__heads *heads = tm->hist->heads, *t = tmp;
+    for (uint32_t x = 0; x < n; x++)
+      t[x] = heads[order[x]];
+    memcpy(heads, t, sizeof *heads * n);
+  }
   uint32_t **links[] = {&tm->parent, &tm->first_child, &tm->last_child, &tm->next, &tm->prev};
   for (size_t l = 0; l < sizeof links / sizeof links[0]; l++) {
     uint32_t *a = *links[l], *t = tmp;

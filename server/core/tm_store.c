@@ -135,6 +135,7 @@ void scn__tm_free(scn__tm *tm) {
   scn__vec_free(&tm->scratch_e);
   scn__vec_free(&tm->events);
   scn__vec_free(&tm->reverts);
+  scn__hist_free(tm->hist);
   memset(tm, 0, sizeof *tm);
 }
 
@@ -291,6 +292,8 @@ int scn__tm_reserve(scn__tm *tm, uint32_t need) {
     tm->block_bytes = bytes;
     tm->cap = cap;
   }
+  if (scn__hist_reserve(tm, tm->cap) != SCN_OK)
+    return SCN_NOMEM;
   if (map_grow(tm, &tm->emap, &tm->emap_mask, need, entity_key_of) != SCN_OK)
     return SCN_NOMEM;
   if (map_grow(tm, &tm->nmap, &tm->nmap_mask, tm->named + 1, name_key_of) != SCN_OK)
@@ -369,6 +372,8 @@ static void name_assign(scn__tm *tm, uint32_t i, const char *name) {
 int scn__tm_set_name(scn__tm *tm, uint32_t i, const char *name) {
   if (name && name_reserve(tm) != SCN_OK)
     return SCN_NOMEM;
+  if (tm->hist)
+    scn__hist_struct(tm, i);
   nmap_remove(tm, i);
   name_free(tm, i);
   if (name) {
@@ -424,6 +429,8 @@ int scn__tm_insert(scn__tm *tm, scn_entity e, uint32_t parent, uint32_t before, 
       tm->subtree[a]++;
   if (!world)
     scn__tm_mark_dirty(tm, i);
+  if (tm->hist)
+    scn__hist_inserted(tm, i);
   *out = i;
   return SCN_OK;
 }
@@ -487,9 +494,13 @@ static void relocate(scn__tm *tm, uint32_t src, uint32_t dst) {
   tm->name[dst] = tm->name[src];
   tm->changed[dst] = tm->changed[src];
   tm->dirty[dst] = tm->dirty[src];
+  if (tm->hist)
+    tm->hist->heads[dst] = tm->hist->heads[src];
 }
 
 void scn__tm_remove_leaf(scn__tm *tm, uint32_t i) {
+  if (tm->hist)
+    scn__hist_removing(tm, i);
   tm->removed_in_tick = true;
   uint32_t eslot = map_slot_of(tm, tm->emap, tm->emap_mask, entity_key_of(tm, i), i);
   map_delete(tm, tm->emap, tm->emap_mask, eslot, entity_key_of);
@@ -511,6 +522,8 @@ void scn__tm_remove_leaf(scn__tm *tm, uint32_t i) {
 }
 
 void scn__tm_move(scn__tm *tm, uint32_t i, uint32_t parent, uint32_t before) {
+  if (tm->hist)
+    scn__hist_struct(tm, i);
   nmap_remove(tm, i);
   list_remove(tm, i);
   list_insert(tm, i, parent, before);

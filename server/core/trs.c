@@ -60,12 +60,12 @@ int scn_decompose_trs(const float m[16], float t[3], float r[4], float s[3]) {
   /* The directions are unit and (within the tolerance) orthogonal, so float is enough from
    * here: glm_mat3_quat picks the branch with the largest divisor (Shepperd's method). It
    * leaves the sign of the quaternion to the branch taken; the contract wants w >= 0, and
-   * -0 becomes +0 so a half turn does not print as "-0". */
+   * each -0 becomes +0 so neither a half turn nor a mirror prints a "-0". */
   versor q;
   glm_mat3_quat(rot, q);
   glm_quat_normalize(q);
   if (q[3] < 0)
     glm_vec4_negate(q);
-  r[0] = q[0], r[1] = q[1], r[2] = q[2], r[3] = q[3] + 0.0f;
+  r[0] = q[0] + 0.0f, r[1] = q[1] + 0.0f, r[2] = q[2] + 0.0f, r[3] = q[3] + 0.0f;
   return SCN_OK;
 }

@@ -81,7 +81,24 @@ static void put_transform(void *ud, scn_entity e, scn_entity parent, const char 
   put(w, local, sizeof(float) * 16);
 }
 
-static void put_scene(writer *w, scn_scene *scene) {
+/* The oldest version that holds the scene: 3 only when some world keeps history, so a scene
+ * without it can still be read by a release before version 3. */
+static uint32_t version_for(const scn_scene *scene) {
+  for (size_t i = 0; i < scn_world_count(scene); i++)
+    if (scn_world_history(scn_world_at(scene, i)))
+      return 3;
+  return 2;
+}
+
+static void put_world(writer *w, scn_world *world, uint32_t version) {
+  put_name(w, scn_world_name(world));
+  if (version >= 3)
+    put_u32(w, scn_world_history(world));
+  put_u32(w, (uint32_t)scn_world_transform_count(world));
+  scn_world_visit_transforms(world, put_transform, w);
+}
+
+static void put_scene(writer *w, scn_scene *scene, uint32_t version) {
   uint32_t slots = scn_entity_slot_count(scene);
   put_u32(w, slots);
   for (uint32_t s = 1; s <= slots; s++) {
@@ -95,12 +112,8 @@ static void put_scene(writer *w, scn_scene *scene) {
   put_u32(w, (uint32_t)nfree);
   put(w, free_order, sizeof(uint32_t) * nfree);
   put_u32(w, (uint32_t)scn_world_count(scene));
-  for (size_t i = 0; i < scn_world_count(scene); i++) {
-    scn_world *world = scn_world_at(scene, i);
-    put_name(w, scn_world_name(world));
-    put_u32(w, (uint32_t)scn_world_transform_count(world));
-    scn_world_visit_transforms(world, put_transform, w);
-  }
+  for (size_t i = 0; i < scn_world_count(scene); i++)
+    put_world(w, scn_world_at(scene, i), version);
 }
 
 bool scn_world_in_group(const char *name, const char *group) {
@@ -190,11 +203,8 @@ static bool put_part(writer *w, scn_scene *scene, const scn_snapshot_part *part)
   put_u32(w, worlds);
   for (size_t i = 0; part->group && i < scn_world_count(scene); i++) {
     scn_world *world = scn_world_at(scene, i);
-    if (!scn_world_in_group(scn_world_name(world), part->group))
-      continue;
-    put_name(w, scn_world_name(world));
-    put_u32(w, (uint32_t)scn_world_transform_count(world));
-    scn_world_visit_transforms(world, put_transform, w);
+    if (scn_world_in_group(scn_world_name(world), part->group))
+      put_world(w, world, SCN_SNAPSHOT_VERSION_PART);
   }
   return true;
 }
@@ -246,13 +256,13 @@ static int write_file(scn_scene *scene, const scn_snapshot_part *part, uint64_t 
   /* The header is written last, once the body length is known. */
   unsigned char header[HEADER_BYTES] = {0};
   write_all(w, header, sizeof header);
+  uint32_t version = part ? SCN_SNAPSHOT_VERSION_PART : version_for(scene);
   if (!part)
-    put_scene(w, scene);
+    put_scene(w, scene, version);
   else if (!put_part(w, scene, part))
     w->failed = true;
   end_block(w);
   memcpy(header, MAGIC, 8);
-  uint32_t version = part ? SCN_SNAPSHOT_VERSION_PART : SCN_SNAPSHOT_VERSION;
   memcpy(header + 8, &version, 4);
   memcpy(header + 16, &journal_gen, 8);
   memcpy(header + 24, &w->body, 8);
@@ -283,6 +293,7 @@ typedef struct reader {
   uint64_t block_start; /* file offset of the current block */
   uint64_t body_left;   /* body bytes not yet loaded into a block */
   uint64_t file_pos;
+  uint32_t version;
   bool bad;
   char *err;
   size_t errlen;
@@ -383,12 +394,14 @@ static bool load_part_entities(reader *r, scn_scene *scene, scn_snapshot_info *i
 
 static bool load_world(reader *r, scn_scene *scene, scn_snapshot_info *info) {
   char name[SCN_NAME_MAX + 1], tname[SCN_NAME_MAX + 1];
-  uint32_t count;
+  uint32_t count, history = 0;
   scn_world *w;
-  if (!get_name(r, name) || !get(r, &count, 4))
+  if (!get_name(r, name) || (r->version >= 3 && !get(r, &history, 4)) || !get(r, &count, 4))
     return false;
   if (scn_world_create(scene, name, &w) != SCN_OK)
     return fail_at(r, offset_of(r), "invalid or duplicate world");
+  if (history > SCN_HISTORY_MAX || scn_world_set_history(w, history) != SCN_OK)
+    return fail_at(r, offset_of(r), "invalid history window");
   for (uint32_t i = 0; i < count; i++) {
     uint64_t e, parent;
     float local[16];
@@ -436,6 +449,7 @@ int scn_snapshot_load(scn_scene *scene, const char *dir, bool recover, scn_snaps
     memcpy(&info->journal_gen, header + 16, 8);
     info->journal_created = version >= 2;
     info->part = version == SCN_SNAPSHOT_VERSION_PART;
+    r->version = version;
     memcpy(&r->body_left, header + 24, 8);
     r->file_pos = HEADER_BYTES;
     r->block_start = HEADER_BYTES;

@@ -14,14 +14,17 @@
 #include <stdio.h>
 
 /* Version 2 has the layout of version 1 and promises that the journal of the generation it
- * names was created before it (version 1's final snapshot did not), so only a version 2
- * snapshot without that journal means lost data. Both are read. */
-#define SCN_SNAPSHOT_VERSION 2
+ * names was created before it (version 1's final snapshot did not), so only a snapshot of
+ * version 2 or later without that journal means lost data. Version 3 adds each world's history
+ * window (the ticks it keeps; the kept ticks themselves are not persisted); it is written only
+ * when some world keeps history, version 2 otherwise. All are read. */
+#define SCN_SNAPSHOT_VERSION 3
 #define SCN_SNAPSHOT_VERSION_OLDEST 1
-/* Version 3 is a part of a cluster's scene: a group's worlds with the entities they use, or a
+/* Version 4 is a part of a cluster's scene: a group's worlds with the entities they use, or a
  * node's entities that have no transform. Its body starts with the owner's epoch and the ids
- * of those entities (each adopted by the scene that loads it), then the worlds as before. */
-#define SCN_SNAPSHOT_VERSION_PART 3
+ * of those entities (each adopted by the scene that loads it), then the worlds as in version
+ * 3 (with their history windows). */
+#define SCN_SNAPSHOT_VERSION_PART 4
 
 /* Which part of a scene a version 3 snapshot holds. */
 typedef struct scn_snapshot_part {

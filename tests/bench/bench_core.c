@@ -6,6 +6,9 @@
  *   W2 sparse: the same world; each tick 1% of transforms (fixed seed) get a new local.
  *   W3 chain: one chain of 1,000 transforms, every local set, then propagate.
  *   TRS: one decomposition, and partial sets against whole-matrix sets (bench_trs).
+ *   History: W2 tick by tick (the sets, then close_tick, which propagates) on two copies of the
+ *      forest, one keeping the last 600 ticks and one none; then the history's memory over its
+ *      full window, and reads at past ticks against current reads.
  *
  * Each line gives medians over the repetitions (the ratio: median of per-repetition ratios). Usage:
  * bench-core [--n N] [--reps R]
@@ -198,6 +201,184 @@ static void bench_w2(forest *fo, int reps) {
   free(chosen), free(mark), free(idx);
 }
 
+/* ---- history ------------------------------------------------------------------------------ */
+
+#define HISTORY 600
+#define TICKS_PER_REP 8
+#define QUERIES 200000
+#define RECENT 10 /* lag compensation asks a few ticks back */
+
+/* One W2 tick's sets: the same for both copies. */
+typedef struct w2_sets {
+  uint32_t pick;
+  uint32_t *chosen;
+  float (*m)[16];
+} w2_sets;
+
+static void w2_next(w2_sets *st, uint32_t n, int tick) {
+  for (uint32_t k = 0; k < st->pick; k++) {
+    st->chosen[k] = rng() % n;
+    random_local(st->m[k], (float)(tick % 1000) * 0.01f + k * 1e-3f);
+  }
+}
+
+/* This thread's CPU time: ticks last milliseconds, and on a shared host a wall clock would
+ * count the time other processes held the core. */
+static double cpu_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+/* Sets, then close_tick; returns the tick's time and writes the sets' time to *set_ns. */
+static double w2_tick(forest *fo, const w2_sets *st, double *set_ns) {
+  double t0 = cpu_now_ns();
+  for (uint32_t k = 0; k < st->pick; k++)
+    scn_transform_set_local(fo->world, fo->ids[st->chosen[k]], st->m[k]);
+  double t1 = cpu_now_ns();
+  scn_world_close_tick(fo->world);
+  double t2 = cpu_now_ns();
+  *set_ns = t1 - t0;
+  return t2 - t0;
+}
+
+static double percentile(double *v, int n, double p) {
+  qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
+  return v[(int)(p * (n - 1))];
+}
+
+static double sink;
+
+static double time_get(scn_world *w, scn_entity e) {
+  scn_transform_info info;
+  double t0 = bench_now_ns();
+  scn_transform_get(w, e, &info);
+  double t1 = bench_now_ns();
+  sink += info.world[12];
+  return t1 - t0;
+}
+
+static double time_past(scn_world *w, scn_entity e, uint64_t tick) {
+  scn_transform_info info;
+  double t0 = bench_now_ns();
+  int rc = scn_world_history_get(w, e, tick, &info);
+  double t1 = bench_now_ns();
+  if (rc != SCN_OK)
+    fprintf(stderr, "history: get at tick %llu failed: %s\n", (unsigned long long)tick,
+            scn_err_name(rc));
+  sink += info.world[12];
+  return t1 - t0;
+}
+
+static void bench_history(uint32_t n, int reps) {
+  forest with, without;
+  build_forest(&with, n);
+  build_forest(&without, n);
+  if (scn_world_set_history(with.world, HISTORY) != SCN_OK) {
+    fprintf(stderr, "history: set_history failed\n");
+    return;
+  }
+  w2_sets st = {.pick = n / 100};
+  st.chosen = malloc(sizeof *st.chosen * st.pick);
+  st.m = aligned_alloc(64, sizeof *st.m * st.pick + 64);
+  /* world matrices changed per tick, to count those the window holds */
+  uint64_t *changed = calloc(HISTORY, sizeof *changed);
+  scn_world_stats s0, s1;
+  int tick = 0;
+  double ignored = 0;
+  for (; tick < HISTORY + 20; tick++) { /* fill the window */
+    w2_next(&st, n, tick);
+    scn_world_get_stats(with.world, &s0);
+    w2_tick(&with, &st, &ignored);
+    scn_world_get_stats(with.world, &s1);
+    changed[tick % HISTORY] = s1.changed - s0.changed;
+    w2_tick(&without, &st, &ignored);
+  }
+  /* tick pairs, in alternating order; each figure is a median over the pairs */
+  const int pairs = reps * TICKS_PER_REP;
+  double *ratio = malloc(sizeof(double) * 8 * pairs), *ns_with = ratio + pairs;
+  double *ns_without = ns_with + pairs, *set_with = ns_without + pairs;
+  double *set_without = set_with + pairs, *set_ratio = set_without + pairs;
+  double *total_ratio = set_ratio + pairs;
+  for (int r = 0; r < pairs; r++, tick++) {
+    double tw, to = 0, sw, so = 0;
+    w2_next(&st, n, tick);
+    scn_world_get_stats(with.world, &s0);
+    if (r % 2)
+      to = w2_tick(&without, &st, &so);
+    tw = w2_tick(&with, &st, &sw);
+    if (!(r % 2))
+      to = w2_tick(&without, &st, &so);
+    scn_world_get_stats(with.world, &s1);
+    uint64_t recomputed = s1.recomputed - s0.recomputed;
+    changed[tick % HISTORY] = s1.changed - s0.changed;
+    total_ratio[r] = tw / to;
+    ratio[r] = (tw - sw) / (to - so);
+    set_ratio[r] = sw / so;
+    ns_with[r] = (tw - sw) / (double)recomputed;
+    ns_without[r] = (to - so) / (double)recomputed;
+    set_with[r] = sw / st.pick;
+    set_without[r] = so / st.pick;
+  }
+  reps = pairs;
+  printf("history W2 n=%u ticks=%d none_ns=%.2f history_ns=%.2f ratio=%.2f (close_tick, per "
+         "recomputed matrix)\n",
+         n, HISTORY, bench_median(ns_without, reps), bench_median(ns_with, reps),
+         bench_median(ratio, reps));
+  printf("history W2 set_local_ns none=%.1f history=%.1f ratio=%.2f\n",
+         bench_median(set_without, reps), bench_median(set_with, reps),
+         bench_median(set_ratio, reps));
+  printf("history W2 tick ratio=%.2f (the sets and close_tick)\n", bench_median(total_ratio, reps));
+  free(ratio);
+
+  /* the window holds the records of its last HISTORY - 1 ticks (the oldest one's are the live
+   * values of the ticks after it): count their world matrices */
+  scn_world_get_stats(with.world, &s1);
+  uint64_t worlds = 0;
+  for (int k = 1; k < HISTORY; k++)
+    worlds += changed[(tick - k) % HISTORY];
+  printf("history memory bytes=%llu matrices=%llu (world %llu, local %llu) "
+         "bytes_per_matrix=%.1f bytes_per_changed_world=%.1f\n",
+         (unsigned long long)s1.history_bytes, (unsigned long long)s1.history_matrices,
+         (unsigned long long)worlds, (unsigned long long)(s1.history_matrices - worlds),
+         (double)s1.history_bytes / (double)s1.history_matrices,
+         (double)s1.history_bytes / (double)worlds);
+
+  uint64_t oldest = 0, newest = 0;
+  scn_world_history_window(with.world, &oldest, &newest);
+  double *cur = malloc(sizeof *cur * QUERIES), *past = malloc(sizeof *past * QUERIES);
+  double *recent = malloc(sizeof *recent * QUERIES);
+  /* each read its own random entity: one read would otherwise bring the next one's lines */
+  for (int q = 0; q < QUERIES; q++) {
+    scn_entity a = with.ids[rng() % n], b = with.ids[rng() % n], c = with.ids[rng() % n];
+    uint64_t any = oldest + rng() % (newest - oldest + 1), late = newest - rng() % RECENT;
+    if (q % 2) {
+      cur[q] = time_get(with.world, a);
+      past[q] = time_past(with.world, b, any);
+      recent[q] = time_past(with.world, c, late);
+    } else {
+      recent[q] = time_past(with.world, c, late);
+      past[q] = time_past(with.world, b, any);
+      cur[q] = time_get(with.world, a);
+    }
+  }
+  double c50 = percentile(cur, QUERIES, 0.5), c99 = percentile(cur, QUERIES, 0.99);
+  double p50 = percentile(past, QUERIES, 0.5), p99 = percentile(past, QUERIES, 0.99);
+  double r50 = percentile(recent, QUERIES, 0.5), r99 = percentile(recent, QUERIES, 0.99);
+  printf("history get_ns current p50=%.0f p99=%.0f\n", c50, c99);
+  printf("history get_ns past (any tick of %llu..%llu) p50=%.0f p99=%.0f p50_ratio=%.2f\n",
+         (unsigned long long)oldest, (unsigned long long)newest, p50, p99, p50 / c50);
+  printf("history get_ns past (last %d ticks) p50=%.0f p99=%.0f p50_ratio=%.2f\n", RECENT, r50, r99,
+         r50 / c50);
+  free(cur), free(past), free(recent), free(changed), free(st.chosen), free(st.m);
+  forest *both[] = {&with, &without};
+  for (int k = 0; k < 2; k++) {
+    scn_scene_free(both[k]->scene);
+    free(both[k]->ids), free(both[k]->flat.local), free(both[k]->flat.world);
+    free(both[k]->flat.parent);
+  }
+}
+
 static void bench_w3(int reps) {
   enum { CHAIN = 1000, INNER = 50 };
   scn_scene *scene = scn_scene_new(NULL);
@@ -383,5 +564,6 @@ int main(int argc, char **argv) {
   printf("memory bytes_per_transform=%.1f\n", (double)(rss1 - rss0 - own) / n);
   scn_scene_free(fo.scene);
   free(fo.ids), free(fo.flat.local), free(fo.flat.world), free(fo.flat.parent);
+  bench_history(n, reps);
   return 0;
 }

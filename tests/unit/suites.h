@@ -13,9 +13,12 @@
   X(core_batch)                                                                                    \
   X(core_stream)                                                                                   \
   X(core_property)                                                                                 \
+  X(core_history)                                                                                  \
   X(f32fmt)                                                                                        \
   X(proto)                                                                                         \
   X(daemon_commands)                                                                               \
+  X(daemon_parts)                                                                                  \
+  X(daemon_history)                                                                                \
   X(daemon_stream)                                                                                 \
   X(daemon_persist)                                                                                \
   X(clients)                                                                                       \

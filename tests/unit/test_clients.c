@@ -1,7 +1,8 @@
 /* Integration tests of the clients against the real daemon: the C library (scn_client.h:
  * calls, error replies, pipelining, stream events, refused connections, timeouts, a closed
  * connection, token auth), scenectl (result lines, value parsing, exit codes, --pipe,
- * subscribe, --help), the Python client's self-test and the shell example. */
+ * subscribe, --help and help CMD), the parts of a transform through the library and scenectl,
+ * the Python client's self-test and the shell example. */
 #include "daemon_fixtures.h"
 #include "scn_client.h"
 #include "suites.h"
@@ -61,6 +62,12 @@ static int count_char(const char *s, char c) {
 
 static const cJSON *field(const cJSON *j, const char *name) {
   return j ? cJSON_GetObjectItemCaseSensitive(j, name) : NULL;
+}
+
+/* Element i of an array of numbers, -1 when there is no such number. */
+static double item_num(const cJSON *a, int i) {
+  const cJSON *v = cJSON_GetArrayItem(a, i);
+  return cJSON_IsNumber(v) ? v->valuedouble : -1;
 }
 
 /* True when m is the 16 numbers of a translation by (x, y, z), exactly. */
@@ -550,6 +557,108 @@ static void test_lib_subscribe(void) {
   scn_cli_close(c);
 }
 
+static bool floats_near(const float *a, const float *b, int n) {
+  for (int i = 0; i < n; i++)
+    if (!(fabsf(a[i] - b[i]) <= 1e-6f * (1 + fabsf(b[i]))))
+      return false;
+  return true;
+}
+
+/* One part set, the others kept; the parts read back; a refusal on a sheared matrix. */
+static void test_lib_parts(void) {
+  scn_cli *c = open_cli(dmn.port, NULL, 0);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+  char world[64];
+  double car = make_world(c, world, sizeof world, 10, 0, 0);
+  CU_ASSERT_FATAL(car > 0);
+  cJSON *r = call_ok(c,
+                     "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"parent\":%.0f,"
+                     "\"t\":[1,0.3,-0.5],\"s\":[1,2,1]}",
+                     world, car);
+  double wheel = scn_resp_num(r, "entity");
+  cJSON_Delete(r);
+  CU_ASSERT_FATAL(wheel > 0);
+
+  /* The rotation alone: 90 degrees about z (sent as (0,0,1,1), normalised by the daemon). */
+  const float spin[4] = {0, 0, 1, 1};
+  CU_ASSERT_EQUAL(scn_cli_set_parts(c, world, wheel, false, NULL, spin, NULL), SCN_CLI_OK);
+  scn_cli_trs local = {0}, world_trs = {0};
+  CU_ASSERT_EQUAL(scn_cli_get_trs(c, world, wheel, &local, &world_trs), SCN_CLI_OK);
+  CU_ASSERT_TRUE(local.valid && world_trs.valid);
+  CU_ASSERT_TRUE(floats_near(local.t, (const float[]){1, 0.3f, -0.5f}, 3));
+  CU_ASSERT_TRUE(floats_near(local.r, (const float[]){0, 0, 0.70710677f, 0.70710677f}, 4));
+  CU_ASSERT_TRUE(floats_near(local.s, (const float[]){1, 2, 1}, 3));
+  CU_ASSERT_TRUE(floats_near(world_trs.t, (const float[]){11, 0.3f, -0.5f}, 3));
+
+  /* The world translation alone; the rotation and scale stay. */
+  const float to[3] = {0, 0, 7};
+  CU_ASSERT_EQUAL(scn_cli_set_parts(c, world, wheel, true, to, NULL, NULL), SCN_CLI_OK);
+  CU_ASSERT_EQUAL(scn_cli_get_trs(c, world, wheel, &local, NULL), SCN_CLI_OK);
+  CU_ASSERT_TRUE(floats_near(local.t, (const float[]){-10, 0, 7}, 3));
+  CU_ASSERT_TRUE(floats_near(local.r, (const float[]){0, 0, 0.70710677f, 0.70710677f}, 4));
+  CU_ASSERT_TRUE(floats_near(local.s, (const float[]){1, 2, 1}, 3));
+
+  /* A mirror reads as a negative sx; all three parts at once replace them all. */
+  const float t3[3] = {1, 2, 3}, r3[4] = {0, 0, 0, 1}, mirror[3] = {-1, 1, 1};
+  CU_ASSERT_EQUAL(scn_cli_set_parts(c, world, car, false, t3, r3, mirror), SCN_CLI_OK);
+  CU_ASSERT_EQUAL(scn_cli_get_trs(c, world, car, &local, NULL), SCN_CLI_OK);
+  CU_ASSERT_TRUE(local.valid && floats_near(local.s, mirror, 3) && floats_near(local.t, t3, 3));
+
+  /* A non-uniform scale on the car and the wheel turned 45 degrees under it: the wheel's world
+   * matrix is sheared (it has no parts, and a partial set_world is refused), its local is not. */
+  CU_ASSERT(call_fine(c,
+                      "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%.0f,"
+                      "\"s\":[1,2,1]}",
+                      world, car));
+  const float eighth[4] = {0, 0, 0.38268343f, 0.92387953f};
+  CU_ASSERT_EQUAL(scn_cli_set_parts(c, world, wheel, false, NULL, eighth, NULL), SCN_CLI_OK);
+  CU_ASSERT_EQUAL(scn_cli_get_trs(c, world, wheel, &local, &world_trs), SCN_CLI_OK);
+  CU_ASSERT_TRUE(local.valid);
+  CU_ASSERT_FALSE(world_trs.valid);
+  CU_ASSERT_EQUAL(scn_cli_set_parts(c, world, wheel, true, to, NULL, NULL), SCN_CLI_EREPLY);
+  CU_ASSERT(strncmp(scn_cli_error(c), "BAD_REQUEST: ", 13) == 0);
+  /* Nothing given: refused by the daemon too. */
+  CU_ASSERT_EQUAL(scn_cli_set_parts(c, world, wheel, false, NULL, NULL, NULL), SCN_CLI_EREPLY);
+  CU_ASSERT_EQUAL(scn_cli_get_trs(c, world, 123456789, &local, NULL), SCN_CLI_EREPLY);
+  CU_ASSERT(strncmp(scn_cli_error(c), "NOT_FOUND: ", 11) == 0);
+  CU_ASSERT(call_fine(c, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world));
+  scn_cli_close(c);
+}
+
+/* A world that keeps history: the matrices now and at a past tick, and a tick outside it. */
+static void test_lib_history(void) {
+  scn_cli *c = open_cli(dmn.port, NULL, 0);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+  char world[64];
+  snprintf(world, sizeof world, "lib-history-%d", (int)getpid());
+  CU_ASSERT(call_fine(c, "{\"cmd\":\"world.create\",\"world\":\"%s\",\"history\":600}", world));
+  cJSON *r = call_ok(c, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"t\":[1,0,0]}", world);
+  double e = scn_resp_num(r, "entity");
+  cJSON_Delete(r);
+  float local[16], world_m[16];
+  double now = -1, then = -1;
+  long deadline = scn_now_ms() + 10000;
+  CU_ASSERT_EQUAL(scn_cli_get_at(c, world, e, -1, local, world_m, &now), SCN_CLI_OK);
+  do {
+    CU_ASSERT_EQUAL(scn_cli_get_at(c, world, e, -1, NULL, NULL, &then), SCN_CLI_OK);
+  } while (then <= now && scn_now_ms() < deadline);
+  CU_ASSERT(call_fine(
+      c, "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%.0f,\"t\":[4,0,0]}", world,
+      e));
+  do {
+    CU_ASSERT_EQUAL(scn_cli_get_at(c, world, e, -1, local, world_m, &now), SCN_CLI_OK);
+  } while (now <= then + 1 && scn_now_ms() < deadline);
+  CU_ASSERT_EQUAL(world_m[12], 4);
+  double answered = -1;
+  CU_ASSERT_EQUAL(scn_cli_get_at(c, world, e, then, local, world_m, &answered), SCN_CLI_OK);
+  CU_ASSERT_EQUAL(world_m[12], 1);
+  CU_ASSERT_EQUAL(answered, then);
+  CU_ASSERT_EQUAL(scn_cli_get_at(c, world, e, then + 1e6, local, world_m, NULL), SCN_CLI_EREPLY);
+  CU_ASSERT(strncmp(scn_cli_error(c), "NOT_FOUND: ", 11) == 0);
+  CU_ASSERT(call_fine(c, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world));
+  scn_cli_close(c);
+}
+
 static void test_lib_refused(void) {
   int port = dead_port();
   CU_ASSERT_FATAL(port > 0);
@@ -729,7 +838,8 @@ static void test_lib_auth(void) {
   scn_proc p;
   const char *env_good[] = {penv, "SCENED_AUTH_TOKEN=secret", NULL};
   CU_ASSERT_EQUAL(ctl_run(&p, env_good, NULL, 0, (const char *const[]){"world.list", NULL}), 0);
-  CU_ASSERT_STRING_EQUAL(text_str(&p.out), "{\"worlds\":[{\"name\":\"w\",\"transforms\":0}]}\n");
+  CU_ASSERT_STRING_EQUAL(text_str(&p.out),
+                         "{\"worlds\":[{\"name\":\"w\",\"transforms\":0,\"history\":0}]}\n");
   CU_ASSERT_STRING_EQUAL(text_str(&p.err), "");
   scn_proc_free(&p);
   const char *env_none[] = {penv, NULL};
@@ -853,6 +963,23 @@ static void test_ctl_result_line(void) {
   r = ctl_ok((const char *const[]){"transform.find", warg, "path=car/left wheel", NULL});
   CU_ASSERT_EQUAL(scn_resp_num(r, "entity"), child);
   cJSON_Delete(r);
+
+  /* partial=true and trs=true are booleans: the rotation alone changes, the parts read back. */
+  r = ctl_ok((const char *const[]){"transform.set_local", warg, earg, "partial=true", "r=[0,0,1,1]",
+                                   NULL});
+  CU_ASSERT_PTR_NOT_NULL(r);
+  cJSON_Delete(r);
+  r = ctl_ok((const char *const[]){"transform.get", warg, earg, "trs=true", NULL});
+  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+  const cJSON *lt = field(r, "local_trs");
+  double t0 = item_num(field(lt, "t"), 0), s0 = item_num(field(lt, "s"), 0);
+  double rz = item_num(field(lt, "r"), 2);
+  CU_ASSERT(t0 == 0 && s0 == 2 && fabs(rz - 0.70710677) < 1e-7);
+  CU_ASSERT(cJSON_IsObject(field(r, "world_trs")));
+  cJSON_Delete(r);
+  CU_ASSERT_EQUAL(CTL(&p, "transform.set_local", warg, earg, "partial=yes", "t=[1,2,3]"), 1);
+  CU_ASSERT(strncmp(text_str(&p.err), "BAD_REQUEST: ", 13) == 0);
+  scn_proc_free(&p);
 
   /* --port and --host override the environment. */
   char dead_env[32], port_arg[16];
@@ -1170,6 +1297,31 @@ static void test_ctl_help(void) {
     CU_ASSERT_STRING_EQUAL(text_str(&p.err), "");
     scn_proc_free(&p);
   }
+  /* help CMD: the command's fields from the table, the new ones included. */
+  static const struct {
+    const char *cmd, *optional;
+  } fields[] = {{"transform.set_local", "  optional: partial,matrix,t,r,s\n"},
+                {"transform.set_world", "  optional: partial,matrix,t,r,s\n"},
+                {"transform.get", "  optional: trs,tick\n"}};
+  for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+    scn_proc p;
+    CU_ASSERT_EQUAL(CTL(&p, "help", fields[i].cmd), 0);
+    const char *out = text_str(&p.out);
+    CU_ASSERT(strncmp(out, fields[i].cmd, strlen(fields[i].cmd)) == 0);
+    CU_ASSERT(strstr(out, "  required: world,entity\n") != NULL);
+    CU_ASSERT(strstr(out, fields[i].optional) != NULL);
+    if (!strstr(out, fields[i].optional))
+      scn_report_text("scenectl help", out);
+    scn_proc_free(&p);
+  }
+  scn_proc hp;
+  CU_ASSERT_EQUAL(CTL(&hp, "help"), 0);
+  CU_ASSERT(strncmp(text_str(&hp.out), "usage: scenectl", 15) == 0);
+  scn_proc_free(&hp);
+  CU_ASSERT_EQUAL(CTL(&hp, "help", "no.such.command"), 2);
+  CU_ASSERT(strstr(text_str(&hp.err), "no.such.command") != NULL);
+  scn_proc_free(&hp);
+
   /* No command, stdin a pipe (not a terminal): usage on stderr, exit 2. */
   scn_proc p;
   int code = ctl_run(&p, NULL, "ping\n", 5, (const char *const[]){NULL});
@@ -1233,14 +1385,26 @@ static void test_car_demo(void) {
     fprintf(stderr, "\n  car_demo.sh: exit %d\n%s%s\n", code, text_str(&p.out), text_str(&p.err));
   for (int step = 1; step <= n; step++) {
     const cJSON *l = cJSON_GetArrayItem(lines, step - 1), *w = field(l, "wheel_fl");
+    const cJSON *q = field(l, "wheel_fl_r");
     CU_ASSERT_EQUAL(scn_resp_num(l, "step"), step);
     CU_ASSERT_FATAL(cJSON_IsArray(w) && cJSON_GetArraySize(w) == 3);
-    /* The car at (step, 0, 0) turned by step * 0.1 about y; the wheel at (1, 0.3, -0.5). */
+    CU_ASSERT_FATAL(cJSON_IsArray(q) && cJSON_GetArraySize(q) == 4);
+    /* The car at (step, 0, 0) turned by step * 0.1 about y; the wheel at (1, 0.3, -0.5), where
+     * the partial rotations that spin it left it. */
     double a = step * 0.1, x = 1.0, z = -0.5;
     double want[3] = {step + cos(a) * x + sin(a) * z, 0.3, -sin(a) * x + cos(a) * z};
     for (int k = 0; k < 3; k++) {
       const cJSON *v = cJSON_GetArrayItem(w, k);
       CU_ASSERT(cJSON_IsNumber(v) && fabs(v->valuedouble - want[k]) < 1e-4);
+    }
+    /* It faces the car's heading times its spin of step * 0.5 about z: the product of
+     * (0, sin(a/2), 0, cos(a/2)) and (0, 0, sin(b/2), cos(b/2)), with w >= 0. */
+    double b = step * 0.5, s1 = sin(a / 2), c1 = cos(a / 2), s2 = sin(b / 2), c2 = cos(b / 2);
+    double want_r[4] = {s1 * s2, s1 * c2, c1 * s2, c1 * c2};
+    double sign = want_r[3] < 0 ? -1 : 1;
+    for (int k = 0; k < 4; k++) {
+      const cJSON *v = cJSON_GetArrayItem(q, k);
+      CU_ASSERT(cJSON_IsNumber(v) && fabs(v->valuedouble - sign * want_r[k]) < 1e-5);
     }
   }
   cJSON_Delete(lines);
@@ -1269,6 +1433,8 @@ int scn_test_register_clients(void) {
       {"library: error replies", test_lib_error_reply},
       {"library: 2,000 pipelined requests", test_lib_pipeline},
       {"library: subscribe, full frame then deltas", test_lib_subscribe},
+      {"library: set one part, read the parts", test_lib_parts},
+      {"library: matrices now and at a past tick", test_lib_history},
       {"library: connection refused", test_lib_refused},
       {"library: timeout", test_lib_timeout},
       {"library: a send timeout never resends", test_lib_send_timeout},
@@ -1279,7 +1445,7 @@ int scn_test_register_clients(void) {
       {"scenectl: connection errors exit 2", test_ctl_connect_errors},
       {"scenectl: --pipe", test_ctl_pipe},
       {"scenectl: subscribe", test_ctl_subscribe},
-      {"scenectl: --help and no command", test_ctl_help},
+      {"scenectl: --help, help CMD and no command", test_ctl_help},
       {"python client self-test", test_python_selftest},
       {"shell example", test_car_demo},
   };

@@ -228,6 +228,13 @@ static void test_exact_cases(void) {
   CU_ASSERT_EQUAL(r[3], 0);
   CU_ASSERT_FALSE(signbit(r[3]));
 
+  /* nor in x, y or z: a plain mirror's rotation is the identity, every zero of it +0 */
+  const float mirror_x[16] = {-1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+  OK(scn_decompose_trs(mirror_x, NULL, r, s));
+  CU_ASSERT_EQUAL(s[0], -1);
+  for (int k = 0; k < 3; k++)
+    CU_ASSERT_FALSE(r[k] != 0 || signbit(r[k]));
+
   /* a quaternion with w < 0 comes back negated (the same rotation), whichever branch of the
    * extraction it takes: trace >= 0, and the largest diagonal element on x, y or z */
   const float neg[][4] = {

@@ -713,6 +713,24 @@ static int spec_of(const char *text, float m[16], scn_wire_code *code) {
   return rc < 0 ? -1 : a.has_spec ? 1 : 0;
 }
 
+static int spec_rc(const char *text, scn_wire_code *code) {
+  float m[16];
+  return spec_of(text, m, code);
+}
+
+/* Each text is refused by decode: -1 with BAD_REQUEST. */
+static void expect_bad_request(const char *const *texts, size_t n,
+                               int (*decode)(const char *, scn_wire_code *)) {
+  for (size_t i = 0; i < n; i++) {
+    scn_wire_code code = SCN_W_INTERNAL;
+    int rc = decode(texts[i], &code);
+    if (rc != -1 || code != SCN_W_BAD_REQUEST)
+      fprintf(stderr, "\naccepted or wrong code: %s\n", texts[i]);
+    CU_ASSERT_EQUAL(rc, -1);
+    CU_ASSERT_EQUAL(code, SCN_W_BAD_REQUEST);
+  }
+}
+
 static bool near(double a, double b, double tol) { return fabs(a - b) <= tol; }
 
 /* Column-major product a * b. */
@@ -728,7 +746,6 @@ static void mul(const double a[16], const double b[16], double out[16]) {
 
 static void test_spec(void) {
   float m[16];
-  scn_wire_code code;
   /* A full matrix, column-major, taken as given. */
   CU_ASSERT_EQUAL(spec_of("{\"matrix\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}", m, NULL), 1);
   for (int i = 0; i < 16; i++)
@@ -742,7 +759,7 @@ static void test_spec(void) {
   /* No spec: 0 and the output untouched. */
   CU_ASSERT_EQUAL(spec_of("{\"world\":\"w\"}", m, NULL), 0);
   CU_ASSERT_EQUAL(m[0], -7);
-  static const char *bad[] = {
+  static const char *const bad[] = {
       "{\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0]}",
       "{\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1,0]}",
       "{\"matrix\":[]}",
@@ -779,14 +796,7 @@ static void test_spec(void) {
       "{\"s\":null}",
       "{\"t\":[1,2,3],\"r\":[0,0,0,0]}",
   };
-  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-    code = SCN_W_INTERNAL;
-    int rc = spec_of(bad[i], m, &code);
-    if (rc != -1 || code != SCN_W_BAD_REQUEST)
-      fprintf(stderr, "\nspec accepted or wrong code: %s\n", bad[i]);
-    CU_ASSERT_EQUAL(rc, -1);
-    CU_ASSERT_EQUAL(code, SCN_W_BAD_REQUEST);
-  }
+  expect_bad_request(bad, sizeof bad / sizeof *bad, spec_rc);
   /* Scale as a number and as an array. */
   CU_ASSERT_EQUAL(spec_of("{\"s\":2.5}", m, NULL), 1);
   for (int i = 0; i < 16; i++)
@@ -828,6 +838,72 @@ static void test_spec(void) {
   /* The largest float32 is fine. */
   CU_ASSERT_EQUAL(spec_of("{\"t\":[3.4028235e38,-3.4028235e38,0]}", m, NULL), 1);
   CU_ASSERT_EQUAL(m[12], 3.4028235e38f);
+}
+
+/* Decodes the fields of set_local from JSON text: 0 with a filled, or -1 with code. */
+static int set_local_args(const char *text, scn_args *a, scn_fields *f, scn_wire_code *code) {
+  cJSON *o = cJSON_Parse(text);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+  scn_wire_error err = {.code = SCN_W_INTERNAL};
+  scn_fields_index(f, o);
+  scn_args_init(a, f);
+  const scn_command_info *c = scn_command_find("transform.set_local");
+  int rc = scn_args_decode(a, c->required | c->optional, &err);
+  *code = err.code;
+  cJSON_Delete(o); /* a keeps no pointer into it that the checks below read */
+  return rc;
+}
+
+static int partial_rc(const char *text, scn_wire_code *code) {
+  scn_args a;
+  scn_fields f;
+  return set_local_args(text, &a, &f, code);
+}
+
+static void test_spec_partial(void) {
+  scn_args a;
+  scn_fields f;
+  scn_wire_code code;
+  /* The parts are kept as given (r not normalised), nothing is composed. */
+  CU_ASSERT_EQUAL(set_local_args("{\"partial\":true,\"r\":[0,0,2,2]}", &a, &f, &code), 0);
+  CU_ASSERT_TRUE(a.partial && a.has_spec);
+  CU_ASSERT_EQUAL(a.parts, SCN_F(r));
+  CU_ASSERT_TRUE(a.r[0] == 0 && a.r[1] == 0 && a.r[2] == 2 && a.r[3] == 2);
+  CU_ASSERT_EQUAL(set_local_args("{\"t\":[1,2,3],\"s\":0.5,\"partial\":true}", &a, &f, &code), 0);
+  CU_ASSERT_EQUAL(a.parts, SCN_F(t) | SCN_F(s));
+  CU_ASSERT_TRUE(a.t[0] == 1 && a.t[1] == 2 && a.t[2] == 3);
+  CU_ASSERT_TRUE(a.s[0] == 0.5f && a.s[1] == 0.5f && a.s[2] == 0.5f);
+  /* "partial": false is a whole spec, composed as before. */
+  CU_ASSERT_EQUAL(set_local_args("{\"partial\":false,\"t\":[1,2,3]}", &a, &f, &code), 0);
+  CU_ASSERT_TRUE(!a.partial && a.has_spec && a.m[12] == 1 && a.m[0] == 1);
+  /* Partial without parts decodes (the command refuses it: nothing to set). */
+  CU_ASSERT_EQUAL(set_local_args("{\"partial\":true}", &a, &f, &code), 0);
+  CU_ASSERT_TRUE(a.partial && !a.has_spec);
+  static const char *const bad[] = {
+      "{\"partial\":true,\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1]}",
+      "{\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1],\"partial\":true,\"t\":[0,0,0]}",
+      "{\"partial\":true,\"r\":[0,0,0,0]}",
+      "{\"partial\":true,\"t\":[1,2]}",
+      "{\"partial\":true,\"s\":1e39}",
+      "{\"partial\":1,\"t\":[1,2,3]}",
+      "{\"partial\":\"true\",\"t\":[1,2,3]}",
+      "{\"partial\":null,\"t\":[1,2,3]}",
+  };
+  expect_bad_request(bad, sizeof bad / sizeof *bad, partial_rc);
+  /* trs is a boolean of transform.get only. */
+  cJSON *o = cJSON_Parse("{\"trs\":true}");
+  scn_fields_index(&f, o);
+  scn_args_init(&a, &f);
+  scn_wire_error err;
+  CU_ASSERT_EQUAL(scn_args_decode(&a, scn_command_find("transform.get")->optional, &err), 0);
+  CU_ASSERT_TRUE(a.trs);
+  cJSON_Delete(o);
+  o = cJSON_Parse("{\"trs\":\"yes\"}");
+  scn_fields_index(&f, o);
+  scn_args_init(&a, &f);
+  CU_ASSERT_EQUAL(scn_args_decode(&a, scn_command_find("transform.get")->optional, &err), -1);
+  CU_ASSERT_EQUAL(err.code, SCN_W_BAD_REQUEST);
+  cJSON_Delete(o);
 }
 
 /* ---- replies ---------------------------------------------------------------------------- */
@@ -991,6 +1067,12 @@ static void test_buf_numbers(void) {
                        0.7f, 0.8f, 0.9f, 0, 1.5f, -2.25f, 1e-7f, 1};
   scn_buf_add_matrix(&b, m);
   CU_ASSERT_TRUE(buf_equals(&b, "[0.1,0.2,0.3,0,0.4,0.5,0.6,0,0.7,0.8,0.9,0,1.5,-2.25,1e-7,1]"));
+  /* Short arrays of floats alike (the parts of a matrix). */
+  b.len = 0;
+  const float q[4] = {0, 0.70710677f, -0.0f, 3.4028235e38f};
+  scn_buf_add_floats(&b, q, 4);
+  scn_buf_add_floats(&b, q, 1);
+  CU_ASSERT_TRUE(buf_equals(&b, "[0,0.70710677,-0,3.4028235e+38][0]"));
   scn_buf_free(&b);
 }
 
@@ -1243,6 +1325,7 @@ int scn_test_register_proto(void) {
       {"codec: entity ids", test_decode_entity},
       {"codec: other fields", test_decode_other_fields},
       {"codec: transform spec", test_spec},
+      {"codec: partial spec and trs", test_spec_partial},
       {"codec: reply encoding", test_reply_encoding},
       {"request: raw id by key", test_raw_id},
       {"request: raw ops and their ids", test_raw_ops},

@@ -1,0 +1,777 @@
+/* History of a world: for each tick of the window, undo records of what changed in it.
+ *
+ * A record made while tick t is open holds a value as tick t-1 closed it: the first time in a
+ * tick that a world matrix, a local matrix or the structure (existence, parent, name) of an
+ * instance is about to change, its old value goes to the end of a ring and becomes the head of
+ * that entity's chain of that kind. Reading tick T then takes, in each chain, the oldest record
+ * made after T; with none, the value has not changed since T and the live arrays hold it. So a
+ * read costs the records of one entity made after T, a tick costs what changed in it, and the
+ * oldest records fall off the front of the rings as ticks close. The heads live beside the
+ * instances (moved with them by swap-erase and relayout) and, once a transform is destroyed, in
+ * a small map by entity until its last record leaves the window. */
+#include "core_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define MCHUNK (1u << SCN_HIST_MSHIFT)
+#define SCHUNK (1u << SCN_HIST_SSHIFT)
+#define DEAD_MIN 16
+
+/* ---- rings ------------------------------------------------------------------------------- */
+
+static uint64_t chunk_first(const scn__ring *r) { return r->front >> r->shift; }
+
+/* One past the last chunk holding a record (or the one the end points into). */
+static uint64_t chunk_limit(const scn__ring *r) {
+  return (r->end + ((uint64_t)1 << r->shift) - 1) >> r->shift;
+}
+
+static int ring_init(scn__ring *r, uint32_t shift, size_t chunk_bytes) {
+  memset(r, 0, sizeof *r);
+  r->shift = shift;
+  r->chunk_bytes = chunk_bytes;
+  /* Records start at chunk 1, so that sequence number 0 is never a record. */
+  r->front = r->end = (uint64_t)1 << shift;
+  r->mask = 15;
+  r->table = calloc(r->mask + 1, sizeof *r->table);
+  return r->table ? SCN_OK : SCN_NOMEM;
+}
+
+static void ring_free(scn__ring *r) {
+  if (r->table)
+    for (uint64_t k = chunk_first(r); k < chunk_limit(r); k++)
+      free(r->table[k & r->mask]);
+  for (uint32_t k = 0; k < r->nspare; k++)
+    free(r->spare[k]);
+  free(r->table);
+  free(r->spare);
+  memset(r, 0, sizeof *r);
+}
+
+static inline void *ring_chunk(const scn__ring *r, uint64_t s) {
+  return r->table[(s >> r->shift) & r->mask];
+}
+
+/* Makes room for the record at end: a chunk when end starts one (a spare one if any). */
+static bool ring_room(scn__ring *r) {
+  if (r->end & (((uint64_t)1 << r->shift) - 1))
+    return true;
+  uint64_t first = chunk_first(r), k = r->end >> r->shift;
+  if (k - first + 1 > (uint64_t)r->mask + 1) {
+    uint64_t cap = (uint64_t)r->mask + 1;
+    while (cap < k - first + 1)
+      cap *= 2;
+    if (cap > UINT32_MAX)
+      return false;
+    void **table = calloc(cap, sizeof *table);
+    if (!table)
+      return false;
+    for (uint64_t c = first; c < k; c++)
+      table[c & (cap - 1)] = r->table[c & r->mask];
+    free(r->table);
+    r->table = table;
+    r->mask = (uint32_t)(cap - 1);
+  }
+  void *chunk = r->nspare ? r->spare[--r->nspare] : aligned_alloc(64, r->chunk_bytes);
+  if (!chunk)
+    return false;
+  r->table[k & r->mask] = chunk;
+  return true;
+}
+
+/* Drops the records before front; their chunks go to the spares (a few), or back. */
+static void ring_drop(scn__ring *r, uint64_t front) {
+  uint64_t from = chunk_first(r), to = front >> r->shift;
+  uint64_t keep = 8 + (chunk_limit(r) - from) / 8;
+  for (uint64_t k = from; k < to; k++) {
+    void *chunk = r->table[k & r->mask];
+    r->table[k & r->mask] = NULL;
+    if (r->nspare < keep && r->nspare == r->spare_cap) {
+      uint32_t cap = r->spare_cap ? r->spare_cap * 2 : 16;
+      void **spare = realloc(r->spare, sizeof *spare * cap);
+      if (spare) {
+        r->spare = spare;
+        r->spare_cap = cap;
+      }
+    }
+    if (r->nspare < keep && r->nspare < r->spare_cap)
+      r->spare[r->nspare++] = chunk;
+    else
+      free(chunk);
+  }
+  r->front = front;
+}
+
+static size_t ring_bytes(const scn__ring *r) {
+  return (size_t)(chunk_limit(r) - chunk_first(r) + r->nspare) * r->chunk_bytes +
+         sizeof(void *) * ((size_t)r->mask + 1 + r->spare_cap);
+}
+
+static inline scn__hist_mchunk *mchunk(const scn__ring *r, uint64_t s) { return ring_chunk(r, s); }
+
+static inline scn__hist_srec *srec(const scn__hist *h, uint64_t s) {
+  return &((scn__hist_srec *)ring_chunk(&h->ring[SCN_HIST_STRUCT], s))[s & (SCHUNK - 1)];
+}
+
+/* The link from record s back to prev, the chain's head so far (none when already dropped). */
+static uint32_t link_back(scn__hist *h, const scn__ring *r, uint64_t prev, uint64_t s) {
+  if (prev < r->front)
+    return 0;
+  if (s - prev > UINT32_MAX) { /* more records in the window than a link spans */
+    h->broken = true;
+    return 0;
+  }
+  return (uint32_t)(s - prev);
+}
+
+/* Appends m to the matrix chain in ring which whose head is *head. */
+static void push_matrix(scn__hist *h, int which, uint64_t *head, const mat4 m) {
+  scn__ring *r = &h->ring[which];
+  if (h->broken || !ring_room(r)) {
+    h->broken = true;
+    return;
+  }
+  uint64_t s = r->end;
+  scn__hist_mchunk *c = mchunk(r, s);
+  uint32_t k = (uint32_t)(s & (MCHUNK - 1));
+  glm_mat4_copy((vec4 *)m, c->m[k]);
+  c->back[k] = link_back(h, r, *head, s);
+  *head = s;
+  r->end = s + 1;
+  h->linked[which] = r->end; /* nothing was waiting: see scn__hist_removing */
+}
+
+/* Appends the structure of instance i (or its absence) to its chain. */
+static void push_struct(scn__tm *tm, uint32_t i, bool exists) {
+  scn__hist *h = tm->hist;
+  scn__ring *r = &h->ring[SCN_HIST_STRUCT];
+  if (h->broken || !ring_room(r)) {
+    h->broken = true;
+    return;
+  }
+  uint64_t s = r->end;
+  scn__hist_srec *rec = srec(h, s);
+  uint32_t p = tm->parent[i];
+  const char *name = scn__tm_name(tm, i);
+  rec->entity = tm->entity[i];
+  rec->parent = exists && p != SCN_NIL ? tm->entity[p] : SCN_ENTITY_NONE;
+  rec->back = link_back(h, r, h->heads[i].meta, s);
+  rec->exists = exists;
+  if (exists && name)
+    memcpy(rec->name, name, strlen(name) + 1);
+  else
+    rec->name[0] = '\0';
+  h->heads[i].meta = s;
+  r->end = s + 1;
+}
+
+/* ---- destroyed transforms: entity -> chain heads ------------------------------------------ */
+
+static uint32_t dead_slot(const scn__hist *h, scn_entity e) {
+  uint32_t x = (uint32_t)scn__hash64(e) & h->dead_mask;
+  while (h->dead[x].entity != SCN_ENTITY_NONE && h->dead[x].entity != e)
+    x = (x + 1) & h->dead_mask;
+  return x;
+}
+
+static const scn__dead *dead_find(const scn__hist *h, scn_entity e) {
+  if (!h->dead)
+    return NULL;
+  const scn__dead *d = &h->dead[dead_slot(h, e)];
+  return d->entity == e ? d : NULL;
+}
+
+static bool dead_grow(scn__hist *h) {
+  if (h->dead && (uint64_t)(h->ndead + 1) * 4 <= (uint64_t)(h->dead_mask + 1) * 3)
+    return true;
+  uint32_t cap = h->dead ? (h->dead_mask + 1) * 2 : DEAD_MIN;
+  scn__dead *old = h->dead, *d = calloc(cap, sizeof *d);
+  if (!d)
+    return false;
+  uint32_t old_cap = old ? h->dead_mask + 1 : 0;
+  h->dead = d;
+  h->dead_mask = cap - 1;
+  for (uint32_t x = 0; x < old_cap; x++)
+    if (old[x].entity != SCN_ENTITY_NONE)
+      h->dead[dead_slot(h, old[x].entity)] = old[x];
+  free(old);
+  return true;
+}
+
+static void dead_put(scn__hist *h, scn_entity e, const scn__heads *heads) {
+  if (!dead_grow(h)) {
+    h->broken = true;
+    return;
+  }
+  scn__dead *d = &h->dead[dead_slot(h, e)];
+  if (d->entity == SCN_ENTITY_NONE)
+    h->ndead++;
+  d->entity = e;
+  d->heads = *heads;
+}
+
+/* Deletion shifts later entries of the run back, so no tombstones accumulate. */
+static void dead_delete(scn__hist *h, uint32_t slot) {
+  uint32_t i = slot, j = slot, mask = h->dead_mask;
+  for (;;) {
+    j = (j + 1) & mask;
+    if (h->dead[j].entity == SCN_ENTITY_NONE)
+      break;
+    uint32_t home = (uint32_t)scn__hash64(h->dead[j].entity) & mask;
+    bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+    if (stays)
+      continue;
+    h->dead[i] = h->dead[j];
+    i = j;
+  }
+  h->dead[i].entity = SCN_ENTITY_NONE;
+  h->ndead--;
+}
+
+/* ---- hooks from the manager --------------------------------------------------------------- */
+
+/* scn__hist_world when the record starts a chunk (or there is no room). */
+void scn__hist_world_slow(scn__tm *tm, uint32_t i) {
+  scn__hist *h = tm->hist;
+  scn__ring *r = &h->ring[SCN_HIST_WORLD];
+  if (h->broken || !ring_room(r)) {
+    h->broken = true;
+    return;
+  }
+  uint64_t s = r->end;
+  scn__hist_mchunk *c = mchunk(r, s);
+  uint32_t k = (uint32_t)(s & (MCHUNK - 1));
+  glm_mat4_copy(tm->world[i], c->m[k]);
+  c->back[k] = i;
+  r->end = s + 1;
+}
+
+void scn__hist_cursor_open(scn__tm *tm, scn__hist_cursor *c) {
+  scn__hist *h = tm->hist;
+  scn__ring *r = &h->ring[SCN_HIST_WORLD];
+  uint32_t k = (uint32_t)(r->end & (MCHUNK - 1));
+  c->used = 0;
+  c->left = 0;
+  if (h->broken || k == 0) /* a new chunk is taken when the first record needs it */
+    return;
+  scn__hist_mchunk *chunk = mchunk(r, r->end);
+  c->m = chunk->m[k][0];
+  c->back = &chunk->back[k];
+  c->left = MCHUNK - k;
+}
+
+void scn__hist_cursor_close(scn__tm *tm, scn__hist_cursor *c) {
+  tm->hist->ring[SCN_HIST_WORLD].end += c->used;
+  c->used = 0;
+}
+
+void scn__hist_cursor_refill(scn__tm *tm, scn__hist_cursor *c) {
+  scn__hist *h = tm->hist;
+  scn__ring *r = &h->ring[SCN_HIST_WORLD];
+  scn__hist_cursor_close(tm, c);
+  c->left = 0;
+  if (h->broken || !ring_room(r)) { /* the end is at a chunk's start here */
+    h->broken = true;
+    return;
+  }
+  scn__hist_mchunk *chunk = mchunk(r, r->end);
+  c->m = chunk->m[0][0];
+  c->back = chunk->back;
+  c->left = MCHUNK;
+}
+
+/* Links the records waiting in ring which to their chains, in the order they were made. World
+ * records lie in the order the flush met their instances, mostly runs of neighbours; the heads
+ * a few records ahead are fetched while the current ones are linked. A local record of an
+ * instance whose chain already has one from the open tick is left unlinked: it holds a value
+ * from within the tick, which no query reads (the tick's first record holds what the tick
+ * before closed with). */
+static void link_ring(scn__hist *h, int which) {
+  enum { AHEAD = 16 };
+  scn__ring *r = &h->ring[which];
+  scn__heads *heads = h->heads;
+  for (uint64_t s = h->linked[which]; s < r->end; s++) {
+    if (s + AHEAD < r->end) {
+      uint64_t a = s + AHEAD;
+      __builtin_prefetch(&heads[mchunk(r, a)->back[a & (MCHUNK - 1)]], 1);
+    }
+    uint32_t *back = &mchunk(r, s)->back[s & (MCHUNK - 1)];
+    uint64_t *head = which == SCN_HIST_WORLD ? &heads[*back].world : &heads[*back].local;
+    if (which == SCN_HIST_LOCAL && *head >= h->begin[which]) {
+      *back = 0;
+      continue;
+    }
+    *back = link_back(h, r, *head, s);
+    *head = s;
+  }
+  h->linked[which] = r->end;
+}
+
+void scn__hist_link(scn__tm *tm) {
+  scn__hist *h = tm->hist;
+  link_ring(h, SCN_HIST_WORLD);
+  link_ring(h, SCN_HIST_LOCAL);
+}
+
+/* Setters call this: the record waits for its chain (no head is read here). */
+void scn__hist_local(scn__tm *tm, uint32_t i) {
+  scn__hist *h = tm->hist;
+  scn__ring *r = &h->ring[SCN_HIST_LOCAL];
+  if (h->broken || !ring_room(r)) {
+    h->broken = true;
+    return;
+  }
+  uint64_t s = r->end;
+  scn__hist_mchunk *c = mchunk(r, s);
+  uint32_t k = (uint32_t)(s & (MCHUNK - 1));
+  glm_mat4_copy(tm->local[i], c->m[k]);
+  c->back[k] = i;
+  r->end = s + 1;
+  /* the next setter's slot: its line is owned by the time that setter writes it */
+  if (k + 1 < MCHUNK)
+    __builtin_prefetch(c->m[k + 1], 1);
+  if ((k & 15) == 0 && k + 16 < MCHUNK)
+    __builtin_prefetch(&c->back[k + 16], 1);
+}
+
+void scn__hist_struct(scn__tm *tm, uint32_t i) {
+  if (tm->hist->heads[i].meta < tm->hist->begin[SCN_HIST_STRUCT])
+    push_struct(tm, i, true);
+}
+
+void scn__hist_inserted(scn__tm *tm, uint32_t i) {
+  scn__hist *h = tm->hist;
+  scn__heads *heads = &h->heads[i];
+  const scn__dead *d = dead_find(h, tm->entity[i]);
+  if (d) { /* the same entity had a transform here before: its chains go on */
+    *heads = d->heads;
+    dead_delete(h, (uint32_t)(d - h->dead));
+  } else {
+    memset(heads, 0, sizeof *heads);
+  }
+  if (heads->meta < h->begin[SCN_HIST_STRUCT])
+    push_struct(tm, i, false);
+}
+
+void scn__hist_removing(scn__tm *tm, uint32_t i) {
+  scn__hist *h = tm->hist;
+  scn__hist_link(tm); /* before instances move, and so that the heads are current */
+  scn__heads *heads = &h->heads[i];
+  bool created_in_tick = false;
+  if (heads->meta >= h->begin[SCN_HIST_STRUCT])
+    created_in_tick = !srec(h, heads->meta)->exists;
+  else
+    push_struct(tm, i, true);
+  /* Its matrices as the tick before closed, unless it did not exist then. The world matrix
+   * is current here unless the instance is dirty, and then it has not been recomputed since
+   * that close (or it would have a record already). */
+  if (!created_in_tick) {
+    if (heads->world < h->begin[SCN_HIST_WORLD])
+      push_matrix(h, SCN_HIST_WORLD, &heads->world, tm->world[i]);
+    if (heads->local < h->begin[SCN_HIST_LOCAL])
+      push_matrix(h, SCN_HIST_LOCAL, &heads->local, tm->local[i]);
+  }
+  dead_put(h, tm->entity[i], heads);
+}
+
+/* The heads are read at random by setters, like the instance arrays: a big array asks for huge
+ * pages as they do (only its whole 2 MiB pages; advice only). */
+int scn__hist_reserve(scn__tm *tm, uint32_t cap) {
+  scn__hist *h = tm->hist;
+  if (!h || cap <= h->heads_cap)
+    return SCN_OK;
+  size_t bytes = sizeof(scn__heads) * cap;
+  scn__heads *heads = scn__array_alloc(bytes);
+  if (!heads)
+    return SCN_NOMEM;
+#ifdef MADV_HUGEPAGE
+  const uintptr_t huge = (uintptr_t)2 << 20;
+  uintptr_t begin = ((uintptr_t)heads + huge - 1) & ~(huge - 1);
+  uintptr_t end = ((uintptr_t)heads + bytes) & ~(huge - 1);
+  if (end > begin)
+    (void)madvise((void *)begin, end - begin, MADV_HUGEPAGE);
+#endif
+  if (h->heads)
+    memcpy(heads, h->heads, sizeof *heads * h->heads_cap);
+  memset(heads + h->heads_cap, 0, sizeof *heads * (cap - h->heads_cap));
+  scn__array_free(h->heads, h->heads_bytes);
+  h->heads = heads;
+  h->heads_cap = cap;
+  h->heads_bytes = bytes;
+  return SCN_OK;
+}
+
+/* ---- ticks -------------------------------------------------------------------------------- */
+
+static uint64_t *bound_of(const scn__hist *h, uint64_t tick) {
+  return h->bound[tick & h->bound_mask];
+}
+
+/* The oldest tick a query may name once tick now has closed (above now: none). */
+static uint64_t oldest_tick(const scn__hist *h, uint64_t now) {
+  uint64_t oldest = now + 1 > h->window ? now + 1 - h->window : 0;
+  return oldest > h->start ? oldest : h->start;
+}
+
+/* Drops every record made before the tick whose records begin at b. */
+static void drop_before(scn__hist *h, const uint64_t *b) {
+  for (uint64_t s = h->ring[SCN_HIST_STRUCT].front; s < b[SCN_HIST_STRUCT]; s++) {
+    const scn__hist_srec *rec = srec(h, s);
+    const scn__dead *d = dead_find(h, rec->entity);
+    if (d && d->heads.meta == s) /* a destroyed transform's last record */
+      dead_delete(h, (uint32_t)(d - h->dead));
+  }
+  for (int k = 0; k < SCN_HIST_RINGS; k++)
+    ring_drop(&h->ring[k], b[k]);
+}
+
+/* After a record found no memory: forget everything, start again from tick closed. */
+static void restart(scn__hist *h, uint64_t closed) {
+  if (h->dead)
+    memset(h->dead, 0, sizeof *h->dead * ((size_t)h->dead_mask + 1));
+  h->ndead = 0;
+  for (int k = 0; k < SCN_HIST_RINGS; k++)
+    ring_drop(&h->ring[k], h->ring[k].end);
+  h->linked[SCN_HIST_WORLD] = h->ring[SCN_HIST_WORLD].end;
+  h->linked[SCN_HIST_LOCAL] = h->ring[SCN_HIST_LOCAL].end;
+  h->start = closed;
+  h->broken = false;
+}
+
+static void open_tick(scn__hist *h, uint64_t tick) {
+  uint64_t *b = bound_of(h, tick);
+  for (int k = 0; k < SCN_HIST_RINGS; k++)
+    b[k] = h->begin[k] = h->ring[k].end;
+}
+
+void scn__hist_closed(scn__tm *tm, uint64_t closed) {
+  scn__hist *h = tm->hist;
+  scn__hist_link(tm);
+  if (h->broken)
+    restart(h, closed);
+  open_tick(h, closed + 1);
+  drop_before(h, bound_of(h, oldest_tick(h, closed) + 1));
+}
+
+/* ---- setting the window ------------------------------------------------------------------- */
+
+void scn__hist_free(scn__hist *h) {
+  if (!h)
+    return;
+  for (int k = 0; k < SCN_HIST_RINGS; k++)
+    ring_free(&h->ring[k]);
+  free(h->bound);
+  scn__array_free(h->heads, h->heads_bytes);
+  free(h->dead);
+  free(h);
+}
+
+static uint32_t bound_cap(uint32_t window) {
+  uint32_t cap = 4;
+  while (cap < window + 2)
+    cap *= 2;
+  return cap;
+}
+
+static int hist_new(scn__tm *tm, uint32_t window) {
+  scn__hist *h = calloc(1, sizeof *h);
+  if (!h)
+    return SCN_NOMEM;
+  uint32_t cap = bound_cap(window);
+  h->bound = calloc(cap, sizeof *h->bound);
+  h->bound_mask = cap - 1;
+  h->window = window;
+  h->start = tm->tick; /* the open tick: answerable once it closes */
+  tm->hist = h;
+  if (!h->bound ||
+      ring_init(&h->ring[SCN_HIST_WORLD], SCN_HIST_MSHIFT, sizeof(scn__hist_mchunk)) != SCN_OK ||
+      ring_init(&h->ring[SCN_HIST_LOCAL], SCN_HIST_MSHIFT, sizeof(scn__hist_mchunk)) != SCN_OK ||
+      ring_init(&h->ring[SCN_HIST_STRUCT], SCN_HIST_SSHIFT, sizeof(scn__hist_srec) * SCHUNK) !=
+          SCN_OK ||
+      scn__hist_reserve(tm, tm->cap) != SCN_OK) {
+    scn__hist_free(h);
+    tm->hist = NULL;
+    return SCN_NOMEM;
+  }
+  h->linked[SCN_HIST_WORLD] = h->ring[SCN_HIST_WORLD].end;
+  h->linked[SCN_HIST_LOCAL] = h->ring[SCN_HIST_LOCAL].end;
+  open_tick(h, tm->tick);
+  return SCN_OK;
+}
+
+int scn_world_set_history(scn_world *w, int64_t ticks) {
+  scn__tm *tm = &w->tm;
+  if (ticks < 0)
+    return SCN_INVALID;
+  if (ticks > SCN_HISTORY_MAX)
+    return SCN_LIMIT;
+  uint32_t window = (uint32_t)ticks;
+  scn__hist *h = tm->hist;
+  if (window == 0) {
+    scn__hist_free(h);
+    tm->hist = NULL;
+    return SCN_OK;
+  }
+  if (!h)
+    return hist_new(tm, window);
+  scn__hist_link(tm);
+  /* What stays answerable stays; a longer window fills from here on. */
+  uint64_t now = tm->tick - 1, kept = oldest_tick(h, now);
+  uint64_t oldest = now + 1 > window && now + 1 - window > kept ? now + 1 - window : kept;
+  uint64_t from = oldest + 1 < now + 1 ? oldest + 1 : now + 1;
+  uint32_t cap = bound_cap(window);
+  if (cap != h->bound_mask + 1) {
+    uint64_t(*bound)[SCN_HIST_RINGS] = calloc(cap, sizeof *bound);
+    if (!bound)
+      return SCN_NOMEM;
+    for (uint64_t t = from; t <= now + 1; t++)
+      memcpy(bound[t & (cap - 1)], bound_of(h, t), sizeof *bound);
+    free(h->bound);
+    h->bound = bound;
+    h->bound_mask = cap - 1;
+  }
+  h->window = window;
+  h->start = kept;
+  drop_before(h, bound_of(h, from));
+  return SCN_OK;
+}
+
+uint32_t scn_world_history(const scn_world *w) { return w->tm.hist ? w->tm.hist->window : 0; }
+
+int scn_world_history_window(const scn_world *w, uint64_t *oldest, uint64_t *newest) {
+  const scn__hist *h = w->tm.hist;
+  /* A record that found no memory leaves the open tick incomplete: nothing answers. */
+  if (!h || h->broken)
+    return SCN_NOT_FOUND;
+  uint64_t now = w->tm.tick - 1, first = oldest_tick(h, now);
+  if (first > now)
+    return SCN_NOT_FOUND;
+  *oldest = first;
+  *newest = now;
+  return SCN_OK;
+}
+
+void scn__hist_stats(const scn__tm *tm, scn_world_stats *out) {
+  const scn__hist *h = tm->hist;
+  out->history_bytes = out->history_matrices = 0;
+  if (!h)
+    return;
+  out->history_bytes = sizeof *h + sizeof *h->bound * ((size_t)h->bound_mask + 1) + h->heads_bytes +
+                       (h->dead ? sizeof *h->dead * ((size_t)h->dead_mask + 1) : 0);
+  for (int k = 0; k < SCN_HIST_RINGS; k++)
+    out->history_bytes += ring_bytes(&h->ring[k]);
+  out->history_matrices = 0;
+  for (int k = SCN_HIST_WORLD; k <= SCN_HIST_LOCAL; k++)
+    out->history_matrices += h->ring[k].end - h->ring[k].front;
+}
+
+/* ---- queries ------------------------------------------------------------------------------ */
+
+/* The oldest record of the matrix chain from s made at or after begin; NULL when none. */
+static const float *walk_matrix(const scn__ring *r, uint64_t s, uint64_t begin) {
+  const float *found = NULL;
+  while (s >= begin) {
+    const scn__hist_mchunk *c = mchunk(r, s);
+    uint32_t k = (uint32_t)(s & (MCHUNK - 1));
+    found = c->m[k][0];
+    if (!c->back[k])
+      break;
+    s -= c->back[k];
+  }
+  return found;
+}
+
+static const scn__hist_srec *walk_struct(const scn__hist *h, uint64_t s, uint64_t begin) {
+  const scn__hist_srec *found = NULL;
+  while (s >= begin) {
+    found = srec(h, s);
+    if (!found->back)
+      break;
+    s -= found->back;
+  }
+  return found;
+}
+
+/* Where e's values at tick live: pointers into the live arrays or into records. */
+typedef struct hist_view {
+  scn_entity parent;
+  const char *name;
+  const float *local, *world;
+} hist_view;
+
+static int view_at(scn_world *w, scn_entity e, uint64_t tick, hist_view *v) {
+  scn__tm *tm = &w->tm;
+  const scn__hist *h = tm->hist;
+  uint64_t oldest, newest;
+  if (scn_world_history_window(w, &oldest, &newest) != SCN_OK || tick < oldest || tick > newest)
+    return SCN_NOT_FOUND;
+  scn__hist_link(tm); /* records of the open tick may be waiting for their chains */
+  if (e == SCN_ENTITY_NONE || e > SCN_ENTITY_MAX)
+    return SCN_NOT_FOUND;
+  uint32_t i = scn__tm_lookup(tm, e);
+  scn__heads heads;
+  if (i != SCN_NIL) {
+    /* the live values are read when nothing changed since tick: load them meanwhile */
+    __builtin_prefetch(tm->world[i]);
+    __builtin_prefetch(tm->local[i]);
+    __builtin_prefetch(&tm->parent[i]);
+    __builtin_prefetch(&tm->name[i]);
+    heads = h->heads[i];
+  } else {
+    const scn__dead *d = dead_find(h, e);
+    if (!d)
+      return SCN_NOT_FOUND;
+    heads = d->heads;
+  }
+  const uint64_t *b = bound_of(h, tick + 1); /* records made after tick begin here */
+  const scn__hist_srec *st = walk_struct(h, heads.meta, b[SCN_HIST_STRUCT]);
+  if (st ? !st->exists : i == SCN_NIL)
+    return SCN_NOT_FOUND;
+  if (st) {
+    v->parent = st->parent;
+    v->name = st->name[0] ? st->name : NULL;
+  } else {
+    uint32_t p = tm->parent[i];
+    v->parent = p == SCN_NIL ? SCN_ENTITY_NONE : tm->entity[p];
+    v->name = scn__tm_name(tm, i);
+  }
+  v->world = walk_matrix(&h->ring[SCN_HIST_WORLD], heads.world, b[SCN_HIST_WORLD]);
+  v->local = walk_matrix(&h->ring[SCN_HIST_LOCAL], heads.local, b[SCN_HIST_LOCAL]);
+  if (i != SCN_NIL) {
+    if (!v->world)
+      v->world = tm->world[i][0];
+    if (!v->local)
+      v->local = tm->local[i][0];
+  }
+  /* A destroyed transform left both matrices behind when it was destroyed. */
+  return v->world && v->local ? SCN_OK : SCN_STATE;
+}
+
+static void fill_info(scn_entity e, const hist_view *v, scn_transform_info *out) {
+  out->entity = e;
+  out->parent = v->parent;
+  out->name = v->name;
+  memcpy(out->local, v->local, sizeof out->local);
+  memcpy(out->world, v->world, sizeof out->world);
+}
+
+int scn_world_history_get(scn_world *w, scn_entity e, uint64_t tick, scn_transform_info *out) {
+  hist_view v;
+  int rc = view_at(w, e, tick, &v);
+  if (rc == SCN_OK)
+    fill_info(e, &v, out);
+  return rc;
+}
+
+/* ---- fractional ticks --------------------------------------------------------------------- */
+
+/* scn_compose_trs in double from double parts, rounded once; false when not finite. */
+static bool compose_d(const double t[3], const double q[4], const double s[3], float out[16]) {
+  double len = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+  if (!(len > 0))
+    return false;
+  double x = q[0] / len, y = q[1] / len, z = q[2] / len, w = q[3] / len;
+  const double m[16] = {
+      (1 - 2 * (y * y + z * z)) * s[0],
+      (2 * (x * y + z * w)) * s[0],
+      (2 * (x * z - y * w)) * s[0],
+      0,
+      (2 * (x * y - z * w)) * s[1],
+      (1 - 2 * (x * x + z * z)) * s[1],
+      (2 * (y * z + x * w)) * s[1],
+      0,
+      (2 * (x * z + y * w)) * s[2],
+      (2 * (y * z - x * w)) * s[2],
+      (1 - 2 * (x * x + y * y)) * s[2],
+      0,
+      t[0],
+      t[1],
+      t[2],
+      1,
+  };
+  for (int i = 0; i < 16; i++)
+    out[i] = (float)m[i];
+  return scn_matrix_finite(out);
+}
+
+/* The matrix a fraction f (0 < f < 1) of the way from a to b: translation and scale linearly,
+ * rotation by spherical interpolation the shorter way round; a itself when the two are equal,
+ * when either is not T * R * S, or when the result would not be finite. */
+static void lerp_matrix(const float a[16], const float b[16], double f, float out[16]) {
+  float ta[3], ra[4], sa[3], tb[3], rb[4], sb[3];
+  if (memcmp(a, b, sizeof(float) * 16) == 0 || scn_decompose_trs(a, ta, ra, sa) != SCN_OK ||
+      scn_decompose_trs(b, tb, rb, sb) != SCN_OK) {
+    memcpy(out, a, sizeof(float) * 16);
+    return;
+  }
+  double t[3], s[3], q[4], dot = 0, wa = 1 - f, wb = f;
+  for (int k = 0; k < 3; k++) {
+    t[k] = ta[k] + ((double)tb[k] - ta[k]) * f;
+    s[k] = sa[k] + ((double)sb[k] - sa[k]) * f;
+  }
+  for (int k = 0; k < 4; k++)
+    dot += (double)ra[k] * rb[k];
+  double sign = dot < 0 ? -1 : 1;
+  dot = fabs(dot);
+  if (dot < 1 - 1e-12) { /* else the two are all but equal and the straight line will do */
+    double angle = acos(dot > 1 ? 1 : dot), sine = sin(angle);
+    wa = sin((1 - f) * angle) / sine;
+    wb = sin(f * angle) / sine;
+  }
+  for (int k = 0; k < 4; k++)
+    q[k] = wa * ra[k] + wb * sign * rb[k];
+  if (!compose_d(t, q, s, out))
+    memcpy(out, a, sizeof(float) * 16);
+}
+
+int scn_world_history_interpolate(scn_world *w, scn_entity e, double tick,
+                                  scn_transform_info *out) {
+  if (!isfinite(tick) || tick < 0)
+    return SCN_INVALID;
+  double whole = floor(tick), f = tick - whole;
+  if (whole >= 0x1p63) /* far past any tick a world can reach */
+    return SCN_NOT_FOUND;
+  uint64_t a = (uint64_t)whole;
+  if (f == 0)
+    return scn_world_history_get(w, e, a, out);
+  uint64_t oldest, newest;
+  if (scn_world_history_window(w, &oldest, &newest) != SCN_OK || a < oldest || a >= newest)
+    return SCN_NOT_FOUND;
+  hist_view va, vb;
+  int rc = view_at(w, e, a, &va);
+  if (rc != SCN_OK)
+    return rc;
+  rc = view_at(w, e, a + 1, &vb);
+  if (rc == SCN_NOT_FOUND) { /* destroyed in the next tick: as it was */
+    fill_info(e, &va, out);
+    return SCN_OK;
+  }
+  if (rc != SCN_OK)
+    return rc;
+  out->entity = e;
+  out->parent = va.parent;
+  out->name = va.name;
+  lerp_matrix(va.local, vb.local, f, out->local);
+  lerp_matrix(va.world, vb.world, f, out->world);
+  return SCN_OK;
+}
+
+int scn_world_history_relative(scn_world *w, scn_entity e, scn_entity to, double tick,
+                               float out[16]) {
+  scn_transform_info ie, it;
+  int rc = scn_world_history_interpolate(w, e, tick, &ie);
+  if (rc == SCN_OK)
+    rc = scn_world_history_interpolate(w, to, tick, &it);
+  if (rc != SCN_OK)
+    return rc;
+  mat4 we, wt, r;
+  memcpy(we, ie.world, sizeof we);
+  memcpy(wt, it.world, sizeof wt);
+  if (scn__mul_inverse(wt, we, r) != SCN_OK)
+    return SCN_SINGULAR;
+  memcpy(out, r, sizeof r);
+  return SCN_OK;
+}
