@@ -3,6 +3,9 @@
 // subscription to the chosen world whose frames move the 3D view and the selected entity's
 // matrices, transform.get for names and parents, and once a second info and world.list for
 // the figures in the header and the world list. Nothing is fetched from anywhere else.
+// In a cluster (info names a node) it also shows the nodes with their load and which node owns
+// each world, and opens a world on its owner's /ws (the owner allows this page's origin with
+// --ws-origins); the rest stays on the page's own daemon.
 import { View } from './view.js';
 
 const $ = (id) => document.getElementById(id);
@@ -97,7 +100,13 @@ const state = {
   framesReceived: 0,
   lastTick: 0,
   autoSelected: false,
+  node: '',             // this daemon's node in a cluster ('' standalone)
+  nodes: [],            // cluster.nodes
+  owner: '',            // the node the chosen world is opened on
 };
+
+// The connection the chosen world is read over: the page's own, or its owner's in a cluster.
+let wconn = null;
 
 const view = new View($('canvas-host'), { onPick: (id) => selectEntity(id) });
 if (!view.ok) {
@@ -111,6 +120,42 @@ const conn = new Connection(`${proto}//${location.host}/ws`, {
   close: onClose,
   event: onEvent,
 });
+wconn = conn;
+
+// A connection to another node's /ws (HOST:PORT of its HTTP port), said hello to with this
+// page's token; resolves once it can be used.
+function connectTo(http) {
+  return new Promise((resolve, reject) => {
+    let ready = false;
+    const c = new Connection(`${proto}//${http}/ws`, {
+      open: async () => {
+        const token = sessionStorage.getItem('scened.token');
+        try {
+          await c.call('hello', token ? { token } : {});
+          ready = true;
+          resolve(c);
+        } catch (e) {
+          reject(e);
+        }
+      },
+      close: () => {
+        if (!ready) reject(new Error(`cannot open ws://${http}/ws`));
+        else if (wconn === c) worldGone(`The connection to ${http} closed.`);
+      },
+      event: onEvent,
+    });
+    c.open();
+  });
+}
+
+function dropWorldConn() {
+  if (wconn && wconn !== conn && wconn.ws) {
+    const ws = wconn.ws;
+    wconn.ws = null;
+    ws.close();
+  }
+  wconn = conn;
+}
 
 // ---- status, authentication, reconnecting ------------------------------------------------
 
@@ -191,12 +236,21 @@ function fmtMs(s) {
 }
 
 async function poll() {
-  let info, list;
+  let info, list, nodes;
   try {
-    [info, list] = await Promise.all([conn.call('info'), conn.call('world.list')]);
+    const cluster = state.node ? { cluster: true } : {};
+    [info, list, nodes] = await Promise.all([
+      conn.call('info'), conn.call('world.list', cluster),
+      state.node ? conn.call('cluster.nodes') : Promise.resolve(null)]);
   } catch {
     return;
   }
+  if (info.node && !state.node) {
+    state.node = info.node; // a cluster: from now on the whole cluster is shown
+    $('nodes-section').classList.remove('hidden');
+    return poll();
+  }
+  if (nodes) showNodes(nodes.nodes);
   const now = performance.now();
   const tick = info.metrics && info.metrics.tick_duration_seconds;
   const cur = {
@@ -246,10 +300,29 @@ function showWorlds(worlds) {
     const w = worlds[i];
     li.dataset.world = w.name;
     li.firstChild.textContent = w.name;
-    li.lastChild.textContent = w.transforms.toLocaleString('en');
+    // In a cluster: the owner; the transforms are known for this daemon's own worlds.
+    li.lastChild.textContent = [w.node, w.transforms === undefined ? '' : w.transforms.toLocaleString('en')]
+      .filter(Boolean).join(' · ');
     li.classList.toggle('selected', w.name === state.world);
   }
   while (ul.children.length > worlds.length) ul.lastChild.remove();
+}
+
+function showNodes(nodes) {
+  state.nodes = nodes;
+  const ul = $('nodes');
+  ul.replaceChildren();
+  for (const n of nodes) {
+    const li = document.createElement('li');
+    li.innerHTML = '<span class="name"></span><span class="count"></span>';
+    li.dataset.node = n.node;
+    li.firstChild.textContent = n.node + (n.node === state.node ? ' (this page)' : '');
+    li.lastChild.textContent = `${n.worlds} worlds · ${n.transforms.toLocaleString('en')} transforms · ${n.connections} connections`;
+    li.title = `${n.addr}${n.http ? `, http ${n.http}` : ''}`;
+    li.classList.toggle('selected', n.node === state.owner);
+    ul.appendChild(li);
+  }
+  $('node-count').textContent = `(${nodes.length})`;
 }
 
 // ---- the chosen world ----------------------------------------------------------------------
@@ -267,13 +340,28 @@ async function selectWorld(name) {
   $('view-world').textContent = name;
   $('view-empty').classList.add('hidden');
   for (const li of $('worlds').children) li.classList.toggle('selected', li.dataset.world === name);
-  if (old) conn.call('unsubscribe', { sub: old }).catch(() => {});
+  if (old) wconn.call('unsubscribe', { sub: old }).catch(() => {});
   try {
+    // In a cluster the world is read from its owner, over the owner's /ws.
+    const entry = state.worlds.find((w) => w.name === name);
+    const owner = entry && entry.node && entry.node !== state.node
+      ? state.nodes.find((n) => n.node === entry.node) : null;
+    dropWorldConn();
+    state.owner = owner ? owner.node : state.node;
+    if (owner) {
+      if (!owner.http) throw new Error(`its owner ${owner.node} has no HTTP port`);
+      const c = await connectTo(owner.http);
+      if (state.world !== name) {
+        c.ws.close();
+        return;
+      }
+      wconn = c;
+    }
     state.hz = STREAM_HZ;
     state.frameMs = 0;
-    const r = await conn.call('subscribe', { world: name, hz: state.hz });
+    const r = await wconn.call('subscribe', { world: name, hz: state.hz });
     if (state.world === name) state.sub = r.sub;
-    else conn.call('unsubscribe', { sub: r.sub }).catch(() => {});
+    else wconn.call('unsubscribe', { sub: r.sub }).catch(() => {});
   } catch (e) {
     if (state.world === name && e.code !== 'CLOSED') worldGone(`${name}: ${e.message}`);
   }
@@ -291,13 +379,14 @@ async function adaptRate() {
   adapting = true;
   const world = state.world, old = state.sub;
   try {
-    const r = await conn.call('subscribe', { world, hz: affordable });
-    if (state.world === world && state.sub === old) {
+    const c = wconn;
+    const r = await c.call('subscribe', { world, hz: affordable });
+    if (state.world === world && state.sub === old && c === wconn) {
       state.sub = r.sub; // its first frame is full: the view is brought up to date
       state.hz = affordable;
-      conn.call('unsubscribe', { sub: old }).catch(() => {});
+      c.call('unsubscribe', { sub: old }).catch(() => {});
     } else {
-      conn.call('unsubscribe', { sub: r.sub }).catch(() => {});
+      c.call('unsubscribe', { sub: r.sub }).catch(() => {});
     }
   } catch {
     // the world went away or the connection closed: handled there
@@ -335,6 +424,16 @@ function onEvent(msg, parseMs) {
     state.frameMs = state.frameMs ? state.frameMs * 0.8 + ms * 0.2 : ms;
   }
   else if (msg.event === 'world_destroyed') worldGone(`World ${msg.world} was destroyed.`);
+  else if (msg.event === 'moved') {
+    // Its group went to another node: opened again there once the list knows.
+    const name = state.world;
+    state.sub = 0;
+    state.world = null;
+    setTimeout(async () => {
+      await poll();
+      if (!state.world) selectWorld(name);
+    }, 200);
+  }
   else if (msg.event === 'unsubscribed') worldGone(`The subscription ended (${msg.reason}).`);
 }
 
@@ -410,7 +509,7 @@ function pump() {
 async function fetchEntity(id) {
   const world = state.world;
   try {
-    const r = await conn.call('transform.get', { world, entity: id });
+    const r = await wconn.call('transform.get', { world, entity: id });
     const ent = state.entities.get(id);
     if (state.world !== world || !ent) return;
     ent.name = r.name === undefined ? null : r.name;
@@ -563,7 +662,7 @@ async function refreshDetail() {
   detailDue = false;
   const id = state.selected, world = state.world;
   try {
-    const r = await conn.call('transform.get', { world, entity: id });
+    const r = await wconn.call('transform.get', { world, entity: id });
     const ent = state.entities.get(id);
     if (ent && state.world === world) {
       ent.name = r.name === undefined ? null : r.name;
@@ -592,6 +691,9 @@ window.scened = {
   get status() { return state.status; },
   get version() { return state.version; },
   get worlds() { return state.worlds.map((w) => ({ ...w })); },
+  get node() { return state.node; },
+  get nodes() { return state.nodes.map((n) => ({ ...n })); },
+  get owner() { return state.owner; },
   get world() { return state.world; },
   get entityCount() { return state.entities.size; },
   get framesReceived() { return state.framesReceived; },

@@ -5,6 +5,7 @@
 
 #include "cluster/etcd.h"
 #include "net/conn.h"
+#include "net/http.h"
 #include "ops/json_arena.h"
 #include "ops/log.h"
 #include "store/groups.h"
@@ -67,7 +68,8 @@ typedef struct node_info {
   char addr[96];
   int64_t lease;
   uint64_t worlds, transforms, connections;
-  char *world_names; /* the JSON array of its worlds' names, as published */
+  char *world_names; /* "name\0name\0...\0", as published */
+  char http[96];     /* HOST:PORT of its HTTP port (staging view, /ws), "" when off */
 } node_info;
 
 typedef enum reg_step { R_LEASE, R_NODE, R_MIGRATE, R_IDS, R_SYNC, R_DONE } reg_step;
@@ -527,6 +529,8 @@ static void node_put(scn_cluster *cl, const char *name, const cJSON *kv) {
     snprintf(n->name, sizeof n->name, "%s", name);
   }
   snprintf(n->addr, sizeof n->addr, "%s", addr->valuestring);
+  const cJSON *http = cJSON_GetObjectItemCaseSensitive(v, "http");
+  snprintf(n->http, sizeof n->http, "%s", cJSON_IsString(http) ? http->valuestring : "");
   n->lease = scn_etcd_int(kv, "lease", 0);
   const cJSON *f;
   n->worlds = cJSON_IsNumber(f = cJSON_GetObjectItemCaseSensitive(v, "worlds"))
@@ -1218,6 +1222,13 @@ static void add_node_value(scn_cluster *cl, scn_buf *b) {
   scn_buf_add_u64(&v, scn_scene_transform_count(srv->scene));
   scn_buf_adds(&v, ",\"connections\":");
   scn_buf_add_u64(&v, srv->nconns);
+  char http[128] = "";
+  int port = scn_http_port();
+  const char *colon = strrchr(cl->addr, ':');
+  if (port && colon)
+    snprintf(http, sizeof http, "%.*s:%d", (int)(colon - cl->addr), cl->addr, port);
+  scn_buf_adds(&v, ",\"http\":");
+  scn_buf_add_json_string(&v, http, strlen(http));
   scn_buf_adds(&v, ",\"world_names\":[");
   for (size_t i = 0; i < scn_world_count(srv->scene); i++) {
     const char *name = scn_world_name(scn_world_at(srv->scene, i));
@@ -1555,6 +1566,10 @@ void scn_cluster_nodes_json(scn_cluster *cl, scn_buf *out) {
     scn_buf_add_u64(out, n->transforms);
     scn_buf_adds(out, ",\"connections\":");
     scn_buf_add_u64(out, n->connections);
+    if (n->http[0]) {
+      scn_buf_adds(out, ",\"http\":");
+      scn_buf_add_json_string(out, n->http, strlen(n->http));
+    }
     scn_buf_addc(out, '}');
   }
   scn_buf_addc(out, ']');

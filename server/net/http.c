@@ -300,6 +300,8 @@ int scn_http_listen(scn_server *srv) {
   return 0;
 }
 
+int scn_http_port(void) { return http.listening ? scn_listen_port(&http.listener) : 0; }
+
 void scn_http_close(bool all) {
   if (http.listening && !uv_is_closing((uv_handle_t *)&http.listener))
     uv_close((uv_handle_t *)&http.listener, NULL);

@@ -172,14 +172,7 @@ int scn_tcp_listen(scn_server *srv) {
                     "listening", extra);
 }
 
-int scn_tcp_port(void) {
-  struct sockaddr_storage bound;
-  int len = sizeof bound;
-  if (uv_tcp_getsockname(&listener, (struct sockaddr *)&bound, &len) != 0)
-    return 0;
-  return ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
-                                           : ((struct sockaddr_in *)&bound)->sin_port);
-}
+int scn_tcp_port(void) { return scn_listen_port(&listener); }
 
 void scn_tcp_close(void) {
   if (listener.data && !uv_is_closing((uv_handle_t *)&listener))
