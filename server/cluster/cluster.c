@@ -9,6 +9,7 @@
 #include "ops/json_arena.h"
 #include "ops/log.h"
 #include "store/groups.h"
+#include "store/snapshot.h"
 #include "stream/stream.h"
 
 #include <math.h>
@@ -110,6 +111,7 @@ struct scn_cluster {
   /* entity ids */
   bool ids_busy;
   uint32_t ids_floor; /* ranges below this hold migrated ids */
+  bool migrate_lock;  /* held until the id counter is past the migrated ids */
   /* acknowledgements not yet sent */
   scn_conn **acks;
   size_t nacks, acks_cap;
@@ -162,14 +164,6 @@ static group *group_get(scn_cluster *cl, const char *name) {
   return g;
 }
 
-static void group_of(const char *world, char *out) {
-  size_t n = strcspn(world, ".");
-  if (n > SCN_NAME_MAX)
-    n = SCN_NAME_MAX;
-  memcpy(out, world, n);
-  out[n] = '\0';
-}
-
 static node_info *node_find(scn_cluster *cl, const char *name) {
   for (size_t i = 0; i < cl->nnodes; i++)
     if (strcmp(cl->nodes[i].name, name) == 0)
@@ -219,6 +213,39 @@ static void add_i64(scn_buf *b, int64_t v) {
 }
 
 /* A group key's value: the owner, where clients reach it, and for a hand-off the mover. */
+static void add_group_value(scn_cluster *cl, scn_buf *b, const char *node, const char *addr,
+                            bool from);
+
+/* The txn that puts group g's key naming node (at addr, bound to lease; from: a hand-off by
+ * this daemon), if the key is still at revision mod (0: if it does not exist; its failure
+ * branch then reads it, to learn the winner). In cl->body. */
+static void group_txn(scn_cluster *cl, const group *g, int64_t mod, const char *node,
+                      const char *addr, int64_t lease, bool from) {
+  body_begin(cl);
+  scn_buf *b = &cl->body;
+  scn_buf_adds(b, "{\"compare\":[{\"key\":");
+  add_key(b, GROUPS_PREFIX, g->name);
+  if (mod) {
+    scn_buf_adds(b, ",\"target\":\"MOD\",\"mod_revision\":");
+    add_i64(b, mod);
+  } else {
+    scn_buf_adds(b, ",\"target\":\"CREATE\",\"create_revision\":\"0\"");
+  }
+  scn_buf_adds(b, "}],\"success\":[{\"request_put\":{\"key\":");
+  add_key(b, GROUPS_PREFIX, g->name);
+  scn_buf_adds(b, ",\"value\":");
+  add_group_value(cl, b, node, addr, from);
+  scn_buf_adds(b, ",\"lease\":");
+  add_i64(b, lease);
+  scn_buf_adds(b, "}}]");
+  if (!mod) {
+    scn_buf_adds(b, ",\"failure\":[{\"request_range\":{\"key\":");
+    add_key(b, GROUPS_PREFIX, g->name);
+    scn_buf_adds(b, "}}]");
+  }
+  scn_buf_addc(b, '}');
+}
+
 static void add_group_value(scn_cluster *cl, scn_buf *b, const char *node, const char *addr,
                             bool from) {
   char val[400];
@@ -329,43 +356,27 @@ static void log_owner(const group *g, const char *old, const char *new_, int64_t
           old && old[0] ? old : "none", new_ && new_[0] ? new_ : "none", (long long)epoch);
 }
 
-typedef struct id_list {
-  scn_entity *ids;
-  size_t len, cap;
-} id_list;
-
-static void collect_id(void *ud, scn_entity e, scn_entity parent, const char *name,
-                       const float local[16]) {
-  (void)parent, (void)name, (void)local;
-  id_list *l = ud;
-  scn_entity *ids = scn_array_grow(l->ids, &l->cap, sizeof *ids, l->len + 1);
-  if (ids) {
-    l->ids = ids;
-    l->ids[l->len++] = e;
-  }
-}
-
 /* Drops the group's worlds from the scene (subscribers told where it went) and stops
  * persisting it. Its entities that no other world here uses go with it: another daemon keeps
  * them now (its snapshot lists them), and they must not come back here as this node's own. */
 static void unload(scn_cluster *cl, group *g, const char *to, const char *to_addr) {
   scn_server *srv = cl->srv;
   scn_gstore_release(srv->gstore, g->name);
-  id_list used = {0};
+  size_t nused;
+  scn_entity *used = scn_group_entities(srv->scene, g->name, &nused);
   for (size_t i = scn_world_count(srv->scene); i-- > 0;) {
     scn_world *w = scn_world_at(srv->scene, i);
     char name[SCN_NAME_MAX + 1];
-    group_of(scn_world_name(w), name);
+    scn_group_of(scn_world_name(w), name);
     if (strcmp(name, g->name) != 0)
       continue;
-    scn_world_visit_transforms(w, collect_id, &used);
     scn_stream_world_moved(srv->stream, w, to ? to : "", to_addr ? to_addr : "");
     snprintf(name, sizeof name, "%s", scn_world_name(w));
     scn_world_destroy(srv->scene, name);
   }
-  for (size_t i = 0; i < used.len; i++)
-    scn_entity_forget(srv->scene, used.ids[i]); /* refused while another world uses it */
-  free(used.ids);
+  for (size_t i = 0; i < nused; i++)
+    scn_entity_forget(srv->scene, used[i]); /* refused while another world uses it */
+  free(used);
   srv->worlds_gen++;
   g->state = G_NONE;
   g->epoch = 0;
@@ -420,19 +431,7 @@ static void adopt_key(scn_cluster *cl, group *g, const char *old) {
   if (!take(cl, g, g->mod_rev, old) || !g->from)
     return;
   cl->stats.moves_in++;
-  body_begin(cl);
-  scn_buf *b = &cl->body;
-  scn_buf_adds(b, "{\"compare\":[{\"key\":");
-  add_key(b, GROUPS_PREFIX, g->name);
-  scn_buf_adds(b, ",\"target\":\"MOD\",\"mod_revision\":");
-  add_i64(b, g->mod_rev);
-  scn_buf_adds(b, "}],\"success\":[{\"request_put\":{\"key\":");
-  add_key(b, GROUPS_PREFIX, g->name);
-  scn_buf_adds(b, ",\"value\":");
-  add_group_value(cl, b, cl->node, cl->addr, false);
-  scn_buf_adds(b, ",\"lease\":");
-  add_i64(b, cl->lease);
-  scn_buf_adds(b, "}}]}");
+  group_txn(cl, g, g->mod_rev, cl->node, cl->addr, cl->lease, false);
   request(cl, "/v3/kv/txn", request_timeout(cl), ignore_reply, ctx_new(cl, NULL));
 }
 
@@ -797,20 +796,7 @@ static void on_claimed(void *ud, const cJSON *reply, const char *why) {
 static void claim(scn_cluster *cl, group *g) {
   if (g->state != G_NONE || g->key || !serving(cl))
     return;
-  body_begin(cl);
-  scn_buf *b = &cl->body;
-  scn_buf_adds(b, "{\"compare\":[{\"key\":");
-  add_key(b, GROUPS_PREFIX, g->name);
-  scn_buf_adds(b, ",\"target\":\"CREATE\",\"create_revision\":\"0\"}],\"success\":[{"
-                  "\"request_put\":{\"key\":");
-  add_key(b, GROUPS_PREFIX, g->name);
-  scn_buf_adds(b, ",\"value\":");
-  add_group_value(cl, b, cl->node, cl->addr, false);
-  scn_buf_adds(b, ",\"lease\":");
-  add_i64(b, cl->lease);
-  scn_buf_adds(b, "}}],\"failure\":[{\"request_range\":{\"key\":");
-  add_key(b, GROUPS_PREFIX, g->name);
-  scn_buf_adds(b, "}}]}");
+  group_txn(cl, g, 0, cl->node, cl->addr, cl->lease, false);
   if (request(cl, "/v3/kv/txn", request_timeout(cl), on_claimed, ctx_new(cl, g->name)))
     g->state = G_CLAIMING;
 }
@@ -921,7 +907,7 @@ scn_route_kind scn_cluster_route(scn_cluster *cl, const char *world, bool creati
   if (!scn_cluster_serving(cl, &why))
     return unavailable(out, why);
   char name[SCN_NAME_MAX + 1];
-  group_of(world, name);
+  scn_group_of(world, name);
   group *g = group_find(cl, name);
   if (g) {
     switch (g->state) {
@@ -1031,7 +1017,7 @@ static void on_handed_off(void *ud, const cJSON *reply, const char *why) {
 int scn_cluster_move(scn_cluster *cl, const char *world, const char *to, scn_move_done done,
                      void *ud, int *code, char *msg, size_t msglen) {
   char name[SCN_NAME_MAX + 1];
-  group_of(world, name);
+  scn_group_of(world, name);
   group *g = group_find(cl, name);
   if (!g || g->state != G_OWNED) {
     *code = SCN_W_UNAVAILABLE;
@@ -1069,19 +1055,7 @@ int scn_cluster_move(scn_cluster *cl, const char *world, const char *to, scn_mov
   mv->deadline = uv_hrtime() + (uint64_t)(MOVE_LIMIT_S * 1e9);
   g->mv = mv;
   /* One txn: the key goes to the target's lease, if it is still this daemon's at its epoch. */
-  body_begin(cl);
-  scn_buf *b = &cl->body;
-  scn_buf_adds(b, "{\"compare\":[{\"key\":");
-  add_key(b, GROUPS_PREFIX, g->name);
-  scn_buf_adds(b, ",\"target\":\"MOD\",\"mod_revision\":");
-  add_i64(b, g->mod_rev);
-  scn_buf_adds(b, "}],\"success\":[{\"request_put\":{\"key\":");
-  add_key(b, GROUPS_PREFIX, g->name);
-  scn_buf_adds(b, ",\"value\":");
-  add_group_value(cl, b, n->name, n->addr, true);
-  scn_buf_adds(b, ",\"lease\":");
-  add_i64(b, n->lease);
-  scn_buf_adds(b, "}}]}");
+  group_txn(cl, g, g->mod_rev, n->name, n->addr, n->lease, true);
   if (!request(cl, "/v3/kv/txn", request_timeout(cl), on_handed_off, ctx_new(cl, g->name))) {
     g->state = G_OWNED;
     g->mv = NULL;
@@ -1252,7 +1226,9 @@ static void on_node_put(void *ud, const cJSON *reply, const char *why) {
     step_failed(cl, "node key", why);
     return;
   }
-  cl->step = scn_gstore_has_old_layout(cl->srv->gstore) ? R_MIGRATE : R_IDS;
+  /* Every daemon passes the migration lock before it takes ids, even when it finds no old
+   * layout: another may have just moved the old files without having moved the counter yet. */
+  cl->step = R_MIGRATE;
   cl->step_busy = false;
   cl->step_error = NULL;
   step_next(cl);
@@ -1276,6 +1252,18 @@ static void put_node(scn_cluster *cl, bool registering) {
 
 /* ---- migration of the standalone layout ---------------------------------------------------- */
 
+static void release_migrate_lock(scn_cluster *cl) {
+  cl->migrate_lock = false;
+  body_begin(cl);
+  scn_buf_adds(&cl->body, "{\"key\":");
+  scn_etcd_add_b64(&cl->body, MIGRATE_KEY, strlen(MIGRATE_KEY));
+  scn_buf_adds(&cl->body, "}");
+  request(cl, "/v3/kv/deleterange", request_timeout(cl), ignore_reply, ctx_new(cl, NULL));
+}
+
+/* The lock is held: the old layout (if it is still there) is split into groups here, and the
+ * lock stays until this daemon has moved the id counter past the old ids, so that no daemon
+ * ever gets a range that holds one (they wait for the lock before their own ranges). */
 static void on_migrate_lock(void *ud, const cJSON *reply, const char *why) {
   call_ctx *c = ud;
   scn_cluster *cl = c->cl;
@@ -1285,36 +1273,26 @@ static void on_migrate_lock(void *ud, const cJSON *reply, const char *why) {
     return;
   }
   if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "succeeded"))) {
-    /* Another daemon migrates: wait until the old files are gone. */
-    step_failed(cl, "migration by another node", "waiting");
-    if (!scn_gstore_has_old_layout(cl->srv->gstore))
-      cl->step = R_IDS;
+    step_failed(cl, "migration by another node", "waiting for it");
+    cl->step_after = uv_hrtime() + 20 * 1000000ull; /* held for a moment only */
     return;
   }
+  cl->migrate_lock = true;
   char err[4600];
   uint32_t max_slot = 0;
-  if (scn_gstore_migrate(cl->srv->gstore, &max_slot, err, sizeof err) != 0) {
-    scn_log(SCN_LOG_ERROR, "cluster: migration failed", "error=\"%s\"", err);
-  } else {
-    cl->ids_floor = max_slot / ID_RANGE + 1;
+  if (scn_gstore_has_old_layout(cl->srv->gstore)) {
+    if (scn_gstore_migrate(cl->srv->gstore, &max_slot, err, sizeof err) != 0)
+      scn_log(SCN_LOG_ERROR, "cluster: migration failed", "error=\"%s\"", err);
+    else
+      cl->ids_floor = max_slot / ID_RANGE + 1;
   }
-  body_begin(cl);
-  scn_buf_adds(&cl->body, "{\"key\":");
-  scn_etcd_add_b64(&cl->body, MIGRATE_KEY, strlen(MIGRATE_KEY));
-  scn_buf_adds(&cl->body, "}");
-  request(cl, "/v3/kv/deleterange", request_timeout(cl), ignore_reply, ctx_new(cl, NULL));
   cl->step = R_IDS;
   cl->step_busy = false;
+  cl->step_error = NULL;
   step_next(cl);
 }
 
 static void migrate_lock(scn_cluster *cl) {
-  if (!scn_gstore_has_old_layout(cl->srv->gstore)) {
-    cl->step = R_IDS;
-    cl->step_busy = false;
-    step_next(cl);
-    return;
-  }
   body_begin(cl);
   scn_buf *b = &cl->body;
   scn_buf_adds(b, "{\"compare\":[{\"key\":");
@@ -1354,6 +1332,8 @@ static void on_ids_txn(void *ud, const cJSON *reply, const char *why) {
   }
   uint32_t first = (uint32_t)first_range * ID_RANGE + 1;
   scn_entity_add_slots(cl->srv->scene, first, ID_RANGE - (first_range == 0));
+  if (cl->migrate_lock)
+    release_migrate_lock(cl); /* the counter is past the migrated ids now */
   scn_log(SCN_LOG_DEBUG, "entity ids reserved", "first=%u count=%u", first, ID_RANGE);
   if (cl->step == R_IDS) {
     cl->step = R_SYNC;

@@ -2,6 +2,7 @@
 #include "store/groups.h"
 
 #include "ops/log.h"
+#include "store/files.h"
 #include "store/persist.h"
 
 #include <dirent.h>
@@ -52,23 +53,6 @@ struct scn_gstore {
 
 static int mkdir_one(const char *path) {
   return mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -1;
-}
-
-static int fsync_path(const char *path) {
-  int fd = open(path, O_RDONLY | O_DIRECTORY);
-  if (fd < 0)
-    return -1;
-  int rc = fsync(fd);
-  close(fd);
-  return rc;
-}
-
-static void group_of(const char *world, char *out) {
-  size_t n = strcspn(world, ".");
-  if (n > SCN_NAME_MAX)
-    n = SCN_NAME_MAX;
-  memcpy(out, world, n);
-  out[n] = '\0';
 }
 
 static bool allowed(const scn_gstore *gs, const gs_part *p) {
@@ -163,7 +147,7 @@ static void after_command(void *ud, const scn_done *d) {
   journal_line(gs, d, &line, &len);
   char group[SCN_NAME_MAX + 1];
   if (d->world) {
-    group_of(d->world, group);
+    scn_group_of(d->world, group);
     gs_part *p = find(gs, group);
     if (p)
       append(gs, p, line, len);
@@ -177,7 +161,7 @@ static void after_command(void *ud, const scn_done *d) {
   gs_part *seen[16];
   size_t nseen = 0;
   for (size_t i = 0; i < d->ntouched; i++) {
-    group_of(scn_world_name(d->touched[i]), group);
+    scn_group_of(scn_world_name(d->touched[i]), group);
     gs_part *p = find(gs, group);
     bool dup = false;
     for (size_t k = 0; k < nseen; k++)
@@ -436,7 +420,7 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, char *
     scn_buf_free(&c.records);
     return -1;
   }
-  fsync_path(gdir);
+  scn_fsync_dir(gdir);
   gs->parts[gs->nparts++] = p;
   /* The new epoch starts with everything loaded on disk, before anything is answered: carried
    * over from the old epoch, or a snapshot written now. */
@@ -449,7 +433,7 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, char *
     scn_gstore_release(gs, group);
     return -1;
   }
-  fsync_path(p->dir);
+  scn_fsync_dir(p->dir);
   each_epoch(gdir, remove_older, &(older){epoch});
   gs->stats.loads++;
   scn_log(SCN_LOG_INFO, "group loaded",
@@ -531,7 +515,7 @@ int scn_gstore_migrate(scn_gstore *gs, uint32_t *max_slot, char *err, size_t err
   *max_slot = scn_entity_slot_count(old);
   for (size_t i = 0; rc == 0 && i < scn_world_count(old); i++) {
     char group[SCN_NAME_MAX + 1], gdir[4400], dir[4500];
-    group_of(scn_world_name(scn_world_at(old, i)), group);
+    scn_group_of(scn_world_name(scn_world_at(old, i)), group);
     snprintf(gdir, sizeof gdir, "%s/%s", gs->groups_dir, group);
     snprintf(dir, sizeof dir, "%s/epoch.0", gdir);
     if (access(dir, F_OK) == 0)
@@ -578,7 +562,7 @@ int scn_gstore_migrate(scn_gstore *gs, uint32_t *max_slot, char *err, size_t err
       if (rename(from, to) != 0)
         rc = -1;
     }
-    fsync_path(gs->data);
+    scn_fsync_dir(gs->data);
     if (rc != 0)
       snprintf(err, errlen, "cannot move the old files to %s: %s", moved, strerror(errno));
   }

@@ -116,6 +116,14 @@ static void put_scene(writer *w, scn_scene *scene, uint32_t version) {
     put_world(w, scn_world_at(scene, i), version);
 }
 
+void scn_group_of(const char *world, char *out) {
+  size_t n = strcspn(world, ".");
+  if (n > SCN_NAME_MAX)
+    n = SCN_NAME_MAX;
+  memcpy(out, world, n);
+  out[n] = '\0';
+}
+
 bool scn_world_in_group(const char *name, const char *group) {
   size_t n = strlen(group);
   return strncmp(name, group, n) == 0 && (name[n] == '\0' || name[n] == '.');
@@ -160,6 +168,17 @@ static bool used_ids(scn_scene *scene, const char *group, id_list *l) {
       l->ids[n++] = l->ids[i];
   l->len = n;
   return !l->failed;
+}
+
+scn_entity *scn_group_entities(scn_scene *scene, const char *group, size_t *n) {
+  id_list l = {0};
+  if (!used_ids(scene, group, &l)) {
+    free(l.ids);
+    l.ids = NULL;
+    l.len = 0;
+  }
+  *n = l.len;
+  return l.ids;
 }
 
 /* A part: the epoch, the entities (a group's: those its worlds use; a node's: those alive
@@ -215,15 +234,6 @@ static uint32_t header_crc(const unsigned char *header) {
   return scn_crc32c(scn_crc32c(0, header, 12), header + 16, HEADER_BYTES - 16);
 }
 
-static int fsync_dir(const char *dir) {
-  int fd = open(dir, O_RDONLY | O_DIRECTORY);
-  if (fd < 0)
-    return -1;
-  int rc = fsync(fd);
-  close(fd);
-  return rc;
-}
-
 static int write_file(scn_scene *scene, const scn_snapshot_part *part, uint64_t journal_gen,
                       const char *dir, uint64_t *bytes, char *err, size_t errlen);
 
@@ -274,7 +284,7 @@ static int write_file(scn_scene *scene, const scn_snapshot_part *part, uint64_t 
   int saved = errno;
   ok = close(w->fd) == 0 && ok;
   free(w);
-  if (!ok || rename(tmp, final) != 0 || fsync_dir(dir) != 0) {
+  if (!ok || rename(tmp, final) != 0 || scn_fsync_dir(dir) != 0) {
     snprintf(err, errlen, "cannot write %s: %s", final, strerror(saved ? saved : errno));
     unlink(tmp);
     return -1;

@@ -35,6 +35,11 @@ typedef struct scn_snapshot_part {
 
 /* Whether world name is in group (its name up to the first '.', or the whole name). */
 bool scn_world_in_group(const char *name, const char *group);
+/* The group of a world: its name up to the first '.' (out: SCN_NAME_MAX + 1 bytes). */
+void scn_group_of(const char *world, char *out);
+/* The entities the group's worlds use, sorted, each once (caller frees; NULL with *n 0 when
+ * there are none or memory ran out). */
+scn_entity *scn_group_entities(scn_scene *scene, const char *group, size_t *n);
 
 /* Writes scene to path via a temporary file: written, fsynced, renamed, directory fsynced.
  * Returns 0 and the file size, or -1 with a message in err. */

@@ -187,6 +187,14 @@ static bool cluster_start(cluster *k, const char *fsync) {
   return ok;
 }
 
+/* Declares cluster k and starts it (etcd, three daemons); the test ends here when that fails. */
+#define START_CLUSTER(k, fsync)                                                                    \
+  cluster k;                                                                                       \
+  if (!cluster_start(&k, (fsync))) {                                                               \
+    cluster_stop(&k);                                                                              \
+    return;                                                                                        \
+  }
+
 static void node_stop(cluster *k, int i, int sig) {
   if (k->connected[i])
     scn_client_close(&k->c[i]);
@@ -247,11 +255,7 @@ static const cJSON *error_of(const cJSON *r) {
 /* Every command that names a world answers MOVED on a daemon that does not own its group,
  * naming the owner and its address; the owner runs them. */
 static void test_routing_moved(void) {
-  cluster k;
-  if (!cluster_start(&k, NULL)) {
-    cluster_stop(&k);
-    return;
-  }
+  START_CLUSTER(k, NULL);
   cJSON *r = OK(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"g1.main\"}");
   CU_ASSERT(scn_resp_str_is(r, "node", "n0"));
   cJSON_Delete(r);
@@ -342,11 +346,7 @@ static void test_routing_moved(void) {
 /* scenectl and the Python client follow MOVED: asked on a daemon that does not own the world,
  * they get the answer. */
 static void test_scenectl_non_owner(void) {
-  cluster k;
-  if (!cluster_start(&k, NULL)) {
-    cluster_stop(&k);
-    return;
-  }
+  START_CLUSTER(k, NULL);
   OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"ctl.main\"}");
   OKD(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"ctl.main\",\"name\":\"car\"}");
   const char *bin = getenv("SCENECTL_BIN") ? getenv("SCENECTL_BIN") : "build/scenectl";
@@ -382,11 +382,7 @@ static void test_scenectl_non_owner(void) {
 /* world.create with "node": auto places a new group on the node with the fewest transforms,
  * then the fewest worlds, then the smallest name; a node's name sends it there. */
 static void test_placement_auto(void) {
-  cluster k;
-  if (!cluster_start(&k, NULL)) {
-    cluster_stop(&k);
-    return;
-  }
+  START_CLUSTER(k, NULL);
   /* All empty: n0, the smallest name. */
   cJSON *r = OK(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"p0\",\"node\":\"auto\"}");
   CU_ASSERT(scn_resp_str_is(r, "node", "n0"));
@@ -450,11 +446,7 @@ static int cmp_ull(const void *a, const void *b) {
 
 /* Entity ids are unique across the cluster: each daemon hands out ids from its own ranges. */
 static void test_unique_entity_ids(void) {
-  cluster k;
-  if (!cluster_start(&k, NULL)) {
-    cluster_stop(&k);
-    return;
-  }
+  START_CLUSTER(k, NULL);
   enum { PER = 300, CREATES = 40 };
   unsigned long long *ids = calloc(NODES * (PER + CREATES), sizeof *ids);
   size_t n = 0;
@@ -486,11 +478,7 @@ static void test_unique_entity_ids(void) {
  * hand-off is on the new owner (the oks are a prefix, the rest MOVED or UNAVAILABLE), the
  * subscriber gets moved, and the old owner answers MOVED from then on. */
 static void test_move_with_subscribers_and_writes(void) {
-  cluster k;
-  if (!cluster_start(&k, NULL)) {
-    cluster_stop(&k);
-    return;
-  }
+  START_CLUSTER(k, NULL);
   OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"m.a\"}");
   OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"m.b\"}");
   cJSON *r = OK(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"m.a\",\"name\":\"x\"}");
@@ -646,11 +634,7 @@ static int write_names(scn_client *c, const char *world, const char *prefix, int
 /* kill -9 of an owner while a client writes under --fsync always: another daemon takes the
  * group over within the TTL plus 3 s, and every write answered ok is there. */
 static void test_kill9_takeover(void) {
-  cluster k;
-  if (!cluster_start(&k, "always")) {
-    cluster_stop(&k);
-    return;
-  }
+  START_CLUSTER(k, "always");
   OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"kill.main\"}");
   enum { ROUNDS = 20, PER = 50 };
   bool ok[ROUNDS * PER + PER] = {0};
@@ -713,11 +697,7 @@ static void test_kill9_takeover(void) {
 /* SIGSTOP of an owner past its TTL, then SIGCONT: once another daemon has the group, the old
  * owner answers no ok for it, and the new owner holds nothing the old one did not acknowledge. */
 static void test_sigstop_fencing(void) {
-  cluster k;
-  if (!cluster_start(&k, "always")) {
-    cluster_stop(&k);
-    return;
-  }
+  START_CLUSTER(k, "always");
   OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"stop.main\"}");
   OKD(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"stop.main\",\"name\":\"before\"}");
   scn_client w;
@@ -778,11 +758,7 @@ static void test_sigstop_fencing(void) {
 /* etcd stopped for longer than the TTL: the owners fence themselves (UNAVAILABLE for their
  * worlds), and serve again once etcd is back. */
 static void test_etcd_down_fences(void) {
-  cluster k;
-  if (!cluster_start(&k, NULL)) {
-    cluster_stop(&k);
-    return;
-  }
+  START_CLUSTER(k, NULL);
   OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"down.main\"}");
   OKD(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"down.main\",\"name\":\"kept\"}");
   etcd_stop(&k.e, SIGKILL);
@@ -821,11 +797,7 @@ static void test_etcd_down_fences(void) {
 
 /* SIGTERM saves and releases each group at once: another daemon serves it within a second. */
 static void test_sigterm_release(void) {
-  cluster k;
-  if (!cluster_start(&k, NULL)) {
-    cluster_stop(&k);
-    return;
-  }
+  START_CLUSTER(k, NULL);
   OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"term.main\"}");
   OKD(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"term.main\",\"name\":\"kept\"}");
   scn_client_close(&k.c[0]);
@@ -849,11 +821,7 @@ static void test_sigterm_release(void) {
 /* The whole cluster stopped and started again: every group is claimed exactly once, from the
  * data directory, with everything in it. */
 static void test_whole_cluster_restart(void) {
-  cluster k;
-  if (!cluster_start(&k, NULL)) {
-    cluster_stop(&k);
-    return;
-  }
+  START_CLUSTER(k, NULL);
   enum { GROUPS = 6 };
   for (int g = 0; g < GROUPS; g++) {
     OKD(&k.c[g % NODES], "{\"cmd\":\"world.create\",\"world\":\"r%d.main\"}", g);
