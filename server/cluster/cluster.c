@@ -182,17 +182,21 @@ static call_ctx *ctx_new(scn_cluster *cl, const char *group) {
   return c;
 }
 
-/* Sends the body built in cl->body; false (ctx freed) when the request could not start. */
+/* Sends the body built in cl->body; false (ctx freed) when the request could not start. ctx
+ * is freed by the callback, or by the client if the request never completes. */
 static bool request(scn_cluster *cl, const char *path, double timeout_s, scn_etcd_done done,
                     call_ctx *ctx) {
   scn_buf_addc(&cl->body, '\0');
-  bool ok = !cl->body.failed && ctx &&
-            scn_etcd_call(cl->etcd, path, cl->body.data, timeout_s, done, ctx) != NULL;
+  scn_etcd_req *r = !cl->body.failed && ctx
+                        ? scn_etcd_call(cl->etcd, path, cl->body.data, timeout_s, done, ctx)
+                        : NULL;
   cl->body.len = 0;
   cl->body.failed = false;
-  if (!ok)
+  if (r)
+    scn_etcd_set_release(r, free);
+  else
     free(ctx);
-  return ok;
+  return r != NULL;
 }
 
 static void body_begin(scn_cluster *cl) {

@@ -42,6 +42,7 @@ struct scn_etcd_req {
   scn_etcd_done done;
   scn_etcd_msg msg;
   void *ud;
+  void (*release)(void *ud); /* frees ud when the request ends without its callback */
   uint64_t started;
   char error[CURL_ERROR_SIZE];
 };
@@ -162,8 +163,12 @@ static void req_free(scn_etcd_req *r) {
   scn_buf_free(&r->reply);
   scn_buf_free(&r->queued);
   free(r->body);
+  if (r->release)
+    r->release(r->ud);
   free(r);
 }
+
+void scn_etcd_set_release(scn_etcd_req *r, void (*release)(void *ud)) { r->release = release; }
 
 /* One complete object of a watch stream: queued, and handed over once libcurl has returned
  * (its callbacks may not start requests, which the watch's reader does). */
@@ -396,6 +401,7 @@ static void finish(scn_etcd_req *r, CURLcode result) {
     }
   }
   r->in_callback = true;
+  r->release = NULL; /* the callback has ud now */
   r->done(r->ud, doc, doc ? NULL : why);
   scn_json_heap_delete(doc);
   req_free(r);

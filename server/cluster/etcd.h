@@ -50,6 +50,9 @@ scn_etcd_req *scn_etcd_call(scn_etcd *e, const char *path, const char *body, dou
  * stream ends or fails, done(ud, NULL, why) once. */
 scn_etcd_req *scn_etcd_watch(scn_etcd *e, const char *body, scn_etcd_msg msg, scn_etcd_done done,
                              void *ud);
+/* A request that ends without its callback (cancelled, or the client closed) hands its ud to
+ * release. */
+void scn_etcd_set_release(scn_etcd_req *r, void (*release)(void *ud));
 /* Ends a request without calling its callbacks. */
 void scn_etcd_cancel(scn_etcd_req *r);
 const scn_etcd_stats *scn_etcd_get_stats(const scn_etcd *e);
