@@ -18,11 +18,12 @@ TTL=${TTL:-2}
 command -v etcd >/dev/null || { echo "== cluster benchmarks skipped: etcd is not installed"; exit 0; }
 
 work=$(mktemp -d)
+[[ -n "${KEEP:-}" ]] && echo "bench-cluster: work in $work" >&2
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  rm -rf "$work"
+  [[ -n "${KEEP:-}" ]] || rm -rf "$work"
 }
 trap cleanup EXIT
 
@@ -40,7 +41,7 @@ for _ in $(seq 200); do curl -sf "http://127.0.0.1:$eport/health" >/dev/null 2>&
 
 declare -A port pid
 start() { # $1 node name
-  local log="$work/$1.log"
+  local log="$work/$1.$(date +%s%N).log"
   "$BUILD/scened" --listen 127.0.0.1:0 --http off --log-level ${LOG_LEVEL:-warn} --cluster "http://127.0.0.1:$eport" \
     --data "$work/data" --node "$1" --lease-ttl "$TTL" --save-interval 0 2>"$log" &
   pid[$1]=$!

@@ -132,6 +132,7 @@ static void step_next(scn_cluster *cl);
 static void sync_start(scn_cluster *cl);
 static void claim(scn_cluster *cl, group *g);
 static void ignore_reply(void *ud, const cJSON *reply, const char *why);
+static void adopt_pending(scn_cluster *cl);
 static void handed_off(scn_cluster *cl, group *g, int64_t rev);
 
 /* ---- small helpers ----------------------------------------------------------------------- */
@@ -404,15 +405,34 @@ static void lose(scn_cluster *cl, group *g, const char *why) {
 
 /* Loads a group this daemon got at epoch; it serves it once the store has written the new
  * epoch's first snapshot. */
+static void keepalive(scn_cluster *cl);
+
+/* How long the fence stays up without another renewal (0 when it is down). */
+static uint64_t fence_left(const scn_cluster *cl) {
+  uint64_t now = uv_hrtime(), until = cl->confirmed + cl->ttl_ns - cl->margin_ns;
+  return cl->lease && cl->confirmed && now < until ? until - now : 0;
+}
+
 static bool take(scn_cluster *cl, group *g, int64_t epoch, const char *old_owner) {
   char err[4600];
+  /* A load blocks the loop (no renewal meanwhile), and its first write needs the fence up:
+   * with less than a second of it left, a renewal goes first, and the load is retried when it
+   * is confirmed (the key names this daemon: adopt_pending). */
+  uint64_t budget = (cl->ttl_ns - cl->margin_ns) / 2;
+  if (fence_left(cl) < (budget < 1000000000u ? budget : 1000000000u)) {
+    keepalive(cl);
+    return false;
+  }
   bool existed = scn_gstore_on_disk(cl->srv->gstore, g->name);
   g->state = G_CLAIMING; /* the store's writes are allowed while loading */
   if (scn_gstore_acquire(cl->srv->gstore, g->name, (uint64_t)epoch, err, sizeof err) != 0) {
-    scn_log(SCN_LOG_ERROR, "cannot load a group this daemon owns", "group=%s error=\"%s\"", g->name,
-            err);
+    bool outran = !lease_fresh(cl);
+    scn_log(outran ? SCN_LOG_WARN : SCN_LOG_ERROR,
+            outran ? "a load outran the lease; it is tried again after a renewal"
+                   : "cannot load a group this daemon owns",
+            "group=%s error=\"%s\"", g->name, err);
     unload(cl, g, NULL, NULL);
-    g->state = G_BROKEN;
+    g->state = outran ? G_NONE : G_BROKEN;
     return false;
   }
   g->state = G_OWNED;
@@ -814,7 +834,7 @@ static void adopt_pending(scn_cluster *cl) {
   for (size_t b = 0; b < GROUP_BUCKETS; b++)
     for (group *g = cl->buckets[b]; g; g = g->next)
       if (g->key && g->state == G_NONE && strcmp(g->node, cl->node) == 0)
-        adopt_key(cl, g, NULL);
+        adopt_key(cl, g, g->prev[0] ? g->prev : NULL);
 }
 
 static void sweep_one(void *ud, const char *name) {
@@ -1149,6 +1169,8 @@ static void on_keepalive(void *ud, const cJSON *reply, const char *why) {
   if (sent > cl->confirmed)
     cl->confirmed = sent;
   cl->stats.renewals++;
+  if (cl->registered)
+    adopt_pending(cl); /* loads that waited for a fresh lease */
 }
 
 static void keepalive(scn_cluster *cl) {

@@ -195,10 +195,17 @@ static void on_fsync_timer(uv_timer_t *t) {
 
 /* A snapshot of the part in its directory, continuing in a new journal generation created
  * before it (as every snapshot's). */
+static int write_snapshot(scn_gstore *gs, gs_part *p, uint64_t *bytes);
+
 static int save_part(scn_gstore *gs, gs_part *p, uint64_t *bytes) {
   *bytes = 0;
   if (!allowed(gs, p))
     return -1;
+  return write_snapshot(gs, p, bytes);
+}
+
+/* The snapshot itself (the caller asked the fence, or writes where nobody reads yet). */
+static int write_snapshot(scn_gstore *gs, gs_part *p, uint64_t *bytes) {
   commit_part(gs, p);
   if (p->journal_fd >= 0 && p->unsynced) {
     fdatasync(p->journal_fd);
@@ -411,29 +418,35 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, char *
   }
   gs->parts = parts;
   snprintf(p->name, sizeof p->name, "%s", group);
-  snprintf(p->dir, sizeof p->dir, "%s/epoch.%llu", gdir, (unsigned long long)epoch);
+  /* The new epoch's directory is made under a temporary name and renamed once complete, so a
+   * daemon that looks for the newest epoch never finds a half-written one. What goes in is a
+   * copy of what is durable already, so it needs no fence; the fence guards what follows. */
+  char final[4380];
+  snprintf(final, sizeof final, "%s/epoch.%llu", gdir, (unsigned long long)epoch);
+  snprintf(p->dir, sizeof p->dir, "%s.tmp", final);
   p->epoch = epoch;
   p->journal_fd = -1;
+  remove_dir(p->dir);
   if (mkdir_one(gdir) != 0 || mkdir_one(p->dir) != 0) {
     snprintf(err, errlen, "cannot create %s: %s", p->dir, strerror(errno));
     free(p);
     scn_buf_free(&c.records);
     return -1;
   }
-  scn_fsync_dir(gdir);
   gs->parts[gs->nparts++] = p;
-  /* The new epoch starts with everything loaded on disk, before anything is answered: carried
-   * over from the old epoch, or a snapshot written now. */
   uint64_t bytes = 0;
-  bool carried = n.found && allowed(gs, p) && carry_over(p, n.dir, &chain, &c.records);
+  bool carried = n.found && carry_over(p, n.dir, &chain, &c.records);
   scn_buf_free(&c.records);
-  if (!carried && save_part(gs, p, &bytes) != 0) {
-    snprintf(err, errlen, "cannot write the first snapshot of epoch %llu in %s",
-             (unsigned long long)epoch, p->dir);
+  if ((!carried && write_snapshot(gs, p, &bytes) != 0) || scn_fsync_dir(p->dir) != 0 ||
+      rename(p->dir, final) != 0) {
+    snprintf(err, errlen, "cannot start epoch %llu in %s: %s", (unsigned long long)epoch, final,
+             strerror(errno));
+    remove_dir(p->dir);
     scn_gstore_release(gs, group);
     return -1;
   }
-  scn_fsync_dir(p->dir);
+  snprintf(p->dir, sizeof p->dir, "%s", final);
+  scn_fsync_dir(gdir);
   each_epoch(gdir, remove_older, &(older){epoch});
   gs->stats.loads++;
   scn_log(SCN_LOG_INFO, "group loaded",
