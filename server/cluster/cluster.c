@@ -767,6 +767,15 @@ static void sync_start(scn_cluster *cl) {
 
 /* ---- claims ------------------------------------------------------------------------------ */
 
+/* The group an answer is about (NULL when it is gone meanwhile); the context is freed. */
+static group *answer_group(void *ud, scn_cluster **cl) {
+  call_ctx *c = ud;
+  *cl = c->cl;
+  group *g = group_find(c->cl, c->group);
+  free(c);
+  return g;
+}
+
 static void ignore_reply(void *ud, const cJSON *reply, const char *why) {
   (void)reply;
   if (why)
@@ -775,10 +784,8 @@ static void ignore_reply(void *ud, const cJSON *reply, const char *why) {
 }
 
 static void on_claimed(void *ud, const cJSON *reply, const char *why) {
-  call_ctx *c = ud;
-  scn_cluster *cl = c->cl;
-  group *g = group_find(cl, c->group);
-  free(c);
+  scn_cluster *cl;
+  group *g = answer_group(ud, &cl);
   if (!g)
     return;
   if (g->state == G_CLAIMING)
@@ -854,10 +861,8 @@ static void sweep(scn_cluster *cl) {
 /* ---- asking etcd about one group ----------------------------------------------------------- */
 
 static void on_looked_up(void *ud, const cJSON *reply, const char *why) {
-  call_ctx *c = ud;
-  scn_cluster *cl = c->cl;
-  group *g = group_find(cl, c->group);
-  free(c);
+  scn_cluster *cl;
+  group *g = answer_group(ud, &cl);
   if (!g)
     return;
   g->looking = false;
@@ -1014,10 +1019,8 @@ static void handed_off(scn_cluster *cl, group *g, int64_t rev) {
 }
 
 static void on_handed_off(void *ud, const cJSON *reply, const char *why) {
-  call_ctx *c = ud;
-  scn_cluster *cl = c->cl;
-  group *g = group_find(cl, c->group);
-  free(c);
+  scn_cluster *cl;
+  group *g = answer_group(ud, &cl);
   if (!g || !g->mv)
     return;
   if (reply && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "succeeded"))) {

@@ -393,63 +393,47 @@ static void test_scenectl_non_owner(void) {
   cluster_stop(&k);
 }
 
+/* Asks daemon i to create world with "node": place until the answer is what is wanted (the
+ * nodes' published figures take a moment to reach every daemon): ok on node want, or (moved)
+ * MOVED to want. */
+static bool placed_at(cluster *k, int i, const char *world, const char *place, bool moved,
+                      const char *want) {
+  long deadline = scn_now_ms() + 8000;
+  while (scn_now_ms() < deadline) {
+    cJSON *r =
+        CALL(&k->c[i], "{\"cmd\":\"world.create\",\"world\":\"%s\",\"node\":\"%s\"}", world, place);
+    bool got = moved ? scn_resp_str_is(error_of(r), "code", "MOVED") &&
+                           scn_resp_str_is(error_of(r), "node", want)
+                     : scn_resp_ok(r) && scn_resp_str_is(r, "node", want);
+    if (!got && scn_resp_ok(r))
+      CHECK(got, r); /* created elsewhere than wanted: there is no going back */
+    cJSON_Delete(r);
+    if (got || scn_resp_ok(r))
+      return got;
+    scn_sleep_ms(100);
+  }
+  return false;
+}
+
 /* world.create with "node": auto places a new group on the node with the fewest transforms,
  * then the fewest worlds, then the smallest name; a node's name sends it there. */
 static void test_placement_auto(void) {
   START_CLUSTER(k, NULL);
   /* All empty: n0, the smallest name. */
-  cJSON *r = OK(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"p0\",\"node\":\"auto\"}");
-  CU_ASSERT(scn_resp_str_is(r, "node", "n0"));
-  cJSON_Delete(r);
+  CU_ASSERT(placed_at(&k, 0, "p0", "auto", false, "n0"));
   OKD(&k.c[0], "{\"cmd\":\"entity.create\",\"count\":1}");
   for (int i = 0; i < 5; i++)
     OKD(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"p0\"}");
   OKD(&k.c[1], "{\"cmd\":\"world.create\",\"world\":\"p1\"}");
   /* Once n2 has heard of both: n2 (no world) before n1 (one world, no transform). */
-  long deadline = scn_now_ms() + 8000;
-  bool placed = false;
-  while (!placed && scn_now_ms() < deadline) {
-    r = CALL(&k.c[2], "{\"cmd\":\"world.create\",\"world\":\"pa\",\"node\":\"auto\"}");
-    placed = scn_resp_ok(r) && scn_resp_str_is(r, "node", "n2");
-    if (!placed && scn_resp_ok(r))
-      CHECK(placed, r);
-    cJSON_Delete(r);
-    if (!placed)
-      scn_sleep_ms(100);
-  }
-  CU_ASSERT(placed);
+  CU_ASSERT(placed_at(&k, 2, "pa", "auto", false, "n2"));
   /* Now n1 and n2 tie (no transform, one world): n1 by name; n0 answers MOVED to it, and n1
    * places it on itself. */
-  placed = false;
-  deadline = scn_now_ms() + 8000;
-  while (!placed && scn_now_ms() < deadline) {
-    r = CALL(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"pb\",\"node\":\"auto\"}");
-    placed =
-        scn_resp_str_is(error_of(r), "code", "MOVED") && scn_resp_str_is(error_of(r), "node", "n1");
-    cJSON_Delete(r);
-    if (!placed)
-      scn_sleep_ms(100);
-  }
-  CU_ASSERT(placed);
-  /* n1 places it on itself once it has heard of the same figures. */
-  placed = false;
-  deadline = scn_now_ms() + 8000;
-  while (!placed && scn_now_ms() < deadline) {
-    r = CALL(&k.c[1], "{\"cmd\":\"world.create\",\"world\":\"pb\",\"node\":\"auto\"}");
-    placed = scn_resp_ok(r) && scn_resp_str_is(r, "node", "n1");
-    cJSON_Delete(r);
-    if (!placed)
-      scn_sleep_ms(100);
-  }
-  CU_ASSERT(placed);
-  r = CALL(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"pc\",\"node\":\"n2\"}");
-  CHECK(scn_resp_str_is(error_of(r), "code", "MOVED") && scn_resp_str_is(error_of(r), "node", "n2"),
-        r);
-  cJSON_Delete(r);
+  CU_ASSERT(placed_at(&k, 0, "pb", "auto", true, "n1"));
+  CU_ASSERT(placed_at(&k, 1, "pb", "auto", false, "n1"));
+  CU_ASSERT(placed_at(&k, 0, "pc", "n2", true, "n2"));
   ERR(&k.c[0], "NOT_FOUND", "{\"cmd\":\"world.create\",\"world\":\"pd\",\"node\":\"nobody\"}");
-  r = OK(&k.c[2], "{\"cmd\":\"world.create\",\"world\":\"pc\",\"node\":\"n2\"}");
-  CU_ASSERT(scn_resp_str_is(r, "node", "n2"));
-  cJSON_Delete(r);
+  CU_ASSERT(placed_at(&k, 2, "pc", "n2", false, "n2"));
   cluster_stop(&k);
 }
 
