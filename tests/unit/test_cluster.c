@@ -405,10 +405,11 @@ static bool placed_at(cluster *k, int i, const char *world, const char *place, b
     bool got = moved ? scn_resp_str_is(error_of(r), "code", "MOVED") &&
                            scn_resp_str_is(error_of(r), "node", want)
                      : scn_resp_ok(r) && scn_resp_str_is(r, "node", want);
-    if (!got && scn_resp_ok(r))
+    bool created = scn_resp_ok(r);
+    if (!got && created)
       CHECK(got, r); /* created elsewhere than wanted: there is no going back */
     cJSON_Delete(r);
-    if (got || scn_resp_ok(r))
+    if (got || created)
       return got;
     scn_sleep_ms(100);
   }
