@@ -137,8 +137,11 @@ static int node_index(const char *name) {
 }
 
 static bool node_start(cluster *k, int i) {
+  /* The last daemon is given a dead endpoint first: its requests fail over to the live one. */
+  char urls[160];
+  snprintf(urls, sizeof urls, "%s%s", i == NODES - 1 ? "http://127.0.0.1:1," : "", k->e.url);
   const char *args[] = {
-      "--cluster",  k->e.url,      "--data", k->data,   "--node",
+      "--cluster",  urls,          "--data", k->data,   "--node",
       node_name(i), "--lease-ttl", TTL,      "--fsync", k->fsync ? k->fsync : "always",
       NULL};
   k->up[i] = START(&k->d[i], args);
@@ -350,6 +353,10 @@ static void test_routing_moved(void) {
   CU_ASSERT(scn_metric(page, "scened_cluster_lease_remaining_seconds") > 0);
   CU_ASSERT(scn_metric(page, "scened_etcd_request_seconds_count") > 0);
   CU_ASSERT_PTR_NOT_NULL(strstr(page, "scened_command_errors_total{code=\"MOVED\"}"));
+  free(page);
+  page = NULL;
+  CU_ASSERT_EQUAL(scn_http_get(k.d[2].http_port, "/metrics", &page), 200);
+  CU_ASSERT(scn_metric(page, "scened_etcd_failovers_total") >= 1); /* its dead first endpoint */
   free(page);
   page = NULL;
   CU_ASSERT_EQUAL(scn_http_get(k.d[0].http_port, "/readyz", &page), 200);
