@@ -19,7 +19,7 @@ endif
 
 # The daemon's layers, lowest first (see README, Architecture): a file may call functions of
 # its own layer and of the layers before it, never of one after it (make layering checks).
-SERVER_LAYERS := server/ops server/store server/net server/stream server/cmd
+SERVER_LAYERS := server/ops server/store server/net server/stream server/cluster server/cmd
 
 CORE_SRC  := $(wildcard server/core/*.c)
 PROTO_SRC := $(wildcard proto/*.c)
@@ -60,7 +60,7 @@ THREE      := $(NPM_DIR)/node_modules/three
 # Keep intermediate objects (the fuzz targets build theirs through a pattern rule).
 .SECONDARY:
 
-.PHONY: all deps test test-web test-timeout-check www bench soak run clean format exhaustive-f32 layering fuzz valgrind
+.PHONY: all deps test test-web test-timeout-check www bench soak run clean format exhaustive-f32 layering fuzz valgrind cluster
 
 all: $(SCENED) $(SCENECTL) $(SCENE_BENCH) $(CORE_LIB) $(PROTO_LIB) $(TEST_BIN) $(BENCH_BIN) $(DECODE_BENCH) $(BUILD)/f32-exhaustive \
      $(WWW_STAMP)
@@ -100,7 +100,7 @@ $(CORE_LIB): $(CORE_OBJ)
 $(PROTO_LIB): $(PROTO_OBJ)
 	$(AR) rcs $@ $^
 
-SERVER_LIBS := -luv -lcjson -lhttp_parser -lwslay -lnettle
+SERVER_LIBS := -luv -lcjson -lhttp_parser -lwslay -lnettle -lcurl
 
 $(SCENED): $(SERVER_OBJ) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(SERVER_LIBS) $(LDLIBS)
@@ -120,7 +120,7 @@ $(TEST_BIN): $(UNIT_OBJ) $(BUILD)/obj/server/stream/frame.o $(CLIENT_LIB) $(PROT
 $(BENCH_BIN): $(BUILD)/obj/tests/bench/bench_core.o $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(DECODE_BENCH): $(BUILD)/obj/tests/bench/bench_decode.o $(BUILD)/obj/server/cmd/json_arena.o $(PROTO_LIB) $(CORE_LIB)
+$(DECODE_BENCH): $(BUILD)/obj/tests/bench/bench_decode.o $(BUILD)/obj/server/ops/json_arena.o $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcjson -lnettle $(LDLIBS)
 
 $(BUILD)/f32-exhaustive: $(BUILD)/obj/tests/tools/f32_exhaustive.o $(PROTO_LIB)
@@ -163,6 +163,10 @@ run: $(SCENED) $(SCENECTL) $(WWW_STAMP)
 	@echo "  talk to it:  $(SCENECTL) ping   |   $(SCENECTL) world.create world=main"
 	@echo "  interactive: $(SCENECTL)   (Ctrl-C here stops the daemon)"
 	$(SCENED)
+
+# An example cluster: a local etcd and three daemons sharing build/cluster-data (Ctrl-C stops).
+cluster: $(SCENED) $(SCENECTL) $(WWW_STAMP)
+	BUILD=$(BUILD) scripts/cluster.sh
 
 # The core and protocol suites under valgrind, then the integration suites with the daemon
 # itself under valgrind (a leak or memory error makes it exit 99, which the suites check).

@@ -19,9 +19,23 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Where a world was last found (a cluster's MOVED answers). */
+typedef struct owner {
+  char world[65];
+  char addr[96];
+} owner;
+
+#define OWNERS 64
+#define MAX_HOPS 3
+
 struct scn_cli {
   int fd;
   int timeout_ms;
+  char addr[96]; /* HOST:PORT of the daemon connected to */
+  char *token;
+  bool no_follow;
+  owner owners[OWNERS];
+  unsigned nowners, next_owner;
   scn_buf out;
   scn_buf in;      /* bytes read, not yet consumed */
   size_t consumed; /* start of unconsumed bytes in in */
@@ -38,6 +52,8 @@ struct scn_cli {
   size_t ids_cap, removed_cap, ms_cap;
   char world[80];
 };
+
+static int finish_call(scn_cli *c, cJSON **out);
 
 static int fail(scn_cli *c, int code, const char *fmt, ...) {
   va_list ap;
@@ -100,7 +116,11 @@ static int say_hello(scn_cli *c, int matrices) {
   if (c->token)
     cJSON_AddStringToObject(req, "token", c->token);
   cJSON_AddStringToObject(req, "matrices", matrices == SCN_CLI_MATRICES_B64 ? "b64" : "json");
-  int rc = scn_cli_call(c, req, &resp);
+  /* sent here, not through scn_cli_call: a hello names no world, so there is no MOVED to follow,
+   * and reconnect uses it while a call is being moved */
+  int rc = scn_cli_send(c, req);
+  if (rc == SCN_CLI_OK)
+    rc = finish_call(c, &resp);
   cJSON_Delete(req);
   cJSON_Delete(resp);
   if (rc == SCN_CLI_OK)
@@ -131,6 +151,8 @@ scn_cli *scn_cli_connect(const scn_cli_options *opt, char *err, size_t errlen) {
     return NULL;
   }
   c->timeout_ms = o.timeout_ms ? o.timeout_ms : 10000;
+  c->no_follow = o.no_follow;
+  snprintf(c->addr, sizeof c->addr, strchr(o.host, ':') ? "[%s]:%d" : "%s:%d", o.host, o.port);
   c->fd = connect_to(o.host, o.port, err, errlen);
   if (c->fd < 0) {
     free(c);
@@ -162,6 +184,61 @@ void scn_cli_close(scn_cli *c) {
   free(c->ms);
   free(c);
 }
+
+/* ---- following a cluster's MOVED ----------------------------------------------------------- */
+
+static const char *owner_of(const scn_cli *c, const char *world) {
+  for (unsigned i = 0; i < c->nowners; i++)
+    if (strcmp(c->owners[i].world, world) == 0)
+      return c->owners[i].addr;
+  return NULL;
+}
+
+static void remember_owner(scn_cli *c, const char *world, const char *addr) {
+  owner *o = NULL;
+  for (unsigned i = 0; i < c->nowners && !o; i++)
+    if (strcmp(c->owners[i].world, world) == 0)
+      o = &c->owners[i];
+  if (!o) {
+    o = &c->owners[c->nowners < OWNERS ? c->nowners++ : c->next_owner++ % OWNERS];
+    snprintf(o->world, sizeof o->world, "%s", world);
+  }
+  snprintf(o->addr, sizeof o->addr, "%s", addr);
+}
+
+/* Moves this client to the daemon at addr (HOST:PORT): a new connection, hello with the token and form,
+ * the old connection closed. Responses still due on the old one are lost, so only calls (one
+ * request, its response) move. */
+static int reconnect(scn_cli *c, const char *addr) {
+  char host[96], err[256];
+  snprintf(host, sizeof host, "%s", addr);
+  char *colon = strrchr(host, ':');
+  if (!colon)
+    return fail(c, SCN_CLI_EPROTO, "MOVED to \"%s\", which is not HOST:PORT", addr);
+  *colon = '\0';
+  int port = atoi(colon + 1);
+  char *h = host;
+  if (h[0] == '[' && colon > h + 1 && colon[-1] == ']') {
+    colon[-1] = '\0';
+    h++;
+  }
+  int fd = connect_to(h, port, err, sizeof err);
+  if (fd < 0)
+    return fail(c, SCN_CLI_ECONNECT, "%s", err);
+  close(c->fd);
+  c->fd = fd;
+  c->out.len = c->in.len = c->consumed = 0;
+  snprintf(c->addr, sizeof c->addr, "%s", addr);
+  return c->token || c->matrices ? say_hello(c, c->matrices) : SCN_CLI_OK;
+}
+
+/* The world a request names, NULL when none. */
+static const char *request_world(const cJSON *req) {
+  const cJSON *w = cJSON_GetObjectItemCaseSensitive(req, "world");
+  return cJSON_IsString(w) && strlen(w->valuestring) < 65 ? w->valuestring : NULL;
+}
+
+const char *scn_cli_addr(const scn_cli *c) { return c->addr; }
 
 int scn_cli_send_line(scn_cli *c, const char *line, size_t len) {
   scn_buf_add(&c->out, line, len);
@@ -601,18 +678,59 @@ static int finish_call(scn_cli *c, cJSON **out) {
   return rc;
 }
 
+/* One request (line, parsed as req when it names a world), one response. In a cluster, a
+ * request for a world goes to the daemon last known to own it, and a MOVED answer is followed
+ * (a few hops at most), the owner remembered. */
+static int call(scn_cli *c, const char *line, size_t len, const cJSON *req, cJSON **out) {
+  const char *world = c->no_follow ? NULL : request_world(req);
+  const char *known = world ? owner_of(c, world) : NULL;
+  if (known && strcmp(known, c->addr) != 0 && c->out.len == 0)
+    reconnect(c, known); /* on failure the request goes where it would have */
+  for (int hops = 0;; hops++) {
+    if (out)
+      *out = NULL;
+    cJSON *r = NULL;
+    int rc = scn_cli_send_line(c, line, len);
+    if (rc == SCN_CLI_OK)
+      rc = finish_call(c, &r);
+    const char *code = rc == SCN_CLI_EREPLY ? scn_cli_reply_code(r) : NULL;
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "error");
+    const cJSON *addr = cJSON_GetObjectItemCaseSensitive(e, "addr");
+    if (!world || !code || strcmp(code, "MOVED") != 0 || !cJSON_IsString(addr) ||
+        hops == MAX_HOPS) {
+      if (out)
+        *out = r;
+      else
+        cJSON_Delete(r);
+      return rc;
+    }
+    remember_owner(c, world, addr->valuestring);
+    int moved = reconnect(c, addr->valuestring);
+    if (moved != SCN_CLI_OK) {
+      if (out)
+        *out = r;
+      else
+        cJSON_Delete(r);
+      return moved;
+    }
+    cJSON_Delete(r);
+  }
+}
+
 int scn_cli_call(scn_cli *c, const cJSON *req, cJSON **out) {
-  if (out)
-    *out = NULL;
-  int rc = scn_cli_send(c, req);
-  return rc != SCN_CLI_OK ? rc : finish_call(c, out);
+  char *text = cJSON_PrintUnformatted(req);
+  if (!text)
+    return fail(c, SCN_CLI_ENOMEM, "out of memory");
+  int rc = call(c, text, strlen(text), req, out);
+  cJSON_free(text);
+  return rc;
 }
 
 int scn_cli_call_line(scn_cli *c, const char *line, cJSON **out) {
-  if (out)
-    *out = NULL;
-  int rc = scn_cli_send_line(c, line, strlen(line));
-  return rc != SCN_CLI_OK ? rc : finish_call(c, out);
+  cJSON *req = c->no_follow ? NULL : cJSON_Parse(line);
+  int rc = call(c, line, strlen(line), req, out);
+  cJSON_Delete(req);
+  return rc;
 }
 
 int scn_cli_subscribe(scn_cli *c, const char *world, double root, double hz, double *sub) {

@@ -13,6 +13,12 @@
  * plain writes of the same size to S reading sockets), and snapshot. Each test builds its own
  * world and removes it afterwards. One line per test with ops/s (matrices/s, frames/s and
  * bytes/s for stream) and latency percentiles; --json prints one JSON object per test instead.
+ *
+ * In a cluster: --place NODE (or auto) creates the test's world with "node", so it may live
+ * on another daemon than the one named by --port; every load connection asks for its world
+ * first and follows one MOVED to its owner, as a client that follows MOVED does. --daemons
+ * H:P,H:P,... spreads the load: one world per daemon (created there), and the connections
+ * round-robin over the daemons, each loading its own daemon's world.
  */
 #define _GNU_SOURCE /* memmem */
 #include "b64.h"
@@ -33,9 +39,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#define MAX_DAEMONS 16
+
 typedef struct opts {
-  const char *host, *token;
+  const char *host, *token, *place, *world;
   int port, clients, pipeline, subscribers, descendants;
+  char daemons[MAX_DAEMONS][96]; /* --daemons: HOST:PORT each */
+  int ndaemons;
   int history; /* ticks the test's world keeps (--history) */
   long requests;
   double seconds;
@@ -69,17 +79,29 @@ static void die(const char *fmt, const char *arg) {
   exit(2);
 }
 
-static scn_cli *connect_or_die(const opts *o) {
+static scn_cli *connect_to_or_die(const opts *o, const char *host, int port) {
   char err[256];
-  scn_cli_options co = {.host = o->host,
-                        .port = o->port,
-                        .token = o->token,
-                        .timeout_ms = 30000,
-                        .matrices = o->matrices};
+  scn_cli_options co = {
+      .host = host, .port = port, .token = o->token, .timeout_ms = 30000, .matrices = o->matrices};
   scn_cli *c = scn_cli_connect(&co, err, sizeof err);
   if (!c)
     die("%s", err);
   return c;
+}
+
+static scn_cli *connect_or_die(const opts *o) { return connect_to_or_die(o, o->host, o->port); }
+
+/* Daemon i of --daemons (or the one of --host and --port). */
+static scn_cli *connect_daemon(const opts *o, int i) {
+  if (o->ndaemons == 0)
+    return connect_or_die(o);
+  char host[96];
+  snprintf(host, sizeof host, "%s", o->daemons[i]);
+  char *colon = strrchr(host, ':');
+  if (!colon)
+    die("--daemons: \"%s\" is not HOST:PORT", o->daemons[i]);
+  *colon = '\0';
+  return connect_to_or_die(o, host, atoi(colon + 1));
 }
 
 static cJSON *call_or_die(scn_cli *c, const char *line) {
@@ -93,6 +115,7 @@ static cJSON *call_or_die(scn_cli *c, const char *line) {
 
 typedef struct conn {
   int fd;
+  int w; /* the world it loads (its daemon's) */
   char *out;
   size_t out_len, out_cap, out_off;
   char in[1 << 16];
@@ -106,9 +129,13 @@ typedef struct conn {
 typedef struct load {
   const opts *o;
   const char *test;
-  char world[64];
-  double *entities;
+  int nworlds;
+  char worlds[MAX_DAEMONS][64];
+  double *ents[MAX_DAEMONS];
+  char *world;      /* the world of the request being made */
+  double *entities; /* and its entities */
   size_t nentities;
+  long followed; /* load connections that followed a MOVED to their world's owner */
   long issued_total;
   double *lat;
   size_t nlat;
@@ -142,7 +169,9 @@ static void put_set_local(char **p, const load *L, uint64_t e) {
 }
 
 /* Writes one request of the test into buf; values change every time so no set is a no-op. */
-static size_t make_request(load *L, char *buf) {
+static size_t make_request(load *L, const conn *c, char *buf) {
+  L->world = L->worlds[c->w];
+  L->entities = L->ents[c->w];
   char *p = buf;
   uint64_t k = ++L->counter;
   uint64_t e = (uint64_t)L->entities[k % L->nentities];
@@ -199,8 +228,19 @@ static size_t make_request(load *L, char *buf) {
   return (size_t)(p - buf);
 }
 
-static int raw_connect(const opts *o) {
-  scn_cli *c = connect_or_die(o);
+/* A load connection for world w: to its daemon, then, as a client that follows MOVED does,
+ * one request for the world there and at most one move to the owner it names. */
+static int raw_connect(load *L, int w) {
+  const opts *o = L->o;
+  scn_cli *c = connect_daemon(o, o->ndaemons ? w : 0);
+  const char *before = scn_cli_addr(c);
+  char was[96], line[256];
+  snprintf(was, sizeof was, "%s", before);
+  snprintf(line, sizeof line, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%.0f}",
+           L->worlds[w], L->ents[w][0]);
+  cJSON_Delete(call_or_die(c, line));
+  if (strcmp(was, scn_cli_addr(c)) != 0)
+    L->followed++;
   int fd = dup(scn_cli_fd(c));
   scn_cli_close(c);
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
@@ -216,7 +256,7 @@ static void fill_pipeline(load *L, conn *c, long per_conn) {
       if (!c->out)
         die("%s", "out of memory");
     }
-    c->out_len += make_request(L, c->out + c->out_len);
+    c->out_len += make_request(L, c, c->out + c->out_len);
     c->sent[c->tail] = now_s();
     c->tail = (c->tail + 1) % ring;
     c->issued++;
@@ -267,8 +307,10 @@ static void print_result(const opts *o, const char *test, const char *unit, doub
          p999 = pct(lat, n, 0.999) * 1e3;
   if (o->json)
     printf("{\"test\":\"%s\",\"clients\":%d,\"pipeline\":%d,\"requests\":%zu,\"seconds\":%.3f,"
-           "\"%s\":%.0f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,\"errors\":%ld}\n",
-           test, o->clients, o->pipeline, n, secs, unit, rate, p50, p99, p999, errors);
+           "\"%s\":%.0f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,\"errors\":%ld,"
+           "\"daemons\":%d}\n",
+           test, o->clients, o->pipeline, n, secs, unit, rate, p50, p99, p999, errors,
+           o->ndaemons ? o->ndaemons : 1);
   else
     printf("%-11s %10.0f %s  p50=%.3f ms  p99=%.3f ms  p999=%.3f ms  (%zu samples, %d clients, "
            "pipeline %d%s)\n",
@@ -276,29 +318,40 @@ static void print_result(const opts *o, const char *test, const char *unit, doub
   fflush(stdout);
 }
 
-static void setup_world(load *L, scn_cli *admin) {
-  snprintf(L->world, sizeof L->world, "bench-%d-%s", (int)getpid(), L->test);
+/* World w of the test (on daemon w with --daemons, else where --place says) with 1000
+ * transforms. */
+static void setup_world(load *L, scn_cli *admin, int w) {
+  snprintf(L->worlds[w], sizeof L->worlds[w], "bench-%d-%s-%d", (int)getpid(), L->test, w);
   char line[256];
-  snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\",\"history\":%d}",
-           L->world, L->o->history);
+  if (L->o->place)
+    snprintf(line, sizeof line,
+             "{\"cmd\":\"world.create\",\"world\":\"%s\",\"history\":%d,\"node\":\"%s\"}",
+             L->worlds[w], L->o->history, L->o->place);
+  else
+    snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\",\"history\":%d}",
+             L->worlds[w], L->o->history);
   cJSON_Delete(call_or_die(admin, line));
   L->nentities = 1000;
-  L->entities = malloc(sizeof(double) * L->nentities);
-  /* Pipelined creation, then one read per request. A partial set keeps what the transform
-   * has, so there it has every part. */
+  L->ents[w] = malloc(sizeof(double) * L->nentities);
+  /* Pipelined creation, then one read per request (on the world's owner: the call above
+   * followed a MOVED there). A partial set keeps what the transform has, so there it has
+   * every part. */
   const char *spec = strcmp(L->test, "set_partial") == 0
                          ? ",\"t\":[1.5,2.25,-3],\"r\":[0,0,0.38268343,0.92387953],\"s\":[1,2,1]"
                          : "";
   for (size_t i = 0; i < L->nentities; i++) {
-    snprintf(line, sizeof line, "{\"cmd\":\"transform.create\",\"world\":\"%s\"%s}", L->world,
-             spec);
+    snprintf(line, sizeof line, "{\"cmd\":\"transform.create\",\"world\":\"%s\"%s}",
+             L->worlds[w], spec);
     scn_cli_send_line(admin, line, strlen(line));
   }
   for (size_t i = 0; i < L->nentities; i++) {
     cJSON *r;
     if (scn_cli_read_response(admin, &r) != SCN_CLI_OK)
       die("setup failed: %s", scn_cli_error(admin));
-    L->entities[i] = cJSON_GetObjectItemCaseSensitive(r, "entity")->valuedouble;
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "entity");
+    if (!cJSON_IsNumber(e))
+      die("setup failed: %s", scn_cli_reply_message(r) ? scn_cli_reply_message(r) : "no entity");
+    L->ents[w][i] = e->valuedouble;
     cJSON_Delete(r);
   }
 }
@@ -345,10 +398,10 @@ static void fill_history(load *L, scn_cli *admin) {
   L->past_span = span;
 }
 
-static void cleanup_world(load *L, scn_cli *admin) {
-  char line[128];
+static void cleanup_world(load *L, scn_cli *admin, int w) {
+  char line[160];
   for (size_t i = 0; i < L->nentities; i++) {
-    snprintf(line, sizeof line, "{\"cmd\":\"entity.destroy\",\"entity\":%.0f}", L->entities[i]);
+    snprintf(line, sizeof line, "{\"cmd\":\"entity.destroy\",\"entity\":%.0f}", L->ents[w][i]);
     scn_cli_send_line(admin, line, strlen(line));
   }
   for (size_t i = 0; i < L->nentities; i++) {
@@ -356,24 +409,34 @@ static void cleanup_world(load *L, scn_cli *admin) {
     if (scn_cli_read_response(admin, &r) == SCN_CLI_OK)
       cJSON_Delete(r);
   }
-  snprintf(line, sizeof line, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", L->world);
+  snprintf(line, sizeof line, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", L->worlds[w]);
   cJSON_Delete(call_or_die(admin, line));
-  free(L->entities);
+  free(L->ents[w]);
 }
 
 static void run_load(const opts *o, const char *test) {
   load L = {.o = o, .test = test};
-  scn_cli *admin = connect_or_die(o);
-  setup_world(&L, admin);
-  if (!strcmp(test, "get_past"))
-    fill_history(&L, admin);
+  L.nworlds = o->ndaemons ? o->ndaemons : 1;
+  scn_cli *admins[MAX_DAEMONS];
+  for (int w = 0; w < L.nworlds; w++) {
+    admins[w] = connect_daemon(o, w);
+    setup_world(&L, admins[w], w);
+  }
+  if (!strcmp(test, "get_past")) {
+    if (L.nworlds > 1)
+      die("%s", "get_past runs against one daemon");
+    L.world = L.worlds[0];
+    L.entities = L.ents[0];
+    fill_history(&L, admins[0]);
+  }
   int C = o->clients;
   long per_conn = (o->requests + C - 1) / C;
   conn *cs = calloc((size_t)C, sizeof *cs);
   L.lat = malloc(sizeof(double) * (size_t)(per_conn * C + 1));
   int ep = epoll_create1(0);
   for (int i = 0; i < C; i++) {
-    cs[i].fd = raw_connect(o);
+    cs[i].w = i % L.nworlds;
+    cs[i].fd = raw_connect(&L, cs[i].w);
     cs[i].sent = malloc(sizeof(double) * (size_t)(o->pipeline + 1));
     struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
     epoll_ctl(ep, EPOLL_CTL_ADD, cs[i].fd, &ev);
@@ -410,6 +473,9 @@ static void run_load(const opts *o, const char *test) {
   }
   double secs = now_s() - t0;
   print_result(o, test, "ops/s", (double)total / secs, L.lat, L.nlat, L.errors, secs);
+  if (L.followed)
+    fprintf(stderr, "scene-bench: %ld of %d connections followed MOVED to their world's owner\n",
+            L.followed, C);
   for (int i = 0; i < C; i++) {
     close(cs[i].fd);
     free(cs[i].out);
@@ -418,8 +484,10 @@ static void run_load(const opts *o, const char *test) {
   close(ep);
   free(cs);
   free(L.lat);
-  cleanup_world(&L, admin);
-  scn_cli_close(admin);
+  for (int w = 0; w < L.nworlds; w++) {
+    cleanup_world(&L, admins[w], w);
+    scn_cli_close(admins[w]);
+  }
 }
 
 /* ---- streaming ---------------------------------------------------------------------------- */
@@ -742,16 +810,10 @@ static void run_stream(const opts *o) {
 /* Builds a world of K transforms (trees of 100), asks for a snapshot, and measures how long it
  * takes and how long another connection's pings wait meanwhile (the daemon must keep
  * answering). The daemon needs --data. */
-static void run_snapshot(const opts *o) {
-  scn_cli *admin = connect_or_die(o), *pinger = connect_or_die(o);
-  char world[64], line[256];
-  snprintf(world, sizeof world, "bench-%d-snapshot", (int)getpid());
-  snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", world);
-  cJSON_Delete(call_or_die(admin, line));
-  long K = o->descendants < 0 ? 10000 : o->descendants;
-  double t0 = now_s();
-  /* Trees of 100 in groups of 20: the roots first (their ids are needed), then the children
-   * of all 20, each group pipelined. */
+/* Builds K transforms in world: trees of 100 in groups of 20, the roots first (their ids are
+ * needed), then the children of all 20, each group pipelined. */
+static void build_trees(scn_cli *admin, const char *world, long K) {
+  char line[256];
   enum { TREE = 100, GROUP = 20 };
   double roots[GROUP];
   for (long done = 0; done < K;) {
@@ -789,6 +851,37 @@ static void run_snapshot(const opts *o) {
     }
     done += trees + sent;
   }
+}
+
+/* fill: a world (--world, made where --place says) of -K transforms that stays, then save. */
+static void run_fill(const opts *o) {
+  scn_cli *admin = connect_or_die(o);
+  char line[256];
+  if (o->place)
+    snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\",\"node\":\"%s\"}",
+             o->world, o->place);
+  else
+    snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", o->world);
+  cJSON_Delete(call_or_die(admin, line));
+  long K = o->descendants < 0 ? 10000 : o->descendants;
+  double t0 = now_s();
+  build_trees(admin, o->world, K);
+  double built = now_s() - t0;
+  cJSON_Delete(call_or_die(admin, "{\"cmd\":\"save\"}"));
+  printf("fill       %ld transforms in %s on %s: built in %.2f s, saved in %.2f s\n",
+         K, o->world, scn_cli_addr(admin), built, now_s() - t0 - built);
+  scn_cli_close(admin);
+}
+
+static void run_snapshot(const opts *o) {
+  scn_cli *admin = connect_or_die(o), *pinger = connect_or_die(o);
+  char world[64], line[256];
+  snprintf(world, sizeof world, "bench-%d-snapshot", (int)getpid());
+  snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", world);
+  cJSON_Delete(call_or_die(admin, line));
+  long K = o->descendants < 0 ? 10000 : o->descendants;
+  double t0 = now_s();
+  build_trees(admin, world, K);
   double built = now_s() - t0;
   /* save runs in the background on the daemon; ping until its reply arrives */
   scn_cli_send_line(admin, "{\"cmd\":\"save\"}", 14);
@@ -842,11 +935,13 @@ static void usage(void) {
           "usage: scene-bench [--host H] [--port P] [--token T] [-c CLIENTS] [-n REQUESTS]\n"
           "                   [-P PIPELINE] [-t TEST[,TEST]] [-S SUBSCRIBERS] [-K DESCENDANTS]\n"
           "                   [--seconds S] [--history TICKS] [--json] [--b64] [--loopback]\n"
+          "                   [--place NODE|auto] [--daemons H:P,H:P...] [--world W]\n"
           "tests: ping, set_local, set_partial, set_matrix, set_b64, get, get_past (a get at a\n"
           "past tick; needs --history), batch, stream (-S subscribers of a root with -K\n"
           "descendants, default 99999, moving and turning every tick; --b64: b64 frames;\n"
           "--loopback: also plain writes of the frames' size to as many sockets), snapshot\n"
-          "(save of a world of -K transforms, default 10000; needs --data)\n"
+          "(save of a world of -K transforms, default 10000; needs --data), fill (a world --world\n"
+          "of -K transforms, default 10000, that stays, then save)\n"
           "--history: the test's world keeps that many ticks (0 to 3600)\n");
   exit(2);
 }
@@ -899,7 +994,20 @@ int main(int argc, char **argv) {
       o.b64 = true;
     else if (!strcmp(a, "--loopback"))
       o.loopback = true;
-    else
+    else if (ARG("--place"))
+      o.place = v;
+    else if (ARG("--world"))
+      o.world = v;
+    else if (ARG("--daemons")) {
+      for (const char *d = v; *d && o.ndaemons < MAX_DAEMONS;) {
+        size_t n = strcspn(d, ",");
+        if (n == 0 || n >= sizeof o.daemons[0])
+          usage();
+        memcpy(o.daemons[o.ndaemons], d, n);
+        o.daemons[o.ndaemons++][n] = '\0';
+        d += n + (d[n] == ',');
+      }
+    } else
       usage();
 #undef ARG
   }
@@ -912,6 +1020,8 @@ int main(int argc, char **argv) {
       run_stream(&o);
     else if (!strcmp(t, "snapshot"))
       run_snapshot(&o);
+    else if (!strcmp(t, "fill") && o.world)
+      run_fill(&o);
     else if (!strcmp(t, "ping") || !strcmp(t, "set_local") || !strcmp(t, "set_partial") ||
              !strcmp(t, "set_matrix") || !strcmp(t, "set_b64") || !strcmp(t, "get") ||
              !strcmp(t, "get_past") || !strcmp(t, "batch"))

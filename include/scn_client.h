@@ -36,6 +36,7 @@ typedef struct scn_cli_options {
   const char *token; /* sent with hello when set */
   int timeout_ms;    /* per call; 0 means 10 s; negative waits forever */
   int matrices;      /* SCN_CLI_MATRICES_JSON (default) or SCN_CLI_MATRICES_B64 */
+  bool no_follow;    /* answer a cluster's MOVED as an error instead of following it */
 } scn_cli_options;
 
 /* Connects (and says hello with the token when one is given). NULL on failure, with the
@@ -44,6 +45,8 @@ scn_cli *scn_cli_connect(const scn_cli_options *opt, char *err, size_t errlen);
 void scn_cli_close(scn_cli *c);
 const char *scn_cli_error(const scn_cli *c);
 int scn_cli_fd(const scn_cli *c);
+/* HOST:PORT of the daemon this client is connected to now (a MOVED may have changed it). */
+const char *scn_cli_addr(const scn_cli *c);
 
 /* Events (lines with "event") that arrive while waiting for a response go here; without a
  * handler they are dropped. The event is freed after the call. */
@@ -62,7 +65,12 @@ int scn_cli_read_response(scn_cli *c, cJSON **out);
 int scn_cli_read_line(scn_cli *c, const char **line, size_t *len, int timeout_ms);
 
 /* One request, one response. An error reply returns SCN_CLI_EREPLY with the response in
- * *out (when out is not NULL); scn_cli_reply_error then gives its code and message. */
+ * *out (when out is not NULL); scn_cli_reply_error then gives its code and message.
+ * In a cluster, a request that names a world goes to the daemon last known to own it: a
+ * MOVED answer moves this client to the daemon it names (a new connection, hello with the
+ * token; the old connection and its subscriptions are closed) and the request is sent again,
+ * at most 3 times; each world's owner is remembered. Pipelined requests (scn_cli_send and
+ * scn_cli_read_response) are not redirected. */
 int scn_cli_call(scn_cli *c, const cJSON *req, cJSON **out);
 /* The same with a request written as JSON text. */
 int scn_cli_call_line(scn_cli *c, const char *line, cJSON **out);

@@ -19,7 +19,9 @@
   X(CYCLE)                                                                                         \
   X(LIMIT)                                                                                         \
   X(UNAUTHORIZED)                                                                                  \
-  X(INTERNAL)
+  X(INTERNAL)                                                                                      \
+  X(MOVED)                                                                                         \
+  X(UNAVAILABLE)
 
 typedef enum scn_wire_code {
 #define SCN_WIRE_ENUM(name) SCN_W_##name,
@@ -58,7 +60,10 @@ const char *scn_wire_code_name(scn_wire_code code);
   X(matrices)                                                                                      \
   X(trs)                                                                                           \
   X(tick)                                                                                          \
-  X(history)
+  X(history)                                                                                       \
+  X(node)                                                                                          \
+  X(cluster)                                                                                       \
+  X(created)
 
 typedef enum scn_field {
 #define SCN_FIELD_ENUM(name) SCN_F_##name,
@@ -115,13 +120,16 @@ typedef enum scn_limit_kind {
   X("ping", ping, SCN_CMD_OPEN | SCN_CMD_READ, none, 0, 0, "check that the daemon answers")        \
   X("hello", hello, SCN_CMD_OPEN, none, 0, SCN_F(token) | SCN_F(matrices),                         \
     "identify (and authenticate) the connection; matrices \"json\" or \"b64\"")                    \
-  X("world.create", world_create, SCN_CMD_MUTATES, max_worlds, SCN_F(world), SCN_F(history),       \
-    "create a named world (history: keep its last N ticks)")                                       \
+  X("world.create", world_create, SCN_CMD_MUTATES, max_worlds, SCN_F(world),                      \
+    SCN_F(history) | SCN_F(node),                                                                  \
+    "create a named world (history: keep its last N ticks; cluster: node places a new group)")     \
   X("world.destroy", world_destroy, SCN_CMD_MUTATES | SCN_CMD_WORLD, max_transforms, SCN_F(world), \
     0, "destroy a world and every transform in it")                                                \
-  X("world.list", world_list, SCN_CMD_READ, none, 0, 0, "list worlds with their transform counts") \
-  X("entity.create", entity_create, SCN_CMD_MUTATES, entity_create, 0, SCN_F(count),               \
-    "create entities (count, default 1, at most 100000)")                                          \
+  X("world.list", world_list, SCN_CMD_READ, none, 0, SCN_F(cluster),                               \
+    "list worlds with their transform counts (cluster: every node's)")                             \
+  X("entity.create", entity_create, SCN_CMD_MUTATES, entity_create, 0,                             \
+    SCN_F(count) | SCN_F(world),                                                                   \
+    "create entities (count, default 1, at most 100000; cluster: on world's owner)")               \
   X("entity.destroy", entity_destroy, SCN_CMD_MUTATES, max_transforms, SCN_F(entity), 0,           \
     "destroy an entity and its transform in every world")                                          \
   X("transform.create", transform_create, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, max_transforms,      \
@@ -159,7 +167,11 @@ typedef enum scn_limit_kind {
     "stream a world's matrices (full, deltas)")                                                    \
   X("unsubscribe", unsubscribe, 0, none, SCN_F(sub), 0, "end a subscription")                      \
   X("info", info, SCN_CMD_READ, none, 0, 0, "daemon figures: version, uptime, counts")             \
-  X("save", save, 0, none, 0, 0, "write a snapshot now (needs --data)")
+  X("save", save, 0, none, 0, 0, "write a snapshot now (needs --data)")                            \
+  X("world.move", world_move, SCN_CMD_WORLD, none, SCN_F(world) | SCN_F(to), 0,                    \
+    "move a world's group to another node of the cluster")                                         \
+  X("cluster.nodes", cluster_nodes, SCN_CMD_READ, none, 0, 0,                                      \
+    "the cluster's live nodes with their load")
 
 /* Each command's index in the table. */
 typedef enum scn_command_id {

@@ -254,3 +254,6 @@ echo "== durability: snapshot of ${SNAPSHOT_N:=1000000} transforms while another
 start_data_daemon everysec
 "$BUILD/scene-bench" -p "$data_port" -t snapshot -K "$SNAPSHOT_N"
 stop_data_daemon
+
+echo
+BUILD="$BUILD" RUNS="$RUNS" N="$N" scripts/bench-cluster.sh

@@ -82,21 +82,36 @@ class Client:
         host = host or os.environ.get("SCENED_HOST", "127.0.0.1")
         port = int(port or os.environ.get("SCENED_PORT", 7878))
         self.token = token or os.environ.get("SCENED_AUTH_TOKEN") or None
-        self.sock = socket.create_connection((host, port), timeout=timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.buf = b""
+        self.timeout = timeout
+        self.owners = {}  # world -> "HOST:PORT" learned from a cluster's MOVED answers
         self.on_event = None
         self.matrices = "json"
-        if self.token or matrices != "json":
-            self.set_matrices(matrices)
+        self._wanted_matrices = matrices
+        self._connect(host, port)
+
+    def _connect(self, host, port):
+        self.sock = socket.create_connection((host, port), timeout=self.timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.addr = f"{host}:{port}"
+        self.buf = b""
+        if self.token or self._wanted_matrices != "json":
+            self.set_matrices(self._wanted_matrices)
 
     def set_matrices(self, form):
         """How the daemon sends this connection matrices from now on: "json" or "b64" (a hello,
-        with the token when there is one)."""
+        with the token when there is one). A connection made after a MOVED keeps the form."""
         fields = {"matrices": form}
         if self.token:
             fields["token"] = self.token
-        self.matrices = self.call("hello", **fields).get("matrices", form)
+        self._wanted_matrices = form
+        self.matrices = self._result(self._call_here("hello", **fields)).get("matrices", form)
+
+    def _move_to(self, addr):
+        """Moves to the daemon at addr (HOST:PORT); the old connection is closed."""
+        host, _, port = addr.rpartition(":")
+        old = self.sock
+        self._connect(host.strip("[]"), int(port))
+        old.close()
 
     def close(self):
         self.sock.close()
@@ -144,10 +159,27 @@ class Client:
             raise ScenedError(err.get("code", "ERROR"), err.get("message", ""))
         return {k: v for k, v in resp.items() if k not in ("ok", "id")}
 
-    def call(self, cmd, **fields):
-        """One request; returns its result fields or raises ScenedError."""
+    def _call_here(self, cmd, **fields):
         self.sock.sendall((json.dumps(dict(cmd=cmd, **fields)) + "\n").encode())
-        return self._result(self._next_response())
+        return self._next_response()
+
+    def call(self, cmd, **fields):
+        """One request; returns its result fields or raises ScenedError. In a cluster a request
+        naming a world goes to the daemon last known to own it, and MOVED is followed (at most
+        3 hops, each owner remembered); the old connection, and its subscriptions, close."""
+        world = fields.get("world")
+        if world in self.owners and self.owners[world] != self.addr:
+            try:
+                self._move_to(self.owners[world])
+            except OSError:
+                pass
+        for hop in range(4):
+            resp = self._call_here(cmd, **fields)
+            err = resp.get("error") or {}
+            if resp.get("ok") or err.get("code") != "MOVED" or world is None or hop == 3:
+                return self._result(resp)
+            self.owners[world] = err["addr"]
+            self._move_to(err["addr"])
 
     def pipeline(self, requests):
         """Sends every request in one write; returns the raw responses in order."""

@@ -37,6 +37,11 @@ int scn_cmd_transform_create(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_
   bool own_batch = new_entity && !scn_batch_active(scene);
   if (own_batch && scn_batch_begin(scene) != SCN_OK)
     return scn_fail(err, SCN_W_INTERNAL, "cannot start a batch");
+  /* A replayed record of a group may name an entity made by another group or node: the id is
+   * adopted as it was (cluster). */
+  if (!new_entity && !ctx->conn && ctx->srv->gstore && !scn_entity_alive(scene, e) &&
+      !scn_batch_active(scene))
+    scn_entity_adopt(scene, e);
   int rc = new_entity ? scn_entity_create(scene, 1, &e) : SCN_OK;
   if (rc == SCN_OK)
     rc = scn_transform_create(ctx->world, e, a->parent, a->name, a->has_spec ? a->m : NULL);

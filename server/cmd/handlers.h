@@ -16,10 +16,17 @@
 struct scn_dispatch {
   scn_server *srv;
   scn_hooks hooks;
-  scn_request rq;        /* the request being run */
-  scn_buf reply;         /* the reply being built */
-  scn_buf scratch;       /* per-command scratch output (batch results) */
-  scn_world *last_world; /* the world the last command named; cleared when it is destroyed */
+  scn_request rq;          /* the request being run */
+  scn_buf reply;           /* the reply being built */
+  scn_buf scratch;         /* per-command scratch output (batch results) */
+  scn_world *last_world;   /* the world the last command named; cleared when it is destroyed */
+  uint64_t last_world_gen; /* srv->worlds_gen when it was remembered */
+  const char *line;        /* the request being run, as sent */
+  size_t line_len;
+  bool retrying;       /* re-running a request held while etcd was asked (cluster) */
+  struct held *held;   /* those requests (cluster) */
+  scn_world **touched; /* entity.destroy in a cluster: the worlds that had the entity */
+  size_t ntouched, touched_cap;
   const scn_command_info *last_cmd; /* the last command run: clients repeat themselves */
   scn_entity *ids;                  /* scratch id list (entity.create, children) */
   size_t ids_cap;
@@ -30,12 +37,13 @@ typedef struct scn_ctx {
   scn_dispatch *d;
   scn_conn *conn; /* NULL on replay */
   const scn_command_info *cmd;
-  scn_world *world;     /* the world named (SCN_CMD_WORLD), or the batch's */
-  bool in_batch;        /* running an op of a batch */
-  scn_span id;          /* the request's id as sent (p NULL: see id_item) */
-  const cJSON *id_item; /* the id when its text was not found */
-  bool deferred;        /* the handler answers later (save); the connection waits */
-  bool over_output;     /* refused: the response would take the output over its limit */
+  scn_world *world;       /* the world named (SCN_CMD_WORLD), or the batch's */
+  bool in_batch;          /* running an op of a batch */
+  scn_span id;            /* the request's id as sent (p NULL: see id_item) */
+  const cJSON *id_item;   /* the id when its text was not found */
+  bool deferred;          /* the handler answers later (save); the connection waits */
+  const char *world_name; /* cluster: the world the command names, for the journal */
+  bool over_output;       /* refused: the response would take the output over its limit */
 } scn_ctx;
 
 typedef int (*scn_handler)(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err);

@@ -88,6 +88,7 @@ static void on_closed(uv_handle_t *h) {
   scn_outq_free(&c->out);
   scn_outq_free(&c->inflight);
   scn_buf_free(&c->held);
+  free(c->pending_tag);
   free(c->iov);
   free(c);
 }

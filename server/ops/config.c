@@ -52,7 +52,16 @@ typedef enum kind {
     "directory of the staging view served on the HTTP port (empty: www next to the executable)")   \
   X("ws-origins", ws_origins, K_STRING, "", 0, 1023,                                               \
     "browser origins allowed to open /ws besides the daemon's own pages, comma-separated (*: "     \
-    "any)")
+    "any)")                                                                                        \
+  X("cluster", cluster, K_STRING, "", 0, 2047,                                                     \
+    "etcd endpoints (http://HOST:PORT, comma-separated): share the worlds with other daemons "     \
+    "(needs --data, the directory they all share)")                                                \
+  X("node", node, K_STRING, "", 0, 64,                                                             \
+    "this daemon's name in the cluster (empty: derived from the advertised address)")              \
+  X("advertise", advertise, K_STRING, "", 0, 127,                                                  \
+    "HOST:PORT where clients reach this daemon in the cluster (empty: the listen address)")        \
+  X("lease-ttl", lease_ttl, K_SECONDS, "5", 1, 3600,                                               \
+    "seconds the cluster's lease lives without renewal (renewed every third of it)")
 
 typedef struct setting {
   const char *flag;

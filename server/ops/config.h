@@ -20,6 +20,8 @@ typedef struct scn_addr {
   bool off;
 } scn_addr;
 
+#define SCN_CONFIG_NODE_MAX 64
+
 typedef struct scn_config {
   scn_addr listen;
   scn_addr http;
@@ -38,6 +40,10 @@ typedef struct scn_config {
   int log_level;         /* 0 debug, 1 info, 2 warn, 3 error */
   char www[4096];        /* the staging view's files; empty: www next to the executable */
   char ws_origins[1024]; /* browser origins allowed on /ws besides the daemon's own page */
+  char cluster[2048];    /* etcd endpoints (empty: standalone) */
+  char node[SCN_CONFIG_NODE_MAX + 1];
+  char advertise[128]; /* HOST:PORT clients reach this daemon at (empty: the listen address) */
+  double lease_ttl;
 } scn_config;
 
 /* Outcome of parsing: run the daemon, exit 0 (help or version printed), or exit 2 (a

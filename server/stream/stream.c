@@ -126,7 +126,8 @@ static void write_event(scn_sub *s, const char *event, const char *extra) {
   scn_buf_adds(out, "}\n");
 }
 
-void scn_stream_world_destroyed(scn_stream *st, scn_world *w) {
+/* Every subscription of w gets event (with ,"world":W and extra) and ends. */
+static void world_ends(scn_stream *st, scn_world *w, const char *event, const char *extra_json) {
   scn_sub *s = st->subs;
   while (s) {
     scn_sub *next = s->next;
@@ -134,8 +135,9 @@ void scn_stream_world_destroyed(scn_stream *st, scn_world *w) {
       scn_buf extra = {0};
       scn_buf_adds(&extra, ",\"world\":");
       scn_buf_add_json_string(&extra, scn_world_name(w), strlen(scn_world_name(w)));
+      scn_buf_adds(&extra, extra_json);
       scn_buf_addc(&extra, '\0');
-      write_event(s, "world_destroyed", extra.data ? extra.data : "");
+      write_event(s, event, extra.data ? extra.data : "");
       scn_buf_free(&extra);
       scn_conn *c = s->conn;
       sub_remove(st, s);
@@ -143,6 +145,21 @@ void scn_stream_world_destroyed(scn_stream *st, scn_world *w) {
     }
     s = next;
   }
+}
+
+void scn_stream_world_destroyed(scn_stream *st, scn_world *w) {
+  world_ends(st, w, "world_destroyed", "");
+}
+
+void scn_stream_world_moved(scn_stream *st, scn_world *w, const char *node, const char *addr) {
+  scn_buf extra = {0};
+  scn_buf_adds(&extra, ",\"node\":");
+  scn_buf_add_json_string(&extra, node, strlen(node));
+  scn_buf_adds(&extra, ",\"addr\":");
+  scn_buf_add_json_string(&extra, addr, strlen(addr));
+  scn_buf_addc(&extra, '\0');
+  world_ends(st, w, "moved", extra.data ? extra.data : "");
+  scn_buf_free(&extra);
 }
 
 static void on_conn_closed(void *ud, scn_conn *c) {

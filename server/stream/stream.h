@@ -26,6 +26,9 @@ bool scn_stream_unsubscribe(scn_stream *st, scn_conn *c, uint64_t id);
 /* The world is about to be destroyed: its subscribers get world_destroyed, and their
  * subscriptions end. */
 void scn_stream_world_destroyed(scn_stream *st, scn_world *w);
+/* The world's group went to another node (node at addr, both empty when it is not known): its
+ * subscribers get moved, and their subscriptions end. */
+void scn_stream_world_moved(scn_stream *st, scn_world *w, const char *node, const char *addr);
 uint64_t scn_stream_count(const scn_stream *st);
 
 #endif

@@ -10,7 +10,7 @@
  */
 #include "b64.h"
 #include "bench_util.h"
-#include "cmd/json_arena.h"
+#include "ops/json_arena.h"
 #include "codec.h"
 #include "request.h"
 

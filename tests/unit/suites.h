@@ -25,7 +25,8 @@
   X(daemon_persist)                                                                                \
   X(clients)                                                                                       \
   X(daemon_ops)                                                                                    \
-  X(daemon_torture)
+  X(daemon_torture)                                                                                 \
+  X(cluster)
 
 /* A suite's tests, in the order they run. */
 typedef struct scn_test {
