@@ -19,7 +19,7 @@ endif
 
 # The daemon's layers, lowest first (see README, Architecture): a file may call functions of
 # its own layer and of the layers before it, never of one after it (make layering checks).
-SERVER_LAYERS := server/ops server/store server/net server/stream server/cmd
+SERVER_LAYERS := server/ops server/store server/net server/stream server/cluster server/cmd
 
 CORE_SRC  := $(wildcard server/core/*.c)
 PROTO_SRC := $(wildcard proto/*.c)
@@ -45,20 +45,22 @@ DECODE_BENCH := $(BUILD)/bench-decode
 
 DEPS_STAMP := build/.deps-checked
 
-# The staging view: web/ plus three.js from the npm registry (web/package-lock.json), copied to
-# www/ next to the daemon, where it looks for them by default. The npm packages (three, and ws
+# The staging view: web/ plus the JavaScript client module (client/js/scened.mjs) and three.js
+# from the npm registry (web/package-lock.json), copied to www/ next to the daemon, where it
+# looks for them by default. The npm packages (three, and ws
 # and playwright-core for tests/web) are installed once per lock file in build/web-npm.
 NPM_DIR    := build/web-npm
 NPM_STAMP  := $(NPM_DIR)/.installed
 WWW        := $(BUILD)/www
 WWW_STAMP  := $(BUILD)/.www-built
 WEB_SRC    := $(wildcard web/*.html web/*.js web/*.css)
+JS_CLIENT  := client/js/scened.mjs
 THREE      := $(NPM_DIR)/node_modules/three
 
 # Keep intermediate objects (the fuzz targets build theirs through a pattern rule).
 .SECONDARY:
 
-.PHONY: all deps test test-web test-timeout-check www bench soak run clean format exhaustive-f32 layering fuzz valgrind
+.PHONY: all deps test test-web test-timeout-check www bench soak run clean format exhaustive-f32 layering fuzz valgrind cluster
 
 all: $(SCENED) $(SCENECTL) $(SCENE_BENCH) $(CORE_LIB) $(PROTO_LIB) $(TEST_BIN) $(BENCH_BIN) $(DECODE_BENCH) $(BUILD)/f32-exhaustive \
      $(WWW_STAMP)
@@ -77,10 +79,10 @@ $(NPM_STAMP): web/package.json web/package-lock.json | $(DEPS_STAMP)
 	cd $(NPM_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-$(WWW_STAMP): $(WEB_SRC) $(NPM_STAMP)
+$(WWW_STAMP): $(WEB_SRC) $(JS_CLIENT) $(NPM_STAMP)
 	rm -rf $(WWW)
 	mkdir -p $(WWW)/vendor/three/build $(WWW)/vendor/three/examples/jsm/controls
-	cp $(WEB_SRC) $(WWW)/
+	cp $(WEB_SRC) $(JS_CLIENT) $(WWW)/
 	cp $(THREE)/build/three.module.js $(THREE)/build/three.core.js $(WWW)/vendor/three/build/
 	cp $(THREE)/examples/jsm/controls/OrbitControls.js $(WWW)/vendor/three/examples/jsm/controls/
 	cp $(THREE)/LICENSE $(WWW)/vendor/three/
@@ -98,7 +100,7 @@ $(CORE_LIB): $(CORE_OBJ)
 $(PROTO_LIB): $(PROTO_OBJ)
 	$(AR) rcs $@ $^
 
-SERVER_LIBS := -luv -lcjson -lhttp_parser -lwslay -lnettle -lssl -lcrypto
+SERVER_LIBS := -luv -lcjson -lhttp_parser -lwslay -lnettle -lcurl -lssl -lcrypto
 
 $(SCENED): $(SERVER_OBJ) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(SERVER_LIBS) $(LDLIBS)
@@ -110,19 +112,19 @@ $(CLIENT_LIB): $(CLIENT_OBJ)
 CLIENT_LIBS := -lcjson -lssl -lcrypto
 
 $(SCENE_BENCH): $(BUILD)/obj/client/scene_bench.o $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -lpthread $(LDLIBS)
 
 $(SCENECTL): $(BUILD)/obj/client/scenectl.o $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -ledit $(LDLIBS)
 
-$(TEST_BIN): $(UNIT_OBJ) $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
+$(TEST_BIN): $(UNIT_OBJ) $(BUILD)/obj/server/stream/frame.o $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcunit $(CLIENT_LIBS) $(LDLIBS)
 
 $(BENCH_BIN): $(BUILD)/obj/tests/bench/bench_core.o $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(DECODE_BENCH): $(BUILD)/obj/tests/bench/bench_decode.o $(BUILD)/obj/server/cmd/json_arena.o $(PROTO_LIB) $(CORE_LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ -lcjson $(LDLIBS)
+$(DECODE_BENCH): $(BUILD)/obj/tests/bench/bench_decode.o $(BUILD)/obj/server/ops/json_arena.o $(PROTO_LIB) $(CORE_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcjson -lnettle $(LDLIBS)
 
 $(BUILD)/f32-exhaustive: $(BUILD)/obj/tests/tools/f32_exhaustive.o $(PROTO_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lpthread $(LDLIBS)
@@ -147,7 +149,7 @@ test: layering $(TEST_BIN) $(SCENED) $(SCENECTL) $(WWW_STAMP)
 test-timeout-check: $(TEST_BIN) $(SCENED)
 	SCENED_BIN=$(abspath $(SCENED)) tests/tools/check_timeout.sh $(TEST_BIN)
 
-WEB_TESTS := tests/web/ws.test.mjs tests/web/wss.test.mjs tests/web/static.test.mjs
+WEB_TESTS := tests/web/ws.test.mjs tests/web/wss.test.mjs tests/web/static.test.mjs tests/web/client.test.mjs
 ifneq ($(wildcard /usr/bin/chromium),)
   WEB_TESTS += tests/web/browser.test.mjs
 endif
@@ -165,13 +167,17 @@ run: $(SCENED) $(SCENECTL) $(WWW_STAMP)
 	@echo "  interactive: $(SCENECTL)   (Ctrl-C here stops the daemon)"
 	$(SCENED)
 
+# An example cluster: a local etcd and three daemons sharing build/cluster-data (Ctrl-C stops).
+cluster: $(SCENED) $(SCENECTL) $(WWW_STAMP)
+	BUILD=$(BUILD) scripts/cluster.sh
+
 # The core and protocol suites under valgrind, then the integration suites with the daemon
 # itself under valgrind (a leak or memory error makes it exit 99, which the suites check).
 # Suites that time ticks or load the machine are left to the sanitizer build.
 VALGRIND_SUITES := daemon_commands,daemon_parts,daemon_persist,clients,daemon_ops,daemon_acl,daemon_tls
 valgrind: $(TEST_BIN) $(SCENED) $(SCENECTL)
 	valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,indirect \
-	  --error-exitcode=99 $(TEST_BIN) core_,proto,f32fmt
+	  --error-exitcode=99 $(TEST_BIN) core_,proto,f32fmt,base64
 	SCENED_BIN=$(abspath scripts/valgrind-scened.sh) SCENED_REAL=$(abspath $(SCENED)) \
 	  SCENECTL_BIN=$(abspath $(SCENECTL)) $(TEST_BIN) $(VALGRIND_SUITES)
 
@@ -191,7 +197,7 @@ FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 30
 FUZZ_BUILD   := build/fuzz
 FUZZ_TARGETS := framing request dispatch persist acl
-FUZZ_CFLAGS  := -std=c11 -Wall -Wextra -Werror -g -O1 -fno-omit-frame-pointer \
+FUZZ_CFLAGS  := -std=c11 -Wall -Wextra -Werror -g -O1 -fno-omit-frame-pointer -MMD -MP \
                 -fsanitize=fuzzer-no-link,address,undefined
 FUZZ_LIB_SRC := $(CORE_SRC) $(PROTO_SRC) $(filter-out server/main.c,$(SERVER_SRC))
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)

@@ -2,6 +2,7 @@
  * through OpenSSL on the socket), framing shared with the daemon through proto/. */
 #include "scn_client.h"
 
+#include "b64.h"
 #include "buf.h"
 #include "framing.h"
 
@@ -24,17 +25,44 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Where a world was last found (a cluster's MOVED answers). */
+typedef struct owner {
+  char world[65];
+  char addr[96];
+} owner;
+
+#define OWNERS 64
+#define MAX_HOPS 3
+
 struct scn_cli {
   int fd;
   SSL *ssl; /* NULL on plain TCP */
   int timeout_ms;
+  char addr[96]; /* HOST:PORT of the daemon connected to */
+  char *token; /* sent with every hello: a new connection after MOVED, a switch of matrices */
+  bool no_follow;
+  /* TLS, kept for the connections a MOVED opens */
+  bool tls;
+  char *tls_ca, *tls_cert, *tls_key;
+  owner owners[OWNERS];
+  unsigned nowners, next_owner;
   scn_buf out;
   scn_buf in;      /* bytes read, not yet consumed */
   size_t consumed; /* start of unconsumed bytes in in */
   scn_cli_event_fn on_event;
   void *event_ud;
   char error[256];
+  int matrices;
+  scn_cli_frame_fn on_frame;
+  void *frame_ud;
+  /* the last frame, in arrays reused from frame to frame */
+  uint64_t *ids, *removed;
+  float (*ms)[16];
+  size_t ids_cap, removed_cap, ms_cap;
+  char world[80];
 };
+
+static int finish_call(scn_cli *c, cJSON **out);
 
 static int fail(scn_cli *c, int code, const char *fmt, ...) {
   va_list ap;
@@ -255,6 +283,57 @@ static bool tls_start(scn_cli *c, const scn_cli_options *o, char *err, size_t er
   }
 }
 
+/* hello with the token (when there is one) and the matrices form. */
+static int say_hello(scn_cli *c, int matrices) {
+  cJSON *req = cJSON_CreateObject(), *resp = NULL;
+  if (!req)
+    return fail(c, SCN_CLI_ENOMEM, "out of memory");
+  cJSON_AddStringToObject(req, "cmd", "hello");
+  if (c->token)
+    cJSON_AddStringToObject(req, "token", c->token);
+  cJSON_AddStringToObject(req, "matrices", matrices == SCN_CLI_MATRICES_B64 ? "b64" : "json");
+  /* sent here, not through scn_cli_call: a hello names no world, so there is no MOVED to follow,
+   * and reconnect uses it while a call is being moved */
+  int rc = scn_cli_send(c, req);
+  if (rc == SCN_CLI_OK)
+    rc = finish_call(c, &resp);
+  cJSON_Delete(req);
+  cJSON_Delete(resp);
+  if (rc == SCN_CLI_OK)
+    c->matrices = matrices;
+  return rc;
+}
+
+int scn_cli_set_matrices(scn_cli *c, int matrices) {
+  if (matrices != SCN_CLI_MATRICES_JSON && matrices != SCN_CLI_MATRICES_B64)
+    return fail(c, SCN_CLI_EIO, "matrices must be SCN_CLI_MATRICES_JSON or SCN_CLI_MATRICES_B64");
+  return say_hello(c, matrices);
+}
+
+int scn_cli_matrices(const scn_cli *c) { return c->matrices; }
+
+/* Copies the TLS files' names, for the connections a MOVED opens; false when out of memory. */
+static bool copy_tls_files(scn_cli *c, const scn_cli_options *o) {
+  return (!o->tls_ca || (c->tls_ca = strdup(o->tls_ca))) &&
+         (!o->tls_cert || (c->tls_cert = strdup(o->tls_cert))) &&
+         (!o->tls_key || (c->tls_key = strdup(o->tls_key)));
+}
+
+/* Ends the connection (TLS, then the socket), keeping the client. */
+static void drop_connection(scn_cli *c) {
+  if (c->ssl) {
+    sigpipe_guard g;
+    sigpipe_block(&g);
+    SSL_shutdown(c->ssl); /* close_notify, if the socket takes it at once */
+    sigpipe_restore(&g);
+    SSL_free(c->ssl);
+    c->ssl = NULL;
+  }
+  if (c->fd >= 0)
+    close(c->fd);
+  c->fd = -1;
+}
+
 scn_cli *scn_cli_connect(const scn_cli_options *opt, char *err, size_t errlen) {
   char dummy[256];
   if (!err)
@@ -270,29 +349,33 @@ scn_cli *scn_cli_connect(const scn_cli_options *opt, char *err, size_t errlen) {
     return NULL;
   }
   c->timeout_ms = o.timeout_ms ? o.timeout_ms : 10000;
+  c->no_follow = o.no_follow;
+  snprintf(c->addr, sizeof c->addr, strchr(o.host, ':') ? "[%s]:%d" : "%s:%d", o.host, o.port);
   c->fd = connect_to(o.host, o.port, err, errlen);
   if (c->fd < 0) {
     free(c);
     return NULL;
   }
   fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
-  if ((o.tls || o.tls_ca || o.tls_cert || o.tls_key) && !tls_start(c, &o, err, errlen)) {
+  c->tls = o.tls || o.tls_ca || o.tls_cert || o.tls_key;
+  if (c->tls && !copy_tls_files(c, &o)) {
+    snprintf(err, errlen, "out of memory");
     scn_cli_close(c);
     return NULL;
   }
-  if (o.token) {
-    cJSON *req = cJSON_CreateObject(), *resp = NULL;
-    cJSON_AddStringToObject(req, "cmd", "hello");
-    cJSON_AddStringToObject(req, "token", o.token);
-    int rc = req ? scn_cli_call(c, req, &resp) : SCN_CLI_ENOMEM;
-    cJSON_Delete(req);
-    if (rc != SCN_CLI_OK) {
-      snprintf(err, errlen, "hello failed: %s", c->error);
-      cJSON_Delete(resp);
-      scn_cli_close(c);
-      return NULL;
-    }
-    cJSON_Delete(resp);
+  if (c->tls && !tls_start(c, &o, err, errlen)) {
+    scn_cli_close(c);
+    return NULL;
+  }
+  if (o.token && !(c->token = strdup(o.token))) {
+    snprintf(err, errlen, "out of memory");
+    scn_cli_close(c);
+    return NULL;
+  }
+  if ((o.token || o.matrices) && say_hello(c, o.matrices) != SCN_CLI_OK) {
+    snprintf(err, errlen, "hello failed: %s", c->error);
+    scn_cli_close(c);
+    return NULL;
   }
   return c;
 }
@@ -300,17 +383,16 @@ scn_cli *scn_cli_connect(const scn_cli_options *opt, char *err, size_t errlen) {
 void scn_cli_close(scn_cli *c) {
   if (!c)
     return;
-  if (c->ssl) {
-    sigpipe_guard g;
-    sigpipe_block(&g);
-    SSL_shutdown(c->ssl); /* close_notify, if the socket takes it at once */
-    sigpipe_restore(&g);
-    SSL_free(c->ssl);
-  }
-  if (c->fd >= 0)
-    close(c->fd);
+  drop_connection(c);
   scn_buf_free(&c->out);
   scn_buf_free(&c->in);
+  free(c->token);
+  free(c->tls_ca);
+  free(c->tls_cert);
+  free(c->tls_key);
+  free(c->ids);
+  free(c->removed);
+  free(c->ms);
   free(c);
 }
 
@@ -390,6 +472,73 @@ ssize_t scn_cli_recv_raw(scn_cli *c, void *buf, size_t cap) {
   }
   return io_recv(c, buf, cap);
 }
+
+/* ---- following a cluster's MOVED ----------------------------------------------------------- */
+
+static const char *owner_of(const scn_cli *c, const char *world) {
+  for (unsigned i = 0; i < c->nowners; i++)
+    if (strcmp(c->owners[i].world, world) == 0)
+      return c->owners[i].addr;
+  return NULL;
+}
+
+static void remember_owner(scn_cli *c, const char *world, const char *addr) {
+  owner *o = NULL;
+  for (unsigned i = 0; i < c->nowners && !o; i++)
+    if (strcmp(c->owners[i].world, world) == 0)
+      o = &c->owners[i];
+  if (!o) {
+    o = &c->owners[c->nowners < OWNERS ? c->nowners++ : c->next_owner++ % OWNERS];
+    snprintf(o->world, sizeof o->world, "%s", world);
+  }
+  snprintf(o->addr, sizeof o->addr, "%s", addr);
+}
+
+/* Moves this client to the daemon at addr (HOST:PORT): a new connection, hello with the token and form,
+ * the old connection closed. Responses still due on the old one are lost, so only calls (one
+ * request, its response) move. */
+static int reconnect(scn_cli *c, const char *addr) {
+  char host[96], err[256];
+  snprintf(host, sizeof host, "%s", addr);
+  char *colon = strrchr(host, ':');
+  if (!colon)
+    return fail(c, SCN_CLI_EPROTO, "MOVED to \"%s\", which is not HOST:PORT", addr);
+  *colon = '\0';
+  int port = atoi(colon + 1);
+  char *h = host;
+  if (h[0] == '[' && colon > h + 1 && colon[-1] == ']') {
+    colon[-1] = '\0';
+    h++;
+  }
+  int fd = connect_to(h, port, err, sizeof err);
+  if (fd < 0)
+    return fail(c, SCN_CLI_ECONNECT, "%s", err);
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  drop_connection(c);
+  c->fd = fd;
+  c->out.len = c->in.len = c->consumed = 0;
+  snprintf(c->addr, sizeof c->addr, "%s", addr);
+  if (c->tls) {
+    scn_cli_options o = {.host = h,
+                         .port = port,
+                         .tls = true,
+                         .tls_ca = c->tls_ca,
+                         .tls_cert = c->tls_cert,
+                         .tls_key = c->tls_key};
+    err[0] = '\0';
+    if (!tls_start(c, &o, err, sizeof err))
+      return fail(c, SCN_CLI_ETLS, "%s", err);
+  }
+  return c->token || c->matrices ? say_hello(c, c->matrices) : SCN_CLI_OK;
+}
+
+/* The world a request names, NULL when none. */
+static const char *request_world(const cJSON *req) {
+  const cJSON *w = cJSON_GetObjectItemCaseSensitive(req, "world");
+  return cJSON_IsString(w) && strlen(w->valuestring) < 65 ? w->valuestring : NULL;
+}
+
+const char *scn_cli_addr(const scn_cli *c) { return c->addr; }
 
 int scn_cli_send_line(scn_cli *c, const char *line, size_t len) {
   scn_buf_add(&c->out, line, len);
@@ -493,42 +642,307 @@ int scn_cli_read_line(scn_cli *c, const char **line, size_t *len, int timeout_ms
   }
 }
 
-static int next_json(scn_cli *c, int timeout_ms, cJSON **out) {
-  const char *line;
-  size_t len;
-  int rc = scn_cli_read_line(c, &line, &len, timeout_ms);
-  if (rc != SCN_CLI_OK)
-    return rc;
-  *out = cJSON_ParseWithLength(line, len);
-  if (!*out || !cJSON_IsObject(*out)) {
-    cJSON_Delete(*out);
-    *out = NULL;
-    return fail(c, SCN_CLI_EPROTO, "the daemon sent a line that is not a JSON object");
-  }
-  return SCN_CLI_OK;
-}
-
 static bool is_event(const cJSON *j) { return cJSON_GetObjectItemCaseSensitive(j, "event"); }
 
-static void hand_event(scn_cli *c, cJSON *ev) {
-  if (c->on_event)
-    c->on_event(c->event_ud, ev);
-  cJSON_Delete(ev);
+/* ---- matrices and frames -------------------------------------------------------------------- */
+
+void scn_cli_matrix_to_b64(const float m[16], char out[SCN_CLI_B64_MATRIX_LEN + 1]) {
+  scn_b64_encode_matrices(out, (const float(*)[16])m, 1);
+  out[SCN_B64_MATRIX_LEN] = '\0';
 }
 
-int scn_cli_read_response(scn_cli *c, cJSON **out) {
+int scn_cli_matrix_from_b64(const char *s, size_t len, float m[16]) {
+  return scn_b64_decode_matrix(s, len, m, NULL) == SCN_B64_OK ? 0 : -1;
+}
+
+/* An array of n numbers into out (as float32: the daemon prints them exactly); false when a is
+ * not one. */
+static bool floats_of(const cJSON *a, float *out, int n) {
+  if (cJSON_GetArraySize(a) != n)
+    return false;
+  int i = 0;
+  for (const cJSON *x = a->child; x; x = x->next) {
+    if (!cJSON_IsNumber(x))
+      return false;
+    out[i++] = (float)x->valuedouble; /* the daemon prints float32 exactly */
+  }
+  return true;
+}
+
+int scn_cli_matrix_get(const cJSON *v, float m[16]) {
+  if (cJSON_IsString(v))
+    return scn_cli_matrix_from_b64(v->valuestring, strlen(v->valuestring), m);
+  return floats_of(v, m, 16) ? 0 : -1;
+}
+
+void scn_cli_on_frame(scn_cli *c, scn_cli_frame_fn fn, void *ud) {
+  c->on_frame = fn;
+  c->frame_ud = ud;
+}
+
+/* Room for n items in *arr (of size each), grown by doubling. */
+static bool room(void *arr, size_t *cap, size_t n, size_t size) {
+  if (n <= *cap)
+    return true;
+  size_t want = *cap ? *cap : 256;
+  while (want < n)
+    want *= 2;
+  void *p = realloc(*(void **)arr, want * size);
+  if (!p)
+    return false;
+  *(void **)arr = p;
+  *cap = want;
+  return true;
+}
+
+/* A frame line in b64 form, read without cJSON: top-level members in any order, values of
+ * other members skipped. */
+typedef struct scan {
+  const char *p, *end;
+} scan;
+
+static void skip_ws(scan *s) {
+  while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\r' || *s->p == '\n'))
+    s->p++;
+}
+
+static bool eat(scan *s, char ch) {
+  skip_ws(s);
+  if (s->p < s->end && *s->p == ch) {
+    s->p++;
+    return true;
+  }
+  return false;
+}
+
+/* A string's content (escapes left as they are); *escaped tells whether it has any. */
+static bool scan_string(scan *s, const char **at, size_t *len, bool *escaped) {
+  if (!eat(s, '"'))
+    return false;
+  *at = s->p;
+  *escaped = false;
+  for (; s->p < s->end; s->p++) {
+    if (*s->p == '\\') {
+      *escaped = true;
+      s->p++;
+    } else if (*s->p == '"') {
+      *len = (size_t)(s->p++ - *at);
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Past one value of any kind: a string, a scalar, or a whole array or object. */
+static bool skip_value(scan *s) {
+  skip_ws(s);
+  int depth = 0;
+  while (s->p < s->end) {
+    char ch = *s->p;
+    const char *at;
+    size_t len;
+    bool esc;
+    if (ch == '"') {
+      if (!scan_string(s, &at, &len, &esc))
+        return false;
+      if (depth == 0)
+        return true;
+      continue;
+    }
+    if (ch == '[' || ch == '{') {
+      depth++;
+    } else if (ch == ']' || ch == '}') {
+      if (depth == 0)
+        return true; /* the end of what holds the scalar */
+      if (--depth == 0) {
+        s->p++;
+        return true;
+      }
+    } else if (depth == 0 && (ch == ',' || ch == ' ' || ch == '\t' || ch == '\r')) {
+      return true;
+    }
+    s->p++;
+  }
+  return depth == 0;
+}
+
+static bool scan_number(scan *s, double *d) {
+  skip_ws(s);
+  char tmp[64];
+  size_t n = 0;
+  while (s->p < s->end && n < sizeof tmp - 1 && strchr("0123456789+-.eE", *s->p) && *s->p)
+    tmp[n++] = *s->p++;
+  tmp[n] = '\0';
+  char *end;
+  *d = strtod(tmp, &end);
+  return n > 0 && end == tmp + n;
+}
+
+static bool scan_ids(scan *s, uint64_t **ids, size_t *cap, size_t *n) {
+  *n = 0;
+  if (!eat(s, '['))
+    return false;
+  if (eat(s, ']'))
+    return true;
+  do {
+    skip_ws(s);
+    uint64_t v = 0;
+    const char *start = s->p;
+    while (s->p < s->end && *s->p >= '0' && *s->p <= '9' && s->p - start < 17)
+      v = v * 10 + (uint64_t)(*s->p++ - '0');
+    if (s->p == start || !room(ids, cap, *n + 1, sizeof **ids))
+      return false;
+    (*ids)[(*n)++] = v;
+  } while (eat(s, ','));
+  return eat(s, ']');
+}
+
+/* 1: the line was a b64 frame and went to the handler; 0: it is not one (json form, or not a
+ * frame); -1: a b64 frame that does not decode. */
+static int b64_frame(scn_cli *c, const char *line, size_t len) {
+  scan s = {line, line + len};
+  scn_cli_frame f = {.world = c->world};
+  const char *ms = NULL, *at;
+  size_t ms_len = 0, klen, vlen;
+  bool esc, frame = false, has_ids = false;
+  c->world[0] = '\0';
+  if (!eat(&s, '{'))
+    return 0;
+  do {
+    if (!scan_string(&s, &at, &klen, &esc) || esc || !eat(&s, ':'))
+      return 0;
+#define KEY(k) (klen == sizeof(k) - 1 && memcmp(at, k, klen) == 0)
+    bool ok = true;
+    if (KEY("event")) {
+      ok = scan_string(&s, &at, &vlen, &esc) && (frame = vlen == 5 && !memcmp(at, "frame", 5));
+    } else if (KEY("sub")) {
+      ok = scan_number(&s, &f.sub);
+    } else if (KEY("tick")) {
+      ok = scan_number(&s, &f.tick);
+    } else if (KEY("world")) {
+      ok = scan_string(&s, &at, &vlen, &esc) && !esc && vlen < sizeof c->world;
+      if (ok)
+        memcpy(c->world, at, vlen), c->world[vlen] = '\0';
+    } else if (KEY("full")) {
+      skip_ws(&s);
+      f.full = s.end - s.p >= 4 && !memcmp(s.p, "true", 4);
+      ok = skip_value(&s);
+    } else if (KEY("ids")) {
+      ok = has_ids = scan_ids(&s, &c->ids, &c->ids_cap, &f.n);
+    } else if (KEY("removed")) {
+      ok = scan_ids(&s, &c->removed, &c->removed_cap, &f.nremoved);
+    } else if (KEY("ms")) {
+      ok = scan_string(&s, &ms, &ms_len, &esc) && !esc;
+    } else if (KEY("set")) {
+      return 0; /* the json form */
+    } else {
+      ok = skip_value(&s);
+    }
+#undef KEY
+    if (!ok)
+      return 0;
+  } while (eat(&s, ','));
+  if (!eat(&s, '}') || !frame || !has_ids || !ms)
+    return 0;
+  if (!room(&c->ms, &c->ms_cap, f.n ? f.n : 1, sizeof *c->ms) ||
+      scn_b64_decode_matrices(ms, ms_len, c->ms, f.n, NULL) != SCN_B64_OK)
+    return -1;
+  f.ids = c->ids;
+  f.matrices = (const float(*)[16])c->ms;
+  f.removed = c->removed;
+  c->on_frame(c->frame_ud, &f);
+  return 1;
+}
+
+/* A frame parsed by cJSON (either form) to the frame handler; false when it is malformed. */
+static bool json_frame(scn_cli *c, const cJSON *ev) {
+  scn_cli_frame f = {.world = c->world};
+  const cJSON *v, *set = cJSON_GetObjectItemCaseSensitive(ev, "set");
+  const cJSON *ids = cJSON_GetObjectItemCaseSensitive(ev, "ids");
+  const cJSON *ms = cJSON_GetObjectItemCaseSensitive(ev, "ms");
+  if ((v = cJSON_GetObjectItemCaseSensitive(ev, "sub")) && cJSON_IsNumber(v))
+    f.sub = v->valuedouble;
+  if ((v = cJSON_GetObjectItemCaseSensitive(ev, "tick")) && cJSON_IsNumber(v))
+    f.tick = v->valuedouble;
+  f.full = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ev, "full"));
+  v = cJSON_GetObjectItemCaseSensitive(ev, "world");
+  snprintf(c->world, sizeof c->world, "%s", cJSON_IsString(v) ? v->valuestring : "");
+  size_t n = (size_t)cJSON_GetArraySize(cJSON_IsArray(set) ? set : ids);
+  if (!room(&c->ids, &c->ids_cap, n + 1, sizeof *c->ids) ||
+      !room(&c->ms, &c->ms_cap, n + 1, sizeof *c->ms))
+    return false;
+  const cJSON *x = cJSON_IsArray(set) ? set->child : cJSON_IsArray(ids) ? ids->child : NULL;
+  for (; x; x = x->next, f.n++) {
+    const cJSON *e = cJSON_IsArray(set) ? cJSON_GetObjectItemCaseSensitive(x, "e") : x;
+    if (!cJSON_IsNumber(e) ||
+        (cJSON_IsArray(set) &&
+         scn_cli_matrix_get(cJSON_GetObjectItemCaseSensitive(x, "m"), c->ms[f.n]) != 0))
+      return false;
+    c->ids[f.n] = (uint64_t)e->valuedouble;
+  }
+  if (!cJSON_IsArray(set) &&
+      (!cJSON_IsString(ms) || scn_b64_decode_matrices(ms->valuestring, strlen(ms->valuestring),
+                                                      c->ms, f.n, NULL) != SCN_B64_OK))
+    return false;
+  const cJSON *removed = cJSON_GetObjectItemCaseSensitive(ev, "removed");
+  if (!room(&c->removed, &c->removed_cap, (size_t)cJSON_GetArraySize(removed) + 1,
+            sizeof *c->removed))
+    return false;
+  cJSON_ArrayForEach(x, removed) c->removed[f.nremoved++] = (uint64_t)x->valuedouble;
+  f.ids = c->ids;
+  f.matrices = (const float(*)[16])c->ms;
+  f.removed = c->removed;
+  c->on_frame(c->frame_ud, &f);
+  return true;
+}
+
+/* The next line that is not an event: a response (*out, the caller deletes it). Events met on
+ * the way go to the handlers; with events_only, SCN_CLI_OK and *out NULL after one event. */
+static int next_message(scn_cli *c, int timeout_ms, bool events_only, cJSON **out) {
+  static const char frame_start[] = "{\"event\":\"frame\"";
   *out = NULL;
   for (;;) {
-    cJSON *j;
-    int rc = next_json(c, c->timeout_ms, &j);
+    const char *line;
+    size_t len;
+    int rc = scn_cli_read_line(c, &line, &len, timeout_ms);
     if (rc != SCN_CLI_OK)
       return rc;
+    if (c->on_frame && len > sizeof frame_start &&
+        memcmp(line, frame_start, sizeof frame_start - 1) == 0) {
+      int fr = b64_frame(c, line, len);
+      if (fr < 0)
+        return fail(c, SCN_CLI_EPROTO, "a frame whose \"ms\" is not the base64 of its matrices");
+      if (fr > 0) {
+        if (events_only)
+          return SCN_CLI_OK;
+        continue;
+      }
+    }
+    cJSON *j = cJSON_ParseWithLength(line, len);
+    if (!j || !cJSON_IsObject(j)) {
+      cJSON_Delete(j);
+      return fail(c, SCN_CLI_EPROTO, "the daemon sent a line that is not a JSON object");
+    }
     if (!is_event(j)) {
       *out = j;
       return SCN_CLI_OK;
     }
-    hand_event(c, j);
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(j, "event");
+    bool ok = true;
+    if (c->on_frame && cJSON_IsString(kind) && strcmp(kind->valuestring, "frame") == 0)
+      ok = json_frame(c, j);
+    else if (c->on_event)
+      c->on_event(c->event_ud, j);
+    cJSON_Delete(j);
+    if (!ok)
+      return fail(c, SCN_CLI_EPROTO, "a frame that is not one");
+    if (events_only)
+      return SCN_CLI_OK;
   }
+}
+
+int scn_cli_read_response(scn_cli *c, cJSON **out) {
+  return next_message(c, c->timeout_ms, false, out);
 }
 
 const char *scn_cli_reply_code(const cJSON *r) {
@@ -559,18 +973,59 @@ static int finish_call(scn_cli *c, cJSON **out) {
   return rc;
 }
 
+/* One request (line, parsed as req when it names a world), one response. In a cluster, a
+ * request for a world goes to the daemon last known to own it, and a MOVED answer is followed
+ * (a few hops at most), the owner remembered. */
+static int call(scn_cli *c, const char *line, size_t len, const cJSON *req, cJSON **out) {
+  const char *world = c->no_follow ? NULL : request_world(req);
+  const char *known = world ? owner_of(c, world) : NULL;
+  if (known && strcmp(known, c->addr) != 0 && c->out.len == 0)
+    reconnect(c, known); /* on failure the request goes where it would have */
+  for (int hops = 0;; hops++) {
+    if (out)
+      *out = NULL;
+    cJSON *r = NULL;
+    int rc = scn_cli_send_line(c, line, len);
+    if (rc == SCN_CLI_OK)
+      rc = finish_call(c, &r);
+    const char *code = rc == SCN_CLI_EREPLY ? scn_cli_reply_code(r) : NULL;
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "error");
+    const cJSON *addr = cJSON_GetObjectItemCaseSensitive(e, "addr");
+    if (!world || !code || strcmp(code, "MOVED") != 0 || !cJSON_IsString(addr) ||
+        hops == MAX_HOPS) {
+      if (out)
+        *out = r;
+      else
+        cJSON_Delete(r);
+      return rc;
+    }
+    remember_owner(c, world, addr->valuestring);
+    int moved = reconnect(c, addr->valuestring);
+    if (moved != SCN_CLI_OK) {
+      if (out)
+        *out = r;
+      else
+        cJSON_Delete(r);
+      return moved;
+    }
+    cJSON_Delete(r);
+  }
+}
+
 int scn_cli_call(scn_cli *c, const cJSON *req, cJSON **out) {
-  if (out)
-    *out = NULL;
-  int rc = scn_cli_send(c, req);
-  return rc != SCN_CLI_OK ? rc : finish_call(c, out);
+  char *text = cJSON_PrintUnformatted(req);
+  if (!text)
+    return fail(c, SCN_CLI_ENOMEM, "out of memory");
+  int rc = call(c, text, strlen(text), req, out);
+  cJSON_free(text);
+  return rc;
 }
 
 int scn_cli_call_line(scn_cli *c, const char *line, cJSON **out) {
-  if (out)
-    *out = NULL;
-  int rc = scn_cli_send_line(c, line, strlen(line));
-  return rc != SCN_CLI_OK ? rc : finish_call(c, out);
+  cJSON *req = c->no_follow ? NULL : cJSON_Parse(line);
+  int rc = call(c, line, strlen(line), req, out);
+  cJSON_Delete(req);
+  return rc;
 }
 
 int scn_cli_subscribe(scn_cli *c, const char *world, double root, double hz, double *sub) {
@@ -602,16 +1057,15 @@ int scn_cli_poll_events(scn_cli *c, int timeout_ms) {
   for (;;) {
     cJSON *j;
     int left = (int)(deadline - now_ms());
-    int rc = next_json(c, count ? 0 : (left > 0 ? left : 0), &j);
+    int rc = next_message(c, count ? 0 : (left > 0 ? left : 0), true, &j);
     if (rc == SCN_CLI_ETIMEOUT)
       return count;
     if (rc != SCN_CLI_OK)
       return count ? count : rc;
-    if (!is_event(j)) {
+    if (j) {
       cJSON_Delete(j);
       return fail(c, SCN_CLI_EPROTO, "a response arrived while only events were expected");
     }
-    hand_event(c, j);
     count++;
   }
 }
@@ -648,18 +1102,6 @@ int scn_cli_set_parts(scn_cli *c, const char *world, double entity, bool world_s
   return rc;
 }
 
-static bool floats_of(const cJSON *a, float *out, int n) {
-  if (cJSON_GetArraySize(a) != n)
-    return false;
-  int i = 0;
-  for (const cJSON *x = a->child; x; x = x->next) {
-    if (!cJSON_IsNumber(x))
-      return false;
-    out[i++] = (float)x->valuedouble; /* the daemon prints float32 exactly */
-  }
-  return true;
-}
-
 /* The parts of o ({"t","r","s"} or null) into out; false when o is neither. */
 static bool trs_of(const cJSON *o, scn_cli_trs *out) {
   out->valid = false;
@@ -684,10 +1126,11 @@ int scn_cli_get_at(scn_cli *c, const char *world, double entity, double tick, fl
   cJSON_Delete(req);
   float ignored[16];
   const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, "tick");
-  if (rc == SCN_CLI_OK &&
-      !(cJSON_IsNumber(t) &&
-        floats_of(cJSON_GetObjectItemCaseSensitive(r, "local"), local ? local : ignored, 16) &&
-        floats_of(cJSON_GetObjectItemCaseSensitive(r, "world"), world_m ? world_m : ignored, 16)))
+  if (rc == SCN_CLI_OK && !(cJSON_IsNumber(t) &&
+                            scn_cli_matrix_get(cJSON_GetObjectItemCaseSensitive(r, "local"),
+                                               local ? local : ignored) == 0 &&
+                            scn_cli_matrix_get(cJSON_GetObjectItemCaseSensitive(r, "world"),
+                                               world_m ? world_m : ignored) == 0))
     rc = fail(c, SCN_CLI_EPROTO, "transform.get answered without tick, local and world");
   if (rc == SCN_CLI_OK && now_tick)
     *now_tick = t->valuedouble;

@@ -2,18 +2,29 @@
  *
  *   scene-bench [--host H] [--port P] [--token T] [-c CLIENTS] [-n REQUESTS] [-P PIPELINE]
  *               [-t TEST[,TEST...]] [-S SUBSCRIBERS] [-K DESCENDANTS] [--seconds S]
- *               [--history TICKS] [--json] [--tls] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]
+ *               [--history TICKS] [--json] [--b64] [--loopback]
+ *               [--tls] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]
  *
  * Tests: ping, set_local (t/r/s), set_partial (the rotation alone, "partial": true, of
- * transforms that have a translation and a scale to keep), set_matrix, get, get_past (a get
- * at a past tick of a world that keeps --history ticks), batch (16 set_local ops per batch),
- * stream (S subscribers of a root with K descendants that moves every tick), and connect (C
- * clients that each connect, say ping and close, again and again for --seconds: with TLS,
- * handshakes per second). Each test builds its own world and removes it afterwards. One line
- * per test with ops/s (matrices/s for stream, conns/s for connect) and latency percentiles;
- * --json prints one JSON object per test instead.
+ * transforms that have a translation and a scale to keep), set_matrix, set_b64 (the same
+ * matrix as matrix_b64), get, get_past (a get at a past tick of a world that keeps --history
+ * ticks), batch (16 set_local ops per batch), stream (S subscribers of a world whose root, with
+ * K descendants, default 99,999, moves and turns every tick, so that every world matrix
+ * changes every tick; --b64: the subscribers take b64 frames; --loopback: then the limit of
+ * plain writes of the same size to S reading sockets), snapshot, and connect (C clients that
+ * each connect, say ping and close, again and again for --seconds: with TLS, handshakes per
+ * second). Each test builds its own world and removes it afterwards. One line per test with
+ * ops/s (matrices/s, frames/s and bytes/s for stream, conns/s for connect) and latency
+ * percentiles; --json prints one JSON object per test instead.
+ *
+ * In a cluster: --place NODE (or auto) creates the test's world with "node", so it may live
+ * on another daemon than the one named by --port; every load connection asks for its world
+ * first and follows one MOVED to its owner, as a client that follows MOVED does. --daemons
+ * H:P,H:P,... spreads the load: one world per daemon (created there), and the connections
+ * round-robin over the daemons, each loading its own daemon's world.
  */
 #define _GNU_SOURCE /* memmem */
+#include "b64.h"
 #include "scn_client.h"
 
 #include <errno.h>
@@ -22,6 +33,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,15 +43,20 @@
 #include <time.h>
 #include <unistd.h>
 
+#define MAX_DAEMONS 16
+
 typedef struct opts {
-  const char *host, *token;
+  const char *host, *token, *place, *world;
   bool tls;
   const char *tls_ca, *tls_cert, *tls_key;
   int port, clients, pipeline, subscribers, descendants;
+  char daemons[MAX_DAEMONS][96]; /* --daemons: HOST:PORT each */
+  int ndaemons;
   int history; /* ticks the test's world keeps (--history) */
   long requests;
   double seconds;
-  bool json;
+  bool json, b64, loopback;
+  int matrices; /* asked of every connection (SCN_CLI_MATRICES_*) */
   char tests[256];
 } opts;
 
@@ -68,24 +85,36 @@ static void die(const char *fmt, const char *arg) {
   exit(2);
 }
 
-static scn_cli_options cli_options(const opts *o) {
-  return (scn_cli_options){.host = o->host,
-                           .port = o->port,
-                           .token = o->token,
-                           .timeout_ms = 30000,
-                           .tls = o->tls,
-                           .tls_ca = o->tls_ca,
-                           .tls_cert = o->tls_cert,
-                           .tls_key = o->tls_key};
-}
-
-static scn_cli *connect_or_die(const opts *o) {
+static scn_cli *connect_to_or_die(const opts *o, const char *host, int port) {
   char err[256];
-  scn_cli_options co = cli_options(o);
+  scn_cli_options co = {.host = host,
+                        .port = port,
+                        .token = o->token,
+                        .timeout_ms = 30000,
+                        .matrices = o->matrices,
+                        .tls = o->tls,
+                        .tls_ca = o->tls_ca,
+                        .tls_cert = o->tls_cert,
+                        .tls_key = o->tls_key};
   scn_cli *c = scn_cli_connect(&co, err, sizeof err);
   if (!c)
     die("%s", err);
   return c;
+}
+
+static scn_cli *connect_or_die(const opts *o) { return connect_to_or_die(o, o->host, o->port); }
+
+/* Daemon i of --daemons (or the one of --host and --port). */
+static scn_cli *connect_daemon(const opts *o, int i) {
+  if (o->ndaemons == 0)
+    return connect_or_die(o);
+  char host[96];
+  snprintf(host, sizeof host, "%s", o->daemons[i]);
+  char *colon = strrchr(host, ':');
+  if (!colon)
+    die("--daemons: \"%s\" is not HOST:PORT", o->daemons[i]);
+  *colon = '\0';
+  return connect_to_or_die(o, host, atoi(colon + 1));
 }
 
 static cJSON *call_or_die(scn_cli *c, const char *line) {
@@ -99,6 +128,7 @@ static cJSON *call_or_die(scn_cli *c, const char *line) {
 
 typedef struct conn {
   scn_cli *cli;
+  int w; /* the world it loads (its daemon's) */
   char *out;
   size_t out_len, out_cap, out_off;
   char in[1 << 16];
@@ -112,9 +142,13 @@ typedef struct conn {
 typedef struct load {
   const opts *o;
   const char *test;
-  char world[64];
-  double *entities;
+  int nworlds;
+  char worlds[MAX_DAEMONS][64];
+  double *ents[MAX_DAEMONS];
+  char *world;      /* the world of the request being made */
+  double *entities; /* and its entities */
   size_t nentities;
+  long followed; /* load connections that followed a MOVED to their world's owner */
   long issued_total;
   double *lat;
   size_t nlat;
@@ -148,7 +182,9 @@ static void put_set_local(char **p, const load *L, uint64_t e) {
 }
 
 /* Writes one request of the test into buf; values change every time so no set is a no-op. */
-static size_t make_request(load *L, char *buf) {
+static size_t make_request(load *L, const conn *c, char *buf) {
+  L->world = L->worlds[c->w];
+  L->entities = L->ents[c->w];
   char *p = buf;
   uint64_t k = ++L->counter;
   uint64_t e = (uint64_t)L->entities[k % L->nentities];
@@ -169,6 +205,15 @@ static size_t make_request(load *L, char *buf) {
     put_s(&p, ",\"matrix\":[0.8,0.6,0,0,-0.6,0.8,0,0,0,0,1,0,");
     put_u64(&p, k % 100000);
     put_s(&p, ".5,2.25,-3.125,1]}\n");
+  } else if (!strcmp(L->test, "set_b64")) {
+    /* the matrix of set_matrix, as base64 */
+    float m[16] = {0.8f, 0.6f, 0, 0, -0.6f, 0.8f, 0, 0, 0, 0, 1, 0, 0, 2.25f, -3.125f, 1};
+    m[12] = (float)(k % 100000) + 0.5f;
+    put_set_local(&p, L, e);
+    put_s(&p, ",\"matrix_b64\":\"");
+    scn_b64_encode_matrices(p, (const float(*)[16])m, 1);
+    p += SCN_B64_MATRIX_LEN;
+    put_s(&p, "\"}\n");
   } else if (!strcmp(L->test, "batch")) {
     put_s(&p, "{\"cmd\":\"batch\",\"world\":\"");
     put_s(&p, L->world);
@@ -196,6 +241,23 @@ static size_t make_request(load *L, char *buf) {
   return (size_t)(p - buf);
 }
 
+/* A load connection for world w: to its daemon, then, as a client that follows MOVED does,
+ * one request for the world there and at most one move to the owner it names. Its bytes then
+ * go through scn_cli_send_raw and scn_cli_recv_raw (TLS or not). */
+static scn_cli *load_connect(load *L, int w) {
+  const opts *o = L->o;
+  scn_cli *c = connect_daemon(o, o->ndaemons ? w : 0);
+  const char *before = scn_cli_addr(c);
+  char was[96], line[256];
+  snprintf(was, sizeof was, "%s", before);
+  snprintf(line, sizeof line, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%.0f}",
+           L->worlds[w], L->ents[w][0]);
+  cJSON_Delete(call_or_die(c, line));
+  if (strcmp(was, scn_cli_addr(c)) != 0)
+    L->followed++;
+  return c;
+}
+
 static void fill_pipeline(load *L, conn *c, long per_conn) {
   size_t ring = (size_t)L->o->pipeline + 1;
   while (c->issued - c->answered < L->o->pipeline && c->issued < per_conn) {
@@ -205,7 +267,7 @@ static void fill_pipeline(load *L, conn *c, long per_conn) {
       if (!c->out)
         die("%s", "out of memory");
     }
-    c->out_len += make_request(L, c->out + c->out_len);
+    c->out_len += make_request(L, c, c->out + c->out_len);
     c->sent[c->tail] = now_s();
     c->tail = (c->tail + 1) % ring;
     c->issued++;
@@ -258,8 +320,10 @@ static void print_result(const opts *o, const char *test, const char *unit, doub
          p999 = pct(lat, n, 0.999) * 1e3;
   if (o->json)
     printf("{\"test\":\"%s\",\"clients\":%d,\"pipeline\":%d,\"requests\":%zu,\"seconds\":%.3f,"
-           "\"%s\":%.0f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,\"errors\":%ld}\n",
-           test, o->clients, o->pipeline, n, secs, unit, rate, p50, p99, p999, errors);
+           "\"%s\":%.0f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,\"errors\":%ld,"
+           "\"daemons\":%d}\n",
+           test, o->clients, o->pipeline, n, secs, unit, rate, p50, p99, p999, errors,
+           o->ndaemons ? o->ndaemons : 1);
   else
     printf("%-11s %10.0f %s  p50=%.3f ms  p99=%.3f ms  p999=%.3f ms  (%zu samples, %d clients, "
            "pipeline %d%s)\n",
@@ -267,29 +331,40 @@ static void print_result(const opts *o, const char *test, const char *unit, doub
   fflush(stdout);
 }
 
-static void setup_world(load *L, scn_cli *admin) {
-  snprintf(L->world, sizeof L->world, "bench-%d-%s", (int)getpid(), L->test);
+/* World w of the test (on daemon w with --daemons, else where --place says) with 1000
+ * transforms. */
+static void setup_world(load *L, scn_cli *admin, int w) {
+  snprintf(L->worlds[w], sizeof L->worlds[w], "bench-%d-%s-%d", (int)getpid(), L->test, w);
   char line[256];
-  snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\",\"history\":%d}",
-           L->world, L->o->history);
+  if (L->o->place)
+    snprintf(line, sizeof line,
+             "{\"cmd\":\"world.create\",\"world\":\"%s\",\"history\":%d,\"node\":\"%s\"}",
+             L->worlds[w], L->o->history, L->o->place);
+  else
+    snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\",\"history\":%d}",
+             L->worlds[w], L->o->history);
   cJSON_Delete(call_or_die(admin, line));
   L->nentities = 1000;
-  L->entities = malloc(sizeof(double) * L->nentities);
-  /* Pipelined creation, then one read per request. A partial set keeps what the transform
-   * has, so there it has every part. */
+  L->ents[w] = malloc(sizeof(double) * L->nentities);
+  /* Pipelined creation, then one read per request (on the world's owner: the call above
+   * followed a MOVED there). A partial set keeps what the transform has, so there it has
+   * every part. */
   const char *spec = strcmp(L->test, "set_partial") == 0
                          ? ",\"t\":[1.5,2.25,-3],\"r\":[0,0,0.38268343,0.92387953],\"s\":[1,2,1]"
                          : "";
   for (size_t i = 0; i < L->nentities; i++) {
-    snprintf(line, sizeof line, "{\"cmd\":\"transform.create\",\"world\":\"%s\"%s}", L->world,
-             spec);
+    snprintf(line, sizeof line, "{\"cmd\":\"transform.create\",\"world\":\"%s\"%s}",
+             L->worlds[w], spec);
     scn_cli_send_line(admin, line, strlen(line));
   }
   for (size_t i = 0; i < L->nentities; i++) {
     cJSON *r;
     if (scn_cli_read_response(admin, &r) != SCN_CLI_OK)
       die("setup failed: %s", scn_cli_error(admin));
-    L->entities[i] = cJSON_GetObjectItemCaseSensitive(r, "entity")->valuedouble;
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "entity");
+    if (!cJSON_IsNumber(e))
+      die("setup failed: %s", scn_cli_reply_message(r) ? scn_cli_reply_message(r) : "no entity");
+    L->ents[w][i] = e->valuedouble;
     cJSON_Delete(r);
   }
 }
@@ -336,10 +411,10 @@ static void fill_history(load *L, scn_cli *admin) {
   L->past_span = span;
 }
 
-static void cleanup_world(load *L, scn_cli *admin) {
-  char line[128];
+static void cleanup_world(load *L, scn_cli *admin, int w) {
+  char line[160];
   for (size_t i = 0; i < L->nentities; i++) {
-    snprintf(line, sizeof line, "{\"cmd\":\"entity.destroy\",\"entity\":%.0f}", L->entities[i]);
+    snprintf(line, sizeof line, "{\"cmd\":\"entity.destroy\",\"entity\":%.0f}", L->ents[w][i]);
     scn_cli_send_line(admin, line, strlen(line));
   }
   for (size_t i = 0; i < L->nentities; i++) {
@@ -347,24 +422,34 @@ static void cleanup_world(load *L, scn_cli *admin) {
     if (scn_cli_read_response(admin, &r) == SCN_CLI_OK)
       cJSON_Delete(r);
   }
-  snprintf(line, sizeof line, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", L->world);
+  snprintf(line, sizeof line, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", L->worlds[w]);
   cJSON_Delete(call_or_die(admin, line));
-  free(L->entities);
+  free(L->ents[w]);
 }
 
 static void run_load(const opts *o, const char *test) {
   load L = {.o = o, .test = test};
-  scn_cli *admin = connect_or_die(o);
-  setup_world(&L, admin);
-  if (!strcmp(test, "get_past"))
-    fill_history(&L, admin);
+  L.nworlds = o->ndaemons ? o->ndaemons : 1;
+  scn_cli *admins[MAX_DAEMONS];
+  for (int w = 0; w < L.nworlds; w++) {
+    admins[w] = connect_daemon(o, w);
+    setup_world(&L, admins[w], w);
+  }
+  if (!strcmp(test, "get_past")) {
+    if (L.nworlds > 1)
+      die("%s", "get_past runs against one daemon");
+    L.world = L.worlds[0];
+    L.entities = L.ents[0];
+    fill_history(&L, admins[0]);
+  }
   int C = o->clients;
   long per_conn = (o->requests + C - 1) / C;
   conn *cs = calloc((size_t)C, sizeof *cs);
   L.lat = malloc(sizeof(double) * (size_t)(per_conn * C + 1));
   int ep = epoll_create1(0);
   for (int i = 0; i < C; i++) {
-    cs[i].cli = connect_or_die(o);
+    cs[i].w = i % L.nworlds;
+    cs[i].cli = load_connect(&L, cs[i].w);
     cs[i].sent = malloc(sizeof(double) * (size_t)(o->pipeline + 1));
     struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
     epoll_ctl(ep, EPOLL_CTL_ADD, scn_cli_fd(cs[i].cli), &ev);
@@ -401,6 +486,9 @@ static void run_load(const opts *o, const char *test) {
   }
   double secs = now_s() - t0;
   print_result(o, test, "ops/s", (double)total / secs, L.lat, L.nlat, L.errors, secs);
+  if (L.followed)
+    fprintf(stderr, "scene-bench: %ld of %d connections followed MOVED to their world's owner\n",
+            L.followed, C);
   for (int i = 0; i < C; i++) {
     scn_cli_close(cs[i].cli);
     free(cs[i].out);
@@ -409,20 +497,240 @@ static void run_load(const opts *o, const char *test) {
   close(ep);
   free(cs);
   free(L.lat);
-  cleanup_world(&L, admin);
-  scn_cli_close(admin);
+  for (int w = 0; w < L.nworlds; w++) {
+    cleanup_world(&L, admins[w], w);
+    scn_cli_close(admins[w]);
+  }
 }
 
 /* ---- streaming ---------------------------------------------------------------------------- */
 
 typedef struct sub_conn {
-  scn_cli *cli;
+  int fd;       /* the loopback limit's plain sockets */
+  scn_cli *cli; /* a subscriber's connection (TLS or not), or NULL */
   char *buf;
   size_t len, cap;
   long frames;
 } sub_conn;
 
 #define SEQ_RING 4096
+
+/* What the subscribers received. */
+typedef struct stream_counts {
+  long frames, matrices;
+  double bytes;
+  double *lat;
+  size_t nlat;
+} stream_counts;
+
+/* Bytes equal to c in [p, end), eight at a time. */
+static long count_byte(const char *p, const char *end, char c) {
+  const uint64_t ones = 0x0101010101010101ull, pattern = ones * (uint8_t)c;
+  long n = 0;
+  for (; p + 8 <= end; p += 8) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    v ^= pattern; /* a zero byte where c was */
+    v = ~((((v & 0x7f7f7f7f7f7f7f7full) + 0x7f7f7f7f7f7f7f7full) | v) | 0x7f7f7f7f7f7f7f7full);
+    n += __builtin_popcountll(v);
+  }
+  for (; p < end; p++)
+    n += *p == c;
+  return n;
+}
+
+/* Of a frame line: its matrices (in json form its entries, as every '{' but the first opens
+ * one; in b64 form the length of "ms", whose end is found from the line's end, past
+ * "removed", over 64 bytes) and element 12 (the x translation) of its first matrix, the
+ * sequence number. The reader looks at each byte about as often as it must to find the lines,
+ * so that it costs about what the loopback test's reader costs. */
+static void frame_info(const char *start, const char *nl, bool b64, long *matrices, long *seq) {
+  *matrices = *seq = 0;
+  if (!b64) {
+    *matrices = count_byte(start, nl, '{') - 1;
+    const char *m = memmem(start, (size_t)(nl - start), "\"m\":[", 5);
+    if (!m)
+      return;
+    const char *q = m + 5;
+    for (int comma = 0; comma < 12 && q < nl; q++)
+      if (*q == ',')
+        comma++;
+    *seq = strtol(q, NULL, 10);
+    return;
+  }
+  const char *ms = memmem(start, (size_t)(nl - start), "],\"ms\":\"", 8);
+  const char *q = nl;
+  for (int quotes = 0; quotes < 3 && q > start;) /* the quotes of "removed", then the ms end */
+    quotes += *--q == '"';
+  if (!ms || q < ms + 8)
+    return;
+  ms += 8;
+  *matrices = (long)((size_t)(q - ms) / 4 * 3 / 64);
+  if (q - ms < 72)
+    return;
+  /* bytes 48..53 of the matrices are the base64 characters 64..71 */
+  static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) {
+    const char *at = strchr(alphabet, ms[64 + i]);
+    if (!at || !*at)
+      return;
+    v = v << 6 | (uint64_t)(at - alphabet);
+  }
+  uint32_t bits = (uint32_t)(v >> 40 & 0xff) | (uint32_t)(v >> 32 & 0xff) << 8 |
+                  (uint32_t)(v >> 24 & 0xff) << 16 | (uint32_t)(v >> 16 & 0xff) << 24;
+  float x;
+  memcpy(&x, &bits, 4);
+  *seq = (long)x;
+}
+
+/* Reads every subscriber for seconds; with a mover (admin, root) it sets the root once per tick
+ * (its x translation the sequence number, its rotation turning), and frames' first matrices give
+ * the latency from the set to the frame. Without one it only counts bytes (the loopback test). */
+static void read_subscribers(const opts *o, sub_conn *subs, int S, scn_cli *admin,
+                             const char *world, double root, double tick_hz, stream_counts *k) {
+  int ep = epoll_create1(0);
+  for (int i = 0; i < S; i++) {
+    struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
+    epoll_ctl(ep, EPOLL_CTL_ADD, subs[i].fd, &ev);
+  }
+  double sent_at[SEQ_RING] = {0};
+  long seq = 0;
+  char line[512];
+  double t0 = now_s(), next_move = t0, end = t0 + o->seconds;
+  while (now_s() < end) {
+    double now = now_s();
+    if (admin && now >= next_move) {
+      seq++;
+      double a = (double)seq * 0.01;
+      snprintf(line, sizeof line,
+               "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%.0f,\"t\":[%ld,0,0],"
+               "\"r\":[%.9f,%.9f,%.9f,%.9f]}",
+               world, root, seq, 0.26726124 * sin(a), 0.53452248 * sin(a), 0.80178373 * sin(a),
+               cos(a));
+      sent_at[seq % SEQ_RING] = now_s();
+      cJSON_Delete(call_or_die(admin, line));
+      next_move += 1.0 / tick_hz;
+    }
+    struct epoll_event evs[256];
+    int wait_ms = admin ? (int)((next_move - now_s()) * 1000) : 100;
+    int n = epoll_wait(ep, evs, 256, wait_ms > 0 ? wait_ms : 0);
+    for (int e = 0; e < n; e++) {
+      sub_conn *s = &subs[evs[e].data.u32];
+      for (;;) {
+        if (s->cap - s->len < (1 << 20)) {
+          s->cap *= 2;
+          s->buf = realloc(s->buf, s->cap);
+          if (!s->buf)
+            die("%s", "out of memory");
+        }
+        ssize_t got = s->cli ? scn_cli_recv_raw(s->cli, s->buf + s->len, s->cap - s->len)
+                             : recv(s->fd, s->buf + s->len, s->cap - s->len, 0);
+        if (got <= 0)
+          break;
+        s->len += (size_t)got;
+        k->bytes += (double)got;
+      }
+      double t = now_s();
+      char *start = s->buf, *stop = s->buf + s->len, *nl;
+      while ((nl = memchr(start, '\n', (size_t)(stop - start)))) {
+        k->frames++;
+        s->frames++;
+        if (admin) {
+          long count, got_seq;
+          frame_info(start, nl, o->b64, &count, &got_seq);
+          k->matrices += count;
+          if (got_seq > 0 && got_seq <= seq && seq - got_seq < SEQ_RING && k->nlat < 4000000)
+            k->lat[k->nlat++] = t - sent_at[got_seq % SEQ_RING];
+        }
+        start = nl + 1;
+      }
+      s->len = (size_t)(stop - start);
+      memmove(s->buf, start, s->len);
+    }
+  }
+  close(ep);
+}
+
+/* The loopback limit: one thread writes blocks of the frames' size to S sockets, as fast as
+ * they take them, while the subscribers' reader above reads them; bytes/s received. */
+typedef struct loop_writer {
+  int *fds, n;
+  size_t block;
+  volatile bool stop;
+} loop_writer;
+
+static void *write_blocks(void *arg) {
+  loop_writer *w = arg;
+  char *block = malloc(w->block);
+  if (!block)
+    return NULL;
+  memset(block, 'A', w->block);
+  block[w->block - 1] = '\n';
+  size_t *off = calloc((size_t)w->n, sizeof *off);
+  int ep = epoll_create1(0);
+  for (int i = 0; i < w->n; i++) {
+    struct epoll_event ev = {.events = EPOLLOUT, .data.u32 = (uint32_t)i};
+    epoll_ctl(ep, EPOLL_CTL_ADD, w->fds[i], &ev);
+  }
+  while (!w->stop) {
+    struct epoll_event evs[64];
+    int n = epoll_wait(ep, evs, 64, 50);
+    for (int e = 0; e < n; e++) {
+      int i = (int)evs[e].data.u32;
+      for (;;) {
+        ssize_t put = send(w->fds[i], block + off[i], w->block - off[i], MSG_NOSIGNAL);
+        if (put <= 0)
+          break;
+        off[i] = (off[i] + (size_t)put) % w->block;
+      }
+    }
+  }
+  close(ep);
+  free(off);
+  free(block);
+  return NULL;
+}
+
+static double loopback_limit(const opts *o, int S, size_t block) {
+  int lfd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t alen = sizeof addr;
+  if (lfd < 0 || bind(lfd, (struct sockaddr *)&addr, sizeof addr) != 0 || listen(lfd, S) != 0 ||
+      getsockname(lfd, (struct sockaddr *)&addr, &alen) != 0)
+    die("%s", "loopback: cannot listen");
+  sub_conn *subs = calloc((size_t)S, sizeof *subs);
+  loop_writer w = {.fds = calloc((size_t)S, sizeof(int)), .n = S, .block = block ? block : 1};
+  for (int i = 0; i < S; i++) {
+    subs[i].fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(subs[i].fd, (struct sockaddr *)&addr, sizeof addr) != 0 ||
+        (w.fds[i] = accept(lfd, NULL, NULL)) < 0)
+      die("%s", "loopback: cannot connect");
+    fcntl(subs[i].fd, F_SETFL, fcntl(subs[i].fd, F_GETFL) | O_NONBLOCK);
+    fcntl(w.fds[i], F_SETFL, fcntl(w.fds[i], F_GETFL) | O_NONBLOCK);
+    subs[i].cap = 1 << 22;
+    subs[i].buf = malloc(subs[i].cap);
+  }
+  pthread_t th;
+  pthread_create(&th, NULL, write_blocks, &w);
+  stream_counts k = {0};
+  opts shorter = *o;
+  shorter.seconds = o->seconds < 3 ? o->seconds : 3;
+  double t0 = now_s();
+  read_subscribers(&shorter, subs, S, NULL, NULL, 0, 0, &k);
+  double secs = now_s() - t0;
+  w.stop = true;
+  pthread_join(th, NULL);
+  for (int i = 0; i < S; i++) {
+    close(subs[i].fd);
+    close(w.fds[i]);
+    free(subs[i].buf);
+  }
+  close(lfd);
+  free(w.fds);
+  free(subs);
+  return k.bytes / secs;
+}
 
 static void run_stream(const opts *o) {
   scn_cli *admin = connect_or_die(o);
@@ -434,11 +742,15 @@ static void run_stream(const opts *o) {
   cJSON *r = call_or_die(admin, line);
   double root = cJSON_GetObjectItemCaseSensitive(r, "entity")->valuedouble;
   cJSON_Delete(r);
-  int K = o->descendants;
+  /* Descendants in a grid, each turned about y by its own angle: when the root moves and turns,
+   * every world matrix changes in all twelve of its upper elements. */
+  int K = o->descendants < 0 ? 99999 : o->descendants;
   for (int i = 0; i < K; i++) {
+    double a = (double)(i % 360) * 0.0174532925;
     snprintf(line, sizeof line,
-             "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"parent\":%.0f,\"t\":[%d,0,0]}",
-             world, root, i);
+             "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"parent\":%.0f,\"t\":[%d,0,%d],"
+             "\"r\":[0,%.9f,0,%.9f]}",
+             world, root, i % 316, i / 316, sin(a / 2), cos(a / 2));
     scn_cli_send_line(admin, line, strlen(line));
   }
   for (int i = 0; i < K; i++) {
@@ -453,96 +765,182 @@ static void run_stream(const opts *o) {
 
   int S = o->subscribers;
   sub_conn *subs = calloc((size_t)S, sizeof *subs);
-  int ep = epoll_create1(0);
+  opts sub_opts = *o;
+  sub_opts.matrices = o->b64 ? SCN_CLI_MATRICES_B64 : SCN_CLI_MATRICES_JSON;
   for (int i = 0; i < S; i++) {
-    scn_cli *c = connect_or_die(o);
+    scn_cli *c = connect_or_die(&sub_opts);
     double sid;
     if (scn_cli_subscribe(c, world, 0, 0, &sid) != SCN_CLI_OK)
       die("subscribe failed: %s", scn_cli_error(c));
-    subs[i].cli = c;
+    subs[i].cli = c; /* bytes it read past the answer come first from scn_cli_recv_raw */
+    subs[i].fd = scn_cli_fd(c);
     subs[i].cap = 1 << 22;
     subs[i].buf = malloc(subs[i].cap);
-    struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
-    epoll_ctl(ep, EPOLL_CTL_ADD, scn_cli_fd(c), &ev);
   }
-  /* The mover sets the root once per tick; its x translation is the sequence number, which
-   * is the first matrix of every frame (parents come first), so a frame tells which set it
-   * reflects. */
-  double sent_at[SEQ_RING] = {0};
-  double *lat = malloc(sizeof(double) * 4000000);
-  size_t nlat = 0;
-  long seq = 0, matrices = 0, frames = 0;
-  double t0 = now_s(), next_move = t0, end = t0 + o->seconds;
-  while (now_s() < end) {
-    double now = now_s();
-    if (now >= next_move) {
-      seq++;
-      snprintf(line, sizeof line,
-               "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%.0f,\"t\":[%ld,0,0]}",
-               world, root, seq);
-      sent_at[seq % SEQ_RING] = now_s();
-      cJSON_Delete(call_or_die(admin, line));
-      next_move += 1.0 / tick_hz;
-    }
-    struct epoll_event evs[256];
-    int wait_ms = (int)((next_move - now_s()) * 1000);
-    int n = epoll_wait(ep, evs, 256, wait_ms > 0 ? wait_ms : 0);
-    for (int k = 0; k < n; k++) {
-      sub_conn *s = &subs[evs[k].data.u32];
-      for (;;) {
-        if (s->cap - s->len < (1 << 20)) {
-          s->cap *= 2;
-          s->buf = realloc(s->buf, s->cap);
-        }
-        ssize_t got = scn_cli_recv_raw(s->cli, s->buf + s->len, s->cap - s->len);
-        if (got <= 0)
-          break;
-        s->len += (size_t)got;
-      }
-      double t = now_s();
-      char *start = s->buf, *stop = s->buf + s->len, *nl;
-      while ((nl = memchr(start, '\n', (size_t)(stop - start)))) {
-        /* matrices in this frame: count the set entries */
-        long count = 0;
-        for (char *q = start; (q = memmem(q, (size_t)(nl - q), "{\"e\":", 5)); q += 5)
-          count++;
-        matrices += count;
-        frames++;
-        s->frames++;
-        char *m = memmem(start, (size_t)(nl - start), "\"m\":[", 5);
-        if (m) {
-          /* element 12 is the x translation */
-          char *q = m + 5;
-          for (int comma = 0; comma < 12 && q < nl; q++)
-            if (*q == ',')
-              comma++;
-          long got_seq = strtol(q, NULL, 10);
-          if (got_seq > 0 && got_seq <= seq && seq - got_seq < SEQ_RING && nlat < 4000000)
-            lat[nlat++] = t - sent_at[got_seq % SEQ_RING];
-        }
-        start = nl + 1;
-      }
-      s->len = (size_t)(stop - start);
-      memmove(s->buf, start, s->len);
-    }
-  }
+  stream_counts k = {.lat = malloc(sizeof(double) * 4000000)};
+  double t0 = now_s();
+  read_subscribers(o, subs, S, admin, world, root, tick_hz, &k);
   double secs = now_s() - t0;
-  opts shown = *o;
-  shown.clients = S;
-  shown.pipeline = 1;
-  print_result(&shown, "stream", "matrices/s", (double)matrices / secs, lat, nlat, 0, secs);
-  if (!o->json)
-    printf("stream     %d subscribers, %d descendants, %ld frames, %.1f frames/s per subscriber\n",
-           S, K, frames, (double)frames / secs / S);
   for (int i = 0; i < S; i++) {
     scn_cli_close(subs[i].cli);
     free(subs[i].buf);
   }
   free(subs);
-  free(lat);
-  close(ep);
   snprintf(line, sizeof line, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world);
   cJSON_Delete(call_or_die(admin, line));
+  scn_cli_close(admin);
+
+  double fps = (double)k.frames / secs / S, bytes_s = k.bytes / secs;
+  size_t frame_bytes = k.frames ? (size_t)(k.bytes / (double)k.frames) : 0;
+  double limit = o->loopback ? loopback_limit(o, S, frame_bytes) : 0;
+  qsort(k.lat, k.nlat, sizeof *k.lat, cmp_double);
+  double p50 = pct(k.lat, k.nlat, 0.5) * 1e3, p99 = pct(k.lat, k.nlat, 0.99) * 1e3;
+  const char *form = o->b64 ? "b64" : "json";
+  if (o->json) {
+    printf("{\"test\":\"stream\",\"form\":\"%s\",\"subscribers\":%d,\"transforms\":%d,"
+           "\"seconds\":%.3f,\"frames\":%ld,\"matrices/s\":%.0f,\"frames/s\":%.2f,"
+           "\"bytes/s\":%.0f,\"frame_bytes\":%zu,\"p50_ms\":%.3f,\"p99_ms\":%.3f",
+           form, S, K + 1, secs, k.frames, (double)k.matrices / secs, fps, bytes_s, frame_bytes,
+           p50, p99);
+    if (o->loopback)
+      printf(",\"loopback_bytes/s\":%.0f,\"of_loopback\":%.3f", limit, bytes_s / limit);
+    printf("}\n");
+  } else {
+    printf("stream %-4s %d subscribers, %d transforms: %.0f matrices/s, %.1f frames/s per "
+           "subscriber, %.0f MB/s of frames (%zu bytes a frame), latency p50=%.1f ms "
+           "p99=%.1f ms\n",
+           form, S, K + 1, (double)k.matrices / secs, fps, bytes_s / 1e6, frame_bytes, p50, p99);
+    if (o->loopback)
+      printf("loopback    plain writes of %zu bytes to %d reading sockets: %.0f MB/s; the frames "
+             "reach %.0f%% of it\n",
+             frame_bytes, S, limit / 1e6, 100 * bytes_s / limit);
+  }
+  fflush(stdout);
+  free(k.lat);
+}
+
+/* ---- snapshots ---------------------------------------------------------------------------- */
+
+/* Builds a world of K transforms (trees of 100), asks for a snapshot, and measures how long it
+ * takes and how long another connection's pings wait meanwhile (the daemon must keep
+ * answering). The daemon needs --data. */
+/* Builds K transforms in world: trees of 100 in groups of 20, the roots first (their ids are
+ * needed), then the children of all 20, each group pipelined. */
+static void build_trees(scn_cli *admin, const char *world, long K) {
+  char line[256];
+  enum { TREE = 100, GROUP = 20 };
+  double roots[GROUP];
+  for (long done = 0; done < K;) {
+    long trees = 0;
+    for (; trees < GROUP && done + trees * TREE < K; trees++) {
+      snprintf(line, sizeof line, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"t\":[%ld,1,2]}",
+               world, done + trees * TREE);
+      scn_cli_send_line(admin, line, strlen(line));
+    }
+    long sent = 0;
+    for (long t = 0; t < trees; t++) {
+      cJSON *r;
+      if (scn_cli_read_response(admin, &r) != SCN_CLI_OK)
+        die("setup failed: %s", scn_cli_error(admin));
+      const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "entity");
+      if (!cJSON_IsNumber(e))
+        die("%s", "transform.create failed while building the world");
+      roots[t] = e->valuedouble;
+      cJSON_Delete(r);
+      for (long k = 1; k < TREE && done + t * TREE + k < K; k++, sent++) {
+        snprintf(line, sizeof line,
+                 "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"parent\":%.0f,"
+                 "\"t\":[1,%ld,2],\"r\":[0,0.6,0,0.8]}",
+                 world, roots[t], k);
+        scn_cli_send_line(admin, line, strlen(line));
+      }
+    }
+    for (long k = 0; k < sent; k++) {
+      cJSON *r;
+      if (scn_cli_read_response(admin, &r) != SCN_CLI_OK)
+        die("setup failed: %s", scn_cli_error(admin));
+      if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok")))
+        die("%s", "transform.create failed while building the world");
+      cJSON_Delete(r);
+    }
+    done += trees + sent;
+  }
+}
+
+/* fill: a world (--world, made where --place says) of -K transforms that stays, then save. */
+static void run_fill(const opts *o) {
+  scn_cli *admin = connect_or_die(o);
+  char line[256];
+  if (o->place)
+    snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\",\"node\":\"%s\"}",
+             o->world, o->place);
+  else
+    snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", o->world);
+  cJSON_Delete(call_or_die(admin, line));
+  long K = o->descendants < 0 ? 10000 : o->descendants;
+  double t0 = now_s();
+  build_trees(admin, o->world, K);
+  double built = now_s() - t0;
+  cJSON_Delete(call_or_die(admin, "{\"cmd\":\"save\"}"));
+  printf("fill       %ld transforms in %s on %s: built in %.2f s, saved in %.2f s\n",
+         K, o->world, scn_cli_addr(admin), built, now_s() - t0 - built);
+  scn_cli_close(admin);
+}
+
+static void run_snapshot(const opts *o) {
+  scn_cli *admin = connect_or_die(o), *pinger = connect_or_die(o);
+  char world[64], line[256];
+  snprintf(world, sizeof world, "bench-%d-snapshot", (int)getpid());
+  snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", world);
+  cJSON_Delete(call_or_die(admin, line));
+  long K = o->descendants < 0 ? 10000 : o->descendants;
+  double t0 = now_s();
+  build_trees(admin, world, K);
+  double built = now_s() - t0;
+  /* save runs in the background on the daemon; ping until its reply arrives */
+  scn_cli_send_line(admin, "{\"cmd\":\"save\"}", 14);
+  scn_cli_flush(admin);
+  double s0 = now_s(), worst = 0, sum = 0;
+  long pings = 0;
+  cJSON *reply = NULL;
+  for (;;) {
+    double p0 = now_s();
+    cJSON *r = NULL;
+    if (scn_cli_call_line(pinger, "{\"cmd\":\"ping\"}", &r) != SCN_CLI_OK)
+      die("ping failed: %s", scn_cli_error(pinger));
+    cJSON_Delete(r);
+    double dt = now_s() - p0;
+    worst = dt > worst ? dt : worst;
+    sum += dt;
+    pings++;
+    struct pollfd pfd = {.fd = scn_cli_fd(admin), .events = POLLIN};
+    if (poll(&pfd, 1, 0) > 0) {
+      if (scn_cli_read_response(admin, &reply) != SCN_CLI_OK)
+        die("save failed: %s", scn_cli_error(admin));
+      break;
+    }
+  }
+  double secs = now_s() - s0;
+  const cJSON *ok = cJSON_GetObjectItemCaseSensitive(reply, "ok");
+  const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(reply, "bytes");
+  if (!cJSON_IsTrue(ok) || !cJSON_IsNumber(bytes))
+    die("%s", "save did not succeed (is the daemon running with --data?)");
+  if (o->json)
+    printf("{\"test\":\"snapshot\",\"transforms\":%ld,\"seconds\":%.3f,\"bytes\":%.0f,"
+           "\"bytes_per_transform\":%.1f,\"pings\":%ld,\"ping_max_ms\":%.3f,"
+           "\"ping_mean_ms\":%.3f,\"build_seconds\":%.2f}\n",
+           K, secs, bytes->valuedouble, bytes->valuedouble / (double)K, pings, worst * 1e3,
+           sum / (double)pings * 1e3, built);
+  else
+    printf("snapshot   %ld transforms: %.3f s, %.0f bytes (%.1f bytes/transform); meanwhile %ld "
+           "pings answered, slowest %.3f ms, mean %.3f ms (world built in %.2f s)\n",
+           K, secs, bytes->valuedouble, bytes->valuedouble / (double)K, pings, worst * 1e3,
+           sum / (double)pings * 1e3, built);
+  fflush(stdout);
+  cJSON_Delete(reply);
+  snprintf(line, sizeof line, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world);
+  cJSON_Delete(call_or_die(admin, line));
+  scn_cli_close(pinger);
   scn_cli_close(admin);
 }
 
@@ -616,117 +1014,20 @@ static void run_connect(const opts *o) {
   free(lat);
 }
 
-/* ---- snapshots ---------------------------------------------------------------------------- */
-
-/* Builds a world of K transforms (trees of 100), asks for a snapshot, and measures how long it
- * takes and how long another connection's pings wait meanwhile (the daemon must keep
- * answering). The daemon needs --data. */
-static void run_snapshot(const opts *o) {
-  scn_cli *admin = connect_or_die(o), *pinger = connect_or_die(o);
-  char world[64], line[256];
-  snprintf(world, sizeof world, "bench-%d-snapshot", (int)getpid());
-  snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", world);
-  cJSON_Delete(call_or_die(admin, line));
-  long K = o->descendants;
-  double t0 = now_s();
-  /* Trees of 100 in groups of 20: the roots first (their ids are needed), then the children
-   * of all 20, each group pipelined. */
-  enum { TREE = 100, GROUP = 20 };
-  double roots[GROUP];
-  for (long done = 0; done < K;) {
-    long trees = 0;
-    for (; trees < GROUP && done + trees * TREE < K; trees++) {
-      snprintf(line, sizeof line, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"t\":[%ld,1,2]}",
-               world, done + trees * TREE);
-      scn_cli_send_line(admin, line, strlen(line));
-    }
-    long sent = 0;
-    for (long t = 0; t < trees; t++) {
-      cJSON *r;
-      if (scn_cli_read_response(admin, &r) != SCN_CLI_OK)
-        die("setup failed: %s", scn_cli_error(admin));
-      const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "entity");
-      if (!cJSON_IsNumber(e))
-        die("%s", "transform.create failed while building the world");
-      roots[t] = e->valuedouble;
-      cJSON_Delete(r);
-      for (long k = 1; k < TREE && done + t * TREE + k < K; k++, sent++) {
-        snprintf(line, sizeof line,
-                 "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"parent\":%.0f,"
-                 "\"t\":[1,%ld,2],\"r\":[0,0.6,0,0.8]}",
-                 world, roots[t], k);
-        scn_cli_send_line(admin, line, strlen(line));
-      }
-    }
-    for (long k = 0; k < sent; k++) {
-      cJSON *r;
-      if (scn_cli_read_response(admin, &r) != SCN_CLI_OK)
-        die("setup failed: %s", scn_cli_error(admin));
-      if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok")))
-        die("%s", "transform.create failed while building the world");
-      cJSON_Delete(r);
-    }
-    done += trees + sent;
-  }
-  double built = now_s() - t0;
-  /* save runs in the background on the daemon; ping until its reply arrives */
-  scn_cli_send_line(admin, "{\"cmd\":\"save\"}", 14);
-  scn_cli_flush(admin);
-  double s0 = now_s(), worst = 0, sum = 0;
-  long pings = 0;
-  cJSON *reply = NULL;
-  for (;;) {
-    double p0 = now_s();
-    cJSON *r = NULL;
-    if (scn_cli_call_line(pinger, "{\"cmd\":\"ping\"}", &r) != SCN_CLI_OK)
-      die("ping failed: %s", scn_cli_error(pinger));
-    cJSON_Delete(r);
-    double dt = now_s() - p0;
-    worst = dt > worst ? dt : worst;
-    sum += dt;
-    pings++;
-    struct pollfd pfd = {.fd = scn_cli_fd(admin), .events = POLLIN};
-    if (poll(&pfd, 1, 0) > 0) {
-      if (scn_cli_read_response(admin, &reply) != SCN_CLI_OK)
-        die("save failed: %s", scn_cli_error(admin));
-      break;
-    }
-  }
-  double secs = now_s() - s0;
-  const cJSON *ok = cJSON_GetObjectItemCaseSensitive(reply, "ok");
-  const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(reply, "bytes");
-  if (!cJSON_IsTrue(ok) || !cJSON_IsNumber(bytes))
-    die("%s", "save did not succeed (is the daemon running with --data?)");
-  if (o->json)
-    printf("{\"test\":\"snapshot\",\"transforms\":%ld,\"seconds\":%.3f,\"bytes\":%.0f,"
-           "\"bytes_per_transform\":%.1f,\"pings\":%ld,\"ping_max_ms\":%.3f,"
-           "\"ping_mean_ms\":%.3f,\"build_seconds\":%.2f}\n",
-           K, secs, bytes->valuedouble, bytes->valuedouble / (double)K, pings, worst * 1e3,
-           sum / (double)pings * 1e3, built);
-  else
-    printf("snapshot   %ld transforms: %.3f s, %.0f bytes (%.1f bytes/transform); meanwhile %ld "
-           "pings answered, slowest %.3f ms, mean %.3f ms (world built in %.2f s)\n",
-           K, secs, bytes->valuedouble, bytes->valuedouble / (double)K, pings, worst * 1e3,
-           sum / (double)pings * 1e3, built);
-  fflush(stdout);
-  cJSON_Delete(reply);
-  snprintf(line, sizeof line, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world);
-  cJSON_Delete(call_or_die(admin, line));
-  scn_cli_close(pinger);
-  scn_cli_close(admin);
-}
-
 static void usage(void) {
   fprintf(stderr,
           "usage: scene-bench [--host H] [--port P] [--token T] [-c CLIENTS] [-n REQUESTS]\n"
           "                   [-P PIPELINE] [-t TEST[,TEST]] [-S SUBSCRIBERS] [-K DESCENDANTS]\n"
-          "                   [--seconds S] [--history TICKS] [--json] [--tls] [--tls-ca FILE]\n"
-          "                   [--tls-cert FILE --tls-key FILE]\n"
-          "tests: ping, set_local, set_partial, set_matrix, get, get_past (a get at a past tick; "
-          "needs --history), batch,\n"
-          "stream (-S subscribers of a root with -K descendants), snapshot (save of a world of -K "
-          "transforms; needs --data),\n"
-          "connect (-c clients connecting, pinging and closing for --seconds)\n"
+          "                   [--seconds S] [--history TICKS] [--json] [--b64] [--loopback]\n"
+          "                   [--place NODE|auto] [--daemons H:P,H:P...] [--world W]\n"
+          "                   [--tls] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]\n"
+          "tests: ping, set_local, set_partial, set_matrix, set_b64, get, get_past (a get at a\n"
+          "past tick; needs --history), batch, stream (-S subscribers of a root with -K\n"
+          "descendants, default 99999, moving and turning every tick; --b64: b64 frames;\n"
+          "--loopback: also plain writes of the frames' size to as many sockets), snapshot\n"
+          "(save of a world of -K transforms, default 10000; needs --data), fill (a world --world\n"
+          "of -K transforms, default 10000, that stays, then save), connect (-c clients\n"
+          "connecting, pinging and closing for --seconds)\n"
           "--history: the test's world keeps that many ticks (0 to 3600)\n");
   exit(2);
 }
@@ -738,7 +1039,7 @@ int main(int argc, char **argv) {
             .pipeline = 16,
             .requests = 200000,
             .subscribers = 10,
-            .descendants = 10000,
+            .descendants = -1,
             .seconds = 5};
   strcpy(o.tests, "ping,set_local,set_matrix,get,batch");
   const char *env;
@@ -757,14 +1058,6 @@ int main(int argc, char **argv) {
       o.port = atoi(v);
     else if (ARG("--token"))
       o.token = v;
-    else if (ARG("--tls-ca"))
-      o.tls_ca = v;
-    else if (ARG("--tls-cert"))
-      o.tls_cert = v;
-    else if (ARG("--tls-key"))
-      o.tls_key = v;
-    else if (!strcmp(a, "--tls"))
-      o.tls = true;
     else if (ARG("-c"))
       o.clients = atoi(v);
     else if (ARG("-n"))
@@ -783,12 +1076,37 @@ int main(int argc, char **argv) {
       o.history = atoi(v);
     else if (!strcmp(a, "--json"))
       o.json = true;
-    else
+    else if (!strcmp(a, "--b64"))
+      o.b64 = true;
+    else if (!strcmp(a, "--loopback"))
+      o.loopback = true;
+    else if (ARG("--tls-ca"))
+      o.tls_ca = v;
+    else if (ARG("--tls-cert"))
+      o.tls_cert = v;
+    else if (ARG("--tls-key"))
+      o.tls_key = v;
+    else if (!strcmp(a, "--tls"))
+      o.tls = true;
+    else if (ARG("--place"))
+      o.place = v;
+    else if (ARG("--world"))
+      o.world = v;
+    else if (ARG("--daemons")) {
+      for (const char *d = v; *d && o.ndaemons < MAX_DAEMONS;) {
+        size_t n = strcspn(d, ",");
+        if (n == 0 || n >= sizeof o.daemons[0])
+          usage();
+        memcpy(o.daemons[o.ndaemons], d, n);
+        o.daemons[o.ndaemons++][n] = '\0';
+        d += n + (d[n] == ',');
+      }
+    } else
       usage();
 #undef ARG
   }
-  if (o.clients < 1 || o.pipeline < 1 || o.requests < 1 || o.subscribers < 1 || o.descendants < 0 ||
-      !(o.seconds > 0) || o.history < 0 || o.history > 3600)
+  if (o.clients < 1 || o.pipeline < 1 || o.requests < 1 || o.subscribers < 1 ||
+      o.descendants < -1 || !(o.seconds > 0) || o.history < 0 || o.history > 3600)
     usage();
   char *save, *t = strtok_r(o.tests, ",", &save);
   for (; t; t = strtok_r(NULL, ",", &save)) {
@@ -796,11 +1114,13 @@ int main(int argc, char **argv) {
       run_stream(&o);
     else if (!strcmp(t, "snapshot"))
       run_snapshot(&o);
+    else if (!strcmp(t, "fill") && o.world)
+      run_fill(&o);
     else if (!strcmp(t, "connect"))
       run_connect(&o);
     else if (!strcmp(t, "ping") || !strcmp(t, "set_local") || !strcmp(t, "set_partial") ||
-             !strcmp(t, "set_matrix") || !strcmp(t, "get") || !strcmp(t, "get_past") ||
-             !strcmp(t, "batch"))
+             !strcmp(t, "set_matrix") || !strcmp(t, "set_b64") || !strcmp(t, "get") ||
+             !strcmp(t, "get_past") || !strcmp(t, "batch"))
       run_load(&o, t);
     else
       die("unknown test \"%s\"", t);

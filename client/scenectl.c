@@ -1,6 +1,6 @@
 /* scenectl: the command line for scripts.
  *
- *   scenectl [--host H] [--port P] [--token T] [TLS] CMD [key=value ...]
+ *   scenectl [--host H] [--port P] [--token T] [--matrices json|b64] [TLS] CMD [key=value ...]
  *   scenectl [...] --pipe                  NDJSON requests on stdin, one response per line
  *   scenectl [...] subscribe world=W [root=E] [hz=N] [--frames N]
  *   scenectl [...]                         on a terminal: an interactive prompt
@@ -9,8 +9,10 @@
  * TLS: --tls, --tls-ca FILE (the CA that signed the daemon's certificate), --tls-cert FILE and
  * --tls-key FILE (a client certificate, for a daemon with --tls-ca).
  *
- * A value is taken as JSON when it parses as JSON, otherwise as a string. Exit codes: 0 on
- * success, 1 on an error reply (CODE: message on stderr), 2 on usage or connection errors.
+ * A value is taken as JSON when it parses as JSON, otherwise as a string. Matrices are shown
+ * as JSON arrays; --matrices b64 asks the daemon for base64 (exact float32 bits) and passes it
+ * through unchanged. Exit codes: 0 on success, 1 on an error reply (CODE: message on stderr),
+ * 2 on usage or connection errors.
  */
 #define _GNU_SOURCE /* memmem, strdup */
 #include "scn_client.h"
@@ -41,7 +43,8 @@ static void on_interrupt(int sig) {
 }
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: scenectl [--host H] [--port P] [--token T] CMD [key=value ...]\n"
+  fprintf(f, "usage: scenectl [--host H] [--port P] [--token T] [--matrices json|b64] CMD "
+             "[key=value ...]\n"
              "       scenectl [--host H] [--port P] [--token T] --pipe\n"
              "       scenectl [--host H] [--port P] [--token T] subscribe world=W [root=E] [hz=N] "
              "[--frames N]\n"
@@ -52,6 +55,8 @@ static void usage(FILE *f) {
              "certificate, for a daemon started with --tls-ca).\n\n"
              "Each value is parsed as JSON when it is valid JSON, otherwise taken as a string:\n"
              "  scenectl transform.create world=main t=[1,2,3] name=car\n"
+             "Matrices show as JSON arrays; --matrices b64 passes the daemon's base64 (16\n"
+             "little-endian float32, exact) through unchanged, and matrix_b64=... sets one.\n"
              "Defaults come from SCENED_HOST, SCENED_PORT and SCENED_AUTH_TOKEN.\n\n"
              "commands:\n");
   for (unsigned i = 0; i < scn_command_count; i++) {
@@ -433,6 +438,13 @@ int main(int argc, char **argv) {
       o.cli.tls_cert = v, i++;
     } else if (!strcmp(a, "--tls-key") && v) {
       o.cli.tls_key = v, i++;
+    } else if (!strcmp(a, "--matrices") && v) {
+      if (strcmp(v, "json") && strcmp(v, "b64")) {
+        fprintf(stderr, "scenectl: --matrices must be json or b64, not \"%s\"\n", v);
+        return EXIT_USAGE;
+      }
+      o.cli.matrices = strcmp(v, "b64") == 0 ? SCN_CLI_MATRICES_B64 : SCN_CLI_MATRICES_JSON;
+      i++;
     } else if (!strcmp(a, "--frames") && v) {
       o.frames = atol(v), i++;
     } else if (!strcmp(a, "--timeout") && v) {

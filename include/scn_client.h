@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 typedef struct scn_cli scn_cli;
@@ -28,11 +29,17 @@ enum {
                         ours (or its absence), no TLS on the other side, ... */
 };
 
+/* How the daemon sends this connection matrices (hello's "matrices"): arrays of 16 numbers, or
+ * base64 strings of their 64 bytes (16 little-endian float32), exact to the bit. */
+enum { SCN_CLI_MATRICES_JSON = 0, SCN_CLI_MATRICES_B64 = 1 };
+
 typedef struct scn_cli_options {
   const char *host;  /* default 127.0.0.1 */
   int port;          /* default 7878 */
   const char *token; /* sent with hello when set */
   int timeout_ms;    /* per call; 0 means 10 s; negative waits forever */
+  int matrices;      /* SCN_CLI_MATRICES_JSON (default) or SCN_CLI_MATRICES_B64 */
+  bool no_follow;    /* answer a cluster's MOVED as an error instead of following it */
   /* TLS: on when tls is set or any file is given. The daemon's certificate must be signed by
    * a CA of tls_ca (a PEM file; NULL: the system's CAs) and name host. tls_cert and tls_key
    * (PEM) are this client's certificate, for a daemon that requires one (--tls-ca). */
@@ -48,6 +55,8 @@ scn_cli *scn_cli_connect(const scn_cli_options *opt, char *err, size_t errlen);
 void scn_cli_close(scn_cli *c);
 const char *scn_cli_error(const scn_cli *c);
 int scn_cli_fd(const scn_cli *c);
+/* HOST:PORT of the daemon this client is connected to now (a MOVED may have changed it). */
+const char *scn_cli_addr(const scn_cli *c);
 
 /* Events (lines with "event") that arrive while waiting for a response go here; without a
  * handler they are dropped. The event is freed after the call. */
@@ -66,7 +75,12 @@ int scn_cli_read_response(scn_cli *c, cJSON **out);
 int scn_cli_read_line(scn_cli *c, const char **line, size_t *len, int timeout_ms);
 
 /* One request, one response. An error reply returns SCN_CLI_EREPLY with the response in
- * *out (when out is not NULL); scn_cli_reply_error then gives its code and message. */
+ * *out (when out is not NULL); scn_cli_reply_error then gives its code and message.
+ * In a cluster, a request that names a world goes to the daemon last known to own it: a
+ * MOVED answer moves this client to the daemon it names (a new connection, hello with the
+ * token; the old connection and its subscriptions are closed) and the request is sent again,
+ * at most 3 times; each world's owner is remembered. Pipelined requests (scn_cli_send and
+ * scn_cli_read_response) are not redirected. */
 int scn_cli_call(scn_cli *c, const cJSON *req, cJSON **out);
 /* The same with a request written as JSON text. */
 int scn_cli_call_line(scn_cli *c, const char *line, cJSON **out);
@@ -85,6 +99,37 @@ ssize_t scn_cli_recv_raw(scn_cli *c, void *buf, size_t cap);
  * would not announce: call scn_cli_recv_raw before waiting. */
 bool scn_cli_pending(const scn_cli *c);
 
+/* Switches how the daemon sends this connection matrices from now on (a hello with
+ * "matrices", and the token when the connection has one); frames after the answer come in the
+ * new form. */
+int scn_cli_set_matrices(scn_cli *c, int matrices);
+int scn_cli_matrices(const scn_cli *c);
+
+/* A matrix (16 float32, column-major) as base64: 88 characters, then a NUL (out holds 89). */
+#define SCN_CLI_B64_MATRIX_LEN 88
+void scn_cli_matrix_to_b64(const float m[16], char out[SCN_CLI_B64_MATRIX_LEN + 1]);
+/* The matrix of 88 base64 characters; 0, or -1 when s is not one (length, alphabet, padding). */
+int scn_cli_matrix_from_b64(const char *s, size_t len, float m[16]);
+/* A matrix of a response ("local", "world", "matrix"), whichever form it came in; 0 or -1. */
+int scn_cli_matrix_get(const cJSON *v, float m[16]);
+
+/* A frame as the frame handler gets it. Its arrays belong to the connection and are reused
+ * from frame to frame (nothing is allocated per matrix): they are valid during the call. */
+typedef struct scn_cli_frame {
+  double sub, tick;
+  const char *world;
+  bool full;
+  size_t n;                    /* transforms set */
+  const uint64_t *ids;         /* ids[i] has the world matrix matrices[i] */
+  const float (*matrices)[16]; /* column-major, the daemon's float32 values */
+  size_t nremoved;
+  const uint64_t *removed;
+} scn_cli_frame;
+typedef void (*scn_cli_frame_fn)(void *ud, const scn_cli_frame *f);
+/* Frames go to fn instead of the event handler, in either form: a b64 frame is read straight
+ * from its line into the arrays, a json one through cJSON. Other events still go to the event
+ * handler. fn NULL: frames go to the event handler again. */
+void scn_cli_on_frame(scn_cli *c, scn_cli_frame_fn fn, void *ud);
 /* The parts of a matrix that is translation x rotation x scale, as transform.get with "trs"
  * answers them: r a unit quaternion (x, y, z, w) with w >= 0, a mirror as a negative s[0].
  * valid is false when the matrix is not T * R * S (the daemon answered null). */

@@ -117,6 +117,32 @@ size_t scn_entity_free_order(const scn_scene *scene, const uint32_t **slots);
 /* Replaces the reuse order after scn_entity_restore; slots must be exactly the free ones. */
 int scn_entity_set_free_order(scn_scene *scene, const uint32_t *slots, size_t n);
 
+/* Ranged mode, for daemons that share ids (a cluster): from this call on, new ids come only
+ * from the slot ranges given with scn_entity_add_slots (SCN_LIMIT when they are used up), a
+ * destroyed entity's slot is retired rather than reused (so an id never comes back with
+ * another generation), and ids made elsewhere can be adopted. Only on a scene without
+ * entities. */
+int scn_entity_use_ranges(scn_scene *scene);
+/* Hands the slots first..first+count-1 to a ranged scene. */
+int scn_entity_add_slots(scn_scene *scene, uint32_t first, uint32_t count);
+/* Slots a ranged scene can still hand out. */
+uint64_t scn_entity_slots_left(const scn_scene *scene);
+/* Makes id (slot and generation as given) alive in a ranged scene: SCN_OK when it now is
+ * (also when it already was), SCN_EXISTS when its slot holds another generation or was
+ * retired, SCN_INVALID for an id no scene could have made. */
+int scn_entity_adopt(scn_scene *scene, scn_entity id);
+/* A ranged scene lets go of an entity that another daemon now keeps (its group moved away):
+ * it is no longer alive here, and can be adopted again, with its id, if the group comes back.
+ * SCN_STATE while it still has a transform in some world. */
+int scn_entity_forget(scn_scene *scene, scn_entity id);
+/* The next n creations give exactly these ids (adopted), in order: a replay makes the ids a
+ * command made when it first ran. n 0 drops expectations left over. */
+int scn_entity_expect(scn_scene *scene, const scn_entity *ids, size_t n);
+/* While on, every id created is recorded (in order) until scn_entity_recorded_clear. */
+void scn_entity_record(scn_scene *scene, bool on);
+size_t scn_entity_recorded(const scn_scene *scene, const scn_entity **ids);
+void scn_entity_recorded_clear(scn_scene *scene);
+
 /* ---- worlds ---------------------------------------------------------------------------- */
 
 int scn_world_create(scn_scene *scene, const char *name, scn_world **out);

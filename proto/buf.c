@@ -1,5 +1,6 @@
 #include "buf.h"
 
+#include "b64.h"
 #include "f32fmt.h"
 
 #include <float.h>
@@ -121,6 +122,16 @@ void scn_buf_add_matrix(scn_buf *b, const float m[16]) {
     return;
   float tmp[16];
   b->len += scn_f32_format_matrix(finite_matrix(m, tmp), b->data + b->len);
+}
+
+void scn_buf_add_matrix_b64(scn_buf *b, const float m[16]) {
+  if (!scn_buf_reserve(b, SCN_B64_MATRIX_LEN + 2))
+    return;
+  char *p = b->data + b->len;
+  p[0] = '"';
+  scn_b64_encode_matrices(p + 1, (const float(*)[16])m, 1);
+  p[SCN_B64_MATRIX_LEN + 1] = '"';
+  b->len += SCN_B64_MATRIX_LEN + 2;
 }
 
 void scn_buf_add_floats(scn_buf *b, const float *v, int n) {

@@ -28,6 +28,8 @@ void scn_buf_add_double(scn_buf *b, double v);
 void scn_buf_add_json_string(scn_buf *b, const char *s, size_t len);
 /* "[a,...,p]" with each float in its shortest round-trip form. */
 void scn_buf_add_matrix(scn_buf *b, const float m[16]);
+/* "...": the matrix as a JSON string of 88 base64 characters (b64.h). */
+void scn_buf_add_matrix_b64(scn_buf *b, const float m[16]);
 /* "[a,...]": n finite floats (at most 16), each in its shortest round-trip form. */
 void scn_buf_add_floats(scn_buf *b, const float *v, int n);
 /* "[id,...]": a JSON array of unsigned integers. */

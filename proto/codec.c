@@ -10,6 +10,7 @@
 
 int scn_fail(scn_wire_error *err, scn_wire_code code, const char *fmt, ...) {
   err->code = code;
+  err->node[0] = err->addr[0] = '\0';
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(err->message, sizeof err->message, fmt, ap);
@@ -68,6 +69,12 @@ static void add_error_body(scn_buf *b, const scn_wire_error *err) {
   while (len > 0 && !scn_utf8_valid(err->message, len))
     len--;
   scn_buf_add_json_string(b, err->message, len);
+  if (err->code == SCN_W_MOVED) {
+    scn_buf_adds(b, ",\"node\":");
+    scn_buf_add_json_string(b, err->node, strlen(err->node));
+    scn_buf_adds(b, ",\"addr\":");
+    scn_buf_add_json_string(b, err->addr, strlen(err->addr));
+  }
   scn_buf_adds(b, "}}\n");
 }
 

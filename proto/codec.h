@@ -13,6 +13,8 @@
 typedef struct scn_wire_error {
   scn_wire_code code;
   char message[256];
+  char node[65]; /* MOVED: the owner, written as "node" and "addr" beside the message */
+  char addr[96];
 } scn_wire_error;
 
 /* Fills err and returns -1, so a decoder can `return scn_fail(...)`. */

@@ -1,5 +1,8 @@
 #include "request.h"
 
+#include "b64.h"
+
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -352,14 +355,276 @@ static void scan_line(const char *s, size_t len, scan *sc, scn_request *rq) {
     rq->nops = 0; /* out of memory: the ops' ids are then printed from the parsed values */
 }
 
+/* ---- the flat form --------------------------------------------------------------------------
+ * Nearly every request is a flat object: members whose values are strings of printable ASCII
+ * without escapes, numbers, true, false, null, or arrays of numbers (a matrix, t, r, s). Such a
+ * line is read here in one pass into the very tree cJSON would build (the same nodes, allocated
+ * through cJSON's allocator, the same doubles), which takes a fraction of what the validating
+ * pass plus cJSON's parse cost: cJSON copies every string twice a character at a time, compares
+ * each value with "null", "false" and "true" by strncmp, and reads every number with a
+ * localeconv and a strtod. Anything else (nesting, escapes, other bytes, a number over 63
+ * characters, "ops") is not flat and takes the general path, which decides every error. */
+
+#define FLAT_WS(c) ((c) == ' ' || (c) == '\t' || (c) == '\r' || (c) == '\n')
+
+static size_t flat_ws(const char *s, size_t len, size_t i) {
+  while (i < len && FLAT_WS(s[i]))
+    i++;
+  return i;
+}
+
+static cJSON *flat_node(int type) {
+  cJSON *n = cJSON_malloc(sizeof *n);
+  if (n) {
+    memset(n, 0, sizeof *n);
+    n->type = type;
+  }
+  return n;
+}
+
+static char *flat_copy(const char *p, size_t n) {
+  char *c = cJSON_malloc(n + 1);
+  if (c) {
+    memcpy(c, p, n);
+    c[n] = '\0';
+  }
+  return c;
+}
+
+/* Powers of ten that doubles hold exactly. */
+static const double exact_pow10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* The end of the JSON number at s[i] (0 when there is none, or it is over 63 characters, which
+ * cJSON would cut short), with its value in *d exactly as strtod reads it: with at most 2^53 as
+ * its digits and a power of ten up to 22, one exact multiplication or division rounds it
+ * correctly (Clinger's fast path); other numbers go to strtod. */
+static size_t flat_number(const char *s, size_t len, size_t i, double *d) {
+  size_t start = i;
+  bool neg = i < len && s[i] == '-';
+  i += neg;
+  if (i >= len || !is_digit(s[i]))
+    return 0;
+  uint64_t m = 0;
+  int digits = 0, exp10 = 0;
+  if (s[i] == '0')
+    i++;
+  else
+    for (; i < len && is_digit(s[i]); i++)
+      if (digits < 19)
+        m = m * 10 + (uint64_t)(s[i] - '0'), digits += m != 0;
+      else
+        exp10++, digits++;
+  if (i < len && s[i] == '.') {
+    if (++i >= len || !is_digit(s[i]))
+      return 0;
+    for (; i < len && is_digit(s[i]); i++)
+      if (digits < 19)
+        m = m * 10 + (uint64_t)(s[i] - '0'), digits += m != 0, exp10--;
+      else
+        digits++;
+  }
+  if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+    i++;
+    bool eneg = i < len && s[i] == '-';
+    if (i < len && (s[i] == '-' || s[i] == '+'))
+      i++;
+    if (i >= len || !is_digit(s[i]))
+      return 0;
+    int e = 0;
+    for (; i < len && is_digit(s[i]); i++)
+      e = e < 10000 ? e * 10 + (s[i] - '0') : e;
+    exp10 += eneg ? -e : e;
+  }
+  if (i - start > 63)
+    return 0;
+  if (digits <= 19 && m <= (UINT64_C(1) << 53) && exp10 >= -22 && exp10 <= 22) {
+    double v = (double)m;
+    v = exp10 < 0 ? v / exact_pow10[-exp10] : v * exact_pow10[exp10];
+    *d = neg ? -v : v;
+  } else {
+    char tmp[64];
+    memcpy(tmp, s + start, i - start);
+    tmp[i - start] = '\0';
+    *d = strtod(tmp, NULL);
+  }
+  return i;
+}
+
+static cJSON *flat_number_node(double d) {
+  cJSON *n = flat_node(cJSON_Number);
+  if (n) {
+    n->valuedouble = d;
+    n->valueint = d >= INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;
+  }
+  return n;
+}
+
+/* Appends item to parent's children, linked as cJSON links them (the first one's prev is the
+ * last one). */
+static void flat_append(cJSON *parent, cJSON **last, cJSON *item) {
+  if (*last) {
+    (*last)->next = item;
+    item->prev = *last;
+  } else {
+    parent->child = item;
+  }
+  parent->child->prev = *last = item;
+}
+
+/* What follows a member or an element that ends at *j: a comma (1; *j at the next one), the
+ * closing bracket close (0; *j at it), or anything else (-1). */
+static int flat_next(const char *s, size_t len, size_t *j, char close) {
+  size_t k = flat_ws(s, len, *j);
+  if (k < len && s[k] == ',') {
+    *j = flat_ws(s, len, k + 1);
+    return 1;
+  }
+  *j = k;
+  return k < len && s[k] == close ? 0 : -1;
+}
+
+/* The value at s[*i] into *out (NULL when it is not one the flat form takes). */
+static cJSON *flat_value(const char *s, size_t len, size_t *i) {
+  size_t at = *i;
+  char c = s[at];
+  cJSON *v = NULL;
+  if (c == '"') {
+    size_t end = plain_string_end(s, len, at);
+    if (!end || !(v = flat_node(cJSON_String)))
+      return NULL;
+    if (!(v->valuestring = flat_copy(s + at + 1, end - at - 2))) {
+      cJSON_Delete(v);
+      return NULL;
+    }
+    *i = end;
+  } else if (c == '-' || is_digit(c)) {
+    double d;
+    size_t end = flat_number(s, len, at, &d);
+    if (!end || !(v = flat_number_node(d)))
+      return NULL;
+    *i = end;
+  } else if (c == '[') {
+    if (!(v = flat_node(cJSON_Array)))
+      return NULL;
+    size_t j = flat_ws(s, len, at + 1);
+    cJSON *last = NULL;
+    if (j < len && s[j] == ']') {
+      *i = j + 1;
+      return v;
+    }
+    int next = 1;
+    while (next > 0) {
+      double d;
+      size_t end = j < len ? flat_number(s, len, j, &d) : 0;
+      cJSON *x = end ? flat_number_node(d) : NULL;
+      if (!x || (flat_append(v, &last, x), j = end, next = flat_next(s, len, &j, ']')) < 0) {
+        cJSON_Delete(v);
+        return NULL;
+      }
+    }
+    *i = j + 1;
+  } else {
+    static const struct {
+      const char *text;
+      size_t len;
+      int type;
+    } lits[] = {{"true", 4, cJSON_True}, {"false", 5, cJSON_False}, {"null", 4, cJSON_NULL}};
+    for (size_t k = 0; k < 3; k++)
+      if (len - at >= lits[k].len && memcmp(s + at, lits[k].text, lits[k].len) == 0) {
+        if (!(v = flat_node(lits[k].type)))
+          return NULL;
+        v->valueint = lits[k].type == cJSON_True;
+        *i = at + lits[k].len;
+        return v;
+      }
+  }
+  return v;
+}
+
+/* Parses line into rq when it is a flat object; false (with nothing kept) when it is not. */
+static bool parse_flat(scn_request *rq, const char *s, size_t len) {
+  size_t i = flat_ws(s, len, 0);
+  if (i >= len || s[i] != '{')
+    return false;
+  cJSON *root = flat_node(cJSON_Object), *last = NULL;
+  if (!root)
+    return false;
+  scn_fields *f = &rq->f;
+  i = flat_ws(s, len, i + 1);
+  bool first = true;
+  for (;;) {
+    if (i < len && s[i] == '}' && first)
+      break;
+    size_t key_end = i < len && s[i] == '"' ? plain_string_end(s, len, i) : 0;
+    if (!key_end)
+      goto not_flat;
+    unsigned k = key_field(s + i + 1, key_end - i - 2);
+    size_t colon = flat_ws(s, len, key_end);
+    if (k == SCN_F_ops || colon >= len || s[colon] != ':')
+      goto not_flat;
+    size_t v_at = flat_ws(s, len, colon + 1), v_end = v_at;
+    cJSON *v = v_at < len ? flat_value(s, len, &v_end) : NULL;
+    if (!v)
+      goto not_flat;
+    flat_append(root, &last, v);
+    if (!(v->string = flat_copy(s + i + 1, key_end - i - 2)))
+      goto not_flat;
+    if (rq->nkeys < sizeof rq->keys)
+      rq->keys[rq->nkeys++] = (unsigned char)k;
+    if (k < SCN_FIELD_COUNT && !(f->present & ((scn_fieldset)1 << k))) {
+      f->present |= (scn_fieldset)1 << k;
+      f->v[k] = v;
+      if (k == SCN_F_id)
+        rq->id = (scn_span){s + v_at, v_end - v_at};
+    }
+    first = false;
+    i = v_end;
+    int next = flat_next(s, len, &i, '}');
+    if (next < 0)
+      goto not_flat;
+    if (next == 0)
+      break;
+  }
+  /* Only whitespace may follow the object (as on the general path: no line feed). */
+  for (i++; i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r'); i++)
+    ;
+  if (i < len)
+    goto not_flat;
+  rq->root = root;
+  return true;
+not_flat:
+  cJSON_Delete(root);
+  rq->f.present = 0;
+  rq->id = (scn_span){NULL, 0};
+  rq->nkeys = 0;
+  return false;
+}
+
 /* ---- parsing ------------------------------------------------------------------------------ */
 
-int scn_request_parse(scn_request *rq, const char *line, size_t len, scn_wire_error *err) {
+static void init_once(void) {
   static bool ready;
   if (!ready) {
     init_classes();
     ready = true;
   }
+}
+
+int scn_request_parse(scn_request *rq, const char *line, size_t len, scn_wire_error *err) {
+  init_once();
+  rq->root = NULL;
+  rq->f.present = 0;
+  rq->id = (scn_span){NULL, 0};
+  rq->nops = rq->nkeys = 0;
+  if (parse_flat(rq, line, len))
+    return 0;
+  return scn_request_parse_general(rq, line, len, err);
+}
+
+int scn_request_parse_general(scn_request *rq, const char *line, size_t len, scn_wire_error *err) {
+  init_once();
   rq->root = NULL;
   rq->f.present = 0;
   rq->id = (scn_span){NULL, 0};
@@ -528,14 +793,46 @@ int scn_decode_bool(const cJSON *v, const char *field, bool *out, scn_wire_error
   return 0;
 }
 
+/* One of two strings: *second false for the first, true for the second. */
+static int decode_choice(const cJSON *v, const char *field, const char *first, const char *second,
+                         bool *is_second, scn_wire_error *err) {
+  if (cJSON_IsString(v) &&
+      (strcmp(v->valuestring, first) == 0 || strcmp(v->valuestring, second) == 0)) {
+    *is_second = strcmp(v->valuestring, second) == 0;
+    return 0;
+  }
+  return scn_fail(err, SCN_W_BAD_REQUEST, "field \"%s\" must be \"%s\" or \"%s\"", field, first,
+                  second);
+}
+
 int scn_decode_keep(const cJSON *v, bool *keep_world, scn_wire_error *err) {
-  if (cJSON_IsString(v) && strcmp(v->valuestring, "world") == 0)
-    *keep_world = true;
-  else if (cJSON_IsString(v) && strcmp(v->valuestring, "local") == 0)
-    *keep_world = false;
-  else
-    return scn_fail(err, SCN_W_BAD_REQUEST, "field \"keep\" must be \"local\" or \"world\"");
-  return 0;
+  return decode_choice(v, "keep", "local", "world", keep_world, err);
+}
+
+int scn_decode_matrix_form(const cJSON *v, scn_matrix_form *out, scn_wire_error *err) {
+  bool b64 = false;
+  int rc = decode_choice(v, "matrices", "json", "b64", &b64, err);
+  *out = b64 ? SCN_MATRICES_B64 : SCN_MATRICES_JSON;
+  return rc;
+}
+
+int scn_decode_matrix_b64(const cJSON *v, float m[16], scn_wire_error *err) {
+  if ((v->type & 0xFF) != cJSON_String)
+    return scn_fail(err, SCN_W_BAD_REQUEST,
+                    "field \"matrix_b64\" must be a string: 88 base64 characters (64 bytes, 16 "
+                    "little-endian float32)");
+  size_t at = 0, len = strnlen(v->valuestring, SCN_B64_MATRIX_LEN + 1);
+  scn_b64_status st = scn_b64_decode_matrix(v->valuestring, len, m, &at);
+  if (st == SCN_B64_OK)
+    return 0;
+  if (st == SCN_B64_CHAR)
+    return scn_fail(err, SCN_W_BAD_REQUEST, "field \"matrix_b64\" %s at character %zu",
+                    scn_b64_status_text(st), at);
+  if (st == SCN_B64_LENGTH)
+    return scn_fail(err, SCN_W_BAD_REQUEST, "field \"matrix_b64\" %s, not %s%zu",
+                    scn_b64_status_text(st), len > SCN_B64_MATRIX_LEN ? "more than " : "",
+                    len > SCN_B64_MATRIX_LEN ? (size_t)SCN_B64_MATRIX_LEN : len);
+  return scn_fail(err, SCN_W_BAD_REQUEST, "field \"matrix_b64\" %s", scn_b64_status_text(st));
 }
 
 int scn_decode_name_or_null(const cJSON *v, const char *field, const char **out,
@@ -597,6 +894,9 @@ static int float_array(const cJSON *v, const char *field, int n, float *out, boo
 }
 
 int scn_spec_error(const scn_fields *f, scn_wire_error *err) {
+  if (f->present & SCN_F(matrix_b64))
+    return scn_fail(err, SCN_W_BAD_REQUEST,
+                    "field \"matrix_b64\" holds a value that is not finite (an infinity or a NaN)");
   if (f->present & SCN_F(matrix)) {
     const cJSON *m = f->v[SCN_F_matrix];
     for (const cJSON *x = cJSON_IsArray(m) ? m->child : NULL; x; x = x->next)
@@ -612,14 +912,21 @@ int scn_spec_error(const scn_fields *f, scn_wire_error *err) {
 static int decode_spec(scn_args *a, scn_wire_error *err) {
   const scn_fields *f = a->f;
   scn_fieldset has = f->present;
-  if (has & SCN_F(matrix)) {
+  scn_fieldset whole = has & (SCN_F(matrix) | SCN_F(matrix_b64));
+  if (whole) {
+    bool b64 = whole == SCN_F(matrix_b64);
+    const char *name = b64 ? "matrix_b64" : "matrix";
+    if (whole == (SCN_F(matrix) | SCN_F(matrix_b64)))
+      return scn_fail(err, SCN_W_BAD_REQUEST, "give either \"matrix\" or \"matrix_b64\", not both");
     if (a->partial)
       return scn_fail(err, SCN_W_BAD_REQUEST,
-                      "\"partial\" replaces parts: give \"t\", \"r\" or \"s\", not \"matrix\"");
+                      "\"partial\" replaces parts: give \"t\", \"r\" or \"s\", not \"%s\"", name);
     if (has & SCN_F_PARTS)
-      return scn_fail(err, SCN_W_BAD_REQUEST,
-                      "give either \"matrix\" or \"t\"/\"r\"/\"s\", not both");
+      return scn_fail(err, SCN_W_BAD_REQUEST, "give either \"%s\" or \"t\"/\"r\"/\"s\", not both",
+                      name);
     a->has_spec = true;
+    if (b64)
+      return scn_decode_matrix_b64(f->v[SCN_F_matrix_b64], a->m, err);
     return float_array(f->v[SCN_F_matrix], "matrix", 16, a->m, false, err);
   }
   const cJSON *s = f->v[SCN_F_s];
@@ -659,6 +966,7 @@ void scn_args_init(scn_args *a, const scn_fields *f) {
   a->entity = a->parent = a->to = a->root = 0;
   a->recursive = a->keep_world = a->has_spec = a->partial = a->trs = a->has_tick = false;
   a->parts = 0;
+  a->matrices = SCN_MATRICES_JSON;
 }
 
 int scn_args_decode(scn_args *a, scn_fieldset set, scn_wire_error *err) {
@@ -696,6 +1004,9 @@ int scn_args_decode(scn_args *a, scn_fieldset set, scn_wire_error *err) {
     case SCN_F_keep:
       rc = scn_decode_keep(v, &a->keep_world, err);
       break;
+    case SCN_F_matrices:
+      rc = scn_decode_matrix_form(v, &a->matrices, err);
+      break;
     case SCN_F_partial:
       rc = scn_decode_bool(v, "partial", &a->partial, err);
       break;
@@ -707,6 +1018,7 @@ int scn_args_decode(scn_args *a, scn_fieldset set, scn_wire_error *err) {
       a->has_tick = rc == 0;
       break;
     case SCN_F_matrix:
+    case SCN_F_matrix_b64:
     case SCN_F_t:
     case SCN_F_r:
     case SCN_F_s:

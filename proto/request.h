@@ -48,6 +48,9 @@ typedef struct scn_request {
  * in valid UTF-8, with numbers as JSON writes them and no raw control characters), or
  * BAD_REQUEST for a string holding U+0000 (rq->id is then set, so the reply can echo it). */
 int scn_request_parse(scn_request *rq, const char *line, size_t len, scn_wire_error *err);
+/* The same without the flat form's shortcut: the validating pass, then cJSON (the fuzz target
+ * checks that both give the same tree). */
+int scn_request_parse_general(scn_request *rq, const char *line, size_t len, scn_wire_error *err);
 /* Frees what rq keeps between requests (not rq->root). */
 void scn_request_free(scn_request *rq);
 /* Indexes the members of a JSON object by field. */
@@ -64,9 +67,10 @@ typedef struct scn_args {
   const char *name;                    /* NULL: null or absent */
   const char *path;
   bool recursive, keep_world;
-  bool trs;               /* transform.get: answer the parts of the matrices too */
-  bool has_tick;          /* "tick" was given: the past tick (fractional: interpolated) */
+  bool trs;      /* transform.get: answer the parts of the matrices too */
+  bool has_tick; /* "tick" was given: the past tick (fractional: interpolated) */
   double tick;
+  scn_matrix_form matrices; /* hello's "matrices" (json when absent) */
   bool has_spec;          /* a transform spec was given: m holds it, or the parts do when partial */
   bool partial;           /* "partial": true: the parts given replace those of the current matrix */
   scn_fieldset parts;     /* partial: the parts given (of SCN_F_PARTS) */
@@ -77,11 +81,11 @@ typedef struct scn_args {
 /* Resets a to defaults over fields f. */
 void scn_args_init(scn_args *a, const scn_fields *f);
 /* Decodes the fields of set that are present, in field order; 0, or -1 with err for the first
- * that is invalid. A transform spec (matrix, or t/r/s composed as T * R * S) is decoded once,
- * at its first field; with "partial" (decoded before it) the parts are kept as they are, for
- * the core to put in place of the current ones, and "matrix" is refused. Numbers of a matrix
- * are not checked for finiteness here: the core refuses a non-finite matrix, and
- * scn_spec_error says why. */
+ * that is invalid. A transform spec (matrix, matrix_b64, or t/r/s composed as T * R * S) is
+ * decoded once, at its first field; with "partial" (decoded before it) the parts are kept as
+ * they are, for the core to put in place of the current ones, and "matrix" or "matrix_b64" is
+ * refused. The values of a matrix are not checked for finiteness here: the core refuses a
+ * non-finite matrix, and scn_spec_error says why. */
 int scn_args_decode(scn_args *a, scn_fieldset set, scn_wire_error *err);
 /* The error for a spec the core refused as invalid: which field holds a number that is not a
  * finite float32, or why the composed matrix is not finite. */
@@ -106,6 +110,10 @@ int scn_decode_bool(const cJSON *v, const char *field, bool *out, scn_wire_error
 int scn_decode_tick(const cJSON *v, double *out, scn_wire_error *err);
 /* "local" (false) or "world" (true). */
 int scn_decode_keep(const cJSON *v, bool *keep_world, scn_wire_error *err);
+/* "json" or "b64". */
+int scn_decode_matrix_form(const cJSON *v, scn_matrix_form *out, scn_wire_error *err);
+/* A matrix as 88 characters of base64 (b64.h). */
+int scn_decode_matrix_b64(const cJSON *v, float m[16], scn_wire_error *err);
 /* A transform name (1 to 64 bytes, no '/', no control characters) or null (out NULL). */
 int scn_decode_name_or_null(const cJSON *v, const char *field, const char **out,
                             scn_wire_error *err);

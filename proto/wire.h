@@ -19,7 +19,9 @@
   X(CYCLE)                                                                                         \
   X(LIMIT)                                                                                         \
   X(UNAUTHORIZED)                                                                                  \
-  X(INTERNAL)
+  X(INTERNAL)                                                                                      \
+  X(MOVED)                                                                                         \
+  X(UNAVAILABLE)
 
 typedef enum scn_wire_code {
 #define SCN_WIRE_ENUM(name) SCN_W_##name,
@@ -41,6 +43,7 @@ const char *scn_wire_code_name(scn_wire_code code);
   X(name)                                                                                          \
   X(partial)                                                                                       \
   X(matrix)                                                                                        \
+  X(matrix_b64)                                                                                    \
   X(t)                                                                                             \
   X(r)                                                                                             \
   X(s)                                                                                             \
@@ -54,9 +57,13 @@ const char *scn_wire_code_name(scn_wire_code code);
   X(sub)                                                                                           \
   X(count)                                                                                         \
   X(token)                                                                                         \
+  X(matrices)                                                                                      \
   X(trs)                                                                                           \
   X(tick)                                                                                          \
-  X(history)
+  X(history)                                                                                       \
+  X(node)                                                                                          \
+  X(cluster)                                                                                       \
+  X(created)
 
 typedef enum scn_field {
 #define SCN_FIELD_ENUM(name) SCN_F_##name,
@@ -69,7 +76,11 @@ typedef enum scn_field {
 typedef uint64_t scn_fieldset;
 #define SCN_F(name) ((scn_fieldset)1 << SCN_F_##name)
 #define SCN_F_PARTS (SCN_F(t) | SCN_F(r) | SCN_F(s))
-#define SCN_F_SPEC (SCN_F(matrix) | SCN_F_PARTS)
+#define SCN_F_SPEC (SCN_F(matrix) | SCN_F(matrix_b64) | SCN_F_PARTS)
+
+/* How a connection receives matrices in responses and frames (hello's "matrices"): arrays of
+ * 16 numbers, or base64 strings of their float32 bytes (b64.h). */
+typedef enum scn_matrix_form { SCN_MATRICES_JSON = 0, SCN_MATRICES_B64 = 1 } scn_matrix_form;
 
 const char *scn_field_name(scn_field f);
 /* The field a JSON key names, or SCN_FIELD_COUNT for any other key. */
@@ -129,16 +140,18 @@ unsigned scn_right_find(const char *name, unsigned long len);
  *   fields, help) */
 #define SCN_COMMANDS(X)                                                                            \
   X("ping", ping, SCN_CMD_OPEN | SCN_CMD_READ, read, none, 0, 0, "check that the daemon answers")  \
-  X("hello", hello, SCN_CMD_OPEN, read, none, 0, SCN_F(token),                                     \
-    "identify (and authenticate) the connection")                                                  \
+  X("hello", hello, SCN_CMD_OPEN, read, none, 0, SCN_F(token) | SCN_F(matrices),                   \
+    "identify (and authenticate) the connection; matrices \"json\" or \"b64\"")                    \
   X("world.create", world_create, SCN_CMD_MUTATES, admin, max_worlds, SCN_F(world),                \
-    SCN_F(history), "create a named world (history: keep its last N ticks)")                       \
+    SCN_F(history) | SCN_F(node),                                                                  \
+    "create a named world (history: keep its last N ticks; cluster: node places a new group)")     \
   X("world.destroy", world_destroy, SCN_CMD_MUTATES | SCN_CMD_WORLD, admin, max_transforms,        \
     SCN_F(world), 0, "destroy a world and every transform in it")                                  \
-  X("world.list", world_list, SCN_CMD_READ, read, none, 0, 0,                                      \
-    "list worlds with their transform counts")                                                     \
-  X("entity.create", entity_create, SCN_CMD_MUTATES, write, entity_create, 0, SCN_F(count),        \
-    "create entities (count, default 1, at most 100000)")                                          \
+  X("world.list", world_list, SCN_CMD_READ, read, none, 0, SCN_F(cluster),                         \
+    "list worlds with their transform counts (cluster: every node's)")                             \
+  X("entity.create", entity_create, SCN_CMD_MUTATES, write, entity_create, 0,                      \
+    SCN_F(count) | SCN_F(world),                                                                   \
+    "create entities (count, default 1, at most 100000; cluster: on world's owner)")               \
   X("entity.destroy", entity_destroy, SCN_CMD_MUTATES | SCN_CMD_ALL_WORLDS, write, max_transforms, \
     SCN_F(entity), 0, "destroy an entity and its transform in every world")                        \
   X("transform.create", transform_create, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, write,               \
@@ -178,7 +191,11 @@ unsigned scn_right_find(const char *name, unsigned long len);
     "stream a world's matrices (full, deltas)")                                                    \
   X("unsubscribe", unsubscribe, 0, read, none, SCN_F(sub), 0, "end a subscription")                \
   X("info", info, SCN_CMD_READ, read, none, 0, 0, "daemon figures: version, uptime, counts")       \
-  X("save", save, 0, admin, none, 0, 0, "write a snapshot now (needs --data)")
+  X("save", save, 0, admin, none, 0, 0, "write a snapshot now (needs --data)")                     \
+  X("world.move", world_move, SCN_CMD_WORLD, admin, none, SCN_F(world) | SCN_F(to), 0,             \
+    "move a world's group to another node of the cluster")                                         \
+  X("cluster.nodes", cluster_nodes, SCN_CMD_READ, read, none, 0, 0,                                \
+    "the cluster's live nodes with their load")
 
 /* Each command's index in the table. */
 typedef enum scn_command_id {

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# The benchmarks behind `make bench`: the transform core against its limit, then the daemon
-# under scene-bench, side by side with Redis where redis-server and redis-benchmark exist.
-# Figures are medians of RUNS runs (default 3); the machine is small and noisy.
+# The benchmarks behind `make bench`: the transform core against its limit, request decoding,
+# then the daemon under scene-bench with Redis measured in the same run where redis-server and
+# redis-benchmark exist (scripts/install-deps.sh installs them), streaming against the loopback
+# limit, the staging view in headless Chromium, and durability. Figures are medians of RUNS runs
+# (default 3); the machine is small and noisy. Each target is printed beside its figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 RUNS=${RUNS:-3}
 N=${N:-300000}
+STREAM_SECONDS=${STREAM_SECONDS:-5}
 
 echo "== transform core (bench-core)"
 "$BUILD/bench-core"
@@ -18,20 +21,30 @@ DECODE_OUT=$(mktemp)
 
 log=$(mktemp)
 runs_out=$(mktemp)
-redis_dir=$(mktemp -d)
 cleanup() {
   [[ -n "${scened_pid:-}" ]] && kill "$scened_pid" 2>/dev/null && wait "$scened_pid" 2>/dev/null
   [[ -n "${redis_pid:-}" ]] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
   [[ -n "${tls_pid:-}" ]] && kill "$tls_pid" 2>/dev/null && wait "$tls_pid" 2>/dev/null
-  rm -rf "$log" "$runs_out" "$redis_dir" "$DECODE_OUT" "${tls_dir:-}"
+  rm -rf "$log" "$runs_out" "$DECODE_OUT" "${tls_dir:-}"
 }
 trap cleanup EXIT
 
-"$BUILD/scened" --listen 127.0.0.1:0 --log-level warn 2>"$log" &
+"$BUILD/scened" --listen 127.0.0.1:0 --http off --log-level warn 2>"$log" &
 scened_pid=$!
 for _ in $(seq 100); do grep -q 'listening on' "$log" && break; sleep 0.05; done
 port=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$log" | head -1 | cut -d: -f2)
 [[ -n "$port" ]] || { echo "scened did not start"; cat "$log"; exit 1; }
+
+have_redis=0
+if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
+  have_redis=1
+  rport=$((20000 + RANDOM % 20000))
+  redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 &
+  redis_pid=$!
+  for _ in $(seq 100); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.05; done
+fi
+
+median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
 # median VALUE of field F (ops/s, matrices/s, p50_ms, ...) over RUNS runs of scene-bench ARGS
 median_of() {
@@ -39,72 +52,111 @@ median_of() {
   shift
   for _ in $(seq "$RUNS"); do
     "$BUILD/scene-bench" -p "$port" --json "$@" | grep -o "\"$field\":[0-9.]*" | cut -d: -f2
-  done | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
+  done | median
 }
 
-# user and system CPU seconds the daemon has used so far
-proc_cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f %.3f", $14 / hz, $15 / hz}' "/proc/$1/stat"; }
-daemon_cpu() { proc_cpu "$scened_pid"; }
-# daemon CPU per request, in microseconds, over $RUNS runs of N requests since $1 $2: the text
-# in $cpu_text, the user figure alone in $cpu_user_us
-cpu_per_request() {
-  read -r u1 s1 <<<"$(daemon_cpu)"
-  cpu_user_us=$(awk -v u0="$1" -v u1="$u1" -v n="$((RUNS * N))" 'BEGIN { printf "%.2f", (u1 - u0) * 1e6 / n }')
-  cpu_text=$(awk -v u0="$1" -v s0="$2" -v u1="$u1" -v s1="$s1" -v n="$((RUNS * N))" \
-    'BEGIN { printf "daemon CPU per request: user %.2f us, system %.2f us", (u1 - u0) * 1e6 / n, (s1 - s0) * 1e6 / n }')
-}
+# user and system CPU seconds a process has used so far
+cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f %.3f", $14 / hz, $15 / hz}' "/proc/$1/stat"; }
 
-echo
-echo "== daemon: transform.set_local, 50 connections x 16 pipelined (medians of $RUNS runs)"
-read -r u0 s0 <<<"$(daemon_cpu)"
-trs=$(median_of ops/s -c 50 -P 16 -n "$N" -t set_local)
-cpu_per_request "$u0" "$s0"
-trs_cpu=$cpu_text
-read -r u0 s0 <<<"$(daemon_cpu)"
-mat=$(median_of ops/s -c 50 -P 16 -n "$N" -t set_matrix)
-cpu_per_request "$u0" "$s0"
-mat_cpu=$cpu_text
-mat_user=$cpu_user_us
-printf 'set_local t/r/s     %10.0f ops/s  (%s)\n' "$trs" "$trs_cpu"
-printf 'set_local matrix    %10.0f ops/s  (%s)\n' "$mat" "$mat_cpu"
-# The matrix request's user CPU split: cJSON's parse of the line (bench-decode, same lines) and
-# the rest, which is the daemon's own.
-cjson_ns=$(grep -o 'set_local_matrix.*cjson_parse_ns=[0-9]*' "$DECODE_OUT" | grep -o '[0-9]*$')
-awk -v u="$mat_user" -v c="$cjson_ns" 'BEGIN {
-  printf "set_local matrix: daemon user CPU %.2f us per request, of which cJSON parse %.2f us, the daemon own %.2f us\n", u, c / 1000, u - c / 1000 }'
-echo
-echo "== daemon: partial set_local (the rotation alone) against a whole t/r/s set_local,"
-echo "   50 connections x 16 pipelined, run alternately (medians of $RUNS runs)"
-# Alternating runs meet the same load on this shared machine. Each run leaves a line
-# "TEST ops/s user_s system_s" (the daemon's CPU during it) in $runs_out.
+# Runs are interleaved (a round of every test, RUNS times), so that each test meets about the
+# same load on this shared machine as the one it is compared with. Each run leaves a line
+# "NAME ops/s user_s system_s" (the server's CPU during it) in $runs_out.
+# one_run NAME PID COMMAND...: COMMAND prints the rate (ops/s) on its last line
 one_run() {
-  local u0 s0 u1 s1 rate
-  read -r u0 s0 <<<"$(daemon_cpu)"
-  rate=$("$BUILD/scene-bench" -p "$port" --json -c 50 -P 16 -n "$N" -t "$1" |
-    grep -o '"ops/s":[0-9.]*' | cut -d: -f2)
-  read -r u1 s1 <<<"$(daemon_cpu)"
-  echo "$1 $rate $(awk -v u0="$u0" -v s0="$s0" -v u1="$u1" -v s1="$s1" \
+  local name=$1 pid=$2 u0 s0 u1 s1 rate
+  shift 2
+  read -r u0 s0 <<<"$(cpu_of "$pid")"
+  rate=$("$@" | tail -1)
+  read -r u1 s1 <<<"$(cpu_of "$pid")"
+  echo "$name $rate $(awk -v u0="$u0" -v s0="$s0" -v u1="$u1" -v s1="$s1" \
     'BEGIN { printf "%.3f %.3f", u1 - u0, s1 - s0 }')" >>"$runs_out"
 }
-for _ in $(seq "$RUNS"); do
-  one_run set_local
-  one_run set_partial
-done
-median_run() { awk -v t="$1" '$1 == t { print $2 }' "$runs_out" | sort -g |
-  awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+# a scene-bench load of N requests, 50 connections x 16 pipelined: its ops/s
+bench_rate() {
+  "$BUILD/scene-bench" -p "$port" --json -c 50 -P 16 -n "$N" "$@" | grep -o '"ops/s":[0-9.]*' | cut -d: -f2
+}
+daemon_run() { one_run "$1" "$scened_pid" bench_rate -t "$1"; }
+# the same with redis-benchmark ARGS
+redis_rate() {
+  redis-benchmark -p "$rport" -c 50 -P 16 -n "$N" -q "$@" | tr '\r' '\n' |
+    grep -o '[0-9.]* requests per second' | tail -1 | cut -d' ' -f1
+}
+median_run() { awk -v t="$1" '$1 == t { print $2 }' "$runs_out" | median; }
+# the server's CPU per request in a test's runs, in microseconds
 cpu_run() { awk -v t="$1" -v n="$((RUNS * N))" '$1 == t { u += $3; s += $4 } END {
-  printf "daemon CPU per request: user %.2f us, system %.2f us", u * 1e6 / n, s * 1e6 / n }' "$runs_out"; }
-full=$(median_run set_local)
-part=$(median_run set_partial)
-printf 'set_local t/r/s     %10.0f ops/s  (%s)\n' "$full" "$(cpu_run set_local)"
-printf 'set_local partial r %10.0f ops/s  (%s)\n' "$part" "$(cpu_run set_partial)"
-awk -v p="$part" -v f="$full" 'BEGIN { printf "partial / t/r/s = %.2f (target >= 0.9)\n", p / f }'
+  printf "user %.2f us, system %.2f us per request", u * 1e6 / n, s * 1e6 / n }' "$runs_out"; }
 
 echo
-echo "== daemon: one client, no pipelining (medians of $RUNS runs)"
+echo "== requests: transform.set_local, 50 connections x 16 pipelined, daemon and Redis run"
+echo "   alternately (medians of $RUNS runs)"
+fields=""
+for i in $(seq 16); do fields="$fields f$i v$i"; done
+: >"$runs_out"
+for _ in $(seq "$RUNS"); do
+  daemon_run set_local
+  daemon_run set_matrix
+  if ((have_redis)); then
+    # shellcheck disable=SC2086
+    one_run redis_hset "$redis_pid" redis_rate hset bench:h:__rand_int__ $fields
+  fi
+  daemon_run set_b64
+  if ((have_redis)); then
+    one_run redis_set "$redis_pid" redis_rate -t set
+  fi
+done
+trs=$(median_run set_local)
+mat=$(median_run set_matrix)
+b64=$(median_run set_b64)
+printf 'set_local t/r/s          %10.0f ops/s  (daemon %s)\n' "$trs" "$(cpu_run set_local)"
+printf 'set_local 16 numbers     %10.0f ops/s  (daemon %s)\n' "$mat" "$(cpu_run set_matrix)"
+printf 'set_local matrix_b64     %10.0f ops/s  (daemon %s)\n' "$b64" "$(cpu_run set_b64)"
+# The matrix request's user CPU against what bench-decode measured for the same lines without
+# sockets: the request path (the flat form's one pass) and cJSON's parse, which it replaces.
+mat_user=$(cpu_run set_matrix | grep -o 'user [0-9.]*' | cut -d' ' -f2)
+read -r cjson_ns parse_ns <<<"$(grep -o 'set_local_matrix.*cjson_parse_ns=[0-9]* request_parse_ns=[0-9]*' "$DECODE_OUT" |
+  grep -o '[0-9]*' | tail -2 | paste -sd' ')"
+awk -v u="$mat_user" -v p="$parse_ns" -v c="$cjson_ns" 'BEGIN {
+  printf "set_local 16 numbers: daemon user CPU %.2f us per request; bench-decode reads such a line in %.2f us (cJSON alone: %.2f us)\n", u, p / 1000, c / 1000 }'
+if ((have_redis)); then
+  set_rate=$(median_run redis_set)
+  hset_rate=$(median_run redis_hset)
+  printf 'redis SET                %10.0f ops/s  (redis %s)\n' "$set_rate" "$(cpu_run redis_set)"
+  printf 'redis HSET 16 fields     %10.0f ops/s  (redis %s)\n' "$hset_rate" "$(cpu_run redis_hset)"
+  awk -v b="$b64" -v m="$mat" -v s="$set_rate" -v h="$hset_rate" 'BEGIN {
+    printf "matrix_b64 / redis SET         = %.2f (target >= 1.0: %s)\n", b / s, (b / s >= 1 ? "met" : "SHORT")
+    printf "16 numbers / redis HSET-16     = %.2f (target >= 3: %s)\n", m / h, (m / h >= 3 ? "met" : "SHORT") }'
+  # The parse of one matrix request by cJSON alone bounds what cJSON could do on one core.
+  ceiling=$(grep -o 'set_local_matrix.*cjson_alone_max_per_core=[0-9]*' "$DECODE_OUT" | grep -o '[0-9]*$')
+  awk -v c="$ceiling" -v s="$set_rate" 'BEGIN {
+    printf "cJSON parse alone, one core: %.0f matrix requests/s = %.2f x redis SET (the flat form reads such lines without it)\n", c, c / s }'
+  echo "(where a request's time goes: the CPU per request above, daemon against Redis; a profile:"
+  echo " valgrind --tool=callgrind build/scened, then scene-bench -t set_b64 against it, see README)"
+else
+  echo "(Redis comparison skipped: redis-server or redis-benchmark is not installed)"
+fi
+
+echo
+echo "== requests: one client, no pipelining (medians of $RUNS runs)"
 p50=$(median_of p50_ms -c 1 -P 1 -n 20000 -t set_matrix)
 p99=$(median_of p99_ms -c 1 -P 1 -n 20000 -t set_matrix)
-printf 'set_local matrix    p50=%s ms  p99=%s ms\n' "$p50" "$p99"
+printf 'set_local 16 numbers     p50=%s ms  p99=%s ms\n' "$p50" "$p99"
+p50=$(median_of p50_ms -c 1 -P 1 -n 20000 -t set_b64)
+p99=$(median_of p99_ms -c 1 -P 1 -n 20000 -t set_b64)
+printf 'set_local matrix_b64     p50=%s ms  p99=%s ms\n' "$p50" "$p99"
+
+echo
+echo "== requests: partial set_local (the rotation alone) against a whole t/r/s set_local,"
+echo "   50 connections x 16 pipelined, run alternately (medians of $RUNS runs)"
+: >"$runs_out"
+for _ in $(seq "$RUNS"); do
+  daemon_run set_local
+  daemon_run set_partial
+done
+full=$(median_run set_local)
+part=$(median_run set_partial)
+printf 'set_local t/r/s          %10.0f ops/s  (daemon %s)\n' "$full" "$(cpu_run set_local)"
+printf 'set_local partial r      %10.0f ops/s  (daemon %s)\n' "$part" "$(cpu_run set_partial)"
+awk -v p="$part" -v f="$full" 'BEGIN { printf "partial / t/r/s = %.2f (target >= 0.9)\n", p / f }'
 
 echo
 echo "== rewind: a world that keeps 600 ticks against one that keeps none (medians of $RUNS runs)"
@@ -115,9 +167,8 @@ for _ in $(seq "$RUNS"); do
   "$BUILD/scene-bench" -p "$port" --json -c 50 -P 16 -n "$N" -t set_local --history 600 |
     grep -o '"ops/s":[0-9.]*' | cut -d: -f2 >>"$log.hist"
 done
-med() { sort -g "$1" | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-nohist=$(med "$log.nohist")
-hist=$(med "$log.hist")
+nohist=$(median <"$log.nohist")
+hist=$(median <"$log.hist")
 rm -f "$log.nohist" "$log.hist"
 printf 'set_local, no history  %10.0f ops/s\n' "$nohist"
 printf 'set_local, history 600 %10.0f ops/s  (%.2f of no history; target >= 1/1.2 = 0.83)\n' "$hist" \
@@ -131,9 +182,38 @@ printf 'transform.get at past ticks p50=%s ms p99=%s ms  (p50 %.2f x now; target
   "$p50" "$p99" "$(awk -v a="$p50" -v b="$g50" 'BEGIN { print a / b }')"
 
 echo
-echo "== streaming: a root with 10,000 descendants moving every tick"
+echo "== streaming capacity: 100,000 transforms moving and turning every tick, 10 subscribers,"
+echo "   json and b64 frames, and the loopback limit (plain writes of the frames' size to 10"
+echo "   reading sockets) in the same run (medians of $RUNS runs, $STREAM_SECONDS s each)"
+# field F's median among the runs' JSON lines in $runs_out
+field_median() { grep -o "\"$1\":[0-9.]*" "$runs_out" | cut -d: -f2 | median; }
+declare -A sm sf sb sl sr
+for form in json b64; do
+  : >"$runs_out"
+  flag=""
+  [[ $form == b64 ]] && flag="--b64"
+  for _ in $(seq "$RUNS"); do
+    # shellcheck disable=SC2086
+    "$BUILD/scene-bench" -p "$port" --json -t stream -S 10 --seconds "$STREAM_SECONDS" --loopback $flag >>"$runs_out"
+  done
+  sm[$form]=$(field_median matrices/s)
+  sf[$form]=$(field_median frames/s)
+  sb[$form]=$(field_median bytes/s)
+  sl[$form]=$(field_median loopback_bytes/s)
+  sr[$form]=$(field_median of_loopback)
+  printf 'stream %-4s %10.0f matrices/s  %5.1f frames/s per subscriber  %6.0f MB/s of frames  (loopback %6.0f MB/s: %.0f%%)\n' \
+    "$form" "${sm[$form]}" "${sf[$form]}" "$(awk -v b="${sb[$form]}" 'BEGIN{print b/1e6}')" \
+    "$(awk -v b="${sl[$form]}" 'BEGIN{print b/1e6}')" "$(awk -v r="${sr[$form]}" 'BEGIN{print r*100}')"
+done
+awk -v b="${sm[b64]}" -v j="${sm[json]}" -v r="${sr[b64]}" 'BEGIN {
+  printf "b64 / json matrices/s          = %.2f (target >= 2: %s)\n", b / j, (b / j >= 2 ? "met" : "SHORT")
+  printf "b64 frame bytes/s / loopback   = %.2f (target >= 0.60: %s)\n", r, (r >= 0.6 ? "met" : "SHORT") }'
+
+echo
+echo "== streaming: 1, 10 and 100 subscribers of a root with 9,999 descendants, every one moving"
 for s in 1 10 100; do
-  "$BUILD/scene-bench" -p "$port" -t stream -S "$s" -K 10000 --seconds 3
+  "$BUILD/scene-bench" -p "$port" -t stream -S "$s" -K 9999 --seconds 3
+  "$BUILD/scene-bench" -p "$port" -t stream -S "$s" -K 9999 --seconds 3 --b64
 done
 
 echo
@@ -154,9 +234,9 @@ tls_run() {
   local kind=$1 field=$2 pid p extra=() u0 s0 u1 s1 v
   shift 2
   if [[ $kind == t ]]; then pid=$tls_pid p=$tls_port extra=("${tls_args[@]}"); else pid=$scened_pid p=$port; fi
-  read -r u0 s0 <<<"$(proc_cpu "$pid")"
+  read -r u0 s0 <<<"$(cpu_of "$pid")"
   v=$("$BUILD/scene-bench" -p "$p" "${extra[@]}" --json "$@" | grep -o "\"$field\":[0-9.]*" | head -1 | cut -d: -f2)
-  read -r u1 s1 <<<"$(proc_cpu "$pid")"
+  read -r u1 s1 <<<"$(cpu_of "$pid")"
   echo "$kind $v $(awk -v a="$u0" -v b="$u1" -v c="$s0" -v d="$s1" 'BEGIN { printf "%.3f %.3f", b - a, d - c }')" >>"$tls_runs"
 }
 tls_median() { awk -v k="$1" '$1 == k { print $2 }' "$tls_runs" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
@@ -201,7 +281,17 @@ kill "$tls_pid" 2>/dev/null && wait "$tls_pid" 2>/dev/null || true
 tls_pid=""
 
 echo
-echo "== durability: matrix set_local with a journal, per fsync policy (medians of $RUNS runs)"
+if [[ -x /usr/bin/chromium && -d "${SCENED_NODE_MODULES:-build/web-npm/node_modules}/playwright-core" ]]; then
+  echo "== the staging view in headless Chromium (software rendering): 10,000 moving transforms"
+  SCENED_BIN="$(realpath "$BUILD/scened")" \
+    SCENED_NODE_MODULES="$(realpath "${SCENED_NODE_MODULES:-build/web-npm/node_modules}")" \
+    node tests/web/bench_view.mjs || echo "(the staging view benchmark failed)"
+else
+  echo "(staging view benchmark skipped: /usr/bin/chromium or the npm packages are missing)"
+fi
+
+echo
+echo "== durability: set_local with 16 numbers with a journal, per fsync policy (medians of $RUNS runs)"
 start_data_daemon() { # $1 fsync policy; sets data_pid and data_port
   data_dir=$(mktemp -d)
   data_log="$data_dir.log"
@@ -220,7 +310,7 @@ for policy in always everysec no; do
   rate=$(for _ in $(seq "$RUNS"); do
     "$BUILD/scene-bench" -p "$data_port" --json -c 50 -P 16 -n "$N" -t set_matrix |
       grep -o '"ops/s":[0-9.]*' | cut -d: -f2
-  done | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
+  done | median)
   printf 'fsync %-9s %10.0f ops/s\n' "$policy" "$rate"
   stop_data_daemon
 done
@@ -231,34 +321,4 @@ start_data_daemon everysec
 stop_data_daemon
 
 echo
-if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
-  echo "== Redis, same concurrency and pipelining (medians of $RUNS runs)"
-
-  rport=$((20000 + RANDOM % 20000))
-  redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 &
-  redis_pid=$!
-  for _ in $(seq 100); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.05; done
-  rb() {
-    for _ in $(seq "$RUNS"); do
-      redis-benchmark -p "$rport" -c 50 -P 16 -n "$N" -q "$@" | tr '\r' '\n' |
-        grep -o '[0-9.]* requests per second' | tail -1 | cut -d' ' -f1
-    done | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
-  }
-  set_rate=$(rb -t set)
-  fields=""
-  for i in $(seq 16); do fields="$fields f$i v$i"; done
-  # shellcheck disable=SC2086
-  hset_rate=$(rb hset bench:h:__rand_int__ $fields)
-  printf 'redis SET           %10.0f ops/s\n' "$set_rate"
-  printf 'redis HSET 16 fields %9.0f ops/s\n' "$hset_rate"
-  echo
-  awk -v m="$mat" -v s="$set_rate" -v h="$hset_rate" 'BEGIN {
-    printf "matrix set_local / redis HSET-16 = %.2f (target >= 3)\n", m / h
-    printf "matrix set_local / redis SET     = %.2f (target >= 1)\n", m / s }'
-  # The parse of one matrix request by cJSON, with nothing else, bounds what one core can do.
-  ceiling=$(grep -o 'set_local_matrix.*cjson_alone_max_per_core=[0-9]*' "$DECODE_OUT" | grep -o '[0-9]*$')
-  awk -v c="$ceiling" -v s="$set_rate" 'BEGIN {
-    printf "cJSON parse alone, one core: %.0f matrix requests/s = %.2f x redis SET\n", c, c / s }'
-else
-  echo "== Redis comparison skipped: redis-server or redis-benchmark is not installed"
-fi
+BUILD="$BUILD" RUNS="$RUNS" N="$N" scripts/bench-cluster.sh

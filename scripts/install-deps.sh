@@ -6,12 +6,15 @@ set -euo pipefail
 packages=(gcc make pkg-config libuv1-dev libcjson-dev libcglm-dev libcunit1-dev libedit-dev
   libhttp-parser-dev
   libwslay-dev nettle-dev    # WebSocket framing; SHA-1 and base64 for the handshake
+  libcurl4-openssl-dev       # the cluster's HTTP client of etcd's JSON gateway (multi interface)
+  etcd-server etcd-client    # the cluster's coordinator: the tests start a real etcd
   libssl-dev openssl         # TLS on both ports and in the clients; certificates in the tests
   chromium chromium-driver   # the staging view's browser test (headless)
   prometheus # promtool: the tests check /metrics with it
   clang      # libFuzzer for make fuzz
   python3 jq # the Python client's self-test and the shell example run in the tests
   valgrind   # make valgrind
+  redis-server redis-tools # make bench measures Redis beside the daemon in the same run
 )
 
 

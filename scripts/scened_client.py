@@ -17,17 +17,61 @@ certificate must be signed by a CA of tls_ca (or of the system) and name the hos
     Client("127.0.0.1", 7878, tls_ca="ca.pem")
     Client("127.0.0.1", 7878, tls_ca="ca.pem", tls_cert="client.pem", tls_key="client.key")
 
+Matrices exact to the bit: Client(..., matrices="b64") (or c.set_matrices("b64")) makes the
+daemon send every matrix as a base64 string of 16 little-endian float32 and frames as "ids" and
+"ms"; matrix() reads either form, matrix_b64() writes one for "matrix_b64":
+
+        c.call("transform.set_local", world="main", entity=car, matrix_b64=matrix_b64(m))
+        m = matrix(c.call("transform.get", world="main", entity=car)["world"])
+
 Run it as a program for a self-check against a running daemon:
     python3 scripts/scened_client.py --port 7878 --selftest [--tls-ca ca.pem]
 """
 
 import argparse
+import array
+import base64
 import json
 import os
+import random
 import socket
 import ssl
+import struct
 import sys
 import time
+
+_MATRIX = struct.Struct("<16f")
+
+
+def matrix_b64(m):
+    """16 numbers (column-major) as base64 of their float32 bytes, for "matrix_b64"."""
+    return base64.b64encode(_MATRIX.pack(*m)).decode("ascii")
+
+
+def matrix(value):
+    """A matrix as the daemon sends it, either form, as 16 floats (b64: the exact float32
+    values; json: the numbers as written, which round to the same float32 values)."""
+    if isinstance(value, str):
+        return list(_MATRIX.unpack(base64.b64decode(value, validate=True)))
+    return list(value)
+
+
+def float32(values):
+    """The float32 values of numbers, as floats (what the daemon holds for them)."""
+    return list(struct.unpack(f"<{len(values)}f", struct.pack(f"<{len(values)}f", *values)))
+
+
+def decode_matrices(ms, count):
+    """The "ms" of a b64 frame as one flat array of 16 * count float32 (no object per
+    matrix): matrix i is values[16 * i : 16 * i + 16]."""
+    raw = base64.b64decode(ms, validate=True)
+    if len(raw) != 64 * count:
+        raise ValueError(f"\"ms\" holds {len(raw)} bytes for {count} matrices")
+    values = array.array("f")
+    values.frombytes(raw)
+    if sys.byteorder == "big":
+        values.byteswap()
+    return values
 
 
 class ScenedError(Exception):
@@ -51,24 +95,50 @@ def tls_context(tls_ca=None, tls_cert=None, tls_key=None):
 
 
 class Client:
-    def __init__(self, host=None, port=None, token=None, timeout=10.0, tls=False, tls_ca=None,
-                 tls_cert=None, tls_key=None):
+    def __init__(self, host=None, port=None, token=None, timeout=10.0, matrices="json",
+                 tls=False, tls_ca=None, tls_cert=None, tls_key=None):
         host = host or os.environ.get("SCENED_HOST", "127.0.0.1")
         port = int(port or os.environ.get("SCENED_PORT", 7878))
-        token = token or os.environ.get("SCENED_AUTH_TOKEN") or None
-        self.sock = socket.create_connection((host, port), timeout=timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if tls or tls_ca or tls_cert:
-            ctx = tls_context(tls_ca, tls_cert, tls_key)
-            try:
-                self.sock = ctx.wrap_socket(self.sock, server_hostname=host)
-            except BaseException:
-                self.sock.close()
-                raise
-        self.buf = b""
+        self.token = token or os.environ.get("SCENED_AUTH_TOKEN") or None
+        self.timeout = timeout
+        self.owners = {}  # world -> "HOST:PORT" learned from a cluster's MOVED answers
+        # TLS, kept for the connections a MOVED opens
+        self.tls = tls_context(tls_ca, tls_cert, tls_key) if tls or tls_ca or tls_cert else None
         self.on_event = None
-        if token:
-            self.call("hello", token=token)
+        self.matrices = "json"
+        self._wanted_matrices = matrices
+        self._connect(host, port)
+
+    def _connect(self, host, port):
+        sock = socket.create_connection((host, port), timeout=self.timeout)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.tls:
+            try:
+                sock = self.tls.wrap_socket(sock, server_hostname=host)
+            except BaseException:
+                sock.close()
+                raise
+        self.sock = sock
+        self.addr = f"{host}:{port}"
+        self.buf = b""
+        if self.token or self._wanted_matrices != "json":
+            self.set_matrices(self._wanted_matrices)
+
+    def set_matrices(self, form):
+        """How the daemon sends this connection matrices from now on: "json" or "b64" (a hello,
+        with the token when there is one). A connection made after a MOVED keeps the form."""
+        fields = {"matrices": form}
+        if self.token:
+            fields["token"] = self.token
+        self._wanted_matrices = form
+        self.matrices = self._result(self._call_here("hello", **fields)).get("matrices", form)
+
+    def _move_to(self, addr):
+        """Moves to the daemon at addr (HOST:PORT); the old connection is closed."""
+        host, _, port = addr.rpartition(":")
+        old = self.sock
+        self._connect(host.strip("[]"), int(port))
+        old.close()
 
     def close(self):
         self.sock.close()
@@ -118,10 +188,27 @@ class Client:
             raise ScenedError(err.get("code", "ERROR"), err.get("message", ""))
         return {k: v for k, v in resp.items() if k not in ("ok", "id")}
 
-    def call(self, cmd, **fields):
-        """One request; returns its result fields or raises ScenedError."""
+    def _call_here(self, cmd, **fields):
         self.sock.sendall((json.dumps(dict(cmd=cmd, **fields)) + "\n").encode())
-        return self._result(self._next_response())
+        return self._next_response()
+
+    def call(self, cmd, **fields):
+        """One request; returns its result fields or raises ScenedError. In a cluster a request
+        naming a world goes to the daemon last known to own it, and MOVED is followed (at most
+        3 hops, each owner remembered); the old connection, and its subscriptions, close."""
+        world = fields.get("world")
+        if world in self.owners and self.owners[world] != self.addr:
+            try:
+                self._move_to(self.owners[world])
+            except OSError:
+                pass
+        for hop in range(4):
+            resp = self._call_here(cmd, **fields)
+            err = resp.get("error") or {}
+            if resp.get("ok") or err.get("code") != "MOVED" or world is None or hop == 3:
+                return self._result(resp)
+            self.owners[world] = err["addr"]
+            self._move_to(err["addr"])
 
     def pipeline(self, requests):
         """Sends every request in one write; returns the raw responses in order."""
@@ -180,7 +267,9 @@ class Client:
 
 
 class Mirror:
-    """A local copy of a world's (or subtree's) world matrices, kept from frames."""
+    """A local copy of a world's (or subtree's) world matrices, kept from frames of either
+    form: matrices[e] is a sequence of 16 numbers (from a b64 frame, a slice of the frame's one
+    float32 array)."""
 
     def __init__(self):
         self.matrices = {}
@@ -192,8 +281,14 @@ class Mirror:
         if kind == "frame":
             if event["full"]:
                 self.matrices = {}
-            for item in event["set"]:
-                self.matrices[item["e"]] = item["m"]
+            if "ms" in event:
+                ids = event["ids"]
+                values = decode_matrices(event["ms"], len(ids))
+                for i, e in enumerate(ids):
+                    self.matrices[e] = values[16 * i : 16 * i + 16]
+            else:
+                for item in event["set"]:
+                    self.matrices[item["e"]] = item["m"]
             for e in event["removed"]:
                 self.matrices.pop(e, None)
             self.tick = event["tick"]
@@ -205,10 +300,14 @@ def close(a, b, tol=1e-6):
     return len(a) == len(b) and all(abs(x - y) <= tol for x, y in zip(a, b))
 
 
+def tls_args(args):
+    return dict(tls=args.tls, tls_ca=args.tls_ca, tls_cert=args.tls_cert, tls_key=args.tls_key)
+
+
 def selftest(args):
     """Builds a small world, mirrors it, checks the mirror against transform.get."""
     world = f"pyclient-{os.getpid()}"
-    tls = dict(tls=args.tls, tls_ca=args.tls_ca, tls_cert=args.tls_cert, tls_key=args.tls_key)
+    tls = tls_args(args)
     with Client(args.host, args.port, args.token, **tls) as c, \
             Client(args.host, args.port, args.token, **tls) as s:
         c.call("world.create", world=world)
@@ -276,7 +375,55 @@ def selftest(args):
         while mirror.ended is None and time.monotonic() < deadline:
             s.poll(0.1)
         assert mirror.ended == "world_destroyed", mirror.ended
+    selftest_b64(args, world + "-b64")
     print("selftest passed")
+
+
+def random_float32(rng):
+    """Random finite float32 bits, often a special value: zeros of both signs, subnormals,
+    the extremes."""
+    special = [0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF]
+    bits = rng.choice(special) if rng.random() < 0.25 else rng.getrandbits(32)
+    if bits & 0x7F800000 == 0x7F800000:
+        bits &= 0xBFFFFFFF
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
+
+
+def selftest_b64(args, world):
+    """Random float32 bits set through matrix_b64 come back to the bit: in a b64 get (the same
+    text) and in a b64 frame's mirror; a json get gives the same values."""
+    rng = random.Random(14)
+    tls = tls_args(args)
+    with Client(args.host, args.port, args.token, matrices="b64", **tls) as b, \
+            Client(args.host, args.port, args.token, **tls) as j, \
+            Client(args.host, args.port, args.token, matrices="b64", **tls) as s:
+        assert b.matrices == "b64" and j.matrices == "json", (b.matrices, j.matrices)
+        b.call("world.create", world=world)
+        want = {}
+        for _ in range(20):
+            m = [random_float32(rng) for _ in range(16)]
+            e = b.call("transform.create", world=world, matrix_b64=matrix_b64(m))["entity"]
+            want[e] = m
+        for e, m in want.items():
+            got = b.call("transform.get", world=world, entity=e)
+            assert got["local"] == matrix_b64(m), (got, m)
+            assert _MATRIX.pack(*matrix(got["world"])) == _MATRIX.pack(*m)
+            # the same values (Python's json reads the daemon's "-0" as the integer 0: equal)
+            as_json = j.call("transform.get", world=world, entity=e)["local"]
+            assert float32(as_json) == m, (as_json, m)
+        try:
+            b.call("transform.create", world=world, matrix_b64=matrix_b64(m)[:-2])
+            raise AssertionError("a matrix_b64 without padding was accepted")
+        except ScenedError as err:
+            assert err.code == "BAD_REQUEST", err.code
+        mirror = Mirror()
+        s.subscribe(world, on_event=mirror.apply)
+        deadline = time.monotonic() + 5
+        while len(mirror.matrices) < len(want) and time.monotonic() < deadline:
+            s.poll(0.1)
+        for e, m in want.items():
+            assert _MATRIX.pack(*mirror.matrices[e]) == _MATRIX.pack(*m), (e, mirror.matrices[e])
+        b.call("world.destroy", world=world)
 
 
 def main():
@@ -288,6 +435,8 @@ def main():
     p.add_argument("--tls-ca", help="the CA (PEM) that signed the daemon's certificate")
     p.add_argument("--tls-cert", help="this client's certificate (PEM), with --tls-key")
     p.add_argument("--tls-key", help="the key of --tls-cert")
+    p.add_argument("--matrices", choices=["json", "b64"], default="json",
+                   help="how the daemon sends matrices (b64: base64 of float32, exact)")
     p.add_argument("--selftest", action="store_true", help="check the client against a daemon")
     p.add_argument("cmd", nargs="?", help="a command, e.g. world.list")
     p.add_argument("fields", nargs="*", help="key=value (values parsed as JSON when they can be)")
@@ -310,8 +459,8 @@ def main():
         except ValueError:
             fields[key] = value
     try:
-        c = Client(args.host, args.port, args.token, tls=args.tls, tls_ca=args.tls_ca,
-                   tls_cert=args.tls_cert, tls_key=args.tls_key)
+        c = Client(args.host, args.port, args.token, matrices=args.matrices, tls=args.tls,
+                   tls_ca=args.tls_ca, tls_cert=args.tls_cert, tls_key=args.tls_key)
     except ssl.SSLError as e:
         print(f"TLS: {e}", file=sys.stderr)
         return 2

@@ -1,12 +1,14 @@
 /* scened: flags, signals, the tick, the modules wired together, the loop, and shutdown. */
+#include "cluster/cluster.h"
 #include "cmd/dispatch.h"
-#include "cmd/json_arena.h"
 #include "net/conn.h"
 #include "net/http.h"
 #include "net/tcp.h"
 #include "net/tls.h"
+#include "ops/json_arena.h"
 #include "ops/log.h"
 #include "server.h"
+#include "store/groups.h"
 #include "store/persist.h"
 #include "stream/stream.h"
 
@@ -55,11 +57,13 @@ static void on_tick(uv_timer_t *t) {
 
 static uv_timer_t shutdown_timer;
 static uint64_t shutdown_began;
+static bool cluster_released;
 
 static void stop_when_drained(scn_server *srv) {
   /* A save in progress is answered first (and the requests held behind it run): the writer
-   * finishes on its own, whatever the clients do. */
-  if (scn_persist_busy(srv->persist))
+   * finishes on its own, whatever the clients do. In a cluster, the groups are released once
+   * the replies have drained, and the daemon stops when that is done. */
+  if (scn_persist_busy(srv->persist) || scn_cluster_busy(srv->cluster))
     return;
   if (uv_now(srv->loop) - shutdown_began > SCN_DRAIN_LIMIT_MS) {
     scn_log(SCN_LOG_WARN, "shutdown: gave up waiting for slow clients", "limit_ms=%d",
@@ -67,8 +71,15 @@ static void stop_when_drained(scn_server *srv) {
     uv_stop(srv->loop);
     return;
   }
-  if (!scn_conn_any_pending(srv))
-    uv_stop(srv->loop);
+  if (scn_conn_any_pending(srv))
+    return;
+  if (srv->cluster && !cluster_released) {
+    cluster_released = true;
+    scn_cluster_release_all(srv->cluster);
+    if (scn_cluster_busy(srv->cluster))
+      return;
+  }
+  uv_stop(srv->loop);
 }
 
 static void on_shutdown_poll(uv_timer_t *t) { stop_when_drained(t->data); }
@@ -188,9 +199,19 @@ int main(int argc, char **argv) {
   raise_fd_limit(srv.cfg.max_clients);
   scn_json_arena_install();
 
+  bool cluster = srv.cfg.cluster[0] != '\0';
+  if (cluster && !scn_cluster_config_valid(&srv.cfg, err, sizeof err)) {
+    fprintf(stderr, "scened: %s\n", err);
+    return 2;
+  }
   scn_limits limits = {.max_worlds = (uint32_t)srv.cfg.max_worlds,
                        .max_transforms = (uint32_t)srv.cfg.max_transforms};
   srv.scene = scn_scene_new(&limits);
+  /* In a cluster, entity ids come from ranges etcd hands out, and are never reused. */
+  if (srv.scene && cluster) {
+    scn_entity_use_ranges(srv.scene);
+    scn_entity_record(srv.scene, true); /* the journal keeps the ids each command made */
+  }
   srv.loop = uv_default_loop();
   if (!srv.scene) {
     fprintf(stderr, "scened: out of memory\n");
@@ -209,7 +230,7 @@ int main(int argc, char **argv) {
    * and a stop asked for while loading ends the start cleanly once the load is done (the
    * state is then what is on disk: nothing to save). */
   catch_stop_while_loading();
-  if (srv.cfg.data_dir[0]) {
+  if (srv.cfg.data_dir[0] && !cluster) {
     int rc;
     srv.persist = scn_persist_open(&srv, scn_dispatch_replay, &srv, &rc);
     if (!srv.persist)
@@ -233,6 +254,26 @@ int main(int argc, char **argv) {
     return 2;
   if (scn_tcp_listen(&srv) != 0)
     return 2;
+  if (cluster) {
+    /* The node's name may come from the real port, so the cluster's data is opened once it
+     * is bound; nothing is served before it is loaded (the loop has not run). */
+    char advertise[160], node[SCN_NAME_MAX + 1];
+    if (srv.cfg.advertise[0])
+      snprintf(advertise, sizeof advertise, "%s", srv.cfg.advertise);
+    else
+      snprintf(advertise, sizeof advertise, "%s:%d", srv.cfg.listen.host, scn_tcp_port());
+    scn_cluster_node_name(&srv.cfg, advertise, node, sizeof node);
+    int rc;
+    srv.gstore = scn_gstore_open(&srv, node, scn_dispatch_replay, &srv, &rc);
+    if (!srv.gstore)
+      return rc;
+    scn_gstore_start(srv.gstore);
+    srv.cluster = scn_cluster_open(&srv, node, advertise);
+    if (!srv.cluster) {
+      fprintf(stderr, "scened: cannot start the etcd client\n");
+      return 1;
+    }
+  }
   scn_log(SCN_LOG_INFO, "started",
           "version=%s tick_hz=%g max_clients=%llu max_line=%llu "
           "max_worlds=%llu max_transforms=%llu output_limit=%llu auth=%s tls=%s log_level=%s",
@@ -266,6 +307,13 @@ int main(int argc, char **argv) {
    * start replays it); it is logged, and the exit stays 0 as for any clean stop. */
   scn_persist_close(srv.persist);
   srv.persist = NULL;
+  /* The groups were released (or may have been lost): the store writes only what the fence
+   * allows, then the cluster goes (its held requests are dropped). */
+  scn_gstore_close(srv.gstore);
+  srv.gstore = NULL;
+  scn_cluster *cl = srv.cluster;
+  srv.cluster = NULL;
+  scn_cluster_close(cl);
 
   /* Stopped: close every handle so memory checkers see a clean exit. */
   scn_http_close(true);

@@ -3,9 +3,10 @@
  * is what makes the contract's ordering simple.
  *
  * Layers, lowest first: ops (log, config, metrics), store (persistence), net (connections and
- * their transports), stream (subscriptions), cmd (dispatch and commands), then main, which
- * wires them. A layer calls only into itself and the layers below it; news travels up through
- * the hooks here, which a higher module registers (make layering checks the calls). */
+ * their transports), stream (subscriptions), cluster (etcd, ownership and routing), cmd
+ * (dispatch and commands), then main, which wires them. A layer calls only into itself and the
+ * layers below it; news travels up through the hooks here, which a higher module registers (make
+ * layering checks the calls). */
 #ifndef SCN_SERVER_H
 #define SCN_SERVER_H
 
@@ -22,11 +23,23 @@
 typedef struct scn_server scn_server;
 typedef struct scn_conn scn_conn;
 
+/* A command from a connection that succeeded, for the journal. */
+typedef struct scn_done {
+  const scn_command_info *cmd;
+  const char *line; /* its request, as sent */
+  size_t len;
+  const char *world;         /* the world it named (world.create's too), or NULL */
+  const scn_entity *created; /* with --cluster: the ids it created, in order */
+  size_t ncreated;
+  scn_world *const *touched; /* entity.destroy with --cluster: the worlds that had it */
+  size_t ntouched;
+} scn_done;
+
 /* What a module wants to hear of. Every function may be NULL; ud is passed back. */
 typedef struct scn_hooks {
   void *ud;
-  /* A command from a connection succeeded (line is its request, as sent). */
-  void (*after_command)(void *ud, const scn_command_info *cmd, const char *line, size_t len);
+  /* A command from a connection succeeded. */
+  void (*after_command)(void *ud, const scn_done *d);
   /* Replies are about to be handed to the sockets: what must precede them goes now. */
   void (*before_flush)(void *ud);
   /* A tick ran: every world closed its tick. */
@@ -78,9 +91,14 @@ struct scn_server {
   uv_check_t commit_check; /* runs them once per loop turn */
   uint64_t command_clock;  /* when the current command started (uv_hrtime) */
 
+  const char *not_ready; /* why /readyz says 503 besides stopping (NULL: ready) */
+  uint64_t worlds_gen;   /* moves on whenever worlds are dropped other than by world.destroy */
+
   /* the modules, opened by main */
   struct scn_stream *stream;
-  struct scn_persist *persist; /* NULL without --data */
+  struct scn_persist *persist; /* NULL without --data, and with --cluster */
+  struct scn_gstore *gstore;   /* with --cluster: persistence per group */
+  struct scn_cluster *cluster; /* with --cluster */
   struct scn_dispatch *dispatch;
 };
 
@@ -102,11 +120,10 @@ static inline void scn_server_remove_hooks(scn_server *srv, const scn_hooks *h) 
 }
 
 /* Tell every module that registered for it. */
-static inline void scn_hooks_after_command(scn_server *srv, const scn_command_info *cmd,
-                                           const char *line, size_t len) {
+static inline void scn_hooks_after_command(scn_server *srv, const scn_done *d) {
   for (int i = 0; i < srv->nhooks; i++)
     if (srv->hooks[i]->after_command)
-      srv->hooks[i]->after_command(srv->hooks[i]->ud, cmd, line, len);
+      srv->hooks[i]->after_command(srv->hooks[i]->ud, d);
 }
 static inline void scn_hooks_before_flush(scn_server *srv) {
   for (int i = 0; i < srv->nhooks; i++)

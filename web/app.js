@@ -1,9 +1,12 @@
-// scened's staging view. One WebSocket to the daemon (GET /ws on the page's own host; wss:// when
-// the page came over HTTPS), speaking the same protocol as a TCP client: hello (with a token
-// when the daemon asks for one; its answer says what the token may do, shown as "access"), a
-// subscription to the chosen world whose frames move the 3D view and the selected entity's
-// matrices, transform.get for names and parents, and once a second info and world.list for
-// the figures in the header and the world list. Nothing is fetched from anywhere else.
+// scened's staging view, on scened's JavaScript client module (scened.mjs). One WebSocket to
+// the daemon (GET /ws on the page's own host; wss:// when the page came over HTTPS): hello with
+// matrices in b64 (with a token when the daemon asks for one; its answer says what the token may
+// do, shown as "access"), a subscription to the chosen world whose mirror (one Float32Array
+// of the daemon's float32 world matrices, kept from the b64 frames) the 3D view draws,
+// transform.get for names, parents and the selected entity's local matrix, and once a second
+// info and world.list for the figures in the header and the world list. Nothing is fetched
+// from anywhere else.
+import { Client, matrixOf } from './scened.mjs';
 import { View } from './view.js';
 
 const $ = (id) => document.getElementById(id);
@@ -13,75 +16,36 @@ const STREAM_SHARE = 0.35; // of the page's time, at most, for reading frames (t
 const GETS_IN_FLIGHT = 64;
 const RECHECK_MAX = 32;  // entries of a frame whose entities' parents are read again
 const RECHECK_MS = 2000;
+// How frames come: b64 (the default), or json when the address says #matrices=json (for
+// comparing the two).
+const MATRICES = /(^#|&)matrices=json(&|$)/.test(location.hash) ? 'json' : 'b64';
 
 // ---- the connection ----------------------------------------------------------------------
 
-class Connection {
-  constructor(url, handlers) {
-    this.url = url;
-    this.handlers = handlers;
-    this.pending = new Map();
-    this.nextId = 0;
-    this.sent = 0;
-    this.ws = null;
-  }
-
-  open() {
-    const ws = new WebSocket(this.url);
-    this.ws = ws;
-    ws.onopen = () => this.handlers.open();
-    ws.onmessage = (ev) => this.receive(ev.data);
-    ws.onclose = (ev) => {
-      if (this.ws !== ws) return;
-      this.ws = null;
-      const err = new Error('connection closed');
-      err.code = 'CLOSED';
-      for (const p of this.pending.values()) p.reject(err);
-      this.pending.clear();
-      this.handlers.close(ev);
-    };
-  }
-
-  get open_() { return this.ws && this.ws.readyState === WebSocket.OPEN; }
-
-  // One request; resolves with the response, or rejects with an Error carrying the code.
-  call(cmd, fields = {}) {
-    if (!this.open_) {
-      const err = new Error('not connected');
-      err.code = 'CLOSED';
-      return Promise.reject(err);
-    }
-    const id = ++this.nextId;
+// The client of the moment (a new one after each reconnection); calls fail with CLOSED while
+// there is none.
+const conn = {
+  client: null,
+  sent: 0,
+  call(cmd, fields) {
+    if (!this.client) return Promise.reject(Object.assign(new Error('not connected'), { code: 'CLOSED' }));
     this.sent++;
-    this.ws.send(JSON.stringify({ cmd, ...fields, id }));
-    return new Promise((resolve, reject) => this.pending.set(id, { resolve, reject }));
-  }
-
-  receive(text) {
-    let msg;
-    const t0 = performance.now();
+    return this.client.call(cmd, fields);
+  },
+  async open(url) {
     try {
-      msg = JSON.parse(text);
+      this.client = await Client.open(url);
     } catch {
-      console.warn('scened: a message that is not JSON');
+      onClose();
       return;
     }
-    if (msg.event) {
-      this.handlers.event(msg, performance.now() - t0);
-      return;
-    }
-    const p = this.pending.get(msg.id);
-    if (!p) return;
-    this.pending.delete(msg.id);
-    if (msg.ok) {
-      p.resolve(msg);
-    } else {
-      const err = new Error(msg.error ? msg.error.message : 'error');
-      err.code = msg.error ? msg.error.code : 'INTERNAL';
-      p.reject(err);
-    }
-  }
-}
+    this.client.onclose = () => {
+      this.client = null;
+      onClose();
+    };
+    onOpen();
+  },
+};
 
 // ---- state -------------------------------------------------------------------------------
 
@@ -91,7 +55,7 @@ const state = {
   access: null,         // { rights, prefixes } from hello
   worlds: [],
   world: null,          // the chosen world's name
-  sub: 0,               // its subscription
+  sub: 0,               // its subscription (scened.mjs), 0 when there is none
   hz: STREAM_HZ,        // the rate asked of it
   frameMs: 0,           // average time to read and apply one frame
   entities: new Map(),  // id -> { id, name, parent, local, fetched }
@@ -108,11 +72,7 @@ if (!view.ok) {
 }
 
 const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-const conn = new Connection(`${proto}//${location.host}/ws`, {
-  open: onOpen,
-  close: onClose,
-  event: onEvent,
-});
+const url = `${proto}//${location.host}/ws`;
 
 // ---- status, authentication, reconnecting ------------------------------------------------
 
@@ -131,7 +91,7 @@ async function onOpen() {
   reconnectDelay = 500;
   const token = sessionStorage.getItem('scened.token');
   try {
-    const r = await conn.call('hello', token ? { token } : {});
+    const r = await conn.client.hello({ token, matrices: MATRICES });
     onAuthenticated(r);
   } catch (e) {
     if (e.code === 'UNAUTHORIZED') askToken(token ? 'The saved token was refused.' : '');
@@ -149,7 +109,8 @@ $('auth-form').addEventListener('submit', async (ev) => {
   ev.preventDefault();
   const token = $('auth-token').value;
   try {
-    const r = await conn.call('hello', { token });
+    if (!conn.client) throw new Error('not connected');
+    const r = await conn.client.hello({ token, matrices: MATRICES });
     sessionStorage.setItem('scened.token', token);
     $('auth').classList.add('hidden');
     $('auth-token').value = '';
@@ -194,7 +155,7 @@ function onClose() {
   state.sub = 0;
   inflight = 0;
   setStatus('closed', 'disconnected: retrying');
-  setTimeout(() => conn.open(), reconnectDelay);
+  setTimeout(() => conn.open(url), reconnectDelay);
   reconnectDelay = Math.min(reconnectDelay * 2, 5000);
 }
 
@@ -287,17 +248,17 @@ async function selectWorld(name) {
   state.sub = 0;
   clearWorld();
   fitPending = true;
-  history.replaceState(null, '', `#world=${encodeURIComponent(name)}`);
+  history.replaceState(null, '', `#world=${encodeURIComponent(name)}${MATRICES === 'json' ? '&matrices=json' : ''}`);
   $('view-world').textContent = name;
   $('view-empty').classList.add('hidden');
   for (const li of $('worlds').children) li.classList.toggle('selected', li.dataset.world === name);
-  if (old) conn.call('unsubscribe', { sub: old }).catch(() => {});
+  if (old) old.unsubscribe().catch(() => {});
   try {
     state.hz = STREAM_HZ;
     state.frameMs = 0;
-    const r = await conn.call('subscribe', { world: name, hz: state.hz });
-    if (state.world === name) state.sub = r.sub;
-    else conn.call('unsubscribe', { sub: r.sub }).catch(() => {});
+    const sub = await subscribe(name, state.hz);
+    if (state.world === name) state.sub = sub;
+    else sub.unsubscribe().catch(() => {});
   } catch (e) {
     if (state.world === name && e.code !== 'CLOSED') worldGone(`${name}: ${e.message}`);
   }
@@ -315,13 +276,13 @@ async function adaptRate() {
   adapting = true;
   const world = state.world, old = state.sub;
   try {
-    const r = await conn.call('subscribe', { world, hz: affordable });
+    const sub = await subscribe(world, affordable);
     if (state.world === world && state.sub === old) {
-      state.sub = r.sub; // its first frame is full: the view is brought up to date
+      state.sub = sub; // its first frame is full: the view then draws its mirror
       state.hz = affordable;
-      conn.call('unsubscribe', { sub: old }).catch(() => {});
+      old.unsubscribe().catch(() => {});
     } else {
-      conn.call('unsubscribe', { sub: r.sub }).catch(() => {});
+      sub.unsubscribe().catch(() => {});
     }
   } catch {
     // the world went away or the connection closed: handled there
@@ -350,40 +311,59 @@ function worldGone(why) {
   poll();
 }
 
-function onEvent(msg, parseMs) {
-  if (msg.sub !== state.sub || !state.sub) return;
-  if (msg.event === 'frame') {
-    const t0 = performance.now();
-    applyFrame(msg);
-    const ms = parseMs + performance.now() - t0;
-    state.frameMs = state.frameMs ? state.frameMs * 0.8 + ms * 0.2 : ms;
-  }
-  else if (msg.event === 'world_destroyed') worldGone(`World ${msg.world} was destroyed.`);
-  else if (msg.event === 'unsubscribed') worldGone(`The subscription ended (${msg.reason}).`);
+// A subscription whose frames (b64, decoded by scened.mjs into its mirror) reach the page.
+function subscribe(world, hz) {
+  if (!conn.client) return Promise.reject(Object.assign(new Error('not connected'), { code: 'CLOSED' }));
+  conn.sent++;
+  return conn.client.subscribe(world, {
+    hz,
+    onFrame: (frame, sub) => onFrame(frame, sub),
+    onEnd: (reason, ev) => {
+      if (isCurrent(ev)) {
+        if (reason === 'world_destroyed') worldGone(`World ${ev.world} was destroyed.`);
+        else if (reason !== 'closed') worldGone(`The subscription ended (${reason}).`);
+      }
+    },
+  });
 }
 
-function applyFrame(f) {
+function isCurrent(ev) {
+  return ev && state.sub && ev.sub === state.sub.id;
+}
+
+function onFrame(frame, sub) {
+  if (sub !== state.sub) return;
+  const t0 = performance.now();
+  applyFrame(frame, sub.mirror);
+  const ms = frame.readMs + performance.now() - t0;
+  state.frameMs = state.frameMs ? state.frameMs * 0.8 + ms * 0.2 : ms;
+}
+
+// The mirror has the frame already: the page learns which entities came and went, and which
+// moved, from its ids.
+function applyFrame(f, mirror) {
   const ents = state.entities;
   let selectedMoved = false;
+  if (view.mirror !== mirror) view.setMirror(mirror);
   if (f.full) {
-    const keep = new Set();
-    for (const s of f.set) keep.add(s.e);
-    for (const id of Array.from(ents.keys())) if (!keep.has(id)) removeEntity(id);
+    for (const id of Array.from(ents.keys())) if (!mirror.has(id)) removeEntity(id);
   }
   // A small change (an edit, not a whole world in motion) may come from a link or unlink:
   // the names and parents of what moved are read again, at most every few seconds each.
-  const recheck = !f.full && f.set.length <= RECHECK_MAX ? performance.now() : 0;
-  for (const s of f.set) {
-    const ent = ents.get(s.e);
-    if (!ent) addEntity(s.e);
+  const ids = f.ids;
+  const recheck = !f.full && ids.length <= RECHECK_MAX ? performance.now() : 0;
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i];
+    const ent = ents.get(id);
+    if (!ent) addEntity(id);
     else if (recheck && ent.fetched && !ent.stale && recheck - ent.readAt > RECHECK_MS) {
       ent.stale = true;
-      queue.push(s.e);
+      queue.push(id);
     }
-    view.set(s.e, s.m);
-    if (s.e === state.selected) selectedMoved = true;
+    if (id === state.selected) selectedMoved = true;
   }
   for (const id of f.removed) removeEntity(id);
+  view.changed();
   state.framesReceived++;
   state.lastTick = f.tick;
   if (fitPending && f.full) {
@@ -439,7 +419,7 @@ async function fetchEntity(id) {
     if (state.world !== world || !ent) return;
     ent.name = r.name === undefined ? null : r.name;
     ent.parent = r.parent;
-    ent.local = r.local;
+    ent.local = Array.from(matrixOf(r.local));
     ent.fetched = true;
     ent.stale = false;
     ent.readAt = performance.now();
@@ -592,7 +572,7 @@ async function refreshDetail() {
     if (ent && state.world === world) {
       ent.name = r.name === undefined ? null : r.name;
       ent.parent = r.parent;
-      ent.local = r.local;
+      ent.local = Array.from(matrixOf(r.local));
       ent.fetched = true;
       view.setParent(id, r.parent || 0);
       if (id === state.selected) showSelected();
@@ -622,6 +602,10 @@ window.scened = {
   get framesReceived() { return state.framesReceived; },
   get lastTick() { return state.lastTick; },
   get streamHz() { return state.hz; },
+  get matrices() { return conn.client ? conn.client.matrices : null; },
+  get frameMs() { return state.frameMs; },
+  get pendingReads() { return queue.length - queueHead + inflight; },
+  get renderMs() { return view.renderMs; },
   get renderedFrames() { return view.frames; },
   get webgl() { return view.ok; },
   get selected() { return state.selected; },
@@ -641,4 +625,4 @@ window.scened = {
   selectEntity,
 };
 
-conn.open();
+conn.open(url);

@@ -1,9 +1,12 @@
 // The 3D view of one world: every transform drawn at its world matrix as a small axis marker
-// (x red, y green, z blue) with a grey line to its parent, under an orbit camera. All markers
-// are one LineSegments draw call whose vertex buffer is rewritten when something moved, so
-// 10,000 moving transforms cost one buffer upload per rendered frame.
+// (x red, y green, z blue) with a grey line to its parent, under an orbit camera. The matrices
+// are those of the world's mirror (scened.mjs keeps it from the subscription's frames: one
+// Float32Array, the daemon's float32 values); all markers are one LineSegments draw call whose
+// vertex buffer is rewritten when something moved, so 10,000 moving transforms cost one buffer
+// upload per rendered frame.
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
+import { Mirror } from './scened.mjs';
 
 const VERTS = 8; // per transform: three axes (2 vertices each) and the line to the parent
 
@@ -11,11 +14,9 @@ export class View {
   constructor(host, { onPick } = {}) {
     this.host = host;
     this.onPick = onPick;
-    this.ids = [];            // slot -> entity id
-    this.slots = new Map();   // entity id -> slot
-    this.parents = [];        // slot -> parent entity id (0: none, or not known yet)
+    this.mirror = new Mirror(); // what is drawn: ids[slot] at matrices[16 * slot]
+    this.parents = new Map();   // entity id -> parent entity id (known ones)
     this.cap = 0;
-    this.mats = new Float64Array(0); // as received: the daemon's float32 values, printed exactly
     this.dirty = true;
     this.markerScale = 0;     // log10 of the user's factor (the slider)
     this.baseLength = 1;      // marker length from the scene's size
@@ -82,14 +83,10 @@ export class View {
   }
 
   grow(need) {
-    if (need <= this.cap) return;
+    if (need <= this.cap || !this.ok) return;
     let cap = Math.max(this.cap * 2, 1024);
     while (cap < need) cap *= 2;
-    const mats = new Float64Array(cap * 16);
-    mats.set(this.mats);
-    this.mats = mats;
     this.cap = cap;
-    if (!this.ok) return;
     this.positions = new Float32Array(cap * VERTS * 3);
     const colors = new Float32Array(cap * VERTS * 3);
     const pattern = [
@@ -107,58 +104,40 @@ export class View {
     this.dirty = true;
   }
 
-  get count() { return this.ids.length; }
+  get count() { return this.mirror.size; }
 
-  has(id) { return this.slots.has(id); }
+  has(id) { return this.mirror.has(id); }
 
-  // The world matrix of id (16 numbers, column-major), or null.
+  // The world matrix of id (16 numbers, column-major: the daemon's float32 values), or null.
   matrix(id) {
-    const s = this.slots.get(id);
-    return s === undefined ? null : Array.from(this.mats.subarray(s * 16, s * 16 + 16));
+    const m = this.mirror.matrix(id);
+    return m ? Array.from(m) : null;
   }
 
-  set(id, m) {
-    let s = this.slots.get(id);
-    if (s === undefined) {
-      s = this.ids.length;
-      this.grow(s + 1);
-      this.ids.push(id);
-      this.parents.push(0);
-      this.slots.set(id, s);
-    }
-    this.mats.set(m, s * 16);
+  // Draws this mirror from now on (a new subscription's).
+  setMirror(mirror) {
+    this.mirror = mirror;
     this.dirty = true;
   }
 
+  // The mirror changed (a frame was applied).
+  changed() { this.dirty = true; }
+
   setParent(id, parent) {
-    const s = this.slots.get(id);
-    if (s !== undefined && this.parents[s] !== parent) {
-      this.parents[s] = parent || 0;
+    if ((this.parents.get(id) || 0) !== (parent || 0)) {
+      this.parents.set(id, parent || 0);
       this.dirty = true;
     }
   }
 
   remove(id) {
-    const s = this.slots.get(id);
-    if (s === undefined) return;
-    const last = this.ids.length - 1;
-    if (s !== last) {
-      const moved = this.ids[last];
-      this.ids[s] = moved;
-      this.parents[s] = this.parents[last];
-      this.mats.copyWithin(s * 16, last * 16, last * 16 + 16);
-      this.slots.set(moved, s);
-    }
-    this.ids.pop();
-    this.parents.pop();
-    this.slots.delete(id);
+    this.parents.delete(id);
     this.dirty = true;
   }
 
   clear() {
-    this.ids = [];
-    this.parents = [];
-    this.slots.clear();
+    this.mirror = new Mirror();
+    this.parents.clear();
     this.select(0);
     this.dirty = true;
   }
@@ -176,12 +155,12 @@ export class View {
   // Frames every transform: the camera looks at their centre from a distance that fits them.
   fit() {
     if (!this.ok) return;
-    const n = this.ids.length;
+    const n = this.mirror.size, m = this.mirror.matrices;
     const box = new THREE.Box3();
     const p = new THREE.Vector3();
     for (let s = 0; s < n; s++) {
       const o = s * 16;
-      box.expandByPoint(p.set(this.mats[o + 12], this.mats[o + 13], this.mats[o + 14]));
+      box.expandByPoint(p.set(m[o + 12], m[o + 13], m[o + 14]));
     }
     if (n === 0) box.set(new THREE.Vector3(-5, -5, -5), new THREE.Vector3(5, 5, 5));
     const sphere = box.getBoundingSphere(new THREE.Sphere());
@@ -217,7 +196,9 @@ export class View {
   }
 
   rebuild() {
-    const n = this.ids.length, m = this.mats, pos = this.positions, pts = this.pointPositions;
+    const mirror = this.mirror, n = mirror.size, m = mirror.matrices, ids = mirror.ids;
+    this.grow(n);
+    const pos = this.positions, pts = this.pointPositions, parents = this.parents, slots = mirror.slots;
     const len = this.baseLength * Math.pow(10, this.markerScale);
     for (let s = 0; s < n; s++) {
       const o = s * 16, v = s * VERTS * 3;
@@ -229,7 +210,8 @@ export class View {
         pos[b] = x; pos[b + 1] = y; pos[b + 2] = z;
         pos[b + 3] = x + ax * k; pos[b + 4] = y + ay * k; pos[b + 5] = z + az * k;
       }
-      const ps = this.parents[s] ? this.slots.get(this.parents[s]) : undefined;
+      const parent = parents.get(ids[s]);
+      const ps = parent ? slots.get(parent) : undefined;
       const b = v + 18;
       pos[b] = x; pos[b + 1] = y; pos[b + 2] = z;
       if (ps === undefined) {
@@ -243,7 +225,7 @@ export class View {
     this.geometry.setDrawRange(0, n * VERTS);
     this.pointGeometry.attributes.position.needsUpdate = true;
     this.pointGeometry.setDrawRange(0, n);
-    const sel = this.selected ? this.slots.get(this.selected) : undefined;
+    const sel = this.selected ? slots.get(this.selected) : undefined;
     this.highlight.visible = sel !== undefined;
     if (sel !== undefined) {
       this.highlight.position.set(m[sel * 16 + 12], m[sel * 16 + 13], m[sel * 16 + 14]);
@@ -262,7 +244,7 @@ export class View {
   }
 
   pick(e) {
-    if (!this.ok || !this.onPick || this.ids.length === 0) return;
+    if (!this.ok || !this.onPick || this.mirror.size === 0) return;
     const rect = this.renderer.domElement.getBoundingClientRect();
     const ndc = new THREE.Vector2(
       ((e.clientX - rect.left) / rect.width) * 2 - 1, -((e.clientY - rect.top) / rect.height) * 2 + 1);
@@ -274,15 +256,15 @@ export class View {
     this.pointGeometry.computeBoundingSphere();
     let best = null;
     for (const hit of this.raycaster.intersectObject(this.points))
-      if (hit.index < this.ids.length && (!best || hit.distanceToRay < best.distanceToRay)) best = hit;
-    if (best) this.onPick(this.ids[best.index]);
+      if (hit.index < this.mirror.size && (!best || hit.distanceToRay < best.distanceToRay)) best = hit;
+    if (best) this.onPick(this.mirror.ids[best.index]);
   }
 
   // Where id's origin is drawn, in CSS pixels from the canvas' top left; null when not shown.
   screenPosition(id) {
-    const s = this.slots.get(id);
+    const s = this.mirror.slots.get(id);
     if (!this.ok || s === undefined) return null;
-    const m = this.mats;
+    const m = this.mirror.matrices;
     const v = new THREE.Vector3(m[s * 16 + 12], m[s * 16 + 13], m[s * 16 + 14]).project(this.camera);
     if (Math.abs(v.x) > 1 || Math.abs(v.y) > 1 || Math.abs(v.z) > 1) return null;
     const rect = this.renderer.domElement.getBoundingClientRect();

@@ -1,6 +1,8 @@
 /* Connection, world, entity and daemon commands. */
+#include "cluster/cluster.h"
 #include "cmd/handlers.h"
 #include "ops/log.h"
+#include "store/groups.h"
 #include "store/persist.h"
 #include "stream/stream.h"
 
@@ -87,12 +89,17 @@ int scn_cmd_hello(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error 
     }
     ctx->conn->authed = true;
   }
+  /* A hello without "matrices" keeps the connection's form. */
+  if (a->f->present & SCN_F(matrices))
+    ctx->conn->matrices = a->matrices;
   scn_reply_key(out, "server");
   scn_buf_adds(out, "\"scened\"");
   scn_reply_key(out, "version");
   scn_buf_add_json_string(out, SCN_VERSION, strlen(SCN_VERSION));
   scn_reply_key(out, "protocol");
   scn_buf_add_u64(out, SCN_PROTOCOL);
+  scn_reply_key(out, "matrices");
+  scn_buf_adds(out, ctx->conn->matrices == SCN_MATRICES_B64 ? "\"b64\"" : "\"json\"");
   add_access(ctx, out);
   return 0;
 }
@@ -113,7 +120,6 @@ static int history_of(const scn_args *a, int64_t *ticks, scn_wire_error *err) {
 }
 
 int scn_cmd_world_create(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
-  (void)out;
   int64_t history;
   if (history_of(a, &history, err) < 0)
     return -1;
@@ -121,7 +127,14 @@ int scn_cmd_world_create(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire
   int rc = scn_world_create(ctx->srv->scene, a->world, &w);
   if (rc == SCN_OK && history && (rc = scn_world_set_history(w, history)) != SCN_OK)
     scn_world_destroy(ctx->srv->scene, a->world); /* nothing changed */
-  return rc == SCN_OK ? 0 : scn_core_error(ctx, a, rc, err);
+  if (rc != SCN_OK)
+    return scn_core_error(ctx, a, rc, err);
+  if (ctx->srv->cluster) {
+    const char *node = scn_cluster_node(ctx->srv->cluster);
+    scn_reply_key(out, "node");
+    scn_buf_add_json_string(out, node, strlen(node));
+  }
+  return 0;
 }
 
 int scn_cmd_world_destroy(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
@@ -142,9 +155,15 @@ int scn_cmd_world_destroy(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wir
   return rc == SCN_OK ? 0 : scn_core_error(ctx, a, rc, err);
 }
 
+/* With "cluster": true (and --cluster), every node's worlds, each with its node. */
 int scn_cmd_world_list(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
-  (void)a, (void)err;
   scn_scene *scene = ctx->srv->scene;
+  scn_cluster *cl = ctx->srv->cluster;
+  bool all = false;
+  if ((a->f->present & SCN_F(cluster)) &&
+      scn_decode_bool(a->f->v[SCN_F_cluster], "cluster", &all, err) < 0)
+    return -1;
+  const char *node = cl ? scn_cluster_node(cl) : NULL;
   scn_reply_key(out, "worlds");
   scn_buf_addc(out, '[');
   bool first = true;
@@ -159,9 +178,78 @@ int scn_cmd_world_list(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_e
     scn_buf_add_u64(out, scn_world_transform_count(w));
     scn_buf_adds(out, ",\"history\":");
     scn_buf_add_u64(out, scn_world_history(w));
+    if (all && node) {
+      scn_buf_adds(out, ",\"node\":");
+      scn_buf_add_json_string(out, node, strlen(node));
+    }
     scn_buf_addc(out, '}');
   }
+  if (all && cl)
+    scn_cluster_worlds_json(cl, out, scn_world_count(scene) == 0);
   scn_buf_addc(out, ']');
+  return 0;
+}
+
+int scn_cmd_cluster_nodes(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
+  (void)a;
+  if (!ctx->srv->cluster)
+    return scn_fail(err, SCN_W_BAD_REQUEST,
+                    "this daemon is not in a cluster (start it with --cluster)");
+  scn_cluster_nodes_json(ctx->srv->cluster, out);
+  return 0;
+}
+
+/* world.move's answer: the reply the connection waited for, then the requests it held. */
+static void move_done(void *ud, bool ok, int code, const char *message) {
+  scn_conn *c = ud;
+  scn_buf *out = &c->out.bytes;
+  const char *tag = c->pending_tag;
+  if (ok) {
+    scn_reply_begin_raw(out, tag, tag ? strlen(tag) : 0);
+    scn_reply_end(out);
+  } else {
+    scn_wire_error err;
+    scn_fail(&err, (scn_wire_code)code, "%s", message);
+    scn_reply_error_raw(out, tag, tag ? strlen(tag) : 0, &err);
+  }
+  free(c->pending_tag);
+  c->pending_tag = NULL;
+  scn_conn_resume(c);
+}
+
+/* The reply's id kept for a deferred answer (NUL-terminated JSON text, or NULL). */
+static char *id_text(const scn_ctx *ctx) {
+  if (!ctx->id_item && !ctx->id.p)
+    return NULL;
+  scn_buf id = {0};
+  if (ctx->id_item)
+    scn_buf_add_json_value(&id, ctx->id_item);
+  else
+    scn_buf_add(&id, ctx->id.p, ctx->id.len);
+  scn_buf_addc(&id, '\0');
+  return id.failed ? NULL : id.data;
+}
+
+int scn_cmd_world_move(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
+  (void)out;
+  scn_cluster *cl = ctx->srv->cluster;
+  const char *to;
+  if (!cl)
+    return scn_fail(err, SCN_W_BAD_REQUEST,
+                    "this daemon is not in a cluster (start it with --cluster)");
+  if (scn_decode_string(a->f->v[SCN_F_to], "to", &to, err) < 0)
+    return -1;
+  if (!ctx->conn)
+    return 0;
+  int code;
+  char msg[256];
+  int rc = scn_cluster_move(cl, a->world, to, move_done, ctx->conn, &code, msg, sizeof msg);
+  if (rc < 0)
+    return scn_fail(err, (scn_wire_code)code, "%s", msg);
+  if (rc == 0) {
+    ctx->conn->pending_tag = id_text(ctx);
+    ctx->deferred = true;
+  }
   return 0;
 }
 
@@ -178,6 +266,8 @@ int scn_cmd_entity_create(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wir
   scn_entity *ids = scn_ids_scratch(ctx->d, count);
   if (!ids)
     return scn_fail(err, SCN_W_INTERNAL, "out of memory");
+  if (a->world && !ctx->srv->cluster && !scn_world_find(ctx->srv->scene, a->world))
+    return scn_fail(err, SCN_W_NOT_FOUND, "world \"%s\" not found", a->world);
   int rc = scn_entity_create(ctx->srv->scene, count, ids);
   if (rc != SCN_OK)
     return scn_core_error(ctx, a, rc, err);
@@ -188,7 +278,22 @@ int scn_cmd_entity_create(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wir
 
 int scn_cmd_entity_destroy(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
   (void)out;
-  int rc = scn_entity_destroy(ctx->srv->scene, a->entity);
+  scn_scene *scene = ctx->srv->scene;
+  if (ctx->srv->gstore) {
+    /* Each group's journal that had the entity records its end. */
+    scn_dispatch *d = ctx->d;
+    for (size_t i = 0; i < scn_world_count(scene); i++) {
+      scn_world *w = scn_world_at(scene, i);
+      if (!scn_transform_exists(w, a->entity))
+        continue;
+      scn_world **t = scn_array_grow(d->touched, &d->touched_cap, sizeof *t, d->ntouched + 1);
+      if (!t)
+        return scn_fail(err, SCN_W_INTERNAL, "out of memory");
+      d->touched = t;
+      d->touched[d->ntouched++] = w;
+    }
+  }
+  int rc = scn_entity_destroy(scene, a->entity);
   return rc == SCN_OK ? 0 : scn_core_error(ctx, a, rc, err);
 }
 
@@ -197,6 +302,11 @@ int scn_cmd_info(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *
   scn_server *srv = ctx->srv;
   scn_reply_key(out, "version");
   scn_buf_add_json_string(out, SCN_VERSION, strlen(SCN_VERSION));
+  if (srv->cluster) {
+    const char *node = scn_cluster_node(srv->cluster);
+    scn_reply_key(out, "node");
+    scn_buf_add_json_string(out, node, strlen(node));
+  }
   scn_reply_key(out, "uptime_s");
   scn_buf_add_double(out, (double)(uv_now(srv->loop) - srv->start_ms) / 1000.0);
   scn_reply_key(out, "worlds");
@@ -241,21 +351,28 @@ static void save_done(void *owner, const char *tag, bool ok, const char *path, u
 /* The snapshot is written by a child process; the reply (path, bytes) follows when it is on
  * disk, and this connection's later requests wait for it so replies stay in order. */
 int scn_cmd_save(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
-  (void)a, (void)out;
+  (void)a;
   scn_persist *p = ctx->srv->persist;
+  if (ctx->srv->gstore) {
+    /* Every group this daemon serves and its own entities, written now. */
+    uint64_t bytes;
+    if (scn_gstore_save_all(ctx->srv->gstore, &bytes) != 0)
+      return scn_fail(err, SCN_W_INTERNAL, "a snapshot failed (see the log)");
+    const char *dir = scn_gstore_dir(ctx->srv->gstore);
+    scn_reply_key(out, "path");
+    scn_buf_add_json_string(out, dir, strlen(dir));
+    scn_reply_key(out, "bytes");
+    scn_buf_add_u64(out, bytes);
+    return 0;
+  }
   if (!p)
     return scn_fail(err, SCN_W_BAD_REQUEST,
                     "nothing to save to: start scened with --data DIR to enable snapshots");
   if (!ctx->conn)
     return 0;
-  scn_buf id = {0};
-  if (ctx->id_item)
-    scn_buf_add_json_value(&id, ctx->id_item);
-  else if (ctx->id.p)
-    scn_buf_add(&id, ctx->id.p, ctx->id.len);
-  scn_buf_addc(&id, '\0');
-  int rc = scn_persist_save(p, save_done, ctx->conn, ctx->id_item || ctx->id.p ? id.data : NULL);
-  scn_buf_free(&id);
+  char *id = id_text(ctx);
+  int rc = scn_persist_save(p, save_done, ctx->conn, id);
+  free(id);
   if (rc != 0)
     return scn_fail(err, SCN_W_INTERNAL, "cannot start a snapshot");
   ctx->deferred = true;

@@ -37,6 +37,11 @@ int scn_cmd_transform_create(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_
   bool own_batch = new_entity && !scn_batch_active(scene);
   if (own_batch && scn_batch_begin(scene) != SCN_OK)
     return scn_fail(err, SCN_W_INTERNAL, "cannot start a batch");
+  /* A replayed record of a group may name an entity made by another group or node: the id is
+   * adopted as it was (cluster). */
+  if (!new_entity && !ctx->conn && ctx->srv->gstore && !scn_entity_alive(scene, e) &&
+      !scn_batch_active(scene))
+    scn_entity_adopt(scene, e);
   int rc = new_entity ? scn_entity_create(scene, 1, &e) : SCN_OK;
   if (rc == SCN_OK)
     rc = scn_transform_create(ctx->world, e, a->parent, a->name, a->has_spec ? a->m : NULL);
@@ -73,9 +78,10 @@ int scn_cmd_transform_unlink(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_
 /* A whole matrix, or with "partial" the parts given in place of the current ones. */
 static int set_matrix(scn_ctx *ctx, const scn_args *a, bool world_space, scn_wire_error *err) {
   if (!a->has_spec)
-    return scn_fail(err, SCN_W_BAD_REQUEST,
-                    a->partial ? "\"partial\" needs at least one of \"t\", \"r\", \"s\""
-                               : "missing transform: give \"matrix\" or \"t\"/\"r\"/\"s\"");
+    return scn_fail(
+        err, SCN_W_BAD_REQUEST,
+        a->partial ? "\"partial\" needs at least one of \"t\", \"r\", \"s\""
+                   : "missing transform: give \"matrix\", \"matrix_b64\" or \"t\"/\"r\"/\"s\"");
   int rc;
   if (a->partial)
     rc = scn_transform_set_parts(
@@ -128,9 +134,9 @@ int scn_cmd_transform_get(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wir
     scn_buf_add_json_string(out, info.name, strlen(info.name));
   }
   scn_reply_key(out, "local");
-  scn_buf_add_matrix(out, info.local);
+  scn_ctx_add_matrix(ctx, out, info.local);
   scn_reply_key(out, "world");
-  scn_buf_add_matrix(out, info.world);
+  scn_ctx_add_matrix(ctx, out, info.world);
   if (a->trs) {
     scn_reply_key(out, "local_trs");
     add_trs_or_null(out, info.local);
@@ -177,6 +183,6 @@ int scn_cmd_transform_relative(scn_ctx *ctx, const scn_args *a, scn_buf *out, sc
   if (rc != SCN_OK)
     return scn_core_error(ctx, a, rc, err);
   scn_reply_key(out, "matrix");
-  scn_buf_add_matrix(out, m);
+  scn_ctx_add_matrix(ctx, out, m);
   return 0;
 }

@@ -1,7 +1,8 @@
 #include "cmd/dispatch.h"
 
+#include "cluster/cluster.h"
 #include "cmd/handlers.h"
-#include "cmd/json_arena.h"
+#include "ops/json_arena.h"
 #include "ops/log.h"
 #include "store/persist.h"
 
@@ -51,7 +52,7 @@ static int resolve_world(scn_ctx *ctx, const scn_fields *f, scn_wire_error *err)
     return 0;
   }
   scn_dispatch *d = ctx->d;
-  if (d->last_world && cJSON_IsString(v) &&
+  if (d->last_world && d->last_world_gen == ctx->srv->worlds_gen && cJSON_IsString(v) &&
       strcmp(v->valuestring, scn_world_name(d->last_world)) == 0) {
     ctx->world = d->last_world;
     return 0;
@@ -62,6 +63,7 @@ static int resolve_world(scn_ctx *ctx, const scn_fields *f, scn_wire_error *err)
   if (!w)
     return scn_fail(err, SCN_W_NOT_FOUND, "world \"%s\" not found", name);
   d->last_world = ctx->world = w;
+  d->last_world_gen = ctx->srv->worlds_gen;
   return 0;
 }
 
@@ -99,6 +101,105 @@ static int check_world(const scn_ctx *ctx, const scn_fields *f, scn_wire_error *
   return 0;
 }
 
+/* ---- the cluster's routing ----------------------------------------------------------------- */
+
+/* A request held while etcd is asked about its world's group: run again once it answered. */
+typedef struct held {
+  struct held *next;
+  scn_dispatch *d;
+  scn_conn *conn; /* NULL once the connection went away */
+  size_t len;
+  char line[];
+} held;
+
+static int execute(scn_dispatch *d, scn_conn *c, const char *line, size_t len, bool *deferred);
+
+static void on_wake(void *ud) {
+  held *h = ud;
+  scn_dispatch *d = h->d;
+  for (held **p = &d->held; *p; p = &(*p)->next)
+    if (*p == h) {
+      *p = h->next;
+      break;
+    }
+  scn_conn *c = h->conn;
+  if (c && d->srv->cluster) { /* NULL: the cluster is closing, and so is the daemon */
+    bool deferred;
+    d->retrying = true;
+    execute(d, c, h->line, h->len, &deferred);
+    d->retrying = false;
+    if (!deferred)
+      scn_buf_add(&c->out.bytes, d->reply.data, d->reply.len);
+    if (!deferred)
+      scn_conn_resume(c);
+  }
+  free(h);
+}
+
+/* Which daemon runs this command, for commands that name a world: 0 to run it here, -1 with
+ * MOVED, UNAVAILABLE or NOT_FOUND, or 1 when it is held until etcd answers. */
+static int route(scn_ctx *ctx, const scn_command_info *cmd, const scn_fields *f,
+                 scn_wire_error *err) {
+  scn_cluster *cl = ctx->srv->cluster;
+  bool creating = cmd->id == SCN_C_world_create;
+  const char *world = NULL, *place = NULL, *why;
+  if ((cmd->flags & SCN_CMD_WORLD) || creating ||
+      (cmd->id == SCN_C_entity_create && (f->present & SCN_F(world)))) {
+    if (scn_decode_world_name(f->v[SCN_F_world], &world, err) < 0)
+      return -1;
+    if (creating && (f->present & SCN_F(node)) &&
+        scn_decode_string(f->v[SCN_F_node], "node", &place, err) < 0)
+      return -1;
+  } else if (cmd->flags & SCN_CMD_MUTATES) {
+    /* entity.create and .destroy: this node's entities, which need its id ranges */
+    if (!scn_cluster_serving(cl, &why)) {
+      scn_cluster_count_route(cl, SCN_ROUTE_UNAVAILABLE);
+      return scn_fail(err, SCN_W_UNAVAILABLE, "%s; retry", why);
+    }
+    return 0;
+  } else {
+    return 0;
+  }
+  scn_route r;
+  scn_dispatch *d = ctx->d;
+  held *h = NULL;
+  if (!d->retrying) {
+    const char *line = d->line;
+    size_t len = d->line_len;
+    h = malloc(sizeof *h + len + 1);
+    if (!h)
+      return scn_fail(err, SCN_W_INTERNAL, "out of memory");
+    h->d = d;
+    h->conn = ctx->conn;
+    h->len = len;
+    memcpy(h->line, line, len);
+    h->line[len] = '\0';
+  }
+  scn_route_kind kind =
+      scn_cluster_route(cl, world, creating, place, d->retrying, &r, h ? on_wake : NULL, h);
+  if (kind == SCN_ROUTE_WAIT) {
+    h->next = d->held;
+    d->held = h;
+    ctx->deferred = true;
+    return 1;
+  }
+  free(h);
+  scn_cluster_count_route(cl, kind);
+  switch (kind) {
+  case SCN_ROUTE_MOVED:
+    scn_fail(err, SCN_W_MOVED, "world \"%s\" is served by node %s at %s", world, r.node, r.addr);
+    snprintf(err->node, sizeof err->node, "%s", r.node);
+    snprintf(err->addr, sizeof err->addr, "%s", r.addr);
+    return -1;
+  case SCN_ROUTE_UNAVAILABLE:
+    return scn_fail(err, SCN_W_UNAVAILABLE, "world \"%s\": %s", world, r.why);
+  case SCN_ROUTE_NO_NODE:
+    return scn_fail(err, SCN_W_NOT_FOUND, "no live node named \"%.64s\"", place);
+  default:
+    return 0;
+  }
+}
+
 int scn_run_command(scn_ctx *ctx, const scn_command_info *cmd, const scn_fields *f, scn_buf *out,
                     scn_wire_error *err) {
   scn_fieldset required = cmd->required, rest = cmd->required | cmd->optional;
@@ -114,18 +215,42 @@ int scn_run_command(scn_ctx *ctx, const scn_command_info *cmd, const scn_fields 
       check_world(ctx, f, err) < 0)
     return -1;
   ctx->cmd = cmd;
+  if (ctx->srv->cluster && ctx->conn && !ctx->in_batch) {
+    int routed = route(ctx, cmd, f, err);
+    if (routed != 0)
+      return routed < 0 ? -1 : 0;
+  }
   if (cmd->flags & SCN_CMD_WORLD) {
     if (resolve_world(ctx, f, err) < 0)
       return -1;
     rest &= ~SCN_F(world);
   }
+  if (cmd->id == SCN_C_world_move)
+    rest &= ~SCN_F(to); /* a node's name, read by the handler */
   scn_args a;
   scn_args_init(&a, f);
   if (ctx->world)
     a.world = scn_world_name(ctx->world);
   if (scn_args_decode(&a, rest, err) < 0)
     return -1;
+  if (ctx->srv->gstore && !ctx->in_batch)
+    ctx->world_name = a.world;
   return handlers[cmd->id](ctx, &a, out, err);
+}
+
+/* Replay of a journal record that created entities (cluster): the same ids again. */
+static int expect_created(scn_scene *scene, const cJSON *v, scn_dispatch *d, scn_wire_error *err) {
+  int n = cJSON_GetArraySize(v);
+  scn_entity *ids = cJSON_IsArray(v) ? scn_ids_scratch(d, (size_t)n + 1) : NULL;
+  if (!ids)
+    return scn_fail(err, SCN_W_BAD_REQUEST, "field \"created\" must be an array of ids");
+  int i = 0;
+  for (const cJSON *e = v->child; e; e = e->next, i++)
+    if (scn_decode_entity(e, "created", &ids[i], err) < 0)
+      return -1;
+  if (scn_entity_expect(scene, ids, (size_t)n) != SCN_OK)
+    return scn_fail(err, SCN_W_INTERNAL, "cannot make the recorded ids again");
+  return 0;
 }
 
 /* A LIMIT error is counted against the limit that refused it. */
@@ -153,9 +278,12 @@ static int execute(scn_dispatch *d, scn_conn *c, const char *line, size_t len, b
   scn_request *rq = &d->rq;
   scn_wire_error err;
   *deferred = false;
+  d->line = line;
+  d->line_len = len;
   reply->len = 0;
   reply->failed = false;
   const scn_command_info *cmd = NULL;
+  const char *world_name = NULL;
   bool over_output = false;
   int rc = scn_request_parse(rq, line, len, &err);
   /* The id is echoed as the exact text sent (cJSON would reprint numbers as doubles). */
@@ -188,6 +316,9 @@ static int execute(scn_dispatch *d, scn_conn *c, const char *line, size_t len, b
                "%zu bytes of output wait for this connection, over output-limit (%llu): read "
                "the responses, then retry",
                scn_conn_queued(c), (unsigned long long)srv->cfg.output_limit);
+    } else if (srv->gstore && !c && (rq->f.present & SCN_F(created)) &&
+               expect_created(srv->scene, rq->f.v[SCN_F_created], d, &err) < 0) {
+      /* err says why the ids cannot be made again */
     } else {
       scn_ctx ctx = {.srv = srv,
                      .d = d,
@@ -195,11 +326,18 @@ static int execute(scn_dispatch *d, scn_conn *c, const char *line, size_t len, b
                      .rule = c && srv->acl ? scn_acl_rule_of(srv->acl, &c->who) : NULL,
                      .id = rq->id,
                      .id_item = id_item};
+      if (srv->gstore) {
+        scn_entity_recorded_clear(srv->scene);
+        d->ntouched = 0;
+      }
       if (id_item)
         scn_reply_begin(reply, id_item);
       else
         scn_reply_begin_raw(reply, rq->id.p, rq->id.len);
       rc = scn_run_command(&ctx, cmd, &rq->f, reply, &err);
+      world_name = ctx.world_name;
+      if (srv->gstore && !c)
+        scn_entity_expect(srv->scene, NULL, 0); /* a failed replay leaves none behind */
       if (rc == 0 && reply->failed)
         rc = scn_fail(&err, SCN_W_INTERNAL, "out of memory building the reply");
       /* A read changed nothing, so a response too big for the output limit is simply
@@ -218,8 +356,17 @@ static int execute(scn_dispatch *d, scn_conn *c, const char *line, size_t len, b
       reply->len = 0; /* the handler's owner answers later */
     else
       scn_reply_end(reply);
-    if (c)
-      scn_hooks_after_command(srv, cmd, line, len);
+    if (c && !*deferred) {
+      scn_done done = {.cmd = cmd, .line = line, .len = len, .world = world_name};
+      if (srv->gstore) {
+        done.ncreated = scn_entity_recorded(srv->scene, &done.created);
+        done.touched = d->touched;
+        done.ntouched = d->ntouched;
+        if (world_name && (cmd->flags & SCN_CMD_MUTATES))
+          scn_cluster_note_ack(srv->cluster, c);
+      }
+      scn_hooks_after_command(srv, &done);
+    }
   } else {
     reply->len = 0;
     reply->failed = false;
@@ -272,6 +419,11 @@ static void on_conn_closed(void *ud, scn_conn *c) {
   scn_dispatch *d = ud;
   if (d->srv->persist)
     scn_persist_forget(d->srv->persist, c);
+  for (held *h = d->held; h; h = h->next)
+    if (h->conn == c)
+      h->conn = NULL; /* freed when the cluster wakes it */
+  if (d->srv->cluster)
+    scn_cluster_forget_move(d->srv->cluster, c);
 }
 
 scn_dispatch *scn_dispatch_open(scn_server *srv) {
@@ -292,5 +444,6 @@ void scn_dispatch_close(scn_dispatch *d) {
   scn_buf_free(&d->reply);
   scn_buf_free(&d->scratch);
   free(d->ids);
+  free(d->touched);
   free(d);
 }

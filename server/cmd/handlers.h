@@ -16,10 +16,17 @@
 struct scn_dispatch {
   scn_server *srv;
   scn_hooks hooks;
-  scn_request rq;        /* the request being run */
-  scn_buf reply;         /* the reply being built */
-  scn_buf scratch;       /* per-command scratch output (batch results) */
-  scn_world *last_world; /* the world the last command named; cleared when it is destroyed */
+  scn_request rq;          /* the request being run */
+  scn_buf reply;           /* the reply being built */
+  scn_buf scratch;         /* per-command scratch output (batch results) */
+  scn_world *last_world;   /* the world the last command named; cleared when it is destroyed */
+  uint64_t last_world_gen; /* srv->worlds_gen when it was remembered */
+  const char *line;        /* the request being run, as sent */
+  size_t line_len;
+  bool retrying;       /* re-running a request held while etcd was asked (cluster) */
+  struct held *held;   /* those requests (cluster) */
+  scn_world **touched; /* entity.destroy in a cluster: the worlds that had the entity */
+  size_t ntouched, touched_cap;
   const scn_command_info *last_cmd; /* the last command run: clients repeat themselves */
   scn_entity *ids;                  /* scratch id list (entity.create, children) */
   size_t ids_cap;
@@ -31,12 +38,13 @@ typedef struct scn_ctx {
   scn_conn *conn;           /* NULL on replay */
   const scn_acl_rule *rule; /* --acl: the connection's rule (NULL: no --acl, or anonymous) */
   const scn_command_info *cmd;
-  scn_world *world;     /* the world named (SCN_CMD_WORLD), or the batch's */
-  bool in_batch;        /* running an op of a batch */
-  scn_span id;          /* the request's id as sent (p NULL: see id_item) */
-  const cJSON *id_item; /* the id when its text was not found */
-  bool deferred;        /* the handler answers later (save); the connection waits */
-  bool over_output;     /* refused: the response would take the output over its limit */
+  scn_world *world;       /* the world named (SCN_CMD_WORLD), or the batch's */
+  bool in_batch;          /* running an op of a batch */
+  scn_span id;            /* the request's id as sent (p NULL: see id_item) */
+  const cJSON *id_item;   /* the id when its text was not found */
+  bool deferred;          /* the handler answers later (save); the connection waits */
+  const char *world_name; /* cluster: the world the command names, for the journal */
+  bool over_output;       /* refused: the response would take the output over its limit */
 } scn_ctx;
 
 typedef int (*scn_handler)(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err);
@@ -59,6 +67,14 @@ int scn_core_error(const scn_ctx *ctx, const scn_args *a, int rc, scn_wire_error
 /* Refuses (LIMIT, counted against --output-limit) a response of about bytes that would take
  * the connection's queued output over --output-limit; 0 when it fits (or on replay). */
 int scn_ctx_output_room(scn_ctx *ctx, size_t bytes, scn_wire_error *err);
+
+/* A matrix of a result, in the form the connection asked for (json on replay). */
+static inline void scn_ctx_add_matrix(const scn_ctx *ctx, scn_buf *out, const float m[16]) {
+  if (ctx->conn && ctx->conn->matrices == SCN_MATRICES_B64)
+    scn_buf_add_matrix_b64(out, m);
+  else
+    scn_buf_add_matrix(out, m);
+}
 
 /* Scratch room for n entity ids, reused across commands. */
 scn_entity *scn_ids_scratch(scn_dispatch *d, size_t n);

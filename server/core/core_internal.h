@@ -193,6 +193,14 @@ typedef struct scn__entities {
   uint32_t slots, cap; /* slots used: 1..slots */
   scn__vec free_slots; /* uint32_t */
   uint64_t alive;
+  /* Ranged mode (a cluster): new ids come only from the slot ranges given, and a destroyed
+   * slot is retired, never reused. */
+  bool ranged;
+  scn__vec ranges;    /* uint32_t pairs [next, end) not yet used up, oldest first */
+  scn__vec expect;    /* scn_entity: ids the next creations must give (replay) */
+  size_t expect_head; /* the next of them */
+  bool recording;     /* created ids are appended to recorded */
+  scn__vec recorded;  /* scn_entity */
 } scn__entities;
 
 struct scn_scene {

@@ -51,12 +51,100 @@ static int reserve_slots(scn__entities *ents, uint64_t need) {
   return SCN_OK;
 }
 
+static int record(scn__entities *ents, const scn_entity *ids, size_t n) {
+  if (!ents->recording)
+    return SCN_OK;
+  if (scn__vec_reserve(&ents->recorded, sizeof(scn_entity), ents->recorded.len + n) != SCN_OK)
+    return SCN_NOMEM;
+  memcpy((scn_entity *)ents->recorded.data + ents->recorded.len, ids, sizeof *ids * n);
+  ents->recorded.len += n;
+  return SCN_OK;
+}
+
+static uint64_t ranged_left(const scn__entities *ents) {
+  uint64_t n = 0;
+  for (size_t i = 0; i < ents->ranges.len; i += 2)
+    n += SCN_VEC_AT(ents->ranges, uint32_t, i + 1) - SCN_VEC_AT(ents->ranges, uint32_t, i);
+  return n;
+}
+
+/* The next slot of the ranges (the oldest range first), or 0 when they are used up. Slots
+ * that are not free (adopted from a replay) are passed over. */
+static uint32_t next_ranged_slot(scn__entities *ents) {
+  while (ents->ranges.len) {
+    uint32_t *r = ents->ranges.data;
+    while (r[0] < r[1]) {
+      uint32_t slot = r[0]++;
+      if (slot > ents->slots || ents->state[slot] == SLOT_FREE)
+        return slot;
+    }
+    memmove(r, r + 2, sizeof *r * (ents->ranges.len - 2));
+    ents->ranges.len -= 2;
+  }
+  return 0;
+}
+
+/* Ranged mode: expected ids first (a replay), then the ranges; all or nothing. */
+static int create_ranged(scn_scene *scene, size_t count, scn_entity *out) {
+  scn__entities *ents = &scene->ents;
+  size_t expected = ents->expect.len - ents->expect_head;
+  if (expected > count)
+    expected = count;
+  if (count - expected > ranged_left(ents))
+    return SCN_LIMIT;
+  if (scn__recording(scene) &&
+      scn__vec_reserve(&scene->undo, sizeof(scn__undo), scene->undo.len + count) != SCN_OK)
+    return SCN_NOMEM;
+  for (size_t k = 0; k < expected; k++) {
+    scn_entity id = SCN_VEC_AT(ents->expect, scn_entity, ents->expect_head + k);
+    uint32_t slot = (uint32_t)id;
+    if (id == SCN_ENTITY_NONE || id > SCN_ENTITY_MAX || slot == 0 || slot > SLOT_LIMIT ||
+        (id >> 32) >= GEN_LIMIT)
+      return SCN_INVALID;
+    if (slot <= ents->slots && ents->state[slot] != SLOT_FREE)
+      return SCN_EXISTS;
+  }
+  size_t made = 0;
+  for (; made < count; made++) {
+    scn_entity id;
+    uint32_t slot;
+    if (made < expected) {
+      id = SCN_VEC_AT(ents->expect, scn_entity, ents->expect_head + made);
+      slot = (uint32_t)id;
+    } else {
+      slot = next_ranged_slot(ents);
+      id = slot;
+    }
+    if (reserve_slots(ents, (uint64_t)slot + 1) != SCN_OK)
+      break;
+    if (slot > ents->slots)
+      ents->slots = slot;
+    ents->gen[slot] = (uint32_t)(id >> 32);
+    ents->state[slot] = SLOT_ALIVE;
+    ents->alive++;
+    out[made] = id;
+    if (scn__recording(scene))
+      scn__undo_push(scene, SCN_UNDO_ENTITY_CREATED, NULL, id);
+  }
+  if (made < count) {
+    while (made--)
+      scn__entity_uncreate(scene, out[made]);
+    return SCN_NOMEM;
+  }
+  ents->expect_head += expected;
+  if (ents->expect_head == ents->expect.len)
+    ents->expect.len = ents->expect_head = 0;
+  return record(ents, out, count);
+}
+
 int scn_entity_create(scn_scene *scene, size_t count, scn_entity *out) {
   scn__entities *ents = &scene->ents;
   if (count == 0)
     return SCN_OK;
   if (ents->alive + count > scene->limits.max_entities)
     return SCN_LIMIT;
+  if (ents->ranged)
+    return create_ranged(scene, count, out);
   size_t reuse = ents->free_slots.len < count ? ents->free_slots.len : count;
   uint64_t fresh = count - reuse;
   if ((uint64_t)ents->slots + fresh > SLOT_LIMIT)
@@ -69,15 +157,15 @@ int scn_entity_create(scn_scene *scene, size_t count, scn_entity *out) {
            SCN_OK))
     return SCN_NOMEM;
   for (size_t k = 0; k < count; k++) {
-    uint32_t slot = k < reuse ? SCN_VEC_AT(ents->free_slots, uint32_t, --ents->free_slots.len)
-                              : ++ents->slots;
+    uint32_t slot =
+        k < reuse ? SCN_VEC_AT(ents->free_slots, uint32_t, --ents->free_slots.len) : ++ents->slots;
     ents->state[slot] = SLOT_ALIVE;
     out[k] = make_id(ents->gen[slot], slot);
     if (scn__recording(scene))
       scn__undo_push(scene, SCN_UNDO_ENTITY_CREATED, NULL, out[k]);
   }
   ents->alive += count;
-  return SCN_OK;
+  return record(ents, out, count);
 }
 
 /* Batch rollback: the id never escaped, so the slot goes back without a new generation. */
@@ -88,6 +176,12 @@ void scn__entity_uncreate(scn_scene *scene, scn_entity e) {
     return;
   ents->state[slot] = SLOT_FREE;
   ents->alive--;
+  if (ents->ranged) {
+    /* The slot goes back to the front of its range when it was the range's last one. */
+    if (ents->ranges.len && SCN_VEC_AT(ents->ranges, uint32_t, 0) == slot + 1)
+      SCN_VEC_AT(ents->ranges, uint32_t, 0) = slot;
+    return;
+  }
   if (slot == ents->slots)
     ents->slots--;
   else
@@ -112,7 +206,9 @@ int scn_entity_destroy(scn_scene *scene, scn_entity e) {
     if (scn_transform_exists(scene->worlds[w], e))
       scn__transform_destroy(scene->worlds[w], e, false);
   ents->alive--;
-  if (++ents->gen[slot] >= GEN_LIMIT) {
+  if (ents->ranged) {
+    ents->state[slot] = SLOT_RETIRED;
+  } else if (++ents->gen[slot] >= GEN_LIMIT) {
     ents->state[slot] = SLOT_RETIRED;
   } else {
     ents->state[slot] = SLOT_FREE;
@@ -179,9 +275,97 @@ int scn_entity_set_free_order(scn_scene *scene, const uint32_t *slots, size_t n)
   return SCN_OK;
 }
 
+/* ---- ranged mode ------------------------------------------------------------------------ */
+
+int scn_entity_use_ranges(scn_scene *scene) {
+  scn__entities *ents = &scene->ents;
+  if (ents->slots != 0 || scene->in_batch)
+    return SCN_STATE;
+  ents->ranged = true;
+  return SCN_OK;
+}
+
+int scn_entity_add_slots(scn_scene *scene, uint32_t first, uint32_t count) {
+  scn__entities *ents = &scene->ents;
+  if (!ents->ranged)
+    return SCN_STATE;
+  if (first == 0 || count == 0 || (uint64_t)first + count - 1 > SLOT_LIMIT)
+    return SCN_INVALID;
+  if (scn__vec_reserve(&ents->ranges, sizeof(uint32_t), ents->ranges.len + 2) != SCN_OK)
+    return SCN_NOMEM;
+  SCN_VEC_AT(ents->ranges, uint32_t, ents->ranges.len++) = first;
+  SCN_VEC_AT(ents->ranges, uint32_t, ents->ranges.len++) = first + count;
+  return SCN_OK;
+}
+
+uint64_t scn_entity_slots_left(const scn_scene *scene) { return ranged_left(&scene->ents); }
+
+int scn_entity_adopt(scn_scene *scene, scn_entity id) {
+  scn__entities *ents = &scene->ents;
+  uint32_t slot = (uint32_t)id, gen = (uint32_t)(id >> 32);
+  if (!ents->ranged || scene->in_batch)
+    return SCN_STATE;
+  if (id == SCN_ENTITY_NONE || id > SCN_ENTITY_MAX || slot == 0 || slot > SLOT_LIMIT ||
+      gen >= GEN_LIMIT)
+    return SCN_INVALID;
+  if (slot <= ents->slots && ents->state[slot] != SLOT_FREE)
+    return ents->state[slot] == SLOT_ALIVE && ents->gen[slot] == gen ? SCN_OK : SCN_EXISTS;
+  if (ents->alive + 1 > scene->limits.max_entities)
+    return SCN_LIMIT;
+  if (reserve_slots(ents, (uint64_t)slot + 1) != SCN_OK)
+    return SCN_NOMEM;
+  if (slot > ents->slots)
+    ents->slots = slot;
+  ents->gen[slot] = gen;
+  ents->state[slot] = SLOT_ALIVE;
+  ents->alive++;
+  return SCN_OK;
+}
+
+int scn_entity_forget(scn_scene *scene, scn_entity id) {
+  scn__entities *ents = &scene->ents;
+  uint32_t slot;
+  if (!ents->ranged || scene->in_batch)
+    return SCN_STATE;
+  if (!decode(ents, id, &slot))
+    return SCN_NOT_FOUND;
+  for (size_t w = 0; w < scene->nworlds; w++)
+    if (scn_transform_exists(scene->worlds[w], id))
+      return SCN_STATE;
+  ents->state[slot] = SLOT_FREE; /* not in any range: only an adoption brings it back */
+  ents->alive--;
+  return SCN_OK;
+}
+
+int scn_entity_expect(scn_scene *scene, const scn_entity *ids, size_t n) {
+  scn__entities *ents = &scene->ents;
+  if (!ents->ranged)
+    return SCN_STATE;
+  ents->expect.len = ents->expect_head = 0;
+  if (n == 0)
+    return SCN_OK;
+  if (scn__vec_reserve(&ents->expect, sizeof(scn_entity), n) != SCN_OK)
+    return SCN_NOMEM;
+  memcpy(ents->expect.data, ids, sizeof *ids * n);
+  ents->expect.len = n;
+  return SCN_OK;
+}
+
+void scn_entity_record(scn_scene *scene, bool on) { scene->ents.recording = on; }
+
+size_t scn_entity_recorded(const scn_scene *scene, const scn_entity **ids) {
+  *ids = scene->ents.recorded.data;
+  return scene->ents.recorded.len;
+}
+
+void scn_entity_recorded_clear(scn_scene *scene) { scene->ents.recorded.len = 0; }
+
 void scn__entities_free(scn__entities *ents) {
   free(ents->gen);
   free(ents->state);
   scn__vec_free(&ents->free_slots);
+  scn__vec_free(&ents->ranges);
+  scn__vec_free(&ents->expect);
+  scn__vec_free(&ents->recorded);
   memset(ents, 0, sizeof *ents);
 }

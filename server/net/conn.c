@@ -246,6 +246,7 @@ static void on_closed(uv_handle_t *h) {
   scn_buf_free(&c->held);
   scn_tls_free(c->tls);
   scn_buf_free(&c->sealed);
+  free(c->pending_tag);
   free(c->iov);
   free(c);
 }

@@ -41,13 +41,16 @@ struct scn_conn {
   uv_write_t write_req;
   bool writing;
   bool reading;
-  bool closing;         /* close once the output has drained */
-  bool authed;          /* --auth-token given, or none needed (without --acl) */
-  scn_identity who;     /* --acl: the token hello named */
-  bool rejected;        /* over --max-clients: one LIMIT line, then close */
-  bool blocked;         /* waiting for a deferred reply: lines are held, not run */
-  scn_buf held;         /* bytes read but not yet run while blocked */
-  scn_conn *flush_next; /* in the server's list of connections to flush */
+  bool closing;             /* close once the output has drained */
+  bool authed;              /* --auth-token given, or none needed (without --acl) */
+  scn_identity who;         /* --acl: the token hello named */
+  scn_matrix_form matrices; /* how its responses and frames carry matrices (hello) */
+  bool rejected;            /* over --max-clients: one LIMIT line, then close */
+  bool blocked;             /* waiting for a deferred reply: lines are held, not run */
+  bool acked_write;         /* with --cluster: out holds an ok for a write to a group */
+  char *pending_tag;        /* the id of a deferred reply (world.move), as JSON text */
+  scn_buf held;             /* bytes read but not yet run while blocked */
+  scn_conn *flush_next;     /* in the server's list of connections to flush */
   bool flush_queued;
   char peer[64];
   struct scn_sub *subs; /* this connection's subscriptions (stream.c) */

@@ -242,10 +242,13 @@ static void route(http_conn *c) {
     respond(c, 200, "OK", "text/plain", "ok\n", 3);
   } else if (strcmp(c->url, "/readyz") == 0) {
     /* The port is bound only once the data is loaded, so "not ready" is "stopping". */
-    if (!srv->stopping)
+    if (!srv->stopping && !srv->not_ready) {
       respond(c, 200, "OK", "text/plain", "ready\n", 6);
-    else
-      respond(c, 503, "Service Unavailable", "text/plain", "stopping\n", 9);
+    } else {
+      char why[128];
+      int n = snprintf(why, sizeof why, "%s\n", srv->stopping ? "stopping" : srv->not_ready);
+      respond(c, 503, "Service Unavailable", "text/plain", why, (size_t)n);
+    }
   } else {
     scn_http_serve_file(c, c->url);
   }
@@ -369,6 +372,8 @@ int scn_http_listen(scn_server *srv) {
   http.listening = true;
   return 0;
 }
+
+int scn_http_port(void) { return http.listening ? scn_listen_port(&http.listener) : 0; }
 
 void scn_http_close(bool all) {
   if (http.listening && !uv_is_closing((uv_handle_t *)&http.listener))

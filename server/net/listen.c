@@ -36,3 +36,12 @@ int scn_listen(uv_loop_t *loop, uv_tcp_t *handle, const scn_addr *addr, int back
   scn_log(SCN_LOG_NOTICE, where, "%s", extra);
   return 0;
 }
+
+int scn_listen_port(uv_tcp_t *handle) {
+  struct sockaddr_storage bound;
+  int len = sizeof bound;
+  if (uv_tcp_getsockname(handle, (struct sockaddr *)&bound, &len) != 0)
+    return 0;
+  return ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                           : ((struct sockaddr_in *)&bound)->sin_port);
+}

@@ -14,4 +14,7 @@ int scn_listen(uv_loop_t *loop, uv_tcp_t *handle, const scn_addr *addr, int back
                uv_connection_cb on_connection, const char *setting, const char *announce,
                const char *extra);
 
+/* The port a listening handle is bound to (0 when it is not). */
+int scn_listen_port(uv_tcp_t *handle);
+
 #endif

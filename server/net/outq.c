@@ -2,6 +2,7 @@
 
 #include "scn_core.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 
 scn_shared *scn_shared_new(size_t len) {
@@ -16,6 +17,26 @@ scn_shared *scn_shared_new(size_t len) {
 void scn_shared_release(scn_shared *s) {
   if (s && --s->refs == 0)
     free(s);
+}
+
+#define SHARED_HEADER offsetof(scn_shared, data)
+
+void scn_shared_start(scn_buf *b) {
+  b->len = 0;
+  if (scn_buf_reserve(b, SHARED_HEADER))
+    b->len = SHARED_HEADER;
+}
+
+scn_shared *scn_shared_finish(scn_buf *b) {
+  if (b->failed || b->len < SHARED_HEADER) {
+    scn_buf_free(b);
+    return NULL;
+  }
+  scn_shared *s = (scn_shared *)(void *)b->data;
+  s->refs = 1;
+  s->len = b->len - SHARED_HEADER;
+  *b = (scn_buf){0};
+  return s;
 }
 
 bool scn_outq_push_shared(scn_outq *q, scn_shared *s) {

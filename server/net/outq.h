@@ -23,6 +23,11 @@ static inline scn_shared *scn_shared_ref(scn_shared *s) {
   return s;
 }
 void scn_shared_release(scn_shared *s);
+/* A shared block built in place: scn_shared_start leaves room for the block's header at the
+ * start of an empty b, text is then appended to b, and scn_shared_finish turns b's memory into
+ * the block, without copying it (b is left empty). NULL when b ran out of memory. */
+void scn_shared_start(scn_buf *b);
+scn_shared *scn_shared_finish(scn_buf *b);
 
 typedef struct scn_seg {
   size_t owned_end; /* own bytes up to here come before ref */

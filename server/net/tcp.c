@@ -155,6 +155,8 @@ int scn_tcp_listen(scn_server *srv) {
                     "listening", extra);
 }
 
+int scn_tcp_port(void) { return scn_listen_port(&listener); }
+
 void scn_tcp_close(void) {
   if (listener.data && !uv_is_closing((uv_handle_t *)&listener))
     uv_close((uv_handle_t *)&listener, NULL);

@@ -61,7 +61,16 @@ typedef enum kind {
   X("tls-handshake-timeout", tls_handshake_timeout, K_SECONDS, "10", 0.05, 3600,                   \
     "seconds a client has to complete the TLS handshake before it is closed")                      \
   X("acl", acl, K_STRING, "", 0, 4095,                                                             \
-    "access list file: one rule per line, TOKEN_SHA256 RIGHTS PREFIXES (SIGHUP reloads it)")
+    "access list file: one rule per line, TOKEN_SHA256 RIGHTS PREFIXES (SIGHUP reloads it)")       \
+  X("cluster", cluster, K_STRING, "", 0, 2047,                                                     \
+    "etcd endpoints (http://HOST:PORT, comma-separated): share the worlds with other daemons "     \
+    "(needs --data, the directory they all share)")                                                \
+  X("node", node, K_STRING, "", 0, 64,                                                             \
+    "this daemon's name in the cluster (empty: derived from the advertised address)")              \
+  X("advertise", advertise, K_STRING, "", 0, 127,                                                  \
+    "HOST:PORT where clients reach this daemon in the cluster (empty: the listen address)")        \
+  X("lease-ttl", lease_ttl, K_SECONDS, "5", 1, 3600,                                               \
+    "seconds the cluster's lease lives without renewal (renewed every third of it)")
 
 typedef struct setting {
   const char *flag;

@@ -20,6 +20,8 @@ typedef struct scn_addr {
   bool off;
 } scn_addr;
 
+#define SCN_CONFIG_NODE_MAX 64
+
 typedef struct scn_config {
   scn_addr listen;
   scn_addr http;
@@ -43,6 +45,10 @@ typedef struct scn_config {
   char tls_ca[4096];            /* PEM CA certificates clients must present a certificate of */
   double tls_handshake_timeout; /* seconds a TLS handshake may take */
   char acl[4096];               /* access list: token hashes, rights, world prefixes */
+  char cluster[2048];           /* etcd endpoints (empty: standalone) */
+  char node[SCN_CONFIG_NODE_MAX + 1];
+  char advertise[128]; /* HOST:PORT clients reach this daemon at (empty: the listen address) */
+  double lease_ttl;
 } scn_config;
 
 /* Outcome of parsing: run the daemon, exit 0 (help or version printed), or exit 2 (a

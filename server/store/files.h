@@ -10,4 +10,7 @@
  * is not an error: nothing was written yet); otherwise err says why. */
 FILE *scn_file_open(const char *path, bool *absent, char *err, size_t errlen);
 
+/* fsync of a directory, so the names created or renamed in it are on disk; 0 or -1. */
+int scn_fsync_dir(const char *dir);
+
 #endif

@@ -1,12 +1,16 @@
 #include "store/journal.h"
 
+#include "ops/log.h"
 #include "store/crc32c.h"
 #include "store/files.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The line is copied into the record and checksummed in the same pass. */
 void scn_journal_encode(scn_buf *buf, const char *line, size_t len) {
@@ -122,4 +126,68 @@ int scn_journal_replay(const char *path, bool recover, scn_replay_fn fn, void *u
   }
   free(data);
   return rc;
+}
+
+/* ---- the journal files of a directory ---------------------------------------------------- */
+
+void scn_journal_path(const char *dir, uint64_t gen, char *out, size_t n) {
+  snprintf(out, n, "%s/journal.%llu.scn", dir, (unsigned long long)gen);
+}
+
+int scn_journal_open(const char *dir, uint64_t gen) {
+  char path[4200];
+  scn_journal_path(dir, gen, path, sizeof path);
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0)
+    scn_log(SCN_LOG_ERROR, "cannot open the journal", "path=%s error=\"%s\"", path,
+            strerror(errno));
+  return fd;
+}
+
+size_t scn_journal_list(const char *dir, uint64_t *gens, size_t cap) {
+  DIR *d = opendir(dir);
+  size_t n = 0;
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    unsigned long long g;
+    char tail[8];
+    if (sscanf(de->d_name, "journal.%llu.%7s", &g, tail) == 2 && strcmp(tail, "scn") == 0 &&
+        n < cap)
+      gens[n++] = g;
+  }
+  if (d)
+    closedir(d);
+  for (size_t i = 1; i < n; i++)
+    for (size_t j = i; j > 0 && gens[j - 1] > gens[j]; j--) {
+      uint64_t t = gens[j];
+      gens[j] = gens[j - 1];
+      gens[j - 1] = t;
+    }
+  return n;
+}
+
+void scn_journal_remove_before(const char *dir, uint64_t gen) {
+  uint64_t gens[4096];
+  size_t n = scn_journal_list(dir, gens, 4096);
+  for (size_t i = 0; i < n; i++)
+    if (gens[i] < gen) {
+      char path[4200];
+      scn_journal_path(dir, gens[i], path, sizeof path);
+      unlink(path);
+    }
+}
+
+int scn_journal_write_all(int fd, const char *data, size_t len) {
+  size_t off = 0;
+  while (off < len) {
+    ssize_t n = write(fd, data + off, len - off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      scn_log(SCN_LOG_ERROR, "journal write failed", "error=\"%s\"", strerror(errno));
+      return -1;
+    }
+    off += (size_t)n;
+  }
+  return 0;
 }

@@ -5,7 +5,6 @@
 
 #include "ops/log.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,75 +13,33 @@
 #include <unistd.h>
 
 void scn__journal_path(const scn_persist *p, uint64_t gen, char *out, size_t n) {
-  snprintf(out, n, "%s/journal.%llu.scn", p->dir, (unsigned long long)gen);
+  scn_journal_path(p->dir, gen, out, n);
 }
 
-int scn__journal_open(const scn_persist *p, uint64_t gen) {
-  char path[4200];
-  scn__journal_path(p, gen, path, sizeof path);
-  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0)
-    scn_log(SCN_LOG_ERROR, "cannot open the journal", "path=%s error=\"%s\"", path,
-            strerror(errno));
-  return fd;
-}
+int scn__journal_open(const scn_persist *p, uint64_t gen) { return scn_journal_open(p->dir, gen); }
 
 size_t scn__journal_list(const scn_persist *p, uint64_t *gens, size_t cap) {
-  DIR *d = opendir(p->dir);
-  size_t n = 0;
-  struct dirent *de;
-  while (d && (de = readdir(d))) {
-    unsigned long long g;
-    char tail[8];
-    if (sscanf(de->d_name, "journal.%llu.%7s", &g, tail) == 2 && strcmp(tail, "scn") == 0 &&
-        n < cap)
-      gens[n++] = g;
-  }
-  if (d)
-    closedir(d);
-  for (size_t i = 1; i < n; i++)
-    for (size_t j = i; j > 0 && gens[j - 1] > gens[j]; j--) {
-      uint64_t t = gens[j];
-      gens[j] = gens[j - 1];
-      gens[j - 1] = t;
-    }
-  return n;
+  return scn_journal_list(p->dir, gens, cap);
 }
 
 void scn__journal_remove_before(const scn_persist *p, uint64_t gen) {
-  uint64_t gens[4096];
-  size_t n = scn__journal_list(p, gens, 4096);
-  for (size_t i = 0; i < n; i++)
-    if (gens[i] < gen) {
-      char path[4200];
-      scn__journal_path(p, gens[i], path, sizeof path);
-      unlink(path);
-    }
+  scn_journal_remove_before(p->dir, gen);
 }
 
 /* ---- appending ---------------------------------------------------------------------------- */
 
-static void after_command(void *ud, const scn_command_info *cmd, const char *line, size_t len) {
+static void after_command(void *ud, const scn_done *d) {
   scn_persist *p = ud;
-  if (!(cmd->flags & SCN_CMD_MUTATES))
+  if (!(d->cmd->flags & SCN_CMD_MUTATES))
     return;
-  scn_journal_encode(&p->pending, line, len);
+  scn_journal_encode(&p->pending, d->line, d->len);
   p->changes++;
   p->stats.journal_records++;
 }
 
 static bool write_pending(scn_persist *p) {
-  size_t off = 0;
-  while (off < p->pending.len) {
-    ssize_t n = write(p->journal_fd, p->pending.data + off, p->pending.len - off);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      scn_log(SCN_LOG_ERROR, "journal write failed", "error=\"%s\"", strerror(errno));
-      return false;
-    }
-    off += (size_t)n;
-  }
+  if (scn_journal_write_all(p->journal_fd, p->pending.data, p->pending.len) != 0)
+    return false;
   p->stats.journal_bytes += p->pending.len;
   p->unsynced += p->pending.len;
   p->pending.len = 0;

@@ -37,4 +37,27 @@ void scn_persist_forget(scn_persist *p, void *owner);
 /* A snapshot is being written, or a save waits for its answer. */
 bool scn_persist_busy(const scn_persist *p);
 
+/* ---- what cluster persistence shares with it (load.c) ----------------------------------- */
+
+#include "store/snapshot.h"
+
+typedef struct scn_chain {
+  uint64_t gen;      /* the journal generation to continue in (the newest replayed) */
+  bool snapshot;     /* a snapshot was loaded */
+  uint64_t replayed; /* journal records run */
+  scn_snapshot_info info;
+} scn_chain;
+
+/* Loads dir's snapshot into *scene, then replays every journal it does not cover through
+ * replay, checking that the chain has no gap; a torn last record is dropped with a warning.
+ * 0, or 1 for damaged or missing data with the message in msg (with recover: what is valid
+ * is kept and the rest logged; a lost snapshot then replaces *scene by an empty one when
+ * may_reset, and is an error otherwise). */
+int scn__load_chain(scn_scene **scene, const char *dir, bool recover, bool may_reset,
+                    scn_replay_fn replay, void *replay_ud, scn_chain *out, char *msg,
+                    size_t msglen);
+/* Makes dir if missing and takes an exclusive flock on dir/lock_name (kept open in
+ * *lock_fd); 0, or 2 with the message printed. */
+int scn__usable_dir(const char *dir, int *lock_fd, const char *lock_name);
+
 #endif

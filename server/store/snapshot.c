@@ -90,6 +90,14 @@ static uint32_t version_for(const scn_scene *scene) {
   return 2;
 }
 
+static void put_world(writer *w, scn_world *world, uint32_t version) {
+  put_name(w, scn_world_name(world));
+  if (version >= 3)
+    put_u32(w, scn_world_history(world));
+  put_u32(w, (uint32_t)scn_world_transform_count(world));
+  scn_world_visit_transforms(world, put_transform, w);
+}
+
 static void put_scene(writer *w, scn_scene *scene, uint32_t version) {
   uint32_t slots = scn_entity_slot_count(scene);
   put_u32(w, slots);
@@ -104,14 +112,120 @@ static void put_scene(writer *w, scn_scene *scene, uint32_t version) {
   put_u32(w, (uint32_t)nfree);
   put(w, free_order, sizeof(uint32_t) * nfree);
   put_u32(w, (uint32_t)scn_world_count(scene));
-  for (size_t i = 0; i < scn_world_count(scene); i++) {
-    scn_world *world = scn_world_at(scene, i);
-    put_name(w, scn_world_name(world));
-    if (version >= 3)
-      put_u32(w, scn_world_history(world));
-    put_u32(w, (uint32_t)scn_world_transform_count(world));
-    scn_world_visit_transforms(world, put_transform, w);
+  for (size_t i = 0; i < scn_world_count(scene); i++)
+    put_world(w, scn_world_at(scene, i), version);
+}
+
+void scn_group_of(const char *world, char *out) {
+  size_t n = strcspn(world, ".");
+  if (n > SCN_NAME_MAX)
+    n = SCN_NAME_MAX;
+  memcpy(out, world, n);
+  out[n] = '\0';
+}
+
+bool scn_world_in_group(const char *name, const char *group) {
+  size_t n = strlen(group);
+  return strncmp(name, group, n) == 0 && (name[n] == '\0' || name[n] == '.');
+}
+
+typedef struct id_list {
+  scn_entity *ids;
+  size_t len, cap;
+  bool failed;
+} id_list;
+
+static void collect_id(void *ud, scn_entity e, scn_entity parent, const char *name,
+                       const float local[16]) {
+  (void)parent, (void)name, (void)local;
+  id_list *l = ud;
+  scn_entity *ids = scn_array_grow(l->ids, &l->cap, sizeof *ids, l->len + 1);
+  if (!ids) {
+    l->failed = true;
+    return;
   }
+  l->ids = ids;
+  l->ids[l->len++] = e;
+}
+
+static int cmp_id(const void *a, const void *b) {
+  scn_entity x = *(const scn_entity *)a, y = *(const scn_entity *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The ids used by the worlds of group (every world when group is NULL), sorted, once each. */
+static bool used_ids(scn_scene *scene, const char *group, id_list *l) {
+  for (size_t i = 0; i < scn_world_count(scene); i++) {
+    scn_world *w = scn_world_at(scene, i);
+    if (!group || scn_world_in_group(scn_world_name(w), group))
+      scn_world_visit_transforms(w, collect_id, l);
+  }
+  if (l->len)
+    qsort(l->ids, l->len, sizeof *l->ids, cmp_id);
+  size_t n = 0;
+  for (size_t i = 0; i < l->len; i++)
+    if (n == 0 || l->ids[n - 1] != l->ids[i])
+      l->ids[n++] = l->ids[i];
+  l->len = n;
+  return !l->failed;
+}
+
+scn_entity *scn_group_entities(scn_scene *scene, const char *group, size_t *n) {
+  id_list l = {0};
+  if (!used_ids(scene, group, &l)) {
+    free(l.ids);
+    l.ids = NULL;
+    l.len = 0;
+  }
+  *n = l.len;
+  return l.ids;
+}
+
+/* A part: the epoch, the entities (a group's: those its worlds use; a node's: those alive
+ * with no transform anywhere), then the group's worlds. */
+static bool put_part(writer *w, scn_scene *scene, const scn_snapshot_part *part) {
+  id_list used = {0};
+  if (!used_ids(scene, part->group, &used)) {
+    free(used.ids);
+    return false;
+  }
+  put_u64(w, part->epoch);
+  if (part->group) {
+    put_u64(w, used.len);
+    put(w, used.ids, sizeof *used.ids * used.len);
+  } else {
+    uint32_t slots = scn_entity_slot_count(scene);
+    uint64_t n = 0;
+    size_t k = 0;
+    for (int pass = 0; pass < 2; pass++) {
+      if (pass)
+        put_u64(w, n);
+      k = 0;
+      for (uint32_t s = 1; s <= slots; s++) {
+        bool alive;
+        scn_entity id = scn_entity_slot_id(scene, s, &alive);
+        while (k < used.len && used.ids[k] < id)
+          k++;
+        if (!alive || (k < used.len && used.ids[k] == id))
+          continue;
+        if (pass)
+          put_u64(w, id);
+        else
+          n++;
+      }
+    }
+  }
+  free(used.ids);
+  uint32_t worlds = 0;
+  for (size_t i = 0; part->group && i < scn_world_count(scene); i++)
+    worlds += scn_world_in_group(scn_world_name(scn_world_at(scene, i)), part->group);
+  put_u32(w, worlds);
+  for (size_t i = 0; part->group && i < scn_world_count(scene); i++) {
+    scn_world *world = scn_world_at(scene, i);
+    if (scn_world_in_group(scn_world_name(world), part->group))
+      put_world(w, world, SCN_SNAPSHOT_VERSION_PART);
+  }
+  return true;
 }
 
 /* The header's own CRC-32C (bytes 12..15) covers the rest of it: a damaged journal generation
@@ -120,17 +234,21 @@ static uint32_t header_crc(const unsigned char *header) {
   return scn_crc32c(scn_crc32c(0, header, 12), header + 16, HEADER_BYTES - 16);
 }
 
-static int fsync_dir(const char *dir) {
-  int fd = open(dir, O_RDONLY | O_DIRECTORY);
-  if (fd < 0)
-    return -1;
-  int rc = fsync(fd);
-  close(fd);
-  return rc;
-}
+static int write_file(scn_scene *scene, const scn_snapshot_part *part, uint64_t journal_gen,
+                      const char *dir, uint64_t *bytes, char *err, size_t errlen);
 
 int scn_snapshot_write(scn_scene *scene, uint64_t journal_gen, const char *dir, uint64_t *bytes,
                        char *err, size_t errlen) {
+  return write_file(scene, NULL, journal_gen, dir, bytes, err, errlen);
+}
+
+int scn_snapshot_write_part(scn_scene *scene, const scn_snapshot_part *part, uint64_t journal_gen,
+                            const char *dir, uint64_t *bytes, char *err, size_t errlen) {
+  return write_file(scene, part, journal_gen, dir, bytes, err, errlen);
+}
+
+static int write_file(scn_scene *scene, const scn_snapshot_part *part, uint64_t journal_gen,
+                      const char *dir, uint64_t *bytes, char *err, size_t errlen) {
   char tmp[4096], final[4096];
   snprintf(tmp, sizeof tmp, "%s/%s.tmp-%d", dir, FILE_NAME, (int)getpid());
   snprintf(final, sizeof final, "%s/%s", dir, FILE_NAME);
@@ -148,8 +266,11 @@ int scn_snapshot_write(scn_scene *scene, uint64_t journal_gen, const char *dir, 
   /* The header is written last, once the body length is known. */
   unsigned char header[HEADER_BYTES] = {0};
   write_all(w, header, sizeof header);
-  uint32_t version = version_for(scene);
-  put_scene(w, scene, version);
+  uint32_t version = part ? SCN_SNAPSHOT_VERSION_PART : version_for(scene);
+  if (!part)
+    put_scene(w, scene, version);
+  else if (!put_part(w, scene, part))
+    w->failed = true;
   end_block(w);
   memcpy(header, MAGIC, 8);
   memcpy(header + 8, &version, 4);
@@ -163,7 +284,7 @@ int scn_snapshot_write(scn_scene *scene, uint64_t journal_gen, const char *dir, 
   int saved = errno;
   ok = close(w->fd) == 0 && ok;
   free(w);
-  if (!ok || rename(tmp, final) != 0 || fsync_dir(dir) != 0) {
+  if (!ok || rename(tmp, final) != 0 || scn_fsync_dir(dir) != 0) {
     snprintf(err, errlen, "cannot write %s: %s", final, strerror(saved ? saved : errno));
     unlink(tmp);
     return -1;
@@ -266,6 +387,21 @@ static bool load_registry(reader *r, scn_scene *scene) {
   return ok;
 }
 
+/* A part's epoch and entities, each adopted (one already alive with that id is shared). */
+static bool load_part_entities(reader *r, scn_scene *scene, scn_snapshot_info *info) {
+  uint64_t n;
+  if (!get(r, &info->epoch, 8) || !get(r, &n, 8))
+    return false;
+  for (uint64_t i = 0; i < n; i++) {
+    scn_entity id;
+    if (!get(r, &id, 8))
+      return false;
+    if (scn_entity_adopt(scene, id) != SCN_OK)
+      return fail_at(r, offset_of(r), "an entity id that cannot be adopted");
+  }
+  return true;
+}
+
 static bool load_world(reader *r, scn_scene *scene, scn_snapshot_info *info) {
   char name[SCN_NAME_MAX + 1], tname[SCN_NAME_MAX + 1];
   uint32_t count, history = 0;
@@ -315,19 +451,21 @@ int scn_snapshot_load(scn_scene *scene, const char *dir, bool recover, scn_snaps
   if (fread(header, 1, sizeof header, f) != sizeof header || memcmp(header, MAGIC, 8) != 0) {
     fail_at(r, 0, "not a scened snapshot (bad header)");
   } else if (memcpy(&version, header + 8, 4),
-             version < SCN_SNAPSHOT_VERSION_OLDEST || version > SCN_SNAPSHOT_VERSION) {
+             version < SCN_SNAPSHOT_VERSION_OLDEST || version > SCN_SNAPSHOT_VERSION_PART) {
     fail_at(r, 8, "unsupported snapshot version");
   } else if (memcpy(&hcrc, header + 12, 4), hcrc != header_crc(header)) {
     fail_at(r, 0, "checksum mismatch in the header");
   } else {
     memcpy(&info->journal_gen, header + 16, 8);
     info->journal_created = version >= 2;
+    info->part = version == SCN_SNAPSHOT_VERSION_PART;
     r->version = version;
     memcpy(&r->body_left, header + 24, 8);
     r->file_pos = HEADER_BYTES;
     r->block_start = HEADER_BYTES;
     uint32_t worlds = 0;
-    if (load_registry(r, scene) && get(r, &worlds, 4))
+    if ((info->part ? load_part_entities(r, scene, info) : load_registry(r, scene)) &&
+        get(r, &worlds, 4))
       for (uint32_t i = 0; i < worlds && load_world(r, scene, info); i++)
         ;
     if (!r->bad && (r->pos != r->len || r->body_left != 0))

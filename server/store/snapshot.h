@@ -20,17 +20,42 @@
  * when some world keeps history, version 2 otherwise. All are read. */
 #define SCN_SNAPSHOT_VERSION 3
 #define SCN_SNAPSHOT_VERSION_OLDEST 1
+/* Version 4 is a part of a cluster's scene: a group's worlds with the entities they use, or a
+ * node's entities that have no transform. Its body starts with the owner's epoch and the ids
+ * of those entities (each adopted by the scene that loads it), then the worlds as in version
+ * 3 (with their history windows). */
+#define SCN_SNAPSHOT_VERSION_PART 4
+
+/* Which part of a scene a version 3 snapshot holds. */
+typedef struct scn_snapshot_part {
+  const char *group; /* the worlds of this group (name up to the first '.'); NULL: no world,
+                        and the entities alive without a transform in any world */
+  uint64_t epoch;    /* the owner's fencing epoch, recorded in the file */
+} scn_snapshot_part;
+
+/* Whether world name is in group (its name up to the first '.', or the whole name). */
+bool scn_world_in_group(const char *name, const char *group);
+/* The group of a world: its name up to the first '.' (out: SCN_NAME_MAX + 1 bytes). */
+void scn_group_of(const char *world, char *out);
+/* The entities the group's worlds use, sorted, each once (caller frees; NULL with *n 0 when
+ * there are none or memory ran out). */
+scn_entity *scn_group_entities(scn_scene *scene, const char *group, size_t *n);
 
 /* Writes scene to path via a temporary file: written, fsynced, renamed, directory fsynced.
  * Returns 0 and the file size, or -1 with a message in err. */
 int scn_snapshot_write(scn_scene *scene, uint64_t journal_gen, const char *dir, uint64_t *bytes,
                        char *err, size_t errlen);
+/* The same for a part of the scene (version 3). */
+int scn_snapshot_write_part(scn_scene *scene, const scn_snapshot_part *part, uint64_t journal_gen,
+                            const char *dir, uint64_t *bytes, char *err, size_t errlen);
 
 typedef struct scn_snapshot_info {
   uint64_t journal_gen;
   uint64_t bytes;
   uint64_t worlds, transforms;
   bool journal_created; /* the journal of journal_gen existed before the snapshot (version 2) */
+  bool part;            /* version 3: a part, whose entities were adopted */
+  uint64_t epoch;       /* version 3: the epoch of the owner that wrote it */
   bool damaged;         /* with recover: data past damaged_at was dropped */
   uint64_t damaged_at;
 } scn_snapshot_info;

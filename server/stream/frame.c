@@ -1,5 +1,7 @@
 #include "stream/frame.h"
 
+#include "b64.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,7 +70,8 @@ void scn_frame_encoder_free(scn_frame_encoder *enc) {
 void scn_frame_free(scn_frame *f) {
   scn_buf_free(&f->head);
   scn_buf_free(&f->tail);
-  free(f->entries);
+  free(f->ids);
+  free(f->ms);
   scn_members_release(f->members);
   memset(f, 0, sizeof *f);
 }
@@ -86,14 +89,21 @@ typedef struct set_writer {
 static void add_entry(void *ud, scn_entity e, const float m[16]) {
   set_writer *w = ud;
   scn_frame *f = w->f;
-  scn_set_entry *entries = scn_array_grow(f->entries, &f->cap, sizeof *entries, f->n + 1);
-  if (!entries) {
-    w->failed = true;
-    return;
+  if (f->n == f->cap) { /* both arrays grow to the same capacity */
+    size_t ids_cap = f->cap, ms_cap = f->cap;
+    scn_entity *ids = scn_array_grow(f->ids, &ids_cap, sizeof *ids, f->n + 1);
+    if (ids)
+      f->ids = ids;
+    float(*ms)[16] = ids ? scn_array_grow(f->ms, &ms_cap, sizeof *ms, f->n + 1) : NULL;
+    if (!ms) {
+      w->failed = true;
+      return;
+    }
+    f->ms = ms;
+    f->cap = ids_cap < ms_cap ? ids_cap : ms_cap;
   }
-  f->entries = entries;
-  f->entries[f->n].e = e;
-  memcpy(f->entries[f->n].m, m, sizeof f->entries[f->n].m);
+  f->ids[f->n] = e;
+  memcpy(f->ms[f->n], m, sizeof f->ms[0]);
   f->n++;
 }
 
@@ -167,14 +177,64 @@ static scn_members *diff_members(scn_frame_encoder *enc, const scn_members *old)
 
 /* ---- text ------------------------------------------------------------------------------- */
 
-void scn_frame_write_entries(scn_buf *out, const scn_set_entry *items, size_t from, size_t to) {
+static void write_ids(scn_buf *out, const scn_entity *ids, size_t from, size_t to) {
   for (size_t i = from; i < to; i++) {
-    scn_buf_adds(out, i ? ",{\"e\":" : "{\"e\":");
-    scn_buf_add_u64(out, items[i].e);
-    scn_buf_adds(out, ",\"m\":");
-    scn_buf_add_matrix(out, items[i].m);
-    scn_buf_addc(out, '}');
+    if (i)
+      scn_buf_addc(out, ',');
+    scn_buf_add_u64(out, ids[i]);
   }
+}
+
+/* Base64 of matrices [from, to), straight into out. */
+static void write_b64(scn_buf *out, const float (*ms)[16], size_t from, size_t to) {
+  size_t chars = SCN_B64_LEN((to - from) * 64);
+  if (to == from || !scn_buf_reserve(out, chars))
+    return;
+  scn_b64_encode_matrices(out->data + out->len, ms + from, to - from);
+  out->len += chars;
+}
+
+/* Positions: json counts the n entries; b64 counts the n ids, then the n matrices. */
+bool scn_frame_write(scn_buf *out, const scn_frame *f, scn_matrix_form form, size_t *at,
+                     size_t budget) {
+  size_t n = f->n, pos = *at;
+  bool done = false;
+  if (pos == 0) {
+    scn_buf_add(out, f->head.data, f->head.len);
+    scn_buf_adds(out, form == SCN_MATRICES_B64 ? ",\"ids\":[" : ",\"set\":[");
+  }
+  if (form == SCN_MATRICES_JSON) {
+    size_t to = n - pos < budget ? n : pos + budget;
+    for (size_t i = pos; i < to; i++) {
+      scn_buf_adds(out, i ? ",{\"e\":" : "{\"e\":");
+      scn_buf_add_u64(out, f->ids[i]);
+      scn_buf_adds(out, ",\"m\":");
+      scn_buf_add_matrix(out, f->ms[i]);
+      scn_buf_addc(out, '}');
+    }
+    pos = to;
+    if ((done = pos == n))
+      scn_buf_addc(out, ']');
+  } else {
+    if (pos < n || n == 0) {
+      size_t to = n - pos < budget ? n : pos + budget;
+      write_ids(out, f->ids, pos, to);
+      budget -= to - pos;
+      if ((pos = to) == n)
+        scn_buf_adds(out, "],\"ms\":\"");
+    }
+    if (pos >= n) {
+      size_t from = pos - n, to = n - from < budget ? n : from + budget / 3 * 3;
+      write_b64(out, f->ms, from, to);
+      pos = n + to;
+      if ((done = to == n))
+        scn_buf_addc(out, '"');
+    }
+  }
+  if (done)
+    scn_buf_add(out, f->tail.data, f->tail.len);
+  *at = pos;
+  return done;
 }
 
 void scn_frame_encode(scn_frame_encoder *enc, const scn_frame_key *k, const scn_members *old,
@@ -224,8 +284,8 @@ void scn_frame_encode(scn_frame_encoder *enc, const scn_frame_key *k, const scn_
   scn_buf_add_json_string(head, scn_world_name(w), strlen(scn_world_name(w)));
   scn_buf_adds(head, ",\"tick\":");
   scn_buf_add_u64(head, f->tick);
-  scn_buf_adds(head, k->full ? ",\"full\":true,\"set\":[" : ",\"full\":false,\"set\":[");
-  scn_buf_adds(&f->tail, "],\"removed\":");
+  scn_buf_adds(head, k->full ? ",\"full\":true" : ",\"full\":false");
+  scn_buf_adds(&f->tail, ",\"removed\":");
   scn_buf_add_id_list(&f->tail, enc->removed.ids, enc->removed.n);
   scn_buf_adds(&f->tail, "}\n");
   f->ok = !head->failed && !f->tail.failed;

@@ -7,6 +7,7 @@
 
 #include "buf.h"
 #include "scn_core.h"
+#include "wire.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,20 +28,14 @@ static inline scn_members *scn_members_ref(scn_members *m) {
 }
 void scn_members_release(scn_members *m);
 
-/* Which frame: every subscription with the same key gets the same bytes. */
+/* Which frame: every subscription with the same key gets the same transforms; those that also
+ * take matrices in the same form (json or b64) get the same bytes. */
 typedef struct scn_frame_key {
   scn_world *world;
   scn_entity root; /* SCN_ENTITY_NONE: the whole world */
   uint64_t since;  /* the tick the subscriber last saw (0 with full) */
   bool full;
 } scn_frame_key;
-
-/* A transform of the set, copied out of the world, so a large frame can be written in slices
- * while the world moves on. */
-typedef struct scn_set_entry {
-  scn_entity e;
-  float m[16];
-} scn_set_entry;
 
 typedef struct scn_id_vec {
   scn_entity *ids;
@@ -53,17 +48,20 @@ typedef struct scn_id_set {
   size_t mask;
 } scn_id_set;
 
-/* An encoded frame, in three pieces: head (from ,"world": to "set":[), the set's entries, and
- * tail (from the set's ] to the line end). The body of the frame line is head, the entries
- * written by scn_frame_write_entries, then tail; only the header naming the subscription,
- * {"event":"frame","sub":S, comes before it. */
+/* A frame: its transforms and matrices copied out of the world (so a large frame can be
+ * written in slices while the world moves on), and the text of what every form shares: head
+ * (,"world":...,"full":B) and tail (,"removed":[...]} and the line end). The body of the frame
+ * line, written by scn_frame_write, is head, the set in one form, then tail; only the header
+ * naming the subscription, {"event":"frame","sub":S, comes before it. The set is
+ * "set":[{"e":id,"m":[16 numbers]},...] in json form, "ids":[...],"ms":"<base64>" in b64. */
 typedef struct scn_frame {
   uint64_t tick;
   bool ok;              /* false: out of memory; the subscribers stay where they were */
   bool empty;           /* nothing changed: nothing is written, the subscribers move on */
   scn_members *members; /* subtree scope after this frame (a reference the caller releases) */
   scn_buf head, tail;
-  scn_set_entry *entries;
+  scn_entity *ids; /* the set: ids[i] has the world matrix ms[i] */
+  float (*ms)[16];
   size_t n, cap;
 } scn_frame;
 
@@ -81,7 +79,11 @@ void scn_frame_free(scn_frame *f);
  * event log back to since (scn_world_keep_events). */
 void scn_frame_encode(scn_frame_encoder *enc, const scn_frame_key *k, const scn_members *old,
                       scn_frame *f);
-/* Text of entries [from, to) of a set. */
-void scn_frame_write_entries(scn_buf *out, const scn_set_entry *items, size_t from, size_t to);
+/* Writes the body of f in form to out, a piece at a time: from *at (0 at first) on, at most
+ * about budget transforms' worth (at least 3), then *at says where the next piece starts.
+ * True once the body is complete. Slices of base64 join without padding: every piece but the
+ * last holds a multiple of three matrices. */
+bool scn_frame_write(scn_buf *out, const scn_frame *f, scn_matrix_form form, size_t *at,
+                     size_t budget);
 
 #endif

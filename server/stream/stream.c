@@ -24,15 +24,18 @@ typedef struct scn_sub {
 } scn_sub;
 
 /* Frames with more entries than this are written in slices of this size, one slice per loop
- * turn, so a full frame of 100,000 transforms never holds up other connections for long. */
-#define SLICE 4096
+ * turn, so a full frame of 100,000 transforms never holds up other connections for long (a
+ * multiple of three, so that slices of base64 join without padding). */
+#define SLICE 4095
 
-/* A large frame being written: it owns the encoded pieces until its text is complete. */
+/* A large frame being written: it owns the collected transforms until its text is complete,
+ * in each form a subscriber needs (json, b64). */
 typedef struct frame_job {
   struct frame_job *next;
   scn_frame frame;
-  scn_buf text; /* written so far, from ,"world": on */
-  size_t done;
+  scn_buf text[2]; /* by form, written so far, from ,"world": on */
+  size_t at[2];    /* where the next slice of each starts (scn_frame_write) */
+  bool want[2], done[2];
   scn_sub **subs; /* who gets it; NULL where a subscription ended meanwhile */
   size_t nsubs, cap;
 } frame_job;
@@ -50,8 +53,9 @@ struct scn_stream {
   frame_job *jobs_head, *jobs_tail;
   uv_idle_t idle; /* writes the oldest job's next slice */
   scn_frame_encoder enc;
-  scn_frame frame; /* the frame being encoded at a tick */
-  scn_buf body;    /* a small frame's text, before it is copied into a shared block */
+  scn_frame frame;       /* the frame being encoded at a tick */
+  scn_buf body;          /* a small frame's text, before it is copied into a shared block */
+  scn_shared *bodies[2]; /* the small frame's shared text, by form, once a subscriber needs it */
   scn_sub **due;
   size_t due_cap;
   stream_counters counters;
@@ -122,7 +126,8 @@ static void write_event(scn_sub *s, const char *event, const char *extra) {
   scn_buf_adds(out, "}\n");
 }
 
-void scn_stream_world_destroyed(scn_stream *st, scn_world *w) {
+/* Every subscription of w gets event (with ,"world":W and extra) and ends. */
+static void world_ends(scn_stream *st, scn_world *w, const char *event, const char *extra_json) {
   scn_sub *s = st->subs;
   while (s) {
     scn_sub *next = s->next;
@@ -130,8 +135,9 @@ void scn_stream_world_destroyed(scn_stream *st, scn_world *w) {
       scn_buf extra = {0};
       scn_buf_adds(&extra, ",\"world\":");
       scn_buf_add_json_string(&extra, scn_world_name(w), strlen(scn_world_name(w)));
+      scn_buf_adds(&extra, extra_json);
       scn_buf_addc(&extra, '\0');
-      write_event(s, "world_destroyed", extra.data ? extra.data : "");
+      write_event(s, event, extra.data ? extra.data : "");
       scn_buf_free(&extra);
       scn_conn *c = s->conn;
       sub_remove(st, s);
@@ -154,6 +160,21 @@ void scn_stream_revoke(scn_stream *st, bool (*keep)(void *ud, scn_conn *c, const
     }
     s = next;
   }
+}
+
+void scn_stream_world_destroyed(scn_stream *st, scn_world *w) {
+  world_ends(st, w, "world_destroyed", "");
+}
+
+void scn_stream_world_moved(scn_stream *st, scn_world *w, const char *node, const char *addr) {
+  scn_buf extra = {0};
+  scn_buf_adds(&extra, ",\"node\":");
+  scn_buf_add_json_string(&extra, node, strlen(node));
+  scn_buf_adds(&extra, ",\"addr\":");
+  scn_buf_add_json_string(&extra, addr, strlen(addr));
+  scn_buf_addc(&extra, '\0');
+  world_ends(st, w, "moved", extra.data ? extra.data : "");
+  scn_buf_free(&extra);
 }
 
 static void on_conn_closed(void *ud, scn_conn *c) {
@@ -194,6 +215,7 @@ static bool job_attach(frame_job *job, scn_sub *s) {
   if (!subs)
     return false;
   job->subs = subs;
+  job->want[s->conn->matrices] = true;
   s->job = job;
   s->job_slot = job->nsubs;
   job->subs[job->nsubs++] = s;
@@ -226,7 +248,9 @@ static void end_root_destroyed(scn_stream *st, scn_sub *s) {
   scn_buf_add_json_string(out, scn_world_name(w), strlen(scn_world_name(w)));
   scn_buf_adds(out, ",\"tick\":");
   scn_buf_add_u64(out, scn_world_tick(w) - 1);
-  scn_buf_adds(out, ",\"full\":false,\"set\":[],\"removed\":");
+  scn_buf_adds(out, s->conn->matrices == SCN_MATRICES_B64 ? ",\"full\":false,\"ids\":[],\"ms\":\"\""
+                                                          : ",\"full\":false,\"set\":[]");
+  scn_buf_adds(out, ",\"removed\":");
   scn_buf_add_id_list(out, s->members ? s->members->ids : NULL, s->members ? s->members->n : 0);
   scn_buf_adds(out, "}\n");
   write_event(s, "unsubscribed", ",\"reason\":\"root_destroyed\"");
@@ -286,12 +310,23 @@ static int cmp_sub(const void *x, const void *y) {
 
 static void job_free(frame_job *job) {
   scn_frame_free(&job->frame);
-  scn_buf_free(&job->text);
+  scn_buf_free(&job->text[0]);
+  scn_buf_free(&job->text[1]);
   free(job->subs);
   free(job);
 }
 
-/* One slice of the oldest job per loop turn; a finished job goes out to its subscribers. */
+/* A shared copy of a frame's text; NULL when out of memory. */
+static scn_shared *share(const scn_buf *text) {
+  scn_shared *body = text->failed ? NULL : scn_shared_new(text->len);
+  if (body)
+    memcpy(body->data, text->data, text->len);
+  return body;
+}
+
+/* One slice of the oldest job per loop turn, in the first form it still needs; a finished job
+ * goes out to its subscribers, each in the form its connection takes now (one that switched
+ * since the tick gets the other form, written at once). */
 static void on_job_slice(uv_idle_t *h) {
   scn_stream *st = h->data;
   frame_job *job = st->jobs_head;
@@ -300,44 +335,56 @@ static void on_job_slice(uv_idle_t *h) {
     return;
   }
   const scn_frame *f = &job->frame;
-  size_t to = job->done + SLICE < f->n ? job->done + SLICE : f->n;
-  scn_frame_write_entries(&job->text, f->entries, job->done, to);
-  job->done = to;
-  if (job->done < f->n && !job->text.failed)
-    return;
+  for (int form = 0; form < 2; form++)
+    if (job->want[form] && !job->done[form]) {
+      scn_buf *text = &job->text[form];
+      if (text->len == 0)
+        scn_shared_start(text);
+      job->done[form] = scn_frame_write(text, f, (scn_matrix_form)form, &job->at[form], SLICE);
+      if (!job->done[form] && !text->failed)
+        return;
+      job->done[form] = true;
+      st->counters.encodes++;
+    }
   st->jobs_head = job->next;
   if (!st->jobs_head)
     st->jobs_tail = NULL;
-  scn_buf_add(&job->text, f->tail.data, f->tail.len);
-  scn_shared *body = job->text.failed ? NULL : scn_shared_new(job->text.len);
-  if (body)
-    memcpy(body->data, job->text.data, job->text.len);
+  scn_shared *body[2] = {NULL, NULL};
   for (size_t i = 0; i < job->nsubs; i++) {
     scn_sub *s = job->subs[i];
     if (!s)
       continue;
     s->job = NULL;
-    if (body) {
-      send_body(st, s, body, f->n);
+    scn_matrix_form form = s->conn->matrices;
+    if (!job->done[form]) {
+      if (job->text[form].len == 0)
+        scn_shared_start(&job->text[form]);
+      while (!scn_frame_write(&job->text[form], f, form, &job->at[form], SIZE_MAX))
+        ;
+      job->done[form] = true;
+      st->counters.encodes++;
+    }
+    if (!body[form] && job->text[form].len)
+      body[form] = scn_shared_finish(&job->text[form]); /* the text becomes the shared block */
+    if (body[form]) {
+      send_body(st, s, body[form], f->n);
       scn_conn_schedule_flush(s->conn);
     } else {
       s->need_full = true; /* out of memory: resend the whole scope later */
     }
   }
-  scn_shared_release(body);
+  scn_shared_release(body[0]);
+  scn_shared_release(body[1]);
   job_free(job);
-  st->counters.encodes++;
 }
 
-/* A large frame: the job takes the encoded pieces (the stream's frame starts anew). */
+/* A large frame: the job takes the collected frame (the stream's frame starts anew). */
 static frame_job *job_new(scn_stream *st) {
   frame_job *job = calloc(1, sizeof *job);
   if (!job)
     return NULL;
   job->frame = st->frame;
   memset(&st->frame, 0, sizeof st->frame);
-  job->text = job->frame.head;
-  job->frame.head = (scn_buf){0};
   return job;
 }
 
@@ -354,18 +401,19 @@ static void job_enqueue(scn_stream *st, frame_job *job) {
   uv_idle_start(&st->idle, on_job_slice);
 }
 
-/* A small frame's whole text in one shared block. */
-static scn_shared *small_body(scn_stream *st, const scn_frame *f) {
+/* A small frame's whole text in form, in one shared block, made once per tick and form for
+ * every subscriber that needs it. NULL when out of memory. */
+static scn_shared *small_body(scn_stream *st, const scn_frame *f, scn_matrix_form form) {
+  if (st->bodies[form])
+    return st->bodies[form];
   scn_buf *b = &st->body;
   b->len = 0;
   b->failed = false;
-  scn_buf_add(b, f->head.data, f->head.len);
-  scn_frame_write_entries(b, f->entries, 0, f->n);
-  scn_buf_add(b, f->tail.data, f->tail.len);
-  scn_shared *body = b->failed ? NULL : scn_shared_new(b->len);
-  if (body)
-    memcpy(body->data, b->data, b->len);
-  return body;
+  size_t at = 0;
+  scn_frame_write(b, f, form, &at, SIZE_MAX);
+  st->bodies[form] = share(b);
+  st->counters.encodes += st->bodies[form] != NULL;
+  return st->bodies[form];
 }
 
 /* Events are logged only for worlds with whole-world subscriptions (whose deltas need the
@@ -433,35 +481,32 @@ static void on_tick(void *ud) {
   for (size_t i = 0; i < n;) {
     scn_frame_key k = key_of(st->due[i]);
     scn_frame_encode(&st->enc, &k, st->due[i]->members, f);
-    st->counters.encodes++;
-    scn_shared *body = NULL;
-    frame_job *job = NULL;
-    bool sendable = f->ok && f->empty;
-    if (f->ok && !f->empty) {
-      if (f->n > SLICE)
-        job = job_new(st); /* takes the frame's pieces */
-      if (!job)
-        body = small_body(st, f);
-      sendable = body || job;
-    }
+    frame_job *job = f->ok && !f->empty && f->n > SLICE ? job_new(st) : NULL;
     const scn_frame *sent = job ? &job->frame : f;
     size_t j = i;
     for (; j < n; j++) {
-      scn_frame_key kj = key_of(st->due[j]);
+      scn_sub *s = st->due[j];
+      scn_frame_key kj = key_of(s);
       if (cmp_key(&k, &kj) != 0)
         break;
-      if (!sendable)
-        continue;
+      if (!sent->ok)
+        continue; /* out of memory: it stays due and tries again next tick */
       /* Over its output budget it lags (and resyncs with a full frame once drained), but
        * only when there is something to drop: an unchanged tick costs it nothing. */
-      if (!sent->empty && scn_conn_queued(st->due[j]->conn) > limit) {
-        st->due[j]->lagging = true;
+      if (!sent->empty && scn_conn_queued(s->conn) > limit) {
+        s->lagging = true;
         st->counters.lags++;
         continue;
       }
-      deliver(st, st->due[j], sent, body, job);
+      scn_shared *body = NULL;
+      if (!sent->empty && !job && !(body = small_body(st, f, s->conn->matrices)))
+        continue;
+      deliver(st, s, sent, body, job);
     }
-    scn_shared_release(body);
+    for (int form = 0; form < 2; form++) {
+      scn_shared_release(st->bodies[form]);
+      st->bodies[form] = NULL;
+    }
     if (job)
       job_enqueue(st, job);
     i = j;

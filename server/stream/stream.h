@@ -30,6 +30,10 @@ void scn_stream_world_destroyed(scn_stream *st, scn_world *w);
  * {"event":"unsubscribed","sub":S,"reason":"unauthorized"}. */
 void scn_stream_revoke(scn_stream *st, bool (*keep)(void *ud, scn_conn *c, const char *world),
                        void *ud);
+
+/* The world's group went to another node (node at addr, both empty when it is not known): its
+ * subscribers get moved, and their subscriptions end. */
+void scn_stream_world_moved(scn_stream *st, scn_world *w, const char *node, const char *addr);
 uint64_t scn_stream_count(const scn_stream *st);
 
 #endif

@@ -1,15 +1,20 @@
 /* bench-decode: what one request costs the daemon in user space, without sockets, in three
  * stages: cJSON's parse of the line alone (with the daemon's arena allocator), what
- * scn_request_parse adds around it (the one validating pass and the indexing of the fields),
- * and the decoding of the fields into typed values plus the reply. The lines are those scene-bench
- * sends, so the figures explain the daemon benchmark.
+ * scn_request_parse adds to or saves on it (a flat line is read in one pass without cJSON;
+ * others take the validating pass, cJSON and the indexing of the fields), and the decoding of
+ * the fields into typed values plus the reply. The lines are those scene-bench sends, so the
+ * figures explain the daemon benchmark. Then one matrix_b64 decoded by our decoder and by
+ * nettle's base64 (with the checks the contract needs around it).
  *
  * Usage: bench-decode [--reps R]
  */
+#include "b64.h"
 #include "bench_util.h"
-#include "cmd/json_arena.h"
+#include "ops/json_arena.h"
 #include "codec.h"
 #include "request.h"
+
+#include <nettle/base64.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +42,72 @@ static void make_lines(sample *s, const char *fmt, const char *fixed) {
   }
 }
 
+/* scene-bench's set_b64 lines: the matrix of set_matrix as matrix_b64. */
+static void make_b64_lines(sample *s) {
+  s->name = "set_local_b64";
+  for (int i = 0; i < LINES; i++) {
+    float m[16] = {0.8f, 0.6f, 0, 0, -0.6f, 0.8f, 0, 0, 0, 0, 1, 0, 0, 2.25f, -3.125f, 1};
+    m[12] = (float)(i * 7 % 100000) + 0.5f;
+    char b64[SCN_B64_MATRIX_LEN + 1], tmp[512];
+    scn_b64_encode_matrices(b64, (const float(*)[16])m, 1);
+    b64[SCN_B64_MATRIX_LEN] = '\0';
+    int n = snprintf(tmp, sizeof tmp,
+                     "{\"cmd\":\"transform.set_local\",\"world\":\"bench-1234-set_b64\","
+                     "\"entity\":%llu,\"matrix_b64\":\"%s\"}",
+                     4294967297ull + (unsigned)i % 1000, b64);
+    s->lines[i] = malloc((size_t)n + 1);
+    memcpy(s->lines[i], tmp, (size_t)n + 1);
+    s->lens[i] = (size_t)n;
+  }
+}
+
 static volatile float sink;
+
+/* One matrix_b64 decoded with the contract's checks: ours, and nettle's base64 with the checks
+ * it lacks (its decoder skips whitespace and takes any length); ns per matrix. */
+static bool nettle_matrix(const char *s, size_t len, float m[16]) {
+  if (len != SCN_B64_MATRIX_LEN)
+    return false;
+  for (size_t i = 0; i < len; i++)
+    if (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n')
+      return false;
+  struct base64_decode_ctx ctx;
+  uint8_t out[BASE64_DECODE_LENGTH(SCN_B64_MATRIX_LEN)];
+  size_t n = sizeof out;
+  base64_decode_init(&ctx);
+  if (!base64_decode_update(&ctx, &n, out, len, s) || !base64_decode_final(&ctx) || n != 64)
+    return false;
+  memcpy(m, out, 64);
+  return true;
+}
+
+static void b64_decoders(int reps) {
+  enum { N = 200000 };
+  char text[SCN_B64_MATRIX_LEN + 1];
+  float m[16] = {0.8f, 0.6f, 0, 0, -0.6f, 0.8f, 0, 0, 0, 0, 1, 0, 12.5f, 2.25f, -3.125f, 1};
+  scn_b64_encode_matrices(text, (const float(*)[16])m, 1);
+  double ours[reps], theirs[reps];
+  for (int r = 0; r < reps; r++) {
+    double t0 = bench_now_ns();
+    for (int i = 0; i < N; i++) {
+      text[5] = "ABCD"[i & 3];
+      if (scn_b64_decode_matrix(text, SCN_B64_MATRIX_LEN, m, NULL) != SCN_B64_OK)
+        exit(1);
+      sink += m[1];
+    }
+    double t1 = bench_now_ns();
+    for (int i = 0; i < N; i++) {
+      text[5] = "ABCD"[i & 3];
+      if (!nettle_matrix(text, SCN_B64_MATRIX_LEN, m))
+        exit(1);
+      sink += m[1];
+    }
+    ours[r] = (t1 - t0) / N;
+    theirs[r] = (bench_now_ns() - t1) / N;
+  }
+  printf("matrix_b64 decode ours_ns=%.1f nettle_ns=%.1f\n", bench_median(ours, reps),
+         bench_median(theirs, reps));
+}
 
 typedef enum stage { CJSON_ONLY, CHECKED, DECODED } stage;
 
@@ -92,19 +162,22 @@ int main(int argc, char **argv) {
   }
   setvbuf(stdout, NULL, _IOLBF, 0);
   scn_json_arena_install();
-  static sample samples[] = {
-      {.name = "set_local_matrix"}, {.name = "set_local_trs"}, {.name = "ping"}};
+  static sample samples[] = {{.name = "set_local_matrix"},
+                             {.name = "set_local_b64"},
+                             {.name = "set_local_trs"},
+                             {.name = "ping"}};
   make_lines(&samples[0],
              "{\"cmd\":\"transform.set_local\",\"world\":\"bench-1234-set_matrix\","
              "\"entity\":%llu,\"matrix\":[0.8,0.6,0,0,-0.6,0.8,0,0,0,0,1,0,%d.5,"
              "2.25,-3.125,1]}",
              NULL);
-  make_lines(&samples[1],
+  make_b64_lines(&samples[1]);
+  make_lines(&samples[2],
              "{\"cmd\":\"transform.set_local\",\"world\":\"bench-1234-set_local\","
              "\"entity\":%llu,\"t\":[%d.5,2.25,-3],\"r\":[0,0.38268343,0,"
              "0.92387953],\"s\":[1,2,1]}",
              NULL);
-  make_lines(&samples[2], NULL, "{\"cmd\":\"ping\"}");
+  make_lines(&samples[3], NULL, "{\"cmd\":\"ping\"}");
   scn_buf reply = {0};
   for (size_t k = 0; k < sizeof samples / sizeof samples[0]; k++) {
     double cjson[reps], checked[reps], decoded[reps];
@@ -115,11 +188,11 @@ int main(int argc, char **argv) {
     }
     double c = bench_median(cjson, reps), ch = bench_median(checked, reps),
            d = bench_median(decoded, reps);
-    printf("decode %-16s bytes=%zu cjson_parse_ns=%.0f checks_ns=%.0f fields_reply_ns=%.0f "
-           "cjson_alone_max_per_core=%.0f/s\n",
-           samples[k].name, samples[k].lens[0], c, ch > c ? ch - c : 0, d > ch ? d - ch : 0,
-           1e9 / c);
+    printf("decode %-16s bytes=%zu cjson_parse_ns=%.0f request_parse_ns=%.0f "
+           "fields_reply_ns=%.0f cjson_alone_max_per_core=%.0f/s\n",
+           samples[k].name, samples[k].lens[0], c, ch, d > ch ? d - ch : 0, 1e9 / c);
   }
+  b64_decoders(reps);
   scn_buf_free(&reply);
   scn_json_arena_uninstall();
   return 0;

@@ -16,16 +16,19 @@
   X(core_history)                                                                                  \
   X(f32fmt)                                                                                        \
   X(proto)                                                                                         \
+  X(base64)                                                                                        \
   X(daemon_commands)                                                                               \
   X(daemon_parts)                                                                                  \
   X(daemon_history)                                                                                \
   X(daemon_stream)                                                                                 \
+  X(daemon_b64)                                                                                    \
   X(daemon_persist)                                                                                \
   X(clients)                                                                                       \
   X(daemon_ops)                                                                                    \
   X(daemon_torture)                                                                                \
   X(daemon_tls)                                                                                    \
-  X(daemon_acl)
+  X(daemon_acl)                                                                                    \
+  X(cluster)
 
 /* A suite's tests, in the order they run. */
 typedef struct scn_test {

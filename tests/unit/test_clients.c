@@ -1,8 +1,10 @@
 /* Integration tests of the clients against the real daemon: the C library (scn_client.h:
  * calls, error replies, pipelining, stream events, refused connections, timeouts, a closed
- * connection, token auth), scenectl (result lines, value parsing, exit codes, --pipe,
- * subscribe, --help and help CMD), the parts of a transform through the library and scenectl,
- * the Python client's self-test and the shell example. */
+ * connection, token auth, b64 mode: matrices and frames to the bit), scenectl (result lines,
+ * value parsing, exit codes, --pipe, subscribe, --help and help CMD, --matrices b64), the
+ * parts of a transform through the library and scenectl, the Python client's self-test and
+ * the shell example. */
+#include "b64_fixtures.h"
 #include "daemon_fixtures.h"
 #include "scn_client.h"
 #include "suites.h"
@@ -1282,8 +1284,8 @@ static void test_ctl_help(void) {
   /* help CMD: the command's fields from the table, the new ones included. */
   static const struct {
     const char *cmd, *optional;
-  } fields[] = {{"transform.set_local", "  optional: partial,matrix,t,r,s\n"},
-                {"transform.set_world", "  optional: partial,matrix,t,r,s\n"},
+  } fields[] = {{"transform.set_local", "  optional: partial,matrix,matrix_b64,t,r,s\n"},
+                {"transform.set_world", "  optional: partial,matrix,matrix_b64,t,r,s\n"},
                 {"transform.get", "  optional: trs,tick\n"}};
   for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
     scn_proc p;
@@ -1317,6 +1319,151 @@ static void test_ctl_help(void) {
 }
 
 /* ---- the Python client and the shell example --------------------------------------------- */
+
+/* ---- b64 mode ------------------------------------------------------------------------------ */
+
+/* What the frame handler received: the last frame's set, copied. */
+typedef struct frames_seen {
+  int frames;
+  double tick;
+  size_t n;
+  uint64_t ids[64];
+  float ms[64][16];
+} frames_seen;
+
+static void on_frame(void *ud, const scn_cli_frame *f) {
+  frames_seen *s = ud;
+  s->frames++;
+  s->tick = f->tick;
+  s->n = f->n < 64 ? f->n : 64;
+  memcpy(s->ids, f->ids, s->n * sizeof *f->ids);
+  memcpy(s->ms, f->matrices, s->n * sizeof *f->matrices);
+}
+
+/* The matrix of e in a frame seen; NULL when it is not there. */
+static const float *seen_matrix(const frames_seen *s, double e) {
+  for (size_t i = 0; i < s->n; i++)
+    if ((double)s->ids[i] == e)
+      return s->ms[i];
+  return NULL;
+}
+
+/* The library in b64 mode: random float32 bits set through matrix_b64 (scn_cli_matrix_to_b64)
+ * come back to the bit in a get (scn_cli_matrix_get, either form) and in the frame handler's
+ * arrays; switching form mid-subscription keeps every frame. */
+static void test_lib_b64(void) {
+  uint64_t rng = 77;
+  scn_cli_options o = {.host = "127.0.0.1", .port = dmn.port, .matrices = SCN_CLI_MATRICES_B64};
+  scn_cli *b = scn_cli_connect(&o, NULL, 0), *j = open_cli(dmn.port, NULL, 0);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+  CU_ASSERT_EQUAL(scn_cli_matrices(b), SCN_CLI_MATRICES_B64);
+  char world[64];
+  world_name(world, sizeof world);
+  CU_ASSERT_TRUE(call_fine(b, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", world));
+  enum { N = 12 };
+  float want[N][16], got[16];
+  double ids[N];
+  char text[SCN_CLI_B64_MATRIX_LEN + 1];
+  for (int i = 0; i < N; i++) {
+    b64_random_matrix(&rng, want[i]);
+    scn_cli_matrix_to_b64(want[i], text);
+    CU_ASSERT_EQUAL(scn_cli_matrix_from_b64(text, strlen(text), got), 0);
+    CU_ASSERT_EQUAL(memcmp(got, want[i], 64), 0);
+    cJSON *r = call_ok(b, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"matrix_b64\":\"%s\"}",
+                       world, text);
+    ids[i] = scn_resp_num(r, "entity");
+    cJSON_Delete(r);
+  }
+  text[10] = '#';
+  CU_ASSERT_EQUAL(scn_cli_matrix_from_b64(text, strlen(text), got), -1);
+  for (int i = 0; i < N; i++) {
+    cJSON *rb =
+        call_ok(b, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%.0f}", world, ids[i]);
+    cJSON *rj =
+        call_ok(j, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%.0f}", world, ids[i]);
+    CU_ASSERT_TRUE(cJSON_IsString(field(rb, "local")) && cJSON_IsArray(field(rj, "local")));
+    CU_ASSERT_TRUE(scn_cli_matrix_get(field(rb, "world"), got) == 0 &&
+                   memcmp(got, want[i], 64) == 0);
+    CU_ASSERT_TRUE(scn_cli_matrix_get(field(rj, "world"), got) == 0 &&
+                   memcmp(got, want[i], 64) == 0);
+    cJSON_Delete(rb);
+    cJSON_Delete(rj);
+  }
+  /* frames: the full one, then a delta after each switch of form */
+  frames_seen seen = {0};
+  scn_cli_on_frame(b, on_frame, &seen);
+  double sub;
+  CU_ASSERT_EQUAL_FATAL(scn_cli_subscribe(b, world, 0, 0, &sub), SCN_CLI_OK);
+  for (long end = scn_now_ms() + WAIT_MS; seen.frames < 1 && scn_now_ms() < end;)
+    scn_cli_poll_events(b, 100);
+  CU_ASSERT_EQUAL(seen.n, N);
+  for (int i = 0; i < N; i++) {
+    const float *m = seen_matrix(&seen, ids[i]);
+    CU_ASSERT_TRUE(m && memcmp(m, want[i], 64) == 0);
+  }
+  for (int round = 0; round < 4; round++) {
+    CU_ASSERT_EQUAL(
+        scn_cli_set_matrices(b, round % 2 ? SCN_CLI_MATRICES_B64 : SCN_CLI_MATRICES_JSON),
+        SCN_CLI_OK);
+    b64_random_matrix(&rng, want[round]);
+    scn_cli_matrix_to_b64(want[round], text);
+    CU_ASSERT_TRUE(call_fine(
+        j,
+        "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%.0f,\"matrix_b64\":\"%s\"}",
+        world, ids[round], text));
+    int before = seen.frames;
+    for (long end = scn_now_ms() + WAIT_MS; seen.frames == before && scn_now_ms() < end;)
+      scn_cli_poll_events(b, 100);
+    CU_ASSERT_EQUAL(seen.frames, before + 1);
+    const float *m = seen_matrix(&seen, ids[round]);
+    CU_ASSERT_TRUE(m && memcmp(m, want[round], 64) == 0);
+  }
+  CU_ASSERT_TRUE(call_fine(b, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world));
+  scn_cli_close(b);
+  scn_cli_close(j);
+}
+
+/* scenectl shows matrices as JSON arrays; --matrices b64 passes the daemon's base64 through,
+ * in results and in frames; any other --matrices is a usage error. */
+static void test_ctl_b64(void) {
+  uint64_t rng = 78;
+  float m[16];
+  b64_random_matrix(&rng, m);
+  char text[SCN_CLI_B64_MATRIX_LEN + 1], arg[128], world[64], wa[96], ea[64];
+  scn_cli_matrix_to_b64(m, text);
+  world_name(world, sizeof world);
+  snprintf(wa, sizeof wa, "world=%s", world);
+  snprintf(arg, sizeof arg, "matrix_b64=%s", text);
+  cJSON_Delete(ctl_ok((const char *const[]){"world.create", wa, NULL}));
+  cJSON *r = ctl_ok((const char *const[]){"transform.create", wa, arg, NULL});
+  snprintf(ea, sizeof ea, "entity=%.0f", scn_resp_num(r, "entity"));
+  cJSON_Delete(r);
+  r = ctl_ok((const char *const[]){"--matrices", "b64", "transform.get", wa, ea, NULL});
+  CHECK(scn_resp_str_is(r, "local", text) && scn_resp_str_is(r, "world", text), r);
+  cJSON_Delete(r);
+  r = ctl_ok((const char *const[]){"transform.get", wa, ea, NULL});
+  float got[16];
+  CHECK(cJSON_IsArray(field(r, "local")) && scn_cli_matrix_get(field(r, "local"), got) == 0, r);
+  for (int i = 0; i < 16; i++)
+    CU_ASSERT_TRUE(got[i] == m[i]); /* the same values (cJSON reprints -0 as 0) */
+  cJSON_Delete(r);
+  scn_proc p;
+  CU_ASSERT_EQUAL(CTL(&p, "--matrices", "base64", "ping"), 2);
+  scn_proc_free(&p);
+  /* a frame in b64 form, as the daemon sent it */
+  char fa[] = "--frames";
+  if (ctl_start(&p, (const char *const[]){"--matrices", "b64", "subscribe", wa, fa, "1", NULL})) {
+    CU_ASSERT_EQUAL(scn_proc_wait(&p, WAIT_MS), 0);
+    cJSON *f = cJSON_Parse(text_str(&p.out));
+    CHECK(cJSON_IsString(field(f, "ms")) && strcmp(field(f, "ms")->valuestring, text) == 0 &&
+              cJSON_GetArraySize(field(f, "ids")) == 1 && !field(f, "set"),
+          f);
+    cJSON_Delete(f);
+    scn_proc_free(&p);
+  }
+  cJSON_Delete(ctl_ok((const char *const[]){"world.destroy", wa, NULL}));
+}
 
 static void test_python_selftest(void) {
   char python[1024], script[1024];
@@ -1428,6 +1575,8 @@ int scn_test_register_clients(void) {
       {"scenectl: --pipe", test_ctl_pipe},
       {"scenectl: subscribe", test_ctl_subscribe},
       {"scenectl: --help, help CMD and no command", test_ctl_help},
+      {"library: b64 mode, matrices and frames to the bit", test_lib_b64},
+      {"scenectl: --matrices b64 passes base64 through", test_ctl_b64},
       {"python client self-test", test_python_selftest},
       {"shell example", test_car_demo},
   };

@@ -467,6 +467,83 @@ static void test_restore_retired(void) {
   scn_scene_free(t);
 }
 
+/* Ranged mode (a cluster): ids only from the ranges given, a destroyed id retired for good,
+ * ids made elsewhere adopted, expected ids made again on replay, created ids recorded, and an
+ * entity let go when its group moves away. */
+static void test_ranged(void) {
+  scn_scene *s = scn_scene_new(NULL);
+  CU_ASSERT_FATAL(s != NULL);
+  CU_ASSERT_EQUAL(scn_entity_use_ranges(s), SCN_OK);
+  scn_entity ids[8];
+  CU_ASSERT_EQUAL(scn_entity_create(s, 1, ids), SCN_LIMIT); /* no range yet */
+  CU_ASSERT_EQUAL(scn_entity_add_slots(s, 0, 4), SCN_INVALID);
+  CU_ASSERT_EQUAL(scn_entity_add_slots(s, 1000, 3), SCN_OK);
+  CU_ASSERT_EQUAL(scn_entity_slots_left(s), 3);
+  scn_entity_record(s, true);
+  CU_ASSERT_EQUAL(scn_entity_create(s, 2, ids), SCN_OK);
+  CU_ASSERT_EQUAL(ids[0], 1000);
+  CU_ASSERT_EQUAL(ids[1], 1001);
+  const scn_entity *rec;
+  CU_ASSERT_EQUAL(scn_entity_recorded(s, &rec), 2);
+  CU_ASSERT_EQUAL(rec[1], 1001);
+  scn_entity_recorded_clear(s);
+  CU_ASSERT_EQUAL(scn_entity_recorded(s, &rec), 0);
+  /* All or nothing: two asked, one left. */
+  CU_ASSERT_EQUAL(scn_entity_create(s, 2, ids + 2), SCN_LIMIT);
+  CU_ASSERT_EQUAL(scn_entity_count(s), 2);
+  /* Destroyed: retired, never valid again, not handed out again. */
+  CU_ASSERT_EQUAL(scn_entity_destroy(s, 1000), SCN_OK);
+  CU_ASSERT_FALSE(scn_entity_alive(s, 1000));
+  CU_ASSERT_EQUAL(scn_entity_adopt(s, 1000), SCN_EXISTS);
+  CU_ASSERT_EQUAL(scn_entity_add_slots(s, 5000, 10), SCN_OK);
+  CU_ASSERT_EQUAL(scn_entity_create(s, 2, ids), SCN_OK);
+  CU_ASSERT_EQUAL(ids[0], 1002);
+  CU_ASSERT_EQUAL(ids[1], 5000);
+  /* Adopted with its generation; twice is fine; another generation of a live slot is not. */
+  scn_entity far = ((scn_entity)7 << 32) | 70000;
+  CU_ASSERT_EQUAL(scn_entity_adopt(s, far), SCN_OK);
+  CU_ASSERT_EQUAL(scn_entity_adopt(s, far), SCN_OK);
+  CU_ASSERT(scn_entity_alive(s, far));
+  CU_ASSERT_EQUAL(scn_entity_adopt(s, ((scn_entity)8 << 32) | 70000), SCN_EXISTS);
+  CU_ASSERT_EQUAL(scn_entity_adopt(s, 0), SCN_INVALID);
+  /* Expected ids come first, then the ranges; an expected id in use refuses the whole call. */
+  scn_entity want[2] = {90001, ((scn_entity)3 << 32) | 90002};
+  CU_ASSERT_EQUAL(scn_entity_expect(s, want, 2), SCN_OK);
+  CU_ASSERT_EQUAL(scn_entity_create(s, 3, ids), SCN_OK);
+  CU_ASSERT_EQUAL(ids[0], 90001);
+  CU_ASSERT_EQUAL(ids[1], want[1]);
+  CU_ASSERT_EQUAL(ids[2], 5001);
+  scn_entity taken = far;
+  CU_ASSERT_EQUAL(scn_entity_expect(s, &taken, 1), SCN_OK);
+  size_t before = scn_entity_count(s);
+  CU_ASSERT_EQUAL(scn_entity_create(s, 1, ids), SCN_EXISTS);
+  CU_ASSERT_EQUAL(scn_entity_count(s), before);
+  CU_ASSERT_EQUAL(scn_entity_expect(s, NULL, 0), SCN_OK);
+  /* A batch rollback gives the slot back to its range. */
+  CU_ASSERT_EQUAL(scn_batch_begin(s), SCN_OK);
+  CU_ASSERT_EQUAL(scn_entity_create(s, 1, ids), SCN_OK);
+  CU_ASSERT_EQUAL(ids[0], 5002);
+  scn_batch_rollback(s);
+  CU_ASSERT_EQUAL(scn_entity_create(s, 1, ids), SCN_OK);
+  CU_ASSERT_EQUAL(ids[0], 5002);
+  /* Let go: not alive here, refused while a world uses it, adoptable again. */
+  scn_world *w;
+  CU_ASSERT_EQUAL(scn_world_create(s, "g.a", &w), SCN_OK);
+  CU_ASSERT_EQUAL(scn_transform_create(w, 5002, SCN_ENTITY_NONE, NULL, NULL), SCN_OK);
+  CU_ASSERT_EQUAL(scn_entity_forget(s, 5002), SCN_STATE);
+  CU_ASSERT_EQUAL(scn_world_destroy(s, "g.a"), SCN_OK);
+  CU_ASSERT_EQUAL(scn_entity_forget(s, 5002), SCN_OK);
+  CU_ASSERT_FALSE(scn_entity_alive(s, 5002));
+  CU_ASSERT_EQUAL(scn_entity_adopt(s, 5002), SCN_OK);
+  /* Only on an empty scene, and not on a standalone one. */
+  CU_ASSERT_EQUAL(scn_entity_use_ranges(s), SCN_STATE);
+  scn_scene *plain = scn_scene_new(NULL);
+  CU_ASSERT_EQUAL(scn_entity_adopt(plain, 5), SCN_STATE);
+  CU_ASSERT_EQUAL(scn_entity_add_slots(plain, 1, 5), SCN_STATE);
+  scn_scene_free(plain);
+  scn_scene_free(s);
+}
+
 int scn_test_register_core_entity(void) {
   static const scn_test tests[] = {
       {"create many at once, ids positive and below 2^53", test_create_many},
@@ -477,6 +554,7 @@ int scn_test_register_core_entity(void) {
       {"slot registry accessors", test_slot_registry},
       {"entity_restore round trip and refusals", test_restore},
       {"entity_restore and retired slots", test_restore_retired},
+      {"ranged ids: ranges, retire, adopt, expect, record, forget", test_ranged},
   };
   return SCN_ADD_SUITE("core_entity", NULL, NULL, tests);
 }

@@ -141,12 +141,13 @@ static void spec_of(const parts *p, int mask, char *out, size_t cap) {
 }
 
 /* Everything transform.get with "trs" says of the entities, as text, to show that a refused
- * request changed nothing. */
+ * request changed nothing; but the tick it answers, which moves on by itself (and starts over
+ * in a restarted daemon). */
 static char *state(scn_client *c, const char *world, const uint64_t *ids, int n) {
   text b = {0};
   for (int i = 0; i < n; i++) {
     cJSON *r = GET_TRS(c, world, ids[i]);
-    cJSON_DeleteItemFromObjectCaseSensitive(r, "tick"); /* the clock, not the state */
+    cJSON_DeleteItemFromObjectCaseSensitive(r, "tick"); /* the world's clock, not its state */
     char *s = r ? cJSON_PrintUnformatted(r) : NULL;
     text_addf(&b, "%s\n", s ? s : "-");
     free(s);

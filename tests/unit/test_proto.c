@@ -483,6 +483,73 @@ static void test_parse_numbers_random(void) {
   CU_ASSERT_TRUE(checked > 1000 && refused > 300);
 }
 
+static uint64_t xorshift(uint64_t *x) {
+  *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+  return *x;
+}
+
+/* The tree scn_request_parse builds is cJSON's: types, keys, strings, numbers to the bit, and
+ * the links (prev of a first child is the last). */
+static bool same_tree(const cJSON *a, const cJSON *b) {
+  if (!a || !b)
+    return a == b;
+  bool same = (a->type & 0xFF) == (b->type & 0xFF) && a->valueint == b->valueint &&
+              memcmp(&a->valuedouble, &b->valuedouble, sizeof(double)) == 0 &&
+              (a->string ? b->string && !strcmp(a->string, b->string) : !b->string) &&
+              (a->valuestring ? b->valuestring && !strcmp(a->valuestring, b->valuestring)
+                              : !b->valuestring);
+  const cJSON *x = a->child, *y = b->child;
+  if (x && y)
+    same &= x->prev && y->prev && !x->prev->next && !y->prev->next;
+  for (; same && x && y; x = x->next, y = y->next)
+    same = same_tree(x, y);
+  return same && !x && !y;
+}
+
+/* Flat lines (strings, numbers, literals, arrays of numbers) take the flat form's shortcut;
+ * whatever they hold, the tree is cJSON's, numbers included: random digits, fractions and
+ * exponents around the limits of the exact fast path (2^53, 10^22) and past them. */
+static void test_flat_form_is_cjson(void) {
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+#define NEXT() xorshift(&x)
+  char line[1024];
+  int mismatches = 0;
+  for (int n = 0; n < 30000; n++) {
+    char num[96];
+    int k = 0;
+    if (NEXT() % 3 == 0)
+      num[k++] = '-';
+    int digits = 1 + (int)(NEXT() % 22);
+    num[k++] = (char)('1' + NEXT() % 9);
+    for (int d = 1; d < digits; d++)
+      num[k++] = (char)('0' + NEXT() % 10);
+    if (NEXT() % 2) {
+      num[k++] = '.';
+      for (int d = 0, f = 1 + (int)(NEXT() % 20); d < f; d++)
+        num[k++] = (char)('0' + NEXT() % 10);
+    }
+    if (NEXT() % 3 == 0) {
+      const char *sign = NEXT() % 2 ? "-" : "+";
+      k += snprintf(num + k, sizeof num - (size_t)k, "e%s%d", sign, (int)(NEXT() % 340));
+    }
+    num[k] = '\0';
+    snprintf(line, sizeof line,
+             "{\"cmd\":\"transform.set_local\" , \"world\":\"w\",\"entity\":%s,\"matrix\":[%s,0,"
+             "-0,0.1,1e22,1e23,9007199254740993,-2.5e-3,%s],\"flag\":true,\"no\":false,"
+             "\"nothing\":null,\"s\":\"\",\"e\":[],\"id\":%s}",
+             num, num, num, num);
+    scn_wire_error err;
+    cJSON *want = cJSON_Parse(line), *got = parse(line, &err);
+    bool same = same_tree(want, got);
+    if (!same && mismatches++ < 5)
+      fprintf(stderr, "\n  not cJSON's tree: %s\n", line);
+    CU_ASSERT_TRUE(same);
+    cJSON_Delete(want);
+    cJSON_Delete(got);
+  }
+#undef NEXT
+}
+
 static char *nested(int depth, const char *inner) {
   size_t il = strlen(inner);
   char *s = malloc((size_t)depth * 2 + il + 32);
@@ -1322,6 +1389,7 @@ int scn_test_register_proto(void) {
       {"codec: parse request", test_parse_request},
       {"codec: deep nesting", test_parse_deep_nesting},
       {"request: random numbers against JSON's grammar", test_parse_numbers_random},
+      {"request: the flat form builds cJSON's tree", test_flat_form_is_cjson},
       {"codec: entity ids", test_decode_entity},
       {"codec: other fields", test_decode_other_fields},
       {"codec: transform spec", test_spec},

@@ -2,7 +2,9 @@
 // from the npm registry): it loads from the daemon, lists the worlds, follows an entity that a
 // TCP client moves, shows the selected entity's matrices, asks for the token when there is one,
 // keeps up with 10,000 moving transforms, works over HTTPS and wss:// with an access list
-// (showing what the token may do), and logs no console errors. The screenshot is saved as
+// (showing what the token may do), and logs no console errors. The page takes b64 frames
+// (through scened.mjs) and holds the daemon's float32 values: the TCP client reads its truth in
+// b64 too, and the two must agree to the bit. The screenshot is saved as
 // build/staging-view.png (SCENED_SCREENSHOT).
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -10,6 +12,20 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { TcpClient, makeCerts, repo, requireModule, sleep, startDaemon, until } from './lib.mjs';
+import { matrixOf } from '../../client/js/scened.mjs';
+
+// The world matrix of entity as the daemon holds it (its float32 values, from a b64 read).
+async function worldOf(tcp, world, entity) {
+  const r = await tcp.call({ cmd: 'transform.get', world, entity });
+  assert.equal(typeof r.world, 'string', 'the TCP client reads matrices in b64');
+  return Array.from(matrixOf(r.world));
+}
+
+async function b64Client(port) {
+  const tcp = await TcpClient.connect(port);
+  assert.equal((await tcp.call({ cmd: 'hello', matrices: 'b64' })).matrices, 'b64');
+  return tcp;
+}
 
 const { chromium } = requireModule('playwright-core');
 const screenshot = process.env.SCENED_SCREENSHOT || path.join(repo, 'build/staging-view.png');
@@ -47,7 +63,7 @@ describe('staging view', () => {
   let d, tcp, browser, page, problems, car, wheel;
   before(async () => {
     d = await startDaemon();
-    tcp = await TcpClient.connect(d.port);
+    tcp = await b64Client(d.port);
     const ok = async (req) => {
       const r = await tcp.call(req);
       assert.equal(r.ok, true, JSON.stringify(r));
@@ -81,9 +97,9 @@ describe('staging view', () => {
   test('shows every world with its transform count and the daemon figures', async () => {
     await page.waitForFunction(() => window.scened && window.scened.status === 'ready');
     await page.waitForSelector('#worlds li[data-world="menu"]');
-    const worlds = await scened(page, () => window.scened.worlds);
-    assert.deepEqual(worlds.map(({ name, transforms }) => ({ name, transforms })),
-      [{ name: 'garage', transforms: 65 }, { name: 'menu', transforms: 1 }]);
+    // (world.list also answers each world's history window, which this view does not show)
+    const worlds = await scened(page, () => window.scened.worlds.map(({ name, transforms }) => ({ name, transforms })));
+    assert.deepEqual(worlds, [{ name: 'garage', transforms: 65 }, { name: 'menu', transforms: 1 }]);
     assert.equal(await page.textContent('#worlds li[data-world="garage"] .count'), '65');
     await until(async () => (await page.textContent('#f-connections')) !== '–', 'the figures', 5000);
     assert.equal(Number(await page.textContent('#f-connections')), 2); // the page and the TCP client
@@ -98,8 +114,8 @@ describe('staging view', () => {
     const w = await scened(page, (id) => window.scened.entity(id), wheel);
     assert.equal(w.name, 'wheel_fl');
     assert.equal(w.parent, car);
-    const truth = (await tcp.call({ cmd: 'transform.get', world: 'garage', entity: wheel })).world;
-    assert.deepEqual(w.world, truth); // exactly as the daemon sends it
+    const truth = await worldOf(tcp, 'garage', wheel);
+    assert.deepEqual(w.world, truth); // exactly the daemon's float32 values
     await page.waitForSelector(`#entities .row[data-entity="${car}"]`);
     assert.match(await page.textContent(`#entities .row[data-entity="${car}"]`), /car\s*#1/);
     await page.fill('#filter', 'wheel');
@@ -119,7 +135,7 @@ describe('staging view', () => {
       return m && m[12] === 3 && m[14] === -2;
     }, car);
     // the wheels follow their parent
-    const truth = (await tcp.call({ cmd: 'transform.get', world: 'garage', entity: wheel })).world;
+    const truth = await worldOf(tcp, 'garage', wheel);
     await page.waitForFunction(([id, m]) => JSON.stringify(window.scened.matrix(id)) === JSON.stringify(m), [wheel, truth]);
     assert.ok((await scened(page, () => window.scened.framesReceived)) > framesBefore);
     // the selected entity's world matrix (rows) and local matrix on the right
@@ -272,7 +288,7 @@ describe('staging view: 10,000 moving transforms', () => {
   test('keeps up with the stream and keeps drawing', async () => {
     const N = 10000;
     const d = await startDaemon();
-    const tcp = await TcpClient.connect(d.port);
+    const tcp = await b64Client(d.port);
     const browser = await launch();
     try {
       await tcp.call({ cmd: 'world.create', world: 'crowd' });
@@ -298,7 +314,7 @@ describe('staging view: 10,000 moving transforms', () => {
         await sleep(Math.max(0, round * 33 - (Date.now() - t0)));
       }
       const seconds = (Date.now() - t0) / 1000;
-      const last = (await tcp.call({ cmd: 'transform.get', world: 'crowd', entity: N })).world;
+      const last = await worldOf(tcp, 'crowd', N);
       // the final state arrives
       await page.waitForFunction(([id, m]) => JSON.stringify(window.scened.matrix(id)) === JSON.stringify(m), [N, last], { timeout: 20000 });
       const afterRun = await scened(page, () => ({ frames: window.scened.renderedFrames, stream: window.scened.framesReceived }));
@@ -318,5 +334,76 @@ describe('staging view: 10,000 moving transforms', () => {
       tcp.close();
       assert.equal(await d.stop(), 0);
     }
+  });
+});
+
+// A cluster: the page of one daemon shows the nodes with their load and which node owns each
+// world, and opens a world owned by the other daemon on that daemon's /ws (which allows the
+// page's origin with --ws-origins).
+describe('staging view: a cluster', () => {
+  const { spawn } = requireModule('node:child_process');
+  const fs = requireModule('node:fs');
+  const os = requireModule('node:os');
+  const net = requireModule('node:net');
+  const freePort = () => new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const p = s.address().port;
+      s.close(() => resolve(p));
+    });
+  });
+  let etcd, dir, a, b, tcpB, browser;
+  before(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'scened-web-cluster-'));
+    const [cp, pp] = [await freePort(), await freePort()];
+    const url = `http://127.0.0.1:${cp}`;
+    etcd = spawn('etcd', ['--name', 'w', '--data-dir', path.join(dir, 'etcd'),
+      '--listen-client-urls', url, '--advertise-client-urls', url,
+      '--listen-peer-urls', `http://127.0.0.1:${pp}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${pp}`,
+      '--initial-cluster', `w=http://127.0.0.1:${pp}`, '--heartbeat-interval', '10', '--election-timeout', '100'],
+    { stdio: 'ignore' });
+    await until(async () => {
+      try {
+        return (await fetch(`${url}/health`)).ok;
+      } catch {
+        return false;
+      }
+    }, 'etcd', 15000, 50);
+    const common = ['--cluster', url, '--data', path.join(dir, 'data'), '--lease-ttl', '2'];
+    a = await startDaemon([...common, '--node', 'alpha']);
+    b = await startDaemon([...common, '--node', 'beta', '--ws-origins', `http://127.0.0.1:${a.httpPort}`]);
+    tcpB = await TcpClient.connect(b.port);
+    await until(async () => {
+      const r = await tcpB.call({ cmd: 'cluster.nodes' });
+      return r.ok && r.nodes.length === 2;
+    }, 'both nodes registered', 15000, 50);
+    assert.equal((await tcpB.call({ cmd: 'world.create', world: 'arena.main' })).node, 'beta');
+    for (let i = 0; i < 5; i++)
+      assert.equal((await tcpB.call({ cmd: 'transform.create', world: 'arena.main', name: `p${i}`, t: [i, 0, 0] })).ok, true);
+    browser = await launch();
+  });
+  after(async () => {
+    if (browser) await browser.close();
+    if (tcpB) tcpB.close();
+    for (const d of [a, b]) if (d) assert.equal(await d.stop(), 0);
+    if (etcd) {
+      etcd.kill('SIGTERM');
+      await new Promise((r) => etcd.once('exit', r));
+    }
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('nodes with their load, owners, and a world opened on its owner', async () => {
+    const { page, problems } = await openPage(browser, a.httpPort);
+    await page.waitForFunction(() => window.scened.node === 'alpha' && window.scened.nodes.length === 2, null, { timeout: 15000 });
+    await page.waitForFunction(() => window.scened.worlds.some((w) => w.name === 'arena.main' && w.node === 'beta'), null, { timeout: 15000 });
+    assert.match(await page.textContent('#nodes'), /beta/);
+    await scened(page, () => window.scened.selectWorld('arena.main'));
+    await page.waitForFunction(() => window.scened.entityCount === 5 && window.scened.owner === 'beta', null, { timeout: 15000 });
+    // A change made on the owner reaches the page through the owner's stream.
+    const id = (await tcpB.call({ cmd: 'transform.find', world: 'arena.main', path: 'p3' })).entity;
+    await tcpB.call({ cmd: 'transform.set_local', world: 'arena.main', entity: id, t: [7, 7, 7] });
+    await page.waitForFunction((e) => { const m = window.scened.matrix(e); return m && m[12] === 7; }, id, { timeout: 15000 });
+    await page.screenshot({ path: screenshot.replace(/\.png$/, '-cluster.png') });
+    assert.deepEqual(problems, []);
   });
 });

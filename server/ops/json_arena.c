@@ -1,8 +1,9 @@
 /* cJSON allocates a node per JSON value; on the request path those come from an arena that is
  * reset after every request, so parsing does no heap allocation in steady state. */
-#include "cmd/json_arena.h"
+#include "ops/json_arena.h"
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #define BASE_CHUNK (64 * 1024)
@@ -40,7 +41,10 @@ static void *arena_malloc(size_t size) {
 
 static void arena_free(void *p) { (void)p; }
 
+static bool installed;
+
 void scn_json_arena_install(void) {
+  installed = true;
   arena.cap = BASE_CHUNK;
   arena.base = malloc(arena.cap);
   if (!arena.base)
@@ -81,5 +85,27 @@ void scn_json_arena_uninstall(void) {
   free(arena.base);
   arena.base = NULL;
   arena.cap = 0;
+  installed = false;
   cJSON_InitHooks(NULL);
+}
+
+/* The heap's allocator for the time of one call, then the arena's again. */
+static void heap_hooks(bool on) {
+  if (!installed)
+    return;
+  cJSON_Hooks arena_hooks = {arena_malloc, arena_free};
+  cJSON_InitHooks(on ? NULL : &arena_hooks);
+}
+
+cJSON *scn_json_heap_parse(const char *text, size_t len) {
+  heap_hooks(true);
+  cJSON *doc = cJSON_ParseWithLength(text, len);
+  heap_hooks(false);
+  return doc;
+}
+
+void scn_json_heap_delete(cJSON *doc) {
+  heap_hooks(true);
+  cJSON_Delete(doc);
+  heap_hooks(false);
 }

@@ -1,0 +1,109 @@
+// Types of scened.mjs, scened's JavaScript client (protocol 1).
+
+/** The protocol's error codes, and CLOSED (the connection went) and BAD_BASE64 (a matrix text
+ * that is not base64 of the right length). */
+export type ErrorCode =
+  | 'BAD_JSON' | 'BAD_REQUEST' | 'UNKNOWN_COMMAND' | 'NOT_FOUND' | 'ALREADY_EXISTS' | 'CYCLE'
+  | 'LIMIT' | 'UNAUTHORIZED' | 'INTERNAL' | 'MOVED' | 'UNAVAILABLE' | 'CLOSED' | 'BAD_BASE64';
+
+export class ScenedError extends Error {
+  readonly code: ErrorCode | string;
+  /** The error response, when the daemon sent one. */
+  readonly response?: Response;
+}
+
+/** How the daemon sends a connection matrices. */
+export type MatrixForm = 'json' | 'b64';
+
+/** 16 numbers, column-major (elements 12, 13, 14 are the translation). */
+export type Matrix = ArrayLike<number>;
+
+/** A response: "ok" true, the request's "id", and the command's result fields. */
+export interface Response {
+  ok: boolean;
+  id?: unknown;
+  [field: string]: unknown;
+}
+
+/** A frame: the set as ids and one Float32Array (matrix i at 16 * i), whichever form it came
+ * in, and the removed ids. */
+export interface Frame {
+  sub: number;
+  world: string;
+  tick: number;
+  full: boolean;
+  ids: number[];
+  matrices: Float32Array;
+  removed: number[];
+  /** Milliseconds spent reading it (parsing, decoding, updating the mirror). */
+  readMs: number;
+}
+
+export function matrixToB64(m: Matrix): string;
+export function matrixFromB64(s: string): Float32Array;
+export function matrixOf(value: string | number[]): Float32Array;
+export function decodeMatrices(ms: string, count: number): Float32Array;
+
+/** A world's world matrices kept from frames: ids[slot] has its matrix at 16 * slot. */
+export class Mirror {
+  readonly ids: number[];
+  readonly slots: Map<number, number>;
+  readonly matrices: Float32Array;
+  readonly tick: number;
+  readonly frames: number;
+  readonly size: number;
+  has(id: number): boolean;
+  /** A view valid until the next frame, or null. */
+  matrix(id: number): Float32Array | null;
+  apply(frame: Frame): void;
+  remove(id: number): void;
+  clear(): void;
+}
+
+export type EndReason = 'world_destroyed' | 'root_destroyed' | 'unsubscribed' | 'closed' | string;
+
+export interface SubscribeOptions {
+  root?: number;
+  hz?: number;
+  /** false: keep no mirror. */
+  mirror?: boolean;
+  onFrame?: (frame: Frame, sub: Subscription) => void;
+  onEnd?: (reason: EndReason, event?: Record<string, unknown>) => void;
+}
+
+export class Subscription {
+  readonly id: number;
+  readonly world: string;
+  readonly mirror: Mirror | null;
+  readonly ended: EndReason | null;
+  unsubscribe(): Promise<void>;
+}
+
+export interface OpenOptions {
+  /** A WebSocket class, for runtimes without a global one (Node: the ws package, by default). */
+  WebSocket?: unknown;
+  [socketOption: string]: unknown;
+}
+
+export interface ConnectOptions extends OpenOptions {
+  token?: string;
+  /** 'b64' by default. */
+  matrices?: MatrixForm;
+}
+
+export class Client {
+  static open(url: string, options?: OpenOptions): Promise<Client>;
+  readonly matrices: MatrixForm;
+  readonly isOpen: boolean;
+  /** Requests sent so far. */
+  readonly sent: number;
+  onclose: ((event: unknown) => void) | null;
+  /** Events of no subscription of this client. */
+  onevent: ((event: Record<string, unknown>) => void) | null;
+  call(cmd: string, fields?: Record<string, unknown>): Promise<Response>;
+  hello(options?: { token?: string; matrices?: MatrixForm }): Promise<Response>;
+  subscribe(world: string, options?: SubscribeOptions): Promise<Subscription>;
+  close(code?: number): void;
+}
+
+export function connect(url: string, options?: ConnectOptions): Promise<Client>;

@@ -1,0 +1,87 @@
+/* The cluster (--cluster): this daemon's membership in etcd, the groups it owns, where every
+ * other group lives, and the one question the dispatcher asks before a command on a world:
+ * "is this world's group mine, and if not, whose?".
+ *
+ * Membership: a lease of --lease-ttl seconds, renewed every third of it, and the node key
+ * /scened/nodes/<node> bound to it, whose value also carries this daemon's load. Ownership:
+ * /scened/groups/<group> bound to the owner's lease, claimed by a txn that requires the key to
+ * be absent (create_revision 0). A watch on /scened/ keeps a cache of both prefixes, so
+ * routing is a hash lookup. The fence: the daemon stops serving its groups once the last
+ * renewal etcd confirmed (timed from when it was sent) is older than the TTL less a margin,
+ * max(0.5 s, TTL / 5), checked on the monotonic clock at each command and before each write.
+ *
+ * Persistence per group is the store's (store/groups.h); this module decides when a group is
+ * loaded (claimed, moved in) and dropped (moved out, lost). */
+#ifndef SCN_CLUSTER_H
+#define SCN_CLUSTER_H
+
+#include "server.h"
+
+typedef struct scn_cluster scn_cluster;
+
+/* Checks the cluster's flags (--data, the URLs, --node); false with a one-line message. */
+bool scn_cluster_config_valid(const scn_config *cfg, char *err, size_t errlen);
+/* This daemon's node name: --node, or one derived from the advertised address. */
+void scn_cluster_node_name(const scn_config *cfg, const char *advertise, char *out, size_t cap);
+
+/* The module (srv->cluster), with the address clients reach this daemon at; registers its
+ * hooks and starts registering in etcd (retried until etcd answers). NULL when out of memory. */
+scn_cluster *scn_cluster_open(scn_server *srv, const char *node, const char *advertise);
+/* At exit: cancels every request and frees the module once the loop has closed its handles. */
+void scn_cluster_close(scn_cluster *cl);
+
+/* ---- routing ----------------------------------------------------------------------------- */
+
+typedef enum scn_route_kind {
+  SCN_ROUTE_LOCAL,       /* this daemon owns the group (or it does not exist anywhere) */
+  SCN_ROUTE_MOVED,       /* another node owns it: node and addr */
+  SCN_ROUTE_UNAVAILABLE, /* no owner can serve it right now: why */
+  SCN_ROUTE_NO_NODE,     /* world.create's "node" names no live node */
+  SCN_ROUTE_WAIT         /* etcd is being asked: wake(ud) is called once it answered */
+} scn_route_kind;
+
+typedef struct scn_route {
+  char node[SCN_NAME_MAX + 1];
+  char addr[96];
+  char why[160];
+} scn_route;
+
+typedef void (*scn_cluster_wake)(void *ud);
+
+/* Where a command on world goes. creating: world.create, with place its "node" field (NULL,
+ * a node's name, or "auto"). retried: the second look after a WAIT, which never waits again.
+ * On WAIT, wake(ud) is called exactly once, later (also when the module closes). */
+scn_route_kind scn_cluster_route(scn_cluster *cl, const char *world, bool creating,
+                                 const char *place, bool retried, scn_route *out,
+                                 scn_cluster_wake wake, void *ud);
+/* Whether commands that name no world may run (registered, not fenced); why when not. */
+bool scn_cluster_serving(scn_cluster *cl, const char **why);
+/* Connection c's output now holds an ok for a write to a group: if the fence comes down before
+ * it leaves, c is closed instead (a closed connection acknowledges nothing). */
+void scn_cluster_note_ack(scn_cluster *cl, scn_conn *c);
+/* Counts an answer of MOVED or UNAVAILABLE (for the metrics). */
+void scn_cluster_count_route(scn_cluster *cl, scn_route_kind kind);
+
+/* ---- commands ---------------------------------------------------------------------------- */
+
+const char *scn_cluster_node(const scn_cluster *cl);
+/* ,"nodes":[{node, addr, worlds, transforms, connections}] for every live node. */
+void scn_cluster_nodes_json(scn_cluster *cl, scn_buf *out);
+/* The worlds of the other nodes, as ,{"name":..,"node":..} items of world.list's array. */
+void scn_cluster_worlds_json(scn_cluster *cl, scn_buf *out, bool first);
+
+/* A move's answer: ok, or an error code (SCN_W_*) and message. */
+typedef void (*scn_move_done)(void *ud, bool ok, int code, const char *message);
+/* Moves world's group to node to. Returns 1 when there is nothing to do (to owns it), 0 when
+ * the move started (done is called once it ends), or -1 with *code and msg. */
+int scn_cluster_move(scn_cluster *cl, const char *world, const char *to, scn_move_done done,
+                     void *ud, int *code, char *msg, size_t msglen);
+/* A connection waiting for a move went away. */
+void scn_cluster_forget_move(scn_cluster *cl, void *ud);
+
+/* SIGTERM: every owned group is saved and its key deleted (the lease revoked), so others claim
+ * them at once. busy stays true until that is done (at most a couple of seconds). */
+void scn_cluster_release_all(scn_cluster *cl);
+bool scn_cluster_busy(const scn_cluster *cl);
+
+#endif

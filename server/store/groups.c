@@ -1,0 +1,721 @@
+/* Persistence per group with --cluster (see groups.h). */
+#include "store/groups.h"
+
+#include "ops/log.h"
+#include "store/files.h"
+#include "store/persist.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A group this daemon owns, or the node's own entities (name ""). */
+typedef struct gs_part {
+  char name[SCN_NAME_MAX + 1];
+  char dir[4400]; /* the epoch directory (a group) or the node's directory */
+  uint64_t epoch, gen;
+  int journal_fd;
+  scn_buf pending;
+  uint64_t unsynced, changes;
+} gs_part;
+
+typedef struct gs_stats {
+  uint64_t journal_records, journal_bytes, fsyncs, snapshots, snapshot_failures, loads;
+  uint64_t held_back; /* commits the fence did not allow */
+} gs_stats;
+
+struct scn_gstore {
+  scn_server *srv;
+  scn_hooks hooks;
+  char data[4096];
+  char groups_dir[4200];
+  int lock_fd;
+  gs_part node;
+  gs_part **parts; /* the groups held */
+  size_t nparts, cap;
+  size_t last; /* the part the last command wrote to */
+  size_t npending;
+  scn_replay_fn replay;
+  void *replay_ud;
+  scn_fence_fn may_write;
+  void *fence_ud;
+  scn_buf line; /* a journal line with the created ids */
+  uv_timer_t fsync_timer, autosave_timer;
+  int open_timers;
+  bool started;
+  gs_stats stats;
+};
+
+static int mkdir_one(const char *path) {
+  return mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+static bool allowed(const scn_gstore *gs, const gs_part *p) {
+  return !gs->may_write || gs->may_write(gs->fence_ud, p->name[0] ? p->name : NULL);
+}
+
+static gs_part *find(scn_gstore *gs, const char *group) {
+  if (gs->last < gs->nparts && strcmp(gs->parts[gs->last]->name, group) == 0)
+    return gs->parts[gs->last];
+  for (size_t i = 0; i < gs->nparts; i++)
+    if (strcmp(gs->parts[i]->name, group) == 0) {
+      gs->last = i;
+      return gs->parts[i];
+    }
+  return NULL;
+}
+
+/* ---- the journal ------------------------------------------------------------------------- */
+
+static void commit_part(scn_gstore *gs, gs_part *p) {
+  if (p->pending.len == 0 || p->journal_fd < 0)
+    return;
+  if (!allowed(gs, p)) {
+    gs->stats.held_back++;
+    return; /* kept: written once the fence allows, dropped if the group goes */
+  }
+  if (scn_journal_write_all(p->journal_fd, p->pending.data, p->pending.len) == 0) {
+    gs->stats.journal_bytes += p->pending.len;
+    p->unsynced += p->pending.len;
+  }
+  p->pending.len = 0;
+  if (gs->srv->cfg.fsync == SCN_FSYNC_ALWAYS && p->unsynced) {
+    if (fdatasync(p->journal_fd) != 0)
+      scn_log(SCN_LOG_ERROR, "journal fsync failed", "dir=%s error=\"%s\"", p->dir,
+              strerror(errno));
+    p->unsynced = 0;
+    gs->stats.fsyncs++;
+  }
+}
+
+static void commit_all(scn_gstore *gs) {
+  if (gs->npending == 0)
+    return;
+  size_t left = 0;
+  commit_part(gs, &gs->node);
+  left += gs->node.pending.len > 0;
+  for (size_t i = 0; i < gs->nparts; i++) {
+    commit_part(gs, gs->parts[i]);
+    left += gs->parts[i]->pending.len > 0;
+  }
+  gs->npending = left;
+}
+
+static void append(scn_gstore *gs, gs_part *p, const char *line, size_t len) {
+  if (p->pending.len == 0)
+    gs->npending++;
+  scn_journal_encode(&p->pending, line, len);
+  p->changes++;
+  gs->stats.journal_records++;
+}
+
+/* The line, with "created": [ids] added when the command made entities. */
+static void journal_line(scn_gstore *gs, const scn_done *d, const char **line, size_t *len) {
+  *line = d->line;
+  *len = d->len;
+  if (!d->ncreated)
+    return;
+  size_t end = d->len;
+  while (end > 0 && d->line[end - 1] != '}')
+    end--;
+  if (end == 0)
+    return;
+  scn_buf *b = &gs->line;
+  b->len = 0;
+  b->failed = false;
+  scn_buf_add(b, d->line, end - 1);
+  scn_buf_adds(b, ",\"created\":");
+  scn_buf_add_id_list(b, d->created, d->ncreated);
+  scn_buf_addc(b, '}');
+  if (!b->failed) {
+    *line = b->data;
+    *len = b->len;
+  }
+}
+
+static void after_command(void *ud, const scn_done *d) {
+  scn_gstore *gs = ud;
+  if (!(d->cmd->flags & SCN_CMD_MUTATES))
+    return;
+  const char *line;
+  size_t len;
+  journal_line(gs, d, &line, &len);
+  char group[SCN_NAME_MAX + 1];
+  if (d->world) {
+    scn_group_of(d->world, group);
+    gs_part *p = find(gs, group);
+    if (p)
+      append(gs, p, line, len);
+    else
+      scn_log(SCN_LOG_ERROR, "journal: a command on a group this daemon does not hold", "group=%s",
+              group);
+    return;
+  }
+  /* entity.create and entity.destroy: the node's journal, and every group that had it. */
+  append(gs, &gs->node, line, len);
+  gs_part *seen[16];
+  size_t nseen = 0;
+  for (size_t i = 0; i < d->ntouched; i++) {
+    scn_group_of(scn_world_name(d->touched[i]), group);
+    gs_part *p = find(gs, group);
+    bool dup = false;
+    for (size_t k = 0; k < nseen; k++)
+      dup |= seen[k] == p;
+    if (!p || dup)
+      continue;
+    append(gs, p, line, len);
+    if (nseen < 16)
+      seen[nseen++] = p;
+  }
+}
+
+static void before_flush(void *ud) { commit_all(ud); }
+
+/* everysec: one fsync per group with unsynced records (on the loop: a cluster's journals are
+ * small per group, and the fd must not close under a thread). */
+static void on_fsync_timer(uv_timer_t *t) {
+  scn_gstore *gs = t->data;
+  commit_all(gs);
+  for (size_t i = 0; i <= gs->nparts; i++) {
+    gs_part *p = i < gs->nparts ? gs->parts[i] : &gs->node;
+    if (p->unsynced && p->journal_fd >= 0) {
+      fdatasync(p->journal_fd);
+      p->unsynced = 0;
+      gs->stats.fsyncs++;
+    }
+  }
+}
+
+/* ---- snapshots --------------------------------------------------------------------------- */
+
+/* A snapshot of the part in its directory, continuing in a new journal generation created
+ * before it (as every snapshot's). */
+static int write_snapshot(scn_gstore *gs, gs_part *p, uint64_t *bytes);
+
+static int save_part(scn_gstore *gs, gs_part *p, uint64_t *bytes) {
+  *bytes = 0;
+  if (!allowed(gs, p))
+    return -1;
+  return write_snapshot(gs, p, bytes);
+}
+
+/* The snapshot itself (the caller asked the fence, or writes where nobody reads yet). */
+static int write_snapshot(scn_gstore *gs, gs_part *p, uint64_t *bytes) {
+  commit_part(gs, p);
+  if (p->journal_fd >= 0 && p->unsynced) {
+    fdatasync(p->journal_fd);
+    p->unsynced = 0;
+  }
+  uint64_t gen = p->gen + 1;
+  int fd = scn_journal_open(p->dir, gen);
+  if (fd < 0)
+    return -1;
+  char err[4600];
+  scn_snapshot_part part = {p->name[0] ? p->name : NULL, p->epoch};
+  if (scn_snapshot_write_part(gs->srv->scene, &part, gen, p->dir, bytes, err, sizeof err) != 0) {
+    close(fd);
+    char path[4600];
+    scn_journal_path(p->dir, gen, path, sizeof path);
+    unlink(path);
+    gs->stats.snapshot_failures++;
+    scn_log(SCN_LOG_ERROR, "snapshot failed", "dir=%s error=\"%s\"", p->dir, err);
+    return -1;
+  }
+  if (p->journal_fd >= 0)
+    close(p->journal_fd);
+  p->journal_fd = fd;
+  p->gen = gen;
+  p->changes = 0;
+  scn_journal_remove_before(p->dir, gen);
+  gs->stats.snapshots++;
+  return 0;
+}
+
+int scn_gstore_save(scn_gstore *gs, const char *group, uint64_t *bytes) {
+  gs_part *p = find(gs, group);
+  *bytes = 0;
+  return p ? save_part(gs, p, bytes) : -1;
+}
+
+int scn_gstore_checkpoint(scn_gstore *gs, const char *group, uint64_t *bytes) {
+  gs_part *p = find(gs, group);
+  *bytes = 0;
+  if (!p || !allowed(gs, p))
+    return -1;
+  if (p->changes > SCN_GSTORE_REPLAY_CHEAP)
+    return save_part(gs, p, bytes);
+  commit_part(gs, p);
+  if (p->journal_fd >= 0 && p->unsynced) {
+    if (fdatasync(p->journal_fd) != 0)
+      return -1;
+    p->unsynced = 0;
+    gs->stats.fsyncs++;
+  }
+  return p->pending.len ? -1 : 0;
+}
+
+int scn_gstore_save_all(scn_gstore *gs, uint64_t *bytes) {
+  int rc = 0;
+  uint64_t n;
+  *bytes = 0;
+  for (size_t i = 0; i <= gs->nparts; i++) {
+    gs_part *p = i < gs->nparts ? gs->parts[i] : &gs->node;
+    if (!allowed(gs, p))
+      continue;
+    if (save_part(gs, p, &n) != 0)
+      rc = -1;
+    *bytes += n;
+  }
+  return rc;
+}
+
+static void on_autosave(uv_timer_t *t) {
+  scn_gstore *gs = t->data;
+  uint64_t bytes;
+  for (size_t i = 0; i <= gs->nparts; i++) {
+    gs_part *p = i < gs->nparts ? gs->parts[i] : &gs->node;
+    if (p->changes)
+      save_part(gs, p, &bytes);
+  }
+}
+
+/* ---- groups ------------------------------------------------------------------------------ */
+
+static void remove_dir(const char *path) {
+  DIR *d = opendir(path);
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    if (de->d_name[0] == '.')
+      continue;
+    char file[5000];
+    snprintf(file, sizeof file, "%s/%s", path, de->d_name);
+    unlink(file);
+  }
+  if (d)
+    closedir(d);
+  rmdir(path);
+}
+
+/* The epoch directories of a group, each to fn (with its epoch). */
+static void each_epoch(const char *gdir, void (*fn)(void *ud, const char *dir, uint64_t epoch),
+                       void *ud) {
+  DIR *d = opendir(gdir);
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    unsigned long long e;
+    char tail;
+    if (sscanf(de->d_name, "epoch.%llu%c", &e, &tail) != 1)
+      continue;
+    char dir[4600];
+    snprintf(dir, sizeof dir, "%s/%s", gdir, de->d_name);
+    fn(ud, dir, e);
+  }
+  if (d)
+    closedir(d);
+}
+
+typedef struct newest {
+  char dir[4600];
+  uint64_t epoch;
+  bool found;
+} newest;
+
+static void find_newest(void *ud, const char *dir, uint64_t epoch) {
+  newest *n = ud;
+  if (!n->found || epoch > n->epoch) {
+    snprintf(n->dir, sizeof n->dir, "%s", dir);
+    n->epoch = epoch;
+    n->found = true;
+  }
+}
+
+typedef struct older {
+  uint64_t below;
+} older;
+
+static void remove_older(void *ud, const char *dir, uint64_t epoch) {
+  if (epoch < ((older *)ud)->below)
+    remove_dir(dir);
+}
+
+/* A load that keeps every record it replays, for the new epoch's journal. */
+typedef struct carry {
+  scn_gstore *gs;
+  scn_buf records;
+} carry;
+
+static bool carry_line(void *ud, const char *line, size_t len) {
+  carry *c = ud;
+  scn_journal_encode(&c->records, line, len);
+  return c->gs->replay(c->gs->replay_ud, line, len);
+}
+
+/* The new epoch's directory starts from exactly what was loaded: the old snapshot, linked (a
+ * snapshot never changes once renamed into place; a stale owner can only rename another over
+ * its own directory's name), and the records replayed after it, copied into the journal the
+ * snapshot continues in. true when that worked; otherwise the caller writes a snapshot. */
+static bool carry_over(gs_part *p, const char *old_dir, const scn_chain *chain,
+                       const scn_buf *records) {
+  if (!chain->snapshot || chain->info.damaged)
+    return false;
+  uint64_t gen = chain->info.journal_gen;
+  char from[4700], to[4700], journal[4700];
+  snprintf(from, sizeof from, "%s/snapshot.scn", old_dir);
+  snprintf(to, sizeof to, "%s/snapshot.scn", p->dir);
+  scn_journal_path(p->dir, gen, journal, sizeof journal);
+  int fd = scn_journal_open(p->dir, gen);
+  if (fd < 0)
+    return false;
+  /* As for every snapshot, the journal it continues in exists (and is on disk) before it. */
+  if ((records->len && scn_journal_write_all(fd, records->data, records->len) != 0) ||
+      fdatasync(fd) != 0 || link(from, to) != 0) {
+    close(fd);
+    unlink(journal);
+    return false;
+  }
+  p->journal_fd = fd;
+  p->gen = gen;
+  p->changes = records->len > 0; /* the next autosave folds them in */
+  return true;
+}
+
+int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, char *err,
+                       size_t errlen) {
+  scn_server *srv = gs->srv;
+  if (find(gs, group)) {
+    snprintf(err, errlen, "group %s is held already", group);
+    return -1;
+  }
+  char gdir[4300];
+  snprintf(gdir, sizeof gdir, "%s/%s", gs->groups_dir, group);
+  newest n = {0};
+  each_epoch(gdir, find_newest, &n);
+  if (n.found && n.epoch >= epoch) {
+    snprintf(err, errlen, "%s was written by a newer owner (epoch %llu >= %llu)", n.dir,
+             (unsigned long long)n.epoch, (unsigned long long)epoch);
+    return -1;
+  }
+  uint64_t t0 = uv_hrtime();
+  scn_chain chain = {0};
+  carry c = {gs, {0}};
+  if (n.found && scn__load_chain(&srv->scene, n.dir, srv->cfg.recover, false, carry_line, &c,
+                                 &chain, err, errlen) != 0) {
+    scn_buf_free(&c.records);
+    return -1;
+  }
+  gs_part *p = calloc(1, sizeof *p);
+  gs_part **parts = p ? scn_array_grow(gs->parts, &gs->cap, sizeof *parts, gs->nparts + 1) : NULL;
+  if (!parts || c.records.failed) {
+    free(p);
+    scn_buf_free(&c.records);
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  gs->parts = parts;
+  snprintf(p->name, sizeof p->name, "%s", group);
+  /* The new epoch's directory is made under a temporary name and renamed once complete, so a
+   * daemon that looks for the newest epoch never finds a half-written one. What goes in is a
+   * copy of what is durable already, so it needs no fence; the fence guards what follows. */
+  char final[4380];
+  snprintf(final, sizeof final, "%s/epoch.%llu", gdir, (unsigned long long)epoch);
+  snprintf(p->dir, sizeof p->dir, "%s.tmp", final);
+  p->epoch = epoch;
+  p->journal_fd = -1;
+  remove_dir(p->dir);
+  if (mkdir_one(gdir) != 0 || mkdir_one(p->dir) != 0) {
+    snprintf(err, errlen, "cannot create %s: %s", p->dir, strerror(errno));
+    free(p);
+    scn_buf_free(&c.records);
+    return -1;
+  }
+  gs->parts[gs->nparts++] = p;
+  uint64_t bytes = 0;
+  bool carried = n.found && carry_over(p, n.dir, &chain, &c.records);
+  scn_buf_free(&c.records);
+  if ((!carried && write_snapshot(gs, p, &bytes) != 0) || scn_fsync_dir(p->dir) != 0 ||
+      rename(p->dir, final) != 0) {
+    snprintf(err, errlen, "cannot start epoch %llu in %s: %s", (unsigned long long)epoch, final,
+             strerror(errno));
+    remove_dir(p->dir);
+    scn_gstore_release(gs, group);
+    return -1;
+  }
+  snprintf(p->dir, sizeof p->dir, "%s", final);
+  scn_fsync_dir(gdir);
+  each_epoch(gdir, remove_older, &(older){epoch});
+  gs->stats.loads++;
+  scn_log(SCN_LOG_INFO, "group loaded",
+          "group=%s epoch=%llu from=\"%s\" replayed=%llu start=%s snapshot_bytes=%llu ms=%.1f",
+          group, (unsigned long long)epoch, n.found ? n.dir : "(new)",
+          (unsigned long long)chain.replayed, carried ? "carried-over" : "snapshot",
+          (unsigned long long)bytes, (double)(uv_hrtime() - t0) / 1e6);
+  return 0;
+}
+
+void scn_gstore_release(scn_gstore *gs, const char *group) {
+  for (size_t i = 0; i < gs->nparts; i++) {
+    gs_part *p = gs->parts[i];
+    if (strcmp(p->name, group) != 0)
+      continue;
+    if (p->journal_fd >= 0)
+      close(p->journal_fd);
+    if (p->pending.len)
+      gs->npending--;
+    scn_buf_free(&p->pending);
+    free(p);
+    gs->parts[i] = gs->parts[--gs->nparts];
+    gs->last = 0;
+    return;
+  }
+}
+
+bool scn_gstore_holds(const scn_gstore *gs, const char *group) {
+  return find((scn_gstore *)gs, group) != NULL;
+}
+
+bool scn_gstore_on_disk(const scn_gstore *gs, const char *group) {
+  char gdir[4300];
+  struct stat st;
+  snprintf(gdir, sizeof gdir, "%s/%s", gs->groups_dir, group);
+  return stat(gdir, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+void scn_gstore_each_on_disk(const scn_gstore *gs, void (*fn)(void *ud, const char *group),
+                             void *ud) {
+  DIR *d = opendir(gs->groups_dir);
+  struct dirent *de;
+  while (d && (de = readdir(d)))
+    if (de->d_name[0] != '.' && scn_world_name_valid(de->d_name, strlen(de->d_name)) &&
+        !strchr(de->d_name, '.'))
+      fn(ud, de->d_name);
+  if (d)
+    closedir(d);
+}
+
+const char *scn_gstore_dir(const scn_gstore *gs) { return gs->data; }
+
+/* ---- the standalone layout, split into groups --------------------------------------------- */
+
+bool scn_gstore_has_old_layout(const scn_gstore *gs) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/snapshot.scn", gs->data);
+  uint64_t gens[1];
+  return access(path, F_OK) == 0 || scn_journal_list(gs->data, gens, 1) > 0;
+}
+
+int scn_gstore_migrate(scn_gstore *gs, uint32_t *max_slot, char *err, size_t errlen) {
+  scn_server *srv = gs->srv;
+  scn_scene *live = srv->scene;
+  scn_scene *old = scn_scene_new(scn_scene_limits(live));
+  if (!old) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  /* The old data is replayed into a scene of its own (the dispatcher runs on srv->scene). */
+  srv->scene = old;
+  srv->worlds_gen++;
+  scn_chain chain;
+  int rc = scn__load_chain(&srv->scene, gs->data, srv->cfg.recover, false, gs->replay,
+                           gs->replay_ud, &chain, err, errlen);
+  old = srv->scene;
+  srv->scene = live;
+  srv->worlds_gen++;
+  *max_slot = scn_entity_slot_count(old);
+  for (size_t i = 0; rc == 0 && i < scn_world_count(old); i++) {
+    char group[SCN_NAME_MAX + 1], gdir[4400], dir[4500];
+    scn_group_of(scn_world_name(scn_world_at(old, i)), group);
+    snprintf(gdir, sizeof gdir, "%s/%s", gs->groups_dir, group);
+    snprintf(dir, sizeof dir, "%s/epoch.0", gdir);
+    if (access(dir, F_OK) == 0)
+      continue; /* written for an earlier world of the group */
+    uint64_t bytes;
+    int fd = -1;
+    scn_snapshot_part part = {group, 0};
+    if (mkdir_one(gdir) != 0 || mkdir_one(dir) != 0 || (fd = scn_journal_open(dir, 1)) < 0 ||
+        scn_snapshot_write_part(old, &part, 1, dir, &bytes, err, errlen) != 0) {
+      if (fd < 0)
+        snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+      rc = -1;
+    }
+    if (fd >= 0)
+      close(fd);
+  }
+  /* Entities without a transform become this node's. */
+  if (rc == 0) {
+    for (uint32_t s = 1; s <= *max_slot; s++) {
+      bool alive;
+      scn_entity id = scn_entity_slot_id(old, s, &alive);
+      if (alive && scn_entity_adopt(live, id) != SCN_OK)
+        scn_log(SCN_LOG_WARN, "migrate: an entity could not be adopted", "entity=%llu",
+                (unsigned long long)id);
+    }
+    uint64_t bytes;
+    rc = save_part(gs, &gs->node, &bytes);
+    if (rc != 0)
+      snprintf(err, errlen, "cannot write the node's snapshot");
+  }
+  if (rc == 0) {
+    char moved[4200], from[4200], to[4300];
+    snprintf(moved, sizeof moved, "%s/migrated", gs->data);
+    mkdir_one(moved);
+    snprintf(from, sizeof from, "%s/snapshot.scn", gs->data);
+    snprintf(to, sizeof to, "%s/snapshot.scn", moved);
+    if (access(from, F_OK) == 0 && rename(from, to) != 0)
+      rc = -1;
+    uint64_t gens[4096];
+    size_t n = scn_journal_list(gs->data, gens, 4096);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+      scn_journal_path(gs->data, gens[i], from, sizeof from);
+      scn_journal_path(moved, gens[i], to, sizeof to);
+      if (rename(from, to) != 0)
+        rc = -1;
+    }
+    scn_fsync_dir(gs->data);
+    if (rc != 0)
+      snprintf(err, errlen, "cannot move the old files to %s: %s", moved, strerror(errno));
+  }
+  if (rc == 0)
+    scn_log(SCN_LOG_INFO, "migrated the standalone layout into groups",
+            "worlds=%zu entities=%zu moved_to=%s/migrated", scn_world_count(old),
+            scn_entity_count(old), gs->data);
+  scn_scene_free(old);
+  return rc;
+}
+
+/* ---- the module -------------------------------------------------------------------------- */
+
+static void collect_stats(void *ud, scn_metrics_sink *k) {
+  scn_gstore *gs = ud;
+  const gs_stats *s = &gs->stats;
+  scn_metric(k, "journal_records_total", "counter", "Mutating commands written to the journals.",
+             (double)s->journal_records);
+  scn_metric(k, "journal_bytes_total", "counter", "Bytes written to the journals.",
+             (double)s->journal_bytes);
+  scn_metric(k, "journal_fsyncs_total", "counter", "fsyncs of the journals.", (double)s->fsyncs);
+  scn_metric(k, "journal_held_back_total", "counter",
+             "Journal commits held back because this daemon may have lost the group.",
+             (double)s->held_back);
+  scn_metric(k, "snapshots_total", "counter", "Snapshots written (groups and the node's).",
+             (double)s->snapshots);
+  scn_metric(k, "snapshot_failures_total", "counter", "Snapshots that failed.",
+             (double)s->snapshot_failures);
+  scn_metric(k, "group_loads_total", "counter", "Groups loaded from the data directory.",
+             (double)s->loads);
+}
+
+void scn_gstore_set_fence(scn_gstore *gs, scn_fence_fn may_write, void *ud) {
+  gs->may_write = may_write;
+  gs->fence_ud = ud;
+}
+
+scn_gstore *scn_gstore_open(scn_server *srv, const char *node, scn_replay_fn replay,
+                            void *replay_ud, int *rc) {
+  scn_gstore *gs = calloc(1, sizeof *gs);
+  if (!gs) {
+    fprintf(stderr, "scened: out of memory\n");
+    *rc = 1;
+    return NULL;
+  }
+  gs->srv = srv;
+  gs->replay = replay;
+  gs->replay_ud = replay_ud;
+  gs->lock_fd = -1;
+  gs->node.journal_fd = -1;
+  snprintf(gs->data, sizeof gs->data, "%s", srv->cfg.data_dir);
+  snprintf(gs->groups_dir, sizeof gs->groups_dir, "%s/groups", gs->data);
+  char nodes[4200];
+  snprintf(nodes, sizeof nodes, "%s/nodes", gs->data);
+  snprintf(gs->node.dir, sizeof gs->node.dir, "%s/%s", nodes, node);
+  *rc = 2;
+  if (mkdir_one(gs->data) != 0 || mkdir_one(gs->groups_dir) != 0 || mkdir_one(nodes) != 0) {
+    fprintf(stderr, "scened: data directory %s is unusable: %s\n", gs->data, strerror(errno));
+  } else if ((*rc = scn__usable_dir(gs->node.dir, &gs->lock_fd, ".scened-lock")) == 0) {
+    scn_chain chain;
+    char msg[4600];
+    *rc = scn__load_chain(&srv->scene, gs->node.dir, srv->cfg.recover, false, replay, replay_ud,
+                          &chain, msg, sizeof msg);
+    if (*rc != 0) {
+      fprintf(stderr, "scened: %s\n", msg);
+    } else {
+      gs->node.gen = chain.gen;
+      gs->node.journal_fd = scn_journal_open(gs->node.dir, gs->node.gen);
+      *rc = gs->node.journal_fd < 0 ? 2 : 0;
+      scn_log(SCN_LOG_INFO, "node data loaded", "dir=%s entities=%zu replayed=%llu", gs->node.dir,
+              scn_entity_count(srv->scene), (unsigned long long)chain.replayed);
+    }
+  }
+  if (*rc != 0) {
+    if (gs->lock_fd >= 0)
+      close(gs->lock_fd);
+    if (gs->node.journal_fd >= 0)
+      close(gs->node.journal_fd);
+    free(gs);
+    return NULL;
+  }
+  return gs;
+}
+
+void scn_gstore_start(scn_gstore *gs) {
+  gs->hooks = (scn_hooks){.ud = gs,
+                          .after_command = after_command,
+                          .before_flush = before_flush,
+                          .collect_stats = collect_stats};
+  scn_server_add_hooks(gs->srv, &gs->hooks);
+  uv_loop_t *loop = gs->srv->loop;
+  uv_timer_init(loop, &gs->fsync_timer);
+  uv_timer_init(loop, &gs->autosave_timer);
+  gs->fsync_timer.data = gs->autosave_timer.data = gs;
+  gs->open_timers = 2;
+  gs->started = true;
+  if (gs->srv->cfg.fsync == SCN_FSYNC_EVERYSEC)
+    uv_timer_start(&gs->fsync_timer, on_fsync_timer, 1000, 1000);
+  double interval = gs->srv->cfg.save_interval;
+  if (interval > 0) {
+    uint64_t ms = (uint64_t)(interval * 1000);
+    uv_timer_start(&gs->autosave_timer, on_autosave, ms, ms);
+  }
+}
+
+static void on_timer_closed(uv_handle_t *h) {
+  scn_gstore *gs = h->data;
+  if (--gs->open_timers == 0)
+    free(gs);
+}
+
+void scn_gstore_close(scn_gstore *gs) {
+  if (!gs)
+    return;
+  if (gs->started)
+    scn_server_remove_hooks(gs->srv, &gs->hooks);
+  commit_all(gs);
+  uint64_t bytes;
+  if (save_part(gs, &gs->node, &bytes) != 0)
+    scn_log(SCN_LOG_ERROR, "the node's final snapshot failed; its journal keeps every change",
+            "dir=%s", gs->node.dir);
+  while (gs->nparts) {
+    gs_part *p = gs->parts[0];
+    if (p->unsynced && p->journal_fd >= 0)
+      fdatasync(p->journal_fd);
+    scn_gstore_release(gs, p->name);
+  }
+  free(gs->parts);
+  if (gs->node.journal_fd >= 0) {
+    fdatasync(gs->node.journal_fd);
+    close(gs->node.journal_fd);
+  }
+  scn_buf_free(&gs->node.pending);
+  scn_buf_free(&gs->line);
+  if (gs->lock_fd >= 0)
+    close(gs->lock_fd);
+  if (!gs->started) {
+    free(gs);
+    return;
+  }
+  uv_close((uv_handle_t *)&gs->fsync_timer, on_timer_closed);
+  uv_close((uv_handle_t *)&gs->autosave_timer, on_timer_closed);
+}

@@ -1,0 +1,70 @@
+/* Persistence with --cluster: every group on its own, so that one group can be saved, moved
+ * or loaded alone by any daemon that shares the data directory.
+ *
+ *   DATA/groups/<group>/epoch.<E>/snapshot.scn, journal.<gen>.scn
+ *   DATA/nodes/<node>/snapshot.scn, journal.<gen>.scn     entities without a transform
+ *
+ * E is the owner's fencing epoch (the etcd revision at which it got the group). An owner writes
+ * only in its own epoch's directory; a new owner loads the newest epoch directory below its
+ * own, and before it acknowledges anything starts its own from exactly what it loaded (the old
+ * snapshot hard-linked, which never changes once in place, and the replayed records copied; a
+ * fresh snapshot where a link cannot be made), then removes the older ones. A stale owner's
+ * late appends thus land in a directory nobody will read again.
+ * Before every write the cluster's fence is asked (scn_gstore_set_fence): a daemon that may
+ * have lost a group writes nothing of it.
+ *
+ * A journal record of a command that created entities carries their ids ("created": [...]),
+ * so a replay on another daemon makes the same ones. Snapshots here are written in-process. */
+#ifndef SCN_GROUPS_H
+#define SCN_GROUPS_H
+
+#include "server.h"
+#include "store/journal.h"
+
+typedef struct scn_gstore scn_gstore;
+
+/* May the files of group (NULL: the node's own) be written now? */
+typedef bool (*scn_fence_fn)(void *ud, const char *group);
+
+/* Opens the data directory for node, loads the node's entities into srv->scene (ranged) and
+ * migrates nothing yet. NULL with *rc 2 (unusable directory) or 1 (damaged data), the
+ * message printed. */
+scn_gstore *scn_gstore_open(scn_server *srv, const char *node, scn_replay_fn replay,
+                            void *replay_ud, int *rc);
+/* Hooks (journal, commit before replies, figures) and timers (fsync, autosave). */
+void scn_gstore_start(scn_gstore *gs);
+/* At shutdown: commits what the fence allows, writes the node's snapshot, frees the module. */
+void scn_gstore_close(scn_gstore *gs);
+void scn_gstore_set_fence(scn_gstore *gs, scn_fence_fn may_write, void *ud);
+
+/* Loads group (its newest epoch directory) into srv->scene and starts epoch: a fresh snapshot
+ * in its own directory (the older ones removed). 0, or -1 with err (the group's worlds that
+ * were loaded are then left to the caller to drop). */
+int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, char *err, size_t errlen);
+/* Writes group's journal and a snapshot now (a new journal generation); 0, or -1. */
+int scn_gstore_save(scn_gstore *gs, const char *group, uint64_t *bytes);
+/* Makes everything answered for group durable before it is handed to another daemon: the
+ * journal written and fsynced, and a snapshot too when more than SCN_GSTORE_REPLAY_CHEAP
+ * records would otherwise be replayed (a replay of fewer costs less than writing one). */
+#define SCN_GSTORE_REPLAY_CHEAP 10000
+int scn_gstore_checkpoint(scn_gstore *gs, const char *group, uint64_t *bytes);
+/* Saves every group the fence allows and the node's entities; total bytes. 0, or -1. */
+int scn_gstore_save_all(scn_gstore *gs, uint64_t *bytes);
+/* Stops persisting group: records not yet written are dropped (they were never answered). */
+void scn_gstore_release(scn_gstore *gs, const char *group);
+bool scn_gstore_holds(const scn_gstore *gs, const char *group);
+/* Whether the group has a directory in DATA/groups (it exists, owned or not). */
+bool scn_gstore_on_disk(const scn_gstore *gs, const char *group);
+/* Calls fn for every group with a directory in DATA/groups. */
+void scn_gstore_each_on_disk(const scn_gstore *gs, void (*fn)(void *ud, const char *group),
+                             void *ud);
+/* A data directory of the standalone layout (snapshot.scn, journal.N.scn at its top)? */
+bool scn_gstore_has_old_layout(const scn_gstore *gs);
+/* Splits the standalone layout into groups (epoch 0) and this node's entities, then moves the
+ * old files to DATA/migrated/. The caller holds the cluster's migration lock. *max_slot gets
+ * the highest entity slot the old data used. 0, or -1 with err. */
+int scn_gstore_migrate(scn_gstore *gs, uint32_t *max_slot, char *err, size_t errlen);
+/* Where the data lives (for save's answer). */
+const char *scn_gstore_dir(const scn_gstore *gs);
+
+#endif

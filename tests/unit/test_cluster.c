@@ -1,0 +1,1103 @@
+/* The cluster (--cluster) against a real etcd: every test starts etcd on loopback with
+ * ephemeral ports, a temporary data directory and fast elections, plus three real daemons,
+ * and stops exactly what it started (the harness kills them when a test overruns). Waits have
+ * deadlines; nothing sleeps a fixed time to let something happen. */
+#include "daemon_fixtures.h"
+#include "suites.h"
+
+#include <CUnit/CUnit.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define NODES 3
+#define TTL "2"
+#define TTL_MS 2000
+
+/* ---- etcd -------------------------------------------------------------------------------- */
+
+typedef struct etcd {
+  pid_t pid;
+  int port, peer;
+  char dir[64];
+  char url[64];
+} etcd;
+
+/* A port nothing listens on now (bound, read, released). */
+static int free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+    port = ntohs(a.sin_port);
+  if (fd >= 0)
+    close(fd);
+  return port;
+}
+
+static bool etcd_healthy(const etcd *e) {
+  char *resp = NULL;
+  int status = scn_http_get(e->port, "/health", &resp);
+  bool ok = status == 200 && strstr(resp, "true");
+  free(resp);
+  return ok;
+}
+
+/* Starts etcd (in e->dir when it is set: a restart keeps its data and ports) and waits until
+ * it answers. */
+static bool etcd_start(etcd *e) {
+  if (!e->dir[0]) {
+    snprintf(e->dir, sizeof e->dir, "/tmp/scened-etcd-XXXXXX");
+    if (!mkdtemp(e->dir))
+      return false;
+    e->port = free_port();
+    e->peer = free_port();
+    snprintf(e->url, sizeof e->url, "http://127.0.0.1:%d", e->port);
+  }
+  char data[128], peer[64], cluster[96], log[128];
+  snprintf(data, sizeof data, "%s/data", e->dir);
+  snprintf(peer, sizeof peer, "http://127.0.0.1:%d", e->peer);
+  snprintf(cluster, sizeof cluster, "t=%s", peer);
+  snprintf(log, sizeof log, "%s/etcd.log", e->dir);
+  pid_t pid = scn_fork();
+  if (pid < 0)
+    return false;
+  if (pid == 0) {
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+      close(fd);
+    }
+    execlp("etcd", "etcd", "--name", "t", "--data-dir", data, "--listen-client-urls", e->url,
+           "--advertise-client-urls", e->url, "--listen-peer-urls", peer,
+           "--initial-advertise-peer-urls", peer, "--initial-cluster", cluster,
+           "--heartbeat-interval", "10", "--election-timeout", "100", (char *)NULL);
+    _exit(127);
+  }
+  e->pid = pid;
+  long deadline = scn_now_ms() + 15000;
+  while (scn_now_ms() < deadline) {
+    if (etcd_healthy(e))
+      return true;
+    scn_sleep_ms(20);
+  }
+  fprintf(stderr, "\n  etcd did not start; see %s\n", log);
+  return false;
+}
+
+static void etcd_stop(etcd *e, int sig) {
+  if (e->pid <= 0)
+    return;
+  kill(e->pid, sig);
+  if (scn_child_wait(e->pid, 10000) < 0)
+    fprintf(stderr, "\n  etcd had to be killed\n");
+  e->pid = 0;
+}
+
+static void remove_tree(const char *dir) {
+  if (!dir[0] || strncmp(dir, "/tmp/scened-", 12) != 0)
+    return;
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "\n  cannot remove %s\n", dir);
+}
+
+/* ---- a cluster of daemons ----------------------------------------------------------------- */
+
+typedef struct cluster {
+  etcd e;
+  char data[64];
+  scn_daemon d[NODES];
+  scn_client c[NODES];
+  bool up[NODES], connected[NODES];
+  const char *fsync;
+} cluster;
+
+static const char *node_name(int i) {
+  static const char *names[] = {"n0", "n1", "n2"};
+  return names[i];
+}
+
+static int node_index(const char *name) {
+  for (int i = 0; i < NODES; i++)
+    if (strcmp(name, node_name(i)) == 0)
+      return i;
+  return -1;
+}
+
+static bool node_start(cluster *k, int i) {
+  /* The last daemon is given a dead endpoint first: its requests fail over to the live one. */
+  char urls[160];
+  snprintf(urls, sizeof urls, "%s%s", i == NODES - 1 ? "http://127.0.0.1:1," : "", k->e.url);
+  const char *args[] = {
+      "--cluster",  urls,          "--data", k->data,   "--node",
+      node_name(i), "--lease-ttl", TTL,      "--fsync", k->fsync ? k->fsync : "always",
+      NULL};
+  k->up[i] = START(&k->d[i], args);
+  k->connected[i] = k->up[i] && CONNECT(&k->c[i], k->d[i].port);
+  return k->connected[i];
+}
+
+/* The number of live nodes daemon i knows of (-1: no answer). */
+static int nodes_seen(cluster *k, int i) {
+  cJSON *r = scn_client_call(&k->c[i], "{\"cmd\":\"cluster.nodes\"}");
+  const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(r, "nodes");
+  int n = cJSON_IsArray(nodes) ? cJSON_GetArraySize(nodes) : -1;
+  cJSON_Delete(r);
+  return n;
+}
+
+/* Waits until every daemon in the list is registered and knows of want live nodes. */
+static bool wait_registered(cluster *k, int want) {
+  long deadline = scn_now_ms() + 15000;
+  while (scn_now_ms() < deadline) {
+    bool all = true;
+    for (int i = 0; i < NODES; i++)
+      if (k->connected[i] && nodes_seen(k, i) != want)
+        all = false;
+    if (all)
+      return true;
+    scn_sleep_ms(20);
+  }
+  return false;
+}
+
+static bool cluster_start(cluster *k, const char *fsync) {
+  memset(k, 0, sizeof *k);
+  k->fsync = fsync;
+  if (!etcd_start(&k->e)) {
+    CU_FAIL("etcd started");
+    return false;
+  }
+  snprintf(k->data, sizeof k->data, "/tmp/scened-data-XXXXXX");
+  CU_ASSERT_FATAL(mkdtemp(k->data) != NULL);
+  for (int i = 0; i < NODES; i++)
+    if (!node_start(k, i))
+      return false;
+  bool ok = wait_registered(k, NODES);
+  CU_ASSERT(ok);
+  return ok;
+}
+
+/* Declares cluster k and starts it (etcd, three daemons); the test ends here when that fails. */
+#define START_CLUSTER(k, fsync)                                                                    \
+  cluster k;                                                                                       \
+  if (!cluster_start(&k, (fsync))) {                                                               \
+    cluster_stop(&k);                                                                              \
+    return;                                                                                        \
+  }
+
+static void node_stop(cluster *k, int i, int sig) {
+  if (k->connected[i])
+    scn_client_close(&k->c[i]);
+  k->connected[i] = false;
+  if (k->up[i])
+    scn_daemon_stop(&k->d[i], sig, 10000);
+  k->up[i] = false;
+}
+
+static void cluster_stop(cluster *k) {
+  for (int i = 0; i < NODES; i++)
+    node_stop(k, i, SIGTERM);
+  etcd_stop(&k->e, SIGTERM);
+  remove_tree(k->e.dir);
+  remove_tree(k->data);
+}
+
+/* A request sent to daemon i, then to whichever daemon a MOVED names (at most 3 hops); the
+ * last response (caller deletes). *at gets the daemon that answered. */
+static cJSON *call_following(cluster *k, int i, int *at, const char *line) {
+  cJSON *r = NULL;
+  for (int hop = 0; hop < 4 && i >= 0 && k->connected[i]; hop++) {
+    cJSON_Delete(r);
+    r = scn_client_call(&k->c[i], "%s", line);
+    if (at)
+      *at = i;
+    if (strcmp(scn_resp_code(r), "MOVED") != 0)
+      break;
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "error");
+    i = node_index(scn_resp_str(e, "node"));
+  }
+  return r;
+}
+
+/* Waits until some live daemon answers line ok (following MOVED); the response, or NULL. */
+static cJSON *wait_ok_anywhere(cluster *k, const char *line, long timeout_ms, int *at) {
+  long deadline = scn_now_ms() + timeout_ms;
+  while (scn_now_ms() < deadline) {
+    for (int i = 0; i < NODES; i++) {
+      if (!k->connected[i])
+        continue;
+      cJSON *r = call_following(k, i, at, line);
+      if (scn_resp_ok(r))
+        return r;
+      cJSON_Delete(r);
+    }
+    scn_sleep_ms(10);
+  }
+  return NULL;
+}
+
+static const cJSON *error_of(const cJSON *r) {
+  return cJSON_GetObjectItemCaseSensitive(r, "error");
+}
+
+/* ---- routing --------------------------------------------------------------------------------- */
+
+/* Every command that names a world answers MOVED on a daemon that does not own its group,
+ * naming the owner and its address; the owner runs them. */
+static void test_routing_moved(void) {
+  START_CLUSTER(k, NULL);
+  cJSON *r = OK(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"g1.main\"}");
+  CU_ASSERT(scn_resp_str_is(r, "node", "n0"));
+  cJSON_Delete(r);
+  r = OK(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"g1.main\",\"name\":\"a\"}");
+  unsigned long long e = scn_resp_id(r, "entity");
+  cJSON_Delete(r);
+  char addr[64];
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", k.d[0].port);
+  const char *fmts[] = {
+      "{\"cmd\":\"world.create\",\"world\":\"g1.other\"}",
+      "{\"cmd\":\"world.destroy\",\"world\":\"g1.main\"}",
+      "{\"cmd\":\"transform.create\",\"world\":\"g1.main\"}",
+      "{\"cmd\":\"transform.destroy\",\"world\":\"g1.main\",\"entity\":%llu}",
+      "{\"cmd\":\"transform.link\",\"world\":\"g1.main\",\"entity\":%llu,\"parent\":null}",
+      "{\"cmd\":\"transform.unlink\",\"world\":\"g1.main\",\"entity\":%llu}",
+      "{\"cmd\":\"transform.set_local\",\"world\":\"g1.main\",\"entity\":%llu,\"t\":[1,2,3]}",
+      "{\"cmd\":\"transform.set_world\",\"world\":\"g1.main\",\"entity\":%llu,\"t\":[1,2,3]}",
+      "{\"cmd\":\"transform.get\",\"world\":\"g1.main\",\"entity\":%llu}",
+      "{\"cmd\":\"transform.children\",\"world\":\"g1.main\",\"entity\":%llu}",
+      "{\"cmd\":\"transform.rename\",\"world\":\"g1.main\",\"entity\":%llu,\"name\":\"b\"}",
+      "{\"cmd\":\"transform.find\",\"world\":\"g1.main\",\"path\":\"a\"}",
+      "{\"cmd\":\"transform.relative\",\"world\":\"g1.main\",\"entity\":%llu,\"to\":%llu}",
+      "{\"cmd\":\"batch\",\"world\":\"g1.main\",\"ops\":[]}",
+      "{\"cmd\":\"subscribe\",\"world\":\"g1.main\"}",
+      "{\"cmd\":\"entity.create\",\"world\":\"g1.main\"}",
+      "{\"cmd\":\"world.move\",\"world\":\"g1.main\",\"to\":\"n1\"}",
+  };
+  for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++) {
+    for (int i = 1; i < NODES; i++) {
+      char line[300];
+      snprintf(line, sizeof line, fmts[f], e, e);
+      r = CALL(&k.c[i], "%s", line);
+      const cJSON *err = error_of(r);
+      bool moved = scn_resp_str_is(err, "code", "MOVED") && scn_resp_str_is(err, "node", "n0") &&
+                   scn_resp_str_is(err, "addr", addr);
+      if (!CHECK(moved, r))
+        scn_report_text("request", line);
+      cJSON_Delete(r);
+    }
+  }
+  /* The owner runs them. */
+  OKD(&k.c[0], "{\"cmd\":\"transform.get\",\"world\":\"g1.main\",\"entity\":%llu}", e);
+  OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"g1.other\"}");
+  r = OK(&k.c[0], "{\"cmd\":\"entity.create\",\"world\":\"g1.main\",\"count\":2}");
+  cJSON_Delete(r);
+  /* A new group is created where it is asked for; a world nobody has is NOT_FOUND everywhere
+   * (each daemon asks etcd first); a group created an instant ago elsewhere is MOVED. */
+  for (int i = 0; i < NODES; i++) {
+    ERR(&k.c[i], "NOT_FOUND", "{\"cmd\":\"transform.get\",\"world\":\"nope\",\"entity\":1}");
+    char line[128];
+    snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"fresh%d\"}", i);
+    r = OK(&k.c[i], "%s", line);
+    CU_ASSERT(scn_resp_str_is(r, "node", node_name(i)));
+    cJSON_Delete(r);
+    int other = (i + 1) % NODES;
+    r = CALL(&k.c[other], "{\"cmd\":\"transform.find\",\"world\":\"fresh%d\",\"path\":\"x\"}", i);
+    CHECK(scn_resp_str_is(error_of(r), "code", "MOVED") &&
+              scn_resp_str_is(error_of(r), "node", node_name(i)),
+          r);
+    cJSON_Delete(r);
+  }
+  /* world.list with cluster: every world with its node; info names the node. */
+  long deadline = scn_now_ms() + 5000;
+  bool listed = false;
+  while (!listed && scn_now_ms() < deadline) {
+    r = OK(&k.c[2], "{\"cmd\":\"world.list\",\"cluster\":true}");
+    const cJSON *w, *worlds = cJSON_GetObjectItemCaseSensitive(r, "worlds");
+    int found = 0;
+    cJSON_ArrayForEach(w, worlds) {
+      if (scn_resp_str_is(w, "name", "g1.main") && scn_resp_str_is(w, "node", "n0"))
+        found++;
+      if (scn_resp_str_is(w, "name", "fresh2") && scn_resp_str_is(w, "node", "n2") &&
+          scn_resp_has(w, "transforms"))
+        found++;
+    }
+    listed = found == 2;
+    cJSON_Delete(r);
+    if (!listed)
+      scn_sleep_ms(50);
+  }
+  CU_ASSERT(listed);
+  r = OK(&k.c[1], "{\"cmd\":\"info\"}");
+  CU_ASSERT(scn_resp_str_is(r, "node", "n1"));
+  cJSON_Delete(r);
+  /* The figures: MOVED answers counted (also by code), groups owned, the lease, etcd. */
+  char *page = NULL;
+  CU_ASSERT_EQUAL(scn_http_get(k.d[1].http_port, "/metrics", &page), 200);
+  CU_ASSERT(scn_metric(page, "scened_cluster_moved_total") >= 17 * 1);
+  CU_ASSERT(scn_metric(page, "scened_cluster_groups_owned") == 1);
+  CU_ASSERT(scn_metric(page, "scened_cluster_registered") == 1);
+  CU_ASSERT(scn_metric(page, "scened_cluster_lease_renewals_total") >= 0);
+  CU_ASSERT(scn_metric(page, "scened_cluster_lease_remaining_seconds") > 0);
+  CU_ASSERT(scn_metric(page, "scened_etcd_request_seconds_count") > 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(page, "scened_command_errors_total{code=\"MOVED\"}"));
+  free(page);
+  page = NULL;
+  CU_ASSERT_EQUAL(scn_http_get(k.d[2].http_port, "/metrics", &page), 200);
+  CU_ASSERT(scn_metric(page, "scened_etcd_failovers_total") >= 1); /* its dead first endpoint */
+  free(page);
+  page = NULL;
+  CU_ASSERT_EQUAL(scn_http_get(k.d[0].http_port, "/readyz", &page), 200);
+  free(page);
+  cluster_stop(&k);
+}
+
+/* scenectl and the Python client follow MOVED: asked on a daemon that does not own the world,
+ * they get the answer. */
+static void test_scenectl_non_owner(void) {
+  START_CLUSTER(k, NULL);
+  OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"ctl.main\"}");
+  OKD(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"ctl.main\",\"name\":\"car\"}");
+  const char *bin = getenv("SCENECTL_BIN") ? getenv("SCENECTL_BIN") : "build/scenectl";
+  char port[16];
+  snprintf(port, sizeof port, "%d", k.d[1].port);
+  const char *args[] = {"--port", port, "transform.find", "world=ctl.main", "path=car", NULL};
+  scn_proc p;
+  CU_ASSERT_FATAL(scn_proc_start(&p, bin, args, NULL, NULL, 0));
+  int rc = scn_proc_wait(&p, 10000);
+  CU_ASSERT_EQUAL(rc, 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(text_str(&p.out), "\"entity\""));
+  if (rc != 0)
+    scn_report_text("scenectl", text_str(&p.err));
+  scn_proc_free(&p);
+  /* The Python client as well (next to the daemon's binary, or from the working directory). */
+  char script[512];
+  const char *bin_dir = scn_daemon_bin(), *slash = strrchr(bin_dir, '/');
+  snprintf(script, sizeof script, "%.*s/../scripts/scened_client.py",
+           slash ? (int)(slash - bin_dir) : 1, slash ? bin_dir : ".");
+  if (access(script, R_OK) != 0)
+    snprintf(script, sizeof script, "scripts/scened_client.py");
+  const char *py[] = {script, "--port", port, "transform.find", "world=ctl.main", "path=car", NULL};
+  CU_ASSERT_FATAL(scn_proc_start(&p, "/usr/bin/python3", py, NULL, NULL, 0));
+  rc = scn_proc_wait(&p, 10000);
+  CU_ASSERT_EQUAL(rc, 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(text_str(&p.out), "\"entity\""));
+  if (rc != 0)
+    scn_report_text("python client", text_str(&p.err));
+  scn_proc_free(&p);
+  cluster_stop(&k);
+}
+
+/* Asks daemon i to create world with "node": place until the answer is what is wanted (the
+ * nodes' published figures take a moment to reach every daemon): ok on node want, or (moved)
+ * MOVED to want. */
+static bool placed_at(cluster *k, int i, const char *world, const char *place, bool moved,
+                      const char *want) {
+  long deadline = scn_now_ms() + 8000;
+  while (scn_now_ms() < deadline) {
+    cJSON *r =
+        CALL(&k->c[i], "{\"cmd\":\"world.create\",\"world\":\"%s\",\"node\":\"%s\"}", world, place);
+    bool got = moved ? scn_resp_str_is(error_of(r), "code", "MOVED") &&
+                           scn_resp_str_is(error_of(r), "node", want)
+                     : scn_resp_ok(r) && scn_resp_str_is(r, "node", want);
+    bool created = scn_resp_ok(r);
+    if (!got && created)
+      CHECK(got, r); /* created elsewhere than wanted: there is no going back */
+    cJSON_Delete(r);
+    if (got || created)
+      return got;
+    scn_sleep_ms(100);
+  }
+  return false;
+}
+
+/* world.create with "node": auto places a new group on the node with the fewest transforms,
+ * then the fewest worlds, then the smallest name; a node's name sends it there. */
+static void test_placement_auto(void) {
+  START_CLUSTER(k, NULL);
+  /* All empty: n0, the smallest name. */
+  CU_ASSERT(placed_at(&k, 0, "p0", "auto", false, "n0"));
+  OKD(&k.c[0], "{\"cmd\":\"entity.create\",\"count\":1}");
+  for (int i = 0; i < 5; i++)
+    OKD(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"p0\"}");
+  OKD(&k.c[1], "{\"cmd\":\"world.create\",\"world\":\"p1\"}");
+  /* Once n2 has heard of both: n2 (no world) before n1 (one world, no transform). */
+  CU_ASSERT(placed_at(&k, 2, "pa", "auto", false, "n2"));
+  /* Now n1 and n2 tie (no transform, one world): n1 by name; n0 answers MOVED to it, and n1
+   * places it on itself. */
+  CU_ASSERT(placed_at(&k, 0, "pb", "auto", true, "n1"));
+  CU_ASSERT(placed_at(&k, 1, "pb", "auto", false, "n1"));
+  CU_ASSERT(placed_at(&k, 0, "pc", "n2", true, "n2"));
+  ERR(&k.c[0], "NOT_FOUND", "{\"cmd\":\"world.create\",\"world\":\"pd\",\"node\":\"nobody\"}");
+  CU_ASSERT(placed_at(&k, 2, "pc", "n2", false, "n2"));
+  cluster_stop(&k);
+}
+
+static int cmp_ull(const void *a, const void *b) {
+  unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Entity ids are unique across the cluster: each daemon hands out ids from its own ranges. */
+static void test_unique_entity_ids(void) {
+  START_CLUSTER(k, NULL);
+  enum { PER = 300, CREATES = 40 };
+  unsigned long long *ids = calloc(NODES * (PER + CREATES), sizeof *ids);
+  size_t n = 0;
+  for (int i = 0; i < NODES; i++) {
+    cJSON *r = OK(&k.c[i], "{\"cmd\":\"entity.create\",\"count\":%d}", PER);
+    const cJSON *id, *list = cJSON_GetObjectItemCaseSensitive(r, "entities");
+    cJSON_ArrayForEach(id, list) ids[n++] = (unsigned long long)id->valuedouble;
+    cJSON_Delete(r);
+    OKD(&k.c[i], "{\"cmd\":\"world.create\",\"world\":\"u%d\"}", i);
+    for (int j = 0; j < CREATES; j++) {
+      r = OK(&k.c[i], "{\"cmd\":\"transform.create\",\"world\":\"u%d\"}", i);
+      ids[n++] = scn_resp_id(r, "entity");
+      cJSON_Delete(r);
+    }
+  }
+  CU_ASSERT_EQUAL(n, NODES * (PER + CREATES));
+  qsort(ids, n, sizeof *ids, cmp_ull);
+  size_t dups = 0;
+  for (size_t i = 1; i < n; i++)
+    dups += ids[i] == ids[i - 1] || ids[i] == 0;
+  CU_ASSERT_EQUAL(dups, 0);
+  free(ids);
+  cluster_stop(&k);
+}
+
+/* ---- moves --------------------------------------------------------------------------------- */
+
+/* world.move with a subscriber and writes racing it: every write answered ok before the
+ * hand-off is on the new owner (the oks are a prefix, the rest MOVED or UNAVAILABLE), the
+ * subscriber gets moved, and the old owner answers MOVED from then on. */
+static void test_move_with_subscribers_and_writes(void) {
+  START_CLUSTER(k, NULL);
+  OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"m.a\"}");
+  OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"m.b\"}");
+  cJSON *r = OK(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"m.a\",\"name\":\"x\"}");
+  unsigned long long e = scn_resp_id(r, "entity");
+  cJSON_Delete(r);
+  scn_client sub, writer, mover;
+  CONNECT_FATAL(&sub, k.d[0].port);
+  CONNECT_FATAL(&writer, k.d[0].port);
+  CONNECT_FATAL(&mover, k.d[0].port);
+  scn_client_keep_events(&sub);
+  r = OK(&sub, "{\"cmd\":\"subscribe\",\"world\":\"m.a\"}");
+  double sid = scn_resp_num(r, "sub");
+  cJSON_Delete(r);
+  /* Writes go in chunks while the move runs, so some land before the hand-off and some
+   * after it. */
+  enum { CHUNK = 20, MAX_WRITES = 4000 };
+  int sent = 0, answered = 0, last_ok = 0, oks = 0, refused = 0;
+  bool prefix = true, move_sent = false;
+  cJSON *m = NULL;
+  int after_move = 0;
+  long deadline0 = scn_now_ms() + 20000;
+  while (sent < MAX_WRITES && after_move < 5 && scn_now_ms() < deadline0) {
+    text batch = {0};
+    for (int i = 0; i < CHUNK; i++)
+      text_addf(&batch,
+                "{\"cmd\":\"transform.set_local\",\"world\":\"m.a\",\"entity\":%llu,\"t\":[%d,"
+                "0,0]}\n",
+                e, ++sent);
+    scn_client_send_raw(&writer, batch.s, batch.len);
+    text_free(&batch);
+    if (!move_sent && sent >= 200) {
+      scn_client_send(&mover, "{\"cmd\":\"world.move\",\"world\":\"m.a\",\"to\":\"n1\"}");
+      move_sent = true;
+    }
+    if (move_sent && !m)
+      m = scn_recv_object(&mover, 1);
+    if (m)
+      after_move++;
+    /* Read what has been answered so far. */
+    while (answered < sent) {
+      cJSON *w = scn_recv_object(&writer, answered + 4 * CHUNK < sent ? SCN_RESPONSE_MS : 1);
+      if (!w)
+        break;
+      answered++;
+      if (scn_resp_ok(w)) {
+        prefix &= refused == 0;
+        last_ok = answered;
+        oks++;
+      } else {
+        const char *code = scn_resp_code(w);
+        CHECK(!strcmp(code, "MOVED") || !strcmp(code, "UNAVAILABLE"), w);
+        refused++;
+      }
+      cJSON_Delete(w);
+    }
+  }
+  while (answered < sent) {
+    cJSON *w = scn_recv_object(&writer, SCN_RESPONSE_MS);
+    if (!w) {
+      CU_FAIL("every write is answered");
+      break;
+    }
+    answered++;
+    if (scn_resp_ok(w)) {
+      prefix &= refused == 0;
+      last_ok = answered;
+      oks++;
+    } else {
+      refused++;
+    }
+    cJSON_Delete(w);
+  }
+  if (!m)
+    m = scn_recv_object(&mover, SCN_RESPONSE_MS);
+  CHECK(scn_resp_ok(m), m);
+  cJSON_Delete(m);
+  CU_ASSERT(oks > 0 && refused > 0);
+  CU_ASSERT(prefix);
+  fprintf(stderr, "\n  move: %d writes ok before the hand-off, %d refused\n", oks, refused);
+  /* The subscriber's stream ends with moved, naming the new owner. */
+  bool moved_event = false;
+  long deadline = scn_now_ms() + 5000;
+  while (!moved_event && scn_now_ms() < deadline) {
+    cJSON *ev = scn_next_event(&sub, 200);
+    if (ev && scn_resp_str_is(ev, "event", "moved")) {
+      char addr[64];
+      snprintf(addr, sizeof addr, "127.0.0.1:%d", k.d[1].port);
+      CHECK(scn_resp_num(ev, "sub") == sid && scn_resp_str_is(ev, "world", "m.a") &&
+                scn_resp_str_is(ev, "node", "n1") && scn_resp_str_is(ev, "addr", addr),
+            ev);
+      moved_event = true;
+    }
+    cJSON_Delete(ev);
+  }
+  CU_ASSERT(moved_event);
+  ERR(&sub, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%g}", sid);
+  /* The old owner sends both worlds of the group to n1; n1 has every acknowledged write. */
+  for (int i = 0; i < 2; i++) {
+    r = CALL(&k.c[0], "{\"cmd\":\"transform.get\",\"world\":\"m.%c\",\"entity\":%llu}", "ab"[i], e);
+    CHECK(scn_resp_str_is(error_of(r), "code", "MOVED") &&
+              scn_resp_str_is(error_of(r), "node", "n1"),
+          r);
+    cJSON_Delete(r);
+  }
+  r = OK(&k.c[1], "{\"cmd\":\"transform.get\",\"world\":\"m.a\",\"entity\":%llu}", e);
+  const cJSON *local = cJSON_GetObjectItemCaseSensitive(r, "local");
+  double x = cJSON_GetArraySize(local) == 16 ? cJSON_GetArrayItem(local, 12)->valuedouble : -1;
+  CU_ASSERT_EQUAL(x, last_ok);
+  CU_ASSERT(scn_resp_str_is(r, "name", "x"));
+  cJSON_Delete(r);
+  OKD(&k.c[1], "{\"cmd\":\"world.list\"}");
+  ERR(&k.c[1], "NOT_FOUND", "{\"cmd\":\"transform.find\",\"world\":\"m.b\",\"path\":\"none\"}");
+  /* Moves to nowhere, and to the owner itself. */
+  ERR(&k.c[1], "NOT_FOUND", "{\"cmd\":\"world.move\",\"world\":\"m.a\",\"to\":\"nobody\"}");
+  OKD(&k.c[1], "{\"cmd\":\"world.move\",\"world\":\"m.a\",\"to\":\"n1\"}");
+  /* And back, through the client's own connection. */
+  OKD(&k.c[1], "{\"cmd\":\"world.move\",\"world\":\"m.b\",\"to\":\"n2\"}");
+  r = OK(&k.c[2], "{\"cmd\":\"transform.get\",\"world\":\"m.a\",\"entity\":%llu}", e);
+  cJSON_Delete(r);
+  scn_client_close(&sub);
+  scn_client_close(&writer);
+  scn_client_close(&mover);
+  cluster_stop(&k);
+}
+
+/* ---- failures ------------------------------------------------------------------------------ */
+
+/* Sends count transform.create requests named prefix<i> pipelined; returns how many were
+ * answered ok (their indices set in ok[]), reading until the connection ends or times out. */
+static int write_names(scn_client *c, const char *world, const char *prefix, int from, int count,
+                       bool *ok, int timeout_ms) {
+  text b = {0};
+  for (int i = from; i < from + count; i++)
+    text_addf(&b, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"name\":\"%s%d\",\"id\":%d}\n",
+              world, prefix, i, i);
+  scn_client_send_raw(c, b.s, b.len);
+  text_free(&b);
+  int oks = 0;
+  for (int i = 0; i < count; i++) {
+    cJSON *r = scn_client_recv_json(c, timeout_ms);
+    if (!r)
+      break;
+    int id = (int)scn_resp_num(r, "id");
+    if (scn_resp_ok(r) && id >= from && id < from + count) {
+      ok[id] = true;
+      oks++;
+    }
+    cJSON_Delete(r);
+  }
+  return oks;
+}
+
+/* kill -9 of an owner while a client writes under --fsync always: another daemon takes the
+ * group over within the TTL plus 3 s, and every write answered ok is there. */
+static void test_kill9_takeover(void) {
+  START_CLUSTER(k, "always");
+  OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"kill.main\"}");
+  enum { ROUNDS = 20, PER = 50 };
+  bool ok[ROUNDS * PER + PER] = {0};
+  scn_client w;
+  CONNECT_FATAL(&w, k.d[0].port);
+  int oks = 0;
+  for (int round = 0; round < ROUNDS; round++)
+    oks += write_names(&w, "kill.main", "w", round * PER, PER, ok, SCN_RESPONSE_MS);
+  /* The last round is in flight when the owner dies. */
+  text b = {0};
+  for (int i = ROUNDS * PER; i < ROUNDS * PER + PER; i++)
+    text_addf(&b,
+              "{\"cmd\":\"transform.create\",\"world\":\"kill.main\",\"name\":\"w%d\",\"id\":%d}\n",
+              i, i);
+  scn_client_send_raw(&w, b.s, b.len);
+  text_free(&b);
+  kill(k.d[0].pid, SIGKILL);
+  long killed = scn_now_ms();
+  scn_daemon_wait(&k.d[0], 5000);
+  k.up[0] = false;
+  for (int i = 0; i < PER; i++) {
+    cJSON *r = scn_client_recv_json(&w, 200);
+    if (!r)
+      break;
+    int id = (int)scn_resp_num(r, "id");
+    if (scn_resp_ok(r) && id >= ROUNDS * PER) {
+      ok[id] = true;
+      oks++;
+    }
+    cJSON_Delete(r);
+  }
+  scn_client_close(&w);
+  scn_client_close(&k.c[0]);
+  k.connected[0] = false;
+  int at = -1;
+  cJSON *r =
+      wait_ok_anywhere(&k, "{\"cmd\":\"transform.find\",\"world\":\"kill.main\",\"path\":\"w0\"}",
+                       TTL_MS + 3000 + 2000, &at);
+  long took = scn_now_ms() - killed;
+  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+  cJSON_Delete(r);
+  fprintf(stderr,
+          "\n  kill -9: %d writes acknowledged; served by n%d again after %ld ms (TTL %d ms)\n",
+          oks, at, took, TTL_MS);
+  CU_ASSERT(took <= TTL_MS + 3000);
+  int missing = 0;
+  for (int i = 0; i < ROUNDS * PER + PER; i++) {
+    if (!ok[i])
+      continue;
+    cJSON *f = scn_client_call(
+        &k.c[at], "{\"cmd\":\"transform.find\",\"world\":\"kill.main\",\"path\":\"w%d\"}", i);
+    if (!scn_resp_ok(f) && missing++ < 3)
+      scn_report("an acknowledged write is missing", f);
+    cJSON_Delete(f);
+  }
+  CU_ASSERT_EQUAL(missing, 0);
+  cluster_stop(&k);
+}
+
+/* SIGSTOP of an owner past its TTL, then SIGCONT: once another daemon has the group, the old
+ * owner answers no ok for it, and the new owner holds nothing the old one did not acknowledge. */
+static void test_sigstop_fencing(void) {
+  START_CLUSTER(k, "always");
+  OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"stop.main\"}");
+  OKD(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"stop.main\",\"name\":\"before\"}");
+  scn_client w;
+  CONNECT_FATAL(&w, k.d[0].port);
+  kill(k.d[0].pid, SIGSTOP);
+  int at = -1;
+  cJSON *r = wait_ok_anywhere(
+      &k, "{\"cmd\":\"transform.find\",\"world\":\"stop.main\",\"path\":\"before\"}", TTL_MS + 8000,
+      &at);
+  CU_ASSERT_PTR_NOT_NULL(r);
+  cJSON_Delete(r);
+  if (at > 0) {
+    OKD(&k.c[at], "{\"cmd\":\"transform.create\",\"world\":\"stop.main\",\"name\":\"after\"}");
+  }
+  /* Writes that reach the stopped daemon: read when it wakes, never acknowledged. */
+  text b = {0};
+  for (int i = 0; i < 20; i++)
+    text_addf(&b, "{\"cmd\":\"transform.create\",\"world\":\"stop.main\",\"name\":\"stale%d\"}\n",
+              i);
+  scn_client_send_raw(&w, b.s, b.len);
+  text_free(&b);
+  kill(k.d[0].pid, SIGCONT);
+  int answered = 0, acked = 0;
+  for (int i = 0; i < 20; i++) {
+    cJSON *x = scn_client_recv_json(&w, 5000);
+    if (!x)
+      break; /* closed: acknowledges nothing */
+    answered++;
+    if (scn_resp_ok(x)) {
+      acked++;
+      scn_report("a stale owner acknowledged", x);
+    }
+    cJSON_Delete(x);
+  }
+  CU_ASSERT_EQUAL(acked, 0);
+  fprintf(stderr, "\n  SIGCONT: %d of 20 stale writes answered (none ok), the rest unanswered\n",
+          answered);
+  scn_client_close(&w);
+  /* Asked again, it does not serve the group either. */
+  r = CALL(&k.c[0],
+           "{\"cmd\":\"transform.create\",\"world\":\"stop.main\",\"name\":\"stale-late\"}");
+  CHECK(!scn_resp_ok(r), r);
+  cJSON_Delete(r);
+  if (at > 0) {
+    for (int i = 0; i < 20; i++) {
+      r = CALL(&k.c[at],
+               "{\"cmd\":\"transform.find\",\"world\":\"stop.main\",\"path\":\"stale%d\"}", i);
+      CHECK(scn_resp_str_is(error_of(r), "code", "NOT_FOUND"), r);
+      cJSON_Delete(r);
+    }
+    ERR(&k.c[at], "NOT_FOUND",
+        "{\"cmd\":\"transform.find\",\"world\":\"stop.main\",\"path\":\"stale-late\"}");
+    OKD(&k.c[at], "{\"cmd\":\"transform.find\",\"world\":\"stop.main\",\"path\":\"after\"}");
+  }
+  cluster_stop(&k);
+}
+
+/* etcd stopped for longer than the TTL: the owners fence themselves (UNAVAILABLE for their
+ * worlds), and serve again once etcd is back. */
+static void test_etcd_down_fences(void) {
+  START_CLUSTER(k, NULL);
+  OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"down.main\"}");
+  OKD(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"down.main\",\"name\":\"kept\"}");
+  etcd_stop(&k.e, SIGKILL);
+  long stopped = scn_now_ms();
+  bool fenced = false;
+  long fenced_at = 0;
+  while (!fenced && scn_now_ms() < stopped + TTL_MS + 2000) {
+    cJSON *r =
+        CALL(&k.c[0], "{\"cmd\":\"transform.find\",\"world\":\"down.main\",\"path\":\"kept\"}");
+    fenced = scn_resp_str_is(error_of(r), "code", "UNAVAILABLE");
+    if (!fenced)
+      CHECK(scn_resp_ok(r), r);
+    cJSON_Delete(r);
+    if (!fenced)
+      scn_sleep_ms(20);
+  }
+  fenced_at = scn_now_ms() - stopped;
+  CU_ASSERT(fenced);
+  CU_ASSERT(fenced_at < TTL_MS);
+  /* Down past the TTL: still fenced. */
+  while (scn_now_ms() < stopped + TTL_MS + 500)
+    ERR(&k.c[0], "UNAVAILABLE",
+        "{\"cmd\":\"transform.find\",\"world\":\"down.main\",\"path\":\"kept\"}");
+  CU_ASSERT_FATAL(etcd_start(&k.e));
+  long back = scn_now_ms();
+  cJSON *r = wait_ok_anywhere(
+      &k, "{\"cmd\":\"transform.find\",\"world\":\"down.main\",\"path\":\"kept\"}", 15000, NULL);
+  CU_ASSERT_PTR_NOT_NULL(r);
+  cJSON_Delete(r);
+  fprintf(stderr,
+          "\n  etcd down: fenced after %ld ms (TTL %d); served again %ld ms after etcd returned\n",
+          fenced_at, TTL_MS, scn_now_ms() - back);
+  CU_ASSERT(wait_registered(&k, NODES));
+  cluster_stop(&k);
+}
+
+/* SIGTERM saves and releases each group at once: another daemon serves it within a second. */
+static void test_sigterm_release(void) {
+  START_CLUSTER(k, NULL);
+  OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"term.main\"}");
+  OKD(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"term.main\",\"name\":\"kept\"}");
+  scn_client_close(&k.c[0]);
+  k.connected[0] = false;
+  kill(k.d[0].pid, SIGTERM);
+  long t0 = scn_now_ms();
+  int at = -1;
+  cJSON *r = wait_ok_anywhere(
+      &k, "{\"cmd\":\"transform.find\",\"world\":\"term.main\",\"path\":\"kept\"}", 5000, &at);
+  long took = scn_now_ms() - t0;
+  CU_ASSERT_PTR_NOT_NULL(r);
+  cJSON_Delete(r);
+  fprintf(stderr, "\n  SIGTERM: served by n%d %ld ms after the signal\n", at, took);
+  CU_ASSERT(took < 1000);
+  int status = scn_daemon_wait(&k.d[0], 5000);
+  k.up[0] = false;
+  CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  cluster_stop(&k);
+}
+
+/* The whole cluster stopped and started again: every group is claimed exactly once, from the
+ * data directory, with everything in it. */
+static void test_whole_cluster_restart(void) {
+  START_CLUSTER(k, NULL);
+  enum { GROUPS = 6 };
+  for (int g = 0; g < GROUPS; g++) {
+    OKD(&k.c[g % NODES], "{\"cmd\":\"world.create\",\"world\":\"r%d.main\"}", g);
+    OKD(&k.c[g % NODES], "{\"cmd\":\"transform.create\",\"world\":\"r%d.main\",\"name\":\"t%d\"}",
+        g, g);
+  }
+  for (int i = 0; i < NODES; i++)
+    node_stop(&k, i, SIGTERM);
+  for (int i = 0; i < NODES; i++)
+    CU_ASSERT_FATAL(node_start(&k, i));
+  CU_ASSERT(wait_registered(&k, NODES));
+  for (int g = 0; g < GROUPS; g++) {
+    char line[160];
+    snprintf(line, sizeof line,
+             "{\"cmd\":\"transform.find\",\"world\":\"r%d.main\",\"path\":\"t%d\"}", g, g);
+    cJSON *r = wait_ok_anywhere(&k, line, 10000, NULL);
+    CU_ASSERT_PTR_NOT_NULL(r);
+    cJSON_Delete(r);
+  }
+  for (int g = 0; g < GROUPS; g++) {
+    char needle[64];
+    snprintf(needle, sizeof needle, "group=r%d old=", g);
+    int claims = 0;
+    for (int i = 0; i < NODES; i++) {
+      char *log = scn_read_file(k.d[i].log_path);
+      for (const char *p = log ? strstr(log, needle) : NULL; p; p = strstr(p + 1, needle))
+        claims += strstr(p, " new=n") && strncmp(strstr(p, " new=") + 5, "n", 1) == 0 &&
+                  (!strchr(p, '\n') || strstr(p, " new=") < strchr(p, '\n'));
+      free(log);
+    }
+    CU_ASSERT_EQUAL(claims, 1);
+  }
+  cluster_stop(&k);
+}
+
+/* A data directory written by a standalone daemon loads in a cluster: it is split into groups
+ * once, with its ids and matrices. */
+static void test_old_layout_migrates(void) {
+  etcd e = {0};
+  CU_ASSERT_FATAL(etcd_start(&e));
+  char data[64];
+  snprintf(data, sizeof data, "/tmp/scened-data-XXXXXX");
+  CU_ASSERT_FATAL(mkdtemp(data) != NULL);
+  scn_daemon d;
+  scn_client c;
+  const char *plain[] = {"--data", data, "--fsync", "always", NULL};
+  unsigned long long e1 = 0, e2 = 0, loose = 0;
+  if (START_CONNECTED(&d, &c, plain)) {
+    OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"old.a\"}");
+    OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"other\"}");
+    cJSON *r =
+        OK(&c, "{\"cmd\":\"transform.create\",\"world\":\"old.a\",\"name\":\"p\",\"t\":[1,2,3]}");
+    e1 = scn_resp_id(r, "entity");
+    cJSON_Delete(r);
+    OKD(&c, "{\"cmd\":\"save\"}");
+    /* After the snapshot, in the journal only. */
+    r = OK(&c, "{\"cmd\":\"transform.create\",\"world\":\"other\",\"name\":\"q\",\"t\":[4,5,6]}");
+    e2 = scn_resp_id(r, "entity");
+    cJSON_Delete(r);
+    r = OK(&c, "{\"cmd\":\"entity.create\"}");
+    loose =
+        (unsigned long long)cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "entities"), 0)
+            ->valuedouble;
+    cJSON_Delete(r);
+    scn_client_close(&c);
+    scn_daemon_stop(&d, SIGKILL, 5000);
+  }
+  cluster k;
+  memset(&k, 0, sizeof k);
+  k.e = e;
+  snprintf(k.data, sizeof k.data, "%s", data);
+  for (int i = 0; i < NODES; i++)
+    CU_ASSERT_FATAL(node_start(&k, i));
+  CU_ASSERT(wait_registered(&k, NODES));
+  char line[200];
+  snprintf(line, sizeof line, "{\"cmd\":\"transform.get\",\"world\":\"old.a\",\"entity\":%llu}",
+           e1);
+  cJSON *r = wait_ok_anywhere(&k, line, 10000, NULL);
+  CU_ASSERT(r && scn_resp_str_is(r, "name", "p"));
+  cJSON_Delete(r);
+  snprintf(line, sizeof line, "{\"cmd\":\"transform.get\",\"world\":\"other\",\"entity\":%llu}",
+           e2);
+  r = wait_ok_anywhere(&k, line, 10000, NULL);
+  const cJSON *local = cJSON_GetObjectItemCaseSensitive(r, "local");
+  CU_ASSERT(r && cJSON_GetArraySize(local) == 16 &&
+            cJSON_GetArrayItem(local, 14)->valuedouble == 6);
+  cJSON_Delete(r);
+  /* The loose entity lives on the node that migrated; new ids never collide with old ones. */
+  int owners = 0;
+  for (int i = 0; i < NODES; i++) {
+    cJSON *x = CALL(&k.c[i], "{\"cmd\":\"entity.destroy\",\"entity\":%llu}", loose);
+    owners += scn_resp_ok(x);
+    cJSON_Delete(x);
+    x = OK(&k.c[i], "{\"cmd\":\"entity.create\",\"count\":10}");
+    const cJSON *id;
+    cJSON_ArrayForEach(id, cJSON_GetObjectItemCaseSensitive(x, "entities")) {
+      unsigned long long v = (unsigned long long)id->valuedouble;
+      CU_ASSERT(v != e1 && v != e2 && v != loose);
+    }
+    cJSON_Delete(x);
+  }
+  CU_ASSERT_EQUAL(owners, 1);
+  char path[128];
+  snprintf(path, sizeof path, "%s/migrated/snapshot.scn", data);
+  CU_ASSERT(access(path, F_OK) == 0);
+  snprintf(path, sizeof path, "%s/snapshot.scn", data);
+  CU_ASSERT(access(path, F_OK) != 0);
+  cluster_stop(&k);
+}
+
+/* ---- bad input ----------------------------------------------------------------------------- */
+
+static int run_scened(const char *const *args, text *err) {
+  scn_proc p;
+  if (!scn_proc_start(&p, scn_daemon_bin(), args, NULL, NULL, 0))
+    return -1;
+  int rc = scn_proc_wait(&p, 10000);
+  text_add(err, text_str(&p.err), strlen(text_str(&p.err)));
+  scn_proc_free(&p);
+  return rc;
+}
+
+/* --cluster without --data, or with a malformed URL: one line, exit 2. */
+static void test_bad_flags(void) {
+  const char *cases[][8] = {
+      {"--cluster", "http://127.0.0.1:2379", "--listen", "127.0.0.1:0", "--http", "off", NULL},
+      {"--cluster", "127.0.0.1:2379", "--data", "/tmp", "--http", "off", NULL},
+      {"--cluster", "http://127.0.0.1:99999", "--data", "/tmp", "--http", "off", NULL},
+      {"--cluster", "http://127.0.0.1:2379,", "--data", "/tmp", "--http", "off", NULL},
+      {"--cluster", "http://127.0.0.1:2379", "--data", "/tmp", "--node", "a b", NULL},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    text err = {0};
+    int rc = run_scened(cases[i], &err);
+    CU_ASSERT_EQUAL(rc, 2);
+    const char *s = text_str(&err);
+    const char *nl = strchr(s, '\n');
+    CU_ASSERT(nl && nl[1] == '\0');
+    if (rc != 2)
+      scn_report_text("stderr", s);
+    text_free(&err);
+  }
+}
+
+/* etcd unreachable at start: the daemon keeps trying, /readyz is 503 and worlds answer
+ * UNAVAILABLE; once etcd is there it registers and serves. */
+static void test_etcd_late(void) {
+  etcd e = {0};
+  snprintf(e.dir, sizeof e.dir, "/tmp/scened-etcd-XXXXXX");
+  CU_ASSERT_FATAL(mkdtemp(e.dir) != NULL);
+  e.port = free_port();
+  e.peer = free_port();
+  snprintf(e.url, sizeof e.url, "http://127.0.0.1:%d", e.port);
+  cluster k;
+  memset(&k, 0, sizeof k);
+  k.e = e;
+  snprintf(k.data, sizeof k.data, "/tmp/scened-data-XXXXXX");
+  CU_ASSERT_FATAL(mkdtemp(k.data) != NULL);
+  for (int i = 0; i < NODES; i++)
+    CU_ASSERT_FATAL(node_start(&k, i));
+  ERR(&k.c[0], "UNAVAILABLE", "{\"cmd\":\"world.create\",\"world\":\"late\"}");
+  ERR(&k.c[1], "UNAVAILABLE", "{\"cmd\":\"transform.get\",\"world\":\"late\",\"entity\":1}");
+  ERR(&k.c[2], "UNAVAILABLE", "{\"cmd\":\"entity.create\"}");
+  OKD(&k.c[0], "{\"cmd\":\"ping\"}");
+  char *resp = NULL;
+  CU_ASSERT_EQUAL(scn_http_get(k.d[0].http_port, "/readyz", &resp), 503);
+  free(resp);
+  CU_ASSERT(scn_daemon_log_contains(&k.d[0], "cannot register yet"));
+  CU_ASSERT_FATAL(etcd_start(&k.e));
+  CU_ASSERT(wait_registered(&k, NODES));
+  CU_ASSERT_EQUAL(scn_http_get(k.d[0].http_port, "/readyz", &resp), 200);
+  free(resp);
+  cJSON *r = OK(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"late\"}");
+  cJSON_Delete(r);
+  cluster_stop(&k);
+}
+
+/* A fake gateway that answers every request with something malformed, in turn: the daemons
+ * never crash, never serve (so never acknowledge) a group, and stop cleanly. */
+static void fake_gateway(int fd) {
+  static const char *bodies[] = {
+      "not json at all",
+      "[1,2,3]",
+      "{\"ID\":\"abc\",\"TTL\":\"x\"}",
+      "{\"ID\":\"7\",\"TTL\":\"5\"}", /* a grant, then nonsense for the rest */
+      "{\"header\":{\"revision\":\"-4\"},\"kvs\":[{\"key\":\"!!!\",\"value\":7}]}",
+      "{\"result\":{\"events\":[{\"kv\":{\"key\":\"L3NjZW5lZC9ncm91cHMvYQ==\",\"value\":\"e30=\"}}]"
+      "}}",
+      "{\"succeeded\":\"yes\",\"responses\":{}}",
+      "{\"kvs\":\"none\",\"header\":null}",
+      "{\"truncated\":",
+  };
+  for (unsigned n = 0;; n++) {
+    int c = accept(fd, NULL, NULL);
+    if (c < 0)
+      continue;
+    char buf[8192];
+    ssize_t got = recv(c, buf, sizeof buf, 0);
+    (void)got;
+    const char *body = bodies[n % (sizeof bodies / sizeof bodies[0])];
+    char head[256];
+    int status = n % 7 == 6 ? 500 : 200;
+    int len = snprintf(head, sizeof head,
+                       "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+                       "Connection: close\r\n\r\n",
+                       status, strlen(body));
+    /* The daemon may have gone meanwhile: nothing to do about a failed send. */
+    if (send(c, head, (size_t)len, MSG_NOSIGNAL) == len)
+      send(c, body, strlen(body), MSG_NOSIGNAL);
+    close(c);
+  }
+}
+
+static void test_fake_gateway_malformed(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  CU_ASSERT_FATAL(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+                  listen(fd, 64) == 0 && getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+  pid_t fake = scn_fork();
+  CU_ASSERT_FATAL(fake >= 0);
+  if (fake == 0) {
+    fake_gateway(fd);
+    _exit(0);
+  }
+  close(fd);
+  cluster k;
+  memset(&k, 0, sizeof k);
+  snprintf(k.e.url, sizeof k.e.url, "http://127.0.0.1:%d", ntohs(a.sin_port));
+  snprintf(k.data, sizeof k.data, "/tmp/scened-data-XXXXXX");
+  CU_ASSERT_FATAL(mkdtemp(k.data) != NULL);
+  for (int i = 0; i < NODES; i++)
+    CU_ASSERT_FATAL(node_start(&k, i));
+  long until = scn_now_ms() + 2500;
+  while (scn_now_ms() < until) {
+    for (int i = 0; i < NODES; i++) {
+      cJSON *r = CALL(&k.c[i], "{\"cmd\":\"transform.create\",\"world\":\"a\"}");
+      CHECK(scn_resp_str_is(error_of(r), "code", "UNAVAILABLE"), r);
+      cJSON_Delete(r);
+    }
+    scn_sleep_ms(50);
+  }
+  for (int i = 0; i < NODES; i++) {
+    CU_ASSERT(kill(k.d[i].pid, 0) == 0);
+    scn_client_close(&k.c[i]);
+    k.connected[i] = false;
+    STOP_OK(&k.d[i], 10000);
+    k.up[i] = false;
+  }
+  kill(fake, SIGKILL);
+  scn_child_wait(fake, 5000);
+  remove_tree(k.data);
+}
+
+int scn_test_register_cluster(void) {
+  static const scn_test tests[] = {
+      {"bad flags: one line, exit 2", test_bad_flags},
+      {"routing: MOVED from every command naming a world", test_routing_moved},
+      {"scenectl and the Python client against a non-owner", test_scenectl_non_owner},
+      {"placement with auto", test_placement_auto},
+      {"entity ids unique across the cluster", test_unique_entity_ids},
+      {"world.move with subscribers and racing writes", test_move_with_subscribers_and_writes},
+      {"kill -9 of an owner: takeover keeps every ok", test_kill9_takeover},
+      {"SIGSTOP past the TTL: fenced, no stale ok", test_sigstop_fencing},
+      {"etcd down: owners fence, then recover", test_etcd_down_fences},
+      {"SIGTERM releases groups within a second", test_sigterm_release},
+      {"whole-cluster restart: each group claimed once", test_whole_cluster_restart},
+      {"the standalone layout migrates", test_old_layout_migrates},
+      {"etcd unreachable at start", test_etcd_late},
+      {"a fake gateway's malformed replies", test_fake_gateway_malformed},
+  };
+  return SCN_ADD_SUITE("cluster", NULL, NULL, tests);
+}

@@ -1,0 +1,212 @@
+// The JavaScript client module (client/js/scened.mjs) against the real daemon over WebSocket:
+// connecting with and without a token, pipelined requests answered by promises, errors as
+// ScenedError with the contract's code, matrices to the bit in both forms (random float32 bit
+// patterns, -0 and subnormals included), subscriptions keeping a mirror through full frames,
+// deltas, removals, a resync after lagging and the end of the world, and the ws package taken
+// by default in Node, which has no global WebSocket.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { after, before, describe, test } from 'node:test';
+import { repo, requireModule, sleep, startDaemon, until } from './lib.mjs';
+import {
+  Client, Mirror, ScenedError, connect, decodeMatrices, matrixFromB64, matrixOf, matrixToB64,
+} from '../../client/js/scened.mjs';
+
+const WebSocket = requireModule('ws');
+
+// Random finite float32 values, often special: zeros of both signs, subnormals, the extremes.
+function randomMatrix(rand) {
+  const special = [0, 0x80000000, 1, 0x807fffff, 0x00800000, 0x7f7fffff, 0xff7fffff];
+  const bits = new Uint32Array(16);
+  for (let i = 0; i < 16; i++) {
+    let b = rand() < 0.25 ? special[Math.floor(rand() * special.length)] : Math.floor(rand() * 2 ** 32);
+    if ((b & 0x7f800000) >>> 0 === 0x7f800000) b = (b & 0xbfffffff) >>> 0;
+    bits[i] = b;
+  }
+  return new Float32Array(bits.buffer);
+}
+
+function mulberry(seed) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const bits = (m) => Array.from(new Uint32Array(Float32Array.from(m).buffer));
+
+describe('JavaScript client', () => {
+  let d, url;
+  before(async () => {
+    d = await startDaemon(['--tick-hz', '20']);
+    url = `ws://127.0.0.1:${d.httpPort}/ws`;
+  });
+  after(async () => {
+    assert.equal(await d.stop(), 0);
+  });
+
+  test('base64 helpers: exact, strict', () => {
+    const rand = mulberry(1);
+    for (let k = 0; k < 500; k++) {
+      const m = randomMatrix(rand);
+      const s = matrixToB64(m);
+      assert.equal(s.length, 88);
+      assert.equal(s, Buffer.from(m.buffer).toString('base64'));
+      assert.deepEqual(bits(matrixFromB64(s)), bits(m));
+    }
+    const good = matrixToB64([1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]);
+    for (const bad of [good.slice(0, 87), `${good}A`, `*${good.slice(1)}`, `${good.slice(0, 86)}AA`, `${good.slice(0, 85)}B==`])
+      assert.throws(() => matrixFromB64(bad), (e) => e instanceof ScenedError && e.code === 'BAD_BASE64', bad);
+    const three = new Float32Array(48).map((_, i) => i * 0.5 - 3);
+    const ms = Buffer.from(three.buffer).toString('base64');
+    assert.deepEqual(Array.from(decodeMatrices(ms, 3)), Array.from(three));
+    assert.throws(() => decodeMatrices(ms, 2), ScenedError);
+    assert.throws(() => decodeMatrices(`${ms.slice(0, 10)}*${ms.slice(11)}`, 3), ScenedError);
+    assert.deepEqual(bits(matrixOf([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16])), bits(new Float32Array([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16])));
+  });
+
+  test('pipelined requests, answers in order, errors with their codes', async () => {
+    const c = await connect(url, { WebSocket });
+    assert.equal(c.matrices, 'b64');
+    await c.call('world.create', { world: 'js-pipe' });
+    const creates = [];
+    for (let i = 0; i < 300; i++) creates.push(c.call('transform.create', { world: 'js-pipe', t: [i, 0, 0] }));
+    const ids = (await Promise.all(creates)).map((r) => r.entity);
+    assert.equal(new Set(ids).size, 300);
+    for (let i = 1; i < ids.length; i++) assert.ok(ids[i] > ids[i - 1], 'answers in request order');
+    await assert.rejects(c.call('transform.get', { world: 'js-pipe', entity: 999999 }), (e) => e instanceof ScenedError && e.code === 'NOT_FOUND');
+    await assert.rejects(c.call('transform.set_local', { world: 'js-pipe', entity: ids[0], matrix_b64: 'AAAA' }), (e) => e.code === 'BAD_REQUEST' && /matrix_b64/.test(e.message));
+    await assert.rejects(c.call('no.such'), (e) => e.code === 'UNKNOWN_COMMAND');
+    await c.call('world.destroy', { world: 'js-pipe' });
+    c.close();
+  });
+
+  test('random float32 bits round-trip in both forms', async () => {
+    const b = await connect(url, { WebSocket });
+    const j = await connect(url, { WebSocket, matrices: 'json' });
+    assert.equal(j.matrices, 'json');
+    await b.call('world.create', { world: 'js-rt' });
+    const rand = mulberry(2);
+    const want = new Map();
+    for (let k = 0; k < 40; k++) {
+      const m = randomMatrix(rand);
+      const { entity } = await b.call('transform.create', { world: 'js-rt', matrix_b64: matrixToB64(m) });
+      want.set(entity, m);
+    }
+    for (const [e, m] of want) {
+      const rb = await b.call('transform.get', { world: 'js-rt', entity: e });
+      assert.equal(rb.local, matrixToB64(m), 'the same text');
+      assert.deepEqual(bits(matrixOf(rb.world)), bits(m));
+      const rj = await j.call('transform.get', { world: 'js-rt', entity: e });
+      assert.ok(Array.isArray(rj.local));
+      // JSON.parse keeps -0: the json form gives the same float32 values, sign of zero included
+      assert.deepEqual(bits(rj.local.map(Math.fround)), bits(m));
+    }
+    // a b64 frame and a json frame of the same world: the same values
+    const sb = await b.subscribe('js-rt');
+    const sj = await j.subscribe('js-rt');
+    await until(() => sb.mirror.size === 40 && sj.mirror.size === 40, 'both full frames');
+    for (const [e, m] of want) {
+      assert.deepEqual(bits(sb.mirror.matrix(e)), bits(m));
+      assert.deepEqual(bits(sj.mirror.matrix(e)), bits(m));
+    }
+    await b.call('world.destroy', { world: 'js-rt' });
+    b.close();
+    j.close();
+  });
+
+  test('a subscription keeps a mirror: deltas, removals, the end', async () => {
+    const c = await connect(url, { WebSocket });
+    await c.call('world.create', { world: 'js-mirror' });
+    const ids = [];
+    for (let i = 0; i < 20; i++) ids.push((await c.call('transform.create', { world: 'js-mirror', t: [i, 0, 0] })).entity);
+    const frames = [];
+    let ended = null;
+    const sub = await c.subscribe('js-mirror', { onFrame: (f) => frames.push(f), onEnd: (r) => { ended = r; } });
+    await until(() => frames.length === 1, 'the full frame');
+    assert.equal(frames[0].full, true);
+    assert.ok(frames[0].matrices instanceof Float32Array);
+    assert.equal(frames[0].matrices.length, 16 * 20);
+    await c.call('transform.set_local', { world: 'js-mirror', entity: ids[3], t: [100, 0, 0] });
+    await c.call('transform.destroy', { world: 'js-mirror', entity: ids[5] });
+    const made = (await c.call('transform.create', { world: 'js-mirror', t: [7, 7, 7] })).entity;
+    await until(() => sub.mirror.has(made) && !sub.mirror.has(ids[5]), 'the delta');
+    assert.equal(sub.mirror.matrix(ids[3])[12], 100);
+    assert.equal(sub.mirror.size, 20);
+    assert.ok(frames.slice(1).every((f) => !f.full));
+    await c.call('world.destroy', { world: 'js-mirror' });
+    await until(() => ended === 'world_destroyed', 'the end of the subscription');
+    assert.equal(sub.ended, 'world_destroyed');
+    c.close();
+  });
+
+  test('a subscriber that lags is brought back by a full frame', async () => {
+    const dl = await startDaemon(['--tick-hz', '60', '--output-limit', '200000']);
+    try {
+      const u = `ws://127.0.0.1:${dl.httpPort}/ws`;
+      const ctl = await connect(u, { WebSocket });
+      const c = await connect(u, { WebSocket });
+      await ctl.call('world.create', { world: 'lag' });
+      const ops = [];
+      for (let i = 0; i < 2000; i++) ops.push({ cmd: 'transform.create', t: [i, 0, 0] });
+      const ids = (await ctl.call('batch', { world: 'lag', ops })).results.map((r) => r.entity);
+      let fulls = 0;
+      const sub = await c.subscribe('lag', { onFrame: (f) => { fulls += f.full; } });
+      await until(() => fulls === 1, 'the first frame');
+      c.ws.pause(); // stop reading: frames pile up, then are dropped
+      for (let round = 1; round <= 30; round++) {
+        await ctl.call('batch', { world: 'lag', ops: ids.map((e, i) => ({ cmd: 'transform.set_local', entity: e, t: [i, round, 0] })) });
+        await sleep(20);
+      }
+      await until(async () => (await ctl.call('info')).metrics.stream_lags_total > 0, 'the subscriber to lag');
+      c.ws.resume();
+      await until(() => fulls >= 2 && sub.mirror.matrix(ids[1999])?.[13] === 30, 'a full frame with the final state', 10000);
+      for (const [i, e] of ids.entries()) assert.equal(sub.mirror.matrix(e)[13], 30, `entity ${i}`);
+      assert.equal(sub.mirror.size, 2000);
+      ctl.close();
+      c.close();
+    } finally {
+      assert.equal(await dl.stop(), 0);
+    }
+  });
+
+  test('a token: refused when wrong, then works; in Node the ws package by default', async () => {
+    const dt = await startDaemon(['--auth-token', 'hunter2']);
+    try {
+      const u = `ws://127.0.0.1:${dt.httpPort}/ws`;
+      await assert.rejects(connect(u, { WebSocket, token: 'wrong' }), (e) => e.code === 'UNAUTHORIZED');
+      const bare = await Client.open(u, { WebSocket });
+      await assert.rejects(bare.call('world.list'), (e) => e.code === 'UNAUTHORIZED');
+      bare.close();
+      // no WebSocket given: Node 20 has no global one, so the module imports ws (found beside
+      // the npm packages the tests use)
+      const copy = path.join(path.dirname(requireModule.resolve('ws/package.json')), '..', '..', 'scened-client-copy.mjs');
+      fs.copyFileSync(path.join(repo, 'client/js/scened.mjs'), copy);
+      const mod = await import(pathToFileURL(copy).href);
+      const c = await mod.connect(u, { token: 'hunter2' });
+      assert.equal((await c.call('world.list')).ok, true);
+      assert.equal(c.matrices, 'b64');
+      c.close();
+      fs.unlinkSync(copy);
+    } finally {
+      assert.equal(await dt.stop(), 0);
+    }
+  });
+
+  test('a closed connection rejects what waits, with CLOSED', async () => {
+    const c = await connect(url, { WebSocket });
+    const pending = c.call('ping');
+    c.close();
+    await pending.catch(() => {});
+    await assert.rejects(c.call('ping'), (e) => e.code === 'CLOSED');
+    const m = new Mirror();
+    m.apply({ full: true, tick: 1, ids: [5, 6], matrices: new Float32Array(32).fill(1), removed: [] });
+    m.apply({ full: false, tick: 2, ids: [], matrices: new Float32Array(0), removed: [5] });
+    assert.equal(m.size, 1);
+    assert.equal(m.matrix(6)[0], 1);
+  });
+});
