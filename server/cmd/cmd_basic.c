@@ -156,6 +156,10 @@ int scn_cmd_world_destroy(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wir
 }
 
 /* With "cluster": true (and --cluster), every node's worlds, each with its node. */
+static bool token_sees(const void *rule, const char *world) {
+  return scn_acl_allows_world(rule, world);
+}
+
 int scn_cmd_world_list(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
   scn_scene *scene = ctx->srv->scene;
   scn_cluster *cl = ctx->srv->cluster;
@@ -185,7 +189,7 @@ int scn_cmd_world_list(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_e
     scn_buf_addc(out, '}');
   }
   if (all && cl)
-    scn_cluster_worlds_json(cl, out, scn_world_count(scene) == 0);
+    scn_cluster_worlds_json(cl, out, first, ctx->rule ? token_sees : NULL, ctx->rule);
   scn_buf_addc(out, ']');
   return 0;
 }

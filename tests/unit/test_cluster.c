@@ -5,8 +5,11 @@
 #include "daemon_fixtures.h"
 #include "suites.h"
 
+#include "scn_client.h"
+
 #include <CUnit/CUnit.h>
 #include <arpa/inet.h>
+#include <openssl/evp.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -30,18 +33,35 @@ typedef struct etcd {
   char url[64];
 } etcd;
 
-/* A port nothing listens on now (bound, read, released). */
+/* A port nothing listens on now, below the kernel's ephemeral range: etcd binds it later, and
+ * a port the kernel hands out meanwhile (to a daemon's listener with port 0, or to a
+ * connection's local end) could otherwise be the same one. */
 static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-    port = ntohs(a.sin_port);
-  if (fd >= 0)
-    close(fd);
-  return port;
+  int low = 32768;
+  FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+  if (f) {
+    if (fscanf(f, "%d", &low) != 1)
+      low = 32768;
+    fclose(f);
+  }
+  if (low <= 2048)
+    low = 32768;
+  static unsigned seed;
+  if (!seed)
+    seed = (unsigned)getpid() ^ (unsigned)scn_now_ms();
+  for (int tries = 0; tries < 1000; tries++) {
+    int port = 1024 + (int)((unsigned)rand_r(&seed) % (unsigned)(low - 1024));
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    if (fd >= 0)
+      close(fd);
+    if (ok)
+      return port;
+  }
+  return 0;
 }
 
 static bool etcd_healthy(const etcd *e) {
@@ -863,6 +883,160 @@ static void test_whole_cluster_restart(void) {
   cluster_stop(&k);
 }
 
+/* ---- TLS and an access list in a cluster ------------------------------------------------- */
+
+/* Writes "HASH RIGHTS PREFIXES" for each "token rights prefixes" rule into path. */
+static bool write_acl_file(const char *path, const char *const *rules) {
+  FILE *f = fopen(path, "w");
+  if (!f)
+    return false;
+  for (int i = 0; rules[i]; i++) {
+    const char *space = strchr(rules[i], ' ');
+    unsigned char md[32];
+    unsigned len = 0;
+    EVP_Digest(rules[i], (size_t)(space - rules[i]), md, &len, EVP_sha256(), NULL);
+    for (int b = 0; b < 32; b++)
+      fprintf(f, "%02x", md[b]);
+    fprintf(f, "%s\n", space);
+  }
+  return fclose(f) == 0;
+}
+
+/* How many worlds world.list with cluster answers on c; with prefix, how many of them start
+ * with it, and in *others how many do not. */
+static int listed(scn_client *c, const char *prefix, int *others) {
+  cJSON *r = OK(c, "{\"cmd\":\"world.list\",\"cluster\":true}");
+  const cJSON *w, *worlds = cJSON_GetObjectItemCaseSensitive(r, "worlds");
+  int n = 0;
+  if (others)
+    *others = 0;
+  cJSON_ArrayForEach(w, worlds) {
+    const char *name = scn_resp_str(w, "name");
+    if (!prefix || (name && strncmp(name, prefix, strlen(prefix)) == 0))
+      n++;
+    else if (others)
+      (*others)++;
+  }
+  cJSON_Delete(r);
+  return n;
+}
+
+/* Two daemons with TLS and one access list, each owning a group of each kind: world.list with
+ * cluster shows a token only the worlds under its prefixes, also those of the other node; the client library follows MOVED
+ * to the owner over TLS, with the same CA, and keeps its token and matrix form there. */
+static void test_tls_acl_cluster(void) {
+  char certs[64], data[64], acl[128], ca[128], cert[128], key[128];
+  CU_ASSERT_FATAL(scn_make_certs(certs, sizeof certs));
+  CU_ASSERT_FATAL(scn_temp_dir(data, sizeof data, "cluster-tls"));
+  snprintf(acl, sizeof acl, "%s/acl", certs);
+  snprintf(ca, sizeof ca, "%s/ca.pem", certs);
+  snprintf(cert, sizeof cert, "%s/server.pem", certs);
+  snprintf(key, sizeof key, "%s/server.key", certs);
+  static const char *const rules[] = {"op-token read,write,admin *", "game-token read,write game",
+                                      NULL};
+  CU_ASSERT_FATAL(write_acl_file(acl, rules));
+  etcd e = {0};
+  scn_daemon d[2];
+  scn_client c[2];
+  bool up[2] = {false, false}, connected[2] = {false, false};
+  if (!etcd_start(&e)) {
+    CU_FAIL("etcd started");
+    goto out;
+  }
+  scn_tls_files trust = {.ca = ca};
+  for (int i = 0; i < 2; i++) {
+    const char *args[] = {"--cluster", e.url, "--data",     data,   "--node",  node_name(i),
+                          "--lease-ttl", TTL,   "--tls-cert", cert, "--tls-key", key,
+                          "--acl",     acl,   NULL};
+    up[i] = START(&d[i], args);
+    connected[i] = up[i] && CONNECT_TLS(&c[i], d[i].port, &trust);
+    if (!connected[i])
+      goto out;
+    OKD(&c[i], "{\"cmd\":\"hello\",\"token\":\"op-token\"}");
+  }
+  long deadline = scn_now_ms() + 15000;
+  bool both = false;
+  while (!both && scn_now_ms() < deadline) {
+    cJSON *r = scn_client_call(&c[0], "{\"cmd\":\"cluster.nodes\"}");
+    const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(r, "nodes");
+    both = cJSON_IsArray(nodes) && cJSON_GetArraySize(nodes) == 2;
+    cJSON_Delete(r);
+    if (!both)
+      scn_sleep_ms(20);
+  }
+  CU_ASSERT_FATAL(both);
+  OKD(&c[0], "{\"cmd\":\"world.create\",\"world\":\"game1.a\"}");
+  OKD(&c[0], "{\"cmd\":\"world.create\",\"world\":\"ops1.a\"}");
+  OKD(&c[1], "{\"cmd\":\"world.create\",\"world\":\"game2.b\"}");
+  OKD(&c[1], "{\"cmd\":\"world.create\",\"world\":\"ops2.b\"}");
+  cJSON *r = OK(&c[0], "{\"cmd\":\"transform.create\",\"world\":\"game1.a\",\"t\":[1,2,3]}");
+  double ent = cJSON_GetObjectItemCaseSensitive(r, "entity")->valuedouble;
+  cJSON_Delete(r);
+
+  /* The game token on n1 sees game1.a (n0's) and game2.b, never ops*; the operator's token
+   * sees all four, once n1 knows n0's worlds. */
+  scn_client g;
+  if (!CONNECT_TLS(&g, d[1].port, &trust))
+    goto out;
+  OKD(&g, "{\"cmd\":\"hello\",\"token\":\"game-token\"}");
+  int all = 0, game = 0, others = 0;
+  deadline = scn_now_ms() + 10000;
+  while (all != 4 && scn_now_ms() < deadline) {
+    all = listed(&c[1], NULL, NULL);
+    if (all != 4)
+      scn_sleep_ms(50);
+  }
+  CU_ASSERT_EQUAL(all, 4);
+  game = listed(&g, "game", &others);
+  CU_ASSERT_EQUAL(game, 2);
+  CU_ASSERT_EQUAL(others, 0);
+  /* A world outside the prefix is refused before any routing. */
+  ERR(&g, "UNAUTHORIZED", "{\"cmd\":\"transform.find\",\"world\":\"ops1.a\",\"path\":\"x\"}");
+  scn_client_close(&g);
+
+  /* The library, asked on n1 for n0's world, follows MOVED over TLS and says hello there with
+   * the token and the b64 form. */
+  scn_cli_options o = {.host = "127.0.0.1",
+                       .port = d[1].port,
+                       .token = "game-token",
+                       .matrices = SCN_CLI_MATRICES_B64,
+                       .tls_ca = ca};
+  char err[256] = "";
+  scn_cli *cli = scn_cli_connect(&o, err, sizeof err);
+  CU_ASSERT_PTR_NOT_NULL(cli);
+  if (cli) {
+    char line[160];
+    snprintf(line, sizeof line,
+             "{\"cmd\":\"transform.get\",\"world\":\"game1.a\",\"entity\":%.0f}", ent);
+    cJSON *resp = NULL;
+    CU_ASSERT_EQUAL(scn_cli_call_line(cli, line, &resp), SCN_CLI_OK);
+    float m[16];
+    const cJSON *world = cJSON_GetObjectItemCaseSensitive(resp, "world");
+    CU_ASSERT(cJSON_IsString(world)); /* b64 on the owner too */
+    CU_ASSERT(scn_cli_matrix_get(world, m) == 0 && m[12] == 1 && m[13] == 2 && m[14] == 3);
+    char want[32];
+    snprintf(want, sizeof want, "127.0.0.1:%d", d[0].port);
+    CU_ASSERT_STRING_EQUAL(scn_cli_addr(cli), want);
+    cJSON_Delete(resp);
+    scn_cli_close(cli);
+  } else {
+    fprintf(stderr, "\n  connect: %s\n", err);
+  }
+out:
+  for (int i = 0; i < 2; i++) {
+    if (connected[i])
+      scn_client_close(&c[i]);
+    if (up[i])
+      scn_daemon_stop(&d[i], SIGTERM, 10000);
+  }
+  etcd_stop(&e, SIGTERM);
+  if (e.dir[0])
+    remove_tree(e.dir);
+  remove_tree(data);
+  remove_tree(certs);
+}
+
+
 /* A data directory written by a standalone daemon loads in a cluster: it is split into groups
  * once, with its ids and matrices. */
 static void test_old_layout_migrates(void) {
@@ -1098,6 +1272,7 @@ int scn_test_register_cluster(void) {
       {"the standalone layout migrates", test_old_layout_migrates},
       {"etcd unreachable at start", test_etcd_late},
       {"a fake gateway's malformed replies", test_fake_gateway_malformed},
+      {"TLS and an access list across nodes", test_tls_acl_cluster},
   };
   return SCN_ADD_SUITE("cluster", NULL, NULL, tests);
 }

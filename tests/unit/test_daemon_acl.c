@@ -158,6 +158,8 @@ static void test_every_command_needs_its_right(void) {
       {"unsubscribe", "{\"cmd\":\"unsubscribe\",\"sub\":1}"},
       {"info", "{\"cmd\":\"info\"}"},
       {"save", "{\"cmd\":\"save\"}"},
+      {"world.move", "{\"cmd\":\"world.move\",\"world\":\"w\",\"to\":\"elsewhere\"}"},
+      {"cluster.nodes", "{\"cmd\":\"cluster.nodes\"}"},
   };
   const size_t nreq = sizeof requests / sizeof requests[0];
   for (unsigned i = 0; i < scn_command_count; i++) {
