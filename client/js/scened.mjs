@@ -7,6 +7,7 @@
 //   const { entity } = await c.call('transform.create', { world: 'main', t: [1, 2, 3] });
 //   const sub = await c.subscribe('main', { onFrame(f) { ... } });        // a local mirror
 //   sub.mirror.matrix(entity);                                           // Float32Array(16)
+//   connect('wss://host:7879/ws', { ca });   // Node: socket options (TLS) go to the ws package
 //
 // Requests carry ids and are answered by promises, any number in flight (pipelining); an error
 // answer rejects with a ScenedError carrying the protocol's code. In b64 mode (the default) the
@@ -223,10 +224,13 @@ export class Mirror {
 
 // ---- the connection ------------------------------------------------------------------------
 
-async function webSocketClass(given) {
+// The class given, else the global one, else the `ws` package (Node without a global
+// WebSocket). Options for the socket (a CA or a client certificate for wss://, in Node) take the
+// `ws` package too: a global WebSocket has no place for them.
+async function webSocketClass(given, withOptions) {
   if (given) return given;
-  if (typeof globalThis.WebSocket === 'function') return globalThis.WebSocket;
-  const mod = await import('ws'); // Node without a global WebSocket
+  if (typeof globalThis.WebSocket === 'function' && !withOptions) return globalThis.WebSocket;
+  const mod = await import('ws');
   return mod.WebSocket || mod.default;
 }
 
@@ -275,7 +279,7 @@ class Subscription {
 export class Client {
   /** Opens a WebSocket to url (ws://host:port/ws) without saying hello; see connect(). */
   static async open(url, { WebSocket: given, ...socketOptions } = {}) {
-    const WS = await webSocketClass(given);
+    const WS = await webSocketClass(given, Object.keys(socketOptions).length > 0);
     const ws = Object.keys(socketOptions).length ? new WS(url, socketOptions) : new WS(url);
     const c = new Client(ws);
     await new Promise((resolve, reject) => {

@@ -1022,6 +1022,16 @@ static void test_tls_acl_cluster(void) {
   } else {
     fprintf(stderr, "\n  connect: %s\n", err);
   }
+  /* world.move over TLS, by the operator; the game token may not move. */
+  ERR(&c[1], "UNAUTHORIZED", "{\"cmd\":\"hello\",\"token\":\"nobody\"}");
+  OKD(&c[1], "{\"cmd\":\"hello\",\"token\":\"game-token\"}");
+  ERR(&c[1], "UNAUTHORIZED", "{\"cmd\":\"world.move\",\"world\":\"game2.b\",\"to\":\"n0\"}");
+  OKD(&c[1], "{\"cmd\":\"hello\",\"token\":\"op-token\"}");
+  OKD(&c[1], "{\"cmd\":\"world.move\",\"world\":\"game2.b\",\"to\":\"n0\"}");
+  r = CALL(&c[1], "{\"cmd\":\"transform.find\",\"world\":\"game2.b\",\"path\":\"x\"}");
+  CU_ASSERT(scn_resp_str_is(error_of(r), "code", "MOVED") &&
+            scn_resp_str_is(error_of(r), "node", "n0"));
+  cJSON_Delete(r);
 out:
   for (int i = 0; i < 2; i++) {
     if (connected[i])

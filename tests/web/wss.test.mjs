@@ -8,7 +8,10 @@ import { writeFileSync } from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { TcpClient, WsClient, lagThenResync, makeCerts, rawHttp, startDaemon } from './lib.mjs';
+import { TcpClient, WsClient, lagThenResync, makeCerts, rawHttp, requireModule, startDaemon, until } from './lib.mjs';
+import { connect } from '../../client/js/scened.mjs';
+
+const WebSocket = requireModule('ws');
 
 const ok = (r) => {
   assert.equal(r.ok, true, JSON.stringify(r));
@@ -83,6 +86,31 @@ describe('wss: commands and the stream over TLS', () => {
     const plain = await rawHttp(d.httpPort, 'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n');
     assert.equal(plain.text, '');
     await assert.rejects(WsClient.connect(d.httpPort));
+  });
+});
+
+describe('wss: the JavaScript client module', () => {
+  test('scened.mjs over wss://: hello, a mirror from b64 frames; an untrusted daemon refused', async () => {
+    const d = await startDaemon(ours.serverArgs);
+    const url = `wss://127.0.0.1:${d.httpPort}/ws`;
+    try {
+      const c = await connect(url, { WebSocket, ca: ours.ca });
+      try {
+        assert.equal(c.matrices, 'b64');
+        await c.call('world.create', { world: 'js' });
+        const e = (await c.call('transform.create', { world: 'js', t: [1, 2, 3] })).entity;
+        const sub = await c.subscribe('js');
+        await c.call('transform.set_local', { world: 'js', entity: e, t: [4, 5, 6] });
+        await until(() => { const m = sub.mirror.matrix(e); return m && m[12] === 4; }, 'the mirror follows', 5000);
+        assert.deepEqual(Array.from(sub.mirror.matrix(e).slice(12, 15)), [4, 5, 6]);
+        await sub.unsubscribe();
+      } finally {
+        c.close();
+      }
+      await assert.rejects(connect(url, { WebSocket, ca: theirs.ca }), (err) => err.code === 'CLOSED');
+    } finally {
+      assert.equal(await d.stop(), 0);
+    }
   });
 });
 
