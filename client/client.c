@@ -43,7 +43,6 @@ struct scn_cli {
   void *event_ud;
   char error[256];
   int matrices;
-  char *token; /* sent again with a hello that switches matrices */
   scn_cli_frame_fn on_frame;
   void *frame_ud;
   /* the last frame, in arrays reused from frame to frame */
