@@ -5,6 +5,11 @@
 // transform.get for names, parents and the selected entity's local matrix, and once a second
 // info and world.list for the figures in the header and the world list. Nothing is fetched
 // from anywhere else.
+// In a cluster (info names a node) it also shows the nodes with their load and which node owns
+// each world, and opens a world on its owner's /ws (a second client, with this page's token and
+// the same matrices form; the owner allows this page's origin with --ws-origins); the figures
+// and lists stay on the page's own daemon. A world moved to another node (or taken over after
+// its owner went) is opened again on the new owner.
 import { Client, matrixOf } from './scened.mjs';
 import { View } from './view.js';
 
@@ -15,6 +20,7 @@ const STREAM_SHARE = 0.35; // of the page's time, at most, for reading frames (t
 const GETS_IN_FLIGHT = 64;
 const RECHECK_MAX = 32;  // entries of a frame whose entities' parents are read again
 const RECHECK_MS = 2000;
+const REOPEN_MS = 15000; // how long a moved world (or one whose owner went) is looked for
 // How frames come: b64 (the default), or json when the address says #matrices=json (for
 // comparing the two).
 const MATRICES = /(^#|&)matrices=json(&|$)/.test(location.hash) ? 'json' : 'b64';
@@ -46,6 +52,50 @@ const conn = {
   },
 };
 
+const closedError = () => Object.assign(new Error('not connected'), { code: 'CLOSED' });
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// The connection the chosen world is read over: the page's own, or in a cluster one to the
+// world's owner (its HTTP address, from cluster.nodes).
+const wconn = {
+  client: null,   // a client of another node, or null: the page's own
+  http: '',       // that node's HTTP address
+  get current() { return this.client || conn.client; },
+  call(cmd, fields) {
+    const c = this.current;
+    if (!c) return Promise.reject(closedError());
+    if (c === conn.client) conn.sent++;
+    return c.call(cmd, fields);
+  },
+  // Back to the page's own connection (the other one is closed).
+  drop() {
+    const c = this.client;
+    this.client = null;
+    this.http = '';
+    if (c) c.close();
+  },
+};
+
+// A client of another node's /ws (HOST:PORT of its HTTP port), said hello to with this page's
+// token and matrices form.
+async function connectTo(http) {
+  const c = await Client.open(`${proto}//${http}/ws`);
+  try {
+    await c.hello({ token: sessionStorage.getItem('scened.token'), matrices: MATRICES });
+  } catch (e) {
+    c.close();
+    throw e;
+  }
+  c.onclose = () => {
+    if (wconn.client !== c) return;
+    wconn.client = null;
+    wconn.http = '';
+    // its node went (or restarted): the world is looked for again
+    if (state.world) reopen(state.world, '', `The connection to ${state.owner || http} closed`);
+  };
+  return c;
+}
+
 // ---- state -------------------------------------------------------------------------------
 
 const state = {
@@ -61,6 +111,11 @@ const state = {
   framesReceived: 0,
   lastTick: 0,
   autoSelected: false,
+  node: '',             // this daemon's node in a cluster ('' standalone)
+  nodes: [],            // cluster.nodes
+  owner: '',            // the node the chosen world is opened on ('' standalone)
+  opening: 0,           // counts the openings of a world; an older one gives up
+  reselect: 0,          // the entity to select again once a reopened world's first frame came
 };
 
 const view = new View($('canvas-host'), { onPick: (id) => selectEntity(id) });
@@ -136,6 +191,8 @@ function onClose() {
   clearInterval(pollTimer);
   pollTimer = null;
   state.sub = 0;
+  state.opening++;
+  wconn.drop();
   inflight = 0;
   setStatus('closed', 'disconnected: retrying');
   setTimeout(() => conn.open(url), reconnectDelay);
@@ -152,12 +209,23 @@ function fmtMs(s) {
 }
 
 async function poll() {
-  let info, list;
+  let info, list, nodes;
   try {
-    [info, list] = await Promise.all([conn.call('info'), conn.call('world.list')]);
+    // In a cluster: every world with its owner, and the nodes (which a token without the admin
+    // right may not see).
+    const cluster = state.node ? { cluster: true } : {};
+    [info, list, nodes] = await Promise.all([
+      conn.call('info'), conn.call('world.list', cluster),
+      state.node ? conn.call('cluster.nodes').catch(() => null) : null]);
   } catch {
     return;
   }
+  if (info.node && !state.node) {
+    state.node = info.node; // a cluster: from now on the whole cluster is shown
+    $('nodes-section').classList.remove('hidden');
+    return poll();
+  }
+  if (nodes) showNodes(nodes.nodes);
   const now = performance.now();
   const tick = info.metrics && info.metrics.tick_duration_seconds;
   const cur = {
@@ -207,37 +275,139 @@ function showWorlds(worlds) {
     const w = worlds[i];
     li.dataset.world = w.name;
     li.firstChild.textContent = w.name;
-    li.lastChild.textContent = w.transforms.toLocaleString('en');
+    // In a cluster: the owner; the transforms are known for this daemon's own worlds.
+    li.lastChild.textContent = [w.node, w.transforms === undefined ? '' : w.transforms.toLocaleString('en')]
+      .filter(Boolean).join(' · ');
     li.classList.toggle('selected', w.name === state.world);
   }
   while (ul.children.length > worlds.length) ul.lastChild.remove();
+}
+
+function showNodes(nodes) {
+  state.nodes = nodes;
+  const ul = $('nodes');
+  ul.replaceChildren();
+  for (const n of nodes) {
+    const li = document.createElement('li');
+    li.innerHTML = '<span class="name"></span><span class="count"></span>';
+    li.dataset.node = n.node;
+    li.firstChild.textContent = n.node + (n.node === state.node ? ' (this page)' : '');
+    li.lastChild.textContent = `${n.worlds} worlds · ${n.transforms.toLocaleString('en')} transforms · ${n.connections} connections`;
+    li.title = `${n.addr}${n.http ? `, http ${n.http}` : ''}`;
+    li.classList.toggle('selected', n.node === state.owner);
+    ul.appendChild(li);
+  }
+  $('node-count').textContent = `(${nodes.length})`;
+}
+
+function markOwner() {
+  for (const li of $('nodes').children) li.classList.toggle('selected', li.dataset.node === state.owner);
 }
 
 // ---- the chosen world ----------------------------------------------------------------------
 
 let fitPending = false;
 
-async function selectWorld(name) {
+// Opens a world: subscribes to it (on its owner, in a cluster). owner: the node to try first
+// (else the one the world list names); keepCamera: a reopening, which keeps the camera, and
+// note says why until the world's first frame.
+async function selectWorld(name, { owner = '', keepCamera = false, note = '' } = {}) {
   if (!name || name === state.world) return;
   const old = state.sub;
+  const opening = ++state.opening;
   state.world = name;
   state.sub = 0;
   clearWorld();
-  fitPending = true;
+  fitPending = !keepCamera;
   history.replaceState(null, '', `#world=${encodeURIComponent(name)}${MATRICES === 'json' ? '&matrices=json' : ''}`);
-  $('view-world').textContent = name;
+  $('view-world').textContent = note ? `${name} (${note})` : name;
   $('view-empty').classList.add('hidden');
   for (const li of $('worlds').children) li.classList.toggle('selected', li.dataset.world === name);
   if (old) old.unsubscribe().catch(() => {});
   try {
     state.hz = STREAM_HZ;
     state.frameMs = 0;
-    const sub = await subscribe(name, state.hz);
-    if (state.world === name) state.sub = sub;
+    const sub = await openWorld(name, owner, opening);
+    if (state.opening === opening) state.sub = sub;
     else sub.unsubscribe().catch(() => {});
   } catch (e) {
-    if (state.world === name && e.code !== 'CLOSED') worldGone(`${name}: ${e.message}`);
+    if (state.opening === opening && e.code !== 'CLOSED') worldGone(`${name}: ${e.message}`);
   }
+}
+
+// The node that owns a world, as the world list says ('' when it does not say).
+function ownerOf(name) {
+  const w = state.worlds.find((x) => x.name === name);
+  return (w && w.node) || '';
+}
+
+// Subscribes to a world on its owner. Standalone, on the page's own connection. In a cluster,
+// on the owner's (a MOVED answer names another owner, tried at once; UNAVAILABLE, or an owner
+// that cannot be reached, is a group between owners: the world list is read again and the
+// world tried again, for a while).
+async function openWorld(name, node, opening) {
+  const deadline = performance.now() + REOPEN_MS;
+  node = node || ownerOf(name);
+  for (;;) {
+    try {
+      await useNode(node, opening);
+      return await subscribe(name, state.hz);
+    } catch (e) {
+      if (state.opening !== opening) throw Object.assign(new Error('superseded'), { code: 'CLOSED' });
+      const moved = e.code === 'MOVED' && e.response && e.response.error && e.response.error.node;
+      if (!state.node || !(moved || e.code === 'UNAVAILABLE' || e.code === 'CLOSED') || performance.now() > deadline) {
+        if (e.code === 'CLOSED' && conn.client) throw new Error(e.message); // the owner, not this page's daemon
+        throw e;
+      }
+      if (moved) {
+        node = e.response.error.node;
+      } else {
+        await sleep(250);
+        await poll();
+        node = ownerOf(name);
+      }
+    }
+  }
+}
+
+// Reads the chosen world over node's connection from now on (the page's own when node is this
+// daemon, or unknown).
+async function useNode(node, opening) {
+  if (!node || node === state.node) {
+    wconn.drop();
+    state.owner = state.node;
+    markOwner();
+    return;
+  }
+  let n = state.nodes.find((x) => x.node === node);
+  if (!n) {
+    const r = await conn.call('cluster.nodes');
+    showNodes(r.nodes);
+    n = r.nodes.find((x) => x.node === node);
+    if (!n) throw Object.assign(new Error(`node ${node} is not live`), { code: 'UNAVAILABLE' });
+  }
+  if (!n.http) throw new Error(`its owner ${node} has no HTTP port`);
+  if (!(wconn.client && wconn.http === n.http && wconn.client.isOpen)) {
+    wconn.drop();
+    const c = await connectTo(n.http);
+    if (state.opening !== opening) {
+      c.close();
+      throw Object.assign(new Error('superseded'), { code: 'CLOSED' });
+    }
+    wconn.client = c;
+    wconn.http = n.http;
+  }
+  state.owner = node;
+  markOwner();
+}
+
+// The world is opened again (it moved, or its owner's connection closed), on node when known;
+// the camera and the selection stay.
+function reopen(name, node, why) {
+  if (state.world !== name) return;
+  state.reselect = state.selected;
+  state.world = null;
+  selectWorld(name, { owner: node, keepCamera: true, note: `${why}: opening it again…` });
 }
 
 // A big world that moves everywhere makes big frames: the page asks for fewer of them when
@@ -280,6 +450,10 @@ function clearWorld() {
 function worldGone(why) {
   state.world = null;
   state.sub = 0;
+  state.opening++;
+  state.owner = '';
+  wconn.drop();
+  markOwner();
   clearWorld();
   $('view-world').textContent = '';
   $('view-empty').textContent = why;
@@ -289,14 +463,17 @@ function worldGone(why) {
 
 // A subscription whose frames (b64, decoded by scened.mjs into its mirror) reach the page.
 function subscribe(world, hz) {
-  if (!conn.client) return Promise.reject(Object.assign(new Error('not connected'), { code: 'CLOSED' }));
-  conn.sent++;
-  return conn.client.subscribe(world, {
+  const c = wconn.current;
+  if (!c) return Promise.reject(closedError());
+  if (c === conn.client) conn.sent++;
+  return c.subscribe(world, {
     hz,
     onFrame: (frame, sub) => onFrame(frame, sub),
     onEnd: (reason, ev) => {
       if (isCurrent(ev)) {
         if (reason === 'world_destroyed') worldGone(`World ${ev.world} was destroyed.`);
+        // its group went to another node: opened again there once the lists know
+        else if (reason === 'moved') reopen(state.world, ev.node || '', `${ev.world} moved to ${ev.node}`);
         else if (reason !== 'closed') worldGone(`The subscription ended (${reason}).`);
       }
     },
@@ -346,6 +523,12 @@ function applyFrame(f, mirror) {
     fitPending = false;
     view.fit();
   }
+  if (f.full) $('view-world').textContent = state.world;
+  if (state.reselect && f.full) {
+    const id = state.reselect;
+    state.reselect = 0;
+    if (ents.has(id)) selectEntity(id);
+  }
   $('entity-count').textContent = `(${ents.size.toLocaleString('en')})`;
   if (selectedMoved) selectedChanged(true);
   pump();
@@ -390,7 +573,7 @@ function pump() {
 async function fetchEntity(id) {
   const world = state.world;
   try {
-    const r = await conn.call('transform.get', { world, entity: id });
+    const r = await wconn.call('transform.get', { world, entity: id });
     const ent = state.entities.get(id);
     if (state.world !== world || !ent) return;
     ent.name = r.name === undefined ? null : r.name;
@@ -543,7 +726,7 @@ async function refreshDetail() {
   detailDue = false;
   const id = state.selected, world = state.world;
   try {
-    const r = await conn.call('transform.get', { world, entity: id });
+    const r = await wconn.call('transform.get', { world, entity: id });
     const ent = state.entities.get(id);
     if (ent && state.world === world) {
       ent.name = r.name === undefined ? null : r.name;
@@ -572,6 +755,9 @@ window.scened = {
   get status() { return state.status; },
   get version() { return state.version; },
   get worlds() { return state.worlds.map((w) => ({ ...w })); },
+  get node() { return state.node; },
+  get nodes() { return state.nodes.map((n) => ({ ...n })); },
+  get owner() { return state.owner; },
   get world() { return state.world; },
   get entityCount() { return state.entities.size; },
   get framesReceived() { return state.framesReceived; },

@@ -361,5 +361,38 @@ describe('staging view: a cluster', () => {
     await page.waitForFunction((e) => { const m = window.scened.matrix(e); return m && m[12] === 7; }, id, { timeout: 15000 });
     await page.screenshot({ path: screenshot.replace(/\.png$/, '-cluster.png') });
     assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+  test('a world moved to another node is opened again there, the selection kept', async () => {
+    const { page, problems } = await openPage(browser, a.httpPort);
+    await page.waitForFunction(() => window.scened.node === 'alpha' && window.scened.nodes.length === 2, null, { timeout: 15000 });
+    await page.waitForFunction(() => window.scened.worlds.some((w) => w.name === 'arena.main' && w.node === 'beta'), null, { timeout: 15000 });
+    await scened(page, () => window.scened.selectWorld('arena.main'));
+    await page.waitForFunction(() => window.scened.entityCount === 5 && window.scened.owner === 'beta', null, { timeout: 15000 });
+    const p1 = (await tcpB.call({ cmd: 'transform.find', world: 'arena.main', path: 'p1' })).entity;
+    await page.waitForFunction((e) => window.scened.findByName('p1') === e, p1, { timeout: 15000 });
+    await scened(page, (e) => window.scened.selectEntity(e), p1);
+    const tcpA = await TcpClient.connect(a.port);
+    try {
+      // to alpha, the page's own daemon: the world is read over the page's own connection
+      assert.equal((await tcpB.call({ cmd: 'world.move', world: 'arena.main', to: 'alpha' }, 15000)).ok, true);
+      await page.waitForFunction(() => window.scened.owner === 'alpha' && window.scened.world === 'arena.main' && window.scened.entityCount === 5, null, { timeout: 15000 });
+      assert.equal(await scened(page, () => window.scened.selected), p1);
+      await tcpA.call({ cmd: 'transform.set_local', world: 'arena.main', entity: p1, t: [-4, 2, 1] });
+      await page.waitForFunction((e) => { const m = window.scened.matrix(e); return m && m[12] === -4; }, p1, { timeout: 15000 });
+      // and back to beta: the page opens beta's /ws again
+      assert.equal((await tcpA.call({ cmd: 'world.move', world: 'arena.main', to: 'beta' }, 15000)).ok, true);
+      await page.waitForFunction(() => window.scened.owner === 'beta' && window.scened.world === 'arena.main' && window.scened.entityCount === 5, null, { timeout: 15000 });
+      await tcpB.call({ cmd: 'transform.set_local', world: 'arena.main', entity: p1, t: [5, 2, 1] });
+      await page.waitForFunction((e) => { const m = window.scened.matrix(e); return m && m[12] === 5; }, p1, { timeout: 15000 });
+      assert.equal(await scened(page, () => window.scened.selected), p1);
+      await until(async () => /beta/.test(await page.textContent('#nodes li.selected')), 'the owner marked in the nodes panel', 5000);
+      assert.match(await page.textContent('#nodes'), /alpha \(this page\)/);
+      assert.deepEqual(problems, []);
+    } finally {
+      tcpA.close();
+      await page.close();
+    }
   });
 });
