@@ -10,7 +10,11 @@
 // the same matrices form; the owner allows this page's origin with --ws-origins); the figures
 // and lists stay on the page's own daemon. A world moved to another node (or taken over after
 // its owner went) is opened again on the new owner.
-import { Client, matrixOf } from './scened.mjs';
+// A world with history gets a timeline under the 3D view: dragging it shows the world as it
+// stood at that tick (transform.get with tick for each entity shown, pipelined; the markers,
+// the list and the selected entity's matrices are of then) while the subscription's mirror
+// keeps up with the stream in the background, so that "live" is back at once.
+import { Client, Mirror, matrixOf } from './scened.mjs';
 import { View } from './view.js';
 
 const $ = (id) => document.getElementById(id);
@@ -21,6 +25,9 @@ const GETS_IN_FLIGHT = 64;
 const RECHECK_MAX = 32;  // entries of a frame whose entities' parents are read again
 const RECHECK_MS = 2000;
 const REOPEN_MS = 15000; // how long a moved world (or one whose owner went) is looked for
+const PAST_LIMIT = 2000; // entities read at a past tick, at most (the first by id)
+const PAST_IN_FLIGHT = 512; // their reads waiting at a time (a browser's WebSocket costs per message)
+const GONE_KEPT = 2000;  // entities destroyed while the page watched, read at past ticks too
 // How frames come: b64 (the default), or json when the address says #matrices=json (for
 // comparing the two).
 const MATRICES = /(^#|&)matrices=json(&|$)/.test(location.hash) ? 'json' : 'b64';
@@ -66,6 +73,13 @@ const wconn = {
     if (!c) return Promise.reject(closedError());
     if (c === conn.client) conn.sent++;
     return c.call(cmd, fields);
+  },
+  // transform.get (scened.mjs decodes the matrices), at a past tick when given.
+  get(world, entity, opts) {
+    const c = this.current;
+    if (!c) return Promise.reject(closedError());
+    if (c === conn.client) conn.sent++;
+    return c.get(world, entity, opts);
   },
   // Back to the page's own connection (the other one is closed).
   drop() {
@@ -116,6 +130,23 @@ const state = {
   owner: '',            // the node the chosen world is opened on ('' standalone)
   opening: 0,           // counts the openings of a world; an older one gives up
   reselect: 0,          // the entity to select again once a reopened world's first frame came
+  tickHz: 0,            // the daemon's tick rate (info)
+  gone: new Set(),      // entities of the chosen world destroyed while the page watched
+};
+
+// The chosen world's timeline (when it keeps history).
+const timeline = {
+  history: 0,    // its window in ticks (world.list), 0: none, no timeline
+  now: 0,        // the last tick known to have run (frames, and transform.get answers)
+  min: 0,        // the range shown: [max(1, now - history + 1), now], frozen while looking back
+  max: 0,
+  live: true,
+  wanted: 0,     // the tick last asked for by the range
+  busy: false,   // reading a tick's entities (only the latest tick asked is read)
+  reads: 0,      // ticks whose reading began
+  readMs: 0,     // how long the last tick shown took to read
+  past: null,    // what is shown while not live: { tick, entities, mirror, parents, ... }
+  note: '',
 };
 
 const view = new View($('canvas-host'), { onPick: (id) => selectEntity(id) });
@@ -226,6 +257,8 @@ async function poll() {
     return poll();
   }
   if (nodes) showNodes(nodes.nodes);
+  if (info.tick_hz) state.tickHz = info.tick_hz;
+  refreshNow();
   const now = performance.now();
   const tick = info.metrics && info.metrics.tick_duration_seconds;
   const cur = {
@@ -332,6 +365,15 @@ async function selectWorld(name, { owner = '', keepCamera = false, note = '' } =
     else sub.unsubscribe().catch(() => {});
   } catch (e) {
     if (state.opening === opening && e.code !== 'CLOSED') worldGone(`${name}: ${e.message}`);
+    return;
+  }
+  // its history window, from the node it is on (a cluster's list knows only its own worlds')
+  try {
+    const list = await wconn.call('world.list');
+    const w = list.worlds.find((x) => x.name === name);
+    if (state.opening === opening) showTimeline(w && w.history ? w.history : 0);
+  } catch {
+    // no timeline then
   }
 }
 
@@ -438,6 +480,8 @@ async function adaptRate() {
 }
 
 function clearWorld() {
+  resetTimeline();
+  state.gone.clear();
   state.entities.clear();
   queue.length = 0;
   queueHead = 0;
@@ -486,6 +530,7 @@ function isCurrent(ev) {
 
 function onFrame(frame, sub) {
   if (sub !== state.sub) return;
+  noteNow(frame.tick);
   const t0 = performance.now();
   applyFrame(frame, sub.mirror);
   const ms = frame.readMs + performance.now() - t0;
@@ -496,8 +541,9 @@ function onFrame(frame, sub) {
 // moved, from its ids.
 function applyFrame(f, mirror) {
   const ents = state.entities;
+  const live = timeline.live; // while looking back, the view shows the past: only the state moves on
   let selectedMoved = false;
-  if (view.mirror !== mirror) view.setMirror(mirror);
+  if (live && view.mirror !== mirror) view.setMirror(mirror);
   if (f.full) {
     for (const id of Array.from(ents.keys())) if (!mirror.has(id)) removeEntity(id);
   }
@@ -516,22 +562,23 @@ function applyFrame(f, mirror) {
     if (id === state.selected) selectedMoved = true;
   }
   for (const id of f.removed) removeEntity(id);
-  view.changed();
   state.framesReceived++;
   state.lastTick = f.tick;
+  if (f.full) $('view-world').textContent = state.world;
+  pump();
+  if (!live) return;
+  view.changed();
   if (fitPending && f.full) {
     fitPending = false;
     view.fit();
   }
-  if (f.full) $('view-world').textContent = state.world;
   if (state.reselect && f.full) {
     const id = state.reselect;
     state.reselect = 0;
     if (ents.has(id)) selectEntity(id);
   }
-  $('entity-count').textContent = `(${ents.size.toLocaleString('en')})`;
+  showCount();
   if (selectedMoved) selectedChanged(true);
-  pump();
 }
 
 function addEntity(id) {
@@ -544,6 +591,12 @@ function addEntity(id) {
 function removeEntity(id) {
   if (!state.entities.delete(id)) return;
   view.remove(id);
+  // kept for the timeline: it is still there at the ticks before
+  if (timeline.history) {
+    state.gone.add(id);
+    if (state.gone.size > GONE_KEPT) state.gone.delete(state.gone.values().next().value);
+  }
+  if (!timeline.live) return; // the past on the screen still has it
   if (id === state.selected) selectEntity(0);
   listDirty = true;
   scheduleList();
@@ -574,6 +627,7 @@ async function fetchEntity(id) {
   const world = state.world;
   try {
     const r = await wconn.call('transform.get', { world, entity: id });
+    if (state.world === world) noteNow(r.tick);
     const ent = state.entities.get(id);
     if (state.world !== world || !ent) return;
     ent.name = r.name === undefined ? null : r.name;
@@ -583,9 +637,11 @@ async function fetchEntity(id) {
     ent.stale = false;
     ent.readAt = performance.now();
     view.setParent(id, r.parent || 0);
-    listDirty = true;
-    scheduleList();
-    if (id === state.selected) showSelected();
+    if (timeline.live) {
+      listDirty = true;
+      scheduleList();
+      if (id === state.selected) showSelected();
+    }
   } catch {
     // gone meanwhile, or the connection closed: nothing to show
   }
@@ -609,12 +665,22 @@ function label(ent) {
   return ent.name !== null ? ent.name : ent.fetched ? '(unnamed)' : '…';
 }
 
+// The entities on the screen: the live ones, or those of the past tick looked at.
+function shownEntities() {
+  return timeline.past ? timeline.past.entities : state.entities;
+}
+
+function showCount() {
+  const n = shownEntities().size.toLocaleString('en');
+  $('entity-count').textContent = timeline.past ? `(${n} at tick ${timeline.past.tick})` : `(${n})`;
+}
+
 function renderList() {
   if (listDirty) {
     listDirty = false;
     const q = $('filter').value.trim().toLowerCase();
     rows = [];
-    for (const ent of state.entities.values())
+    for (const ent of shownEntities().values())
       if (!q || String(ent.id).startsWith(q) || (ent.name && ent.name.toLowerCase().includes(q)))
         rows.push(ent.id);
     rows.sort((a, b) => a - b);
@@ -624,8 +690,9 @@ function renderList() {
   const last = Math.min(rows.length, Math.ceil((list.scrollTop + list.clientHeight) / ROW) + 2);
   const pool = list.querySelectorAll('.row');
   let used = 0;
+  const ents = shownEntities();
   for (let i = first; i < last; i++) {
-    const ent = state.entities.get(rows[i]);
+    const ent = ents.get(rows[i]);
     if (!ent) continue;
     let div = pool[used];
     if (!div) {
@@ -683,13 +750,17 @@ function selectEntity(id) {
 }
 
 function showSelected() {
-  const ent = state.selected ? state.entities.get(state.selected) : null;
+  const ents = shownEntities();
+  const ent = state.selected ? ents.get(state.selected) : null;
   $('selected').classList.toggle('hidden', !ent);
   $('selected-none').classList.toggle('hidden', !!ent);
+  $('selected-none').textContent = state.selected && timeline.past
+    ? `#${state.selected} had no transform at tick ${timeline.past.tick}.`
+    : 'Click an entity in the list or in the view.';
   if (!ent) return;
   $('sel-name').textContent = label(ent);
-  $('sel-id').textContent = `#${ent.id}`;
-  const parent = ent.parent ? state.entities.get(ent.parent) : null;
+  $('sel-id').textContent = timeline.past ? `#${ent.id} at tick ${timeline.past.tick}` : `#${ent.id}`;
+  const parent = ent.parent ? ents.get(ent.parent) : null;
   const a = $('sel-parent');
   a.textContent = ent.parent ? `${parent ? label(parent) : ''} #${ent.parent}` : ent.fetched ? 'none (a root)' : '…';
   a.dataset.entity = ent.parent || '';
@@ -708,6 +779,10 @@ $('sel-parent').addEventListener('click', (ev) => {
 let detailTimer = null, detailDue = false, detailBusy = false;
 
 function selectedChanged(now) {
+  if (!timeline.live) {
+    showSelected(); // the past's values, read with it
+    return;
+  }
   detailDue = true;
   if (now) {
     showSelected();
@@ -721,12 +796,13 @@ function selectedChanged(now) {
 }
 
 async function refreshDetail() {
-  if (detailBusy || !detailDue || !state.selected) return;
+  if (detailBusy || !detailDue || !state.selected || !timeline.live) return;
   detailBusy = true;
   detailDue = false;
   const id = state.selected, world = state.world;
   try {
     const r = await wconn.call('transform.get', { world, entity: id });
+    if (state.world === world) noteNow(r.tick);
     const ent = state.entities.get(id);
     if (ent && state.world === world) {
       ent.name = r.name === undefined ? null : r.name;
@@ -734,7 +810,7 @@ async function refreshDetail() {
       ent.local = Array.from(matrixOf(r.local));
       ent.fetched = true;
       view.setParent(id, r.parent || 0);
-      if (id === state.selected) showSelected();
+      if (id === state.selected && timeline.live) showSelected();
     }
   } catch {
     // gone meanwhile
@@ -743,6 +819,242 @@ async function refreshDetail() {
     detailBusy = false;
     refreshDetail();
   }, 250);
+}
+
+// ---- the timeline (a world with history) ---------------------------------------------------
+
+const tl = { bar: $('timeline'), range: $('tl-range'), live: $('tl-live'), tick: $('tl-tick'), note: $('tl-note') };
+
+function showTimeline(history) {
+  timeline.history = history;
+  tl.bar.classList.toggle('hidden', !history);
+  $('view').classList.toggle('with-timeline', !!history);
+  updateRange();
+}
+
+// Back to live and hidden (another world, or none).
+function resetTimeline() {
+  timeline.history = 0;
+  timeline.now = 0;
+  timeline.min = timeline.max = 0;
+  timeline.live = true;
+  timeline.wanted = 0;
+  timeline.past = null;
+  timeline.note = '';
+  tl.bar.classList.add('hidden');
+  tl.bar.classList.remove('past');
+  tl.live.classList.add('live');
+  $('view').classList.remove('with-timeline');
+  tl.note.textContent = '';
+}
+
+// The last tick known to have run in the chosen world.
+function noteNow(tick) {
+  if (typeof tick !== 'number' || tick <= timeline.now) return;
+  timeline.now = tick;
+  if (timeline.history && timeline.live) updateRange();
+}
+
+// A world that nothing changes in sends no frames: its clock is read once a second (any
+// transform.get answers the tick that ran last).
+function refreshNow() {
+  if (!timeline.history || !state.world) return;
+  const ids = state.entities.keys(), first = ids.next();
+  if (first.done) return;
+  const world = state.world;
+  wconn.call('transform.get', { world, entity: first.value }).then((r) => {
+    if (state.world === world) noteNow(r.tick);
+  }, () => {});
+}
+
+// The range is the window [now - history + 1, now] (from tick 1: history begins with the
+// world, or the daemon's start); while looking back it stays as it was when the drag began.
+function updateRange() {
+  if (!timeline.history) return;
+  if (timeline.live) {
+    timeline.max = timeline.now;
+    timeline.min = Math.max(1, timeline.now - timeline.history + 1);
+  }
+  const r = tl.range;
+  r.min = String(timeline.min);
+  r.max = String(Math.max(timeline.max, timeline.min));
+  r.disabled = timeline.now < 1; // no tick has run yet
+  const tick = timeline.live ? timeline.now : timeline.wanted;
+  r.value = String(tick);
+  showTickLabel(tick);
+}
+
+function showTickLabel(tick) {
+  const back = timeline.now - tick;
+  const secs = state.tickHz ? ` (${(back / state.tickHz).toFixed(back / state.tickHz < 10 ? 2 : 1)} s ago)` : '';
+  tl.tick.textContent = timeline.live ? `tick ${tick.toLocaleString('en')} · live` : `tick ${tick.toLocaleString('en')}${back > 0 ? secs : ''}`;
+}
+
+function setNote(text) {
+  timeline.note = text;
+  tl.note.textContent = text;
+  tl.note.title = text;
+}
+
+// A new drag starts from the window as it is now (the daemon has gone on meanwhile).
+function beginDrag() {
+  if (timeline.live || !timeline.history) return;
+  timeline.max = timeline.now;
+  timeline.min = Math.max(1, timeline.now - timeline.history + 1);
+  updateRange();
+}
+
+tl.range.addEventListener('pointerdown', beginDrag);
+tl.range.addEventListener('keydown', beginDrag);
+for (const type of ['input', 'change']) {
+  tl.range.addEventListener(type, () => {
+    if (!timeline.history || !state.world) return;
+    const tick = Math.round(Number(tl.range.value));
+    if (timeline.live && tick >= timeline.now) return; // still the present
+    pause();
+    timeline.wanted = tick;
+    showTickLabel(tick);
+    readPast();
+  });
+}
+tl.live.addEventListener('click', () => goLive());
+
+// Looking back: frames go on into the subscription's mirror and the page's state, the view
+// stays on the past.
+function pause() {
+  if (!timeline.live) return;
+  timeline.live = false;
+  tl.bar.classList.add('past');
+  tl.live.classList.remove('live');
+  tl.live.title = 'back to the stream';
+}
+
+function goLive() {
+  if (timeline.live) return;
+  timeline.live = true;
+  timeline.wanted = 0;
+  timeline.past = null;
+  tl.bar.classList.remove('past');
+  tl.live.classList.add('live');
+  tl.live.title = 'following the stream';
+  setNote('');
+  view.setMirror(state.sub && state.sub.mirror ? state.sub.mirror : new Mirror());
+  view.changed();
+  if (state.selected && !state.entities.has(state.selected)) selectEntity(0);
+  else if (state.selected) {
+    view.select(state.selected);
+    selectedChanged(true);
+  }
+  listDirty = true;
+  renderList();
+  showCount();
+  showSelected();
+  updateRange();
+  pump();
+}
+
+// The entities read at a past tick: the live ones and those destroyed while the page watched,
+// the first PAST_LIMIT by id.
+function pastCandidates() {
+  const ids = Array.from(state.entities.keys());
+  for (const id of state.gone) if (!state.entities.has(id)) ids.push(id);
+  ids.sort((a, b) => a - b);
+  return ids;
+}
+
+// Reads the world at the tick asked for: transform.get with tick for each entity, pipelined
+// (PAST_IN_FLIGHT at a time). One tick at a time: when the range moves meanwhile, what is left
+// of the older tick is not asked for, and the newest tick is read next.
+async function readPast() {
+  if (timeline.busy) return;
+  timeline.busy = true;
+  try {
+    while (!timeline.live && timeline.wanted && !(timeline.past && timeline.past.tick === timeline.wanted)) {
+      const tick = timeline.wanted, world = state.world, opening = state.opening;
+      const all = pastCandidates();
+      const ids = all.length > PAST_LIMIT ? all.slice(0, PAST_LIMIT) : all;
+      setNote(`reading tick ${tick.toLocaleString('en')}…`);
+      timeline.reads++;
+      const started = performance.now();
+      const results = new Array(ids.length).fill(null);
+      let next = 0, stale = false, failed = null, missing = null;
+      const worker = async () => {
+        while (next < ids.length && !failed) {
+          if (timeline.live || timeline.wanted !== tick || state.opening !== opening) {
+            stale = true;
+            return;
+          }
+          const i = next++;
+          try {
+            results[i] = await wconn.get(world, ids[i], { tick });
+          } catch (e) {
+            if (e.code === 'NOT_FOUND') missing = missing || e;
+            else failed = e;
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: Math.max(1, Math.min(PAST_IN_FLIGHT, ids.length)) }, worker));
+      if (timeline.live || state.opening !== opening) break;
+      if (stale || timeline.wanted !== tick) continue;
+      if (failed) {
+        setNote(`tick ${tick}: ${failed.message}`);
+        break;
+      }
+      timeline.readMs = performance.now() - started;
+      // Entities missing at a tick near the window's start: did the window move past the tick
+      // while it was read? (Then "missing" is not "created later".) The clock is read again.
+      let left = false;
+      if (missing) {
+        try {
+          noteNow((await wconn.call('transform.get', { world, entity: ids[0] })).tick);
+        } catch {
+          // that one is gone now: the clock is what the frames said
+        }
+        left = tick < timeline.now - timeline.history + 1;
+      }
+      if (timeline.live || state.opening !== opening) break;
+      showPast(tick, ids, results, all.length, missing, left);
+    }
+  } finally {
+    timeline.busy = false;
+  }
+}
+
+// The world at a past tick on the screen: markers, list and selection of then; what had no
+// transform then is hidden.
+function showPast(tick, ids, results, total, missing, left) {
+  const entities = new Map(), parents = new Map(), present = [];
+  const matrices = new Float32Array(16 * ids.length);
+  for (let i = 0; i < ids.length; i++) {
+    const r = results[i];
+    if (!r) continue;
+    matrices.set(r.world, 16 * present.length);
+    present.push(r.entity);
+    parents.set(r.entity, r.parent || 0);
+    entities.set(r.entity, {
+      id: r.entity, name: r.name === undefined ? null : r.name, parent: r.parent,
+      local: Array.from(r.local), fetched: true,
+    });
+  }
+  const mirror = new Mirror();
+  mirror.apply({ full: true, tick, ids: present, matrices: matrices.subarray(0, 16 * present.length), removed: [] });
+  timeline.past = {
+    tick, entities, mirror, parents, hidden: ids.length - present.length, truncated: total - ids.length,
+    missing: missing ? missing.message : '', left,
+  };
+  view.setMirror(mirror, parents);
+  view.select(state.selected);
+  listDirty = true;
+  renderList();
+  showCount();
+  showSelected();
+  const notes = [];
+  if (!present.length && ids.length && missing) notes.push(missing.message); // e.g. outside the window
+  else if (left) notes.push(`tick ${tick.toLocaleString('en')} left the history while it was read: some entities are missing`);
+  else if (timeline.past.hidden) notes.push(`${timeline.past.hidden.toLocaleString('en')} not created yet`);
+  if (timeline.past.truncated)
+    notes.push(`showing the first ${ids.length.toLocaleString('en')} of ${total.toLocaleString('en')} entities`);
+  setNote(notes.join(' · '));
 }
 
 // ---- view controls -------------------------------------------------------------------------
@@ -759,7 +1071,8 @@ window.scened = {
   get nodes() { return state.nodes.map((n) => ({ ...n })); },
   get owner() { return state.owner; },
   get world() { return state.world; },
-  get entityCount() { return state.entities.size; },
+  // what the page shows: the live world, or while looking back the world at the timeline's tick
+  get entityCount() { return shownEntities().size; },
   get framesReceived() { return state.framesReceived; },
   get lastTick() { return state.lastTick; },
   get streamHz() { return state.hz; },
@@ -771,7 +1084,7 @@ window.scened = {
   get webgl() { return view.ok; },
   get selected() { return state.selected; },
   entity(id) {
-    const ent = state.entities.get(id);
+    const ent = shownEntities().get(id);
     return ent ? { id, name: ent.name, parent: ent.parent, local: ent.local, world: view.matrix(id) } : null;
   },
   matrix: (id) => view.matrix(id),
@@ -779,8 +1092,26 @@ window.scened = {
   // Draws now (the canvas can be read back until the browser composites it).
   redraw: () => view.render(),
   findByName(name) {
-    for (const ent of state.entities.values()) if (ent.name === name) return ent.id;
+    for (const ent of shownEntities().values()) if (ent.name === name) return ent.id;
     return 0;
+  },
+  get timeline() {
+    const t = timeline, p = t.past;
+    return {
+      visible: !$('timeline').classList.contains('hidden'),
+      history: t.history, now: t.now, min: t.min, max: t.max, live: t.live,
+      tick: t.live ? t.now : p ? p.tick : 0,   // the tick shown
+      wanted: t.wanted,                        // the tick asked for (shown once read)
+      loading: !t.live && (!p || p.tick !== t.wanted),
+      shown: p ? p.entities.size : 0,          // entities that had a transform then
+      hidden: p ? p.hidden : 0,                // read, but created after that tick
+      truncated: p ? p.truncated : 0,          // not read: past the first PAST_LIMIT
+      note: t.note,
+      reads: t.reads,                          // ticks whose reading began (drags coalesce)
+      missing: p ? p.missing : '',             // the first NOT_FOUND answer read, if any
+      left: p ? p.left : false,                // the tick left the window while it was read
+      readMs: t.readMs,
+    };
   },
   selectWorld,
   selectEntity,
