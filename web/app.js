@@ -40,7 +40,7 @@ const conn = {
   client: null,
   sent: 0,
   call(cmd, fields) {
-    if (!this.client) return Promise.reject(Object.assign(new Error('not connected'), { code: 'CLOSED' }));
+    if (!this.client) return Promise.reject(closedError());
     this.sent++;
     return this.client.call(cmd, fields);
   },
@@ -68,18 +68,21 @@ const wconn = {
   client: null,   // a client of another node, or null: the page's own
   http: '',       // that node's HTTP address
   get current() { return this.client || conn.client; },
-  call(cmd, fields) {
+  // The client for one request (counted when it is the page's own: the command rate shown
+  // leaves out the page's requests), or null.
+  take() {
     const c = this.current;
-    if (!c) return Promise.reject(closedError());
-    if (c === conn.client) conn.sent++;
-    return c.call(cmd, fields);
+    if (c && c === conn.client) conn.sent++;
+    return c;
+  },
+  call(cmd, fields) {
+    const c = this.take();
+    return c ? c.call(cmd, fields) : Promise.reject(closedError());
   },
   // transform.get (scened.mjs decodes the matrices), at a past tick when given.
   get(world, entity, opts) {
-    const c = this.current;
-    if (!c) return Promise.reject(closedError());
-    if (c === conn.client) conn.sent++;
-    return c.get(world, entity, opts);
+    const c = this.take();
+    return c ? c.get(world, entity, opts) : Promise.reject(closedError());
   },
   // Back to the page's own connection (the other one is closed).
   drop() {
@@ -258,7 +261,6 @@ async function poll() {
   }
   if (nodes) showNodes(nodes.nodes);
   if (info.tick_hz) state.tickHz = info.tick_hz;
-  refreshNow();
   const now = performance.now();
   const tick = info.metrics && info.metrics.tick_duration_seconds;
   const cur = {
@@ -289,6 +291,7 @@ async function poll() {
     const w = list.worlds.find((x) => x.name === wanted) || list.worlds[0];
     selectWorld(w.name);
   }
+  refreshNow();
 }
 
 function showWorlds(worlds) {
@@ -507,9 +510,8 @@ function worldGone(why) {
 
 // A subscription whose frames (b64, decoded by scened.mjs into its mirror) reach the page.
 function subscribe(world, hz) {
-  const c = wconn.current;
+  const c = wconn.take();
   if (!c) return Promise.reject(closedError());
-  if (c === conn.client) conn.sent++;
   return c.subscribe(world, {
     hz,
     onFrame: (frame, sub) => onFrame(frame, sub),
