@@ -6,7 +6,16 @@
 // transform.get for names, parents and the selected entity's local matrix, and once a second
 // info and world.list for the figures in the header and the world list. Nothing is fetched
 // from anywhere else.
-import { Client, matrixOf } from './scened.mjs';
+// In a cluster (info names a node) it also shows the nodes with their load and which node owns
+// each world, and opens a world on its owner's /ws (a second client, with this page's token and
+// the same matrices form; the owner allows this page's origin with --ws-origins); the figures
+// and lists stay on the page's own daemon. A world moved to another node (or taken over after
+// its owner went) is opened again on the new owner.
+// A world with history gets a timeline under the 3D view: dragging it shows the world as it
+// stood at that tick (transform.get with tick for each entity shown, pipelined; the markers,
+// the list and the selected entity's matrices are of then) while the subscription's mirror
+// keeps up with the stream in the background, so that "live" is back at once.
+import { Client, Mirror, matrixOf } from './scened.mjs';
 import { View } from './view.js';
 
 const $ = (id) => document.getElementById(id);
@@ -16,6 +25,10 @@ const STREAM_SHARE = 0.35; // of the page's time, at most, for reading frames (t
 const GETS_IN_FLIGHT = 64;
 const RECHECK_MAX = 32;  // entries of a frame whose entities' parents are read again
 const RECHECK_MS = 2000;
+const REOPEN_MS = 15000; // how long a moved world (or one whose owner went) is looked for
+const PAST_LIMIT = 2000; // entities read at a past tick, at most (the first by id)
+const PAST_IN_FLIGHT = 512; // their reads waiting at a time (a browser's WebSocket costs per message)
+const GONE_KEPT = 2000;  // entities destroyed while the page watched, read at past ticks too
 // How frames come: b64 (the default), or json when the address says #matrices=json (for
 // comparing the two).
 const MATRICES = /(^#|&)matrices=json(&|$)/.test(location.hash) ? 'json' : 'b64';
@@ -28,7 +41,7 @@ const conn = {
   client: null,
   sent: 0,
   call(cmd, fields) {
-    if (!this.client) return Promise.reject(Object.assign(new Error('not connected'), { code: 'CLOSED' }));
+    if (!this.client) return Promise.reject(closedError());
     this.sent++;
     return this.client.call(cmd, fields);
   },
@@ -47,6 +60,60 @@ const conn = {
   },
 };
 
+const closedError = () => Object.assign(new Error('not connected'), { code: 'CLOSED' });
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// The connection the chosen world is read over: the page's own, or in a cluster one to the
+// world's owner (its HTTP address, from cluster.nodes).
+const wconn = {
+  client: null,   // a client of another node, or null: the page's own
+  http: '',       // that node's HTTP address
+  get current() { return this.client || conn.client; },
+  // The client for one request (counted when it is the page's own: the command rate shown
+  // leaves out the page's requests), or null.
+  take() {
+    const c = this.current;
+    if (c && c === conn.client) conn.sent++;
+    return c;
+  },
+  call(cmd, fields) {
+    const c = this.take();
+    return c ? c.call(cmd, fields) : Promise.reject(closedError());
+  },
+  // transform.get (scened.mjs decodes the matrices), at a past tick when given.
+  get(world, entity, opts) {
+    const c = this.take();
+    return c ? c.get(world, entity, opts) : Promise.reject(closedError());
+  },
+  // Back to the page's own connection (the other one is closed).
+  drop() {
+    const c = this.client;
+    this.client = null;
+    this.http = '';
+    if (c) c.close();
+  },
+};
+
+// A client of another node's /ws (HOST:PORT of its HTTP port), said hello to with this page's
+// token and matrices form.
+async function connectTo(http) {
+  const c = await Client.open(`${proto}//${http}/ws`);
+  try {
+    await c.hello({ token: sessionStorage.getItem('scened.token'), matrices: MATRICES });
+  } catch (e) {
+    c.close();
+    throw e;
+  }
+  c.onclose = () => {
+    if (wconn.client !== c) return;
+    wconn.client = null;
+    wconn.http = '';
+    // its node went (or restarted): the world is looked for again
+    if (state.world) reopen(state.world, '', `The connection to ${state.owner || http} closed`);
+  };
+  return c;
+}
+
 // ---- state -------------------------------------------------------------------------------
 
 const state = {
@@ -63,6 +130,28 @@ const state = {
   framesReceived: 0,
   lastTick: 0,
   autoSelected: false,
+  node: '',             // this daemon's node in a cluster ('' standalone)
+  nodes: [],            // cluster.nodes
+  owner: '',            // the node the chosen world is opened on ('' standalone)
+  opening: 0,           // counts the openings of a world; an older one gives up
+  reselect: 0,          // the entity to select again once a reopened world's first frame came
+  tickHz: 0,            // the daemon's tick rate (info)
+  gone: new Set(),      // entities of the chosen world destroyed while the page watched
+};
+
+// The chosen world's timeline (when it keeps history).
+const timeline = {
+  history: 0,    // its window in ticks (world.list), 0: none, no timeline
+  now: 0,        // the last tick known to have run (frames, and transform.get answers)
+  min: 0,        // the range shown: [max(1, now - history + 1), now], frozen while looking back
+  max: 0,
+  live: true,
+  wanted: 0,     // the tick last asked for by the range
+  busy: false,   // reading a tick's entities (only the latest tick asked is read)
+  reads: 0,      // ticks whose reading began
+  readMs: 0,     // how long the last tick shown took to read
+  past: null,    // what is shown while not live: { tick, entities, mirror, parents, ... }
+  note: '',
 };
 
 const view = new View($('canvas-host'), { onPick: (id) => selectEntity(id) });
@@ -153,6 +242,8 @@ function onClose() {
   clearInterval(pollTimer);
   pollTimer = null;
   state.sub = 0;
+  state.opening++;
+  wconn.drop();
   inflight = 0;
   setStatus('closed', 'disconnected: retrying');
   setTimeout(() => conn.open(url), reconnectDelay);
@@ -169,9 +260,13 @@ function fmtMs(s) {
 }
 
 async function poll() {
-  let info, list;
+  let info, list, nodes;
   try {
-    [info, list] = await Promise.all([conn.call('info'), conn.call('world.list')]);
+    // In a cluster: every world with its owner, and the nodes (a refusal leaves them out).
+    const cluster = state.node ? { cluster: true } : {};
+    [info, list, nodes] = await Promise.all([
+      conn.call('info'), conn.call('world.list', cluster),
+      state.node ? conn.call('cluster.nodes').catch(() => null) : null]);
   } catch (e) {
     // The access list changed under the page (SIGHUP): its token no longer reads.
     if (e.code === 'UNAUTHORIZED' && state.status !== 'auth') {
@@ -182,6 +277,13 @@ async function poll() {
     }
     return;
   }
+  if (info.node && !state.node) {
+    state.node = info.node; // a cluster: from now on the whole cluster is shown
+    $('nodes-section').classList.remove('hidden');
+    return poll();
+  }
+  if (nodes) showNodes(nodes.nodes);
+  if (info.tick_hz) state.tickHz = info.tick_hz;
   const now = performance.now();
   const tick = info.metrics && info.metrics.tick_duration_seconds;
   const cur = {
@@ -212,6 +314,7 @@ async function poll() {
     const w = list.worlds.find((x) => x.name === wanted) || list.worlds[0];
     selectWorld(w.name);
   }
+  refreshNow();
 }
 
 function showWorlds(worlds) {
@@ -231,37 +334,148 @@ function showWorlds(worlds) {
     const w = worlds[i];
     li.dataset.world = w.name;
     li.firstChild.textContent = w.name;
-    li.lastChild.textContent = w.transforms.toLocaleString('en');
+    // In a cluster: the owner; the transforms are known for this daemon's own worlds.
+    li.lastChild.textContent = [w.node, w.transforms === undefined ? '' : w.transforms.toLocaleString('en')]
+      .filter(Boolean).join(' · ');
     li.classList.toggle('selected', w.name === state.world);
   }
   while (ul.children.length > worlds.length) ul.lastChild.remove();
+}
+
+function showNodes(nodes) {
+  state.nodes = nodes;
+  const ul = $('nodes');
+  ul.replaceChildren();
+  for (const n of nodes) {
+    const li = document.createElement('li');
+    li.innerHTML = '<span class="name"></span><span class="count"></span>';
+    li.dataset.node = n.node;
+    li.firstChild.textContent = n.node + (n.node === state.node ? ' (this page)' : '');
+    li.lastChild.textContent = `${n.worlds} worlds · ${n.transforms.toLocaleString('en')} transforms · ${n.connections} connections`;
+    li.title = `${n.addr}${n.http ? `, http ${n.http}` : ''}`;
+    li.classList.toggle('selected', n.node === state.owner);
+    ul.appendChild(li);
+  }
+  $('node-count').textContent = `(${nodes.length})`;
+}
+
+function markOwner() {
+  for (const li of $('nodes').children) li.classList.toggle('selected', li.dataset.node === state.owner);
 }
 
 // ---- the chosen world ----------------------------------------------------------------------
 
 let fitPending = false;
 
-async function selectWorld(name) {
+// Opens a world: subscribes to it (on its owner, in a cluster). owner: the node to try first
+// (else the one the world list names); keepCamera: a reopening, which keeps the camera, and
+// note says why until the world's first frame.
+async function selectWorld(name, { owner = '', keepCamera = false, note = '' } = {}) {
   if (!name || name === state.world) return;
   const old = state.sub;
+  const opening = ++state.opening;
   state.world = name;
   state.sub = 0;
   clearWorld();
-  fitPending = true;
+  fitPending = !keepCamera;
   history.replaceState(null, '', `#world=${encodeURIComponent(name)}${MATRICES === 'json' ? '&matrices=json' : ''}`);
-  $('view-world').textContent = name;
+  $('view-world').textContent = note ? `${name} (${note})` : name;
   $('view-empty').classList.add('hidden');
   for (const li of $('worlds').children) li.classList.toggle('selected', li.dataset.world === name);
   if (old) old.unsubscribe().catch(() => {});
   try {
     state.hz = STREAM_HZ;
     state.frameMs = 0;
-    const sub = await subscribe(name, state.hz);
-    if (state.world === name) state.sub = sub;
+    const sub = await openWorld(name, owner, opening);
+    if (state.opening === opening) state.sub = sub;
     else sub.unsubscribe().catch(() => {});
   } catch (e) {
-    if (state.world === name && e.code !== 'CLOSED') worldGone(`${name}: ${e.message}`);
+    if (state.opening === opening && e.code !== 'CLOSED') worldGone(`${name}: ${e.message}`);
+    return;
   }
+  // its history window, from the node it is on (a cluster's list knows only its own worlds')
+  try {
+    const list = await wconn.call('world.list');
+    const w = list.worlds.find((x) => x.name === name);
+    if (state.opening === opening) showTimeline(w && w.history ? w.history : 0);
+  } catch {
+    // no timeline then
+  }
+}
+
+// The node that owns a world, as the world list says ('' when it does not say).
+function ownerOf(name) {
+  const w = state.worlds.find((x) => x.name === name);
+  return (w && w.node) || '';
+}
+
+// Subscribes to a world on its owner. Standalone, on the page's own connection. In a cluster,
+// on the owner's (a MOVED answer names another owner, tried at once; UNAVAILABLE, or an owner
+// that cannot be reached, is a group between owners: the world list is read again and the
+// world tried again, for a while).
+async function openWorld(name, node, opening) {
+  const deadline = performance.now() + REOPEN_MS;
+  node = node || ownerOf(name);
+  for (;;) {
+    try {
+      await useNode(node, opening);
+      return await subscribe(name, state.hz);
+    } catch (e) {
+      if (state.opening !== opening) throw Object.assign(new Error('superseded'), { code: 'CLOSED' });
+      const moved = e.code === 'MOVED' && e.response && e.response.error && e.response.error.node;
+      if (!state.node || !(moved || e.code === 'UNAVAILABLE' || e.code === 'CLOSED') || performance.now() > deadline) {
+        if (e.code === 'CLOSED' && conn.client) throw new Error(e.message); // the owner, not this page's daemon
+        throw e;
+      }
+      if (moved) {
+        node = e.response.error.node;
+      } else {
+        await sleep(250);
+        await poll();
+        node = ownerOf(name);
+      }
+    }
+  }
+}
+
+// Reads the chosen world over node's connection from now on (the page's own when node is this
+// daemon, or unknown).
+async function useNode(node, opening) {
+  if (!node || node === state.node) {
+    wconn.drop();
+    state.owner = state.node;
+    markOwner();
+    return;
+  }
+  let n = state.nodes.find((x) => x.node === node);
+  if (!n) {
+    const r = await conn.call('cluster.nodes');
+    showNodes(r.nodes);
+    n = r.nodes.find((x) => x.node === node);
+    if (!n) throw Object.assign(new Error(`node ${node} is not live`), { code: 'UNAVAILABLE' });
+  }
+  if (!n.http) throw new Error(`its owner ${node} has no HTTP port`);
+  if (!(wconn.client && wconn.http === n.http && wconn.client.isOpen)) {
+    wconn.drop();
+    const c = await connectTo(n.http);
+    if (state.opening !== opening) {
+      c.close();
+      throw Object.assign(new Error('superseded'), { code: 'CLOSED' });
+    }
+    wconn.client = c;
+    wconn.http = n.http;
+  }
+  state.owner = node;
+  markOwner();
+}
+
+// The world is opened again (it moved, or its owner's connection closed), on node when known;
+// the camera and the selection stay.
+function reopen(name, node, why) {
+  if (state.world !== name) return;
+  state.reselect = state.selected;
+  state.world = null;
+  selectWorld(name, { owner: node, keepCamera: true, note: `${why}: opening it again…` });
 }
 
 // A big world that moves everywhere makes big frames: the page asks for fewer of them when
@@ -292,6 +506,8 @@ async function adaptRate() {
 }
 
 function clearWorld() {
+  resetTimeline();
+  state.gone.clear();
   state.entities.clear();
   queue.length = 0;
   queueHead = 0;
@@ -304,6 +520,10 @@ function clearWorld() {
 function worldGone(why) {
   state.world = null;
   state.sub = 0;
+  state.opening++;
+  state.owner = '';
+  wconn.drop();
+  markOwner();
   clearWorld();
   $('view-world').textContent = '';
   $('view-empty').textContent = why;
@@ -313,14 +533,16 @@ function worldGone(why) {
 
 // A subscription whose frames (b64, decoded by scened.mjs into its mirror) reach the page.
 function subscribe(world, hz) {
-  if (!conn.client) return Promise.reject(Object.assign(new Error('not connected'), { code: 'CLOSED' }));
-  conn.sent++;
-  return conn.client.subscribe(world, {
+  const c = wconn.take();
+  if (!c) return Promise.reject(closedError());
+  return c.subscribe(world, {
     hz,
     onFrame: (frame, sub) => onFrame(frame, sub),
     onEnd: (reason, ev) => {
       if (isCurrent(ev)) {
         if (reason === 'world_destroyed') worldGone(`World ${ev.world} was destroyed.`);
+        // its group went to another node: opened again there once the lists know
+        else if (reason === 'moved') reopen(state.world, ev.node || '', `${ev.world} moved to ${ev.node}`);
         else if (reason !== 'closed') worldGone(`The subscription ended (${reason}).`);
       }
     },
@@ -333,6 +555,7 @@ function isCurrent(ev) {
 
 function onFrame(frame, sub) {
   if (sub !== state.sub) return;
+  noteNow(frame.tick);
   const t0 = performance.now();
   applyFrame(frame, sub.mirror);
   const ms = frame.readMs + performance.now() - t0;
@@ -343,8 +566,9 @@ function onFrame(frame, sub) {
 // moved, from its ids.
 function applyFrame(f, mirror) {
   const ents = state.entities;
+  const live = timeline.live; // while looking back, the view shows the past: only the state moves on
   let selectedMoved = false;
-  if (view.mirror !== mirror) view.setMirror(mirror);
+  if (live && view.mirror !== mirror) view.setMirror(mirror);
   if (f.full) {
     for (const id of Array.from(ents.keys())) if (!mirror.has(id)) removeEntity(id);
   }
@@ -363,16 +587,23 @@ function applyFrame(f, mirror) {
     if (id === state.selected) selectedMoved = true;
   }
   for (const id of f.removed) removeEntity(id);
-  view.changed();
   state.framesReceived++;
   state.lastTick = f.tick;
+  if (f.full) $('view-world').textContent = state.world;
+  pump();
+  if (!live) return;
+  view.changed();
   if (fitPending && f.full) {
     fitPending = false;
     view.fit();
   }
-  $('entity-count').textContent = `(${ents.size.toLocaleString('en')})`;
+  if (state.reselect && f.full) {
+    const id = state.reselect;
+    state.reselect = 0;
+    if (ents.has(id)) selectEntity(id);
+  }
+  showCount();
   if (selectedMoved) selectedChanged(true);
-  pump();
 }
 
 function addEntity(id) {
@@ -385,6 +616,12 @@ function addEntity(id) {
 function removeEntity(id) {
   if (!state.entities.delete(id)) return;
   view.remove(id);
+  // kept for the timeline: it is still there at the ticks before
+  if (timeline.history) {
+    state.gone.add(id);
+    if (state.gone.size > GONE_KEPT) state.gone.delete(state.gone.values().next().value);
+  }
+  if (!timeline.live) return; // the past on the screen still has it
   if (id === state.selected) selectEntity(0);
   listDirty = true;
   scheduleList();
@@ -414,7 +651,8 @@ function pump() {
 async function fetchEntity(id) {
   const world = state.world;
   try {
-    const r = await conn.call('transform.get', { world, entity: id });
+    const r = await wconn.call('transform.get', { world, entity: id });
+    if (state.world === world) noteNow(r.tick);
     const ent = state.entities.get(id);
     if (state.world !== world || !ent) return;
     ent.name = r.name === undefined ? null : r.name;
@@ -424,9 +662,11 @@ async function fetchEntity(id) {
     ent.stale = false;
     ent.readAt = performance.now();
     view.setParent(id, r.parent || 0);
-    listDirty = true;
-    scheduleList();
-    if (id === state.selected) showSelected();
+    if (timeline.live) {
+      listDirty = true;
+      scheduleList();
+      if (id === state.selected) showSelected();
+    }
   } catch {
     // gone meanwhile, or the connection closed: nothing to show
   }
@@ -450,12 +690,22 @@ function label(ent) {
   return ent.name !== null ? ent.name : ent.fetched ? '(unnamed)' : '…';
 }
 
+// The entities on the screen: the live ones, or those of the past tick looked at.
+function shownEntities() {
+  return timeline.past ? timeline.past.entities : state.entities;
+}
+
+function showCount() {
+  const n = shownEntities().size.toLocaleString('en');
+  $('entity-count').textContent = timeline.past ? `(${n} at tick ${timeline.past.tick})` : `(${n})`;
+}
+
 function renderList() {
   if (listDirty) {
     listDirty = false;
     const q = $('filter').value.trim().toLowerCase();
     rows = [];
-    for (const ent of state.entities.values())
+    for (const ent of shownEntities().values())
       if (!q || String(ent.id).startsWith(q) || (ent.name && ent.name.toLowerCase().includes(q)))
         rows.push(ent.id);
     rows.sort((a, b) => a - b);
@@ -465,8 +715,9 @@ function renderList() {
   const last = Math.min(rows.length, Math.ceil((list.scrollTop + list.clientHeight) / ROW) + 2);
   const pool = list.querySelectorAll('.row');
   let used = 0;
+  const ents = shownEntities();
   for (let i = first; i < last; i++) {
-    const ent = state.entities.get(rows[i]);
+    const ent = ents.get(rows[i]);
     if (!ent) continue;
     let div = pool[used];
     if (!div) {
@@ -524,13 +775,17 @@ function selectEntity(id) {
 }
 
 function showSelected() {
-  const ent = state.selected ? state.entities.get(state.selected) : null;
+  const ents = shownEntities();
+  const ent = state.selected ? ents.get(state.selected) : null;
   $('selected').classList.toggle('hidden', !ent);
   $('selected-none').classList.toggle('hidden', !!ent);
+  $('selected-none').textContent = state.selected && timeline.past
+    ? `#${state.selected} had no transform at tick ${timeline.past.tick}.`
+    : 'Click an entity in the list or in the view.';
   if (!ent) return;
   $('sel-name').textContent = label(ent);
-  $('sel-id').textContent = `#${ent.id}`;
-  const parent = ent.parent ? state.entities.get(ent.parent) : null;
+  $('sel-id').textContent = timeline.past ? `#${ent.id} at tick ${timeline.past.tick}` : `#${ent.id}`;
+  const parent = ent.parent ? ents.get(ent.parent) : null;
   const a = $('sel-parent');
   a.textContent = ent.parent ? `${parent ? label(parent) : ''} #${ent.parent}` : ent.fetched ? 'none (a root)' : '…';
   a.dataset.entity = ent.parent || '';
@@ -549,6 +804,10 @@ $('sel-parent').addEventListener('click', (ev) => {
 let detailTimer = null, detailDue = false, detailBusy = false;
 
 function selectedChanged(now) {
+  if (!timeline.live) {
+    showSelected(); // the past's values, read with it
+    return;
+  }
   detailDue = true;
   if (now) {
     showSelected();
@@ -562,12 +821,13 @@ function selectedChanged(now) {
 }
 
 async function refreshDetail() {
-  if (detailBusy || !detailDue || !state.selected) return;
+  if (detailBusy || !detailDue || !state.selected || !timeline.live) return;
   detailBusy = true;
   detailDue = false;
   const id = state.selected, world = state.world;
   try {
-    const r = await conn.call('transform.get', { world, entity: id });
+    const r = await wconn.call('transform.get', { world, entity: id });
+    if (state.world === world) noteNow(r.tick);
     const ent = state.entities.get(id);
     if (ent && state.world === world) {
       ent.name = r.name === undefined ? null : r.name;
@@ -575,7 +835,7 @@ async function refreshDetail() {
       ent.local = Array.from(matrixOf(r.local));
       ent.fetched = true;
       view.setParent(id, r.parent || 0);
-      if (id === state.selected) showSelected();
+      if (id === state.selected && timeline.live) showSelected();
     }
   } catch {
     // gone meanwhile
@@ -584,6 +844,242 @@ async function refreshDetail() {
     detailBusy = false;
     refreshDetail();
   }, 250);
+}
+
+// ---- the timeline (a world with history) ---------------------------------------------------
+
+const tl = { bar: $('timeline'), range: $('tl-range'), live: $('tl-live'), tick: $('tl-tick'), note: $('tl-note') };
+
+function showTimeline(history) {
+  timeline.history = history;
+  tl.bar.classList.toggle('hidden', !history);
+  $('view').classList.toggle('with-timeline', !!history);
+  updateRange();
+}
+
+// Back to live and hidden (another world, or none).
+function resetTimeline() {
+  timeline.history = 0;
+  timeline.now = 0;
+  timeline.min = timeline.max = 0;
+  timeline.live = true;
+  timeline.wanted = 0;
+  timeline.past = null;
+  timeline.note = '';
+  tl.bar.classList.add('hidden');
+  tl.bar.classList.remove('past');
+  tl.live.classList.add('live');
+  $('view').classList.remove('with-timeline');
+  tl.note.textContent = '';
+}
+
+// The last tick known to have run in the chosen world.
+function noteNow(tick) {
+  if (typeof tick !== 'number' || tick <= timeline.now) return;
+  timeline.now = tick;
+  if (timeline.history && timeline.live) updateRange();
+}
+
+// A world that nothing changes in sends no frames: its clock is read once a second (any
+// transform.get answers the tick that ran last).
+function refreshNow() {
+  if (!timeline.history || !state.world) return;
+  const ids = state.entities.keys(), first = ids.next();
+  if (first.done) return;
+  const world = state.world;
+  wconn.call('transform.get', { world, entity: first.value }).then((r) => {
+    if (state.world === world) noteNow(r.tick);
+  }, () => {});
+}
+
+// The range is the window [now - history + 1, now] (from tick 1: history begins with the
+// world, or the daemon's start); while looking back it stays as it was when the drag began.
+function updateRange() {
+  if (!timeline.history) return;
+  if (timeline.live) {
+    timeline.max = timeline.now;
+    timeline.min = Math.max(1, timeline.now - timeline.history + 1);
+  }
+  const r = tl.range;
+  r.min = String(timeline.min);
+  r.max = String(Math.max(timeline.max, timeline.min));
+  r.disabled = timeline.now < 1; // no tick has run yet
+  const tick = timeline.live ? timeline.now : timeline.wanted;
+  r.value = String(tick);
+  showTickLabel(tick);
+}
+
+function showTickLabel(tick) {
+  const back = timeline.now - tick;
+  const secs = state.tickHz ? ` (${(back / state.tickHz).toFixed(back / state.tickHz < 10 ? 2 : 1)} s ago)` : '';
+  tl.tick.textContent = timeline.live ? `tick ${tick.toLocaleString('en')} · live` : `tick ${tick.toLocaleString('en')}${back > 0 ? secs : ''}`;
+}
+
+function setNote(text) {
+  timeline.note = text;
+  tl.note.textContent = text;
+  tl.note.title = text;
+}
+
+// A new drag starts from the window as it is now (the daemon has gone on meanwhile).
+function beginDrag() {
+  if (timeline.live || !timeline.history) return;
+  timeline.max = timeline.now;
+  timeline.min = Math.max(1, timeline.now - timeline.history + 1);
+  updateRange();
+}
+
+tl.range.addEventListener('pointerdown', beginDrag);
+tl.range.addEventListener('keydown', beginDrag);
+for (const type of ['input', 'change']) {
+  tl.range.addEventListener(type, () => {
+    if (!timeline.history || !state.world) return;
+    const tick = Math.round(Number(tl.range.value));
+    if (timeline.live && tick >= timeline.now) return; // still the present
+    pause();
+    timeline.wanted = tick;
+    showTickLabel(tick);
+    readPast();
+  });
+}
+tl.live.addEventListener('click', () => goLive());
+
+// Looking back: frames go on into the subscription's mirror and the page's state, the view
+// stays on the past.
+function pause() {
+  if (!timeline.live) return;
+  timeline.live = false;
+  tl.bar.classList.add('past');
+  tl.live.classList.remove('live');
+  tl.live.title = 'back to the stream';
+}
+
+function goLive() {
+  if (timeline.live) return;
+  timeline.live = true;
+  timeline.wanted = 0;
+  timeline.past = null;
+  tl.bar.classList.remove('past');
+  tl.live.classList.add('live');
+  tl.live.title = 'following the stream';
+  setNote('');
+  view.setMirror(state.sub && state.sub.mirror ? state.sub.mirror : new Mirror());
+  view.changed();
+  if (state.selected && !state.entities.has(state.selected)) selectEntity(0);
+  else if (state.selected) {
+    view.select(state.selected);
+    selectedChanged(true);
+  }
+  listDirty = true;
+  renderList();
+  showCount();
+  showSelected();
+  updateRange();
+  pump();
+}
+
+// The entities read at a past tick: the live ones and those destroyed while the page watched,
+// the first PAST_LIMIT by id.
+function pastCandidates() {
+  const ids = Array.from(state.entities.keys());
+  for (const id of state.gone) if (!state.entities.has(id)) ids.push(id);
+  ids.sort((a, b) => a - b);
+  return ids;
+}
+
+// Reads the world at the tick asked for: transform.get with tick for each entity, pipelined
+// (PAST_IN_FLIGHT at a time). One tick at a time: when the range moves meanwhile, what is left
+// of the older tick is not asked for, and the newest tick is read next.
+async function readPast() {
+  if (timeline.busy) return;
+  timeline.busy = true;
+  try {
+    while (!timeline.live && timeline.wanted && !(timeline.past && timeline.past.tick === timeline.wanted)) {
+      const tick = timeline.wanted, world = state.world, opening = state.opening;
+      const all = pastCandidates();
+      const ids = all.length > PAST_LIMIT ? all.slice(0, PAST_LIMIT) : all;
+      setNote(`reading tick ${tick.toLocaleString('en')}…`);
+      timeline.reads++;
+      const started = performance.now();
+      const results = new Array(ids.length).fill(null);
+      let next = 0, stale = false, failed = null, missing = null;
+      const worker = async () => {
+        while (next < ids.length && !failed) {
+          if (timeline.live || timeline.wanted !== tick || state.opening !== opening) {
+            stale = true;
+            return;
+          }
+          const i = next++;
+          try {
+            results[i] = await wconn.get(world, ids[i], { tick });
+          } catch (e) {
+            if (e.code === 'NOT_FOUND') missing = missing || e;
+            else failed = e;
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: Math.max(1, Math.min(PAST_IN_FLIGHT, ids.length)) }, worker));
+      if (timeline.live || state.opening !== opening) break;
+      if (stale || timeline.wanted !== tick) continue;
+      if (failed) {
+        setNote(`tick ${tick}: ${failed.message}`);
+        break;
+      }
+      timeline.readMs = performance.now() - started;
+      // Entities missing at a tick near the window's start: did the window move past the tick
+      // while it was read? (Then "missing" is not "created later".) The clock is read again.
+      let left = false;
+      if (missing) {
+        try {
+          noteNow((await wconn.call('transform.get', { world, entity: ids[0] })).tick);
+        } catch {
+          // that one is gone now: the clock is what the frames said
+        }
+        left = tick < timeline.now - timeline.history + 1;
+      }
+      if (timeline.live || state.opening !== opening) break;
+      showPast(tick, ids, results, all.length, missing, left);
+    }
+  } finally {
+    timeline.busy = false;
+  }
+}
+
+// The world at a past tick on the screen: markers, list and selection of then; what had no
+// transform then is hidden.
+function showPast(tick, ids, results, total, missing, left) {
+  const entities = new Map(), parents = new Map(), present = [];
+  const matrices = new Float32Array(16 * ids.length);
+  for (let i = 0; i < ids.length; i++) {
+    const r = results[i];
+    if (!r) continue;
+    matrices.set(r.world, 16 * present.length);
+    present.push(r.entity);
+    parents.set(r.entity, r.parent || 0);
+    entities.set(r.entity, {
+      id: r.entity, name: r.name === undefined ? null : r.name, parent: r.parent,
+      local: Array.from(r.local), fetched: true,
+    });
+  }
+  const mirror = new Mirror();
+  mirror.apply({ full: true, tick, ids: present, matrices: matrices.subarray(0, 16 * present.length), removed: [] });
+  timeline.past = {
+    tick, entities, mirror, parents, hidden: ids.length - present.length, truncated: total - ids.length,
+    missing: missing ? missing.message : '', left,
+  };
+  view.setMirror(mirror, parents);
+  view.select(state.selected);
+  listDirty = true;
+  renderList();
+  showCount();
+  showSelected();
+  const notes = [];
+  if (!present.length && ids.length && missing) notes.push(missing.message); // e.g. outside the window
+  else if (left) notes.push(`tick ${tick.toLocaleString('en')} left the history while it was read: some entities are missing`);
+  else if (timeline.past.hidden) notes.push(`${timeline.past.hidden.toLocaleString('en')} not created yet`);
+  if (timeline.past.truncated)
+    notes.push(`showing the first ${ids.length.toLocaleString('en')} of ${total.toLocaleString('en')} entities`);
+  setNote(notes.join(' · '));
 }
 
 // ---- view controls -------------------------------------------------------------------------
@@ -597,8 +1093,12 @@ window.scened = {
   get version() { return state.version; },
   get access() { return state.access && { ...state.access }; },
   get worlds() { return state.worlds.map((w) => ({ ...w })); },
+  get node() { return state.node; },
+  get nodes() { return state.nodes.map((n) => ({ ...n })); },
+  get owner() { return state.owner; },
   get world() { return state.world; },
-  get entityCount() { return state.entities.size; },
+  // what the page shows: the live world, or while looking back the world at the timeline's tick
+  get entityCount() { return shownEntities().size; },
   get framesReceived() { return state.framesReceived; },
   get lastTick() { return state.lastTick; },
   get streamHz() { return state.hz; },
@@ -610,7 +1110,7 @@ window.scened = {
   get webgl() { return view.ok; },
   get selected() { return state.selected; },
   entity(id) {
-    const ent = state.entities.get(id);
+    const ent = shownEntities().get(id);
     return ent ? { id, name: ent.name, parent: ent.parent, local: ent.local, world: view.matrix(id) } : null;
   },
   matrix: (id) => view.matrix(id),
@@ -618,8 +1118,26 @@ window.scened = {
   // Draws now (the canvas can be read back until the browser composites it).
   redraw: () => view.render(),
   findByName(name) {
-    for (const ent of state.entities.values()) if (ent.name === name) return ent.id;
+    for (const ent of shownEntities().values()) if (ent.name === name) return ent.id;
     return 0;
+  },
+  get timeline() {
+    const t = timeline, p = t.past;
+    return {
+      visible: !$('timeline').classList.contains('hidden'),
+      history: t.history, now: t.now, min: t.min, max: t.max, live: t.live,
+      tick: t.live ? t.now : p ? p.tick : 0,   // the tick shown
+      wanted: t.wanted,                        // the tick asked for (shown once read)
+      loading: !t.live && (!p || p.tick !== t.wanted),
+      shown: p ? p.entities.size : 0,          // entities that had a transform then
+      hidden: p ? p.hidden : 0,                // read, but created after that tick
+      truncated: p ? p.truncated : 0,          // not read: past the first PAST_LIMIT
+      note: t.note,
+      reads: t.reads,                          // ticks whose reading began (drags coalesce)
+      missing: p ? p.missing : '',             // the first NOT_FOUND answer read, if any
+      left: p ? p.left : false,                // the tick left the window while it was read
+      readMs: t.readMs,
+    };
   },
   selectWorld,
   selectEntity,

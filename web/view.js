@@ -3,7 +3,8 @@
 // are those of the world's mirror (scened.mjs keeps it from the subscription's frames: one
 // Float32Array, the daemon's float32 values); all markers are one LineSegments draw call whose
 // vertex buffer is rewritten when something moved, so 10,000 moving transforms cost one buffer
-// upload per rendered frame.
+// upload per rendered frame. The staging view's timeline hands it another mirror (the world at
+// a past tick) with the parents of that tick, and the live one back.
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
 import { Mirror } from './scened.mjs';
@@ -15,7 +16,8 @@ export class View {
     this.host = host;
     this.onPick = onPick;
     this.mirror = new Mirror(); // what is drawn: ids[slot] at matrices[16 * slot]
-    this.parents = new Map();   // entity id -> parent entity id (known ones)
+    this.liveParents = new Map(); // entity id -> parent entity id (known ones, now)
+    this.parents = this.liveParents; // those of the mirror drawn
     this.cap = 0;
     this.dirty = true;
     this.markerScale = 0;     // log10 of the user's factor (the slider)
@@ -114,30 +116,34 @@ export class View {
     return m ? Array.from(m) : null;
   }
 
-  // Draws this mirror from now on (a new subscription's).
-  setMirror(mirror) {
+  // Draws this mirror from now on (a new subscription's, or the world at a past tick with the
+  // parents of then: an id -> parent id map).
+  setMirror(mirror, parents = this.liveParents) {
     this.mirror = mirror;
+    this.parents = parents;
     this.dirty = true;
   }
 
   // The mirror changed (a frame was applied).
   changed() { this.dirty = true; }
 
+  // The live parent of id (drawn when the live mirror is).
   setParent(id, parent) {
-    if ((this.parents.get(id) || 0) !== (parent || 0)) {
-      this.parents.set(id, parent || 0);
-      this.dirty = true;
+    if ((this.liveParents.get(id) || 0) !== (parent || 0)) {
+      this.liveParents.set(id, parent || 0);
+      if (this.parents === this.liveParents) this.dirty = true;
     }
   }
 
   remove(id) {
-    this.parents.delete(id);
-    this.dirty = true;
+    this.liveParents.delete(id);
+    if (this.parents === this.liveParents) this.dirty = true;
   }
 
   clear() {
     this.mirror = new Mirror();
-    this.parents.clear();
+    this.liveParents.clear();
+    this.parents = this.liveParents;
     this.select(0);
     this.dirty = true;
   }
@@ -265,6 +271,7 @@ export class View {
     const s = this.mirror.slots.get(id);
     if (!this.ok || s === undefined) return null;
     const m = this.mirror.matrices;
+    this.camera.updateMatrixWorld(); // the camera as it is now (fit moves it before a render)
     const v = new THREE.Vector3(m[s * 16 + 12], m[s * 16 + 13], m[s * 16 + 14]).project(this.camera);
     if (Math.abs(v.x) > 1 || Math.abs(v.y) > 1 || Math.abs(v.z) > 1) return null;
     const rect = this.renderer.domElement.getBoundingClientRect();

@@ -91,6 +91,38 @@ export interface ConnectOptions extends OpenOptions {
   matrices?: MatrixForm;
 }
 
+/** Parts of a matrix (transform.get with trs): translation, unit quaternion (w >= 0), scale. */
+export interface Trs {
+  t: [number, number, number];
+  r: [number, number, number, number];
+  s: [number, number, number];
+}
+
+export interface GetOptions {
+  /** A past tick of a world with history: from now - history + 1 to now (now: the tick a get
+   * without one answers). Not an integer: interpolated between the two ticks around it.
+   * Outside the window, or in a world without history: NOT_FOUND. */
+  tick?: number;
+  /** Also answer local_trs and world_trs. */
+  trs?: boolean;
+}
+
+/** transform.get's answer with its matrices decoded (whichever form they came in). */
+export interface Transform {
+  ok: true;
+  id?: unknown;
+  /** The tick asked for, or without one the last tick that has run. */
+  tick: number;
+  entity: number;
+  parent: number | null;
+  name?: string;
+  local: Float32Array;
+  world: Float32Array;
+  /** With trs: null when that matrix is not translation x rotation x scale. */
+  local_trs?: Trs | null;
+  world_trs?: Trs | null;
+}
+
 export class Client {
   static open(url: string, options?: OpenOptions): Promise<Client>;
   readonly matrices: MatrixForm;
@@ -103,6 +135,13 @@ export class Client {
   call(cmd: string, fields?: Record<string, unknown>): Promise<Response>;
   hello(options?: { token?: string; matrices?: MatrixForm }): Promise<Response>;
   subscribe(world: string, options?: SubscribeOptions): Promise<Subscription>;
+  /** transform.get, now or at a past tick. */
+  get(world: string, entity: number, options?: GetOptions): Promise<Transform>;
+  /** transform.relative: inverse(world(to)) * world(entity), now or at a past tick. */
+  relative(world: string, entity: number, to: number, options?: { tick?: number }): Promise<Float32Array>;
+  /** get for many entities, pipelined (at most inFlight waiting, 256 by default); null for an
+   * entity that answered NOT_FOUND (all null when the tick is outside the window). */
+  getMany(world: string, entities: number[], options?: GetOptions & { inFlight?: number }): Promise<(Transform | null)[]>;
   close(code?: number): void;
 }
 

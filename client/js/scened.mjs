@@ -7,6 +7,7 @@
 //   const { entity } = await c.call('transform.create', { world: 'main', t: [1, 2, 3] });
 //   const sub = await c.subscribe('main', { onFrame(f) { ... } });        // a local mirror
 //   sub.mirror.matrix(entity);                                           // Float32Array(16)
+//   const past = await c.get('main', entity, { tick: 650 });   // a world with history: the past
 //   connect('wss://host:7879/ws', { ca });   // Node: socket options (TLS) go to the ws package
 //
 // Requests carry ids and are answered by promises, any number in flight (pipelining); an error
@@ -379,9 +380,59 @@ export class Client {
     else p.reject(new ScenedError(msg.error ? msg.error.code : 'INTERNAL', msg.error ? msg.error.message : 'error', msg));
   }
 
+  /** transform.get, its matrices as Float32Array(16) whichever form they came in: resolves
+   * with { tick, entity, parent, name?, local, world } (and local_trs, world_trs with trs).
+   * tick: a past tick of a world with history (a fraction interpolates between the two ticks
+   * around it); outside the kept window the promise rejects with NOT_FOUND. Without tick, the
+   * answer's tick is the last tick that has run. */
+  async get(world, entity, { tick, trs } = {}) {
+    const fields = { world, entity };
+    if (tick !== undefined) fields.tick = checkTick(tick);
+    if (trs) fields.trs = true;
+    const r = await this.call('transform.get', fields);
+    return { ...r, local: matrixOf(r.local), world: matrixOf(r.world) };
+  }
+
+  /** transform.relative: inverse(world(to)) * world(entity) as a Float32Array(16), at a past
+   * tick when given (as get). */
+  async relative(world, entity, to, { tick } = {}) {
+    const fields = { world, entity, to };
+    if (tick !== undefined) fields.tick = checkTick(tick);
+    return matrixOf((await this.call('transform.relative', fields)).matrix);
+  }
+
+  /** get for many entities, pipelined with at most inFlight requests waiting at a time;
+   * resolves with one result per entity, in order, null for one that answered NOT_FOUND (at a
+   * tick: created after it; or no longer in the world). A tick outside the window (or a world
+   * that is not there) is NOT_FOUND for every entity: all null. Any other error rejects. */
+  async getMany(world, entities, { tick, trs, inFlight = 256 } = {}) {
+    if (tick !== undefined) checkTick(tick);
+    const out = new Array(entities.length).fill(null);
+    let next = 0;
+    const worker = async () => {
+      while (next < entities.length) {
+        const i = next++;
+        try {
+          out[i] = await this.get(world, entities[i], { tick, trs });
+        } catch (e) {
+          if (e.code !== 'NOT_FOUND') throw e;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(inFlight, entities.length)) }, worker));
+    return out;
+  }
+
   close(code = 1000) {
     if (!this.closed) this.ws.close(code);
   }
+}
+
+// A tick as the protocol takes it: a finite number, 0 or more (the daemon checks the window).
+function checkTick(tick) {
+  if (typeof tick !== 'number' || !Number.isFinite(tick) || tick < 0)
+    throw new TypeError(`tick must be a finite number, 0 or more (got ${tick})`);
+  return tick;
 }
 
 /** Opens a connection and says hello: matrices 'b64' by default (exact float32, cheapest), or

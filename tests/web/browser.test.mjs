@@ -2,9 +2,10 @@
 // from the npm registry): it loads from the daemon, lists the worlds, follows an entity that a
 // TCP client moves, shows the selected entity's matrices, asks for the token when there is one,
 // keeps up with 10,000 moving transforms, works over HTTPS and wss:// with an access list
-// (showing what the token may do), and logs no console errors. The page takes b64 frames
-// (through scened.mjs) and holds the daemon's float32 values: the TCP client reads its truth in
-// b64 too, and the two must agree to the bit. The screenshot is saved as
+// (showing what the token may do), shows a world with history as it stood at a past tick (the
+// timeline), follows a world to its owner in a cluster, and logs no console errors. The page
+// takes b64 frames (through scened.mjs) and holds the daemon's float32 values: the TCP client
+// reads its truth in b64 too, and the two must agree to the bit. The screenshot is saved as
 // build/staging-view.png (SCENED_SCREENSHOT).
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -337,6 +338,198 @@ describe('staging view: 10,000 moving transforms', () => {
   });
 });
 
+// The timeline of a world with history: set to a past tick (as a drag does: the range's value,
+// then input and change events), the page shows the world as transform.get at that tick
+// answers it (markers, list, the selected entity's matrices), hides what did not exist yet,
+// and stays there while the stream goes on; "live" follows the stream again at once.
+describe('staging view: the timeline of a world with history', () => {
+  let d, tcp, browser, page, problems, mover, rider, post;
+  const W = 'replay';
+  const get = async (entity, tick, world = W) => {
+    const r = await tcp.call({ cmd: 'transform.get', world, entity, ...(tick === undefined ? {} : { tick }) });
+    assert.equal(r.ok, true, JSON.stringify(r));
+    return { tick: r.tick, local: Array.from(matrixOf(r.local)), world: Array.from(matrixOf(r.world)), parent: r.parent };
+  };
+  const timeline = () => scened(page, () => window.scened.timeline);
+  // What a drag does to the range: a new value, then input and change events.
+  const scrub = (tick) => page.evaluate((t) => {
+    const el = document.getElementById('tl-range');
+    el.value = String(t);
+    el.dispatchEvent(new Event('input', { bubbles: true }));
+    el.dispatchEvent(new Event('change', { bubbles: true }));
+    return Number(el.value);
+  }, tick);
+  const cells = (table) => page.$$eval(`${table} tr`, (rows) => rows.map((r) => Array.from(r.cells, (c) => c.textContent)));
+
+  before(async () => {
+    d = await startDaemon();
+    tcp = await b64Client(d.port);
+    const ok = async (req) => {
+      const r = await tcp.call(req);
+      assert.equal(r.ok, true, JSON.stringify(r));
+      return r;
+    };
+    await ok({ cmd: 'world.create', world: W, history: 600 });
+    await ok({ cmd: 'world.create', world: 'plain' });
+    mover = (await ok({ cmd: 'transform.create', world: W, name: 'mover' })).entity;
+    rider = (await ok({ cmd: 'transform.create', world: W, parent: mover, name: 'rider', t: [0, 1, 0], r: [0, 0.38268343, 0, 0.9238795] })).entity;
+    post = (await ok({ cmd: 'transform.create', world: W, name: 'post', t: [-3, 0, 2] })).entity;
+    await ok({ cmd: 'transform.create', world: 'plain', name: 'thing' });
+    browser = await launch();
+    ({ page, problems } = await openPage(browser, d.httpPort));
+    await page.waitForFunction(() => window.scened && window.scened.status === 'ready');
+  });
+  after(async () => {
+    await browser?.close();
+    tcp?.close();
+    assert.equal(await d.stop(), 0);
+  });
+
+  test('no timeline for a world without history', async () => {
+    await scened(page, () => window.scened.selectWorld('plain'));
+    await page.waitForFunction(() => window.scened.world === 'plain' && window.scened.entityCount === 1);
+    await sleep(0);
+    const t = await timeline();
+    assert.equal(t.visible, false);
+    assert.equal(t.history, 0);
+    assert.equal(await page.isVisible('#timeline'), false);
+  });
+
+  test('a past tick: markers, list and selected matrices as they were; live again', async () => {
+    await scened(page, (w) => window.scened.selectWorld(w), W);
+    await page.waitForFunction(() => window.scened.entityCount === 3 && window.scened.timeline.visible);
+    assert.equal(await page.isVisible('#tl-range'), true);
+    assert.equal((await timeline()).history, 600);
+    await page.waitForSelector(`#entities .row[data-entity="${rider}"]`);
+    await page.click(`#entities .row[data-entity="${rider}"]`);
+    await page.waitForFunction((id) => window.scened.selected === id, rider);
+    // the mover goes through five places; the tick each one was reached at is remembered
+    const ticks = [];
+    for (let i = 1; i <= 5; i++) {
+      await tcp.call({ cmd: 'transform.set_local', world: W, entity: mover, t: [i, 0, -i / 2] });
+      await page.waitForFunction(([e, x]) => window.scened.matrix(e)?.[12] === x, [mover, i]);
+      ticks[i] = (await get(mover)).tick; // nothing has changed since: its values at that tick are these
+    }
+    const late = (await tcp.call({ cmd: 'transform.create', world: W, name: 'late', t: [5, 5, 5] })).entity;
+    await page.waitForFunction(() => window.scened.findByName('late') > 0);
+    await page.waitForFunction(() => window.scened.entityCount === 4);
+    // one destroyed since: it was there at the ticks before
+    const truthPost = await get(post, ticks[2]);
+    assert.equal((await tcp.call({ cmd: 'transform.destroy', world: W, entity: post })).ok, true);
+    await page.waitForFunction(() => window.scened.entityCount === 3 && !window.scened.findByName('post'));
+    // the range follows the stream while live
+    const live = await timeline();
+    assert.equal(live.live, true);
+    assert.ok(live.max >= ticks[5] && live.min === Math.max(1, live.max - 599), JSON.stringify(live));
+    await page.click('#fit'); // every place the mover has been in view
+    const liveSpot = await scened(page, (e) => window.scened.screenPosition(e), mover);
+
+    const T = ticks[2];
+    const truth = { mover: await get(mover, T), rider: await get(rider, T), post: truthPost };
+    assert.equal(truth.mover.world[12], 2);
+    assert.equal(await scrub(T), T, 'the range holds the tick');
+    await page.waitForFunction((t) => { const s = window.scened.timeline; return !s.live && s.tick === t && !s.loading; }, T);
+    const t = await timeline();
+    assert.equal(t.visible, true);
+    assert.equal(t.shown, 3);
+    assert.equal(t.hidden, 1, 'the entity created later is hidden');
+    // the markers are drawn at the matrices of tick T, to the bit
+    for (const [name, e] of [['mover', mover], ['rider', rider], ['post', post]])
+      assert.deepEqual(await scened(page, (id) => window.scened.matrix(id), e), truth[name].world, name);
+    const pastSpot = await scened(page, (e) => window.scened.screenPosition(e), mover);
+    assert.ok(pastSpot && liveSpot && Math.hypot(pastSpot.x - liveSpot.x, pastSpot.y - liveSpot.y) > 1, 'the marker is drawn where it was');
+    // what did not exist at T is neither drawn nor listed
+    assert.equal(await scened(page, (e) => window.scened.matrix(e), late), null);
+    assert.equal(await scened(page, (e) => window.scened.entity(e), late), null);
+    assert.equal(await scened(page, () => window.scened.entityCount), 3);
+    await until(async () => (await page.$$('#entities .row')).length === 3, 'the list of tick T');
+    assert.equal(await page.$(`#entities .row[data-entity="${late}"]`), null);
+    assert.notEqual(await page.$(`#entities .row[data-entity="${post}"]`), null, 'the destroyed one, as it was');
+    assert.match(await page.textContent('#entity-count'), new RegExp(`3 at tick ${T}`));
+    // the selected entity: its local and world matrices at T
+    const sel = await scened(page, (e) => window.scened.entity(e), rider);
+    assert.deepEqual(sel.local, truth.rider.local);
+    assert.deepEqual(sel.world, truth.rider.world);
+    assert.equal(sel.parent, mover);
+    const world = await cells('#sel-world'), local = await cells('#sel-local');
+    assert.equal(world[0][3], '2');
+    assert.equal(world[2][3], '-1');
+    assert.equal(local[1][3], '1');
+    assert.match(await page.textContent('#sel-id'), new RegExp(`at tick ${T}`));
+    await page.screenshot({ path: screenshot.replace(/\.png$/, '-timeline.png') });
+
+    // the stream goes on behind: the view stays at T
+    const frames = await scened(page, () => window.scened.framesReceived);
+    await tcp.call({ cmd: 'transform.set_local', world: W, entity: mover, t: [9, 0, 0] });
+    await page.waitForFunction((n) => window.scened.framesReceived > n, frames);
+    await sleep(100); // a few more ticks, in case
+    assert.deepEqual(await scened(page, (id) => window.scened.matrix(id), mover), truth.mover.world);
+    assert.equal((await cells('#sel-world'))[0][3], '2');
+    // another tick
+    assert.equal(await scrub(ticks[4]), ticks[4]);
+    await page.waitForFunction((tk) => { const s = window.scened.timeline; return s.tick === tk && !s.loading; }, ticks[4]);
+    assert.deepEqual(await scened(page, (id) => window.scened.matrix(id), mover), (await get(mover, ticks[4])).world);
+    await until(async () => (await cells('#sel-world'))[0][3] === '4', 'the selected matrices of the other tick');
+
+    // a fast drag: only the newest tick is read once the one being read is done
+    const reads = (await timeline()).reads;
+    const ticksAsked = [ticks[1], ticks[3], ticks[2], ticks[5], ticks[4], ticks[3]];
+    await page.evaluate((list) => {
+      const el = document.getElementById('tl-range');
+      for (const t of list) {
+        el.value = String(t);
+        el.dispatchEvent(new Event('input', { bubbles: true }));
+      }
+      el.dispatchEvent(new Event('change', { bubbles: true }));
+    }, ticksAsked);
+    await page.waitForFunction((tk) => { const s = window.scened.timeline; return s.tick === tk && !s.loading; }, ticks[3]);
+    assert.ok((await timeline()).reads - reads <= 2, `ticks read: ${(await timeline()).reads - reads}`);
+    assert.deepEqual(await scened(page, (id) => window.scened.matrix(id), mover), (await get(mover, ticks[3])).world);
+
+    // live: at once where the stream is, then following it
+    await page.click('#tl-live');
+    await page.waitForFunction(() => window.scened.timeline.live);
+    assert.equal(await scened(page, (id) => window.scened.matrix(id)[12], mover), 9);
+    assert.equal(await scened(page, () => window.scened.entityCount), 3);
+    assert.equal(await scened(page, (e) => window.scened.matrix(e), post), null);
+    assert.ok((await scened(page, () => window.scened.findByName('late'))) > 0);
+    await page.waitForSelector(`#entities .row[data-entity="${late}"]`);
+    const max = (await timeline()).max;
+    await tcp.call({ cmd: 'transform.set_local', world: W, entity: mover, t: [11, 0, 0] });
+    await page.waitForFunction((e) => window.scened.matrix(e)[12] === 11, mover);
+    await until(async () => (await cells('#sel-world'))[0][3] === '11', 'the selected entity following the stream');
+    await page.waitForFunction((m) => window.scened.timeline.max > m && window.scened.timeline.tick === window.scened.timeline.max, max);
+    assert.equal(await scened(page, () => window.scened.selected), rider);
+    assert.deepEqual(problems, []);
+  });
+
+  test('a world bigger than what is read at a past tick: the first 2,000, and the page says so', async () => {
+    await tcp.call({ cmd: 'world.create', world: 'big', history: 600 });
+    const ops = [];
+    for (let i = 0; i < 2100; i++) ops.push({ cmd: 'transform.create', t: [i % 50, 0, Math.floor(i / 50)] });
+    const first = (await tcp.call({ cmd: 'batch', world: 'big', ops }, 20000)).results[0].entity;
+    // the first tick that ran after the batch was answered has every one of them
+    const T = (await get(first, undefined, 'big')).tick + 1;
+    await scened(page, () => window.scened.selectWorld('big'));
+    await page.waitForFunction((t) => window.scened.entityCount === 2100 && window.scened.timeline.visible && window.scened.timeline.max > t, T, { timeout: 10000 });
+    assert.equal(await scrub(T), T);
+    await page.waitForFunction((t) => { const s = window.scened.timeline; return s.tick === t && !s.loading; }, T, { timeout: 20000 });
+    const t = await timeline();
+    console.log(`# read ${t.shown} at tick ${T}: ${t.readMs.toFixed(0)} ms`);
+    assert.equal(t.shown, 2000, JSON.stringify({ ...t, T }));
+    assert.equal(t.truncated, 100);
+    assert.match(await page.textContent('#tl-note'), /first 2,000 of 2,100/);
+    await page.click('#tl-live');
+    await page.waitForFunction(() => window.scened.timeline.live && window.scened.entityCount === 2100);
+    // and back to a world without history: no timeline
+    await scened(page, () => window.scened.selectWorld('plain'));
+    await page.waitForFunction(() => window.scened.world === 'plain' && window.scened.entityCount === 1);
+    assert.equal((await timeline()).visible, false);
+    assert.equal(await page.isVisible('#timeline'), false);
+    assert.deepEqual(problems, []);
+  });
+});
+
 // A cluster: the page of one daemon shows the nodes with their load and which node owns each
 // world, and opens a world owned by the other daemon on that daemon's /ws (which allows the
 // page's origin with --ws-origins).
@@ -405,5 +598,38 @@ describe('staging view: a cluster', () => {
     await page.waitForFunction((e) => { const m = window.scened.matrix(e); return m && m[12] === 7; }, id, { timeout: 15000 });
     await page.screenshot({ path: screenshot.replace(/\.png$/, '-cluster.png') });
     assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+  test('a world moved to another node is opened again there, the selection kept', async () => {
+    const { page, problems } = await openPage(browser, a.httpPort);
+    await page.waitForFunction(() => window.scened.node === 'alpha' && window.scened.nodes.length === 2, null, { timeout: 15000 });
+    await page.waitForFunction(() => window.scened.worlds.some((w) => w.name === 'arena.main' && w.node === 'beta'), null, { timeout: 15000 });
+    await scened(page, () => window.scened.selectWorld('arena.main'));
+    await page.waitForFunction(() => window.scened.entityCount === 5 && window.scened.owner === 'beta', null, { timeout: 15000 });
+    const p1 = (await tcpB.call({ cmd: 'transform.find', world: 'arena.main', path: 'p1' })).entity;
+    await page.waitForFunction((e) => window.scened.findByName('p1') === e, p1, { timeout: 15000 });
+    await scened(page, (e) => window.scened.selectEntity(e), p1);
+    const tcpA = await TcpClient.connect(a.port);
+    try {
+      // to alpha, the page's own daemon: the world is read over the page's own connection
+      assert.equal((await tcpB.call({ cmd: 'world.move', world: 'arena.main', to: 'alpha' }, 15000)).ok, true);
+      await page.waitForFunction(() => window.scened.owner === 'alpha' && window.scened.world === 'arena.main' && window.scened.entityCount === 5, null, { timeout: 15000 });
+      assert.equal(await scened(page, () => window.scened.selected), p1);
+      await tcpA.call({ cmd: 'transform.set_local', world: 'arena.main', entity: p1, t: [-4, 2, 1] });
+      await page.waitForFunction((e) => { const m = window.scened.matrix(e); return m && m[12] === -4; }, p1, { timeout: 15000 });
+      // and back to beta: the page opens beta's /ws again
+      assert.equal((await tcpA.call({ cmd: 'world.move', world: 'arena.main', to: 'beta' }, 15000)).ok, true);
+      await page.waitForFunction(() => window.scened.owner === 'beta' && window.scened.world === 'arena.main' && window.scened.entityCount === 5, null, { timeout: 15000 });
+      await tcpB.call({ cmd: 'transform.set_local', world: 'arena.main', entity: p1, t: [5, 2, 1] });
+      await page.waitForFunction((e) => { const m = window.scened.matrix(e); return m && m[12] === 5; }, p1, { timeout: 15000 });
+      assert.equal(await scened(page, () => window.scened.selected), p1);
+      await until(async () => /beta/.test(await page.textContent('#nodes li.selected')), 'the owner marked in the nodes panel', 5000);
+      assert.match(await page.textContent('#nodes'), /alpha \(this page\)/);
+      assert.deepEqual(problems, []);
+    } finally {
+      tcpA.close();
+      await page.close();
+    }
   });
 });

@@ -2,8 +2,9 @@
 // connecting with and without a token, pipelined requests answered by promises, errors as
 // ScenedError with the contract's code, matrices to the bit in both forms (random float32 bit
 // patterns, -0 and subnormals included), subscriptions keeping a mirror through full frames,
-// deltas, removals, a resync after lagging and the end of the world, and the ws package taken
-// by default in Node, which has no global WebSocket.
+// deltas, removals, a resync after lagging and the end of the world, reads at a past tick of a
+// world with history (get, relative, getMany), and the ws package taken by default in Node,
+// which has no global WebSocket.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -195,6 +196,98 @@ describe('JavaScript client', () => {
     } finally {
       assert.equal(await dt.stop(), 0);
     }
+  });
+
+  test('history: a past tick answers what its frame carried, to the bit, in both forms', async () => {
+    const c = await connect(url, { WebSocket });
+    const j = await connect(url, { WebSocket, matrices: 'json' });
+    const W = 'js-hist';
+    await c.call('world.create', { world: W, history: 600 });
+    const root = (await c.call('transform.create', { world: W, name: 'root' })).entity;
+    const child = (await c.call('transform.create', { world: W, parent: root, name: 'child', t: [0, 1, 0.25], r: [0, 0.38268343, 0, 0.9238795] })).entity;
+    // every frame's matrices, by tick
+    const frames = new Map();
+    const sub = await c.subscribe(W, {
+      onFrame(f) {
+        const m = new Map();
+        f.ids.forEach((id, i) => m.set(id, f.matrices.slice(16 * i, 16 * i + 16)));
+        frames.set(f.tick, m);
+      },
+    });
+    await until(() => frames.size === 1, 'the full frame');
+    const tickOf = (pred) => [...frames].find(([, m]) => pred(m))?.[0];
+    for (let i = 1; i <= 5; i++) {
+      const a = i * 0.4;
+      await c.call('transform.set_local', { world: W, entity: root, t: [i * 1.7, i * 0.1, -i], r: [0, Math.sin(a), 0, Math.cos(a)], s: 1 + i / 10 });
+      await until(() => tickOf((m) => m.get(root)?.[12] === Math.fround(i * 1.7)), `the frame of move ${i}`);
+    }
+    const late = (await c.call('transform.create', { world: W, name: 'late', t: [9, 9, 9] })).entity;
+    await until(() => tickOf((m) => m.has(late)), 'the frame with the late entity');
+    const lateTick = tickOf((m) => m.has(late));
+
+    // each frame's values, read back at its tick: the same bits, b64 and json alike
+    let checked = 0;
+    for (const [tick, m] of frames) {
+      for (const [id, want] of m) {
+        const got = await c.get(W, id, { tick });
+        assert.equal(got.tick, tick);
+        assert.equal(got.entity, id);
+        assert.deepEqual(bits(got.world), bits(want), `entity ${id} at tick ${tick} (b64)`);
+        const raw = await c.call('transform.get', { world: W, entity: id, tick });
+        assert.equal(typeof raw.world, 'string', 'b64 matrices at a past tick');
+        assert.equal(raw.world, matrixToB64(want));
+        const js = await j.get(W, id, { tick });
+        assert.deepEqual(bits(js.world), bits(want), `entity ${id} at tick ${tick} (json)`);
+        assert.deepEqual(bits(js.local), bits(got.local));
+        checked++;
+      }
+    }
+    assert.ok(checked >= 8, `${checked} matrices checked`);
+    // parent and name at a past tick; relative at a past tick: the child's local, either form
+    const t0 = Math.min(...frames.keys());
+    const kid = await c.get(W, child, { tick: t0, trs: true });
+    assert.equal(kid.parent, root);
+    assert.equal(kid.name, 'child');
+    assert.ok(kid.local_trs && Math.abs(kid.local_trs.t[2] - 0.25) < 1e-7);
+    for (const tick of frames.keys()) {
+      const rb = await c.relative(W, child, root, { tick });
+      const rj = await j.relative(W, child, root, { tick });
+      assert.deepEqual(bits(rb), bits(rj));
+      const local = (await c.get(W, child, { tick })).local;
+      for (let k = 0; k < 16; k++) assert.ok(Math.abs(rb[k] - local[k]) < 1e-5, `relative at ${tick}, element ${k}`);
+    }
+    // an entity created after a tick is NOT_FOUND at it, and found from its frame's tick on
+    await assert.rejects(c.get(W, late, { tick: lateTick - 1 }), (e) => e instanceof ScenedError && e.code === 'NOT_FOUND');
+    assert.equal((await c.get(W, late, { tick: lateTick })).world[12], 9);
+    const many = await c.getMany(W, [root, child, late, 999999], { tick: lateTick - 1 });
+    assert.deepEqual(many.map((r) => r && r.entity), [root, child, null, null]);
+    // between two ticks: translation interpolated
+    const moved = [...frames.keys()].filter((t) => t > t0 && frames.get(t).has(root)).at(-1);
+    const [before, after] = [await c.get(W, root, { tick: moved - 1 }), await c.get(W, root, { tick: moved })];
+    const mid = await c.get(W, root, { tick: moved - 0.5 });
+    assert.equal(mid.tick, moved - 0.5);
+    for (const k of [12, 13, 14]) assert.ok(Math.abs(mid.world[k] - (before.world[k] + after.world[k]) / 2) < 1e-5, `element ${k}`);
+    // outside the window, or in a world without history: NOT_FOUND, the message naming the window
+    const now = (await c.get(W, root)).tick;
+    assert.ok(now >= lateTick);
+    await assert.rejects(c.get(W, root, { tick: now + 1000 }), (e) => e.code === 'NOT_FOUND' && /ticks \d+ to \d+/.test(e.message));
+    await assert.rejects(c.relative(W, child, root, { tick: now + 1000 }), (e) => e.code === 'NOT_FOUND');
+    await c.call('world.create', { world: 'js-short', history: 5 });
+    const s = (await c.call('transform.create', { world: 'js-short' })).entity;
+    await until(async () => (await c.get('js-short', s)).tick > 40, 'forty ticks', 10000);
+    const sNow = (await c.get('js-short', s)).tick;
+    await assert.rejects(c.get('js-short', s, { tick: sNow - 30 }), (e) => e.code === 'NOT_FOUND' && /outside the history/.test(e.message));
+    assert.equal((await c.getMany('js-short', [s], { tick: sNow - 30 }))[0], null);
+    await c.call('world.create', { world: 'js-nohist' });
+    const n = (await c.call('transform.create', { world: 'js-nohist' })).entity;
+    await assert.rejects(c.get('js-nohist', n, { tick: 1 }), (e) => e.code === 'NOT_FOUND');
+    // a tick that is not a number is refused before it is sent
+    for (const bad of [NaN, Infinity, -1, '12'])
+      await assert.rejects(c.get(W, root, { tick: bad }), TypeError);
+    await sub.unsubscribe();
+    for (const w of [W, 'js-short', 'js-nohist']) await c.call('world.destroy', { world: w });
+    c.close();
+    j.close();
   });
 
   test('a closed connection rejects what waits, with CLOSED', async () => {
