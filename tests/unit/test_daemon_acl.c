@@ -277,6 +277,7 @@ static void test_prefixes(void) {
   long long a = (long long)scn_resp_id(r, "entity");
   cJSON_Delete(r);
   r = OK(&op, "{\"cmd\":\"transform.get\",\"world\":\"match8.x\",\"entity\":%lld}", x);
+  cJSON_DeleteItemFromObjectCaseSensitive(r, "tick"); /* the world's clock, not its state */
   char *before = cJSON_PrintUnformatted(r);
   cJSON_Delete(r);
 
@@ -333,6 +334,7 @@ static void test_prefixes(void) {
   cJSON_Delete(r);
   /* match8.x is as it was. */
   r = OK(&op, "{\"cmd\":\"transform.get\",\"world\":\"match8.x\",\"entity\":%lld}", x);
+  cJSON_DeleteItemFromObjectCaseSensitive(r, "tick");
   char *after = cJSON_PrintUnformatted(r);
   cJSON_Delete(r);
   CU_ASSERT_STRING_EQUAL(after, before);
