@@ -22,7 +22,7 @@
  * other check. Only the first problem of each kind is kept; they are reported in that order
  * of kinds once cJSON accepted the line. */
 
-enum { NO_PROBLEM = 0, CONTROL_OUTSIDE, CONTROL_INSIDE, ESCAPED_NUL };
+enum { NO_PROBLEM = 0, CONTROL_OUTSIDE, CONTROL_INSIDE, ESCAPED_NUL, BAD_U_ESCAPE };
 
 typedef struct scan {
   bool utf8_bad;
@@ -104,9 +104,17 @@ static size_t scan_string(const char *s, size_t len, size_t i, scan *sc, bool *e
       return i + 1;
     case 2:
       *escaped = true;
-      if (i + 1 < len && s[i + 1] == 'u' && i + 5 < len && memcmp(s + i + 2, "0000", 4) == 0)
-        string_problem(sc, i, ESCAPED_NUL);
-      i++; /* the escaped character (cJSON checks the escape itself) */
+      if (i + 1 < len && s[i + 1] == 'u') {
+        /* cJSON reads a \u without four hex digits as U+0000 instead of refusing it */
+        bool hex = i + 5 < len;
+        for (size_t d = 2; hex && d < 6; d++)
+          hex = scn_hex_digit(s[i + d]) >= 0;
+        if (!hex)
+          string_problem(sc, i, BAD_U_ESCAPE);
+        else if (memcmp(s + i + 2, "0000", 4) == 0)
+          string_problem(sc, i, ESCAPED_NUL);
+      }
+      i++; /* the escaped character (cJSON checks the other escapes itself) */
       if (i < len && (unsigned char)s[i] >= 0x80)
         i--; /* not an escape JSON knows: let the UTF-8 check see the byte */
       continue;
@@ -657,6 +665,9 @@ int scn_request_parse_general(scn_request *rq, const char *line, size_t len, scn
                   sc.string_at);
   else if (sc.string_problem == CONTROL_INSIDE)
     rc = scn_fail(err, SCN_W_BAD_JSON, "unescaped control character in a string at byte %zu",
+                  sc.string_at);
+  else if (sc.string_problem == BAD_U_ESCAPE)
+    rc = scn_fail(err, SCN_W_BAD_JSON, "invalid \\u escape (four hex digits) at byte %zu",
                   sc.string_at);
   else if (sc.string_problem == ESCAPED_NUL)
     /* a well-formed object refused for its content still echoes its id */

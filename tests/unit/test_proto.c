@@ -414,6 +414,11 @@ static void test_parse_request(void) {
   expect_parse_fails(LIT("{\"cmd\":\"ping\",\"id\":\"a\0b\"}"), SCN_W_BAD_JSON);
   /* A string holding U+0000 cannot be represented: refused rather than cut short. */
   expect_parse_fails(LIT("{\"cmd\":\"ping\",\"id\":\"a\\u0000b\"}"), SCN_W_BAD_REQUEST);
+  /* A \u without four hex digits is not JSON (cJSON alone would read it as U+0000, and a key
+   * "id\u00\u000" as "id"). */
+  expect_parse_fails(LIT("{\"cmd\":\"ping\",\"id\\u00\\u000\":[1]}"), SCN_W_BAD_JSON);
+  expect_parse_fails(LIT("{\"cmd\":\"ping\",\"s\":\"\\u12G4\"}"), SCN_W_BAD_JSON);
+  expect_parse_fails(LIT("{\"cmd\":\"ping\",\"s\":\"\\u12\"}"), SCN_W_BAD_JSON);
   r = parse("{\"cmd\":\"ping\",\"id\":\"a\\\\u0000b\\u0001\"}", &err);
   CU_ASSERT_PTR_NOT_NULL(r);
   if (r)
