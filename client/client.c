@@ -32,7 +32,6 @@ struct scn_cli {
   int fd;
   int timeout_ms;
   char addr[96]; /* HOST:PORT of the daemon connected to */
-  char *token;
   bool no_follow;
   owner owners[OWNERS];
   unsigned nowners, next_owner;
