@@ -14,6 +14,7 @@
   X(core_stream)                                                                                   \
   X(core_property)                                                                                 \
   X(core_history)                                                                                  \
+  X(history_file)                                                                                  \
   X(f32fmt)                                                                                        \
   X(proto)                                                                                         \
   X(base64)                                                                                        \
@@ -25,7 +26,7 @@
   X(daemon_persist)                                                                                \
   X(clients)                                                                                       \
   X(daemon_ops)                                                                                    \
-  X(daemon_torture)                                                                                 \
+  X(daemon_torture)                                                                                \
   X(cluster)
 
 /* A suite's tests, in the order they run. */
