@@ -117,7 +117,11 @@ $(SCENE_BENCH): $(BUILD)/obj/client/scene_bench.o $(CLIENT_LIB) $(PROTO_LIB) $(C
 $(SCENECTL): $(BUILD)/obj/client/scenectl.o $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -ledit $(LDLIBS)
 
-$(TEST_BIN): $(UNIT_OBJ) $(BUILD)/obj/server/stream/frame.o $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
+# The store's files that the history_file suite tests without a daemon (they need only libc).
+TEST_STORE_OBJ := $(addprefix $(BUILD)/obj/server/,store/history_file.o store/snapshot.o \
+                  store/crc32c.o store/files.o ops/log.o)
+
+$(TEST_BIN): $(UNIT_OBJ) $(BUILD)/obj/server/stream/frame.o $(TEST_STORE_OBJ) $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcunit $(CLIENT_LIBS) $(LDLIBS)
 
 $(BENCH_BIN): $(BUILD)/obj/tests/bench/bench_core.o $(CORE_LIB)
@@ -177,7 +181,7 @@ cluster: $(SCENED) $(SCENECTL) $(WWW_STAMP)
 VALGRIND_SUITES := daemon_commands,daemon_parts,daemon_persist,clients,daemon_ops,daemon_acl,daemon_tls
 valgrind: $(TEST_BIN) $(SCENED) $(SCENECTL)
 	valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,indirect \
-	  --error-exitcode=99 $(TEST_BIN) core_,proto,f32fmt,base64
+	  --error-exitcode=99 $(TEST_BIN) core_,proto,f32fmt,base64,history_file
 	SCENED_BIN=$(abspath scripts/valgrind-scened.sh) SCENED_REAL=$(abspath $(SCENED)) \
 	  SCENECTL_BIN=$(abspath $(SCENECTL)) $(TEST_BIN) $(VALGRIND_SUITES)
 

@@ -307,6 +307,69 @@ int scn_world_history_interpolate(scn_world *w, scn_entity e, double tick, scn_t
 int scn_world_history_relative(scn_world *w, scn_entity e, scn_entity to, double tick,
                                float out[16]);
 
+/* ---- handing a world's ticks and history to another world -------------------------------- */
+
+/* A world whose open tick is still its first continues another's tick count: now is the last
+ * tick closed there, so the open tick becomes now + 1 (a world loaded on another daemon goes
+ * on where it left off). What w holds counts as changed in tick now; a history it keeps starts
+ * again at the open tick. SCN_STATE when w's open tick is not 1 any more (a tick closed, or a
+ * count continued already) or a batch is open; SCN_INVALID for now above 2^62; now 0 changes
+ * nothing. */
+int scn_world_continue_ticks(scn_world *w, uint64_t now);
+/* While on (off by default), scn_world_close_tick closes nothing and returns the last closed
+ * tick: the world's clock stands still (a world being handed over keeps the count it leaves
+ * with). Reads still see every change. */
+void scn_world_hold_ticks(scn_world *w, bool on);
+
+/* A world's history in a form that does not depend on how it is stored, so that a world with
+ * the same transforms elsewhere can be given the same past. A version is what one of an
+ * entity's values was as a tick closed, kept because it changed in the tick after: its world
+ * matrix, its local matrix, or its structure (whether it had a transform in the world, its
+ * parent and its name). */
+typedef enum scn_version_kind {
+  SCN_VERSION_WORLD = 0,
+  SCN_VERSION_LOCAL = 1,
+  SCN_VERSION_STRUCT = 2,
+} scn_version_kind;
+
+typedef struct scn_history_version {
+  uint64_t tick; /* the value changed in this tick: it is the value as tick - 1 closed */
+  scn_entity entity;
+  scn_version_kind kind;
+  float m[16];                 /* WORLD, LOCAL */
+  bool exists;                 /* STRUCT: whether entity had a transform in the world */
+  scn_entity parent;           /* STRUCT with exists: its parent, SCN_ENTITY_NONE for a root */
+  char name[SCN_NAME_MAX + 1]; /* STRUCT with exists: its name, "" when unnamed */
+} scn_history_version;
+
+typedef struct scn_history_span {
+  uint32_t window; /* scn_world_history */
+  uint64_t oldest; /* the oldest tick a query may name; now + 1 when none may be named */
+  uint64_t now;    /* the last closed tick */
+} scn_history_span;
+
+typedef int (*scn_version_fn)(void *ud, const scn_history_version *v);
+/* Describes w's history in *span and gives fn every version a query can read, in order of
+ * tick (oldest + 1 up to now + 1: the open tick's changes too, which hold the values of tick
+ * now). Stops at the first nonzero value fn returns and returns it; SCN_NOMEM; else SCN_OK.
+ * Nothing a query answers changes. */
+int scn_world_history_export(scn_world *w, scn_history_span *span, scn_version_fn fn, void *ud);
+
+/* Writes the next version to *v and returns 1; 0 after the last; a negative scn_err stops. */
+typedef int (*scn_version_next_fn)(void *ud, scn_history_version *v);
+/* Gives w the history that span and the versions describe, as exported from a world with the
+ * same transforms whose open tick was span->now + 1: afterwards every query at every tick (and
+ * the window) answers as it did there, and the history goes on from there as it would have.
+ * w's open tick must be span->now + 1 (see scn_world_continue_ticks): SCN_STATE otherwise, or
+ * inside a batch, changing nothing; SCN_INVALID for a span no world has (a window above
+ * SCN_HISTORY_MAX, an oldest tick outside it), changing nothing. SCN_INVALID for versions no
+ * export gives (out of order, outside the span, two of one value in one tick, a destroyed
+ * transform without its values), SCN_NOMEM, or what next returned: w then keeps the window
+ * with nothing in it, as if history had been turned on in the open tick. Costs memory in
+ * proportion to the versions, like the history itself; allocates as it goes. */
+int scn_world_history_import(scn_world *w, const scn_history_span *span, scn_version_next_fn next,
+                             void *ud);
+
 /* Checks every internal invariant of a world (links, maps, order, world = parent world x
  * local after a flush); 0, or SCN_STATE with a description in err. For tests and fuzzers. */
 int scn_world_check(scn_world *w, char *err, size_t errlen);

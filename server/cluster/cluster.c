@@ -413,7 +413,7 @@ static uint64_t fence_left(const scn_cluster *cl) {
   return cl->lease && cl->confirmed && now < until ? until - now : 0;
 }
 
-static bool take(scn_cluster *cl, group *g, int64_t epoch, const char *old_owner) {
+static bool take(scn_cluster *cl, group *g, int64_t epoch, const char *old_owner, bool moved_in) {
   char err[4600];
   /* A load blocks the loop (no renewal meanwhile), and its first write needs the fence up:
    * with less than a second of it left, a renewal goes first, and the load is retried when it
@@ -425,7 +425,8 @@ static bool take(scn_cluster *cl, group *g, int64_t epoch, const char *old_owner
   }
   bool existed = scn_gstore_on_disk(cl->srv->gstore, g->name);
   g->state = G_CLAIMING; /* the store's writes are allowed while loading */
-  if (scn_gstore_acquire(cl->srv->gstore, g->name, (uint64_t)epoch, err, sizeof err) != 0) {
+  if (scn_gstore_acquire(cl->srv->gstore, g->name, (uint64_t)epoch, moved_in, err, sizeof err) !=
+      0) {
     bool outran = !lease_fresh(cl);
     scn_log(outran ? SCN_LOG_WARN : SCN_LOG_ERROR,
             outran ? "a load outran the lease; it is tried again after a renewal"
@@ -452,7 +453,7 @@ static bool take(scn_cluster *cl, group *g, int64_t epoch, const char *old_owner
 static void adopt_key(scn_cluster *cl, group *g, const char *old) {
   if (g->state != G_NONE || g->lease != cl->lease || !serving(cl))
     return;
-  if (!take(cl, g, g->mod_rev, old) || !g->from)
+  if (!take(cl, g, g->mod_rev, old, g->from) || !g->from)
     return;
   cl->stats.moves_in++;
   group_txn(cl, g, g->mod_rev, cl->node, cl->addr, cl->lease, false);
@@ -809,7 +810,8 @@ static void on_claimed(void *ud, const cJSON *reply, const char *why) {
     if (epoch <= 0 || !serving(cl))
       scn_log(SCN_LOG_WARN, "a claim succeeded but cannot be served now", "group=%s", g->name);
     else
-      take(cl, g, epoch, scn_gstore_on_disk(cl->srv->gstore, g->name) ? (old[0] ? old : "") : NULL);
+      take(cl, g, epoch, scn_gstore_on_disk(cl->srv->gstore, g->name) ? (old[0] ? old : "") : NULL,
+           false);
   } else {
     /* Lost the race: the failure branch read the key, which names the winner. */
     const cJSON *resp = cJSON_GetObjectItemCaseSensitive(reply, "responses");
@@ -997,6 +999,24 @@ void scn_cluster_count_route(scn_cluster *cl, scn_route_kind kind) {
 
 /* ---- moves ------------------------------------------------------------------------------- */
 
+/* A group being moved keeps its worlds' clocks still from its freeze on: the tick count the
+ * target goes on with is the one the mover wrote, and no tick here comes after it. */
+static void hold_ticks(scn_cluster *cl, const group *g, bool on) {
+  scn_scene *scene = cl->srv->scene;
+  for (size_t i = 0; i < scn_world_count(scene); i++) {
+    scn_world *w = scn_world_at(scene, i);
+    if (scn_world_in_group(scn_world_name(w), g->name))
+      scn_world_hold_ticks(w, on);
+  }
+}
+
+/* The move is off (before or at the hand-off): the group is served here again. */
+static void move_undone(scn_cluster *cl, group *g) {
+  g->state = G_OWNED;
+  hold_ticks(cl, g, false);
+  scn_gstore_drop_history(cl->srv->gstore, g->name);
+}
+
 /* The hand-off txn applied (seen in its answer or, first, in the watch): from now on the
  * target owns the group, nothing more is written here, and commands go there. The move is
  * answered when the target says it serves it (group_put). */
@@ -1031,7 +1051,7 @@ static void on_handed_off(void *ud, const cJSON *reply, const char *why) {
   if (g->mv->handoff_rev)
     return; /* the watch saw it apply: this answer was lost or late */
   move *mv = g->mv;
-  g->state = G_OWNED;
+  move_undone(cl, g);
   g->mv = NULL;
   char msg[300];
   snprintf(msg, sizeof msg, "the hand-off to %s failed: %s", mv->to,
@@ -1060,18 +1080,21 @@ int scn_cluster_move(scn_cluster *cl, const char *world, const char *to, scn_mov
     return -1;
   }
   /* Frozen: commands on it answer UNAVAILABLE until it is gone; everything answered before is
-   * in the snapshot the target loads. */
+   * in the snapshot the target loads, and the worlds' ticks and histories in the file beside
+   * it (their clocks stand still from here). */
   g->state = G_FROZEN;
-  uint64_t bytes;
-  if (scn_gstore_checkpoint(cl->srv->gstore, g->name, &bytes) != 0) {
-    g->state = G_OWNED;
+  hold_ticks(cl, g, true);
+  uint64_t bytes, hbytes = 0;
+  if (scn_gstore_checkpoint(cl->srv->gstore, g->name, &bytes) != 0 ||
+      scn_gstore_write_history(cl->srv->gstore, g->name, &hbytes) != 0) {
+    move_undone(cl, g);
     *code = SCN_W_INTERNAL;
     snprintf(msg, msglen, "cannot save group %s before the move", name);
     return -1;
   }
   move *mv = calloc(1, sizeof *mv);
   if (!mv) {
-    g->state = G_OWNED;
+    move_undone(cl, g);
     *code = SCN_W_INTERNAL;
     snprintf(msg, msglen, "out of memory");
     return -1;
@@ -1084,15 +1107,15 @@ int scn_cluster_move(scn_cluster *cl, const char *world, const char *to, scn_mov
   /* One txn: the key goes to the target's lease, if it is still this daemon's at its epoch. */
   group_txn(cl, g, g->mod_rev, n->name, n->addr, n->lease, true);
   if (!request(cl, "/v3/kv/txn", request_timeout(cl), on_handed_off, ctx_new(cl, g->name))) {
-    g->state = G_OWNED;
+    move_undone(cl, g);
     g->mv = NULL;
     free(mv);
     *code = SCN_W_UNAVAILABLE;
     snprintf(msg, msglen, "cannot reach etcd");
     return -1;
   }
-  scn_log(SCN_LOG_INFO, "moving a group", "group=%s to=%s snapshot_bytes=%llu", name, to,
-          (unsigned long long)bytes);
+  scn_log(SCN_LOG_INFO, "moving a group", "group=%s to=%s snapshot_bytes=%llu history_bytes=%llu",
+          name, to, (unsigned long long)bytes, (unsigned long long)hbytes);
   return 0;
 }
 

@@ -142,6 +142,7 @@ typedef struct scn__tm {
 
   bool track_reverts; /* log reverts (scn_world_track_reverts) */
   bool closing;       /* the flush of scn_world_close_tick is running */
+  bool hold_ticks;    /* scn_world_hold_ticks: close_tick closes nothing */
   bool removed_in_tick;
   bool reverts_full; /* more changed in the tick than the log keeps: none restored */
   scn__vec reverts;  /* scn__revert, at most one per instance changed in the open tick */
@@ -313,6 +314,8 @@ void scn__hist_inserted(scn__tm *tm, uint32_t i);
 void scn__hist_removing(scn__tm *tm, uint32_t i);
 /* After tick closed was closed (tm->tick is the next one already). */
 void scn__hist_closed(scn__tm *tm, uint64_t closed);
+/* Forgets every record: the history starts again at the open tick (as when turned on). */
+void scn__hist_reset(scn__tm *tm);
 void scn__hist_stats(const scn__tm *tm, scn_world_stats *out);
 
 static inline void scn__tm_before_local(scn__tm *tm, uint32_t i) {

@@ -398,6 +398,8 @@ void scn_world_track_reverts(scn_world *w, bool on) {
 
 uint64_t scn_world_close_tick(scn_world *w) {
   scn__tm *tm = &w->tm;
+  if (tm->hold_ticks)
+    return tm->tick - 1;
   tm->closing = true;
   scn__tm_flush(tm);
   tm->closing = false;
@@ -413,6 +415,35 @@ uint64_t scn_world_close_tick(scn_world *w) {
       tm->changed[i] = 1;
   }
   return closed;
+}
+
+void scn_world_hold_ticks(scn_world *w, bool on) { w->tm.hold_ticks = on; }
+
+int scn_world_continue_ticks(scn_world *w, uint64_t now) {
+  scn__tm *tm = &w->tm;
+  if (w->scene->in_batch || tm->tick != 1)
+    return SCN_STATE;
+  if (now > (UINT64_C(1) << 62))
+    return SCN_INVALID;
+  if (now == 0)
+    return SCN_OK;
+  scn__tm_flush(tm); /* the world matrices of what the world holds, stamped in tick 1 */
+  uint64_t shift = now;
+  tm->tick = now + 1;
+  /* Stamp 1 is tick now, 2 the open tick: everything changed in tick now, so the first change
+   * of a world matrix in the open tick is a change (and a history record) again. */
+  tm->stamp_base = now - 1;
+  for (uint32_t i = 0; i < tm->n; i++)
+    tm->changed[i] = 1;
+  scn__event *ev = tm->events.data;
+  for (size_t x = tm->events_head; x < tm->events.len; x++)
+    ev[x].tick += shift;
+  tm->events_since += shift;
+  tm->reverts.len = 0;
+  tm->removed_in_tick = tm->reverts_full = false;
+  if (tm->hist)
+    scn__hist_reset(tm);
+  return SCN_OK;
 }
 
 void scn_world_get_stats(const scn_world *w, scn_world_stats *out) {

@@ -3,6 +3,7 @@
 
 #include "ops/log.h"
 #include "store/files.h"
+#include "store/history_file.h"
 #include "store/persist.h"
 
 #include <dirent.h>
@@ -259,6 +260,27 @@ int scn_gstore_checkpoint(scn_gstore *gs, const char *group, uint64_t *bytes) {
   return p->pending.len ? -1 : 0;
 }
 
+int scn_gstore_write_history(scn_gstore *gs, const char *group, uint64_t *bytes) {
+  gs_part *p = find(gs, group);
+  *bytes = 0;
+  if (!p || !allowed(gs, p))
+    return -1;
+  char err[4600];
+  if (scn_history_file_write(gs->srv->scene, group, p->epoch, p->dir, bytes, err, sizeof err) !=
+      0) {
+    scn_log(SCN_LOG_ERROR, "cannot write the history a move hands over", "group=%s error=\"%s\"",
+            group, err);
+    return -1;
+  }
+  return 0;
+}
+
+void scn_gstore_drop_history(scn_gstore *gs, const char *group) {
+  gs_part *p = find(gs, group);
+  if (p)
+    scn_history_file_remove(p->dir);
+}
+
 int scn_gstore_save_all(scn_gstore *gs, uint64_t *bytes) {
   int rc = 0;
   uint64_t n;
@@ -384,7 +406,7 @@ static bool carry_over(gs_part *p, const char *old_dir, const scn_chain *chain,
   return true;
 }
 
-int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, char *err,
+int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, bool moved_in, char *err,
                        size_t errlen) {
   scn_server *srv = gs->srv;
   if (find(gs, group)) {
@@ -408,6 +430,11 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, char *
     scn_buf_free(&c.records);
     return -1;
   }
+  /* Only a move hands over ticks and history: what was loaded is exactly what the mover
+   * froze, which its file describes. A takeover or a restart starts them over. */
+  scn_history_load hist = {0};
+  bool hist_read =
+      moved_in && n.found && scn_history_file_load(srv->scene, group, n.epoch, n.dir, &hist) > 0;
   gs_part *p = calloc(1, sizeof *p);
   gs_part **parts = p ? scn_array_grow(gs->parts, &gs->cap, sizeof *parts, gs->nparts + 1) : NULL;
   if (!parts || c.records.failed) {
@@ -450,10 +477,15 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, char *
   each_epoch(gdir, remove_older, &(older){epoch});
   gs->stats.loads++;
   scn_log(SCN_LOG_INFO, "group loaded",
-          "group=%s epoch=%llu from=\"%s\" replayed=%llu start=%s snapshot_bytes=%llu ms=%.1f",
+          "group=%s epoch=%llu from=\"%s\" replayed=%llu start=%s snapshot_bytes=%llu ms=%.1f "
+          "ticks=%s histories=%u history_versions=%llu histories_dropped=%u",
           group, (unsigned long long)epoch, n.found ? n.dir : "(new)",
           (unsigned long long)chain.replayed, carried ? "carried-over" : "snapshot",
-          (unsigned long long)bytes, (double)(uv_hrtime() - t0) / 1e6);
+          (unsigned long long)bytes, (double)(uv_hrtime() - t0) / 1e6,
+          hist_read  ? "moved"
+          : moved_in ? "moved-without-file"
+                     : "from-1",
+          hist.histories, (unsigned long long)hist.versions, hist.dropped);
   return 0;
 }
 

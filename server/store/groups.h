@@ -38,9 +38,12 @@ void scn_gstore_close(scn_gstore *gs);
 void scn_gstore_set_fence(scn_gstore *gs, scn_fence_fn may_write, void *ud);
 
 /* Loads group (its newest epoch directory) into srv->scene and starts epoch: a fresh snapshot
- * in its own directory (the older ones removed). 0, or -1 with err (the group's worlds that
- * were loaded are then left to the caller to drop). */
-int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, char *err, size_t errlen);
+ * in its own directory (the older ones removed). moved_in: the group was moved here, so its
+ * worlds' tick counts and histories are taken from the mover's history file (history_file.h);
+ * otherwise they start over. 0, or -1 with err (the group's worlds that were loaded are then
+ * left to the caller to drop). */
+int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, bool moved_in, char *err,
+                       size_t errlen);
 /* Writes group's journal and a snapshot now (a new journal generation); 0, or -1. */
 int scn_gstore_save(scn_gstore *gs, const char *group, uint64_t *bytes);
 /* Makes everything answered for group durable before it is handed to another daemon: the
@@ -48,6 +51,11 @@ int scn_gstore_save(scn_gstore *gs, const char *group, uint64_t *bytes);
  * records would otherwise be replayed (a replay of fewer costs less than writing one). */
 #define SCN_GSTORE_REPLAY_CHEAP 10000
 int scn_gstore_checkpoint(scn_gstore *gs, const char *group, uint64_t *bytes);
+/* Before a move hands group over (frozen, checkpointed): writes its worlds' ticks and
+ * histories for the target, in the group's directory (the fence allowing). 0, or -1. */
+int scn_gstore_write_history(scn_gstore *gs, const char *group, uint64_t *bytes);
+/* The move did not happen: the file written for it goes. */
+void scn_gstore_drop_history(scn_gstore *gs, const char *group);
 /* Saves every group the fence allows and the node's entities; total bytes. 0, or -1. */
 int scn_gstore_save_all(scn_gstore *gs, uint64_t *bytes);
 /* Stops persisting group: records not yet written are dropped (they were never answered). */

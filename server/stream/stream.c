@@ -283,6 +283,10 @@ static bool root_gone(scn_sub *s) {
 static bool due(const scn_stream *st, const scn_sub *s) {
   if (s->lagging || s->job)
     return false;
+  /* A frame is for a tick after the last one sent: none while the world's clock stands still
+   * (its group is being moved away), not even a resync at the tick already sent. */
+  if (s->last_tick && s->last_tick >= scn_world_tick(s->world) - 1)
+    return false;
   if (s->need_full || s->last_tick == 0)
     return true;
   return st->ticks - s->last_frame >= s->every;

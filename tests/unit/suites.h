@@ -14,6 +14,7 @@
   X(core_stream)                                                                                   \
   X(core_property)                                                                                 \
   X(core_history)                                                                                  \
+  X(history_file)                                                                                  \
   X(f32fmt)                                                                                        \
   X(proto)                                                                                         \
   X(base64)                                                                                        \

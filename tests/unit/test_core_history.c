@@ -118,6 +118,7 @@ typedef struct hprop {
   snapshot *snap[NWORLDS][RING];
 
   long queries, found; /* queries compared, and of those, how many answered with values */
+  unsigned moves;      /* worlds handed to a copy of themselves (export, import) */
 } hprop;
 
 static bool fail(hprop *p, const char *fmt, ...) {
@@ -415,6 +416,169 @@ static void random_batch(hprop *p, int w) {
   }
 }
 
+/* ---- handing a world's history to another world ------------------------------------------- */
+
+typedef struct versions {
+  scn_history_version *v;
+  size_t len, cap, next;
+  bool failed;
+} versions;
+
+static int keep_version(void *ud, const scn_history_version *v) {
+  versions *x = ud;
+  scn_history_version *a = scn_array_grow(x->v, &x->cap, sizeof *a, x->len + 1);
+  if (!a) {
+    x->failed = true;
+    return SCN_NOMEM;
+  }
+  x->v = a;
+  x->v[x->len++] = *v;
+  return 0;
+}
+
+static int next_version(void *ud, scn_history_version *v) {
+  versions *x = ud;
+  if (x->next == x->len)
+    return 0;
+  *v = x->v[x->next++];
+  return 1;
+}
+
+static void copy_transform(void *ud, scn_entity e, scn_entity parent, const char *name,
+                           const float local[16]) {
+  CU_ASSERT_EQUAL(scn_transform_create(ud, e, parent, name, local), SCN_OK);
+}
+
+static void first_transform(void *ud, scn_entity e, scn_entity parent, const char *name,
+                            const float local[16]) {
+  (void)parent, (void)name, (void)local;
+  scn_entity *first = ud;
+  if (!first[0])
+    first[0] = e;
+}
+
+/* Two versions alike, bit for bit where they hold matrices. */
+static bool same_version(const scn_history_version *a, const scn_history_version *b) {
+  if (a->tick != b->tick || a->entity != b->entity || a->kind != b->kind)
+    return false;
+  if (a->kind != SCN_VERSION_STRUCT)
+    return memcmp(a->m, b->m, sizeof a->m) == 0;
+  return a->exists == b->exists && a->parent == b->parent && strcmp(a->name, b->name) == 0;
+}
+
+/* A new world of the same scene with w's transforms (as a snapshot makes them), continuing
+ * its ticks, given its history; x holds the versions exported. NULL on failure. */
+static scn_world *hand_over(scn_scene *scene, scn_world *w, const char *name, versions *x,
+                            scn_history_span *span, rng *r, bool *moved) {
+  scn_world *to;
+  if (scn_world_history_export(w, span, keep_version, x) != SCN_OK ||
+      scn_world_create(scene, name, &to) != SCN_OK)
+    return NULL;
+  scn_world_visit_transforms(w, copy_transform, to);
+  if (scn_world_continue_ticks(to, span->now) != SCN_OK || scn_world_tick(to) != span->now + 1)
+    return NULL;
+  /* Sometimes a matrix moves in the copy's open tick and comes back before the import: the
+   * same transforms, but a world matrix already stamped with the open tick. */
+  size_t n = scn_world_transform_count(to);
+  *moved = r && n && chance(r, 0.5);
+  if (*moved) {
+    scn_entity some[1] = {0};
+    scn_world_visit_transforms(to, first_transform, some);
+    scn_transform_info before = get(to, some[0]);
+    float m[16];
+    random_matrix(r, m);
+    m[12] += 1; /* not the matrix it has */
+    scn_transform_set_local(to, some[0], m);
+    get(to, some[0]);
+    scn_transform_set_local(to, some[0], before.local);
+  }
+  x->next = 0;
+  if (scn_world_history_import(to, span, next_version, x) != SCN_OK)
+    return NULL;
+  return to;
+}
+
+static bool same_info(const scn_transform_info *a, const scn_transform_info *b) {
+  return a->entity == b->entity && a->parent == b->parent &&
+         strcmp(a->name ? a->name : "", b->name ? b->name : "") == 0 &&
+         (a->name == NULL) == (b->name == NULL) && memcmp(a->local, b->local, 64) == 0 &&
+         memcmp(a->world, b->world, 64) == 0;
+}
+
+/* Every query the two worlds can answer, at every tick of the window and between them (and
+ * one past each end), for every entity in ents: the same code, the same bits. */
+static bool same_past(hprop *p, scn_world *a, scn_world *b, const scn_entity *ents, size_t n) {
+  uint64_t ao = 0, an = 0, bo = 0, bn = 0;
+  int ra = scn_world_history_window(a, &ao, &an), rb = scn_world_history_window(b, &bo, &bn);
+  if (ra != rb || ao != bo || an != bn || scn_world_history(a) != scn_world_history(b))
+    return fail(p, "window %llu..%llu (%s) after the hand-over, %llu..%llu (%s) before", ID(bo),
+                ID(bn), scn_err_name(rb), ID(ao), ID(an), scn_err_name(ra));
+  if (ra != SCN_OK)
+    return true;
+  static const double fractions[] = {0, 0.25, 0.5, 0.875};
+  for (uint64_t t = ao ? ao - 1 : 0; t <= an + 1; t++)
+    for (size_t f = 0; f < COUNT(fractions); f++)
+      for (size_t k = 0; k < n; k++) {
+        scn_transform_info ia, ib;
+        memset(&ia, 0, sizeof ia);
+        memset(&ib, 0, sizeof ib);
+        double tick = (double)t + fractions[f];
+        int ca = scn_world_history_interpolate(a, ents[k], tick, &ia);
+        int cb = scn_world_history_interpolate(b, ents[k], tick, &ib);
+        p->queries++;
+        if (ca != cb || (ca == SCN_OK && !same_info(&ia, &ib)))
+          return fail(p, "tick %g, entity %llu: %s after the hand-over, %s before", tick,
+                      ID(ents[k]), scn_err_name(cb), scn_err_name(ca));
+        float ma[16], mb[16];
+        scn_entity to = ents[(k * 7 + t) % n];
+        ca = scn_world_history_relative(a, ents[k], to, tick, ma);
+        cb = scn_world_history_relative(b, ents[k], to, tick, mb);
+        if (ca != cb || (ca == SCN_OK && memcmp(ma, mb, sizeof ma) != 0))
+          return fail(p, "tick %g, relative %llu to %llu: %s after the hand-over, %s before", tick,
+                      ID(ents[k]), ID(to), scn_err_name(cb), scn_err_name(ca));
+      }
+  return true;
+}
+
+/* World w moves to a copy of itself in the middle of a tick (as a move freezes a group
+ * whenever it comes), and the tick goes on in the copy: the copy answers every query as w did,
+ * exports the same versions, and then takes w's place, so the oracle goes on checking it tick
+ * after tick against what w closed before the hand-over and what the copy closes after it. */
+static void migrate(hprop *p, int w) {
+  describe(p, "w%d handed over to a copy of itself", w);
+  char name[32];
+  snprintf(name, sizeof name, "copy%d.%u", w, ++p->moves);
+  versions x = {0}, again = {0};
+  scn_history_span span, span2;
+  bool moved;
+  scn_world *to = hand_over(p->scene, p->w[w], name, &x, &span, &p->r, &moved);
+  if (!to) {
+    fail(p, "the hand-over failed");
+  } else if (same_past(p, p->w[w], to, p->ent, p->nent) && !moved) {
+    /* (a matrix moved and back in the copy gives a record more, holding the same value) */
+    int rc = scn_world_history_export(to, &span2, keep_version, &again);
+    bool same = rc == SCN_OK && again.len == x.len && span2.now == span.now &&
+                span2.oldest == span.oldest && span2.window == span.window;
+    for (size_t k = 0; same && k < x.len; k++)
+      same = same_version(&x.v[k], &again.v[k]);
+    if (!same)
+      fail(p, "the copy exports %zu versions, the world %zu (or they differ)", again.len, x.len);
+  }
+  free(x.v);
+  free(again.v);
+  if (!to)
+    return;
+  if (w == 0)
+    scn_world_keep_events(to, true);
+  else
+    scn_world_track_reverts(to, true);
+  char old[SCN_NAME_MAX + 1];
+  snprintf(old, sizeof old, "%s", scn_world_name(p->w[w]));
+  if (scn_world_destroy(p->scene, old) != SCN_OK)
+    fail(p, "cannot destroy the world handed over");
+  p->w[w] = to;
+}
+
 static const uint32_t WINDOWS[] = {0, 1, 2, 3, 7, 16, 40};
 
 static void change_window(hprop *p, int w) {
@@ -467,6 +631,8 @@ static bool run(unsigned seed, uint32_t w0, uint32_t w1, int ticks) {
     int ops = (int)below(&p->r, 14);
     for (int k = 0; k < ops && !p->failed; k++) {
       int w = (int)below(&p->r, NWORLDS);
+      if (chance(&p->r, 0.006))
+        migrate(p, w);
       if (chance(&p->r, 0.12))
         random_batch(p, w);
       else
@@ -475,6 +641,8 @@ static bool run(unsigned seed, uint32_t w0, uint32_t w1, int ticks) {
     for (int w = 0; w < NWORLDS && !p->failed; w++) {
       if (chance(&p->r, 0.015))
         change_window(p, w);
+      if (chance(&p->r, 0.01))
+        migrate(p, w);
       if (w == 0 || chance(&p->r, 0.7))
         close_tick(p, w);
     }
@@ -483,8 +651,8 @@ static bool run(unsigned seed, uint32_t w0, uint32_t w1, int ticks) {
   if (!p->failed && p->found <= 1000)
     fprintf(stderr, "\ncore_history: seed %u compared only %ld values\n", seed, p->found);
   if (getenv("SCN_VERBOSE"))
-    printf("\n  seed %u: %ld queries, %ld with values, %zu entities", seed, p->queries, p->found,
-           p->nent);
+    printf("\n  seed %u: %ld queries, %ld with values, %zu entities, %u hand-overs", seed,
+           p->queries, p->found, p->nent, p->moves);
   for (int w = 0; w < NWORLDS; w++)
     for (int k = 0; k < RING; k++)
       free(p->snap[w][k]);
@@ -909,6 +1077,162 @@ static void test_relative_at_tick(void) {
   scn_scene_free(s);
 }
 
+/* ---- handing over: edges ------------------------------------------------------------------ */
+
+static int failing_next(void *ud, scn_history_version *v) {
+  (void)ud, (void)v;
+  return SCN_NOMEM;
+}
+
+/* Versions given one by one from a list, for imports that must be refused. */
+static int import_list(scn_world *w, const scn_history_span *span, const scn_history_version *v,
+                       size_t n) {
+  versions x = {(scn_history_version *)v, n, n, 0, false};
+  return scn_world_history_import(w, span, next_version, &x);
+}
+
+/* The tick count carried over, a clock held still, and every refusal of an import. */
+static void test_hand_over_edges(void) {
+  scn_scene *s = scn_scene_new(NULL);
+  scn_world *w, *c;
+  OK(scn_world_create(s, "w", &w));
+  OK(scn_world_set_history(w, 5));
+  float m[16];
+  mat_t(m, 1, 0, 0);
+  scn_entity a = mk(w, s, SCN_ENTITY_NONE, "a", m);
+  scn_entity b = mk(w, s, a, "b", m);
+  for (int t = 1; t <= 8; t++) {
+    scn_world_close_tick(w);
+    mat_t(m, (float)t + 1, 0, 0);
+    OK(scn_transform_set_local(w, a, m));
+  }
+  OK(scn_transform_rename(w, b, "bb")); /* tick 9, open */
+  CU_ASSERT_TRUE(window_is(w, 4, 8));
+  /* The clock held: nothing closes, reads still see everything. */
+  scn_world_hold_ticks(w, true);
+  CU_ASSERT_EQUAL(scn_world_close_tick(w), 8);
+  CU_ASSERT_EQUAL(scn_world_close_tick(w), 8);
+  CU_ASSERT_EQUAL(scn_world_tick(w), 9);
+  CU_ASSERT_EQUAL(get(w, a).world[12], 9);
+  CU_ASSERT_TRUE(window_is(w, 4, 8));
+  versions x = {0};
+  scn_history_span span;
+  OK(scn_world_history_export(w, &span, keep_version, &x));
+  CU_ASSERT_TRUE(span.window == 5 && span.oldest == 4 && span.now == 8);
+  CU_ASSERT(x.len > 0 && x.v[0].tick == 5 && x.v[x.len - 1].tick == 9);
+
+  /* continue_ticks: only before the first close, outside batches, within range. */
+  CU_ASSERT_EQUAL(scn_world_continue_ticks(w, 100), SCN_STATE);
+  OK(scn_world_create(s, "c", &c));
+  OK(scn_world_set_history(c, 5));
+  scn_world_visit_transforms(w, copy_transform, c);
+  OK(scn_batch_begin(s));
+  CU_ASSERT_EQUAL(scn_world_continue_ticks(c, 8), SCN_STATE);
+  scn_batch_rollback(s);
+  CU_ASSERT_EQUAL(scn_world_continue_ticks(c, (UINT64_C(1) << 62) + 1), SCN_INVALID);
+  OK(scn_world_continue_ticks(c, 0));
+  CU_ASSERT_EQUAL(scn_world_tick(c), 1);
+  /* an import needs the open tick to be now + 1 */
+  x.next = 0;
+  CU_ASSERT_EQUAL(scn_world_history_import(c, &span, next_version, &x), SCN_STATE);
+  OK(scn_world_continue_ticks(c, 8));
+  CU_ASSERT_EQUAL(scn_world_tick(c), 9);
+  CU_ASSERT_EQUAL(scn_world_continue_ticks(c, 8), SCN_STATE); /* once */
+  uint64_t o, n;
+  CU_ASSERT_EQUAL(scn_world_history_window(c, &o, &n), SCN_NOT_FOUND); /* starts at the open */
+
+  /* spans no world has: refused, changing nothing */
+  scn_history_span bad = span;
+  bad.window = SCN_HISTORY_MAX + 1;
+  CU_ASSERT_EQUAL(import_list(c, &bad, NULL, 0), SCN_INVALID);
+  bad = span;
+  bad.oldest = 3; /* more than the window */
+  CU_ASSERT_EQUAL(import_list(c, &bad, NULL, 0), SCN_INVALID);
+  bad.oldest = 10; /* after now + 1 */
+  CU_ASSERT_EQUAL(import_list(c, &bad, NULL, 0), SCN_INVALID);
+  CU_ASSERT_EQUAL(scn_world_history(c), 5);
+
+  /* versions no export gives: refused, the window kept with nothing in it */
+  scn_history_version v[2];
+  memset(v, 0, sizeof v);
+  v[0] = x.v[0];
+  v[1] = x.v[0];
+  CU_ASSERT_EQUAL(import_list(c, &span, v, 2), SCN_INVALID); /* one value twice in a tick */
+  v[1].tick = v[0].tick - 1;
+  CU_ASSERT_EQUAL(import_list(c, &span, v, 2), SCN_INVALID); /* out of order */
+  v[1] = v[0];
+  v[1].tick = 10;
+  CU_ASSERT_EQUAL(import_list(c, &span, v, 2), SCN_INVALID); /* after the open tick */
+  v[1] = v[0];
+  v[1].kind = (scn_version_kind)7;
+  CU_ASSERT_EQUAL(import_list(c, &span, v, 2), SCN_INVALID);
+  v[1] = v[0];
+  v[1].entity = SCN_ENTITY_NONE;
+  CU_ASSERT_EQUAL(import_list(c, &span, v, 2), SCN_INVALID);
+  /* a transform destroyed (not in c) without the matrices it had */
+  memset(v, 0, sizeof v);
+  v[0].tick = 6;
+  v[0].entity = ent(s);
+  v[0].kind = SCN_VERSION_STRUCT;
+  v[0].exists = true;
+  snprintf(v[0].name, sizeof v[0].name, "x");
+  CU_ASSERT_EQUAL(import_list(c, &span, v, 1), SCN_INVALID);
+  snprintf(v[0].name, sizeof v[0].name, "a/b"); /* not a name */
+  CU_ASSERT_EQUAL(import_list(c, &span, v, 1), SCN_INVALID);
+  x.next = 0;
+  CU_ASSERT_EQUAL(scn_world_history_import(c, &span, failing_next, NULL), SCN_NOMEM);
+  CU_ASSERT_EQUAL(scn_world_history(c), 5);
+  CU_ASSERT_EQUAL(scn_world_history_window(c, &o, &n), SCN_NOT_FOUND);
+  CU_ASSERT_EQUAL(scn_world_close_tick(c), 9); /* then it fills from the open tick on */
+  CU_ASSERT_TRUE(window_is(c, 9, 9));
+
+  /* the real thing: a fresh copy answers as w, and both go on alike */
+  scn_world *d;
+  OK(scn_world_create(s, "d", &d));
+  scn_world_visit_transforms(w, copy_transform, d);
+  OK(scn_world_continue_ticks(d, span.now));
+  x.next = 0;
+  OK(scn_world_history_import(d, &span, next_version, &x));
+  CU_ASSERT_TRUE(window_is(d, 4, 8));
+  scn_world_hold_ticks(w, false);
+  scn_entity ents[] = {a, b};
+  hprop *p = calloc(1, sizeof *p);
+  CU_ASSERT_TRUE(same_past(p, w, d, ents, 2));
+  CU_ASSERT_EQUAL(at(d, a, 8).world[12], 8);
+  CU_ASSERT_STRING_EQUAL(at(d, b, 8).name, "b");
+  for (int t = 0; t < 3; t++) {
+    mat_t(m, (float)t * 10, 0, 0);
+    OK(scn_transform_set_local(w, b, m));
+    OK(scn_transform_set_local(d, b, m));
+    CU_ASSERT_EQUAL(scn_world_close_tick(w), scn_world_close_tick(d));
+  }
+  CU_ASSERT_TRUE(window_is(d, 7, 11));
+  CU_ASSERT_TRUE(same_past(p, w, d, ents, 2));
+  CU_ASSERT_STRING_EQUAL(at(d, b, 9).name, "bb");
+  CU_ASSERT_FALSE(p->failed);
+  free(p);
+
+  /* a window without history, and one where no tick can be named yet */
+  scn_world *e, *f;
+  OK(scn_world_create(s, "e", &e));
+  free(x.v);
+  memset(&x, 0, sizeof x);
+  OK(scn_world_history_export(e, &span, keep_version, &x));
+  CU_ASSERT_TRUE(span.window == 0 && span.now == 0 && span.oldest == 1 && x.len == 0);
+  OK(scn_world_set_history(e, 3));
+  OK(scn_world_history_export(e, &span, keep_version, &x));
+  CU_ASSERT_TRUE(span.window == 3 && span.now == 0 && span.oldest == 1 && x.len == 0);
+  OK(scn_world_create(s, "f", &f));
+  OK(import_list(f, &span, NULL, 0));
+  CU_ASSERT_EQUAL(scn_world_history(f), 3);
+  span.window = 0;
+  OK(import_list(f, &span, NULL, 0));
+  CU_ASSERT_EQUAL(scn_world_history(f), 0);
+  CU_ASSERT_EQUAL(import_list(f, &span, v, 1), SCN_INVALID); /* no window, no versions */
+  free(x.v);
+  scn_scene_free(s);
+}
+
 int scn_test_register_core_history(void) {
   static const scn_test tests[] = {
       {"every tick in the window equals the closed tick (oracle, fixed seeds)",
@@ -920,6 +1244,7 @@ int scn_test_register_core_history(void) {
       {"a rolled-back batch leaves no trace", test_rollback_leaves_no_trace},
       {"fractional ticks against cglm and a slerp in double", test_interpolation},
       {"relative at a tick", test_relative_at_tick},
+      {"handing over: the tick count, a held clock, refused imports", test_hand_over_edges},
   };
   return SCN_ADD_SUITE("core_history", NULL, NULL, tests);
 }
