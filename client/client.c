@@ -39,7 +39,7 @@ struct scn_cli {
   SSL *ssl; /* NULL on plain TCP */
   int timeout_ms;
   char addr[96]; /* HOST:PORT of the daemon connected to */
-  char *token; /* sent with every hello: a new connection after MOVED, a switch of matrices */
+  char *token;   /* sent with every hello: a new connection after MOVED, a switch of matrices */
   bool no_follow;
   /* TLS, kept for the connections a MOVED opens */
   bool tls;
@@ -494,8 +494,8 @@ static void remember_owner(scn_cli *c, const char *world, const char *addr) {
   snprintf(o->addr, sizeof o->addr, "%s", addr);
 }
 
-/* Moves this client to the daemon at addr (HOST:PORT): a new connection, hello with the token and form,
- * the old connection closed. Responses still due on the old one are lost, so only calls (one
+/* Moves this client to the daemon at addr (HOST:PORT): a new connection, hello with the token and
+ * form, the old connection closed. Responses still due on the old one are lost, so only calls (one
  * request, its response) move. */
 static int reconnect(scn_cli *c, const char *addr) {
   char host[96], err[256];

@@ -353,8 +353,8 @@ static void setup_world(load *L, scn_cli *admin, int w) {
                          ? ",\"t\":[1.5,2.25,-3],\"r\":[0,0,0.38268343,0.92387953],\"s\":[1,2,1]"
                          : "";
   for (size_t i = 0; i < L->nentities; i++) {
-    snprintf(line, sizeof line, "{\"cmd\":\"transform.create\",\"world\":\"%s\"%s}",
-             L->worlds[w], spec);
+    snprintf(line, sizeof line, "{\"cmd\":\"transform.create\",\"world\":\"%s\"%s}", L->worlds[w],
+             spec);
     scn_cli_send_line(admin, line, strlen(line));
   }
   for (size_t i = 0; i < L->nentities; i++) {
@@ -882,8 +882,8 @@ static void run_fill(const opts *o) {
   build_trees(admin, o->world, K);
   double built = now_s() - t0;
   cJSON_Delete(call_or_die(admin, "{\"cmd\":\"save\"}"));
-  printf("fill       %ld transforms in %s on %s: built in %.2f s, saved in %.2f s\n",
-         K, o->world, scn_cli_addr(admin), built, now_s() - t0 - built);
+  printf("fill       %ld transforms in %s on %s: built in %.2f s, saved in %.2f s\n", K, o->world,
+         scn_cli_addr(admin), built, now_s() - t0 - built);
   scn_cli_close(admin);
 }
 

@@ -110,7 +110,8 @@ static int history_of(const scn_args *a, int64_t *ticks, scn_wire_error *err) {
   if (!(a->f->present & SCN_F(history)))
     return 0;
   const cJSON *v = a->f->v[SCN_F_history];
-  if (cJSON_IsNumber(v) && v->valuedouble > SCN_HISTORY_MAX && v->valuedouble == floor(v->valuedouble))
+  if (cJSON_IsNumber(v) && v->valuedouble > SCN_HISTORY_MAX &&
+      v->valuedouble == floor(v->valuedouble))
     return scn_fail(err, SCN_W_LIMIT, "field \"history\" is at most %d ticks", SCN_HISTORY_MAX);
   uint64_t n;
   if (scn_decode_uint(v, "history", 0, SCN_HISTORY_MAX, &n, err) < 0)

@@ -10,8 +10,8 @@
  */
 #include "b64.h"
 #include "bench_util.h"
-#include "ops/json_arena.h"
 #include "codec.h"
+#include "ops/json_arena.h"
 #include "request.h"
 
 #include <nettle/base64.h>

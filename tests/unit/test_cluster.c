@@ -9,10 +9,10 @@
 
 #include <CUnit/CUnit.h>
 #include <arpa/inet.h>
-#include <openssl/evp.h>
 #include <fcntl.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1254,8 +1254,9 @@ static int listed(scn_client *c, const char *prefix, int *others) {
 }
 
 /* Two daemons with TLS and one access list, each owning a group of each kind: world.list with
- * cluster shows a token only the worlds under its prefixes, also those of the other node; the client library follows MOVED
- * to the owner over TLS, with the same CA, and keeps its token and matrix form there. */
+ * cluster shows a token only the worlds under its prefixes, also those of the other node; the
+ * client library follows MOVED to the owner over TLS, with the same CA, and keeps its token and
+ * matrix form there. */
 static void test_tls_acl_cluster(void) {
   char certs[64], data[64], acl[128], ca[128], cert[128], key[128];
   CU_ASSERT_FATAL(scn_make_certs(certs, sizeof certs));
@@ -1277,9 +1278,9 @@ static void test_tls_acl_cluster(void) {
   }
   scn_tls_files trust = {.ca = ca};
   for (int i = 0; i < 2; i++) {
-    const char *args[] = {"--cluster", e.url, "--data",     data,   "--node",  node_name(i),
-                          "--lease-ttl", TTL,   "--tls-cert", cert, "--tls-key", key,
-                          "--acl",     acl,   NULL};
+    const char *args[] = {"--cluster",  e.url,         "--data", data,         "--node",
+                          node_name(i), "--lease-ttl", TTL,      "--tls-cert", cert,
+                          "--tls-key",  key,           "--acl",  acl,          NULL};
     up[i] = START(&d[i], args);
     connected[i] = up[i] && CONNECT_TLS(&c[i], d[i].port, &trust);
     if (!connected[i])
@@ -1338,8 +1339,8 @@ static void test_tls_acl_cluster(void) {
   CU_ASSERT_PTR_NOT_NULL(cli);
   if (cli) {
     char line[160];
-    snprintf(line, sizeof line,
-             "{\"cmd\":\"transform.get\",\"world\":\"game1.a\",\"entity\":%.0f}", ent);
+    snprintf(line, sizeof line, "{\"cmd\":\"transform.get\",\"world\":\"game1.a\",\"entity\":%.0f}",
+             ent);
     cJSON *resp = NULL;
     CU_ASSERT_EQUAL(scn_cli_call_line(cli, line, &resp), SCN_CLI_OK);
     float m[16];
@@ -1377,7 +1378,6 @@ out:
   remove_tree(data);
   remove_tree(certs);
 }
-
 
 /* A data directory written by a standalone daemon loads in a cluster: it is split into groups
  * once, with its ids and matrices. */
