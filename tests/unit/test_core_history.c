@@ -11,6 +11,7 @@
  *
  * Seeds: a fixed list, plus SCN_SEED from the environment when set. */
 #include "core_fixtures.h"
+#include "rng.h"
 #include "scn_core.h"
 #include "suites.h"
 
@@ -27,27 +28,11 @@
 
 /* ---- random numbers ------------------------------------------------------------------------ */
 
-typedef struct rng {
-  uint64_t state;
-} rng;
-
-static uint64_t rng_next(rng *r) { /* splitmix64 */
-  uint64_t z = (r->state += UINT64_C(0x9e3779b97f4a7c15));
-  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
-static uint32_t below(rng *r, uint32_t n) { return n ? (uint32_t)((rng_next(r) >> 32) % n) : 0; }
-static double unit(rng *r) { return (double)(rng_next(r) >> 11) * 0x1p-53; }
-static float uniform(rng *r, double lo, double hi) { return (float)(lo + (hi - lo) * unit(r)); }
-static bool chance(rng *r, double p) { return unit(r) < p; }
-
 static void random_quat(rng *r, float q[4]) {
   double len2;
   do {
     for (int k = 0; k < 4; k++)
-      q[k] = uniform(r, -1, 1);
+      q[k] = rng_float(r, -1, 1);
     len2 = (double)q[0] * q[0] + (double)q[1] * q[1] + (double)q[2] * q[2] + (double)q[3] * q[3];
   } while (len2 < 0.01);
 }
@@ -55,30 +40,30 @@ static void random_quat(rng *r, float q[4]) {
 static void random_trs(rng *r, float out[16], double reach) {
   float t[3], q[4], s[3];
   for (int k = 0; k < 3; k++)
-    t[k] = uniform(r, -reach, reach);
+    t[k] = rng_float(r, -reach, reach);
   random_quat(r, q);
-  if (chance(r, 0.5))
-    s[0] = s[1] = s[2] = uniform(r, 0.5, 2);
+  if (rng_chance(r, 0.5))
+    s[0] = s[1] = s[2] = rng_float(r, 0.5, 2);
   else
     for (int k = 0; k < 3; k++)
-      s[k] = uniform(r, 0.5, 2);
+      s[k] = rng_float(r, 0.5, 2);
   CU_ASSERT_EQUAL_FATAL(scn_compose_trs(t, q, s, out), SCN_OK);
 }
 
 /* Mostly T * R * S; sometimes raw affine, a zero scale (singular for children's set_world and
  * keep-world links), the zero matrix, or identity. */
 static void random_matrix(rng *r, float out[16]) {
-  unsigned u = below(r, 100);
+  unsigned u = rng_below(r, 100);
   random_trs(r, out, 4);
   if (u < 75)
     return;
   if (u < 85) {
     for (int c = 0; c < 3; c++)
       for (int row = 0; row < 3; row++)
-        out[c * 4 + row] = uniform(r, -1.5, 1.5);
+        out[c * 4 + row] = rng_float(r, -1.5, 1.5);
   } else if (u < 92) {
     for (int row = 0; row < 3; row++)
-      out[below(r, 3) * 4 + row] = 0;
+      out[rng_below(r, 3) * 4 + row] = 0;
   } else if (u < 95) {
     memset(out, 0, sizeof(float) * 16);
   } else {
@@ -213,7 +198,7 @@ static bool check_one(hprop *p, int w, uint64_t tick, size_t k) {
 }
 
 static bool check_outside(hprop *p, int w, uint64_t tick) {
-  for (size_t k = 0; k < p->nent; k += 1 + below(&p->r, 4)) {
+  for (size_t k = 0; k < p->nent; k += 1 + rng_below(&p->r, 4)) {
     scn_transform_info info;
     int rc = scn_world_history_get(p->w[w], p->ent[k], tick, &info);
     if (rc != SCN_NOT_FOUND)
@@ -251,8 +236,8 @@ static bool check_some(hprop *p, int w) {
   if (!expected_window(p, w, &oldest, &newest) || p->nent == 0)
     return true;
   for (int q = 0; q < 8; q++) {
-    uint64_t t = oldest + below(&p->r, (uint32_t)(newest - oldest + 1));
-    if (!check_one(p, w, t, below(&p->r, (uint32_t)p->nent)))
+    uint64_t t = oldest + rng_below(&p->r, (uint32_t)(newest - oldest + 1));
+    if (!check_one(p, w, t, rng_below(&p->r, (uint32_t)p->nent)))
       return false;
   }
   return true;
@@ -263,7 +248,7 @@ static bool check_some(hprop *p, int w) {
 static const char *const NAMES[] = {"a", "b", "c", "wheel", "\xc3\xa9t\xc3\xa9"};
 
 static scn_entity any_entity(hprop *p) {
-  return p->nent ? p->ent[below(&p->r, (uint32_t)p->nent)] : SCN_ENTITY_NONE;
+  return p->nent ? p->ent[rng_below(&p->r, (uint32_t)p->nent)] : SCN_ENTITY_NONE;
 }
 
 static scn_entity new_entity(hprop *p) {
@@ -284,7 +269,7 @@ static scn_entity new_entity(hprop *p) {
 
 /* Mostly an entity with a transform in w; sometimes any (no transform, destroyed). */
 static scn_entity target(hprop *p, int w) {
-  for (int k = 0; k < 12 && chance(&p->r, 0.92); k++) {
+  for (int k = 0; k < 12 && rng_chance(&p->r, 0.92); k++) {
     scn_entity e = any_entity(p);
     if (scn_transform_exists(p->w[w], e))
       return e;
@@ -295,9 +280,9 @@ static scn_entity target(hprop *p, int w) {
 /* An entity for a new transform in w: a new one, one alive without a transform here (often
  * one whose transform here was destroyed: its history goes on), or any (EXISTS, NOT_FOUND). */
 static scn_entity creatable(hprop *p, int w) {
-  if (chance(&p->r, 0.5))
+  if (rng_chance(&p->r, 0.5))
     return new_entity(p);
-  for (int k = 0; k < 12 && chance(&p->r, 0.9); k++) {
+  for (int k = 0; k < 12 && rng_chance(&p->r, 0.9); k++) {
     scn_entity e = any_entity(p);
     if (scn_entity_alive(p->scene, e) && !scn_transform_exists(p->w[w], e))
       return e;
@@ -306,7 +291,7 @@ static scn_entity creatable(hprop *p, int w) {
 }
 
 static const char *any_name(hprop *p) {
-  return chance(&p->r, 0.3) ? NULL : NAMES[below(&p->r, COUNT(NAMES))];
+  return rng_chance(&p->r, 0.3) ? NULL : NAMES[rng_below(&p->r, COUNT(NAMES))];
 }
 
 /* One random operation on world w; failures (EXISTS, CYCLE, SINGULAR, NOT_FOUND) are part of
@@ -318,18 +303,18 @@ static void random_op(hprop *p, int w) {
   scn_transform_info info;
   size_t n = scn_world_transform_count(wd);
   /* creations keep a world at about 30..90 transforms */
-  unsigned kind = below(&p->r, 15);
-  if (kind >= 2 && chance(&p->r, n < 30 ? 0.4 : n > 90 ? 0.02 : 0.1))
+  unsigned kind = rng_below(&p->r, 15);
+  if (kind >= 2 && rng_chance(&p->r, n < 30 ? 0.4 : n > 90 ? 0.02 : 0.1))
     kind = 0;
   switch (kind) {
   case 0:
   case 1: {
     scn_entity c = creatable(p, w);
-    scn_entity parent = chance(&p->r, 0.3) ? SCN_ENTITY_NONE : q;
+    scn_entity parent = rng_chance(&p->r, 0.3) ? SCN_ENTITY_NONE : q;
     const char *name = any_name(p);
     random_matrix(&p->r, m);
     describe(p, "w%d create %llu under %llu", w, ID(c), ID(parent));
-    scn_transform_create(wd, c, parent, name, chance(&p->r, 0.8) ? m : NULL);
+    scn_transform_create(wd, c, parent, name, rng_chance(&p->r, 0.8) ? m : NULL);
     break;
   }
   case 2:
@@ -342,8 +327,8 @@ static void random_op(hprop *p, int w) {
     break;
   case 4:
   case 5: {
-    scn_keep keep = chance(&p->r, 0.5) ? SCN_KEEP_WORLD : SCN_KEEP_LOCAL;
-    scn_entity parent = chance(&p->r, 0.2) ? SCN_ENTITY_NONE : q;
+    scn_keep keep = rng_chance(&p->r, 0.5) ? SCN_KEEP_WORLD : SCN_KEEP_LOCAL;
+    scn_entity parent = rng_chance(&p->r, 0.2) ? SCN_ENTITY_NONE : q;
     describe(p, "w%d link %llu to %llu", w, ID(e), ID(parent));
     scn_transform_link(wd, e, parent, keep);
     break;
@@ -365,7 +350,7 @@ static void random_op(hprop *p, int w) {
     break;
   case 10:
     describe(p, "entity_destroy %llu", ID(e));
-    if (!p->in_batch && chance(&p->r, 0.5))
+    if (!p->in_batch && rng_chance(&p->r, 0.5))
       scn_entity_destroy(p->scene, e);
     break;
   case 11: /* a read in the middle of the tick flushes it */
@@ -384,7 +369,7 @@ static void random_op(hprop *p, int w) {
     break;
   case 13:
     describe(p, "w%d relayout", w);
-    if (chance(&p->r, 0.5))
+    if (rng_chance(&p->r, 0.5))
       scn_world_relayout(wd);
     else
       scn_world_flush(wd);
@@ -403,11 +388,11 @@ static void random_batch(hprop *p, int w) {
     return;
   }
   p->in_batch = true;
-  int ops = 1 + (int)below(&p->r, 6);
+  int ops = 1 + (int)rng_below(&p->r, 6);
   for (int k = 0; k < ops && !p->failed; k++)
-    random_op(p, chance(&p->r, 0.8) ? w : (int)below(&p->r, NWORLDS));
+    random_op(p, rng_chance(&p->r, 0.8) ? w : (int)rng_below(&p->r, NWORLDS));
   p->in_batch = false;
-  if (chance(&p->r, 0.5)) {
+  if (rng_chance(&p->r, 0.5)) {
     describe(p, "batch_commit");
     scn_batch_commit(p->scene);
   } else {
@@ -480,7 +465,7 @@ static scn_world *hand_over(scn_scene *scene, scn_world *w, const char *name, ve
   /* Sometimes a matrix moves in the copy's open tick and comes back before the import: the
    * same transforms, but a world matrix already stamped with the open tick. */
   size_t n = scn_world_transform_count(to);
-  *moved = r && n && chance(r, 0.5);
+  *moved = r && n && rng_chance(r, 0.5);
   if (*moved) {
     scn_entity some[1] = {0};
     scn_world_visit_transforms(to, first_transform, some);
@@ -582,7 +567,7 @@ static void migrate(hprop *p, int w) {
 static const uint32_t WINDOWS[] = {0, 1, 2, 3, 7, 16, 40};
 
 static void change_window(hprop *p, int w) {
-  uint32_t n = WINDOWS[below(&p->r, COUNT(WINDOWS))];
+  uint32_t n = WINDOWS[rng_below(&p->r, COUNT(WINDOWS))];
   uint64_t oldest, newest;
   describe(p, "w%d set_history %u", w, n);
   if (n && !p->window[w])
@@ -628,22 +613,22 @@ static bool run(unsigned seed, uint32_t w0, uint32_t w1, int ticks) {
     scn_world_keep_events(p->w[0], true);
   }
   for (p->tick_no = 0; ok && p->tick_no < ticks && !p->failed; p->tick_no++) {
-    int ops = (int)below(&p->r, 14);
+    int ops = (int)rng_below(&p->r, 14);
     for (int k = 0; k < ops && !p->failed; k++) {
-      int w = (int)below(&p->r, NWORLDS);
-      if (chance(&p->r, 0.006))
+      int w = (int)rng_below(&p->r, NWORLDS);
+      if (rng_chance(&p->r, 0.006))
         migrate(p, w);
-      if (chance(&p->r, 0.12))
+      if (rng_chance(&p->r, 0.12))
         random_batch(p, w);
       else
         random_op(p, w);
     }
     for (int w = 0; w < NWORLDS && !p->failed; w++) {
-      if (chance(&p->r, 0.015))
+      if (rng_chance(&p->r, 0.015))
         change_window(p, w);
-      if (chance(&p->r, 0.01))
+      if (rng_chance(&p->r, 0.01))
         migrate(p, w);
-      if (w == 0 || chance(&p->r, 0.7))
+      if (w == 0 || rng_chance(&p->r, 0.7))
         close_tick(p, w);
     }
   }
@@ -973,8 +958,8 @@ static void test_interpolation(void) {
   for (int k = 0; k < KINDS; k++)
     e[k] = mk(w, s, k == 2 ? e[1] : SCN_ENTITY_NONE, NULL, NULL);
   for (int t = 1; t <= TICKS; t++) {
-    float m[16], tr[3] = {uniform(&r, -5, 5), uniform(&r, -5, 5), uniform(&r, -5, 5)};
-    float q[4], sc[3] = {uniform(&r, 0.5, 2), uniform(&r, 0.5, 2), uniform(&r, 0.5, 2)};
+    float m[16], tr[3] = {rng_float(&r, -5, 5), rng_float(&r, -5, 5), rng_float(&r, -5, 5)};
+    float q[4], sc[3] = {rng_float(&r, 0.5, 2), rng_float(&r, 0.5, 2), rng_float(&r, 0.5, 2)};
     float su[3] = {sc[0], sc[0], sc[0]};
     random_quat(&r, q);
     OK(scn_compose_trs(tr, q, su, m));

@@ -14,6 +14,7 @@
  * Seeds: a fixed list, plus SCN_SEED from the environment when set; SCN_STEPS changes the number
  * of steps per seed. A failure prints the seed and the step.
  */
+#include "rng.h"
 #include "scn_core.h"
 #include "suites.h"
 
@@ -25,29 +26,6 @@
 #include <string.h>
 
 #define ID(e) ((unsigned long long)(e))
-
-/* ---- random numbers ------------------------------------------------------------------------ */
-
-typedef struct rng {
-  uint64_t state;
-} rng;
-
-static uint64_t rng_next(rng *r) { /* splitmix64 */
-  uint64_t z = (r->state += UINT64_C(0x9e3779b97f4a7c15));
-  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
-static uint32_t rng_below(rng *r, uint32_t n) {
-  return n ? (uint32_t)((rng_next(r) >> 32) % n) : 0;
-}
-
-static double rng_unit(rng *r) { return (double)(rng_next(r) >> 11) * 0x1p-53; }
-static float rng_float(rng *r, double lo, double hi) {
-  return (float)(lo + (hi - lo) * rng_unit(r));
-}
-static bool rng_chance(rng *r, double p) { return rng_unit(r) < p; }
 
 /* ---- double matrices (column-major: row r of column c at [c * 4 + r]) ----------------------- */
 
