@@ -172,6 +172,24 @@ void scn_quiet_at(const char *file, int line, scn_client *c, long ms) {
 
 /* ---- daemons and connections ------------------------------------------------------------- */
 
+long scn_tick_now_at(const char *file, int line, scn_client *c, const char *w,
+                     unsigned long long e) {
+  cJSON *r = scn_ok_at(file, line, c,
+                       "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%llu}", w, e);
+  long t = r ? (long)scn_resp_num(r, "tick") : -1;
+  cJSON_Delete(r);
+  return t;
+}
+
+long scn_tick_past_at(const char *file, int line, scn_client *c, const char *w,
+                      unsigned long long e, long t) {
+  long deadline = scn_now_ms() + 10000, now;
+  while ((now = scn_tick_now_at(file, line, c, w, e)) <= t && now >= 0 && scn_now_ms() < deadline)
+    scn_sleep_ms(2);
+  assert_at(file, line, now > t, "the world ran past the tick", false);
+  return now;
+}
+
 bool scn_start_at(const char *file, int line, scn_daemon *d, const char *const *args) {
   bool up = scn_daemon_start(d, args) == 0;
   assert_at(file, line, up, "the daemon started", false);

@@ -59,6 +59,17 @@ cJSON *scn_next_event(scn_client *c, long timeout_ms);
 void scn_quiet_at(const char *file, int line, scn_client *c, long ms);
 #define QUIET(c, ms) scn_quiet_at(__FILE__, __LINE__, (c), (ms))
 
+/* The last tick world w has run: what transform.get of entity e answers as "tick" (asserted
+ * ok); -1 when there was no answer. */
+long scn_tick_now_at(const char *file, int line, scn_client *c, const char *w,
+                     unsigned long long e);
+#define TICK_NOW(c, w, e) scn_tick_now_at(__FILE__, __LINE__, (c), (w), (e))
+/* Waits (10 s at most, or until a read fails) until world w has run past tick t; the tick it
+ * has run to, asserted past t. */
+long scn_tick_past_at(const char *file, int line, scn_client *c, const char *w,
+                      unsigned long long e, long t);
+#define TICK_PAST(c, w, e, t) scn_tick_past_at(__FILE__, __LINE__, (c), (w), (e), (t))
+
 /* Starts a daemon (scn_daemon_start); the assertion prints the args and the log on failure. */
 bool scn_start_at(const char *file, int line, scn_daemon *d, const char *const *args);
 #define START(d, args) scn_start_at(__FILE__, __LINE__, (d), (args))

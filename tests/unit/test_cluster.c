@@ -634,23 +634,6 @@ static void test_move_with_subscribers_and_writes(void) {
 
 /* ---- history across a move ------------------------------------------------------------------ */
 
-/* The last tick world w has run on c's daemon: what transform.get answers as "tick". */
-static long tick_now(scn_client *c, const char *w, unsigned long long e) {
-  cJSON *r = OK(c, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%llu}", w, e);
-  long t = r ? (long)scn_resp_num(r, "tick") : -1;
-  cJSON_Delete(r);
-  return t;
-}
-
-/* Waits (10 s at most) until world w has run past tick t; the tick it has run to. */
-static long tick_past(scn_client *c, const char *w, unsigned long long e, long t) {
-  long deadline = scn_now_ms() + 10000, now;
-  while ((now = tick_now(c, w, e)) <= t && now >= 0 && scn_now_ms() < deadline)
-    scn_sleep_ms(2);
-  CU_ASSERT(now > t);
-  return now;
-}
-
 /* The answers to lines (count requests, each with "id": its index), sent a few dozen at a
  * time, each as compact JSON without its id (caller frees them and the array). */
 static char **answers_to(scn_client *c, const char *const *lines, int count) {
@@ -735,10 +718,10 @@ static void test_move_carries_history(void) {
                                           W);
   OKD(c0, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"entity\":%llu}", SIDE, car);
   unsigned long long box = 0, late = 0;
-  long t = tick_now(c0, W, car);
+  long t = TICK_NOW(c0, W, car);
   enum { STEPS = 40 };
   for (int step = 1; step <= STEPS; step++) {
-    t = tick_past(c0, W, car, t + (step % 5 == 0 ? 3 : 0)); /* some ticks change nothing */
+    t = TICK_PAST(c0, W, car, t + (step % 5 == 0 ? 3 : 0)); /* some ticks change nothing */
     double a = step * 0.3, b = step * 0.5;
     OKD(c0,
         "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%llu,\"t\":[%d,0,%g],"
@@ -796,7 +779,7 @@ static void test_move_carries_history(void) {
       break;
     }
   }
-  long last = tick_now(c0, W, car), side_before = tick_now(c0, SIDE, car);
+  long last = TICK_NOW(c0, W, car), side_before = TICK_NOW(c0, SIDE, car);
   /* changes in the tick still open at the move: no tick before the move shows them */
   OKD(c0, "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%llu,\"t\":[99,0,0]}", W,
       car);
@@ -881,9 +864,9 @@ static void test_move_carries_history(void) {
   CU_ASSERT_TRUE(window_named(c1, W, car, 0, &new_oldest, &new_newest));
   CU_ASSERT_EQUAL(new_oldest, old_oldest);
   CU_ASSERT(new_newest >= old_newest);
-  long now1 = tick_now(c1, W, car);
+  long now1 = TICK_NOW(c1, W, car);
   CU_ASSERT(now1 >= last);
-  CU_ASSERT(tick_now(c1, SIDE, car) >= side_before);
+  CU_ASSERT(TICK_NOW(c1, SIDE, car) >= side_before);
   r = OK(c1, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%llu}", W, wheel);
   CU_ASSERT(scn_resp_str_is(r, "name", "moved"));
   cJSON_Delete(r);
@@ -891,10 +874,10 @@ static void test_move_carries_history(void) {
          last);
   CU_ASSERT(scn_resp_str_is(r, "name", "wheel"));
   cJSON_Delete(r);
-  long t1 = tick_past(c1, W, car, now1);
+  long t1 = TICK_PAST(c1, W, car, now1);
   OKD(c1, "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%llu,\"t\":[500,0,0]}", W,
       car);
-  long t2 = tick_past(c1, W, car, t1);
+  long t2 = TICK_PAST(c1, W, car, t1);
   r = OK(c1, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%llu,\"tick\":%ld}", W, car,
          t2);
   const cJSON *local = cJSON_GetObjectItemCaseSensitive(r, "local");
@@ -932,7 +915,7 @@ static void test_move_carries_history(void) {
   free(lines);
 
   /* kill -9 of n1: the group is taken over with its worlds, its window (600) and no past. */
-  long before_kill = tick_now(c1, W, car);
+  long before_kill = TICK_NOW(c1, W, car);
   kill(k.d[1].pid, SIGKILL);
   scn_daemon_wait(&k.d[1], 5000);
   k.up[1] = false;
@@ -947,7 +930,7 @@ static void test_move_carries_history(void) {
   const cJSON *lw = cJSON_GetObjectItemCaseSensitive(r, "local");
   CU_ASSERT(cJSON_GetArraySize(lw) == 16 && cJSON_GetArrayItem(lw, 12)->valuedouble == 500);
   cJSON_Delete(r);
-  long fresh = tick_past(&k.c[at], W, car, 0);
+  long fresh = TICK_PAST(&k.c[at], W, car, 0);
   CU_ASSERT(fresh < before_kill);
   long o = -1, nw = -1;
   CU_ASSERT_TRUE(window_named(&k.c[at], W, car, (double)before_kill, &o, &nw));

@@ -31,23 +31,6 @@ static bool matrix_of(const cJSON *a, float m[16]) {
   return true;
 }
 
-/* The last tick that has run in world w: what transform.get answers as "tick". */
-static long now_of(scn_client *c, const char *w, unsigned long long e) {
-  cJSON *r = OK(c, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%llu}", w, e);
-  long t = r ? (long)scn_resp_num(r, "tick") : -1;
-  cJSON_Delete(r);
-  return t;
-}
-
-/* Waits until world w has run past tick t (10 s at most). */
-static long wait_past(scn_client *c, const char *w, unsigned long long e, long t) {
-  long deadline = scn_now_ms() + 10000, now;
-  while ((now = now_of(c, w, e)) <= t && scn_now_ms() < deadline)
-    scn_sleep_ms(5);
-  CU_ASSERT_TRUE(now > t);
-  return now;
-}
-
 static unsigned long long create(scn_client *c, const char *w, const char *extra) {
   cJSON *r = OK(c, "{\"cmd\":\"transform.create\",\"world\":\"%s\"%s}", w, extra);
   unsigned long long e = r ? scn_resp_id(r, "entity") : 0;
@@ -93,8 +76,8 @@ static void test_refusals(void) {
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"rf.n\"}");
   unsigned long long e = create(&c, "rf.h", ",\"t\":[1,2,3]");
   unsigned long long f = create(&c, "rf.n", "");
-  long now = wait_past(&c, "rf.h", e, 0);
-  now = wait_past(&c, "rf.h", e, now);
+  long now = TICK_PAST(&c, "rf.h", e, 0);
+  now = TICK_PAST(&c, "rf.h", e, now);
   /* now, as every get answers it */
   cJSON *r = OK(&c, "{\"cmd\":\"transform.get\",\"world\":\"rf.n\",\"entity\":%llu}", f);
   CHECK(scn_resp_has(r, "tick") && scn_resp_num(r, "tick") >= 1, r);
@@ -118,7 +101,7 @@ static void test_refusals(void) {
       "ld}",
       e, e, now + 1000);
   /* the window holds 20 ticks: once more than 20 have run, the first is gone */
-  wait_past(&c, "rf.h", e, now + 25);
+  TICK_PAST(&c, "rf.h", e, now + 25);
   ERR(&c, "NOT_FOUND",
       "{\"cmd\":\"transform.get\",\"world\":\"rf.h\",\"entity\":%llu,\"tick\":%ld}", e, now);
   /* bad ticks */
@@ -259,14 +242,14 @@ static void test_fraction_and_lifetimes(void) {
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"fr\",\"history\":600}");
   unsigned long long e = create(&c, "fr", ",\"t\":[0,0,0],\"r\":[0,0,0,1],\"s\":1");
   unsigned long long to = create(&c, "fr", ",\"t\":[0,5,0],\"s\":2");
-  long a = wait_past(&c, "fr", e, 0);
+  long a = TICK_PAST(&c, "fr", e, 0);
   /* at tick a: translation 0, no turn; then the next tick: translation 10, 90 degrees about z,
    * scale 3 */
   OKD(&c,
       "{\"cmd\":\"transform.set_local\",\"world\":\"fr\",\"entity\":%llu,\"t\":[10,0,0],"
       "\"r\":[0,0,0.70710678,0.70710678],\"s\":3}",
       e);
-  long b = wait_past(&c, "fr", e, a);
+  long b = TICK_PAST(&c, "fr", e, a);
   /* b is the first tick that shows the set; b - 1 still the old values */
   cJSON *mid =
       OK(&c,
@@ -301,11 +284,11 @@ static void test_fraction_and_lifetimes(void) {
   cJSON_Delete(rel);
   /* created after the tick: not there then; destroyed after it: answers with its values */
   unsigned long long late = create(&c, "fr", ",\"t\":[7,7,7]");
-  long c1 = wait_past(&c, "fr", e, b);
+  long c1 = TICK_PAST(&c, "fr", e, b);
   ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.get\",\"world\":\"fr\",\"entity\":%llu,\"tick\":%ld}",
       late, b - 1);
   OKD(&c, "{\"cmd\":\"transform.destroy\",\"world\":\"fr\",\"entity\":%llu}", to);
-  wait_past(&c, "fr", e, c1);
+  TICK_PAST(&c, "fr", e, c1);
   cJSON *old =
       OK(&c, "{\"cmd\":\"transform.get\",\"world\":\"fr\",\"entity\":%llu,\"tick\":%ld}", to, c1);
   CHECK(old && matrix_of(cJSON_GetObjectItemCaseSensitive(old, "world"), m) && m[13] == 5 &&
@@ -353,7 +336,7 @@ static void test_window_persisted(void) {
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"keep\",\"history\":77}");
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"none\"}");
   unsigned long long e = create(&c, "keep", ",\"t\":[1,2,3]");
-  long t = wait_past(&c, "keep", e, 3);
+  long t = TICK_PAST(&c, "keep", e, 3);
   scn_client_close(&c);
   scn_daemon_stop(&d, SIGKILL, 5000); /* the journal has it */
   if (!START_CONNECTED(&d, &c, args))
@@ -369,7 +352,7 @@ static void test_window_persisted(void) {
   CU_ASSERT_EQUAL(history_of(&c, "none"), 0);
   /* the world's ticks start over: what was kept before the restart is gone, and the new
    * ticks are kept again */
-  long now = wait_past(&c, "keep", e, 1);
+  long now = TICK_PAST(&c, "keep", e, 1);
   CU_ASSERT_TRUE(now < t + 1000);
   cJSON *g =
       OK(&c, "{\"cmd\":\"transform.get\",\"world\":\"keep\",\"entity\":%llu,\"tick\":%ld}", e, now);
