@@ -78,8 +78,7 @@ static bool etcd_healthy(const etcd *e) {
  * it answers. */
 static bool etcd_start(etcd *e) {
   if (!e->dir[0]) {
-    snprintf(e->dir, sizeof e->dir, "/tmp/scened-etcd-XXXXXX");
-    if (!mkdtemp(e->dir))
+    if (!scn_temp_dir(e->dir, sizeof e->dir, "etcd"))
       return false;
     e->port = free_port();
     e->peer = free_port();
@@ -126,13 +125,11 @@ static void etcd_stop(etcd *e, int sig) {
   e->pid = 0;
 }
 
+/* Removes a directory the suite made; anything else (or an empty name: none was made) is left. */
 static void remove_tree(const char *dir) {
   if (!dir[0] || strncmp(dir, "/tmp/scened-", 12) != 0)
     return;
-  char cmd[256];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd) != 0)
-    fprintf(stderr, "\n  cannot remove %s\n", dir);
+  scn_remove_tree(dir);
 }
 
 /* ---- a cluster of daemons ----------------------------------------------------------------- */
@@ -202,8 +199,7 @@ static bool cluster_start(cluster *k, const char *fsync) {
     CU_FAIL("etcd started");
     return false;
   }
-  snprintf(k->data, sizeof k->data, "/tmp/scened-data-XXXXXX");
-  CU_ASSERT_FATAL(mkdtemp(k->data) != NULL);
+  CU_ASSERT_FATAL(scn_temp_dir(k->data, sizeof k->data, "data"));
   for (int i = 0; i < NODES; i++)
     if (!node_start(k, i))
       return false;
@@ -1368,8 +1364,7 @@ static void test_old_layout_migrates(void) {
   etcd e = {0};
   CU_ASSERT_FATAL(etcd_start(&e));
   char data[64];
-  snprintf(data, sizeof data, "/tmp/scened-data-XXXXXX");
-  CU_ASSERT_FATAL(mkdtemp(data) != NULL);
+  CU_ASSERT_FATAL(scn_temp_dir(data, sizeof data, "data"));
   scn_daemon d;
   scn_client c;
   const char *plain[] = {"--data", data, "--fsync", "always", NULL};
@@ -1475,16 +1470,14 @@ static void test_bad_flags(void) {
  * UNAVAILABLE; once etcd is there it registers and serves. */
 static void test_etcd_late(void) {
   etcd e = {0};
-  snprintf(e.dir, sizeof e.dir, "/tmp/scened-etcd-XXXXXX");
-  CU_ASSERT_FATAL(mkdtemp(e.dir) != NULL);
+  CU_ASSERT_FATAL(scn_temp_dir(e.dir, sizeof e.dir, "etcd"));
   e.port = free_port();
   e.peer = free_port();
   snprintf(e.url, sizeof e.url, "http://127.0.0.1:%d", e.port);
   cluster k;
   memset(&k, 0, sizeof k);
   k.e = e;
-  snprintf(k.data, sizeof k.data, "/tmp/scened-data-XXXXXX");
-  CU_ASSERT_FATAL(mkdtemp(k.data) != NULL);
+  CU_ASSERT_FATAL(scn_temp_dir(k.data, sizeof k.data, "data"));
   for (int i = 0; i < NODES; i++)
     CU_ASSERT_FATAL(node_start(&k, i));
   ERR(&k.c[0], "UNAVAILABLE", "{\"cmd\":\"world.create\",\"world\":\"late\"}");
@@ -1556,8 +1549,7 @@ static void test_fake_gateway_malformed(void) {
   cluster k;
   memset(&k, 0, sizeof k);
   snprintf(k.e.url, sizeof k.e.url, "http://127.0.0.1:%d", ntohs(a.sin_port));
-  snprintf(k.data, sizeof k.data, "/tmp/scened-data-XXXXXX");
-  CU_ASSERT_FATAL(mkdtemp(k.data) != NULL);
+  CU_ASSERT_FATAL(scn_temp_dir(k.data, sizeof k.data, "data"));
   for (int i = 0; i < NODES; i++)
     CU_ASSERT_FATAL(node_start(&k, i));
   long until = scn_now_ms() + 2500;

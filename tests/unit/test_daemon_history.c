@@ -325,8 +325,7 @@ static long history_of(scn_client *c, const char *world) {
  * and from a snapshot; the ticks it held do not. */
 static void test_window_persisted(void) {
   char dir[64];
-  snprintf(dir, sizeof dir, "/tmp/scened-history-XXXXXX");
-  CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+  CU_ASSERT_FATAL(scn_temp_dir(dir, sizeof dir, "history"));
   const char *args[] = {"--http", "off",       "--data", dir, "--fsync",
                         "always", "--tick-hz", TICK_HZ,  NULL};
   scn_daemon d;
@@ -362,11 +361,8 @@ static void test_window_persisted(void) {
   cJSON_Delete(g);
   scn_client_close(&c);
   STOP_OK(&d, 15000);
-out:;
-  scn_proc rm;
-  if (scn_proc_start(&rm, "/bin/rm", (const char *const[]){"-rf", dir, NULL}, NULL, NULL, 0))
-    scn_proc_wait(&rm, 10000);
-  scn_proc_free(&rm);
+out:
+  scn_remove_tree(dir);
 }
 
 /* ---- registration ------------------------------------------------------------------------ */

@@ -573,8 +573,7 @@ static void test_trs_read(void) {
  * --fsync always the restarted daemon has the same matrices, bit for bit. */
 static void test_partial_replayed(void) {
   char dir[64];
-  snprintf(dir, sizeof dir, "/tmp/scened-parts-XXXXXX");
-  CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+  CU_ASSERT_FATAL(scn_temp_dir(dir, sizeof dir, "parts"));
   const char *args[] = {"--http", "off", "--data", dir, "--fsync", "always", NULL};
   scn_daemon d;
   scn_client c;
@@ -605,11 +604,8 @@ static void test_partial_replayed(void) {
     STOP_OK(&d, 15000);
   }
   free(before);
-out:;
-  scn_proc rm;
-  if (scn_proc_start(&rm, "/bin/rm", (const char *const[]){"-rf", dir, NULL}, NULL, NULL, 0))
-    scn_proc_wait(&rm, 10000);
-  scn_proc_free(&rm);
+out:
+  scn_remove_tree(dir);
 }
 
 /* ---- registration ------------------------------------------------------------------------ */
