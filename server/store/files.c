@@ -1,5 +1,7 @@
 #include "store/files.h"
 
+#include "store/crc32c.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -20,4 +22,33 @@ int scn_fsync_dir(const char *dir) {
   int rc = fsync(fd);
   close(fd);
   return rc;
+}
+
+int scn_file_replace_open(const char *dir, const char *name, char *tmp, char *final, size_t cap,
+                          char *err, size_t errlen) {
+  snprintf(tmp, cap, "%s/%s.tmp-%d", dir, name, (int)getpid());
+  snprintf(final, cap, "%s/%s", dir, name);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+  return fd;
+}
+
+int scn_file_replace_finish(int fd, bool failed, const void *header, size_t header_len,
+                            const char *tmp, const char *final, const char *dir, char *err,
+                            size_t errlen) {
+  bool ok =
+      !failed && pwrite(fd, header, header_len, 0) == (ssize_t)header_len && fdatasync(fd) == 0;
+  int saved = errno;
+  ok = close(fd) == 0 && ok;
+  if (!ok || rename(tmp, final) != 0 || scn_fsync_dir(dir) != 0) {
+    snprintf(err, errlen, "cannot write %s: %s", final, strerror(saved ? saved : errno));
+    unlink(tmp);
+    return -1;
+  }
+  return 0;
+}
+
+uint32_t scn_file_header_crc(const unsigned char *header, size_t len) {
+  return scn_crc32c(scn_crc32c(0, header, 12), header + 16, len - 16);
 }

@@ -7,7 +7,6 @@
 #include "store/snapshot.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,11 +116,6 @@ static int put_version(void *ud, const scn_history_version *v) {
 static void u32_at(unsigned char *p, uint32_t v) { memcpy(p, &v, 4); }
 static void u64_at(unsigned char *p, uint64_t v) { memcpy(p, &v, 8); }
 
-/* The header's own CRC covers its other bytes (the file's: 0..11 and 16..31). */
-static uint32_t file_header_crc(const unsigned char *h) {
-  return scn_crc32c(scn_crc32c(0, h, 12), h + 16, HEADER_BYTES - 16);
-}
-
 /* One world: its section header (written last, at its place) and its versions. */
 static bool put_world(hwriter *w, scn_world *world) {
   flush_buf(w);
@@ -155,16 +149,13 @@ static bool put_world(hwriter *w, scn_world *world) {
 int scn_history_file_write(scn_scene *scene, const char *group, uint64_t epoch, const char *dir,
                            uint64_t *bytes, char *err, size_t errlen) {
   char tmp[4200], final[4200];
-  snprintf(tmp, sizeof tmp, "%s/%s.tmp-%d", dir, SCN_HISTORY_FILE, (int)getpid());
-  snprintf(final, sizeof final, "%s/%s", dir, SCN_HISTORY_FILE);
   hwriter *w = calloc(1, sizeof *w);
   if (!w) {
-    snprintf(err, errlen, "out of memory writing %s", final);
+    snprintf(err, errlen, "out of memory writing %s/%s", dir, SCN_HISTORY_FILE);
     return -1;
   }
-  w->fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  w->fd = scn_file_replace_open(dir, SCN_HISTORY_FILE, tmp, final, sizeof tmp, err, errlen);
   if (w->fd < 0) {
-    snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
     free(w);
     return -1;
   }
@@ -185,18 +176,13 @@ int scn_history_file_write(scn_scene *scene, const char *group, uint64_t epoch, 
   u32_at(header + 8, version);
   u64_at(header + 16, epoch);
   u32_at(header + 24, worlds);
-  u32_at(header + 12, file_header_crc(header));
-  bool ok = !w->failed && pwrite(w->fd, header, sizeof header, 0) == (ssize_t)sizeof header &&
-            fdatasync(w->fd) == 0;
-  int saved = errno;
+  u32_at(header + 12, scn_file_header_crc(header, HEADER_BYTES));
   uint64_t size = w->pos;
-  ok = close(w->fd) == 0 && ok;
+  int rc = scn_file_replace_finish(w->fd, w->failed, header, sizeof header, tmp, final, dir, err,
+                                   errlen);
   free(w);
-  if (!ok || rename(tmp, final) != 0 || scn_fsync_dir(dir) != 0) {
-    snprintf(err, errlen, "cannot write %s: %s", final, strerror(saved ? saved : errno));
-    unlink(tmp);
+  if (rc != 0)
     return -1;
-  }
   *bytes = size;
   return 0;
 }
@@ -358,7 +344,7 @@ int scn_history_file_load(scn_scene *scene, const char *group, uint64_t epoch, c
   const char *bad = NULL;
   if (fread(h, 1, sizeof h, f) != sizeof h || memcmp(h, MAGIC, 8) != 0)
     bad = "not a history file (bad header)";
-  else if (u32_of(h + 12) != file_header_crc(h))
+  else if (u32_of(h + 12) != scn_file_header_crc(h, HEADER_BYTES))
     bad = "checksum mismatch in the header";
   else if (u32_of(h + 8) != SCN_HISTORY_FILE_VERSION)
     bad = "unsupported version";

@@ -4,7 +4,6 @@
 #include "store/files.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -228,12 +227,6 @@ static bool put_part(writer *w, scn_scene *scene, const scn_snapshot_part *part)
   return true;
 }
 
-/* The header's own CRC-32C (bytes 12..15) covers the rest of it: a damaged journal generation
- * would otherwise skip or replay journals silently. */
-static uint32_t header_crc(const unsigned char *header) {
-  return scn_crc32c(scn_crc32c(0, header, 12), header + 16, HEADER_BYTES - 16);
-}
-
 static int write_file(scn_scene *scene, const scn_snapshot_part *part, uint64_t journal_gen,
                       const char *dir, uint64_t *bytes, char *err, size_t errlen);
 
@@ -250,16 +243,13 @@ int scn_snapshot_write_part(scn_scene *scene, const scn_snapshot_part *part, uin
 static int write_file(scn_scene *scene, const scn_snapshot_part *part, uint64_t journal_gen,
                       const char *dir, uint64_t *bytes, char *err, size_t errlen) {
   char tmp[4096], final[4096];
-  snprintf(tmp, sizeof tmp, "%s/%s.tmp-%d", dir, FILE_NAME, (int)getpid());
-  snprintf(final, sizeof final, "%s/%s", dir, FILE_NAME);
   writer *w = calloc(1, sizeof *w);
   if (!w) {
     snprintf(err, errlen, "out of memory writing a snapshot");
     return -1;
   }
-  w->fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  w->fd = scn_file_replace_open(dir, FILE_NAME, tmp, final, sizeof tmp, err, errlen);
   if (w->fd < 0) {
-    snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
     free(w);
     return -1;
   }
@@ -276,19 +266,15 @@ static int write_file(scn_scene *scene, const scn_snapshot_part *part, uint64_t 
   memcpy(header + 8, &version, 4);
   memcpy(header + 16, &journal_gen, 8);
   memcpy(header + 24, &w->body, 8);
-  uint32_t hcrc = header_crc(header);
+  /* checked on load: a damaged journal generation would otherwise skip or replay journals */
+  uint32_t hcrc = scn_file_header_crc(header, HEADER_BYTES);
   memcpy(header + 12, &hcrc, 4);
-  bool ok = !w->failed && pwrite(w->fd, header, sizeof header, 0) == (ssize_t)sizeof header &&
-            fdatasync(w->fd) == 0;
   uint64_t size = HEADER_BYTES + w->body + 4 * ((w->body + BLOCK - 1) / BLOCK);
-  int saved = errno;
-  ok = close(w->fd) == 0 && ok;
+  int rc = scn_file_replace_finish(w->fd, w->failed, header, sizeof header, tmp, final, dir, err,
+                                   errlen);
   free(w);
-  if (!ok || rename(tmp, final) != 0 || scn_fsync_dir(dir) != 0) {
-    snprintf(err, errlen, "cannot write %s: %s", final, strerror(saved ? saved : errno));
-    unlink(tmp);
+  if (rc != 0)
     return -1;
-  }
   *bytes = size;
   return 0;
 }
@@ -453,7 +439,7 @@ int scn_snapshot_load(scn_scene *scene, const char *dir, bool recover, scn_snaps
   } else if (memcpy(&version, header + 8, 4),
              version < SCN_SNAPSHOT_VERSION_OLDEST || version > SCN_SNAPSHOT_VERSION_PART) {
     fail_at(r, 8, "unsupported snapshot version");
-  } else if (memcpy(&hcrc, header + 12, 4), hcrc != header_crc(header)) {
+  } else if (memcpy(&hcrc, header + 12, 4), hcrc != scn_file_header_crc(header, HEADER_BYTES)) {
     fail_at(r, 0, "checksum mismatch in the header");
   } else {
     memcpy(&info->journal_gen, header + 16, 8);
