@@ -1675,9 +1675,7 @@ static void collect_stats(void *ud, scn_metrics_sink *k) {
              (double)e->timeouts);
   scn_metric(k, "etcd_failovers_total", "counter", "Moves to the next etcd endpoint.",
              (double)e->failovers);
-  scn_metric_family(k, "etcd_request_seconds", "histogram", "etcd request latency.");
-  scn_metric_histogram(k, &e->latency);
-  scn_metric_end(k);
+  scn_metric_hist(k, "etcd_request_seconds", "etcd request latency.", &e->latency);
 }
 
 /* ---- the module -------------------------------------------------------------------------- */

@@ -57,12 +57,25 @@ void scn_metric_family(sink *k, const char *name, const char *type, const char *
 void scn_metric_sample(sink *k, const char *label, const char *value, double v) {
   k->sample(k, label, value, v);
 }
-void scn_metric_histogram(sink *k, const scn_hist *h) { k->histogram(k, h); }
 void scn_metric_end(sink *k) { k->end_family(k); }
 
 void scn_metric(sink *k, const char *name, const char *type, const char *help, double v) {
   k->family(k, name, type, help);
   k->sample(k, NULL, NULL, v);
+  k->end_family(k);
+}
+
+void scn_metric_hist(sink *k, const char *name, const char *help, const scn_hist *h) {
+  k->family(k, name, "histogram", help);
+  k->histogram(k, h);
+  k->end_family(k);
+}
+
+/* A counter family with one sample per command, from counts indexed by command id. */
+static void per_command(sink *k, const char *name, const char *help, const uint64_t *counts) {
+  k->family(k, name, "counter", help);
+  for (unsigned i = 0; i < scn_command_count; i++)
+    k->sample(k, "command", scn_commands[i].name, (double)counts[i]);
   k->end_family(k);
 }
 
@@ -107,25 +120,16 @@ static void emit_figures(scn_server *srv, sink *k) {
 #undef SCN_LIMIT_SAMPLE
   k->end_family(k);
 
-  k->family(k, "commands_total", "counter", "Requests handled, by command.");
-  for (unsigned i = 0; i < scn_command_count; i++)
-    k->sample(k, "command", scn_commands[i].name, (double)c->by_command[i]);
-  k->end_family(k);
+  per_command(k, "commands_total", "Requests handled, by command.", c->by_command);
   k->family(k, "command_errors_total", "counter", "Error responses, by error code.");
 #define SCN_ERROR_SAMPLE(name) k->sample(k, "code", #name, (double)c->errors[SCN_W_##name]);
   SCN_WIRE_ERRORS(SCN_ERROR_SAMPLE)
 #undef SCN_ERROR_SAMPLE
   k->end_family(k);
-  k->family(k, "unauthorized_total", "counter", "UNAUTHORIZED answers, by command.");
-  for (unsigned i = 0; i < scn_command_count; i++)
-    k->sample(k, "command", scn_commands[i].name, (double)c->unauthorized[i]);
-  k->end_family(k);
-  k->family(k, "command_duration_seconds", "histogram", "Time to handle one request.");
-  k->histogram(k, &c->command_time);
-  k->end_family(k);
-  k->family(k, "tick_duration_seconds", "histogram", "Time of one tick: propagation and frames.");
-  k->histogram(k, &c->tick_time);
-  k->end_family(k);
+  per_command(k, "unauthorized_total", "UNAUTHORIZED answers, by command.", c->unauthorized);
+  scn_metric_hist(k, "command_duration_seconds", "Time to handle one request.", &c->command_time);
+  scn_metric_hist(k, "tick_duration_seconds", "Time of one tick: propagation and frames.",
+                  &c->tick_time);
 
   scn_world_stats total = c->gone_worlds; /* destroyed worlds still count */
   for (size_t i = 0; i < nworlds; i++) {

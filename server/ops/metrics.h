@@ -27,11 +27,12 @@ typedef struct scn_metrics_sink scn_metrics_sink;
 void scn_metric_family(scn_metrics_sink *k, const char *name, const char *type, const char *help);
 /* label NULL: an unlabeled sample; else the label's name and value. */
 void scn_metric_sample(scn_metrics_sink *k, const char *label, const char *value, double v);
-void scn_metric_histogram(scn_metrics_sink *k, const scn_hist *h);
 void scn_metric_end(scn_metrics_sink *k);
 /* A family of one unlabeled sample. */
 void scn_metric(scn_metrics_sink *k, const char *name, const char *type, const char *help,
                 double v);
+/* A family of one histogram. */
+void scn_metric_hist(scn_metrics_sink *k, const char *name, const char *help, const scn_hist *h);
 
 struct scn_server;
 /* Appends the whole /metrics page. */
