@@ -221,6 +221,23 @@ static void add_i64(scn_buf *b, int64_t v) {
 static void add_group_value(scn_cluster *cl, scn_buf *b, const char *node, const char *addr,
                             bool from);
 
+/* The start of a txn that puts the key prefix+name if it is still at revision mod (exists) or
+ * was never created (!exists): everything up to the put's value, which the caller adds. */
+static void txn_put_begin(scn_buf *b, const char *prefix, const char *name, bool exists,
+                          int64_t mod) {
+  scn_buf_adds(b, "{\"compare\":[{\"key\":");
+  add_key(b, prefix, name);
+  if (exists) {
+    scn_buf_adds(b, ",\"target\":\"MOD\",\"mod_revision\":");
+    add_i64(b, mod);
+  } else {
+    scn_buf_adds(b, ",\"target\":\"CREATE\",\"create_revision\":\"0\"");
+  }
+  scn_buf_adds(b, "}],\"success\":[{\"request_put\":{\"key\":");
+  add_key(b, prefix, name);
+  scn_buf_adds(b, ",\"value\":");
+}
+
 /* The txn that puts group g's key naming node (at addr, bound to lease; from: a hand-off by
  * this daemon), if the key is still at revision mod (0: if it does not exist; its failure
  * branch then reads it, to learn the winner). In cl->body. */
@@ -228,17 +245,7 @@ static void group_txn(scn_cluster *cl, const group *g, int64_t mod, const char *
                       const char *addr, int64_t lease, bool from) {
   body_begin(cl);
   scn_buf *b = &cl->body;
-  scn_buf_adds(b, "{\"compare\":[{\"key\":");
-  add_key(b, GROUPS_PREFIX, g->name);
-  if (mod) {
-    scn_buf_adds(b, ",\"target\":\"MOD\",\"mod_revision\":");
-    add_i64(b, mod);
-  } else {
-    scn_buf_adds(b, ",\"target\":\"CREATE\",\"create_revision\":\"0\"");
-  }
-  scn_buf_adds(b, "}],\"success\":[{\"request_put\":{\"key\":");
-  add_key(b, GROUPS_PREFIX, g->name);
-  scn_buf_adds(b, ",\"value\":");
+  txn_put_begin(b, GROUPS_PREFIX, g->name, mod != 0, mod);
   add_group_value(cl, b, node, addr, from);
   scn_buf_adds(b, ",\"lease\":");
   add_i64(b, lease);
@@ -1424,19 +1431,9 @@ static void on_ids_read(void *ud, const cJSON *reply, const char *why) {
     next = cl->ids_floor;
   body_begin(cl);
   scn_buf *b = &cl->body;
-  scn_buf_adds(b, "{\"compare\":[{\"key\":");
-  scn_etcd_add_b64(b, IDS_KEY, strlen(IDS_KEY));
-  if (kv) {
-    scn_buf_adds(b, ",\"target\":\"MOD\",\"mod_revision\":");
-    add_i64(b, mod);
-  } else {
-    scn_buf_adds(b, ",\"target\":\"CREATE\",\"create_revision\":\"0\"");
-  }
-  scn_buf_adds(b, "}],\"success\":[{\"request_put\":{\"key\":");
-  scn_etcd_add_b64(b, IDS_KEY, strlen(IDS_KEY));
+  txn_put_begin(b, IDS_KEY, "", kv != NULL, mod);
   char v[32];
   int n = snprintf(v, sizeof v, "%lld", next + 1);
-  scn_buf_adds(b, ",\"value\":");
   scn_etcd_add_b64(b, v, (size_t)n);
   scn_buf_adds(b, "}}]}");
   call_ctx *t = ctx_new(cl, NULL);
