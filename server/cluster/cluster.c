@@ -1206,13 +1206,18 @@ static void on_keepalive(void *ud, const cJSON *reply, const char *why) {
     adopt_pending(cl); /* loads that waited for a fresh lease */
 }
 
-static void keepalive(scn_cluster *cl) {
-  if (cl->keepalive_busy || !cl->lease)
-    return;
+/* The body that names this daemon's lease, for a keepalive or a revoke. */
+static void lease_body(scn_cluster *cl) {
   body_begin(cl);
   scn_buf_adds(&cl->body, "{\"ID\":");
   add_i64(&cl->body, cl->lease);
   scn_buf_adds(&cl->body, "}");
+}
+
+static void keepalive(scn_cluster *cl) {
+  if (cl->keepalive_busy || !cl->lease)
+    return;
+  lease_body(cl);
   call_ctx *c = ctx_new(cl, NULL);
   if (c)
     c->value = cl->lease;
@@ -1561,10 +1566,7 @@ void scn_cluster_release_all(scn_cluster *cl) {
   cl->srv->not_ready = "released";
   if (!cl->lease)
     return;
-  body_begin(cl);
-  scn_buf_adds(&cl->body, "{\"ID\":");
-  add_i64(&cl->body, cl->lease);
-  scn_buf_adds(&cl->body, "}");
+  lease_body(cl);
   call_ctx *c = ctx_new(cl, NULL);
   cl->releasing = request(cl, "/v3/lease/revoke", 2.0, on_revoked, c);
 }
