@@ -31,4 +31,15 @@ static inline float rng_float(rng *r, double lo, double hi) {
 
 static inline bool rng_chance(rng *r, double p) { return rng_unit(r) < p; }
 
+/* A quaternion of length 0.1 to 2, not normalised (scn_compose_trs normalises it); kept away
+ * from zero, which has no direction. */
+static inline void rng_quat(rng *r, float q[4]) {
+  double len2;
+  do {
+    for (int k = 0; k < 4; k++)
+      q[k] = rng_float(r, -1, 1);
+    len2 = (double)q[0] * q[0] + (double)q[1] * q[1] + (double)q[2] * q[2] + (double)q[3] * q[3];
+  } while (len2 < 0.01);
+}
+
 #endif

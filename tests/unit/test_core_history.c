@@ -28,20 +28,11 @@
 
 /* ---- random numbers ------------------------------------------------------------------------ */
 
-static void random_quat(rng *r, float q[4]) {
-  double len2;
-  do {
-    for (int k = 0; k < 4; k++)
-      q[k] = rng_float(r, -1, 1);
-    len2 = (double)q[0] * q[0] + (double)q[1] * q[1] + (double)q[2] * q[2] + (double)q[3] * q[3];
-  } while (len2 < 0.01);
-}
-
 static void random_trs(rng *r, float out[16], double reach) {
   float t[3], q[4], s[3];
   for (int k = 0; k < 3; k++)
     t[k] = rng_float(r, -reach, reach);
-  random_quat(r, q);
+  rng_quat(r, q);
   if (rng_chance(r, 0.5))
     s[0] = s[1] = s[2] = rng_float(r, 0.5, 2);
   else
@@ -961,12 +952,12 @@ static void test_interpolation(void) {
     float m[16], tr[3] = {rng_float(&r, -5, 5), rng_float(&r, -5, 5), rng_float(&r, -5, 5)};
     float q[4], sc[3] = {rng_float(&r, 0.5, 2), rng_float(&r, 0.5, 2), rng_float(&r, 0.5, 2)};
     float su[3] = {sc[0], sc[0], sc[0]};
-    random_quat(&r, q);
+    rng_quat(&r, q);
     OK(scn_compose_trs(tr, q, su, m));
     OK(scn_transform_set_local(w, e[0], m));
     OK(scn_compose_trs(tr, q, sc, m));
     OK(scn_transform_set_local(w, e[1], m));
-    random_quat(&r, q);
+    rng_quat(&r, q);
     OK(scn_compose_trs(NULL, q, NULL, m));
     OK(scn_transform_set_local(w, e[2], m)); /* a rotation under a non-uniform scale */
     random_trs(&r, m, 3);

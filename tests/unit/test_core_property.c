@@ -780,15 +780,6 @@ static const char *pick_name(prop *p, double none) {
   return NAME_POOL[rng_below(&p->r, COUNT(NAME_POOL))];
 }
 
-static void random_quat(rng *r, float q[4]) {
-  double len2;
-  do {
-    for (int k = 0; k < 4; k++)
-      q[k] = rng_float(r, -1, 1);
-    len2 = (double)q[0] * q[0] + (double)q[1] * q[1] + (double)q[2] * q[2] + (double)q[3] * q[3];
-  } while (len2 < 0.01);
-}
-
 static void compose(prop *p, const float t[3], const float q[4], const float s[3], float out[16]) {
   int rc = scn_compose_trs(t, q, s, out);
   if (rc != SCN_OK) {
@@ -805,7 +796,7 @@ static void random_matrix(prop *p, float out[16], bool allow_non_finite) {
   float t[3], q[4], s[3];
   for (int k = 0; k < 3; k++)
     t[k] = rng_float(r, -5, 5);
-  random_quat(r, q);
+  rng_quat(r, q);
   if (rng_chance(r, 0.5))
     s[0] = s[1] = s[2] = rng_float(r, 0.5, 2);
   else
