@@ -1267,12 +1267,15 @@ static void test_tls_acl_cluster(void) {
     OKD(&c[i], "{\"cmd\":\"hello\",\"token\":\"op-token\"}");
   }
   long deadline = scn_now_ms() + 15000;
-  bool both = false;
+  bool both = false; /* each daemon registered, and knowing the other */
   while (!both && scn_now_ms() < deadline) {
-    cJSON *r = scn_client_call(&c[0], "{\"cmd\":\"cluster.nodes\"}");
-    const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(r, "nodes");
-    both = cJSON_IsArray(nodes) && cJSON_GetArraySize(nodes) == 2;
-    cJSON_Delete(r);
+    both = true;
+    for (int i = 0; i < 2; i++) {
+      cJSON *r = scn_client_call(&c[i], "{\"cmd\":\"cluster.nodes\"}");
+      const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(r, "nodes");
+      both &= cJSON_IsArray(nodes) && cJSON_GetArraySize(nodes) == 2;
+      cJSON_Delete(r);
+    }
     if (!both)
       scn_sleep_ms(20);
   }
