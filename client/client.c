@@ -36,7 +36,8 @@ typedef struct owner {
 
 struct scn_cli {
   int fd;
-  SSL *ssl; /* NULL on plain TCP */
+  SSL *ssl;          /* NULL on plain TCP */
+  bool pipe_ignored; /* SIGPIPE was ignored when TLS started: no guard around its writes */
   int timeout_ms;
   char addr[96]; /* HOST:PORT of the daemon connected to */
   char *token;   /* sent with every hello: a new connection after MOVED, a switch of matrices */
@@ -202,10 +203,21 @@ static SSL_CTX *tls_context(const scn_cli_options *o, char *err, size_t errlen) 
  * write, and one they raised is taken back off the thread's pending signals. */
 typedef struct sigpipe_guard {
   sigset_t old;
-  bool was_pending;
+  bool was_pending, skipped;
 } sigpipe_guard;
 
-static void sigpipe_block(sigpipe_guard *g) {
+/* Whether the program ignores SIGPIPE (as servers and load generators do): then a write to a
+ * closed socket cannot end it, and the four system calls of the guard are saved on every TLS
+ * write. Read when a TLS connection starts. */
+static bool sigpipe_ignored(void) {
+  struct sigaction sa;
+  return sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN;
+}
+
+static void sigpipe_block(sigpipe_guard *g, bool ignored) {
+  g->skipped = ignored;
+  if (ignored)
+    return;
   sigset_t pipe_only, pending;
   sigemptyset(&pipe_only);
   sigaddset(&pipe_only, SIGPIPE);
@@ -215,6 +227,8 @@ static void sigpipe_block(sigpipe_guard *g) {
 }
 
 static void sigpipe_restore(sigpipe_guard *g) {
+  if (g->skipped)
+    return;
   int saved = errno;
   sigset_t pipe_only, pending;
   sigemptyset(&pipe_only);
@@ -240,6 +254,7 @@ static bool tls_start(scn_cli *c, const scn_cli_options *o, char *err, size_t er
   SSL_CTX *ctx = tls_context(o, err, errlen);
   if (!ctx)
     return false;
+  c->pipe_ignored = sigpipe_ignored();
   c->ssl = SSL_new(ctx);
   if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1) {
     snprintf(err, errlen, "cannot set up TLS: %s", tls_reason("out of memory"));
@@ -257,7 +272,7 @@ static bool tls_start(scn_cli *c, const scn_cli_options *o, char *err, size_t er
   for (;;) {
     ERR_clear_error();
     sigpipe_guard g;
-    sigpipe_block(&g);
+    sigpipe_block(&g, c->pipe_ignored);
     int r = SSL_connect(c->ssl);
     sigpipe_restore(&g);
     if (r == 1)
@@ -323,7 +338,7 @@ static bool copy_tls_files(scn_cli *c, const scn_cli_options *o) {
 static void drop_connection(scn_cli *c) {
   if (c->ssl) {
     sigpipe_guard g;
-    sigpipe_block(&g);
+    sigpipe_block(&g, c->pipe_ignored);
     SSL_shutdown(c->ssl); /* close_notify, if the socket takes it at once */
     sigpipe_restore(&g);
     SSL_free(c->ssl);
@@ -414,7 +429,7 @@ static ssize_t io_send(scn_cli *c, const char *p, size_t len, short *want) {
   }
   ERR_clear_error();
   sigpipe_guard g;
-  sigpipe_block(&g);
+  sigpipe_block(&g, c->pipe_ignored);
   int n = SSL_write(c->ssl, p, len > (1u << 30) ? 1 << 30 : (int)len);
   sigpipe_restore(&g);
   if (n > 0)

@@ -34,6 +34,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1033,6 +1034,9 @@ static void usage(void) {
 }
 
 int main(int argc, char **argv) {
+  /* A daemon that goes away must not end the load with SIGPIPE; it also spares the client
+   * library its guard around TLS writes. */
+  signal(SIGPIPE, SIG_IGN);
   opts o = {.host = "127.0.0.1",
             .port = 7878,
             .clients = 50,
