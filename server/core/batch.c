@@ -91,8 +91,8 @@ static void undo_destroy(scn_scene *scene, scn__undo *u) {
       /* A former child, now a root with local == world: back under its parent. */
       i = scn__tm_lookup(tm, n->entity);
       scn__tm_move(tm, i, scn__tm_lookup(tm, u->entity), SCN_NIL);
-      scn__tm_before_local(tm, i);
       glm_mat4_copy(n->local, tm->local[i]);
+      scn__tm_after_local(tm, i);
     }
   }
 }
@@ -111,14 +111,14 @@ void scn_batch_rollback(scn_scene *scene) {
       scn__tm_remove_leaf(tm, i);
       break;
     case SCN_UNDO_SET_LOCAL:
-      scn__tm_before_local(tm, i);
       glm_mat4_copy(u->local, tm->local[i]);
+      scn__tm_after_local(tm, i);
       scn__tm_mark_dirty(tm, i);
       break;
     case SCN_UNDO_LINKED:
       scn__tm_move(tm, i, lookup_or_nil(tm, u->parent), lookup_or_nil(tm, u->before));
-      scn__tm_before_local(tm, i);
       glm_mat4_copy(u->local, tm->local[i]);
+      scn__tm_after_local(tm, i);
       scn__tm_mark_dirty(tm, i);
       break;
     case SCN_UNDO_RENAMED:

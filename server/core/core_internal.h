@@ -39,16 +39,27 @@ typedef struct scn__event {
 
 /* ---- history (history.c) ----
  * Undo records in rings of fixed-size records numbered by a 64-bit sequence: world matrices and
- * local matrices (64 bytes plus a 4-byte link each) and structure (existence, parent, name). A
- * record made in tick t holds the value as tick t-1 closed; each entity has one chain per kind,
- * newest first, linked by the distance back to the previous record of the same chain. */
-#define SCN_HIST_MSHIFT 9 /* matrix records per chunk: 512 (34 KiB) */
-#define SCN_HIST_SSHIFT 8 /* structure records per chunk: 256 (22 KiB) */
+ * local matrices, and structure (existence, parent, name). A record made in tick t holds the
+ * value as tick t-1 closed; each entity has one chain per kind, newest first, linked by the
+ * distance back to the previous record of the same chain. A matrix record is the matrix's first
+ * three rows (48 bytes) and a 4-byte link; a last row other than 0 0 0 1 is kept aside, in a
+ * small ring of its own searched by sequence number. */
+#define SCN_HIST_MSHIFT 10 /* matrix records per chunk: 1024 (52 KiB) */
+#define SCN_HIST_SSHIFT 8  /* structure records per chunk: 256 (22 KiB) */
+#define SCN_HIST_ASHIFT 8  /* last rows kept aside per chunk: 256 (6 KiB) */
+/* In a matrix record's link: its last row is kept aside. The rest is the distance back. */
+#define SCN_HIST_ASIDE 0x80000000u
+#define SCN_HIST_LINK_MAX (SCN_HIST_ASIDE - 1)
 
 typedef struct scn__hist_mchunk {
-  mat4 m[1u << SCN_HIST_MSHIFT];
-  uint32_t back[1u << SCN_HIST_MSHIFT]; /* distance to the chain's previous record, 0: none */
+  float rows[1u << SCN_HIST_MSHIFT][12]; /* rows 0..2 of the matrix, each x y z w in order */
+  uint32_t link[1u << SCN_HIST_MSHIFT];  /* distance to the chain's previous record, 0: none */
 } scn__hist_mchunk;
+
+typedef struct scn__hist_row {
+  uint64_t seq; /* of the matrix record */
+  float row[4]; /* its last row */
+} scn__hist_row;
 
 typedef struct scn__hist_srec {
   scn_entity entity, parent;
@@ -87,16 +98,18 @@ typedef struct scn__hist {
   uint64_t start;  /* oldest tick whose closing state the records can give */
   bool broken;     /* a record found no memory: the history restarts at the next close */
   scn__ring ring[SCN_HIST_RINGS];
-  /* Matrix records hold their instance in the link until scn__hist_link (at the end of a
-   * flush, before instances move, before a query): the propagation loop and setters then
-   * touch no chain heads, and the link pass fetches them ahead. Records from here on wait. */
-  uint64_t linked[2];                /* world, local */
+  scn__ring aside[2]; /* last rows kept aside, of the world and local rings */
   uint64_t (*bound)[SCN_HIST_RINGS]; /* per tick (index tick & bound_mask): its first records */
   uint32_t bound_mask;
   uint64_t begin[SCN_HIST_RINGS]; /* where the open tick's records begin */
-  scn__heads *heads;              /* per instance, heads_cap of them */
-  uint32_t heads_cap;
-  size_t heads_bytes;
+  scn__heads *heads;              /* per instance, cap of them */
+  /* Per instance: its local matrix as the last flush left it. Setters leave no record; the
+   * flush compares each dirty instance's local matrix with this one and records the old value
+   * the first time in a tick that they differ. So with no record in the open tick this is the
+   * value the last tick closed with. */
+  mat4 *shadow;
+  uint32_t cap;
+  size_t heads_bytes, shadow_bytes;
   scn__dead *dead; /* open addressing by entity, linear probing */
   uint32_t dead_mask, ndead;
 } scn__hist;
@@ -277,37 +290,23 @@ static inline uint32_t scn__tm_next_preorder(const scn__tm *tm, uint32_t i, uint
 /* ---- history.c ---- */
 void scn__hist_free(scn__hist *h);
 int scn__hist_reserve(scn__tm *tm, uint32_t cap); /* per-instance heads for cap instances */
+/* Keeps the last row of matrix record seq of ring which (world or local) aside; returns
+ * SCN_HIST_ASIDE for its link (0 without memory: the history is then broken). */
+uint32_t scn__hist_aside(scn__hist *h, int which, uint64_t seq, const float row[4]);
+/* A link longer than SCN_HIST_LINK_MAX: the history is broken; 0 for the link. */
+uint32_t scn__hist_too_far(scn__hist *h);
 /* Before world[i] changes for the first time in the open tick (its stamp is older), inside a
- * flush: the record is linked to its chain when the flush ends. */
-void scn__hist_world_slow(scn__tm *tm, uint32_t i);
-static inline void scn__hist_world(scn__tm *tm, uint32_t i) {
-  scn__hist *h = tm->hist;
-  scn__ring *r = &h->ring[SCN_HIST_WORLD];
-  uint64_t s = r->end;
-  uint32_t k = (uint32_t)s & ((1u << SCN_HIST_MSHIFT) - 1);
-  if (k == 0 || h->broken) { /* a new chunk, or no room at all */
-    scn__hist_world_slow(tm, i);
-    return;
-  }
-  scn__hist_mchunk *c = r->table[(s >> SCN_HIST_MSHIFT) & r->mask];
-  glm_mat4_copy(tm->world[i], c->m[k]);
-  c->back[k] = i;
-  r->end = s + 1;
-}
-void scn__hist_link(scn__tm *tm);
-/* The next free world slots, for the propagation loop to fill itself: refill commits what it
- * filled and moves to a new chunk (left stays 0 without memory), close commits. */
-typedef struct scn__hist_cursor {
-  float *m;       /* next matrix slot */
-  uint32_t *back; /* its link, holding the instance until the flush ends */
-  uint32_t left, used;
-} scn__hist_cursor;
-void scn__hist_cursor_open(scn__tm *tm, scn__hist_cursor *c);
-void scn__hist_cursor_refill(scn__tm *tm, scn__hist_cursor *c);
-void scn__hist_cursor_close(scn__tm *tm, scn__hist_cursor *c);
-/* Before local[i] changes (a second time in a tick is dropped when linked); before the parent
- * or the name of i changes. */
+ * flush: its old value becomes the head of its chain. */
+void scn__hist_world(scn__tm *tm, uint32_t i);
+/* For the propagation loop, which fills the matrix rings itself: commits the records of ring
+ * which (world or local) before s and gives the chunk that holds record s, making it when s
+ * starts one; NULL without memory (the history is then broken). */
+scn__hist_mchunk *scn__hist_chunk(scn__tm *tm, int which, uint64_t s);
+/* For a dirty instance i in a flush (the propagation loops), and after local[i] changed
+ * outside scn_transform_set_local (which leaves i dirty): a local matrix that differs from its
+ * shadow gets a record (the first time in the tick) and the shadow takes its value. */
 void scn__hist_local(scn__tm *tm, uint32_t i);
+/* Before the parent or the name of i changes. */
 void scn__hist_struct(scn__tm *tm, uint32_t i);
 /* After instance i was inserted; before it is removed. */
 void scn__hist_inserted(scn__tm *tm, uint32_t i);
@@ -318,7 +317,7 @@ void scn__hist_closed(scn__tm *tm, uint64_t closed);
 void scn__hist_reset(scn__tm *tm);
 void scn__hist_stats(const scn__tm *tm, scn_world_stats *out);
 
-static inline void scn__tm_before_local(scn__tm *tm, uint32_t i) {
+static inline void scn__tm_after_local(scn__tm *tm, uint32_t i) {
   if (tm->hist)
     scn__hist_local(tm, i);
 }

@@ -2,13 +2,18 @@
  *
  * A record made while tick t is open holds a value as tick t-1 closed it: the first time in a
  * tick that a world matrix, a local matrix or the structure (existence, parent, name) of an
- * instance is about to change, its old value goes to the end of a ring and becomes the head of
- * that entity's chain of that kind. Reading tick T then takes, in each chain, the oldest record
- * made after T; with none, the value has not changed since T and the live arrays hold it. So a
- * read costs the records of one entity made after T, a tick costs what changed in it, and the
- * oldest records fall off the front of the rings as ticks close. The heads live beside the
- * instances (moved with them by swap-erase and relayout) and, once a transform is destroyed, in
- * a small map by entity until its last record leaves the window. */
+ * instance changes, its old value goes to the end of a ring and becomes the head of that
+ * entity's chain of that kind. Reading tick T then takes, in each chain, the oldest record made
+ * after T; with none, the value has not changed since T and the live arrays hold it (for a local
+ * matrix, its shadow: the value as the last flush left it). So a read costs the records of one
+ * entity made after T, a tick costs what changed in it, and the oldest records fall off the
+ * front of the rings as ticks close.
+ *
+ * World records are made and linked by the propagation loop itself, in the order of the
+ * instances; local records by the flush, from the shadows of the dirty instances whose local
+ * matrix differs, so that a setter writes nothing for history. The heads and shadows live beside
+ * the instances (moved with them by swap-erase and relayout) and, once a transform is destroyed,
+ * the heads in a small map by entity until its last record leaves the window. */
 #include "core_internal.h"
 
 #include <math.h>
@@ -18,6 +23,7 @@
 
 #define MCHUNK (1u << SCN_HIST_MSHIFT)
 #define SCHUNK (1u << SCN_HIST_SSHIFT)
+#define ACHUNK (1u << SCN_HIST_ASHIFT)
 #define DEAD_MIN 16
 
 /* ---- rings ------------------------------------------------------------------------------- */
@@ -116,19 +122,95 @@ static inline scn__hist_srec *srec(const scn__hist *h, uint64_t s) {
   return &((scn__hist_srec *)ring_chunk(&h->ring[SCN_HIST_STRUCT], s))[s & (SCHUNK - 1)];
 }
 
+static inline scn__hist_row *aside_at(const scn__ring *r, uint64_t x) {
+  return &((scn__hist_row *)ring_chunk(r, x))[x & (ACHUNK - 1)];
+}
+
+uint32_t scn__hist_too_far(scn__hist *h) {
+  h->broken = true;
+  return 0;
+}
+
 /* The link from record s back to prev, the chain's head so far (none when already dropped). */
 static uint32_t link_back(scn__hist *h, const scn__ring *r, uint64_t prev, uint64_t s) {
   if (prev < r->front)
     return 0;
-  if (s - prev > UINT32_MAX) { /* more records in the window than a link spans */
-    h->broken = true;
-    return 0;
-  }
+  if (s - prev > SCN_HIST_LINK_MAX) /* more records in the window than a link spans */
+    return scn__hist_too_far(h);
   return (uint32_t)(s - prev);
 }
 
+/* ---- matrix records ------------------------------------------------------------------------ */
+
+uint32_t scn__hist_aside(scn__hist *h, int which, uint64_t seq, const float row[4]) {
+  scn__ring *r = &h->aside[which];
+  if (h->broken || !ring_room(r)) {
+    h->broken = true;
+    return 0;
+  }
+  scn__hist_row *a = aside_at(r, r->end);
+  a->seq = seq;
+  memcpy(a->row, row, sizeof a->row);
+  r->end++;
+  return SCN_HIST_ASIDE;
+}
+
+/* The last row kept aside for record seq: the rows lie in the order of their records. */
+static void aside_row(const scn__hist *h, int which, uint64_t seq, float row[4]) {
+  const scn__ring *r = &h->aside[which];
+  uint64_t lo = r->front, hi = r->end;
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (aside_at(r, mid)->seq < seq)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  memcpy(row, aside_at(r, lo)->row, sizeof(float) * 4);
+}
+
+/* After the matrix ring which dropped its records before its front. */
+static void aside_drop(scn__hist *h, int which) {
+  scn__ring *r = &h->aside[which];
+  uint64_t front = r->front, keep = h->ring[which].front;
+  while (front < r->end && aside_at(r, front)->seq < keep)
+    front++;
+  ring_drop(r, front);
+}
+
+/* Writes the first three rows of m (column-major) to rows and returns the link's flag:
+ * SCN_HIST_ASIDE when the last row is not 0 0 0 1 bit for bit (row3 then holds it). */
+static uint32_t put_rows(float *rows, const float *m, float row3[4]) {
+  uint32_t bits[4];
+  for (int r = 0; r < 3; r++)
+    for (int c = 0; c < 4; c++)
+      rows[r * 4 + c] = m[c * 4 + r];
+  for (int c = 0; c < 4; c++)
+    row3[c] = m[c * 4 + 3];
+  memcpy(bits, row3, sizeof bits);
+  return (bits[0] | bits[1] | bits[2]) || bits[3] != 0x3f800000u ? SCN_HIST_ASIDE : 0;
+}
+
+static inline uint32_t mlink(const scn__ring *r, uint64_t s) {
+  return mchunk(r, s)->link[s & (MCHUNK - 1)];
+}
+
+/* The matrix of record s of ring which. */
+static void record_matrix(const scn__hist *h, int which, uint64_t s, float out[16]) {
+  const scn__hist_mchunk *c = mchunk(&h->ring[which], s);
+  uint32_t k = (uint32_t)(s & (MCHUNK - 1));
+  for (int r = 0; r < 3; r++)
+    for (int col = 0; col < 4; col++)
+      out[col * 4 + r] = c->rows[k][r * 4 + col];
+  float row[4] = {0, 0, 0, 1};
+  if (c->link[k] & SCN_HIST_ASIDE)
+    aside_row(h, which, s, row);
+  for (int col = 0; col < 4; col++)
+    out[col * 4 + 3] = row[col];
+}
+
 /* Appends m to the matrix chain in ring which whose head is *head. */
-static void push_matrix(scn__hist *h, int which, uint64_t *head, const mat4 m) {
+static void push_matrix(scn__hist *h, int which, uint64_t *head, const float *m) {
   scn__ring *r = &h->ring[which];
   if (h->broken || !ring_room(r)) {
     h->broken = true;
@@ -137,11 +219,13 @@ static void push_matrix(scn__hist *h, int which, uint64_t *head, const mat4 m) {
   uint64_t s = r->end;
   scn__hist_mchunk *c = mchunk(r, s);
   uint32_t k = (uint32_t)(s & (MCHUNK - 1));
-  glm_mat4_copy((vec4 *)m, c->m[k]);
-  c->back[k] = link_back(h, r, *head, s);
+  float row3[4];
+  uint32_t aside = put_rows(c->rows[k], m, row3);
+  if (aside)
+    aside = scn__hist_aside(h, which, s, row3);
+  c->link[k] = aside | link_back(h, r, *head, s);
   *head = s;
   r->end = s + 1;
-  h->linked[which] = r->end; /* nothing was waiting: see scn__hist_removing */
 }
 
 /* Appends a structure record (existence, parent, name) to the chain whose head is *head. */
@@ -238,109 +322,33 @@ static void dead_delete(scn__hist *h, uint32_t slot) {
 
 /* ---- hooks from the manager --------------------------------------------------------------- */
 
-/* scn__hist_world when the record starts a chunk (or there is no room). */
-void scn__hist_world_slow(scn__tm *tm, uint32_t i) {
+void scn__hist_world(scn__tm *tm, uint32_t i) {
   scn__hist *h = tm->hist;
-  scn__ring *r = &h->ring[SCN_HIST_WORLD];
-  if (h->broken || !ring_room(r)) {
-    h->broken = true;
-    return;
-  }
-  uint64_t s = r->end;
-  scn__hist_mchunk *c = mchunk(r, s);
-  uint32_t k = (uint32_t)(s & (MCHUNK - 1));
-  glm_mat4_copy(tm->world[i], c->m[k]);
-  c->back[k] = i;
-  r->end = s + 1;
+  push_matrix(h, SCN_HIST_WORLD, &h->heads[i].world, tm->world[i][0]);
 }
 
-void scn__hist_cursor_open(scn__tm *tm, scn__hist_cursor *c) {
+scn__hist_mchunk *scn__hist_chunk(scn__tm *tm, int which, uint64_t s) {
   scn__hist *h = tm->hist;
-  scn__ring *r = &h->ring[SCN_HIST_WORLD];
-  uint32_t k = (uint32_t)(r->end & (MCHUNK - 1));
-  c->used = 0;
-  c->left = 0;
-  if (h->broken || k == 0) /* a new chunk is taken when the first record needs it */
-    return;
-  scn__hist_mchunk *chunk = mchunk(r, r->end);
-  c->m = chunk->m[k][0];
-  c->back = &chunk->back[k];
-  c->left = MCHUNK - k;
-}
-
-void scn__hist_cursor_close(scn__tm *tm, scn__hist_cursor *c) {
-  tm->hist->ring[SCN_HIST_WORLD].end += c->used;
-  c->used = 0;
-}
-
-void scn__hist_cursor_refill(scn__tm *tm, scn__hist_cursor *c) {
-  scn__hist *h = tm->hist;
-  scn__ring *r = &h->ring[SCN_HIST_WORLD];
-  scn__hist_cursor_close(tm, c);
-  c->left = 0;
-  if (h->broken || !ring_room(r)) { /* the end is at a chunk's start here */
-    h->broken = true;
-    return;
-  }
-  scn__hist_mchunk *chunk = mchunk(r, r->end);
-  c->m = chunk->m[0][0];
-  c->back = chunk->back;
-  c->left = MCHUNK;
-}
-
-/* Links the records waiting in ring which to their chains, in the order they were made. World
- * records lie in the order the flush met their instances, mostly runs of neighbours; the heads
- * a few records ahead are fetched while the current ones are linked. A local record of an
- * instance whose chain already has one from the open tick is left unlinked: it holds a value
- * from within the tick, which no query reads (the tick's first record holds what the tick
- * before closed with). */
-static void link_ring(scn__hist *h, int which) {
-  enum { AHEAD = 16 };
   scn__ring *r = &h->ring[which];
-  scn__heads *heads = h->heads;
-  for (uint64_t s = h->linked[which]; s < r->end; s++) {
-    if (s + AHEAD < r->end) {
-      uint64_t a = s + AHEAD;
-      __builtin_prefetch(&heads[mchunk(r, a)->back[a & (MCHUNK - 1)]], 1);
-    }
-    uint32_t *back = &mchunk(r, s)->back[s & (MCHUNK - 1)];
-    uint64_t *head = which == SCN_HIST_WORLD ? &heads[*back].world : &heads[*back].local;
-    if (which == SCN_HIST_LOCAL && *head >= h->begin[which]) {
-      *back = 0;
-      continue;
-    }
-    *back = link_back(h, r, *head, s);
-    *head = s;
-  }
-  h->linked[which] = r->end;
-}
-
-void scn__hist_link(scn__tm *tm) {
-  scn__hist *h = tm->hist;
-  link_ring(h, SCN_HIST_WORLD);
-  link_ring(h, SCN_HIST_LOCAL);
-}
-
-/* Setters call this: the record waits for its chain (no head is read here). */
-void scn__hist_local(scn__tm *tm, uint32_t i) {
-  scn__hist *h = tm->hist;
-  scn__ring *r = &h->ring[SCN_HIST_LOCAL];
+  r->end = s;
   if (h->broken || !ring_room(r)) {
     h->broken = true;
-    return;
+    return NULL;
   }
-  uint64_t s = r->end;
-  scn__hist_mchunk *c = mchunk(r, s);
-  uint32_t k = (uint32_t)(s & (MCHUNK - 1));
-  glm_mat4_copy(tm->local[i], c->m[k]);
-  c->back[k] = i;
-  r->end = s + 1;
-  /* the next setter's slot: its line is owned by the time that setter writes it */
-  if (k + 1 < MCHUNK)
-    __builtin_prefetch(c->m[k + 1], 1);
-  if ((k & 15) == 0 && k + 16 < MCHUNK)
-    __builtin_prefetch(&c->back[k + 16], 1);
+  return mchunk(r, s);
 }
+
+/* The first time in the open tick that local[i] differs from its shadow, the shadow (the value
+ * the last tick closed with) becomes the head of the local chain; the shadow follows. */
+static void sync_local(scn__tm *tm, scn__hist *h, uint32_t i) {
+  if (memcmp(tm->local[i], h->shadow[i], sizeof(mat4)) == 0)
+    return;
+  if (h->heads[i].local < h->begin[SCN_HIST_LOCAL])
+    push_matrix(h, SCN_HIST_LOCAL, &h->heads[i].local, h->shadow[i][0]);
+  glm_mat4_copy(tm->local[i], h->shadow[i]);
+}
+
+void scn__hist_local(scn__tm *tm, uint32_t i) { sync_local(tm, tm->hist, i); }
 
 void scn__hist_struct(scn__tm *tm, uint32_t i) {
   if (tm->hist->heads[i].meta < tm->hist->begin[SCN_HIST_STRUCT])
@@ -357,13 +365,13 @@ void scn__hist_inserted(scn__tm *tm, uint32_t i) {
   } else {
     memset(heads, 0, sizeof *heads);
   }
+  glm_mat4_copy(tm->local[i], h->shadow[i]);
   if (heads->meta < h->begin[SCN_HIST_STRUCT])
     push_struct(tm, i, false);
 }
 
 void scn__hist_removing(scn__tm *tm, uint32_t i) {
   scn__hist *h = tm->hist;
-  scn__hist_link(tm); /* before instances move, and so that the heads are current */
   scn__heads *heads = &h->heads[i];
   bool created_in_tick = false;
   if (heads->meta >= h->begin[SCN_HIST_STRUCT])
@@ -372,40 +380,55 @@ void scn__hist_removing(scn__tm *tm, uint32_t i) {
     push_struct(tm, i, true);
   /* Its matrices as the tick before closed, unless it did not exist then. The world matrix
    * is current here unless the instance is dirty, and then it has not been recomputed since
-   * that close (or it would have a record already). */
+   * that close (or it would have a record already); without a record in the open tick, the
+   * shadow is the local matrix of that close. */
   if (!created_in_tick) {
     if (heads->world < h->begin[SCN_HIST_WORLD])
-      push_matrix(h, SCN_HIST_WORLD, &heads->world, tm->world[i]);
+      push_matrix(h, SCN_HIST_WORLD, &heads->world, tm->world[i][0]);
     if (heads->local < h->begin[SCN_HIST_LOCAL])
-      push_matrix(h, SCN_HIST_LOCAL, &heads->local, tm->local[i]);
+      push_matrix(h, SCN_HIST_LOCAL, &heads->local, h->shadow[i][0]);
   }
   dead_put(h, tm->entity[i], heads);
 }
 
-/* The heads are read at random by setters, like the instance arrays: a big array asks for huge
- * pages as they do (only its whole 2 MiB pages; advice only). */
-int scn__hist_reserve(scn__tm *tm, uint32_t cap) {
-  scn__hist *h = tm->hist;
-  if (!h || cap <= h->heads_cap)
-    return SCN_OK;
-  size_t bytes = sizeof(scn__heads) * cap;
-  scn__heads *heads = scn__array_alloc(bytes);
-  if (!heads)
-    return SCN_NOMEM;
+/* Big arrays ask for huge pages, as the instance arrays do (only their whole 2 MiB pages;
+ * advice only): the heads are read at random by the flush. */
+static void *hist_array(size_t bytes) {
+  void *p = scn__array_alloc(bytes);
 #ifdef MADV_HUGEPAGE
   const uintptr_t huge = (uintptr_t)2 << 20;
-  uintptr_t begin = ((uintptr_t)heads + huge - 1) & ~(huge - 1);
-  uintptr_t end = ((uintptr_t)heads + bytes) & ~(huge - 1);
-  if (end > begin)
+  uintptr_t begin = ((uintptr_t)p + huge - 1) & ~(huge - 1);
+  uintptr_t end = ((uintptr_t)p + bytes) & ~(huge - 1);
+  if (p && end > begin)
     (void)madvise((void *)begin, end - begin, MADV_HUGEPAGE);
 #endif
-  if (h->heads)
-    memcpy(heads, h->heads, sizeof *heads * h->heads_cap);
-  memset(heads + h->heads_cap, 0, sizeof *heads * (cap - h->heads_cap));
+  return p;
+}
+
+int scn__hist_reserve(scn__tm *tm, uint32_t cap) {
+  scn__hist *h = tm->hist;
+  if (!h || cap <= h->cap)
+    return SCN_OK;
+  size_t heads_bytes = sizeof(scn__heads) * cap, shadow_bytes = sizeof(mat4) * cap;
+  scn__heads *heads = hist_array(heads_bytes);
+  mat4 *shadow = hist_array(shadow_bytes);
+  if (!heads || !shadow) {
+    scn__array_free(heads, heads_bytes);
+    scn__array_free(shadow, shadow_bytes);
+    return SCN_NOMEM;
+  }
+  if (h->heads) {
+    memcpy(heads, h->heads, sizeof *heads * h->cap);
+    memcpy(shadow, h->shadow, sizeof *shadow * h->cap);
+  }
+  memset(heads + h->cap, 0, sizeof *heads * (cap - h->cap));
   scn__array_free(h->heads, h->heads_bytes);
+  scn__array_free(h->shadow, h->shadow_bytes);
   h->heads = heads;
-  h->heads_cap = cap;
-  h->heads_bytes = bytes;
+  h->shadow = shadow;
+  h->cap = cap;
+  h->heads_bytes = heads_bytes;
+  h->shadow_bytes = shadow_bytes;
   return SCN_OK;
 }
 
@@ -431,18 +454,23 @@ static void drop_before(scn__hist *h, const uint64_t *b) {
   }
   for (int k = 0; k < SCN_HIST_RINGS; k++)
     ring_drop(&h->ring[k], b[k]);
+  aside_drop(h, SCN_HIST_WORLD);
+  aside_drop(h, SCN_HIST_LOCAL);
 }
 
-/* After a record found no memory: forget everything, start again from tick closed. */
-static void restart(scn__hist *h, uint64_t closed) {
+/* Forgets everything and starts again from tick from; the shadows take the live values. */
+static void restart(scn__tm *tm, uint64_t from) {
+  scn__hist *h = tm->hist;
   if (h->dead)
     memset(h->dead, 0, sizeof *h->dead * ((size_t)h->dead_mask + 1));
   h->ndead = 0;
   for (int k = 0; k < SCN_HIST_RINGS; k++)
     ring_drop(&h->ring[k], h->ring[k].end);
-  h->linked[SCN_HIST_WORLD] = h->ring[SCN_HIST_WORLD].end;
-  h->linked[SCN_HIST_LOCAL] = h->ring[SCN_HIST_LOCAL].end;
-  h->start = closed;
+  for (int k = 0; k < 2; k++)
+    ring_drop(&h->aside[k], h->aside[k].end);
+  if (tm->n)
+    memcpy(h->shadow, tm->local, sizeof *h->shadow * tm->n);
+  h->start = from;
   h->broken = false;
 }
 
@@ -453,17 +481,15 @@ static void open_tick(scn__hist *h, uint64_t tick) {
 }
 
 void scn__hist_reset(scn__tm *tm) {
-  scn__hist *h = tm->hist;
-  scn__hist_link(tm);
-  restart(h, tm->tick); /* the open tick: answerable once it closes */
-  open_tick(h, tm->tick);
+  restart(tm, tm->tick); /* the open tick: answerable once it closes */
+  open_tick(tm->hist, tm->tick);
 }
 
+/* After a record found no memory, everything is forgotten: from tick closed on. */
 void scn__hist_closed(scn__tm *tm, uint64_t closed) {
   scn__hist *h = tm->hist;
-  scn__hist_link(tm);
   if (h->broken)
-    restart(h, closed);
+    restart(tm, closed);
   open_tick(h, closed + 1);
   drop_before(h, bound_of(h, oldest_tick(h, closed) + 1));
 }
@@ -475,8 +501,11 @@ void scn__hist_free(scn__hist *h) {
     return;
   for (int k = 0; k < SCN_HIST_RINGS; k++)
     ring_free(&h->ring[k]);
+  for (int k = 0; k < 2; k++)
+    ring_free(&h->aside[k]);
   free(h->bound);
   scn__array_free(h->heads, h->heads_bytes);
+  scn__array_free(h->shadow, h->shadow_bytes);
   free(h->dead);
   free(h);
 }
@@ -503,13 +532,17 @@ static int hist_new(scn__tm *tm, uint32_t window) {
       ring_init(&h->ring[SCN_HIST_LOCAL], SCN_HIST_MSHIFT, sizeof(scn__hist_mchunk)) != SCN_OK ||
       ring_init(&h->ring[SCN_HIST_STRUCT], SCN_HIST_SSHIFT, sizeof(scn__hist_srec) * SCHUNK) !=
           SCN_OK ||
+      ring_init(&h->aside[SCN_HIST_WORLD], SCN_HIST_ASHIFT, sizeof(scn__hist_row) * ACHUNK) !=
+          SCN_OK ||
+      ring_init(&h->aside[SCN_HIST_LOCAL], SCN_HIST_ASHIFT, sizeof(scn__hist_row) * ACHUNK) !=
+          SCN_OK ||
       scn__hist_reserve(tm, tm->cap) != SCN_OK) {
     scn__hist_free(h);
     tm->hist = NULL;
     return SCN_NOMEM;
   }
-  h->linked[SCN_HIST_WORLD] = h->ring[SCN_HIST_WORLD].end;
-  h->linked[SCN_HIST_LOCAL] = h->ring[SCN_HIST_LOCAL].end;
+  if (tm->n)
+    memcpy(h->shadow, tm->local, sizeof *h->shadow * tm->n);
   open_tick(h, tm->tick);
   return SCN_OK;
 }
@@ -529,7 +562,6 @@ int scn_world_set_history(scn_world *w, int64_t ticks) {
   }
   if (!h)
     return hist_new(tm, window);
-  scn__hist_link(tm);
   /* What stays answerable stays; a longer window fills from here on. */
   uint64_t now = tm->tick - 1, kept = oldest_tick(h, now);
   uint64_t oldest = now + 1 > window && now + 1 - window > kept ? now + 1 - window : kept;
@@ -572,9 +604,12 @@ void scn__hist_stats(const scn__tm *tm, scn_world_stats *out) {
   if (!h)
     return;
   out->history_bytes = sizeof *h + sizeof *h->bound * ((size_t)h->bound_mask + 1) + h->heads_bytes +
+                       h->shadow_bytes +
                        (h->dead ? sizeof *h->dead * ((size_t)h->dead_mask + 1) : 0);
   for (int k = 0; k < SCN_HIST_RINGS; k++)
     out->history_bytes += ring_bytes(&h->ring[k]);
+  for (int k = 0; k < 2; k++)
+    out->history_bytes += ring_bytes(&h->aside[k]);
   out->history_matrices = 0;
   for (int k = SCN_HIST_WORLD; k <= SCN_HIST_LOCAL; k++)
     out->history_matrices += h->ring[k].end - h->ring[k].front;
@@ -582,18 +617,16 @@ void scn__hist_stats(const scn__tm *tm, scn_world_stats *out) {
 
 /* ---- queries ------------------------------------------------------------------------------ */
 
-/* The oldest record of the matrix chain from s made at or after begin; NULL when none. */
-static const float *walk_matrix(const scn__ring *r, uint64_t s, uint64_t begin) {
-  const float *found = NULL;
-  while (s >= begin) {
-    const scn__hist_mchunk *c = mchunk(r, s);
-    uint32_t k = (uint32_t)(s & (MCHUNK - 1));
-    found = c->m[k][0];
-    if (!c->back[k])
-      break;
-    s -= c->back[k];
+/* The oldest record of the matrix chain from s made at or after begin; 0 when none. */
+static uint64_t walk_matrix(const scn__ring *r, uint64_t s, uint64_t begin) {
+  if (s < begin)
+    return 0;
+  for (;;) {
+    uint32_t d = mlink(r, s) & ~SCN_HIST_ASIDE;
+    if (!d || s - d < begin)
+      return s;
+    s -= d;
   }
-  return found;
 }
 
 static const scn__hist_srec *walk_struct(const scn__hist *h, uint64_t s, uint64_t begin) {
@@ -607,12 +640,24 @@ static const scn__hist_srec *walk_struct(const scn__hist *h, uint64_t s, uint64_
   return found;
 }
 
-/* Where e's values at tick live: pointers into the live arrays or into records. */
+/* e's values at tick. */
 typedef struct hist_view {
   scn_entity parent;
   const char *name;
-  const float *local, *world;
+  float local[16], world[16];
 } hist_view;
+
+/* The matrix of chain head in ring which at the tick whose successor's records begin at b:
+ * from its record, else live (NULL: there is none, a destroyed transform). */
+static bool matrix_at(const scn__hist *h, int which, uint64_t head, uint64_t b, const float *live,
+                      float out[16]) {
+  uint64_t s = walk_matrix(&h->ring[which], head, b);
+  if (s)
+    record_matrix(h, which, s, out);
+  else if (live)
+    memcpy(out, live, sizeof(float) * 16);
+  return s || live;
+}
 
 static int view_at(scn_world *w, scn_entity e, uint64_t tick, hist_view *v) {
   scn__tm *tm = &w->tm;
@@ -620,7 +665,6 @@ static int view_at(scn_world *w, scn_entity e, uint64_t tick, hist_view *v) {
   uint64_t oldest, newest;
   if (scn_world_history_window(w, &oldest, &newest) != SCN_OK || tick < oldest || tick > newest)
     return SCN_NOT_FOUND;
-  scn__hist_link(tm); /* records of the open tick may be waiting for their chains */
   if (e == SCN_ENTITY_NONE || e > SCN_ENTITY_MAX)
     return SCN_NOT_FOUND;
   uint32_t i = scn__tm_lookup(tm, e);
@@ -628,7 +672,7 @@ static int view_at(scn_world *w, scn_entity e, uint64_t tick, hist_view *v) {
   if (i != SCN_NIL) {
     /* the live values are read when nothing changed since tick: load them meanwhile */
     __builtin_prefetch(tm->world[i]);
-    __builtin_prefetch(tm->local[i]);
+    __builtin_prefetch(h->shadow[i]);
     __builtin_prefetch(&tm->parent[i]);
     __builtin_prefetch(&tm->name[i]);
     heads = h->heads[i];
@@ -650,16 +694,14 @@ static int view_at(scn_world *w, scn_entity e, uint64_t tick, hist_view *v) {
     v->parent = p == SCN_NIL ? SCN_ENTITY_NONE : tm->entity[p];
     v->name = scn__tm_name(tm, i);
   }
-  v->world = walk_matrix(&h->ring[SCN_HIST_WORLD], heads.world, b[SCN_HIST_WORLD]);
-  v->local = walk_matrix(&h->ring[SCN_HIST_LOCAL], heads.local, b[SCN_HIST_LOCAL]);
-  if (i != SCN_NIL) {
-    if (!v->world)
-      v->world = tm->world[i][0];
-    if (!v->local)
-      v->local = tm->local[i][0];
-  }
   /* A destroyed transform left both matrices behind when it was destroyed. */
-  return v->world && v->local ? SCN_OK : SCN_STATE;
+  bool live = i != SCN_NIL;
+  if (!matrix_at(h, SCN_HIST_WORLD, heads.world, b[SCN_HIST_WORLD], live ? tm->world[i][0] : NULL,
+                 v->world) ||
+      !matrix_at(h, SCN_HIST_LOCAL, heads.local, b[SCN_HIST_LOCAL], live ? h->shadow[i][0] : NULL,
+                 v->local))
+    return SCN_STATE;
+  return SCN_OK;
 }
 
 static void fill_info(scn_entity e, const hist_view *v, scn_transform_info *out) {
@@ -806,7 +848,7 @@ static uint64_t tick_of(const scn__hist *h, int k, uint64_t s, uint64_t first, u
 static uint32_t back_of(const scn__hist *h, int k, uint64_t s) {
   if (k == SCN_HIST_STRUCT)
     return srec(h, s)->back;
-  return mchunk(&h->ring[k], s)->back[s & (MCHUNK - 1)];
+  return mlink(&h->ring[k], s) & ~SCN_HIST_ASIDE;
 }
 
 typedef struct export_walk {
@@ -852,7 +894,6 @@ int scn_world_history_export(scn_world *w, scn_history_span *span, scn_version_f
   /* A world matrix about to change gets its record when the flush changes it: flushed, the
    * open tick's records are all there, and the live values are the open tick's. */
   scn__tm_flush(tm);
-  scn__hist_link(tm);
   uint64_t first = oldest_tick(h, now);
   if (h->broken || first > now)
     return SCN_OK; /* no tick can be named: nothing to give */
@@ -896,7 +937,7 @@ int scn_world_history_export(scn_world *w, scn_history_span *span, scn_version_f
           memset(v.m, 0, sizeof v.m);
         } else {
           v.kind = k == SCN_HIST_WORLD ? SCN_VERSION_WORLD : SCN_VERSION_LOCAL;
-          memcpy(v.m, mchunk(&h->ring[k], s)->m[s & (MCHUNK - 1)], sizeof v.m);
+          record_matrix(h, k, s, v.m);
           v.exists = false;
           v.parent = SCN_ENTITY_NONE;
           v.name[0] = '\0';
@@ -995,9 +1036,7 @@ static int import_versions(scn__tm *tm, const scn_history_span *span, scn_versio
       uint64_t *head = k == SCN_HIST_WORLD ? &heads->world : &heads->local;
       if (*head >= b[k])
         return SCN_INVALID;
-      mat4 m; /* aligned, as the copy into the record wants it */
-      memcpy(m, v.m, sizeof m);
-      push_matrix(h, k, head, m);
+      push_matrix(h, k, head, v.m);
     }
     if (h->broken)
       return SCN_NOMEM;
@@ -1006,8 +1045,6 @@ static int import_versions(scn__tm *tm, const scn_history_span *span, scn_versio
     import_bound(h, ++cur);
   for (int k = 0; k < SCN_HIST_RINGS; k++)
     h->begin[k] = bound_of(h, open)[k];
-  h->linked[SCN_HIST_WORLD] = h->ring[SCN_HIST_WORLD].end;
-  h->linked[SCN_HIST_LOCAL] = h->ring[SCN_HIST_LOCAL].end;
   if (!dead_complete(h))
     return SCN_INVALID;
   /* A world matrix gets a record the first time it changes in a tick (its stamp is older):
@@ -1023,7 +1060,7 @@ static int import_versions(scn__tm *tm, const scn_history_span *span, scn_versio
     if (recorded || created)
       tm->changed[i] = stamp;
     else if (tm->changed[i] == stamp)
-      push_matrix(h, SCN_HIST_WORLD, &heads->world, tm->world[i]);
+      push_matrix(h, SCN_HIST_WORLD, &heads->world, tm->world[i][0]);
   }
   return h->broken ? SCN_NOMEM : SCN_OK;
 }

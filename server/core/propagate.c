@@ -16,6 +16,8 @@ static void first_change(scn__tm *tm, uint32_t i) {
 
 /* Recompute one instance from its parent's (fresh) world; stamp it when the bits change. */
 static inline uint64_t recompute(scn__tm *tm, uint32_t i, uint32_t parent) {
+  if (tm->hist && tm->dirty[i]) /* its local matrix may have changed: see scn__hist_local */
+    scn__hist_local(tm, i);
   mat4 w;
   if (parent == SCN_NIL)
     glm_mat4_copy(tm->local[i], w);
@@ -66,15 +68,63 @@ static inline __m128i reg_eq(__m128 a, __m128 b) {
 }
 #endif
 
+#ifdef SCN_RANGE_SSE
+/* Where the propagation loop appends to a matrix ring of the history: the chunk of record seq
+ * (NULL: none yet), and the ring's front (a chain head below it is none). */
+typedef struct hist_end {
+  scn__hist_mchunk *chunk;
+  uint64_t seq, front;
+} hist_end;
+
+static inline hist_end hist_open(scn__tm *tm, int which) {
+  const scn__hist *h = tm->hist;
+  const scn__ring *r = &h->ring[which];
+  hist_end e = {NULL, r->end, r->front};
+  if (!h->broken && (r->end & ((1u << SCN_HIST_MSHIFT) - 1)))
+    e.chunk = r->table[(r->end >> SCN_HIST_MSHIFT) & r->mask];
+  return e;
+}
+
+/* Appends the matrix with columns c0..c3 at e in ring which and makes it the head *head of its
+ * chain, linked back to the one before: its first three rows, and a last row other than
+ * 0 0 0 1 aside. */
+static inline __attribute__((always_inline)) void hist_put(scn__tm *tm, int which, hist_end *e,
+                                                           uint64_t *head, __m128 c0, __m128 c1,
+                                                           __m128 c2, __m128 c3) {
+  const uint64_t s = e->seq;
+  const uint32_t k = (uint32_t)s & ((1u << SCN_HIST_MSHIFT) - 1);
+  if (__builtin_expect(k == 0 || !e->chunk, 0)) {
+    e->chunk = scn__hist_chunk(tm, which, s);
+    if (!e->chunk)
+      return;
+  }
+  const uint64_t prev = *head, back = prev >= e->front ? s - prev : 0;
+  uint32_t link = back <= SCN_HIST_LINK_MAX ? (uint32_t)back : scn__hist_too_far(tm->hist);
+  *head = s;
+  _MM_TRANSPOSE4_PS(c0, c1, c2, c3);
+  if (__builtin_expect(_mm_movemask_epi8(reg_eq(c3, _mm_set_ps(1, 0, 0, 0))) != 0xffff, 0)) {
+    float row3[4];
+    _mm_storeu_ps(row3, c3);
+    link |= scn__hist_aside(tm->hist, which, s, row3);
+  }
+  float *rows = e->chunk->rows[k];
+  glmm_store(rows, c0), glmm_store(rows + 4, c1), glmm_store(rows + 8, c2);
+  e->chunk->link[k] = link;
+  e->seq = s + 1;
+}
+#endif
+
 /* The hot loop: a span of whole subtrees laid out back to back in depth-first order, none of
  * them with a dirty ancestor outside the span, so parents come before children. A first child
  * directly follows its parent, so the parent's world is taken from the registers that just
  * computed it instead of being reloaded through memory (a chain runs at multiply latency).
  *
- * With history the loop is compiled a second time (hist true): the old world matrix, loaded
- * into registers for the comparison, is stored straight into the history's next free slot
- * with its instance, so the loop makes no call per matrix; a call would spill the registers
- * and leave fewer iterations, and their cache misses, in flight. */
+ * With history the loop is compiled a second time (hist true) and keeps the records itself,
+ * making no call per matrix (a call would spill the registers and leave fewer iterations, and
+ * their cache misses, in flight): a dirty instance's local matrix, loaded for the multiply, is
+ * compared with its shadow, which becomes a record when they differ (see scn__hist_local); the
+ * old world matrix becomes one the first time it changes in the tick. Each is linked to its
+ * chain through the heads, which the loop meets in the order of the instances. */
 #ifdef SCN_RANGE_SSE
 static inline __attribute__((always_inline)) void span_sse(scn__tm *tm, uint32_t begin,
                                                            uint32_t end, const bool hist) {
@@ -82,65 +132,77 @@ static inline __attribute__((always_inline)) void span_sse(scn__tm *tm, uint32_t
   const mat4 *restrict local = tm->local;
   const uint32_t *restrict parent = tm->parent;
   uint32_t *restrict stamp = tm->changed;
+  const uint8_t *restrict dirty = tm->dirty;
   const uint32_t tick = scn__tm_stamp(tm);
   const bool reverts = scn__tm_logs_reverts(tm);
   /* keeping old values costs nothing per matrix when nothing is kept */
   const bool keep_old = reverts || tm->hist;
   uint64_t changed = 0;
-  scn__hist_cursor cur;
-  if (hist)
-    scn__hist_cursor_open(tm, &cur);
+  hist_end we = {0}, le = {0};
+  scn__heads *restrict heads = NULL;
+  mat4 *restrict shadow = NULL;
+  uint64_t local_begin = 0;
+  if (hist) {
+    we = hist_open(tm, SCN_HIST_WORLD);
+    le = hist_open(tm, SCN_HIST_LOCAL);
+    heads = tm->hist->heads;
+    shadow = tm->hist->shadow;
+    local_begin = tm->hist->begin[SCN_HIST_LOCAL];
+  }
   /* the node before the span: when it is the first node's parent its world is current */
   const float *before = world[begin ? begin - 1 : 0][0];
   __m128 w0 = glmm_load(before), w1 = glmm_load(before + 4);
   __m128 w2 = glmm_load(before + 8), w3 = glmm_load(before + 12);
   for (uint32_t j = begin; j < end; j++) {
     uint32_t p = parent[j];
+    __m128 l0 = glmm_load(local[j][0]), l1 = glmm_load(local[j][1]);
+    __m128 l2 = glmm_load(local[j][2]), l3 = glmm_load(local[j][3]);
+    if (hist && dirty[j]) {
+      __m128 s0 = glmm_load(shadow[j][0]), s1 = glmm_load(shadow[j][1]);
+      __m128 s2 = glmm_load(shadow[j][2]), s3 = glmm_load(shadow[j][3]);
+      __m128i eq = _mm_and_si128(_mm_and_si128(reg_eq(l0, s0), reg_eq(l1, s1)),
+                                 _mm_and_si128(reg_eq(l2, s2), reg_eq(l3, s3)));
+      if (_mm_movemask_epi8(eq) != 0xffff) {
+        if (heads[j].local < local_begin)
+          hist_put(tm, SCN_HIST_LOCAL, &le, &heads[j].local, s0, s1, s2, s3);
+        glmm_store(shadow[j][0], l0), glmm_store(shadow[j][1], l1);
+        glmm_store(shadow[j][2], l2), glmm_store(shadow[j][3], l3);
+      }
+    }
     if (p == SCN_NIL) {
-      w0 = glmm_load(local[j][0]), w1 = glmm_load(local[j][1]);
-      w2 = glmm_load(local[j][2]), w3 = glmm_load(local[j][3]);
+      w0 = l0, w1 = l1, w2 = l2, w3 = l3;
     } else {
       __m128 p0 = w0, p1 = w1, p2 = w2, p3 = w3;
       if (p != j - 1) {
         p0 = glmm_load(world[p][0]), p1 = glmm_load(world[p][1]);
         p2 = glmm_load(world[p][2]), p3 = glmm_load(world[p][3]);
       }
-      w0 = mul_col(p0, p1, p2, p3, glmm_load(local[j][0]));
-      w1 = mul_col(p0, p1, p2, p3, glmm_load(local[j][1]));
-      w2 = mul_col(p0, p1, p2, p3, glmm_load(local[j][2]));
-      w3 = mul_col(p0, p1, p2, p3, glmm_load(local[j][3]));
+      w0 = mul_col(p0, p1, p2, p3, l0);
+      w1 = mul_col(p0, p1, p2, p3, l1);
+      w2 = mul_col(p0, p1, p2, p3, l2);
+      w3 = mul_col(p0, p1, p2, p3, l3);
     }
-    if (hist) {
-      __m128 o0 = glmm_load(world[j][0]), o1 = glmm_load(world[j][1]);
-      __m128 o2 = glmm_load(world[j][2]), o3 = glmm_load(world[j][3]);
-      __m128i eq = _mm_and_si128(_mm_and_si128(reg_eq(w0, o0), reg_eq(w1, o1)),
-                                 _mm_and_si128(reg_eq(w2, o2), reg_eq(w3, o3)));
-      if (_mm_movemask_epi8(eq) == 0xffff)
-        continue;
-      if (stamp[j] != tick) {
+    if (same_bits(w0, w1, w2, w3, world[j][0]))
+      continue;
+    if (keep_old && stamp[j] != tick) {
+      if (hist) {
         if (reverts)
           scn__tm_note_revert(tm, j);
-        if (!cur.left)
-          scn__hist_cursor_refill(tm, &cur);
-        if (cur.left) {
-          glmm_store(cur.m, o0), glmm_store(cur.m + 4, o1);
-          glmm_store(cur.m + 8, o2), glmm_store(cur.m + 12, o3);
-          *cur.back++ = j;
-          cur.m += 16, cur.left--, cur.used++;
-        }
+        hist_put(tm, SCN_HIST_WORLD, &we, &heads[j].world, glmm_load(world[j][0]),
+                 glmm_load(world[j][1]), glmm_load(world[j][2]), glmm_load(world[j][3]));
+      } else {
+        first_change(tm, j);
       }
-    } else if (same_bits(w0, w1, w2, w3, world[j][0])) {
-      continue;
-    } else if (keep_old && stamp[j] != tick) {
-      first_change(tm, j);
     }
     glmm_store(world[j][0], w0), glmm_store(world[j][1], w1);
     glmm_store(world[j][2], w2), glmm_store(world[j][3], w3);
     stamp[j] = tick;
     changed++;
   }
-  if (hist)
-    scn__hist_cursor_close(tm, &cur);
+  if (hist) { /* commits the records */
+    tm->hist->ring[SCN_HIST_WORLD].end = we.seq;
+    tm->hist->ring[SCN_HIST_LOCAL].end = le.seq;
+  }
   tm->stats.recomputed += end - begin;
   tm->stats.changed += changed;
 }
@@ -162,6 +224,8 @@ static void propagate_span(scn__tm *tm, uint32_t begin, uint32_t end) {
   const bool keep_old = scn__tm_logs_reverts(tm) || tm->hist;
   uint64_t changed = 0;
   for (uint32_t j = begin; j < end; j++) {
+    if (tm->hist && tm->dirty[j]) /* its local matrix may have changed: see scn__hist_local */
+      scn__hist_local(tm, j);
     mat4 w;
     if (parent[j] == SCN_NIL)
       glm_mat4_copy((vec4 *)local[j], w);
@@ -241,6 +305,8 @@ static bool sort_indices(uint32_t *a, size_t k, uint32_t n, scn__vec *scratch) {
   return true;
 }
 
+#define HIST_AHEAD 8
+
 /* In depth-first order a subtree is the range [i, i + subtree[i]), so once the dirty nodes
  * are in ascending order one sweep finds the topmost ones (those past the range of the last
  * one taken) and recomputes them in memory order. When many are dirty the flags themselves
@@ -264,6 +330,13 @@ static bool propagate_sorted(scn__tm *tm, uint32_t *d, size_t k) {
     if (!sort_indices(d, k, tm->n, &tm->scratch))
       return false;
     for (size_t x = 0; x < k; x++) {
+      /* the lines the history reads for the subtrees a few ahead, while these are done */
+      if (tm->hist && x + HIST_AHEAD < k) {
+        uint32_t a = d[x + HIST_AHEAD];
+        __builtin_prefetch(&tm->hist->heads[a], 1);
+        __builtin_prefetch(tm->hist->shadow[a], 1);
+        __builtin_prefetch(&tm->changed[a]);
+      }
       if (d[x] < end)
         continue;
       if (d[x] != end) {
@@ -296,7 +369,8 @@ static void propagate_linked(scn__tm *tm, uint32_t *d, size_t k) {
 }
 
 /* Recomputes what is dirty without re-sorting the arrays, so instance indices held by the
- * caller stay valid. */
+ * caller stay valid. Every dirty instance lies in a subtree recomputed here, so the loops see
+ * the dirty flags of all of them (the history's local records). */
 static void propagate_dirty(scn__tm *tm) {
   size_t k = tm->dirty_list.len;
   if (k == 0)
@@ -308,8 +382,6 @@ static void propagate_dirty(scn__tm *tm) {
     tm->dirty[d[x]] = 0;
   tm->dirty_list.len = 0;
   tm->stats.flushes++;
-  if (tm->hist)
-    scn__hist_link(tm);
 }
 
 void scn__tm_world_of(scn__tm *tm, uint32_t i, mat4 out) {
@@ -470,8 +542,6 @@ void scn__tm_relayout(scn__tm *tm) {
   uint32_t n = tm->n;
   if (tm->sorted)
     return;
-  if (tm->hist) /* records waiting for their chains name instances by index */
-    scn__hist_link(tm);
   size_t index_bytes = sizeof(uint32_t) * (n ? n : 1), tmp_bytes = sizeof(mat4) * (n ? n : 1);
   uint32_t *order = scn__array_alloc(index_bytes);
   uint32_t *new_index = scn__array_alloc(index_bytes);
@@ -496,11 +566,9 @@ void scn__tm_relayout(scn__tm *tm) {
   PERMUTE(tm, order, changed, (uint32_t *)tmp);
   PERMUTE(tm, order, name, (uint32_t *)tmp);
   PERMUTE(tm, order, dirty, (uint8_t *)tmp);
-  if (tm->hist) { /* the chain heads travel with their instances */
-    scn__heads *heads = tm->hist->heads, *t = tmp;
-    for (uint32_t x = 0; x < n; x++)
-      t[x] = heads[order[x]];
-    memcpy(heads, t, sizeof *heads * n);
+  if (tm->hist) { /* the chain heads and shadows travel with their instances */
+    PERMUTE(tm, order, hist->heads, (scn__heads *)tmp);
+    PERMUTE(tm, order, hist->shadow, (mat4 *)tmp);
   }
   uint32_t **links[] = {&tm->parent, &tm->first_child, &tm->last_child, &tm->next, &tm->prev};
   for (size_t l = 0; l < sizeof links / sizeof links[0]; l++) {

@@ -494,8 +494,10 @@ static void relocate(scn__tm *tm, uint32_t src, uint32_t dst) {
   tm->name[dst] = tm->name[src];
   tm->changed[dst] = tm->changed[src];
   tm->dirty[dst] = tm->dirty[src];
-  if (tm->hist)
+  if (tm->hist) {
     tm->hist->heads[dst] = tm->hist->heads[src];
+    glm_mat4_copy(tm->hist->shadow[src], tm->hist->shadow[dst]);
+  }
 }
 
 void scn__tm_remove_leaf(scn__tm *tm, uint32_t i) {

@@ -142,8 +142,8 @@ int scn__transform_destroy(scn_world *w, scn_entity e, bool recursive) {
   if (!recursive) {
     while (tm->first_child[i] != SCN_NIL) {
       uint32_t c = tm->first_child[i];
-      scn__tm_before_local(tm, c);
       glm_mat4_copy(tm->world[c], tm->local[c]);
+      scn__tm_after_local(tm, c);
       scn__tm_move(tm, c, SCN_NIL, SCN_NIL);
       scn__tm_log_event(tm, tm->entity[c], SCN_EVENT_RELINKED);
     }
@@ -202,9 +202,8 @@ int scn_transform_link(scn_world *w, scn_entity e, scn_entity parent, scn_keep k
     glm_mat4_copy(tm->local[i], u->local);
   }
   scn__tm_move(tm, i, p, SCN_NIL);
-  if (keep == SCN_KEEP_WORLD)
-    scn__tm_before_local(tm, i);
   glm_mat4_copy(local, tm->local[i]);
+  scn__tm_after_local(tm, i);
   scn__tm_mark_dirty(tm, i);
   scn__tm_log_event(tm, e, SCN_EVENT_RELINKED);
   return SCN_OK;
@@ -220,8 +219,8 @@ static int set_local(scn_world *w, uint32_t i, mat4 m) {
       return SCN_NOMEM;
     glm_mat4_copy(tm->local[i], u->local);
   }
-  scn__tm_mark_dirty(tm, i); /* first: its flag's cache miss overlaps the history record */
-  scn__tm_before_local(tm, i);
+  /* no history record here: the next flush compares the dirty ones with their shadows */
+  scn__tm_mark_dirty(tm, i);
   glm_mat4_copy(m, tm->local[i]);
   return SCN_OK;
 }

@@ -42,7 +42,8 @@ static void random_trs(rng *r, float out[16], double reach) {
 }
 
 /* Mostly T * R * S; sometimes raw affine, a zero scale (singular for children's set_world and
- * keep-world links), the zero matrix, or identity. */
+ * keep-world links), the zero matrix, a last row other than 0 0 0 1 (history keeps such rows
+ * apart; -0 for a 0 or a 1 a bit off must come back as it was), or identity. */
 static void random_matrix(rng *r, float out[16]) {
   unsigned u = rng_below(r, 100);
   random_trs(r, out, 4);
@@ -55,8 +56,11 @@ static void random_matrix(rng *r, float out[16]) {
   } else if (u < 92) {
     for (int row = 0; row < 3; row++)
       out[rng_below(r, 3) * 4 + row] = 0;
-  } else if (u < 95) {
+  } else if (u < 94) {
     memset(out, 0, sizeof(float) * 16);
+  } else if (u < 96) {
+    static const float odd[] = {-0.0f, 0.25f, -1.0f, 1.0000001f};
+    out[rng_below(r, 4) * 4 + 3] = odd[rng_below(r, 4)];
   } else {
     memcpy(out, IDENTITY, sizeof IDENTITY);
   }
