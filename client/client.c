@@ -38,6 +38,7 @@ struct scn_cli {
   int fd;
   SSL *ssl;          /* NULL on plain TCP */
   bool pipe_ignored; /* SIGPIPE was ignored when TLS started: no guard around its writes */
+  bool tls_starved;  /* the last TLS read wanted more bytes than the socket had given */
   int timeout_ms;
   char addr[96]; /* HOST:PORT of the daemon connected to */
   char *token;   /* sent with every hello: a new connection after MOVED, a switch of matrices */
@@ -242,6 +243,13 @@ static void sigpipe_restore(sigpipe_guard *g) {
   errno = saved;
 }
 
+/* SSL_get_error reads the thread's error queue, which must be empty before a TLS call; it
+ * mostly is, and looking is cheaper than clearing it on every read and write. */
+static void clear_errors(void) {
+  if (ERR_peek_error())
+    ERR_clear_error();
+}
+
 /* Waits up to timeout_ms (negative: forever) for what a TLS call asked for. */
 static int wait_for(int fd, int ssl_error, int timeout_ms) {
   struct pollfd p = {.fd = fd, .events = ssl_error == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN};
@@ -260,6 +268,9 @@ static bool tls_start(scn_cli *c, const scn_cli_options *o, char *err, size_t er
     snprintf(err, errlen, "cannot set up TLS: %s", tls_reason("out of memory"));
     return false;
   }
+  /* Whatever the socket holds in one read, not a record's header and then its body in two:
+   * what is read ahead counts in scn_cli_pending. */
+  SSL_set_read_ahead(c->ssl, 1);
   unsigned char ip[16];
   bool numeric = inet_pton(AF_INET, o->host, ip) == 1 || inet_pton(AF_INET6, o->host, ip) == 1;
   if (numeric) {
@@ -427,7 +438,7 @@ static ssize_t io_send(scn_cli *c, const char *p, size_t len, short *want) {
       return fail(c, SCN_CLI_ECLOSED, "the daemon closed the connection");
     return fail(c, SCN_CLI_EIO, "send failed: %s", strerror(errno));
   }
-  ERR_clear_error();
+  clear_errors();
   sigpipe_guard g;
   sigpipe_block(&g, c->pipe_ignored);
   int n = SSL_write(c->ssl, p, len > (1u << 30) ? 1 << 30 : (int)len);
@@ -456,8 +467,9 @@ static ssize_t io_recv(scn_cli *c, char *buf, size_t cap) {
       return 0;
     return fail(c, SCN_CLI_EIO, "recv: %s", strerror(errno));
   }
-  ERR_clear_error();
+  clear_errors();
   int n = SSL_read(c->ssl, buf, cap > (1u << 30) ? 1 << 30 : (int)cap);
+  c->tls_starved = n <= 0;
   if (n > 0)
     return n;
   int e = SSL_get_error(c->ssl, n);
@@ -469,9 +481,13 @@ static ssize_t io_recv(scn_cli *c, char *buf, size_t cap) {
   return fail(c, SCN_CLI_ETLS, "TLS: %s", tls_reason("read failed"));
 }
 
-bool scn_cli_pending(const scn_cli *c) {
-  return c->consumed < c->in.len || (c->ssl && SSL_pending(c->ssl) > 0);
+/* Bytes TLS has taken from the socket and not handed out yet, unless the last read found
+ * them to be only part of a record (then the rest must be waited for). */
+static bool tls_holds(const scn_cli *c) {
+  return c->ssl && SSL_has_pending(c->ssl) && !c->tls_starved;
 }
+
+bool scn_cli_pending(const scn_cli *c) { return c->consumed < c->in.len || tls_holds(c); }
 
 ssize_t scn_cli_send_raw(scn_cli *c, const void *data, size_t len) {
   short want;
@@ -608,8 +624,8 @@ int scn_cli_flush(scn_cli *c) {
 }
 
 static int read_some(scn_cli *c, int timeout_ms) {
-  /* TLS may hold decrypted bytes already: they are read without waiting. */
-  if (!(c->ssl && SSL_pending(c->ssl) > 0)) {
+  /* TLS may hold bytes already: they are read without waiting. */
+  if (!tls_holds(c)) {
     struct pollfd p = {.fd = c->fd, .events = POLLIN};
     int r = poll(&p, 1, timeout_ms);
     if (r == 0)

@@ -1,8 +1,10 @@
 /* TLS sessions over memory BIOs (see tls.h): the server context loaded from the flags, one
  * SSL per connection, the handshake deadlines, and the module's figures.
  *
- * Ciphertext comes in through OpenSSL's memory BIO. It goes out through a memory BIO of our
- * own (a sink), which appends each record straight to the buffer that will be written to the
+ * The session's BIO is a memory BIO of our own, in both directions. OpenSSL reads ciphertext
+ * straight from the bytes the socket read; only what it leaves unread when scn_tls_input
+ * returns (its consumer stopped, a handshake waits) is copied, to be read first next time.
+ * Records OpenSSL writes are appended straight to the buffer that will be written to the
  * socket: the records of a flush are made in place, with no copy into OpenSSL's memory BIO and
  * out again (and none of the zeroing its buffer does as it grows). What OpenSSL writes on its
  * own (the handshake, alerts, close_notify) collects in the session until its owner takes it. */
@@ -44,7 +46,10 @@ static const char *const failure_names[] = {
 
 struct scn_tls {
   SSL *ssl;
-  BIO *in;         /* ciphertext from the peer (a memory BIO) */
+  const char *src; /* ciphertext from the peer: what scn_tls_input was given, not yet read */
+  size_t src_len;
+  scn_buf rest; /* ciphertext left unread by an earlier scn_tls_input, read before src */
+  size_t rest_off;
   scn_buf pending; /* ciphertext OpenSSL wrote on its own, not yet taken */
   scn_buf *sink;   /* where the output BIO appends: pending, or a seal's destination */
   scn_tls_port port;
@@ -60,7 +65,7 @@ struct scn_tls {
 static struct {
   scn_server *srv;
   SSL_CTX *ctx;
-  BIO_METHOD *sink_method;
+  BIO_METHOD *bio_method;
   double cert_not_after; /* the certificate's expiry, Unix seconds */
   uv_timer_t timer;      /* the oldest handshake's deadline */
   bool timer_ready;
@@ -187,38 +192,64 @@ static int load_context(const scn_config *cfg) {
   return 0;
 }
 
-/* ---- the output BIO ------------------------------------------------------------------------ */
+/* ---- the BIO ------------------------------------------------------------------------------- */
 
-static int sink_write(BIO *b, const char *data, int len) {
+static size_t unread(const scn_tls *t) { return t->rest.len - t->rest_off + t->src_len; }
+
+static int bio_read(BIO *b, char *out, int cap) {
+  scn_tls *t = BIO_get_data(b);
+  BIO_clear_retry_flags(b);
+  bool from_rest = t->rest.len > t->rest_off;
+  const char *p = from_rest ? t->rest.data + t->rest_off : t->src;
+  size_t n = from_rest ? t->rest.len - t->rest_off : t->src_len;
+  if (n == 0 || cap <= 0) {
+    BIO_set_retry_read(b); /* more to come, not the end */
+    return -1;
+  }
+  if (n > (size_t)cap)
+    n = (size_t)cap;
+  memcpy(out, p, n);
+  if (!from_rest) {
+    t->src += n;
+    t->src_len -= n;
+  } else if ((t->rest_off += n) == t->rest.len) {
+    t->rest.len = t->rest_off = 0;
+  }
+  return (int)n;
+}
+
+static int bio_write(BIO *b, const char *data, int len) {
   scn_tls *t = BIO_get_data(b);
   scn_buf_add(t->sink, data, (size_t)len);
   return t->sink->failed ? -1 : len;
 }
 
-static long sink_ctrl(BIO *b, int cmd, long num, void *ptr) {
+static long bio_ctrl(BIO *b, int cmd, long num, void *ptr) {
   (void)num, (void)ptr;
   scn_tls *t = BIO_get_data(b);
   switch (cmd) {
   case BIO_CTRL_FLUSH:
     return 1; /* nothing is held back: it is all in the buffer */
   case BIO_CTRL_WPENDING:
-  case BIO_CTRL_PENDING:
     return t ? (long)t->pending.len : 0;
+  case BIO_CTRL_PENDING:
+    return t ? (long)unread(t) : 0;
   default:
     return 0;
   }
 }
 
-static int sink_create(BIO *b) {
+static int bio_create(BIO *b) {
   BIO_set_init(b, 1);
   return 1;
 }
 
-static bool make_sink_method(void) {
-  tls.sink_method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "scened sink");
-  return tls.sink_method && BIO_meth_set_write(tls.sink_method, sink_write) &&
-         BIO_meth_set_ctrl(tls.sink_method, sink_ctrl) &&
-         BIO_meth_set_create(tls.sink_method, sink_create);
+static bool make_bio_method(void) {
+  tls.bio_method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "scened");
+  return tls.bio_method && BIO_meth_set_read(tls.bio_method, bio_read) &&
+         BIO_meth_set_write(tls.bio_method, bio_write) &&
+         BIO_meth_set_ctrl(tls.bio_method, bio_ctrl) &&
+         BIO_meth_set_create(tls.bio_method, bio_create);
 }
 
 int scn_tls_open(scn_server *srv) {
@@ -226,7 +257,7 @@ int scn_tls_open(scn_server *srv) {
   if (!srv->cfg.tls_cert[0])
     return 0;
   int rc = load_context(&srv->cfg);
-  if (rc == 0 && !make_sink_method())
+  if (rc == 0 && !make_bio_method())
     rc = refuse("--tls-cert", srv->cfg.tls_cert, "cannot set up TLS (out of memory)");
   if (rc != 0) {
     scn_tls_close();
@@ -245,8 +276,8 @@ void scn_tls_close(void) {
   tls.hooks.collect_stats = NULL;
   SSL_CTX_free(tls.ctx);
   tls.ctx = NULL;
-  BIO_meth_free(tls.sink_method);
-  tls.sink_method = NULL;
+  BIO_meth_free(tls.bio_method);
+  tls.bio_method = NULL;
 }
 
 /* ---- handshake deadlines ------------------------------------------------------------------ */
@@ -304,19 +335,18 @@ scn_tls *scn_tls_new(scn_tls_port port, scn_tls_expired_fn expired, void *owner)
   if (!t)
     return NULL;
   t->ssl = SSL_new(tls.ctx);
-  t->in = BIO_new(BIO_s_mem());
-  BIO *out = BIO_new(tls.sink_method);
-  if (!t->ssl || !t->in || !out) {
+  BIO *bio = BIO_new(tls.bio_method);
+  if (!t->ssl || !bio) {
     SSL_free(t->ssl);
-    BIO_free(t->in);
-    BIO_free(out);
+    BIO_free(bio);
     free(t);
     return NULL;
   }
-  BIO_set_mem_eof_return(t->in, -1); /* empty means "more to come", not the end */
-  BIO_set_data(out, t);
+  BIO_set_data(bio, t);
   t->sink = &t->pending;
-  SSL_set_bio(t->ssl, t->in, out);
+  SSL_set_bio(t->ssl, bio, bio); /* one reference, both ways */
+  /* All the ciphertext there is in one read, not each record's header and then its body. */
+  SSL_set_read_ahead(t->ssl, 1);
   SSL_set_accept_state(t->ssl);
   t->port = port;
   t->expired = expired;
@@ -344,8 +374,9 @@ void scn_tls_free(scn_tls *t) {
   if (was_head)
     arm();
   count_failure(t, F_closed); /* nothing when it completed or was counted already */
-  SSL_free(t->ssl);           /* and its BIOs */
+  SSL_free(t->ssl);           /* and its BIO */
   scn_buf_free(&t->pending);
+  scn_buf_free(&t->rest);
   free(t);
 }
 
@@ -374,17 +405,17 @@ static failure classify(const scn_tls *t) {
   return F_protocol;
 }
 
-scn_tls_status scn_tls_input(scn_tls *t, const char *data, size_t len, scn_tls_plain_fn fn,
-                             void *ud) {
-  while (len) {
-    int k = len > INT_MAX ? INT_MAX : (int)len;
-    if (BIO_write(t->in, data, k) != k)
-      return SCN_TLS_FAILED;
-    data += k;
-    len -= (size_t)k;
-  }
-  if (!t->established) {
+/* SSL_get_error reads the thread's error queue, which must be empty before a TLS call; it
+ * mostly is, and looking is cheaper than clearing it before every record. */
+static void clear_errors(void) {
+  if (ERR_peek_error())
     ERR_clear_error();
+}
+
+/* The handshake, then every record's plaintext to fn, from what the BIO holds. */
+static scn_tls_status decrypt(scn_tls *t, scn_tls_plain_fn fn, void *ud) {
+  if (!t->established) {
+    clear_errors();
     int r = SSL_do_handshake(t->ssl);
     if (r != 1) {
       int e = SSL_get_error(t->ssl, r);
@@ -403,8 +434,9 @@ scn_tls_status scn_tls_input(scn_tls *t, const char *data, size_t len, scn_tls_p
   }
   /* One record's plaintext at most per read (16 KiB). */
   char plain[16384];
-  for (;;) {
-    ERR_clear_error();
+  /* Reading on after the last record would only be told "want more". */
+  while (unread(t) || SSL_has_pending(t->ssl)) {
+    clear_errors();
     int r = SSL_read(t->ssl, plain, sizeof plain);
     if (r > 0) {
       if (!fn(ud, plain, (size_t)r))
@@ -422,6 +454,30 @@ scn_tls_status scn_tls_input(scn_tls *t, const char *data, size_t len, scn_tls_p
       return SCN_TLS_FAILED;
     }
   }
+  return SCN_TLS_OK;
+}
+
+scn_tls_status scn_tls_input(scn_tls *t, const char *data, size_t len, scn_tls_plain_fn fn,
+                             void *ud) {
+  if (t->rest.len > t->rest_off) { /* behind what is left from before */
+    scn_buf_consume(&t->rest, t->rest_off);
+    t->rest_off = 0;
+    scn_buf_add(&t->rest, data, len);
+    if (t->rest.failed)
+      return SCN_TLS_FAILED;
+  } else {
+    t->src = data;
+    t->src_len = len;
+  }
+  scn_tls_status st = decrypt(t, fn, ud);
+  if (t->src_len) { /* kept for the next call (rest is empty): data is the caller's */
+    scn_buf_add(&t->rest, t->src, t->src_len);
+    if (t->rest.failed)
+      st = SCN_TLS_FAILED;
+  }
+  t->src = NULL;
+  t->src_len = 0;
+  return st;
 }
 
 static bool write_all(scn_tls *t, const char *p, size_t len) {
@@ -481,7 +537,7 @@ bool scn_tls_take(scn_tls *t, scn_buf *dst) {
 
 void scn_tls_shutdown(scn_tls *t) {
   if (t->established && !(SSL_get_shutdown(t->ssl) & SSL_SENT_SHUTDOWN)) {
-    ERR_clear_error();
+    clear_errors();
     SSL_shutdown(t->ssl);
   }
 }

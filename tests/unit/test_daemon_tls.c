@@ -9,10 +9,16 @@
 #include "wire.h"
 
 #include <CUnit/CUnit.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/bio.h>
+#include <openssl/ssl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -184,6 +190,242 @@ static void test_pipelined(void) {
   CU_ASSERT_EQUAL(right, N / 2);
   text_free(&lines);
   scn_client_close(&c);
+  STOP_OK(&d, 5000);
+}
+
+/* ---- records as the network cuts them ----------------------------------------------------- */
+
+/* A TLS client of the test's own over memory BIOs, on a plain socket: its records can be cut
+ * into pieces or sent many to a segment, as networks and other clients' stacks do. */
+typedef struct raw_tls {
+  scn_client sock;
+  SSL_CTX *ctx;
+  SSL *ssl;
+  BIO *in, *out;
+  text got; /* plaintext received */
+} raw_tls;
+
+static bool raw_send_out(raw_tls *r) {
+  char buf[16384];
+  int n;
+  while ((n = BIO_read(r->out, buf, sizeof buf)) > 0)
+    if (scn_client_send_raw(&r->sock, buf, (size_t)n) != 0)
+      return false;
+  return true;
+}
+
+/* Reads what the socket has within ms into the session: 1, 0 when nothing came, -1 at the
+ * end of the stream. */
+static int raw_recv(raw_tls *r, int ms) {
+  struct pollfd p = {.fd = r->sock.fd, .events = POLLIN};
+  if (poll(&p, 1, ms) <= 0)
+    return 0;
+  char buf[16384];
+  ssize_t n = recv(r->sock.fd, buf, sizeof buf, 0);
+  if (n <= 0)
+    return -1;
+  BIO_write(r->in, buf, (int)n);
+  for (int k; (k = SSL_read(r->ssl, buf, sizeof buf)) > 0;)
+    text_add(&r->got, buf, (size_t)k);
+  return 1;
+}
+
+static bool raw_tls_connect(raw_tls *r, int port) {
+  *r = (raw_tls){0};
+  if (scn_client_connect(&r->sock, port) != 0)
+    return false;
+  r->ctx = SSL_CTX_new(TLS_client_method());
+  SSL_CTX_load_verify_locations(r->ctx, file_in(ours, "ca.pem"), NULL);
+  SSL_CTX_set_verify(r->ctx, SSL_VERIFY_PEER, NULL);
+  r->ssl = SSL_new(r->ctx);
+  r->in = BIO_new(BIO_s_mem());
+  r->out = BIO_new(BIO_s_mem());
+  BIO_set_mem_eof_return(r->in, -1);
+  SSL_set_bio(r->ssl, r->in, r->out);
+  SSL_set_connect_state(r->ssl);
+  long deadline = scn_now_ms() + SCN_RESPONSE_MS;
+  for (;;) {
+    int rc = SSL_do_handshake(r->ssl);
+    if (!raw_send_out(r))
+      return false;
+    if (rc == 1)
+      return true;
+    if (SSL_get_error(r->ssl, rc) != SSL_ERROR_WANT_READ || scn_now_ms() > deadline)
+      return false;
+    struct pollfd p = {.fd = r->sock.fd, .events = POLLIN};
+    char buf[16384];
+    ssize_t n = poll(&p, 1, 100) > 0 ? recv(r->sock.fd, buf, sizeof buf, 0) : 0;
+    if (n < 0 || (n == 0 && (p.revents & POLLIN)))
+      return false;
+    BIO_write(r->in, buf, (int)n);
+  }
+}
+
+static void raw_tls_close(raw_tls *r) {
+  SSL_free(r->ssl); /* and its BIOs */
+  SSL_CTX_free(r->ctx);
+  scn_client_close(&r->sock);
+  text_free(&r->got);
+}
+
+/* Waits for the replies to `count` pings with ids from first, and checks their order. */
+static void expect_pongs(raw_tls *r, int first, int count) {
+  long deadline = scn_now_ms() + SCN_RESPONSE_MS;
+  int lines = 0;
+  for (size_t seen = 0; lines < count && scn_now_ms() < deadline;) {
+    for (; seen < r->got.len; seen++)
+      lines += r->got.s[seen] == '\n';
+    if (lines < count && raw_recv(r, 200) < 0)
+      break;
+  }
+  CU_ASSERT_EQUAL_FATAL(lines, count);
+  const char *p = r->got.s;
+  int in_order = 0;
+  for (int i = 0; i < count; i++) {
+    const char *nl = strchr(p, '\n');
+    char want[32];
+    snprintf(want, sizeof want, "\"id\":%d", first + i);
+    const char *id = strstr(p, want), *ok = strstr(p, "\"ok\":true");
+    in_order += id && id < nl && ok && ok < nl;
+    p = nl + 1;
+  }
+  CU_ASSERT_EQUAL(in_order, count);
+  r->got.len = 0;
+}
+
+/* Each request in its own record, then: every record cut into pieces of 1 to 97 bytes sent
+ * one by one (a record's header and body arrive in different reads), and all the records in
+ * one send (many records in one read). Every request is answered once, in order. */
+static void test_records_cut_anywhere(void) {
+  scn_daemon d;
+  if (!start_tls(&d, NULL))
+    return;
+  raw_tls r;
+  CU_ASSERT_TRUE_FATAL(raw_tls_connect(&r, d.port));
+  int one = 1;
+  setsockopt(r.sock.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  enum { N = 300 };
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < N; i++) {
+      char line[64];
+      int n = snprintf(line, sizeof line, "{\"cmd\":\"ping\",\"id\":%d}\n", round * N + i);
+      CU_ASSERT_EQUAL_FATAL(SSL_write(r.ssl, line, n), n);
+    }
+    char *cipher;
+    long len = BIO_get_mem_data(r.out, &cipher);
+    CU_ASSERT_TRUE_FATAL(len > 0);
+    if (round == 0) {
+      long off = 0;
+      for (int piece = 1; off < len; piece = piece % 97 + 1) {
+        long n = piece < len - off ? piece : len - off;
+        CU_ASSERT_EQUAL_FATAL(scn_client_send_raw(&r.sock, cipher + off, (size_t)n), 0);
+        off += n;
+        if (piece % 8 == 0) /* now and then a pause: the daemon reads the pieces apart */
+          raw_recv(&r, 1);
+      }
+      (void)BIO_reset(r.out);
+    } else {
+      CU_ASSERT_TRUE_FATAL(raw_send_out(&r));
+    }
+    expect_pongs(&r, round * N, N);
+  }
+  raw_tls_close(&r);
+  STOP_OK(&d, 5000);
+}
+
+/* A masked WebSocket text frame of a client (payload under 64 KiB). */
+static size_t ws_client_frame(unsigned char *out, const char *payload, size_t len) {
+  static const unsigned char mask[4] = {0x37, 0xfa, 0x21, 0x3d};
+  size_t n = 0;
+  out[n++] = 0x81; /* FIN, text */
+  if (len < 126) {
+    out[n++] = (unsigned char)(0x80 | len);
+  } else {
+    out[n++] = 0x80 | 126;
+    out[n++] = (unsigned char)(len >> 8);
+    out[n++] = (unsigned char)len;
+  }
+  memcpy(out + n, mask, 4);
+  n += 4;
+  for (size_t i = 0; i < len; i++)
+    out[n + i] = (unsigned char)payload[i] ^ mask[i % 4];
+  return n + len;
+}
+
+/* The text messages of the daemon's frames in r->got, as lines (the frames taken out). */
+static void ws_frames_to_lines(raw_tls *r, text *lines) {
+  const unsigned char *p = (const unsigned char *)r->got.s;
+  size_t off = 0;
+  while (r->got.len - off >= 2) {
+    size_t len = p[off + 1] & 0x7f, head = 2;
+    if (len == 126) {
+      if (r->got.len - off < 4)
+        break;
+      len = (size_t)p[off + 2] << 8 | p[off + 3];
+      head = 4;
+    }
+    if (r->got.len - off < head + len)
+      break;
+    text_add(lines, r->got.s + off + head, len);
+    text_add(lines, "\n", 1);
+    off += head + len;
+  }
+  memmove(r->got.s, r->got.s + off, r->got.len - off);
+  r->got.len -= off;
+}
+
+/* An upgrade to a WebSocket over TLS with 600 messages behind it, each in its own record, all
+ * in one send: the HTTP side stops at the upgrade with records taken in but not yet
+ * decrypted, and the WebSocket side reads them from where it stopped. */
+static void test_wss_messages_behind_upgrade(void) {
+  scn_daemon d;
+  if (!start_tls(&d, NULL))
+    return;
+  raw_tls r;
+  CU_ASSERT_TRUE_FATAL(raw_tls_connect(&r, d.http_port));
+  char req[256];
+  int n = snprintf(req, sizeof req,
+                   "GET /ws HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
+                   "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                   "Sec-WebSocket-Version: 13\r\n\r\n",
+                   d.http_port);
+  CU_ASSERT_EQUAL_FATAL(SSL_write(r.ssl, req, n), n);
+  enum { N = 600 };
+  for (int i = 0; i < N; i++) {
+    char msg[64];
+    unsigned char frame[80];
+    int len = snprintf(msg, sizeof msg, "{\"cmd\":\"ping\",\"id\":%d}", i);
+    int flen = (int)ws_client_frame(frame, msg, (size_t)len);
+    CU_ASSERT_EQUAL_FATAL(SSL_write(r.ssl, frame, flen), flen);
+  }
+  CU_ASSERT_TRUE(BIO_ctrl_pending(r.out) > 20000);
+  CU_ASSERT_TRUE_FATAL(raw_send_out(&r));
+  /* The 101 response, then the answers as frames. */
+  long deadline = scn_now_ms() + SCN_RESPONSE_MS;
+  const char *end = NULL;
+  while (!(end = strstr(text_str(&r.got), "\r\n\r\n")) && scn_now_ms() < deadline &&
+         raw_recv(&r, 200) >= 0)
+    ;
+  CU_ASSERT_PTR_NOT_NULL_FATAL(end);
+  CU_ASSERT_EQUAL(strncmp(r.got.s, "HTTP/1.1 101", 12), 0);
+  size_t head = (size_t)(end + 4 - r.got.s);
+  memmove(r.got.s, r.got.s + head, r.got.len - head);
+  r.got.len -= head;
+  text lines = {0};
+  int count = 0;
+  while (count < N && scn_now_ms() < deadline) {
+    ws_frames_to_lines(&r, &lines);
+    count = 0;
+    for (size_t i = 0; i < lines.len; i++)
+      count += lines.s[i] == '\n';
+    if (count < N && raw_recv(&r, 200) < 0)
+      break;
+  }
+  CU_ASSERT_EQUAL_FATAL(count, N);
+  text_free(&r.got);
+  r.got = lines;
+  expect_pongs(&r, 0, N);
+  raw_tls_close(&r);
   STOP_OK(&d, 5000);
 }
 
@@ -588,6 +830,8 @@ int scn_test_register_daemon_tls(void) {
   static const scn_test tests[] = {
       {"every command over TLS", test_every_command},
       {"20,000 pipelined requests over TLS, in order", test_pipelined},
+      {"records cut into pieces, and many records in one read", test_records_cut_anywhere},
+      {"WebSocket messages behind the upgrade, in the same read", test_wss_messages_behind_upgrade},
       {"a TLS subscriber that stops reading lags, then resyncs", test_slow_subscriber},
       {"plain text on a TLS port is never run", test_plain_text_refused},
       {"clients refuse an untrusted daemon", test_untrusted_daemon},
