@@ -328,8 +328,9 @@ int scn_cmd_info(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *
   scn_buf_add_u64(out, scn_stream_count(srv->stream));
   scn_reply_key(out, "tick_hz");
   scn_buf_add_double(out, srv->cfg.tick_hz);
-  scn_reply_key(out, "metrics"); /* everything /metrics shows, by the same names */
-  scn_metrics_json(srv, out);
+  /* everything /metrics shows, by the same names; with --acl, no world the token may not see */
+  scn_reply_key(out, "metrics");
+  scn_metrics_json(srv, out, ctx->rule ? token_sees : NULL, ctx->rule);
   return 0;
 }
 

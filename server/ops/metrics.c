@@ -46,9 +46,11 @@ struct scn_metrics_sink {
   void (*histogram)(sink *k, const scn_hist *h);
   void (*end_family)(sink *k);
   scn_buf *out;
-  const char *name; /* current family */
-  int samples;      /* in the current family (JSON) */
-  int families;     /* so far (JSON) */
+  const char *name;      /* current family */
+  int samples;           /* in the current family (JSON) */
+  int families;          /* so far (JSON) */
+  scn_world_filter sees; /* NULL: every world is shown */
+  const void *sees_ud;
 };
 
 void scn_metric_family(sink *k, const char *name, const char *type, const char *help) {
@@ -104,7 +106,8 @@ static void emit_figures(scn_server *srv, sink *k) {
     k->family(k, "world_transforms", "gauge", "Transforms per world.");
     for (size_t i = 0; i < nworlds; i++) {
       scn_world *w = scn_world_at(srv->scene, i);
-      k->sample(k, "world", scn_world_name(w), (double)scn_world_transform_count(w));
+      if (!k->sees || k->sees(k->sees_ud, scn_world_name(w)))
+        k->sample(k, "world", scn_world_name(w), (double)scn_world_transform_count(w));
     }
     k->end_family(k);
   }
@@ -224,7 +227,7 @@ static void prom_histogram(sink *k, const scn_hist *h) {
 static void prom_end(sink *k) { (void)k; }
 
 void scn_metrics_render(scn_server *srv, scn_buf *out) {
-  sink k = {prom_family, prom_sample, prom_histogram, prom_end, out, NULL, 0, 0};
+  sink k = {prom_family, prom_sample, prom_histogram, prom_end, out, NULL, 0, 0, NULL, NULL};
   emit_figures(srv, &k);
 }
 
@@ -278,8 +281,8 @@ static void json_end(sink *k) {
     scn_buf_adds(k->out, "{}");
 }
 
-void scn_metrics_json(scn_server *srv, scn_buf *out) {
-  sink k = {json_family, json_sample, json_histogram, json_end, out, NULL, 0, 0};
+void scn_metrics_json(scn_server *srv, scn_buf *out, scn_world_filter sees, const void *ud) {
+  sink k = {json_family, json_sample, json_histogram, json_end, out, NULL, 0, 0, sees, ud};
   scn_buf_addc(out, '{');
   emit_figures(srv, &k);
   scn_buf_addc(out, '}');

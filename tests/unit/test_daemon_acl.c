@@ -332,6 +332,15 @@ static void test_prefixes(void) {
   r = OK(&op, "{\"cmd\":\"world.list\"}");
   CU_ASSERT_EQUAL(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "worlds")), 4);
   cJSON_Delete(r);
+  /* Nor does info name them in its per-world figures. */
+  for (int who = 0; who < 2; who++) {
+    r = OK(who ? &op : &m7, "{\"cmd\":\"info\"}");
+    const cJSON *per_world = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(r, "metrics"), "world_transforms");
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(per_world), who ? 4 : 2);
+    cJSON_ArrayForEach(w, per_world) CU_ASSERT_TRUE(who || strncmp(w->string, "match7.", 7) == 0);
+    cJSON_Delete(r);
+  }
   /* match8.x is as it was. */
   r = OK(&op, "{\"cmd\":\"transform.get\",\"world\":\"match8.x\",\"entity\":%lld}", x);
   cJSON_DeleteItemFromObjectCaseSensitive(r, "tick");
