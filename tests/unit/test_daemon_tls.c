@@ -230,11 +230,17 @@ static int raw_recv(raw_tls *r, int ms) {
   return 1;
 }
 
-static bool raw_tls_connect(raw_tls *r, int port) {
+/* version: the one TLS version the client offers, 0 for any its library allows. */
+static bool raw_tls_connect_version(raw_tls *r, int port, int version) {
   *r = (raw_tls){0};
   if (scn_client_connect(&r->sock, port) != 0)
     return false;
   r->ctx = SSL_CTX_new(TLS_client_method());
+  if (version) { /* security level 0: the client's library would refuse TLS 1.1 itself */
+    SSL_CTX_set_security_level(r->ctx, 0);
+    SSL_CTX_set_min_proto_version(r->ctx, version);
+    SSL_CTX_set_max_proto_version(r->ctx, version);
+  }
   SSL_CTX_load_verify_locations(r->ctx, file_in(ours, "ca.pem"), NULL);
   SSL_CTX_set_verify(r->ctx, SSL_VERIFY_PEER, NULL);
   r->ssl = SSL_new(r->ctx);
@@ -260,6 +266,8 @@ static bool raw_tls_connect(raw_tls *r, int port) {
     BIO_write(r->in, buf, (int)n);
   }
 }
+
+static bool raw_tls_connect(raw_tls *r, int port) { return raw_tls_connect_version(r, port, 0); }
 
 static void raw_tls_close(raw_tls *r) {
   SSL_free(r->ssl); /* and its BIOs */
@@ -538,6 +546,34 @@ static void test_plain_text_refused(void) {
     scn_client_close(&c);
   }
   CU_ASSERT_EQUAL(https_metric(&d, "scened_tls_handshake_failures_total{reason=\"not_tls\"}"), 2);
+  STOP_OK(&d, 5000);
+}
+
+/* TLS 1.2 or later: a client that offers only TLS 1.1 fails its handshake, counted as a
+ * protocol failure; one that offers only 1.2, or only 1.3, gets its answers. */
+static void test_versions(void) {
+  scn_daemon d;
+  if (!start_tls(&d, NULL))
+    return;
+  static const struct {
+    int version;
+    bool accepted;
+  } cases[] = {{TLS1_1_VERSION, false}, {TLS1_2_VERSION, true}, {TLS1_3_VERSION, true}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    raw_tls r;
+    bool done = raw_tls_connect_version(&r, d.port, cases[i].version);
+    CU_ASSERT_EQUAL(done, cases[i].accepted);
+    if (done) {
+      CU_ASSERT_EQUAL(SSL_version(r.ssl), cases[i].version);
+      const char *ping = "{\"cmd\":\"ping\",\"id\":0}\n";
+      CU_ASSERT_EQUAL(SSL_write(r.ssl, ping, (int)strlen(ping)), (int)strlen(ping));
+      CU_ASSERT_TRUE(raw_send_out(&r));
+      expect_pongs(&r, 0, 1);
+    }
+    raw_tls_close(&r);
+  }
+  CU_ASSERT_EQUAL(https_metric(&d, "scened_tls_handshake_failures_total{reason=\"protocol\"}"), 1);
+  CU_ASSERT_EQUAL(https_metric(&d, "scened_tls_handshakes_total{port=\"protocol\"}"), 2);
   STOP_OK(&d, 5000);
 }
 
@@ -834,6 +870,7 @@ int scn_test_register_daemon_tls(void) {
       {"WebSocket messages behind the upgrade, in the same read", test_wss_messages_behind_upgrade},
       {"a TLS subscriber that stops reading lags, then resyncs", test_slow_subscriber},
       {"plain text on a TLS port is never run", test_plain_text_refused},
+      {"TLS 1.2 and 1.3 accepted, 1.1 refused", test_versions},
       {"clients refuse an untrusted daemon", test_untrusted_daemon},
       {"the Python client over TLS", test_python_client},
       {"--tls-ca: clients without a good certificate are refused", test_client_certificates},
