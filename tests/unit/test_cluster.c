@@ -870,6 +870,8 @@ static void test_move_carries_history(void) {
          last);
   CU_ASSERT(scn_resp_str_is(r, "name", "wheel"));
   cJSON_Delete(r);
+  /* now1 may be the tick n0 ran last, with the 99 still in the tick open at the move; t1 ran
+   * on n1, after it and before the 500 */
   long t1 = TICK_PAST(c1, W, car, now1);
   OKD(c1, "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%llu,\"t\":[500,0,0]}", W,
       car);
@@ -880,7 +882,7 @@ static void test_move_carries_history(void) {
   CU_ASSERT(cJSON_GetArraySize(local) == 16 && cJSON_GetArrayItem(local, 12)->valuedouble == 500);
   cJSON_Delete(r);
   r = OK(c1, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%llu,\"tick\":%ld}", W, car,
-         now1);
+         t1);
   local = cJSON_GetObjectItemCaseSensitive(r, "local");
   CU_ASSERT(cJSON_GetArraySize(local) == 16 && cJSON_GetArrayItem(local, 12)->valuedouble == 99);
   cJSON_Delete(r);
