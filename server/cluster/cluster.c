@@ -1606,14 +1606,13 @@ void scn_cluster_nodes_json(scn_cluster *cl, scn_buf *out) {
   scn_buf_addc(out, ']');
 }
 
-void scn_cluster_worlds_json(scn_cluster *cl, scn_buf *out, bool first,
-                             bool (*keep)(const void *ud, const char *world), const void *ud) {
+void scn_cluster_worlds_json(scn_cluster *cl, scn_buf *out, bool first, const scn_acl_rule *rule) {
   for (size_t i = 0; i < cl->nnodes; i++) {
     const node_info *n = &cl->nodes[i];
     if (strcmp(n->name, cl->node) == 0 || !n->world_names)
       continue;
     for (const char *w = n->world_names; *w; w += strlen(w) + 1) {
-      if (keep && !keep(ud, w))
+      if (rule && !scn_acl_allows_world(rule, w))
         continue;
       scn_buf_adds(out, first ? "{\"name\":" : ",{\"name\":");
       first = false;

@@ -68,9 +68,8 @@ const char *scn_cluster_node(const scn_cluster *cl);
 /* ,"nodes":[{node, addr, worlds, transforms, connections}] for every live node. */
 void scn_cluster_nodes_json(scn_cluster *cl, scn_buf *out);
 /* The worlds of the other nodes, as ,{"name":..,"node":..} items of world.list's array. */
-/* keep (NULL: every world) says which of them to list. */
-void scn_cluster_worlds_json(scn_cluster *cl, scn_buf *out, bool first,
-                             bool (*keep)(const void *ud, const char *world), const void *ud);
+/* Only those the asker's rule covers (NULL: no access list, every world). */
+void scn_cluster_worlds_json(scn_cluster *cl, scn_buf *out, bool first, const scn_acl_rule *rule);
 
 /* A move's answer: ok, or an error code (SCN_W_*) and message. */
 typedef void (*scn_move_done)(void *ud, bool ok, int code, const char *message);

@@ -157,10 +157,6 @@ int scn_cmd_world_destroy(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wir
 }
 
 /* With "cluster": true (and --cluster), every node's worlds, each with its node. */
-static bool token_sees(const void *rule, const char *world) {
-  return scn_acl_allows_world(rule, world);
-}
-
 int scn_cmd_world_list(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
   scn_scene *scene = ctx->srv->scene;
   scn_cluster *cl = ctx->srv->cluster;
@@ -190,7 +186,7 @@ int scn_cmd_world_list(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_e
     scn_buf_addc(out, '}');
   }
   if (all && cl)
-    scn_cluster_worlds_json(cl, out, first, ctx->rule ? token_sees : NULL, ctx->rule);
+    scn_cluster_worlds_json(cl, out, first, ctx->rule);
   scn_buf_addc(out, ']');
   return 0;
 }
@@ -330,7 +326,7 @@ int scn_cmd_info(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *
   scn_buf_add_double(out, srv->cfg.tick_hz);
   /* everything /metrics shows, by the same names; with --acl, no world the token may not see */
   scn_reply_key(out, "metrics");
-  scn_metrics_json(srv, out, ctx->rule ? token_sees : NULL, ctx->rule);
+  scn_metrics_json(srv, out, ctx->rule);
   return 0;
 }
 

@@ -46,11 +46,10 @@ struct scn_metrics_sink {
   void (*histogram)(sink *k, const scn_hist *h);
   void (*end_family)(sink *k);
   scn_buf *out;
-  const char *name;      /* current family */
-  int samples;           /* in the current family (JSON) */
-  int families;          /* so far (JSON) */
-  scn_world_filter sees; /* NULL: every world is shown */
-  const void *sees_ud;
+  const char *name;          /* current family */
+  int samples;               /* in the current family (JSON) */
+  int families;              /* so far (JSON) */
+  const scn_acl_rule *asker; /* the worlds it may see are named (NULL: all) */
 };
 
 void scn_metric_family(sink *k, const char *name, const char *type, const char *help) {
@@ -106,7 +105,7 @@ static void emit_figures(scn_server *srv, sink *k) {
     k->family(k, "world_transforms", "gauge", "Transforms per world.");
     for (size_t i = 0; i < nworlds; i++) {
       scn_world *w = scn_world_at(srv->scene, i);
-      if (!k->sees || k->sees(k->sees_ud, scn_world_name(w)))
+      if (!k->asker || scn_acl_allows_world(k->asker, scn_world_name(w)))
         k->sample(k, "world", scn_world_name(w), (double)scn_world_transform_count(w));
     }
     k->end_family(k);
@@ -227,7 +226,11 @@ static void prom_histogram(sink *k, const scn_hist *h) {
 static void prom_end(sink *k) { (void)k; }
 
 void scn_metrics_render(scn_server *srv, scn_buf *out) {
-  sink k = {prom_family, prom_sample, prom_histogram, prom_end, out, NULL, 0, 0, NULL, NULL};
+  sink k = {.family = prom_family,
+            .sample = prom_sample,
+            .histogram = prom_histogram,
+            .end_family = prom_end,
+            .out = out};
   emit_figures(srv, &k);
 }
 
@@ -281,8 +284,13 @@ static void json_end(sink *k) {
     scn_buf_adds(k->out, "{}");
 }
 
-void scn_metrics_json(scn_server *srv, scn_buf *out, scn_world_filter sees, const void *ud) {
-  sink k = {json_family, json_sample, json_histogram, json_end, out, NULL, 0, 0, sees, ud};
+void scn_metrics_json(scn_server *srv, scn_buf *out, const scn_acl_rule *rule) {
+  sink k = {.family = json_family,
+            .sample = json_sample,
+            .histogram = json_histogram,
+            .end_family = json_end,
+            .out = out,
+            .asker = rule};
   scn_buf_addc(out, '{');
   emit_figures(srv, &k);
   scn_buf_addc(out, '}');

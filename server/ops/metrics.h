@@ -6,9 +6,9 @@
 #define SCN_METRICS_H
 
 #include "buf.h"
+#include "ops/acl.h"
 #include "wire.h" /* the limits (SCN_LIMITS) */
 
-#include <stdbool.h>
 #include <stdint.h>
 
 #define SCN_HIST_BUCKETS 16
@@ -38,11 +38,9 @@ void scn_metric_hist(scn_metrics_sink *k, const char *name, const char *help, co
 struct scn_server;
 /* Appends the whole /metrics page. */
 void scn_metrics_render(struct scn_server *srv, scn_buf *out);
-/* Whether a world may be named to the asker (a token's prefixes). */
-typedef bool (*scn_world_filter)(const void *ud, const char *world);
 /* Appends the same figures as one JSON object (for info); the per-world figures name only the
- * worlds sees allows (NULL: all of them). */
-void scn_metrics_json(struct scn_server *srv, scn_buf *out, scn_world_filter sees, const void *ud);
+ * worlds the asker's rule covers (NULL: no access list, every world). */
+void scn_metrics_json(struct scn_server *srv, scn_buf *out, const scn_acl_rule *rule);
 /* Resident set size of this process in bytes (0 when unknown). */
 uint64_t scn_rss_bytes(void);
 
