@@ -516,7 +516,12 @@ static void group_put(scn_cluster *cl, group *g, const cJSON *kv) {
     wake_all(g);
 }
 
-static void group_deleted(scn_cluster *cl, group *g) {
+/* rev: the revision of the delete, or of a read that did not find the key (0: unknown). */
+static void group_deleted(scn_cluster *cl, group *g, int64_t rev) {
+  if (rev && rev < g->mod_rev)
+    return; /* older than what the cache holds: a claim's answer came before the watch's event */
+  if (rev)
+    g->mod_rev = rev; /* and a put older than the delete, read before it, is no longer taken */
   bool was = g->key;
   if (was)
     snprintf(g->prev, sizeof g->prev, "%s", g->node);
@@ -613,7 +618,7 @@ static void apply_kv(scn_cluster *cl, const cJSON *kv, bool deleted) {
     if (!g)
       return;
     if (deleted)
-      group_deleted(cl, g);
+      group_deleted(cl, g, scn_etcd_int(kv, "mod_revision", 0));
     else
       group_put(cl, g, kv);
   } else if (strncmp(key, NODES_PREFIX, strlen(NODES_PREFIX)) == 0) {
@@ -723,7 +728,7 @@ static void on_sync(void *ud, const cJSON *reply, const char *why) {
     for (group *g = cl->buckets[b]; g; g = g->next)
       if (g->looking) {
         g->looking = false;
-        group_deleted(cl, g);
+        group_deleted(cl, g, cl->revision); /* gone as of the read's revision */
       }
   for (size_t i = 0; i < cl->nnodes;) {
     bool seen = false;

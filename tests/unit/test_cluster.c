@@ -13,6 +13,7 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <openssl/evp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -141,6 +142,7 @@ typedef struct cluster {
   scn_client c[NODES];
   bool up[NODES], connected[NODES];
   const char *fsync;
+  char via[NODES][64]; /* an etcd URL a node is given instead of e.url (a proxy) */
 } cluster;
 
 static const char *node_name(int i) {
@@ -158,7 +160,8 @@ static int node_index(const char *name) {
 static bool node_start(cluster *k, int i) {
   /* The last daemon is given a dead endpoint first: its requests fail over to the live one. */
   char urls[160];
-  snprintf(urls, sizeof urls, "%s%s", i == NODES - 1 ? "http://127.0.0.1:1," : "", k->e.url);
+  snprintf(urls, sizeof urls, "%s%s", i == NODES - 1 ? "http://127.0.0.1:1," : "",
+           k->via[i][0] ? k->via[i] : k->e.url);
   const char *args[] = {
       "--cluster",  urls,          "--data", k->data,   "--node",
       node_name(i), "--lease-ttl", TTL,      "--fsync", k->fsync ? k->fsync : "always",
@@ -1502,6 +1505,166 @@ static void test_etcd_late(void) {
   cluster_stop(&k);
 }
 
+/* ---- a watch that lags ----------------------------------------------------------------------- */
+
+#define WATCH_DELAY_MS 2000
+#define PROXY_CONNS 32
+
+typedef struct held {
+  struct held *next;
+  long due;
+  size_t len;
+  char data[];
+} held;
+
+typedef struct proxied {
+  int client, etcd;
+  bool watch, dead;
+  held *first, *last; /* what etcd sent on a watch, not passed on yet */
+} proxied;
+
+static int connect_loopback(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_port = htons((uint16_t)port),
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}
+
+/* Reads what fd has into buf (NUL-terminated); false at its end. */
+static bool relay_read(int fd, char *buf, size_t cap, ssize_t *got) {
+  *got = recv(fd, buf, cap - 1, 0);
+  if (*got <= 0)
+    return false;
+  buf[*got] = '\0';
+  return true;
+}
+
+/* A TCP proxy to etcd that holds back, in order, what etcd sends on a connection once it
+ * carries a watch, by WATCH_DELAY_MS; everything else passes at once. A daemon behind it hears
+ * of changes late, as one whose watch stream lags does, while its requests are answered at
+ * once. Runs in a child until killed. */
+static void watch_delaying_proxy(int lfd, int etcd_port) {
+  proxied p[PROXY_CONNS];
+  int n = 0;
+  char buf[65536];
+  for (;;) {
+    struct pollfd fds[1 + 2 * PROXY_CONNS];
+    fds[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
+    long now = scn_now_ms(), wait = 50;
+    for (int i = 0; i < n; i++) {
+      fds[1 + 2 * i] = (struct pollfd){.fd = p[i].client, .events = POLLIN};
+      fds[2 + 2 * i] = (struct pollfd){.fd = p[i].etcd, .events = POLLIN};
+      if (p[i].first && p[i].first->due - now < wait)
+        wait = p[i].first->due > now ? p[i].first->due - now : 0;
+    }
+    poll(fds, (nfds_t)(1 + 2 * n), (int)wait);
+    now = scn_now_ms();
+    for (int i = 0; i < n; i++) {
+      ssize_t got;
+      if (fds[1 + 2 * i].revents) {
+        if (!relay_read(p[i].client, buf, sizeof buf, &got) ||
+            send(p[i].etcd, buf, (size_t)got, MSG_NOSIGNAL) != got)
+          p[i].dead = true;
+        else if (strstr(buf, "/v3/watch"))
+          p[i].watch = true;
+      }
+      if (!p[i].dead && fds[2 + 2 * i].revents) {
+        if (!relay_read(p[i].etcd, buf, sizeof buf, &got)) {
+          p[i].dead = true;
+        } else if (!p[i].watch) {
+          p[i].dead = send(p[i].client, buf, (size_t)got, MSG_NOSIGNAL) != got;
+        } else {
+          held *h = malloc(sizeof *h + (size_t)got);
+          *h = (held){.next = NULL, .due = now + WATCH_DELAY_MS, .len = (size_t)got};
+          memcpy(h->data, buf, (size_t)got);
+          *(p[i].last ? &p[i].last->next : &p[i].first) = h;
+          p[i].last = h;
+        }
+      }
+      for (held *h; !p[i].dead && (h = p[i].first) && h->due <= now;) {
+        p[i].dead = send(p[i].client, h->data, h->len, MSG_NOSIGNAL) != (ssize_t)h->len;
+        if (!(p[i].first = h->next))
+          p[i].last = NULL;
+        free(h);
+      }
+    }
+    for (int i = n - 1; i >= 0; i--) {
+      if (!p[i].dead)
+        continue;
+      close(p[i].client);
+      close(p[i].etcd);
+      for (held *h = p[i].first, *next; h; h = next) {
+        next = h->next;
+        free(h);
+      }
+      p[i] = p[--n];
+    }
+    if (fds[0].revents) {
+      int c = accept(lfd, NULL, NULL);
+      int e = c >= 0 && n < PROXY_CONNS ? connect_loopback(etcd_port) : -1;
+      if (e >= 0)
+        p[n++] = (proxied){.client = c, .etcd = e};
+      else if (c >= 0)
+        close(c);
+    }
+  }
+}
+
+/* An owner's key and its deletion heard late: n0 owns a group and stops (SIGTERM revokes its
+ * lease); n1, whose watch runs WATCH_DELAY_MS behind, claims the group by its sweep before it
+ * hears of either. When they come, they are older than its claim and change nothing: it goes
+ * on serving the group (it used to take the old delete for the loss of its own key, and then
+ * could neither claim nor load the group again). */
+static void test_late_delete(void) {
+  cluster k;
+  memset(&k, 0, sizeof k);
+  CU_ASSERT_FATAL(etcd_start(&k.e));
+  CU_ASSERT_FATAL(scn_temp_dir(k.data, sizeof k.data, "data"));
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  CU_ASSERT_FATAL(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+                  listen(fd, 64) == 0 && getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+  pid_t proxy = scn_fork();
+  CU_ASSERT_FATAL(proxy >= 0);
+  if (proxy == 0) {
+    watch_delaying_proxy(fd, k.e.port);
+    _exit(0);
+  }
+  close(fd);
+  snprintf(k.via[1], sizeof k.via[1], "http://127.0.0.1:%d", ntohs(a.sin_port));
+  if (node_start(&k, 0) && node_start(&k, 1) && wait_registered(&k, 2)) {
+    OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"late.main\"}");
+    OKD(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"late.main\",\"name\":\"kept\"}");
+    long stopped = scn_now_ms();
+    node_stop(&k, 0, SIGTERM);
+    const char *find = "{\"cmd\":\"transform.find\",\"world\":\"late.main\",\"path\":\"kept\"}";
+    cJSON *r = wait_ok_anywhere(&k, find, 5000, NULL);
+    CU_ASSERT_PTR_NOT_NULL(r);
+    cJSON_Delete(r);
+    /* Until the late events have surely come, and a sweep after them. */
+    int refused = 0;
+    while (scn_now_ms() < stopped + WATCH_DELAY_MS + 1500) {
+      r = CALL(&k.c[1], "%s", find);
+      refused += !scn_resp_ok(r);
+      cJSON_Delete(r);
+      scn_sleep_ms(50);
+    }
+    CU_ASSERT_EQUAL(refused, 0);
+    CU_ASSERT_FALSE(scn_daemon_log_contains(&k.d[1], "group lost"));
+  } else {
+    CU_FAIL("two daemons registered, one behind the proxy");
+  }
+  kill(proxy, SIGKILL);
+  scn_child_wait(proxy, 5000);
+  cluster_stop(&k);
+}
+
 /* A fake gateway that answers every request with something malformed, in turn: the daemons
  * never crash, never serve (so never acknowledge) a group, and stop cleanly. */
 static void fake_gateway(int fd) {
@@ -1592,6 +1755,7 @@ int scn_test_register_cluster(void) {
       {"SIGSTOP past the TTL: fenced, no stale ok", test_sigstop_fencing},
       {"etcd down: owners fence, then recover", test_etcd_down_fences},
       {"SIGTERM releases groups within a second", test_sigterm_release},
+      {"an owner's delete heard after this daemon's claim changes nothing", test_late_delete},
       {"whole-cluster restart: each group claimed once", test_whole_cluster_restart},
       {"the standalone layout migrates", test_old_layout_migrates},
       {"etcd unreachable at start", test_etcd_late},
