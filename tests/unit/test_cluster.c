@@ -1505,6 +1505,30 @@ static void test_etcd_late(void) {
   cluster_stop(&k);
 }
 
+/* ---- servers of the tests' own ------------------------------------------------------------- */
+
+/* Listens on an ephemeral loopback port and runs serve(fd, arg) on it in a child until it is
+ * killed: the child's pid (-1 on failure), its port in *port. */
+static pid_t serve_in_child(void (*serve)(int fd, int arg), int arg, int *port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 64) != 0 ||
+      getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+    if (fd >= 0)
+      close(fd);
+    return -1;
+  }
+  *port = ntohs(a.sin_port);
+  pid_t pid = scn_fork();
+  if (pid == 0) {
+    serve(fd, arg);
+    _exit(0);
+  }
+  close(fd);
+  return pid;
+}
+
 /* ---- a watch that lags ----------------------------------------------------------------------- */
 
 #define WATCH_DELAY_MS 2000
@@ -1625,19 +1649,10 @@ static void test_late_delete(void) {
   memset(&k, 0, sizeof k);
   CU_ASSERT_FATAL(etcd_start(&k.e));
   CU_ASSERT_FATAL(scn_temp_dir(k.data, sizeof k.data, "data"));
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
-  CU_ASSERT_FATAL(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-                  listen(fd, 64) == 0 && getsockname(fd, (struct sockaddr *)&a, &len) == 0);
-  pid_t proxy = scn_fork();
-  CU_ASSERT_FATAL(proxy >= 0);
-  if (proxy == 0) {
-    watch_delaying_proxy(fd, k.e.port);
-    _exit(0);
-  }
-  close(fd);
-  snprintf(k.via[1], sizeof k.via[1], "http://127.0.0.1:%d", ntohs(a.sin_port));
+  int port;
+  pid_t proxy = serve_in_child(watch_delaying_proxy, k.e.port, &port);
+  CU_ASSERT_FATAL(proxy > 0);
+  snprintf(k.via[1], sizeof k.via[1], "http://127.0.0.1:%d", port);
   if (node_start(&k, 0) && node_start(&k, 1) && wait_registered(&k, 2)) {
     OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"late.main\"}");
     OKD(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"late.main\",\"name\":\"kept\"}");
@@ -1667,7 +1682,8 @@ static void test_late_delete(void) {
 
 /* A fake gateway that answers every request with something malformed, in turn: the daemons
  * never crash, never serve (so never acknowledge) a group, and stop cleanly. */
-static void fake_gateway(int fd) {
+static void fake_gateway(int fd, int unused) {
+  (void)unused;
   static const char *bodies[] = {
       "not json at all",
       "[1,2,3]",
@@ -1702,21 +1718,12 @@ static void fake_gateway(int fd) {
 }
 
 static void test_fake_gateway_malformed(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
-  CU_ASSERT_FATAL(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-                  listen(fd, 64) == 0 && getsockname(fd, (struct sockaddr *)&a, &len) == 0);
-  pid_t fake = scn_fork();
-  CU_ASSERT_FATAL(fake >= 0);
-  if (fake == 0) {
-    fake_gateway(fd);
-    _exit(0);
-  }
-  close(fd);
+  int port;
+  pid_t fake = serve_in_child(fake_gateway, 0, &port);
+  CU_ASSERT_FATAL(fake > 0);
   cluster k;
   memset(&k, 0, sizeof k);
-  snprintf(k.e.url, sizeof k.e.url, "http://127.0.0.1:%d", ntohs(a.sin_port));
+  snprintf(k.e.url, sizeof k.e.url, "http://127.0.0.1:%d", port);
   CU_ASSERT_FATAL(scn_temp_dir(k.data, sizeof k.data, "data"));
   for (int i = 0; i < NODES; i++)
     CU_ASSERT_FATAL(node_start(&k, i));
