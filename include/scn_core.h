@@ -135,8 +135,10 @@ int scn_entity_adopt(scn_scene *scene, scn_entity id);
  * it is no longer alive here, and can be adopted again, with its id, if the group comes back.
  * SCN_STATE while it still has a transform in some world. */
 int scn_entity_forget(scn_scene *scene, scn_entity id);
-/* The next n creations give exactly these ids (adopted), in order: a replay makes the ids a
- * command made when it first ran. n 0 drops expectations left over. */
+/* The next n creations give exactly these ids, in order: a replay makes the ids a command made
+ * when it first ran, whatever order the free slots came back in. An expected slot must be free
+ * (or beyond the slots in use) and its generation not older than the slot's; otherwise the
+ * creation fails (SCN_EXISTS, SCN_INVALID). n 0 drops expectations left over. */
 int scn_entity_expect(scn_scene *scene, const scn_entity *ids, size_t n);
 /* While on, every id created is recorded (in order) until scn_entity_recorded_clear. */
 void scn_entity_record(scn_scene *scene, bool on);

@@ -208,10 +208,11 @@ int main(int argc, char **argv) {
                        .max_transforms = (uint32_t)srv.cfg.max_transforms};
   srv.scene = scn_scene_new(&limits);
   /* In a cluster, entity ids come from ranges etcd hands out, and are never reused. */
-  if (srv.scene && cluster) {
+  if (srv.scene && cluster)
     scn_entity_use_ranges(srv.scene);
-    scn_entity_record(srv.scene, true); /* the journal keeps the ids each command made */
-  }
+  /* The journal keeps the ids each command made, so a replay makes exactly those again. */
+  if (srv.scene && (cluster || srv.cfg.data_dir[0]))
+    scn_entity_record(srv.scene, true);
   srv.loop = uv_default_loop();
   if (!srv.scene) {
     fprintf(stderr, "scened: out of memory\n");

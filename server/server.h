@@ -28,8 +28,9 @@ typedef struct scn_done {
   const scn_command_info *cmd;
   const char *line; /* its request, as sent */
   size_t len;
-  const char *world;         /* the world it named (world.create's too), or NULL */
-  const scn_entity *created; /* with --cluster: the ids it created, in order */
+  const char *world;         /* cluster: the world it named (world.create's too), or NULL;
+                                a copy, valid even after the command freed the world */
+  const scn_entity *created; /* with --data or --cluster: the ids it created, in order */
   size_t ncreated;
   scn_world *const *touched; /* entity.destroy with --cluster: the worlds that had it */
   size_t ntouched;

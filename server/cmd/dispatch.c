@@ -233,12 +233,16 @@ int scn_run_command(scn_ctx *ctx, const scn_command_info *cmd, const scn_fields 
     a.world = scn_world_name(ctx->world);
   if (scn_args_decode(&a, rest, err) < 0)
     return -1;
-  if (ctx->srv->gstore && !ctx->in_batch)
-    ctx->world_name = a.world;
+  if (ctx->srv->gstore && !ctx->in_batch && a.world) {
+    /* A copy: the handler may free the world (world.destroy), and the journal needs its
+     * group after that. */
+    snprintf(ctx->d->world_name, sizeof ctx->d->world_name, "%s", a.world);
+    ctx->world_name = ctx->d->world_name;
+  }
   return handlers[cmd->id](ctx, &a, out, err);
 }
 
-/* Replay of a journal record that created entities (cluster): the same ids again. */
+/* Replay of a journal record that created entities: the same ids again. */
 static int expect_created(scn_scene *scene, const cJSON *v, scn_dispatch *d, scn_wire_error *err) {
   int n = cJSON_GetArraySize(v);
   scn_entity *ids = cJSON_IsArray(v) ? scn_ids_scratch(d, (size_t)n + 1) : NULL;
@@ -316,7 +320,7 @@ static int execute(scn_dispatch *d, scn_conn *c, const char *line, size_t len, b
                "%zu bytes of output wait for this connection, over output-limit (%llu): read "
                "the responses, then retry",
                scn_conn_queued(c), (unsigned long long)srv->cfg.output_limit);
-    } else if (srv->gstore && !c && (rq->f.present & SCN_F(created)) &&
+    } else if (!c && (rq->f.present & SCN_F(created)) &&
                expect_created(srv->scene, rq->f.v[SCN_F_created], d, &err) < 0) {
       /* err says why the ids cannot be made again */
     } else {
@@ -326,17 +330,15 @@ static int execute(scn_dispatch *d, scn_conn *c, const char *line, size_t len, b
                      .rule = c && srv->acl ? scn_acl_rule_of(srv->acl, &c->who) : NULL,
                      .id = rq->id,
                      .id_item = id_item};
-      if (srv->gstore) {
-        scn_entity_recorded_clear(srv->scene);
-        d->ntouched = 0;
-      }
+      scn_entity_recorded_clear(srv->scene);
+      d->ntouched = 0;
       if (id_item)
         scn_reply_begin(reply, id_item);
       else
         scn_reply_begin_raw(reply, rq->id.p, rq->id.len);
       rc = scn_run_command(&ctx, cmd, &rq->f, reply, &err);
       world_name = ctx.world_name;
-      if (srv->gstore && !c)
+      if (!c)
         scn_entity_expect(srv->scene, NULL, 0); /* a failed replay leaves none behind */
       if (rc == 0 && reply->failed)
         rc = scn_fail(&err, SCN_W_INTERNAL, "out of memory building the reply");
@@ -358,8 +360,8 @@ static int execute(scn_dispatch *d, scn_conn *c, const char *line, size_t len, b
       scn_reply_end(reply);
     if (c && !*deferred) {
       scn_done done = {.cmd = cmd, .line = line, .len = len, .world = world_name};
+      done.ncreated = scn_entity_recorded(srv->scene, &done.created);
       if (srv->gstore) {
-        done.ncreated = scn_entity_recorded(srv->scene, &done.created);
         done.touched = d->touched;
         done.ntouched = d->ntouched;
         if (world_name && (cmd->flags & SCN_CMD_MUTATES))

@@ -30,6 +30,7 @@ struct scn_dispatch {
   const scn_command_info *last_cmd; /* the last command run: clients repeat themselves */
   scn_entity *ids;                  /* scratch id list (entity.create, children) */
   size_t ids_cap;
+  char world_name[SCN_NAME_MAX + 1]; /* cluster: the world the command named, for the journal */
 };
 
 typedef struct scn_ctx {
@@ -43,7 +44,7 @@ typedef struct scn_ctx {
   scn_span id;            /* the request's id as sent (p NULL: see id_item) */
   const cJSON *id_item;   /* the id when its text was not found */
   bool deferred;          /* the handler answers later (save); the connection waits */
-  const char *world_name; /* cluster: the world the command names, for the journal */
+  const char *world_name; /* cluster: d->world_name once the command named a world */
   bool over_output;       /* refused: the response would take the output over its limit */
 } scn_ctx;
 

@@ -128,13 +128,81 @@ static int create_ranged(scn_scene *scene, size_t count, scn_entity *out) {
   }
   if (made < count) {
     while (made--)
-      scn__entity_uncreate(scene, out[made]);
+      scn__entity_uncreate(scene, out[made], false);
     return SCN_NOMEM;
   }
   ents->expect_head += expected;
   if (ents->expect_head == ents->expect.len)
     ents->expect.len = ents->expect_head = 0;
   return record(ents, out, count);
+}
+
+static bool id_valid(scn_entity id) {
+  uint32_t slot = (uint32_t)id;
+  return id != SCN_ENTITY_NONE && id <= SCN_ENTITY_MAX && slot != 0 && slot <= SLOT_LIMIT &&
+         (id >> 32) < GEN_LIMIT;
+}
+
+/* Checks that every expected id can be made now, all of them together: its slot free (or
+ * beyond the slots in use), its generation not older than the slot's, no slot twice. Slots
+ * are marked while checked and unmarked before returning, so nothing changes. */
+static int check_expected(scn__entities *ents, const scn_entity *ids, size_t n) {
+  uint64_t top = ents->slots;
+  for (size_t k = 0; k < n; k++) {
+    if (!id_valid(ids[k]))
+      return SCN_INVALID;
+    if ((uint32_t)ids[k] > top)
+      top = (uint32_t)ids[k];
+  }
+  if (reserve_slots(ents, top + 1) != SCN_OK)
+    return SCN_NOMEM;
+  int rc = SCN_OK;
+  size_t k = 0;
+  for (; k < n; k++) {
+    uint32_t slot = (uint32_t)ids[k];
+    if (ents->state[slot] != SLOT_FREE) {
+      rc = SCN_EXISTS;
+      break;
+    }
+    if (slot <= ents->slots && (uint32_t)(ids[k] >> 32) < ents->gen[slot]) {
+      rc = SCN_INVALID; /* an id older than the slot: it was destroyed already */
+      break;
+    }
+    ents->state[slot] = SLOT_ALIVE;
+  }
+  while (k--)
+    ents->state[(uint32_t)ids[k]] = SLOT_FREE;
+  if (rc == SCN_OK && scn__vec_reserve(&ents->free_slots, sizeof(uint32_t),
+                                       ents->free_slots.len + (top - ents->slots) + n) != SCN_OK)
+    rc = SCN_NOMEM;
+  return rc;
+}
+
+/* Takes the slot of a checked expected id: out of the free list, or by growing the slots
+ * (those passed over become free, reused after the ones already free). true when the slot
+ * was the next fresh one, which an undo gives back by shrinking the count. */
+static bool take_expected(scn__entities *ents, scn_entity id) {
+  uint32_t slot = (uint32_t)id;
+  bool fresh = slot == ents->slots + 1;
+  if (slot > ents->slots) {
+    uint32_t gap = slot - ents->slots - 1;
+    uint32_t *fs = ents->free_slots.data;
+    memmove(fs + gap, fs, sizeof *fs * ents->free_slots.len);
+    for (uint32_t g = 0; g < gap; g++)
+      fs[g] = slot - 1 - g; /* the lowest of them reused first */
+    ents->free_slots.len += gap;
+    ents->slots = slot;
+  } else {
+    uint32_t *fs = ents->free_slots.data;
+    size_t i = ents->free_slots.len;
+    while (i-- > 0 && fs[i] != slot) {
+    }
+    memmove(fs + i, fs + i + 1, sizeof *fs * (ents->free_slots.len - i - 1));
+    ents->free_slots.len--;
+  }
+  ents->gen[slot] = (uint32_t)(id >> 32);
+  ents->state[slot] = SLOT_ALIVE;
+  return fresh;
 }
 
 int scn_entity_create(scn_scene *scene, size_t count, scn_entity *out) {
@@ -145,8 +213,16 @@ int scn_entity_create(scn_scene *scene, size_t count, scn_entity *out) {
     return SCN_LIMIT;
   if (ents->ranged)
     return create_ranged(scene, count, out);
-  size_t reuse = ents->free_slots.len < count ? ents->free_slots.len : count;
-  uint64_t fresh = count - reuse;
+  size_t expected = ents->expect.len - ents->expect_head;
+  if (expected > count)
+    expected = count;
+  const scn_entity *want = (const scn_entity *)ents->expect.data + ents->expect_head;
+  int rc = expected ? check_expected(ents, want, expected) : SCN_OK;
+  if (rc != SCN_OK)
+    return rc;
+  size_t rest = count - expected;
+  size_t reuse = ents->free_slots.len < rest ? ents->free_slots.len : rest;
+  uint64_t fresh = rest - reuse;
   if ((uint64_t)ents->slots + fresh > SLOT_LIMIT)
     return SCN_LIMIT;
   if (reserve_slots(ents, (uint64_t)ents->slots + fresh + 1) != SCN_OK)
@@ -157,19 +233,29 @@ int scn_entity_create(scn_scene *scene, size_t count, scn_entity *out) {
            SCN_OK))
     return SCN_NOMEM;
   for (size_t k = 0; k < count; k++) {
-    uint32_t slot =
-        k < reuse ? SCN_VEC_AT(ents->free_slots, uint32_t, --ents->free_slots.len) : ++ents->slots;
-    ents->state[slot] = SLOT_ALIVE;
-    out[k] = make_id(ents->gen[slot], slot);
+    bool fresh_slot;
+    if (k < expected) {
+      fresh_slot = take_expected(ents, want[k]);
+      out[k] = want[k];
+    } else {
+      fresh_slot = ents->free_slots.len == 0;
+      uint32_t slot = fresh_slot ? ++ents->slots
+                                 : SCN_VEC_AT(ents->free_slots, uint32_t, --ents->free_slots.len);
+      ents->state[slot] = SLOT_ALIVE;
+      out[k] = make_id(ents->gen[slot], slot);
+    }
     if (scn__recording(scene))
-      scn__undo_push(scene, SCN_UNDO_ENTITY_CREATED, NULL, out[k]);
+      scn__undo_push(scene, SCN_UNDO_ENTITY_CREATED, NULL, out[k])->fresh_slot = fresh_slot;
   }
   ents->alive += count;
+  ents->expect_head += expected;
+  if (ents->expect_head == ents->expect.len)
+    ents->expect.len = ents->expect_head = 0;
   return record(ents, out, count);
 }
 
 /* Batch rollback: the id never escaped, so the slot goes back without a new generation. */
-void scn__entity_uncreate(scn_scene *scene, scn_entity e) {
+void scn__entity_uncreate(scn_scene *scene, scn_entity e, bool fresh_slot) {
   scn__entities *ents = &scene->ents;
   uint32_t slot;
   if (!decode(ents, e, &slot))
@@ -182,7 +268,9 @@ void scn__entity_uncreate(scn_scene *scene, scn_entity e) {
       SCN_VEC_AT(ents->ranges, uint32_t, 0) = slot;
     return;
   }
-  if (slot == ents->slots)
+  /* (A reused slot that is the highest one must go back to the free list, not shrink the
+   * count: that would forget its generation, and a snapshot would bring its old id back.) */
+  if (fresh_slot && slot == ents->slots)
     ents->slots--;
   else
     SCN_VEC_AT(ents->free_slots, uint32_t, ents->free_slots.len++) = slot;
@@ -339,8 +427,6 @@ int scn_entity_forget(scn_scene *scene, scn_entity id) {
 
 int scn_entity_expect(scn_scene *scene, const scn_entity *ids, size_t n) {
   scn__entities *ents = &scene->ents;
-  if (!ents->ranged)
-    return SCN_STATE;
   ents->expect.len = ents->expect_head = 0;
   if (n == 0)
     return SCN_OK;

@@ -23,6 +23,7 @@ typedef struct gs_part {
   int journal_fd;
   scn_buf pending;
   uint64_t unsynced, changes;
+  uint64_t stamp; /* the command that last wrote to it (gs->stamp) */
 } gs_part;
 
 typedef struct gs_stats {
@@ -45,7 +46,8 @@ struct scn_gstore {
   void *replay_ud;
   scn_fence_fn may_write;
   void *fence_ud;
-  scn_buf line; /* a journal line with the created ids */
+  scn_buf line;   /* a journal line with the created ids */
+  uint64_t stamp; /* moves on with each command journaled to several parts */
   uv_timer_t fsync_timer, autosave_timer;
   int open_timers;
   bool started;
@@ -107,71 +109,40 @@ static void commit_all(scn_gstore *gs) {
   gs->npending = left;
 }
 
-static void append(scn_gstore *gs, gs_part *p, const char *line, size_t len) {
+static void append(scn_gstore *gs, gs_part *p, const scn_done *d) {
   if (p->pending.len == 0)
     gs->npending++;
-  scn_journal_encode(&p->pending, line, len);
+  scn_journal_encode_command(&p->pending, &gs->line, d->line, d->len, d->created, d->ncreated);
   p->changes++;
   gs->stats.journal_records++;
-}
-
-/* The line, with "created": [ids] added when the command made entities. */
-static void journal_line(scn_gstore *gs, const scn_done *d, const char **line, size_t *len) {
-  *line = d->line;
-  *len = d->len;
-  if (!d->ncreated)
-    return;
-  size_t end = d->len;
-  while (end > 0 && d->line[end - 1] != '}')
-    end--;
-  if (end == 0)
-    return;
-  scn_buf *b = &gs->line;
-  b->len = 0;
-  b->failed = false;
-  scn_buf_add(b, d->line, end - 1);
-  scn_buf_adds(b, ",\"created\":");
-  scn_buf_add_id_list(b, d->created, d->ncreated);
-  scn_buf_addc(b, '}');
-  if (!b->failed) {
-    *line = b->data;
-    *len = b->len;
-  }
 }
 
 static void after_command(void *ud, const scn_done *d) {
   scn_gstore *gs = ud;
   if (!(d->cmd->flags & SCN_CMD_MUTATES))
     return;
-  const char *line;
-  size_t len;
-  journal_line(gs, d, &line, &len);
   char group[SCN_NAME_MAX + 1];
   if (d->world) {
     scn_group_of(d->world, group);
     gs_part *p = find(gs, group);
     if (p)
-      append(gs, p, line, len);
+      append(gs, p, d);
     else
       scn_log(SCN_LOG_ERROR, "journal: a command on a group this daemon does not hold", "group=%s",
               group);
     return;
   }
   /* entity.create and entity.destroy: the node's journal, and every group that had it. */
-  append(gs, &gs->node, line, len);
-  gs_part *seen[16];
-  size_t nseen = 0;
+  append(gs, &gs->node, d);
+  /* Each group once, however many of its worlds had the entity. */
+  gs->stamp++;
   for (size_t i = 0; i < d->ntouched; i++) {
     scn_group_of(scn_world_name(d->touched[i]), group);
     gs_part *p = find(gs, group);
-    bool dup = false;
-    for (size_t k = 0; k < nseen; k++)
-      dup |= seen[k] == p;
-    if (!p || dup)
+    if (!p || p->stamp == gs->stamp)
       continue;
-    append(gs, p, line, len);
-    if (nseen < 16)
-      seen[nseen++] = p;
+    p->stamp = gs->stamp;
+    append(gs, p, d);
   }
 }
 

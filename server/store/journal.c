@@ -23,6 +23,27 @@ void scn_journal_encode(scn_buf *buf, const char *line, size_t len) {
   buf->len += SCN_JOURNAL_HEADER + len;
 }
 
+void scn_journal_encode_command(scn_buf *buf, scn_buf *scratch, const char *line, size_t len,
+                                const uint64_t *created, size_t ncreated) {
+  size_t end = len;
+  while (ncreated && end > 0 && line[end - 1] != '}')
+    end--;
+  if (!ncreated || end == 0) {
+    scn_journal_encode(buf, line, len);
+    return;
+  }
+  scratch->len = 0;
+  scratch->failed = false;
+  scn_buf_add(scratch, line, end - 1);
+  scn_buf_adds(scratch, ",\"created\":");
+  scn_buf_add_id_list(scratch, created, ncreated);
+  scn_buf_addc(scratch, '}');
+  if (!scratch->failed)
+    scn_journal_encode(buf, scratch->data, scratch->len);
+  else
+    buf->failed = true;
+}
+
 /* A record that starts at off and is intact; its length in *len. */
 static bool intact(const unsigned char *data, size_t size, size_t off, uint32_t *len) {
   if (size - off < SCN_JOURNAL_HEADER)

@@ -14,6 +14,12 @@
 /* Appends one record to buf. */
 void scn_journal_encode(scn_buf *buf, const char *line, size_t len);
 
+/* Appends a command's record: its request line, with "created":[ids] added as its last member
+ * when it made entities, so that a replay makes exactly those ids again (whatever order the
+ * free slots came back in). scratch is reused from call to call. */
+void scn_journal_encode_command(scn_buf *buf, scn_buf *scratch, const char *line, size_t len,
+                                const uint64_t *created, size_t ncreated);
+
 typedef bool (*scn_replay_fn)(void *ud, const char *line, size_t len);
 
 typedef struct scn_journal_scan {

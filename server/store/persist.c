@@ -32,7 +32,7 @@ static void after_command(void *ud, const scn_done *d) {
   scn_persist *p = ud;
   if (!(d->cmd->flags & SCN_CMD_MUTATES))
     return;
-  scn_journal_encode(&p->pending, d->line, d->len);
+  scn_journal_encode_command(&p->pending, &p->line, d->line, d->len, d->created, d->ncreated);
   p->changes++;
   p->stats.journal_records++;
 }
@@ -127,6 +127,7 @@ scn_persist *scn_persist_open(scn_server *srv, scn_replay_fn replay, void *repla
     if (p->lock_fd >= 0)
       close(p->lock_fd);
     scn_buf_free(&p->pending);
+    scn_buf_free(&p->line);
     free(p);
     return NULL;
   }
@@ -171,6 +172,7 @@ int scn_persist_close(scn_persist *p) {
     free(w);
   }
   scn_buf_free(&p->pending);
+  scn_buf_free(&p->line);
   if (p->lock_fd >= 0)
     close(p->lock_fd);
   /* the timers' memory is p's: it goes once the loop has closed them */

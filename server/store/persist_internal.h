@@ -29,6 +29,7 @@ struct scn_persist {
   int journal_fd;
   uint64_t gen; /* generation of the journal being appended to */
   scn_buf pending;
+  scn_buf line; /* a record's line with the ids its command created */
   uint64_t unsynced;
   uint64_t changes; /* mutations since the last snapshot started */
   pid_t child;

@@ -29,6 +29,7 @@
   X(daemon_torture)                                                                                \
   X(daemon_tls)                                                                                    \
   X(daemon_acl)                                                                                    \
+  X(crash)                                                                                         \
   X(cluster)
 
 /* A suite's tests, in the order they run. */

@@ -544,6 +544,68 @@ static void test_ranged(void) {
   scn_scene_free(s);
 }
 
+/* A rolled-back creation that reused the highest slot gives it back to the free list: the
+ * slot count stays, so the slot's generation is kept (in a snapshot too), and the next
+ * creation reuses it as if the rollback never happened. */
+static void test_rollback_keeps_highest_free_slot(void) {
+  scn_scene *s = scn_scene_new(NULL);
+  scn_entity ids[3], again;
+  OK(scn_entity_create(s, 3, ids));
+  OK(scn_entity_destroy(s, ids[2])); /* the highest slot is free now, one generation on */
+  OK(scn_batch_begin(s));
+  OK(scn_entity_create(s, 1, &again));
+  CU_ASSERT_EQUAL(again, (UINT64_C(1) << 32) | 3);
+  scn_batch_rollback(s);
+  CU_ASSERT_EQUAL(scn_entity_slot_count(s), 3);
+  const uint32_t *order;
+  CU_ASSERT_EQUAL_FATAL(scn_entity_free_order(s, &order), 1);
+  CU_ASSERT_EQUAL(order[0], 3);
+  CU_ASSERT_EQUAL(new_entity(s), (UINT64_C(1) << 32) | 3);
+  /* A fresh slot rolled back shrinks the count again. */
+  OK(scn_batch_begin(s));
+  OK(scn_entity_create(s, 2, ids));
+  CU_ASSERT_EQUAL(ids[0], 4);
+  scn_batch_rollback(s);
+  CU_ASSERT_EQUAL(scn_entity_slot_count(s), 3);
+  CU_ASSERT_EQUAL(scn_entity_free_order(s, &order), 0);
+  CU_ASSERT_EQUAL(new_entity(s), 4);
+  scn_scene_free(s);
+}
+
+/* Expected ids without ranges (a standalone replay): made exactly, whatever the free list
+ * would have given, all or nothing. */
+static void test_expect_plain(void) {
+  scn_scene *s = scn_scene_new(NULL);
+  scn_entity ids[5], got[3];
+  OK(scn_entity_create(s, 5, ids));
+  OK(scn_entity_destroy(s, ids[1]));
+  OK(scn_entity_destroy(s, ids[3])); /* free: 2 then 4 (4 reused first) */
+  scn_entity want[3] = {(UINT64_C(1) << 32) | 2, 7, (UINT64_C(1) << 32) | 4};
+  OK(scn_entity_expect(s, want, 3));
+  OK(scn_entity_create(s, 3, got));
+  CU_ASSERT_EQUAL(memcmp(got, want, sizeof want), 0);
+  CU_ASSERT_EQUAL(scn_entity_slot_count(s), 7);
+  CU_ASSERT(scn_entity_alive(s, want[0]) && scn_entity_alive(s, want[1]));
+  CU_ASSERT(!scn_entity_alive(s, ids[1]));
+  CU_ASSERT_EQUAL(new_entity(s), 6); /* the slot passed over is free */
+  /* Refused, with nothing made: a live slot, an id older than its slot, a slot twice. */
+  size_t alive = scn_entity_count(s);
+  scn_entity busy[2] = {8, 3};
+  OK(scn_entity_expect(s, busy, 2));
+  CU_ASSERT_EQUAL(scn_entity_create(s, 2, got), SCN_EXISTS);
+  OK(scn_entity_destroy(s, want[1])); /* slot 7 is at generation 1 now */
+  scn_entity stale = 7;
+  OK(scn_entity_expect(s, &stale, 1));
+  CU_ASSERT_EQUAL(scn_entity_create(s, 1, got), SCN_INVALID);
+  scn_entity twice[2] = {9, 9};
+  OK(scn_entity_expect(s, twice, 2));
+  CU_ASSERT_EQUAL(scn_entity_create(s, 2, got), SCN_EXISTS);
+  CU_ASSERT_EQUAL(scn_entity_count(s), alive - 1);
+  CU_ASSERT(!scn_entity_alive(s, 8) && !scn_entity_alive(s, 9));
+  OK(scn_entity_expect(s, NULL, 0));
+  scn_scene_free(s);
+}
+
 int scn_test_register_core_entity(void) {
   static const scn_test tests[] = {
       {"create many at once, ids positive and below 2^53", test_create_many},
@@ -555,6 +617,8 @@ int scn_test_register_core_entity(void) {
       {"entity_restore round trip and refusals", test_restore},
       {"entity_restore and retired slots", test_restore_retired},
       {"ranged ids: ranges, retire, adopt, expect, record, forget", test_ranged},
+      {"a rollback keeps the highest free slot", test_rollback_keeps_highest_free_slot},
+      {"expected ids without ranges", test_expect_plain},
   };
   return SCN_ADD_SUITE("core_entity", NULL, NULL, tests);
 }
