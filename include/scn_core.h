@@ -140,6 +140,13 @@ int scn_entity_forget(scn_scene *scene, scn_entity id);
  * (or beyond the slots in use) and its generation not older than the slot's; otherwise the
  * creation fails (SCN_EXISTS, SCN_INVALID). n 0 drops expectations left over. */
 int scn_entity_expect(scn_scene *scene, const scn_entity *ids, size_t n);
+/* A tag the embedding program keeps with each entity, for its own bookkeeping (a cluster
+ * records which group an entity belongs to, so that one with no transform still goes where
+ * its group goes). Creations and adoptions get the default (0 until set); the tag lives until
+ * the entity is destroyed. scn_entity_home is 0 for an id that is not alive. */
+void scn_entity_home_default(scn_scene *scene, uint32_t home);
+int scn_entity_set_home(scn_scene *scene, scn_entity e, uint32_t home);
+uint32_t scn_entity_home(const scn_scene *scene, scn_entity e);
 /* While on, every id created is recorded (in order) until scn_entity_recorded_clear. */
 void scn_entity_record(scn_scene *scene, bool on);
 size_t scn_entity_recorded(const scn_scene *scene, const scn_entity **ids);

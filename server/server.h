@@ -34,6 +34,7 @@ typedef struct scn_done {
   size_t ncreated;
   scn_world *const *touched; /* entity.destroy with --cluster: the worlds that had it */
   size_t ntouched;
+  uint32_t home; /* entity.destroy with --cluster: the entity's home tag (scn_entity_home) */
 } scn_done;
 
 /* What a module wants to hear of. Every function may be NULL; ud is passed back. */

@@ -373,9 +373,10 @@ static void log_owner(const group *g, const char *old, const char *new_, int64_t
  * them now (its snapshot lists them), and they must not come back here as this node's own. */
 static void unload(scn_cluster *cl, group *g, const char *to, const char *to_addr) {
   scn_server *srv = cl->srv;
+  uint32_t home = scn_gstore_home(srv->gstore, g->name);
   scn_gstore_release(srv->gstore, g->name);
   size_t nused;
-  scn_entity *used = scn_group_entities(srv->scene, g->name, &nused);
+  scn_entity *used = scn_group_entities(srv->scene, g->name, home, &nused);
   for (size_t i = scn_world_count(srv->scene); i-- > 0;) {
     scn_world *w = scn_world_at(srv->scene, i);
     char name[SCN_NAME_MAX + 1];
@@ -389,6 +390,14 @@ static void unload(scn_cluster *cl, group *g, const char *to, const char *to_add
   for (size_t i = 0; i < nused; i++)
     scn_entity_forget(srv->scene, used[i]); /* refused while another world uses it */
   free(used);
+  /* What the group made and another group here still uses stays, as this node's own. */
+  for (uint32_t s = 1, n = scn_entity_slot_count(srv->scene); home != SCN_HOME_NONE && s <= n;
+       s++) {
+    bool alive;
+    scn_entity id = scn_entity_slot_id(srv->scene, s, &alive);
+    if (alive && scn_entity_home(srv->scene, id) == home)
+      scn_entity_set_home(srv->scene, id, 0);
+  }
   srv->worlds_gen++;
   g->state = G_NONE;
   g->epoch = 0;

@@ -267,7 +267,7 @@ int scn_cmd_entity_create(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wir
   scn_entity *ids = scn_ids_scratch(ctx->d, count);
   if (!ids)
     return scn_fail(err, SCN_W_INTERNAL, "out of memory");
-  if (a->world && !ctx->srv->cluster && !scn_world_find(ctx->srv->scene, a->world))
+  if (a->world && !scn_world_find(ctx->srv->scene, a->world))
     return scn_fail(err, SCN_W_NOT_FOUND, "world \"%s\" not found", a->world);
   int rc = scn_entity_create(ctx->srv->scene, count, ids);
   if (rc != SCN_OK)
@@ -281,8 +281,10 @@ int scn_cmd_entity_destroy(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wi
   (void)out;
   scn_scene *scene = ctx->srv->scene;
   if (ctx->srv->gstore) {
-    /* Each group's journal that had the entity records its end. */
+    /* Each group's journal that had the entity records its end, and the journal of the group
+     * it belongs to. */
     scn_dispatch *d = ctx->d;
+    d->touched_home = scn_entity_home(scene, a->entity);
     for (size_t i = 0; i < scn_world_count(scene); i++) {
       scn_world *w = scn_world_at(scene, i);
       if (!scn_transform_exists(w, a->entity))

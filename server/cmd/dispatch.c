@@ -4,6 +4,7 @@
 #include "cmd/handlers.h"
 #include "ops/json_arena.h"
 #include "ops/log.h"
+#include "store/groups.h"
 #include "store/persist.h"
 
 #include <stdio.h>
@@ -238,6 +239,14 @@ int scn_run_command(scn_ctx *ctx, const scn_command_info *cmd, const scn_fields 
      * group after that. */
     snprintf(ctx->d->world_name, sizeof ctx->d->world_name, "%s", a.world);
     ctx->world_name = ctx->d->world_name;
+    /* A change from a client is applied only where its group's journal is open: one that
+     * named a world of a group this daemon does not hold (entity.create with a world nobody
+     * has made) would be answered ok and written nowhere. (A replay runs while its group
+     * loads, before it is held.) */
+    char group[SCN_NAME_MAX + 1];
+    scn_group_of(a.world, group);
+    if (ctx->conn && (cmd->flags & SCN_CMD_MUTATES) && !scn_gstore_holds(ctx->srv->gstore, group))
+      return scn_fail(err, SCN_W_NOT_FOUND, "world \"%s\" not found", a.world);
   }
   return handlers[cmd->id](ctx, &a, out, err);
 }
@@ -332,6 +341,7 @@ static int execute(scn_dispatch *d, scn_conn *c, const char *line, size_t len, b
                      .id_item = id_item};
       scn_entity_recorded_clear(srv->scene);
       d->ntouched = 0;
+      d->touched_home = 0;
       if (id_item)
         scn_reply_begin(reply, id_item);
       else
@@ -364,6 +374,7 @@ static int execute(scn_dispatch *d, scn_conn *c, const char *line, size_t len, b
       if (srv->gstore) {
         done.touched = d->touched;
         done.ntouched = d->ntouched;
+        done.home = d->touched_home;
         if (world_name && (cmd->flags & SCN_CMD_MUTATES))
           scn_cluster_note_ack(srv->cluster, c);
       }

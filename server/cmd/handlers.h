@@ -27,6 +27,7 @@ struct scn_dispatch {
   struct held *held;   /* those requests (cluster) */
   scn_world **touched; /* entity.destroy in a cluster: the worlds that had the entity */
   size_t ntouched, touched_cap;
+  uint32_t touched_home;            /* entity.destroy in a cluster: the entity's home tag */
   const scn_command_info *last_cmd; /* the last command run: clients repeat themselves */
   scn_entity *ids;                  /* scratch id list (entity.create, children) */
   size_t ids_cap;

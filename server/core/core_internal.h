@@ -98,7 +98,7 @@ typedef struct scn__hist {
   uint64_t start;  /* oldest tick whose closing state the records can give */
   bool broken;     /* a record found no memory: the history restarts at the next close */
   scn__ring ring[SCN_HIST_RINGS];
-  scn__ring aside[2]; /* last rows kept aside, of the world and local rings */
+  scn__ring aside[2];                /* last rows kept aside, of the world and local rings */
   uint64_t (*bound)[SCN_HIST_RINGS]; /* per tick (index tick & bound_mask): its first records */
   uint32_t bound_mask;
   uint64_t begin[SCN_HIST_RINGS]; /* where the open tick's records begin */
@@ -211,11 +211,13 @@ typedef struct scn__entities {
   /* Ranged mode (a cluster): new ids come only from the slot ranges given, and a destroyed
    * slot is retired, never reused. */
   bool ranged;
-  scn__vec ranges;    /* uint32_t pairs [next, end) not yet used up, oldest first */
-  scn__vec expect;    /* scn_entity: ids the next creations must give (replay) */
-  size_t expect_head; /* the next of them */
-  bool recording;     /* created ids are appended to recorded */
-  scn__vec recorded;  /* scn_entity */
+  scn__vec ranges;       /* uint32_t pairs [next, end) not yet used up, oldest first */
+  scn__vec expect;       /* scn_entity: ids the next creations must give (replay) */
+  size_t expect_head;    /* the next of them */
+  bool recording;        /* created ids are appended to recorded */
+  scn__vec recorded;     /* scn_entity */
+  uint32_t *home;        /* per slot: the embedder's tag (a cluster's group), see scn_entity_home */
+  uint32_t default_home; /* what creations and adoptions get */
 } scn__entities;
 
 struct scn_scene {

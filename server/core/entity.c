@@ -45,6 +45,11 @@ static int reserve_slots(scn__entities *ents, uint64_t need) {
   if (!state)
     return SCN_NOMEM;
   ents->state = state;
+  uint32_t *home = realloc(ents->home, sizeof *home * cap);
+  if (!home)
+    return SCN_NOMEM;
+  ents->home = home;
+  memset(ents->home + ents->cap, 0, sizeof *home * (cap - ents->cap));
   memset(ents->state + ents->cap, SLOT_FREE, cap - ents->cap);
   memset(ents->gen + ents->cap, 0, sizeof *gen * (cap - ents->cap));
   ents->cap = (uint32_t)cap;
@@ -121,6 +126,7 @@ static int create_ranged(scn_scene *scene, size_t count, scn_entity *out) {
       ents->slots = slot;
     ents->gen[slot] = (uint32_t)(id >> 32);
     ents->state[slot] = SLOT_ALIVE;
+    ents->home[slot] = ents->default_home;
     ents->alive++;
     out[made] = id;
     if (scn__recording(scene))
@@ -202,6 +208,7 @@ static bool take_expected(scn__entities *ents, scn_entity id) {
   }
   ents->gen[slot] = (uint32_t)(id >> 32);
   ents->state[slot] = SLOT_ALIVE;
+  ents->home[slot] = ents->default_home;
   return fresh;
 }
 
@@ -242,6 +249,7 @@ int scn_entity_create(scn_scene *scene, size_t count, scn_entity *out) {
       uint32_t slot = fresh_slot ? ++ents->slots
                                  : SCN_VEC_AT(ents->free_slots, uint32_t, --ents->free_slots.len);
       ents->state[slot] = SLOT_ALIVE;
+      ents->home[slot] = ents->default_home;
       out[k] = make_id(ents->gen[slot], slot);
     }
     if (scn__recording(scene))
@@ -331,6 +339,7 @@ int scn_entity_restore(scn_scene *scene, uint32_t slot_count, const uint32_t *ge
   ents->slots = slot_count;
   ents->alive = 0;
   ents->free_slots.len = 0;
+  memset(ents->home, 0, sizeof *ents->home * ((size_t)slot_count + 1));
   /* Push free slots highest first so the lowest is reused first, as before the restart. */
   for (uint32_t s = slot_count; s >= 1; s--) {
     ents->gen[s] = generations[s - 1];
@@ -406,6 +415,7 @@ int scn_entity_adopt(scn_scene *scene, scn_entity id) {
     ents->slots = slot;
   ents->gen[slot] = gen;
   ents->state[slot] = SLOT_ALIVE;
+  ents->home[slot] = ents->default_home;
   ents->alive++;
   return SCN_OK;
 }
@@ -446,7 +456,23 @@ size_t scn_entity_recorded(const scn_scene *scene, const scn_entity **ids) {
 
 void scn_entity_recorded_clear(scn_scene *scene) { scene->ents.recorded.len = 0; }
 
+void scn_entity_home_default(scn_scene *scene, uint32_t home) { scene->ents.default_home = home; }
+
+int scn_entity_set_home(scn_scene *scene, scn_entity e, uint32_t home) {
+  uint32_t slot;
+  if (!decode(&scene->ents, e, &slot))
+    return SCN_NOT_FOUND;
+  scene->ents.home[slot] = home;
+  return SCN_OK;
+}
+
+uint32_t scn_entity_home(const scn_scene *scene, scn_entity e) {
+  uint32_t slot;
+  return decode(&scene->ents, e, &slot) ? scene->ents.home[slot] : 0;
+}
+
 void scn__entities_free(scn__entities *ents) {
+  free(ents->home);
   free(ents->gen);
   free(ents->state);
   scn__vec_free(&ents->free_slots);

@@ -24,6 +24,7 @@ typedef struct gs_part {
   scn_buf pending;
   uint64_t unsynced, changes;
   uint64_t stamp; /* the command that last wrote to it (gs->stamp) */
+  uint32_t home;  /* the entity home tag of what it made (the node's part: 0) */
 } gs_part;
 
 typedef struct gs_stats {
@@ -46,8 +47,9 @@ struct scn_gstore {
   void *replay_ud;
   scn_fence_fn may_write;
   void *fence_ud;
-  scn_buf line;   /* a journal line with the created ids */
-  uint64_t stamp; /* moves on with each command journaled to several parts */
+  scn_buf line;       /* a journal line with the created ids */
+  uint64_t stamp;     /* moves on with each command journaled to several parts */
+  uint32_t next_home; /* the home tag the next group acquired gets */
   uv_timer_t fsync_timer, autosave_timer;
   int open_timers;
   bool started;
@@ -125,6 +127,10 @@ static void after_command(void *ud, const scn_done *d) {
   if (d->world) {
     scn_group_of(d->world, group);
     gs_part *p = find(gs, group);
+    /* What a command on a group made belongs to the group, transform or not: it goes where
+     * the group goes. */
+    for (size_t i = 0; p && i < d->ncreated; i++)
+      scn_entity_set_home(gs->srv->scene, d->created[i], p->home);
     if (p)
       append(gs, p, d);
     else
@@ -132,10 +138,19 @@ static void after_command(void *ud, const scn_done *d) {
               group);
     return;
   }
-  /* entity.create and entity.destroy: the node's journal, and every group that had it. */
-  append(gs, &gs->node, d);
-  /* Each group once, however many of its worlds had the entity. */
+  /* entity.create and entity.destroy: the journal of the entity's home (the node's, or a
+   * group's), and of every group that had a transform of it. */
+  if (d->home == 0)
+    append(gs, &gs->node, d);
+  /* Each group once, however many of its worlds had the entity, and the group it belongs to
+   * (which may have no transform of it). */
   gs->stamp++;
+  gs->node.stamp = gs->stamp;
+  for (size_t i = 0; d->home && i < gs->nparts; i++)
+    if (gs->parts[i]->home == d->home) {
+      gs->parts[i]->stamp = gs->stamp;
+      append(gs, gs->parts[i], d);
+    }
   for (size_t i = 0; i < d->ntouched; i++) {
     scn_group_of(scn_world_name(d->touched[i]), group);
     gs_part *p = find(gs, group);
@@ -188,7 +203,7 @@ static int write_snapshot(scn_gstore *gs, gs_part *p, uint64_t *bytes) {
   if (fd < 0)
     return -1;
   char err[4600];
-  scn_snapshot_part part = {p->name[0] ? p->name : NULL, p->epoch};
+  scn_snapshot_part part = {p->name[0] ? p->name : NULL, p->epoch, p->home};
   if (scn_snapshot_write_part(gs->srv->scene, &part, gen, p->dir, bytes, err, sizeof err) != 0) {
     close(fd);
     char path[4600];
@@ -396,8 +411,14 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, bool m
   uint64_t t0 = uv_hrtime();
   scn_chain chain = {0};
   carry c = {gs, {0}};
-  if (n.found && scn__load_chain(&srv->scene, n.dir, srv->cfg.recover, false, carry_line, &c,
-                                 &chain, err, errlen) != 0) {
+  /* Every entity the load brings (its snapshot's, and those its records make) is the group's. */
+  uint32_t home = gs->next_home++;
+  scn_entity_home_default(srv->scene, home);
+  int loaded = n.found ? scn__load_chain(&srv->scene, n.dir, srv->cfg.recover, false, carry_line,
+                                         &c, &chain, err, errlen)
+                       : 0;
+  scn_entity_home_default(srv->scene, 0);
+  if (loaded != 0) {
     scn_buf_free(&c.records);
     return -1;
   }
@@ -416,6 +437,7 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, bool m
   }
   gs->parts = parts;
   snprintf(p->name, sizeof p->name, "%s", group);
+  p->home = home;
   /* The new epoch's directory is made under a temporary name and renamed once complete, so a
    * daemon that looks for the newest epoch never finds a half-written one. What goes in is a
    * copy of what is durable already, so it needs no fence; the fence guards what follows. */
@@ -475,6 +497,11 @@ void scn_gstore_release(scn_gstore *gs, const char *group) {
     gs->last = 0;
     return;
   }
+}
+
+uint32_t scn_gstore_home(const scn_gstore *gs, const char *group) {
+  gs_part *p = find((scn_gstore *)gs, group);
+  return p ? p->home : SCN_HOME_NONE;
 }
 
 bool scn_gstore_holds(const scn_gstore *gs, const char *group) {
@@ -538,7 +565,7 @@ int scn_gstore_migrate(scn_gstore *gs, uint32_t *max_slot, char *err, size_t err
       continue; /* written for an earlier world of the group */
     uint64_t bytes;
     int fd = -1;
-    scn_snapshot_part part = {group, 0};
+    scn_snapshot_part part = {group, 0, SCN_HOME_NONE}; /* (the old layout had no homes) */
     if (mkdir_one(gdir) != 0 || mkdir_one(dir) != 0 || (fd = scn_journal_open(dir, 1)) < 0 ||
         scn_snapshot_write_part(old, &part, 1, dir, &bytes, err, errlen) != 0) {
       if (fd < 0)
@@ -629,6 +656,7 @@ scn_gstore *scn_gstore_open(scn_server *srv, const char *node, scn_replay_fn rep
   gs->replay_ud = replay_ud;
   gs->lock_fd = -1;
   gs->node.journal_fd = -1;
+  gs->next_home = 1;
   snprintf(gs->data, sizeof gs->data, "%s", srv->cfg.data_dir);
   snprintf(gs->groups_dir, sizeof gs->groups_dir, "%s/groups", gs->data);
   char nodes[4200];

@@ -61,6 +61,9 @@ int scn_gstore_save_all(scn_gstore *gs, uint64_t *bytes);
 /* Stops persisting group: records not yet written are dropped (they were never answered). */
 void scn_gstore_release(scn_gstore *gs, const char *group);
 bool scn_gstore_holds(const scn_gstore *gs, const char *group);
+/* The entity home tag of a group held (scn_entity_home): what the group made, transform or
+ * not, goes with it. SCN_HOME_NONE when the group is not held. */
+uint32_t scn_gstore_home(const scn_gstore *gs, const char *group);
 /* Whether the group has a directory in DATA/groups (it exists, owned or not). */
 bool scn_gstore_on_disk(const scn_gstore *gs, const char *group);
 /* Calls fn for every group with a directory in DATA/groups. */

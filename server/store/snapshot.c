@@ -152,6 +152,8 @@ static int cmp_id(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+static void sort_unique(id_list *l);
+
 /* The ids used by the worlds of group (every world when group is NULL), sorted, once each. */
 static bool used_ids(scn_scene *scene, const char *group, id_list *l) {
   for (size_t i = 0; i < scn_world_count(scene); i++) {
@@ -159,6 +161,11 @@ static bool used_ids(scn_scene *scene, const char *group, id_list *l) {
     if (!group || scn_world_in_group(scn_world_name(w), group))
       scn_world_visit_transforms(w, collect_id, l);
   }
+  sort_unique(l);
+  return !l->failed;
+}
+
+static void sort_unique(id_list *l) {
   if (l->len)
     qsort(l->ids, l->len, sizeof *l->ids, cmp_id);
   size_t n = 0;
@@ -166,12 +173,33 @@ static bool used_ids(scn_scene *scene, const char *group, id_list *l) {
     if (n == 0 || l->ids[n - 1] != l->ids[i])
       l->ids[n++] = l->ids[i];
   l->len = n;
-  return !l->failed;
 }
 
-scn_entity *scn_group_entities(scn_scene *scene, const char *group, size_t *n) {
+/* A part's entities, sorted, each once: those its group's worlds use (none for the node's
+ * part, group NULL), and those alive with the part's home tag and no transform in any world
+ * (made for the group, or the node's own, and not placed yet). */
+static bool part_ids(scn_scene *scene, const char *group, uint32_t home, id_list *l) {
+  id_list used = {0};
+  bool ok = (!group || used_ids(scene, group, l)) && used_ids(scene, NULL, &used);
+  uint32_t slots = scn_entity_slot_count(scene);
+  size_t k = 0;
+  for (uint32_t s = 1; ok && s <= slots; s++) {
+    bool alive;
+    scn_entity id = scn_entity_slot_id(scene, s, &alive);
+    while (k < used.len && used.ids[k] < id)
+      k++;
+    if (!alive || (k < used.len && used.ids[k] == id) || scn_entity_home(scene, id) != home)
+      continue;
+    collect_id(l, id, SCN_ENTITY_NONE, NULL, NULL);
+  }
+  free(used.ids);
+  sort_unique(l);
+  return ok && !l->failed;
+}
+
+scn_entity *scn_group_entities(scn_scene *scene, const char *group, uint32_t home, size_t *n) {
   id_list l = {0};
-  if (!used_ids(scene, group, &l)) {
+  if (!part_ids(scene, group, home, &l)) {
     free(l.ids);
     l.ids = NULL;
     l.len = 0;
@@ -180,41 +208,17 @@ scn_entity *scn_group_entities(scn_scene *scene, const char *group, size_t *n) {
   return l.ids;
 }
 
-/* A part: the epoch, the entities (a group's: those its worlds use; a node's: those alive
- * with no transform anywhere), then the group's worlds. */
+/* A part: the epoch, its entities (part_ids), then the group's worlds. */
 static bool put_part(writer *w, scn_scene *scene, const scn_snapshot_part *part) {
-  id_list used = {0};
-  if (!used_ids(scene, part->group, &used)) {
-    free(used.ids);
+  id_list ids = {0};
+  if (!part_ids(scene, part->group, part->home, &ids)) {
+    free(ids.ids);
     return false;
   }
   put_u64(w, part->epoch);
-  if (part->group) {
-    put_u64(w, used.len);
-    put(w, used.ids, sizeof *used.ids * used.len);
-  } else {
-    uint32_t slots = scn_entity_slot_count(scene);
-    uint64_t n = 0;
-    size_t k = 0;
-    for (int pass = 0; pass < 2; pass++) {
-      if (pass)
-        put_u64(w, n);
-      k = 0;
-      for (uint32_t s = 1; s <= slots; s++) {
-        bool alive;
-        scn_entity id = scn_entity_slot_id(scene, s, &alive);
-        while (k < used.len && used.ids[k] < id)
-          k++;
-        if (!alive || (k < used.len && used.ids[k] == id))
-          continue;
-        if (pass)
-          put_u64(w, id);
-        else
-          n++;
-      }
-    }
-  }
-  free(used.ids);
+  put_u64(w, ids.len);
+  put(w, ids.ids, sizeof *ids.ids * ids.len);
+  free(ids.ids);
   uint32_t worlds = 0;
   for (size_t i = 0; part->group && i < scn_world_count(scene); i++)
     worlds += scn_world_in_group(scn_world_name(scn_world_at(scene, i)), part->group);

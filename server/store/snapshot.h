@@ -27,19 +27,24 @@
 #define SCN_SNAPSHOT_VERSION_PART 4
 
 /* Which part of a scene a version 3 snapshot holds. */
+/* A home tag no entity has. */
+#define SCN_HOME_NONE UINT32_MAX
+
 typedef struct scn_snapshot_part {
   const char *group; /* the worlds of this group (name up to the first '.'); NULL: no world,
                         and the entities alive without a transform in any world */
   uint64_t epoch;    /* the owner's fencing epoch, recorded in the file */
+  uint32_t home;     /* the entity home tag of what belongs to the part (the node's: 0) */
 } scn_snapshot_part;
 
 /* Whether world name is in group (its name up to the first '.', or the whole name). */
 bool scn_world_in_group(const char *name, const char *group);
 /* The group of a world: its name up to the first '.' (out: SCN_NAME_MAX + 1 bytes). */
 void scn_group_of(const char *world, char *out);
-/* The entities the group's worlds use, sorted, each once (caller frees; NULL with *n 0 when
- * there are none or memory ran out). */
-scn_entity *scn_group_entities(scn_scene *scene, const char *group, size_t *n);
+/* A part's entities, sorted, each once: those the group's worlds use (group NULL: none), and
+ * those alive with the home tag and no transform in any world (caller frees; NULL with *n 0
+ * when there are none or memory ran out). */
+scn_entity *scn_group_entities(scn_scene *scene, const char *group, uint32_t home, size_t *n);
 
 /* Writes scene to path via a temporary file: written, fsynced, renamed, directory fsynced.
  * Returns 0 and the file size, or -1 with a message in err. */

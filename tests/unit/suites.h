@@ -30,7 +30,8 @@
   X(daemon_tls)                                                                                    \
   X(daemon_acl)                                                                                    \
   X(crash)                                                                                         \
-  X(cluster)
+  X(cluster)                                                                                       \
+  X(cluster_crash)
 
 /* A suite's tests, in the order they run. */
 typedef struct scn_test {

@@ -87,7 +87,7 @@ static void fixture_free(fixture *f) {
 static void write_group(fixture *f) {
   char err[512];
   uint64_t bytes;
-  scn_snapshot_part part = {"g", EPOCH};
+  scn_snapshot_part part = {.group = "g", .epoch = EPOCH, .home = 1};
   CU_ASSERT_EQUAL_FATAL(scn_snapshot_write_part(f->src, &part, 1, f->dir, &bytes, err, sizeof err),
                         0);
   CU_ASSERT_EQUAL_FATAL(scn_history_file_write(f->src, "g", EPOCH, f->dir, &bytes, err, sizeof err),

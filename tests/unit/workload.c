@@ -440,8 +440,10 @@ static bool same_answer(workload *w, const cJSON *sub_in, const cJSON *ref_in, i
   }
   for (size_t i = 0; same && i < ns; i++) {
     if (sids[i] == 0 || rids[i] == 0) {
-      same = sids[i] == rids[i];
-      why = "a parent is null on one side only";
+      if (sids[i] != rids[i]) {
+        same = false;
+        why = "a parent is null on one side only";
+      }
       continue;
     }
     int k = find_ent(w, 0, sids[i]);
