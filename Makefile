@@ -40,6 +40,7 @@ CLIENT_LIB := $(BUILD)/libscnclient.a
 SCENE_BENCH := $(BUILD)/scene-bench
 SCENECTL  := $(BUILD)/scenectl
 TEST_BIN  := $(BUILD)/scened-tests
+JOURNAL_TEST_BIN := $(BUILD)/journal-tests
 BENCH_BIN := $(BUILD)/bench-core
 DECODE_BENCH := $(BUILD)/bench-decode
 
@@ -62,7 +63,7 @@ THREE      := $(NPM_DIR)/node_modules/three
 
 .PHONY: all deps test test-web test-timeout-check www bench soak run clean format exhaustive-f32 layering fuzz valgrind cluster
 
-all: $(SCENED) $(SCENECTL) $(SCENE_BENCH) $(CORE_LIB) $(PROTO_LIB) $(TEST_BIN) $(BENCH_BIN) $(DECODE_BENCH) $(BUILD)/f32-exhaustive \
+all: $(SCENED) $(SCENECTL) $(SCENE_BENCH) $(CORE_LIB) $(PROTO_LIB) $(TEST_BIN) $(JOURNAL_TEST_BIN) $(BENCH_BIN) $(DECODE_BENCH) $(BUILD)/f32-exhaustive \
      $(WWW_STAMP)
 
 # Install missing system packages once per checkout (re-checked when the script changes).
@@ -124,6 +125,13 @@ TEST_STORE_OBJ := $(addprefix $(BUILD)/obj/server/,store/history_file.o store/sn
 $(TEST_BIN): $(UNIT_OBJ) $(BUILD)/obj/server/stream/frame.o $(TEST_STORE_OBJ) $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcunit $(CLIENT_LIBS) $(LDLIBS)
 
+# The journal's property without a daemon: the dispatcher and the store in this process.
+JOURNAL_TEST_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/journal/*.c)) \
+                    $(BUILD)/obj/tests/unit/workload.o $(BUILD)/obj/tests/unit/harness.o
+$(JOURNAL_TEST_BIN): $(JOURNAL_TEST_OBJ) $(filter-out %/server/main.o,$(SERVER_OBJ)) $(CLIENT_LIB) \
+                     $(PROTO_LIB) $(CORE_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcunit $(SERVER_LIBS) $(LDLIBS)
+
 $(BENCH_BIN): $(BUILD)/obj/tests/bench/bench_core.o $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -143,7 +151,8 @@ layering: $(SCENED) $(CLIENT_LIB) $(SCENECTL) $(SCENE_BENCH)
 # Integration suites start $(SCENED) on an ephemeral port; SCENED_BIN tells them where it is.
 # Then the WebSocket and browser tests (Node's test runner); the browser test needs Debian's
 # Chromium, which scripts/install-deps.sh installs.
-test: layering $(TEST_BIN) $(SCENED) $(SCENECTL) $(WWW_STAMP)
+test: layering $(TEST_BIN) $(JOURNAL_TEST_BIN) $(SCENED) $(SCENECTL) $(WWW_STAMP)
+	$(JOURNAL_TEST_BIN)
 	SCENED_BIN=$(abspath $(SCENED)) SCENECTL_BIN=$(abspath $(SCENECTL)) $(TEST_BIN)
 	@$(MAKE) --no-print-directory test-timeout-check
 	@$(MAKE) --no-print-directory test-web

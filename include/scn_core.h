@@ -128,9 +128,15 @@ int scn_entity_add_slots(scn_scene *scene, uint32_t first, uint32_t count);
 /* Slots a ranged scene can still hand out. */
 uint64_t scn_entity_slots_left(const scn_scene *scene);
 /* Makes id (slot and generation as given) alive in a ranged scene: SCN_OK when it now is
- * (also when it already was), SCN_EXISTS when its slot holds another generation or was
- * retired, SCN_INVALID for an id no scene could have made. */
+ * (also when it already was, and when it is the very id whose destruction retired the slot
+ * here: a group loaded again from an older snapshot brings it back until its journal destroys
+ * it again), SCN_EXISTS when its slot holds another generation, SCN_INVALID for an id no scene
+ * could have made. */
 int scn_entity_adopt(scn_scene *scene, scn_entity id);
+/* The retired ids scn_entity_adopt brought back since the last clear: a loader retires again
+ * those that what it loaded does not use. */
+size_t scn_entity_revived(const scn_scene *scene, const scn_entity **ids);
+void scn_entity_revived_clear(scn_scene *scene);
 /* A ranged scene lets go of an entity that another daemon now keeps (its group moved away):
  * it is no longer alive here, and can be adopted again, with its id, if the group comes back.
  * SCN_STATE while it still has a transform in some world. */

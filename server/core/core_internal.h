@@ -218,6 +218,7 @@ typedef struct scn__entities {
   scn__vec recorded;     /* scn_entity */
   uint32_t *home;        /* per slot: the embedder's tag (a cluster's group), see scn_entity_home */
   uint32_t default_home; /* what creations and adoptions get */
+  scn__vec revived;      /* scn_entity: retired ids adopted again (scn_entity_revived) */
 } scn__entities;
 
 struct scn_scene {

@@ -405,12 +405,21 @@ int scn_entity_adopt(scn_scene *scene, scn_entity id) {
   if (id == SCN_ENTITY_NONE || id > SCN_ENTITY_MAX || slot == 0 || slot > SLOT_LIMIT ||
       gen >= GEN_LIMIT)
     return SCN_INVALID;
-  if (slot <= ents->slots && ents->state[slot] != SLOT_FREE)
-    return ents->state[slot] == SLOT_ALIVE && ents->gen[slot] == gen ? SCN_OK : SCN_EXISTS;
+  if (slot <= ents->slots && ents->state[slot] == SLOT_ALIVE)
+    return ents->gen[slot] == gen ? SCN_OK : SCN_EXISTS;
+  /* A slot retired here comes back only as the very id that was destroyed here: a group that
+   * moved away and back lists it in an older snapshot, whose journal then destroys it again. */
+  if (slot <= ents->slots && ents->state[slot] == SLOT_RETIRED && ents->gen[slot] != gen)
+    return SCN_EXISTS;
   if (ents->alive + 1 > scene->limits.max_entities)
     return SCN_LIMIT;
   if (reserve_slots(ents, (uint64_t)slot + 1) != SCN_OK)
     return SCN_NOMEM;
+  if (slot <= ents->slots && ents->state[slot] == SLOT_RETIRED) {
+    if (scn__vec_reserve(&ents->revived, sizeof(scn_entity), ents->revived.len + 1) != SCN_OK)
+      return SCN_NOMEM;
+    SCN_VEC_AT(ents->revived, scn_entity, ents->revived.len++) = id;
+  }
   if (slot > ents->slots)
     ents->slots = slot;
   ents->gen[slot] = gen;
@@ -456,6 +465,13 @@ size_t scn_entity_recorded(const scn_scene *scene, const scn_entity **ids) {
 
 void scn_entity_recorded_clear(scn_scene *scene) { scene->ents.recorded.len = 0; }
 
+size_t scn_entity_revived(const scn_scene *scene, const scn_entity **ids) {
+  *ids = scene->ents.revived.data;
+  return scene->ents.revived.len;
+}
+
+void scn_entity_revived_clear(scn_scene *scene) { scene->ents.revived.len = 0; }
+
 void scn_entity_home_default(scn_scene *scene, uint32_t home) { scene->ents.default_home = home; }
 
 int scn_entity_set_home(scn_scene *scene, scn_entity e, uint32_t home) {
@@ -479,5 +495,6 @@ void scn__entities_free(scn__entities *ents) {
   scn__vec_free(&ents->ranges);
   scn__vec_free(&ents->expect);
   scn__vec_free(&ents->recorded);
+  scn__vec_free(&ents->revived);
   memset(ents, 0, sizeof *ents);
 }

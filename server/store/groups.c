@@ -392,6 +392,23 @@ static bool carry_over(gs_part *p, const char *old_dir, const scn_chain *chain,
   return true;
 }
 
+/* An entity destroyed here comes back while a group that moved away and back loads from a
+ * snapshot older than the destruction; its journal destroys it again, unless the destruction
+ * was recorded elsewhere (the group had let go of it before): then it is retired again here
+ * once nothing loaded uses it, so that a destroyed id stays destroyed. */
+static void retire_revived(scn_scene *scene) {
+  const scn_entity *ids;
+  size_t n = scn_entity_revived(scene, &ids);
+  for (size_t i = 0; i < n; i++) {
+    bool used = false;
+    for (size_t w = 0; !used && w < scn_world_count(scene); w++)
+      used = scn_transform_exists(scn_world_at(scene, w), ids[i]);
+    if (!used && scn_entity_alive(scene, ids[i]))
+      scn_entity_destroy(scene, ids[i]);
+  }
+  scn_entity_revived_clear(scene);
+}
+
 int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, bool moved_in, char *err,
                        size_t errlen) {
   scn_server *srv = gs->srv;
@@ -414,10 +431,12 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, bool m
   /* Every entity the load brings (its snapshot's, and those its records make) is the group's. */
   uint32_t home = gs->next_home++;
   scn_entity_home_default(srv->scene, home);
+  scn_entity_revived_clear(srv->scene);
   int loaded = n.found ? scn__load_chain(&srv->scene, n.dir, srv->cfg.recover, false, carry_line,
                                          &c, &chain, err, errlen)
                        : 0;
   scn_entity_home_default(srv->scene, 0);
+  retire_revived(srv->scene);
   if (loaded != 0) {
     scn_buf_free(&c.records);
     return -1;

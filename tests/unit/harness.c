@@ -592,7 +592,7 @@ bool scn_make_certs(char *dir, size_t cap) {
   return code == 0;
 }
 
-double scn_metric(const char *page, const char *name) {
+double page_metric(const char *page, const char *name) {
   size_t len = strlen(name);
   for (const char *line = page; line && *line;
        line = strchr(line, '\n'), line = line ? line + 1 : NULL)

@@ -140,7 +140,7 @@ int scn_https_raw(int port, const scn_tls_files *tls, const char *req, char **re
 int scn_https_get(int port, const scn_tls_files *tls, const char *path, char **resp);
 
 /* The value of the sample "name value" on a Prometheus text page, -1 when there is none. */
-double scn_metric(const char *page, const char *name);
+double page_metric(const char *page, const char *name);
 
 /* A child process with its stdin fed and its stdout and stderr collected. */
 typedef struct scn_proc {

@@ -262,17 +262,17 @@ static void test_routing_moved(void) {
   /* The figures: MOVED answers counted (also by code), groups owned, the lease, etcd. */
   char *page = NULL;
   CU_ASSERT_EQUAL(scn_http_get(k.d[1].http_port, "/metrics", &page), 200);
-  CU_ASSERT(scn_metric(page, "scened_cluster_moved_total") >= 17 * 1);
-  CU_ASSERT(scn_metric(page, "scened_cluster_groups_owned") == 1);
-  CU_ASSERT(scn_metric(page, "scened_cluster_registered") == 1);
-  CU_ASSERT(scn_metric(page, "scened_cluster_lease_renewals_total") >= 0);
-  CU_ASSERT(scn_metric(page, "scened_cluster_lease_remaining_seconds") > 0);
-  CU_ASSERT(scn_metric(page, "scened_etcd_request_seconds_count") > 0);
+  CU_ASSERT(page_metric(page, "scened_cluster_moved_total") >= 17 * 1);
+  CU_ASSERT(page_metric(page, "scened_cluster_groups_owned") == 1);
+  CU_ASSERT(page_metric(page, "scened_cluster_registered") == 1);
+  CU_ASSERT(page_metric(page, "scened_cluster_lease_renewals_total") >= 0);
+  CU_ASSERT(page_metric(page, "scened_cluster_lease_remaining_seconds") > 0);
+  CU_ASSERT(page_metric(page, "scened_etcd_request_seconds_count") > 0);
   CU_ASSERT_PTR_NOT_NULL(strstr(page, "scened_command_errors_total{code=\"MOVED\"}"));
   free(page);
   page = NULL;
   CU_ASSERT_EQUAL(scn_http_get(k.d[2].http_port, "/metrics", &page), 200);
-  CU_ASSERT(scn_metric(page, "scened_etcd_failovers_total") >= 1); /* its dead first endpoint */
+  CU_ASSERT(page_metric(page, "scened_etcd_failovers_total") >= 1); /* its dead first endpoint */
   free(page);
   page = NULL;
   CU_ASSERT_EQUAL(scn_http_get(k.d[0].http_port, "/readyz", &page), 200);

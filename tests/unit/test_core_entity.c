@@ -494,7 +494,15 @@ static void test_ranged(void) {
   /* Destroyed: retired, never valid again, not handed out again. */
   CU_ASSERT_EQUAL(scn_entity_destroy(s, 1000), SCN_OK);
   CU_ASSERT_FALSE(scn_entity_alive(s, 1000));
-  CU_ASSERT_EQUAL(scn_entity_adopt(s, 1000), SCN_EXISTS);
+  CU_ASSERT_EQUAL(scn_entity_adopt(s, (UINT64_C(1) << 32) | 1000), SCN_EXISTS);
+  /* (only the id retired here comes back, and is listed as revived) */
+  const scn_entity *revived;
+  CU_ASSERT_EQUAL(scn_entity_revived(s, &revived), 0);
+  CU_ASSERT_EQUAL(scn_entity_adopt(s, 1000), SCN_OK);
+  CU_ASSERT_EQUAL(scn_entity_revived(s, &revived), 1);
+  CU_ASSERT_EQUAL(revived[0], 1000);
+  scn_entity_revived_clear(s);
+  CU_ASSERT_EQUAL(scn_entity_destroy(s, 1000), SCN_OK);
   CU_ASSERT_EQUAL(scn_entity_add_slots(s, 5000, 10), SCN_OK);
   CU_ASSERT_EQUAL(scn_entity_create(s, 2, ids), SCN_OK);
   CU_ASSERT_EQUAL(ids[0], 1002);

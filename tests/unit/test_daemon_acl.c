@@ -204,7 +204,7 @@ static void test_every_command_needs_its_right(void) {
     char sample[128];
     snprintf(sample, sizeof sample, "scened_unauthorized_total{command=\"%s\"}",
              scn_commands[i].name);
-    CU_ASSERT_EQUAL(scn_metric(page, sample), 1);
+    CU_ASSERT_EQUAL(page_metric(page, sample), 1);
   }
   free(page);
   scn_client_close(&op);

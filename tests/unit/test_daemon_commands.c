@@ -2712,7 +2712,7 @@ static void test_http(void) {
   CU_ASSERT_EQUAL(scn_http_get(port, "/metrics", &resp), 200);
   CU_ASSERT_PTR_NOT_NULL(strstr(resp, "\n# TYPE "));
   CU_ASSERT_PTR_NOT_NULL(strstr(resp, "# TYPE scened_commands_total counter\n"));
-  double before = scn_metric(resp, "scened_commands_total{command=\"ping\"}");
+  double before = page_metric(resp, "scened_commands_total{command=\"ping\"}");
   CU_ASSERT_TRUE(before >= 0);
   free(resp);
   scn_client c;
@@ -2722,7 +2722,7 @@ static void test_http(void) {
     scn_client_close(&c);
   }
   CU_ASSERT_EQUAL(scn_http_get(port, "/metrics", &resp), 200);
-  CU_ASSERT_EQUAL(scn_metric(resp, "scened_commands_total{command=\"ping\"}"), before + 3);
+  CU_ASSERT_EQUAL(page_metric(resp, "scened_commands_total{command=\"ping\"}"), before + 3);
   free(resp);
   CU_ASSERT_EQUAL(scn_http_get(port, "/nope", &resp), 404);
   free(resp);

@@ -63,7 +63,7 @@ static double https_metric(const scn_daemon *d, const char *sample) {
   scn_tls_files t = trust_ours();
   char *page;
   int status = scn_https_get(d->http_port, &t, "/metrics", &page);
-  double v = status == 200 ? scn_metric(page, sample) : -1;
+  double v = status == 200 ? page_metric(page, sample) : -1;
   free(page);
   return v;
 }
@@ -725,7 +725,7 @@ static void test_client_certificates(void) {
   char *page = NULL;
   CU_ASSERT_EQUAL(scn_https_get(d.http_port, &good, "/metrics", &page), 200);
   CU_ASSERT_TRUE(
-      scn_metric(page, "scened_tls_handshake_failures_total{reason=\"client_certificate\"}") >= 3);
+      page_metric(page, "scened_tls_handshake_failures_total{reason=\"client_certificate\"}") >= 3);
   free(page);
   STOP_OK(&d, 5000);
 }
@@ -794,8 +794,8 @@ static void test_https(void) {
   CU_ASSERT_EQUAL(scn_https_get(d.http_port, &t, "/metrics", &page), 200);
   const char *body = page ? strstr(page, "\r\n\r\n") : NULL;
   CU_ASSERT_PTR_NOT_NULL_FATAL(body);
-  CU_ASSERT_TRUE(scn_metric(body + 4, "scened_tls_handshakes_total{port=\"http\"}") >= 4);
-  double expiry = scn_metric(body + 4, "scened_tls_certificate_expiry_timestamp_seconds");
+  CU_ASSERT_TRUE(page_metric(body + 4, "scened_tls_handshakes_total{port=\"http\"}") >= 4);
+  double expiry = page_metric(body + 4, "scened_tls_certificate_expiry_timestamp_seconds");
   double now = (double)time(NULL);
   CU_ASSERT_TRUE(expiry > now + 800 * 86400.0 && expiry < now + 830 * 86400.0);
   char path[] = "/tmp/scened-tls-metrics-XXXXXX";

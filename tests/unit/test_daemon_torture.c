@@ -120,7 +120,7 @@ static double metric_value(int http_port, const char *name) {
   char *page = NULL;
   double v = -1;
   if (http_port > 0 && scn_http_get(http_port, "/metrics", &page) == 200)
-    v = scn_metric(page, name);
+    v = page_metric(page, name);
   free(page);
   return v;
 }

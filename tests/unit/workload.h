@@ -66,6 +66,7 @@ extern const char *const wl_command_names[WL_KINDS];
 /* The group names (cluster: the part of a world's name before the first '.'). */
 extern const char *const wl_group_names[WL_GROUPS];
 
+/* reference.send may be NULL: the subject alone, nothing compared (wl_step only). */
 void wl_init(workload *w, uint64_t seed, bool cluster, wl_side subject, wl_side reference);
 void wl_free(workload *w);
 /* One random command (a batch counts as one) on both sides; false (reported) when the two

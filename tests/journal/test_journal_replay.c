@@ -1,0 +1,294 @@
+/* The journal's own property, without a daemon, sockets or a loop: random workloads of every
+ * mutating command run through the real dispatcher as a client's requests, the journal records
+ * they make are kept (encoded by the function the daemon's journals use), and at many points a
+ * second scene is rebuilt from them (from nothing, or from a snapshot taken in the middle plus
+ * the records after it) and compared with the live one: entity slots, generations and the
+ * order free slots are reused in, worlds, transforms, parents, child order, names, and local
+ * and world matrices bit for bit.
+ *
+ * Its own program (it links the daemon's objects, which the integration suites must not).
+ * SCENED_SEED=N runs that seed; SCENED_SEEDS=N runs N random ones (default 20). */
+#include "../unit/workload.h"
+#include "cmd/dispatch.h"
+#include "net/conn.h"
+#include "server.h"
+#include "store/journal.h"
+#include "store/snapshot.h"
+#include "stream/stream.h"
+
+#include <CUnit/Basic.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- a daemon's state in this process ------------------------------------------------------ */
+
+typedef struct live {
+  scn_server srv;
+  scn_conn conn; /* a client: its replies land in conn.out.bytes */
+  scn_hooks hooks;
+  scn_buf journal; /* the records since the last snapshot */
+  scn_buf scratch;
+  size_t records;
+} live;
+
+static void record(void *ud, const scn_done *d) {
+  live *l = ud;
+  if (!(d->cmd->flags & SCN_CMD_MUTATES))
+    return;
+  scn_journal_encode_command(&l->journal, &l->scratch, d->line, d->len, d->created, d->ncreated);
+  l->records++;
+}
+
+static scn_scene *new_scene(void) {
+  scn_limits limits = {.max_worlds = 64, .max_transforms = 100000};
+  scn_scene *s = scn_scene_new(&limits);
+  scn_entity_record(s, true); /* as a daemon with --data */
+  return s;
+}
+
+static void server_open(scn_server *srv) {
+  memset(srv, 0, sizeof *srv);
+  char *argv[] = {"journal-tests", NULL};
+  char err[256];
+  scn_config_load(&srv->cfg, 1, argv, err, sizeof err);
+  srv->loop = uv_default_loop();
+  srv->scene = new_scene();
+  srv->stream = scn_stream_open(srv);
+  srv->dispatch = scn_dispatch_open(srv);
+}
+
+static void server_close(scn_server *srv) {
+  scn_dispatch_close(srv->dispatch);
+  scn_stream_close(srv->stream);
+  scn_scene_free(srv->scene);
+}
+
+static void live_open(live *l) {
+  memset(l, 0, sizeof *l);
+  server_open(&l->srv);
+  l->conn.srv = &l->srv;
+  l->conn.authed = true;
+  l->conn.matrices = SCN_MATRICES_B64;
+  l->hooks = (scn_hooks){.ud = l, .after_command = record};
+  scn_server_add_hooks(&l->srv, &l->hooks);
+}
+
+static void live_close(live *l) {
+  server_close(&l->srv);
+  scn_buf_free(&l->conn.out.bytes);
+  scn_buf_free(&l->journal);
+  scn_buf_free(&l->scratch);
+}
+
+static bool live_send(void *ud, const wl_req *reqs, size_t n, cJSON **out) {
+  live *l = ud;
+  for (size_t i = 0; i < n; i++) {
+    scn_buf *b = &l->conn.out.bytes;
+    b->len = 0;
+    scn_dispatch_line(&l->conn, reqs[i].line, strlen(reqs[i].line));
+    out[i] = cJSON_ParseWithLength(b->data, b->len);
+    if (!out[i])
+      return false;
+  }
+  return true;
+}
+
+/* ---- comparing two scenes ------------------------------------------------------------------ */
+
+static char why[512];
+
+static bool differ(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static bool differ(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, sizeof why, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+static bool same_entities(scn_scene *a, scn_scene *b) {
+  if (scn_entity_slot_count(a) != scn_entity_slot_count(b))
+    return differ("slot count: %u live, %u replayed", scn_entity_slot_count(a),
+                  scn_entity_slot_count(b));
+  for (uint32_t s = 1; s <= scn_entity_slot_count(a); s++) {
+    bool alive_a, alive_b;
+    scn_entity ia = scn_entity_slot_id(a, s, &alive_a), ib = scn_entity_slot_id(b, s, &alive_b);
+    if (ia != ib || alive_a != alive_b)
+      return differ("slot %u: id %llu (alive %d) live, %llu (alive %d) replayed", s,
+                    (unsigned long long)ia, alive_a, (unsigned long long)ib, alive_b);
+  }
+  const uint32_t *fa, *fb;
+  size_t na = scn_entity_free_order(a, &fa), nb = scn_entity_free_order(b, &fb);
+  if (na != nb || (na && memcmp(fa, fb, sizeof *fa * na) != 0))
+    return differ("the order free slots are reused in differs (%zu live, %zu replayed)", na, nb);
+  return true;
+}
+
+typedef struct node_list {
+  scn_entity *ids;
+  size_t n, cap;
+} node_list;
+
+static void collect(void *ud, scn_entity e, scn_entity parent, const char *name,
+                    const float local[16]) {
+  (void)parent, (void)name, (void)local;
+  node_list *l = ud;
+  if (l->n == l->cap) {
+    l->cap = l->cap ? l->cap * 2 : 64;
+    l->ids = realloc(l->ids, sizeof *l->ids * l->cap);
+  }
+  l->ids[l->n++] = e;
+}
+
+static bool same_transform(scn_world *a, scn_world *b, scn_entity e) {
+  scn_transform_info ia, ib;
+  if (scn_transform_get(b, e, &ib) != SCN_OK)
+    return differ("transform %llu is missing after the replay", (unsigned long long)e);
+  scn_transform_get(a, e, &ia);
+  if (ia.parent != ib.parent || (ia.name == NULL) != (ib.name == NULL) ||
+      (ia.name && strcmp(ia.name, ib.name) != 0))
+    return differ("transform %llu: parent or name differs", (unsigned long long)e);
+  if (memcmp(ia.local, ib.local, sizeof ia.local) != 0 ||
+      memcmp(ia.world, ib.world, sizeof ia.world) != 0)
+    return differ("transform %llu: a matrix differs in its bits", (unsigned long long)e);
+  scn_entity ca[256], cb[256];
+  size_t na, nb;
+  scn_transform_children(a, e, ca, 256, &na);
+  scn_transform_children(b, e, cb, 256, &nb);
+  if (na != nb || memcmp(ca, cb, sizeof *ca * (na < 256 ? na : 256)) != 0)
+    return differ("transform %llu: its children or their order differ", (unsigned long long)e);
+  return true;
+}
+
+static bool same_worlds(scn_scene *a, scn_scene *b) {
+  if (scn_world_count(a) != scn_world_count(b))
+    return differ("world count: %zu live, %zu replayed", scn_world_count(a), scn_world_count(b));
+  for (size_t i = 0; i < scn_world_count(a); i++) {
+    scn_world *wa = scn_world_at(a, i), *wb = scn_world_find(b, scn_world_name(wa));
+    if (!wb)
+      return differ("world %s is missing after the replay", scn_world_name(wa));
+    if (scn_world_history(wa) != scn_world_history(wb) ||
+        scn_world_transform_count(wa) != scn_world_transform_count(wb))
+      return differ("world %s: history or transform count differs", scn_world_name(wa));
+    node_list l = {0};
+    scn_world_visit_transforms(wa, collect, &l);
+    bool same = true;
+    for (size_t k = 0; same && k < l.n; k++)
+      same = same_transform(wa, wb, l.ids[k]);
+    free(l.ids);
+    if (!same)
+      return false;
+  }
+  return true;
+}
+
+/* ---- the property -------------------------------------------------------------------------- */
+
+/* A scene rebuilt as a restart would: the snapshot in dir (if one was taken), then every
+ * record since, each of which must replay. */
+static bool rebuild_and_compare(live *l, const char *snapdir, bool have_snapshot, int step) {
+  scn_server r;
+  server_open(&r);
+  char err[512];
+  bool ok = true;
+  if (have_snapshot) {
+    scn_snapshot_info info;
+    ok = scn_snapshot_load(r.scene, snapdir, false, &info, err, sizeof err) == 1;
+    if (!ok)
+      snprintf(why, sizeof why, "the snapshot does not load: %.400s", err);
+  }
+  size_t at = 0, n = 0;
+  while (ok && at < l->journal.len) {
+    uint32_t head[3];
+    memcpy(head, l->journal.data + at, sizeof head);
+    const char *line = l->journal.data + at + SCN_JOURNAL_HEADER;
+    if (!scn_dispatch_replay(&r, line, head[1])) {
+      snprintf(why, sizeof why, "record %zu does not replay: %.*s", n, (int)head[1], line);
+      ok = false;
+    }
+    at += SCN_JOURNAL_HEADER + head[1];
+    n++;
+  }
+  ok = ok && same_entities(l->srv.scene, r.scene) && same_worlds(l->srv.scene, r.scene);
+  if (!ok)
+    fprintf(stderr, "\n  after step %d (%zu records%s): %s\n", step, n,
+            have_snapshot ? " after a snapshot" : "", why);
+  server_close(&r);
+  return ok;
+}
+
+static bool run_seed(uint64_t seed, int steps) {
+  live l;
+  live_open(&l);
+  workload w;
+  wl_init(&w, seed, false, (wl_side){live_send, &l}, (wl_side){NULL, NULL});
+  rng r = {seed ^ UINT64_C(0x10a5)};
+  char dir[] = "/tmp/scened-journal-XXXXXX";
+  bool ok = mkdtemp(dir) != NULL, have_snapshot = false;
+  int checks = 0, snapshots = 0;
+  for (int i = 0; ok && i < steps; i++) {
+    ok = wl_step(&w);
+    if (ok && rng_chance(&r, 0.25)) {
+      ok = rebuild_and_compare(&l, dir, have_snapshot, i);
+      checks++;
+    }
+    if (ok && rng_chance(&r, 0.02)) {
+      /* a snapshot, and the journal starts over after it (as a daemon's save) */
+      char err[512];
+      uint64_t bytes;
+      ok = scn_snapshot_write(l.srv.scene, 1, dir, &bytes, err, sizeof err) == 0;
+      l.journal.len = 0;
+      have_snapshot = true;
+      snapshots++;
+    }
+  }
+  ok = ok && rebuild_and_compare(&l, dir, have_snapshot, steps);
+  fprintf(stderr,
+          "\n  journal: seed %llu (SCENED_SEED=%llu replays it): %u commands, %zu records, "
+          "%d replays compared, %d snapshots, %zu entities: %s",
+          (unsigned long long)seed, (unsigned long long)seed, w.steps, l.records, checks + 1,
+          snapshots, w.nents, ok ? "same" : "DIFFERENT");
+  char path[64];
+  snprintf(path, sizeof path, "%s/snapshot.scn", dir);
+  unlink(path);
+  rmdir(dir);
+  wl_free(&w);
+  live_close(&l);
+  return ok;
+}
+
+static void test_replay_equals_live(void) {
+  const char *one = getenv("SCENED_SEED"), *many = getenv("SCENED_SEEDS");
+  const char *steps_s = getenv("SCENED_STEPS");
+  int steps = steps_s && atoi(steps_s) > 0 ? atoi(steps_s) : 400;
+  if (one && *one) {
+    CU_ASSERT(run_seed(strtoull(one, NULL, 10), steps));
+    return;
+  }
+  int n = many && atoi(many) > 0 ? atoi(many) : 20;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  rng r = {(uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)getpid()};
+  bool ok = true;
+  for (int i = 0; ok && i < n; i++) {
+    ok = run_seed(rng_next(&r) >> 16, steps);
+    CU_ASSERT(ok);
+  }
+}
+
+int main(void) {
+  if (CU_initialize_registry() != CUE_SUCCESS)
+    return 1;
+  CU_pSuite s = CU_add_suite("journal_replay", NULL, NULL);
+  CU_add_test(s, "random workloads: replaying the journal gives the live state",
+              test_replay_equals_live);
+  CU_basic_set_mode(CU_BRM_VERBOSE);
+  CU_basic_run_tests();
+  unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+  CU_cleanup_registry();
+  return failed ? 1 : 0;
+}
