@@ -300,8 +300,127 @@ static void test_random_cluster_crashes(void) {
   crash_check_coverage();
 }
 
+/* One call to daemon i that must answer ok (retried while it answers UNAVAILABLE, or MOVED
+ * to a daemon that was killed and whose groups this one takes over once its lease ends). */
+static cJSON *ok_at(pair *p, int i, const char *line) {
+  long deadline = scn_now_ms() + ROUTE_MS;
+  for (;;) {
+    cJSON *r = scn_client_call(&p->n[i].c, "%s", line);
+    const char *code = scn_resp_code(r);
+    int to = node_index(scn_resp_str(cJSON_GetObjectItemCaseSensitive(r, "error"), "node"));
+    bool wait = strcmp(code, "UNAVAILABLE") == 0 ||
+                (strcmp(code, "MOVED") == 0 && to >= 0 && !p->n[to].up);
+    if (scn_resp_ok(r) || !wait || scn_now_ms() > deadline) {
+      if (!scn_resp_ok(r))
+        scn_report(line, r);
+      CU_ASSERT(scn_resp_ok(r));
+      return r;
+    }
+    cJSON_Delete(r);
+    scn_sleep_ms(20);
+  }
+}
+
+static bool pair_start(pair *p, int nodes) {
+  memset(p, 0, sizeof *p);
+  bool ok = etcd_start(&p->e) && scn_temp_dir(p->data, sizeof p->data, "data");
+  for (int i = 0; ok && i < nodes; i++)
+    ok = node_start(p, i);
+  ok = ok && wait_joined(p);
+  CU_ASSERT(ok);
+  return ok;
+}
+
+static void pair_stop(pair *p) {
+  for (int i = 0; i < NODES; i++)
+    node_stop(p, i, SIGTERM);
+  etcd_stop(&p->e, SIGTERM);
+  remove_tree(p->e.dir);
+  remove_tree(p->data);
+}
+
+/* The user's report: one daemon and etcd, --fsync always; a world destroyed (answered ok), then
+ * kill -9 and a restart with the same data: the world stays destroyed, the other stays. */
+static void test_destroyed_world_stays_destroyed(void) {
+  pair p;
+  if (!pair_start(&p, 1)) {
+    pair_stop(&p);
+    return;
+  }
+  cJSON_Delete(ok_at(&p, 0, "{\"cmd\":\"world.create\",\"world\":\"g1.a\"}"));
+  cJSON_Delete(ok_at(&p, 0, "{\"cmd\":\"world.create\",\"world\":\"g1.b\"}"));
+  cJSON_Delete(ok_at(&p, 0, "{\"cmd\":\"transform.create\",\"world\":\"g1.a\"}"));
+  cJSON_Delete(ok_at(&p, 0, "{\"cmd\":\"world.destroy\",\"world\":\"g1.a\"}"));
+  node_stop(&p, 0, SIGKILL);
+  CU_ASSERT_FATAL(node_start(&p, 0));
+  /* once the group is served again (its old owner's lease had to expire) */
+  cJSON_Delete(ok_at(&p, 0, "{\"cmd\":\"transform.create\",\"world\":\"g1.b\"}"));
+  cJSON *r = ok_at(&p, 0, "{\"cmd\":\"world.list\"}");
+  const cJSON *worlds = cJSON_GetObjectItemCaseSensitive(r, "worlds");
+  CU_ASSERT_EQUAL(cJSON_GetArraySize(worlds), 1);
+  CU_ASSERT(scn_resp_str_is(cJSON_GetArrayItem(worlds, 0), "name", "g1.b"));
+  if (cJSON_GetArraySize(worlds) != 1)
+    scn_report("world.list after kill -9", r);
+  cJSON_Delete(r);
+  pair_stop(&p);
+}
+
+static unsigned long long id_of(cJSON *r, const char *field) {
+  unsigned long long id = scn_resp_id(r, field);
+  const cJSON *list = cJSON_GetObjectItemCaseSensitive(r, field);
+  if (!id && cJSON_IsArray(list) && cJSON_IsNumber(list->child))
+    id = (unsigned long long)list->child->valuedouble;
+  cJSON_Delete(r);
+  return id;
+}
+
+static void move(pair *p, int from, int to) {
+  char line[128];
+  snprintf(line, sizeof line, "{\"cmd\":\"world.move\",\"world\":\"g.a\",\"to\":\"%s\"}",
+           node_names[to]);
+  cJSON_Delete(ok_at(p, from, line));
+}
+
+/* An entity belongs to the group whose command made it, transform or not: it moves with the
+ * group and survives its owner's kill -9. One destroyed while the group was here stays
+ * destroyed when the group comes back from an older snapshot, and the group loads. */
+static void test_group_entities_travel(void) {
+  pair p;
+  if (!pair_start(&p, 2)) {
+    pair_stop(&p);
+    return;
+  }
+  char line[256];
+  cJSON_Delete(ok_at(&p, 0, "{\"cmd\":\"world.create\",\"world\":\"g.a\"}"));
+  unsigned long long gone =
+      id_of(ok_at(&p, 0, "{\"cmd\":\"transform.create\",\"world\":\"g.a\"}"), "entity");
+  unsigned long long bare = id_of(
+      ok_at(&p, 0, "{\"cmd\":\"entity.create\",\"world\":\"g.a\"}"), "entities");
+  CU_ASSERT_FATAL(gone && bare);
+  cJSON_Delete(ok_at(&p, 0, "{\"cmd\":\"save\"}")); /* the group's snapshot lists both */
+  snprintf(line, sizeof line, "{\"cmd\":\"entity.destroy\",\"entity\":%llu}", gone);
+  cJSON_Delete(ok_at(&p, 0, line));
+  move(&p, 0, 1);
+  move(&p, 1, 0); /* back where "gone" was destroyed, from the same snapshot */
+  snprintf(line, sizeof line,
+           "{\"cmd\":\"transform.create\",\"world\":\"g.a\",\"entity\":%llu}", gone);
+  CU_ASSERT(ERR(&p.n[0].c, "NOT_FOUND", "%s", line));
+  move(&p, 0, 1);
+  /* the entity without a transform went along; it survives its new owner's kill -9 */
+  node_stop(&p, 1, SIGKILL);
+  snprintf(line, sizeof line,
+           "{\"cmd\":\"transform.create\",\"world\":\"g.a\",\"entity\":%llu}", bare);
+  cJSON_Delete(ok_at(&p, 0, line));
+  snprintf(line, sizeof line, "{\"cmd\":\"entity.destroy\",\"entity\":%llu}", bare);
+  cJSON_Delete(ok_at(&p, 0, line));
+  pair_stop(&p);
+}
+
 int scn_test_register_cluster_crash(void) {
   static const scn_test tests[] = {
+      {"a destroyed world stays destroyed after kill -9", test_destroyed_world_stays_destroyed},
+      {"a group's entities travel with it, and destroyed ones stay destroyed",
+       test_group_entities_travel},
       {"random workloads: kill -9, SIGTERM, world.move and save against a reference",
        test_random_cluster_crashes},
   };
