@@ -198,8 +198,17 @@ bench: $(BENCH_BIN) $(DECODE_BENCH) $(SCENED) $(SCENE_BENCH)
 	BUILD=$(BUILD) scripts/bench.sh
 
 # A long mixed load (SOAK_MINUTES, default 3): fails when the daemon's memory keeps growing.
-soak: $(SCENED) $(SCENE_BENCH)
+# Then the randomized durability tests with many seeds (SOAK_SEEDS, SOAK_CLUSTER_SEEDS): the
+# journal's replay, kill -9 and restarts of a daemon, takeovers and moves in a cluster.
+SOAK_SEEDS ?= 200
+SOAK_CLUSTER_SEEDS ?= 30
+soak: $(SCENED) $(SCENE_BENCH) $(TEST_BIN) $(JOURNAL_TEST_BIN)
 	BUILD=$(BUILD) scripts/soak.sh
+	SCENED_SEEDS=$(SOAK_SEEDS) $(JOURNAL_TEST_BIN)
+	SCENED_SEEDS=$(SOAK_SEEDS) SCENED_TEST_TIMEOUT=7200 SCENED_BIN=$(abspath $(SCENED)) \
+	  $(TEST_BIN) daemon_crash
+	SCENED_SEEDS=$(SOAK_CLUSTER_SEEDS) SCENED_TEST_TIMEOUT=7200 SCENED_BIN=$(abspath $(SCENED)) \
+	  $(TEST_BIN) cluster_crash
 
 exhaustive-f32: $(BUILD)/f32-exhaustive
 	$(BUILD)/f32-exhaustive

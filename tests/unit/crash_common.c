@@ -73,3 +73,29 @@ void crash_check_coverage(void) {
     CU_ASSERT(answered_ok[k] > 0);
   }
 }
+
+void crash_watch(scn_client *c, workload *w) {
+  rng *r = &w->r;
+  const wl_world *wd = &w->worlds[rng_below(r, WL_WORLDS)];
+  uint32_t roll = rng_below(r, 100);
+  char line[256];
+  line[0] = '\0';
+  unsigned long long e = w->nents ? w->ents[rng_below(r, (uint32_t)w->nents)].id[0] : 1;
+  if (roll < 10)
+    snprintf(line, sizeof line, "{\"cmd\":\"subscribe\",\"world\":\"%s\"%s}", wd->name,
+             rng_chance(r, 0.3) ? ",\"hz\":7" : "");
+  else if (roll < 20)
+    snprintf(line, sizeof line, "{\"cmd\":\"subscribe\",\"world\":\"%s\",\"root\":%llu}", wd->name,
+             e);
+  else if (roll < 25)
+    snprintf(line, sizeof line, "{\"cmd\":\"unsubscribe\",\"sub\":%u}", 1 + rng_below(r, 40));
+  else if (roll < 45)
+    snprintf(line, sizeof line,
+             "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%llu,\"tick\":%u}", wd->name,
+             e, 1 + rng_below(r, 400));
+  if (line[0])
+    scn_client_send(c, line);
+  char *got;
+  while ((got = scn_client_recv(c, 0)))
+    free(got);
+}

@@ -23,6 +23,11 @@ void crash_seeds_read(crash_seeds *s, int fallback);
 /* Sends the requests to c in pipelined chunks and reads their answers in order. */
 bool crash_send_pipelined(scn_client *c, const wl_req *reqs, size_t n, cJSON **out);
 
+/* Reads on the side while the workload runs, for the sanitizers' sake: subscriptions (whole
+ * worlds, subtrees, capped rates) come and go, and past ticks are read, on connection c of the
+ * subject; whatever arrives is drained and not compared (a reference's ticks differ). */
+void crash_watch(scn_client *c, workload *w);
+
 /* Adds a finished workload's counts to the process's totals, and asserts (once the suite's
  * seeds ran) that each kind of command was sent and answered ok at least once. */
 void crash_count_kinds(const workload *w);

@@ -29,7 +29,7 @@
   X(daemon_torture)                                                                                \
   X(daemon_tls)                                                                                    \
   X(daemon_acl)                                                                                    \
-  X(crash)                                                                                         \
+  X(daemon_crash)                                                                                  \
   X(cluster)                                                                                       \
   X(cluster_crash)
 

@@ -30,6 +30,7 @@
 typedef struct node {
   scn_daemon d;
   scn_client c;
+  scn_client watch; /* a subscriber and reader of past ticks (crash_watch) */
   bool up;
 } node;
 
@@ -55,7 +56,7 @@ static bool node_start(pair *p, int i) {
                         node_names[i],     "--lease-ttl", TTL,      "--fsync", "always",
                         "--save-interval", "0.5",         NULL};
   node *n = &p->n[i];
-  n->up = START(&n->d, args) && CONNECT(&n->c, n->d.port);
+  n->up = START(&n->d, args) && CONNECT(&n->c, n->d.port) && CONNECT(&n->watch, n->d.port);
   if (!n->up)
     return false;
   cJSON *r = scn_client_call(&n->c, "{\"cmd\":\"hello\",\"matrices\":\"b64\"}");
@@ -69,6 +70,7 @@ static void node_stop(pair *p, int i, int sig) {
   if (!n->up)
     return;
   scn_client_close(&n->c);
+  scn_client_close(&n->watch);
   int status = scn_daemon_stop(&n->d, sig, 20000);
   if (sig == SIGTERM)
     CU_ASSERT_EQUAL(status, 0);
@@ -235,6 +237,9 @@ static bool run_seed(uint64_t seed, int steps) {
   int kills = 0, stops = 0, moves = 0, saves = 0;
   for (int i = 0; ok && i < steps; i++) {
     ok = wl_step(&w);
+    for (int k = 0; k < NODES; k++)
+      if (p.n[k].up)
+        crash_watch(&p.n[k].watch, &w);
     if (!ok || i < next)
       continue;
     next = i + 30 + (int)rng_below(&p.r, 60);
@@ -308,8 +313,8 @@ static cJSON *ok_at(pair *p, int i, const char *line) {
     cJSON *r = scn_client_call(&p->n[i].c, "%s", line);
     const char *code = scn_resp_code(r);
     int to = node_index(scn_resp_str(cJSON_GetObjectItemCaseSensitive(r, "error"), "node"));
-    bool wait = strcmp(code, "UNAVAILABLE") == 0 ||
-                (strcmp(code, "MOVED") == 0 && to >= 0 && !p->n[to].up);
+    bool wait =
+        strcmp(code, "UNAVAILABLE") == 0 || (strcmp(code, "MOVED") == 0 && to >= 0 && !p->n[to].up);
     if (scn_resp_ok(r) || !wait || scn_now_ms() > deadline) {
       if (!scn_resp_ok(r))
         scn_report(line, r);
@@ -394,22 +399,22 @@ static void test_group_entities_travel(void) {
   cJSON_Delete(ok_at(&p, 0, "{\"cmd\":\"world.create\",\"world\":\"g.a\"}"));
   unsigned long long gone =
       id_of(ok_at(&p, 0, "{\"cmd\":\"transform.create\",\"world\":\"g.a\"}"), "entity");
-  unsigned long long bare = id_of(
-      ok_at(&p, 0, "{\"cmd\":\"entity.create\",\"world\":\"g.a\"}"), "entities");
+  unsigned long long bare =
+      id_of(ok_at(&p, 0, "{\"cmd\":\"entity.create\",\"world\":\"g.a\"}"), "entities");
   CU_ASSERT_FATAL(gone && bare);
   cJSON_Delete(ok_at(&p, 0, "{\"cmd\":\"save\"}")); /* the group's snapshot lists both */
   snprintf(line, sizeof line, "{\"cmd\":\"entity.destroy\",\"entity\":%llu}", gone);
   cJSON_Delete(ok_at(&p, 0, line));
   move(&p, 0, 1);
   move(&p, 1, 0); /* back where "gone" was destroyed, from the same snapshot */
-  snprintf(line, sizeof line,
-           "{\"cmd\":\"transform.create\",\"world\":\"g.a\",\"entity\":%llu}", gone);
+  snprintf(line, sizeof line, "{\"cmd\":\"transform.create\",\"world\":\"g.a\",\"entity\":%llu}",
+           gone);
   CU_ASSERT(ERR(&p.n[0].c, "NOT_FOUND", "%s", line));
   move(&p, 0, 1);
   /* the entity without a transform went along; it survives its new owner's kill -9 */
   node_stop(&p, 1, SIGKILL);
-  snprintf(line, sizeof line,
-           "{\"cmd\":\"transform.create\",\"world\":\"g.a\",\"entity\":%llu}", bare);
+  snprintf(line, sizeof line, "{\"cmd\":\"transform.create\",\"world\":\"g.a\",\"entity\":%llu}",
+           bare);
   cJSON_Delete(ok_at(&p, 0, line));
   snprintf(line, sizeof line, "{\"cmd\":\"entity.destroy\",\"entity\":%llu}", bare);
   cJSON_Delete(ok_at(&p, 0, line));
