@@ -188,9 +188,11 @@ cluster: $(SCENED) $(SCENECTL) $(WWW_STAMP)
 # itself under valgrind (a leak or memory error makes it exit 99, which the suites check).
 # Suites that time ticks or load the machine are left to the sanitizer build.
 VALGRIND_SUITES := daemon_commands,daemon_parts,daemon_persist,clients,daemon_ops,daemon_acl,daemon_tls
-valgrind: $(TEST_BIN) $(SCENED) $(SCENECTL)
+valgrind: $(TEST_BIN) $(JOURNAL_TEST_BIN) $(SCENED) $(SCENECTL)
 	valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	  --error-exitcode=99 $(TEST_BIN) core_,proto,f32fmt,base64,history_file
+	SCENED_SEEDS=3 valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	  --error-exitcode=99 $(JOURNAL_TEST_BIN)
 	SCENED_BIN=$(abspath scripts/valgrind-scened.sh) SCENED_REAL=$(abspath $(SCENED)) \
 	  SCENECTL_BIN=$(abspath $(SCENECTL)) $(TEST_BIN) $(VALGRIND_SUITES)
 

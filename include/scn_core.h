@@ -144,7 +144,9 @@ int scn_entity_forget(scn_scene *scene, scn_entity id);
 /* The next n creations give exactly these ids, in order: a replay makes the ids a command made
  * when it first ran, whatever order the free slots came back in. An expected slot must be free
  * (or beyond the slots in use) and its generation not older than the slot's; otherwise the
- * creation fails (SCN_EXISTS, SCN_INVALID). n 0 drops expectations left over. */
+ * creation fails (SCN_EXISTS, SCN_INVALID). In a ranged scene a slot retired here may come back
+ * as the very id that retired it (listed by scn_entity_revived, as for scn_entity_adopt). n 0
+ * drops expectations left over. */
 int scn_entity_expect(scn_scene *scene, const scn_entity *ids, size_t n);
 /* A tag the embedding program keeps with each entity, for its own bookkeeping (a cluster
  * records which group an entity belongs to, so that one with no transform still goes where

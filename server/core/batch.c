@@ -105,7 +105,7 @@ void scn_batch_rollback(scn_scene *scene) {
     uint32_t i = tm ? lookup_or_nil(tm, u->entity) : SCN_NIL;
     switch (u->kind) {
     case SCN_UNDO_ENTITY_CREATED:
-      scn__entity_uncreate(scene, u->entity, u->fresh_slot);
+      scn__entity_uncreate(scene, u->entity, u->fresh_slot, u->was_retired);
       break;
     case SCN_UNDO_CREATED:
       scn__tm_remove_leaf(tm, i);

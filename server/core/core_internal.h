@@ -197,6 +197,7 @@ typedef struct scn__undo {
   uint32_t name_off;
   bool recursive;
   bool fresh_slot;             /* entity created: its slot was new, not a reused free one */
+  bool was_retired;            /* entity created (a replay, ranged): its slot had been retired */
   size_t nodes_off, nodes_len; /* into the node buffer (destroy) */
   size_t events_len;           /* event log length before the op */
   mat4 local;
@@ -245,7 +246,7 @@ uint64_t scn__hash_bytes(const char *s, size_t len, uint64_t seed);
 void scn__entities_free(scn__entities *ents);
 /* Undoes a creation exactly: a reused slot goes back to the end of the free list it was
  * taken from, a fresh one shrinks the slot count again. */
-void scn__entity_uncreate(scn_scene *scene, scn_entity e, bool fresh_slot);
+void scn__entity_uncreate(scn_scene *scene, scn_entity e, bool fresh_slot, bool was_retired);
 
 /* ---- tm_store.c: storage, maps, links ---- */
 /* Big arrays straight from mmap, so that memory freed is given back at once (glibc would keep

@@ -89,6 +89,12 @@ static uint32_t next_ranged_slot(scn__entities *ents) {
   return 0;
 }
 
+static bool id_valid(scn_entity id) {
+  uint32_t slot = (uint32_t)id;
+  return id != SCN_ENTITY_NONE && id <= SCN_ENTITY_MAX && slot != 0 && slot <= SLOT_LIMIT &&
+         (id >> 32) < GEN_LIMIT;
+}
+
 /* Ranged mode: expected ids first (a replay), then the ranges; all or nothing. */
 static int create_ranged(scn_scene *scene, size_t count, scn_entity *out) {
   scn__entities *ents = &scene->ents;
@@ -103,12 +109,16 @@ static int create_ranged(scn_scene *scene, size_t count, scn_entity *out) {
   for (size_t k = 0; k < expected; k++) {
     scn_entity id = SCN_VEC_AT(ents->expect, scn_entity, ents->expect_head + k);
     uint32_t slot = (uint32_t)id;
-    if (id == SCN_ENTITY_NONE || id > SCN_ENTITY_MAX || slot == 0 || slot > SLOT_LIMIT ||
-        (id >> 32) >= GEN_LIMIT)
+    if (!id_valid(id))
       return SCN_INVALID;
-    if (slot <= ents->slots && ents->state[slot] != SLOT_FREE)
+    /* (a slot retired here comes back as the very id: see scn_entity_adopt) */
+    if (slot <= ents->slots && ents->state[slot] != SLOT_FREE &&
+        !(ents->state[slot] == SLOT_RETIRED && ents->gen[slot] == (uint32_t)(id >> 32)))
       return SCN_EXISTS;
   }
+  if (expected &&
+      scn__vec_reserve(&ents->revived, sizeof(scn_entity), ents->revived.len + expected) != SCN_OK)
+    return SCN_NOMEM;
   size_t made = 0;
   for (; made < count; made++) {
     scn_entity id;
@@ -124,29 +134,26 @@ static int create_ranged(scn_scene *scene, size_t count, scn_entity *out) {
       break;
     if (slot > ents->slots)
       ents->slots = slot;
+    bool retired = ents->state[slot] == SLOT_RETIRED;
+    if (retired)
+      SCN_VEC_AT(ents->revived, scn_entity, ents->revived.len++) = id;
     ents->gen[slot] = (uint32_t)(id >> 32);
     ents->state[slot] = SLOT_ALIVE;
     ents->home[slot] = ents->default_home;
     ents->alive++;
     out[made] = id;
     if (scn__recording(scene))
-      scn__undo_push(scene, SCN_UNDO_ENTITY_CREATED, NULL, id);
+      scn__undo_push(scene, SCN_UNDO_ENTITY_CREATED, NULL, id)->was_retired = retired;
   }
   if (made < count) {
     while (made--)
-      scn__entity_uncreate(scene, out[made], false);
+      scn__entity_uncreate(scene, out[made], false, false);
     return SCN_NOMEM;
   }
   ents->expect_head += expected;
   if (ents->expect_head == ents->expect.len)
     ents->expect.len = ents->expect_head = 0;
   return record(ents, out, count);
-}
-
-static bool id_valid(scn_entity id) {
-  uint32_t slot = (uint32_t)id;
-  return id != SCN_ENTITY_NONE && id <= SCN_ENTITY_MAX && slot != 0 && slot <= SLOT_LIMIT &&
-         (id >> 32) < GEN_LIMIT;
 }
 
 /* Checks that every expected id can be made now, all of them together: its slot free (or
@@ -263,13 +270,15 @@ int scn_entity_create(scn_scene *scene, size_t count, scn_entity *out) {
 }
 
 /* Batch rollback: the id never escaped, so the slot goes back without a new generation. */
-void scn__entity_uncreate(scn_scene *scene, scn_entity e, bool fresh_slot) {
+void scn__entity_uncreate(scn_scene *scene, scn_entity e, bool fresh_slot, bool was_retired) {
   scn__entities *ents = &scene->ents;
   uint32_t slot;
   if (!decode(ents, e, &slot))
     return;
-  ents->state[slot] = SLOT_FREE;
+  ents->state[slot] = was_retired ? SLOT_RETIRED : SLOT_FREE;
   ents->alive--;
+  if (was_retired)
+    return;
   if (ents->ranged) {
     /* The slot goes back to the front of its range when it was the range's last one. */
     if (ents->ranges.len && SCN_VEC_AT(ents->ranges, uint32_t, 0) == slot + 1)

@@ -65,6 +65,7 @@ static void server_close(scn_server *srv) {
   scn_dispatch_close(srv->dispatch);
   scn_stream_close(srv->stream);
   scn_scene_free(srv->scene);
+  uv_run(srv->loop, UV_RUN_NOWAIT); /* the stream's timer is freed once closed */
 }
 
 static void live_open(live *l) {
