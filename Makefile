@@ -148,10 +148,12 @@ layering: $(SCENED) $(CLIENT_LIB) $(SCENECTL) $(SCENE_BENCH)
 	@scripts/layering.sh $(BUILD)/obj $(SERVER_LAYERS)
 	@scripts/layering-selftest.sh $(CC) >/dev/null
 
+# First the documents: the flags of scened --help against docs/operations.md, and their links.
 # Integration suites start $(SCENED) on an ephemeral port; SCENED_BIN tells them where it is.
 # Then the WebSocket and browser tests (Node's test runner); the browser test needs Debian's
 # Chromium, which scripts/install-deps.sh installs.
 test: layering $(TEST_BIN) $(JOURNAL_TEST_BIN) $(SCENED) $(SCENECTL) $(WWW_STAMP)
+	python3 scripts/check-docs.py $(SCENED)
 	$(JOURNAL_TEST_BIN)
 	SCENED_BIN=$(abspath $(SCENED)) SCENECTL_BIN=$(abspath $(SCENECTL)) $(TEST_BIN)
 	@$(MAKE) --no-print-directory test-timeout-check
