@@ -17,6 +17,8 @@ static const scn_handler handlers[] = {
     SCN_COMMANDS(SCN_HANDLER_ROW)
 #undef SCN_HANDLER_ROW
 };
+_Static_assert(sizeof handlers / sizeof handlers[0] == SCN_COMMAND_COUNT,
+               "a handler for every command, indexed by its id");
 
 int scn_ctx_output_room(scn_ctx *ctx, size_t bytes, scn_wire_error *err) {
   scn_conn *c = ctx->conn;

@@ -242,11 +242,12 @@ static void route(http_conn *c) {
     respond(c, 200, "OK", "text/plain", "ok\n", 3);
   } else if (strcmp(c->url, "/readyz") == 0) {
     /* The port is bound only once the data is loaded, so "not ready" is "stopping". */
-    if (!srv->stopping && !srv->not_ready) {
+    const char *unready = srv->stopping ? "stopping" : scn_readiness_why(&srv->readiness);
+    if (!unready) {
       respond(c, 200, "OK", "text/plain", "ready\n", 6);
     } else {
       char why[128];
-      int n = snprintf(why, sizeof why, "%s\n", srv->stopping ? "stopping" : srv->not_ready);
+      int n = snprintf(why, sizeof why, "%s\n", unready);
       respond(c, 503, "Service Unavailable", "text/plain", why, (size_t)n);
     }
   } else {
