@@ -1274,7 +1274,7 @@ static void add_node_value(scn_cluster *cl, scn_buf *b) {
   scn_buf_adds(&v, ",\"connections\":");
   scn_buf_add_u64(&v, srv->nconns);
   char http[128] = "";
-  int port = scn_http_port();
+  int port = scn_http_port(srv);
   const char *colon = strrchr(cl->addr, ':');
   if (port && colon)
     snprintf(http, sizeof http, "%.*s:%d", (int)(colon - cl->addr), cl->addr, port);
