@@ -6,7 +6,9 @@
  * (connections and their transports), stream (subscriptions), cluster (etcd, ownership and
  * routing), cmd (dispatch and commands), then main, which wires them. A layer calls only into
  * itself and the layers below it; news travels up through the hooks here, which a higher module
- * registers (make layering checks the calls). */
+ * registers (make layering checks the calls). A module keeps its state in a struct reached from
+ * here (make layering checks server/net for writable variables); a field written by several
+ * modules has one owner with functions (readiness, the scene's worlds). */
 #ifndef SCN_SERVER_H
 #define SCN_SERVER_H
 
