@@ -77,9 +77,6 @@ bool scn_matrix_finite(const float m[16]);
  * scale) or one too long for a float scale, or shear (see above). t, r, s may be NULL (r NULL
  * also skips working out the rotation, a third of the cost). */
 int scn_decompose_trs(const float m[16], float t[3], float r[4], float s[3]);
-/* Length of the strictly valid UTF-8 character at s (no overlongs, no surrogates, nothing
- * above U+10FFFF), 0 when there is none; its code point in *codepoint. */
-size_t scn_utf8_char(const char *s, size_t left, uint32_t *codepoint);
 /* A transform name: 1..64 bytes of valid UTF-8, no '/', no control characters. */
 bool scn_name_valid(const char *name, size_t len);
 /* A world name: 1..64 characters from A-Z a-z 0-9 _ . - */
@@ -89,6 +86,12 @@ bool scn_world_name_valid(const char *name, size_t len);
  * the array, moved if it had to grow, or NULL when memory ran out (items is then untouched).
  * One growth rule for every growable array of the core and of the layers above it. */
 void *scn_array_grow(void *items, size_t *cap, size_t item_size, size_t need);
+
+/* ---- UTF-8 (utf8.c) -------------------------------------------------------------------- */
+
+/* Length of the strictly valid UTF-8 character at s (no overlongs, no surrogates, nothing
+ * above U+10FFFF), 0 when there is none; its code point in *codepoint. */
+size_t scn_utf8_char(const char *s, size_t left, uint32_t *codepoint);
 
 /* ---- scene, entities ------------------------------------------------------------------- */
 

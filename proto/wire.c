@@ -53,12 +53,15 @@ const scn_command_info scn_commands[] = {
 #undef SCN_CMD_INFO
 };
 
+_Static_assert(sizeof scn_commands / sizeof scn_commands[0] == SCN_COMMAND_COUNT,
+               "an entry for every command, indexed by its id");
 const unsigned scn_command_count = sizeof scn_commands / sizeof scn_commands[0];
 
 /* Every request looks up its command and each of its keys, so names are found by hash: tables
  * with linear probing, filled on first use (the lists are fixed at compile time). */
 #define CMD_SLOTS 64
 #define FIELD_SLOTS 64
+_Static_assert(SCN_COMMAND_COUNT < CMD_SLOTS, "room for every command, and an empty slot");
 
 static uint32_t name_hash(const char *s) {
   uint32_t h = 2166136261u;

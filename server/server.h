@@ -2,11 +2,13 @@
  * which modules hear of what happens. Single-threaded: commands apply in arrival order, which
  * is what makes the contract's ordering simple.
  *
- * Layers, lowest first: ops (log, config, metrics), store (persistence), net (connections and
- * their transports), stream (subscriptions), cluster (etcd, ownership and routing), cmd
- * (dispatch and commands), then main, which wires them. A layer calls only into itself and the
- * layers below it; news travels up through the hooks here, which a higher module registers (make
- * layering checks the calls). */
+ * Layers, lowest first: ops (log, config, metrics, readiness), store (persistence), net
+ * (connections and their transports), stream (subscriptions), cluster (etcd, ownership and
+ * routing), cmd (dispatch and commands), then main, which wires them. A layer calls only into
+ * itself and the layers below it; news travels up through the hooks here, which a higher module
+ * registers (make layering checks the calls). A module keeps its state in a struct reached from
+ * here (make layering checks server/net for writable variables); a field written by several
+ * modules has one owner with functions (readiness, the scene's worlds). */
 #ifndef SCN_SERVER_H
 #define SCN_SERVER_H
 
@@ -14,6 +16,7 @@
 #include "ops/acl.h"
 #include "ops/config.h"
 #include "ops/metrics.h"
+#include "ops/readiness.h"
 #include "scn_core.h"
 #include "wire.h"
 
@@ -56,11 +59,18 @@ typedef struct scn_hooks {
 
 #define SCN_MAX_HOOKS 8
 
+/* How many error codes the wire has. */
+enum {
+#define SCN_WIRE_CODE_ONE(name) +1
+  SCN_WIRE_CODE_COUNT = 0 SCN_WIRE_ERRORS(SCN_WIRE_CODE_ONE)
+#undef SCN_WIRE_CODE_ONE
+};
+
 typedef struct scn_counters {
   uint64_t commands;
-  uint64_t by_command[64];
-  uint64_t errors[16];
-  uint64_t unauthorized[64]; /* UNAUTHORIZED answers, by command */
+  uint64_t by_command[SCN_COMMAND_COUNT];
+  uint64_t errors[SCN_WIRE_CODE_COUNT];
+  uint64_t unauthorized[SCN_COMMAND_COUNT]; /* UNAUTHORIZED answers, by command */
   uint64_t connections_total;
   uint64_t rejected_clients;
   uint64_t bytes_in, bytes_out;
@@ -93,10 +103,19 @@ struct scn_server {
   uv_check_t commit_check; /* runs them once per loop turn */
   uint64_t command_clock;  /* when the current command started (uv_hrtime) */
 
-  const char *not_ready; /* why /readyz says 503 besides stopping (NULL: ready) */
-  uint64_t worlds_gen;   /* moves on whenever worlds are dropped other than by world.destroy */
+  scn_readiness readiness; /* why /readyz says 503 besides stopping (ops/readiness.h) */
+  /* Moves on whenever a world leaves the scene, so that what remembers a world (the
+   * dispatcher's last one) looks it up again: written by scn_server_drop_world and
+   * scn_server_swap_scene only. */
+  uint64_t worlds_gen;
 
-  /* the modules, opened by main */
+  /* the network's modules (net/), opened by main */
+  struct scn_tls_context *tls; /* with --tls-cert; NULL without */
+  struct scn_tcp_state *tcp;   /* the protocol port */
+  struct scn_http_state *http; /* the HTTP port; NULL with --http off */
+  struct scn_ws_state *ws;     /* WebSocket connections (on the HTTP port) */
+
+  /* the modules above, opened by main */
   struct scn_stream *stream;
   struct scn_persist *persist; /* NULL without --data, and with --cluster */
   struct scn_gstore *gstore;   /* with --cluster: persistence per group */
@@ -151,6 +170,24 @@ static inline void scn_hooks_collect_stats(scn_server *srv, scn_metrics_sink *k)
   for (int i = 0; i < srv->nhooks; i++)
     if (srv->hooks[i]->collect_stats)
       srv->hooks[i]->collect_stats(srv->hooks[i]->ud, k);
+}
+
+/* ---- the scene's worlds ------------------------------------------------------------------ */
+
+/* Destroys a world of the scene (world.destroy; a cluster group's worlds unloaded). Every path
+ * that drops worlds goes through here or scn_server_swap_scene. */
+static inline int scn_server_drop_world(scn_server *srv, const char *name) {
+  srv->worlds_gen++;
+  return scn_world_destroy(srv->scene, name);
+}
+
+/* Puts scene in the place of the server's (a replay into a scene of its own); returns the one
+ * it replaces. */
+static inline scn_scene *scn_server_swap_scene(scn_server *srv, scn_scene *scene) {
+  scn_scene *was = srv->scene;
+  srv->scene = scene;
+  srv->worlds_gen++;
+  return was;
 }
 
 /* Shutdown waits at most this long for replies to drain. */

@@ -385,7 +385,7 @@ static void unload(scn_cluster *cl, group *g, const char *to, const char *to_add
       continue;
     scn_stream_world_moved(srv->stream, w, to ? to : "", to_addr ? to_addr : "");
     snprintf(name, sizeof name, "%s", scn_world_name(w));
-    scn_world_destroy(srv->scene, name);
+    scn_server_drop_world(srv, name);
   }
   for (size_t i = 0; i < nused; i++)
     scn_entity_forget(srv->scene, used[i]); /* refused while another world uses it */
@@ -398,7 +398,6 @@ static void unload(scn_cluster *cl, group *g, const char *to, const char *to_add
     if (alive && scn_entity_home(srv->scene, id) == home)
       scn_entity_set_home(srv->scene, id, 0);
   }
-  srv->worlds_gen++;
   g->state = G_NONE;
   g->epoch = 0;
 }
@@ -762,7 +761,7 @@ static void on_sync(void *ud, const cJSON *reply, const char *why) {
   if (cl->step == R_SYNC) {
     cl->step = R_DONE;
     cl->registered = true;
-    cl->srv->not_ready = NULL;
+    scn_readiness_clear(&cl->srv->readiness, SCN_UNREADY_UNREGISTERED);
     cl->next_sweep = 0;
     cl->next_publish = 0;
     scn_log(SCN_LOG_INFO, "registered in the cluster",
@@ -1184,7 +1183,7 @@ static void lost_lease(scn_cluster *cl, const char *why) {
   cl->registered = false;
   cl->lease = 0;
   cl->confirmed = 0;
-  cl->srv->not_ready = "not registered in the cluster";
+  scn_readiness_set(&cl->srv->readiness, SCN_UNREADY_UNREGISTERED);
   scn_etcd_cancel(cl->watch);
   cl->watch = NULL;
   cl->step = R_LEASE;
@@ -1275,7 +1274,7 @@ static void add_node_value(scn_cluster *cl, scn_buf *b) {
   scn_buf_adds(&v, ",\"connections\":");
   scn_buf_add_u64(&v, srv->nconns);
   char http[128] = "";
-  int port = scn_http_port();
+  int port = scn_http_port(srv);
   const char *colon = strrchr(cl->addr, ':');
   if (port && colon)
     snprintf(http, sizeof http, "%.*s:%d", (int)(colon - cl->addr), cl->addr, port);
@@ -1524,8 +1523,7 @@ static void on_tick(uv_timer_t *t) {
     cl->next_keepalive = now + (uint64_t)(cl->ttl_ns / 3);
   }
   if (!cl->registered) {
-    if (cl->srv->not_ready == NULL)
-      cl->srv->not_ready = "not registered in the cluster";
+    scn_readiness_set(&cl->srv->readiness, SCN_UNREADY_UNREGISTERED);
     step_next(cl);
     return;
   }
@@ -1577,7 +1575,7 @@ void scn_cluster_release_all(scn_cluster *cl) {
           scn_log(SCN_LOG_ERROR, "cannot save a group before releasing it", "group=%s", g->name);
       }
   cl->released = true;
-  cl->srv->not_ready = "released";
+  scn_readiness_set(&cl->srv->readiness, SCN_UNREADY_RELEASED);
   if (!cl->lease)
     return;
   lease_body(cl);
@@ -1745,7 +1743,7 @@ scn_cluster *scn_cluster_open(scn_server *srv, const char *node, const char *adv
   cl->ttl_ns = (uint64_t)(cl->ttl * 1e9);
   double margin = cl->ttl / 5 > 0.5 ? cl->ttl / 5 : 0.5;
   cl->margin_ns = (uint64_t)(margin * 1e9);
-  srv->not_ready = "not registered in the cluster";
+  scn_readiness_set(&srv->readiness, SCN_UNREADY_UNREGISTERED);
   scn_gstore_set_fence(srv->gstore, may_write, cl);
   cl->hooks = (scn_hooks){.ud = cl,
                           .before_flush = before_flush,

@@ -127,7 +127,7 @@ int scn_cmd_world_create(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire
   scn_world *w;
   int rc = scn_world_create(ctx->srv->scene, a->world, &w);
   if (rc == SCN_OK && history && (rc = scn_world_set_history(w, history)) != SCN_OK)
-    scn_world_destroy(ctx->srv->scene, a->world); /* nothing changed */
+    scn_server_drop_world(ctx->srv, a->world); /* nothing changed */
   if (rc != SCN_OK)
     return scn_core_error(ctx, a, rc, err);
   if (ctx->srv->cluster) {
@@ -152,7 +152,7 @@ int scn_cmd_world_destroy(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wir
   gone->recomputed += s.recomputed;
   gone->changed += s.changed;
   gone->relayouts += s.relayouts;
-  int rc = scn_world_destroy(ctx->srv->scene, a->world);
+  int rc = scn_server_drop_world(ctx->srv, a->world);
   return rc == SCN_OK ? 0 : scn_core_error(ctx, a, rc, err);
 }
 

@@ -17,6 +17,8 @@ static const scn_handler handlers[] = {
     SCN_COMMANDS(SCN_HANDLER_ROW)
 #undef SCN_HANDLER_ROW
 };
+_Static_assert(sizeof handlers / sizeof handlers[0] == SCN_COMMAND_COUNT,
+               "a handler for every command, indexed by its id");
 
 int scn_ctx_output_room(scn_ctx *ctx, size_t bytes, scn_wire_error *err) {
   scn_conn *c = ctx->conn;
@@ -251,21 +253,6 @@ int scn_run_command(scn_ctx *ctx, const scn_command_info *cmd, const scn_fields 
   return handlers[cmd->id](ctx, &a, out, err);
 }
 
-/* Replay of a journal record that created entities: the same ids again. */
-static int expect_created(scn_scene *scene, const cJSON *v, scn_dispatch *d, scn_wire_error *err) {
-  int n = cJSON_GetArraySize(v);
-  scn_entity *ids = cJSON_IsArray(v) ? scn_ids_scratch(d, (size_t)n + 1) : NULL;
-  if (!ids)
-    return scn_fail(err, SCN_W_BAD_REQUEST, "field \"created\" must be an array of ids");
-  int i = 0;
-  for (const cJSON *e = v->child; e; e = e->next, i++)
-    if (scn_decode_entity(e, "created", &ids[i], err) < 0)
-      return -1;
-  if (scn_entity_expect(scene, ids, (size_t)n) != SCN_OK)
-    return scn_fail(err, SCN_W_INTERNAL, "cannot make the recorded ids again");
-  return 0;
-}
-
 /* A LIMIT error is counted against the limit that refused it. */
 static void count_error(scn_server *srv, const scn_command_info *cmd, scn_wire_code code,
                         bool over_output) {
@@ -281,114 +268,203 @@ static void count_error(scn_server *srv, const scn_command_info *cmd, scn_wire_c
     srv->counters.limit_hits[kind]++;
 }
 
+/* ---- one request, step by step ------------------------------------------------------------ */
+
+/* A request on its way through execute, and what its steps found out. */
+typedef struct request_run {
+  scn_dispatch *d;
+  scn_conn *c; /* NULL on replay */
+  const char *line;
+  size_t len;
+  const cJSON *id_item;        /* the id, when its text was not found (echoed from the tree) */
+  const scn_command_info *cmd; /* once "cmd" named a known command */
+  const char *world_name;      /* cluster: the world the command named, for the journal */
+  bool over_output;            /* refused because of --output-limit */
+  bool deferred;               /* its owner answers later */
+} request_run;
+
+/* "cmd": present, a string, a known command. */
+static int find_command(request_run *r, scn_wire_error *err) {
+  scn_dispatch *d = r->d;
+  const scn_fields *f = &d->rq.f;
+  const char *name;
+  if (!(f->present & SCN_F(cmd)))
+    return scn_fail(err, SCN_W_BAD_REQUEST, "missing field \"cmd\"");
+  if (scn_decode_string(f->v[SCN_F_cmd], "cmd", &name, err) < 0)
+    return -1;
+  /* Clients repeat themselves: the last command is compared before the table is searched. */
+  if (!d->last_cmd || strcmp(name, d->last_cmd->name) != 0)
+    d->last_cmd = scn_command_find(name); /* NULL when unknown */
+  r->cmd = d->last_cmd;
+  if (!r->cmd)
+    return scn_fail(err, SCN_W_UNKNOWN_COMMAND, "unknown command \"%.64s\"", name);
+  return 0;
+}
+
+/* Replay runs journaled commands only; the others need a connection. */
+static int check_journaled(const request_run *r, scn_wire_error *err) {
+  if (r->c || (r->cmd->flags & SCN_CMD_MUTATES))
+    return 0;
+  return scn_fail(err, SCN_W_BAD_REQUEST, "%s is not a journaled command", r->cmd->name);
+}
+
+/* Before hello authenticates, only the open commands (ping, hello); with --acl, a connection
+ * whose token the access list still holds. */
+static int check_authenticated(const request_run *r, scn_wire_error *err) {
+  scn_conn *c = r->c;
+  const scn_server *srv = r->d->srv;
+  if (!c || c->authed || (r->cmd->flags & SCN_CMD_OPEN) ||
+      (srv->acl && scn_acl_rule_of(srv->acl, &c->who)))
+    return 0;
+  return scn_fail(err, SCN_W_UNAUTHORIZED,
+                  c->who.known ? "this connection's token is no longer in the access list: send "
+                                 "hello with a token"
+                               : "authenticate first: send hello with the token");
+}
+
+/* A client that is not reading its responses gets no more work until it does. */
+static int check_output_backlog(request_run *r, scn_wire_error *err) {
+  const scn_conn *c = r->c;
+  const scn_server *srv = r->d->srv;
+  if (!c || scn_conn_queued(c) <= srv->cfg.output_limit)
+    return 0;
+  r->over_output = true;
+  return scn_fail(err, SCN_W_LIMIT,
+                  "%zu bytes of output wait for this connection, over output-limit (%llu): read "
+                  "the responses, then retry",
+                  scn_conn_queued(c), (unsigned long long)srv->cfg.output_limit);
+}
+
+/* Replay of a journal record that created entities: the same ids again. */
+static int expect_created(const request_run *r, scn_wire_error *err) {
+  scn_dispatch *d = r->d;
+  const scn_fields *f = &d->rq.f;
+  if (r->c || !(f->present & SCN_F(created)))
+    return 0;
+  const cJSON *v = f->v[SCN_F_created];
+  int n = cJSON_GetArraySize(v);
+  scn_entity *ids = cJSON_IsArray(v) ? scn_ids_scratch(d, (size_t)n + 1) : NULL;
+  if (!ids)
+    return scn_fail(err, SCN_W_BAD_REQUEST, "field \"created\" must be an array of ids");
+  int i = 0;
+  for (const cJSON *e = v->child; e; e = e->next, i++)
+    if (scn_decode_entity(e, "created", &ids[i], err) < 0)
+      return -1;
+  if (scn_entity_expect(d->srv->scene, ids, (size_t)n) != SCN_OK)
+    return scn_fail(err, SCN_W_INTERNAL, "cannot make the recorded ids again");
+  return 0;
+}
+
+/* The checks between finding the command and running it, in the order of PROTOCOL.md section
+ * 2.4: the first that fails answers. (The command's own checks follow in scn_run_command.) */
+static int admit(request_run *r, scn_wire_error *err) {
+  if (check_journaled(r, err) < 0 || check_authenticated(r, err) < 0 ||
+      check_output_backlog(r, err) < 0 || expect_created(r, err) < 0)
+    return -1;
+  return 0;
+}
+
+/* Runs the command, its reply (from the id on) built in d->reply. */
+static int run_command(request_run *r, scn_wire_error *err) {
+  scn_dispatch *d = r->d;
+  scn_server *srv = d->srv;
+  scn_conn *c = r->c;
+  scn_buf *reply = &d->reply;
+  scn_ctx ctx = {.srv = srv,
+                 .d = d,
+                 .conn = c,
+                 .rule = c && srv->acl ? scn_acl_rule_of(srv->acl, &c->who) : NULL,
+                 .id = d->rq.id,
+                 .id_item = r->id_item};
+  scn_entity_recorded_clear(srv->scene);
+  d->ntouched = 0;
+  d->touched_home = 0;
+  if (r->id_item)
+    scn_reply_begin(reply, r->id_item);
+  else
+    scn_reply_begin_raw(reply, d->rq.id.p, d->rq.id.len);
+  int rc = scn_run_command(&ctx, r->cmd, &d->rq.f, reply, err);
+  r->world_name = ctx.world_name;
+  if (!c)
+    scn_entity_expect(srv->scene, NULL, 0); /* a failed replay leaves none behind */
+  if (rc == 0 && reply->failed)
+    rc = scn_fail(err, SCN_W_INTERNAL, "out of memory building the reply");
+  /* A read changed nothing, so a response too big for the output limit is simply
+   * refused; commands with large responses that change state check before they do
+   * (entity.create, batch); the others answer in a few bytes. */
+  if (rc == 0 && (r->cmd->flags & SCN_CMD_READ))
+    rc = scn_ctx_output_room(&ctx, reply->len, err);
+  r->over_output |= ctx.over_output;
+  r->deferred = rc == 0 && ctx.deferred;
+  return rc;
+}
+
+/* The reply ends (unless its owner answers later), and the modules hear of a command from a
+ * connection (the journal). */
+static void finish_success(const request_run *r) {
+  scn_dispatch *d = r->d;
+  scn_server *srv = d->srv;
+  if (r->deferred) {
+    d->reply.len = 0; /* the handler's owner answers later */
+    return;
+  }
+  scn_reply_end(&d->reply);
+  if (!r->c)
+    return;
+  scn_done done = {.cmd = r->cmd, .line = r->line, .len = r->len, .world = r->world_name};
+  done.ncreated = scn_entity_recorded(srv->scene, &done.created);
+  if (srv->gstore) {
+    done.touched = d->touched;
+    done.ntouched = d->ntouched;
+    done.home = d->touched_home;
+    if (r->world_name && (r->cmd->flags & SCN_CMD_MUTATES))
+      scn_cluster_note_ack(srv->cluster, r->c);
+  }
+  scn_hooks_after_command(srv, &done);
+}
+
+/* The reply is the error alone, with the request's id. */
+static void finish_failure(const request_run *r, const scn_wire_error *err) {
+  scn_dispatch *d = r->d;
+  scn_buf *reply = &d->reply;
+  reply->len = 0;
+  reply->failed = false;
+  if (r->id_item)
+    scn_reply_error(reply, r->id_item, err);
+  else
+    scn_reply_error_raw(reply, d->rq.id.p, d->rq.id.len, err);
+  count_error(d->srv, r->cmd, err->code, r->over_output);
+}
+
 /* Runs one request line and leaves its reply line (if any) in d->reply; c is NULL on replay.
  * The reply is built apart from the connection's output: a handler may queue stream events
  * for any connection, this one included, and those must land before the reply, never inside
  * it. Returns 0 when the command succeeded. */
 static int execute(scn_dispatch *d, scn_conn *c, const char *line, size_t len, bool *deferred) {
-  scn_server *srv = d->srv;
-  scn_buf *reply = &d->reply;
   scn_request *rq = &d->rq;
+  request_run r = {.d = d, .c = c, .line = line, .len = len};
   scn_wire_error err;
-  *deferred = false;
   d->line = line;
   d->line_len = len;
-  reply->len = 0;
-  reply->failed = false;
-  const scn_command_info *cmd = NULL;
-  const char *world_name = NULL;
-  bool over_output = false;
+  d->reply.len = 0;
+  d->reply.failed = false;
   int rc = scn_request_parse(rq, line, len, &err);
   /* The id is echoed as the exact text sent (cJSON would reprint numbers as doubles). */
-  const cJSON *id_item = NULL;
   if (rq->root && (rq->f.present & SCN_F(id)) && !rq->id.p)
-    id_item = rq->f.v[SCN_F_id];
-  if (rc == 0) {
-    const char *name = NULL;
-    rc = -1;
-    if (!(rq->f.present & SCN_F(cmd))) {
-      scn_fail(&err, SCN_W_BAD_REQUEST, "missing field \"cmd\"");
-    } else if (scn_decode_string(rq->f.v[SCN_F_cmd], "cmd", &name, &err) < 0) {
-      /* err holds the decoder's complaint */
-    } else if (!(cmd = d->last_cmd && strcmp(name, d->last_cmd->name) == 0
-                           ? d->last_cmd
-                           : (d->last_cmd = scn_command_find(name)))) {
-      scn_fail(&err, SCN_W_UNKNOWN_COMMAND, "unknown command \"%.64s\"", name);
-    } else if (!c && !(cmd->flags & SCN_CMD_MUTATES)) {
-      /* Replay runs journaled commands only; the others need a connection. */
-      scn_fail(&err, SCN_W_BAD_REQUEST, "%s is not a journaled command", name);
-    } else if (c && !c->authed && !(cmd->flags & SCN_CMD_OPEN) &&
-               !(srv->acl && scn_acl_rule_of(srv->acl, &c->who))) {
-      scn_fail(&err, SCN_W_UNAUTHORIZED,
-               c->who.known ? "this connection's token is no longer in the access list: send "
-                              "hello with a token"
-                            : "authenticate first: send hello with the token");
-    } else if (c && (over_output = scn_conn_queued(c) > srv->cfg.output_limit)) {
-      /* The client is not reading its responses: refuse more work until it does. */
-      scn_fail(&err, SCN_W_LIMIT,
-               "%zu bytes of output wait for this connection, over output-limit (%llu): read "
-               "the responses, then retry",
-               scn_conn_queued(c), (unsigned long long)srv->cfg.output_limit);
-    } else if (!c && (rq->f.present & SCN_F(created)) &&
-               expect_created(srv->scene, rq->f.v[SCN_F_created], d, &err) < 0) {
-      /* err says why the ids cannot be made again */
-    } else {
-      scn_ctx ctx = {.srv = srv,
-                     .d = d,
-                     .conn = c,
-                     .rule = c && srv->acl ? scn_acl_rule_of(srv->acl, &c->who) : NULL,
-                     .id = rq->id,
-                     .id_item = id_item};
-      scn_entity_recorded_clear(srv->scene);
-      d->ntouched = 0;
-      d->touched_home = 0;
-      if (id_item)
-        scn_reply_begin(reply, id_item);
-      else
-        scn_reply_begin_raw(reply, rq->id.p, rq->id.len);
-      rc = scn_run_command(&ctx, cmd, &rq->f, reply, &err);
-      world_name = ctx.world_name;
-      if (!c)
-        scn_entity_expect(srv->scene, NULL, 0); /* a failed replay leaves none behind */
-      if (rc == 0 && reply->failed)
-        rc = scn_fail(&err, SCN_W_INTERNAL, "out of memory building the reply");
-      /* A read changed nothing, so a response too big for the output limit is simply
-       * refused; commands with large responses that change state check before they do
-       * (entity.create, batch); the others answer in a few bytes. */
-      if (rc == 0 && (cmd->flags & SCN_CMD_READ))
-        rc = scn_ctx_output_room(&ctx, reply->len, &err);
-      over_output |= ctx.over_output;
-      *deferred = rc == 0 && ctx.deferred;
-    }
-  }
-  if (cmd)
-    srv->counters.by_command[cmd->id]++;
-  if (rc == 0) {
-    if (*deferred)
-      reply->len = 0; /* the handler's owner answers later */
-    else
-      scn_reply_end(reply);
-    if (c && !*deferred) {
-      scn_done done = {.cmd = cmd, .line = line, .len = len, .world = world_name};
-      done.ncreated = scn_entity_recorded(srv->scene, &done.created);
-      if (srv->gstore) {
-        done.touched = d->touched;
-        done.ntouched = d->ntouched;
-        done.home = d->touched_home;
-        if (world_name && (cmd->flags & SCN_CMD_MUTATES))
-          scn_cluster_note_ack(srv->cluster, c);
-      }
-      scn_hooks_after_command(srv, &done);
-    }
-  } else {
-    reply->len = 0;
-    reply->failed = false;
-    if (id_item)
-      scn_reply_error(reply, id_item, &err);
-    else
-      scn_reply_error_raw(reply, rq->id.p, rq->id.len, &err);
-    count_error(srv, cmd, err.code, over_output);
-  }
+    r.id_item = rq->f.v[SCN_F_id];
+  if (rc == 0)
+    rc = find_command(&r, &err);
+  if (rc == 0)
+    rc = admit(&r, &err);
+  if (rc == 0)
+    rc = run_command(&r, &err);
+  if (r.cmd)
+    d->srv->counters.by_command[r.cmd->id]++;
+  if (rc == 0)
+    finish_success(&r);
+  else
+    finish_failure(&r, &err);
+  *deferred = r.deferred;
   scn_json_release(rq->root);
   scn_json_arena_reset();
   return rc;

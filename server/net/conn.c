@@ -84,7 +84,7 @@ bool scn_conn_use_tls(scn_conn *c, scn_tls *tls) {
   if (tls)
     scn_tls_set_owner(tls, tls_expired, c);
   else
-    tls = scn_tls_new(SCN_TLS_PROTOCOL, tls_expired, c);
+    tls = scn_tls_new(c->srv, SCN_TLS_PROTOCOL, tls_expired, c);
   c->tls = tls;
   return tls != NULL;
 }

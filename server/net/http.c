@@ -18,21 +18,23 @@
 
 #define HTTP_MAX_CONNS 64
 
-static struct {
+struct scn_http_state {
   uv_tcp_t listener;
   bool listening;
   int conns;
   http_conn *list;
-} http;
-
-static http_parser_settings settings;
+  scn_http_files files;
+  /* One read buffer for every connection: reads are handled to completion before the next. */
+  char read_buffer[16384];
+};
 
 static void on_http_closed(uv_handle_t *h) {
   http_conn *c = h->data;
+  scn_http_state *http = c->srv->http;
   if (c->prev)
     c->prev->next = c->next;
   else
-    http.list = c->next;
+    http->list = c->next;
   if (c->next)
     c->next->prev = c->prev;
   scn_buf_free(&c->out);
@@ -40,7 +42,7 @@ static void on_http_closed(uv_handle_t *h) {
   scn_buf_free(&c->wire);
   scn_tls_free(c->tls);
   free(c);
-  http.conns--;
+  http->conns--;
 }
 
 /* What the TLS session has to send (an alert, close_notify), as far as the socket takes it. */
@@ -242,15 +244,16 @@ static void route(http_conn *c) {
     respond(c, 200, "OK", "text/plain", "ok\n", 3);
   } else if (strcmp(c->url, "/readyz") == 0) {
     /* The port is bound only once the data is loaded, so "not ready" is "stopping". */
-    if (!srv->stopping && !srv->not_ready) {
+    const char *unready = srv->stopping ? "stopping" : scn_readiness_why(&srv->readiness);
+    if (!unready) {
       respond(c, 200, "OK", "text/plain", "ready\n", 6);
     } else {
       char why[128];
-      int n = snprintf(why, sizeof why, "%s\n", srv->stopping ? "stopping" : srv->not_ready);
+      int n = snprintf(why, sizeof why, "%s\n", unready);
       respond(c, 503, "Service Unavailable", "text/plain", why, (size_t)n);
     }
   } else {
-    scn_http_serve_file(c, c->url);
+    scn_http_serve_file(&srv->http->files, c, c->url);
   }
 }
 
@@ -262,10 +265,19 @@ static int on_message_complete(http_parser *p) {
   return 0;
 }
 
+static const http_parser_settings settings = {
+    .on_message_begin = on_message_begin,
+    .on_url = on_url,
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_message_complete = on_message_complete,
+};
+
 static void on_http_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
-  (void)h, (void)suggested;
-  static char chunk[16384];
-  *buf = uv_buf_init(chunk, sizeof chunk);
+  (void)suggested;
+  http_conn *c = h->data;
+  scn_http_state *http = c->srv->http;
+  *buf = uv_buf_init(http->read_buffer, sizeof http->read_buffer);
 }
 
 /* Runs the parser over plaintext; false once nothing more is to be parsed on this connection
@@ -327,6 +339,7 @@ static void tls_expired(void *owner) {
 
 static void on_http_connection(uv_stream_t *listener, int status) {
   scn_server *srv = listener->data;
+  scn_http_state *http = srv->http;
   if (status < 0)
     return;
   http_conn *c = calloc(1, sizeof *c);
@@ -335,16 +348,16 @@ static void on_http_connection(uv_stream_t *listener, int status) {
   c->srv = srv;
   uv_tcp_init(srv->loop, &c->tcp);
   c->tcp.data = c;
-  http.conns++;
-  c->next = http.list;
-  if (http.list)
-    http.list->prev = c;
-  http.list = c;
-  if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0 || http.conns > HTTP_MAX_CONNS) {
+  http->conns++;
+  c->next = http->list;
+  if (http->list)
+    http->list->prev = c;
+  http->list = c;
+  if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0 || http->conns > HTTP_MAX_CONNS) {
     scn_http_close_conn(c);
     return;
   }
-  if (scn_tls_on() && !(c->tls = scn_tls_new(SCN_TLS_HTTP, tls_expired, c))) {
+  if (scn_tls_on(srv) && !(c->tls = scn_tls_new(srv, SCN_TLS_HTTP, tls_expired, c))) {
     scn_http_close_conn(c);
     return;
   }
@@ -356,33 +369,44 @@ static void on_http_connection(uv_stream_t *listener, int status) {
 int scn_http_listen(scn_server *srv) {
   if (srv->cfg.http.off)
     return 0;
-  settings.on_message_begin = on_message_begin;
-  settings.on_url = on_url;
-  settings.on_header_field = on_header_field;
-  settings.on_header_value = on_header_value;
-  settings.on_message_complete = on_message_complete;
-  scn_http_files_init(&srv->cfg);
+  scn_http_state *http = calloc(1, sizeof *http);
+  if (!http) {
+    fprintf(stderr, "scened: out of memory\n");
+    return -1;
+  }
+  srv->http = http;
+  scn_http_files_init(&http->files, &srv->cfg);
   char extra[4200];
   snprintf(extra, sizeof extra, "paths=\"/ /ws /metrics /healthz /readyz\" www=\"%s\" tls=%s",
-           scn_http_files_dir(), scn_tls_on() ? "on" : "off");
-  http.listener.data = srv;
-  if (scn_listen(srv->loop, &http.listener, &srv->cfg.http, 128, on_http_connection, "http", "http",
-                 extra) != 0)
+           http->files.dir, scn_tls_on(srv) ? "on" : "off");
+  http->listener.data = srv;
+  if (scn_listen(srv->loop, &http->listener, &srv->cfg.http, 128, on_http_connection, "http",
+                 "http", extra) != 0)
     return -1;
-  http.listening = true;
+  http->listening = true;
   return 0;
 }
 
-int scn_http_port(void) { return http.listening ? scn_listen_port(&http.listener) : 0; }
+int scn_http_port(const scn_server *srv) {
+  return srv->http && srv->http->listening ? scn_listen_port(&srv->http->listener) : 0;
+}
 
-void scn_http_close(bool all) {
-  if (http.listening && !uv_is_closing((uv_handle_t *)&http.listener))
-    uv_close((uv_handle_t *)&http.listener, NULL);
-  http.listening = false;
+void scn_http_close(scn_server *srv, bool all) {
+  scn_http_state *http = srv->http;
+  if (!http)
+    return;
+  if (http->listening && !uv_is_closing((uv_handle_t *)&http->listener))
+    uv_close((uv_handle_t *)&http->listener, NULL);
+  http->listening = false;
   /* Idle keep-alive connections close now; one with a response in flight after it. */
-  for (http_conn *c = http.list; c; c = c->next)
+  for (http_conn *c = http->list; c; c = c->next)
     if (all || !c->writing)
       scn_http_close_conn(c);
     else
       c->close_after = true;
+}
+
+void scn_http_free(scn_server *srv) {
+  free(srv->http);
+  srv->http = NULL;
 }

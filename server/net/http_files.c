@@ -17,13 +17,10 @@
 
 #define HTTP_MAX_FILE (64 * 1024 * 1024)
 
-static char www[PATH_MAX]; /* real path of the staging view's directory; empty: none */
-
-const char *scn_http_files_dir(void) { return www; }
-
 static const char *content_type(const char *path) {
+  /* Text without pointers: the table is read-only data, with nothing to relocate. */
   static const struct {
-    const char *ext, *type;
+    char ext[8], type[32];
   } types[] = {
       {".html", "text/html; charset=utf-8"},
       {".js", "text/javascript; charset=utf-8"},
@@ -81,7 +78,8 @@ static void not_found(http_conn *c) {
 
 /* Regular files inside the www directory only: the resolved path (symbolic links followed)
  * must still be under it. */
-void scn_http_serve_file(http_conn *c, const char *url) {
+void scn_http_serve_file(const scn_http_files *f, http_conn *c, const char *url) {
+  const char *www = f->dir;
   char rel[HTTP_MAX_URL + 16], full[PATH_MAX + HTTP_MAX_URL + 16], real[PATH_MAX];
   if (!www[0] || !url_to_relative(url, rel, sizeof rel - 16)) {
     not_found(c);
@@ -124,7 +122,8 @@ void scn_http_serve_file(http_conn *c, const char *url) {
 }
 
 /* --www, or the www directory next to the executable. */
-void scn_http_files_init(const scn_config *cfg) {
+void scn_http_files_init(scn_http_files *f, const scn_config *cfg) {
+  char *www = f->dir;
   char dir[PATH_MAX];
   www[0] = '\0';
   if (cfg->www[0]) {

@@ -7,6 +7,7 @@
 #include "server.h"
 
 #include <http_parser.h>
+#include <limits.h>
 
 #define HTTP_MAX_URL 2048
 
@@ -46,11 +47,14 @@ void scn_http_respond(http_conn *c, int status, const char *reason, const char *
 /* Closes an HTTP connection (its memory goes with the handle). */
 void scn_http_close_conn(http_conn *c);
 
-/* http_files.c: finds the staging view's directory (--www, or www next to the executable). */
-void scn_http_files_init(const scn_config *cfg);
-const char *scn_http_files_dir(void);
+/* http_files.c: the staging view's static files, under one directory found once at start. */
+typedef struct scn_http_files {
+  char dir[PATH_MAX]; /* its real path; empty: none */
+} scn_http_files;
+/* Finds the directory: --www, or www next to the executable. */
+void scn_http_files_init(scn_http_files *f, const scn_config *cfg);
 /* Answers GET url from that directory: 200 with the file, or 404. */
-void scn_http_serve_file(http_conn *c, const char *url);
+void scn_http_serve_file(const scn_http_files *f, http_conn *c, const char *url);
 
 /* ws_upgrade.c: GET /ws. Checks the handshake; when it is accepted, c->upgrade_ok is set and
  * c->upgrade_resp holds the 101 response, else an error response is queued. */

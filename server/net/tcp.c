@@ -12,13 +12,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One read buffer for the whole loop: reads are handled to completion before the next. */
 #define READ_CHUNK (64 * 1024)
-static char read_buffer[READ_CHUNK];
+
+struct scn_tcp_state {
+  uv_tcp_t listener;
+  bool listening;
+  /* One read buffer for every connection: reads are handled to completion before the next. */
+  char read_buffer[READ_CHUNK];
+};
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
-  (void)h, (void)suggested;
-  *buf = uv_buf_init(read_buffer, READ_CHUNK);
+  (void)suggested;
+  scn_conn *c = h->data;
+  *buf = uv_buf_init(c->srv->tcp->read_buffer, READ_CHUNK);
 }
 
 static void tcp_flush(scn_conn *c) {
@@ -123,8 +129,6 @@ static const scn_transport tcp_transport = {
     .closing = NULL,
 };
 
-static uv_tcp_t listener;
-
 static void on_connection(uv_stream_t *l, int status) {
   scn_server *srv = l->data;
   if (status < 0)
@@ -137,7 +141,7 @@ static void on_connection(uv_stream_t *l, int status) {
     return;
   }
   scn_framer_init(&c->framer, srv->cfg.max_line);
-  if (scn_tls_on() && !scn_conn_use_tls(c, NULL)) {
+  if (scn_tls_on(srv) && !scn_conn_use_tls(c, NULL)) {
     scn_conn_close(c);
     return;
   }
@@ -147,17 +151,34 @@ static void on_connection(uv_stream_t *l, int status) {
 }
 
 int scn_tcp_listen(scn_server *srv) {
+  scn_tcp_state *tcp = calloc(1, sizeof *tcp);
+  if (!tcp) {
+    fprintf(stderr, "scened: out of memory\n");
+    return -1;
+  }
+  srv->tcp = tcp;
   char extra[64];
   snprintf(extra, sizeof extra, "version=%s protocol=%d tls=%s", SCN_VERSION, SCN_PROTOCOL,
-           scn_tls_on() ? "on" : "off");
-  listener.data = srv;
-  return scn_listen(srv->loop, &listener, &srv->cfg.listen, 1024, on_connection, "listen",
-                    "listening", extra);
+           scn_tls_on(srv) ? "on" : "off");
+  tcp->listener.data = srv;
+  if (scn_listen(srv->loop, &tcp->listener, &srv->cfg.listen, 1024, on_connection, "listen",
+                 "listening", extra) != 0)
+    return -1;
+  tcp->listening = true;
+  return 0;
 }
 
-int scn_tcp_port(void) { return scn_listen_port(&listener); }
+int scn_tcp_port(const scn_server *srv) {
+  return srv->tcp && srv->tcp->listening ? scn_listen_port(&srv->tcp->listener) : 0;
+}
 
-void scn_tcp_close(void) {
-  if (listener.data && !uv_is_closing((uv_handle_t *)&listener))
-    uv_close((uv_handle_t *)&listener, NULL);
+void scn_tcp_close(scn_server *srv) {
+  scn_tcp_state *tcp = srv->tcp;
+  if (tcp && tcp->listening && !uv_is_closing((uv_handle_t *)&tcp->listener))
+    uv_close((uv_handle_t *)&tcp->listener, NULL);
+}
+
+void scn_tcp_free(scn_server *srv) {
+  free(srv->tcp);
+  srv->tcp = NULL;
 }

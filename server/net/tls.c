@@ -38,7 +38,8 @@ typedef enum failure {
       F_COUNT
 } failure;
 
-static const char *const failure_names[] = {
+/* Text without pointers: the table is read-only data, with nothing to relocate. */
+static const char failure_names[][24] = {
 #define SCN_TLS_FAILURE_NAME(name) #name,
     SCN_TLS_FAILURES(SCN_TLS_FAILURE_NAME)
 #undef SCN_TLS_FAILURE_NAME
@@ -50,8 +51,9 @@ struct scn_tls {
   size_t src_len;
   scn_buf rest; /* ciphertext left unread by an earlier scn_tls_input, read before src */
   size_t rest_off;
-  scn_buf pending; /* ciphertext OpenSSL wrote on its own, not yet taken */
-  scn_buf *sink;   /* where the output BIO appends: pending, or a seal's destination */
+  scn_buf pending;     /* ciphertext OpenSSL wrote on its own, not yet taken */
+  scn_buf *sink;       /* where the output BIO appends: pending, or a seal's destination */
+  scn_tls_context *cx; /* the module's state: the context it was made from */
   scn_tls_port port;
   bool established, ended;     /* ended: its handshake's outcome is counted */
   uint64_t deadline;           /* while the handshake runs (uv_now ms) */
@@ -62,36 +64,35 @@ struct scn_tls {
   void *owner;
 };
 
-static struct {
+struct scn_tls_context {
   scn_server *srv;
   SSL_CTX *ctx;
   BIO_METHOD *bio_method;
   double cert_not_after; /* the certificate's expiry, Unix seconds */
   uv_timer_t timer;      /* the oldest handshake's deadline */
-  bool timer_ready;
-  scn_tls *head, *tail; /* handshakes in progress */
+  scn_tls *head, *tail;  /* handshakes in progress */
   uint64_t handshakes[2];
   uint64_t failures[F_COUNT];
   scn_hooks hooks;
-} tls;
+};
 
-bool scn_tls_on(void) { return tls.ctx != NULL; }
+bool scn_tls_on(const scn_server *srv) { return srv->tls != NULL; }
 
 /* ---- figures ------------------------------------------------------------------------------ */
 
 static void collect_stats(void *ud, scn_metrics_sink *k) {
-  (void)ud;
+  const scn_tls_context *cx = ud;
   scn_metric_family(k, "tls_handshakes_total", "counter", "TLS handshakes completed, by port.");
-  scn_metric_sample(k, "port", "protocol", (double)tls.handshakes[SCN_TLS_PROTOCOL]);
-  scn_metric_sample(k, "port", "http", (double)tls.handshakes[SCN_TLS_HTTP]);
+  scn_metric_sample(k, "port", "protocol", (double)cx->handshakes[SCN_TLS_PROTOCOL]);
+  scn_metric_sample(k, "port", "http", (double)cx->handshakes[SCN_TLS_HTTP]);
   scn_metric_end(k);
   scn_metric_family(k, "tls_handshake_failures_total", "counter",
                     "TLS handshakes that failed or timed out, by reason.");
   for (int i = 0; i < F_COUNT; i++)
-    scn_metric_sample(k, "reason", failure_names[i], (double)tls.failures[i]);
+    scn_metric_sample(k, "reason", failure_names[i], (double)cx->failures[i]);
   scn_metric_end(k);
   scn_metric(k, "tls_certificate_expiry_timestamp_seconds", "gauge",
-             "When the certificate of --tls-cert expires (Unix time).", tls.cert_not_after);
+             "When the certificate of --tls-cert expires (Unix time).", cx->cert_not_after);
 }
 
 /* ---- the context -------------------------------------------------------------------------- */
@@ -133,14 +134,14 @@ static double not_after(const X509 *cert) {
   return (double)timegm(&tm);
 }
 
-static int load_context(const scn_config *cfg) {
+static int load_context(scn_tls_context *cx, const scn_config *cfg) {
   if (!readable("--tls-cert", cfg->tls_cert) || !readable("--tls-key", cfg->tls_key) ||
       (cfg->tls_ca[0] && !readable("--tls-ca", cfg->tls_ca)))
     return -1;
   SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
   if (!ctx)
     return refuse("--tls-cert", cfg->tls_cert, "cannot set up TLS (out of memory)");
-  tls.ctx = ctx;
+  cx->ctx = ctx;
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
   /* No renegotiation (a client could make us repeat the costly part at will), no compression
    * (CRIME); the server's cipher order. */
@@ -184,9 +185,9 @@ static int load_context(const scn_config *cfg) {
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
   }
   X509 *cert = SSL_CTX_get0_certificate(ctx);
-  tls.cert_not_after = cert ? not_after(cert) : 0;
+  cx->cert_not_after = cert ? not_after(cert) : 0;
   double now = (double)time(NULL);
-  if (tls.cert_not_after && tls.cert_not_after < now)
+  if (cx->cert_not_after && cx->cert_not_after < now)
     scn_log(SCN_LOG_WARN, "the TLS certificate has expired: clients will refuse it", "cert=%s",
             cfg->tls_cert);
   return 0;
@@ -244,40 +245,46 @@ static int bio_create(BIO *b) {
   return 1;
 }
 
-static bool make_bio_method(void) {
-  tls.bio_method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "scened");
-  return tls.bio_method && BIO_meth_set_read(tls.bio_method, bio_read) &&
-         BIO_meth_set_write(tls.bio_method, bio_write) &&
-         BIO_meth_set_ctrl(tls.bio_method, bio_ctrl) &&
-         BIO_meth_set_create(tls.bio_method, bio_create);
+static bool make_bio_method(scn_tls_context *cx) {
+  cx->bio_method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "scened");
+  return cx->bio_method && BIO_meth_set_read(cx->bio_method, bio_read) &&
+         BIO_meth_set_write(cx->bio_method, bio_write) &&
+         BIO_meth_set_ctrl(cx->bio_method, bio_ctrl) &&
+         BIO_meth_set_create(cx->bio_method, bio_create);
 }
 
 int scn_tls_open(scn_server *srv) {
-  tls.srv = srv;
   if (!srv->cfg.tls_cert[0])
     return 0;
-  int rc = load_context(&srv->cfg);
-  if (rc == 0 && !make_bio_method())
+  scn_tls_context *cx = calloc(1, sizeof *cx);
+  if (!cx)
+    return refuse("--tls-cert", srv->cfg.tls_cert, "cannot set up TLS (out of memory)");
+  cx->srv = srv;
+  srv->tls = cx;
+  int rc = load_context(cx, &srv->cfg);
+  if (rc == 0 && !make_bio_method(cx))
     rc = refuse("--tls-cert", srv->cfg.tls_cert, "cannot set up TLS (out of memory)");
   if (rc != 0) {
-    scn_tls_close();
+    scn_tls_close(srv);
     return -1;
   }
-  uv_timer_init(srv->loop, &tls.timer);
-  tls.timer_ready = true;
-  tls.hooks = (scn_hooks){.collect_stats = collect_stats};
-  scn_server_add_hooks(srv, &tls.hooks);
+  uv_timer_init(srv->loop, &cx->timer);
+  cx->timer.data = cx;
+  cx->hooks = (scn_hooks){.ud = cx, .collect_stats = collect_stats};
+  scn_server_add_hooks(srv, &cx->hooks);
   return 0;
 }
 
-void scn_tls_close(void) {
-  if (tls.srv && tls.hooks.collect_stats)
-    scn_server_remove_hooks(tls.srv, &tls.hooks);
-  tls.hooks.collect_stats = NULL;
-  SSL_CTX_free(tls.ctx);
-  tls.ctx = NULL;
-  BIO_meth_free(tls.bio_method);
-  tls.bio_method = NULL;
+void scn_tls_close(scn_server *srv) {
+  scn_tls_context *cx = srv->tls;
+  if (!cx)
+    return;
+  if (cx->hooks.collect_stats)
+    scn_server_remove_hooks(srv, &cx->hooks);
+  SSL_CTX_free(cx->ctx);
+  BIO_meth_free(cx->bio_method);
+  free(cx);
+  srv->tls = NULL;
 }
 
 /* ---- handshake deadlines ------------------------------------------------------------------ */
@@ -285,57 +292,61 @@ void scn_tls_close(void) {
 static void unwait(scn_tls *t) {
   if (!t->waiting)
     return;
+  scn_tls_context *cx = t->cx;
   if (t->prev)
     t->prev->next = t->next;
   else
-    tls.head = t->next;
+    cx->head = t->next;
   if (t->next)
     t->next->prev = t->prev;
   else
-    tls.tail = t->prev;
+    cx->tail = t->prev;
   t->prev = t->next = NULL;
   t->waiting = false;
 }
 
 static void on_deadline(uv_timer_t *timer);
 
-static void arm(void) {
-  if (!tls.head) {
-    uv_timer_stop(&tls.timer);
+static void arm(scn_tls_context *cx) {
+  if (!cx->head) {
+    uv_timer_stop(&cx->timer);
     return;
   }
-  uint64_t now = uv_now(tls.srv->loop);
-  uint64_t due = tls.head->deadline > now ? tls.head->deadline - now : 0;
-  uv_timer_start(&tls.timer, on_deadline, due, 0);
+  uint64_t now = uv_now(cx->srv->loop);
+  uint64_t due = cx->head->deadline > now ? cx->head->deadline - now : 0;
+  uv_timer_start(&cx->timer, on_deadline, due, 0);
 }
 
 static void count_failure(scn_tls *t, failure why) {
   if (t->ended)
     return;
   t->ended = true;
-  tls.failures[why]++;
+  t->cx->failures[why]++;
 }
 
 /* Every handshake past its deadline is cut off; their owners close the connections. */
 static void on_deadline(uv_timer_t *timer) {
+  scn_tls_context *cx = timer->data;
   uint64_t now = uv_now(timer->loop);
-  while (tls.head && tls.head->deadline <= now) {
-    scn_tls *t = tls.head;
+  while (cx->head && cx->head->deadline <= now) {
+    scn_tls *t = cx->head;
     unwait(t);
     count_failure(t, F_timeout);
     t->expired(t->owner);
   }
-  arm();
+  arm(cx);
 }
 
 /* ---- sessions ----------------------------------------------------------------------------- */
 
-scn_tls *scn_tls_new(scn_tls_port port, scn_tls_expired_fn expired, void *owner) {
+scn_tls *scn_tls_new(scn_server *srv, scn_tls_port port, scn_tls_expired_fn expired, void *owner) {
+  scn_tls_context *cx = srv->tls;
   scn_tls *t = calloc(1, sizeof *t);
   if (!t)
     return NULL;
-  t->ssl = SSL_new(tls.ctx);
-  BIO *bio = BIO_new(tls.bio_method);
+  t->cx = cx;
+  t->ssl = SSL_new(cx->ctx);
+  BIO *bio = BIO_new(cx->bio_method);
   if (!t->ssl || !bio) {
     SSL_free(t->ssl);
     BIO_free(bio);
@@ -351,28 +362,28 @@ scn_tls *scn_tls_new(scn_tls_port port, scn_tls_expired_fn expired, void *owner)
   t->port = port;
   t->expired = expired;
   t->owner = owner;
-  uint64_t ms = (uint64_t)(tls.srv->cfg.tls_handshake_timeout * 1000 + 0.5);
-  t->deadline = uv_now(tls.srv->loop) + ms;
+  uint64_t ms = (uint64_t)(srv->cfg.tls_handshake_timeout * 1000 + 0.5);
+  t->deadline = uv_now(srv->loop) + ms;
   /* One timeout for all: the newest deadline is the latest, so the list stays in order. */
-  t->prev = tls.tail;
-  if (tls.tail)
-    tls.tail->next = t;
+  t->prev = cx->tail;
+  if (cx->tail)
+    cx->tail->next = t;
   else
-    tls.head = t;
-  tls.tail = t;
+    cx->head = t;
+  cx->tail = t;
   t->waiting = true;
-  if (tls.head == t)
-    arm();
+  if (cx->head == t)
+    arm(cx);
   return t;
 }
 
 void scn_tls_free(scn_tls *t) {
   if (!t)
     return;
-  bool was_head = tls.head == t;
+  bool was_head = t->cx->head == t;
   unwait(t);
   if (was_head)
-    arm();
+    arm(t->cx);
   count_failure(t, F_closed); /* nothing when it completed or was counted already */
   SSL_free(t->ssl);           /* and its BIO */
   scn_buf_free(&t->pending);
@@ -422,15 +433,15 @@ static scn_tls_status decrypt(scn_tls *t, scn_tls_plain_fn fn, void *ud) {
       if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
         return SCN_TLS_OK;
       unwait(t);
-      arm();
+      arm(t->cx);
       t->why = ssl_reason("the peer broke the protocol");
       count_failure(t, classify(t));
       return SCN_TLS_FAILED;
     }
     t->established = t->ended = true;
-    tls.handshakes[t->port]++;
+    t->cx->handshakes[t->port]++;
     unwait(t);
-    arm();
+    arm(t->cx);
   }
   /* One record's plaintext at most per read (16 KiB). */
   char plain[16384];

@@ -12,25 +12,28 @@
 #include "server.h"
 
 typedef struct scn_tls scn_tls;
+/* The module's state, srv->tls: the server context, the handshakes in progress, the figures. */
+typedef struct scn_tls_context scn_tls_context;
 
 /* Which port a session is on (for the figures). */
 typedef enum scn_tls_port { SCN_TLS_PROTOCOL, SCN_TLS_HTTP } scn_tls_port;
 
-/* Loads --tls-cert, --tls-key and --tls-ca of srv->cfg (nothing to do without --tls-cert) and
- * registers the module's figures. 0, or -1 with one line on stderr (a file that cannot be
- * read or holds no PEM certificate or key, a key that does not match the certificate). */
+/* Loads --tls-cert, --tls-key and --tls-ca of srv->cfg into srv->tls (nothing to do without
+ * --tls-cert: srv->tls stays NULL) and registers the module's figures. 0, or -1 with one line
+ * on stderr (a file that cannot be read or holds no PEM certificate or key, a key that does
+ * not match the certificate). */
 int scn_tls_open(scn_server *srv);
-/* Frees what scn_tls_open loaded (at exit, once every session is freed). */
-void scn_tls_close(void);
+/* Frees srv->tls (at exit, once every session is freed and the loop's handles are closed). */
+void scn_tls_close(scn_server *srv);
 /* True when the ports speak TLS. */
-bool scn_tls_on(void);
+bool scn_tls_on(const scn_server *srv);
 
 /* Called when a session's handshake ran out of time; the owner closes its connection. */
 typedef void (*scn_tls_expired_fn)(void *owner);
 
-/* A server session for a newly accepted connection, its handshake timed from now. NULL when
- * out of memory. */
-scn_tls *scn_tls_new(scn_tls_port port, scn_tls_expired_fn expired, void *owner);
+/* A server session for a newly accepted connection (only when scn_tls_on), its handshake timed
+ * from now. NULL when out of memory. */
+scn_tls *scn_tls_new(scn_server *srv, scn_tls_port port, scn_tls_expired_fn expired, void *owner);
 /* Frees the session (a handshake still in progress counts as failed). */
 void scn_tls_free(scn_tls *t);
 /* The session changes hands (an HTTP connection upgraded to a WebSocket). */

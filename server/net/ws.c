@@ -48,13 +48,12 @@ typedef struct scn_ws {
   struct scn_ws *wait_next; /* awaiting the peer's close frame */
 } scn_ws;
 
-static struct {
-  uv_timer_t timer;
-  bool timer_ready;
-  scn_ws *waiting;
-} ws_state;
-
-static char ws_read_buffer[64 * 1024];
+struct scn_ws_state {
+  uv_timer_t close_timer; /* looks for peers late with their close frame */
+  scn_ws *waiting;        /* connections awaiting the peer's close frame */
+  /* One read buffer for every connection: reads are handled to completion before the next. */
+  char read_buffer[64 * 1024];
+};
 
 static bool ws_gone(const scn_conn *c) {
   return uv_is_closing((const uv_handle_t *)&c->tcp) || !c->ws || c->ws->dead;
@@ -62,8 +61,8 @@ static bool ws_gone(const scn_conn *c) {
 
 /* ---- closing ------------------------------------------------------------------------------ */
 
-static void wait_remove(scn_ws *ws) {
-  for (scn_ws **p = &ws_state.waiting; *p; p = &(*p)->wait_next)
+static void wait_remove(scn_ws_state *state, scn_ws *ws) {
+  for (scn_ws **p = &state->waiting; *p; p = &(*p)->wait_next)
     if (*p == ws) {
       *p = ws->wait_next;
       break;
@@ -85,7 +84,7 @@ static void ws_closing(scn_conn *c) {
   scn_ws *ws = c->ws;
   if (!ws)
     return;
-  wait_remove(ws);
+  wait_remove(c->srv->ws, ws);
   c->tp_queued = 0;
   if (ws->in_recv) {
     ws->dead = true; /* wslay is still on the stack: freed when it returns */
@@ -96,22 +95,23 @@ static void ws_closing(scn_conn *c) {
 }
 
 static void on_close_timer(uv_timer_t *t) {
+  scn_ws_state *state = t->data;
   uint64_t now = uv_now(t->loop);
   for (;;) {
     scn_ws *late = NULL;
-    for (scn_ws *ws = ws_state.waiting; ws; ws = ws->wait_next)
+    for (scn_ws *ws = state->waiting; ws; ws = ws->wait_next)
       if (ws->close_deadline <= now) {
         late = ws;
         break;
       }
     if (!late)
       break;
-    wait_remove(late);
+    wait_remove(state, late);
     scn_log(SCN_LOG_DEBUG, "websocket peer did not answer the close frame", "conn=%llu",
             (unsigned long long)late->conn->id);
     scn_conn_close(late->conn);
   }
-  if (!ws_state.waiting)
+  if (!state->waiting)
     uv_timer_stop(t);
 }
 
@@ -158,15 +158,12 @@ static void maybe_finish(scn_conn *c) {
     return;
   }
   if (!ws->close_deadline) {
-    if (!ws_state.timer_ready) {
-      uv_timer_init(c->srv->loop, &ws_state.timer);
-      ws_state.timer_ready = true;
-    }
+    scn_ws_state *state = c->srv->ws;
     ws->close_deadline = uv_now(c->srv->loop) + WS_CLOSE_WAIT_MS;
-    ws->wait_next = ws_state.waiting;
-    ws_state.waiting = ws;
-    if (!uv_is_active((uv_handle_t *)&ws_state.timer))
-      uv_timer_start(&ws_state.timer, on_close_timer, 250, 250);
+    ws->wait_next = state->waiting;
+    state->waiting = ws;
+    if (!uv_is_active((uv_handle_t *)&state->close_timer))
+      uv_timer_start(&state->close_timer, on_close_timer, 250, 250);
   }
   sync_reading(c);
 }
@@ -478,8 +475,10 @@ static bool feed_plain(scn_conn *c, const char *data, size_t n) {
 }
 
 static void on_ws_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
-  (void)h, (void)suggested;
-  *buf = uv_buf_init(ws_read_buffer, sizeof ws_read_buffer);
+  (void)suggested;
+  scn_conn *c = h->data;
+  scn_ws_state *state = c->srv->ws;
+  *buf = uv_buf_init(state->read_buffer, sizeof state->read_buffer);
 }
 
 static void on_ws_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
@@ -522,6 +521,21 @@ static const scn_transport ws_transport = {
     .resume = ws_resume,
     .closing = ws_closing,
 };
+
+int scn_ws_open(scn_server *srv) {
+  scn_ws_state *state = calloc(1, sizeof *state);
+  if (!state)
+    return -1;
+  uv_timer_init(srv->loop, &state->close_timer);
+  state->close_timer.data = state;
+  srv->ws = state;
+  return 0;
+}
+
+void scn_ws_free(scn_server *srv) {
+  free(srv->ws);
+  srv->ws = NULL;
+}
 
 int scn_ws_accept(scn_server *srv, int fd, struct scn_tls *tls, const char *preface,
                   size_t preface_len, const char *input, size_t input_len) {

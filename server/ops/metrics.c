@@ -73,9 +73,10 @@ void scn_metric_hist(sink *k, const char *name, const char *help, const scn_hist
 }
 
 /* A counter family with one sample per command, from counts indexed by command id. */
-static void per_command(sink *k, const char *name, const char *help, const uint64_t *counts) {
+static void per_command(sink *k, const char *name, const char *help,
+                        const uint64_t counts[SCN_COMMAND_COUNT]) {
   k->family(k, name, "counter", help);
-  for (unsigned i = 0; i < scn_command_count; i++)
+  for (unsigned i = 0; i < SCN_COMMAND_COUNT; i++)
     k->sample(k, "command", scn_commands[i].name, (double)counts[i]);
   k->end_family(k);
 }

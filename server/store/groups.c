@@ -566,14 +566,11 @@ int scn_gstore_migrate(scn_gstore *gs, uint32_t *max_slot, char *err, size_t err
     return -1;
   }
   /* The old data is replayed into a scene of its own (the dispatcher runs on srv->scene). */
-  srv->scene = old;
-  srv->worlds_gen++;
+  scn_server_swap_scene(srv, old);
   scn_chain chain;
   int rc = scn__load_chain(&srv->scene, gs->data, srv->cfg.recover, false, gs->replay,
                            gs->replay_ud, &chain, err, errlen);
-  old = srv->scene;
-  srv->scene = live;
-  srv->worlds_gen++;
+  old = scn_server_swap_scene(srv, live);
   *max_slot = scn_entity_slot_count(old);
   for (size_t i = 0; rc == 0 && i < scn_world_count(old); i++) {
     char group[SCN_NAME_MAX + 1], gdir[4400], dir[4500];
