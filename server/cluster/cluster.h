@@ -48,12 +48,19 @@ typedef struct scn_route {
 
 typedef void (*scn_cluster_wake)(void *ud);
 
-/* Where a command on world goes. creating: world.create, with place its "node" field (NULL,
- * a node's name, or "auto"). retried: the second look after a WAIT, which never waits again.
- * On WAIT, wake(ud) is called exactly once, later (also when the module closes). */
-scn_route_kind scn_cluster_route(scn_cluster *cl, const char *world, bool creating,
-                                 const char *place, bool retried, scn_route *out,
-                                 scn_cluster_wake wake, void *ud);
+/* A command on a world, as routing sees it. */
+typedef struct scn_route_request {
+  const char *world;
+  bool creating;         /* world.create */
+  const char *place;     /* world.create's "node" field: NULL, a node's name, or "auto" */
+  bool retry;            /* the second look after a WAIT, which never waits again */
+  scn_cluster_wake wake; /* NULL: the command cannot wait */
+  void *ud;
+} scn_route_request;
+
+/* Where the command goes. On WAIT, rq->wake(rq->ud) is called exactly once, later (also when
+ * the module closes). */
+scn_route_kind scn_cluster_route(scn_cluster *cl, const scn_route_request *rq, scn_route *out);
 /* Whether commands that name no world may run (registered, not fenced); why when not. */
 bool scn_cluster_serving(scn_cluster *cl, const char **why);
 /* Connection c's output now holds an ok for a write to a group: if the fence comes down before

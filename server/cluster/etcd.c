@@ -326,9 +326,9 @@ scn_etcd_req *scn_etcd_call(scn_etcd *e, const char *path, const char *body, dou
   return r ? req_start(r) : NULL;
 }
 
-scn_etcd_req *scn_etcd_watch(scn_etcd *e, const char *body, scn_etcd_msg msg, scn_etcd_done done,
-                             void *ud) {
-  scn_etcd_req *r = req_new(e, "/v3/watch", body, 2.0, done, ud);
+scn_etcd_req *scn_etcd_watch(scn_etcd *e, const char *path, const char *body, scn_etcd_msg msg,
+                             scn_etcd_done done, void *ud) {
+  scn_etcd_req *r = req_new(e, path, body, 2.0, done, ud);
   if (!r)
     return NULL;
   r->watch = true;
@@ -450,12 +450,10 @@ bool scn_etcd_urls_valid(const char *urls, char *why, size_t whylen) {
 }
 
 scn_etcd *scn_etcd_open(uv_loop_t *loop, const char *urls) {
-  static bool curl_ready;
-  if (!curl_ready) {
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-      return NULL;
-    curl_ready = true;
-  }
+  /* libcurl counts these calls (it initialises once); its state lasts until the process ends,
+   * as the daemon's OpenSSL does. */
+  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+    return NULL;
   scn_etcd *e = calloc(1, sizeof *e);
   if (!e)
     return NULL;

@@ -42,14 +42,14 @@ void scn_etcd_close(scn_etcd *e);
 /* Whether urls is a usable endpoint list; why (at most 200 bytes) says what is wrong. */
 bool scn_etcd_urls_valid(const char *urls, char *why, size_t whylen);
 
-/* POSTs body (JSON) to path (such as "/v3/kv/range") with a deadline. The request, or NULL
+/* POSTs body (JSON) to path with a deadline. The request, or NULL
  * when it could not start (done is then not called). */
 scn_etcd_req *scn_etcd_call(scn_etcd *e, const char *path, const char *body, double timeout_s,
                             scn_etcd_done done, void *ud);
-/* Opens a watch (body: a create_request): each object of the stream goes to msg; when the
- * stream ends or fails, done(ud, NULL, why) once. */
-scn_etcd_req *scn_etcd_watch(scn_etcd *e, const char *body, scn_etcd_msg msg, scn_etcd_done done,
-                             void *ud);
+/* Opens a watch (POSTs body to path): each object of the stream goes to msg; when the stream
+ * ends or fails, done(ud, NULL, why) once. */
+scn_etcd_req *scn_etcd_watch(scn_etcd *e, const char *path, const char *body, scn_etcd_msg msg,
+                             scn_etcd_done done, void *ud);
 /* A request that ends without its callback (cancelled, or the client closed) hands its ud to
  * release. */
 void scn_etcd_set_release(scn_etcd_req *r, void (*release)(void *ud));

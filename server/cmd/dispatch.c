@@ -178,8 +178,13 @@ static int route(scn_ctx *ctx, const scn_command_info *cmd, const scn_fields *f,
     memcpy(h->line, line, len);
     h->line[len] = '\0';
   }
-  scn_route_kind kind =
-      scn_cluster_route(cl, world, creating, place, d->retrying, &r, h ? on_wake : NULL, h);
+  scn_route_request rq = {.world = world,
+                          .creating = creating,
+                          .place = place,
+                          .retry = d->retrying,
+                          .wake = h ? on_wake : NULL,
+                          .ud = h};
+  scn_route_kind kind = scn_cluster_route(cl, &rq, &r);
   if (kind == SCN_ROUTE_WAIT) {
     h->next = d->held;
     d->held = h;

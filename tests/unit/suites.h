@@ -15,6 +15,7 @@
   X(core_property)                                                                                 \
   X(core_history)                                                                                  \
   X(history_file)                                                                                  \
+  X(cluster_owners)                                                                                \
   X(f32fmt)                                                                                        \
   X(proto)                                                                                         \
   X(base64)                                                                                        \

@@ -1,0 +1,131 @@
+/* Shared by the cluster module's files (see cluster.h for what the module does):
+ *   cluster.c       the module: its life, its housekeeping tick, the answers of commands
+ *   fence.c         whether this daemon may serve: the fence and the acknowledgements it holds
+ *   members.c       membership: registration, the lease and its renewals, the node key, the
+ *                   entity id ranges, the release at SIGTERM
+ *   watch.c         the cache kept in step with etcd: the full read and the watch
+ *   holding.c       what holding a group means here: loaded into the store and the scene,
+ *                   dropped from them, frozen for a move
+ *   group_keys.c    the group keys the ownership core writes and reads in etcd
+ *   route.c         where a command goes
+ *   cluster_stats.c the module's figures
+ * owners.h is the ownership core they drive; etcd_kv.h the only way they reach etcd. */
+#ifndef SCN_CLUSTER_INTERNAL_H
+#define SCN_CLUSTER_INTERNAL_H
+
+#include "cluster/cluster.h"
+#include "cluster/etcd_kv.h"
+#include "cluster/owners.h"
+
+#define SCN_ID_RANGE 65536u /* entity slots per range handed out */
+
+typedef enum scn_reg_step {
+  SCN_REG_LEASE,
+  SCN_REG_NODE,
+  SCN_REG_MIGRATE,
+  SCN_REG_IDS,
+  SCN_REG_SYNC,
+  SCN_REG_DONE
+} scn_reg_step;
+
+/* Why the node key is written. */
+typedef enum scn_publish {
+  SCN_PUBLISH_REGISTERING, /* a step of registration: its answer moves registration on */
+  SCN_PUBLISH_LOAD         /* the load changed, or is published again: nobody waits */
+} scn_publish;
+
+typedef struct scn_cluster_stats {
+  uint64_t renewals, renewal_failures;
+  uint64_t moved, unavailable; /* commands answered MOVED or UNAVAILABLE */
+} scn_cluster_stats;
+
+struct scn_cluster {
+  scn_server *srv;
+  scn_hooks hooks;
+  scn_etcd *etcd;
+  scn_self self;      /* the node, its address, its lease, registered, released */
+  scn_owners owners;  /* the ownership core and its cache */
+  scn_buf self_value; /* a group key's value naming this daemon, made once */
+  double ttl;         /* the lease's, in seconds */
+  uint64_t ttl_ns, margin_ns;
+  uint64_t confirmed; /* when the last renewal etcd confirmed was sent (uv_hrtime) */
+  /* registration */
+  scn_reg_step step;
+  bool step_busy;
+  uint64_t step_after; /* uv_hrtime before which the step is not tried again */
+  const char *step_error;
+  bool keepalive_busy;
+  uint64_t next_keepalive, next_publish, next_sweep;
+  bool releasing; /* SIGTERM: the revoke is in flight */
+  /* the cache's reads */
+  scn_etcd_req *watch;
+  bool syncing, sync_again;
+  /* entity ids */
+  bool ids_busy;
+  uint32_t ids_floor; /* ranges below this hold migrated ids */
+  bool migrate_lock;  /* held until the id counter is past the migrated ids */
+  /* acknowledgements not yet sent */
+  scn_conn **acks;
+  size_t nacks, acks_cap;
+  uv_timer_t timer;
+  bool closing;
+  scn_cluster_stats stats;
+};
+
+/* How long a request to etcd may take. */
+double scn__request_timeout(const scn_cluster *cl);
+
+/* ---- fence.c ------------------------------------------------------------------------------- */
+
+/* When the fence comes down without another renewal (uv_hrtime); 0 when there is no lease. */
+uint64_t scn__fence_deadline(const scn_cluster *cl);
+/* When the lease ends without another renewal, as far as this daemon knows; 0: no lease. */
+uint64_t scn__lease_end(const scn_cluster *cl);
+/* Whether the lease can be trusted now (read on the monotonic clock each time: after a pause
+ * the loop may run reads before any timer). */
+bool scn__fence_up(const scn_cluster *cl);
+/* How long the fence stays up without another renewal (0 when it is down). */
+uint64_t scn__fence_left(const scn_cluster *cl);
+/* Registered, not released, and the fence up. */
+bool scn__serving(const scn_cluster *cl);
+bool scn__fence_may_write(void *ud, const char *group);
+void scn__fence_before_flush(void *ud);
+void scn__fence_conn_closed(void *ud, scn_conn *c);
+
+/* ---- members.c ----------------------------------------------------------------------------- */
+
+/* The next step of registration, unless one is in flight or waits for its retry. */
+void scn__step_next(scn_cluster *cl);
+void scn__keepalive(scn_cluster *cl);
+void scn__lost_lease(scn_cluster *cl, const char *why);
+void scn__publish_node(scn_cluster *cl, scn_publish why);
+/* Reserves the next range of entity ids. */
+void scn__ids_fetch(scn_cluster *cl);
+/* Why /readyz says 503 (NULL: ready). */
+
+/* ---- watch.c ------------------------------------------------------------------------------- */
+
+/* Reads every key again, then watches from there (once at a time). */
+void scn__sync_start(scn_cluster *cl);
+
+/* ---- holding.c and group_keys.c: the ownership core's ops ---------------------------------- */
+
+bool scn__on_disk(void *ud, const char *group);
+scn_load_result scn__load_group(void *ud, const char *group, int64_t epoch, scn_arrival how);
+void scn__drop_group(void *ud, const char *group, const char *to, const char *to_addr);
+bool scn__freeze_group(void *ud, const char *group, uint64_t *snapshot_bytes,
+                       uint64_t *history_bytes);
+void scn__unfreeze_group(void *ud, const char *group);
+/* Groups on disk that nobody owns are claimed, and keys naming this daemon adopted. */
+void scn__sweep(scn_cluster *cl);
+
+bool scn__send_claim(void *ud, const char *group);
+bool scn__send_served(void *ud, const char *group, int64_t mod_rev);
+bool scn__send_handoff(void *ud, const char *group, int64_t mod_rev, const scn_node_entry *to);
+bool scn__send_read(void *ud, const char *group);
+
+/* ---- cluster_stats.c ----------------------------------------------------------------------- */
+
+void scn__collect_stats(void *ud, scn_metrics_sink *k);
+
+#endif

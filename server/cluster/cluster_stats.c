@@ -1,0 +1,55 @@
+/* The cluster's figures for /metrics and info: membership, the fence, ownership, routing, and
+ * the etcd client's. */
+#include "cluster/cluster_internal.h"
+
+/* Seconds from now until t (uv_hrtime), 0 when it has passed. */
+static double seconds_until(uint64_t t, uint64_t now) {
+  return now < t ? (double)(t - now) * 1e-9 : 0;
+}
+
+void scn__collect_stats(void *ud, scn_metrics_sink *k) {
+  scn_cluster *cl = ud;
+  const scn_cluster_stats *s = &cl->stats;
+  const scn_owner_stats *o = &cl->owners.stats;
+  uint64_t now = uv_hrtime();
+  scn_metric(k, "cluster_registered", "gauge", "1 while registered in etcd and not fenced.",
+             scn__serving(cl));
+  scn_metric(k, "cluster_nodes", "gauge", "Live nodes this daemon knows of.",
+             (double)cl->owners.nnodes);
+  scn_metric(k, "cluster_groups_owned", "gauge", "Groups this daemon serves.",
+             (double)scn_owners_count(&cl->owners, SCN_GROUP_OWNED));
+  scn_metric(k, "cluster_moves_total", "counter", "Groups this daemon moved to another node.",
+             (double)o->moves);
+  scn_metric(k, "cluster_moves_in_total", "counter", "Groups moved to this daemon.",
+             (double)o->moves_in);
+  scn_metric(k, "cluster_takeovers_total", "counter",
+             "Groups this daemon took over from the data directory after their owner went.",
+             (double)o->takeovers);
+  scn_metric(k, "cluster_claims_total", "counter", "Claims of a group this daemon won.",
+             (double)o->claims);
+  scn_metric(k, "cluster_groups_lost_total", "counter",
+             "Groups this daemon stopped serving without handing them over.", (double)o->lost);
+  scn_metric(k, "cluster_lease_renewals_total", "counter", "Lease renewals etcd confirmed.",
+             (double)s->renewals);
+  scn_metric(k, "cluster_lease_renewal_failures_total", "counter", "Lease renewals that failed.",
+             (double)s->renewal_failures);
+  scn_metric(k, "cluster_lease_remaining_seconds", "gauge",
+             "Time the lease is known to live (from the last confirmed renewal).",
+             seconds_until(scn__lease_end(cl), now));
+  scn_metric(k, "cluster_fence_remaining_seconds", "gauge",
+             "Time until this daemon fences itself without another renewal.",
+             seconds_until(scn__fence_deadline(cl), now));
+  scn_metric(k, "cluster_moved_total", "counter", "Commands answered MOVED.", (double)s->moved);
+  scn_metric(k, "cluster_unavailable_total", "counter", "Commands answered UNAVAILABLE.",
+             (double)s->unavailable);
+  const scn_etcd_stats *e = scn_etcd_get_stats(cl->etcd);
+  scn_metric(k, "etcd_requests_total", "counter", "Requests sent to etcd.", (double)e->requests);
+  scn_metric(k, "etcd_errors_total", "counter",
+             "etcd requests that failed (transport, timeout, HTTP error, malformed reply).",
+             (double)e->errors);
+  scn_metric(k, "etcd_timeouts_total", "counter", "etcd requests that timed out.",
+             (double)e->timeouts);
+  scn_metric(k, "etcd_failovers_total", "counter", "Moves to the next etcd endpoint.",
+             (double)e->failovers);
+  scn_metric_hist(k, "etcd_request_seconds", "etcd request latency.", &e->latency);
+}

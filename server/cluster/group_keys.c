@@ -1,0 +1,77 @@
+/* The group keys the ownership core writes and reads in etcd: a claim, a hand-off, the answer
+ * to a hand-off, a read of one key. Answers go back to the core by the group's name (the
+ * group may be gone by then). */
+#include "cluster/cluster_internal.h"
+
+#include <stdio.h>
+
+typedef struct group_ctx {
+  scn_cluster *cl;
+  char group[SCN_NAME_MAX + 1];
+} group_ctx;
+
+static void group_key(const char *group, char *out, size_t cap) {
+  snprintf(out, cap, "%s%s", SCN_GROUPS_PREFIX, group);
+}
+
+static group_ctx context(scn_cluster *cl, const char *group) {
+  group_ctx c = {.cl = cl};
+  snprintf(c.group, sizeof c.group, "%s", group);
+  return c;
+}
+
+static void on_claimed(void *ctx, const scn_kv_answer *a) {
+  group_ctx *c = ctx;
+  scn_owners_claim_answered(&c->cl->owners, c->group, a);
+}
+
+static void on_handed_off(void *ctx, const scn_kv_answer *a) {
+  group_ctx *c = ctx;
+  scn_owners_handoff_answered(&c->cl->owners, c->group, a);
+}
+
+static void on_read(void *ctx, const scn_kv_answer *a) {
+  group_ctx *c = ctx;
+  scn_owners_read_answered(&c->cl->owners, c->group, a);
+}
+
+/* Puts the group's key (value, bound to lease) if it is still at mod_rev (0: absent). */
+static bool put_if_unchanged(scn_cluster *cl, const char *group, const scn_buf *value,
+                             int64_t lease, int64_t mod_rev, scn_kv_done done) {
+  char key[SCN_NAME_MAX + 64];
+  group_key(group, key, sizeof key);
+  group_ctx c = context(cl, group);
+  scn_kv_reply r = {
+      .timeout_s = scn__request_timeout(cl), .done = done, .ctx = &c, .ctx_size = sizeof c};
+  scn_kv_write w = {.key = key, .value = value->data, .value_len = value->len, .lease = lease};
+  return !value->failed && scn_etcd_put_if_unchanged(cl->etcd, &w, mod_rev, &r);
+}
+
+bool scn__send_claim(void *ud, const char *group) {
+  scn_cluster *cl = ud;
+  return put_if_unchanged(cl, group, &cl->self_value, cl->self.lease, 0, on_claimed);
+}
+
+bool scn__send_served(void *ud, const char *group, int64_t mod_rev) {
+  scn_cluster *cl = ud;
+  return put_if_unchanged(cl, group, &cl->self_value, cl->self.lease, mod_rev, NULL);
+}
+
+bool scn__send_handoff(void *ud, const char *group, int64_t mod_rev, const scn_node_entry *to) {
+  scn_cluster *cl = ud;
+  scn_buf value = {0};
+  scn_owners_group_value(&value, to->name, to->addr, cl->self.node);
+  bool sent = put_if_unchanged(cl, group, &value, to->lease, mod_rev, on_handed_off);
+  scn_buf_free(&value);
+  return sent;
+}
+
+bool scn__send_read(void *ud, const char *group) {
+  scn_cluster *cl = ud;
+  char key[SCN_NAME_MAX + 64];
+  group_key(group, key, sizeof key);
+  group_ctx c = context(cl, group);
+  scn_kv_reply r = {
+      .timeout_s = scn__request_timeout(cl), .done = on_read, .ctx = &c, .ctx_size = sizeof c};
+  return scn_etcd_range(cl->etcd, key, &r);
+}
