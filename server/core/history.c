@@ -14,16 +14,13 @@
  * matrix differs, so that a setter writes nothing for history. The heads and shadows live beside
  * the instances (moved with them by swap-erase and relayout) and, once a transform is destroyed,
  * the heads in a small map by entity until its last record leaves the window. */
-#include "core_internal.h"
+#include "history_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
-#define MCHUNK (1u << SCN_HIST_MSHIFT)
-#define SCHUNK (1u << SCN_HIST_SSHIFT)
-#define ACHUNK (1u << SCN_HIST_ASHIFT)
 #define DEAD_MIN 16
 
 /* ---- rings ------------------------------------------------------------------------------- */
@@ -55,10 +52,6 @@ static void ring_free(scn__ring *r) {
   free(r->table);
   free(r->spare);
   memset(r, 0, sizeof *r);
-}
-
-static inline void *ring_chunk(const scn__ring *r, uint64_t s) {
-  return r->table[(s >> r->shift) & r->mask];
 }
 
 /* Makes room for the record at end: a chunk when end starts one (a spare one if any). */
@@ -114,16 +107,6 @@ static void ring_drop(scn__ring *r, uint64_t front) {
 static size_t ring_bytes(const scn__ring *r) {
   return (size_t)(chunk_limit(r) - chunk_first(r) + r->nspare) * r->chunk_bytes +
          sizeof(void *) * ((size_t)r->mask + 1 + r->spare_cap);
-}
-
-static inline scn__hist_mchunk *mchunk(const scn__ring *r, uint64_t s) { return ring_chunk(r, s); }
-
-static inline scn__hist_srec *srec(const scn__hist *h, uint64_t s) {
-  return &((scn__hist_srec *)ring_chunk(&h->ring[SCN_HIST_STRUCT], s))[s & (SCHUNK - 1)];
-}
-
-static inline scn__hist_row *aside_at(const scn__ring *r, uint64_t x) {
-  return &((scn__hist_row *)ring_chunk(r, x))[x & (ACHUNK - 1)];
 }
 
 uint32_t scn__hist_too_far(scn__hist *h) {
@@ -191,12 +174,8 @@ static uint32_t put_rows(float *rows, const float *m, float row3[4]) {
   return (bits[0] | bits[1] | bits[2]) || bits[3] != 0x3f800000u ? SCN_HIST_ASIDE : 0;
 }
 
-static inline uint32_t mlink(const scn__ring *r, uint64_t s) {
-  return mchunk(r, s)->link[s & (MCHUNK - 1)];
-}
-
 /* The matrix of record s of ring which. */
-static void record_matrix(const scn__hist *h, int which, uint64_t s, float out[16]) {
+void scn__hist_record_matrix(const scn__hist *h, int which, uint64_t s, float out[16]) {
   const scn__hist_mchunk *c = mchunk(&h->ring[which], s);
   uint32_t k = (uint32_t)(s & (MCHUNK - 1));
   for (int r = 0; r < 3; r++)
@@ -210,7 +189,7 @@ static void record_matrix(const scn__hist *h, int which, uint64_t s, float out[1
 }
 
 /* Appends m to the matrix chain in ring which whose head is *head. */
-static void push_matrix(scn__hist *h, int which, uint64_t *head, const float *m) {
+void scn__hist_push_matrix(scn__hist *h, int which, uint64_t *head, const float *m) {
   scn__ring *r = &h->ring[which];
   if (h->broken || !ring_room(r)) {
     h->broken = true;
@@ -229,8 +208,8 @@ static void push_matrix(scn__hist *h, int which, uint64_t *head, const float *m)
 }
 
 /* Appends a structure record (existence, parent, name) to the chain whose head is *head. */
-static void push_struct_rec(scn__hist *h, uint64_t *head, scn_entity e, bool exists,
-                            scn_entity parent, const char *name) {
+void scn__hist_push_struct_rec(scn__hist *h, uint64_t *head, scn_entity e, bool exists,
+                               scn_entity parent, const char *name) {
   scn__ring *r = &h->ring[SCN_HIST_STRUCT];
   if (h->broken || !ring_room(r)) {
     h->broken = true;
@@ -253,27 +232,27 @@ static void push_struct_rec(scn__hist *h, uint64_t *head, scn_entity e, bool exi
 /* Appends the structure of instance i (or its absence) to its chain. */
 static void push_struct(scn__tm *tm, uint32_t i, bool exists) {
   uint32_t p = tm->parent[i];
-  push_struct_rec(tm->hist, &tm->hist->heads[i].meta, tm->entity[i], exists,
-                  p != SCN_NIL ? tm->entity[p] : SCN_ENTITY_NONE, scn__tm_name(tm, i));
+  scn__hist_push_struct_rec(tm->hist, &tm->hist->heads[i].meta, tm->entity[i], exists,
+                            p != SCN_NIL ? tm->entity[p] : SCN_ENTITY_NONE, scn__tm_name(tm, i));
 }
 
 /* ---- destroyed transforms: entity -> chain heads ------------------------------------------ */
 
-static uint32_t dead_slot(const scn__hist *h, scn_entity e) {
+uint32_t scn__hist_dead_slot(const scn__hist *h, scn_entity e) {
   uint32_t x = (uint32_t)scn__hash64(e) & h->dead_mask;
   while (h->dead[x].entity != SCN_ENTITY_NONE && h->dead[x].entity != e)
     x = (x + 1) & h->dead_mask;
   return x;
 }
 
-static const scn__dead *dead_find(const scn__hist *h, scn_entity e) {
+const scn__dead *scn__hist_dead_find(const scn__hist *h, scn_entity e) {
   if (!h->dead)
     return NULL;
-  const scn__dead *d = &h->dead[dead_slot(h, e)];
+  const scn__dead *d = &h->dead[scn__hist_dead_slot(h, e)];
   return d->entity == e ? d : NULL;
 }
 
-static bool dead_grow(scn__hist *h) {
+bool scn__hist_dead_grow(scn__hist *h) {
   if (h->dead && (uint64_t)(h->ndead + 1) * 4 <= (uint64_t)(h->dead_mask + 1) * 3)
     return true;
   uint32_t cap = h->dead ? (h->dead_mask + 1) * 2 : DEAD_MIN;
@@ -285,17 +264,17 @@ static bool dead_grow(scn__hist *h) {
   h->dead_mask = cap - 1;
   for (uint32_t x = 0; x < old_cap; x++)
     if (old[x].entity != SCN_ENTITY_NONE)
-      h->dead[dead_slot(h, old[x].entity)] = old[x];
+      h->dead[scn__hist_dead_slot(h, old[x].entity)] = old[x];
   free(old);
   return true;
 }
 
 static void dead_put(scn__hist *h, scn_entity e, const scn__heads *heads) {
-  if (!dead_grow(h)) {
+  if (!scn__hist_dead_grow(h)) {
     h->broken = true;
     return;
   }
-  scn__dead *d = &h->dead[dead_slot(h, e)];
+  scn__dead *d = &h->dead[scn__hist_dead_slot(h, e)];
   if (d->entity == SCN_ENTITY_NONE)
     h->ndead++;
   d->entity = e;
@@ -324,7 +303,7 @@ static void dead_delete(scn__hist *h, uint32_t slot) {
 
 void scn__hist_world(scn__tm *tm, uint32_t i) {
   scn__hist *h = tm->hist;
-  push_matrix(h, SCN_HIST_WORLD, &h->heads[i].world, tm->world[i][0]);
+  scn__hist_push_matrix(h, SCN_HIST_WORLD, &h->heads[i].world, tm->world[i][0]);
 }
 
 scn__hist_mchunk *scn__hist_chunk(scn__tm *tm, int which, uint64_t s) {
@@ -344,7 +323,7 @@ static void sync_local(scn__tm *tm, scn__hist *h, uint32_t i) {
   if (memcmp(tm->local[i], h->shadow[i], sizeof(mat4)) == 0)
     return;
   if (h->heads[i].local < h->begin[SCN_HIST_LOCAL])
-    push_matrix(h, SCN_HIST_LOCAL, &h->heads[i].local, h->shadow[i][0]);
+    scn__hist_push_matrix(h, SCN_HIST_LOCAL, &h->heads[i].local, h->shadow[i][0]);
   glm_mat4_copy(tm->local[i], h->shadow[i]);
 }
 
@@ -358,7 +337,7 @@ void scn__hist_struct(scn__tm *tm, uint32_t i) {
 void scn__hist_inserted(scn__tm *tm, uint32_t i) {
   scn__hist *h = tm->hist;
   scn__heads *heads = &h->heads[i];
-  const scn__dead *d = dead_find(h, tm->entity[i]);
+  const scn__dead *d = scn__hist_dead_find(h, tm->entity[i]);
   if (d) { /* the same entity had a transform here before: its chains go on */
     *heads = d->heads;
     dead_delete(h, (uint32_t)(d - h->dead));
@@ -384,9 +363,9 @@ void scn__hist_removing(scn__tm *tm, uint32_t i) {
    * shadow is the local matrix of that close. */
   if (!created_in_tick) {
     if (heads->world < h->begin[SCN_HIST_WORLD])
-      push_matrix(h, SCN_HIST_WORLD, &heads->world, tm->world[i][0]);
+      scn__hist_push_matrix(h, SCN_HIST_WORLD, &heads->world, tm->world[i][0]);
     if (heads->local < h->begin[SCN_HIST_LOCAL])
-      push_matrix(h, SCN_HIST_LOCAL, &heads->local, h->shadow[i][0]);
+      scn__hist_push_matrix(h, SCN_HIST_LOCAL, &heads->local, h->shadow[i][0]);
   }
   dead_put(h, tm->entity[i], heads);
 }
@@ -434,21 +413,11 @@ int scn__hist_reserve(scn__tm *tm, uint32_t cap) {
 
 /* ---- ticks -------------------------------------------------------------------------------- */
 
-static uint64_t *bound_of(const scn__hist *h, uint64_t tick) {
-  return h->bound[tick & h->bound_mask];
-}
-
-/* The oldest tick a query may name once tick now has closed (above now: none). */
-static uint64_t oldest_tick(const scn__hist *h, uint64_t now) {
-  uint64_t oldest = now + 1 > h->window ? now + 1 - h->window : 0;
-  return oldest > h->start ? oldest : h->start;
-}
-
 /* Drops every record made before the tick whose records begin at b. */
 static void drop_before(scn__hist *h, const uint64_t *b) {
   for (uint64_t s = h->ring[SCN_HIST_STRUCT].front; s < b[SCN_HIST_STRUCT]; s++) {
     const scn__hist_srec *rec = srec(h, s);
-    const scn__dead *d = dead_find(h, rec->entity);
+    const scn__dead *d = scn__hist_dead_find(h, rec->entity);
     if (d && d->heads.meta == s) /* a destroyed transform's last record */
       dead_delete(h, (uint32_t)(d - h->dead));
   }
@@ -613,484 +582,4 @@ void scn__hist_stats(const scn__tm *tm, scn_world_stats *out) {
   out->history_matrices = 0;
   for (int k = SCN_HIST_WORLD; k <= SCN_HIST_LOCAL; k++)
     out->history_matrices += h->ring[k].end - h->ring[k].front;
-}
-
-/* ---- queries ------------------------------------------------------------------------------ */
-
-/* The oldest record of the matrix chain from s made at or after begin; 0 when none. */
-static uint64_t walk_matrix(const scn__ring *r, uint64_t s, uint64_t begin) {
-  if (s < begin)
-    return 0;
-  for (;;) {
-    uint32_t d = mlink(r, s) & ~SCN_HIST_ASIDE;
-    if (!d || s - d < begin)
-      return s;
-    s -= d;
-  }
-}
-
-static const scn__hist_srec *walk_struct(const scn__hist *h, uint64_t s, uint64_t begin) {
-  const scn__hist_srec *found = NULL;
-  while (s >= begin) {
-    found = srec(h, s);
-    if (!found->back)
-      break;
-    s -= found->back;
-  }
-  return found;
-}
-
-/* e's values at tick. */
-typedef struct hist_view {
-  scn_entity parent;
-  const char *name;
-  float local[16], world[16];
-} hist_view;
-
-/* The matrix of chain head in ring which at the tick whose successor's records begin at b:
- * from its record, else live (NULL: there is none, a destroyed transform). */
-static bool matrix_at(const scn__hist *h, int which, uint64_t head, uint64_t b, const float *live,
-                      float out[16]) {
-  uint64_t s = walk_matrix(&h->ring[which], head, b);
-  if (s)
-    record_matrix(h, which, s, out);
-  else if (live)
-    memcpy(out, live, sizeof(float) * 16);
-  return s || live;
-}
-
-static int view_at(scn_world *w, scn_entity e, uint64_t tick, hist_view *v) {
-  scn__tm *tm = &w->tm;
-  const scn__hist *h = tm->hist;
-  uint64_t oldest, newest;
-  if (scn_world_history_window(w, &oldest, &newest) != SCN_OK || tick < oldest || tick > newest)
-    return SCN_NOT_FOUND;
-  if (e == SCN_ENTITY_NONE || e > SCN_ENTITY_MAX)
-    return SCN_NOT_FOUND;
-  uint32_t i = scn__tm_lookup(tm, e);
-  scn__heads heads;
-  if (i != SCN_NIL) {
-    /* the live values are read when nothing changed since tick: load them meanwhile */
-    __builtin_prefetch(tm->world[i]);
-    __builtin_prefetch(h->shadow[i]);
-    __builtin_prefetch(&tm->parent[i]);
-    __builtin_prefetch(&tm->name[i]);
-    heads = h->heads[i];
-  } else {
-    const scn__dead *d = dead_find(h, e);
-    if (!d)
-      return SCN_NOT_FOUND;
-    heads = d->heads;
-  }
-  const uint64_t *b = bound_of(h, tick + 1); /* records made after tick begin here */
-  const scn__hist_srec *st = walk_struct(h, heads.meta, b[SCN_HIST_STRUCT]);
-  if (st ? !st->exists : i == SCN_NIL)
-    return SCN_NOT_FOUND;
-  if (st) {
-    v->parent = st->parent;
-    v->name = st->name[0] ? st->name : NULL;
-  } else {
-    uint32_t p = tm->parent[i];
-    v->parent = p == SCN_NIL ? SCN_ENTITY_NONE : tm->entity[p];
-    v->name = scn__tm_name(tm, i);
-  }
-  /* A destroyed transform left both matrices behind when it was destroyed. */
-  bool live = i != SCN_NIL;
-  if (!matrix_at(h, SCN_HIST_WORLD, heads.world, b[SCN_HIST_WORLD], live ? tm->world[i][0] : NULL,
-                 v->world) ||
-      !matrix_at(h, SCN_HIST_LOCAL, heads.local, b[SCN_HIST_LOCAL], live ? h->shadow[i][0] : NULL,
-                 v->local))
-    return SCN_STATE;
-  return SCN_OK;
-}
-
-static void fill_info(scn_entity e, const hist_view *v, scn_transform_info *out) {
-  out->entity = e;
-  out->parent = v->parent;
-  out->name = v->name;
-  memcpy(out->local, v->local, sizeof out->local);
-  memcpy(out->world, v->world, sizeof out->world);
-}
-
-int scn_world_history_get(scn_world *w, scn_entity e, uint64_t tick, scn_transform_info *out) {
-  hist_view v;
-  int rc = view_at(w, e, tick, &v);
-  if (rc == SCN_OK)
-    fill_info(e, &v, out);
-  return rc;
-}
-
-/* ---- fractional ticks --------------------------------------------------------------------- */
-
-/* scn_compose_trs in double from double parts, rounded once; false when not finite. */
-static bool compose_d(const double t[3], const double q[4], const double s[3], float out[16]) {
-  double len = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
-  if (!(len > 0))
-    return false;
-  double x = q[0] / len, y = q[1] / len, z = q[2] / len, w = q[3] / len;
-  const double m[16] = {
-      (1 - 2 * (y * y + z * z)) * s[0],
-      (2 * (x * y + z * w)) * s[0],
-      (2 * (x * z - y * w)) * s[0],
-      0,
-      (2 * (x * y - z * w)) * s[1],
-      (1 - 2 * (x * x + z * z)) * s[1],
-      (2 * (y * z + x * w)) * s[1],
-      0,
-      (2 * (x * z + y * w)) * s[2],
-      (2 * (y * z - x * w)) * s[2],
-      (1 - 2 * (x * x + y * y)) * s[2],
-      0,
-      t[0],
-      t[1],
-      t[2],
-      1,
-  };
-  for (int i = 0; i < 16; i++)
-    out[i] = (float)m[i];
-  return scn_matrix_finite(out);
-}
-
-/* The matrix a fraction f (0 < f < 1) of the way from a to b: translation and scale linearly,
- * rotation by spherical interpolation the shorter way round; a itself when the two are equal,
- * when either is not T * R * S, or when the result would not be finite. */
-static void lerp_matrix(const float a[16], const float b[16], double f, float out[16]) {
-  float ta[3], ra[4], sa[3], tb[3], rb[4], sb[3];
-  if (memcmp(a, b, sizeof(float) * 16) == 0 || scn_decompose_trs(a, ta, ra, sa) != SCN_OK ||
-      scn_decompose_trs(b, tb, rb, sb) != SCN_OK) {
-    memcpy(out, a, sizeof(float) * 16);
-    return;
-  }
-  double t[3], s[3], q[4], dot = 0, wa = 1 - f, wb = f;
-  for (int k = 0; k < 3; k++) {
-    t[k] = ta[k] + ((double)tb[k] - ta[k]) * f;
-    s[k] = sa[k] + ((double)sb[k] - sa[k]) * f;
-  }
-  for (int k = 0; k < 4; k++)
-    dot += (double)ra[k] * rb[k];
-  double sign = dot < 0 ? -1 : 1;
-  dot = fabs(dot);
-  if (dot < 1 - 1e-12) { /* else the two are all but equal and the straight line will do */
-    double angle = acos(dot > 1 ? 1 : dot), sine = sin(angle);
-    wa = sin((1 - f) * angle) / sine;
-    wb = sin(f * angle) / sine;
-  }
-  for (int k = 0; k < 4; k++)
-    q[k] = wa * ra[k] + wb * sign * rb[k];
-  if (!compose_d(t, q, s, out))
-    memcpy(out, a, sizeof(float) * 16);
-}
-
-int scn_world_history_interpolate(scn_world *w, scn_entity e, double tick,
-                                  scn_transform_info *out) {
-  if (!isfinite(tick) || tick < 0)
-    return SCN_INVALID;
-  double whole = floor(tick), f = tick - whole;
-  if (whole >= 0x1p63) /* far past any tick a world can reach */
-    return SCN_NOT_FOUND;
-  uint64_t a = (uint64_t)whole;
-  if (f == 0)
-    return scn_world_history_get(w, e, a, out);
-  uint64_t oldest, newest;
-  if (scn_world_history_window(w, &oldest, &newest) != SCN_OK || a < oldest || a >= newest)
-    return SCN_NOT_FOUND;
-  hist_view va, vb;
-  int rc = view_at(w, e, a, &va);
-  if (rc != SCN_OK)
-    return rc;
-  rc = view_at(w, e, a + 1, &vb);
-  if (rc == SCN_NOT_FOUND) { /* destroyed in the next tick: as it was */
-    fill_info(e, &va, out);
-    return SCN_OK;
-  }
-  if (rc != SCN_OK)
-    return rc;
-  out->entity = e;
-  out->parent = va.parent;
-  out->name = va.name;
-  lerp_matrix(va.local, vb.local, f, out->local);
-  lerp_matrix(va.world, vb.world, f, out->world);
-  return SCN_OK;
-}
-
-int scn_world_history_relative(scn_world *w, scn_entity e, scn_entity to, double tick,
-                               float out[16]) {
-  scn_transform_info ie, it;
-  int rc = scn_world_history_interpolate(w, e, tick, &ie);
-  if (rc == SCN_OK)
-    rc = scn_world_history_interpolate(w, to, tick, &it);
-  if (rc != SCN_OK)
-    return rc;
-  mat4 we, wt, r;
-  memcpy(we, ie.world, sizeof we);
-  memcpy(wt, it.world, sizeof wt);
-  if (scn__mul_inverse(wt, we, r) != SCN_OK)
-    return SCN_SINGULAR;
-  memcpy(out, r, sizeof r);
-  return SCN_OK;
-}
-
-/* ---- export and import -------------------------------------------------------------------- */
-
-/* The tick in which record s of ring k was made: the last of ticks first..last whose records
- * begin at or before it. */
-static uint64_t tick_of(const scn__hist *h, int k, uint64_t s, uint64_t first, uint64_t last) {
-  while (first < last) {
-    uint64_t mid = first + (last - first + 1) / 2;
-    if (bound_of(h, mid)[k] <= s)
-      first = mid;
-    else
-      last = mid - 1;
-  }
-  return first;
-}
-
-static uint32_t back_of(const scn__hist *h, int k, uint64_t s) {
-  if (k == SCN_HIST_STRUCT)
-    return srec(h, s)->back;
-  return mlink(&h->ring[k], s) & ~SCN_HIST_ASIDE;
-}
-
-typedef struct export_walk {
-  const scn__hist *h;
-  uint64_t first, last;              /* the ticks whose records are exported */
-  uint64_t lo[SCN_HIST_RINGS];       /* the first record of tick first */
-  scn_entity *owner[SCN_HIST_RINGS]; /* per record from lo: its entity, 0 when not exported */
-} export_walk;
-
-/* Marks the records of one chain that a query can read: in each tick, the chain's oldest. */
-static void mark_chain(export_walk *x, int k, uint64_t s, scn_entity e) {
-  uint64_t prev = 0, prev_tick = 0;
-  while (s >= x->lo[k]) {
-    uint64_t t = tick_of(x->h, k, s, x->first, x->last);
-    if (prev && t == prev_tick && x->owner[k][prev - x->lo[k]] == e)
-      x->owner[k][prev - x->lo[k]] = SCN_ENTITY_NONE; /* a later one of the same tick */
-    if (x->owner[k][s - x->lo[k]] == SCN_ENTITY_NONE)
-      x->owner[k][s - x->lo[k]] = e;
-    prev = s;
-    prev_tick = t;
-    uint32_t back = back_of(x->h, k, s);
-    if (!back)
-      break;
-    s -= back;
-  }
-}
-
-static void mark_heads(export_walk *x, const scn__heads *heads, scn_entity e) {
-  mark_chain(x, SCN_HIST_WORLD, heads->world, e);
-  mark_chain(x, SCN_HIST_LOCAL, heads->local, e);
-  mark_chain(x, SCN_HIST_STRUCT, heads->meta, e);
-}
-
-int scn_world_history_export(scn_world *w, scn_history_span *span, scn_version_fn fn, void *ud) {
-  scn__tm *tm = &w->tm;
-  scn__hist *h = tm->hist;
-  uint64_t now = tm->tick - 1;
-  span->now = now;
-  span->window = h ? h->window : 0;
-  span->oldest = now + 1;
-  if (!h)
-    return SCN_OK;
-  /* A world matrix about to change gets its record when the flush changes it: flushed, the
-   * open tick's records are all there, and the live values are the open tick's. */
-  scn__tm_flush(tm);
-  uint64_t first = oldest_tick(h, now);
-  if (h->broken || first > now)
-    return SCN_OK; /* no tick can be named: nothing to give */
-  span->oldest = first;
-  export_walk x = {.h = h, .first = first + 1, .last = now + 1};
-  int rc = SCN_OK;
-  for (int k = 0; k < SCN_HIST_RINGS && rc == SCN_OK; k++) {
-    x.lo[k] = bound_of(h, first + 1)[k];
-    if (x.lo[k] < h->ring[k].front)
-      x.lo[k] = h->ring[k].front;
-    uint64_t n = h->ring[k].end - x.lo[k];
-    x.owner[k] = calloc(n ? n : 1, sizeof(scn_entity));
-    if (!x.owner[k])
-      rc = SCN_NOMEM;
-  }
-  if (rc == SCN_OK) {
-    for (uint32_t i = 0; i < tm->n; i++)
-      mark_heads(&x, &h->heads[i], tm->entity[i]);
-    for (uint32_t d = 0; h->dead && d <= h->dead_mask; d++)
-      if (h->dead[d].entity != SCN_ENTITY_NONE)
-        mark_heads(&x, &h->dead[d].heads, h->dead[d].entity);
-  }
-  scn_history_version v;
-  memset(&v, 0, sizeof v);
-  for (uint64_t t = first + 1; t <= now + 1 && rc == SCN_OK; t++) {
-    v.tick = t;
-    for (int k = 0; k < SCN_HIST_RINGS && rc == SCN_OK; k++) {
-      uint64_t from = bound_of(h, t)[k], to = t <= now ? bound_of(h, t + 1)[k] : h->ring[k].end;
-      if (from < x.lo[k])
-        from = x.lo[k];
-      for (uint64_t s = from; s < to && rc == SCN_OK; s++) {
-        v.entity = x.owner[k][s - x.lo[k]];
-        if (v.entity == SCN_ENTITY_NONE)
-          continue;
-        if (k == SCN_HIST_STRUCT) {
-          const scn__hist_srec *rec = srec(h, s);
-          v.kind = SCN_VERSION_STRUCT;
-          v.exists = rec->exists;
-          v.parent = rec->exists ? rec->parent : SCN_ENTITY_NONE;
-          memcpy(v.name, rec->exists ? rec->name : "", rec->exists ? strlen(rec->name) + 1 : 1);
-          memset(v.m, 0, sizeof v.m);
-        } else {
-          v.kind = k == SCN_HIST_WORLD ? SCN_VERSION_WORLD : SCN_VERSION_LOCAL;
-          record_matrix(h, k, s, v.m);
-          v.exists = false;
-          v.parent = SCN_ENTITY_NONE;
-          v.name[0] = '\0';
-        }
-        rc = fn(ud, &v);
-      }
-    }
-  }
-  for (int k = 0; k < SCN_HIST_RINGS; k++)
-    free(x.owner[k]);
-  return rc;
-}
-
-/* The chain heads of e: its instance's, or those it keeps as a destroyed transform (made
- * when missing); NULL without memory. */
-static scn__heads *import_heads(scn__tm *tm, scn_entity e) {
-  scn__hist *h = tm->hist;
-  uint32_t i = scn__tm_lookup(tm, e);
-  if (i != SCN_NIL)
-    return &h->heads[i];
-  if (!dead_grow(h))
-    return NULL;
-  scn__dead *d = &h->dead[dead_slot(h, e)];
-  if (d->entity == SCN_ENTITY_NONE) {
-    memset(d, 0, sizeof *d);
-    d->entity = e;
-    h->ndead++;
-  }
-  return &d->heads;
-}
-
-static void import_bound(scn__hist *h, uint64_t tick) {
-  uint64_t *b = bound_of(h, tick);
-  for (int k = 0; k < SCN_HIST_RINGS; k++)
-    b[k] = h->ring[k].end;
-}
-
-static bool version_valid(const scn_history_version *v) {
-  if (v->entity == SCN_ENTITY_NONE || v->entity > SCN_ENTITY_MAX)
-    return false;
-  if (v->kind == SCN_VERSION_WORLD || v->kind == SCN_VERSION_LOCAL)
-    return true;
-  if (v->kind != SCN_VERSION_STRUCT)
-    return false;
-  if (!v->exists)
-    return true;
-  size_t len = strnlen(v->name, sizeof v->name);
-  return len < sizeof v->name && v->parent <= SCN_ENTITY_MAX &&
-         (len == 0 || scn_name_valid(v->name, len));
-}
-
-/* Every destroyed transform can answer for the ticks before it went: it has a structure
- * record, and when that says it existed, a world and a local matrix too. */
-static bool dead_complete(const scn__hist *h) {
-  for (uint32_t d = 0; h->dead && d <= h->dead_mask; d++) {
-    const scn__dead *x = &h->dead[d];
-    if (x->entity == SCN_ENTITY_NONE)
-      continue;
-    if (x->heads.meta < h->ring[SCN_HIST_STRUCT].front)
-      return false;
-    if (srec(h, x->heads.meta)->exists && (x->heads.world < h->ring[SCN_HIST_WORLD].front ||
-                                           x->heads.local < h->ring[SCN_HIST_LOCAL].front))
-      return false;
-  }
-  return true;
-}
-
-/* The versions, tick by tick, into the empty history: each pushed onto its entity's chain. */
-static int import_versions(scn__tm *tm, const scn_history_span *span, scn_version_next_fn next,
-                           void *ud) {
-  scn__hist *h = tm->hist;
-  uint64_t open = span->now + 1, cur = span->oldest + 1;
-  h->start = span->oldest;
-  import_bound(h, cur);
-  for (;;) {
-    scn_history_version v;
-    int got = next(ud, &v);
-    if (got < 0)
-      return got;
-    if (got == 0)
-      break;
-    if (v.tick < cur || v.tick > open || !version_valid(&v))
-      return SCN_INVALID;
-    while (cur < v.tick)
-      import_bound(h, ++cur);
-    scn__heads *heads = import_heads(tm, v.entity);
-    if (!heads)
-      return SCN_NOMEM;
-    const uint64_t *b = bound_of(h, cur);
-    if (v.kind == SCN_VERSION_STRUCT) {
-      if (heads->meta >= b[SCN_HIST_STRUCT])
-        return SCN_INVALID;
-      push_struct_rec(h, &heads->meta, v.entity, v.exists, v.parent, v.name[0] ? v.name : NULL);
-    } else {
-      int k = v.kind == SCN_VERSION_WORLD ? SCN_HIST_WORLD : SCN_HIST_LOCAL;
-      uint64_t *head = k == SCN_HIST_WORLD ? &heads->world : &heads->local;
-      if (*head >= b[k])
-        return SCN_INVALID;
-      push_matrix(h, k, head, v.m);
-    }
-    if (h->broken)
-      return SCN_NOMEM;
-  }
-  while (cur < open)
-    import_bound(h, ++cur);
-  for (int k = 0; k < SCN_HIST_RINGS; k++)
-    h->begin[k] = bound_of(h, open)[k];
-  if (!dead_complete(h))
-    return SCN_INVALID;
-  /* A world matrix gets a record the first time it changes in a tick (its stamp is older):
-   * stamps say the open tick exactly where the versions have that record, or where the
-   * transform was created in the open tick (no record, as there). Where a matrix counts as
-   * changed in the open tick without one, its value now is its value as tick now closed
-   * (the same transforms): that is the record. */
-  const uint32_t stamp = scn__tm_stamp(tm);
-  for (uint32_t i = 0; i < tm->n; i++) {
-    scn__heads *heads = &h->heads[i];
-    bool recorded = heads->world >= h->begin[SCN_HIST_WORLD];
-    bool created = heads->meta >= h->begin[SCN_HIST_STRUCT] && !srec(h, heads->meta)->exists;
-    if (recorded || created)
-      tm->changed[i] = stamp;
-    else if (tm->changed[i] == stamp)
-      push_matrix(h, SCN_HIST_WORLD, &heads->world, tm->world[i][0]);
-  }
-  return h->broken ? SCN_NOMEM : SCN_OK;
-}
-
-int scn_world_history_import(scn_world *w, const scn_history_span *span, scn_version_next_fn next,
-                             void *ud) {
-  scn__tm *tm = &w->tm;
-  if (w->scene->in_batch || span->now + 1 != tm->tick)
-    return SCN_STATE;
-  uint64_t open = span->now + 1;
-  if (span->window > SCN_HISTORY_MAX || span->oldest > open ||
-      (span->window && span->oldest + span->window < open) || (span->window && !span->oldest))
-    return SCN_INVALID;
-  int rc = scn_world_set_history(w, span->window);
-  if (rc != SCN_OK)
-    return rc;
-  if (!tm->hist) { /* no window: no version either */
-    scn_history_version v;
-    rc = next(ud, &v);
-    return rc < 0 ? rc : rc > 0 ? SCN_INVALID : SCN_OK;
-  }
-  scn__tm_flush(tm); /* the live world matrices are the values of the open tick */
-  scn__hist_reset(tm);
-  if (span->oldest == open) {
-    scn_history_version v;
-    rc = next(ud, &v);
-    return rc < 0 ? rc : rc > 0 ? SCN_INVALID : SCN_OK;
-  }
-  rc = import_versions(tm, span, next, ud);
-  if (rc != SCN_OK)
-    scn__hist_reset(tm);
-  return rc;
 }
