@@ -611,10 +611,10 @@ static bool fail(prop *p, const char *fmt, ...) {
   if (!p->failed) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "\ncore_property: seed %u, step %ld, in %s%s:\n  ", p->seed, p->step, p->op,
+    fprintf(stderr, "core_property: seed %u, step %ld, in %s%s:\n  \n", p->seed, p->step, p->op,
             p->in_batch ? " (inside a batch)" : "");
     vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n  reproduce with SCN_SEED=%u\n", p->seed);
+    fprintf(stderr, "  reproduce with SCN_SEED=%u\n", p->seed);
     va_end(ap);
   }
   p->failed = true;
@@ -1592,7 +1592,7 @@ static bool run_seed(unsigned seed, long steps) {
   }
   ok = ok && !p->failed;
   if (getenv("SCN_VERBOSE"))
-    printf("\n  seed %u: %ld steps, %ld ops skipped (inverse too close to singular to predict)",
+    printf("  seed %u: %ld steps, %ld ops skipped (inverse too close to singular to predict)\n",
            seed, steps, p->skipped);
   scn_scene_free(p->scene);
   free(p->dead);
@@ -1668,7 +1668,7 @@ static bool chain_close(const float got[16], const double want[16]) {
 }
 
 static bool chain_fail(unsigned seed, const char *layout, int round, const char *what, int i) {
-  fprintf(stderr, "\ncore_property deep chain (%s layout): seed %u, round %d: %s of node %d\n",
+  fprintf(stderr, "core_property deep chain (%s layout): seed %u, round %d: %s of node %d\n",
           layout, seed, round, what, i);
   return false;
 }
@@ -1780,7 +1780,7 @@ static bool run_chain(unsigned seed, bool scattered) {
             scn_entity_create(scene, CHAIN_LEN, c->id) == SCN_OK &&
             chain_build(w, c, &r, scattered);
   if (!ok)
-    fprintf(stderr, "\ncore_property deep chain (%s layout): setup failed\n", layout);
+    fprintf(stderr, "core_property deep chain (%s layout): setup failed\n", layout);
   for (int round = 0; ok && round < CHAIN_ROUNDS; round++) {
     int edits = 1 + (int)rng_below(&r, 4), reads = 1 + (int)rng_below(&r, 3);
     for (int k = 0; ok && k < edits; k++)
@@ -1852,7 +1852,7 @@ static void test_wide_forest_flush(void) {
     scn_world_get_stats(w, &after);
     if (after.recomputed - before.recomputed != want)
       fprintf(stderr,
-              "\ncore_property wide forest round %d: recomputed %llu, dirty subtrees "
+              "core_property wide forest round %d: recomputed %llu, dirty subtrees "
               "hold %llu\n",
               round, (unsigned long long)(after.recomputed - before.recomputed),
               (unsigned long long)want);
@@ -1861,7 +1861,7 @@ static void test_wide_forest_flush(void) {
     char err[256];
     int rc = scn_world_check(w, err, sizeof err);
     if (rc != SCN_OK)
-      fprintf(stderr, "\ncore_property wide forest round %d: %s\n", round, err);
+      fprintf(stderr, "core_property wide forest round %d: %s\n", round, err);
     CU_ASSERT_EQUAL(rc, SCN_OK);
   }
   scn_scene_free(scene);
@@ -1882,13 +1882,13 @@ static void test_random_env_seed(void) {
   CU_ASSERT(run_chain((unsigned)seed, true));
 }
 
-int scn_test_register_core_property(void) {
-  static const scn_test tests[] = {
+int t_register_core_property(void) {
+  static const t_test tests[] = {
       {"random operations match the reference (fixed seeds)", test_random_fixed_seeds},
       {"deep chain: world matrices never stale (depth-first layout)", test_deep_chain_depth_first},
       {"deep chain: world matrices never stale (scattered layout)", test_deep_chain_scattered},
       {"wide forest: each flush recomputes the dirty subtrees once", test_wide_forest_flush},
       {"both, with the seed in SCN_SEED (when set)", test_random_env_seed},
   };
-  return SCN_ADD_SUITE("core_property", NULL, NULL, tests);
+  return T_ADD_SUITE("core_property", NULL, NULL, tests);
 }

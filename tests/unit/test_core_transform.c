@@ -1399,7 +1399,7 @@ static void test_big_world(void) {
     char err[160] = "";
     CU_ASSERT_EQUAL(scn_world_check(w, err, sizeof err), SCN_OK);
     if (err[0])
-      fprintf(stderr, "\n  %s\n", err);
+      fprintf(stderr, "  %s\n", err);
   }
   /* The two 32 MiB matrix arrays ask for huge pages (all but their part pages at the ends);
    * the rest of the block, gaps included, for small ones. */
@@ -1626,8 +1626,8 @@ static void test_relayout(void) {
   scn_scene_free(s);
 }
 
-int scn_test_register_core_transform(void) {
-  static const scn_test tests[] = {
+int t_register_core_transform(void) {
+  static const t_test tests[] = {
       {"worlds: create, find, order, destroy, counts", test_world_basics},
       {"worlds: max_worlds gives LIMIT", test_world_limit},
       {"create and get: identity, parent, name, world", test_create_and_get},
@@ -1652,5 +1652,5 @@ int scn_test_register_core_transform(void) {
       {"relayout keeps everything identical", test_relayout},
       {"a big world keeps every value through growth", test_big_world},
   };
-  return SCN_ADD_SUITE("core_transform", NULL, NULL, tests);
+  return T_ADD_SUITE("core_transform", NULL, NULL, tests);
 }

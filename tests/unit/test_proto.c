@@ -379,7 +379,7 @@ static void test_parse_request(void) {
   for (size_t i = 0; i < sizeof good_numbers / sizeof *good_numbers; i++) {
     r = parse(good_numbers[i], &err);
     if (!r)
-      fprintf(stderr, "\nrefused a valid request: %s (%s)\n", good_numbers[i], err.message);
+      fprintf(stderr, "refused a valid request: %s (%s)\n", good_numbers[i], err.message);
     CU_ASSERT_PTR_NOT_NULL(r);
     cJSON_Delete(r);
   }
@@ -477,7 +477,7 @@ static void test_parse_numbers_random(void) {
     cJSON *r = parse(line, &err);
     bool want = alone && json_number(num);
     if ((r != NULL) != want)
-      fprintf(stderr, "\nnumber %s: %s\n", num, r ? "accepted" : err.message);
+      fprintf(stderr, "number %s: %s\n", num, r ? "accepted" : err.message);
     CU_ASSERT_EQUAL(r != NULL, want);
     checked += alone != NULL;
     refused += alone && !want;
@@ -547,7 +547,7 @@ static void test_flat_form_is_cjson(void) {
     cJSON *want = cJSON_Parse(line), *got = parse(line, &err);
     bool same = same_tree(want, got);
     if (!same && mismatches++ < 5)
-      fprintf(stderr, "\n  not cJSON's tree: %s\n", line);
+      fprintf(stderr, "  not cJSON's tree: %s\n", line);
     CU_ASSERT_TRUE(same);
     cJSON_Delete(want);
     cJSON_Delete(got);
@@ -797,7 +797,7 @@ static void expect_bad_request(const char *const *texts, size_t n,
     scn_wire_code code = SCN_W_INTERNAL;
     int rc = decode(texts[i], &code);
     if (rc != -1 || code != SCN_W_BAD_REQUEST)
-      fprintf(stderr, "\naccepted or wrong code: %s\n", texts[i]);
+      fprintf(stderr, "accepted or wrong code: %s\n", texts[i]);
     CU_ASSERT_EQUAL(rc, -1);
     CU_ASSERT_EQUAL(code, SCN_W_BAD_REQUEST);
   }
@@ -1107,7 +1107,7 @@ static void test_buf_numbers(void) {
     scn_buf_add_double(&b, dbls[i].v);
     char *t = buf_text(&b);
     if (t && strcmp(t, dbls[i].text) != 0)
-      fprintf(stderr, "\ndouble %.17g written as %s\n", dbls[i].v, t);
+      fprintf(stderr, "double %.17g written as %s\n", dbls[i].v, t);
     CU_ASSERT_TRUE(buf_equals(&b, dbls[i].text));
     free(t);
   }
@@ -1340,7 +1340,7 @@ static void test_raw_id(void) {
                                     memcmp(id.p, cases[i].want, id.len) == 0
                               : !id.p;
     if (!good)
-      fprintf(stderr, "\nraw id in %s: got %.*s\n", cases[i].line, id.p ? (int)id.len : 6,
+      fprintf(stderr, "raw id in %s: got %.*s\n", cases[i].line, id.p ? (int)id.len : 6,
               id.p ? id.p : "(none)");
     CU_ASSERT_TRUE(good);
     cJSON_Delete(r);
@@ -1380,8 +1380,8 @@ static void test_raw_ops(void) {
   cJSON_Delete(r);
 }
 
-int scn_test_register_proto(void) {
-  static const scn_test tests[] = {
+int t_register_proto(void) {
+  static const t_test tests[] = {
       {"framing: line split across feeds", test_framing_split_across_feeds},
       {"framing: many lines in one feed", test_framing_many_lines_one_feed},
       {"framing: CRLF", test_framing_crlf},
@@ -1409,5 +1409,5 @@ int scn_test_register_proto(void) {
       {"wire: command table", test_wire_commands},
       {"wire: error codes", test_wire_codes},
   };
-  return SCN_ADD_SUITE("proto", NULL, NULL, tests);
+  return T_ADD_SUITE("proto", NULL, NULL, tests);
 }

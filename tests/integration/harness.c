@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -63,69 +62,6 @@ const char *text_str(const text *t) { return t->s ? t->s : ""; }
 void text_free(text *t) {
   free(t->s);
   *t = (text){0};
-}
-
-long scn_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void scn_sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-  nanosleep(&ts, NULL);
-}
-
-/* The children scn_fork started and nobody has reaped yet (0: a free place). */
-#define MAX_CHILDREN 64
-static volatile pid_t children[MAX_CHILDREN];
-
-pid_t scn_fork(void) {
-  pid_t parent = getpid();
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) /* the runner died before the line above */
-      _exit(127);
-    return 0;
-  }
-  for (int i = 0; pid > 0 && i < MAX_CHILDREN; i++)
-    if (children[i] == 0) {
-      children[i] = pid;
-      break;
-    }
-  return pid;
-}
-
-void scn_child_reaped(pid_t pid) {
-  for (int i = 0; pid > 0 && i < MAX_CHILDREN; i++)
-    if (children[i] == pid)
-      children[i] = 0;
-}
-
-int scn_child_wait(pid_t pid, int timeout_ms) {
-  long deadline = scn_now_ms() + timeout_ms;
-  int status = -1;
-  while (scn_now_ms() < deadline) {
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid || (r < 0 && errno != EINTR)) {
-      scn_child_reaped(pid);
-      return r == pid ? status : -1;
-    }
-    usleep(2000);
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, &status, 0);
-  scn_child_reaped(pid);
-  return -1;
-}
-
-void scn_kill_children(void) {
-  for (int i = 0; i < MAX_CHILDREN; i++)
-    if (children[i] > 0)
-      kill(children[i], SIGKILL);
 }
 
 char *scn_read_file(const char *path) {
@@ -189,7 +125,7 @@ int scn_daemon_start(scn_daemon *d, const char *const *args) {
   for (int i = 0; args && args[i] && argc < 62; i++)
     argv[argc++] = args[i];
   argv[argc] = NULL;
-  pid_t pid = scn_fork();
+  pid_t pid = t_fork();
   if (pid < 0)
     return -1;
   if (pid == 0) {
@@ -203,8 +139,8 @@ int scn_daemon_start(scn_daemon *d, const char *const *args) {
   }
   d->pid = pid;
   d->port = 0;
-  long deadline = scn_now_ms() + 10000;
-  while (scn_now_ms() < deadline) {
+  long deadline = t_now_ms() + 10000;
+  while (t_now_ms() < deadline) {
     char *log = scn_read_file(d->log_path);
     const char *at = log ? strstr(log, "listening on 127.0.0.1:") : NULL;
     const char *http = log ? strstr(log, "http on 127.0.0.1:") : NULL;
@@ -221,7 +157,7 @@ int scn_daemon_start(scn_daemon *d, const char *const *args) {
     free(log);
     int status;
     if (waitpid(pid, &status, WNOHANG) == pid) {
-      scn_child_reaped(pid);
+      t_child_reaped(pid);
       fprintf(stderr, "scened exited before listening (status %d); log %s\n", status, d->log_path);
       d->pid = 0;
       return -1;
@@ -243,7 +179,7 @@ int scn_daemon_stop(scn_daemon *d, int sig, int timeout_ms) {
 int scn_daemon_wait(scn_daemon *d, int timeout_ms) {
   if (d->pid <= 0)
     return -1;
-  int status = scn_child_wait(d->pid, timeout_ms);
+  int status = t_child_wait(d->pid, timeout_ms);
   d->pid = 0;
   return status;
 }
@@ -346,7 +282,7 @@ int scn_client_send(scn_client *c, const char *line) {
 /* Reads more bytes into the buffer; 1 read, 0 timeout, -1 end of stream or error. */
 static int fill(scn_client *c, long deadline) {
   for (;;) {
-    long left = deadline - scn_now_ms();
+    long left = deadline - t_now_ms();
     if (left < 0)
       return 0;
     if (!(c->tls && scn_cli_pending(c->tls))) {
@@ -375,7 +311,7 @@ static int fill(scn_client *c, long deadline) {
 }
 
 char *scn_client_recv(scn_client *c, int timeout_ms) {
-  long deadline = scn_now_ms() + timeout_ms;
+  long deadline = t_now_ms() + timeout_ms;
   for (;;) {
     char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
     if (nl) {
@@ -430,19 +366,19 @@ cJSON *scn_client_call(scn_client *c, const char *fmt, ...) {
 }
 
 double scn_wait_info(scn_client *c, const char *field, double want, int timeout_ms) {
-  long deadline = scn_now_ms() + timeout_ms;
+  long deadline = t_now_ms() + timeout_ms;
   for (;;) {
     cJSON *r = scn_client_call(c, "{\"cmd\":\"info\"}");
     double n = scn_resp_num(r, field);
     cJSON_Delete(r);
-    if (n == want || scn_now_ms() > deadline)
+    if (n == want || t_now_ms() > deadline)
       return n;
-    scn_sleep_ms(20);
+    t_sleep_ms(20);
   }
 }
 
 bool scn_client_closed(scn_client *c, int timeout_ms) {
-  long deadline = scn_now_ms() + timeout_ms;
+  long deadline = t_now_ms() + timeout_ms;
   for (;;) {
     c->len = 0;
     int r = fill(c, deadline);
@@ -499,9 +435,9 @@ int scn_https_raw(int port, const scn_tls_files *tls, const char *req, char **re
   }
   scn_client_send_raw(&c, req, strlen(req));
   text b = {0};
-  long deadline = scn_now_ms() + 5000;
-  while (scn_now_ms() < deadline) {
-    int r = fill(&c, scn_now_ms() + 50);
+  long deadline = t_now_ms() + 5000;
+  while (t_now_ms() < deadline) {
+    int r = fill(&c, t_now_ms() + 50);
     if (r < 0) {
       *closed = true;
       break;
@@ -630,7 +566,7 @@ bool scn_proc_start(scn_proc *p, const char *bin, const char *const *args, char 
   set_flags(pin[1], true);
   set_flags(pout[0], true);
   set_flags(perr[0], true);
-  pid_t pid = scn_fork();
+  pid_t pid = t_fork();
   if (pid == 0) {
     signal(SIGPIPE, SIG_DFL);
     dup2(pin[0], 0);
@@ -678,7 +614,7 @@ static void drain(int *fd, text *t) {
 }
 
 bool scn_proc_pump(scn_proc *p, int ms) {
-  long deadline = scn_now_ms() + ms;
+  long deadline = t_now_ms() + ms;
   for (;;) {
     struct pollfd f[3];
     int n = 0, iin = -1, iout = -1, ierr = -1;
@@ -690,7 +626,7 @@ bool scn_proc_pump(scn_proc *p, int ms) {
       ierr = n, f[n++] = (struct pollfd){.fd = p->err_fd, .events = POLLIN};
     if (p->out_fd < 0 && p->err_fd < 0)
       return true;
-    long left = deadline - scn_now_ms();
+    long left = deadline - t_now_ms();
     if (left < 0)
       return false;
     int r = poll(f, (nfds_t)n, (int)left);
@@ -715,10 +651,10 @@ bool scn_proc_pump(scn_proc *p, int ms) {
 }
 
 int scn_proc_wait(scn_proc *p, int timeout_ms) {
-  long deadline = scn_now_ms() + timeout_ms;
-  while (!scn_proc_pump(p, 50) && scn_now_ms() < deadline) {
+  long deadline = t_now_ms() + timeout_ms;
+  while (!scn_proc_pump(p, 50) && t_now_ms() < deadline) {
   }
-  p->status = scn_child_wait(p->pid, (int)(deadline - scn_now_ms()));
+  p->status = t_child_wait(p->pid, (int)(deadline - t_now_ms()));
   p->pid = -1;
   int *fds[] = {&p->in_fd, &p->out_fd, &p->err_fd};
   for (int i = 0; i < 3; i++)
@@ -727,7 +663,7 @@ int scn_proc_wait(scn_proc *p, int timeout_ms) {
       *fds[i] = -1;
     }
   if (p->status == -1) {
-    fprintf(stderr, "\n  a child was killed after %d ms; its stdout: %.600s\n", timeout_ms,
+    fprintf(stderr, "  a child was killed after %d ms; its stdout: %.600s\n", timeout_ms,
             text_str(&p->out));
     return -1;
   }

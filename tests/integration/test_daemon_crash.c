@@ -78,7 +78,7 @@ static bool run_seed(uint64_t seed, int steps, bool autosave) {
     CU_FAIL("a temporary directory");
     return false;
   }
-  fprintf(stderr, "\n  crash: seed %llu%s (SCENED_SEED=%llu replays it)", (unsigned long long)seed,
+  fprintf(stderr, "  crash: seed %llu%s (SCENED_SEED=%llu replays it)\n", (unsigned long long)seed,
           autosave ? ", autosave every 0.2 s" : "", (unsigned long long)seed);
   const char *sub_args[] = {
       "--data", dir, "--fsync", "always", "--save-interval", autosave ? "0.2" : "0", NULL};
@@ -118,10 +118,12 @@ static bool run_seed(uint64_t seed, int steps, bool autosave) {
     ok = restart(&sub, SIGKILL, &w, "after the last command, kill -9 and a restart") &&
          wl_compare_entities(&w);
   CU_ASSERT(ok);
-  fprintf(stderr, ": %u commands (%d kill -9, %d SIGTERM, %d saves), %zu entities: %s", w.steps,
-          kills, stops, saves, w.nents, ok ? "same" : "DIFFERENT");
+  fprintf(stderr,
+          "  crash: seed %llu: %u commands (%d kill -9, %d SIGTERM, %d saves), %zu entities: %s\n",
+          (unsigned long long)seed, w.steps, kills, stops, saves, w.nents,
+          ok ? "same" : "DIFFERENT");
   if (!ok)
-    fprintf(stderr, "\n  the subject's log: %s; its data: %s\n", sub.d.log_path, dir);
+    fprintf(stderr, "  the subject's log: %s; its data: %s\n", sub.d.log_path, dir);
   crash_count_kinds(&w);
   wl_free(&w);
   solo_stop(&sub, SIGTERM);
@@ -151,7 +153,7 @@ static void test_every_mutating_command_covered(void) {
     for (int k = 0; k < WL_KINDS; k++)
       made |= strcmp(wl_command_names[k], scn_commands[i].name) == 0;
     if (!made)
-      fprintf(stderr, "\n  %s changes state, and the random workload never sends it",
+      fprintf(stderr, "  %s changes state, and the random workload never sends it\n",
               scn_commands[i].name);
     CU_ASSERT(made);
   }
@@ -184,11 +186,11 @@ static void test_destroyed_world_stays_destroyed(void) {
   scn_remove_tree(dir);
 }
 
-int scn_test_register_daemon_crash(void) {
-  static const scn_test tests[] = {
+int t_register_daemon_crash(void) {
+  static const t_test tests[] = {
       {"every mutating command is in the random workload", test_every_mutating_command_covered},
       {"a destroyed world stays destroyed after kill -9", test_destroyed_world_stays_destroyed},
       {"random workloads: kill -9, SIGTERM and save against a reference", test_random_crashes},
   };
-  return SCN_ADD_SUITE("daemon_crash", NULL, NULL, tests);
+  return T_ADD_SUITE("daemon_crash", NULL, NULL, tests);
 }

@@ -71,9 +71,10 @@ static bool mat_near(const float a[16], const float b[16], float tol) {
 }
 
 static void mat_print(const char *what, const float m[16]) {
-  fprintf(stderr, "\n  %s:", what);
+  fprintf(stderr, "  %s:", what);
   for (int i = 0; i < 16; i++)
     fprintf(stderr, " %.9g", m[i]);
+  fprintf(stderr, "\n");
 }
 
 #define CHECK_MAT(a, b, tol)                                                                       \
@@ -224,7 +225,7 @@ static void check_same_at(int at, const char *before, const char *after) {
   CU_assertImplementation(same ? CU_TRUE : CU_FALSE, (unsigned)at, "state unchanged", __FILE__, "",
                           CU_FALSE);
   if (!same)
-    fprintf(stderr, "\n  before:\n%.3000s\n  after:\n%.3000s\n", before ? before : "-",
+    fprintf(stderr, "  before:\n%.3000s\n  after:\n%.3000s\n", before ? before : "-",
             after ? after : "-");
 }
 #define CHECK_SAME(before, after) check_same_at(__LINE__, (before), (after))
@@ -948,7 +949,7 @@ static void test_get_roundtrip(void) {
       float want = (float)strtod(vals[i], NULL);
       if (!cJSON_IsNumber(x) || (float)x->valuedouble != want) {
         bad++;
-        fprintf(stderr, "\n  element %d: sent %s, got %.17g", i, vals[i],
+        fprintf(stderr, "  element %d: sent %s, got %.17g\n", i, vals[i],
                 cJSON_IsNumber(x) ? x->valuedouble : NAN);
       }
     }
@@ -981,12 +982,12 @@ static void test_get_roundtrip(void) {
 
 static bool ids_equal(const uint64_t *got, int n, const uint64_t *want, int m) {
   if (n != m) {
-    fprintf(stderr, "\n  got %d ids, want %d", n, m);
+    fprintf(stderr, "  got %d ids, want %d\n", n, m);
     return false;
   }
   for (int i = 0; i < n; i++)
     if (got[i] != want[i]) {
-      fprintf(stderr, "\n  id %d: got %llu, want %llu", i, (unsigned long long)got[i],
+      fprintf(stderr, "  id %d: got %llu, want %llu\n", i, (unsigned long long)got[i],
               (unsigned long long)want[i]);
       return false;
     }
@@ -1184,7 +1185,7 @@ static bool json_equals(const cJSON *got, const char *want_text) {
   cJSON *want = cJSON_Parse(want_text);
   bool same = want && got && cJSON_Compare(got, want, true);
   if (!same) {
-    fprintf(stderr, "\n  want %s", want_text);
+    fprintf(stderr, "  want %s\n", want_text);
     scn_report("got", got);
   }
   cJSON_Delete(want);
@@ -1497,7 +1498,7 @@ static void test_id_echo(void) {
       bool same = id && want && cJSON_Compare(id, want, true);
       CU_ASSERT_TRUE(same);
       if (!same) {
-        fprintf(stderr, "\n  request %s", line);
+        fprintf(stderr, "  request %s\n", line);
         scn_report("response", r);
       }
       CU_ASSERT_EQUAL(scn_resp_ok(r), k == 0 || k == 1 || k == 6);
@@ -1616,7 +1617,7 @@ static void test_pipelining(void) {
       break;
     }
   }
-  long t0 = scn_now_ms();
+  long t0 = t_now_ms();
   CU_ASSERT_EQUAL(scn_client_send_raw(&c, all.s, all.len), 0);
   text_free(&all);
   int got = 0, wrong = 0;
@@ -1637,7 +1638,7 @@ static void test_pipelining(void) {
   }
   CU_ASSERT_EQUAL(got, PIPELINED);
   CU_ASSERT_EQUAL(wrong, 0);
-  CU_ASSERT_TRUE(scn_now_ms() - t0 < 10000);
+  CU_ASSERT_TRUE(t_now_ms() - t0 < 10000);
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"pl\"}");
   scn_client_close(&c);
 }
@@ -1748,19 +1749,19 @@ static void test_line_limit(void) {
   /* The same across separate reads. */
   at[19] = '5';
   CU_ASSERT_EQUAL(scn_client_send_raw(&c, at, 500), 0);
-  scn_sleep_ms(20);
+  t_sleep_ms(20);
   CU_ASSERT_EQUAL(scn_client_send_raw(&c, at + 500, 524), 0);
-  scn_sleep_ms(20);
+  t_sleep_ms(20);
   send_str(&c, "\r");
-  scn_sleep_ms(20);
+  t_sleep_ms(20);
   send_str(&c, "\n");
   EXPECT_OK_ID(&c, 5);
   CU_ASSERT_EQUAL(scn_client_send_raw(&c, over, 600), 0);
-  scn_sleep_ms(20);
+  t_sleep_ms(20);
   CU_ASSERT_EQUAL(scn_client_send_raw(&c, over + 600, 425), 0);
-  scn_sleep_ms(20);
+  t_sleep_ms(20);
   send_str(&c, "\r");
-  scn_sleep_ms(20);
+  t_sleep_ms(20);
   send_str(&c, "\n{\"cmd\":\"ping\",\"id\":6}\n");
   EXPECT_LIMIT(&c);
   EXPECT_OK_ID(&c, 6);
@@ -1772,7 +1773,7 @@ static void test_line_limit(void) {
   send_str(&c, "{\"cmd\":\"ping\",\"id\":7}\n{\"cmd\":\"ping\",\"id\":8,\"pad\":\"");
   for (int i = 0; i < 30; i++) {
     CU_ASSERT_EQUAL(scn_client_send_raw(&c, chunk, sizeof chunk), 0);
-    scn_sleep_ms(1);
+    t_sleep_ms(1);
   }
   send_str(&c, "\"}\n{\"cmd\":\"ping\",\"id\":9}\n");
   EXPECT_OK_ID(&c, 7);
@@ -1824,7 +1825,7 @@ static void test_blank_lines_crlf(void) {
   EXPECT_OK_ID(&c, 4);
   /* A CRLF split between writes. */
   send_str(&c, "{\"cmd\":\"ping\",\"id\":5}\r");
-  scn_sleep_ms(20);
+  t_sleep_ms(20);
   send_str(&c, "\n");
   EXPECT_OK_ID(&c, 5);
   QUIET(&c, 100);
@@ -2256,7 +2257,7 @@ static void test_malformed_lines(void) {
       r = scn_client_recv_json(&c, WAIT_MS);
     }
     if (!r) {
-      fprintf(stderr, "\n  no response to malformed line %d: %.200s", i, l.v[i].line);
+      fprintf(stderr, "  no response to malformed line %d: %.200s\n", i, l.v[i].line);
       break;
     }
     got++;
@@ -2277,7 +2278,7 @@ static void test_malformed_lines(void) {
       good = good && !scn_resp_has(r, "id");
     if (!good) {
       wrong++;
-      fprintf(stderr, "\n  malformed line %d (want %s): %.200s", i, want, l.v[i].line);
+      fprintf(stderr, "  malformed line %d (want %s): %.200s\n", i, want, l.v[i].line);
       scn_report("response", r);
     }
     cJSON_Delete(r);
@@ -2377,7 +2378,7 @@ static void check_locked(scn_client *c) {
                 scn_resp_num(r, "id") == i;
     CU_ASSERT_TRUE(good);
     if (!good) {
-      fprintf(stderr, "\n  %s before hello:", name);
+      fprintf(stderr, "  %s before hello:\n", name);
       scn_report("response", r);
     }
     cJSON_Delete(r);
@@ -2485,8 +2486,8 @@ static void test_max_clients(void) {
   if (ok1)
     scn_client_close(&c1);
   bool served = false;
-  long deadline = scn_now_ms() + 5000;
-  while (!served && scn_now_ms() < deadline) {
+  long deadline = t_now_ms() + 5000;
+  while (!served && t_now_ms() < deadline) {
     if (scn_client_connect(&c3, d.port) != 0)
       break;
     cJSON *r = scn_client_call(&c3, "{\"cmd\":\"ping\",\"id\":1}");
@@ -2494,7 +2495,7 @@ static void test_max_clients(void) {
     cJSON_Delete(r);
     scn_client_close(&c3);
     if (!served)
-      scn_sleep_ms(20);
+      t_sleep_ms(20);
   }
   CU_ASSERT_TRUE(served);
   if (ok2) {
@@ -2651,7 +2652,7 @@ static void test_command_line(void) {
   for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
     if (!strstr(out, flags[i])) {
       CU_FAIL("--help does not mention a flag");
-      fprintf(stderr, "\n  missing %s", flags[i]);
+      fprintf(stderr, "  missing %s\n", flags[i]);
     }
   scn_proc_free(&p);
 
@@ -2693,7 +2694,7 @@ static void test_command_line(void) {
     bool good = code == 2 && one_line && p.out.len == 0;
     CU_ASSERT_TRUE(good);
     if (!good)
-      fprintf(stderr, "\n  scened %s %s: exit %d, stderr \"%s\", stdout \"%.100s\"", bad[i][0],
+      fprintf(stderr, "  scened %s %s: exit %d, stderr \"%s\", stdout \"%.100s\"\n", bad[i][0],
               bad[i][1] ? bad[i][1] : "", code, err, text_str(&p.out));
     scn_proc_free(&p);
   }
@@ -2747,7 +2748,7 @@ static void test_http(void) {
     CU_ASSERT_EQUAL(st, 400);
     CU_ASSERT_TRUE(closed);
     if (st != 400 || !closed)
-      fprintf(stderr, "\n  malformed http request %zu: %.200s", i, resp);
+      fprintf(stderr, "  malformed http request %zu: %.200s\n", i, resp);
     free(resp);
   }
   /* The protocol port is unaffected. */
@@ -2766,8 +2767,8 @@ static int suite_clean(void) {
   return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
-int scn_test_register_daemon_commands(void) {
-  static const scn_test tests[] = {
+int t_register_daemon_commands(void) {
+  static const t_test tests[] = {
       {"ping and hello", test_ping_hello},
       {"world.create, destroy, list", test_worlds},
       {"entity.create: count and its limit", test_entity_create},
@@ -2802,5 +2803,5 @@ int scn_test_register_daemon_commands(void) {
       {"command line", test_command_line},
       {"http: healthz, readyz, metrics, 404, 400", test_http},
   };
-  return SCN_ADD_SUITE("daemon_commands", suite_init, suite_clean, tests);
+  return T_ADD_SUITE("daemon_commands", suite_init, suite_clean, tests);
 }

@@ -302,7 +302,7 @@ static struct {
 
 static void failure(const tconn *c, const char *why, const char *line, size_t len) {
   if (T.failures++ < 25)
-    fprintf(stderr, "\n  [%s %d cycle %d] %s: %.*s", kind_names[c->kind], c->slot, c->cycle, why,
+    fprintf(stderr, "  [%s %d cycle %d] %s: %.*s\n", kind_names[c->kind], c->slot, c->cycle, why,
             (int)(len > 300 ? 300 : len), line ? line : "");
 }
 
@@ -781,7 +781,7 @@ static void start_cycle(tconn *c) {
       for (long k = 0; k < HALF_BURST_REQS; k++)
         issue_checked(c, k, 1000 + c->slot, c->cycle * 1000, 16);
       c->reading = false;
-      c->wake_ms = scn_now_ms() + BURST_PAUSE_MS;
+      c->wake_ms = t_now_ms() + BURST_PAUSE_MS;
     } else {
       for (long k = 0; k < HALF_REQS; k++)
         issue_checked(c, k, 1000 + c->slot, c->cycle * 1000, 1);
@@ -848,7 +848,7 @@ static void start_cycle(tconn *c) {
       sb_free(&c->out);
       c->out = keep;
     }
-    c->wake_ms = scn_now_ms();
+    c->wake_ms = t_now_ms();
     break;
   case K_BAD:
     c->total = cfg->bad_lines;
@@ -856,7 +856,7 @@ static void start_cycle(tconn *c) {
   case K_BURST:
     c->total = cfg->burst_reqs;
     c->reading = false;
-    c->wake_ms = scn_now_ms() + BURST_PAUSE_MS;
+    c->wake_ms = t_now_ms() + BURST_PAUSE_MS;
     break;
   case K_SLOW:
     sb_printf(&c->out, "{\"cmd\":\"subscribe\",\"world\":\"tt\",\"id\":%d}\n", c->slot);
@@ -1027,8 +1027,8 @@ static void report_unfinished(void) {
     tconn *c = &T.conns[i];
     if (!c->done && T.failures++ < 25)
       fprintf(stderr,
-              "\n  [%s %d cycle %d] unfinished: issued %ld, awaiting %zu replies, %zu bytes unsent,"
-              " %ld frames (%ld full)",
+              "  [%s %d cycle %d] unfinished: issued %ld, awaiting %zu replies, %zu bytes unsent,"
+              " %ld frames (%ld full)\n",
               kind_names[c->kind], c->slot, c->cycle, c->next, c->xq.len, c->out.len - c->out.off,
               c->frames, c->fulls);
   }
@@ -1079,9 +1079,9 @@ static bool run_all(const run_cfg *cfg) {
 
   static struct pollfd pfd[N_CONNS];
   static int who[N_CONNS];
-  long start = scn_now_ms(), deadline = start + cfg->limit_ms, next_move = start, next_rss = start;
+  long start = t_now_ms(), deadline = start + cfg->limit_ms, next_move = start, next_rss = start;
   for (;;) {
-    long now = scn_now_ms();
+    long now = t_now_ms();
     if (now >= next_rss) {
       long rss = scn_rss_kib(T.d.pid);
       if (rss > T.peak_rss)
@@ -1113,19 +1113,19 @@ static bool run_all(const run_cfg *cfg) {
     for (int k = 0; k < np; k++)
       if (pfd[k].revents)
         serve(&T.conns[who[k]], pfd[k].revents);
-    now = scn_now_ms();
+    now = t_now_ms();
     for (int i = 0; i < N_CONNS; i++)
       advance(&T.conns[i], now, &next_move);
   }
-  long elapsed = scn_now_ms() - start;
+  long elapsed = t_now_ms() - start;
   long frames = 0, fulls = 0;
   for (int i = 0; i < N_CONNS; i++)
     if (T.conns[i].kind == K_SLOW)
       frames += T.conns[i].frames, fulls += T.conns[i].fulls;
   fprintf(stderr,
-          "\n  %s: %ld ms; replies checked: good %ld, half-close %ld, dribble %ld, burst %ld,"
+          "  %s: %ld ms; replies checked: good %ld, half-close %ld, dribble %ld, burst %ld,"
           " malformed %ld, mover %ld; churned connections: vanish %ld, reset %ld, sub-reset %ld,"
-          " half-close %ld; %ld move rounds; slow subscribers read %ld frames (%ld full)",
+          " half-close %ld; %ld move rounds; slow subscribers read %ld frames (%ld full)\n",
           cfg->label, elapsed, T.answered[K_GOOD], T.answered[K_HALF], T.answered[K_DRIBBLE],
           T.answered[K_BURST], T.answered[K_BAD], T.answered[K_MOVER], T.cycles_done[K_VANISH],
           T.cycles_done[K_RESET], T.cycles_done[K_SUBRESET], T.cycles_done[K_HALF],
@@ -1191,7 +1191,7 @@ static bool setup_worlds(void) {
 /* ---- the test ----------------------------------------------------------------------------- */
 
 static void test_torture(void) {
-  long t0 = scn_now_ms();
+  long t0 = t_now_ms();
   CU_ASSERT_FATAL(T.up);
   CONNECT_FATAL(&T.admin, T.d.port);
   CU_ASSERT_FATAL(setup_worlds());
@@ -1243,20 +1243,20 @@ static void test_torture(void) {
   double seen = scn_wait_info(&T.admin, "connections", open, 5000);
   CU_ASSERT_EQUAL(seen, open);
   if (seen != open)
-    fprintf(stderr, "\n  info connections %.0f, open %d", seen, open);
+    fprintf(stderr, "  info connections %.0f, open %d\n", seen, open);
   close_all();
   seen = scn_wait_info(&T.admin, "connections", 1, 5000);
   CU_ASSERT_EQUAL(seen, 1);
 
   /* Memory comes back: within the slack of the warmed-up baseline. */
   long after = scn_rss_kib(T.d.pid);
-  for (long until = scn_now_ms() + 2000;
-       after > base + RSS_SLACK_KIB + quarantine && scn_now_ms() < until;
+  for (long until = t_now_ms() + 2000;
+       after > base + RSS_SLACK_KIB + quarantine && t_now_ms() < until;
        after = scn_rss_kib(T.d.pid))
-    scn_sleep_ms(50);
+    t_sleep_ms(50);
   fprintf(stderr,
-          "\n  daemon RSS: baseline %ld KiB, peak %ld KiB, after %ld KiB; %ld malformed lines;"
-          " %ld lags, %ld output holds",
+          "  daemon RSS: baseline %ld KiB, peak %ld KiB, after %ld KiB; %ld malformed lines;"
+          " %ld lags, %ld output holds\n",
           base, T.peak_rss, after, T.lines_bad, (long)(lags - lags_before),
           (long)(held - held_before));
   CU_ASSERT_TRUE(base > 0 && after > 0);
@@ -1281,7 +1281,7 @@ static void test_torture(void) {
   const char *sub = "{\"cmd\":\"subscribe\",\"world\":\"tt\"}\n";
   CU_ASSERT(send(stuck->fd, sub, strlen(sub), MSG_NOSIGNAL) == (ssize_t)strlen(sub));
   double lagging = 0;
-  for (long until = scn_now_ms() + 5000; lagging < 1 && scn_now_ms() < until;) {
+  for (long until = t_now_ms() + 5000; lagging < 1 && t_now_ms() < until;) {
     tconn mv = {.fd = -1};
     issue_move_round(&mv);
     CU_ASSERT(scn_client_send_raw(&T.admin, mv.out.data, mv.out.len) == 0);
@@ -1289,19 +1289,19 @@ static void test_torture(void) {
       cJSON_Delete(scn_client_recv_json(&T.admin, 5000));
     sb_free(&mv.out);
     free(mv.xq.v);
-    scn_sleep_ms(50);
+    t_sleep_ms(50);
     lagging = metric_value(T.d.http_port, "scened_lagging_subscriptions");
   }
   CU_ASSERT_EQUAL(lagging, 1);
-  long stop_at = scn_now_ms();
+  long stop_at = t_now_ms();
   STOP_OK(&T.d, 15000);
   T.up = false;
   CU_ASSERT_TRUE(scn_client_closed(&c, 1000));
   scn_client_close(&c);
   scn_client_close(&T.admin);
   conn_drop(stuck, false);
-  fprintf(stderr, "\n  SIGTERM to exit: %ld ms; total %ld ms; daemon log %s\n",
-          scn_now_ms() - stop_at, scn_now_ms() - t0, T.d.log_path);
+  fprintf(stderr, "  SIGTERM to exit: %ld ms; total %ld ms; daemon log %s\n", t_now_ms() - stop_at,
+          t_now_ms() - t0, T.d.log_path);
 }
 
 static int suite_init(void) {
@@ -1344,9 +1344,9 @@ static int suite_clean(void) {
   return 0;
 }
 
-int scn_test_register_daemon_torture(void) {
-  static const scn_test tests[] = {
+int t_register_daemon_torture(void) {
+  static const t_test tests[] = {
       {"a storm of clients, good and bad", test_torture},
   };
-  return SCN_ADD_SUITE("daemon_torture", suite_init, suite_clean, tests);
+  return T_ADD_SUITE("daemon_torture", suite_init, suite_clean, tests);
 }

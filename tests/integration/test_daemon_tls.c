@@ -144,7 +144,7 @@ static void test_every_command(void) {
     bool ran = cJSON_IsNumber(n) && n->valuedouble >= 1;
     CU_ASSERT_TRUE(ran);
     if (!ran)
-      fprintf(stderr, "\n  %s was not run over TLS\n", scn_commands[i].name);
+      fprintf(stderr, "  %s was not run over TLS\n", scn_commands[i].name);
   }
   cJSON_Delete(r);
   scn_client_close(&c);
@@ -249,14 +249,14 @@ static bool raw_tls_connect_version(raw_tls *r, int port, int version) {
   BIO_set_mem_eof_return(r->in, -1);
   SSL_set_bio(r->ssl, r->in, r->out);
   SSL_set_connect_state(r->ssl);
-  long deadline = scn_now_ms() + SCN_RESPONSE_MS;
+  long deadline = t_now_ms() + SCN_RESPONSE_MS;
   for (;;) {
     int rc = SSL_do_handshake(r->ssl);
     if (!raw_send_out(r))
       return false;
     if (rc == 1)
       return true;
-    if (SSL_get_error(r->ssl, rc) != SSL_ERROR_WANT_READ || scn_now_ms() > deadline)
+    if (SSL_get_error(r->ssl, rc) != SSL_ERROR_WANT_READ || t_now_ms() > deadline)
       return false;
     struct pollfd p = {.fd = r->sock.fd, .events = POLLIN};
     char buf[16384];
@@ -278,9 +278,9 @@ static void raw_tls_close(raw_tls *r) {
 
 /* Waits for the replies to `count` pings with ids from first, and checks their order. */
 static void expect_pongs(raw_tls *r, int first, int count) {
-  long deadline = scn_now_ms() + SCN_RESPONSE_MS;
+  long deadline = t_now_ms() + SCN_RESPONSE_MS;
   int lines = 0;
-  for (size_t seen = 0; lines < count && scn_now_ms() < deadline;) {
+  for (size_t seen = 0; lines < count && t_now_ms() < deadline;) {
     for (; seen < r->got.len; seen++)
       lines += r->got.s[seen] == '\n';
     if (lines < count && raw_recv(r, 200) < 0)
@@ -409,9 +409,9 @@ static void test_wss_messages_behind_upgrade(void) {
   CU_ASSERT_TRUE(BIO_ctrl_pending(r.out) > 20000);
   CU_ASSERT_TRUE_FATAL(raw_send_out(&r));
   /* The 101 response, then the answers as frames. */
-  long deadline = scn_now_ms() + SCN_RESPONSE_MS;
+  long deadline = t_now_ms() + SCN_RESPONSE_MS;
   const char *end = NULL;
-  while (!(end = strstr(text_str(&r.got), "\r\n\r\n")) && scn_now_ms() < deadline &&
+  while (!(end = strstr(text_str(&r.got), "\r\n\r\n")) && t_now_ms() < deadline &&
          raw_recv(&r, 200) >= 0)
     ;
   CU_ASSERT_PTR_NOT_NULL_FATAL(end);
@@ -421,7 +421,7 @@ static void test_wss_messages_behind_upgrade(void) {
   r.got.len -= head;
   text lines = {0};
   int count = 0;
-  while (count < N && scn_now_ms() < deadline) {
+  while (count < N && t_now_ms() < deadline) {
     ws_frames_to_lines(&r, &lines);
     count = 0;
     for (size_t i = 0; i < lines.len; i++)
@@ -468,10 +468,10 @@ static void test_slow_subscriber(void) {
   text_free(&batch);
   r = OK(&sub, "{\"cmd\":\"subscribe\",\"world\":\"big\"}");
   cJSON_Delete(r);
-  scn_sleep_ms(200);
+  t_sleep_ms(200);
   long base = scn_rss_kib(d.pid), peak = base;
   int x = 0;
-  for (long end = scn_now_ms() + 2000; scn_now_ms() < end; scn_sleep_ms(50)) {
+  for (long end = t_now_ms() + 2000; t_now_ms() < end; t_sleep_ms(50)) {
     OKD(&ctl, "{\"cmd\":\"transform.set_local\",\"world\":\"big\",\"entity\":%lld,\"t\":[%d,0,0]}",
         root, ++x);
     long rss = scn_rss_kib(d.pid);
@@ -479,11 +479,11 @@ static void test_slow_subscriber(void) {
   }
   CU_ASSERT_TRUE(peak - base < 64 * 1024);
   if (peak - base >= 64 * 1024)
-    fprintf(stderr, "\n  memory grew by %ld KiB while a TLS subscriber stalled\n", peak - base);
+    fprintf(stderr, "  memory grew by %ld KiB while a TLS subscriber stalled\n", peak - base);
   /* It reads now: frames, then a full frame with the root where it stopped. */
   bool converged = false;
-  long deadline = scn_now_ms() + 20000;
-  while (!converged && scn_now_ms() < deadline) {
+  long deadline = t_now_ms() + 20000;
+  while (!converged && t_now_ms() < deadline) {
     cJSON *f = scn_next_event(&sub, 3000);
     if (!f)
       break;
@@ -640,7 +640,7 @@ static void test_untrusted_daemon(void) {
 static void test_python_client(void) {
   char script[1024];
   if (system("command -v python3 >/dev/null 2>&1") != 0) {
-    printf("\n  note: python3 is not on PATH; the Python client over TLS is skipped\n");
+    printf("  note: python3 is not on PATH; the Python client over TLS is skipped\n");
     return;
   }
   CU_ASSERT_FATAL(scn_find_script("scened_client.py", script, sizeof script));
@@ -669,7 +669,7 @@ static void test_python_client(void) {
     CU_ASSERT_EQUAL(code, runs[i].code);
     CU_ASSERT_PTR_NOT_NULL(strstr(text_str(&p.err), runs[i].err));
     if (code != runs[i].code)
-      fprintf(stderr, "\n  scened_client.py: exit %d\n%s%s\n", code, text_str(&p.out),
+      fprintf(stderr, "  scened_client.py: exit %d\n%s%s\n", code, text_str(&p.out),
               text_str(&p.err));
     scn_proc_free(&p);
   }
@@ -744,7 +744,7 @@ static void test_handshake_timeout(void) {
   CONNECT(&silent, d.port);
   CONNECT(&partial, d.port);
   scn_client_send_raw(&partial, "\x16\x03\x01\x02", 4); /* the start of a ClientHello */
-  long t0 = scn_now_ms();
+  long t0 = t_now_ms();
   scn_tls_files t = trust_ours();
   if (CONNECT_TLS(&c, d.port, &t)) {
     cJSON *r = scn_recv_object(&c, 5000);
@@ -755,7 +755,7 @@ static void test_handshake_timeout(void) {
   }
   CU_ASSERT_TRUE(scn_client_closed(&silent, 8000));
   CU_ASSERT_TRUE(scn_client_closed(&partial, 8000));
-  long took = scn_now_ms() - t0;
+  long took = t_now_ms() - t0;
   CU_ASSERT_TRUE(took >= 1900 && took < 7000);
   scn_client_close(&silent);
   scn_client_close(&partial);
@@ -845,7 +845,7 @@ static void test_bad_files(void) {
     bool one_line = nl && nl[1] == '\0' && !strncmp(err, "scened: ", 8);
     CU_ASSERT_TRUE(one_line && strstr(err, why[i]));
     if (!one_line || !strstr(err, why[i]))
-      fprintf(stderr, "\n  case %zu: expected one line with \"%s\", got: %s\n", i, why[i], err);
+      fprintf(stderr, "  case %zu: expected one line with \"%s\", got: %s\n", i, why[i], err);
     scn_proc_free(&p);
   }
 }
@@ -862,8 +862,8 @@ static int suite_clean(void) {
   return 0;
 }
 
-int scn_test_register_daemon_tls(void) {
-  static const scn_test tests[] = {
+int t_register_daemon_tls(void) {
+  static const t_test tests[] = {
       {"every command over TLS", test_every_command},
       {"20,000 pipelined requests over TLS, in order", test_pipelined},
       {"records cut into pieces, and many records in one read", test_records_cut_anywhere},
@@ -878,5 +878,5 @@ int scn_test_register_daemon_tls(void) {
       {"HTTPS: health, keep-alive, metrics with the TLS figures", test_https},
       {"unreadable or mismatched files: one line, exit 2", test_bad_files},
   };
-  return SCN_ADD_SUITE("daemon_tls", suite_init, suite_clean, tests);
+  return T_ADD_SUITE("daemon_tls", suite_init, suite_clean, tests);
 }

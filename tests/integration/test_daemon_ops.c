@@ -58,7 +58,7 @@ static void test_metrics_promtool(void) {
     unlink(cmd);
     unlink(path);
   } else {
-    printf("\n  (promtool not installed: the exposition format was not checked by it)\n");
+    printf("  (promtool not installed: the exposition format was not checked by it)\n");
   }
   free(page);
   /* info has the same figures under "metrics", by the same names */
@@ -196,12 +196,12 @@ static void test_signals(void) {
   scn_client_close(&c);
 }
 
-int scn_test_register_daemon_ops(void) {
-  static const scn_test tests[] = {
+int t_register_daemon_ops(void) {
+  static const t_test tests[] = {
       {"metrics: promtool, info, readyz", test_metrics_promtool},
       {"config precedence", test_config_precedence},
       {"logfmt logs", test_logs},
       {"signals", test_signals},
   };
-  return SCN_ADD_SUITE("daemon_ops", NULL, NULL, tests);
+  return T_ADD_SUITE("daemon_ops", NULL, NULL, tests);
 }

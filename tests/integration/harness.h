@@ -3,6 +3,9 @@
 #ifndef SCN_TEST_HARNESS_H
 #define SCN_TEST_HARNESS_H
 
+#include "children.h"
+#include "clock.h"
+
 #include <cjson/cJSON.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -21,21 +24,6 @@ void text_addf(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3
 /* The contents, "" while empty. */
 const char *text_str(const text *t);
 void text_free(text *t);
-
-/* Monotonic milliseconds, and a sleep of that many, for the suites' deadlines. */
-long scn_now_ms(void);
-void scn_sleep_ms(long ms);
-
-/* fork() for every process the tests start: the child is killed when the test runner dies
- * (PR_SET_PDEATHSIG), and the runner remembers its pid until scn_child_reaped, so that a test
- * that runs out of time can take what it started with it. */
-pid_t scn_fork(void);
-void scn_child_reaped(pid_t pid);
-/* Waits up to timeout_ms for the child to exit and reaps it: the status as from waitpid, or -1
- * when it had to be killed (or was not a child). */
-int scn_child_wait(pid_t pid, int timeout_ms);
-/* SIGKILL to every child still remembered; async-signal-safe. */
-void scn_kill_children(void);
 
 typedef struct scn_daemon {
   pid_t pid;

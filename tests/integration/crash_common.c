@@ -69,7 +69,7 @@ void crash_check_coverage(void) {
     return; /* (SCENED_STEPS set low, to look at something else) */
   for (int k = 0; k < WL_KINDS; k++) {
     if (answered_ok[k] == 0)
-      fprintf(stderr, "\n  %s: sent %u times, never answered ok", wl_command_names[k], sent[k]);
+      fprintf(stderr, "  %s: sent %u times, never answered ok\n", wl_command_names[k], sent[k]);
     CU_ASSERT(answered_ok[k] > 0);
   }
 }

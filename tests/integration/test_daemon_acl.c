@@ -169,7 +169,7 @@ static void test_every_command_needs_its_right(void) {
       k++;
     CU_ASSERT_TRUE(k < nreq); /* a command added to the table needs its request here */
     if (k == nreq) {
-      fprintf(stderr, "\n  no request for %s\n", cmd->name);
+      fprintf(stderr, "  no request for %s\n", cmd->name);
       continue;
     }
     const char *token = cmd->right == SCN_RIGHT(read)    ? "no-read"
@@ -189,7 +189,7 @@ static void test_every_command_needs_its_right(void) {
     char *after = state_of(&op, e, 3);
     CU_ASSERT_STRING_EQUAL(after, before);
     if (strcmp(after, before) != 0)
-      fprintf(stderr, "\n  %s changed the state:\n%s\nwas:\n%s\n", cmd->name, after, before);
+      fprintf(stderr, "  %s changed the state:\n%s\nwas:\n%s\n", cmd->name, after, before);
     free(after);
   }
   free(before);
@@ -368,7 +368,7 @@ static void test_prefixes(void) {
 /* Sends SIGHUP and waits until the log shows the count-th line with what. */
 static bool hangup(scn_daemon *d, const char *what, int count) {
   kill(d->pid, SIGHUP);
-  for (long end = scn_now_ms() + 5000; scn_now_ms() < end; scn_sleep_ms(20)) {
+  for (long end = t_now_ms() + 5000; t_now_ms() < end; t_sleep_ms(20)) {
     char *log = scn_read_file(d->log_path);
     int seen = 0;
     for (const char *p = log; p && (p = strstr(p, what)); p++)
@@ -502,7 +502,7 @@ static void test_refused_at_start(void) {
     bool good = nl && !nl[1] && strstr(err, bad[i].why) && strstr(err, "line ");
     CU_ASSERT_TRUE(good);
     if (!good)
-      fprintf(stderr, "\n  acl \"%s\": expected one line with \"%s\", got: %s\n", bad[i].line,
+      fprintf(stderr, "  acl \"%s\": expected one line with \"%s\", got: %s\n", bad[i].line,
               bad[i].why, err);
     free(err);
   }
@@ -550,8 +550,8 @@ static int suite_clean(void) {
   return 0;
 }
 
-int scn_test_register_daemon_acl(void) {
-  static const scn_test tests[] = {
+int t_register_daemon_acl(void) {
+  static const t_test tests[] = {
       {"every command: a token without its right is refused, nothing changes",
        test_every_command_needs_its_right},
       {"anonymous connections: ping and hello only", test_anonymous},
@@ -560,5 +560,5 @@ int scn_test_register_daemon_acl(void) {
       {"--acl with --auth-token, missing and broken files: exit 2", test_refused_at_start},
       {"tokens never appear in the log", test_tokens_not_logged},
   };
-  return SCN_ADD_SUITE("daemon_acl", suite_init, suite_clean, tests);
+  return T_ADD_SUITE("daemon_acl", suite_init, suite_clean, tests);
 }

@@ -193,8 +193,8 @@ static void collect(void *ud, const cJSON *ev) {
 
 /* Polls until the list holds want events or timeout_ms passes; the count. */
 static int wait_events(scn_cli *c, events *e, int want, int timeout_ms) {
-  long deadline = scn_now_ms() + timeout_ms;
-  while (cJSON_GetArraySize(e->list) < want && scn_now_ms() < deadline) {
+  long deadline = t_now_ms() + timeout_ms;
+  while (cJSON_GetArraySize(e->list) < want && t_now_ms() < deadline) {
     int rc = scn_cli_poll_events(c, 50);
     if (rc < 0) {
       scn_report_text("poll_events", scn_cli_error(c));
@@ -511,7 +511,7 @@ static void test_lib_subscribe(void) {
                       "\"t\":[7,8,9]}",
                       world, e));
   for (int i = 0; i < 100 && cJSON_GetArraySize(got.list) < 3; i++) {
-    scn_sleep_ms(20);
+    t_sleep_ms(20);
     CU_ASSERT(call_fine(s, "{\"cmd\":\"ping\"}"));
   }
   CU_ASSERT_EQUAL_FATAL(cJSON_GetArraySize(got.list), 3);
@@ -532,7 +532,7 @@ static void test_lib_subscribe(void) {
   double e2 = make_world(c, world, sizeof world, 0, 0, 0);
   CU_ASSERT_FATAL(e2 > 0);
   CU_ASSERT_EQUAL(scn_cli_subscribe(s, world, e2, 30, &sub), SCN_CLI_OK);
-  scn_sleep_ms(100);
+  t_sleep_ms(100);
   CU_ASSERT(call_fine(s, "{\"cmd\":\"ping\"}"));
   CU_ASSERT_EQUAL(cJSON_GetArraySize(got.list), 4);
   CU_ASSERT(call_fine(c, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world));
@@ -621,17 +621,17 @@ static void test_lib_history(void) {
   cJSON_Delete(r);
   float local[16], world_m[16];
   double now = -1, then = -1;
-  long deadline = scn_now_ms() + 10000;
+  long deadline = t_now_ms() + 10000;
   CU_ASSERT_EQUAL(scn_cli_get_at(c, world, e, -1, local, world_m, &now), SCN_CLI_OK);
   do {
     CU_ASSERT_EQUAL(scn_cli_get_at(c, world, e, -1, NULL, NULL, &then), SCN_CLI_OK);
-  } while (then <= now && scn_now_ms() < deadline);
+  } while (then <= now && t_now_ms() < deadline);
   CU_ASSERT(call_fine(
       c, "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%.0f,\"t\":[4,0,0]}", world,
       e));
   do {
     CU_ASSERT_EQUAL(scn_cli_get_at(c, world, e, -1, local, world_m, &now), SCN_CLI_OK);
-  } while (now <= then + 1 && scn_now_ms() < deadline);
+  } while (now <= then + 1 && t_now_ms() < deadline);
   CU_ASSERT_EQUAL(world_m[12], 4);
   double answered = -1;
   CU_ASSERT_EQUAL(scn_cli_get_at(c, world, e, then, local, world_m, &answered), SCN_CLI_OK);
@@ -668,18 +668,18 @@ static void test_lib_timeout(void) {
   scn_cli *c = open_cli(port, NULL, 100);
   CU_ASSERT_PTR_NOT_NULL(c);
   if (c) {
-    long t0 = scn_now_ms();
+    long t0 = t_now_ms();
     cJSON *r = (cJSON *)1;
     CU_ASSERT_EQUAL(scn_cli_call_line(c, "{\"cmd\":\"ping\"}", &r), SCN_CLI_ETIMEOUT);
-    long took = scn_now_ms() - t0;
+    long took = t_now_ms() - t0;
     CU_ASSERT_PTR_NULL(r);
     CU_ASSERT(took >= 90 && took < 2000);
     CU_ASSERT(strstr(scn_cli_error(c), "timed out") != NULL);
     const char *line;
     size_t len;
-    t0 = scn_now_ms();
+    t0 = t_now_ms();
     CU_ASSERT_EQUAL(scn_cli_read_line(c, &line, &len, 30), SCN_CLI_ETIMEOUT);
-    CU_ASSERT(scn_now_ms() - t0 < 1000);
+    CU_ASSERT(t_now_ms() - t0 < 1000);
     CU_ASSERT_EQUAL(scn_cli_poll_events(c, 30), 0);
     scn_cli_close(c);
   }
@@ -714,7 +714,7 @@ static void test_lib_send_timeout(void) {
   /* Now a reader takes everything the listener's connection receives and compares. */
   int s = accept(l, NULL, NULL);
   CU_ASSERT_FATAL(s >= 0);
-  pid_t pid = scn_fork();
+  pid_t pid = t_fork();
   if (pid == 0) {
     close(scn_cli_fd(c));
     text got = {0};
@@ -736,10 +736,10 @@ static void test_lib_send_timeout(void) {
     rc = scn_cli_flush(c);
   CU_ASSERT_EQUAL(rc, SCN_CLI_OK);
   scn_cli_close(c);
-  int status = scn_child_wait(pid, WAIT_MS);
+  int status = t_child_wait(pid, WAIT_MS);
   CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-    fprintf(stderr, "\n  the bytes received differ from the bytes queued (status %d)\n", status);
+    fprintf(stderr, "  the bytes received differ from the bytes queued (status %d)\n", status);
   text_free(&want);
   close(l);
 }
@@ -855,7 +855,7 @@ static cJSON *ctl_ok(const char *const *args) {
   bool one_line = count_char(out, '\n') == 1 && out[strlen(out) - 1] == '\n';
   cJSON *j = one_line ? cJSON_Parse(out) : NULL;
   if (code != 0 || !cJSON_IsObject(j) || p.err.len) {
-    fprintf(stderr, "\n  scenectl %s: exit %d, stdout %s, stderr %s\n", args[0], code, out,
+    fprintf(stderr, "  scenectl %s: exit %d, stdout %s, stderr %s\n", args[0], code, out,
             text_str(&p.err));
     cJSON_Delete(j);
     j = NULL;
@@ -1066,7 +1066,7 @@ static void test_ctl_connect_errors(void) {
       CU_ASSERT_EQUAL(code, 2);
       CU_ASSERT(strstr(text_str(&p.err), "invalid port") != NULL);
       if (!strstr(text_str(&p.err), "invalid port"))
-        fprintf(stderr, "\n  SCENED_PORT=%s: exit %d, stderr %s\n", bad[i], code, text_str(&p.err));
+        fprintf(stderr, "  SCENED_PORT=%s: exit %d, stderr %s\n", bad[i], code, text_str(&p.err));
     }
     scn_proc_free(&p);
   }
@@ -1123,7 +1123,7 @@ static void test_ctl_pipe(void) {
       ok = ok && cJSON_IsTrue(field(r, "ok")) && cJSON_GetArraySize(r) == 2;
     if (!ok && bad++ < 3) {
       char *s = cJSON_PrintUnformatted(r);
-      fprintf(stderr, "\n  --pipe response %d: %s\n", i, s);
+      fprintf(stderr, "  --pipe response %d: %s\n", i, s);
       free(s);
     }
     i++;
@@ -1204,8 +1204,8 @@ static void test_ctl_subscribe(void) {
   /* Two frames while another connection moves the transform. */
   scn_proc p;
   CU_ASSERT_FATAL(ctl_start(&p, (const char *const[]){"subscribe", warg, "--frames", "2", NULL}));
-  long deadline = scn_now_ms() + WAIT_MS;
-  for (int k = 1; scn_now_ms() < deadline && !scn_proc_pump(&p, 20); k++)
+  long deadline = t_now_ms() + WAIT_MS;
+  for (int k = 1; t_now_ms() < deadline && !scn_proc_pump(&p, 20); k++)
     CU_ASSERT(call_fine(c,
                         "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%.0f,"
                         "\"t\":[%d,0,0]}",
@@ -1218,8 +1218,8 @@ static void test_ctl_subscribe(void) {
   /* Frames that arrive together: still exactly --frames of them. The subscriber is stopped
    * after the full frame while three moves make frames, then continued. */
   CU_ASSERT_FATAL(ctl_start(&p, (const char *const[]){"subscribe", warg, "--frames", "2", NULL}));
-  deadline = scn_now_ms() + WAIT_MS;
-  while (!strchr(text_str(&p.out), '\n') && scn_now_ms() < deadline && !scn_proc_pump(&p, 10)) {
+  deadline = t_now_ms() + WAIT_MS;
+  while (!strchr(text_str(&p.out), '\n') && t_now_ms() < deadline && !scn_proc_pump(&p, 10)) {
   }
   CU_ASSERT_FATAL(strchr(text_str(&p.out), '\n') != NULL);
   kill(p.pid, SIGSTOP);
@@ -1228,7 +1228,7 @@ static void test_ctl_subscribe(void) {
                         "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%.0f,"
                         "\"t\":[%d,1,0]}",
                         world, e, k));
-    scn_sleep_ms(60);
+    t_sleep_ms(60);
   }
   kill(p.pid, SIGCONT);
   CU_ASSERT_EQUAL(scn_proc_wait(&p, WAIT_MS), 0);
@@ -1239,8 +1239,8 @@ static void test_ctl_subscribe(void) {
   char rarg[64];
   snprintf(rarg, sizeof rarg, "root=%.0f", e);
   CU_ASSERT_FATAL(ctl_start(&p, (const char *const[]){"subscribe", warg, rarg, "hz=30", NULL}));
-  deadline = scn_now_ms() + WAIT_MS;
-  while (!strchr(text_str(&p.out), '\n') && scn_now_ms() < deadline && !scn_proc_pump(&p, 10)) {
+  deadline = t_now_ms() + WAIT_MS;
+  while (!strchr(text_str(&p.out), '\n') && t_now_ms() < deadline && !scn_proc_pump(&p, 10)) {
   }
   CU_ASSERT(call_fine(c, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world));
   CU_ASSERT_EQUAL(scn_proc_wait(&p, WAIT_MS), 0);
@@ -1276,7 +1276,7 @@ static void test_ctl_help(void) {
       snprintf(want, sizeof want, "\n  %s ", scn_commands[i].name);
       CU_ASSERT(strstr(out, want) != NULL);
       if (!strstr(out, want))
-        fprintf(stderr, "\n  --help does not list %s\n", scn_commands[i].name);
+        fprintf(stderr, "  --help does not list %s\n", scn_commands[i].name);
     }
     CU_ASSERT_STRING_EQUAL(text_str(&p.err), "");
     scn_proc_free(&p);
@@ -1395,7 +1395,7 @@ static void test_lib_b64(void) {
   scn_cli_on_frame(b, on_frame, &seen);
   double sub;
   CU_ASSERT_EQUAL_FATAL(scn_cli_subscribe(b, world, 0, 0, &sub), SCN_CLI_OK);
-  for (long end = scn_now_ms() + WAIT_MS; seen.frames < 1 && scn_now_ms() < end;)
+  for (long end = t_now_ms() + WAIT_MS; seen.frames < 1 && t_now_ms() < end;)
     scn_cli_poll_events(b, 100);
   CU_ASSERT_EQUAL(seen.n, N);
   for (int i = 0; i < N; i++) {
@@ -1413,7 +1413,7 @@ static void test_lib_b64(void) {
         "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%.0f,\"matrix_b64\":\"%s\"}",
         world, ids[round], text));
     int before = seen.frames;
-    for (long end = scn_now_ms() + WAIT_MS; seen.frames == before && scn_now_ms() < end;)
+    for (long end = t_now_ms() + WAIT_MS; seen.frames == before && t_now_ms() < end;)
       scn_cli_poll_events(b, 100);
     CU_ASSERT_EQUAL(seen.frames, before + 1);
     const float *m = seen_matrix(&seen, ids[round]);
@@ -1468,7 +1468,7 @@ static void test_ctl_b64(void) {
 static void test_python_selftest(void) {
   char python[1024], script[1024];
   if (!find_in_path("python3", python, sizeof python)) {
-    printf("\n  note: python3 is not on PATH; the Python client's self-test is skipped\n");
+    printf("  note: python3 is not on PATH; the Python client's self-test is skipped\n");
     return;
   }
   CU_ASSERT_FATAL(scn_find_script("scened_client.py", script, sizeof script));
@@ -1481,18 +1481,18 @@ static void test_python_selftest(void) {
   CU_ASSERT_EQUAL(code, 0);
   CU_ASSERT(strstr(text_str(&p.out), "selftest passed") != NULL);
   if (code != 0)
-    fprintf(stderr, "\n  selftest: exit %d\n%s%s\n", code, text_str(&p.out), text_str(&p.err));
+    fprintf(stderr, "  selftest: exit %d\n%s%s\n", code, text_str(&p.out), text_str(&p.err));
   scn_proc_free(&p);
 }
 
 static void test_car_demo(void) {
   char jq[1024], bash[1024], script[1024];
   if (!find_in_path("jq", jq, sizeof jq)) {
-    printf("\n  note: jq is not on PATH; the shell example is skipped\n");
+    printf("  note: jq is not on PATH; the shell example is skipped\n");
     return;
   }
   if (!find_in_path("bash", bash, sizeof bash)) {
-    printf("\n  note: bash is not on PATH; the shell example is skipped\n");
+    printf("  note: bash is not on PATH; the shell example is skipped\n");
     return;
   }
   CU_ASSERT_FATAL(scn_find_script("car_demo.sh", script, sizeof script));
@@ -1511,7 +1511,7 @@ static void test_car_demo(void) {
   CU_ASSERT_EQUAL(n, 3);
   CU_ASSERT(terminated);
   if (code != 0 || n != 3)
-    fprintf(stderr, "\n  car_demo.sh: exit %d\n%s%s\n", code, text_str(&p.out), text_str(&p.err));
+    fprintf(stderr, "  car_demo.sh: exit %d\n%s%s\n", code, text_str(&p.out), text_str(&p.err));
   for (int step = 1; step <= n; step++) {
     const cJSON *l = cJSON_GetArrayItem(lines, step - 1), *w = field(l, "wheel_fl");
     const cJSON *q = field(l, "wheel_fl_r");
@@ -1556,8 +1556,8 @@ static int suite_clean(void) {
   return status == 0 ? 0 : -1;
 }
 
-int scn_test_register_clients(void) {
-  static const scn_test tests[] = {
+int t_register_clients(void) {
+  static const t_test tests[] = {
       {"library: connect and call", test_lib_calls},
       {"library: error replies", test_lib_error_reply},
       {"library: 2,000 pipelined requests", test_lib_pipeline},
@@ -1580,5 +1580,5 @@ int scn_test_register_clients(void) {
       {"python client self-test", test_python_selftest},
       {"shell example", test_car_demo},
   };
-  return SCN_ADD_SUITE("clients", suite_init, suite_clean, tests);
+  return T_ADD_SUITE("clients", suite_init, suite_clean, tests);
 }

@@ -94,7 +94,7 @@ static bool parts_near(const parts *a, const parts *b, double tol) {
 }
 
 static void parts_print(const char *what, const parts *p) {
-  fprintf(stderr, "\n  %s: t %.9g %.9g %.9g  r %.9g %.9g %.9g %.9g  s %.9g %.9g %.9g", what,
+  fprintf(stderr, "  %s: t %.9g %.9g %.9g  r %.9g %.9g %.9g %.9g  s %.9g %.9g %.9g\n", what,
           p->t[0], p->t[1], p->t[2], p->r[0], p->r[1], p->r[2], p->r[3], p->s[0], p->s[1], p->s[2]);
 }
 
@@ -218,7 +218,7 @@ static void test_partial_keeps_the_rest(void) {
         memcpy(want.s, NEW.s, sizeof want.s);
       CU_ASSERT_EQUAL_FATAL(LOCAL_PARTS(&c, "keep", e, &after), 1);
       if (!CHECK_PARTS(&after, &want))
-        fprintf(stderr, "\n  %s with the parts of mask %d\n", cmds[k], mask);
+        fprintf(stderr, "  %s with the parts of mask %d\n", cmds[k], mask);
       CU_ASSERT_EQUAL_FATAL(WORLD_PARTS(&c, "keep", e, &after), 1);
       CHECK_PARTS(&after, &want);
       cJSON *r1 = GET_TRS(&c, "keep", e);
@@ -284,7 +284,7 @@ static void test_partial_set_world_child(void) {
     bool fine = CHECK_PARTS(&w, &steps[i].world);
     CU_ASSERT_EQUAL_FATAL(LOCAL_PARTS(&c, "child", e, &l), 1);
     if (!(CHECK_PARTS(&l, &steps[i].local) && fine))
-      fprintf(stderr, "\n  after %s with %s\n", steps[i].cmd, steps[i].part);
+      fprintf(stderr, "  after %s with %s\n", steps[i].cmd, steps[i].part);
     cJSON *r = GET_TRS(&c, "child", e);
     float m[16];
     CU_ASSERT_TRUE(matrix_of(r, "world", m) && composes_to(&w, m));
@@ -519,7 +519,7 @@ static void test_trs_read(void) {
     parts q;
     CU_ASSERT_EQUAL(LOCAL_PARTS(&c, "read", e, &q), 1);
     if (!CHECK_PARTS(&q, &mirrors[i].want))
-      fprintf(stderr, "\n  mirror %s\n", mirrors[i].spec);
+      fprintf(stderr, "  mirror %s\n", mirrors[i].spec);
     CU_ASSERT_FALSE(signbit(q.r[0]) || signbit(q.r[1]) || signbit(q.r[2]) || signbit(q.r[3]));
   }
 
@@ -620,8 +620,8 @@ static int suite_clean(void) {
   return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
-int scn_test_register_daemon_parts(void) {
-  static const scn_test tests[] = {
+int t_register_daemon_parts(void) {
+  static const t_test tests[] = {
       {"partial: each part and pair replaced, the rest kept", test_partial_keeps_the_rest},
       {"partial: set_world on a child of a rotated, scaled parent", test_partial_set_world_child},
       {"partial: a current matrix that is not T*R*S is refused", test_partial_refuses_non_trs},
@@ -631,5 +631,5 @@ int scn_test_register_daemon_parts(void) {
       {"trs: a boolean; null, mirrors, w >= 0, composes back", test_trs_read},
       {"partial: replayed from the journal after kill -9", test_partial_replayed},
   };
-  return SCN_ADD_SUITE("daemon_parts", suite_init, suite_clean, tests);
+  return T_ADD_SUITE("daemon_parts", suite_init, suite_clean, tests);
 }

@@ -403,7 +403,7 @@ static void report_pair(const workload *w, const char *why, const cJSON *sub, co
   char *a = sub ? cJSON_PrintUnformatted(sub) : NULL;
   char *b = ref ? cJSON_PrintUnformatted(ref) : NULL;
   fprintf(stderr,
-          "\n  workload step %u: %s\n    request:   %.600s\n    subject:   %.600s\n"
+          "  workload step %u: %s\n    request:   %.600s\n    subject:   %.600s\n"
           "    reference: %.600s\n",
           w->steps, why, line, a ? a : "(none)", b ? b : "(none)");
   free(a);
@@ -593,8 +593,7 @@ bool wl_step(workload *w) {
   bool ok = send_both(w, &tpl, &group, 1, &sub, &ref);
   char *line = render(w, tpl, 0);
   if (!ok)
-    fprintf(stderr, "\n  workload step %u: a side cannot be reached (request %s)\n", w->steps,
-            line);
+    fprintf(stderr, "  workload step %u: a side cannot be reached (request %s)\n", w->steps, line);
   if (!w->side[1].send)
     ok = ok && new_ids(w, sub, group);
   else
@@ -662,7 +661,7 @@ bool wl_compare_state(workload *w, const char *when) {
   cJSON **sub = calloc(n, sizeof *sub), **ref = calloc(n, sizeof *ref);
   bool ok = send_both(w, tpls, groups, n, sub, ref);
   if (!ok)
-    fprintf(stderr, "\n  reading the state %s: a side cannot be reached\n", when);
+    fprintf(stderr, "  reading the state %s: a side cannot be reached\n", when);
   for (int wi = 0; wi < WL_WORLDS; wi++)
     w->worlds[wi].n = 0;
   int differences = 0;

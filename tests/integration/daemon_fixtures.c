@@ -19,7 +19,7 @@ void scn_report(const char *what, const cJSON *j) {
 }
 
 void scn_report_text(const char *what, const char *text) {
-  fprintf(stderr, "\n  %s: %.600s\n", what, text ? text : "(nothing)");
+  fprintf(stderr, "  %s: %.600s\n", what, text ? text : "(nothing)");
 }
 
 bool scn_check_at(const char *file, int line, bool cond, const char *what, const cJSON *r) {
@@ -48,9 +48,9 @@ cJSON *scn_recv_object(scn_client *c, long timeout_ms) {
 
 /* The response to request, read after the events before it (kept or dropped). */
 static cJSON *response(const char *file, int line, scn_client *c, const char *request) {
-  long deadline = scn_now_ms() + SCN_RESPONSE_MS;
+  long deadline = t_now_ms() + SCN_RESPONSE_MS;
   for (;;) {
-    cJSON *j = scn_recv_object(c, deadline - scn_now_ms());
+    cJSON *j = scn_recv_object(c, deadline - t_now_ms());
     if (!j) {
       assert_at(file, line, false, "a response came", false);
       scn_report_text("no response to", request);
@@ -124,7 +124,7 @@ bool scn_err_at(const char *file, int line, scn_client *c, const char *code, cha
   assert_at(file, line, failed, "request fails", false);
   assert_at(file, line, coded, what, false);
   if (!failed || !coded) {
-    fprintf(stderr, "\n  request: %.600s (expected %s)", request, code);
+    fprintf(stderr, "  request: %.600s (expected %s)\n", request, code);
     scn_report("response", r);
   }
   if (message)
@@ -183,9 +183,9 @@ long scn_tick_now_at(const char *file, int line, scn_client *c, const char *w,
 
 long scn_tick_past_at(const char *file, int line, scn_client *c, const char *w,
                       unsigned long long e, long t) {
-  long deadline = scn_now_ms() + 10000, now;
-  while ((now = scn_tick_now_at(file, line, c, w, e)) <= t && now >= 0 && scn_now_ms() < deadline)
-    scn_sleep_ms(2);
+  long deadline = t_now_ms() + 10000, now;
+  while ((now = scn_tick_now_at(file, line, c, w, e)) <= t && now >= 0 && t_now_ms() < deadline)
+    t_sleep_ms(2);
   assert_at(file, line, now > t, "the world ran past the tick", false);
   return now;
 }
@@ -194,7 +194,7 @@ bool scn_start_at(const char *file, int line, scn_daemon *d, const char *const *
   bool up = scn_daemon_start(d, args) == 0;
   assert_at(file, line, up, "the daemon started", false);
   if (!up) {
-    fprintf(stderr, "\n  scened");
+    fprintf(stderr, "  scened");
     for (int i = 0; args && args[i]; i++)
       fprintf(stderr, " %s", args[i]);
     char *log = scn_read_file(d->log_path);
@@ -219,7 +219,7 @@ void scn_stop_ok_at(const char *file, int line, scn_daemon *d, int timeout_ms) {
   bool clean = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   assert_at(file, line, clean, "the daemon exited 0 on SIGTERM", false);
   if (!clean)
-    fprintf(stderr, "\n  SIGTERM: status %d (-1: killed after %d ms); log %s\n", status, timeout_ms,
+    fprintf(stderr, "  SIGTERM: status %d (-1: killed after %d ms); log %s\n", status, timeout_ms,
             d->log_path);
 }
 
@@ -235,6 +235,6 @@ bool scn_connect_tls_at(const char *file, int line, scn_client *c, int port,
   bool ok = scn_client_connect_tls(c, port, tls, err, sizeof err) == 0;
   assert_at(file, line, ok, "connected over TLS", false);
   if (!ok)
-    fprintf(stderr, "\n  TLS connection to port %d: %s\n", port, err);
+    fprintf(stderr, "  TLS connection to port %d: %s\n", port, err);
   return ok;
 }

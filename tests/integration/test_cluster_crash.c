@@ -11,7 +11,7 @@
  * runs many), SCENED_STEPS=N sets the commands per seed. */
 #include "crash_common.h"
 #include "daemon_fixtures.h"
-#include "etcd_fixture.h"
+#include "etcd.h"
 #include "suites.h"
 #include "workload.h"
 
@@ -82,8 +82,8 @@ static bool wait_joined(pair *p) {
   int want = 0;
   for (int i = 0; i < NODES; i++)
     want += p->n[i].up;
-  long deadline = scn_now_ms() + 20000;
-  while (scn_now_ms() < deadline) {
+  long deadline = t_now_ms() + 20000;
+  while (t_now_ms() < deadline) {
     bool all = true;
     for (int i = 0; i < NODES; i++) {
       if (!p->n[i].up)
@@ -95,7 +95,7 @@ static bool wait_joined(pair *p) {
     }
     if (all)
       return true;
-    scn_sleep_ms(20);
+    t_sleep_ms(20);
   }
   return false;
 }
@@ -108,8 +108,8 @@ static cJSON *route(pair *p, const wl_req *rq) {
     if (strcmp(rq->group, wl_group_names[k]) == 0)
       g = k;
   int at = g >= 0 ? p->owner[g] : -1;
-  long deadline = scn_now_ms() + ROUTE_MS;
-  while (scn_now_ms() < deadline) {
+  long deadline = t_now_ms() + ROUTE_MS;
+  while (t_now_ms() < deadline) {
     if (at < 0 || !p->n[at].up) {
       /* (not from p->r, which picks the disturbances: how often this runs depends on timing,
        * and a seed must pick the same ones when it runs again) */
@@ -126,14 +126,14 @@ static cJSON *route(pair *p, const wl_req *rq) {
     }
     if (!r || strcmp(code, "UNAVAILABLE") == 0) {
       cJSON_Delete(r);
-      scn_sleep_ms(20);
+      t_sleep_ms(20);
       continue;
     }
     if (g >= 0)
       p->owner[g] = at;
     return r;
   }
-  fprintf(stderr, "\n  no daemon answered %s within %d ms\n", rq->line, ROUTE_MS);
+  fprintf(stderr, "  no daemon answered %s within %d ms\n", rq->line, ROUTE_MS);
   return NULL;
 }
 
@@ -221,7 +221,7 @@ static bool run_seed(uint64_t seed, int steps) {
   for (int g = 0; g < WL_GROUPS; g++)
     p.owner[g] = -1;
   p.r.state = seed ^ UINT64_C(0xc1a55e7);
-  fprintf(stderr, "\n  cluster crash: seed %llu (SCENED_SEED=%llu replays it)",
+  fprintf(stderr, "  cluster crash: seed %llu (SCENED_SEED=%llu replays it)\n",
           (unsigned long long)seed, (unsigned long long)seed);
   solo ref = {0};
   bool ok = etcd_start(&p.e) && scn_temp_dir(p.data, sizeof p.data, "data");
@@ -275,10 +275,13 @@ static bool run_seed(uint64_t seed, int steps) {
   }
   ok = ok && wl_compare_entities(&w);
   CU_ASSERT(ok);
-  fprintf(stderr, ": %u commands (%d kill -9, %d SIGTERM, %d moves, %d saves), %zu entities: %s",
-          w.steps, kills, stops, moves, saves, w.nents, ok ? "same" : "DIFFERENT");
+  fprintf(stderr,
+          "  cluster crash: seed %llu: %u commands (%d kill -9, %d SIGTERM, %d moves, %d saves), "
+          "%zu entities: %s\n",
+          (unsigned long long)seed, w.steps, kills, stops, moves, saves, w.nents,
+          ok ? "same" : "DIFFERENT");
   if (!ok)
-    fprintf(stderr, "\n  logs: %s %s; data: %s\n", p.n[0].d.log_path, p.n[1].d.log_path, p.data);
+    fprintf(stderr, "  logs: %s %s; data: %s\n", p.n[0].d.log_path, p.n[1].d.log_path, p.data);
   crash_count_kinds(&w);
   wl_free(&w);
   for (int i = 0; i < NODES; i++)
@@ -310,21 +313,21 @@ static void test_random_cluster_crashes(void) {
 /* One call to daemon i that must answer ok (retried while it answers UNAVAILABLE, or MOVED
  * to a daemon that was killed and whose groups this one takes over once its lease ends). */
 static cJSON *ok_at(pair *p, int i, const char *line) {
-  long deadline = scn_now_ms() + ROUTE_MS;
+  long deadline = t_now_ms() + ROUTE_MS;
   for (;;) {
     cJSON *r = scn_client_call(&p->n[i].c, "%s", line);
     const char *code = scn_resp_code(r);
     int to = node_index(scn_resp_str(cJSON_GetObjectItemCaseSensitive(r, "error"), "node"));
     bool wait =
         strcmp(code, "UNAVAILABLE") == 0 || (strcmp(code, "MOVED") == 0 && to >= 0 && !p->n[to].up);
-    if (scn_resp_ok(r) || !wait || scn_now_ms() > deadline) {
+    if (scn_resp_ok(r) || !wait || t_now_ms() > deadline) {
       if (!scn_resp_ok(r))
         scn_report(line, r);
       CU_ASSERT(scn_resp_ok(r));
       return r;
     }
     cJSON_Delete(r);
-    scn_sleep_ms(20);
+    t_sleep_ms(20);
   }
 }
 
@@ -437,13 +440,13 @@ static void test_group_entities_travel(void) {
   pair_stop(&p);
 }
 
-int scn_test_register_cluster_crash(void) {
-  static const scn_test tests[] = {
+int t_register_cluster_crash(void) {
+  static const t_test tests[] = {
       {"a destroyed world stays destroyed after kill -9", test_destroyed_world_stays_destroyed},
       {"a group's entities travel with it, and destroyed ones stay destroyed",
        test_group_entities_travel},
       {"random workloads: kill -9, SIGTERM, world.move and save against a reference",
        test_random_cluster_crashes},
   };
-  return SCN_ADD_SUITE("cluster_crash", NULL, NULL, tests);
+  return T_ADD_SUITE("cluster_crash", NULL, NULL, tests);
 }

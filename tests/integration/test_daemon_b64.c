@@ -216,8 +216,7 @@ static void test_round_trip(void) {
   OKD(&ctl, "%s", text_str(&line));
   text_free(&line);
   int found_b = 0, found_j = 0;
-  for (long end = scn_now_ms() + FRAME_WAIT_MS;
-       (found_b < N || found_j < N) && scn_now_ms() < end;) {
+  for (long end = t_now_ms() + FRAME_WAIT_MS; (found_b < N || found_j < N) && t_now_ms() < end;) {
     if (found_b < N && (fb = next_frame(&bk, true))) {
       found_b += frame_matches(fb, true, ids, (const float(*)[16])want, N);
       cJSON_Delete(fb);
@@ -374,7 +373,7 @@ static void test_past_ticks(void) {
   b64_text(a, ta);
   b64_text(b, tb);
   /* the tick that has a: a get answers the last tick run, once a tick has run since the set */
-  scn_sleep_ms(150);
+  t_sleep_ms(150);
   cJSON *r = OK(&c, "{\"cmd\":\"transform.get\",\"world\":\"past\",\"entity\":%llu}", e);
   double tick_a = scn_resp_num(r, "tick");
   CHECK(tick_a >= 1 && scn_resp_str_is(r, "local", ta), r);
@@ -382,7 +381,7 @@ static void test_past_ticks(void) {
   OKD(&c,
       "{\"cmd\":\"transform.set_local\",\"world\":\"past\",\"entity\":%llu,\"matrix_b64\":\"%s\"}",
       e, tb);
-  scn_sleep_ms(150);
+  t_sleep_ms(150);
   r = OK(&c, "{\"cmd\":\"transform.get\",\"world\":\"past\",\"entity\":%llu,\"tick\":%.0f}", e,
          tick_a);
   CHECK(scn_resp_str_is(r, "local", ta) && scn_resp_str_is(r, "world", ta), r);
@@ -491,14 +490,14 @@ static void switching(int n) {
         world, root, step);
     if (step % 2 == 0) {
       /* switch: the answer comes after every frame in the old form */
-      scn_sleep_ms((long)(b64_next32(&rng) % 60));
+      t_sleep_ms((long)(b64_next32(&rng) % 60));
       scn_client_send(&s, b64 ? "{\"cmd\":\"hello\",\"matrices\":\"json\"}"
                               : "{\"cmd\":\"hello\",\"matrices\":\"b64\"}");
     }
     bool answered = step % 2 != 0;
     bool got = false;
-    for (long end = scn_now_ms() + FRAME_WAIT_MS; (!got || !answered) && scn_now_ms() < end;) {
-      cJSON *j = scn_recv_object(&s, end - scn_now_ms());
+    for (long end = t_now_ms() + FRAME_WAIT_MS; (!got || !answered) && t_now_ms() < end;) {
+      cJSON *j = scn_recv_object(&s, end - t_now_ms());
       if (!j)
         break;
       if (!scn_resp_has(j, "event")) {
@@ -605,8 +604,8 @@ static int suite_init(void) {
 
 static int suite_clean(void) { return scn_daemon_stop(&d20, 0, 5000) == 0 ? 0 : -1; }
 
-int scn_test_register_daemon_b64(void) {
-  static const scn_test tests[] = {
+int t_register_daemon_b64(void) {
+  static const t_test tests[] = {
       {"round trip of random bits, both forms", test_round_trip},
       {"malformed matrix_b64 changes nothing", test_malformed},
       {"hello's matrices, with and without a token", test_hello},
@@ -615,5 +614,5 @@ int scn_test_register_daemon_b64(void) {
       {"switching form while frames are written in slices", test_switch_sliced},
       {"two subscribers, one per form, same values at the same ticks", test_two_forms_same_ticks},
   };
-  return SCN_ADD_SUITE("daemon_b64", suite_init, suite_clean, tests);
+  return T_ADD_SUITE("daemon_b64", suite_init, suite_clean, tests);
 }

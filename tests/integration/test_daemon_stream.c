@@ -78,7 +78,7 @@ static bool check_frame(sub_state *s, const cJSON *f, int full) {
   double tick = scn_resp_num(f, "tick");
   CU_ASSERT_TRUE(tick > s->last_tick);
   if (!(tick > s->last_tick))
-    fprintf(stderr, "\n  tick %.0f after %.0f\n", tick, s->last_tick);
+    fprintf(stderr, "  tick %.0f after %.0f\n", tick, s->last_tick);
   s->last_tick = tick;
   s->frames++;
   bool is_full = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "full"));
@@ -105,7 +105,7 @@ static cJSON *expect_frame(scn_client *k, sub_state *s, int full) {
   cJSON *f = scn_next_event(k, FRAME_WAIT_MS);
   CU_ASSERT_PTR_NOT_NULL(f);
   if (!f) {
-    fprintf(stderr, "\n  no frame for sub %lld\n", (long long)s->id);
+    fprintf(stderr, "  no frame for sub %lld\n", (long long)s->id);
     return NULL;
   }
   check_frame(s, f, full);
@@ -157,7 +157,7 @@ static void check_set(const cJSON *f, const want *w, int n) {
     mat_t(expect, w[i].x, w[i].y, w[i].z);
     if (count != 1 || !matrix_equals(m, expect)) {
       good = false;
-      fprintf(stderr, "\n  entity %lld: %d entries, expected translation (%g,%g,%g)",
+      fprintf(stderr, "  entity %lld: %d entries, expected translation (%g,%g,%g)\n",
               (long long)w[i].e, count, w[i].x, w[i].y, w[i].z);
     }
   }
@@ -1016,9 +1016,9 @@ static void test_world_destroyed(void) {
       scn_client_send(&k1, "{\"id\":7,\"cmd\":\"world.destroy\",\"world\":\"wd\"}"), 0);
   int responses = 0, events = 0;
   bool seen[2] = {false, false};
-  long deadline = scn_now_ms() + 3000;
-  while ((responses < 1 || events < 2) && scn_now_ms() < deadline) {
-    cJSON *j = scn_recv_object(&k1, deadline - scn_now_ms());
+  long deadline = t_now_ms() + 3000;
+  while ((responses < 1 || events < 2) && t_now_ms() < deadline) {
+    cJSON *j = scn_recv_object(&k1, deadline - t_now_ms());
     if (!j)
       break;
     if (scn_resp_has(j, "event")) {
@@ -1082,12 +1082,12 @@ static void test_close_ends_subscriptions(void) {
   CU_ASSERT_EQUAL(info_subscriptions(&ctl), before + 2);
   scn_client_close(&sc);
   double n = -1;
-  long deadline = scn_now_ms() + 3000;
-  while (scn_now_ms() < deadline) {
+  long deadline = t_now_ms() + 3000;
+  while (t_now_ms() < deadline) {
     n = info_subscriptions(&ctl);
     if (n == before)
       break;
-    scn_sleep_ms(10);
+    t_sleep_ms(10);
   }
   CU_ASSERT_EQUAL(n, before);
   /* The daemon goes on streaming to others. */
@@ -1110,7 +1110,7 @@ static void test_frames_follow_responses(void) {
   CU_ASSERT_TRUE_FATAL(subscribe(&k, &s, W, 0, 0));
   double last_x = -1;
   for (int i = 1; i <= 12; i++) {
-    scn_sleep_ms((i * 17) % TICK_MS); /* land at different points of a tick */
+    t_sleep_ms((i * 17) % TICK_MS); /* land at different points of a tick */
     set_t(&k, W, a, i, 0, 0);
     /* Frames that came before the ok were made before the set. */
     while (cJSON_GetArraySize(k.events) > 0) {
@@ -1140,18 +1140,18 @@ static void test_frames_follow_responses(void) {
                             "{\"id\":%d,\"cmd\":\"transform.set_local\",\"world\":\"or\","
                             "\"entity\":%lld,\"t\":[%d,0,0]}\n",
                             i, (long long)(i % 2 ? b : a), i);
-  long deadline = scn_now_ms() + 5000;
+  long deadline = t_now_ms() + 5000;
   int next_id = 0, frames = 0;
   /* Sent in pieces over a few ticks so frames fall between responses. */
   for (size_t at = 0; at < len;) {
     size_t piece = len - at < 1000 ? len - at : 1000;
     CU_ASSERT_EQUAL_FATAL(scn_client_send_raw(&k, lines + at, piece), 0);
     at += piece;
-    scn_sleep_ms(TICK_MS / 3);
+    t_sleep_ms(TICK_MS / 3);
   }
   free(lines);
-  while (next_id < 200 && scn_now_ms() < deadline) {
-    cJSON *j = scn_recv_object(&k, deadline - scn_now_ms());
+  while (next_id < 200 && t_now_ms() < deadline) {
+    cJSON *j = scn_recv_object(&k, deadline - t_now_ms());
     if (!j)
       break;
     if (scn_resp_has(j, "event")) {
@@ -1170,7 +1170,7 @@ static void test_frames_follow_responses(void) {
       m = set_matrix(j, b, &count);
       CU_ASSERT_TRUE(count == 1 && matrix_equals(m, mb)); /* b moves with every request */
       if (!matrix_equals(m, mb)) {
-        fprintf(stderr, "\n  after response %d:", last);
+        fprintf(stderr, "  after response %d:\n", last);
         scn_report("frame", j);
       }
     } else {
@@ -1222,7 +1222,7 @@ static void test_frames_never_go_back(void) {
   int frames = 0;
   for (int i = 1; i <= 30; i++) {
     set_t(&ctl, W, a, i, 0, 0);
-    scn_sleep_ms((i * 13) % 23);
+    t_sleep_ms((i * 13) % 23);
     cJSON *f;
     while ((f = scn_next_event(&sc, 0))) {
       check_frame(&s, f, 0);
@@ -1281,9 +1281,9 @@ static void test_hz_cap(void) {
   int seen_y[4] = {0, 0, 0, 0};
   int frames = 0, fast_frames = 0;
   double prev_tick = s.last_tick;
-  long start = scn_now_ms(), end = start + 1000;
+  long start = t_now_ms(), end = start + 1000;
   int i = 0;
-  while (scn_now_ms() < end) {
+  while (t_now_ms() < end) {
     i++;
     set_t(&ctl, W, m, i, 0, 0);
     mx = (float)i;
@@ -1291,7 +1291,7 @@ static void test_hz_cap(void) {
       yv[i / 20] = (float)(100 + i);
       set_t(&ctl, W, y[i / 20], yv[i / 20], 0, 0);
     }
-    scn_sleep_ms(10);
+    t_sleep_ms(10);
     cJSON *f;
     while ((f = scn_next_event(&fast, 0))) {
       fast_frames++;
@@ -1299,7 +1299,7 @@ static void test_hz_cap(void) {
     }
     while ((f = scn_next_event(&sc, 0))) {
       check_frame(&s, f, 0);
-      long at = scn_now_ms();
+      long at = t_now_ms();
       if (at <= end)
         frames++;
       /* At most one frame per 10 ticks of the world (5 of 50 per second). */
@@ -1334,7 +1334,7 @@ static void test_hz_cap(void) {
   }
   CU_ASSERT_TRUE(frames >= 3 && frames <= 6);
   if (!(frames >= 3 && frames <= 6))
-    fprintf(stderr, "\n  %d frames in a second at hz 5\n", frames);
+    fprintf(stderr, "  %d frames in a second at hz 5\n", frames);
   /* The uncapped subscriber got many more. */
   CU_ASSERT_TRUE(fast_frames >= 20);
   for (int j = 0; j < 4; j++)
@@ -1426,25 +1426,25 @@ static void test_slow_consumer(void) {
   sub_state s, leaf;
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &s, "big", 0, 0));
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &leaf, "big", ids[7], 0));
-  scn_sleep_ms(200);
+  t_sleep_ms(200);
   long base = scn_rss_kib(d.pid), peak = base;
   CU_ASSERT_TRUE_FATAL(base > 0);
 
   /* The root moves every tick for ~3 s while the subscriber reads nothing. */
   int x = 0;
-  long end = scn_now_ms() + 3000;
-  while (scn_now_ms() < end) {
+  long end = t_now_ms() + 3000;
+  while (t_now_ms() < end) {
     x++;
     set_t(&ctl, "big", ids[0], x, 0, 0);
     long rss = scn_rss_kib(d.pid);
     if (rss > peak)
       peak = rss;
-    scn_sleep_ms(TICK_MS);
+    t_sleep_ms(TICK_MS);
   }
   long grown = peak - base;
   CU_ASSERT_TRUE(grown < 64 * 1024);
   if (grown >= 64 * 1024)
-    fprintf(stderr, "\n  resident memory grew by %ld KiB while a subscriber stalled\n", grown);
+    fprintf(stderr, "  resident memory grew by %ld KiB while a subscriber stalled\n", grown);
   /* Motion stopped: the state the subscriber must converge to. */
   for (int i = 0; i < BIG; i += 997) {
     cJSON *r = CALL(&ctl, "{\"cmd\":\"transform.get\",\"world\":\"big\",\"entity\":%lld}",
@@ -1458,14 +1458,14 @@ static void test_slow_consumer(void) {
   /* Now it reads: frames it had, then (having lagged) a full frame of the final state. */
   int frames = 0, fulls = 0, last_full_count = -1;
   bool last_was_full = false, last_full_matches = false;
-  long deadline = scn_now_ms() + 20000;
+  long deadline = t_now_ms() + 20000;
   cJSON *f;
   int leaf_fulls = 0;
   bool leaf_last_full = false, leaf_matches = false;
   /* Until both subscriptions have converged (a full frame of the final state last). */
   while (!(last_was_full && last_full_matches && last_full_count == BIG && leaf_last_full &&
            leaf_matches && leaf_fulls >= 2) &&
-         scn_now_ms() < deadline && (f = scn_next_event(&sc, 3000))) {
+         t_now_ms() < deadline && (f = scn_next_event(&sc, 3000))) {
     if (scn_resp_num(f, "sub") == (double)leaf.id) {
       /* The one-transform subtree subscription lags and resyncs too. */
       check_frame(&leaf, f, -1);
@@ -1518,7 +1518,7 @@ static void test_slow_consumer(void) {
   CU_ASSERT_EQUAL(last_full_count, BIG);
   CU_ASSERT_TRUE(last_full_matches);
   if (!(fulls >= 2 && last_was_full && last_full_matches))
-    fprintf(stderr, "\n  %d frames, %d full, last full: %d entries, matches %d\n", frames, fulls,
+    fprintf(stderr, "  %d frames, %d full, last full: %d entries, matches %d\n", frames, fulls,
             last_full_count, (int)last_full_matches);
   CU_ASSERT_TRUE(leaf_fulls >= 2);
   CU_ASSERT_TRUE(leaf_last_full);
@@ -1567,8 +1567,8 @@ static int suite_clean(void) {
   return status == 0 ? 0 : -1;
 }
 
-int scn_test_register_daemon_stream(void) {
-  static const scn_test tests[] = {
+int t_register_daemon_stream(void) {
+  static const t_test tests[] = {
       {"full frame first, then deltas", test_full_then_delta},
       {"sets between ticks coalesce", test_coalescing},
       {"no-op commands send nothing", test_noop_sends_nothing},
@@ -1587,5 +1587,5 @@ int scn_test_register_daemon_stream(void) {
       {"hz caps frames", test_hz_cap},
       {"slow consumer", test_slow_consumer},
   };
-  return SCN_ADD_SUITE("daemon_stream", suite_init, suite_clean, tests);
+  return T_ADD_SUITE("daemon_stream", suite_init, suite_clean, tests);
 }

@@ -158,9 +158,9 @@ static void test_past_equals_frames(void) {
   int nseen = 0;
   seen_tick cur = {0};
   uint64_t x = 0x9E3779B97F4A7C15ull;
-  long deadline = scn_now_ms() + 20000;
+  long deadline = t_now_ms() + 20000;
   int destroyed = -1;
-  while (nseen < 150 && scn_now_ms() < deadline) {
+  while (nseen < 150 && t_now_ms() < deadline) {
     /* move some, turn some; once, destroy a subtree root and later make a new transform */
     for (int k = 0; k < 4; k++) {
       x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -377,13 +377,13 @@ static int suite_clean(void) {
   return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
-int scn_test_register_daemon_history(void) {
-  static const scn_test tests[] = {
+int t_register_daemon_history(void) {
+  static const t_test tests[] = {
       {"history: world.create's field, its limits, world.list", test_history_field},
       {"history: now, outside the window, no history, bad ticks", test_refusals},
       {"history: 1,000 past reads equal the frames of their ticks", test_past_equals_frames},
       {"history: fractions, births and deaths, relative, trs, batch", test_fraction_and_lifetimes},
       {"history: the window survives a restart, the kept ticks do not", test_window_persisted},
   };
-  return SCN_ADD_SUITE("daemon_history", suite_init, suite_clean, tests);
+  return T_ADD_SUITE("daemon_history", suite_init, suite_clean, tests);
 }

@@ -53,7 +53,7 @@ static void end_test(const char *dir) {
   bool failed = CU_get_number_of_failures() != failures_at_start;
   for (int i = 0; i < nlogs; i++) {
     if (failed)
-      fprintf(stderr, "\n  daemon log: %s", logs[i]);
+      fprintf(stderr, "  daemon log: %s\n", logs[i]);
     else
       unlink(logs[i]);
   }
@@ -148,7 +148,7 @@ static void expect_refused(const char *dir, const char *what, const char *what2)
               (!what2 || strstr(text, what2));
   CU_ASSERT(good);
   if (!good)
-    fprintf(stderr, "\n  expected a refusal naming %s: status %d, stderr:\n%.1000s\n", what, status,
+    fprintf(stderr, "  expected a refusal naming %s: status %d, stderr:\n%.1000s\n", what, status,
             text);
   free(text);
 }
@@ -243,7 +243,7 @@ static void expect_same(const char *before, const char *after, const char *what)
   }
   CU_FAIL(what);
   if (!before || !after) {
-    fprintf(stderr, "\n  %s: a capture is missing\n", what);
+    fprintf(stderr, "  %s: a capture is missing\n", what);
     return;
   }
   const char *a = before, *b = after;
@@ -254,8 +254,8 @@ static void expect_same(const char *before, const char *after, const char *what)
   }
   while (a > before && a[-1] != '\n')
     a--, b--;
-  fprintf(stderr, "\n  %s: first difference at line %zu\n  before: %.400s\n  after:  %.400s\n",
-          what, line, a, b);
+  fprintf(stderr, "  %s: first difference at line %zu\n  before: %.400s\n  after:  %.400s\n", what,
+          line, a, b);
 }
 
 /* world.list (with more than one world), then transform.get and transform.children of every
@@ -618,7 +618,7 @@ static void test_clean_restart_keeps_everything(void) {
       for (size_t j = 0; j < nids; j++)
         if (ids[j] == id) {
           CU_FAIL("a new entity took an old id");
-          fprintf(stderr, "\n  reused id %llu\n", (unsigned long long)id);
+          fprintf(stderr, "  reused id %llu\n", (unsigned long long)id);
         }
       CU_ASSERT(id != gone_entity && id != loose[35]);
     }
@@ -643,8 +643,8 @@ static int stream_and_kill(scn_daemon *d, const uint64_t *ents, int nents, int t
     return 0;
   int sent = 0, got = 0;
   bool killed = false, dead = false;
-  long deadline = scn_now_ms() + 20000;
-  while (!dead && (got < sent || sent < total) && scn_now_ms() < deadline) {
+  long deadline = t_now_ms() + 20000;
+  while (!dead && (got < sent || sent < total) && t_now_ms() < deadline) {
     if (!killed && sent < total && sent - got < window) {
       text chunk = {0};
       while (sent < total && sent - got < window) {
@@ -671,7 +671,7 @@ static int stream_and_kill(scn_daemon *d, const uint64_t *ents, int nents, int t
     cJSON_Delete(r);
     if (!ok || id != (double)got) {
       CU_FAIL("a set_local was not answered ok in order");
-      fprintf(stderr, "\n  expected id %d, got %g (ok=%d)\n", got, id, ok);
+      fprintf(stderr, "  expected id %d, got %g (ok=%d)\n", got, id, ok);
       break;
     }
     acked[got % nents] = got;
@@ -722,8 +722,8 @@ static void test_kill9_fsync_always_keeps_acknowledged(void) {
     bool fine = k >= acked[i] && k < sent && k % NENTS == i && is_translation(m, k, k + 0.25, -k);
     if (!fine) {
       CU_FAIL("an acknowledged set_local was lost by kill -9");
-      fprintf(stderr, "\n  entity %d: last acknowledged %d, sent %d, found x=%g\n", i, acked[i],
-              sent, m[12]);
+      fprintf(stderr, "  entity %d: last acknowledged %d, sent %d, found x=%g\n", i, acked[i], sent,
+              m[12]);
     }
   }
   scn_client_close(&c);
@@ -1209,15 +1209,15 @@ static void test_sigterm_during_save(void) {
   }
   const char *req = "{\"cmd\":\"save\",\"id\":1}\n{\"cmd\":\"ping\",\"id\":2}\n";
   CU_ASSERT_FATAL(scn_client_send_raw(&c, req, strlen(req)) == 0);
-  long deadline = scn_now_ms() + 3000;
-  while (!has_child(d.pid) && scn_now_ms() < deadline)
+  long deadline = t_now_ms() + 3000;
+  while (!has_child(d.pid) && t_now_ms() < deadline)
     ;
   kill(d.pid, SIGTERM);
   for (int i = 1; i <= 2; i++) {
     cJSON *r = scn_client_recv_json(&c, 15000);
     CU_ASSERT(scn_resp_ok(r) && scn_resp_num(r, "id") == i);
     if (!scn_resp_ok(r))
-      fprintf(stderr, "\n  response %d after SIGTERM during a save: missing or failed\n", i);
+      fprintf(stderr, "  response %d after SIGTERM during a save: missing or failed\n", i);
     cJSON_Delete(r);
   }
   scn_client_close(&c);
@@ -1242,7 +1242,7 @@ static void expect_exit2_one_line(const char *data, const char *what) {
   CU_ASSERT(count_lines(text) == 1 && text[strlen(text) - 1] == '\n');
   CU_ASSERT(strstr(text, data) != NULL);
   if (!good || count_lines(text) != 1 || !strstr(text, data)) {
-    fprintf(stderr, "\n  %s: status %d, stderr:\n%.1000s\n", what, status, text);
+    fprintf(stderr, "  %s: status %d, stderr:\n%.1000s\n", what, status, text);
   }
   free(text);
 }
@@ -1306,7 +1306,7 @@ static void test_save(void) {
     CU_ASSERT(scn_resp_ok(r[i]) && scn_resp_num(r[i], "id") == i);
     if (!scn_resp_ok(r[i]) || scn_resp_num(r[i], "id") != i) {
       char *s = r[i] ? cJSON_PrintUnformatted(r[i]) : NULL;
-      fprintf(stderr, "\n  response %d: %s\n", i, s ? s : "(none)");
+      fprintf(stderr, "  response %d: %s\n", i, s ? s : "(none)");
       free(s);
     }
   }
@@ -1371,8 +1371,8 @@ out:
  * it covers are removed. */
 static bool wait_for_snapshot(const char *snap, const struct stat *old, const char *dir,
                               unsigned long long *gen, long timeout_ms) {
-  long deadline = scn_now_ms() + timeout_ms;
-  while (scn_now_ms() < deadline) {
+  long deadline = t_now_ms() + timeout_ms;
+  while (t_now_ms() < deadline) {
     struct stat st;
     unsigned long long gens[64];
     if (stat(snap, &st) == 0 &&
@@ -1382,7 +1382,7 @@ static bool wait_for_snapshot(const char *snap, const struct stat *old, const ch
       *gen = gens[0];
       return true;
     }
-    scn_sleep_ms(20);
+    t_sleep_ms(20);
   }
   return false;
 }
@@ -1524,8 +1524,8 @@ out:
   end_test(dir);
 }
 
-int scn_test_register_daemon_persist(void) {
-  static const scn_test tests[] = {
+int t_register_daemon_persist(void) {
+  static const t_test tests[] = {
       {"clean restart keeps everything", test_clean_restart_keeps_everything},
       {"kill -9 under fsync always keeps acknowledged", test_kill9_fsync_always_keeps_acknowledged},
       {"everysec SIGTERM loses nothing", test_everysec_sigterm_loses_nothing},
@@ -1542,5 +1542,5 @@ int scn_test_register_daemon_persist(void) {
       {"second daemon locked out", test_second_daemon_locked_out},
       {"replay after several snapshots", test_replay_after_several_snapshots},
   };
-  return SCN_ADD_SUITE("daemon_persist", NULL, NULL, tests);
+  return T_ADD_SUITE("daemon_persist", NULL, NULL, tests);
 }

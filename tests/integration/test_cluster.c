@@ -3,7 +3,7 @@
  * and stops exactly what it started (the harness kills them when a test overruns). Waits have
  * deadlines; nothing sleeps a fixed time to let something happen. */
 #include "daemon_fixtures.h"
-#include "etcd_fixture.h"
+#include "etcd.h"
 #include "suites.h"
 
 #include "scn_client.h"
@@ -77,15 +77,15 @@ static int nodes_seen(cluster *k, int i) {
 
 /* Waits until every daemon in the list is registered and knows of want live nodes. */
 static bool wait_registered(cluster *k, int want) {
-  long deadline = scn_now_ms() + 15000;
-  while (scn_now_ms() < deadline) {
+  long deadline = t_now_ms() + 15000;
+  while (t_now_ms() < deadline) {
     bool all = true;
     for (int i = 0; i < NODES; i++)
       if (k->connected[i] && nodes_seen(k, i) != want)
         all = false;
     if (all)
       return true;
-    scn_sleep_ms(20);
+    t_sleep_ms(20);
   }
   return false;
 }
@@ -150,8 +150,8 @@ static cJSON *call_following(cluster *k, int i, int *at, const char *line) {
 
 /* Waits until some live daemon answers line ok (following MOVED); the response, or NULL. */
 static cJSON *wait_ok_anywhere(cluster *k, const char *line, long timeout_ms, int *at) {
-  long deadline = scn_now_ms() + timeout_ms;
-  while (scn_now_ms() < deadline) {
+  long deadline = t_now_ms() + timeout_ms;
+  while (t_now_ms() < deadline) {
     for (int i = 0; i < NODES; i++) {
       if (!k->connected[i])
         continue;
@@ -160,7 +160,7 @@ static cJSON *wait_ok_anywhere(cluster *k, const char *line, long timeout_ms, in
         return r;
       cJSON_Delete(r);
     }
-    scn_sleep_ms(10);
+    t_sleep_ms(10);
   }
   return NULL;
 }
@@ -237,9 +237,9 @@ static void test_routing_moved(void) {
     cJSON_Delete(r);
   }
   /* world.list with cluster: every world with its node; info names the node. */
-  long deadline = scn_now_ms() + 5000;
+  long deadline = t_now_ms() + 5000;
   bool listed = false;
-  while (!listed && scn_now_ms() < deadline) {
+  while (!listed && t_now_ms() < deadline) {
     r = OK(&k.c[2], "{\"cmd\":\"world.list\",\"cluster\":true}");
     const cJSON *w, *worlds = cJSON_GetObjectItemCaseSensitive(r, "worlds");
     int found = 0;
@@ -253,7 +253,7 @@ static void test_routing_moved(void) {
     listed = found == 2;
     cJSON_Delete(r);
     if (!listed)
-      scn_sleep_ms(50);
+      t_sleep_ms(50);
   }
   CU_ASSERT(listed);
   r = OK(&k.c[1], "{\"cmd\":\"info\"}");
@@ -321,8 +321,8 @@ static void test_scenectl_non_owner(void) {
  * MOVED to want. */
 static bool placed_at(cluster *k, int i, const char *world, const char *place, bool moved,
                       const char *want) {
-  long deadline = scn_now_ms() + 8000;
-  while (scn_now_ms() < deadline) {
+  long deadline = t_now_ms() + 8000;
+  while (t_now_ms() < deadline) {
     cJSON *r =
         CALL(&k->c[i], "{\"cmd\":\"world.create\",\"world\":\"%s\",\"node\":\"%s\"}", world, place);
     bool got = moved ? scn_resp_str_is(error_of(r), "code", "MOVED") &&
@@ -334,7 +334,7 @@ static bool placed_at(cluster *k, int i, const char *world, const char *place, b
     cJSON_Delete(r);
     if (got || created)
       return got;
-    scn_sleep_ms(100);
+    t_sleep_ms(100);
   }
   return false;
 }
@@ -421,8 +421,8 @@ static void test_move_with_subscribers_and_writes(void) {
   bool prefix = true, move_sent = false;
   cJSON *m = NULL;
   int after_move = 0;
-  long deadline0 = scn_now_ms() + 20000;
-  while (sent < MAX_WRITES && after_move < 5 && scn_now_ms() < deadline0) {
+  long deadline0 = t_now_ms() + 20000;
+  while (sent < MAX_WRITES && after_move < 5 && t_now_ms() < deadline0) {
     text batch = {0};
     for (int i = 0; i < CHUNK; i++)
       text_addf(&batch,
@@ -479,11 +479,11 @@ static void test_move_with_subscribers_and_writes(void) {
   cJSON_Delete(m);
   CU_ASSERT(oks > 0 && refused > 0);
   CU_ASSERT(prefix);
-  fprintf(stderr, "\n  move: %d writes ok before the hand-off, %d refused\n", oks, refused);
+  fprintf(stderr, "  move: %d writes ok before the hand-off, %d refused\n", oks, refused);
   /* The subscriber's stream ends with moved, naming the new owner. */
   bool moved_event = false;
-  long deadline = scn_now_ms() + 5000;
-  while (!moved_event && scn_now_ms() < deadline) {
+  long deadline = t_now_ms() + 5000;
+  while (!moved_event && t_now_ms() < deadline) {
     cJSON *ev = scn_next_event(&sub, 200);
     if (ev && scn_resp_str_is(ev, "event", "moved")) {
       char addr[64];
@@ -569,7 +569,7 @@ static bool window_named(scn_client *c, const char *w, unsigned long long e, dou
   const char *ticks = at ? strstr(at, ": ticks ") : NULL;
   ok = ok && ticks && sscanf(ticks, ": ticks %ld to %ld", oldest, newest) == 2;
   if (!ok)
-    fprintf(stderr, "\n  the refusal names no window: %s\n", msg ? msg : "(none)");
+    fprintf(stderr, "  the refusal names no window: %s\n", msg ? msg : "(none)");
   free(msg);
   return ok;
 }
@@ -745,12 +745,12 @@ static void test_move_carries_history(void) {
     bool same =
         strcmp(json_before[i], json_after[i]) == 0 && strcmp(b64_before[i], b64_after[i]) == 0;
     if (!same && differ++ < 3)
-      fprintf(stderr, "\n  %s\n  before the move: %s\n  after it:        %s\n", lines[i],
+      fprintf(stderr, "  %s\n  before the move: %s\n  after it:        %s\n", lines[i],
               json_before[i], json_after[i]);
   }
   CU_ASSERT_EQUAL(differ, 0);
   fprintf(stderr,
-          "\n  move with history: %d reads over ticks 1 to %ld, %d of them found, %d differ\n", n,
+          "  move with history: %d reads over ticks 1 to %ld, %d of them found, %d differ\n", n,
           last, found, differ);
   /* The same window, still open at tick 1; ticks go on from n0's; the open tick's changes are
    * there and in no tick before. */
@@ -889,7 +889,7 @@ static void test_kill9_takeover(void) {
   scn_client_send_raw(&w, b.s, b.len);
   text_free(&b);
   kill(k.d[0].pid, SIGKILL);
-  long killed = scn_now_ms();
+  long killed = t_now_ms();
   scn_daemon_wait(&k.d[0], 5000);
   k.up[0] = false;
   for (int i = 0; i < PER; i++) {
@@ -910,12 +910,12 @@ static void test_kill9_takeover(void) {
   cJSON *r =
       wait_ok_anywhere(&k, "{\"cmd\":\"transform.find\",\"world\":\"kill.main\",\"path\":\"w0\"}",
                        TTL_MS + 3000 + 2000, &at);
-  long took = scn_now_ms() - killed;
+  long took = t_now_ms() - killed;
   CU_ASSERT_PTR_NOT_NULL_FATAL(r);
   cJSON_Delete(r);
   fprintf(stderr,
-          "\n  kill -9: %d writes acknowledged; served by n%d again after %ld ms (TTL %d ms)\n",
-          oks, at, took, TTL_MS);
+          "  kill -9: %d writes acknowledged; served by n%d again after %ld ms (TTL %d ms)\n", oks,
+          at, took, TTL_MS);
   CU_ASSERT(took <= TTL_MS + 3000);
   int missing = 0;
   for (int i = 0; i < ROUNDS * PER + PER; i++) {
@@ -970,7 +970,7 @@ static void test_sigstop_fencing(void) {
     cJSON_Delete(x);
   }
   CU_ASSERT_EQUAL(acked, 0);
-  fprintf(stderr, "\n  SIGCONT: %d of 20 stale writes answered (none ok), the rest unanswered\n",
+  fprintf(stderr, "  SIGCONT: %d of 20 stale writes answered (none ok), the rest unanswered\n",
           answered);
   scn_client_close(&w);
   /* Asked again, it does not serve the group either. */
@@ -999,10 +999,10 @@ static void test_etcd_down_fences(void) {
   OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"down.main\"}");
   OKD(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"down.main\",\"name\":\"kept\"}");
   etcd_stop(&k.e, SIGKILL);
-  long stopped = scn_now_ms();
+  long stopped = t_now_ms();
   bool fenced = false;
   long fenced_at = 0;
-  while (!fenced && scn_now_ms() < stopped + TTL_MS + 2000) {
+  while (!fenced && t_now_ms() < stopped + TTL_MS + 2000) {
     cJSON *r =
         CALL(&k.c[0], "{\"cmd\":\"transform.find\",\"world\":\"down.main\",\"path\":\"kept\"}");
     fenced = scn_resp_str_is(error_of(r), "code", "UNAVAILABLE");
@@ -1010,24 +1010,24 @@ static void test_etcd_down_fences(void) {
       CHECK(scn_resp_ok(r), r);
     cJSON_Delete(r);
     if (!fenced)
-      scn_sleep_ms(20);
+      t_sleep_ms(20);
   }
-  fenced_at = scn_now_ms() - stopped;
+  fenced_at = t_now_ms() - stopped;
   CU_ASSERT(fenced);
   CU_ASSERT(fenced_at < TTL_MS);
   /* Down past the TTL: still fenced. */
-  while (scn_now_ms() < stopped + TTL_MS + 500)
+  while (t_now_ms() < stopped + TTL_MS + 500)
     ERR(&k.c[0], "UNAVAILABLE",
         "{\"cmd\":\"transform.find\",\"world\":\"down.main\",\"path\":\"kept\"}");
   CU_ASSERT_FATAL(etcd_start(&k.e));
-  long back = scn_now_ms();
+  long back = t_now_ms();
   cJSON *r = wait_ok_anywhere(
       &k, "{\"cmd\":\"transform.find\",\"world\":\"down.main\",\"path\":\"kept\"}", 15000, NULL);
   CU_ASSERT_PTR_NOT_NULL(r);
   cJSON_Delete(r);
   fprintf(stderr,
-          "\n  etcd down: fenced after %ld ms (TTL %d); served again %ld ms after etcd returned\n",
-          fenced_at, TTL_MS, scn_now_ms() - back);
+          "  etcd down: fenced after %ld ms (TTL %d); served again %ld ms after etcd returned\n",
+          fenced_at, TTL_MS, t_now_ms() - back);
   CU_ASSERT(wait_registered(&k, NODES));
   cluster_stop(&k);
 }
@@ -1040,14 +1040,14 @@ static void test_sigterm_release(void) {
   scn_client_close(&k.c[0]);
   k.connected[0] = false;
   kill(k.d[0].pid, SIGTERM);
-  long t0 = scn_now_ms();
+  long t0 = t_now_ms();
   int at = -1;
   cJSON *r = wait_ok_anywhere(
       &k, "{\"cmd\":\"transform.find\",\"world\":\"term.main\",\"path\":\"kept\"}", 5000, &at);
-  long took = scn_now_ms() - t0;
+  long took = t_now_ms() - t0;
   CU_ASSERT_PTR_NOT_NULL(r);
   cJSON_Delete(r);
-  fprintf(stderr, "\n  SIGTERM: served by n%d %ld ms after the signal\n", at, took);
+  fprintf(stderr, "  SIGTERM: served by n%d %ld ms after the signal\n", at, took);
   CU_ASSERT(took < 1000);
   int status = scn_daemon_wait(&k.d[0], 5000);
   k.up[0] = false;
@@ -1166,9 +1166,9 @@ static void test_tls_acl_cluster(void) {
       goto out;
     OKD(&c[i], "{\"cmd\":\"hello\",\"token\":\"op-token\"}");
   }
-  long deadline = scn_now_ms() + 15000;
+  long deadline = t_now_ms() + 15000;
   bool both = false; /* each daemon registered, and knowing the other */
-  while (!both && scn_now_ms() < deadline) {
+  while (!both && t_now_ms() < deadline) {
     both = true;
     for (int i = 0; i < 2; i++) {
       cJSON *r = scn_client_call(&c[i], "{\"cmd\":\"cluster.nodes\"}");
@@ -1177,7 +1177,7 @@ static void test_tls_acl_cluster(void) {
       cJSON_Delete(r);
     }
     if (!both)
-      scn_sleep_ms(20);
+      t_sleep_ms(20);
   }
   CU_ASSERT_FATAL(both);
   OKD(&c[0], "{\"cmd\":\"world.create\",\"world\":\"game1.a\"}");
@@ -1195,11 +1195,11 @@ static void test_tls_acl_cluster(void) {
     goto out;
   OKD(&g, "{\"cmd\":\"hello\",\"token\":\"game-token\"}");
   int all = 0, game = 0, others = 0;
-  deadline = scn_now_ms() + 10000;
-  while (all != 4 && scn_now_ms() < deadline) {
+  deadline = t_now_ms() + 10000;
+  while (all != 4 && t_now_ms() < deadline) {
     all = listed(&c[1], NULL, NULL);
     if (all != 4)
-      scn_sleep_ms(50);
+      t_sleep_ms(50);
   }
   CU_ASSERT_EQUAL(all, 4);
   game = listed(&g, "game", &others);
@@ -1235,7 +1235,7 @@ static void test_tls_acl_cluster(void) {
     cJSON_Delete(resp);
     scn_cli_close(cli);
   } else {
-    fprintf(stderr, "\n  connect: %s\n", err);
+    fprintf(stderr, "  connect: %s\n", err);
   }
   /* world.move over TLS, by the operator; the game token may not move. */
   ERR(&c[1], "UNAUTHORIZED", "{\"cmd\":\"hello\",\"token\":\"nobody\"}");
@@ -1415,7 +1415,7 @@ static pid_t serve_in_child(void (*serve)(int fd, int arg), int arg, int *port) 
     return -1;
   }
   *port = ntohs(a.sin_port);
-  pid_t pid = scn_fork();
+  pid_t pid = t_fork();
   if (pid == 0) {
     serve(fd, arg);
     _exit(0);
@@ -1474,7 +1474,7 @@ static void watch_delaying_proxy(int lfd, int etcd_port) {
   for (;;) {
     struct pollfd fds[1 + 2 * PROXY_CONNS];
     fds[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
-    long now = scn_now_ms(), wait = 50;
+    long now = t_now_ms(), wait = 50;
     for (int i = 0; i < n; i++) {
       fds[1 + 2 * i] = (struct pollfd){.fd = p[i].client, .events = POLLIN};
       fds[2 + 2 * i] = (struct pollfd){.fd = p[i].etcd, .events = POLLIN};
@@ -1482,7 +1482,7 @@ static void watch_delaying_proxy(int lfd, int etcd_port) {
         wait = p[i].first->due > now ? p[i].first->due - now : 0;
     }
     poll(fds, (nfds_t)(1 + 2 * n), (int)wait);
-    now = scn_now_ms();
+    now = t_now_ms();
     for (int i = 0; i < n; i++) {
       ssize_t got;
       if (fds[1 + 2 * i].revents) {
@@ -1551,7 +1551,7 @@ static void test_late_delete(void) {
   if (node_start(&k, 0) && node_start(&k, 1) && wait_registered(&k, 2)) {
     OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"late.main\"}");
     OKD(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"late.main\",\"name\":\"kept\"}");
-    long stopped = scn_now_ms();
+    long stopped = t_now_ms();
     node_stop(&k, 0, SIGTERM);
     const char *find = "{\"cmd\":\"transform.find\",\"world\":\"late.main\",\"path\":\"kept\"}";
     cJSON *r = wait_ok_anywhere(&k, find, 5000, NULL);
@@ -1559,11 +1559,11 @@ static void test_late_delete(void) {
     cJSON_Delete(r);
     /* Until the late events have surely come, and a sweep after them. */
     int refused = 0;
-    while (scn_now_ms() < stopped + WATCH_DELAY_MS + 1500) {
+    while (t_now_ms() < stopped + WATCH_DELAY_MS + 1500) {
       r = CALL(&k.c[1], "%s", find);
       refused += !scn_resp_ok(r);
       cJSON_Delete(r);
-      scn_sleep_ms(50);
+      t_sleep_ms(50);
     }
     CU_ASSERT_EQUAL(refused, 0);
     CU_ASSERT_FALSE(scn_daemon_log_contains(&k.d[1], "group lost"));
@@ -1571,7 +1571,7 @@ static void test_late_delete(void) {
     CU_FAIL("two daemons registered, one behind the proxy");
   }
   kill(proxy, SIGKILL);
-  scn_child_wait(proxy, 5000);
+  t_child_wait(proxy, 5000);
   cluster_stop(&k);
 }
 
@@ -1622,14 +1622,14 @@ static void test_fake_gateway_malformed(void) {
   CU_ASSERT_FATAL(scn_temp_dir(k.data, sizeof k.data, "data"));
   for (int i = 0; i < NODES; i++)
     CU_ASSERT_FATAL(node_start(&k, i));
-  long until = scn_now_ms() + 2500;
-  while (scn_now_ms() < until) {
+  long until = t_now_ms() + 2500;
+  while (t_now_ms() < until) {
     for (int i = 0; i < NODES; i++) {
       cJSON *r = CALL(&k.c[i], "{\"cmd\":\"transform.create\",\"world\":\"a\"}");
       CHECK(scn_resp_str_is(error_of(r), "code", "UNAVAILABLE"), r);
       cJSON_Delete(r);
     }
-    scn_sleep_ms(50);
+    t_sleep_ms(50);
   }
   for (int i = 0; i < NODES; i++) {
     CU_ASSERT(kill(k.d[i].pid, 0) == 0);
@@ -1639,12 +1639,12 @@ static void test_fake_gateway_malformed(void) {
     k.up[i] = false;
   }
   kill(fake, SIGKILL);
-  scn_child_wait(fake, 5000);
+  t_child_wait(fake, 5000);
   remove_tree(k.data);
 }
 
-int scn_test_register_cluster(void) {
-  static const scn_test tests[] = {
+int t_register_cluster(void) {
+  static const t_test tests[] = {
       {"bad flags: one line, exit 2", test_bad_flags},
       {"routing: MOVED from every command naming a world", test_routing_moved},
       {"scenectl and the Python client against a non-owner", test_scenectl_non_owner},
@@ -1664,5 +1664,5 @@ int scn_test_register_cluster(void) {
       {"a fake gateway's malformed replies", test_fake_gateway_malformed},
       {"TLS and an access list across nodes", test_tls_acl_cluster},
   };
-  return SCN_ADD_SUITE("cluster", NULL, NULL, tests);
+  return T_ADD_SUITE("cluster", NULL, NULL, tests);
 }

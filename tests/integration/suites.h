@@ -1,0 +1,27 @@
+/* The integration suites: they start the real daemon (SCENED_BIN) on ephemeral ports, and the
+ * cluster suites a real etcd (build/integration-tests). Every test file registers one suite;
+ * this list is the whole registry. */
+#ifndef T_INTEGRATION_SUITES_H
+#define T_INTEGRATION_SUITES_H
+
+#include "runner.h"
+
+#define T_SUITES(X)                                                                                \
+  X(daemon_commands)                                                                               \
+  X(daemon_parts)                                                                                  \
+  X(daemon_history)                                                                                \
+  X(daemon_stream)                                                                                 \
+  X(daemon_b64)                                                                                    \
+  X(daemon_persist)                                                                                \
+  X(clients)                                                                                       \
+  X(daemon_ops)                                                                                    \
+  X(daemon_torture)                                                                                \
+  X(daemon_tls)                                                                                    \
+  X(daemon_acl)                                                                                    \
+  X(daemon_crash)                                                                                  \
+  X(cluster)                                                                                       \
+  X(cluster_crash)
+
+T_SUITES(T_DECLARE_SUITE)
+
+#endif
