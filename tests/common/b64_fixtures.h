@@ -1,7 +1,7 @@
 /* Random float32 bit patterns for the base64 tests: finite, often special (zeros of both signs,
  * subnormals, the extremes). */
-#ifndef SCN_B64_FIXTURES_H
-#define SCN_B64_FIXTURES_H
+#ifndef T_B64_FIXTURES_H
+#define T_B64_FIXTURES_H
 
 #include <stdint.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* A small seeded random source for the randomized core tests: splitmix64, so a seed printed by a
  * failing run replays the same steps on any platform. */
-#ifndef SCN_TEST_RNG_H
-#define SCN_TEST_RNG_H
+#ifndef T_RNG_H
+#define T_RNG_H
 
 #include <stdbool.h>
 #include <stdint.h>

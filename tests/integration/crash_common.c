@@ -32,7 +32,7 @@ void crash_seeds_read(crash_seeds *s, int fallback) {
     s->seed[i] = rng_next(&r) >> 16; /* short enough to type */
 }
 
-bool crash_send_pipelined(scn_client *c, const wl_req *reqs, size_t n, cJSON **out) {
+bool crash_send_pipelined(t_client *c, const wl_req *reqs, size_t n, cJSON **out) {
   enum { CHUNK = 200 };
   for (size_t at = 0; at < n; at += CHUNK) {
     size_t end = at + CHUNK < n ? at + CHUNK : n;
@@ -41,12 +41,12 @@ bool crash_send_pipelined(scn_client *c, const wl_req *reqs, size_t n, cJSON **o
       text_add(&t, reqs[i].line, strlen(reqs[i].line));
       text_add(&t, "\n", 1);
     }
-    int rc = scn_client_send_raw(c, t.s, t.len);
+    int rc = t_client_send_raw(c, t.s, t.len);
     text_free(&t);
     if (rc != 0)
       return false;
     for (size_t i = at; i < end; i++)
-      if (!(out[i] = scn_client_recv_json(c, 20000)))
+      if (!(out[i] = t_client_recv_json(c, 20000)))
         return false;
   }
   return true;
@@ -74,7 +74,7 @@ void crash_check_coverage(void) {
   }
 }
 
-void crash_watch(scn_client *c, workload *w) {
+void crash_watch(t_client *c, workload *w) {
   rng *r = &w->r;
   const wl_world *wd = &w->worlds[rng_below(r, WL_WORLDS)];
   uint32_t roll = rng_below(r, 100);
@@ -94,8 +94,8 @@ void crash_watch(scn_client *c, workload *w) {
              "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%llu,\"tick\":%u}", wd->name,
              e, 1 + rng_below(r, 400));
   if (line[0])
-    scn_client_send(c, line);
+    t_client_send(c, line);
   char *got;
-  while ((got = scn_client_recv(c, 0)))
+  while ((got = t_client_recv(c, 0)))
     free(got);
 }

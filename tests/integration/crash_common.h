@@ -1,7 +1,7 @@
 /* What the randomized crash suites share: their seeds, pipelined requests to one daemon, and
  * the check that every kind of command was answered ok at least once. */
-#ifndef SCN_TEST_CRASH_COMMON_H
-#define SCN_TEST_CRASH_COMMON_H
+#ifndef T_CRASH_COMMON_H
+#define T_CRASH_COMMON_H
 
 #include "harness.h"
 #include "workload.h"
@@ -21,12 +21,12 @@ typedef struct crash_seeds {
 void crash_seeds_read(crash_seeds *s, int fallback);
 
 /* Sends the requests to c in pipelined chunks and reads their answers in order. */
-bool crash_send_pipelined(scn_client *c, const wl_req *reqs, size_t n, cJSON **out);
+bool crash_send_pipelined(t_client *c, const wl_req *reqs, size_t n, cJSON **out);
 
 /* Reads on the side while the workload runs, for the sanitizers' sake: subscriptions (whole
  * worlds, subtrees, capped rates) come and go, and past ticks are read, on connection c of the
  * subject; whatever arrives is drained and not compared (a reference's ticks differ). */
-void crash_watch(scn_client *c, workload *w);
+void crash_watch(t_client *c, workload *w);
 
 /* Adds a finished workload's counts to the process's totals, and asserts (once the suite's
  * seeds ran) that each kind of command was sent and answered ok at least once. */

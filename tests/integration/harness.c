@@ -64,7 +64,7 @@ void text_free(text *t) {
   *t = (text){0};
 }
 
-char *scn_read_file(const char *path) {
+char *t_read_file(const char *path) {
   FILE *f = fopen(path, "r");
   if (!f)
     return NULL;
@@ -89,7 +89,7 @@ char *scn_read_file(const char *path) {
   return s;
 }
 
-long scn_rss_kib(pid_t pid) {
+long t_rss_kib(pid_t pid) {
   char path[64], line[256];
   snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
   FILE *f = fopen(path, "r");
@@ -103,20 +103,20 @@ long scn_rss_kib(pid_t pid) {
   return kib;
 }
 
-bool scn_daemon_log_contains(const scn_daemon *d, const char *text) {
-  char *log = scn_read_file(d->log_path);
+bool t_daemon_log_contains(const t_daemon *d, const char *text) {
+  char *log = t_read_file(d->log_path);
   bool found = log && strstr(log, text);
   free(log);
   return found;
 }
 
-const char *scn_daemon_bin(void) {
+const char *t_daemon_bin(void) {
   const char *bin = getenv("SCENED_BIN");
   return bin ? bin : "build/scened";
 }
 
-int scn_daemon_start(scn_daemon *d, const char *const *args) {
-  const char *bin = scn_daemon_bin();
+int t_daemon_start(t_daemon *d, const char *const *args) {
+  const char *bin = t_daemon_bin();
   static int serial;
   snprintf(d->log_path, sizeof d->log_path, "/tmp/scened-test-%d-%d.log", (int)getpid(), ++serial);
   /* Both ports ephemeral, so test daemons never collide with each other or a running one. */
@@ -141,7 +141,7 @@ int scn_daemon_start(scn_daemon *d, const char *const *args) {
   d->port = 0;
   long deadline = t_now_ms() + 10000;
   while (t_now_ms() < deadline) {
-    char *log = scn_read_file(d->log_path);
+    char *log = t_read_file(d->log_path);
     const char *at = log ? strstr(log, "listening on 127.0.0.1:") : NULL;
     const char *http = log ? strstr(log, "http on 127.0.0.1:") : NULL;
     bool http_off = false;
@@ -165,18 +165,18 @@ int scn_daemon_start(scn_daemon *d, const char *const *args) {
     usleep(5000);
   }
   fprintf(stderr, "scened did not print its listening line; log %s\n", d->log_path);
-  scn_daemon_stop(d, SIGKILL, 1000);
+  t_daemon_stop(d, SIGKILL, 1000);
   return -1;
 }
 
-int scn_daemon_stop(scn_daemon *d, int sig, int timeout_ms) {
+int t_daemon_stop(t_daemon *d, int sig, int timeout_ms) {
   if (d->pid <= 0)
     return -1;
   kill(d->pid, sig ? sig : SIGTERM);
-  return scn_daemon_wait(d, timeout_ms);
+  return t_daemon_wait(d, timeout_ms);
 }
 
-int scn_daemon_wait(scn_daemon *d, int timeout_ms) {
+int t_daemon_wait(t_daemon *d, int timeout_ms) {
   if (d->pid <= 0)
     return -1;
   int status = t_child_wait(d->pid, timeout_ms);
@@ -184,7 +184,7 @@ int scn_daemon_wait(scn_daemon *d, int timeout_ms) {
   return status;
 }
 
-int scn_client_connect(scn_client *c, int port) {
+int t_client_connect(t_client *c, int port) {
   memset(c, 0, sizeof *c);
   c->fd = socket(AF_INET, SOCK_STREAM, 0);
   if (c->fd < 0)
@@ -201,15 +201,14 @@ int scn_client_connect(scn_client *c, int port) {
   return 0;
 }
 
-void scn_client_keep_events(scn_client *c) {
+void t_client_keep_events(t_client *c) {
   if (!c->events)
     c->events = cJSON_CreateArray();
   if (!c->events)
     abort();
 }
 
-int scn_client_connect_tls(scn_client *c, int port, const scn_tls_files *tls, char *err,
-                           size_t errlen) {
+int t_client_connect_tls(t_client *c, int port, const t_tls_files *tls, char *err, size_t errlen) {
   memset(c, 0, sizeof *c);
   c->fd = -1;
   scn_cli_options o = {.host = "127.0.0.1",
@@ -226,7 +225,7 @@ int scn_client_connect_tls(scn_client *c, int port, const scn_tls_files *tls, ch
   return 0;
 }
 
-void scn_client_close(scn_client *c) {
+void t_client_close(t_client *c) {
   if (c->tls)
     scn_cli_close(c->tls); /* and its descriptor */
   else if (c->fd >= 0)
@@ -240,7 +239,7 @@ void scn_client_close(scn_client *c) {
   c->events = NULL;
 }
 
-int scn_client_send_raw(scn_client *c, const void *data, size_t len) {
+int t_client_send_raw(t_client *c, const void *data, size_t len) {
   const char *p = data;
   while (len && c->tls) {
     ssize_t n = scn_cli_send_raw(c->tls, p, len);
@@ -267,20 +266,20 @@ int scn_client_send_raw(scn_client *c, const void *data, size_t len) {
   return 0;
 }
 
-int scn_client_send(scn_client *c, const char *line) {
+int t_client_send(t_client *c, const char *line) {
   size_t len = strlen(line);
   char *tmp = malloc(len + 1);
   if (!tmp)
     return -1;
   memcpy(tmp, line, len);
   tmp[len] = '\n';
-  int rc = scn_client_send_raw(c, tmp, len + 1);
+  int rc = t_client_send_raw(c, tmp, len + 1);
   free(tmp);
   return rc;
 }
 
 /* Reads more bytes into the buffer; 1 read, 0 timeout, -1 end of stream or error. */
-static int fill(scn_client *c, long deadline) {
+static int fill(t_client *c, long deadline) {
   for (;;) {
     long left = deadline - t_now_ms();
     if (left < 0)
@@ -310,7 +309,7 @@ static int fill(scn_client *c, long deadline) {
   }
 }
 
-char *scn_client_recv(scn_client *c, int timeout_ms) {
+char *t_client_recv(t_client *c, int timeout_ms) {
   long deadline = t_now_ms() + timeout_ms;
   for (;;) {
     char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
@@ -330,8 +329,8 @@ char *scn_client_recv(scn_client *c, int timeout_ms) {
   }
 }
 
-cJSON *scn_client_recv_json(scn_client *c, int timeout_ms) {
-  char *line = scn_client_recv(c, timeout_ms);
+cJSON *t_client_recv_json(t_client *c, int timeout_ms) {
+  char *line = t_client_recv(c, timeout_ms);
   if (!line)
     return NULL;
   cJSON *j = cJSON_Parse(line);
@@ -339,7 +338,7 @@ cJSON *scn_client_recv_json(scn_client *c, int timeout_ms) {
   return j;
 }
 
-cJSON *scn_client_call(scn_client *c, const char *fmt, ...) {
+cJSON *t_client_call(t_client *c, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   int n = vsnprintf(NULL, 0, fmt, ap);
@@ -350,12 +349,12 @@ cJSON *scn_client_call(scn_client *c, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(line, (size_t)n + 1, fmt, ap);
   va_end(ap);
-  int rc = scn_client_send(c, line);
+  int rc = t_client_send(c, line);
   free(line);
   if (rc != 0)
     return NULL;
   for (;;) {
-    cJSON *r = scn_client_recv_json(c, 5000);
+    cJSON *r = t_client_recv_json(c, 5000);
     if (!r || !cJSON_GetObjectItemCaseSensitive(r, "event"))
       return r;
     if (c->events)
@@ -365,11 +364,11 @@ cJSON *scn_client_call(scn_client *c, const char *fmt, ...) {
   }
 }
 
-double scn_wait_info(scn_client *c, const char *field, double want, int timeout_ms) {
+double t_wait_info(t_client *c, const char *field, double want, int timeout_ms) {
   long deadline = t_now_ms() + timeout_ms;
   for (;;) {
-    cJSON *r = scn_client_call(c, "{\"cmd\":\"info\"}");
-    double n = scn_resp_num(r, field);
+    cJSON *r = t_client_call(c, "{\"cmd\":\"info\"}");
+    double n = t_resp_num(r, field);
     cJSON_Delete(r);
     if (n == want || t_now_ms() > deadline)
       return n;
@@ -377,7 +376,7 @@ double scn_wait_info(scn_client *c, const char *field, double want, int timeout_
   }
 }
 
-bool scn_client_closed(scn_client *c, int timeout_ms) {
+bool t_client_closed(t_client *c, int timeout_ms) {
   long deadline = t_now_ms() + timeout_ms;
   for (;;) {
     c->len = 0;
@@ -389,51 +388,51 @@ bool scn_client_closed(scn_client *c, int timeout_ms) {
   }
 }
 
-bool scn_resp_ok(const cJSON *r) {
+bool t_resp_ok(const cJSON *r) {
   return r && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok"));
 }
 
-const char *scn_resp_code(const cJSON *r) {
+const char *t_resp_code(const cJSON *r) {
   const cJSON *e = r ? cJSON_GetObjectItemCaseSensitive(r, "error") : NULL;
   const cJSON *code = e ? cJSON_GetObjectItemCaseSensitive(e, "code") : NULL;
   return cJSON_IsString(code) ? code->valuestring : "";
 }
 
-double scn_resp_num(const cJSON *r, const char *field) {
+double t_resp_num(const cJSON *r, const char *field) {
   const cJSON *v = r ? cJSON_GetObjectItemCaseSensitive(r, field) : NULL;
   return cJSON_IsNumber(v) ? v->valuedouble : -1;
 }
 
-unsigned long long scn_resp_id(const cJSON *r, const char *field) {
-  double d = scn_resp_num(r, field);
+unsigned long long t_resp_id(const cJSON *r, const char *field) {
+  double d = t_resp_num(r, field);
   return d >= 1 && d <= 9007199254740991.0 ? (unsigned long long)d : 0;
 }
 
-const char *scn_resp_str(const cJSON *r, const char *field) {
+const char *t_resp_str(const cJSON *r, const char *field) {
   const cJSON *v = r ? cJSON_GetObjectItemCaseSensitive(r, field) : NULL;
   return cJSON_IsString(v) ? v->valuestring : "";
 }
 
-bool scn_resp_str_is(const cJSON *r, const char *field, const char *want) {
+bool t_resp_str_is(const cJSON *r, const char *field, const char *want) {
   const cJSON *v = r ? cJSON_GetObjectItemCaseSensitive(r, field) : NULL;
   return cJSON_IsString(v) && strcmp(v->valuestring, want) == 0;
 }
 
-bool scn_resp_has(const cJSON *r, const char *field) {
+bool t_resp_has(const cJSON *r, const char *field) {
   return r && cJSON_GetObjectItemCaseSensitive(r, field) != NULL;
 }
 
-int scn_https_raw(int port, const scn_tls_files *tls, const char *req, char **resp, bool *closed) {
+int t_https_raw(int port, const t_tls_files *tls, const char *req, char **resp, bool *closed) {
   *resp = NULL;
   *closed = false;
-  scn_client c;
+  t_client c;
   char err[256];
-  if ((tls ? scn_client_connect_tls(&c, port, tls, err, sizeof err)
-           : scn_client_connect(&c, port)) != 0) {
+  if ((tls ? t_client_connect_tls(&c, port, tls, err, sizeof err) : t_client_connect(&c, port)) !=
+      0) {
     *resp = strdup("");
     return 0;
   }
-  scn_client_send_raw(&c, req, strlen(req));
+  t_client_send_raw(&c, req, strlen(req));
   text b = {0};
   long deadline = t_now_ms() + 5000;
   while (t_now_ms() < deadline) {
@@ -447,7 +446,7 @@ int scn_https_raw(int port, const scn_tls_files *tls, const char *req, char **re
       c.len = 0;
     }
   }
-  scn_client_close(&c);
+  t_client_close(&c);
   int status = 0;
   if (b.s && !strncmp(b.s, "HTTP/1.", 7) && b.len > 12)
     status = atoi(b.s + 9);
@@ -455,24 +454,24 @@ int scn_https_raw(int port, const scn_tls_files *tls, const char *req, char **re
   return status;
 }
 
-int scn_http_raw(int port, const char *req, char **resp, bool *closed) {
-  return scn_https_raw(port, NULL, req, resp, closed);
+int t_http_raw(int port, const char *req, char **resp, bool *closed) {
+  return t_https_raw(port, NULL, req, resp, closed);
 }
 
-int scn_https_get(int port, const scn_tls_files *tls, const char *path, char **resp) {
+int t_https_get(int port, const t_tls_files *tls, const char *path, char **resp) {
   char req[256];
   snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
            path);
   bool closed;
-  return scn_https_raw(port, tls, req, resp, &closed);
+  return t_https_raw(port, tls, req, resp, &closed);
 }
 
-int scn_http_get(int port, const char *path, char **resp) {
-  return scn_https_get(port, NULL, path, resp);
+int t_http_get(int port, const char *path, char **resp) {
+  return t_https_get(port, NULL, path, resp);
 }
 
-bool scn_find_script(const char *name, char *out, size_t n) {
-  const char *bin = scn_daemon_bin();
+bool t_find_script(const char *name, char *out, size_t n) {
+  const char *bin = t_daemon_bin();
   const char *slash = strrchr(bin, '/');
   if (slash) {
     int dlen = (int)(slash - bin);
@@ -487,12 +486,12 @@ bool scn_find_script(const char *name, char *out, size_t n) {
   return access(out, R_OK) == 0;
 }
 
-bool scn_temp_dir(char *dir, size_t cap, const char *name) {
+bool t_temp_dir(char *dir, size_t cap, const char *name) {
   snprintf(dir, cap, "/tmp/scened-%s-XXXXXX", name);
   return mkdtemp(dir) != NULL;
 }
 
-void scn_remove_tree(const char *dir) {
+void t_remove_tree(const char *dir) {
   DIR *d = opendir(dir);
   struct dirent *de;
   while (d && (de = readdir(d))) {
@@ -503,7 +502,7 @@ void scn_remove_tree(const char *dir) {
     struct stat st;
     if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
       chmod(path, 0700);
-      scn_remove_tree(path);
+      t_remove_tree(path);
     } else {
       unlink(path);
     }
@@ -513,18 +512,18 @@ void scn_remove_tree(const char *dir) {
   rmdir(dir);
 }
 
-bool scn_make_certs(char *dir, size_t cap) {
+bool t_make_certs(char *dir, size_t cap) {
   char script[1024];
-  if (!scn_find_script("tls-certs.sh", script, sizeof script) || !scn_temp_dir(dir, cap, "tls"))
+  if (!t_find_script("tls-certs.sh", script, sizeof script) || !t_temp_dir(dir, cap, "tls"))
     return false;
-  scn_proc p;
+  t_proc p;
   const char *args[] = {dir, NULL};
-  if (!scn_proc_start(&p, script, args, NULL, NULL, 0))
+  if (!t_proc_start(&p, script, args, NULL, NULL, 0))
     return false;
-  int code = scn_proc_wait(&p, 30000);
+  int code = t_proc_wait(&p, 30000);
   if (code != 0)
     fprintf(stderr, "tls-certs.sh: exit %d\n%s%s\n", code, text_str(&p.out), text_str(&p.err));
-  scn_proc_free(&p);
+  t_proc_free(&p);
   return code == 0;
 }
 
@@ -543,14 +542,14 @@ static void set_flags(int fd, bool nonblock) {
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
-bool scn_proc_start(scn_proc *p, const char *bin, const char *const *args, char *const *envp,
-                    const char *in, size_t in_len) {
+bool t_proc_start(t_proc *p, const char *bin, const char *const *args, char *const *envp,
+                  const char *in, size_t in_len) {
   const char *argv[64] = {bin};
   int argc = 1;
   for (int i = 0; args && args[i] && argc < 63; i++)
     argv[argc++] = args[i];
   argv[argc] = NULL;
-  *p = (scn_proc){
+  *p = (t_proc){
       .pid = -1, .in_fd = -1, .out_fd = -1, .err_fd = -1, .in = in, .in_len = in_len, .status = -1};
   int pin[2], pout[2], perr[2];
   if (pipe(pin) != 0)
@@ -613,7 +612,7 @@ static void drain(int *fd, text *t) {
   }
 }
 
-bool scn_proc_pump(scn_proc *p, int ms) {
+bool t_proc_pump(t_proc *p, int ms) {
   long deadline = t_now_ms() + ms;
   for (;;) {
     struct pollfd f[3];
@@ -650,9 +649,9 @@ bool scn_proc_pump(scn_proc *p, int ms) {
   }
 }
 
-int scn_proc_wait(scn_proc *p, int timeout_ms) {
+int t_proc_wait(t_proc *p, int timeout_ms) {
   long deadline = t_now_ms() + timeout_ms;
-  while (!scn_proc_pump(p, 50) && t_now_ms() < deadline) {
+  while (!t_proc_pump(p, 50) && t_now_ms() < deadline) {
   }
   p->status = t_child_wait(p->pid, (int)(deadline - t_now_ms()));
   p->pid = -1;
@@ -670,7 +669,7 @@ int scn_proc_wait(scn_proc *p, int timeout_ms) {
   return WIFEXITED(p->status) ? WEXITSTATUS(p->status) : 128 + WTERMSIG(p->status);
 }
 
-void scn_proc_free(scn_proc *p) {
+void t_proc_free(t_proc *p) {
   text_free(&p->out);
   text_free(&p->err);
 }

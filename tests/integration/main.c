@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 static void test_hang(void) {
-  scn_daemon d;
-  CU_ASSERT_FATAL(scn_daemon_start(&d, NULL) == 0);
+  t_daemon d;
+  CU_ASSERT_FATAL(t_daemon_start(&d, NULL) == 0);
   fprintf(stderr, "timeout self-test: daemon pid %d\n", (int)d.pid);
   for (;;)
     pause();

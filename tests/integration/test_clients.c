@@ -1,4 +1,4 @@
-/* Integration tests of the clients against the real daemon: the C library (scn_client.h:
+/* Integration tests of the clients against the real daemon: the C library (t_client.h:
  * calls, error replies, pipelining, stream events, refused connections, timeouts, a closed
  * connection, token auth, b64 mode: matrices and frames to the bit), scenectl (result lines,
  * value parsing, exit codes, --pipe, subscribe, --help and help CMD, --matrices b64), the
@@ -28,7 +28,7 @@
 extern char **environ;
 
 /* The daemon the suite shares (default settings, 60 ticks per second). */
-static scn_daemon dmn;
+static t_daemon dmn;
 static char port_env[32];
 static void (*old_sigpipe)(int);
 
@@ -92,7 +92,7 @@ static scn_cli *open_cli(int port, const char *token, int timeout_ms) {
   char err[256] = "";
   scn_cli *c = scn_cli_connect(&o, err, sizeof err);
   if (!c)
-    scn_report_text("connect failed", err);
+    t_report_text("connect failed", err);
   return c;
 }
 
@@ -107,7 +107,7 @@ static cJSON *call_ok(scn_cli *c, const char *fmt, ...) {
   cJSON *r = NULL;
   int rc = scn_cli_call_line(c, line, &r);
   if (rc != SCN_CLI_OK) {
-    scn_report_text(line, scn_cli_error(c));
+    t_report_text(line, scn_cli_error(c));
     cJSON_Delete(r);
     return NULL;
   }
@@ -124,7 +124,7 @@ static bool call_fine(scn_cli *c, const char *fmt, ...) {
   va_end(ap);
   int rc = scn_cli_call_line(c, line, NULL);
   if (rc != SCN_CLI_OK)
-    scn_report_text(line, scn_cli_error(c));
+    t_report_text(line, scn_cli_error(c));
   return rc == SCN_CLI_OK;
 }
 
@@ -141,7 +141,7 @@ static double make_world(scn_cli *c, char *world, size_t n, double x, double y, 
     return -1;
   cJSON *r = call_ok(c, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"t\":[%g,%g,%g]}", world,
                      x, y, z);
-  double e = scn_resp_num(r, "entity");
+  double e = t_resp_num(r, "entity");
   cJSON_Delete(r);
   return e;
 }
@@ -197,7 +197,7 @@ static int wait_events(scn_cli *c, events *e, int want, int timeout_ms) {
   while (cJSON_GetArraySize(e->list) < want && t_now_ms() < deadline) {
     int rc = scn_cli_poll_events(c, 50);
     if (rc < 0) {
-      scn_report_text("poll_events", scn_cli_error(c));
+      t_report_text("poll_events", scn_cli_error(c));
       break;
     }
   }
@@ -215,10 +215,10 @@ static bool env_replaced(const char *e) {
   return false;
 }
 
-/* Starts bin with args (scn_proc_start) and this environment minus the SCENED_* client
+/* Starts bin with args (t_proc_start) and this environment minus the SCENED_* client
  * variables plus set (NULL-terminated "K=V"). */
-static bool proc_start(scn_proc *p, const char *bin, const char *const *args,
-                       const char *const *set, const char *in, size_t in_len) {
+static bool proc_start(t_proc *p, const char *bin, const char *const *args, const char *const *set,
+                       const char *in, size_t in_len) {
   size_t n = 0, m = 0;
   while (environ[n])
     n++;
@@ -233,7 +233,7 @@ static bool proc_start(scn_proc *p, const char *bin, const char *const *args,
       env[k++] = environ[i];
   for (size_t i = 0; i < m; i++)
     env[k++] = (char *)set[i];
-  bool started = scn_proc_start(p, bin, args, env, in, in_len);
+  bool started = t_proc_start(p, bin, args, env, in, in_len);
   free(env);
   return started;
 }
@@ -245,14 +245,14 @@ static const char *ctl_bin(void) {
 
 /* Runs scenectl with args (NULL-terminated), the environment set (NULL: SCENED_HOST and
  * SCENED_PORT of the suite's daemon) and stdin in; its exit code. */
-static int ctl_run(scn_proc *p, const char *const *set, const char *in, size_t in_len,
+static int ctl_run(t_proc *p, const char *const *set, const char *in, size_t in_len,
                    const char *const *args) {
   const char *defaults[] = {"SCENED_HOST=127.0.0.1", port_env, NULL};
   if (!proc_start(p, ctl_bin(), args, set ? set : defaults, in, in_len)) {
-    *p = (scn_proc){.pid = -1, .in_fd = -1, .out_fd = -1, .err_fd = -1, .status = -1};
+    *p = (t_proc){.pid = -1, .in_fd = -1, .out_fd = -1, .err_fd = -1, .status = -1};
     return -1;
   }
-  return scn_proc_wait(p, 20000);
+  return t_proc_wait(p, 20000);
 }
 
 #define CTL(p, ...) ctl_run((p), NULL, NULL, 0, (const char *const[]){__VA_ARGS__, NULL})
@@ -297,7 +297,7 @@ static void test_lib_calls(void) {
   cJSON_AddStringToObject(req, "id", "p-1");
   r = NULL;
   CU_ASSERT_EQUAL(scn_cli_call(c, req, &r), SCN_CLI_OK);
-  CU_ASSERT(scn_resp_str_is(r, "id", "p-1"));
+  CU_ASSERT(t_resp_str_is(r, "id", "p-1"));
   CU_ASSERT(cJSON_IsTrue(field(r, "ok")));
   cJSON_Delete(r);
   CU_ASSERT_EQUAL(scn_cli_call(c, req, NULL), SCN_CLI_OK);
@@ -306,30 +306,30 @@ static void test_lib_calls(void) {
   char world[64];
   world_name(world, sizeof world);
   r = call_ok(c, "{\"cmd\":\"world.create\",\"world\":\"%s\",\"id\":7}", world);
-  CU_ASSERT_EQUAL(scn_resp_num(r, "id"), 7);
+  CU_ASSERT_EQUAL(t_resp_num(r, "id"), 7);
   CU_ASSERT(cJSON_IsTrue(field(r, "ok")));
   cJSON_Delete(r);
 
   r = call_ok(c, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"name\":\"car\",\"t\":[1,2,3]}",
               world);
-  double car = scn_resp_num(r, "entity");
+  double car = t_resp_num(r, "entity");
   CU_ASSERT(car >= 1 && car == floor(car));
   cJSON_Delete(r);
   r = call_ok(c, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"parent\":%.0f,\"t\":[0,0,-1]}",
               world, car);
-  double wheel = scn_resp_num(r, "entity");
+  double wheel = t_resp_num(r, "entity");
   CU_ASSERT(wheel >= 1 && wheel != car);
   cJSON_Delete(r);
 
   r = call_ok(c, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%.0f}", world, car);
-  CU_ASSERT_EQUAL(scn_resp_num(r, "entity"), car);
+  CU_ASSERT_EQUAL(t_resp_num(r, "entity"), car);
   CU_ASSERT(cJSON_IsNull(field(r, "parent")));
-  CU_ASSERT(scn_resp_str_is(r, "name", "car"));
+  CU_ASSERT(t_resp_str_is(r, "name", "car"));
   CU_ASSERT(is_translation(field(r, "local"), 1, 2, 3));
   CU_ASSERT(is_translation(field(r, "world"), 1, 2, 3));
   cJSON_Delete(r);
   r = call_ok(c, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%.0f}", world, wheel);
-  CU_ASSERT_EQUAL(scn_resp_num(r, "parent"), car);
+  CU_ASSERT_EQUAL(t_resp_num(r, "parent"), car);
   CU_ASSERT_PTR_NULL(field(r, "name"));
   CU_ASSERT(is_translation(field(r, "local"), 0, 0, -1));
   CU_ASSERT(is_translation(field(r, "world"), 1, 2, 2));
@@ -351,7 +351,7 @@ static void expect_reply_error(scn_cli *c, const char *line, const char *code) {
   const char *got = scn_cli_reply_code(r), *msg = scn_cli_reply_message(r);
   CU_ASSERT(got && strcmp(got, code) == 0);
   if (!got || strcmp(got, code) != 0)
-    scn_report_text(line, got);
+    t_report_text(line, got);
   CU_ASSERT(msg && *msg);
   char want[512];
   snprintf(want, sizeof want, "%s: %s", code, msg ? msg : "");
@@ -425,21 +425,21 @@ static void test_lib_pipeline(void) {
     cJSON *r = NULL;
     int rc = scn_cli_read_response(c, &r);
     if (rc != SCN_CLI_OK) {
-      scn_report_text("read_response", scn_cli_error(c));
+      t_report_text("read_response", scn_cli_error(c));
       bad++;
       break;
     }
-    bool ok = scn_resp_num(r, "id") == i;
+    bool ok = t_resp_num(r, "id") == i;
     if (i % 7 == 3)
       ok = ok && cJSON_IsFalse(field(r, "ok")) && strcmp(scn_cli_reply_code(r), "NOT_FOUND") == 0;
     else if (i % 3 == 0)
-      ok = ok && cJSON_IsTrue(field(r, "ok")) && scn_resp_num(r, "entity") == e &&
+      ok = ok && cJSON_IsTrue(field(r, "ok")) && t_resp_num(r, "entity") == e &&
            is_translation(field(r, "world"), 4, 5, 6);
     else
       ok = ok && cJSON_IsTrue(field(r, "ok")) && cJSON_GetArraySize(r) == 2;
     if (!ok && bad++ < 3) {
       char *s = cJSON_PrintUnformatted(r);
-      scn_report_text("unexpected response", s);
+      t_report_text("unexpected response", s);
       free(s);
     }
     cJSON_Delete(r);
@@ -455,8 +455,8 @@ static void test_lib_pipeline(void) {
 
 /* A frame event with its header checked; NULL when ev is not one. */
 static bool is_frame(const cJSON *ev, double sub, const char *world, bool full) {
-  return scn_resp_str_is(ev, "event", "frame") && scn_resp_num(ev, "sub") == sub &&
-         scn_resp_str_is(ev, "world", world) && cJSON_IsBool(field(ev, "full")) &&
+  return t_resp_str_is(ev, "event", "frame") && t_resp_num(ev, "sub") == sub &&
+         t_resp_str_is(ev, "world", world) && cJSON_IsBool(field(ev, "full")) &&
          cJSON_IsTrue(field(ev, "full")) == full && cJSON_IsNumber(field(ev, "tick")) &&
          cJSON_IsArray(field(ev, "set")) && cJSON_IsArray(field(ev, "removed"));
 }
@@ -467,7 +467,7 @@ static bool sets_one(const cJSON *ev, double e, double x, double y, double z) {
   if (cJSON_GetArraySize(set) != 1 || cJSON_GetArraySize(field(ev, "removed")) != 0)
     return false;
   const cJSON *item = cJSON_GetArrayItem(set, 0);
-  return scn_resp_num(item, "e") == e && is_translation(field(item, "m"), x, y, z);
+  return t_resp_num(item, "e") == e && is_translation(field(item, "m"), x, y, z);
 }
 
 static void test_lib_subscribe(void) {
@@ -488,7 +488,7 @@ static void test_lib_subscribe(void) {
   const cJSON *full = cJSON_GetArrayItem(got.list, 0);
   CU_ASSERT(is_frame(full, sub, world, true));
   CU_ASSERT(sets_one(full, e, 1, 2, 3));
-  double tick0 = scn_resp_num(full, "tick");
+  double tick0 = t_resp_num(full, "tick");
   /* Nothing changed: nothing more comes. */
   CU_ASSERT_EQUAL(scn_cli_poll_events(s, 100), 0);
   CU_ASSERT_EQUAL(scn_cli_poll_events(s, 0), 0);
@@ -502,7 +502,7 @@ static void test_lib_subscribe(void) {
   const cJSON *delta = cJSON_GetArrayItem(got.list, 1);
   CU_ASSERT(is_frame(delta, sub, world, false));
   CU_ASSERT(sets_one(delta, e, 4, 5, 6));
-  CU_ASSERT(scn_resp_num(delta, "tick") > tick0);
+  CU_ASSERT(t_resp_num(delta, "tick") > tick0);
 
   /* On the subscriber's own connection: the frame reaches the handler while a later call
    * waits for its response, without polling. */
@@ -523,8 +523,8 @@ static void test_lib_subscribe(void) {
   CU_ASSERT(call_fine(c, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world));
   CU_ASSERT_EQUAL(wait_events(s, &got, 4, WAIT_MS), 4);
   const cJSON *end = cJSON_GetArrayItem(got.list, 3);
-  CU_ASSERT(scn_resp_str_is(end, "event", "world_destroyed") && scn_resp_num(end, "sub") == sub &&
-            scn_resp_str_is(end, "world", world));
+  CU_ASSERT(t_resp_str_is(end, "event", "world_destroyed") && t_resp_num(end, "sub") == sub &&
+            t_resp_str_is(end, "world", world));
   CU_ASSERT_EQUAL(scn_cli_poll_events(s, 100), 0);
 
   /* Without a handler events are dropped, and the connection goes on. */
@@ -559,7 +559,7 @@ static void test_lib_parts(void) {
                      "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"parent\":%.0f,"
                      "\"t\":[1,0.3,-0.5],\"s\":[1,2,1]}",
                      world, car);
-  double wheel = scn_resp_num(r, "entity");
+  double wheel = t_resp_num(r, "entity");
   cJSON_Delete(r);
   CU_ASSERT_FATAL(wheel > 0);
 
@@ -617,7 +617,7 @@ static void test_lib_history(void) {
   snprintf(world, sizeof world, "lib-history-%d", (int)getpid());
   CU_ASSERT(call_fine(c, "{\"cmd\":\"world.create\",\"world\":\"%s\",\"history\":600}", world));
   cJSON *r = call_ok(c, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"t\":[1,0,0]}", world);
-  double e = scn_resp_num(r, "entity");
+  double e = t_resp_num(r, "entity");
   cJSON_Delete(r);
   float local[16], world_m[16];
   double now = -1, then = -1;
@@ -654,7 +654,7 @@ static void test_lib_refused(void) {
   CU_ASSERT(strstr(err, want) != NULL);
   CU_ASSERT(strstr(err, "refused") != NULL);
   if (!strstr(err, "refused"))
-    scn_report_text("connect error", err);
+    t_report_text("connect error", err);
   scn_cli_close(c);
   /* Without an error buffer, and with a token: still NULL. */
   o.token = "t";
@@ -746,7 +746,7 @@ static void test_lib_send_timeout(void) {
 
 /* The daemon closing the connection: SCN_CLI_ECLOSED, from every later call too. */
 static void test_lib_closed(void) {
-  scn_daemon d2;
+  t_daemon d2;
   if (!START(&d2, NULL))
     return;
   scn_cli *c = open_cli(d2.port, NULL, 2000), *idle = open_cli(d2.port, NULL, 2000);
@@ -777,7 +777,7 @@ static void test_lib_closed(void) {
 }
 
 static void test_lib_auth(void) {
-  scn_daemon d2;
+  t_daemon d2;
   const char *args[] = {"--auth-token", "secret", "--http", "off", NULL};
   if (!START(&d2, args))
     return;
@@ -796,7 +796,7 @@ static void test_lib_auth(void) {
   CU_ASSERT_PTR_NULL(bad);
   CU_ASSERT(strncmp(err, "hello failed: UNAUTHORIZED: ", 28) == 0);
   if (strncmp(err, "hello failed: UNAUTHORIZED: ", 28) != 0)
-    scn_report_text("wrong token", err);
+    t_report_text("wrong token", err);
   scn_cli_close(bad);
   o.token = "";
   bad = scn_cli_connect(&o, err, sizeof err);
@@ -819,27 +819,27 @@ static void test_lib_auth(void) {
   /* scenectl: the token from SCENED_AUTH_TOKEN or --token. */
   char penv[32];
   snprintf(penv, sizeof penv, "SCENED_PORT=%d", d2.port);
-  scn_proc p;
+  t_proc p;
   const char *env_good[] = {penv, "SCENED_AUTH_TOKEN=secret", NULL};
   CU_ASSERT_EQUAL(ctl_run(&p, env_good, NULL, 0, (const char *const[]){"world.list", NULL}), 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out),
                          "{\"worlds\":[{\"name\":\"w\",\"transforms\":0,\"history\":0}]}\n");
   CU_ASSERT_STRING_EQUAL(text_str(&p.err), "");
-  scn_proc_free(&p);
+  t_proc_free(&p);
   const char *env_none[] = {penv, NULL};
   CU_ASSERT_EQUAL(
       ctl_run(&p, env_none, NULL, 0, (const char *const[]){"--token", "secret", "ping", NULL}), 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "{}\n");
-  scn_proc_free(&p);
+  t_proc_free(&p);
   CU_ASSERT_EQUAL(ctl_run(&p, env_none, NULL, 0, (const char *const[]){"world.list", NULL}), 1);
   CU_ASSERT(strncmp(text_str(&p.err), "UNAUTHORIZED: ", 14) == 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "");
-  scn_proc_free(&p);
+  t_proc_free(&p);
   const char *env_wrong[] = {penv, "SCENED_AUTH_TOKEN=wrong", NULL};
   CU_ASSERT_EQUAL(ctl_run(&p, env_wrong, NULL, 0, (const char *const[]){"ping", NULL}), 2);
   CU_ASSERT(strstr(text_str(&p.err), "UNAUTHORIZED") != NULL);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "");
-  scn_proc_free(&p);
+  t_proc_free(&p);
 
   scn_cli_close(good);
   STOP_OK(&d2, WAIT_MS);
@@ -849,7 +849,7 @@ static void test_lib_auth(void) {
 
 /* One JSON line on stdout (returned parsed), nothing on stderr, exit 0. */
 static cJSON *ctl_ok(const char *const *args) {
-  scn_proc p;
+  t_proc p;
   int code = ctl_run(&p, NULL, NULL, 0, args);
   const char *out = text_str(&p.out);
   bool one_line = count_char(out, '\n') == 1 && out[strlen(out) - 1] == '\n';
@@ -860,40 +860,40 @@ static cJSON *ctl_ok(const char *const *args) {
     cJSON_Delete(j);
     j = NULL;
   }
-  scn_proc_free(&p);
+  t_proc_free(&p);
   return j;
 }
 
 static void test_ctl_result_line(void) {
-  scn_proc p;
+  t_proc p;
   CU_ASSERT_EQUAL(CTL(&p, "ping"), 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "{}\n");
   CU_ASSERT_STRING_EQUAL(text_str(&p.err), "");
-  scn_proc_free(&p);
+  t_proc_free(&p);
   /* An id in the request is not printed either. */
   CU_ASSERT_EQUAL(CTL(&p, "ping", "id=5"), 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "{}\n");
-  scn_proc_free(&p);
+  t_proc_free(&p);
 
   char world[64], warg[96];
   world_name(world, sizeof world);
   snprintf(warg, sizeof warg, "world=%s", world);
   CU_ASSERT_EQUAL(CTL(&p, "world.create", warg), 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "{}\n");
-  scn_proc_free(&p);
+  t_proc_free(&p);
 
   /* t=[1,2,3] is an array, name=car a string. */
   cJSON *r = ctl_ok((const char *const[]){"transform.create", warg, "t=[1,2,3]", "name=car", NULL});
   CU_ASSERT_PTR_NOT_NULL_FATAL(r);
   CU_ASSERT_EQUAL(cJSON_GetArraySize(r), 1);
-  double car = scn_resp_num(r, "entity");
+  double car = t_resp_num(r, "entity");
   CU_ASSERT(car >= 1 && car == floor(car));
   cJSON_Delete(r);
 
   scn_cli *c = open_cli(dmn.port, NULL, 0);
   CU_ASSERT_PTR_NOT_NULL_FATAL(c);
   r = call_ok(c, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%.0f}", world, car);
-  CU_ASSERT(scn_resp_str_is(r, "name", "car"));
+  CU_ASSERT(t_resp_str_is(r, "name", "car"));
   CU_ASSERT(is_translation(field(r, "local"), 1, 2, 3));
   cJSON_Delete(r);
 
@@ -904,9 +904,9 @@ static void test_ctl_result_line(void) {
   CU_ASSERT_PTR_NOT_NULL_FATAL(r);
   CU_ASSERT_PTR_NULL(field(r, "ok"));
   CU_ASSERT_PTR_NULL(field(r, "id"));
-  CU_ASSERT_EQUAL(scn_resp_num(r, "entity"), car);
+  CU_ASSERT_EQUAL(t_resp_num(r, "entity"), car);
   CU_ASSERT(cJSON_IsNull(field(r, "parent")));
-  CU_ASSERT(scn_resp_str_is(r, "name", "car"));
+  CU_ASSERT(t_resp_str_is(r, "name", "car"));
   CU_ASSERT(is_translation(field(r, "local"), 1, 2, 3));
   CU_ASSERT(is_translation(field(r, "world"), 1, 2, 3));
   cJSON_Delete(r);
@@ -923,11 +923,11 @@ static void test_ctl_result_line(void) {
   snprintf(parg, sizeof parg, "parent=%.0f", car);
   r = ctl_ok((const char *const[]){"transform.create", warg, parg, "name=\"7\"", "s=2", NULL});
   CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-  double child = scn_resp_num(r, "entity");
+  double child = t_resp_num(r, "entity");
   cJSON_Delete(r);
   r = call_ok(c, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%.0f}", world, child);
-  CU_ASSERT(scn_resp_str_is(r, "name", "7"));
-  CU_ASSERT_EQUAL(scn_resp_num(r, "parent"), car);
+  CU_ASSERT(t_resp_str_is(r, "name", "7"));
+  CU_ASSERT_EQUAL(t_resp_num(r, "parent"), car);
   const cJSON *local = field(r, "local");
   CU_ASSERT(cJSON_GetArraySize(local) == 16 && cJSON_GetArrayItem(local, 0)->valuedouble == 2 &&
             cJSON_GetArrayItem(local, 5)->valuedouble == 2 &&
@@ -942,10 +942,10 @@ static void test_ctl_result_line(void) {
   CU_ASSERT_PTR_NOT_NULL(r);
   cJSON_Delete(r);
   r = call_ok(c, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%.0f}", world, child);
-  CU_ASSERT(scn_resp_str_is(r, "name", "left wheel"));
+  CU_ASSERT(t_resp_str_is(r, "name", "left wheel"));
   cJSON_Delete(r);
   r = ctl_ok((const char *const[]){"transform.find", warg, "path=car/left wheel", NULL});
-  CU_ASSERT_EQUAL(scn_resp_num(r, "entity"), child);
+  CU_ASSERT_EQUAL(t_resp_num(r, "entity"), child);
   cJSON_Delete(r);
 
   /* partial=true and trs=true are booleans: the rotation alone changes, the parts read back. */
@@ -963,7 +963,7 @@ static void test_ctl_result_line(void) {
   cJSON_Delete(r);
   CU_ASSERT_EQUAL(CTL(&p, "transform.set_local", warg, earg, "partial=yes", "t=[1,2,3]"), 1);
   CU_ASSERT(strncmp(text_str(&p.err), "BAD_REQUEST: ", 13) == 0);
-  scn_proc_free(&p);
+  t_proc_free(&p);
 
   /* --port and --host override the environment. */
   char dead_env[32], port_arg[16];
@@ -975,7 +975,7 @@ static void test_ctl_result_line(void) {
               (const char *const[]){"--host", "127.0.0.1", "--port", port_arg, "ping", NULL}),
       0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "{}\n");
-  scn_proc_free(&p);
+  t_proc_free(&p);
 
   CU_ASSERT(call_fine(c, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world));
   scn_cli_close(c);
@@ -996,27 +996,27 @@ static void test_ctl_error_exit(void) {
   snprintf(want, sizeof want, "ALREADY_EXISTS: %s\n", scn_cli_reply_message(r));
   cJSON_Delete(r);
 
-  scn_proc p;
+  t_proc p;
   CU_ASSERT_EQUAL(CTL(&p, "world.create", warg), 1);
   CU_ASSERT_STRING_EQUAL(text_str(&p.err), want);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "");
-  scn_proc_free(&p);
+  t_proc_free(&p);
 
   CU_ASSERT_EQUAL(CTL(&p, "no.such.command"), 1);
   CU_ASSERT(strncmp(text_str(&p.err), "UNKNOWN_COMMAND: ", 17) == 0);
   CU_ASSERT_EQUAL(count_char(text_str(&p.err), '\n'), 1);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "");
-  scn_proc_free(&p);
+  t_proc_free(&p);
 
   /* name=123 is a number: BAD_REQUEST. */
   CU_ASSERT_EQUAL(CTL(&p, "transform.create", warg, "name=123"), 1);
   CU_ASSERT(strncmp(text_str(&p.err), "BAD_REQUEST: ", 13) == 0);
-  scn_proc_free(&p);
+  t_proc_free(&p);
   r = call_ok(c, "{\"cmd\":\"world.list\"}");
   const cJSON *w;
   cJSON_ArrayForEach(w, field(r, "worlds")) {
-    if (scn_resp_str_is(w, "name", world))
-      CU_ASSERT_EQUAL(scn_resp_num(w, "transforms"), 0);
+    if (t_resp_str_is(w, "name", world))
+      CU_ASSERT_EQUAL(t_resp_num(w, "transforms"), 0);
   }
   cJSON_Delete(r);
 
@@ -1024,12 +1024,12 @@ static void test_ctl_error_exit(void) {
   CU_ASSERT_EQUAL(CTL(&p, "ping", "novalue"), 2);
   CU_ASSERT(strstr(text_str(&p.err), "key=value") != NULL);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "");
-  scn_proc_free(&p);
+  t_proc_free(&p);
   CU_ASSERT_EQUAL(CTL(&p, "--bogus", "ping"), 2);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "");
-  scn_proc_free(&p);
+  t_proc_free(&p);
   CU_ASSERT_EQUAL(CTL(&p, "--pipe", "ping"), 2);
-  scn_proc_free(&p);
+  t_proc_free(&p);
 
   CU_ASSERT(call_fine(c, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world));
   scn_cli_close(c);
@@ -1039,16 +1039,16 @@ static void test_ctl_connect_errors(void) {
   char dead_env[32];
   snprintf(dead_env, sizeof dead_env, "SCENED_PORT=%d", dead_port());
   const char *env_dead[] = {"SCENED_HOST=127.0.0.1", dead_env, NULL};
-  scn_proc p;
+  t_proc p;
   CU_ASSERT_EQUAL(ctl_run(&p, env_dead, NULL, 0, (const char *const[]){"ping", NULL}), 2);
   CU_ASSERT(strncmp(text_str(&p.err), "scenectl: cannot connect to 127.0.0.1:", 38) == 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "");
-  scn_proc_free(&p);
+  t_proc_free(&p);
   CU_ASSERT_EQUAL(ctl_run(&p, env_dead, NULL, 0, (const char *const[]){"--pipe", NULL}), 2);
-  scn_proc_free(&p);
+  t_proc_free(&p);
   CU_ASSERT_EQUAL(
       ctl_run(&p, env_dead, NULL, 0, (const char *const[]){"subscribe", "world=w", NULL}), 2);
-  scn_proc_free(&p);
+  t_proc_free(&p);
 
   /* Bad ports, on the command line and in the environment. */
   const char *bad[] = {"0", "-1", "65536", "abc", "80x", ""};
@@ -1056,7 +1056,7 @@ static void test_ctl_connect_errors(void) {
     CU_ASSERT_EQUAL(CTL(&p, "--port", bad[i], "ping"), 2);
     CU_ASSERT(strstr(text_str(&p.err), "port") != NULL);
     CU_ASSERT_STRING_EQUAL(text_str(&p.out), "");
-    scn_proc_free(&p);
+    t_proc_free(&p);
     char env[32];
     snprintf(env, sizeof env, "SCENED_PORT=%s", bad[i]);
     const char *env_bad[] = {env, NULL};
@@ -1068,7 +1068,7 @@ static void test_ctl_connect_errors(void) {
       if (!strstr(text_str(&p.err), "invalid port"))
         fprintf(stderr, "  SCENED_PORT=%s: exit %d, stderr %s\n", bad[i], code, text_str(&p.err));
     }
-    scn_proc_free(&p);
+    t_proc_free(&p);
   }
   /* --port wins over a bad SCENED_PORT. */
   char port_arg[16];
@@ -1077,7 +1077,7 @@ static void test_ctl_connect_errors(void) {
   CU_ASSERT_EQUAL(
       ctl_run(&p, env_bad, NULL, 0, (const char *const[]){"--port", port_arg, "ping", NULL}), 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "{}\n");
-  scn_proc_free(&p);
+  t_proc_free(&p);
 }
 
 static void test_ctl_pipe(void) {
@@ -1100,7 +1100,7 @@ static void test_ctl_pipe(void) {
     else
       text_addf(&in, "{\"id\":%d,\"cmd\":\"ping\"}\n", i);
   }
-  scn_proc p;
+  t_proc p;
   int code = ctl_run(&p, NULL, in.s, in.len, (const char *const[]){"--pipe", NULL});
   CU_ASSERT_EQUAL(code, 1);
   CU_ASSERT_STRING_EQUAL(text_str(&p.err), "");
@@ -1112,12 +1112,12 @@ static void test_ctl_pipe(void) {
   int bad = 0, i = 0;
   const cJSON *r;
   cJSON_ArrayForEach(r, lines) {
-    bool ok = scn_resp_num(r, "id") == i;
+    bool ok = t_resp_num(r, "id") == i;
     if (i == BAD)
       ok = ok && cJSON_IsFalse(field(r, "ok")) && scn_cli_reply_code(r) &&
            strcmp(scn_cli_reply_code(r), "UNKNOWN_COMMAND") == 0;
     else if (i % 10 == 0)
-      ok = ok && cJSON_IsTrue(field(r, "ok")) && scn_resp_num(r, "entity") == e &&
+      ok = ok && cJSON_IsTrue(field(r, "ok")) && t_resp_num(r, "entity") == e &&
            is_translation(field(r, "world"), 1, 1, 1);
     else
       ok = ok && cJSON_IsTrue(field(r, "ok")) && cJSON_GetArraySize(r) == 2;
@@ -1130,7 +1130,7 @@ static void test_ctl_pipe(void) {
   }
   CU_ASSERT_EQUAL(bad, 0);
   cJSON_Delete(lines);
-  scn_proc_free(&p);
+  t_proc_free(&p);
   text_free(&in);
 
   /* No failure: exit 0; the last line without a line end still counts. */
@@ -1145,27 +1145,27 @@ static void test_ctl_pipe(void) {
   bad = 0;
   i = 0;
   cJSON_ArrayForEach(r, lines) {
-    if (!(scn_resp_num(r, "id") == i && cJSON_IsTrue(field(r, "ok"))))
+    if (!(t_resp_num(r, "id") == i && cJSON_IsTrue(field(r, "ok"))))
       bad++;
     i++;
   }
   CU_ASSERT_EQUAL(bad, 0);
   cJSON_Delete(lines);
-  scn_proc_free(&p);
+  t_proc_free(&p);
   text_free(&in);
 
   /* Empty input: nothing out, exit 0. */
   code = ctl_run(&p, NULL, NULL, 0, (const char *const[]){"--pipe", NULL});
   CU_ASSERT_EQUAL(code, 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "");
-  scn_proc_free(&p);
+  t_proc_free(&p);
 
   CU_ASSERT(call_fine(c, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world));
   scn_cli_close(c);
 }
 
 /* Starts "scenectl subscribe world=W ..." in the background. */
-static bool ctl_start(scn_proc *p, const char *const *args) {
+static bool ctl_start(t_proc *p, const char *const *args) {
   const char *set[] = {"SCENED_HOST=127.0.0.1", port_env, NULL};
   return proc_start(p, ctl_bin(), args, set, NULL, 0);
 }
@@ -1178,17 +1178,17 @@ static void check_two_frames(const char *out, const char *world, double e) {
   CU_ASSERT_EQUAL(n, 2);
   CU_ASSERT(terminated);
   if (n != 2)
-    scn_report_text("frames", out);
+    t_report_text("frames", out);
   const cJSON *a = cJSON_GetArrayItem(lines, 0), *b = cJSON_GetArrayItem(lines, 1);
-  double sub = scn_resp_num(a, "sub");
+  double sub = t_resp_num(a, "sub");
   CU_ASSERT(sub >= 1);
   CU_ASSERT(is_frame(a, sub, world, true));
   CU_ASSERT(cJSON_GetArraySize(field(a, "set")) == 1 &&
-            scn_resp_num(cJSON_GetArrayItem(field(a, "set"), 0), "e") == e);
+            t_resp_num(cJSON_GetArrayItem(field(a, "set"), 0), "e") == e);
   CU_ASSERT(is_frame(b, sub, world, false));
   CU_ASSERT(cJSON_GetArraySize(field(b, "set")) == 1 &&
-            scn_resp_num(cJSON_GetArrayItem(field(b, "set"), 0), "e") == e);
-  CU_ASSERT(scn_resp_num(b, "tick") > scn_resp_num(a, "tick"));
+            t_resp_num(cJSON_GetArrayItem(field(b, "set"), 0), "e") == e);
+  CU_ASSERT(t_resp_num(b, "tick") > t_resp_num(a, "tick"));
   CU_ASSERT_PTR_NULL(field(a, "ok"));
   cJSON_Delete(lines);
 }
@@ -1202,24 +1202,24 @@ static void test_ctl_subscribe(void) {
   snprintf(warg, sizeof warg, "world=%s", world);
 
   /* Two frames while another connection moves the transform. */
-  scn_proc p;
+  t_proc p;
   CU_ASSERT_FATAL(ctl_start(&p, (const char *const[]){"subscribe", warg, "--frames", "2", NULL}));
   long deadline = t_now_ms() + WAIT_MS;
-  for (int k = 1; t_now_ms() < deadline && !scn_proc_pump(&p, 20); k++)
+  for (int k = 1; t_now_ms() < deadline && !t_proc_pump(&p, 20); k++)
     CU_ASSERT(call_fine(c,
                         "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%.0f,"
                         "\"t\":[%d,0,0]}",
                         world, e, k));
-  CU_ASSERT_EQUAL(scn_proc_wait(&p, WAIT_MS), 0);
+  CU_ASSERT_EQUAL(t_proc_wait(&p, WAIT_MS), 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.err), "");
   check_two_frames(text_str(&p.out), world, e);
-  scn_proc_free(&p);
+  t_proc_free(&p);
 
   /* Frames that arrive together: still exactly --frames of them. The subscriber is stopped
    * after the full frame while three moves make frames, then continued. */
   CU_ASSERT_FATAL(ctl_start(&p, (const char *const[]){"subscribe", warg, "--frames", "2", NULL}));
   deadline = t_now_ms() + WAIT_MS;
-  while (!strchr(text_str(&p.out), '\n') && t_now_ms() < deadline && !scn_proc_pump(&p, 10)) {
+  while (!strchr(text_str(&p.out), '\n') && t_now_ms() < deadline && !t_proc_pump(&p, 10)) {
   }
   CU_ASSERT_FATAL(strchr(text_str(&p.out), '\n') != NULL);
   kill(p.pid, SIGSTOP);
@@ -1231,43 +1231,42 @@ static void test_ctl_subscribe(void) {
     t_sleep_ms(60);
   }
   kill(p.pid, SIGCONT);
-  CU_ASSERT_EQUAL(scn_proc_wait(&p, WAIT_MS), 0);
+  CU_ASSERT_EQUAL(t_proc_wait(&p, WAIT_MS), 0);
   check_two_frames(text_str(&p.out), world, e);
-  scn_proc_free(&p);
+  t_proc_free(&p);
 
   /* A subtree subscription without --frames ends with the world. */
   char rarg[64];
   snprintf(rarg, sizeof rarg, "root=%.0f", e);
   CU_ASSERT_FATAL(ctl_start(&p, (const char *const[]){"subscribe", warg, rarg, "hz=30", NULL}));
   deadline = t_now_ms() + WAIT_MS;
-  while (!strchr(text_str(&p.out), '\n') && t_now_ms() < deadline && !scn_proc_pump(&p, 10)) {
+  while (!strchr(text_str(&p.out), '\n') && t_now_ms() < deadline && !t_proc_pump(&p, 10)) {
   }
   CU_ASSERT(call_fine(c, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world));
-  CU_ASSERT_EQUAL(scn_proc_wait(&p, WAIT_MS), 0);
+  CU_ASSERT_EQUAL(t_proc_wait(&p, WAIT_MS), 0);
   int n = 0;
   bool terminated;
   cJSON *lines = json_lines(text_str(&p.out), &n, &terminated);
   CU_ASSERT(n >= 2);
   const cJSON *first = cJSON_GetArrayItem(lines, 0), *last = cJSON_GetArrayItem(lines, n - 1);
-  CU_ASSERT(scn_resp_str_is(first, "event", "frame") && cJSON_IsTrue(field(first, "full")));
-  CU_ASSERT(scn_resp_str_is(last, "event", "world_destroyed") &&
-            scn_resp_str_is(last, "world", world));
+  CU_ASSERT(t_resp_str_is(first, "event", "frame") && cJSON_IsTrue(field(first, "full")));
+  CU_ASSERT(t_resp_str_is(last, "event", "world_destroyed") && t_resp_str_is(last, "world", world));
   cJSON_Delete(lines);
-  scn_proc_free(&p);
+  t_proc_free(&p);
 
   /* An unknown world: the error reply, exit 1. */
-  scn_proc q;
+  t_proc q;
   CU_ASSERT_EQUAL(CTL(&q, "subscribe", warg, "--frames", "1"), 1);
   CU_ASSERT(strncmp(text_str(&q.err), "NOT_FOUND: ", 11) == 0);
   CU_ASSERT_STRING_EQUAL(text_str(&q.out), "");
-  scn_proc_free(&q);
+  t_proc_free(&q);
   scn_cli_close(c);
 }
 
 static void test_ctl_help(void) {
   const char *flags[] = {"--help", "-h"};
   for (int f = 0; f < 2; f++) {
-    scn_proc p;
+    t_proc p;
     CU_ASSERT_EQUAL(CTL(&p, flags[f]), 0);
     const char *out = text_str(&p.out);
     CU_ASSERT(strncmp(out, "usage: scenectl", 15) == 0);
@@ -1279,7 +1278,7 @@ static void test_ctl_help(void) {
         fprintf(stderr, "  --help does not list %s\n", scn_commands[i].name);
     }
     CU_ASSERT_STRING_EQUAL(text_str(&p.err), "");
-    scn_proc_free(&p);
+    t_proc_free(&p);
   }
   /* help CMD: the command's fields from the table, the new ones included. */
   static const struct {
@@ -1288,34 +1287,34 @@ static void test_ctl_help(void) {
                 {"transform.set_world", "  optional: partial,matrix,matrix_b64,t,r,s\n"},
                 {"transform.get", "  optional: trs,tick\n"}};
   for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
-    scn_proc p;
+    t_proc p;
     CU_ASSERT_EQUAL(CTL(&p, "help", fields[i].cmd), 0);
     const char *out = text_str(&p.out);
     CU_ASSERT(strncmp(out, fields[i].cmd, strlen(fields[i].cmd)) == 0);
     CU_ASSERT(strstr(out, "  required: world,entity\n") != NULL);
     CU_ASSERT(strstr(out, fields[i].optional) != NULL);
     if (!strstr(out, fields[i].optional))
-      scn_report_text("scenectl help", out);
-    scn_proc_free(&p);
+      t_report_text("scenectl help", out);
+    t_proc_free(&p);
   }
-  scn_proc hp;
+  t_proc hp;
   CU_ASSERT_EQUAL(CTL(&hp, "help"), 0);
   CU_ASSERT(strncmp(text_str(&hp.out), "usage: scenectl", 15) == 0);
-  scn_proc_free(&hp);
+  t_proc_free(&hp);
   CU_ASSERT_EQUAL(CTL(&hp, "help", "no.such.command"), 2);
   CU_ASSERT(strstr(text_str(&hp.err), "no.such.command") != NULL);
-  scn_proc_free(&hp);
+  t_proc_free(&hp);
 
   /* No command, stdin a pipe (not a terminal): usage on stderr, exit 2. */
-  scn_proc p;
+  t_proc p;
   int code = ctl_run(&p, NULL, "ping\n", 5, (const char *const[]){NULL});
   CU_ASSERT_EQUAL(code, 2);
   CU_ASSERT(strncmp(text_str(&p.err), "usage: scenectl", 15) == 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.out), "");
-  scn_proc_free(&p);
+  t_proc_free(&p);
   code = ctl_run(&p, NULL, NULL, 0, (const char *const[]){NULL});
   CU_ASSERT_EQUAL(code, 2);
-  scn_proc_free(&p);
+  t_proc_free(&p);
 }
 
 /* ---- the Python client and the shell example --------------------------------------------- */
@@ -1372,7 +1371,7 @@ static void test_lib_b64(void) {
     CU_ASSERT_EQUAL(memcmp(got, want[i], 64), 0);
     cJSON *r = call_ok(b, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"matrix_b64\":\"%s\"}",
                        world, text);
-    ids[i] = scn_resp_num(r, "entity");
+    ids[i] = t_resp_num(r, "entity");
     cJSON_Delete(r);
   }
   text[10] = '#';
@@ -1437,10 +1436,10 @@ static void test_ctl_b64(void) {
   snprintf(arg, sizeof arg, "matrix_b64=%s", text);
   cJSON_Delete(ctl_ok((const char *const[]){"world.create", wa, NULL}));
   cJSON *r = ctl_ok((const char *const[]){"transform.create", wa, arg, NULL});
-  snprintf(ea, sizeof ea, "entity=%.0f", scn_resp_num(r, "entity"));
+  snprintf(ea, sizeof ea, "entity=%.0f", t_resp_num(r, "entity"));
   cJSON_Delete(r);
   r = ctl_ok((const char *const[]){"--matrices", "b64", "transform.get", wa, ea, NULL});
-  CHECK(scn_resp_str_is(r, "local", text) && scn_resp_str_is(r, "world", text), r);
+  CHECK(t_resp_str_is(r, "local", text) && t_resp_str_is(r, "world", text), r);
   cJSON_Delete(r);
   r = ctl_ok((const char *const[]){"transform.get", wa, ea, NULL});
   float got[16];
@@ -1448,19 +1447,19 @@ static void test_ctl_b64(void) {
   for (int i = 0; i < 16; i++)
     CU_ASSERT_TRUE(got[i] == m[i]); /* the same values (cJSON reprints -0 as 0) */
   cJSON_Delete(r);
-  scn_proc p;
+  t_proc p;
   CU_ASSERT_EQUAL(CTL(&p, "--matrices", "base64", "ping"), 2);
-  scn_proc_free(&p);
+  t_proc_free(&p);
   /* a frame in b64 form, as the daemon sent it */
   char fa[] = "--frames";
   if (ctl_start(&p, (const char *const[]){"--matrices", "b64", "subscribe", wa, fa, "1", NULL})) {
-    CU_ASSERT_EQUAL(scn_proc_wait(&p, WAIT_MS), 0);
+    CU_ASSERT_EQUAL(t_proc_wait(&p, WAIT_MS), 0);
     cJSON *f = cJSON_Parse(text_str(&p.out));
     CHECK(cJSON_IsString(field(f, "ms")) && strcmp(field(f, "ms")->valuestring, text) == 0 &&
               cJSON_GetArraySize(field(f, "ids")) == 1 && !field(f, "set"),
           f);
     cJSON_Delete(f);
-    scn_proc_free(&p);
+    t_proc_free(&p);
   }
   cJSON_Delete(ctl_ok((const char *const[]){"world.destroy", wa, NULL}));
 }
@@ -1471,18 +1470,18 @@ static void test_python_selftest(void) {
     printf("  note: python3 is not on PATH; the Python client's self-test is skipped\n");
     return;
   }
-  CU_ASSERT_FATAL(scn_find_script("scened_client.py", script, sizeof script));
+  CU_ASSERT_FATAL(t_find_script("scened_client.py", script, sizeof script));
   char port[16];
   snprintf(port, sizeof port, "%d", dmn.port);
   const char *args[] = {script, "--host", "127.0.0.1", "--port", port, "--selftest", NULL};
-  scn_proc p;
+  t_proc p;
   CU_ASSERT_FATAL(proc_start(&p, python, args, NULL, NULL, 0));
-  int code = scn_proc_wait(&p, 30000);
+  int code = t_proc_wait(&p, 30000);
   CU_ASSERT_EQUAL(code, 0);
   CU_ASSERT(strstr(text_str(&p.out), "selftest passed") != NULL);
   if (code != 0)
     fprintf(stderr, "  selftest: exit %d\n%s%s\n", code, text_str(&p.out), text_str(&p.err));
-  scn_proc_free(&p);
+  t_proc_free(&p);
 }
 
 static void test_car_demo(void) {
@@ -1495,14 +1494,14 @@ static void test_car_demo(void) {
     printf("  note: bash is not on PATH; the shell example is skipped\n");
     return;
   }
-  CU_ASSERT_FATAL(scn_find_script("car_demo.sh", script, sizeof script));
+  CU_ASSERT_FATAL(t_find_script("car_demo.sh", script, sizeof script));
   char ctl_env[1100];
   snprintf(ctl_env, sizeof ctl_env, "SCENECTL=%s", ctl_bin());
   const char *set[] = {"SCENED_HOST=127.0.0.1", port_env, ctl_env, NULL};
   const char *args[] = {script, "3", NULL};
-  scn_proc p;
+  t_proc p;
   CU_ASSERT_FATAL(proc_start(&p, bash, args, set, NULL, 0));
-  int code = scn_proc_wait(&p, 30000);
+  int code = t_proc_wait(&p, 30000);
   CU_ASSERT_EQUAL(code, 0);
   CU_ASSERT_STRING_EQUAL(text_str(&p.err), "");
   int n = 0;
@@ -1515,7 +1514,7 @@ static void test_car_demo(void) {
   for (int step = 1; step <= n; step++) {
     const cJSON *l = cJSON_GetArrayItem(lines, step - 1), *w = field(l, "wheel_fl");
     const cJSON *q = field(l, "wheel_fl_r");
-    CU_ASSERT_EQUAL(scn_resp_num(l, "step"), step);
+    CU_ASSERT_EQUAL(t_resp_num(l, "step"), step);
     CU_ASSERT_FATAL(cJSON_IsArray(w) && cJSON_GetArraySize(w) == 3);
     CU_ASSERT_FATAL(cJSON_IsArray(q) && cJSON_GetArraySize(q) == 4);
     /* The car at (step, 0, 0) turned by step * 0.1 about y; the wheel at (1, 0.3, -0.5), where
@@ -1537,21 +1536,21 @@ static void test_car_demo(void) {
     }
   }
   cJSON_Delete(lines);
-  scn_proc_free(&p);
+  t_proc_free(&p);
 }
 
 /* ---- registration ----------------------------------------------------------------------- */
 
 static int suite_init(void) {
   old_sigpipe = signal(SIGPIPE, SIG_IGN); /* a child that exits before reading its stdin */
-  if (scn_daemon_start(&dmn, NULL) != 0)
+  if (t_daemon_start(&dmn, NULL) != 0)
     return -1;
   snprintf(port_env, sizeof port_env, "SCENED_PORT=%d", dmn.port);
   return 0;
 }
 
 static int suite_clean(void) {
-  int status = scn_daemon_stop(&dmn, SIGTERM, WAIT_MS);
+  int status = t_daemon_stop(&dmn, SIGTERM, WAIT_MS);
   signal(SIGPIPE, old_sigpipe);
   return status == 0 ? 0 : -1;
 }

@@ -33,8 +33,8 @@
 typedef struct cluster {
   etcd e;
   char data[64];
-  scn_daemon d[NODES];
-  scn_client c[NODES];
+  t_daemon d[NODES];
+  t_client c[NODES];
   bool up[NODES], connected[NODES];
   const char *fsync;
   char via[NODES][64]; /* an etcd URL a node is given instead of e.url (a proxy) */
@@ -68,7 +68,7 @@ static bool node_start(cluster *k, int i) {
 
 /* The number of live nodes daemon i knows of (-1: no answer). */
 static int nodes_seen(cluster *k, int i) {
-  cJSON *r = scn_client_call(&k->c[i], "{\"cmd\":\"cluster.nodes\"}");
+  cJSON *r = t_client_call(&k->c[i], "{\"cmd\":\"cluster.nodes\"}");
   const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(r, "nodes");
   int n = cJSON_IsArray(nodes) ? cJSON_GetArraySize(nodes) : -1;
   cJSON_Delete(r);
@@ -97,7 +97,7 @@ static bool cluster_start(cluster *k, const char *fsync) {
     CU_FAIL("etcd started");
     return false;
   }
-  CU_ASSERT_FATAL(scn_temp_dir(k->data, sizeof k->data, "data"));
+  CU_ASSERT_FATAL(t_temp_dir(k->data, sizeof k->data, "data"));
   for (int i = 0; i < NODES; i++)
     if (!node_start(k, i))
       return false;
@@ -116,10 +116,10 @@ static bool cluster_start(cluster *k, const char *fsync) {
 
 static void node_stop(cluster *k, int i, int sig) {
   if (k->connected[i])
-    scn_client_close(&k->c[i]);
+    t_client_close(&k->c[i]);
   k->connected[i] = false;
   if (k->up[i])
-    scn_daemon_stop(&k->d[i], sig, 10000);
+    t_daemon_stop(&k->d[i], sig, 10000);
   k->up[i] = false;
 }
 
@@ -137,13 +137,13 @@ static cJSON *call_following(cluster *k, int i, int *at, const char *line) {
   cJSON *r = NULL;
   for (int hop = 0; hop < 4 && i >= 0 && k->connected[i]; hop++) {
     cJSON_Delete(r);
-    r = scn_client_call(&k->c[i], "%s", line);
+    r = t_client_call(&k->c[i], "%s", line);
     if (at)
       *at = i;
-    if (strcmp(scn_resp_code(r), "MOVED") != 0)
+    if (strcmp(t_resp_code(r), "MOVED") != 0)
       break;
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "error");
-    i = node_index(scn_resp_str(e, "node"));
+    i = node_index(t_resp_str(e, "node"));
   }
   return r;
 }
@@ -156,7 +156,7 @@ static cJSON *wait_ok_anywhere(cluster *k, const char *line, long timeout_ms, in
       if (!k->connected[i])
         continue;
       cJSON *r = call_following(k, i, at, line);
-      if (scn_resp_ok(r))
+      if (t_resp_ok(r))
         return r;
       cJSON_Delete(r);
     }
@@ -176,10 +176,10 @@ static const cJSON *error_of(const cJSON *r) {
 static void test_routing_moved(void) {
   START_CLUSTER(k, NULL);
   cJSON *r = OK(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"g1.main\"}");
-  CU_ASSERT(scn_resp_str_is(r, "node", "n0"));
+  CU_ASSERT(t_resp_str_is(r, "node", "n0"));
   cJSON_Delete(r);
   r = OK(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"g1.main\",\"name\":\"a\"}");
-  unsigned long long e = scn_resp_id(r, "entity");
+  unsigned long long e = t_resp_id(r, "entity");
   cJSON_Delete(r);
   char addr[64];
   snprintf(addr, sizeof addr, "127.0.0.1:%d", k.d[0].port);
@@ -208,10 +208,10 @@ static void test_routing_moved(void) {
       snprintf(line, sizeof line, fmts[f], e, e);
       r = CALL(&k.c[i], "%s", line);
       const cJSON *err = error_of(r);
-      bool moved = scn_resp_str_is(err, "code", "MOVED") && scn_resp_str_is(err, "node", "n0") &&
-                   scn_resp_str_is(err, "addr", addr);
+      bool moved = t_resp_str_is(err, "code", "MOVED") && t_resp_str_is(err, "node", "n0") &&
+                   t_resp_str_is(err, "addr", addr);
       if (!CHECK(moved, r))
-        scn_report_text("request", line);
+        t_report_text("request", line);
       cJSON_Delete(r);
     }
   }
@@ -227,12 +227,12 @@ static void test_routing_moved(void) {
     char line[128];
     snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"fresh%d\"}", i);
     r = OK(&k.c[i], "%s", line);
-    CU_ASSERT(scn_resp_str_is(r, "node", node_name(i)));
+    CU_ASSERT(t_resp_str_is(r, "node", node_name(i)));
     cJSON_Delete(r);
     int other = (i + 1) % NODES;
     r = CALL(&k.c[other], "{\"cmd\":\"transform.find\",\"world\":\"fresh%d\",\"path\":\"x\"}", i);
-    CHECK(scn_resp_str_is(error_of(r), "code", "MOVED") &&
-              scn_resp_str_is(error_of(r), "node", node_name(i)),
+    CHECK(t_resp_str_is(error_of(r), "code", "MOVED") &&
+              t_resp_str_is(error_of(r), "node", node_name(i)),
           r);
     cJSON_Delete(r);
   }
@@ -244,10 +244,10 @@ static void test_routing_moved(void) {
     const cJSON *w, *worlds = cJSON_GetObjectItemCaseSensitive(r, "worlds");
     int found = 0;
     cJSON_ArrayForEach(w, worlds) {
-      if (scn_resp_str_is(w, "name", "g1.main") && scn_resp_str_is(w, "node", "n0"))
+      if (t_resp_str_is(w, "name", "g1.main") && t_resp_str_is(w, "node", "n0"))
         found++;
-      if (scn_resp_str_is(w, "name", "fresh2") && scn_resp_str_is(w, "node", "n2") &&
-          scn_resp_has(w, "transforms"))
+      if (t_resp_str_is(w, "name", "fresh2") && t_resp_str_is(w, "node", "n2") &&
+          t_resp_has(w, "transforms"))
         found++;
     }
     listed = found == 2;
@@ -257,11 +257,11 @@ static void test_routing_moved(void) {
   }
   CU_ASSERT(listed);
   r = OK(&k.c[1], "{\"cmd\":\"info\"}");
-  CU_ASSERT(scn_resp_str_is(r, "node", "n1"));
+  CU_ASSERT(t_resp_str_is(r, "node", "n1"));
   cJSON_Delete(r);
   /* The figures: MOVED answers counted (also by code), groups owned, the lease, etcd. */
   char *page = NULL;
-  CU_ASSERT_EQUAL(scn_http_get(k.d[1].http_port, "/metrics", &page), 200);
+  CU_ASSERT_EQUAL(t_http_get(k.d[1].http_port, "/metrics", &page), 200);
   CU_ASSERT(page_metric(page, "scened_cluster_moved_total") >= 17 * 1);
   CU_ASSERT(page_metric(page, "scened_cluster_groups_owned") == 1);
   CU_ASSERT(page_metric(page, "scened_cluster_registered") == 1);
@@ -271,11 +271,11 @@ static void test_routing_moved(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(page, "scened_command_errors_total{code=\"MOVED\"}"));
   free(page);
   page = NULL;
-  CU_ASSERT_EQUAL(scn_http_get(k.d[2].http_port, "/metrics", &page), 200);
+  CU_ASSERT_EQUAL(t_http_get(k.d[2].http_port, "/metrics", &page), 200);
   CU_ASSERT(page_metric(page, "scened_etcd_failovers_total") >= 1); /* its dead first endpoint */
   free(page);
   page = NULL;
-  CU_ASSERT_EQUAL(scn_http_get(k.d[0].http_port, "/readyz", &page), 200);
+  CU_ASSERT_EQUAL(t_http_get(k.d[0].http_port, "/readyz", &page), 200);
   free(page);
   cluster_stop(&k);
 }
@@ -290,29 +290,29 @@ static void test_scenectl_non_owner(void) {
   char port[16];
   snprintf(port, sizeof port, "%d", k.d[1].port);
   const char *args[] = {"--port", port, "transform.find", "world=ctl.main", "path=car", NULL};
-  scn_proc p;
-  CU_ASSERT_FATAL(scn_proc_start(&p, bin, args, NULL, NULL, 0));
-  int rc = scn_proc_wait(&p, 10000);
+  t_proc p;
+  CU_ASSERT_FATAL(t_proc_start(&p, bin, args, NULL, NULL, 0));
+  int rc = t_proc_wait(&p, 10000);
   CU_ASSERT_EQUAL(rc, 0);
   CU_ASSERT_PTR_NOT_NULL(strstr(text_str(&p.out), "\"entity\""));
   if (rc != 0)
-    scn_report_text("scenectl", text_str(&p.err));
-  scn_proc_free(&p);
+    t_report_text("scenectl", text_str(&p.err));
+  t_proc_free(&p);
   /* The Python client as well (next to the daemon's binary, or from the working directory). */
   char script[512];
-  const char *bin_dir = scn_daemon_bin(), *slash = strrchr(bin_dir, '/');
+  const char *bin_dir = t_daemon_bin(), *slash = strrchr(bin_dir, '/');
   snprintf(script, sizeof script, "%.*s/../scripts/scened_client.py",
            slash ? (int)(slash - bin_dir) : 1, slash ? bin_dir : ".");
   if (access(script, R_OK) != 0)
     snprintf(script, sizeof script, "scripts/scened_client.py");
   const char *py[] = {script, "--port", port, "transform.find", "world=ctl.main", "path=car", NULL};
-  CU_ASSERT_FATAL(scn_proc_start(&p, "/usr/bin/python3", py, NULL, NULL, 0));
-  rc = scn_proc_wait(&p, 10000);
+  CU_ASSERT_FATAL(t_proc_start(&p, "/usr/bin/python3", py, NULL, NULL, 0));
+  rc = t_proc_wait(&p, 10000);
   CU_ASSERT_EQUAL(rc, 0);
   CU_ASSERT_PTR_NOT_NULL(strstr(text_str(&p.out), "\"entity\""));
   if (rc != 0)
-    scn_report_text("python client", text_str(&p.err));
-  scn_proc_free(&p);
+    t_report_text("python client", text_str(&p.err));
+  t_proc_free(&p);
   cluster_stop(&k);
 }
 
@@ -325,10 +325,10 @@ static bool placed_at(cluster *k, int i, const char *world, const char *place, b
   while (t_now_ms() < deadline) {
     cJSON *r =
         CALL(&k->c[i], "{\"cmd\":\"world.create\",\"world\":\"%s\",\"node\":\"%s\"}", world, place);
-    bool got = moved ? scn_resp_str_is(error_of(r), "code", "MOVED") &&
-                           scn_resp_str_is(error_of(r), "node", want)
-                     : scn_resp_ok(r) && scn_resp_str_is(r, "node", want);
-    bool created = scn_resp_ok(r);
+    bool got = moved ? t_resp_str_is(error_of(r), "code", "MOVED") &&
+                           t_resp_str_is(error_of(r), "node", want)
+                     : t_resp_ok(r) && t_resp_str_is(r, "node", want);
+    bool created = t_resp_ok(r);
     if (!got && created)
       CHECK(got, r); /* created elsewhere than wanted: there is no going back */
     cJSON_Delete(r);
@@ -380,7 +380,7 @@ static void test_unique_entity_ids(void) {
     OKD(&k.c[i], "{\"cmd\":\"world.create\",\"world\":\"u%d\"}", i);
     for (int j = 0; j < CREATES; j++) {
       r = OK(&k.c[i], "{\"cmd\":\"transform.create\",\"world\":\"u%d\"}", i);
-      ids[n++] = scn_resp_id(r, "entity");
+      ids[n++] = t_resp_id(r, "entity");
       cJSON_Delete(r);
     }
   }
@@ -404,15 +404,15 @@ static void test_move_with_subscribers_and_writes(void) {
   OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"m.a\"}");
   OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"m.b\"}");
   cJSON *r = OK(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"m.a\",\"name\":\"x\"}");
-  unsigned long long e = scn_resp_id(r, "entity");
+  unsigned long long e = t_resp_id(r, "entity");
   cJSON_Delete(r);
-  scn_client sub, writer, mover;
+  t_client sub, writer, mover;
   CONNECT_FATAL(&sub, k.d[0].port);
   CONNECT_FATAL(&writer, k.d[0].port);
   CONNECT_FATAL(&mover, k.d[0].port);
-  scn_client_keep_events(&sub);
+  t_client_keep_events(&sub);
   r = OK(&sub, "{\"cmd\":\"subscribe\",\"world\":\"m.a\"}");
-  double sid = scn_resp_num(r, "sub");
+  double sid = t_resp_num(r, "sub");
   cJSON_Delete(r);
   /* Writes go in chunks while the move runs, so some land before the hand-off and some
    * after it. */
@@ -429,28 +429,28 @@ static void test_move_with_subscribers_and_writes(void) {
                 "{\"cmd\":\"transform.set_local\",\"world\":\"m.a\",\"entity\":%llu,\"t\":[%d,"
                 "0,0]}\n",
                 e, ++sent);
-    scn_client_send_raw(&writer, batch.s, batch.len);
+    t_client_send_raw(&writer, batch.s, batch.len);
     text_free(&batch);
     if (!move_sent && sent >= 200) {
-      scn_client_send(&mover, "{\"cmd\":\"world.move\",\"world\":\"m.a\",\"to\":\"n1\"}");
+      t_client_send(&mover, "{\"cmd\":\"world.move\",\"world\":\"m.a\",\"to\":\"n1\"}");
       move_sent = true;
     }
     if (move_sent && !m)
-      m = scn_recv_object(&mover, 1);
+      m = t_recv_object(&mover, 1);
     if (m)
       after_move++;
     /* Read what has been answered so far. */
     while (answered < sent) {
-      cJSON *w = scn_recv_object(&writer, answered + 4 * CHUNK < sent ? SCN_RESPONSE_MS : 1);
+      cJSON *w = t_recv_object(&writer, answered + 4 * CHUNK < sent ? T_RESPONSE_MS : 1);
       if (!w)
         break;
       answered++;
-      if (scn_resp_ok(w)) {
+      if (t_resp_ok(w)) {
         prefix &= refused == 0;
         last_ok = answered;
         oks++;
       } else {
-        const char *code = scn_resp_code(w);
+        const char *code = t_resp_code(w);
         CHECK(!strcmp(code, "MOVED") || !strcmp(code, "UNAVAILABLE"), w);
         refused++;
       }
@@ -458,13 +458,13 @@ static void test_move_with_subscribers_and_writes(void) {
     }
   }
   while (answered < sent) {
-    cJSON *w = scn_recv_object(&writer, SCN_RESPONSE_MS);
+    cJSON *w = t_recv_object(&writer, T_RESPONSE_MS);
     if (!w) {
       CU_FAIL("every write is answered");
       break;
     }
     answered++;
-    if (scn_resp_ok(w)) {
+    if (t_resp_ok(w)) {
       prefix &= refused == 0;
       last_ok = answered;
       oks++;
@@ -474,8 +474,8 @@ static void test_move_with_subscribers_and_writes(void) {
     cJSON_Delete(w);
   }
   if (!m)
-    m = scn_recv_object(&mover, SCN_RESPONSE_MS);
-  CHECK(scn_resp_ok(m), m);
+    m = t_recv_object(&mover, T_RESPONSE_MS);
+  CHECK(t_resp_ok(m), m);
   cJSON_Delete(m);
   CU_ASSERT(oks > 0 && refused > 0);
   CU_ASSERT(prefix);
@@ -484,12 +484,12 @@ static void test_move_with_subscribers_and_writes(void) {
   bool moved_event = false;
   long deadline = t_now_ms() + 5000;
   while (!moved_event && t_now_ms() < deadline) {
-    cJSON *ev = scn_next_event(&sub, 200);
-    if (ev && scn_resp_str_is(ev, "event", "moved")) {
+    cJSON *ev = t_next_event(&sub, 200);
+    if (ev && t_resp_str_is(ev, "event", "moved")) {
       char addr[64];
       snprintf(addr, sizeof addr, "127.0.0.1:%d", k.d[1].port);
-      CHECK(scn_resp_num(ev, "sub") == sid && scn_resp_str_is(ev, "world", "m.a") &&
-                scn_resp_str_is(ev, "node", "n1") && scn_resp_str_is(ev, "addr", addr),
+      CHECK(t_resp_num(ev, "sub") == sid && t_resp_str_is(ev, "world", "m.a") &&
+                t_resp_str_is(ev, "node", "n1") && t_resp_str_is(ev, "addr", addr),
             ev);
       moved_event = true;
     }
@@ -500,8 +500,7 @@ static void test_move_with_subscribers_and_writes(void) {
   /* The old owner sends both worlds of the group to n1; n1 has every acknowledged write. */
   for (int i = 0; i < 2; i++) {
     r = CALL(&k.c[0], "{\"cmd\":\"transform.get\",\"world\":\"m.%c\",\"entity\":%llu}", "ab"[i], e);
-    CHECK(scn_resp_str_is(error_of(r), "code", "MOVED") &&
-              scn_resp_str_is(error_of(r), "node", "n1"),
+    CHECK(t_resp_str_is(error_of(r), "code", "MOVED") && t_resp_str_is(error_of(r), "node", "n1"),
           r);
     cJSON_Delete(r);
   }
@@ -509,7 +508,7 @@ static void test_move_with_subscribers_and_writes(void) {
   const cJSON *local = cJSON_GetObjectItemCaseSensitive(r, "local");
   double x = cJSON_GetArraySize(local) == 16 ? cJSON_GetArrayItem(local, 12)->valuedouble : -1;
   CU_ASSERT_EQUAL(x, last_ok);
-  CU_ASSERT(scn_resp_str_is(r, "name", "x"));
+  CU_ASSERT(t_resp_str_is(r, "name", "x"));
   cJSON_Delete(r);
   OKD(&k.c[1], "{\"cmd\":\"world.list\"}");
   ERR(&k.c[1], "NOT_FOUND", "{\"cmd\":\"transform.find\",\"world\":\"m.b\",\"path\":\"none\"}");
@@ -520,9 +519,9 @@ static void test_move_with_subscribers_and_writes(void) {
   OKD(&k.c[1], "{\"cmd\":\"world.move\",\"world\":\"m.b\",\"to\":\"n2\"}");
   r = OK(&k.c[2], "{\"cmd\":\"transform.get\",\"world\":\"m.a\",\"entity\":%llu}", e);
   cJSON_Delete(r);
-  scn_client_close(&sub);
-  scn_client_close(&writer);
-  scn_client_close(&mover);
+  t_client_close(&sub);
+  t_client_close(&writer);
+  t_client_close(&mover);
   cluster_stop(&k);
 }
 
@@ -530,7 +529,7 @@ static void test_move_with_subscribers_and_writes(void) {
 
 /* The answers to lines (count requests, each with "id": its index), sent a few dozen at a
  * time, each as compact JSON without its id (caller frees them and the array). */
-static char **answers_to(scn_client *c, const char *const *lines, int count) {
+static char **answers_to(t_client *c, const char *const *lines, int count) {
   char **out = calloc((size_t)count, sizeof *out);
   CU_ASSERT_PTR_NOT_NULL_FATAL(out);
   for (int from = 0; from < count; from += 40) {
@@ -538,12 +537,12 @@ static char **answers_to(scn_client *c, const char *const *lines, int count) {
     text b = {0};
     for (int i = from; i < to; i++)
       text_addf(&b, "%s\n", lines[i]);
-    scn_client_send_raw(c, b.s, b.len);
+    t_client_send_raw(c, b.s, b.len);
     text_free(&b);
     for (int i = from; i < to; i++) {
-      cJSON *r = scn_recv_object(c, SCN_RESPONSE_MS);
+      cJSON *r = t_recv_object(c, T_RESPONSE_MS);
       CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-      CHECK(scn_resp_num(r, "id") == i, r);
+      CHECK(t_resp_num(r, "id") == i, r);
       cJSON_DeleteItemFromObjectCaseSensitive(r, "id");
       out[i] = cJSON_PrintUnformatted(r);
       cJSON_Delete(r);
@@ -559,7 +558,7 @@ static void answers_free(char **a, int count) {
 }
 
 /* The window a refused tick's message names: "ticks A to B". */
-static bool window_named(scn_client *c, const char *w, unsigned long long e, double tick,
+static bool window_named(t_client *c, const char *w, unsigned long long e, double tick,
                          long *oldest, long *newest) {
   char *msg = NULL;
   bool ok = ERR_MESSAGE(c, "NOT_FOUND", &msg,
@@ -574,16 +573,16 @@ static bool window_named(scn_client *c, const char *w, unsigned long long e, dou
   return ok;
 }
 
-static unsigned long long new_transform(scn_client *c, const char *fmt, ...)
+static unsigned long long new_transform(t_client *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-static unsigned long long new_transform(scn_client *c, const char *fmt, ...) {
+static unsigned long long new_transform(t_client *c, const char *fmt, ...) {
   char line[512];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
   cJSON *r = OK(c, "%s", line);
-  unsigned long long e = r ? scn_resp_id(r, "entity") : 0;
+  unsigned long long e = r ? t_resp_id(r, "entity") : 0;
   cJSON_Delete(r);
   return e;
 }
@@ -599,7 +598,7 @@ static void test_move_carries_history(void) {
   const char *W = "rw.main", *SIDE = "rw.side";
   OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"%s\",\"history\":600}", W);
   OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"%s\"}", SIDE);
-  scn_client *c0 = &k.c[0];
+  t_client *c0 = &k.c[0];
   unsigned long long car = new_transform(
       c0, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"name\":\"car\",\"t\":[0,0,0]}", W);
   unsigned long long wheel = new_transform(c0,
@@ -716,12 +715,12 @@ static void test_move_carries_history(void) {
       lines[n++] = strdup(line);
     }
   }
-  scn_client b64;
+  t_client b64;
   CONNECT_FATAL(&b64, k.d[0].port);
   OKD(&b64, "{\"cmd\":\"hello\",\"matrices\":\"b64\"}");
   char **json_before = answers_to(c0, (const char *const *)lines, n);
   char **b64_before = answers_to(&b64, (const char *const *)lines, n);
-  scn_client_close(&b64);
+  t_client_close(&b64);
   int found = 0;
   for (int i = 0; i < n; i++)
     found += strstr(json_before[i], "\"ok\":true") != NULL;
@@ -733,9 +732,9 @@ static void test_move_carries_history(void) {
   /* The move. */
   OKD(c0, "{\"cmd\":\"world.move\",\"world\":\"%s\",\"to\":\"n1\"}", W);
   cJSON *r = CALL(c0, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%llu}", W, car);
-  CHECK(scn_resp_str_is(error_of(r), "code", "MOVED"), r);
+  CHECK(t_resp_str_is(error_of(r), "code", "MOVED"), r);
   cJSON_Delete(r);
-  scn_client *c1 = &k.c[1];
+  t_client *c1 = &k.c[1];
   CONNECT_FATAL(&b64, k.d[1].port);
   OKD(&b64, "{\"cmd\":\"hello\",\"matrices\":\"b64\"}");
   char **json_after = answers_to(c1, (const char *const *)lines, n);
@@ -762,11 +761,11 @@ static void test_move_carries_history(void) {
   CU_ASSERT(now1 >= last);
   CU_ASSERT(TICK_NOW(c1, SIDE, car) >= side_before);
   r = OK(c1, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%llu}", W, wheel);
-  CU_ASSERT(scn_resp_str_is(r, "name", "moved"));
+  CU_ASSERT(t_resp_str_is(r, "name", "moved"));
   cJSON_Delete(r);
   r = OK(c1, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%llu,\"tick\":%ld}", W, wheel,
          last);
-  CU_ASSERT(scn_resp_str_is(r, "name", "wheel"));
+  CU_ASSERT(t_resp_str_is(r, "name", "wheel"));
   cJSON_Delete(r);
   /* now1 may be the tick n0 ran last, with the 99 still in the tick open at the move; t1 ran
    * on n1, after it and before the 500 */
@@ -793,15 +792,15 @@ static void test_move_carries_history(void) {
   r = OK(c1, "{\"cmd\":\"world.list\"}");
   int listed = 0;
   for (const cJSON *w = cJSON_GetObjectItemCaseSensitive(r, "worlds")->child; w; w = w->next) {
-    if (scn_resp_str_is(w, "name", W))
-      listed += CHECK(scn_resp_num(w, "history") == 600, w);
-    if (scn_resp_str_is(w, "name", SIDE))
-      listed += CHECK(scn_resp_num(w, "history") == 0, w);
+    if (t_resp_str_is(w, "name", W))
+      listed += CHECK(t_resp_num(w, "history") == 600, w);
+    if (t_resp_str_is(w, "name", SIDE))
+      listed += CHECK(t_resp_num(w, "history") == 0, w);
   }
   CU_ASSERT_EQUAL(listed, 2);
   cJSON_Delete(r);
-  CU_ASSERT_TRUE(scn_daemon_log_contains(&k.d[1], "histories=1 "));
-  scn_client_close(&b64);
+  CU_ASSERT_TRUE(t_daemon_log_contains(&k.d[1], "histories=1 "));
+  t_client_close(&b64);
   answers_free(json_before, n);
   answers_free(b64_before, n);
   answers_free(json_after, n);
@@ -813,9 +812,9 @@ static void test_move_carries_history(void) {
   /* kill -9 of n1: the group is taken over with its worlds, its window (600) and no past. */
   long before_kill = TICK_NOW(c1, W, car);
   kill(k.d[1].pid, SIGKILL);
-  scn_daemon_wait(&k.d[1], 5000);
+  t_daemon_wait(&k.d[1], 5000);
   k.up[1] = false;
-  scn_client_close(&k.c[1]);
+  t_client_close(&k.c[1]);
   k.connected[1] = false;
   int at = -1;
   char line[200];
@@ -833,8 +832,8 @@ static void test_move_carries_history(void) {
   CU_ASSERT(o == 1 && nw < before_kill);
   r = OK(&k.c[at], "{\"cmd\":\"world.list\"}");
   for (const cJSON *w = cJSON_GetObjectItemCaseSensitive(r, "worlds")->child; w; w = w->next)
-    if (scn_resp_str_is(w, "name", W))
-      CHECK(scn_resp_num(w, "history") == 600, w);
+    if (t_resp_str_is(w, "name", W))
+      CHECK(t_resp_num(w, "history") == 600, w);
   cJSON_Delete(r);
   fprintf(stderr, "  takeover by n%d: ticks start over (now %ld, %ld before the kill)\n", at, fresh,
           before_kill);
@@ -845,21 +844,21 @@ static void test_move_carries_history(void) {
 
 /* Sends count transform.create requests named prefix<i> pipelined; returns how many were
  * answered ok (their indices set in ok[]), reading until the connection ends or times out. */
-static int write_names(scn_client *c, const char *world, const char *prefix, int from, int count,
+static int write_names(t_client *c, const char *world, const char *prefix, int from, int count,
                        bool *ok, int timeout_ms) {
   text b = {0};
   for (int i = from; i < from + count; i++)
     text_addf(&b, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"name\":\"%s%d\",\"id\":%d}\n",
               world, prefix, i, i);
-  scn_client_send_raw(c, b.s, b.len);
+  t_client_send_raw(c, b.s, b.len);
   text_free(&b);
   int oks = 0;
   for (int i = 0; i < count; i++) {
-    cJSON *r = scn_client_recv_json(c, timeout_ms);
+    cJSON *r = t_client_recv_json(c, timeout_ms);
     if (!r)
       break;
-    int id = (int)scn_resp_num(r, "id");
-    if (scn_resp_ok(r) && id >= from && id < from + count) {
+    int id = (int)t_resp_num(r, "id");
+    if (t_resp_ok(r) && id >= from && id < from + count) {
       ok[id] = true;
       oks++;
     }
@@ -875,36 +874,36 @@ static void test_kill9_takeover(void) {
   OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"kill.main\"}");
   enum { ROUNDS = 20, PER = 50 };
   bool ok[ROUNDS * PER + PER] = {0};
-  scn_client w;
+  t_client w;
   CONNECT_FATAL(&w, k.d[0].port);
   int oks = 0;
   for (int round = 0; round < ROUNDS; round++)
-    oks += write_names(&w, "kill.main", "w", round * PER, PER, ok, SCN_RESPONSE_MS);
+    oks += write_names(&w, "kill.main", "w", round * PER, PER, ok, T_RESPONSE_MS);
   /* The last round is in flight when the owner dies. */
   text b = {0};
   for (int i = ROUNDS * PER; i < ROUNDS * PER + PER; i++)
     text_addf(&b,
               "{\"cmd\":\"transform.create\",\"world\":\"kill.main\",\"name\":\"w%d\",\"id\":%d}\n",
               i, i);
-  scn_client_send_raw(&w, b.s, b.len);
+  t_client_send_raw(&w, b.s, b.len);
   text_free(&b);
   kill(k.d[0].pid, SIGKILL);
   long killed = t_now_ms();
-  scn_daemon_wait(&k.d[0], 5000);
+  t_daemon_wait(&k.d[0], 5000);
   k.up[0] = false;
   for (int i = 0; i < PER; i++) {
-    cJSON *r = scn_client_recv_json(&w, 200);
+    cJSON *r = t_client_recv_json(&w, 200);
     if (!r)
       break;
-    int id = (int)scn_resp_num(r, "id");
-    if (scn_resp_ok(r) && id >= ROUNDS * PER) {
+    int id = (int)t_resp_num(r, "id");
+    if (t_resp_ok(r) && id >= ROUNDS * PER) {
       ok[id] = true;
       oks++;
     }
     cJSON_Delete(r);
   }
-  scn_client_close(&w);
-  scn_client_close(&k.c[0]);
+  t_client_close(&w);
+  t_client_close(&k.c[0]);
   k.connected[0] = false;
   int at = -1;
   cJSON *r =
@@ -921,10 +920,10 @@ static void test_kill9_takeover(void) {
   for (int i = 0; i < ROUNDS * PER + PER; i++) {
     if (!ok[i])
       continue;
-    cJSON *f = scn_client_call(
+    cJSON *f = t_client_call(
         &k.c[at], "{\"cmd\":\"transform.find\",\"world\":\"kill.main\",\"path\":\"w%d\"}", i);
-    if (!scn_resp_ok(f) && missing++ < 3)
-      scn_report("an acknowledged write is missing", f);
+    if (!t_resp_ok(f) && missing++ < 3)
+      t_report("an acknowledged write is missing", f);
     cJSON_Delete(f);
   }
   CU_ASSERT_EQUAL(missing, 0);
@@ -937,7 +936,7 @@ static void test_sigstop_fencing(void) {
   START_CLUSTER(k, "always");
   OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"stop.main\"}");
   OKD(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"stop.main\",\"name\":\"before\"}");
-  scn_client w;
+  t_client w;
   CONNECT_FATAL(&w, k.d[0].port);
   kill(k.d[0].pid, SIGSTOP);
   int at = -1;
@@ -954,35 +953,35 @@ static void test_sigstop_fencing(void) {
   for (int i = 0; i < 20; i++)
     text_addf(&b, "{\"cmd\":\"transform.create\",\"world\":\"stop.main\",\"name\":\"stale%d\"}\n",
               i);
-  scn_client_send_raw(&w, b.s, b.len);
+  t_client_send_raw(&w, b.s, b.len);
   text_free(&b);
   kill(k.d[0].pid, SIGCONT);
   int answered = 0, acked = 0;
   for (int i = 0; i < 20; i++) {
-    cJSON *x = scn_client_recv_json(&w, 5000);
+    cJSON *x = t_client_recv_json(&w, 5000);
     if (!x)
       break; /* closed: acknowledges nothing */
     answered++;
-    if (scn_resp_ok(x)) {
+    if (t_resp_ok(x)) {
       acked++;
-      scn_report("a stale owner acknowledged", x);
+      t_report("a stale owner acknowledged", x);
     }
     cJSON_Delete(x);
   }
   CU_ASSERT_EQUAL(acked, 0);
   fprintf(stderr, "  SIGCONT: %d of 20 stale writes answered (none ok), the rest unanswered\n",
           answered);
-  scn_client_close(&w);
+  t_client_close(&w);
   /* Asked again, it does not serve the group either. */
   r = CALL(&k.c[0],
            "{\"cmd\":\"transform.create\",\"world\":\"stop.main\",\"name\":\"stale-late\"}");
-  CHECK(!scn_resp_ok(r), r);
+  CHECK(!t_resp_ok(r), r);
   cJSON_Delete(r);
   if (at > 0) {
     for (int i = 0; i < 20; i++) {
       r = CALL(&k.c[at],
                "{\"cmd\":\"transform.find\",\"world\":\"stop.main\",\"path\":\"stale%d\"}", i);
-      CHECK(scn_resp_str_is(error_of(r), "code", "NOT_FOUND"), r);
+      CHECK(t_resp_str_is(error_of(r), "code", "NOT_FOUND"), r);
       cJSON_Delete(r);
     }
     ERR(&k.c[at], "NOT_FOUND",
@@ -1005,9 +1004,9 @@ static void test_etcd_down_fences(void) {
   while (!fenced && t_now_ms() < stopped + TTL_MS + 2000) {
     cJSON *r =
         CALL(&k.c[0], "{\"cmd\":\"transform.find\",\"world\":\"down.main\",\"path\":\"kept\"}");
-    fenced = scn_resp_str_is(error_of(r), "code", "UNAVAILABLE");
+    fenced = t_resp_str_is(error_of(r), "code", "UNAVAILABLE");
     if (!fenced)
-      CHECK(scn_resp_ok(r), r);
+      CHECK(t_resp_ok(r), r);
     cJSON_Delete(r);
     if (!fenced)
       t_sleep_ms(20);
@@ -1037,7 +1036,7 @@ static void test_sigterm_release(void) {
   START_CLUSTER(k, NULL);
   OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"term.main\"}");
   OKD(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"term.main\",\"name\":\"kept\"}");
-  scn_client_close(&k.c[0]);
+  t_client_close(&k.c[0]);
   k.connected[0] = false;
   kill(k.d[0].pid, SIGTERM);
   long t0 = t_now_ms();
@@ -1049,7 +1048,7 @@ static void test_sigterm_release(void) {
   cJSON_Delete(r);
   fprintf(stderr, "  SIGTERM: served by n%d %ld ms after the signal\n", at, took);
   CU_ASSERT(took < 1000);
-  int status = scn_daemon_wait(&k.d[0], 5000);
+  int status = t_daemon_wait(&k.d[0], 5000);
   k.up[0] = false;
   CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   cluster_stop(&k);
@@ -1083,7 +1082,7 @@ static void test_whole_cluster_restart(void) {
     snprintf(needle, sizeof needle, "group=r%d old=", g);
     int claims = 0;
     for (int i = 0; i < NODES; i++) {
-      char *log = scn_read_file(k.d[i].log_path);
+      char *log = t_read_file(k.d[i].log_path);
       for (const char *p = log ? strstr(log, needle) : NULL; p; p = strstr(p + 1, needle))
         claims += strstr(p, " new=n") && strncmp(strstr(p, " new=") + 5, "n", 1) == 0 &&
                   (!strchr(p, '\n') || strstr(p, " new=") < strchr(p, '\n'));
@@ -1115,14 +1114,14 @@ static bool write_acl_file(const char *path, const char *const *rules) {
 
 /* How many worlds world.list with cluster answers on c; with prefix, how many of them start
  * with it, and in *others how many do not. */
-static int listed(scn_client *c, const char *prefix, int *others) {
+static int listed(t_client *c, const char *prefix, int *others) {
   cJSON *r = OK(c, "{\"cmd\":\"world.list\",\"cluster\":true}");
   const cJSON *w, *worlds = cJSON_GetObjectItemCaseSensitive(r, "worlds");
   int n = 0;
   if (others)
     *others = 0;
   cJSON_ArrayForEach(w, worlds) {
-    const char *name = scn_resp_str(w, "name");
+    const char *name = t_resp_str(w, "name");
     if (!prefix || (name && strncmp(name, prefix, strlen(prefix)) == 0))
       n++;
     else if (others)
@@ -1138,8 +1137,8 @@ static int listed(scn_client *c, const char *prefix, int *others) {
  * matrix form there. */
 static void test_tls_acl_cluster(void) {
   char certs[64], data[64], acl[128], ca[128], cert[128], key[128];
-  CU_ASSERT_FATAL(scn_make_certs(certs, sizeof certs));
-  CU_ASSERT_FATAL(scn_temp_dir(data, sizeof data, "cluster-tls"));
+  CU_ASSERT_FATAL(t_make_certs(certs, sizeof certs));
+  CU_ASSERT_FATAL(t_temp_dir(data, sizeof data, "cluster-tls"));
   snprintf(acl, sizeof acl, "%s/acl", certs);
   snprintf(ca, sizeof ca, "%s/ca.pem", certs);
   snprintf(cert, sizeof cert, "%s/server.pem", certs);
@@ -1148,14 +1147,14 @@ static void test_tls_acl_cluster(void) {
                                       NULL};
   CU_ASSERT_FATAL(write_acl_file(acl, rules));
   etcd e = {0};
-  scn_daemon d[2];
-  scn_client c[2];
+  t_daemon d[2];
+  t_client c[2];
   bool up[2] = {false, false}, connected[2] = {false, false};
   if (!etcd_start(&e)) {
     CU_FAIL("etcd started");
     goto out;
   }
-  scn_tls_files trust = {.ca = ca};
+  t_tls_files trust = {.ca = ca};
   for (int i = 0; i < 2; i++) {
     const char *args[] = {"--cluster",  e.url,         "--data", data,         "--node",
                           node_name(i), "--lease-ttl", TTL,      "--tls-cert", cert,
@@ -1171,7 +1170,7 @@ static void test_tls_acl_cluster(void) {
   while (!both && t_now_ms() < deadline) {
     both = true;
     for (int i = 0; i < 2; i++) {
-      cJSON *r = scn_client_call(&c[i], "{\"cmd\":\"cluster.nodes\"}");
+      cJSON *r = t_client_call(&c[i], "{\"cmd\":\"cluster.nodes\"}");
       const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(r, "nodes");
       both &= cJSON_IsArray(nodes) && cJSON_GetArraySize(nodes) == 2;
       cJSON_Delete(r);
@@ -1190,7 +1189,7 @@ static void test_tls_acl_cluster(void) {
 
   /* The game token on n1 sees game1.a (n0's) and game2.b, never ops*; the operator's token
    * sees all four, once n1 knows n0's worlds. */
-  scn_client g;
+  t_client g;
   if (!CONNECT_TLS(&g, d[1].port, &trust))
     goto out;
   OKD(&g, "{\"cmd\":\"hello\",\"token\":\"game-token\"}");
@@ -1207,7 +1206,7 @@ static void test_tls_acl_cluster(void) {
   CU_ASSERT_EQUAL(others, 0);
   /* A world outside the prefix is refused before any routing. */
   ERR(&g, "UNAUTHORIZED", "{\"cmd\":\"transform.find\",\"world\":\"ops1.a\",\"path\":\"x\"}");
-  scn_client_close(&g);
+  t_client_close(&g);
 
   /* The library, asked on n1 for n0's world, follows MOVED over TLS and says hello there with
    * the token and the b64 form. */
@@ -1244,15 +1243,15 @@ static void test_tls_acl_cluster(void) {
   OKD(&c[1], "{\"cmd\":\"hello\",\"token\":\"op-token\"}");
   OKD(&c[1], "{\"cmd\":\"world.move\",\"world\":\"game2.b\",\"to\":\"n0\"}");
   r = CALL(&c[1], "{\"cmd\":\"transform.find\",\"world\":\"game2.b\",\"path\":\"x\"}");
-  CU_ASSERT(scn_resp_str_is(error_of(r), "code", "MOVED") &&
-            scn_resp_str_is(error_of(r), "node", "n0"));
+  CU_ASSERT(t_resp_str_is(error_of(r), "code", "MOVED") &&
+            t_resp_str_is(error_of(r), "node", "n0"));
   cJSON_Delete(r);
 out:
   for (int i = 0; i < 2; i++) {
     if (connected[i])
-      scn_client_close(&c[i]);
+      t_client_close(&c[i]);
     if (up[i])
-      scn_daemon_stop(&d[i], SIGTERM, 10000);
+      t_daemon_stop(&d[i], SIGTERM, 10000);
   }
   etcd_stop(&e, SIGTERM);
   if (e.dir[0])
@@ -1267,9 +1266,9 @@ static void test_old_layout_migrates(void) {
   etcd e = {0};
   CU_ASSERT_FATAL(etcd_start(&e));
   char data[64];
-  CU_ASSERT_FATAL(scn_temp_dir(data, sizeof data, "data"));
-  scn_daemon d;
-  scn_client c;
+  CU_ASSERT_FATAL(t_temp_dir(data, sizeof data, "data"));
+  t_daemon d;
+  t_client c;
   const char *plain[] = {"--data", data, "--fsync", "always", NULL};
   unsigned long long e1 = 0, e2 = 0, loose = 0;
   if (START_CONNECTED(&d, &c, plain)) {
@@ -1277,20 +1276,20 @@ static void test_old_layout_migrates(void) {
     OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"other\"}");
     cJSON *r =
         OK(&c, "{\"cmd\":\"transform.create\",\"world\":\"old.a\",\"name\":\"p\",\"t\":[1,2,3]}");
-    e1 = scn_resp_id(r, "entity");
+    e1 = t_resp_id(r, "entity");
     cJSON_Delete(r);
     OKD(&c, "{\"cmd\":\"save\"}");
     /* After the snapshot, in the journal only. */
     r = OK(&c, "{\"cmd\":\"transform.create\",\"world\":\"other\",\"name\":\"q\",\"t\":[4,5,6]}");
-    e2 = scn_resp_id(r, "entity");
+    e2 = t_resp_id(r, "entity");
     cJSON_Delete(r);
     r = OK(&c, "{\"cmd\":\"entity.create\"}");
     loose =
         (unsigned long long)cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "entities"), 0)
             ->valuedouble;
     cJSON_Delete(r);
-    scn_client_close(&c);
-    scn_daemon_stop(&d, SIGKILL, 5000);
+    t_client_close(&c);
+    t_daemon_stop(&d, SIGKILL, 5000);
   }
   cluster k;
   memset(&k, 0, sizeof k);
@@ -1303,7 +1302,7 @@ static void test_old_layout_migrates(void) {
   snprintf(line, sizeof line, "{\"cmd\":\"transform.get\",\"world\":\"old.a\",\"entity\":%llu}",
            e1);
   cJSON *r = wait_ok_anywhere(&k, line, 10000, NULL);
-  CU_ASSERT(r && scn_resp_str_is(r, "name", "p"));
+  CU_ASSERT(r && t_resp_str_is(r, "name", "p"));
   cJSON_Delete(r);
   snprintf(line, sizeof line, "{\"cmd\":\"transform.get\",\"world\":\"other\",\"entity\":%llu}",
            e2);
@@ -1316,7 +1315,7 @@ static void test_old_layout_migrates(void) {
   int owners = 0;
   for (int i = 0; i < NODES; i++) {
     cJSON *x = CALL(&k.c[i], "{\"cmd\":\"entity.destroy\",\"entity\":%llu}", loose);
-    owners += scn_resp_ok(x);
+    owners += t_resp_ok(x);
     cJSON_Delete(x);
     x = OK(&k.c[i], "{\"cmd\":\"entity.create\",\"count\":10}");
     const cJSON *id;
@@ -1338,12 +1337,12 @@ static void test_old_layout_migrates(void) {
 /* ---- bad input ----------------------------------------------------------------------------- */
 
 static int run_scened(const char *const *args, text *err) {
-  scn_proc p;
-  if (!scn_proc_start(&p, scn_daemon_bin(), args, NULL, NULL, 0))
+  t_proc p;
+  if (!t_proc_start(&p, t_daemon_bin(), args, NULL, NULL, 0))
     return -1;
-  int rc = scn_proc_wait(&p, 10000);
+  int rc = t_proc_wait(&p, 10000);
   text_add(err, text_str(&p.err), strlen(text_str(&p.err)));
-  scn_proc_free(&p);
+  t_proc_free(&p);
   return rc;
 }
 
@@ -1364,7 +1363,7 @@ static void test_bad_flags(void) {
     const char *nl = strchr(s, '\n');
     CU_ASSERT(nl && nl[1] == '\0');
     if (rc != 2)
-      scn_report_text("stderr", s);
+      t_report_text("stderr", s);
     text_free(&err);
   }
 }
@@ -1373,14 +1372,14 @@ static void test_bad_flags(void) {
  * UNAVAILABLE; once etcd is there it registers and serves. */
 static void test_etcd_late(void) {
   etcd e = {0};
-  CU_ASSERT_FATAL(scn_temp_dir(e.dir, sizeof e.dir, "etcd"));
+  CU_ASSERT_FATAL(t_temp_dir(e.dir, sizeof e.dir, "etcd"));
   e.port = free_port();
   e.peer = free_port();
   snprintf(e.url, sizeof e.url, "http://127.0.0.1:%d", e.port);
   cluster k;
   memset(&k, 0, sizeof k);
   k.e = e;
-  CU_ASSERT_FATAL(scn_temp_dir(k.data, sizeof k.data, "data"));
+  CU_ASSERT_FATAL(t_temp_dir(k.data, sizeof k.data, "data"));
   for (int i = 0; i < NODES; i++)
     CU_ASSERT_FATAL(node_start(&k, i));
   ERR(&k.c[0], "UNAVAILABLE", "{\"cmd\":\"world.create\",\"world\":\"late\"}");
@@ -1388,12 +1387,12 @@ static void test_etcd_late(void) {
   ERR(&k.c[2], "UNAVAILABLE", "{\"cmd\":\"entity.create\"}");
   OKD(&k.c[0], "{\"cmd\":\"ping\"}");
   char *resp = NULL;
-  CU_ASSERT_EQUAL(scn_http_get(k.d[0].http_port, "/readyz", &resp), 503);
+  CU_ASSERT_EQUAL(t_http_get(k.d[0].http_port, "/readyz", &resp), 503);
   free(resp);
-  CU_ASSERT(scn_daemon_log_contains(&k.d[0], "cannot register yet"));
+  CU_ASSERT(t_daemon_log_contains(&k.d[0], "cannot register yet"));
   CU_ASSERT_FATAL(etcd_start(&k.e));
   CU_ASSERT(wait_registered(&k, NODES));
-  CU_ASSERT_EQUAL(scn_http_get(k.d[0].http_port, "/readyz", &resp), 200);
+  CU_ASSERT_EQUAL(t_http_get(k.d[0].http_port, "/readyz", &resp), 200);
   free(resp);
   cJSON *r = OK(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"late\"}");
   cJSON_Delete(r);
@@ -1543,7 +1542,7 @@ static void test_late_delete(void) {
   cluster k;
   memset(&k, 0, sizeof k);
   CU_ASSERT_FATAL(etcd_start(&k.e));
-  CU_ASSERT_FATAL(scn_temp_dir(k.data, sizeof k.data, "data"));
+  CU_ASSERT_FATAL(t_temp_dir(k.data, sizeof k.data, "data"));
   int port;
   pid_t proxy = serve_in_child(watch_delaying_proxy, k.e.port, &port);
   CU_ASSERT_FATAL(proxy > 0);
@@ -1561,12 +1560,12 @@ static void test_late_delete(void) {
     int refused = 0;
     while (t_now_ms() < stopped + WATCH_DELAY_MS + 1500) {
       r = CALL(&k.c[1], "%s", find);
-      refused += !scn_resp_ok(r);
+      refused += !t_resp_ok(r);
       cJSON_Delete(r);
       t_sleep_ms(50);
     }
     CU_ASSERT_EQUAL(refused, 0);
-    CU_ASSERT_FALSE(scn_daemon_log_contains(&k.d[1], "group lost"));
+    CU_ASSERT_FALSE(t_daemon_log_contains(&k.d[1], "group lost"));
   } else {
     CU_FAIL("two daemons registered, one behind the proxy");
   }
@@ -1619,21 +1618,21 @@ static void test_fake_gateway_malformed(void) {
   cluster k;
   memset(&k, 0, sizeof k);
   snprintf(k.e.url, sizeof k.e.url, "http://127.0.0.1:%d", port);
-  CU_ASSERT_FATAL(scn_temp_dir(k.data, sizeof k.data, "data"));
+  CU_ASSERT_FATAL(t_temp_dir(k.data, sizeof k.data, "data"));
   for (int i = 0; i < NODES; i++)
     CU_ASSERT_FATAL(node_start(&k, i));
   long until = t_now_ms() + 2500;
   while (t_now_ms() < until) {
     for (int i = 0; i < NODES; i++) {
       cJSON *r = CALL(&k.c[i], "{\"cmd\":\"transform.create\",\"world\":\"a\"}");
-      CHECK(scn_resp_str_is(error_of(r), "code", "UNAVAILABLE"), r);
+      CHECK(t_resp_str_is(error_of(r), "code", "UNAVAILABLE"), r);
       cJSON_Delete(r);
     }
     t_sleep_ms(50);
   }
   for (int i = 0; i < NODES; i++) {
     CU_ASSERT(kill(k.d[i].pid, 0) == 0);
-    scn_client_close(&k.c[i]);
+    t_client_close(&k.c[i]);
     k.connected[i] = false;
     STOP_OK(&k.d[i], 10000);
     k.up[i] = false;

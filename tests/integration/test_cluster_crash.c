@@ -28,9 +28,9 @@
 #define ROUTE_MS 20000
 
 typedef struct node {
-  scn_daemon d;
-  scn_client c;
-  scn_client watch; /* a subscriber and reader of past ticks (crash_watch) */
+  t_daemon d;
+  t_client c;
+  t_client watch; /* a subscriber and reader of past ticks (crash_watch) */
   bool up;
 } node;
 
@@ -59,8 +59,8 @@ static bool node_start(pair *p, int i) {
   n->up = START(&n->d, args) && CONNECT(&n->c, n->d.port) && CONNECT(&n->watch, n->d.port);
   if (!n->up)
     return false;
-  cJSON *r = scn_client_call(&n->c, "{\"cmd\":\"hello\",\"matrices\":\"b64\"}");
-  n->up = scn_resp_ok(r);
+  cJSON *r = t_client_call(&n->c, "{\"cmd\":\"hello\",\"matrices\":\"b64\"}");
+  n->up = t_resp_ok(r);
   cJSON_Delete(r);
   return n->up;
 }
@@ -69,9 +69,9 @@ static void node_stop(pair *p, int i, int sig) {
   node *n = &p->n[i];
   if (!n->up)
     return;
-  scn_client_close(&n->c);
-  scn_client_close(&n->watch);
-  int status = scn_daemon_stop(&n->d, sig, 20000);
+  t_client_close(&n->c);
+  t_client_close(&n->watch);
+  int status = t_daemon_stop(&n->d, sig, 20000);
   if (sig == SIGTERM)
     CU_ASSERT_EQUAL(status, 0);
   n->up = false;
@@ -88,7 +88,7 @@ static bool wait_joined(pair *p) {
     for (int i = 0; i < NODES; i++) {
       if (!p->n[i].up)
         continue;
-      cJSON *r = scn_client_call(&p->n[i].c, "{\"cmd\":\"cluster.nodes\"}");
+      cJSON *r = t_client_call(&p->n[i].c, "{\"cmd\":\"cluster.nodes\"}");
       const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(r, "nodes");
       all &= cJSON_IsArray(nodes) && cJSON_GetArraySize(nodes) == want;
       cJSON_Delete(r);
@@ -117,10 +117,10 @@ static cJSON *route(pair *p, const wl_req *rq) {
       if (!p->n[at].up)
         at = 1 - at;
     }
-    cJSON *r = scn_client_call(&p->n[at].c, "%s", rq->line);
-    const char *code = scn_resp_code(r);
+    cJSON *r = t_client_call(&p->n[at].c, "%s", rq->line);
+    const char *code = t_resp_code(r);
     if (r && strcmp(code, "MOVED") == 0) {
-      at = node_index(scn_resp_str(cJSON_GetObjectItemCaseSensitive(r, "error"), "node"));
+      at = node_index(t_resp_str(cJSON_GetObjectItemCaseSensitive(r, "error"), "node"));
       cJSON_Delete(r);
       continue;
     }
@@ -145,8 +145,8 @@ static bool pair_send(void *ud, const wl_req *reqs, size_t n, cJSON **out) {
 }
 
 typedef struct solo {
-  scn_daemon d;
-  scn_client c;
+  t_daemon d;
+  t_client c;
   bool up;
 } solo;
 
@@ -185,11 +185,11 @@ static bool move_group(pair *p, workload *w) {
   char line[160];
   snprintf(line, sizeof line, "{\"cmd\":\"world.move\",\"world\":\"%s.a\",\"to\":\"%s\"}",
            wl_group_names[g], node_names[1 - from]);
-  cJSON *r = scn_client_call(&p->n[from].c, "%s", line);
-  bool moved = scn_resp_ok(r);
+  cJSON *r = t_client_call(&p->n[from].c, "%s", line);
+  bool moved = t_resp_ok(r);
   /* NOT_FOUND: the group has no world of that name now; the move is tried again later */
-  if (!moved && strcmp(scn_resp_code(r), "NOT_FOUND") != 0)
-    scn_report("world.move", r);
+  if (!moved && strcmp(t_resp_code(r), "NOT_FOUND") != 0)
+    t_report("world.move", r);
   cJSON_Delete(r);
   if (!moved)
     return true;
@@ -204,9 +204,9 @@ static bool save_both(pair *p) {
   for (int i = 0; i < NODES; i++) {
     if (!p->n[i].up)
       continue;
-    cJSON *r = scn_client_call(&p->n[i].c, "{\"cmd\":\"save\"}");
-    if (!scn_resp_ok(r)) {
-      scn_report("save", r);
+    cJSON *r = t_client_call(&p->n[i].c, "{\"cmd\":\"save\"}");
+    if (!t_resp_ok(r)) {
+      t_report("save", r);
       ok = false;
     }
     cJSON_Delete(r);
@@ -224,13 +224,13 @@ static bool run_seed(uint64_t seed, int steps) {
   fprintf(stderr, "  cluster crash: seed %llu (SCENED_SEED=%llu replays it)\n",
           (unsigned long long)seed, (unsigned long long)seed);
   solo ref = {0};
-  bool ok = etcd_start(&p.e) && scn_temp_dir(p.data, sizeof p.data, "data");
+  bool ok = etcd_start(&p.e) && t_temp_dir(p.data, sizeof p.data, "data");
   for (int i = 0; ok && i < NODES; i++)
     ok = node_start(&p, i);
   ok = ok && wait_joined(&p);
   ok = ok && (ref.up = START(&ref.d, NULL)) && CONNECT(&ref.c, ref.d.port);
-  cJSON *hello = ok ? scn_client_call(&ref.c, "{\"cmd\":\"hello\",\"matrices\":\"b64\"}") : NULL;
-  ok = ok && scn_resp_ok(hello);
+  cJSON *hello = ok ? t_client_call(&ref.c, "{\"cmd\":\"hello\",\"matrices\":\"b64\"}") : NULL;
+  ok = ok && t_resp_ok(hello);
   cJSON_Delete(hello);
   CU_ASSERT(ok);
   workload w;
@@ -287,8 +287,8 @@ static bool run_seed(uint64_t seed, int steps) {
   for (int i = 0; i < NODES; i++)
     node_stop(&p, i, SIGTERM);
   if (ref.up) {
-    scn_client_close(&ref.c);
-    scn_daemon_stop(&ref.d, SIGTERM, 10000);
+    t_client_close(&ref.c);
+    t_daemon_stop(&ref.d, SIGTERM, 10000);
   }
   etcd_stop(&p.e, SIGTERM);
   remove_tree(p.e.dir);
@@ -315,15 +315,15 @@ static void test_random_cluster_crashes(void) {
 static cJSON *ok_at(pair *p, int i, const char *line) {
   long deadline = t_now_ms() + ROUTE_MS;
   for (;;) {
-    cJSON *r = scn_client_call(&p->n[i].c, "%s", line);
-    const char *code = scn_resp_code(r);
-    int to = node_index(scn_resp_str(cJSON_GetObjectItemCaseSensitive(r, "error"), "node"));
+    cJSON *r = t_client_call(&p->n[i].c, "%s", line);
+    const char *code = t_resp_code(r);
+    int to = node_index(t_resp_str(cJSON_GetObjectItemCaseSensitive(r, "error"), "node"));
     bool wait =
         strcmp(code, "UNAVAILABLE") == 0 || (strcmp(code, "MOVED") == 0 && to >= 0 && !p->n[to].up);
-    if (scn_resp_ok(r) || !wait || t_now_ms() > deadline) {
-      if (!scn_resp_ok(r))
-        scn_report(line, r);
-      CU_ASSERT(scn_resp_ok(r));
+    if (t_resp_ok(r) || !wait || t_now_ms() > deadline) {
+      if (!t_resp_ok(r))
+        t_report(line, r);
+      CU_ASSERT(t_resp_ok(r));
       return r;
     }
     cJSON_Delete(r);
@@ -333,7 +333,7 @@ static cJSON *ok_at(pair *p, int i, const char *line) {
 
 static bool pair_start(pair *p, int nodes) {
   memset(p, 0, sizeof *p);
-  bool ok = etcd_start(&p->e) && scn_temp_dir(p->data, sizeof p->data, "data");
+  bool ok = etcd_start(&p->e) && t_temp_dir(p->data, sizeof p->data, "data");
   for (int i = 0; ok && i < nodes; i++)
     ok = node_start(p, i);
   ok = ok && wait_joined(p);
@@ -368,15 +368,15 @@ static void test_destroyed_world_stays_destroyed(void) {
   cJSON *r = ok_at(&p, 0, "{\"cmd\":\"world.list\"}");
   const cJSON *worlds = cJSON_GetObjectItemCaseSensitive(r, "worlds");
   CU_ASSERT_EQUAL(cJSON_GetArraySize(worlds), 1);
-  CU_ASSERT(scn_resp_str_is(cJSON_GetArrayItem(worlds, 0), "name", "g1.b"));
+  CU_ASSERT(t_resp_str_is(cJSON_GetArrayItem(worlds, 0), "name", "g1.b"));
   if (cJSON_GetArraySize(worlds) != 1)
-    scn_report("world.list after kill -9", r);
+    t_report("world.list after kill -9", r);
   cJSON_Delete(r);
   pair_stop(&p);
 }
 
 static unsigned long long id_of(cJSON *r, const char *field) {
-  unsigned long long id = scn_resp_id(r, field);
+  unsigned long long id = t_resp_id(r, field);
   const cJSON *list = cJSON_GetObjectItemCaseSensitive(r, field);
   if (!id && cJSON_IsArray(list) && cJSON_IsNumber(list->child))
     id = (unsigned long long)list->child->valuedouble;

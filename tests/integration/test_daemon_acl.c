@@ -59,7 +59,7 @@ static const char *const rules[] = {"op-token read,write,admin *",
                                     "reader read match7.,match8.",
                                     NULL};
 
-static bool start_acl(scn_daemon *d, const char *const *extra) {
+static bool start_acl(t_daemon *d, const char *const *extra) {
   const char *args[16] = {"--acl", acl_path()};
   int n = 2;
   for (int i = 0; extra && extra[i] && n < 14; i++)
@@ -69,7 +69,7 @@ static bool start_acl(scn_daemon *d, const char *const *extra) {
 }
 
 /* A new connection that said hello with token (NULL: none). */
-static bool as(scn_client *c, const scn_daemon *d, const char *token) {
+static bool as(t_client *c, const t_daemon *d, const char *token) {
   if (!CONNECT(c, d->port))
     return false;
   if (token)
@@ -78,7 +78,7 @@ static bool as(scn_client *c, const scn_daemon *d, const char *token) {
 }
 
 /* Everything an operator can see, as one string: to show that a refusal changed nothing. */
-static char *state_of(scn_client *op, long long *entities, int n) {
+static char *state_of(t_client *op, long long *entities, int n) {
   text t = {0};
   cJSON *r = OK(op, "{\"cmd\":\"world.list\"}");
   char *s = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(r, "worlds"));
@@ -94,9 +94,8 @@ static char *state_of(scn_client *op, long long *entities, int n) {
     cJSON_Delete(r);
   }
   r = OK(op, "{\"cmd\":\"info\"}");
-  text_addf(&t, "worlds=%g entities=%g transforms=%g subscriptions=%g\n", scn_resp_num(r, "worlds"),
-            scn_resp_num(r, "entities"), scn_resp_num(r, "transforms"),
-            scn_resp_num(r, "subscriptions"));
+  text_addf(&t, "worlds=%g entities=%g transforms=%g subscriptions=%g\n", t_resp_num(r, "worlds"),
+            t_resp_num(r, "entities"), t_resp_num(r, "transforms"), t_resp_num(r, "subscriptions"));
   cJSON_Delete(r);
   return t.s;
 }
@@ -105,13 +104,13 @@ static char *state_of(scn_client *op, long long *entities, int n) {
 
 static void test_every_command_needs_its_right(void) {
   char data[64];
-  CU_ASSERT_FATAL(scn_temp_dir(data, sizeof data, "acl-data"));
+  CU_ASSERT_FATAL(t_temp_dir(data, sizeof data, "acl-data"));
   write_acl(rules);
-  scn_daemon d;
+  t_daemon d;
   const char *extra[] = {"--data", data, NULL};
   if (!start_acl(&d, extra))
     return;
-  scn_client op;
+  t_client op;
   if (!as(&op, &d, "op-token"))
     return;
   OKD(&op, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
@@ -119,7 +118,7 @@ static void test_every_command_needs_its_right(void) {
   for (int i = 0; i < 3; i++) {
     cJSON *r = OK(&op, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"name\":\"n%d\"%s}", i,
                   i == 2 ? "" : ",\"t\":[1,2,3]");
-    e[i] = (long long)scn_resp_id(r, "entity");
+    e[i] = (long long)t_resp_id(r, "entity");
     cJSON_Delete(r);
   }
   OKD(&op, "{\"cmd\":\"transform.link\",\"world\":\"w\",\"entity\":%lld,\"parent\":%lld}", e[1],
@@ -175,7 +174,7 @@ static void test_every_command_needs_its_right(void) {
     const char *token = cmd->right == SCN_RIGHT(read)    ? "no-read"
                         : cmd->right == SCN_RIGHT(write) ? "no-write"
                                                          : "no-admin";
-    scn_client c;
+    t_client c;
     if (!as(&c, &d, token))
       continue;
     char line[512];
@@ -185,7 +184,7 @@ static void test_every_command_needs_its_right(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(message, cmd->name));
     free(message);
     QUIET(&c, 100); /* no event either (a subscription would send a frame) */
-    scn_client_close(&c);
+    t_client_close(&c);
     char *after = state_of(&op, e, 3);
     CU_ASSERT_STRING_EQUAL(after, before);
     if (strcmp(after, before) != 0)
@@ -199,7 +198,7 @@ static void test_every_command_needs_its_right(void) {
   CU_ASSERT_NOT_EQUAL(access(snap, F_OK), 0);
   /* Each refusal is counted under its command. */
   char *page;
-  CU_ASSERT_EQUAL(scn_http_get(d.http_port, "/metrics", &page), 200);
+  CU_ASSERT_EQUAL(t_http_get(d.http_port, "/metrics", &page), 200);
   for (unsigned i = 0; i < scn_command_count; i++) {
     char sample[128];
     snprintf(sample, sizeof sample, "scened_unauthorized_total{command=\"%s\"}",
@@ -207,19 +206,19 @@ static void test_every_command_needs_its_right(void) {
     CU_ASSERT_EQUAL(page_metric(page, sample), 1);
   }
   free(page);
-  scn_client_close(&op);
+  t_client_close(&op);
   STOP_OK(&d, 5000);
-  scn_remove_tree(data);
+  t_remove_tree(data);
 }
 
 /* ---- anonymous connections ---------------------------------------------------------------- */
 
 static void test_anonymous(void) {
   write_acl(rules);
-  scn_daemon d;
+  t_daemon d;
   if (!start_acl(&d, NULL))
     return;
-  scn_client c;
+  t_client c;
   if (!as(&c, &d, NULL))
     return;
   OKD(&c, "{\"cmd\":\"ping\"}");
@@ -253,14 +252,14 @@ static void test_anonymous(void) {
   free(s);
   cJSON_Delete(r);
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"any\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
   STOP_OK(&d, 5000);
 }
 
 /* ---- prefixes ----------------------------------------------------------------------------- */
 
 /* The worlds info's per-world figures name, and in *match7 those of match7. */
-static int info_worlds(scn_client *c, int *match7) {
+static int info_worlds(t_client *c, int *match7) {
   cJSON *r = OK(c, "{\"cmd\":\"info\"}");
   const cJSON *per_world = cJSON_GetObjectItemCaseSensitive(
       cJSON_GetObjectItemCaseSensitive(r, "metrics"), "world_transforms");
@@ -274,20 +273,20 @@ static int info_worlds(scn_client *c, int *match7) {
 
 static void test_prefixes(void) {
   write_acl(rules);
-  scn_daemon d;
+  t_daemon d;
   if (!start_acl(&d, NULL))
     return;
-  scn_client op, m7;
+  t_client op, m7;
   if (!as(&op, &d, "op-token") || !as(&m7, &d, "match7-token"))
     return;
   OKD(&op, "{\"cmd\":\"world.create\",\"world\":\"match7.a\"}");
   OKD(&op, "{\"cmd\":\"world.create\",\"world\":\"match8.x\"}");
   OKD(&op, "{\"cmd\":\"world.create\",\"world\":\"match70\"}");
   cJSON *r = OK(&op, "{\"cmd\":\"transform.create\",\"world\":\"match8.x\",\"t\":[1,2,3]}");
-  long long x = (long long)scn_resp_id(r, "entity");
+  long long x = (long long)t_resp_id(r, "entity");
   cJSON_Delete(r);
   r = OK(&m7, "{\"cmd\":\"transform.create\",\"world\":\"match7.a\"}");
-  long long a = (long long)scn_resp_id(r, "entity");
+  long long a = (long long)t_resp_id(r, "entity");
   cJSON_Delete(r);
   r = OK(&op, "{\"cmd\":\"transform.get\",\"world\":\"match8.x\",\"entity\":%lld}", x);
   cJSON_DeleteItemFromObjectCaseSensitive(r, "tick"); /* the world's clock, not its state */
@@ -337,7 +336,7 @@ static void test_prefixes(void) {
   const cJSON *worlds = cJSON_GetObjectItemCaseSensitive(r, "worlds"), *w;
   int n = 0;
   cJSON_ArrayForEach(w, worlds) {
-    CU_ASSERT_EQUAL(strncmp(scn_resp_str(w, "name"), "match7.", 7), 0);
+    CU_ASSERT_EQUAL(strncmp(t_resp_str(w, "name"), "match7.", 7), 0);
     n++;
   }
   CU_ASSERT_EQUAL(n, 2);
@@ -358,18 +357,18 @@ static void test_prefixes(void) {
   CU_ASSERT_STRING_EQUAL(after, before);
   free(before);
   free(after);
-  scn_client_close(&m7);
-  scn_client_close(&op);
+  t_client_close(&m7);
+  t_client_close(&op);
   STOP_OK(&d, 5000);
 }
 
 /* ---- SIGHUP ------------------------------------------------------------------------------- */
 
 /* Sends SIGHUP and waits until the log shows the count-th line with what. */
-static bool hangup(scn_daemon *d, const char *what, int count) {
+static bool hangup(t_daemon *d, const char *what, int count) {
   kill(d->pid, SIGHUP);
   for (long end = t_now_ms() + 5000; t_now_ms() < end; t_sleep_ms(20)) {
-    char *log = scn_read_file(d->log_path);
+    char *log = t_read_file(d->log_path);
     int seen = 0;
     for (const char *p = log; p && (p = strstr(p, what)); p++)
       seen++;
@@ -383,38 +382,38 @@ static bool hangup(scn_daemon *d, const char *what, int count) {
 static void test_reload(void) {
   const char *v1[] = {"op-token read,write,admin *", "player read match7.", NULL};
   write_acl(v1);
-  scn_daemon d;
+  t_daemon d;
   if (!start_acl(&d, NULL))
     return;
-  scn_client op, p;
+  t_client op, p;
   if (!as(&op, &d, "op-token") || !as(&p, &d, "player"))
     return;
   OKD(&op, "{\"cmd\":\"world.create\",\"world\":\"match7.a\"}");
   OKD(&op, "{\"cmd\":\"world.create\",\"world\":\"match8.x\"}");
   OKD(&op, "{\"cmd\":\"transform.create\",\"world\":\"match7.a\"}");
-  scn_client_keep_events(&p);
+  t_client_keep_events(&p);
   cJSON *r = OK(&p, "{\"cmd\":\"subscribe\",\"world\":\"match7.a\"}");
-  double sub = scn_resp_num(r, "sub");
+  double sub = t_resp_num(r, "sub");
   cJSON_Delete(r);
-  cJSON *f = scn_next_event(&p, 5000);
-  CU_ASSERT_TRUE(scn_resp_str_is(f, "event", "frame"));
+  cJSON *f = t_next_event(&p, 5000);
+  CU_ASSERT_TRUE(t_resp_str_is(f, "event", "frame"));
   cJSON_Delete(f);
 
   /* The player moves to match8.: the open connection follows, its subscription ends. */
   const char *v2[] = {"op-token read,write,admin *", "player read match8.", NULL};
   write_acl(v2);
   CU_ASSERT_TRUE_FATAL(hangup(&d, "access list reloaded", 1));
-  f = scn_next_event(&p, 5000);
-  CU_ASSERT_TRUE(scn_resp_str_is(f, "event", "unsubscribed"));
-  CU_ASSERT_TRUE(scn_resp_str_is(f, "reason", "unauthorized"));
-  CU_ASSERT_EQUAL(scn_resp_num(f, "sub"), sub);
+  f = t_next_event(&p, 5000);
+  CU_ASSERT_TRUE(t_resp_str_is(f, "event", "unsubscribed"));
+  CU_ASSERT_TRUE(t_resp_str_is(f, "reason", "unauthorized"));
+  CU_ASSERT_EQUAL(t_resp_num(f, "sub"), sub);
   cJSON_Delete(f);
   ERR(&p, "UNAUTHORIZED", "{\"cmd\":\"transform.find\",\"world\":\"match7.a\",\"path\":\"x\"}");
   ERR(&p, "UNAUTHORIZED", "{\"cmd\":\"subscribe\",\"world\":\"match7.a\"}");
   OKD(&p, "{\"cmd\":\"subscribe\",\"world\":\"match8.x\"}");
   r = OK(&p, "{\"cmd\":\"world.list\"}");
   const cJSON *w = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "worlds"), 0);
-  CU_ASSERT_TRUE(scn_resp_str_is(w, "name", "match8.x"));
+  CU_ASSERT_TRUE(t_resp_str_is(w, "name", "match8.x"));
   cJSON_Delete(r);
 
   /* A file that does not parse: a warning, and the rules in force stay. */
@@ -423,12 +422,12 @@ static void test_reload(void) {
   fprintf(bad, "%s read,fly *\n", hash_of("newcomer"));
   fclose(bad);
   CU_ASSERT_TRUE(hangup(&d, "access list not reloaded", 1));
-  CU_ASSERT_TRUE(scn_daemon_log_contains(&d, "unknown right"));
+  CU_ASSERT_TRUE(t_daemon_log_contains(&d, "unknown right"));
   OKD(&p, "{\"cmd\":\"world.list\"}");
-  scn_client nc;
+  t_client nc;
   if (CONNECT(&nc, d.port)) {
     ERR(&nc, "UNAUTHORIZED", "{\"cmd\":\"hello\",\"token\":\"newcomer\"}");
-    scn_client_close(&nc);
+    t_client_close(&nc);
   }
 
   /* The player's token leaves the list: its connection is anonymous from its next command. */
@@ -442,8 +441,8 @@ static void test_reload(void) {
   OKD(&p, "{\"cmd\":\"ping\"}");
   ERR(&p, "UNAUTHORIZED", "{\"cmd\":\"hello\",\"token\":\"player\"}");
   OKD(&op, "{\"cmd\":\"world.list\"}");
-  scn_client_close(&p);
-  scn_client_close(&op);
+  t_client_close(&p);
+  t_client_close(&op);
   STOP_OK(&d, 5000);
 }
 
@@ -456,12 +455,12 @@ static int run_daemon(const char *const *args, char **err) {
   for (int i = 0; args[i] && n < 15; i++)
     argv[n++] = args[i];
   argv[n] = NULL;
-  scn_proc p;
-  if (!scn_proc_start(&p, scn_daemon_bin(), argv, NULL, NULL, 0))
+  t_proc p;
+  if (!t_proc_start(&p, t_daemon_bin(), argv, NULL, NULL, 0))
     return -1;
-  int code = scn_proc_wait(&p, 10000);
+  int code = t_proc_wait(&p, 10000);
   *err = strdup(text_str(&p.err));
-  scn_proc_free(&p);
+  t_proc_free(&p);
   return code;
 }
 
@@ -514,20 +513,20 @@ static void test_tokens_not_logged(void) {
   const char *list[] = {"s3cret-listed-token read *", NULL};
   write_acl(list);
   const char *debug[] = {"--log-level", "debug", NULL};
-  scn_daemon d;
+  t_daemon d;
   if (!start_acl(&d, debug))
     return;
-  scn_client c;
+  t_client c;
   if (CONNECT(&c, d.port)) {
     ERR(&c, "UNAUTHORIZED", "{\"cmd\":\"hello\",\"token\":\"s3cret-wrong-token\"}");
     ERR(&c, "UNAUTHORIZED", "{\"cmd\":\"world.list\",\"token\":\"s3cret-in-a-field\"}");
     OKD(&c, "{\"cmd\":\"hello\",\"token\":\"s3cret-listed-token\"}");
-    scn_client_close(&c);
+    t_client_close(&c);
   }
   kill(d.pid, SIGHUP);
   STOP_OK(&d, 5000);
-  CU_ASSERT_TRUE(scn_daemon_log_contains(&d, "authentication failed"));
-  CU_ASSERT_FALSE(scn_daemon_log_contains(&d, "s3cret"));
+  CU_ASSERT_TRUE(t_daemon_log_contains(&d, "authentication failed"));
+  CU_ASSERT_FALSE(t_daemon_log_contains(&d, "s3cret"));
   /* --auth-token, given on the command line, at debug: not logged either. */
   const char *token_args[] = {"--auth-token", "s3cret-auth-token", "--log-level", "debug", NULL};
   if (!START(&d, token_args))
@@ -535,18 +534,18 @@ static void test_tokens_not_logged(void) {
   if (CONNECT(&c, d.port)) {
     ERR(&c, "UNAUTHORIZED", "{\"cmd\":\"hello\",\"token\":\"s3cret-wrong\"}");
     OKD(&c, "{\"cmd\":\"hello\",\"token\":\"s3cret-auth-token\"}");
-    scn_client_close(&c);
+    t_client_close(&c);
   }
   STOP_OK(&d, 5000);
-  CU_ASSERT_FALSE(scn_daemon_log_contains(&d, "s3cret"));
+  CU_ASSERT_FALSE(t_daemon_log_contains(&d, "s3cret"));
 }
 
 /* ---- registration ------------------------------------------------------------------------- */
 
-static int suite_init(void) { return scn_temp_dir(dir, sizeof dir, "acl") ? 0 : -1; }
+static int suite_init(void) { return t_temp_dir(dir, sizeof dir, "acl") ? 0 : -1; }
 
 static int suite_clean(void) {
-  scn_remove_tree(dir);
+  t_remove_tree(dir);
   return 0;
 }
 

@@ -18,10 +18,10 @@
 #include <string.h>
 
 /* The daemon the tests share: 20 ticks per second. */
-static scn_daemon d20;
+static t_daemon d20;
 
 #define FRAME_WAIT_MS 5000
-#define OPEN(k) (CONNECT_FATAL(&(k), d20.port), scn_client_keep_events(&(k)))
+#define OPEN(k) (CONNECT_FATAL(&(k), d20.port), t_client_keep_events(&(k)))
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 
@@ -46,28 +46,28 @@ static bool matrix_of(const cJSON *v, float m[16]) {
 
 static bool same_bits(const float a[16], const float b[16]) { return memcmp(a, b, 64) == 0; }
 
-static void hello(scn_client *c, const char *form) {
+static void hello(t_client *c, const char *form) {
   cJSON *r = OK(c, "{\"cmd\":\"hello\",\"matrices\":\"%s\"}", form);
-  CHECK(scn_resp_str_is(r, "matrices", form), r);
+  CHECK(t_resp_str_is(r, "matrices", form), r);
   cJSON_Delete(r);
 }
 
-static ull create_b64(scn_client *c, const char *world, const float m[16]) {
+static ull create_b64(t_client *c, const char *world, const float m[16]) {
   char t[SCN_B64_MATRIX_LEN + 1];
   b64_text(m, t);
   cJSON *r =
       OK(c, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"matrix_b64\":\"%s\"}", world, t);
-  ull e = scn_resp_id(r, "entity");
+  ull e = t_resp_id(r, "entity");
   cJSON_Delete(r);
   return e;
 }
 
 /* The local and world matrices of e as c receives them; false when the get failed. */
-static bool get_both(scn_client *c, const char *world, ull e, float local[16], float wm[16],
+static bool get_both(t_client *c, const char *world, ull e, float local[16], float wm[16],
                      bool *b64) {
   cJSON *r = CALL(c, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%llu}", world, e);
   const cJSON *l = cJSON_GetObjectItemCaseSensitive(r, "local");
-  bool good = scn_resp_ok(r) && matrix_of(l, local) &&
+  bool good = t_resp_ok(r) && matrix_of(l, local) &&
               matrix_of(cJSON_GetObjectItemCaseSensitive(r, "world"), wm);
   if (b64)
     *b64 = cJSON_IsString(l);
@@ -109,12 +109,12 @@ static int frame_set(const cJSON *f, bool b64, ull **ids, float (**ms)[16]) {
 
 /* The next frame on k, in the form b64 or not; NULL (a failed assertion) when none comes or it
  * is of the other form. */
-static cJSON *next_frame(scn_client *k, bool b64) {
-  cJSON *f = scn_next_event(k, FRAME_WAIT_MS);
-  bool good = f && scn_resp_str_is(f, "event", "frame");
+static cJSON *next_frame(t_client *k, bool b64) {
+  cJSON *f = t_next_event(k, FRAME_WAIT_MS);
+  bool good = f && t_resp_str_is(f, "event", "frame");
   CU_ASSERT_TRUE(good);
   if (!good) {
-    scn_report("not a frame", f);
+    t_report("not a frame", f);
     cJSON_Delete(f);
     return NULL;
   }
@@ -124,7 +124,7 @@ static cJSON *next_frame(scn_client *k, bool b64) {
   free(ids);
   free(ms);
   if (!CHECK(n >= 0, f)) {
-    scn_report(b64 ? "expected a b64 frame" : "expected a json frame", f);
+    t_report(b64 ? "expected a b64 frame" : "expected a json frame", f);
     cJSON_Delete(f);
     return NULL;
   }
@@ -143,7 +143,7 @@ static int frame_matches(const cJSON *f, bool b64, const ull *ids, const float (
         found++;
         if (!same_bits(fm[i], want[j])) {
           CU_FAIL("a frame's matrix differs from the one set");
-          scn_report("frame", f);
+          t_report("frame", f);
         }
       }
   free(fid);
@@ -158,7 +158,7 @@ static int frame_matches(const cJSON *f, bool b64, const ull *ids, const float (
  * and as the same float32 values in json mode. */
 static void test_round_trip(void) {
   enum { N = 60 };
-  scn_client ctl, bk, jk;
+  t_client ctl, bk, jk;
   OPEN(ctl);
   OPEN(bk);
   OPEN(jk);
@@ -187,7 +187,7 @@ static void test_round_trip(void) {
   char t[SCN_B64_MATRIX_LEN + 1];
   b64_text(want[0], t);
   cJSON *r = OK(&bk, "{\"cmd\":\"transform.get\",\"world\":\"rt\",\"entity\":%llu}", ids[0]);
-  CHECK(scn_resp_str_is(r, "local", t) && scn_resp_str_is(r, "world", t), r);
+  CHECK(t_resp_str_is(r, "local", t) && t_resp_str_is(r, "world", t), r);
   cJSON_Delete(r);
 
   /* subscribers in both forms: full frames with every matrix to the bit */
@@ -249,14 +249,14 @@ static void test_round_trip(void) {
   CHECK(matrix_of(cJSON_GetObjectItemCaseSensitive(r, "matrix"), m) && same_bits(m, want[12]), r);
   cJSON_Delete(r);
   OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"rt\"}");
-  scn_client_close(&ctl);
-  scn_client_close(&bk);
-  scn_client_close(&jk);
+  t_client_close(&ctl);
+  t_client_close(&bk);
+  t_client_close(&jk);
 }
 
 /* value as matrix_b64 is BAD_REQUEST naming the field in set_local, set_world, create and an op
  * of a batch (after an op that would have set good on e). */
-static void refused_everywhere(scn_client *c, ull e, const char *good, const char *value) {
+static void refused_everywhere(t_client *c, ull e, const char *good, const char *value) {
   char *msg = NULL;
   if (ERR_MESSAGE(c, "BAD_REQUEST", &msg,
                   "{\"cmd\":\"transform.set_local\",\"world\":\"bad\",\"entity\":%llu,"
@@ -278,7 +278,7 @@ static void refused_everywhere(scn_client *c, ull e, const char *good, const cha
 /* Every malformed matrix_b64, in each command that takes a spec and inside a batch, is
  * BAD_REQUEST naming the field, and nothing changes. */
 static void test_malformed(void) {
-  scn_client c;
+  t_client c;
   OPEN(c);
   hello(&c, "b64");
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"bad\"}");
@@ -346,8 +346,8 @@ static void test_malformed(void) {
     CU_ASSERT_TRUE(same_bits(l, m) && same_bits(w, m));
   cJSON *r = OK(&c, "{\"cmd\":\"world.list\"}");
   for (const cJSON *x = cJSON_GetObjectItemCaseSensitive(r, "worlds")->child; x; x = x->next)
-    if (scn_resp_str_is(x, "name", "bad"))
-      CHECK(scn_resp_num(x, "transforms") == 1, r);
+    if (t_resp_str_is(x, "name", "bad"))
+      CHECK(t_resp_num(x, "transforms") == 1, r);
   cJSON_Delete(r);
   r = OK(&c, "{\"cmd\":\"entity.create\"}");
   CHECK(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "entities"), 0)->valuedouble ==
@@ -355,13 +355,13 @@ static void test_malformed(void) {
         r);
   cJSON_Delete(r);
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"bad\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 /* A world that keeps history: a get and a relative at a past tick answer, in b64, the matrix
  * set then, to the bit. */
 static void test_past_ticks(void) {
-  scn_client c;
+  t_client c;
   OPEN(c);
   hello(&c, "b64");
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"past\",\"history\":100}");
@@ -375,8 +375,8 @@ static void test_past_ticks(void) {
   /* the tick that has a: a get answers the last tick run, once a tick has run since the set */
   t_sleep_ms(150);
   cJSON *r = OK(&c, "{\"cmd\":\"transform.get\",\"world\":\"past\",\"entity\":%llu}", e);
-  double tick_a = scn_resp_num(r, "tick");
-  CHECK(tick_a >= 1 && scn_resp_str_is(r, "local", ta), r);
+  double tick_a = t_resp_num(r, "tick");
+  CHECK(tick_a >= 1 && t_resp_str_is(r, "local", ta), r);
   cJSON_Delete(r);
   OKD(&c,
       "{\"cmd\":\"transform.set_local\",\"world\":\"past\",\"entity\":%llu,\"matrix_b64\":\"%s\"}",
@@ -384,26 +384,26 @@ static void test_past_ticks(void) {
   t_sleep_ms(150);
   r = OK(&c, "{\"cmd\":\"transform.get\",\"world\":\"past\",\"entity\":%llu,\"tick\":%.0f}", e,
          tick_a);
-  CHECK(scn_resp_str_is(r, "local", ta) && scn_resp_str_is(r, "world", ta), r);
+  CHECK(t_resp_str_is(r, "local", ta) && t_resp_str_is(r, "world", ta), r);
   cJSON_Delete(r);
   r = OK(&c,
          "{\"cmd\":\"transform.relative\",\"world\":\"past\",\"entity\":%llu,\"to\":%llu,"
          "\"tick\":%.0f}",
          e, o, tick_a);
-  CHECK(scn_resp_str_is(r, "matrix", ta), r);
+  CHECK(t_resp_str_is(r, "matrix", ta), r);
   cJSON_Delete(r);
   r = OK(&c, "{\"cmd\":\"transform.get\",\"world\":\"past\",\"entity\":%llu}", e);
-  CHECK(scn_resp_str_is(r, "local", tb), r);
+  CHECK(t_resp_str_is(r, "local", tb), r);
   cJSON_Delete(r);
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"past\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 /* hello's "matrices": json or b64, anything else BAD_REQUEST (the form unchanged); without it
  * the form stays; with --auth-token the token must be right, and a refused hello neither
  * authenticates nor changes the form. */
 static void test_hello(void) {
-  scn_client c;
+  t_client c;
   OPEN(c);
   const char *badv[] = {"\"xml\"", "\"B64\"", "\"base64\"", "1", "null", "true", "[\"b64\"]"};
   for (size_t i = 0; i < sizeof badv / sizeof badv[0]; i++)
@@ -418,7 +418,7 @@ static void test_hello(void) {
   CU_ASSERT_FALSE(b64);
   hello(&c, "b64");
   cJSON *r = OK(&c, "{\"cmd\":\"hello\"}");
-  CHECK(scn_resp_str_is(r, "matrices", "b64"), r);
+  CHECK(t_resp_str_is(r, "matrices", "b64"), r);
   cJSON_Delete(r);
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"hello\",\"matrices\":\"yaml\"}");
   get_both(&c, "hl", e, l, w, &b64);
@@ -427,10 +427,10 @@ static void test_hello(void) {
   get_both(&c, "hl", e, l, w, &b64);
   CU_ASSERT_FALSE(b64);
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"hl\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
 
-  scn_daemon d;
-  scn_client a;
+  t_daemon d;
+  t_client a;
   const char *args[] = {"--auth-token", "sesame", NULL};
   if (!START_CONNECTED(&d, &a, args))
     return;
@@ -439,16 +439,16 @@ static void test_hello(void) {
   ERR(&a, "BAD_REQUEST", "{\"cmd\":\"hello\",\"token\":\"sesame\",\"matrices\":\"b65\"}");
   ERR(&a, "UNAUTHORIZED", "{\"cmd\":\"world.list\"}"); /* the refused hello did not authenticate */
   r = OK(&a, "{\"cmd\":\"hello\",\"token\":\"sesame\"}");
-  CHECK(scn_resp_str_is(r, "matrices", "json"), r); /* nor change the form */
+  CHECK(t_resp_str_is(r, "matrices", "json"), r); /* nor change the form */
   cJSON_Delete(r);
   r = OK(&a, "{\"cmd\":\"hello\",\"token\":\"sesame\",\"matrices\":\"b64\"}");
-  CHECK(scn_resp_str_is(r, "matrices", "b64"), r);
+  CHECK(t_resp_str_is(r, "matrices", "b64"), r);
   cJSON_Delete(r);
   OKD(&a, "{\"cmd\":\"world.create\",\"world\":\"t\"}");
   e = create_b64(&a, "t", m);
   get_both(&a, "t", e, l, w, &b64);
   CU_ASSERT_TRUE(b64 && same_bits(l, m));
-  scn_client_close(&a);
+  t_client_close(&a);
   STOP_OK(&d, 10000);
 }
 
@@ -459,14 +459,14 @@ static void test_hello(void) {
  * are sent at different delays after the move, so that some land while a frame is being
  * written. */
 static void switching(int n) {
-  scn_client ctl, s;
+  t_client ctl, s;
   OPEN(ctl);
   OPEN(s);
   char world[16];
   snprintf(world, sizeof world, "sw%d", n);
   OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", world);
   cJSON *r = OK(&ctl, "{\"cmd\":\"transform.create\",\"world\":\"%s\"}", world);
-  ull root = scn_resp_id(r, "entity");
+  ull root = t_resp_id(r, "entity");
   cJSON_Delete(r);
   text ops = {0};
   for (int done = 0; done < n;) {
@@ -491,18 +491,18 @@ static void switching(int n) {
     if (step % 2 == 0) {
       /* switch: the answer comes after every frame in the old form */
       t_sleep_ms((long)(b64_next32(&rng) % 60));
-      scn_client_send(&s, b64 ? "{\"cmd\":\"hello\",\"matrices\":\"json\"}"
-                              : "{\"cmd\":\"hello\",\"matrices\":\"b64\"}");
+      t_client_send(&s, b64 ? "{\"cmd\":\"hello\",\"matrices\":\"json\"}"
+                            : "{\"cmd\":\"hello\",\"matrices\":\"b64\"}");
     }
     bool answered = step % 2 != 0;
     bool got = false;
     for (long end = t_now_ms() + FRAME_WAIT_MS; (!got || !answered) && t_now_ms() < end;) {
-      cJSON *j = scn_recv_object(&s, end - t_now_ms());
+      cJSON *j = t_recv_object(&s, end - t_now_ms());
       if (!j)
         break;
-      if (!scn_resp_has(j, "event")) {
-        CHECK(scn_resp_ok(j) && scn_resp_has(j, "matrices"), j);
-        b64 = scn_resp_str_is(j, "matrices", "b64");
+      if (!t_resp_has(j, "event")) {
+        CHECK(t_resp_ok(j) && t_resp_has(j, "matrices"), j);
+        b64 = t_resp_str_is(j, "matrices", "b64");
         answered = true;
         cJSON_Delete(j);
         continue;
@@ -511,8 +511,8 @@ static void switching(int n) {
       float(*ms)[16];
       int count = frame_set(j, b64, &ids, &ms);
       CHECK(count == n + 1, j); /* in the form in effect, every transform moved */
-      CHECK(scn_resp_num(j, "tick") > last_tick, j);
-      last_tick = scn_resp_num(j, "tick");
+      CHECK(t_resp_num(j, "tick") > last_tick, j);
+      last_tick = t_resp_num(j, "tick");
       for (int i = 0; i < count; i++)
         if (ids[i] == root) {
           CHECK(ms[i][12] == (float)step, j); /* this step, not one before or after */
@@ -528,8 +528,8 @@ static void switching(int n) {
   CU_ASSERT_EQUAL(seen, steps);
   QUIET(&s, 200);
   OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world);
-  scn_client_close(&ctl);
-  scn_client_close(&s);
+  t_client_close(&ctl);
+  t_client_close(&s);
 }
 
 static void test_switch_small(void) { switching(20); }
@@ -539,7 +539,7 @@ static void test_switch_sliced(void) { switching(40000); }
  * and the same float32 values. */
 static void test_two_forms_same_ticks(void) {
   enum { N = 40, ROUNDS = 8 };
-  scn_client ctl, bk, jk;
+  t_client ctl, bk, jk;
   OPEN(ctl);
   OPEN(bk);
   OPEN(jk);
@@ -575,7 +575,7 @@ static void test_two_forms_same_ticks(void) {
       cJSON_Delete(fj);
       break;
     }
-    CHECK(scn_resp_num(fb, "tick") == scn_resp_num(fj, "tick"), fb);
+    CHECK(t_resp_num(fb, "tick") == t_resp_num(fj, "tick"), fb);
     CHECK(cJSON_Compare(cJSON_GetObjectItemCaseSensitive(fb, "removed"),
                         cJSON_GetObjectItemCaseSensitive(fj, "removed"), true),
           fb);
@@ -590,19 +590,19 @@ static void test_two_forms_same_ticks(void) {
     cJSON_Delete(fj);
   }
   OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"tw\"}");
-  scn_client_close(&ctl);
-  scn_client_close(&bk);
-  scn_client_close(&jk);
+  t_client_close(&ctl);
+  t_client_close(&bk);
+  t_client_close(&jk);
 }
 
 /* ---- registration ------------------------------------------------------------------------- */
 
 static int suite_init(void) {
   const char *args[] = {"--tick-hz", "20", NULL};
-  return scn_daemon_start(&d20, args) == 0 ? 0 : -1;
+  return t_daemon_start(&d20, args) == 0 ? 0 : -1;
 }
 
-static int suite_clean(void) { return scn_daemon_stop(&d20, 0, 5000) == 0 ? 0 : -1; }
+static int suite_clean(void) { return t_daemon_stop(&d20, 0, 5000) == 0 ? 0 : -1; }
 
 int t_register_daemon_b64(void) {
   static const t_test tests[] = {

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 /* The daemon most tests share (default settings). */
-static scn_daemon dmain;
+static t_daemon dmain;
 
 #define WAIT_MS 5000
 #define MAX_SAFE 9007199254740991.0
@@ -98,32 +98,32 @@ static void mat_trs(float tx, float ty, float tz, float s, float out[16]) {
 
 /* ---- fixtures -------------------------------------------------------------------------------- */
 
-static void new_world(scn_client *c, const char *name) {
+static void new_world(t_client *c, const char *name) {
   OKD(c, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", name);
 }
 
 /* transform.create with extra fields (printf-style, may be ""); returns the entity. */
-static uint64_t tf_at(const char *file, int at, scn_client *c, const char *world, const char *fmt,
+static uint64_t tf_at(const char *file, int at, t_client *c, const char *world, const char *fmt,
                       ...) __attribute__((format(printf, 5, 6)));
-static uint64_t tf_at(const char *file, int at, scn_client *c, const char *world, const char *fmt,
+static uint64_t tf_at(const char *file, int at, t_client *c, const char *world, const char *fmt,
                       ...) {
   text extra = {0};
   va_list ap;
   va_start(ap, fmt);
   text_vaddf(&extra, fmt, ap);
   va_end(ap);
-  cJSON *r = scn_ok_at(file, at, c, "{\"cmd\":\"transform.create\",\"world\":\"%s\"%s%s}", world,
-                       extra.len ? "," : "", extra.len ? extra.s : "");
+  cJSON *r = t_ok_at(file, at, c, "{\"cmd\":\"transform.create\",\"world\":\"%s\"%s%s}", world,
+                     extra.len ? "," : "", extra.len ? extra.s : "");
   text_free(&extra);
-  uint64_t e = scn_resp_id(r, "entity");
-  scn_check_at(file, at, e != 0, "an entity id", r);
+  uint64_t e = t_resp_id(r, "entity");
+  t_check_at(file, at, e != 0, "an entity id", r);
   cJSON_Delete(r);
   return e;
 }
 #define TF(c, world, ...) tf_at(__FILE__, __LINE__, (c), (world), __VA_ARGS__)
 #define TF0(c, world) tf_at(__FILE__, __LINE__, (c), (world), "%s", "")
 
-static uint64_t new_entity(scn_client *c) {
+static uint64_t new_entity(t_client *c) {
   cJSON *r = OK(c, "{\"cmd\":\"entity.create\"}");
   uint64_t e = 0;
   CU_ASSERT_EQUAL(ids_of(r, "entities", &e, 1), 1);
@@ -131,58 +131,58 @@ static uint64_t new_entity(scn_client *c) {
   return e;
 }
 
-static cJSON *get_tf(scn_client *c, const char *world, uint64_t e) {
-  return scn_client_call(c, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%llu}", world,
-                         (unsigned long long)e);
+static cJSON *get_tf(t_client *c, const char *world, uint64_t e) {
+  return t_client_call(c, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%llu}", world,
+                       (unsigned long long)e);
 }
 
 /* The world (or local) matrix of e. */
-static bool matrix(scn_client *c, const char *world, uint64_t e, const char *which, float m[16]) {
+static bool matrix(t_client *c, const char *world, uint64_t e, const char *which, float m[16]) {
   cJSON *r = get_tf(c, world, e);
-  bool ok = scn_resp_ok(r) && mat_of(r, which, m);
+  bool ok = t_resp_ok(r) && mat_of(r, which, m);
   if (!ok)
-    scn_report("transform.get", r);
+    t_report("transform.get", r);
   cJSON_Delete(r);
   return ok;
 }
 
 /* The parent of e (0 for a root, UINT64_MAX when the reply is wrong). */
-static uint64_t parent_of(scn_client *c, const char *world, uint64_t e) {
+static uint64_t parent_of(t_client *c, const char *world, uint64_t e) {
   cJSON *r = get_tf(c, world, e);
   const cJSON *p = cJSON_GetObjectItemCaseSensitive(r, "parent");
   uint64_t out = UINT64_MAX;
-  if (scn_resp_ok(r) && cJSON_IsNull(p))
+  if (t_resp_ok(r) && cJSON_IsNull(p))
     out = 0;
-  else if (scn_resp_ok(r) && cJSON_IsNumber(p))
+  else if (t_resp_ok(r) && cJSON_IsNumber(p))
     out = (uint64_t)p->valuedouble;
   cJSON_Delete(r);
   return out;
 }
 
-static int children(scn_client *c, const char *world, uint64_t e, uint64_t *out, int cap) {
-  cJSON *r = scn_client_call(c, "{\"cmd\":\"transform.children\",\"world\":\"%s\",\"entity\":%llu}",
-                             world, (unsigned long long)e);
-  int n = scn_resp_ok(r) ? ids_of(r, "children", out, cap) : -1;
+static int children(t_client *c, const char *world, uint64_t e, uint64_t *out, int cap) {
+  cJSON *r = t_client_call(c, "{\"cmd\":\"transform.children\",\"world\":\"%s\",\"entity\":%llu}",
+                           world, (unsigned long long)e);
+  int n = t_resp_ok(r) ? ids_of(r, "children", out, cap) : -1;
   cJSON_Delete(r);
   return n;
 }
 
-static double info_num(scn_client *c, const char *field) {
-  cJSON *r = scn_client_call(c, "{\"cmd\":\"info\"}");
-  double v = scn_resp_ok(r) ? scn_resp_num(r, field) : -1;
+static double info_num(t_client *c, const char *field) {
+  cJSON *r = t_client_call(c, "{\"cmd\":\"info\"}");
+  double v = t_resp_ok(r) ? t_resp_num(r, field) : -1;
   cJSON_Delete(r);
   return v;
 }
 
 /* The transform count of a world in world.list, -1 when it is not listed. */
-static int listed_transforms(scn_client *c, const char *world) {
-  cJSON *r = scn_client_call(c, "{\"cmd\":\"world.list\"}");
+static int listed_transforms(t_client *c, const char *world) {
+  cJSON *r = t_client_call(c, "{\"cmd\":\"world.list\"}");
   const cJSON *ws = cJSON_GetObjectItemCaseSensitive(r, "worlds");
   int n = -1;
   for (const cJSON *w = ws ? ws->child : NULL; w; w = w->next) {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(w, "name");
     if (cJSON_IsString(name) && strcmp(name->valuestring, world) == 0)
-      n = (int)scn_resp_num(w, "transforms");
+      n = (int)t_resp_num(w, "transforms");
   }
   cJSON_Delete(r);
   return n;
@@ -190,16 +190,16 @@ static int listed_transforms(scn_client *c, const char *world) {
 
 /* Everything observable about a world and some entities, as text: world.list, the counts of
  * info, and get and children of each id (errors included). */
-static char *snapshot(scn_client *c, const char *world, const uint64_t *ids, int n) {
+static char *snapshot(t_client *c, const char *world, const uint64_t *ids, int n) {
   text b = {0};
-  cJSON *r = scn_client_call(c, "{\"cmd\":\"world.list\"}");
+  cJSON *r = t_client_call(c, "{\"cmd\":\"world.list\"}");
   char *s = r ? cJSON_PrintUnformatted(r) : NULL;
   text_addf(&b, "%s\n", s ? s : "-");
   free(s);
   cJSON_Delete(r);
-  r = scn_client_call(c, "{\"cmd\":\"info\"}");
-  text_addf(&b, "worlds %g entities %g transforms %g\n", scn_resp_num(r, "worlds"),
-            scn_resp_num(r, "entities"), scn_resp_num(r, "transforms"));
+  r = t_client_call(c, "{\"cmd\":\"info\"}");
+  text_addf(&b, "worlds %g entities %g transforms %g\n", t_resp_num(r, "worlds"),
+            t_resp_num(r, "entities"), t_resp_num(r, "transforms"));
   cJSON_Delete(r);
   for (int i = 0; i < n; i++) {
     r = get_tf(c, world, ids[i]);
@@ -210,8 +210,8 @@ static char *snapshot(scn_client *c, const char *world, const uint64_t *ids, int
     text_addf(&b, "%s\n", s ? s : "-");
     free(s);
     cJSON_Delete(r);
-    r = scn_client_call(c, "{\"cmd\":\"transform.children\",\"world\":\"%s\",\"entity\":%llu}",
-                        world, (unsigned long long)ids[i]);
+    r = t_client_call(c, "{\"cmd\":\"transform.children\",\"world\":\"%s\",\"entity\":%llu}", world,
+                      (unsigned long long)ids[i]);
     s = r ? cJSON_PrintUnformatted(r) : NULL;
     text_addf(&b, "%s\n", s ? s : "-");
     free(s);
@@ -246,17 +246,17 @@ static bool names_number(const char *msg, unsigned long n) {
 /* ---- ping, hello, worlds --------------------------------------------------------------------- */
 
 static void test_ping_hello(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dmain.port))
     return;
-  CU_ASSERT_EQUAL(scn_client_send(&c, "{\"cmd\":\"ping\"}"), 0);
-  char *line = scn_client_recv(&c, WAIT_MS);
+  CU_ASSERT_EQUAL(t_client_send(&c, "{\"cmd\":\"ping\"}"), 0);
+  char *line = t_client_recv(&c, WAIT_MS);
   CU_ASSERT_PTR_NOT_NULL(line);
   if (line)
     CU_ASSERT_STRING_EQUAL(line, "{\"ok\":true}");
   free(line);
-  CU_ASSERT_EQUAL(scn_client_send(&c, "{\"cmd\":\"ping\",\"id\":7}"), 0);
-  line = scn_client_recv(&c, WAIT_MS);
+  CU_ASSERT_EQUAL(t_client_send(&c, "{\"cmd\":\"ping\",\"id\":7}"), 0);
+  line = t_client_recv(&c, WAIT_MS);
   CU_ASSERT_PTR_NOT_NULL(line);
   if (line)
     CU_ASSERT_STRING_EQUAL(line, "{\"id\":7,\"ok\":true}");
@@ -267,16 +267,16 @@ static void test_ping_hello(void) {
   const cJSON *version = cJSON_GetObjectItemCaseSensitive(r, "version");
   CHECK(cJSON_IsString(server) && strcmp(server->valuestring, "scened") == 0, r);
   CHECK(cJSON_IsString(version) && strcmp(version->valuestring, SCN_VERSION) == 0, r);
-  CHECK(scn_resp_num(r, "protocol") == 1, r);
+  CHECK(t_resp_num(r, "protocol") == 1, r);
   cJSON_Delete(r);
   /* Without --auth-token, hello ignores a token, whatever it is. */
   OKD(&c, "{\"cmd\":\"hello\",\"token\":\"anything\"}");
   OKD(&c, "{\"cmd\":\"hello\",\"token\":5}");
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 static void test_worlds(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "wl_a");
@@ -311,7 +311,7 @@ static void test_worlds(void) {
           w);
     if (cJSON_IsString(name) && strcmp(name->valuestring, "wl_a") == 0) {
       seen++;
-      CHECK(scn_resp_num(w, "transforms") == 2, w);
+      CHECK(t_resp_num(w, "transforms") == 2, w);
     }
   }
   CU_ASSERT_EQUAL(seen, 1);
@@ -334,7 +334,7 @@ static void test_worlds(void) {
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"wl_a\"}");
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", name64);
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"Az09_.-\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 /* ---- entities -------------------------------------------------------------------------------- */
@@ -345,7 +345,7 @@ static int cmp_u64(const void *a, const void *b) {
 }
 
 static void test_entity_create(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dmain.port))
     return;
   double base = info_num(&c, "entities");
@@ -390,11 +390,11 @@ static void test_entity_create(void) {
   free(all);
   cJSON_Delete(r);
   CU_ASSERT_EQUAL(info_num(&c, "entities"), base + 100006);
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 static void test_entity_destroy(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "ed_a");
@@ -485,7 +485,7 @@ static void test_entity_destroy(void) {
   free(s2);
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"ed_a\"}");
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"ed_b\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 /* ---- transforms ------------------------------------------------------------------------------ */
@@ -496,7 +496,7 @@ static void test_entity_destroy(void) {
 static const float P_WORLD[16] = {0, 2, 0, 0, -2, 0, 0, 0, 0, 0, 2, 0, 10, 0, 0, 1};
 
 static void test_transform_create(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "tc");
@@ -506,9 +506,9 @@ static void test_transform_create(void) {
   CU_ASSERT_EQUAL(info_num(&c, "entities"), ents + 1);
   cJSON *r = get_tf(&c, "tc", e1);
   float m[16], want[16];
-  CHECK(scn_resp_ok(r) && scn_resp_id(r, "entity") == e1, r);
+  CHECK(t_resp_ok(r) && t_resp_id(r, "entity") == e1, r);
   CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(r, "parent")), r);
-  CHECK(!scn_resp_has(r, "name"), r);
+  CHECK(!t_resp_has(r, "name"), r);
   CHECK(mat_of(r, "local", m) && memcmp(m, IDENTITY, sizeof m) == 0, r);
   CHECK(mat_of(r, "world", m) && memcmp(m, IDENTITY, sizeof m) == 0, r);
   cJSON_Delete(r);
@@ -527,7 +527,7 @@ static void test_transform_create(void) {
       TF(&c, "tc", "\"parent\":%llu,\"name\":\"wheel\",\"t\":[1,2,3]", (unsigned long long)e1);
   r = get_tf(&c, "tc", w);
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(r, "name");
-  CHECK(scn_resp_id(r, "parent") == e1, r);
+  CHECK(t_resp_id(r, "parent") == e1, r);
   CHECK(cJSON_IsString(name) && strcmp(name->valuestring, "wheel") == 0, r);
   mat_trs(1, 2, 3, 1, want);
   CHECK(mat_of(r, "local", m) && memcmp(m, want, sizeof m) == 0, r);
@@ -592,11 +592,11 @@ static void test_transform_create(void) {
   uint64_t wheel2 = TF(&c, "tc", "\"name\":\"wheel\"");
   CU_ASSERT_NOT_EQUAL(top2, wheel2);
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"tc\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 static void test_transform_destroy(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "td");
@@ -629,7 +629,7 @@ static void test_transform_destroy(void) {
   CHECK_MAT(m, wg, 1e-6f);
   /* The found path reflects it. */
   cJSON *r = OK(&c, "{\"cmd\":\"transform.find\",\"world\":\"td\",\"path\":\"one\"}");
-  CU_ASSERT_EQUAL(scn_resp_id(r, "entity"), c1);
+  CU_ASSERT_EQUAL(t_resp_id(r, "entity"), c1);
   cJSON_Delete(r);
   /* The entity lives on and may get a transform again. */
   CU_ASSERT_EQUAL(TF(&c, "td", "\"entity\":%llu", (unsigned long long)p), p);
@@ -668,11 +668,11 @@ static void test_transform_destroy(void) {
       (unsigned long long)q);
   CU_ASSERT_EQUAL(listed_transforms(&c, "td"), 3);
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"td\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 static void test_link_unlink(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "ln");
@@ -816,11 +816,11 @@ static void test_link_unlink(void) {
   OKD(&c, "{\"cmd\":\"transform.link\",\"world\":\"ln\",\"entity\":%llu,\"parent\":%llu}",
       (unsigned long long)g, (unsigned long long)z);
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"ln\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 static void test_set_local_world(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "sw");
@@ -903,11 +903,11 @@ static void test_set_local_world(void) {
   free(s1);
   free(s2);
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"sw\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 static void test_get_roundtrip(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "gr");
@@ -924,23 +924,23 @@ static void test_get_roundtrip(void) {
   for (int i = 0; i < 16; i++)
     text_addf(&req, "%s%s", i ? "," : "", vals[i]);
   text_addf(&req, "]}");
-  cJSON *r = scn_client_call(&c, "%s", req.s);
-  CHECK(scn_resp_ok(r), r);
+  cJSON *r = t_client_call(&c, "%s", req.s);
+  CHECK(t_resp_ok(r), r);
   cJSON_Delete(r);
   text_free(&req);
 
   char getline_[128];
   snprintf(getline_, sizeof getline_,
            "{\"cmd\":\"transform.get\",\"world\":\"gr\",\"entity\":%llu}", (unsigned long long)e);
-  CU_ASSERT_EQUAL(scn_client_send(&c, getline_), 0);
-  char *line = scn_client_recv(&c, WAIT_MS);
+  CU_ASSERT_EQUAL(t_client_send(&c, getline_), 0);
+  char *line = t_client_recv(&c, WAIT_MS);
   CU_ASSERT_PTR_NOT_NULL(line);
   CU_ASSERT_PTR_NOT_NULL(line ? strstr(line, "\"local\":[0.1,0.2,0.3,-0.1,") : NULL);
   r = line ? cJSON_Parse(line) : NULL;
   free(line);
-  CHECK(scn_resp_ok(r), r);
-  CHECK(scn_resp_id(r, "entity") == e, r);
-  CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(r, "parent")) && !scn_resp_has(r, "name"), r);
+  CHECK(t_resp_ok(r), r);
+  CHECK(t_resp_id(r, "entity") == e, r);
+  CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(r, "parent")) && !t_resp_has(r, "name"), r);
   for (int which = 0; which < 2; which++) {
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(r, which ? "world" : "local");
     CHECK(cJSON_GetArraySize(a) == 16, r);
@@ -965,7 +965,7 @@ static void test_get_roundtrip(void) {
   r = get_tf(&c, "gr", n);
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(r, "name");
   CHECK(cJSON_IsString(name) && strcmp(name->valuestring, "w\xc3\xb6rld \xe2\x82\xac") == 0, r);
-  CHECK(scn_resp_id(r, "parent") == e, r);
+  CHECK(t_resp_id(r, "parent") == e, r);
   cJSON_Delete(r);
   char n64[65], n65[66];
   memset(n64, 'q', 64);
@@ -977,7 +977,7 @@ static void test_get_roundtrip(void) {
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.get\",\"world\":\"gr\"}");
   ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.get\",\"world\":\"gr\",\"entity\":9007199254740991}");
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"gr\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 static bool ids_equal(const uint64_t *got, int n, const uint64_t *want, int m) {
@@ -995,7 +995,7 @@ static bool ids_equal(const uint64_t *got, int n, const uint64_t *want, int m) {
 }
 
 static void test_children_order(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "co");
@@ -1024,19 +1024,19 @@ static void test_children_order(void) {
   ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.children\",\"world\":\"co\",\"entity\":%llu}",
       (unsigned long long)k[2]);
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"co\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
-static uint64_t find(scn_client *c, const char *world, const char *path) {
-  cJSON *r = scn_client_call(c, "{\"cmd\":\"transform.find\",\"world\":\"%s\",\"path\":\"%s\"}",
-                             world, path);
-  uint64_t e = scn_resp_ok(r) ? scn_resp_id(r, "entity") : 0;
+static uint64_t find(t_client *c, const char *world, const char *path) {
+  cJSON *r = t_client_call(c, "{\"cmd\":\"transform.find\",\"world\":\"%s\",\"path\":\"%s\"}",
+                           world, path);
+  uint64_t e = t_resp_ok(r) ? t_resp_id(r, "entity") : 0;
   cJSON_Delete(r);
   return e;
 }
 
 static void test_rename(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "rn");
@@ -1054,7 +1054,7 @@ static void test_rename(void) {
   OKD(&c, "{\"cmd\":\"transform.rename\",\"world\":\"rn\",\"entity\":%llu,\"name\":null}",
       (unsigned long long)a);
   r = get_tf(&c, "rn", a);
-  CHECK(scn_resp_ok(r) && !scn_resp_has(r, "name"), r);
+  CHECK(t_resp_ok(r) && !t_resp_has(r, "name"), r);
   cJSON_Delete(r);
   CU_ASSERT_EQUAL(find(&c, "rn", "c"), 0);
   /* Two unnamed siblings are fine; renaming to the own name is a no-op. */
@@ -1090,11 +1090,11 @@ static void test_rename(void) {
   CU_ASSERT_EQUAL(find(&c, "rn", "b/b"), k2);
   CU_ASSERT_EQUAL(find(&c, "rn", "b/k"), k1);
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"rn\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 static void test_find(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "fd");
@@ -1122,22 +1122,22 @@ static void test_find(void) {
   CU_ASSERT_EQUAL(find(&c, "fd", "wheel_fl/nut"), nut);
   ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.find\",\"world\":\"fd\",\"path\":\"car/wheel_fl\"}");
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"fd\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
-static bool relative(scn_client *c, const char *world, uint64_t e, uint64_t to, float m[16]) {
-  cJSON *r = scn_client_call(
+static bool relative(t_client *c, const char *world, uint64_t e, uint64_t to, float m[16]) {
+  cJSON *r = t_client_call(
       c, "{\"cmd\":\"transform.relative\",\"world\":\"%s\",\"entity\":%llu,\"to\":%llu}", world,
       (unsigned long long)e, (unsigned long long)to);
-  bool ok = scn_resp_ok(r) && mat_of(r, "matrix", m);
+  bool ok = t_resp_ok(r) && mat_of(r, "matrix", m);
   if (!ok)
-    scn_report("transform.relative", r);
+    t_report("transform.relative", r);
   cJSON_Delete(r);
   return ok;
 }
 
 static void test_relative(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "rl");
@@ -1176,7 +1176,7 @@ static void test_relative(void) {
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"transform.relative\",\"world\":\"rl\",\"entity\":%llu}",
       (unsigned long long)e);
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"rl\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 /* ---- batch ----------------------------------------------------------------------------------- */
@@ -1186,14 +1186,14 @@ static bool json_equals(const cJSON *got, const char *want_text) {
   bool same = want && got && cJSON_Compare(got, want, true);
   if (!same) {
     fprintf(stderr, "  want %s\n", want_text);
-    scn_report("got", got);
+    t_report("got", got);
   }
   cJSON_Delete(want);
   return same;
 }
 
 static void test_batch(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "bt");
@@ -1246,7 +1246,7 @@ static void test_batch(void) {
   CU_ASSERT_TRUE(
       json_equals(cJSON_GetArrayItem(res, 7), "{\"matrix\":[1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1]}"));
   const cJSON *last = cJSON_GetArrayItem(res, 8);
-  unsigned long long created = scn_resp_id(last, "entity");
+  unsigned long long created = t_resp_id(last, "entity");
   CHECK(created != 0 && cJSON_GetArraySize(last) == 1, last);
   cJSON_Delete(r);
   CU_ASSERT_EQUAL(parent_of(&c, "bt", b), a);
@@ -1337,14 +1337,14 @@ static void test_batch(void) {
   free(s2);
   CU_ASSERT_EQUAL(listed_transforms(&c, "bt_inner"), -1);
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"bt\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 /* ---- info, save, subscriptions -----------------------------------------------------------------
  */
 
 static void test_info_save(void) {
-  scn_client c, c2;
+  t_client c, c2;
   if (!CONNECT(&c, dmain.port))
     return;
   cJSON *r = OK(&c, "{\"cmd\":\"info\"}");
@@ -1354,17 +1354,17 @@ static void test_info_save(void) {
                                        "transforms", "connections", "commands"};
   for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
     CHECK(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(r, fields[i])) &&
-              scn_resp_num(r, fields[i]) >= 0,
+              t_resp_num(r, fields[i]) >= 0,
           r);
-  CHECK(scn_resp_num(r, "connections") >= 1 && scn_resp_num(r, "commands") >= 1, r);
-  double commands = scn_resp_num(r, "commands"), uptime = scn_resp_num(r, "uptime_s");
-  double worlds = scn_resp_num(r, "worlds"), entities = scn_resp_num(r, "entities"),
-         transforms = scn_resp_num(r, "transforms");
+  CHECK(t_resp_num(r, "connections") >= 1 && t_resp_num(r, "commands") >= 1, r);
+  double commands = t_resp_num(r, "commands"), uptime = t_resp_num(r, "uptime_s");
+  double worlds = t_resp_num(r, "worlds"), entities = t_resp_num(r, "entities"),
+         transforms = t_resp_num(r, "transforms");
   cJSON_Delete(r);
   /* Every request counts, including this one. */
   r = OK(&c, "{\"cmd\":\"info\"}");
-  CU_ASSERT_EQUAL(scn_resp_num(r, "commands"), commands + 1);
-  CU_ASSERT_TRUE(scn_resp_num(r, "uptime_s") >= uptime);
+  CU_ASSERT_EQUAL(t_resp_num(r, "commands"), commands + 1);
+  CU_ASSERT_TRUE(t_resp_num(r, "uptime_s") >= uptime);
   cJSON_Delete(r);
   ERR(&c, "UNKNOWN_COMMAND", "{\"cmd\":\"nope\"}");
   CU_ASSERT_EQUAL(info_num(&c, "commands"), commands + 3);
@@ -1374,9 +1374,9 @@ static void test_info_save(void) {
   TF0(&c, "inf");
   new_entity(&c);
   r = OK(&c, "{\"cmd\":\"info\"}");
-  CU_ASSERT_EQUAL(scn_resp_num(r, "worlds"), worlds + 1);
-  CU_ASSERT_EQUAL(scn_resp_num(r, "entities"), entities + 3);
-  CU_ASSERT_EQUAL(scn_resp_num(r, "transforms"), transforms + 2);
+  CU_ASSERT_EQUAL(t_resp_num(r, "worlds"), worlds + 1);
+  CU_ASSERT_EQUAL(t_resp_num(r, "entities"), entities + 3);
+  CU_ASSERT_EQUAL(t_resp_num(r, "transforms"), transforms + 2);
   cJSON_Delete(r);
   r = OK(&c, "{\"cmd\":\"world.list\"}");
   CU_ASSERT_EQUAL(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "worlds")),
@@ -1388,16 +1388,16 @@ static void test_info_save(void) {
   if (CONNECT(&c2, dmain.port)) {
     OKD(&c2, "{\"cmd\":\"ping\"}");
     CU_ASSERT_TRUE(info_num(&c, "connections") >= 2);
-    scn_client_close(&c2);
+    t_client_close(&c2);
   }
   /* Without --data there is nothing to save to. */
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"save\"}");
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"save\",\"id\":1}");
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 static void test_subscribe_commands(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "sb");
@@ -1410,7 +1410,7 @@ static void test_subscribe_commands(void) {
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"subscribe\"}");
   cJSON *r = OK(&c, "{\"cmd\":\"subscribe\",\"world\":\"sb\",\"root\":%llu,\"hz\":5}",
                 (unsigned long long)e);
-  uint64_t sub = scn_resp_id(r, "sub");
+  uint64_t sub = t_resp_id(r, "sub");
   CHECK(sub != 0, r);
   cJSON_Delete(r);
   OKD(&c, "{\"cmd\":\"unsubscribe\",\"sub\":%llu}", (unsigned long long)sub);
@@ -1419,14 +1419,14 @@ static void test_subscribe_commands(void) {
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"unsubscribe\"}");
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"unsubscribe\",\"sub\":\"1\"}");
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"sb\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 /* ---- error codes, ids, atomicity --------------------------------------------------------------
  */
 
 static void test_error_codes(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "ec");
@@ -1445,16 +1445,16 @@ static void test_error_codes(void) {
       (unsigned long long)p, (unsigned long long)ch);
   ERR(&c, "LIMIT", "{\"cmd\":\"entity.create\",\"count\":100001}");
   /* The error object holds exactly code and message. */
-  cJSON *r = scn_client_call(&c, "{\"cmd\":\"nope\",\"id\":1}");
+  cJSON *r = t_client_call(&c, "{\"cmd\":\"nope\",\"id\":1}");
   const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "error");
   CHECK(cJSON_IsObject(e) && cJSON_GetArraySize(e) == 2 && cJSON_GetArraySize(r) == 3, r);
   cJSON_Delete(r);
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"ec\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 static void test_id_echo(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dmain.port))
     return;
   static const char *const ids[] = {
@@ -1493,15 +1493,15 @@ static void test_id_echo(void) {
     for (size_t k = 0; k < sizeof reqs / sizeof *reqs; k++) {
       char line[512];
       snprintf(line, sizeof line, reqs[k], ids[i]);
-      cJSON *r = scn_client_call(&c, "%s", line);
+      cJSON *r = t_client_call(&c, "%s", line);
       const cJSON *id = cJSON_GetObjectItemCaseSensitive(r, "id");
       bool same = id && want && cJSON_Compare(id, want, true);
       CU_ASSERT_TRUE(same);
       if (!same) {
         fprintf(stderr, "  request %s\n", line);
-        scn_report("response", r);
+        t_report("response", r);
       }
-      CU_ASSERT_EQUAL(scn_resp_ok(r), k == 0 || k == 1 || k == 6);
+      CU_ASSERT_EQUAL(t_resp_ok(r), k == 0 || k == 1 || k == 6);
       cJSON_Delete(r);
     }
     cJSON_Delete(want);
@@ -1511,15 +1511,15 @@ static void test_id_echo(void) {
                                       "{\"cmd\":\"world.create\"}",  "{\"cmd\":\"info\"}",
                                       "{\"cmd\":\"ping\",\"ID\":1}", "{\"id\":1"};
   for (size_t i = 0; i < sizeof no_id / sizeof *no_id; i++) {
-    cJSON *r = scn_client_call(&c, "%s", no_id[i]);
-    CHECK(r && cJSON_GetObjectItemCaseSensitive(r, "ok") && !scn_resp_has(r, "id"), r);
+    cJSON *r = t_client_call(&c, "%s", no_id[i]);
+    CHECK(r && cJSON_GetObjectItemCaseSensitive(r, "ok") && !t_resp_has(r, "id"), r);
     cJSON_Delete(r);
   }
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 static void test_failed_changes_nothing(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "fc");
@@ -1583,7 +1583,7 @@ static void test_failed_changes_nothing(void) {
   free(t2);
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"fc\"}");
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"fc2\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 /* ---- pipelining and concurrency ------------------------------------------------------------- */
@@ -1591,7 +1591,7 @@ static void test_failed_changes_nothing(void) {
 #define PIPELINED 6000
 
 static void test_pipelining(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "pl");
@@ -1618,37 +1618,37 @@ static void test_pipelining(void) {
     }
   }
   long t0 = t_now_ms();
-  CU_ASSERT_EQUAL(scn_client_send_raw(&c, all.s, all.len), 0);
+  CU_ASSERT_EQUAL(t_client_send_raw(&c, all.s, all.len), 0);
   text_free(&all);
   int got = 0, wrong = 0;
   for (int i = 0; i < PIPELINED; i++) {
-    cJSON *r = scn_client_recv_json(&c, WAIT_MS);
+    cJSON *r = t_client_recv_json(&c, WAIT_MS);
     if (!r)
       break;
     got++;
-    bool good = scn_resp_num(r, "id") == i && scn_resp_ok(r) == (i % 4 != 3);
+    bool good = t_resp_num(r, "id") == i && t_resp_ok(r) == (i % 4 != 3);
     if (i % 4 == 3)
-      good = good && strcmp(scn_resp_code(r), "UNKNOWN_COMMAND") == 0;
+      good = good && strcmp(t_resp_code(r), "UNKNOWN_COMMAND") == 0;
     float m[16];
     if (i % 4 == 2)
       good = good && mat_of(r, "world", m) && m[12] == (float)(i - 1);
     if (!good && wrong++ < 3)
-      scn_report("pipelined response out of order or wrong", r);
+      t_report("pipelined response out of order or wrong", r);
     cJSON_Delete(r);
   }
   CU_ASSERT_EQUAL(got, PIPELINED);
   CU_ASSERT_EQUAL(wrong, 0);
   CU_ASSERT_TRUE(t_now_ms() - t0 < 10000);
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"pl\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 static void test_two_connections(void) {
-  scn_client a, b;
+  t_client a, b;
   if (!CONNECT(&a, dmain.port))
     return;
   if (!CONNECT(&b, dmain.port)) {
-    scn_client_close(&a);
+    t_client_close(&a);
     return;
   }
   new_world(&a, "two");
@@ -1662,7 +1662,7 @@ static void test_two_connections(void) {
   CU_ASSERT_EQUAL(memcmp(m, want, sizeof m), 0);
   /* Alternating writers, each read right after the other's write. */
   for (int i = 0; i < 50; i++) {
-    scn_client *w = i % 2 ? &a : &b, *rd = i % 2 ? &b : &a;
+    t_client *w = i % 2 ? &a : &b, *rd = i % 2 ? &b : &a;
     OKD(w, "{\"cmd\":\"transform.set_local\",\"world\":\"two\",\"entity\":%llu,\"t\":[%d,0,0]}", p,
         i);
     CU_ASSERT_TRUE(matrix(rd, "two", e, "world", m));
@@ -1677,8 +1677,8 @@ static void test_two_connections(void) {
   ERR(&a, "NOT_FOUND", "{\"cmd\":\"transform.get\",\"world\":\"two\",\"entity\":%llu}", e);
   OKD(&b, "{\"cmd\":\"world.destroy\",\"world\":\"two\"}");
   ERR(&a, "NOT_FOUND", "{\"cmd\":\"world.destroy\",\"world\":\"two\"}");
-  scn_client_close(&a);
-  scn_client_close(&b);
+  t_client_close(&a);
+  t_client_close(&b);
 }
 
 /* ---- framing ----------------------------------------------------------------------------------
@@ -1699,33 +1699,33 @@ static char *padded_ping(int id, size_t total) {
 }
 
 /* The next response must be ok with this id. */
-static void expect_ok_id_at(int at, scn_client *c, int id) {
-  cJSON *r = scn_client_recv_json(c, WAIT_MS);
-  bool good = scn_resp_ok(r) && scn_resp_num(r, "id") == id;
-  if (!scn_check_at(__FILE__, at, good, "ok with the id", r))
+static void expect_ok_id_at(int at, t_client *c, int id) {
+  cJSON *r = t_client_recv_json(c, WAIT_MS);
+  bool good = t_resp_ok(r) && t_resp_num(r, "id") == id;
+  if (!t_check_at(__FILE__, at, good, "ok with the id", r))
     fprintf(stderr, "  (expected ok with id %d)\n", id);
   cJSON_Delete(r);
 }
 #define EXPECT_OK_ID(c, id) expect_ok_id_at(__LINE__, (c), (id))
 
 /* The next response must be a LIMIT error without an id. */
-static void expect_limit_at(int at, scn_client *c) {
-  cJSON *r = scn_client_recv_json(c, WAIT_MS);
+static void expect_limit_at(int at, t_client *c) {
+  cJSON *r = t_client_recv_json(c, WAIT_MS);
   bool good = r && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(r, "ok")) &&
-              strcmp(scn_resp_code(r), "LIMIT") == 0 && !scn_resp_has(r, "id");
-  scn_check_at(__FILE__, at, good, "LIMIT without an id", r);
+              strcmp(t_resp_code(r), "LIMIT") == 0 && !t_resp_has(r, "id");
+  t_check_at(__FILE__, at, good, "LIMIT without an id", r);
   cJSON_Delete(r);
 }
 #define EXPECT_LIMIT(c) expect_limit_at(__LINE__, (c))
 
-static void send_str(scn_client *c, const char *s) {
-  CU_ASSERT_EQUAL(scn_client_send_raw(c, s, strlen(s)), 0);
+static void send_str(t_client *c, const char *s) {
+  CU_ASSERT_EQUAL(t_client_send_raw(c, s, strlen(s)), 0);
 }
 
 static void test_line_limit(void) {
-  scn_daemon d;
+  t_daemon d;
   const char *args[] = {"--max-line", "1024", NULL};
-  scn_client c;
+  t_client c;
   if (!START_CONNECTED(&d, &c, args))
     return;
   char *at = padded_ping(1, 1024), *over = padded_ping(3, 1025);
@@ -1748,17 +1748,17 @@ static void test_line_limit(void) {
   EXPECT_OK_ID(&c, 4);
   /* The same across separate reads. */
   at[19] = '5';
-  CU_ASSERT_EQUAL(scn_client_send_raw(&c, at, 500), 0);
+  CU_ASSERT_EQUAL(t_client_send_raw(&c, at, 500), 0);
   t_sleep_ms(20);
-  CU_ASSERT_EQUAL(scn_client_send_raw(&c, at + 500, 524), 0);
+  CU_ASSERT_EQUAL(t_client_send_raw(&c, at + 500, 524), 0);
   t_sleep_ms(20);
   send_str(&c, "\r");
   t_sleep_ms(20);
   send_str(&c, "\n");
   EXPECT_OK_ID(&c, 5);
-  CU_ASSERT_EQUAL(scn_client_send_raw(&c, over, 600), 0);
+  CU_ASSERT_EQUAL(t_client_send_raw(&c, over, 600), 0);
   t_sleep_ms(20);
-  CU_ASSERT_EQUAL(scn_client_send_raw(&c, over + 600, 425), 0);
+  CU_ASSERT_EQUAL(t_client_send_raw(&c, over + 600, 425), 0);
   t_sleep_ms(20);
   send_str(&c, "\r");
   t_sleep_ms(20);
@@ -1772,7 +1772,7 @@ static void test_line_limit(void) {
   memset(chunk, 'y', sizeof chunk);
   send_str(&c, "{\"cmd\":\"ping\",\"id\":7}\n{\"cmd\":\"ping\",\"id\":8,\"pad\":\"");
   for (int i = 0; i < 30; i++) {
-    CU_ASSERT_EQUAL(scn_client_send_raw(&c, chunk, sizeof chunk), 0);
+    CU_ASSERT_EQUAL(t_client_send_raw(&c, chunk, sizeof chunk), 0);
     t_sleep_ms(1);
   }
   send_str(&c, "\"}\n{\"cmd\":\"ping\",\"id\":9}\n");
@@ -1782,19 +1782,19 @@ static void test_line_limit(void) {
   QUIET(&c, 150);
   /* Garbage far past the limit (no JSON at all) is the same. */
   for (int i = 0; i < 10; i++)
-    CU_ASSERT_EQUAL(scn_client_send_raw(&c, chunk, sizeof chunk), 0);
+    CU_ASSERT_EQUAL(t_client_send_raw(&c, chunk, sizeof chunk), 0);
   send_str(&c, "\n\n{\"cmd\":\"ping\",\"id\":10}\n");
   EXPECT_LIMIT(&c);
   EXPECT_OK_ID(&c, 10);
   QUIET(&c, 100);
   free(at);
   free(over);
-  scn_client_close(&c);
+  t_client_close(&c);
   STOP_OK(&d, 10000);
 }
 
 static void test_default_line_limit(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dmain.port))
     return;
   /* The default limit is 1 MiB. */
@@ -1808,11 +1808,11 @@ static void test_default_line_limit(void) {
   EXPECT_OK_ID(&c, 3);
   free(at);
   free(over);
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 static void test_blank_lines_crlf(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dmain.port))
     return;
   send_str(&c, "\n\n   \n\t\n\r\n \t \r\n{\"cmd\":\"ping\",\"id\":1}\r\n\n\n");
@@ -1829,7 +1829,7 @@ static void test_blank_lines_crlf(void) {
   send_str(&c, "\n");
   EXPECT_OK_ID(&c, 5);
   QUIET(&c, 100);
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 /* ---- malformed lines ----------------------------------------------------------------------------
@@ -2229,7 +2229,7 @@ static void build_malformed(mlist *l, uint64_t a, uint64_t b, uint64_t n) {
 }
 
 static void test_malformed_lines(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "mal");
@@ -2247,21 +2247,21 @@ static void test_malformed_lines(void) {
     text_add(&all, l.v[i].line, l.v[i].len);
     text_add(&all, "\n", 1);
   }
-  CU_ASSERT_EQUAL(scn_client_send_raw(&c, all.s, all.len), 0);
+  CU_ASSERT_EQUAL(t_client_send_raw(&c, all.s, all.len), 0);
   text_free(&all);
   int wrong = 0, got = 0;
   for (int i = 0; i < l.n; i++) {
-    cJSON *r = scn_client_recv_json(&c, WAIT_MS);
-    while (r && scn_resp_has(r, "event")) {
+    cJSON *r = t_client_recv_json(&c, WAIT_MS);
+    while (r && t_resp_has(r, "event")) {
       cJSON_Delete(r);
-      r = scn_client_recv_json(&c, WAIT_MS);
+      r = t_client_recv_json(&c, WAIT_MS);
     }
     if (!r) {
       fprintf(stderr, "  no response to malformed line %d: %.200s\n", i, l.v[i].line);
       break;
     }
     got++;
-    const char *code = scn_resp_code(r);
+    const char *code = t_resp_code(r);
     bool good = cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(r, "ok")) && code[0];
     const char *want = l.v[i].code;
     bool code_ok = false;
@@ -2273,13 +2273,13 @@ static void test_malformed_lines(void) {
     }
     good = good && code_ok;
     if (l.v[i].id >= 0)
-      good = good && scn_resp_num(r, "id") == l.v[i].id;
+      good = good && t_resp_num(r, "id") == l.v[i].id;
     else
-      good = good && !scn_resp_has(r, "id");
+      good = good && !t_resp_has(r, "id");
     if (!good) {
       wrong++;
       fprintf(stderr, "  malformed line %d (want %s): %.200s\n", i, want, l.v[i].line);
-      scn_report("response", r);
+      t_report("response", r);
     }
     cJSON_Delete(r);
   }
@@ -2291,10 +2291,10 @@ static void test_malformed_lines(void) {
   /* Still answering, on this connection and a new one, with nothing changed. */
   QUIET(&c, 50);
   OKD(&c, "{\"cmd\":\"ping\"}");
-  scn_client c2;
+  t_client c2;
   if (CONNECT(&c2, dmain.port)) {
     OKD(&c2, "{\"cmd\":\"ping\"}");
-    scn_client_close(&c2);
+    t_client_close(&c2);
   }
   char *s2 = snapshot(&c, "mal", ids, 3);
   CHECK_SAME(s1, s2);
@@ -2303,13 +2303,13 @@ static void test_malformed_lines(void) {
   CU_ASSERT_EQUAL(listed_transforms(&c, "mal_new"), -1);
   CU_ASSERT_EQUAL(listed_transforms(&c, "q"), -1);
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"mal\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 /* ---- clients that go away ------------------------------------------------------------------- */
 
 static void test_vanishing_clients(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dmain.port))
     return;
   new_world(&c, "van");
@@ -2318,10 +2318,10 @@ static void test_vanishing_clients(void) {
   char *s1 = snapshot(&c, "van", ids, 1);
 
   /* Gone in the middle of a line: the partial request is never run. */
-  scn_client v;
+  t_client v;
   if (CONNECT(&v, dmain.port)) {
     send_str(&v, "{\"cmd\":\"ping\",\"id\":1}\n{\"cmd\":\"world.create\",\"world\":\"vanished\"");
-    scn_client_close(&v);
+    t_client_close(&v);
   }
   /* Gone with many replies pending (never read). */
   if (CONNECT(&v, dmain.port)) {
@@ -2330,16 +2330,16 @@ static void test_vanishing_clients(void) {
       text_addf(&many, "{\"cmd\":\"transform.get\",\"world\":\"van\",\"entity\":%llu,\"id\":%d}\n",
                 e, i);
     text_addf(&many, "{\"cmd\":\"world.create\",\"world\":\"van");
-    CU_ASSERT_EQUAL(scn_client_send_raw(&v, many.s, many.len), 0);
+    CU_ASSERT_EQUAL(t_client_send_raw(&v, many.s, many.len), 0);
     text_free(&many);
-    scn_client_close(&v);
+    t_client_close(&v);
   }
   /* Gone in the middle of an overlong line. */
   if (CONNECT(&v, dmain.port)) {
     char *big = padded_ping(1, 1200000);
-    CU_ASSERT_EQUAL(scn_client_send_raw(&v, big, 1100000), 0);
+    CU_ASSERT_EQUAL(t_client_send_raw(&v, big, 1100000), 0);
     free(big);
-    scn_client_close(&v);
+    t_client_close(&v);
   }
   /* Half-closed: what was sent in full is answered, then the daemon closes. */
   if (CONNECT(&v, dmain.port)) {
@@ -2349,12 +2349,12 @@ static void test_vanishing_clients(void) {
     CU_ASSERT_EQUAL(shutdown(v.fd, SHUT_WR), 0);
     EXPECT_OK_ID(&v, 1);
     EXPECT_OK_ID(&v, 2);
-    CU_ASSERT_TRUE(scn_client_closed(&v, 3000));
-    scn_client_close(&v);
+    CU_ASSERT_TRUE(t_client_closed(&v, 3000));
+    t_client_close(&v);
   }
   /* The others are undisturbed. */
   OKD(&c, "{\"cmd\":\"ping\"}");
-  CU_ASSERT_EQUAL(scn_wait_info(&c, "connections", 1, 5000), 1);
+  CU_ASSERT_EQUAL(t_wait_info(&c, "connections", 1, 5000), 1);
   char *s2 = snapshot(&c, "van", ids, 1);
   CHECK_SAME(s1, s2);
   free(s1);
@@ -2362,24 +2362,24 @@ static void test_vanishing_clients(void) {
   CU_ASSERT_EQUAL(listed_transforms(&c, "vanished"), -1);
   CU_ASSERT_EQUAL(listed_transforms(&c, "half"), -1);
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"van\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 /* ---- authentication -----------------------------------------------------------------------------
  */
 
-static void check_locked(scn_client *c) {
+static void check_locked(t_client *c) {
   for (unsigned i = 0; i < scn_command_count; i++) {
     const char *name = scn_commands[i].name;
     if (!strcmp(name, "ping") || !strcmp(name, "hello"))
       continue;
-    cJSON *r = scn_client_call(c, "{\"cmd\":\"%s\",\"id\":%u}", name, i);
-    bool good = r && !scn_resp_ok(r) && !strcmp(scn_resp_code(r), "UNAUTHORIZED") &&
-                scn_resp_num(r, "id") == i;
+    cJSON *r = t_client_call(c, "{\"cmd\":\"%s\",\"id\":%u}", name, i);
+    bool good =
+        r && !t_resp_ok(r) && !strcmp(t_resp_code(r), "UNAUTHORIZED") && t_resp_num(r, "id") == i;
     CU_ASSERT_TRUE(good);
     if (!good) {
       fprintf(stderr, "  %s before hello:\n", name);
-      scn_report("response", r);
+      t_report("response", r);
     }
     cJSON_Delete(r);
   }
@@ -2389,21 +2389,21 @@ static void check_locked(scn_client *c) {
   OKD(c, "{\"cmd\":\"ping\"}");
 }
 
-static void check_hello_ok(scn_client *c, const char *token) {
+static void check_hello_ok(t_client *c, const char *token) {
   cJSON *r = OK(c, "{\"cmd\":\"hello\",\"token\":\"%s\"}", token);
   const cJSON *server = cJSON_GetObjectItemCaseSensitive(r, "server");
   CHECK(cJSON_IsString(server) && !strcmp(server->valuestring, "scened") &&
-            scn_resp_num(r, "protocol") == 1,
+            t_resp_num(r, "protocol") == 1,
         r);
   cJSON_Delete(r);
 }
 
 static void test_auth(void) {
-  scn_daemon d;
+  t_daemon d;
   const char *args[] = {"--auth-token", "secret", NULL};
   if (!START(&d, args))
     return;
-  scn_client c, c2;
+  t_client c, c2;
   if (CONNECT(&c, d.port)) {
     check_locked(&c);
     ERR(&c, "UNAUTHORIZED", "{\"cmd\":\"hello\"}");
@@ -2428,22 +2428,22 @@ static void test_auth(void) {
       ERR(&c2, "UNAUTHORIZED", "{\"cmd\":\"transform.get\",\"world\":\"authed\",\"entity\":1}");
       check_hello_ok(&c2, "secret");
       OKD(&c2, "{\"cmd\":\"world.destroy\",\"world\":\"authed\"}");
-      scn_client_close(&c2);
+      t_client_close(&c2);
     }
     OKD(&c, "{\"cmd\":\"world.list\"}");
-    scn_client_close(&c);
+    t_client_close(&c);
   }
   STOP_OK(&d, 10000);
 }
 
 static void test_auth_env(void) {
-  scn_daemon d;
+  t_daemon d;
   setenv("SCENED_AUTH_TOKEN", "from-env", 1);
   bool up = START(&d, NULL);
   unsetenv("SCENED_AUTH_TOKEN");
   if (!up)
     return;
-  scn_client c;
+  t_client c;
   if (CONNECT(&c, d.port)) {
     check_locked(&c);
     ERR(&c, "UNAUTHORIZED", "{\"cmd\":\"hello\",\"token\":\"secret\"}");
@@ -2452,7 +2452,7 @@ static void test_auth_env(void) {
     check_hello_ok(&c, "from-env");
     OKD(&c, "{\"cmd\":\"world.list\"}");
     OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"e\"}");
-    scn_client_close(&c);
+    t_client_close(&c);
   }
   STOP_OK(&d, 10000);
 }
@@ -2460,11 +2460,11 @@ static void test_auth_env(void) {
 /* ---- configured limits ----------------------------------------------------------------------- */
 
 static void test_max_clients(void) {
-  scn_daemon d;
+  t_daemon d;
   const char *args[] = {"--max-clients", "2", NULL};
   if (!START(&d, args))
     return;
-  scn_client c1, c2, c3;
+  t_client c1, c2, c3;
   bool ok1 = CONNECT(&c1, d.port), ok2 = CONNECT(&c2, d.port);
   if (ok1)
     OKD(&c1, "{\"cmd\":\"ping\"}");
@@ -2472,43 +2472,43 @@ static void test_max_clients(void) {
     OKD(&c2, "{\"cmd\":\"ping\"}");
   /* The third gets one LIMIT line, unasked, and is closed. */
   if (CONNECT(&c3, d.port)) {
-    cJSON *r = scn_client_recv_json(&c3, WAIT_MS);
+    cJSON *r = t_client_recv_json(&c3, WAIT_MS);
     CHECK(r && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(r, "ok")) &&
-              !strcmp(scn_resp_code(r), "LIMIT") && !scn_resp_has(r, "id"),
+              !strcmp(t_resp_code(r), "LIMIT") && !t_resp_has(r, "id"),
           r);
     cJSON_Delete(r);
-    CU_ASSERT_TRUE(scn_client_closed(&c3, 3000));
-    scn_client_close(&c3);
+    CU_ASSERT_TRUE(t_client_closed(&c3, 3000));
+    t_client_close(&c3);
   }
   if (ok2)
     OKD(&c2, "{\"cmd\":\"ping\"}");
   /* Once one leaves, a new connection is served. */
   if (ok1)
-    scn_client_close(&c1);
+    t_client_close(&c1);
   bool served = false;
   long deadline = t_now_ms() + 5000;
   while (!served && t_now_ms() < deadline) {
-    if (scn_client_connect(&c3, d.port) != 0)
+    if (t_client_connect(&c3, d.port) != 0)
       break;
-    cJSON *r = scn_client_call(&c3, "{\"cmd\":\"ping\",\"id\":1}");
-    served = scn_resp_ok(r) && scn_resp_num(r, "id") == 1;
+    cJSON *r = t_client_call(&c3, "{\"cmd\":\"ping\",\"id\":1}");
+    served = t_resp_ok(r) && t_resp_num(r, "id") == 1;
     cJSON_Delete(r);
-    scn_client_close(&c3);
+    t_client_close(&c3);
     if (!served)
       t_sleep_ms(20);
   }
   CU_ASSERT_TRUE(served);
   if (ok2) {
     OKD(&c2, "{\"cmd\":\"ping\"}");
-    scn_client_close(&c2);
+    t_client_close(&c2);
   }
   STOP_OK(&d, 10000);
 }
 
 static void test_max_worlds_transforms(void) {
-  scn_daemon d;
+  t_daemon d;
   const char *args[] = {"--max-worlds", "2", "--max-transforms", "3", NULL};
-  scn_client c;
+  t_client c;
   if (!START_CONNECTED(&d, &c, args))
     return;
   new_world(&c, "w1");
@@ -2546,16 +2546,16 @@ static void test_max_worlds_transforms(void) {
   OKD(&c, "{\"cmd\":\"transform.destroy\",\"world\":\"w2\",\"entity\":%llu}", t3);
   CU_ASSERT_EQUAL(TF(&c, "w2", "\"entity\":%llu", spare), spare);
   CU_ASSERT_EQUAL(listed_transforms(&c, "w2"), 3);
-  scn_client_close(&c);
+  t_client_close(&c);
   STOP_OK(&d, 10000);
 }
 
 /* A client whose responses wait unread beyond --output-limit gets LIMIT for each request
  * until it reads, in order, and a refused command changes nothing. */
 static void test_output_limit(void) {
-  scn_daemon d;
+  t_daemon d;
   const char *args[] = {"--output-limit", "4096", NULL};
-  scn_client c;
+  t_client c;
   if (!START_CONNECTED(&d, &c, args))
     return;
   new_world(&c, "w");
@@ -2569,24 +2569,24 @@ static void test_output_limit(void) {
             "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,"
             "\"t\":[9,9,9],\"id\":%d}\n",
             t, GETS + 1);
-  CU_ASSERT_EQUAL_FATAL(scn_client_send_raw(&c, all.s, all.len), 0);
+  CU_ASSERT_EQUAL_FATAL(t_client_send_raw(&c, all.s, all.len), 0);
   text_free(&all);
   int ok = 0, limited = 0, other = 0;
   for (int i = 1; i <= GETS + 1; i++) {
-    cJSON *r = scn_client_recv_json(&c, WAIT_MS);
+    cJSON *r = t_client_recv_json(&c, WAIT_MS);
     if (!r) {
       CU_FAIL("a pipelined request got no response");
       break;
     }
-    CU_ASSERT_EQUAL(scn_resp_num(r, "id"), i);
-    if (scn_resp_ok(r))
+    CU_ASSERT_EQUAL(t_resp_num(r, "id"), i);
+    if (t_resp_ok(r))
       ok++;
-    else if (strcmp(scn_resp_code(r), "LIMIT") == 0)
+    else if (strcmp(t_resp_code(r), "LIMIT") == 0)
       limited++;
     else
       other++;
     if (i == GETS + 1)
-      CU_ASSERT_STRING_EQUAL(scn_resp_code(r), "LIMIT"); /* still over when the set came */
+      CU_ASSERT_STRING_EQUAL(t_resp_code(r), "LIMIT"); /* still over when the set came */
     cJSON_Delete(r);
   }
   CU_ASSERT_TRUE(ok > 0);
@@ -2616,33 +2616,33 @@ static void test_output_limit(void) {
     TF(&c, "w", "\"parent\":%llu", t);
   ERR(&c, "LIMIT", "{\"cmd\":\"transform.children\",\"world\":\"w\",\"entity\":%llu}", t);
   OKD(&c, "{\"cmd\":\"entity.create\",\"count\":10}");
-  scn_client_close(&c);
+  t_client_close(&c);
   STOP_OK(&d, 10000);
 }
 
 /* ---- the command line ------------------------------------------------------------------------ */
 
 /* Runs the daemon binary with args to its end (killed after 6 s), stdout and stderr collected
- * in p (scn_proc_free); its exit code as from scn_proc_wait. */
-static int run_bin(scn_proc *p, const char *const *args) {
-  if (!scn_proc_start(p, scn_daemon_bin(), args, NULL, NULL, 0))
+ * in p (t_proc_free); its exit code as from t_proc_wait. */
+static int run_bin(t_proc *p, const char *const *args) {
+  if (!t_proc_start(p, t_daemon_bin(), args, NULL, NULL, 0))
     return -1;
-  return scn_proc_wait(p, 6000);
+  return t_proc_wait(p, 6000);
 }
 
 static void test_command_line(void) {
-  scn_proc p;
+  t_proc p;
   const char *version[] = {"--version", NULL};
   CU_ASSERT_EQUAL(run_bin(&p, version), 0);
   CU_ASSERT_PTR_NOT_NULL(strstr(text_str(&p.out), SCN_VERSION));
-  scn_proc_free(&p);
+  t_proc_free(&p);
   const char *help[] = {"--help", NULL};
   CU_ASSERT_EQUAL(run_bin(&p, help), 0);
-  scn_proc_free(&p);
+  t_proc_free(&p);
   /* --version and --help answer even when the environment holds a bad setting */
   setenv("SCENED_TICK_HZ", "0", 1);
   CU_ASSERT_TRUE(run_bin(&p, version) == 0 && strstr(text_str(&p.out), SCN_VERSION));
-  scn_proc_free(&p);
+  t_proc_free(&p);
   CU_ASSERT_EQUAL(run_bin(&p, help), 0);
   unsetenv("SCENED_TICK_HZ");
   const char *out = text_str(&p.out);
@@ -2654,7 +2654,7 @@ static void test_command_line(void) {
       CU_FAIL("--help does not mention a flag");
       fprintf(stderr, "  missing %s\n", flags[i]);
     }
-  scn_proc_free(&p);
+  t_proc_free(&p);
 
   /* Bad flags and values: one line on stderr, exit 2. Ports are ephemeral in case a bad
    * value were taken. */
@@ -2696,7 +2696,7 @@ static void test_command_line(void) {
     if (!good)
       fprintf(stderr, "  scened %s %s: exit %d, stderr \"%s\", stdout \"%.100s\"\n", bad[i][0],
               bad[i][1] ? bad[i][1] : "", code, err, text_str(&p.out));
-    scn_proc_free(&p);
+    t_proc_free(&p);
   }
 }
 
@@ -2706,35 +2706,35 @@ static void test_http(void) {
   int port = dmain.http_port;
   CU_ASSERT_TRUE_FATAL(port > 0);
   char *resp;
-  CU_ASSERT_EQUAL(scn_http_get(port, "/healthz", &resp), 200);
+  CU_ASSERT_EQUAL(t_http_get(port, "/healthz", &resp), 200);
   free(resp);
-  CU_ASSERT_EQUAL(scn_http_get(port, "/readyz", &resp), 200);
+  CU_ASSERT_EQUAL(t_http_get(port, "/readyz", &resp), 200);
   free(resp);
-  CU_ASSERT_EQUAL(scn_http_get(port, "/metrics", &resp), 200);
+  CU_ASSERT_EQUAL(t_http_get(port, "/metrics", &resp), 200);
   CU_ASSERT_PTR_NOT_NULL(strstr(resp, "\n# TYPE "));
   CU_ASSERT_PTR_NOT_NULL(strstr(resp, "# TYPE scened_commands_total counter\n"));
   double before = page_metric(resp, "scened_commands_total{command=\"ping\"}");
   CU_ASSERT_TRUE(before >= 0);
   free(resp);
-  scn_client c;
+  t_client c;
   if (CONNECT(&c, dmain.port)) {
     for (int i = 0; i < 3; i++)
       OKD(&c, "{\"cmd\":\"ping\"}");
-    scn_client_close(&c);
+    t_client_close(&c);
   }
-  CU_ASSERT_EQUAL(scn_http_get(port, "/metrics", &resp), 200);
+  CU_ASSERT_EQUAL(t_http_get(port, "/metrics", &resp), 200);
   CU_ASSERT_EQUAL(page_metric(resp, "scened_commands_total{command=\"ping\"}"), before + 3);
   free(resp);
-  CU_ASSERT_EQUAL(scn_http_get(port, "/nope", &resp), 404);
+  CU_ASSERT_EQUAL(t_http_get(port, "/nope", &resp), 404);
   free(resp);
-  CU_ASSERT_EQUAL(scn_http_get(port, "/metrics/x", &resp), 404);
+  CU_ASSERT_EQUAL(t_http_get(port, "/metrics/x", &resp), 404);
   free(resp);
   /* Two requests on one connection. */
   bool closed;
-  int st = scn_http_raw(port,
-                        "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
-                        "GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-                        &resp, &closed);
+  int st = t_http_raw(port,
+                      "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                      "GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                      &resp, &closed);
   CU_ASSERT_EQUAL(st, 200);
   const char *second = strstr(resp + 1, "HTTP/1.1 200");
   CU_ASSERT_PTR_NOT_NULL(second);
@@ -2744,7 +2744,7 @@ static void test_http(void) {
   static const char *const bad[] = {"BLAH\r\n\r\n", "GET / HTTP/1.1\r\nHost x\r\n\r\n",
                                     "\x01\x02\x03 garbage\r\n\r\n", "GET /healthz HTTP/9\r\n\r\n"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-    st = scn_http_raw(port, bad[i], &resp, &closed);
+    st = t_http_raw(port, bad[i], &resp, &closed);
     CU_ASSERT_EQUAL(st, 400);
     CU_ASSERT_TRUE(closed);
     if (st != 400 || !closed)
@@ -2754,16 +2754,16 @@ static void test_http(void) {
   /* The protocol port is unaffected. */
   if (CONNECT(&c, dmain.port)) {
     OKD(&c, "{\"cmd\":\"ping\"}");
-    scn_client_close(&c);
+    t_client_close(&c);
   }
 }
 
 /* ---- registration --------------------------------------------------------------------------- */
 
-static int suite_init(void) { return scn_daemon_start(&dmain, NULL) == 0 ? 0 : -1; }
+static int suite_init(void) { return t_daemon_start(&dmain, NULL) == 0 ? 0 : -1; }
 
 static int suite_clean(void) {
-  int status = scn_daemon_stop(&dmain, 0, 10000);
+  int status = t_daemon_stop(&dmain, 0, 10000);
   return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 

@@ -23,9 +23,9 @@
 
 /* A standalone daemon as a side of the workload. */
 typedef struct solo {
-  scn_daemon d;
-  scn_client c;
-  scn_client watch; /* the subject's subscriber and reader of past ticks (crash_watch) */
+  t_daemon d;
+  t_client c;
+  t_client watch; /* the subject's subscriber and reader of past ticks (crash_watch) */
   bool up, watched;
   const char *const *args;
 } solo;
@@ -33,8 +33,8 @@ typedef struct solo {
 static bool solo_connect(solo *s) {
   if (!CONNECT(&s->c, s->d.port) || (s->watched && !CONNECT(&s->watch, s->d.port)))
     return false;
-  cJSON *r = scn_client_call(&s->c, "{\"cmd\":\"hello\",\"matrices\":\"b64\"}");
-  bool ok = scn_resp_ok(r);
+  cJSON *r = t_client_call(&s->c, "{\"cmd\":\"hello\",\"matrices\":\"b64\"}");
+  bool ok = t_resp_ok(r);
   cJSON_Delete(r);
   return ok;
 }
@@ -47,10 +47,10 @@ static bool solo_start(solo *s) {
 static void solo_stop(solo *s, int sig) {
   if (!s->up)
     return;
-  scn_client_close(&s->c);
+  t_client_close(&s->c);
   if (s->watched)
-    scn_client_close(&s->watch);
-  int status = scn_daemon_stop(&s->d, sig, 20000);
+    t_client_close(&s->watch);
+  int status = t_daemon_stop(&s->d, sig, 20000);
   if (sig == SIGTERM)
     CU_ASSERT_EQUAL(status, 0);
   s->up = false;
@@ -74,7 +74,7 @@ static bool restart(solo *s, int sig, workload *w, const char *when) {
 /* One seed: the workload, with a disturbance every few dozen commands. */
 static bool run_seed(uint64_t seed, int steps, bool autosave) {
   char dir[128];
-  if (!scn_temp_dir(dir, sizeof dir, "crash")) {
+  if (!t_temp_dir(dir, sizeof dir, "crash")) {
     CU_FAIL("a temporary directory");
     return false;
   }
@@ -107,8 +107,8 @@ static bool run_seed(uint64_t seed, int steps, bool autosave) {
       break;
     default: {
       saves++;
-      cJSON *a = scn_client_call(&sub.c, "{\"cmd\":\"save\"}");
-      ok = scn_resp_ok(a);
+      cJSON *a = t_client_call(&sub.c, "{\"cmd\":\"save\"}");
+      ok = t_resp_ok(a);
       CU_ASSERT(ok);
       cJSON_Delete(a);
     }
@@ -129,7 +129,7 @@ static bool run_seed(uint64_t seed, int steps, bool autosave) {
   solo_stop(&sub, SIGTERM);
   solo_stop(&ref, SIGTERM);
   if (ok) {
-    scn_remove_tree(dir);
+    t_remove_tree(dir);
     unlink(sub.d.log_path);
   }
   return ok;
@@ -162,28 +162,28 @@ static void test_every_mutating_command_covered(void) {
 /* The user's report: a world destroyed, then kill -9 under --fsync always: it stays destroyed. */
 static void test_destroyed_world_stays_destroyed(void) {
   char dir[128];
-  CU_ASSERT_FATAL(scn_temp_dir(dir, sizeof dir, "crash"));
+  CU_ASSERT_FATAL(t_temp_dir(dir, sizeof dir, "crash"));
   const char *args[] = {"--data", dir, "--fsync", "always", NULL};
-  scn_daemon d;
-  scn_client c;
+  t_daemon d;
+  t_client c;
   if (!START_CONNECTED(&d, &c, args))
     return;
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"g1.a\"}");
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"g1.b\"}");
   OKD(&c, "{\"cmd\":\"transform.create\",\"world\":\"g1.a\"}");
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"g1.a\"}");
-  scn_client_close(&c);
-  scn_daemon_stop(&d, SIGKILL, 10000);
+  t_client_close(&c);
+  t_daemon_stop(&d, SIGKILL, 10000);
   if (!START_CONNECTED(&d, &c, args))
     return;
   cJSON *r = OK(&c, "{\"cmd\":\"world.list\"}");
   const cJSON *worlds = cJSON_GetObjectItemCaseSensitive(r, "worlds");
   CU_ASSERT_EQUAL(cJSON_GetArraySize(worlds), 1);
-  CU_ASSERT(scn_resp_str_is(cJSON_GetArrayItem(worlds, 0), "name", "g1.b"));
+  CU_ASSERT(t_resp_str_is(cJSON_GetArrayItem(worlds, 0), "name", "g1.b"));
   cJSON_Delete(r);
-  scn_client_close(&c);
+  t_client_close(&c);
   STOP_OK(&d, 10000);
-  scn_remove_tree(dir);
+  t_remove_tree(dir);
 }
 
 int t_register_daemon_crash(void) {

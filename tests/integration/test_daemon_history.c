@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-static scn_daemon dhist;
+static t_daemon dhist;
 
 #define TICK_HZ "50"
 
@@ -31,9 +31,9 @@ static bool matrix_of(const cJSON *a, float m[16]) {
   return true;
 }
 
-static unsigned long long create(scn_client *c, const char *w, const char *extra) {
+static unsigned long long create(t_client *c, const char *w, const char *extra) {
   cJSON *r = OK(c, "{\"cmd\":\"transform.create\",\"world\":\"%s\"%s}", w, extra);
-  unsigned long long e = r ? scn_resp_id(r, "entity") : 0;
+  unsigned long long e = r ? t_resp_id(r, "entity") : 0;
   cJSON_Delete(r);
   return e;
 }
@@ -41,7 +41,7 @@ static unsigned long long create(scn_client *c, const char *w, const char *extra
 /* ---- creating and listing ---------------------------------------------------------------- */
 
 static void test_history_field(void) {
-  scn_client c;
+  t_client c;
   CONNECT_FATAL(&c, dhist.port);
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"hf.a\",\"history\":0}");
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"hf.b\",\"history\":3600}");
@@ -56,8 +56,8 @@ static void test_history_field(void) {
   const cJSON *ws = cJSON_GetObjectItemCaseSensitive(r, "worlds");
   int seen = 0;
   for (const cJSON *w = ws ? ws->child : NULL; w; w = w->next) {
-    const char *name = scn_resp_str(w, "name");
-    double h = scn_resp_num(w, "history");
+    const char *name = t_resp_str(w, "name");
+    double h = t_resp_num(w, "history");
     CHECK(strcmp(name, "hf.d") != 0, w);
     if (!strcmp(name, "hf.a") || !strcmp(name, "hf.c"))
       CHECK(h == 0, w), seen++;
@@ -66,11 +66,11 @@ static void test_history_field(void) {
   }
   CU_ASSERT_EQUAL(seen, 3);
   cJSON_Delete(r);
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 static void test_refusals(void) {
-  scn_client c;
+  t_client c;
   CONNECT_FATAL(&c, dhist.port);
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"rf.h\",\"history\":20}");
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"rf.n\"}");
@@ -80,7 +80,7 @@ static void test_refusals(void) {
   now = TICK_PAST(&c, "rf.h", e, now);
   /* now, as every get answers it */
   cJSON *r = OK(&c, "{\"cmd\":\"transform.get\",\"world\":\"rf.n\",\"entity\":%llu}", f);
-  CHECK(scn_resp_has(r, "tick") && scn_resp_num(r, "tick") >= 1, r);
+  CHECK(t_resp_has(r, "tick") && t_resp_num(r, "tick") >= 1, r);
   cJSON_Delete(r);
   char *msg = NULL;
   /* a world without history */
@@ -114,7 +114,7 @@ static void test_refusals(void) {
         "s}",
         e, e, bad[i]);
   }
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 /* ---- past ticks equal frames --------------------------------------------------------------- */
@@ -138,7 +138,7 @@ static int slot_of(const unsigned long long *ids, unsigned long long e) {
 }
 
 static void test_past_equals_frames(void) {
-  scn_client c, sub;
+  t_client c, sub;
   CONNECT_FATAL(&c, dhist.port);
   CONNECT_FATAL(&sub, dhist.port);
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"pf\",\"history\":3000}");
@@ -176,13 +176,13 @@ static void test_past_equals_frames(void) {
       destroyed = 5;
       OKD(&c, "{\"cmd\":\"transform.destroy\",\"world\":\"pf\",\"entity\":%llu}", ids[5]);
     }
-    cJSON *f = scn_next_event(&sub, 5000);
+    cJSON *f = t_next_event(&sub, 5000);
     if (!f)
       break;
-    if (scn_resp_str_is(f, "event", "frame")) {
+    if (t_resp_str_is(f, "event", "frame")) {
       const cJSON *set = cJSON_GetObjectItemCaseSensitive(f, "set");
       for (const cJSON *s = set ? set->child : NULL; s; s = s->next) {
-        int i = slot_of(ids, scn_resp_id(s, "e"));
+        int i = slot_of(ids, t_resp_id(s, "e"));
         if (i >= 0 && matrix_of(cJSON_GetObjectItemCaseSensitive(s, "m"), cur.m[i]))
           cur.alive[i] = true;
       }
@@ -192,7 +192,7 @@ static void test_past_equals_frames(void) {
         if (i >= 0)
           cur.alive[i] = false;
       }
-      cur.tick = (long)scn_resp_num(f, "tick");
+      cur.tick = (long)t_resp_num(f, "tick");
       if (nseen < MAX_TICKS)
         seen[nseen++] = cur;
     }
@@ -213,15 +213,14 @@ static void test_past_equals_frames(void) {
     cJSON *g = CALL(&c, "{\"cmd\":\"transform.get\",\"world\":\"pf\",\"entity\":%llu,\"tick\":%ld}",
                     ids[i], t);
     if (!seen[k].alive[i]) {
-      wrong += !g || strcmp(scn_resp_code(g), "NOT_FOUND") != 0;
+      wrong += !g || strcmp(t_resp_code(g), "NOT_FOUND") != 0;
       absent++;
     } else {
       float m[16];
-      bool same = g && scn_resp_ok(g) &&
-                  matrix_of(cJSON_GetObjectItemCaseSensitive(g, "world"), m) &&
-                  memcmp(m, seen[k].m[i], sizeof m) == 0 && scn_resp_num(g, "tick") == (double)t;
+      bool same = g && t_resp_ok(g) && matrix_of(cJSON_GetObjectItemCaseSensitive(g, "world"), m) &&
+                  memcmp(m, seen[k].m[i], sizeof m) == 0 && t_resp_num(g, "tick") == (double)t;
       if (!same && wrong < 3)
-        scn_report("past get differs from the frame", g);
+        t_report("past get differs from the frame", g);
       wrong += !same;
     }
     checked++;
@@ -230,14 +229,14 @@ static void test_past_equals_frames(void) {
   CU_ASSERT_EQUAL(checked, 1000);
   CU_ASSERT_EQUAL(wrong, 0);
   CU_ASSERT_TRUE(absent > 0); /* the destroyed subtree root was asked for after it went */
-  scn_client_close(&sub);
-  scn_client_close(&c);
+  t_client_close(&sub);
+  t_client_close(&c);
 }
 
 /* ---- fractions, births and deaths, relative and trs ---------------------------------------- */
 
 static void test_fraction_and_lifetimes(void) {
-  scn_client c;
+  t_client c;
   CONNECT_FATAL(&c, dhist.port);
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"fr\",\"history\":600}");
   unsigned long long e = create(&c, "fr", ",\"t\":[0,0,0],\"r\":[0,0,0,1],\"s\":1");
@@ -270,7 +269,7 @@ static void test_fraction_and_lifetimes(void) {
   CHECK(fabsf(t[0] - 5) < 1e-4f && fabsf(t[1]) < 1e-4f && fabsf(s[0] - 2) < 1e-4f &&
             fabsf(r[2] - 0.38268343f) < 1e-5f && fabsf(r[3] - 0.92387953f) < 1e-5f,
         mid);
-  CHECK(scn_resp_num(mid, "tick") == (double)(b - 1) + 0.5, mid);
+  CHECK(t_resp_num(mid, "tick") == (double)(b - 1) + 0.5, mid);
   cJSON_Delete(mid);
   /* relative at a tick: inverse(world(to)) * world(e) with to scaled 2 at (0,5,0) */
   cJSON *rel = OK(
@@ -302,21 +301,21 @@ static void test_fraction_and_lifetimes(void) {
                  "\"entity\":%llu,\"tick\":%ld}]}",
                  to, c1);
   const cJSON *res = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(bt, "results"), 0);
-  CHECK(res && scn_resp_num(res, "tick") == (double)c1, bt);
+  CHECK(res && t_resp_num(res, "tick") == (double)c1, bt);
   cJSON_Delete(bt);
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 /* ---- persistence ------------------------------------------------------------------------- */
 
 /* The history a world keeps, as world.list shows it (-1 when the world is not listed). */
-static long history_of(scn_client *c, const char *world) {
+static long history_of(t_client *c, const char *world) {
   cJSON *r = OK(c, "{\"cmd\":\"world.list\"}");
   long h = -1;
   const cJSON *ws = r ? cJSON_GetObjectItemCaseSensitive(r, "worlds") : NULL;
   for (const cJSON *w = ws ? ws->child : NULL; w; w = w->next)
-    if (scn_resp_str_is(w, "name", world))
-      h = (long)scn_resp_num(w, "history");
+    if (t_resp_str_is(w, "name", world))
+      h = (long)t_resp_num(w, "history");
   cJSON_Delete(r);
   return h;
 }
@@ -325,25 +324,25 @@ static long history_of(scn_client *c, const char *world) {
  * and from a snapshot; the ticks it held do not. */
 static void test_window_persisted(void) {
   char dir[64];
-  CU_ASSERT_FATAL(scn_temp_dir(dir, sizeof dir, "history"));
+  CU_ASSERT_FATAL(t_temp_dir(dir, sizeof dir, "history"));
   const char *args[] = {"--http", "off",       "--data", dir, "--fsync",
                         "always", "--tick-hz", TICK_HZ,  NULL};
-  scn_daemon d;
-  scn_client c;
+  t_daemon d;
+  t_client c;
   if (!START_CONNECTED(&d, &c, args))
     goto out;
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"keep\",\"history\":77}");
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"none\"}");
   unsigned long long e = create(&c, "keep", ",\"t\":[1,2,3]");
   long t = TICK_PAST(&c, "keep", e, 3);
-  scn_client_close(&c);
-  scn_daemon_stop(&d, SIGKILL, 5000); /* the journal has it */
+  t_client_close(&c);
+  t_daemon_stop(&d, SIGKILL, 5000); /* the journal has it */
   if (!START_CONNECTED(&d, &c, args))
     goto out;
   CU_ASSERT_EQUAL(history_of(&c, "keep"), 77);
   CU_ASSERT_EQUAL(history_of(&c, "none"), 0);
   OKD(&c, "{\"cmd\":\"save\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
   STOP_OK(&d, 15000); /* and now the snapshot */
   if (!START_CONNECTED(&d, &c, args))
     goto out;
@@ -359,21 +358,21 @@ static void test_window_persisted(void) {
   CHECK(g && matrix_of(cJSON_GetObjectItemCaseSensitive(g, "world"), m) && m[12] == 1 && m[14] == 3,
         g);
   cJSON_Delete(g);
-  scn_client_close(&c);
+  t_client_close(&c);
   STOP_OK(&d, 15000);
 out:
-  scn_remove_tree(dir);
+  t_remove_tree(dir);
 }
 
 /* ---- registration ------------------------------------------------------------------------ */
 
 static int suite_init(void) {
   const char *args[] = {"--http", "off", "--tick-hz", TICK_HZ, NULL};
-  return scn_daemon_start(&dhist, args) == 0 ? 0 : -1;
+  return t_daemon_start(&dhist, args) == 0 ? 0 : -1;
 }
 
 static int suite_clean(void) {
-  int status = scn_daemon_stop(&dhist, 0, 10000);
+  int status = t_daemon_stop(&dhist, 0, 10000);
   return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 

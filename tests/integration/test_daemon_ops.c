@@ -15,7 +15,7 @@
 /* GET path from the daemon's HTTP port; the body (caller frees) or NULL. */
 static char *http_body(int port, const char *path, int *status) {
   char *resp;
-  *status = scn_http_get(port, path, &resp);
+  *status = t_http_get(port, path, &resp);
   const char *body = *status ? strstr(resp, "\r\n\r\n") : NULL;
   char *out = *status ? strdup(body ? body + 4 : "") : NULL;
   free(resp);
@@ -29,8 +29,8 @@ static bool have(const char *tool) {
 }
 
 static void test_metrics_promtool(void) {
-  scn_daemon d;
-  scn_client c;
+  t_daemon d;
+  t_client c;
   if (!START_CONNECTED(&d, &c, NULL))
     return;
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"m\"}");
@@ -68,24 +68,24 @@ static void test_metrics_promtool(void) {
   const cJSON *errors = cJSON_GetObjectItemCaseSensitive(m, "command_errors_total");
   CU_ASSERT_EQUAL(cJSON_GetObjectItemCaseSensitive(errors, "UNKNOWN_COMMAND")->valuedouble, 1);
   CU_ASSERT_PTR_NOT_NULL(cJSON_GetObjectItemCaseSensitive(m, "tick_duration_seconds"));
-  CU_ASSERT_EQUAL(scn_resp_num(info, "worlds"), 1);
+  CU_ASSERT_EQUAL(t_resp_num(info, "worlds"), 1);
   cJSON_Delete(info);
   page = http_body(d.http_port, "/readyz", &status);
   CU_ASSERT_EQUAL(status, 200);
   free(page);
-  scn_client_close(&c);
+  t_client_close(&c);
   STOP_OK(&d, 5000);
 }
 
 /* The tick rate the daemon reports in info. */
-static double tick_hz_of(const scn_daemon *d) {
-  scn_client c;
-  if (scn_client_connect(&c, d->port) != 0)
+static double tick_hz_of(const t_daemon *d) {
+  t_client c;
+  if (t_client_connect(&c, d->port) != 0)
     return -1;
-  cJSON *info = scn_client_call(&c, "{\"cmd\":\"info\"}");
-  double hz = scn_resp_num(info, "tick_hz");
+  cJSON *info = t_client_call(&c, "{\"cmd\":\"info\"}");
+  double hz = t_resp_num(info, "tick_hz");
   cJSON_Delete(info);
-  scn_client_close(&c);
+  t_client_close(&c);
   return hz;
 }
 
@@ -96,23 +96,23 @@ static void test_config_precedence(void) {
   const char *text = "# settings\ntick_hz = 30\nlog-level = \"warn\"\n";
   CU_ASSERT(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
   close(fd);
-  scn_daemon d;
+  t_daemon d;
   const char *file_only[] = {"--config", path, NULL};
   if (!START(&d, file_only))
     return;
   CU_ASSERT_EQUAL(tick_hz_of(&d), 30); /* file > default */
-  scn_daemon_stop(&d, SIGTERM, 5000);
+  t_daemon_stop(&d, SIGTERM, 5000);
   setenv("SCENED_TICK_HZ", "40", 1);
   bool up = START(&d, file_only);
   if (up) {
     CU_ASSERT_EQUAL(tick_hz_of(&d), 40); /* environment > file */
-    scn_daemon_stop(&d, SIGTERM, 5000);
+    t_daemon_stop(&d, SIGTERM, 5000);
   }
   const char *with_flag[] = {"--config", path, "--tick-hz", "50", NULL};
   up = up && START(&d, with_flag);
   if (up) {
     CU_ASSERT_EQUAL(tick_hz_of(&d), 50); /* flag > environment */
-    scn_daemon_stop(&d, SIGTERM, 5000);
+    t_daemon_stop(&d, SIGTERM, 5000);
   }
   unsetenv("SCENED_TICK_HZ");
   if (!up)
@@ -135,21 +135,21 @@ static void test_config_precedence(void) {
 }
 
 static void test_logs(void) {
-  scn_daemon d;
+  t_daemon d;
   const char *args[] = {"--auth-token", "s3cret-token", "--log-level", "debug", NULL};
-  scn_client c;
+  t_client c;
   if (!START_CONNECTED(&d, &c, args))
     return;
   ERR(&c, "UNAUTHORIZED", "{\"cmd\":\"hello\",\"token\":\"wrong\"}");
   OKD(&c, "{\"cmd\":\"hello\",\"token\":\"s3cret-token\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
   usleep(100000);
   STOP_OK(&d, 5000);
-  CU_ASSERT_TRUE(scn_daemon_log_contains(&d, "level=info msg=\"started\""));
-  CU_ASSERT_TRUE(scn_daemon_log_contains(&d, "level=debug msg=\"connection opened\""));
-  CU_ASSERT_TRUE(scn_daemon_log_contains(&d, "level=warn msg=\"authentication failed\""));
-  CU_ASSERT_TRUE(scn_daemon_log_contains(&d, "level=info msg=\"stopped\""));
-  CU_ASSERT_FALSE(scn_daemon_log_contains(&d, "s3cret-token"));
+  CU_ASSERT_TRUE(t_daemon_log_contains(&d, "level=info msg=\"started\""));
+  CU_ASSERT_TRUE(t_daemon_log_contains(&d, "level=debug msg=\"connection opened\""));
+  CU_ASSERT_TRUE(t_daemon_log_contains(&d, "level=warn msg=\"authentication failed\""));
+  CU_ASSERT_TRUE(t_daemon_log_contains(&d, "level=info msg=\"stopped\""));
+  CU_ASSERT_FALSE(t_daemon_log_contains(&d, "s3cret-token"));
   /* every line is logfmt: ts=... level=... msg="..." */
   char cmd[512];
   snprintf(
@@ -160,8 +160,8 @@ static void test_logs(void) {
 }
 
 static void test_signals(void) {
-  scn_daemon d;
-  scn_client c;
+  t_daemon d;
+  t_client c;
   if (!START_CONNECTED(&d, &c, NULL))
     return;
   /* requests already sent are answered before the daemon exits */
@@ -169,31 +169,31 @@ static void test_signals(void) {
   size_t len = 0;
   for (int i = 0; i < 200; i++)
     len += (size_t)snprintf(batch + len, sizeof batch - len, "{\"cmd\":\"ping\",\"id\":%d}\n", i);
-  CU_ASSERT_EQUAL(scn_client_send_raw(&c, batch, len), 0);
+  CU_ASSERT_EQUAL(t_client_send_raw(&c, batch, len), 0);
   usleep(50000);
   kill(d.pid, SIGINT);
   int answered = 0;
   cJSON *r;
-  while ((r = scn_client_recv_json(&c, 3000))) {
-    answered += scn_resp_ok(r);
+  while ((r = t_client_recv_json(&c, 3000))) {
+    answered += t_resp_ok(r);
     cJSON_Delete(r);
   }
   CU_ASSERT_EQUAL(answered, 200);
-  scn_client_close(&c);
-  int st = scn_daemon_wait(&d, 6000); /* no second signal: that one would exit at once */
+  t_client_close(&c);
+  int st = t_daemon_wait(&d, 6000); /* no second signal: that one would exit at once */
   CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
   /* a second signal while it drains a stuck client exits at once */
   if (!START_CONNECTED(&d, &c, NULL))
     return;
   for (int i = 0; i < 64; i++) /* many replies the client never reads */
-    scn_client_send_raw(&c, "{\"cmd\":\"info\"}\n", 15);
+    t_client_send_raw(&c, "{\"cmd\":\"info\"}\n", 15);
   usleep(100000);
   kill(d.pid, SIGTERM);
   usleep(100000);
   kill(d.pid, SIGTERM);
-  st = scn_daemon_wait(&d, 2000);
+  st = t_daemon_wait(&d, 2000);
   CU_ASSERT(st != -1); /* it left at once, without needing a kill */
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 int t_register_daemon_ops(void) {

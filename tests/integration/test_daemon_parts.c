@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static scn_daemon dparts;
+static t_daemon dparts;
 
 typedef unsigned long long ull;
 
@@ -58,21 +58,21 @@ static int parts_from(const cJSON *o, parts *p) {
 }
 
 /* transform.get with "trs": the whole reply (caller deletes). */
-static cJSON *get_trs_at(const char *file, int line, scn_client *c, const char *world, uint64_t e) {
-  return scn_ok_at(file, line, c,
-                   "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%llu,\"trs\":true}",
-                   world, (ull)e);
+static cJSON *get_trs_at(const char *file, int line, t_client *c, const char *world, uint64_t e) {
+  return t_ok_at(file, line, c,
+                 "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%llu,\"trs\":true}", world,
+                 (ull)e);
 }
 #define GET_TRS(c, world, e) get_trs_at(__FILE__, __LINE__, (c), (world), (e))
 
 /* The parts of e's local (world_space: world) matrix: 1, 0 when the daemon answered null. A
  * reply without the field, or with a malformed one, fails. */
-static int parts_at(const char *file, int line, scn_client *c, const char *world, uint64_t e,
+static int parts_at(const char *file, int line, t_client *c, const char *world, uint64_t e,
                     bool world_space, parts *p) {
   cJSON *r = get_trs_at(file, line, c, world, e);
   int got =
       parts_from(cJSON_GetObjectItemCaseSensitive(r, world_space ? "world_trs" : "local_trs"), p);
-  scn_check_at(file, line, got >= 0, "local_trs and world_trs are parts or null", r);
+  t_check_at(file, line, got >= 0, "local_trs and world_trs are parts or null", r);
   cJSON_Delete(r);
   return got;
 }
@@ -143,7 +143,7 @@ static void spec_of(const parts *p, int mask, char *out, size_t cap) {
 /* Everything transform.get with "trs" says of the entities, as text, to show that a refused
  * request changed nothing; but the tick it answers, which moves on by itself (and starts over
  * in a restarted daemon). */
-static char *state(scn_client *c, const char *world, const uint64_t *ids, int n) {
+static char *state(t_client *c, const char *world, const uint64_t *ids, int n) {
   text b = {0};
   for (int i = 0; i < n; i++) {
     cJSON *r = GET_TRS(c, world, ids[i]);
@@ -156,27 +156,27 @@ static char *state(scn_client *c, const char *world, const uint64_t *ids, int n)
   return b.s;
 }
 
-static void check_unchanged_at(const char *file, int line, scn_client *c, const char *world,
+static void check_unchanged_at(const char *file, int line, t_client *c, const char *world,
                                const uint64_t *ids, int n, const char *before) {
   char *after = state(c, world, ids, n);
   bool same = after && strcmp(after, before) == 0;
   CU_assertImplementation(same ? CU_TRUE : CU_FALSE, (unsigned)line, "state unchanged", file, "",
                           CU_FALSE);
   if (!same) {
-    scn_report_text("before", before);
-    scn_report_text("after", after ? after : "-");
+    t_report_text("before", before);
+    t_report_text("after", after ? after : "-");
   }
   free(after);
 }
 #define CHECK_UNCHANGED(c, world, ids, n, before)                                                  \
   check_unchanged_at(__FILE__, __LINE__, (c), (world), (ids), (n), (before))
 
-static uint64_t create_at(const char *file, int line, scn_client *c, const char *world,
+static uint64_t create_at(const char *file, int line, t_client *c, const char *world,
                           const char *members) {
-  cJSON *r = scn_ok_at(file, line, c, "{\"cmd\":\"transform.create\",\"world\":\"%s\"%s%s}", world,
-                       *members ? "," : "", members);
-  uint64_t e = scn_resp_id(r, "entity");
-  scn_check_at(file, line, e != 0, "an entity id", r);
+  cJSON *r = t_ok_at(file, line, c, "{\"cmd\":\"transform.create\",\"world\":\"%s\"%s%s}", world,
+                     *members ? "," : "", members);
+  uint64_t e = t_resp_id(r, "entity");
+  t_check_at(file, line, e != 0, "an entity id", r);
   cJSON_Delete(r);
   return e;
 }
@@ -187,7 +187,7 @@ static uint64_t create_at(const char *file, int line, scn_client *c, const char 
 /* Each part alone, each pair and all three, on set_local and on set_world of a root: the parts
  * given are the new ones, the others those before, and the matrix their T * R * S. */
 static void test_partial_keeps_the_rest(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dparts.port))
     return;
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"keep\"}");
@@ -229,13 +229,13 @@ static void test_partial_keeps_the_rest(void) {
       if (mask == 1)
         CU_ASSERT_EQUAL(memcmp(m0, m1, 12 * sizeof(float)), 0);
     }
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 /* set_world with "partial" on a child under a rotated and scaled parent: the parts are those
  * of the world matrix, and the local follows. */
 static void test_partial_set_world_child(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dparts.port))
     return;
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"child\"}");
@@ -291,13 +291,13 @@ static void test_partial_set_world_child(void) {
     CU_ASSERT_TRUE(matrix_of(r, "local", m) && composes_to(&l, m));
     cJSON_Delete(r);
   }
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 /* A current matrix that is not T * R * S (shear, a zero scale, a last row other than 0 0 0 1)
  * is refused with BAD_REQUEST, and nothing changes; its parts read as null. */
 static void test_partial_refuses_non_trs(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dparts.port))
     return;
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"shear\"}");
@@ -349,13 +349,13 @@ static void test_partial_refuses_non_trs(void) {
       (ull)e);
   CU_ASSERT_EQUAL(LOCAL_PARTS(&c, "shear", e, &q), 1);
   CHECK_PARTS(&q, (&(parts){{3, 0, 0}, {0, 0, 0.38268343f, 0.92387953f}, {1, 1, 1}}));
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 /* Requests refused before the core is asked: "partial" with a matrix, with no part, not a
  * boolean, or with a zero quaternion. Nothing changes. */
 static void test_partial_bad_requests(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dparts.port))
     return;
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"bad\"}");
@@ -407,12 +407,12 @@ static void test_partial_bad_requests(void) {
   parts q;
   CU_ASSERT_EQUAL(LOCAL_PARTS(&c, "bad", e, &q), 1);
   CHECK_PARTS(&q, (&(parts){{1, 2, 3}, {0, 0, 0, 1}, {1, 1, 1}}));
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 /* In a batch, a partial set sees the ops before it; a failing batch changes nothing. */
 static void test_partial_in_batch(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dparts.port))
     return;
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"batch\"}");
@@ -427,7 +427,7 @@ static void test_partial_in_batch(void) {
   const cJSON *results = cJSON_GetObjectItemCaseSensitive(r, "results");
   const cJSON *g = cJSON_GetArrayItem(results, 2);
   parts q;
-  CU_ASSERT_TRUE(scn_resp_str_is(g, "id", "g"));
+  CU_ASSERT_TRUE(t_resp_str_is(g, "id", "g"));
   CU_ASSERT_EQUAL(parts_from(cJSON_GetObjectItemCaseSensitive(g, "local_trs"), &q), 1);
   parts want = {{-5, 6, 0.5f}, {0.5f, -0.5f, 0.5f, 0.5f}, {2, 3, 4}};
   CHECK_PARTS(&q, &want);
@@ -467,7 +467,7 @@ static void test_partial_in_batch(void) {
   free(msg);
   CHECK_UNCHANGED(&c, "batch", &e, 1, before);
   free(before);
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 /* ---- reading the parts ------------------------------------------------------------------- */
@@ -475,7 +475,7 @@ static void test_partial_in_batch(void) {
 /* "trs" must be a boolean; false or absent answers no parts; the conventions (w >= 0, a mirror
  * on sx) hold; the parts compose back to the matrix. */
 static void test_trs_read(void) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, dparts.port))
     return;
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"read\"}");
@@ -491,10 +491,10 @@ static void test_trs_read(void) {
       (ull)e);
   cJSON *r = OK(&c, "{\"cmd\":\"transform.get\",\"world\":\"read\",\"entity\":%llu,\"trs\":false}",
                 (ull)e);
-  CU_ASSERT_FALSE(scn_resp_has(r, "local_trs") || scn_resp_has(r, "world_trs"));
+  CU_ASSERT_FALSE(t_resp_has(r, "local_trs") || t_resp_has(r, "world_trs"));
   cJSON_Delete(r);
   r = OK(&c, "{\"cmd\":\"transform.get\",\"world\":\"read\",\"entity\":%llu}", (ull)e);
-  CU_ASSERT_FALSE(scn_resp_has(r, "local_trs") || scn_resp_has(r, "world_trs"));
+  CU_ASSERT_FALSE(t_resp_has(r, "local_trs") || t_resp_has(r, "world_trs"));
   cJSON_Delete(r);
   /* The parts come last, after the matrices. */
   r = GET_TRS(&c, "read", e);
@@ -564,7 +564,7 @@ static void test_trs_read(void) {
       cJSON_Delete(r);
     }
   }
-  scn_client_close(&c);
+  t_client_close(&c);
 }
 
 /* ---- persistence ------------------------------------------------------------------------- */
@@ -573,10 +573,10 @@ static void test_trs_read(void) {
  * --fsync always the restarted daemon has the same matrices, bit for bit. */
 static void test_partial_replayed(void) {
   char dir[64];
-  CU_ASSERT_FATAL(scn_temp_dir(dir, sizeof dir, "parts"));
+  CU_ASSERT_FATAL(t_temp_dir(dir, sizeof dir, "parts"));
   const char *args[] = {"--http", "off", "--data", dir, "--fsync", "always", NULL};
-  scn_daemon d;
-  scn_client c;
+  t_daemon d;
+  t_client c;
   if (!START_CONNECTED(&d, &c, args))
     goto out;
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"j\"}");
@@ -595,28 +595,28 @@ static void test_partial_replayed(void) {
       (ull)e);
   uint64_t ids[] = {p, e};
   char *before = state(&c, "j", ids, 2);
-  scn_client_close(&c);
-  int status = scn_daemon_stop(&d, SIGKILL, 5000);
+  t_client_close(&c);
+  int status = t_daemon_stop(&d, SIGKILL, 5000);
   CU_ASSERT(status != -1 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
   if (START_CONNECTED(&d, &c, args)) {
     CHECK_UNCHANGED(&c, "j", ids, 2, before);
-    scn_client_close(&c);
+    t_client_close(&c);
     STOP_OK(&d, 15000);
   }
   free(before);
 out:
-  scn_remove_tree(dir);
+  t_remove_tree(dir);
 }
 
 /* ---- registration ------------------------------------------------------------------------ */
 
 static int suite_init(void) {
   const char *args[] = {"--http", "off", NULL};
-  return scn_daemon_start(&dparts, args) == 0 ? 0 : -1;
+  return t_daemon_start(&dparts, args) == 0 ? 0 : -1;
 }
 
 static int suite_clean(void) {
-  int status = scn_daemon_stop(&dparts, 0, 10000);
+  int status = t_daemon_stop(&dparts, 0, 10000);
   return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 

@@ -39,7 +39,7 @@ static void remember_log(const char *path) {
 static bool begin_test(char *dir, size_t len) {
   failures_at_start = CU_get_number_of_failures();
   nlogs = 0;
-  if (!scn_temp_dir(dir, len, "persist")) {
+  if (!t_temp_dir(dir, len, "persist")) {
     CU_FAIL("mkdtemp failed");
     return false;
   }
@@ -49,7 +49,7 @@ static bool begin_test(char *dir, size_t len) {
 /* Removes the data directory, and the daemon logs unless the test failed (then they are named
  * for a look). */
 static void end_test(const char *dir) {
-  scn_remove_tree(dir);
+  t_remove_tree(dir);
   bool failed = CU_get_number_of_failures() != failures_at_start;
   for (int i = 0; i < nlogs; i++) {
     if (failed)
@@ -104,7 +104,7 @@ static size_t count_lines(const char *s) {
 /* ---- daemons -------------------------------------------------------------------------------- */
 
 /* Starts scened on dir with extra args (NULL-terminated, may be NULL). */
-static bool start_on(scn_daemon *d, const char *dir, const char *const *extra) {
+static bool start_on(t_daemon *d, const char *dir, const char *const *extra) {
   const char *args[32] = {"--http", "off"};
   int n = 2;
   if (dir) {
@@ -119,8 +119,8 @@ static bool start_on(scn_daemon *d, const char *dir, const char *const *extra) {
   return up;
 }
 
-static void kill9(scn_daemon *d) {
-  int status = scn_daemon_stop(d, SIGKILL, 5000);
+static void kill9(t_daemon *d) {
+  int status = t_daemon_stop(d, SIGKILL, 5000);
   CU_ASSERT(status != -1 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
 
@@ -129,11 +129,11 @@ static void kill9(scn_daemon *d) {
  * wrote to stderr in *text (caller frees). */
 static int run_expect_exit(const char *dir, char **text, int timeout_ms) {
   const char *args[] = {"--listen", "127.0.0.1:0", "--http", "off", "--data", dir, NULL};
-  scn_proc p;
-  if (scn_proc_start(&p, scn_daemon_bin(), args, NULL, NULL, 0))
-    scn_proc_wait(&p, timeout_ms);
+  t_proc p;
+  if (t_proc_start(&p, t_daemon_bin(), args, NULL, NULL, 0))
+    t_proc_wait(&p, timeout_ms);
   *text = strdup(text_str(&p.err));
-  scn_proc_free(&p);
+  t_proc_free(&p);
   return p.status;
 }
 
@@ -154,17 +154,17 @@ static void expect_refused(const char *dir, const char *what, const char *what2)
 }
 
 /* transform.create (printf-style); the new entity's id, 0 after a failure. */
-static uint64_t create_tf_at(const char *file, int line, scn_client *c, const char *fmt, ...)
+static uint64_t create_tf_at(const char *file, int line, t_client *c, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static uint64_t create_tf_at(const char *file, int line, scn_client *c, const char *fmt, ...) {
+static uint64_t create_tf_at(const char *file, int line, t_client *c, const char *fmt, ...) {
   text req = {0};
   va_list ap;
   va_start(ap, fmt);
   text_vaddf(&req, fmt, ap);
   va_end(ap);
-  cJSON *r = scn_ok_at(file, line, c, "%s", text_str(&req));
+  cJSON *r = t_ok_at(file, line, c, "%s", text_str(&req));
   text_free(&req);
-  double e = scn_resp_num(r, "entity");
+  double e = t_resp_num(r, "entity");
   cJSON_Delete(r);
   return e > 0 ? (uint64_t)e : 0;
 }
@@ -188,7 +188,7 @@ static void drop_tick(char *line) {
  * the response lines joined by '\n' (caller frees), or NULL when one did not come. When
  * all_ok, every response must be a success. */
 static char *exchange(int port, const strlist *q, bool all_ok) {
-  scn_client c;
+  t_client c;
   if (!CONNECT(&c, port))
     return NULL;
   text out = {0};
@@ -201,21 +201,21 @@ static char *exchange(int port, const strlist *q, bool all_ok) {
       text_add(&chunk, q->v[k], strlen(q->v[k]));
       text_add(&chunk, "\n", 1);
     }
-    if (scn_client_send_raw(&c, chunk.s, chunk.len) != 0)
+    if (t_client_send_raw(&c, chunk.s, chunk.len) != 0)
       good = false;
     free(chunk.s);
     for (size_t k = i; k < end && good; k++) {
-      char *line = scn_client_recv(&c, 10000);
+      char *line = t_client_recv(&c, 10000);
       if (!line) {
         CU_FAIL("a pipelined response did not come");
-        scn_report_text("request", q->v[k]);
+        t_report_text("request", q->v[k]);
         good = false;
         break;
       }
       if (all_ok && !strstr(line, "\"ok\":true")) {
         CU_FAIL("a pipelined request that must succeed failed");
-        scn_report_text("request", q->v[k]);
-        scn_report_text("response", line);
+        t_report_text("request", q->v[k]);
+        t_report_text("response", line);
         good = false;
       }
       drop_tick(line);
@@ -225,7 +225,7 @@ static char *exchange(int port, const strlist *q, bool all_ok) {
     }
     i = end;
   }
-  scn_client_close(&c);
+  t_client_close(&c);
   if (!good) {
     free(out.s);
     return NULL;
@@ -284,7 +284,7 @@ static char *capture(int port, const char *const *worlds, size_t nworlds, const 
 }
 
 /* The local matrix of a transform, or false. */
-static bool get_local(scn_client *c, const char *world, uint64_t e, double m[16]) {
+static bool get_local(t_client *c, const char *world, uint64_t e, double m[16]) {
   cJSON *r = OK(c, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%llu}", world,
                 (unsigned long long)e);
   const cJSON *local = r ? cJSON_GetObjectItemCaseSensitive(r, "local") : NULL;
@@ -428,14 +428,14 @@ static void test_clean_restart_keeps_everything(void) {
   char dir[64];
   if (!begin_test(dir, sizeof dir))
     return;
-  scn_daemon d;
-  scn_client c;
+  t_daemon d;
+  t_client c;
   uint64_t ids[1024];
   size_t nids = 0;
   if (!start_on(&d, dir, NULL))
     goto out;
   if (!CONNECT(&c, d.port)) {
-    scn_daemon_stop(&d, SIGKILL, 2000);
+    t_daemon_stop(&d, SIGKILL, 2000);
     goto out;
   }
   for (int w = 0; w < 3; w++)
@@ -575,7 +575,7 @@ static void test_clean_restart_keeps_everything(void) {
       (unsigned long long)gone_entity);
   ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.get\",\"world\":\"alpha\",\"entity\":%llu}",
       (unsigned long long)b[3]);
-  scn_client_close(&c);
+  t_client_close(&c);
 
   char *before = capture(d.port, WORLDS3, 3, ids, nids);
   CU_ASSERT(before && strstr(before, "\"name\":\"batch0\"") && strstr(before, "renamed3"));
@@ -588,7 +588,7 @@ static void test_clean_restart_keeps_everything(void) {
     char *after = capture(d.port, WORLDS3, 3, ids, nids);
     expect_same(before, after, "state after a clean restart");
     free(after);
-    scn_client k;
+    t_client k;
     CONNECT_FATAL(&k, d.port);
     ERR(&k, "NOT_FOUND", "{\"cmd\":\"transform.create\",\"world\":\"alpha\",\"entity\":%llu}",
         (unsigned long long)gone_entity);
@@ -597,12 +597,12 @@ static void test_clean_restart_keeps_everything(void) {
     ERR(&k, "NOT_FOUND", "{\"cmd\":\"transform.get\",\"world\":\"gamma\",\"entity\":%llu}",
         (unsigned long long)loose[0]);
     cJSON *p = OK(&k, "{\"cmd\":\"transform.find\",\"world\":\"alpha\",\"path\":\"root4/root9\"}");
-    CU_ASSERT(scn_resp_num(p, "entity") == (double)roots[9]);
+    CU_ASSERT(t_resp_num(p, "entity") == (double)roots[9]);
     cJSON_Delete(p);
     p = OK(&k, "{\"cmd\":\"transform.find\",\"world\":\"alpha\",\"path\":\"batch0/b1\"}");
-    CU_ASSERT(scn_resp_num(p, "entity") == (double)b[1]);
+    CU_ASSERT(t_resp_num(p, "entity") == (double)b[1]);
     cJSON_Delete(p);
-    scn_client_close(&k);
+    t_client_close(&k);
     if (round == 0) {
       STOP_OK(&d, 15000);
       continue;
@@ -623,7 +623,7 @@ static void test_clean_restart_keeps_everything(void) {
       CU_ASSERT(id != gone_entity && id != loose[35]);
     }
     cJSON_Delete(n);
-    scn_client_close(&k);
+    t_client_close(&k);
     STOP_OK(&d, 15000);
   }
   free(before);
@@ -635,9 +635,9 @@ out:
  * outstanding, and sends SIGKILL to the daemon once kill_at of them are acknowledged. For each
  * entity the last acknowledged k is kept in acked[]; k is the value written. Returns the
  * number sent. */
-static int stream_and_kill(scn_daemon *d, const uint64_t *ents, int nents, int total, int window,
+static int stream_and_kill(t_daemon *d, const uint64_t *ents, int nents, int total, int window,
                            int kill_at, int *acked, int *nacked) {
-  scn_client c;
+  t_client c;
   *nacked = 0;
   if (!CONNECT(&c, d->port))
     return 0;
@@ -654,11 +654,11 @@ static int stream_and_kill(scn_daemon *d, const uint64_t *ents, int nents, int t
                   "\"id\":%d,\"t\":[%d,%d.25,%d]}\n",
                   (unsigned long long)ents[k % nents], k, k, k, -k);
       }
-      if (scn_client_send_raw(&c, chunk.s, chunk.len) != 0)
+      if (t_client_send_raw(&c, chunk.s, chunk.len) != 0)
         dead = true;
       free(chunk.s);
     }
-    char *line = scn_client_recv(&c, killed ? 2000 : 5000);
+    char *line = t_client_recv(&c, killed ? 2000 : 5000);
     if (!line) {
       if (!killed)
         CU_FAIL("a response did not come before the kill");
@@ -666,8 +666,8 @@ static int stream_and_kill(scn_daemon *d, const uint64_t *ents, int nents, int t
     }
     cJSON *r = cJSON_Parse(line);
     free(line);
-    double id = scn_resp_num(r, "id");
-    bool ok = scn_resp_ok(r);
+    double id = t_resp_num(r, "id");
+    bool ok = t_resp_ok(r);
     cJSON_Delete(r);
     if (!ok || id != (double)got) {
       CU_FAIL("a set_local was not answered ok in order");
@@ -682,7 +682,7 @@ static int stream_and_kill(scn_daemon *d, const uint64_t *ents, int nents, int t
     }
   }
   CU_ASSERT(killed);
-  scn_client_close(&c);
+  t_client_close(&c);
   *nacked = got;
   return sent;
 }
@@ -693,17 +693,17 @@ static void test_kill9_fsync_always_keeps_acknowledged(void) {
   if (!begin_test(dir, sizeof dir))
     return;
   enum { NENTS = 40, TOTAL = 4000, KILL_AT = 2000 };
-  scn_daemon d;
+  t_daemon d;
   const char *const always[] = {"--fsync", "always", NULL};
   if (!start_on(&d, dir, always))
     goto out;
-  scn_client c;
+  t_client c;
   CONNECT_FATAL(&c, d.port);
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
   uint64_t ents[NENTS];
   for (int i = 0; i < NENTS; i++)
     ents[i] = CREATE_TF(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"name\":\"e%d\"}", i);
-  scn_client_close(&c);
+  t_client_close(&c);
   int acked[NENTS], nacked;
   for (int i = 0; i < NENTS; i++)
     acked[i] = -1;
@@ -726,7 +726,7 @@ static void test_kill9_fsync_always_keeps_acknowledged(void) {
               m[12]);
     }
   }
-  scn_client_close(&c);
+  t_client_close(&c);
   STOP_OK(&d, 15000);
 out:
   end_test(dir);
@@ -737,13 +737,13 @@ static void test_everysec_sigterm_loses_nothing(void) {
   char dir[64];
   if (!begin_test(dir, sizeof dir))
     return;
-  scn_daemon d;
+  t_daemon d;
   const char *const everysec[] = {"--fsync", "everysec", NULL};
   uint64_t ids[200];
   size_t nids = 0;
   if (!start_on(&d, dir, everysec))
     goto out;
-  scn_client c;
+  t_client c;
   CONNECT_FATAL(&c, d.port);
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"alpha\"}");
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"beta\"}");
@@ -764,7 +764,7 @@ static void test_everysec_sigterm_loses_nothing(void) {
            (unsigned long long)ids[i], i + 1);
   run_all_ok(d.port, &q);
   sl_free(&q);
-  scn_client_close(&c);
+  t_client_close(&c);
   const char *const two[] = {"alpha", "beta"};
   char *before = capture(d.port, two, 2, ids, nids);
   STOP_OK(&d, 15000);
@@ -785,14 +785,14 @@ static void test_torn_journal_tail_dropped(void) {
   char dir[64];
   if (!begin_test(dir, sizeof dir))
     return;
-  scn_daemon d;
+  t_daemon d;
   const char *const always[] = {"--fsync", "always", NULL};
   uint64_t ids[20];
   const char *const w1[] = {"w"};
   char path[256], expect[64];
   if (!start_on(&d, dir, always))
     goto out;
-  scn_client c;
+  t_client c;
   CONNECT_FATAL(&c, d.port);
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
   for (int i = 0; i < 20; i++)
@@ -800,7 +800,7 @@ static void test_torn_journal_tail_dropped(void) {
   for (int i = 1; i < 20; i++)
     OKD(&c, "{\"cmd\":\"transform.link\",\"world\":\"w\",\"entity\":%llu,\"parent\":%llu}",
         (unsigned long long)ids[i], (unsigned long long)ids[i / 2]);
-  scn_client_close(&c);
+  t_client_close(&c);
   char *before = capture(d.port, w1, 1, ids, 20);
   kill9(&d);
 
@@ -816,9 +816,9 @@ static void test_torn_journal_tail_dropped(void) {
   CU_ASSERT_FATAL(append_bytes(path, rec, (12 + strlen(line)) / 2));
   if (!start_on(&d, dir, always))
     goto done;
-  CU_ASSERT(scn_daemon_log_contains(&d, "torn"));
+  CU_ASSERT(t_daemon_log_contains(&d, "torn"));
   snprintf(expect, sizeof expect, "offset=%ld", size);
-  CU_ASSERT(scn_daemon_log_contains(&d, expect));
+  CU_ASSERT(t_daemon_log_contains(&d, expect));
   char *after = capture(d.port, w1, 1, ids, 20);
   expect_same(before, after, "state after a torn tail");
   free(after);
@@ -828,7 +828,7 @@ static void test_torn_journal_tail_dropped(void) {
   CONNECT_FATAL(&c, d.port);
   OKD(&c, "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,\"t\":[5,6,7]}",
       (unsigned long long)ids[3]);
-  scn_client_close(&c);
+  t_client_close(&c);
   free(before);
   before = capture(d.port, w1, 1, ids, 20);
   kill9(&d);
@@ -838,9 +838,9 @@ static void test_torn_journal_tail_dropped(void) {
   CU_ASSERT_FATAL(append_bytes(path, "\x53\x43\x4a", 3));
   if (!start_on(&d, dir, always))
     goto done;
-  CU_ASSERT(scn_daemon_log_contains(&d, "torn"));
+  CU_ASSERT(t_daemon_log_contains(&d, "torn"));
   snprintf(expect, sizeof expect, "offset=%ld", size);
-  CU_ASSERT(scn_daemon_log_contains(&d, expect));
+  CU_ASSERT(t_daemon_log_contains(&d, expect));
   after = capture(d.port, w1, 1, ids, 20);
   expect_same(before, after, "state after garbage at the end of the journal");
   CU_ASSERT(after && strstr(after, "[1,0,0,0,0,1,0,0,0,0,1,0,5,6,7,1]"));
@@ -859,13 +859,13 @@ static void test_corrupt_snapshot(void) {
   if (!begin_test(dir, sizeof dir))
     return;
   enum { KEEP = 200, LOST = 1500 };
-  scn_daemon d;
+  t_daemon d;
   uint64_t *ids = calloc(KEEP + LOST, sizeof *ids);
   char *before = NULL;
   const char *const keepw[] = {"keep"};
   if (!ids || !start_on(&d, dir, NULL))
     goto out;
-  scn_client c;
+  t_client c;
   CONNECT_FATAL(&c, d.port);
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"keep\"}");
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"lost\"}");
@@ -875,7 +875,7 @@ static void test_corrupt_snapshot(void) {
   for (int i = 0; i < KEEP + LOST; i++)
     ids[i] = (uint64_t)cJSON_GetArrayItem(list, i)->valuedouble;
   cJSON_Delete(made);
-  scn_client_close(&c);
+  t_client_close(&c);
   strlist q = {0};
   for (int i = 0; i < KEEP; i++)
     sl_add(&q,
@@ -908,9 +908,9 @@ static void test_corrupt_snapshot(void) {
   const char *const recover[] = {"--recover", NULL};
   if (!start_on(&d, dir, recover))
     goto out;
-  CU_ASSERT(scn_daemon_log_contains(&d, "recover"));
-  CU_ASSERT(scn_daemon_log_contains(&d, "snapshot.scn"));
-  CU_ASSERT(scn_daemon_log_contains(&d, offset));
+  CU_ASSERT(t_daemon_log_contains(&d, "recover"));
+  CU_ASSERT(t_daemon_log_contains(&d, "snapshot.scn"));
+  CU_ASSERT(t_daemon_log_contains(&d, offset));
   char *after = capture(d.port, keepw, 1, ids, KEEP);
   expect_same(before, after, "the world before the damage after --recover");
   free(after);
@@ -922,11 +922,11 @@ static void test_corrupt_snapshot(void) {
     const cJSON *w = cJSON_GetArrayItem(worlds, i);
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(w, "name");
     if (cJSON_IsString(name) && !strcmp(name->valuestring, "lost"))
-      lost_count = scn_resp_num(w, "transforms");
+      lost_count = t_resp_num(w, "transforms");
   }
   CU_ASSERT(lost_count < LOST); /* part of it was in the damaged block */
   cJSON_Delete(wl);
-  scn_client_close(&c);
+  t_client_close(&c);
   char *recovered = capture(d.port, keepw, 1, ids, KEEP + LOST);
   STOP_OK(&d, 15000);
   /* What was recovered is consistent again: a plain start takes it as it is. */
@@ -949,20 +949,20 @@ static void test_corrupt_snapshot_header(void) {
   char dir[64];
   if (!begin_test(dir, sizeof dir))
     return;
-  scn_daemon d;
+  t_daemon d;
   const char *const always[] = {"--fsync", "always", NULL};
   char snap[256];
   snprintf(snap, sizeof snap, "%s/snapshot.scn", dir);
   if (!start_on(&d, dir, always))
     goto out;
-  scn_client c;
+  t_client c;
   CONNECT_FATAL(&c, d.port);
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
   uint64_t e = CREATE_TF(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"t\":[1,0,0]}");
   OKD(&c, "{\"cmd\":\"save\"}");
   OKD(&c, "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,\"t\":[2,0,0]}",
       (unsigned long long)e);
-  scn_client_close(&c);
+  t_client_close(&c);
   kill9(&d);
   /* Bytes 16..23 hold the generation: its lowest and its highest byte. */
   static const long offsets[] = {16, 23};
@@ -976,7 +976,7 @@ static void test_corrupt_snapshot_header(void) {
     CONNECT_FATAL(&c, d.port);
     double m[16];
     CU_ASSERT(get_local(&c, "w", e, m) && is_translation(m, 2, 0, 0));
-    scn_client_close(&c);
+    t_client_close(&c);
     STOP_OK(&d, 15000);
   }
 out:
@@ -990,12 +990,12 @@ static void test_corrupt_journal_body(void) {
   if (!begin_test(dir, sizeof dir))
     return;
   enum { SETS = 300 };
-  scn_daemon d;
+  t_daemon d;
   const char *const always[] = {"--fsync", "always", NULL};
   char path[256];
   if (!start_on(&d, dir, always))
     goto out;
-  scn_client c;
+  t_client c;
   CONNECT_FATAL(&c, d.port);
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");                         /* record 0 */
   uint64_t e1 = CREATE_TF(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\"}"); /* 1 */
@@ -1009,7 +1009,7 @@ static void test_corrupt_journal_body(void) {
   run_all_ok(d.port, &q);
   sl_free(&q);
   uint64_t e3 = CREATE_TF(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"name\":\"last\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
   kill9(&d);
 
   CU_ASSERT_FATAL(newest_journal(dir, path, sizeof path));
@@ -1026,26 +1026,26 @@ static void test_corrupt_journal_body(void) {
   const char *const recover[] = {"--recover", NULL};
   if (!start_on(&d, dir, recover))
     goto out;
-  CU_ASSERT(scn_daemon_log_contains(&d, "damaged"));
-  CU_ASSERT(scn_daemon_log_contains(&d, "journal.0.scn"));
+  CU_ASSERT(t_daemon_log_contains(&d, "damaged"));
+  CU_ASSERT(t_daemon_log_contains(&d, "journal.0.scn"));
   CONNECT_FATAL(&c, d.port);
   double m[16];
   CU_ASSERT(get_local(&c, "w", e1, m) && is_translation(m, SETS - 1, 1, 2));
   CU_ASSERT(get_local(&c, "w", e2, m) && is_translation(m, 0, 0, 0)); /* its set was lost */
   cJSON *r = OK(&c, "{\"cmd\":\"transform.find\",\"world\":\"w\",\"path\":\"last\"}");
-  CU_ASSERT(scn_resp_num(r, "entity") == (double)e3);
+  CU_ASSERT(t_resp_num(r, "entity") == (double)e3);
   cJSON_Delete(r);
-  scn_client_close(&c);
+  t_client_close(&c);
   STOP_OK(&d, 15000);
 out:
   end_test(dir);
 }
 
 /* How many transforms the first world listed holds (-1 when there is none). */
-static double first_world_transforms(scn_client *c) {
+static double first_world_transforms(t_client *c) {
   cJSON *r = OK(c, "{\"cmd\":\"world.list\"}");
   const cJSON *w0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "worlds"), 0);
-  double n = w0 ? scn_resp_num(w0, "transforms") : -1;
+  double n = w0 ? t_resp_num(w0, "transforms") : -1;
   cJSON_Delete(r);
   return n;
 }
@@ -1057,17 +1057,17 @@ static void test_journal_last_record_damaged(void) {
   char dir[64];
   if (!begin_test(dir, sizeof dir))
     return;
-  scn_daemon d;
+  t_daemon d;
   const char *const always[] = {"--fsync", "always", NULL};
   char path[256], offset[64];
   if (!start_on(&d, dir, always))
     goto out;
-  scn_client c;
+  t_client c;
   CONNECT_FATAL(&c, d.port);
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
   for (int i = 0; i < 5; i++)
     CREATE_TF(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"name\":\"n%d\"}", i);
-  scn_client_close(&c);
+  t_client_close(&c);
   kill9(&d);
   CU_ASSERT_FATAL(newest_journal(dir, path, sizeof path));
   long offs[8];
@@ -1080,22 +1080,22 @@ static void test_journal_last_record_damaged(void) {
   const char *const recover[] = {"--recover", NULL};
   if (!start_on(&d, dir, recover))
     goto out;
-  CU_ASSERT(scn_daemon_log_contains(&d, "damaged"));
+  CU_ASSERT(t_daemon_log_contains(&d, "damaged"));
   CU_ASSERT(file_size(path) == offs[5]); /* cut, so new records follow intact ones */
   CONNECT_FATAL(&c, d.port);
   CU_ASSERT(first_world_transforms(&c) == 4);
   CREATE_TF(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
   kill9(&d);
   /* Zero bytes at the end (space allocated before a crash, never written) are a torn tail. */
   static const char zeros[100];
   CU_ASSERT_FATAL(append_bytes(path, zeros, sizeof zeros));
   if (!start_on(&d, dir, always))
     goto out;
-  CU_ASSERT(scn_daemon_log_contains(&d, "torn"));
+  CU_ASSERT(t_daemon_log_contains(&d, "torn"));
   CONNECT_FATAL(&c, d.port);
   CU_ASSERT(first_world_transforms(&c) == 5);
-  scn_client_close(&c);
+  t_client_close(&c);
   STOP_OK(&d, 15000);
 out:
   end_test(dir);
@@ -1107,19 +1107,19 @@ static void test_missing_journal_or_snapshot_tail(void) {
   char dir[64];
   if (!begin_test(dir, sizeof dir))
     return;
-  scn_daemon d;
+  t_daemon d;
   char snap[256], path[256];
   snprintf(snap, sizeof snap, "%s/snapshot.scn", dir);
   if (!start_on(&d, dir, NULL))
     goto out;
-  scn_client c;
+  t_client c;
   CONNECT_FATAL(&c, d.port);
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
   CREATE_TF(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\"}");
   OKD(&c, "{\"cmd\":\"save\"}");
   for (int i = 0; i < 3; i++)
     CREATE_TF(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
   STOP_OK(&d, 15000); /* the final snapshot continues in a new, empty journal */
   CU_ASSERT_FATAL(newest_journal(dir, path, sizeof path));
   CU_ASSERT(file_size(path) == 0);
@@ -1134,10 +1134,10 @@ static void test_missing_journal_or_snapshot_tail(void) {
   const char *const recover[] = {"--recover", NULL};
   if (!start_on(&d, dir, recover))
     goto out;
-  CU_ASSERT(scn_daemon_log_contains(&d, "missing"));
+  CU_ASSERT(t_daemon_log_contains(&d, "missing"));
   CONNECT_FATAL(&c, d.port);
   CU_ASSERT(first_world_transforms(&c) == 4); /* in the snapshot; the journal was empty */
-  scn_client_close(&c);
+  t_client_close(&c);
   STOP_OK(&d, 15000);
 
   /* A version 1 snapshot (whose final save did not create the next journal) starts without
@@ -1159,7 +1159,7 @@ static void test_missing_journal_or_snapshot_tail(void) {
     goto out;
   CONNECT_FATAL(&c, d.port);
   CU_ASSERT(first_world_transforms(&c) == 4);
-  scn_client_close(&c);
+  t_client_close(&c);
   STOP_OK(&d, 15000);
 out:
   end_test(dir);
@@ -1184,10 +1184,10 @@ static void test_sigterm_during_save(void) {
   if (!begin_test(dir, sizeof dir))
     return;
   enum { BATCHES = 100, OPS = 1000 };
-  scn_daemon d;
+  t_daemon d;
   if (!start_on(&d, dir, NULL))
     goto out;
-  scn_client c;
+  t_client c;
   CONNECT_FATAL(&c, d.port);
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
   text b = {0};
@@ -1200,33 +1200,33 @@ static void test_sigterm_during_save(void) {
     }
     text_add(&b, "]}\n", 3);
   }
-  CU_ASSERT_FATAL(scn_client_send_raw(&c, b.s, b.len) == 0);
+  CU_ASSERT_FATAL(t_client_send_raw(&c, b.s, b.len) == 0);
   free(b.s);
   for (int k = 0; k < BATCHES; k++) {
-    cJSON *r = scn_client_recv_json(&c, 10000);
-    CU_ASSERT(scn_resp_ok(r));
+    cJSON *r = t_client_recv_json(&c, 10000);
+    CU_ASSERT(t_resp_ok(r));
     cJSON_Delete(r);
   }
   const char *req = "{\"cmd\":\"save\",\"id\":1}\n{\"cmd\":\"ping\",\"id\":2}\n";
-  CU_ASSERT_FATAL(scn_client_send_raw(&c, req, strlen(req)) == 0);
+  CU_ASSERT_FATAL(t_client_send_raw(&c, req, strlen(req)) == 0);
   long deadline = t_now_ms() + 3000;
   while (!has_child(d.pid) && t_now_ms() < deadline)
     ;
   kill(d.pid, SIGTERM);
   for (int i = 1; i <= 2; i++) {
-    cJSON *r = scn_client_recv_json(&c, 15000);
-    CU_ASSERT(scn_resp_ok(r) && scn_resp_num(r, "id") == i);
-    if (!scn_resp_ok(r))
+    cJSON *r = t_client_recv_json(&c, 15000);
+    CU_ASSERT(t_resp_ok(r) && t_resp_num(r, "id") == i);
+    if (!t_resp_ok(r))
       fprintf(stderr, "  response %d after SIGTERM during a save: missing or failed\n", i);
     cJSON_Delete(r);
   }
-  scn_client_close(&c);
-  int status = scn_daemon_wait(&d, 15000);
+  t_client_close(&c);
+  int status = t_daemon_wait(&d, 15000);
   CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   if (start_on(&d, dir, NULL)) {
     CONNECT_FATAL(&c, d.port);
     CU_ASSERT(first_world_transforms(&c) == BATCHES * OPS);
-    scn_client_close(&c);
+    t_client_close(&c);
     STOP_OK(&d, 15000);
   }
 out:
@@ -1276,12 +1276,12 @@ static void test_save(void) {
   char dir[64];
   if (!begin_test(dir, sizeof dir))
     return;
-  scn_daemon d;
+  t_daemon d;
   char snap[256];
   snprintf(snap, sizeof snap, "%s/snapshot.scn", dir);
   if (!start_on(&d, dir, NULL))
     goto out;
-  scn_client c;
+  t_client c;
   CONNECT_FATAL(&c, d.port);
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
   uint64_t e = CREATE_TF(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"name\":\"e\"}");
@@ -1299,12 +1299,12 @@ static void test_save(void) {
       "{\"cmd\":\"save\",\"id\":7}\n"
       "{\"cmd\":\"transform.get\",\"world\":\"w\",\"entity\":%llu,\"id\":8}\n",
       (unsigned long long)e, (unsigned long long)e, (unsigned long long)e, (unsigned long long)e);
-  CU_ASSERT_FATAL(scn_client_send_raw(&c, req, strlen(req)) == 0);
+  CU_ASSERT_FATAL(t_client_send_raw(&c, req, strlen(req)) == 0);
   cJSON *r[9] = {0};
   for (int i = 1; i <= 8; i++) {
-    r[i] = scn_client_recv_json(&c, 10000);
-    CU_ASSERT(scn_resp_ok(r[i]) && scn_resp_num(r[i], "id") == i);
-    if (!scn_resp_ok(r[i]) || scn_resp_num(r[i], "id") != i) {
+    r[i] = t_client_recv_json(&c, 10000);
+    CU_ASSERT(t_resp_ok(r[i]) && t_resp_num(r[i], "id") == i);
+    if (!t_resp_ok(r[i]) || t_resp_num(r[i], "id") != i) {
       char *s = r[i] ? cJSON_PrintUnformatted(r[i]) : NULL;
       fprintf(stderr, "  response %d: %s\n", i, s ? s : "(none)");
       free(s);
@@ -1312,26 +1312,26 @@ static void test_save(void) {
   }
   const cJSON *p = cJSON_GetObjectItemCaseSensitive(r[2], "path");
   CU_ASSERT(cJSON_IsString(p) && !strcmp(p->valuestring, snap));
-  CU_ASSERT(scn_resp_num(r[2], "bytes") > 32);
+  CU_ASSERT(t_resp_num(r[2], "bytes") > 32);
   const cJSON *loc = cJSON_GetObjectItemCaseSensitive(r[4], "local");
   CU_ASSERT(cJSON_GetArraySize(loc) == 16 && cJSON_GetArrayItem(loc, 12)->valuedouble == 1);
   loc = cJSON_GetObjectItemCaseSensitive(r[8], "local");
   CU_ASSERT(cJSON_GetArraySize(loc) == 16 && cJSON_GetArrayItem(loc, 12)->valuedouble == 4);
   /* The newest save's bytes are the file's size. */
-  CU_ASSERT(scn_resp_num(r[7], "bytes") == (double)file_size(snap));
-  CU_ASSERT(scn_resp_num(r[6], "bytes") == scn_resp_num(r[7], "bytes"));
+  CU_ASSERT(t_resp_num(r[7], "bytes") == (double)file_size(snap));
+  CU_ASSERT(t_resp_num(r[6], "bytes") == t_resp_num(r[7], "bytes"));
   for (int i = 1; i <= 8; i++)
     cJSON_Delete(r[i]);
 
   /* One more save alone: bytes equal the file. */
   cJSON *s = OK(&c, "{\"cmd\":\"save\"}");
   CU_ASSERT(s && !cJSON_GetObjectItemCaseSensitive(s, "id"));
-  CU_ASSERT(scn_resp_num(s, "bytes") == (double)file_size(snap));
+  CU_ASSERT(t_resp_num(s, "bytes") == (double)file_size(snap));
   cJSON_Delete(s);
   /* A change after the last save lives only in the journal. */
   OKD(&c, "{\"cmd\":\"transform.set_local\",\"world\":\"w\",\"entity\":%llu,\"t\":[8,8,8]}",
       (unsigned long long)e);
-  scn_client_close(&c);
+  t_client_close(&c);
   kill9(&d);
   /* Without its journals, the snapshot alone holds what was answered before the save (a
    * start without the journal is refused; --recover keeps the snapshot). */
@@ -1349,9 +1349,9 @@ static void test_save(void) {
     double m[16];
     CU_ASSERT(get_local(&c, "w", e, m) && is_translation(m, 4, 5, 6));
     cJSON *f = OK(&c, "{\"cmd\":\"transform.find\",\"world\":\"w\",\"path\":\"f299\"}");
-    CU_ASSERT(scn_resp_num(f, "entity") > 0);
+    CU_ASSERT(t_resp_num(f, "entity") > 0);
     cJSON_Delete(f);
-    scn_client_close(&c);
+    t_client_close(&c);
     STOP_OK(&d, 15000);
   }
 
@@ -1360,7 +1360,7 @@ static void test_save(void) {
     CONNECT_FATAL(&c, d.port);
     ERR(&c, "BAD_REQUEST", "{\"cmd\":\"save\",\"id\":\"x\"}");
     OKD(&c, "{\"cmd\":\"ping\"}");
-    scn_client_close(&c);
+    t_client_close(&c);
     STOP_OK(&d, 15000);
   }
 out:
@@ -1391,13 +1391,13 @@ static void test_autosave(void) {
   char dir[64];
   if (!begin_test(dir, sizeof dir))
     return;
-  scn_daemon d;
+  t_daemon d;
   char snap[256];
   snprintf(snap, sizeof snap, "%s/snapshot.scn", dir);
   const char *const every1[] = {"--save-interval", "1", NULL};
   if (!start_on(&d, dir, every1))
     goto out;
-  scn_client c;
+  t_client c;
   CONNECT_FATAL(&c, d.port);
   unsigned long long gens[64];
   CU_ASSERT(journals(dir, gens, 64) == 1 && gens[0] == 0);
@@ -1418,16 +1418,16 @@ static void test_autosave(void) {
   unsigned long long gen2 = 0;
   CU_ASSERT(wait_for_snapshot(snap, &old, dir, &gen2, 3000));
   CU_ASSERT(gen2 > gen);
-  scn_client_close(&c);
+  t_client_close(&c);
   kill9(&d);
   /* The autosaved snapshot plus the current journal hold everything. */
   if (start_on(&d, dir, NULL)) {
     CONNECT_FATAL(&c, d.port);
     cJSON *r =
         OK(&c, "{\"cmd\":\"transform.find\",\"world\":\"w\",\"path\":\"two-with-a-longer-name\"}");
-    CU_ASSERT(two > 0 && scn_resp_num(r, "entity") == (double)two);
+    CU_ASSERT(two > 0 && t_resp_num(r, "entity") == (double)two);
     cJSON_Delete(r);
-    scn_client_close(&c);
+    t_client_close(&c);
     STOP_OK(&d, 15000);
   }
 out:
@@ -1439,10 +1439,10 @@ static void test_second_daemon_locked_out(void) {
   char dir[64];
   if (!begin_test(dir, sizeof dir))
     return;
-  scn_daemon d;
+  t_daemon d;
   if (!start_on(&d, dir, NULL))
     goto out;
-  scn_client c;
+  t_client c;
   CONNECT_FATAL(&c, d.port);
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"w\"}");
   expect_exit2_one_line(dir, "a data directory in use");
@@ -1451,7 +1451,7 @@ static void test_second_daemon_locked_out(void) {
   CU_ASSERT(cJSON_GetArraySize(worlds) == 1);
   cJSON_Delete(r);
   OKD(&c, "{\"cmd\":\"save\"}");
-  scn_client_close(&c);
+  t_client_close(&c);
   STOP_OK(&d, 15000);
   /* Once the first is gone, the directory is free again. */
   if (start_on(&d, dir, NULL)) {
@@ -1460,7 +1460,7 @@ static void test_second_daemon_locked_out(void) {
     worlds = r ? cJSON_GetObjectItemCaseSensitive(r, "worlds") : NULL;
     CU_ASSERT(cJSON_GetArraySize(worlds) == 1);
     cJSON_Delete(r);
-    scn_client_close(&c);
+    t_client_close(&c);
     STOP_OK(&d, 15000);
   }
 out:
@@ -1473,14 +1473,14 @@ static void test_replay_after_several_snapshots(void) {
   char dir[64];
   if (!begin_test(dir, sizeof dir))
     return;
-  scn_daemon d;
+  t_daemon d;
   const char *const always[] = {"--fsync", "always", NULL};
   const char *const worlds[] = {"w1", "w2", "w3"};
   uint64_t ids[64];
   size_t nids = 0;
   if (!start_on(&d, dir, always))
     goto out;
-  scn_client c;
+  t_client c;
   CONNECT_FATAL(&c, d.port);
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"w1\"}");
   for (int i = 0; i < 10; i++)
@@ -1504,7 +1504,7 @@ static void test_replay_after_several_snapshots(void) {
       (unsigned long long)ids[2], (unsigned long long)ids[3]);
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"w2\"}");
   OKD(&c, "{\"cmd\":\"entity.destroy\",\"entity\":%llu}", (unsigned long long)ids[25]);
-  scn_client_close(&c);
+  t_client_close(&c);
   char *before = capture(d.port, worlds, 3, ids, nids);
   unsigned long long gens[64];
   CU_ASSERT(journals(dir, gens, 64) == 1 && gens[0] == 2);
@@ -1516,7 +1516,7 @@ static void test_replay_after_several_snapshots(void) {
     CONNECT_FATAL(&c, d.port);
     ERR(&c, "NOT_FOUND", "{\"cmd\":\"transform.create\",\"world\":\"w1\",\"entity\":%llu}",
         (unsigned long long)ids[1]);
-    scn_client_close(&c);
+    t_client_close(&c);
     STOP_OK(&d, 15000);
   }
   free(before);

@@ -21,7 +21,7 @@
 /* How long a frame that must come is waited for. */
 #define FRAME_WAIT_MS 2000
 
-static scn_daemon daemon20;
+static t_daemon daemon20;
 
 /* ---- subscriptions and frames ------------------------------------------------------------- */
 
@@ -33,7 +33,7 @@ typedef struct sub_state {
 } sub_state;
 
 /* Subscribes on k; root 0 is the whole world, hz 0 leaves it out. */
-static bool subscribe(scn_client *k, sub_state *s, const char *world, int64_t root, double hz) {
+static bool subscribe(t_client *k, sub_state *s, const char *world, int64_t root, double hz) {
   memset(s, 0, sizeof *s);
   snprintf(s->world, sizeof s->world, "%s", world);
   char extra[96] = "";
@@ -43,11 +43,11 @@ static bool subscribe(scn_client *k, sub_state *s, const char *world, int64_t ro
   if (hz > 0)
     snprintf(extra + n, sizeof extra - (size_t)n, ",\"hz\":%g", hz);
   cJSON *r = CALL(k, "{\"cmd\":\"subscribe\",\"world\":\"%s\"%s}", world, extra);
-  bool good = scn_resp_ok(r) && scn_resp_num(r, "sub") >= 1 && cJSON_GetArraySize(r) == 2;
+  bool good = t_resp_ok(r) && t_resp_num(r, "sub") >= 1 && cJSON_GetArraySize(r) == 2;
   CU_ASSERT_TRUE(good);
   if (!good)
-    scn_report("subscribe", r);
-  s->id = (int64_t)scn_resp_num(r, "sub");
+    t_report("subscribe", r);
+  s->id = (int64_t)t_resp_num(r, "sub");
   cJSON_Delete(r);
   return good;
 }
@@ -63,19 +63,19 @@ static bool is_matrix(const cJSON *m) {
 /* Checks that f is exactly a frame of s (the contract's seven fields, nothing else), that its
  * tick is above the previous one, and full when full is 0 or 1 (-1: either). */
 static bool check_frame(sub_state *s, const cJSON *f, int full) {
-  bool good = cJSON_IsObject(f) && strcmp(scn_resp_str(f, "event"), "frame") == 0 &&
-              cJSON_GetArraySize(f) == 7 && scn_resp_num(f, "sub") == (double)s->id &&
-              strcmp(scn_resp_str(f, "world"), s->world) == 0 &&
+  bool good = cJSON_IsObject(f) && strcmp(t_resp_str(f, "event"), "frame") == 0 &&
+              cJSON_GetArraySize(f) == 7 && t_resp_num(f, "sub") == (double)s->id &&
+              strcmp(t_resp_str(f, "world"), s->world) == 0 &&
               cJSON_IsNumber(cJSON_GetObjectItem(f, "tick")) &&
               cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(f, "full")) &&
               cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(f, "set")) &&
               cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(f, "removed"));
   CU_ASSERT_TRUE(good);
   if (!good) {
-    scn_report("not a frame of this subscription", f);
+    t_report("not a frame of this subscription", f);
     return false;
   }
-  double tick = scn_resp_num(f, "tick");
+  double tick = t_resp_num(f, "tick");
   CU_ASSERT_TRUE(tick > s->last_tick);
   if (!(tick > s->last_tick))
     fprintf(stderr, "  tick %.0f after %.0f\n", tick, s->last_tick);
@@ -85,11 +85,11 @@ static bool check_frame(sub_state *s, const cJSON *f, int full) {
   if (full >= 0) {
     CU_ASSERT_EQUAL(is_full, full == 1);
     if (is_full != (full == 1))
-      scn_report(full ? "expected a full frame" : "expected a delta", f);
+      t_report(full ? "expected a full frame" : "expected a delta", f);
   }
   const cJSON *e;
   cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(f, "set")) {
-    bool entry = cJSON_IsObject(e) && cJSON_GetArraySize(e) == 2 && scn_resp_num(e, "e") >= 1 &&
+    bool entry = cJSON_IsObject(e) && cJSON_GetArraySize(e) == 2 && t_resp_num(e, "e") >= 1 &&
                  is_matrix(cJSON_GetObjectItemCaseSensitive(e, "m"));
     CU_ASSERT_TRUE(entry);
   }
@@ -101,8 +101,8 @@ static bool check_frame(sub_state *s, const cJSON *f, int full) {
 }
 
 /* The next event on k, which must be a frame of s. */
-static cJSON *expect_frame(scn_client *k, sub_state *s, int full) {
-  cJSON *f = scn_next_event(k, FRAME_WAIT_MS);
+static cJSON *expect_frame(t_client *k, sub_state *s, int full) {
+  cJSON *f = t_next_event(k, FRAME_WAIT_MS);
   CU_ASSERT_PTR_NOT_NULL(f);
   if (!f) {
     fprintf(stderr, "  no frame for sub %lld\n", (long long)s->id);
@@ -136,7 +136,7 @@ static bool matrix_equals(const cJSON *m, const float want_m[16]) {
 static const cJSON *set_matrix(const cJSON *f, int64_t e, int *count) {
   const cJSON *found = NULL, *it;
   *count = 0;
-  cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(f, "set")) if (scn_resp_num(it, "e") ==
+  cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(f, "set")) if (t_resp_num(it, "e") ==
                                                                          (double)e) {
     ++*count;
     found = cJSON_GetObjectItemCaseSensitive(it, "m");
@@ -163,7 +163,7 @@ static void check_set(const cJSON *f, const want *w, int n) {
   }
   CU_ASSERT_TRUE(good);
   if (!good)
-    scn_report("set differs", f);
+    t_report("set differs", f);
 }
 
 /* The frame's removed list is exactly these ids (in any order, each once). */
@@ -180,47 +180,47 @@ static void check_removed(const cJSON *f, const int64_t *ids, int n) {
   }
   CU_ASSERT_TRUE(good);
   if (!good)
-    scn_report("removed differs", f);
+    t_report("removed differs", f);
 }
 
 static void check_no_removed(const cJSON *f) { check_removed(f, NULL, 0); }
 
-static int64_t mk(scn_client *k, const char *world, int64_t parent, double x, double y, double z) {
+static int64_t mk(t_client *k, const char *world, int64_t parent, double x, double y, double z) {
   char par[48] = "";
   if (parent)
     snprintf(par, sizeof par, ",\"parent\":%lld", (long long)parent);
   cJSON *r = CALL(k, "{\"cmd\":\"transform.create\",\"world\":\"%s\"%s,\"t\":[%g,%g,%g]}", world,
                   par, x, y, z);
-  int64_t e = scn_resp_ok(r) ? (int64_t)scn_resp_num(r, "entity") : 0;
+  int64_t e = t_resp_ok(r) ? (int64_t)t_resp_num(r, "entity") : 0;
   CU_ASSERT_TRUE(e > 0);
   if (e <= 0)
-    scn_report("transform.create", r);
+    t_report("transform.create", r);
   cJSON_Delete(r);
   return e;
 }
 
-static void set_t(scn_client *k, const char *world, int64_t e, double x, double y, double z) {
+static void set_t(t_client *k, const char *world, int64_t e, double x, double y, double z) {
   OKD(k, "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%lld,\"t\":[%g,%g,%g]}",
       world, (long long)e, x, y, z);
 }
 
-static double info_subscriptions(scn_client *k) {
+static double info_subscriptions(t_client *k) {
   cJSON *r = CALL(k, "{\"cmd\":\"info\"}");
-  double n = scn_resp_num(r, "subscriptions");
+  double n = t_resp_num(r, "subscriptions");
   CU_ASSERT_TRUE(n >= 0);
   cJSON_Delete(r);
   return n;
 }
 
 /* The suite's connections keep the events that arrive while a call waits for its response. */
-#define OPEN(k, port) (CONNECT_FATAL(&(k), (port)), scn_client_keep_events(&(k)))
+#define OPEN(k, port) (CONNECT_FATAL(&(k), (port)), t_client_keep_events(&(k)))
 
 /* ---- tests -------------------------------------------------------------------------------- */
 
 /* The first frame is full (every transform, removed empty); then deltas of what changed,
  * including every descendant of a moved parent; nothing when nothing changes. */
 static void test_full_then_delta(void) {
-  scn_client ctl, sc;
+  t_client ctl, sc;
   OPEN(ctl, daemon20.port);
   OPEN(sc, daemon20.port);
   const char *W = "fd";
@@ -265,7 +265,7 @@ static void test_full_then_delta(void) {
   QUIET(&sc, QUIET_MS);
   CU_ASSERT_EQUAL(s.frames, 6);
   OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"fd\"}");
-  cJSON_Delete(scn_next_event(&sc, FRAME_WAIT_MS)); /* world_destroyed */
+  cJSON_Delete(t_next_event(&sc, FRAME_WAIT_MS)); /* world_destroyed */
 
   /* An empty world: the full frame is still sent, with nothing in it. */
   OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"fd-empty\"}");
@@ -281,13 +281,13 @@ static void test_full_then_delta(void) {
   check_set(f, (want[]){{first, 0, 0, 2}}, 1);
   cJSON_Delete(f);
   OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"fd-empty\"}");
-  scn_client_close(&sc);
-  scn_client_close(&ctl);
+  t_client_close(&sc);
+  t_client_close(&ctl);
 }
 
 /* Many sets between two ticks reach the subscriber once each, with the latest value. */
 static void test_coalescing(void) {
-  scn_client ctl, sc;
+  t_client ctl, sc;
   OPEN(ctl, daemon20.port);
   OPEN(sc, daemon20.port);
   const char *W = "co";
@@ -331,13 +331,13 @@ static void test_coalescing(void) {
   cJSON_Delete(f);
   QUIET(&sc, QUIET_MS);
   OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"co\"}");
-  scn_client_close(&sc);
-  scn_client_close(&ctl);
+  t_client_close(&sc);
+  t_client_close(&ctl);
 }
 
 /* Commands that leave every world matrix as it was send nothing. */
 static void test_noop_sends_nothing(void) {
-  scn_client ctl, sc;
+  t_client ctl, sc;
   OPEN(ctl, daemon20.port);
   OPEN(sc, daemon20.port);
   const char *W = "noop";
@@ -373,14 +373,14 @@ static void test_noop_sends_nothing(void) {
   check_set(f, (want[]){{b, 1, 3, 4}}, 1);
   cJSON_Delete(f);
   OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"noop\"}");
-  scn_client_close(&sc);
-  scn_client_close(&ctl);
+  t_client_close(&sc);
+  t_client_close(&ctl);
 }
 
 /* A matrix changed and changed back inside one tick, with a read between (which propagates),
  * did not change: nothing is sent. Nor for a failed batch whose read saw its change. */
 static void test_revert_sends_nothing(void) {
-  scn_client ctl, sc;
+  t_client ctl, sc;
   OPEN(ctl, daemon20.port);
   OPEN(sc, daemon20.port);
   const char *W = "revert";
@@ -417,13 +417,13 @@ static void test_revert_sends_nothing(void) {
   check_set(f, (want[]){{a, 3, 0, 0}, {b, 3, 1, 0}}, 2);
   cJSON_Delete(f);
   OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"revert\"}");
-  scn_client_close(&sc);
-  scn_client_close(&ctl);
+  t_client_close(&sc);
+  t_client_close(&ctl);
 }
 
 /* A batch's effects arrive in one frame; a failed batch sends nothing. */
 static void test_batch_one_frame(void) {
-  scn_client ctl, sc;
+  t_client ctl, sc;
   OPEN(ctl, daemon20.port);
   OPEN(sc, daemon20.port);
   const char *W = "ba";
@@ -446,9 +446,9 @@ static void test_batch_one_frame(void) {
            "{\"cmd\":\"transform.destroy\",\"entity\":%lld},"
            "{\"cmd\":\"transform.set_local\",\"entity\":%lld,\"t\":[4,0,0]}]}",
            (long long)a, (long long)b, (long long)c, (long long)c, (long long)gone, (long long)a);
-  CU_ASSERT_TRUE(scn_resp_ok(r));
+  CU_ASSERT_TRUE(t_resp_ok(r));
   const cJSON *results = cJSON_GetObjectItemCaseSensitive(r, "results");
-  int64_t created = (int64_t)scn_resp_num(cJSON_GetArrayItem(results, 2), "entity");
+  int64_t created = (int64_t)t_resp_num(cJSON_GetArrayItem(results, 2), "entity");
   CU_ASSERT_TRUE(created > 0);
   cJSON_Delete(r);
   cJSON *f = expect_frame(&sc, &s, 0);
@@ -488,13 +488,13 @@ static void test_batch_one_frame(void) {
   cJSON_Delete(f);
   QUIET(&sc, QUIET_MS);
   OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"ba\"}");
-  scn_client_close(&sc);
-  scn_client_close(&ctl);
+  t_client_close(&sc);
+  t_client_close(&ctl);
 }
 
 /* Whole-world scope: destroyed transforms (and destroyed entities) are in removed. */
 static void test_removed_whole_world(void) {
-  scn_client ctl, sc;
+  t_client ctl, sc;
   OPEN(ctl, daemon20.port);
   OPEN(sc, daemon20.port);
   const char *W = "rm";
@@ -567,14 +567,14 @@ static void test_removed_whole_world(void) {
   QUIET(&sc, QUIET_MS);
   OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"rm\"}");
   OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"rm2\"}");
-  scn_client_close(&sc);
-  scn_client_close(&ctl);
+  t_client_close(&sc);
+  t_client_close(&ctl);
 }
 
 /* Subtree scope: only the subtree; entering (either keep) appears in set even unchanged;
  * leaving or destruction appears in removed; the root's destruction ends the subscription. */
 static void test_subtree_scope(void) {
-  scn_client ctl, sc;
+  t_client ctl, sc;
   OPEN(ctl, daemon20.port);
   OPEN(sc, daemon20.port);
   const char *W = "st";
@@ -681,7 +681,7 @@ static void test_subtree_scope(void) {
   check_set(f, NULL, 0);
   check_removed(f, (int64_t[]){r, g1}, 2);
   cJSON_Delete(f);
-  cJSON *ev = scn_next_event(&sc, FRAME_WAIT_MS);
+  cJSON *ev = t_next_event(&sc, FRAME_WAIT_MS);
   char want_ev[128];
   snprintf(want_ev, sizeof want_ev,
            "{\"event\":\"unsubscribed\",\"sub\":%lld,\"reason\":\"root_destroyed\"}",
@@ -689,20 +689,20 @@ static void test_subtree_scope(void) {
   cJSON *expect_ev = cJSON_Parse(want_ev);
   CU_ASSERT_TRUE(cJSON_Compare(ev, expect_ev, true));
   if (!cJSON_Compare(ev, expect_ev, true))
-    scn_report("expected unsubscribed", ev);
+    t_report("expected unsubscribed", ev);
   cJSON_Delete(expect_ev);
   cJSON_Delete(ev);
   set_t(&ctl, W, g1, 1, 1, 1);
   QUIET(&sc, QUIET_MS);
   ERR(&sc, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s.id);
   OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"st\"}");
-  scn_client_close(&sc);
-  scn_client_close(&ctl);
+  t_client_close(&sc);
+  t_client_close(&ctl);
 }
 
 /* A root destroyed by entity.destroy or a recursive destroy also ends the subscription. */
 static void test_root_destroyed_other_ways(void) {
-  scn_client ctl, sc;
+  t_client ctl, sc;
   OPEN(ctl, daemon20.port);
   OPEN(sc, daemon20.port);
   const char *W = "rd";
@@ -728,10 +728,10 @@ static void test_root_destroyed_other_ways(void) {
   check_set(f, NULL, 0);
   check_removed(f, (int64_t[]){r, k1, k2}, 3);
   cJSON_Delete(f);
-  cJSON *ev = scn_next_event(&sc, FRAME_WAIT_MS);
-  CU_ASSERT_STRING_EQUAL(scn_resp_str(ev, "event"), "unsubscribed");
-  CU_ASSERT_EQUAL(scn_resp_num(ev, "sub"), (double)s1.id);
-  CU_ASSERT_STRING_EQUAL(scn_resp_str(ev, "reason"), "root_destroyed");
+  cJSON *ev = t_next_event(&sc, FRAME_WAIT_MS);
+  CU_ASSERT_STRING_EQUAL(t_resp_str(ev, "event"), "unsubscribed");
+  CU_ASSERT_EQUAL(t_resp_num(ev, "sub"), (double)s1.id);
+  CU_ASSERT_STRING_EQUAL(t_resp_str(ev, "reason"), "root_destroyed");
   CU_ASSERT_EQUAL(cJSON_GetArraySize(ev), 3);
   cJSON_Delete(ev);
 
@@ -740,10 +740,10 @@ static void test_root_destroyed_other_ways(void) {
   check_set(f, NULL, 0);
   check_removed(f, (int64_t[]){r2}, 1);
   cJSON_Delete(f);
-  ev = scn_next_event(&sc, FRAME_WAIT_MS);
-  CU_ASSERT_STRING_EQUAL(scn_resp_str(ev, "event"), "unsubscribed");
-  CU_ASSERT_EQUAL(scn_resp_num(ev, "sub"), (double)s2.id);
-  CU_ASSERT_STRING_EQUAL(scn_resp_str(ev, "reason"), "root_destroyed");
+  ev = t_next_event(&sc, FRAME_WAIT_MS);
+  CU_ASSERT_STRING_EQUAL(t_resp_str(ev, "event"), "unsubscribed");
+  CU_ASSERT_EQUAL(t_resp_num(ev, "sub"), (double)s2.id);
+  CU_ASSERT_STRING_EQUAL(t_resp_str(ev, "reason"), "root_destroyed");
   cJSON_Delete(ev);
   QUIET(&sc, QUIET_MS);
   ERR(&sc, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s1.id);
@@ -766,10 +766,10 @@ static void test_root_destroyed_other_ways(void) {
   check_set(f, NULL, 0);
   check_removed(f, (int64_t[]){r3, k3}, 2);
   cJSON_Delete(f);
-  ev = scn_next_event(&sc, FRAME_WAIT_MS);
-  CU_ASSERT_STRING_EQUAL(scn_resp_str(ev, "event"), "unsubscribed");
-  CU_ASSERT_EQUAL(scn_resp_num(ev, "sub"), (double)s3.id);
-  CU_ASSERT_STRING_EQUAL(scn_resp_str(ev, "reason"), "root_destroyed");
+  ev = t_next_event(&sc, FRAME_WAIT_MS);
+  CU_ASSERT_STRING_EQUAL(t_resp_str(ev, "event"), "unsubscribed");
+  CU_ASSERT_EQUAL(t_resp_num(ev, "sub"), (double)s3.id);
+  CU_ASSERT_STRING_EQUAL(t_resp_str(ev, "reason"), "root_destroyed");
   cJSON_Delete(ev);
   ERR(&sc, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s3.id);
   /* A batch that fails destroys nothing: the subscription goes on. */
@@ -789,26 +789,26 @@ static void test_root_destroyed_other_ways(void) {
   cJSON_Delete(f);
   OKD(&sc, "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s4.id);
   OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"rd\"}");
-  scn_client_close(&sc);
-  scn_client_close(&ctl);
+  t_client_close(&sc);
+  t_client_close(&ctl);
 }
 
 /* Reads n frames on k, each for one of subs[0..nsubs), into out[] by subscription. */
-static void frames_by_sub(scn_client *k, sub_state *subs, cJSON **out, int nsubs) {
+static void frames_by_sub(t_client *k, sub_state *subs, cJSON **out, int nsubs) {
   for (int i = 0; i < nsubs; i++)
     out[i] = NULL;
   for (int got = 0; got < nsubs; got++) {
-    cJSON *f = scn_next_event(k, FRAME_WAIT_MS);
+    cJSON *f = t_next_event(k, FRAME_WAIT_MS);
     CU_ASSERT_PTR_NOT_NULL(f);
     if (!f)
       return;
     int which = -1;
     for (int i = 0; i < nsubs; i++)
-      if (scn_resp_num(f, "sub") == (double)subs[i].id && !out[i])
+      if (t_resp_num(f, "sub") == (double)subs[i].id && !out[i])
         which = i;
     CU_ASSERT_TRUE(which >= 0);
     if (which < 0) {
-      scn_report("unexpected event", f);
+      t_report("unexpected event", f);
       cJSON_Delete(f);
       continue;
     }
@@ -826,8 +826,8 @@ static bool same_but_sub(const cJSON *a, const cJSON *b) {
   cJSON_DeleteItemFromObjectCaseSensitive(y, "sub");
   bool same = cJSON_Compare(x, y, true);
   if (!same) {
-    scn_report("first", a);
-    scn_report("second", b);
+    t_report("first", a);
+    t_report("second", b);
   }
   cJSON_Delete(x);
   cJSON_Delete(y);
@@ -836,7 +836,7 @@ static bool same_but_sub(const cJSON *a, const cJSON *b) {
 
 /* Two subscribers of one scope on two connections get the same frames but for "sub". */
 static void test_two_subscribers(void) {
-  scn_client ctl, k1, k2;
+  t_client ctl, k1, k2;
   OPEN(ctl, daemon20.port);
   OPEN(k1, daemon20.port);
   OPEN(k2, daemon20.port);
@@ -858,7 +858,7 @@ static void test_two_subscribers(void) {
     CU_ASSERT_TRUE(f1[i] && cJSON_IsTrue(cJSON_GetObjectItem(f1[i], "full")));
     CU_ASSERT_TRUE(f2[i] && cJSON_IsTrue(cJSON_GetObjectItem(f2[i], "full")));
     /* Full frames of the same tick are identical; of different ticks, the same content. */
-    if (f1[i] && f2[i] && scn_resp_num(f1[i], "tick") == scn_resp_num(f2[i], "tick"))
+    if (f1[i] && f2[i] && t_resp_num(f1[i], "tick") == t_resp_num(f2[i], "tick"))
       CU_ASSERT_TRUE(same_but_sub(f1[i], f2[i]));
   }
   check_set(f1[0], (want[]){{a, 1, 0, 0}, {b, 1, 1, 0}, {c, 0, 0, 1}}, 3);
@@ -904,14 +904,14 @@ static void test_two_subscribers(void) {
   QUIET(&k1, QUIET_MS);
   QUIET(&k2, 0);
   OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"two\"}");
-  scn_client_close(&k1);
-  scn_client_close(&k2);
-  scn_client_close(&ctl);
+  t_client_close(&k1);
+  t_client_close(&k2);
+  t_client_close(&ctl);
 }
 
 /* unsubscribe stops frames; a second one is NOT_FOUND, as is another connection's sub. */
 static void test_unsubscribe(void) {
-  scn_client ctl, sc;
+  t_client ctl, sc;
   OPEN(ctl, daemon20.port);
   OPEN(sc, daemon20.port);
   const char *W = "un";
@@ -929,9 +929,9 @@ static void test_unsubscribe(void) {
   double before = info_subscriptions(&ctl);
 
   cJSON *r = CALL(&sc, "{\"id\":\"u1\",\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)s.id);
-  CU_ASSERT_TRUE(scn_resp_ok(r));
+  CU_ASSERT_TRUE(t_resp_ok(r));
   CU_ASSERT_EQUAL(cJSON_GetArraySize(r), 2); /* id and ok */
-  CU_ASSERT_STRING_EQUAL(scn_resp_str(r, "id"), "u1");
+  CU_ASSERT_STRING_EQUAL(t_resp_str(r, "id"), "u1");
   cJSON_Delete(r);
   CU_ASSERT_EQUAL(info_subscriptions(&ctl), before - 1);
   set_t(&ctl, W, a, 1, 0, 0);
@@ -949,13 +949,13 @@ static void test_unsubscribe(void) {
   QUIET(&sc, QUIET_MS);
   CU_ASSERT_EQUAL(info_subscriptions(&ctl), before - 2);
   OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"un\"}");
-  scn_client_close(&sc);
-  scn_client_close(&ctl);
+  t_client_close(&sc);
+  t_client_close(&ctl);
 }
 
 /* subscribe to an unknown world, or a root without a transform there, is NOT_FOUND. */
 static void test_subscribe_errors(void) {
-  scn_client ctl;
+  t_client ctl;
   OPEN(ctl, daemon20.port);
   OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"se\"}");
   OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"se2\"}");
@@ -989,13 +989,13 @@ static void test_subscribe_errors(void) {
   QUIET(&ctl, QUIET_MS);
   OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"se\"}");
   OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"se2\"}");
-  scn_client_close(&ctl);
+  t_client_close(&ctl);
 }
 
 /* world.destroy: world_destroyed to each subscription (the destroying connection's too, as
  * whole lines around its response), and they end. */
 static void test_world_destroyed(void) {
-  scn_client k1, k2;
+  t_client k1, k2;
   OPEN(k1, daemon20.port);
   OPEN(k2, daemon20.port);
   const char *W = "wd";
@@ -1012,29 +1012,29 @@ static void test_world_destroyed(void) {
   cJSON_Delete(expect_frame(&k2, &t, 1));
   double before = info_subscriptions(&k2);
 
-  CU_ASSERT_EQUAL_FATAL(
-      scn_client_send(&k1, "{\"id\":7,\"cmd\":\"world.destroy\",\"world\":\"wd\"}"), 0);
+  CU_ASSERT_EQUAL_FATAL(t_client_send(&k1, "{\"id\":7,\"cmd\":\"world.destroy\",\"world\":\"wd\"}"),
+                        0);
   int responses = 0, events = 0;
   bool seen[2] = {false, false};
   long deadline = t_now_ms() + 3000;
   while ((responses < 1 || events < 2) && t_now_ms() < deadline) {
-    cJSON *j = scn_recv_object(&k1, deadline - t_now_ms());
+    cJSON *j = t_recv_object(&k1, deadline - t_now_ms());
     if (!j)
       break;
-    if (scn_resp_has(j, "event")) {
+    if (t_resp_has(j, "event")) {
       events++;
-      CU_ASSERT_STRING_EQUAL(scn_resp_str(j, "event"), "world_destroyed");
-      CU_ASSERT_STRING_EQUAL(scn_resp_str(j, "world"), "wd");
+      CU_ASSERT_STRING_EQUAL(t_resp_str(j, "event"), "world_destroyed");
+      CU_ASSERT_STRING_EQUAL(t_resp_str(j, "world"), "wd");
       CU_ASSERT_EQUAL(cJSON_GetArraySize(j), 3);
       for (int i = 0; i < 2; i++)
-        if (scn_resp_num(j, "sub") == (double)s[i].id) {
+        if (t_resp_num(j, "sub") == (double)s[i].id) {
           CU_ASSERT_FALSE(seen[i]);
           seen[i] = true;
         }
     } else {
       responses++;
-      CU_ASSERT_TRUE(scn_resp_ok(j));
-      CU_ASSERT_EQUAL(scn_resp_num(j, "id"), 7);
+      CU_ASSERT_TRUE(t_resp_ok(j));
+      CU_ASSERT_EQUAL(t_resp_num(j, "id"), 7);
       CU_ASSERT_EQUAL(cJSON_GetArraySize(j), 2);
     }
     cJSON_Delete(j);
@@ -1042,14 +1042,14 @@ static void test_world_destroyed(void) {
   CU_ASSERT_EQUAL(responses, 1);
   CU_ASSERT_EQUAL(events, 2);
   CU_ASSERT_TRUE(seen[0] && seen[1]);
-  cJSON *ev = scn_next_event(&k2, FRAME_WAIT_MS);
+  cJSON *ev = t_next_event(&k2, FRAME_WAIT_MS);
   char want_ev[128];
   snprintf(want_ev, sizeof want_ev, "{\"event\":\"world_destroyed\",\"sub\":%lld,\"world\":\"wd\"}",
            (long long)t.id);
   cJSON *expect_ev = cJSON_Parse(want_ev);
   CU_ASSERT_TRUE(cJSON_Compare(ev, expect_ev, true));
   if (!cJSON_Compare(ev, expect_ev, true))
-    scn_report("expected world_destroyed", ev);
+    t_report("expected world_destroyed", ev);
   cJSON_Delete(expect_ev);
   cJSON_Delete(ev);
   CU_ASSERT_EQUAL(info_subscriptions(&k2), before - 3);
@@ -1064,13 +1064,13 @@ static void test_world_destroyed(void) {
   ERR(&k2, "NOT_FOUND", "{\"cmd\":\"unsubscribe\",\"sub\":%lld}", (long long)t.id);
   OKD(&k2, "{\"cmd\":\"world.destroy\",\"world\":\"wd\"}");
   QUIET(&k1, 0);
-  scn_client_close(&k1);
-  scn_client_close(&k2);
+  t_client_close(&k1);
+  t_client_close(&k2);
 }
 
 /* Closing a connection ends its subscriptions. */
 static void test_close_ends_subscriptions(void) {
-  scn_client ctl, sc;
+  t_client ctl, sc;
   OPEN(ctl, daemon20.port);
   OPEN(sc, daemon20.port);
   OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"cl\"}");
@@ -1080,7 +1080,7 @@ static void test_close_ends_subscriptions(void) {
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &s1, "cl", 0, 0));
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &s2, "cl", a, 5));
   CU_ASSERT_EQUAL(info_subscriptions(&ctl), before + 2);
-  scn_client_close(&sc);
+  t_client_close(&sc);
   double n = -1;
   long deadline = t_now_ms() + 3000;
   while (t_now_ms() < deadline) {
@@ -1094,13 +1094,13 @@ static void test_close_ends_subscriptions(void) {
   set_t(&ctl, "cl", a, 1, 0, 0);
   OKD(&ctl, "{\"cmd\":\"ping\"}");
   OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"cl\"}");
-  scn_client_close(&ctl);
+  t_client_close(&ctl);
 }
 
 /* On the subscriber's own connection: after a set's ok, the next frame carries the new value
  * (frames before the ok carry older ones), and every line is whole. */
 static void test_frames_follow_responses(void) {
-  scn_client k;
+  t_client k;
   OPEN(k, daemon20.port);
   const char *W = "or";
   OKD(&k, "{\"cmd\":\"world.create\",\"world\":\"or\"}");
@@ -1145,16 +1145,16 @@ static void test_frames_follow_responses(void) {
   /* Sent in pieces over a few ticks so frames fall between responses. */
   for (size_t at = 0; at < len;) {
     size_t piece = len - at < 1000 ? len - at : 1000;
-    CU_ASSERT_EQUAL_FATAL(scn_client_send_raw(&k, lines + at, piece), 0);
+    CU_ASSERT_EQUAL_FATAL(t_client_send_raw(&k, lines + at, piece), 0);
     at += piece;
     t_sleep_ms(TICK_MS / 3);
   }
   free(lines);
   while (next_id < 200 && t_now_ms() < deadline) {
-    cJSON *j = scn_recv_object(&k, deadline - t_now_ms());
+    cJSON *j = t_recv_object(&k, deadline - t_now_ms());
     if (!j)
       break;
-    if (scn_resp_has(j, "event")) {
+    if (t_resp_has(j, "event")) {
       /* Exactly the state after the last request answered before it. */
       check_frame(&s, j, 0);
       frames++;
@@ -1171,11 +1171,11 @@ static void test_frames_follow_responses(void) {
       CU_ASSERT_TRUE(count == 1 && matrix_equals(m, mb)); /* b moves with every request */
       if (!matrix_equals(m, mb)) {
         fprintf(stderr, "  after response %d:\n", last);
-        scn_report("frame", j);
+        t_report("frame", j);
       }
     } else {
-      CU_ASSERT_TRUE(scn_resp_ok(j));
-      CU_ASSERT_EQUAL(scn_resp_num(j, "id"), next_id);
+      CU_ASSERT_TRUE(t_resp_ok(j));
+      CU_ASSERT_EQUAL(t_resp_num(j, "id"), next_id);
       next_id++;
     }
     cJSON_Delete(j);
@@ -1183,7 +1183,7 @@ static void test_frames_follow_responses(void) {
   CU_ASSERT_EQUAL(next_id, 200);
   /* The last frame holds the final values. */
   cJSON *f = NULL, *g;
-  while ((g = scn_next_event(&k, QUIET_MS))) {
+  while ((g = t_next_event(&k, QUIET_MS))) {
     check_frame(&s, g, 0);
     frames++;
     cJSON_Delete(f);
@@ -1203,13 +1203,13 @@ static void test_frames_follow_responses(void) {
   CU_ASSERT_TRUE(matrix_equals(cJSON_GetObjectItem(r, "world"), expect_b));
   cJSON_Delete(r);
   OKD(&k, "{\"cmd\":\"world.destroy\",\"world\":\"or\"}");
-  scn_client_close(&k);
+  t_client_close(&k);
 }
 
 /* Across connections: values set one after another reach a subscriber in order, never an
  * older after a newer, ending with the last. */
 static void test_frames_never_go_back(void) {
-  scn_client ctl, sc;
+  t_client ctl, sc;
   OPEN(ctl, daemon20.port);
   OPEN(sc, daemon20.port);
   const char *W = "oc";
@@ -1224,7 +1224,7 @@ static void test_frames_never_go_back(void) {
     set_t(&ctl, W, a, i, 0, 0);
     t_sleep_ms((i * 13) % 23);
     cJSON *f;
-    while ((f = scn_next_event(&sc, 0))) {
+    while ((f = t_next_event(&sc, 0))) {
       check_frame(&s, f, 0);
       int count;
       const cJSON *m = set_matrix(f, a, &count);
@@ -1237,7 +1237,7 @@ static void test_frames_never_go_back(void) {
     }
   }
   cJSON *f;
-  while ((f = scn_next_event(&sc, QUIET_MS))) {
+  while ((f = t_next_event(&sc, QUIET_MS))) {
     check_frame(&s, f, 0);
     int count;
     const cJSON *m = set_matrix(f, a, &count);
@@ -1250,17 +1250,17 @@ static void test_frames_never_go_back(void) {
   CU_ASSERT_EQUAL(last, 30);
   CU_ASSERT_TRUE(frames >= 2);
   OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"oc\"}");
-  scn_client_close(&sc);
-  scn_client_close(&ctl);
+  t_client_close(&sc);
+  t_client_close(&ctl);
 }
 
 /* hz caps a subscription's frames per second; each frame carries everything since the last. */
 static void test_hz_cap(void) {
-  scn_daemon d;
+  t_daemon d;
   const char *args[] = {"--tick-hz", "50", NULL};
   if (!START(&d, args))
     return;
-  scn_client ctl, sc, fast;
+  t_client ctl, sc, fast;
   OPEN(ctl, d.port);
   OPEN(sc, d.port);
   OPEN(fast, d.port);
@@ -1293,18 +1293,18 @@ static void test_hz_cap(void) {
     }
     t_sleep_ms(10);
     cJSON *f;
-    while ((f = scn_next_event(&fast, 0))) {
+    while ((f = t_next_event(&fast, 0))) {
       fast_frames++;
       cJSON_Delete(f);
     }
-    while ((f = scn_next_event(&sc, 0))) {
+    while ((f = t_next_event(&sc, 0))) {
       check_frame(&s, f, 0);
       long at = t_now_ms();
       if (at <= end)
         frames++;
       /* At most one frame per 10 ticks of the world (5 of 50 per second). */
-      CU_ASSERT_TRUE(scn_resp_num(f, "tick") - prev_tick >= 9);
-      prev_tick = scn_resp_num(f, "tick");
+      CU_ASSERT_TRUE(t_resp_num(f, "tick") - prev_tick >= 9);
+      prev_tick = t_resp_num(f, "tick");
       for (int j = 0; j < 4; j++) {
         int count;
         const cJSON *mm = set_matrix(f, y[j], &count);
@@ -1320,10 +1320,10 @@ static void test_hz_cap(void) {
   }
   /* The frames after the motion stops. */
   cJSON *f, *last = NULL;
-  while ((f = scn_next_event(&sc, 600))) {
+  while ((f = t_next_event(&sc, 600))) {
     check_frame(&s, f, 0);
-    CU_ASSERT_TRUE(scn_resp_num(f, "tick") - prev_tick >= 9);
-    prev_tick = scn_resp_num(f, "tick");
+    CU_ASSERT_TRUE(t_resp_num(f, "tick") - prev_tick >= 9);
+    prev_tick = t_resp_num(f, "tick");
     for (int j = 0; j < 4; j++) {
       int count;
       if (set_matrix(f, y[j], &count))
@@ -1351,9 +1351,9 @@ static void test_hz_cap(void) {
     CU_ASSERT_TRUE(frames >= 1);
   }
   cJSON_Delete(last);
-  scn_client_close(&sc);
-  scn_client_close(&fast);
-  scn_client_close(&ctl);
+  t_client_close(&sc);
+  t_client_close(&fast);
+  t_client_close(&ctl);
   STOP_OK(&d, 5000);
 }
 
@@ -1386,11 +1386,11 @@ static void big_expected(float m[16], int i, float x) {
 }
 
 static void test_slow_consumer(void) {
-  scn_daemon d;
+  t_daemon d;
   const char *args[] = {"--tick-hz", "20", "--output-limit", "262144", NULL};
   if (!START(&d, args))
     return;
-  scn_client ctl, sc;
+  t_client ctl, sc;
   OPEN(ctl, d.port);
   OPEN(sc, d.port);
   OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"big\"}");
@@ -1410,11 +1410,11 @@ static void test_slow_consumer(void) {
                              i > from ? "," : "", (long long)ids[0], i % 100, i / 100);
     sprintf(line + len, "]}");
     cJSON *r = CALL(&ctl, "%s", line);
-    CU_ASSERT_TRUE_FATAL(scn_resp_ok(r));
+    CU_ASSERT_TRUE_FATAL(t_resp_ok(r));
     const cJSON *results = cJSON_GetObjectItemCaseSensitive(r, "results");
     CU_ASSERT_EQUAL(cJSON_GetArraySize(results), to - from);
     for (int i = from; i < to; i++)
-      ids[i] = (int64_t)scn_resp_num(cJSON_GetArrayItem(results, i - from), "entity");
+      ids[i] = (int64_t)t_resp_num(cJSON_GetArrayItem(results, i - from), "entity");
     cJSON_Delete(r);
   }
   for (int i = 0; i < BIG; i++)
@@ -1427,7 +1427,7 @@ static void test_slow_consumer(void) {
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &s, "big", 0, 0));
   CU_ASSERT_TRUE_FATAL(subscribe(&sc, &leaf, "big", ids[7], 0));
   t_sleep_ms(200);
-  long base = scn_rss_kib(d.pid), peak = base;
+  long base = t_rss_kib(d.pid), peak = base;
   CU_ASSERT_TRUE_FATAL(base > 0);
 
   /* The root moves every tick for ~3 s while the subscriber reads nothing. */
@@ -1436,7 +1436,7 @@ static void test_slow_consumer(void) {
   while (t_now_ms() < end) {
     x++;
     set_t(&ctl, "big", ids[0], x, 0, 0);
-    long rss = scn_rss_kib(d.pid);
+    long rss = t_rss_kib(d.pid);
     if (rss > peak)
       peak = rss;
     t_sleep_ms(TICK_MS);
@@ -1465,8 +1465,8 @@ static void test_slow_consumer(void) {
   /* Until both subscriptions have converged (a full frame of the final state last). */
   while (!(last_was_full && last_full_matches && last_full_count == BIG && leaf_last_full &&
            leaf_matches && leaf_fulls >= 2) &&
-         t_now_ms() < deadline && (f = scn_next_event(&sc, 3000))) {
-    if (scn_resp_num(f, "sub") == (double)leaf.id) {
+         t_now_ms() < deadline && (f = t_next_event(&sc, 3000))) {
+    if (t_resp_num(f, "sub") == (double)leaf.id) {
       /* The one-transform subtree subscription lags and resyncs too. */
       check_frame(&leaf, f, -1);
       leaf_last_full = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "full"));
@@ -1490,7 +1490,7 @@ static void test_slow_consumer(void) {
     int count = 0;
     bool matches = true;
     cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(f, "set")) {
-      int i = index_of(map, BIG, (int64_t)scn_resp_num(it, "e"));
+      int i = index_of(map, BIG, (int64_t)t_resp_num(it, "e"));
       CU_ASSERT_TRUE(i >= 0);
       if (i < 0)
         continue;
@@ -1550,8 +1550,8 @@ static void test_slow_consumer(void) {
   free(state);
   free(known);
   free(line);
-  scn_client_close(&sc);
-  scn_client_close(&ctl);
+  t_client_close(&sc);
+  t_client_close(&ctl);
   STOP_OK(&d, 10000);
 }
 
@@ -1559,11 +1559,11 @@ static void test_slow_consumer(void) {
 
 static int suite_init(void) {
   const char *args[] = {"--tick-hz", TICK_HZ, NULL};
-  return scn_daemon_start(&daemon20, args) == 0 ? 0 : -1;
+  return t_daemon_start(&daemon20, args) == 0 ? 0 : -1;
 }
 
 static int suite_clean(void) {
-  int status = scn_daemon_stop(&daemon20, 0, 5000);
+  int status = t_daemon_stop(&daemon20, 0, 5000);
   return status == 0 ? 0 : -1;
 }
 

@@ -34,10 +34,10 @@ static const char *file_in(const char *dir, const char *name) {
   return p;
 }
 
-static scn_tls_files trust_ours(void) { return (scn_tls_files){.ca = file_in(ours, "ca.pem")}; }
+static t_tls_files trust_ours(void) { return (t_tls_files){.ca = file_in(ours, "ca.pem")}; }
 
 /* Starts a TLS daemon with the extra args (NULL-terminated, may be NULL). */
-static bool start_tls(scn_daemon *d, const char *const *extra) {
+static bool start_tls(t_daemon *d, const char *const *extra) {
   const char *args[40] = {"--tls-cert", file_in(ours, "server.pem"), "--tls-key",
                           file_in(ours, "server.key")};
   int n = 4;
@@ -48,21 +48,21 @@ static bool start_tls(scn_daemon *d, const char *const *extra) {
 }
 
 /* start_tls, then a TLS connection to it (the daemon is killed when that fails). */
-static bool start_tls_connected(scn_daemon *d, scn_client *c, const char *const *extra) {
+static bool start_tls_connected(t_daemon *d, t_client *c, const char *const *extra) {
   if (!start_tls(d, extra))
     return false;
-  scn_tls_files t = trust_ours();
+  t_tls_files t = trust_ours();
   if (CONNECT_TLS(c, d->port, &t))
     return true;
-  scn_daemon_stop(d, SIGKILL, 2000);
+  t_daemon_stop(d, SIGKILL, 2000);
   return false;
 }
 
 /* A figure of the daemon's /metrics page over HTTPS (-1 when absent). */
-static double https_metric(const scn_daemon *d, const char *sample) {
-  scn_tls_files t = trust_ours();
+static double https_metric(const t_daemon *d, const char *sample) {
+  t_tls_files t = trust_ours();
   char *page;
-  int status = scn_https_get(d->http_port, &t, "/metrics", &page);
+  int status = t_https_get(d->http_port, &t, "/metrics", &page);
   double v = status == 200 ? page_metric(page, sample) : -1;
   free(page);
   return v;
@@ -72,9 +72,9 @@ static double https_metric(const scn_daemon *d, const char *sample) {
 
 static void test_every_command(void) {
   char data[64];
-  CU_ASSERT_FATAL(scn_temp_dir(data, sizeof data, "tls-data"));
-  scn_daemon d;
-  scn_client c;
+  CU_ASSERT_FATAL(t_temp_dir(data, sizeof data, "tls-data"));
+  t_daemon d;
+  t_client c;
   const char *extra[] = {"--data", data, NULL};
   if (!start_tls_connected(&d, &c, extra))
     return;
@@ -88,7 +88,7 @@ static void test_every_command(void) {
   long long e2 = (long long)cJSON_GetArrayItem(ids, 1)->valuedouble;
   cJSON_Delete(r);
   r = OK(&c, "{\"cmd\":\"transform.create\",\"world\":\"w\",\"name\":\"car\",\"t\":[1,0,0]}");
-  long long car = (long long)scn_resp_id(r, "entity");
+  long long car = (long long)t_resp_id(r, "entity");
   cJSON_Delete(r);
   OKD(&c,
       "{\"cmd\":\"transform.create\",\"world\":\"w\",\"entity\":%lld,\"parent\":%lld,"
@@ -112,18 +112,18 @@ static void test_every_command(void) {
       "{\"cmd\":\"batch\",\"world\":\"w\",\"ops\":[{\"cmd\":\"transform.set_local\","
       "\"entity\":%lld,\"t\":[3,0,0]},{\"cmd\":\"transform.get\",\"entity\":%lld}]}",
       car, e1);
-  scn_client_keep_events(&c);
+  t_client_keep_events(&c);
   r = OK(&c, "{\"cmd\":\"subscribe\",\"world\":\"w\"}");
-  double sub = scn_resp_num(r, "sub");
+  double sub = t_resp_num(r, "sub");
   cJSON_Delete(r);
-  cJSON *frame = scn_next_event(&c, 5000); /* the full frame, over TLS */
-  CU_ASSERT_TRUE(scn_resp_str_is(frame, "event", "frame"));
+  cJSON *frame = t_next_event(&c, 5000); /* the full frame, over TLS */
+  CU_ASSERT_TRUE(t_resp_str_is(frame, "event", "frame"));
   CU_ASSERT_TRUE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(frame, "full")));
   CU_ASSERT_EQUAL(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(frame, "set")), 3);
   cJSON_Delete(frame);
   OKD(&c, "{\"cmd\":\"unsubscribe\",\"sub\":%.0f}", sub);
   r = OK(&c, "{\"cmd\":\"save\"}");
-  CU_ASSERT_TRUE(scn_resp_num(r, "bytes") > 0);
+  CU_ASSERT_TRUE(t_resp_num(r, "bytes") > 0);
   cJSON_Delete(r);
   OKD(&c, "{\"cmd\":\"transform.destroy\",\"world\":\"w\",\"entity\":%lld}", e2);
   OKD(&c, "{\"cmd\":\"entity.destroy\",\"entity\":%lld}", e1);
@@ -147,20 +147,20 @@ static void test_every_command(void) {
       fprintf(stderr, "  %s was not run over TLS\n", scn_commands[i].name);
   }
   cJSON_Delete(r);
-  scn_client_close(&c);
+  t_client_close(&c);
   STOP_OK(&d, 5000);
-  scn_remove_tree(data);
+  t_remove_tree(data);
 }
 
 /* 20,000 requests in one write (many TLS records, read in pieces): every response, in order. */
 static void test_pipelined(void) {
-  scn_daemon d;
-  scn_client c;
+  t_daemon d;
+  t_client c;
   if (!start_tls_connected(&d, &c, NULL))
     return;
   OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"p\"}");
   cJSON *r = OK(&c, "{\"cmd\":\"transform.create\",\"world\":\"p\"}");
-  long long e = (long long)scn_resp_id(r, "entity");
+  long long e = (long long)t_resp_id(r, "entity");
   cJSON_Delete(r);
   enum { N = 20000 };
   text lines = {0};
@@ -173,13 +173,13 @@ static void test_pipelined(void) {
                 "{\"cmd\":\"transform.set_local\",\"world\":\"p\",\"entity\":%lld,\"t\":[%d,0,0],"
                 "\"id\":%d}\n",
                 e, i, i);
-  CU_ASSERT_EQUAL_FATAL(scn_client_send_raw(&c, lines.s, lines.len), 0);
+  CU_ASSERT_EQUAL_FATAL(t_client_send_raw(&c, lines.s, lines.len), 0);
   int in_order = 0, right = 0;
   for (int i = 0; i < N; i++) {
-    cJSON *resp = scn_recv_object(&c, SCN_RESPONSE_MS);
+    cJSON *resp = t_recv_object(&c, T_RESPONSE_MS);
     if (!resp)
       break;
-    in_order += scn_resp_ok(resp) && scn_resp_num(resp, "id") == i;
+    in_order += t_resp_ok(resp) && t_resp_num(resp, "id") == i;
     if (i % 2) { /* a get sees the set just before it */
       const cJSON *w = cJSON_GetObjectItemCaseSensitive(resp, "world");
       right += cJSON_GetArrayItem(w, 12) && cJSON_GetArrayItem(w, 12)->valuedouble == i - 1;
@@ -189,7 +189,7 @@ static void test_pipelined(void) {
   CU_ASSERT_EQUAL(in_order, N);
   CU_ASSERT_EQUAL(right, N / 2);
   text_free(&lines);
-  scn_client_close(&c);
+  t_client_close(&c);
   STOP_OK(&d, 5000);
 }
 
@@ -198,7 +198,7 @@ static void test_pipelined(void) {
 /* A TLS client of the test's own over memory BIOs, on a plain socket: its records can be cut
  * into pieces or sent many to a segment, as networks and other clients' stacks do. */
 typedef struct raw_tls {
-  scn_client sock;
+  t_client sock;
   SSL_CTX *ctx;
   SSL *ssl;
   BIO *in, *out;
@@ -209,7 +209,7 @@ static bool raw_send_out(raw_tls *r) {
   char buf[16384];
   int n;
   while ((n = BIO_read(r->out, buf, sizeof buf)) > 0)
-    if (scn_client_send_raw(&r->sock, buf, (size_t)n) != 0)
+    if (t_client_send_raw(&r->sock, buf, (size_t)n) != 0)
       return false;
   return true;
 }
@@ -233,7 +233,7 @@ static int raw_recv(raw_tls *r, int ms) {
 /* version: the one TLS version the client offers, 0 for any its library allows. */
 static bool raw_tls_connect_version(raw_tls *r, int port, int version) {
   *r = (raw_tls){0};
-  if (scn_client_connect(&r->sock, port) != 0)
+  if (t_client_connect(&r->sock, port) != 0)
     return false;
   r->ctx = SSL_CTX_new(TLS_client_method());
   if (version) { /* security level 0: the client's library would refuse TLS 1.1 itself */
@@ -249,7 +249,7 @@ static bool raw_tls_connect_version(raw_tls *r, int port, int version) {
   BIO_set_mem_eof_return(r->in, -1);
   SSL_set_bio(r->ssl, r->in, r->out);
   SSL_set_connect_state(r->ssl);
-  long deadline = t_now_ms() + SCN_RESPONSE_MS;
+  long deadline = t_now_ms() + T_RESPONSE_MS;
   for (;;) {
     int rc = SSL_do_handshake(r->ssl);
     if (!raw_send_out(r))
@@ -272,13 +272,13 @@ static bool raw_tls_connect(raw_tls *r, int port) { return raw_tls_connect_versi
 static void raw_tls_close(raw_tls *r) {
   SSL_free(r->ssl); /* and its BIOs */
   SSL_CTX_free(r->ctx);
-  scn_client_close(&r->sock);
+  t_client_close(&r->sock);
   text_free(&r->got);
 }
 
 /* Waits for the replies to `count` pings with ids from first, and checks their order. */
 static void expect_pongs(raw_tls *r, int first, int count) {
-  long deadline = t_now_ms() + SCN_RESPONSE_MS;
+  long deadline = t_now_ms() + T_RESPONSE_MS;
   int lines = 0;
   for (size_t seen = 0; lines < count && t_now_ms() < deadline;) {
     for (; seen < r->got.len; seen++)
@@ -305,7 +305,7 @@ static void expect_pongs(raw_tls *r, int first, int count) {
  * one by one (a record's header and body arrive in different reads), and all the records in
  * one send (many records in one read). Every request is answered once, in order. */
 static void test_records_cut_anywhere(void) {
-  scn_daemon d;
+  t_daemon d;
   if (!start_tls(&d, NULL))
     return;
   raw_tls r;
@@ -326,7 +326,7 @@ static void test_records_cut_anywhere(void) {
       long off = 0;
       for (int piece = 1; off < len; piece = piece % 97 + 1) {
         long n = piece < len - off ? piece : len - off;
-        CU_ASSERT_EQUAL_FATAL(scn_client_send_raw(&r.sock, cipher + off, (size_t)n), 0);
+        CU_ASSERT_EQUAL_FATAL(t_client_send_raw(&r.sock, cipher + off, (size_t)n), 0);
         off += n;
         if (piece % 8 == 0) /* now and then a pause: the daemon reads the pieces apart */
           raw_recv(&r, 1);
@@ -386,7 +386,7 @@ static void ws_frames_to_lines(raw_tls *r, text *lines) {
  * in one send: the HTTP side stops at the upgrade with records taken in but not yet
  * decrypted, and the WebSocket side reads them from where it stopped. */
 static void test_wss_messages_behind_upgrade(void) {
-  scn_daemon d;
+  t_daemon d;
   if (!start_tls(&d, NULL))
     return;
   raw_tls r;
@@ -409,7 +409,7 @@ static void test_wss_messages_behind_upgrade(void) {
   CU_ASSERT_TRUE(BIO_ctrl_pending(r.out) > 20000);
   CU_ASSERT_TRUE_FATAL(raw_send_out(&r));
   /* The 101 response, then the answers as frames. */
-  long deadline = t_now_ms() + SCN_RESPONSE_MS;
+  long deadline = t_now_ms() + T_RESPONSE_MS;
   const char *end = NULL;
   while (!(end = strstr(text_str(&r.got), "\r\n\r\n")) && t_now_ms() < deadline &&
          raw_recv(&r, 200) >= 0)
@@ -443,20 +443,20 @@ static void test_wss_messages_behind_upgrade(void) {
  * two seconds: the daemon's memory stays bounded (its frames are dropped while it lags), and
  * once it reads it converges on a full frame of the final state, as on plain TCP. */
 static void test_slow_subscriber(void) {
-  scn_daemon d;
+  t_daemon d;
   const char *extra[] = {"--tick-hz", "20", "--output-limit", "262144", NULL};
   if (!start_tls(&d, extra))
     return;
-  scn_client ctl, sub;
-  scn_tls_files t = trust_ours();
+  t_client ctl, sub;
+  t_tls_files t = trust_ours();
   if (!CONNECT_TLS(&ctl, d.port, &t) || !CONNECT_TLS(&sub, d.port, &t)) {
-    scn_daemon_stop(&d, SIGKILL, 2000);
+    t_daemon_stop(&d, SIGKILL, 2000);
     return;
   }
   enum { KIDS = 5000 };
   OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"big\"}");
   cJSON *r = OK(&ctl, "{\"cmd\":\"transform.create\",\"world\":\"big\"}");
-  long long root = (long long)scn_resp_id(r, "entity");
+  long long root = (long long)t_resp_id(r, "entity");
   cJSON_Delete(r);
   text batch = {0};
   text_addf(&batch, "{\"cmd\":\"batch\",\"world\":\"big\",\"ops\":[");
@@ -469,12 +469,12 @@ static void test_slow_subscriber(void) {
   r = OK(&sub, "{\"cmd\":\"subscribe\",\"world\":\"big\"}");
   cJSON_Delete(r);
   t_sleep_ms(200);
-  long base = scn_rss_kib(d.pid), peak = base;
+  long base = t_rss_kib(d.pid), peak = base;
   int x = 0;
   for (long end = t_now_ms() + 2000; t_now_ms() < end; t_sleep_ms(50)) {
     OKD(&ctl, "{\"cmd\":\"transform.set_local\",\"world\":\"big\",\"entity\":%lld,\"t\":[%d,0,0]}",
         root, ++x);
-    long rss = scn_rss_kib(d.pid);
+    long rss = t_rss_kib(d.pid);
     peak = rss > peak ? rss : peak;
   }
   CU_ASSERT_TRUE(peak - base < 64 * 1024);
@@ -484,13 +484,13 @@ static void test_slow_subscriber(void) {
   bool converged = false;
   long deadline = t_now_ms() + 20000;
   while (!converged && t_now_ms() < deadline) {
-    cJSON *f = scn_next_event(&sub, 3000);
+    cJSON *f = t_next_event(&sub, 3000);
     if (!f)
       break;
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "full"))) {
       const cJSON *set = cJSON_GetObjectItemCaseSensitive(f, "set"), *it;
       cJSON_ArrayForEach(it, set) {
-        if (scn_resp_num(it, "e") == (double)root) {
+        if (t_resp_num(it, "e") == (double)root) {
           const cJSON *m = cJSON_GetObjectItemCaseSensitive(it, "m");
           converged =
               cJSON_GetArraySize(set) == KIDS + 1 && cJSON_GetArrayItem(m, 12)->valuedouble == x;
@@ -502,13 +502,13 @@ static void test_slow_subscriber(void) {
   CU_ASSERT_TRUE(converged);
   r = OK(&ctl, "{\"cmd\":\"info\"}");
   const cJSON *metrics = cJSON_GetObjectItemCaseSensitive(r, "metrics");
-  CU_ASSERT_TRUE(scn_resp_num(metrics, "stream_lags_total") >= 1);
-  CU_ASSERT_TRUE(scn_resp_num(metrics, "stream_resyncs_total") >= 1);
+  CU_ASSERT_TRUE(t_resp_num(metrics, "stream_lags_total") >= 1);
+  CU_ASSERT_TRUE(t_resp_num(metrics, "stream_resyncs_total") >= 1);
   cJSON_Delete(r);
   /* The connection is as good as new: a request and its answer. */
   OKD(&sub, "{\"cmd\":\"ping\"}");
-  scn_client_close(&sub);
-  scn_client_close(&ctl);
+  t_client_close(&sub);
+  t_client_close(&ctl);
   STOP_OK(&d, 5000);
 }
 
@@ -516,34 +516,33 @@ static void test_slow_subscriber(void) {
 
 /* Plain text on either TLS port is a failed handshake: closed, nothing run, nothing answered. */
 static void test_plain_text_refused(void) {
-  scn_daemon d;
+  t_daemon d;
   if (!start_tls(&d, NULL))
     return;
-  scn_client plain;
+  t_client plain;
   CONNECT(&plain, d.port);
   const char *lines = "{\"cmd\":\"world.create\",\"world\":\"plain\"}\n{\"cmd\":\"ping\"}\n";
-  scn_client_send_raw(&plain, lines, strlen(lines));
-  char *got = scn_client_recv(&plain, 3000);
+  t_client_send_raw(&plain, lines, strlen(lines));
+  char *got = t_client_recv(&plain, 3000);
   CU_ASSERT_PTR_NULL(got);
   free(got);
-  CU_ASSERT_TRUE(scn_client_closed(&plain, 3000));
-  scn_client_close(&plain);
+  CU_ASSERT_TRUE(t_client_closed(&plain, 3000));
+  t_client_close(&plain);
   char *resp;
   bool closed;
-  int status =
-      scn_http_raw(d.http_port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", &resp, &closed);
+  int status = t_http_raw(d.http_port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", &resp, &closed);
   CU_ASSERT_EQUAL(status, 0);
   CU_ASSERT_TRUE(closed);
   CU_ASSERT_PTR_NULL(strstr(resp, "scened_"));
   free(resp);
-  scn_client c;
-  scn_tls_files t = trust_ours();
+  t_client c;
+  t_tls_files t = trust_ours();
   if (CONNECT_TLS(&c, d.port, &t)) {
     cJSON *r = OK(&c, "{\"cmd\":\"info\"}");
-    CU_ASSERT_EQUAL(scn_resp_num(r, "worlds"), 0);
-    CU_ASSERT_EQUAL(scn_resp_num(r, "commands"), 1); /* this one */
+    CU_ASSERT_EQUAL(t_resp_num(r, "worlds"), 0);
+    CU_ASSERT_EQUAL(t_resp_num(r, "commands"), 1); /* this one */
     cJSON_Delete(r);
-    scn_client_close(&c);
+    t_client_close(&c);
   }
   CU_ASSERT_EQUAL(https_metric(&d, "scened_tls_handshake_failures_total{reason=\"not_tls\"}"), 2);
   STOP_OK(&d, 5000);
@@ -552,7 +551,7 @@ static void test_plain_text_refused(void) {
 /* TLS 1.2 or later: a client that offers only TLS 1.1 fails its handshake, counted as a
  * protocol failure; one that offers only 1.2, or only 1.3, gets its answers. */
 static void test_versions(void) {
-  scn_daemon d;
+  t_daemon d;
   if (!start_tls(&d, NULL))
     return;
   static const struct {
@@ -579,7 +578,7 @@ static void test_versions(void) {
 
 /* The clients refuse a daemon whose certificate no CA they were given has signed. */
 static void test_untrusted_daemon(void) {
-  scn_daemon d;
+  t_daemon d;
   if (!start_tls(&d, NULL))
     return;
   char err[256];
@@ -614,21 +613,21 @@ static void test_untrusted_daemon(void) {
                           runs[i].ca ? "world.create" : "world=x",
                           runs[i].ca ? "world=x" : NULL,
                           NULL};
-    scn_proc p;
-    CU_ASSERT_FATAL(scn_proc_start(&p, ctl, args, NULL, NULL, 0));
-    CU_ASSERT_EQUAL(scn_proc_wait(&p, 20000), runs[i].code);
+    t_proc p;
+    CU_ASSERT_FATAL(t_proc_start(&p, ctl, args, NULL, NULL, 0));
+    CU_ASSERT_EQUAL(t_proc_wait(&p, 20000), runs[i].code);
     if (runs[i].code)
       CU_ASSERT_PTR_NOT_NULL(strstr(text_str(&p.err), "not trusted"));
-    scn_proc_free(&p);
+    t_proc_free(&p);
   }
   /* Only the trusted run created the world. */
-  scn_client c;
-  scn_tls_files t = trust_ours();
+  t_client c;
+  t_tls_files t = trust_ours();
   if (CONNECT_TLS(&c, d.port, &t)) {
     cJSON *r = OK(&c, "{\"cmd\":\"info\"}");
-    CU_ASSERT_EQUAL(scn_resp_num(r, "worlds"), 1);
+    CU_ASSERT_EQUAL(t_resp_num(r, "worlds"), 1);
     cJSON_Delete(r);
-    scn_client_close(&c);
+    t_client_close(&c);
   }
   CU_ASSERT_TRUE(https_metric(&d, "scened_tls_handshake_failures_total{reason=\"peer_refused\"}") >=
                  2);
@@ -643,8 +642,8 @@ static void test_python_client(void) {
     printf("  note: python3 is not on PATH; the Python client over TLS is skipped\n");
     return;
   }
-  CU_ASSERT_FATAL(scn_find_script("scened_client.py", script, sizeof script));
-  scn_daemon d;
+  CU_ASSERT_FATAL(t_find_script("scened_client.py", script, sizeof script));
+  t_daemon d;
   const char *extra[] = {"--tls-ca", file_in(ours, "ca.pem"), NULL};
   if (!start_tls(&d, extra))
     return;
@@ -663,26 +662,26 @@ static void test_python_client(void) {
     const char *args[] = {"--host",    "localhost", "--port",     port,
                           "--tls-ca",  runs[i].ca,  "--tls-cert", runs[i].cert,
                           "--tls-key", runs[i].key, "--selftest", NULL};
-    scn_proc p;
-    CU_ASSERT_FATAL(scn_proc_start(&p, script, args, NULL, NULL, 0));
-    int code = scn_proc_wait(&p, 30000);
+    t_proc p;
+    CU_ASSERT_FATAL(t_proc_start(&p, script, args, NULL, NULL, 0));
+    int code = t_proc_wait(&p, 30000);
     CU_ASSERT_EQUAL(code, runs[i].code);
     CU_ASSERT_PTR_NOT_NULL(strstr(text_str(&p.err), runs[i].err));
     if (code != runs[i].code)
       fprintf(stderr, "  scened_client.py: exit %d\n%s%s\n", code, text_str(&p.out),
               text_str(&p.err));
-    scn_proc_free(&p);
+    t_proc_free(&p);
   }
   STOP_OK(&d, 5000);
 }
 
 /* Sends a request that creates world over c and tells whether any answer came. */
-static bool answered(scn_client *c, const char *world) {
+static bool answered(t_client *c, const char *world) {
   char line[128];
   snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", world);
-  if (scn_client_send(c, line) != 0)
+  if (t_client_send(c, line) != 0)
     return false;
-  char *got = scn_client_recv(c, 3000);
+  char *got = t_client_recv(c, 3000);
   free(got);
   return got != NULL;
 }
@@ -690,40 +689,40 @@ static bool answered(scn_client *c, const char *world) {
 /* With --tls-ca, a client without a certificate, or with one another CA signed, is refused
  * and nothing it sent runs; one with a certificate of that CA is served. */
 static void test_client_certificates(void) {
-  scn_daemon d;
+  t_daemon d;
   const char *extra[] = {"--tls-ca", file_in(ours, "ca.pem"), NULL};
   if (!start_tls(&d, extra))
     return;
-  scn_tls_files none = trust_ours();
-  scn_tls_files foreign = {file_in(ours, "ca.pem"), file_in(theirs, "client.pem"),
-                           file_in(theirs, "client.key")};
-  scn_tls_files good = {file_in(ours, "ca.pem"), file_in(ours, "client.pem"),
-                        file_in(ours, "client.key")};
-  scn_client c;
+  t_tls_files none = trust_ours();
+  t_tls_files foreign = {file_in(ours, "ca.pem"), file_in(theirs, "client.pem"),
+                         file_in(theirs, "client.key")};
+  t_tls_files good = {file_in(ours, "ca.pem"), file_in(ours, "client.pem"),
+                      file_in(ours, "client.key")};
+  t_client c;
   char err[256];
   /* TLS 1.3 lets the client finish its side first: the refusal comes as the connection's end. */
-  if (scn_client_connect_tls(&c, d.port, &none, err, sizeof err) == 0) {
+  if (t_client_connect_tls(&c, d.port, &none, err, sizeof err) == 0) {
     CU_ASSERT_FALSE(answered(&c, "nocert"));
-    scn_client_close(&c);
+    t_client_close(&c);
   }
-  if (scn_client_connect_tls(&c, d.port, &foreign, err, sizeof err) == 0) {
+  if (t_client_connect_tls(&c, d.port, &foreign, err, sizeof err) == 0) {
     CU_ASSERT_FALSE(answered(&c, "foreign"));
-    scn_client_close(&c);
+    t_client_close(&c);
   }
   if (CONNECT_TLS(&c, d.port, &good)) {
     cJSON *r = OK(&c, "{\"cmd\":\"world.list\"}");
     CU_ASSERT_EQUAL(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "worlds")), 0);
     cJSON_Delete(r);
-    scn_client_close(&c);
+    t_client_close(&c);
   }
   /* HTTPS asks for the certificate too. */
   char *resp;
-  CU_ASSERT_EQUAL(scn_https_get(d.http_port, &none, "/healthz", &resp), 0);
+  CU_ASSERT_EQUAL(t_https_get(d.http_port, &none, "/healthz", &resp), 0);
   free(resp);
-  CU_ASSERT_EQUAL(scn_https_get(d.http_port, &good, "/healthz", &resp), 200);
+  CU_ASSERT_EQUAL(t_https_get(d.http_port, &good, "/healthz", &resp), 200);
   free(resp);
   char *page = NULL;
-  CU_ASSERT_EQUAL(scn_https_get(d.http_port, &good, "/metrics", &page), 200);
+  CU_ASSERT_EQUAL(t_https_get(d.http_port, &good, "/metrics", &page), 200);
   CU_ASSERT_TRUE(
       page_metric(page, "scened_tls_handshake_failures_total{reason=\"client_certificate\"}") >= 3);
   free(page);
@@ -735,33 +734,33 @@ static void test_client_certificates(void) {
 /* Two connections that never finish a handshake hold both slots of --max-clients 2: a TLS
  * client then gets one LIMIT line. Within the timeout both are closed, and the slots serve. */
 static void test_handshake_timeout(void) {
-  scn_daemon d;
+  t_daemon d;
   /* 2 s: long enough for the refused client's own handshake, even under valgrind. */
   const char *extra[] = {"--tls-handshake-timeout", "2", "--max-clients", "2", NULL};
   if (!start_tls(&d, extra))
     return;
-  scn_client silent, partial, c;
+  t_client silent, partial, c;
   CONNECT(&silent, d.port);
   CONNECT(&partial, d.port);
-  scn_client_send_raw(&partial, "\x16\x03\x01\x02", 4); /* the start of a ClientHello */
+  t_client_send_raw(&partial, "\x16\x03\x01\x02", 4); /* the start of a ClientHello */
   long t0 = t_now_ms();
-  scn_tls_files t = trust_ours();
+  t_tls_files t = trust_ours();
   if (CONNECT_TLS(&c, d.port, &t)) {
-    cJSON *r = scn_recv_object(&c, 5000);
-    CU_ASSERT_TRUE(scn_resp_code(r) && !strcmp(scn_resp_code(r), "LIMIT"));
+    cJSON *r = t_recv_object(&c, 5000);
+    CU_ASSERT_TRUE(t_resp_code(r) && !strcmp(t_resp_code(r), "LIMIT"));
     cJSON_Delete(r);
-    CU_ASSERT_TRUE(scn_client_closed(&c, 3000));
-    scn_client_close(&c);
+    CU_ASSERT_TRUE(t_client_closed(&c, 3000));
+    t_client_close(&c);
   }
-  CU_ASSERT_TRUE(scn_client_closed(&silent, 8000));
-  CU_ASSERT_TRUE(scn_client_closed(&partial, 8000));
+  CU_ASSERT_TRUE(t_client_closed(&silent, 8000));
+  CU_ASSERT_TRUE(t_client_closed(&partial, 8000));
   long took = t_now_ms() - t0;
   CU_ASSERT_TRUE(took >= 1900 && took < 7000);
-  scn_client_close(&silent);
-  scn_client_close(&partial);
+  t_client_close(&silent);
+  t_client_close(&partial);
   if (CONNECT_TLS(&c, d.port, &t)) {
     OKD(&c, "{\"cmd\":\"ping\"}");
-    scn_client_close(&c);
+    t_client_close(&c);
   }
   CU_ASSERT_EQUAL(https_metric(&d, "scened_tls_handshake_failures_total{reason=\"timeout\"}"), 2);
   CU_ASSERT_EQUAL(https_metric(&d, "scened_limit_rejections_total{limit=\"max_clients\"}"), 1);
@@ -771,27 +770,27 @@ static void test_handshake_timeout(void) {
 /* ---- HTTPS -------------------------------------------------------------------------------- */
 
 static void test_https(void) {
-  scn_daemon d;
+  t_daemon d;
   if (!start_tls(&d, NULL))
     return;
-  scn_tls_files t = trust_ours();
+  t_tls_files t = trust_ours();
   char *resp;
-  CU_ASSERT_EQUAL(scn_https_get(d.http_port, &t, "/healthz", &resp), 200);
+  CU_ASSERT_EQUAL(t_https_get(d.http_port, &t, "/healthz", &resp), 200);
   CU_ASSERT_PTR_NOT_NULL(strstr(resp, "\r\n\r\nok\n"));
   free(resp);
-  CU_ASSERT_EQUAL(scn_https_get(d.http_port, &t, "/readyz", &resp), 200);
+  CU_ASSERT_EQUAL(t_https_get(d.http_port, &t, "/readyz", &resp), 200);
   free(resp);
   /* Keep-alive: two requests on one connection, both answered. */
   bool closed;
-  CU_ASSERT_EQUAL(scn_https_raw(d.http_port, &t,
-                                "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
-                                "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-                                &resp, &closed),
+  CU_ASSERT_EQUAL(t_https_raw(d.http_port, &t,
+                              "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                              "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                              &resp, &closed),
                   200);
   CU_ASSERT_PTR_NOT_NULL(strstr(strstr(resp, "ok\n") + 3, "HTTP/1.1 200 OK"));
   free(resp);
   char *page = NULL;
-  CU_ASSERT_EQUAL(scn_https_get(d.http_port, &t, "/metrics", &page), 200);
+  CU_ASSERT_EQUAL(t_https_get(d.http_port, &t, "/metrics", &page), 200);
   const char *body = page ? strstr(page, "\r\n\r\n") : NULL;
   CU_ASSERT_PTR_NOT_NULL_FATAL(body);
   CU_ASSERT_TRUE(page_metric(body + 4, "scened_tls_handshakes_total{port=\"http\"}") >= 4);
@@ -837,28 +836,28 @@ static void test_bad_files(void) {
     for (int k = 0; cases[i][k]; k++)
       args[n++] = cases[i][k];
     args[n] = NULL;
-    scn_proc p;
-    CU_ASSERT_FATAL(scn_proc_start(&p, scn_daemon_bin(), args, NULL, NULL, 0));
-    CU_ASSERT_EQUAL(scn_proc_wait(&p, 10000), 2);
+    t_proc p;
+    CU_ASSERT_FATAL(t_proc_start(&p, t_daemon_bin(), args, NULL, NULL, 0));
+    CU_ASSERT_EQUAL(t_proc_wait(&p, 10000), 2);
     const char *err = text_str(&p.err);
     const char *nl = strchr(err, '\n');
     bool one_line = nl && nl[1] == '\0' && !strncmp(err, "scened: ", 8);
     CU_ASSERT_TRUE(one_line && strstr(err, why[i]));
     if (!one_line || !strstr(err, why[i]))
       fprintf(stderr, "  case %zu: expected one line with \"%s\", got: %s\n", i, why[i], err);
-    scn_proc_free(&p);
+    t_proc_free(&p);
   }
 }
 
 /* ---- registration ------------------------------------------------------------------------- */
 
 static int suite_init(void) {
-  return scn_make_certs(ours, sizeof ours) && scn_make_certs(theirs, sizeof theirs) ? 0 : -1;
+  return t_make_certs(ours, sizeof ours) && t_make_certs(theirs, sizeof theirs) ? 0 : -1;
 }
 
 static int suite_clean(void) {
-  scn_remove_tree(ours);
-  scn_remove_tree(theirs);
+  t_remove_tree(ours);
+  t_remove_tree(theirs);
   return 0;
 }
 

@@ -119,7 +119,7 @@ static bool under_asan(pid_t pid) {
 static double metric_value(int http_port, const char *name) {
   char *page = NULL;
   double v = -1;
-  if (http_port > 0 && scn_http_get(http_port, "/metrics", &page) == 200)
+  if (http_port > 0 && t_http_get(http_port, "/metrics", &page) == 200)
     v = page_metric(page, name);
   free(page);
   return v;
@@ -282,9 +282,9 @@ typedef struct tconn {
 } tconn;
 
 static struct {
-  scn_daemon d;
+  t_daemon d;
   bool up;
-  scn_client admin;
+  t_client admin;
   uint64_t tt[WORLD_SIZE]; /* the big world's transforms, sorted */
   uint64_t tt_parent, tt_child;
   uint64_t wb[N_WB];
@@ -580,7 +580,7 @@ static const char *check_reply(const expect *x, const cJSON *r) {
   const cJSON *ok = cJSON_GetObjectItemCaseSensitive(r, "ok");
   if (!id_matches(r, x))
     return "wrong or missing id: a reply out of order, lost or doubled";
-  if (x->limit_ok && cJSON_IsFalse(ok) && strcmp(scn_resp_code(r), "LIMIT") == 0) {
+  if (x->limit_ok && cJSON_IsFalse(ok) && strcmp(t_resp_code(r), "LIMIT") == 0) {
     T.limit_answers++;
     return NULL;
   }
@@ -589,7 +589,7 @@ static const char *check_reply(const expect *x, const cJSON *r) {
   if (x->kind == X_ERR) {
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "error");
     const cJSON *msg = cJSON_GetObjectItemCaseSensitive(e, "message");
-    if (!cJSON_IsFalse(ok) || strcmp(scn_resp_code(r), x->code) != 0 || !cJSON_IsString(msg))
+    if (!cJSON_IsFalse(ok) || strcmp(t_resp_code(r), x->code) != 0 || !cJSON_IsString(msg))
       return x->code;
     T.errors_checked++;
     return NULL;
@@ -604,7 +604,7 @@ static const char *check_reply(const expect *x, const cJSON *r) {
     for (int i = 0; i < (x->results ? x->results : 1); i++) {
       const cJSON *g = x->results ? cJSON_GetArrayItem(res, i) : r;
       const cJSON *p = cJSON_GetObjectItemCaseSensitive(g, "parent");
-      if (scn_resp_num(g, "entity") != (double)x->entity || !cJSON_IsNull(p))
+      if (t_resp_num(g, "entity") != (double)x->entity || !cJSON_IsNull(p))
         return "wrong entity or parent";
       if (!matrix_translation(cJSON_GetObjectItemCaseSensitive(g, "local"), x->t) ||
           !matrix_translation(cJSON_GetObjectItemCaseSensitive(g, "world"), x->t))
@@ -618,7 +618,7 @@ static const char *check_reply(const expect *x, const cJSON *r) {
                                                                        : "wrong batch results";
   }
   case X_SUB:
-    if (scn_resp_num(r, "sub") < 1)
+    if (t_resp_num(r, "sub") < 1)
       return "no sub id";
     return NULL;
   default:
@@ -647,7 +647,7 @@ static void handle_event(tconn *c, const cJSON *j, const char *line, size_t len)
   const cJSON *full = cJSON_GetObjectItemCaseSensitive(j, "full");
   const cJSON *set = cJSON_GetObjectItemCaseSensitive(j, "set");
   const cJSON *removed = cJSON_GetObjectItemCaseSensitive(j, "removed");
-  double tick = scn_resp_num(j, "tick");
+  double tick = t_resp_num(j, "tick");
   if (!cJSON_IsBool(full) || !cJSON_IsArray(set) || !cJSON_IsArray(removed) || tick < 0) {
     failure(c, "malformed frame", line, len);
     return;
@@ -666,7 +666,7 @@ static void handle_event(tconn *c, const cJSON *j, const char *line, size_t len)
   const cJSON *item;
   cJSON_ArrayForEach(item, set) {
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(item, "m");
-    int idx = tt_index((uint64_t)scn_resp_num(item, "e"));
+    int idx = tt_index((uint64_t)t_resp_num(item, "e"));
     if (!cJSON_IsArray(m) || cJSON_GetArraySize(m) != 16) {
       failure(c, "frame entry without a matrix", line, len);
       return;
@@ -1083,7 +1083,7 @@ static bool run_all(const run_cfg *cfg) {
   for (;;) {
     long now = t_now_ms();
     if (now >= next_rss) {
-      long rss = scn_rss_kib(T.d.pid);
+      long rss = t_rss_kib(T.d.pid);
       if (rss > T.peak_rss)
         T.peak_rss = rss;
       next_rss = now + 100;
@@ -1157,13 +1157,13 @@ static bool create_many(const char *world, uint64_t *out, int n) {
   sbuf b = {0};
   for (int i = 0; i < n; i++)
     sb_printf(&b, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"t\":[0,%d,0]}\n", world, i);
-  bool ok = scn_client_send_raw(&T.admin, b.data, b.len) == 0;
+  bool ok = t_client_send_raw(&T.admin, b.data, b.len) == 0;
   sb_free(&b);
   for (int i = 0; ok && i < n; i++) {
-    cJSON *r = scn_client_recv_json(&T.admin, 10000);
-    ok = scn_resp_ok(r) && scn_resp_num(r, "entity") > 0;
+    cJSON *r = t_client_recv_json(&T.admin, 10000);
+    ok = t_resp_ok(r) && t_resp_num(r, "entity") > 0;
     if (ok)
-      out[i] = (uint64_t)scn_resp_num(r, "entity");
+      out[i] = (uint64_t)t_resp_num(r, "entity");
     cJSON_Delete(r);
   }
   return ok;
@@ -1172,18 +1172,18 @@ static bool create_many(const char *world, uint64_t *out, int n) {
 static bool setup_worlds(void) {
   cJSON *tt = OK(&T.admin, "{\"cmd\":\"world.create\",\"world\":\"tt\"}");
   cJSON *wb = OK(&T.admin, "{\"cmd\":\"world.create\",\"world\":\"wb\"}");
-  bool made = scn_resp_ok(tt) && scn_resp_ok(wb);
+  bool made = t_resp_ok(tt) && t_resp_ok(wb);
   cJSON_Delete(tt);
   cJSON_Delete(wb);
   if (!made || !create_many("tt", T.tt, WORLD_SIZE) || !create_many("wb", T.wb, N_WB))
     return false;
   qsort(T.tt, WORLD_SIZE, sizeof T.tt[0], cmp_u64);
   cJSON *r = OK(&T.admin, "{\"cmd\":\"transform.create\",\"world\":\"tt\",\"name\":\"p\"}");
-  T.tt_parent = scn_resp_id(r, "entity");
+  T.tt_parent = t_resp_id(r, "entity");
   cJSON_Delete(r);
   r = OK(&T.admin, "{\"cmd\":\"transform.create\",\"world\":\"tt\",\"parent\":%llu}",
          (unsigned long long)T.tt_parent);
-  T.tt_child = scn_resp_id(r, "entity");
+  T.tt_child = t_resp_id(r, "entity");
   cJSON_Delete(r);
   return T.tt_parent > 0 && T.tt_child > 0;
 }
@@ -1201,9 +1201,9 @@ static void test_torture(void) {
   static const run_cfg storm = {"torture", 200, 3, 30, 10, 4, 4, 2000, 1500, 20000, true};
   CU_ASSERT_FATAL(run_all(&warm));
   close_all();
-  CU_ASSERT_EQUAL(scn_wait_info(&T.admin, "connections", 1, 5000), 1);
+  CU_ASSERT_EQUAL(t_wait_info(&T.admin, "connections", 1, 5000), 1);
   CU_ASSERT_EQUAL(T.failures, 0);
-  long base = scn_rss_kib(T.d.pid);
+  long base = t_rss_kib(T.d.pid);
   /* A statically linked runtime (clang) names no library: then this binary's own build
    * stands for the daemon's, as both come from the same make. */
   long quarantine = under_asan(T.d.pid) || TEST_ASAN ? QUARANTINE_KIB : 0;
@@ -1240,19 +1240,18 @@ static void test_torture(void) {
   /* The daemon counts exactly the connections still open: the good clients, the subscribers,
    * the mover and the admin; then only the admin. */
   int open = open_count();
-  double seen = scn_wait_info(&T.admin, "connections", open, 5000);
+  double seen = t_wait_info(&T.admin, "connections", open, 5000);
   CU_ASSERT_EQUAL(seen, open);
   if (seen != open)
     fprintf(stderr, "  info connections %.0f, open %d\n", seen, open);
   close_all();
-  seen = scn_wait_info(&T.admin, "connections", 1, 5000);
+  seen = t_wait_info(&T.admin, "connections", 1, 5000);
   CU_ASSERT_EQUAL(seen, 1);
 
   /* Memory comes back: within the slack of the warmed-up baseline. */
-  long after = scn_rss_kib(T.d.pid);
+  long after = t_rss_kib(T.d.pid);
   for (long until = t_now_ms() + 2000;
-       after > base + RSS_SLACK_KIB + quarantine && t_now_ms() < until;
-       after = scn_rss_kib(T.d.pid))
+       after > base + RSS_SLACK_KIB + quarantine && t_now_ms() < until; after = t_rss_kib(T.d.pid))
     t_sleep_ms(50);
   fprintf(stderr,
           "  daemon RSS: baseline %ld KiB, peak %ld KiB, after %ld KiB; %ld malformed lines;"
@@ -1265,12 +1264,12 @@ static void test_torture(void) {
   CU_ASSERT_TRUE(T.peak_rss <= base + 256 * 1024 + quarantine);
 
   /* Still up and answering, on a new connection. */
-  scn_client c;
+  t_client c;
   CONNECT_FATAL(&c, T.d.port);
   OKD(&c, "{\"cmd\":\"ping\",\"id\":\"end\"}");
   cJSON *r = OK(&c, "{\"cmd\":\"info\"}");
-  CU_ASSERT_EQUAL(scn_resp_num(r, "connections"), 2);
-  CU_ASSERT_EQUAL(scn_resp_num(r, "subscriptions"), 0);
+  CU_ASSERT_EQUAL(t_resp_num(r, "connections"), 2);
+  CU_ASSERT_EQUAL(t_resp_num(r, "subscriptions"), 0);
   cJSON_Delete(r);
 
   /* SIGTERM under pressure: a subscriber stuck with its output full, an idle client. */
@@ -1284,9 +1283,9 @@ static void test_torture(void) {
   for (long until = t_now_ms() + 5000; lagging < 1 && t_now_ms() < until;) {
     tconn mv = {.fd = -1};
     issue_move_round(&mv);
-    CU_ASSERT(scn_client_send_raw(&T.admin, mv.out.data, mv.out.len) == 0);
+    CU_ASSERT(t_client_send_raw(&T.admin, mv.out.data, mv.out.len) == 0);
     for (size_t i = 0; i < mv.xq.len; i++)
-      cJSON_Delete(scn_client_recv_json(&T.admin, 5000));
+      cJSON_Delete(t_client_recv_json(&T.admin, 5000));
     sb_free(&mv.out);
     free(mv.xq.v);
     t_sleep_ms(50);
@@ -1296,9 +1295,9 @@ static void test_torture(void) {
   long stop_at = t_now_ms();
   STOP_OK(&T.d, 15000);
   T.up = false;
-  CU_ASSERT_TRUE(scn_client_closed(&c, 1000));
-  scn_client_close(&c);
-  scn_client_close(&T.admin);
+  CU_ASSERT_TRUE(t_client_closed(&c, 1000));
+  t_client_close(&c);
+  t_client_close(&T.admin);
   conn_drop(stuck, false);
   fprintf(stderr, "  SIGTERM to exit: %ld ms; total %ld ms; daemon log %s\n", t_now_ms() - stop_at,
           t_now_ms() - t0, T.d.log_path);
@@ -1323,7 +1322,7 @@ static int suite_init(void) {
                         "--log-level",    "warn",       NULL};
   memset(&T, 0, sizeof T);
   T.admin.fd = -1;
-  T.up = scn_daemon_start(&T.d, args) == 0;
+  T.up = t_daemon_start(&T.d, args) == 0;
   return T.up ? 0 : -1;
 }
 
@@ -1337,9 +1336,9 @@ static int suite_clean(void) {
     free(T.conns[i].view);
   }
   if (T.admin.fd >= 0)
-    scn_client_close(&T.admin);
+    t_client_close(&T.admin);
   if (T.up)
-    scn_daemon_stop(&T.d, SIGTERM, 5000);
+    t_daemon_stop(&T.d, SIGTERM, 5000);
   T.up = false;
   return 0;
 }

@@ -524,10 +524,10 @@ static void learn(workload *w, const char *line, const cJSON *answer) {
   if (!ok) {
     /* a transform that is not found where the model thought it was */
     int e = find_ent(w, 0, num_field(rq, "entity"));
-    if (wi >= 0 && e >= 0 && strcmp(scn_resp_code(answer), "NOT_FOUND") == 0 &&
+    if (wi >= 0 && e >= 0 && strcmp(t_resp_code(answer), "NOT_FOUND") == 0 &&
         strncmp(cmd, "transform.", 10) == 0 && strcmp(cmd, "transform.create") != 0)
       drop_member(&w->worlds[wi], e);
-    if (wi >= 0 && strcmp(scn_resp_code(answer), "ALREADY_EXISTS") == 0 &&
+    if (wi >= 0 && strcmp(t_resp_code(answer), "ALREADY_EXISTS") == 0 &&
         strcmp(cmd, "world.create") == 0)
       w->worlds[wi].exists = true;
     cJSON_Delete(rq);
@@ -599,7 +599,7 @@ bool wl_step(workload *w) {
   else
     ok = ok && same_answer(w, sub, ref, group, line, strchr(tpl, '@') != NULL);
   if (ok) {
-    if (scn_resp_ok(sub))
+    if (t_resp_ok(sub))
       w->answered_ok[kind]++;
     learn(w, line, sub);
   }
@@ -672,10 +672,10 @@ bool wl_compare_state(workload *w, const char *when) {
         fprintf(stderr, "  (the state read %s)\n", when);
     } else if (es[i] < 0) {
       w->worlds[wis[i]].exists =
-          strcmp(scn_resp_code(ref[i]), "NOT_FOUND") == 0 &&
-          strstr(scn_resp_str(cJSON_GetObjectItemCaseSensitive(ref[i], "error"), "message"),
+          strcmp(t_resp_code(ref[i]), "NOT_FOUND") == 0 &&
+          strstr(t_resp_str(cJSON_GetObjectItemCaseSensitive(ref[i], "error"), "message"),
                  "no transform at path");
-    } else if (scn_resp_ok(ref[i])) {
+    } else if (t_resp_ok(ref[i])) {
       add_member(&w->worlds[wis[i]], es[i]);
     }
     free(line);

@@ -7,8 +7,8 @@
  * Entity ids: in a standalone subject they must be exactly the reference's (a replay makes the
  * ids it made live). A cluster hands out ids from ranges, so there the ids are paired by the
  * order in which they were made, and every later use of one is translated. */
-#ifndef SCN_TEST_WORKLOAD_H
-#define SCN_TEST_WORKLOAD_H
+#ifndef T_WORKLOAD_H
+#define T_WORKLOAD_H
 
 #include "rng.h"
 
