@@ -512,6 +512,11 @@ void t_remove_tree(const char *dir) {
   rmdir(dir);
 }
 
+void t_remove_temp_dir(const char *dir) {
+  if (dir[0] && strncmp(dir, "/tmp/scened-", 12) == 0)
+    t_remove_tree(dir);
+}
+
 bool t_make_certs(char *dir, size_t cap) {
   char script[1024];
   if (!t_find_script("tls-certs.sh", script, sizeof script) || !t_temp_dir(dir, cap, "tls"))

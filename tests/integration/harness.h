@@ -74,6 +74,9 @@ bool t_find_script(const char *name, char *out, size_t n);
 bool t_temp_dir(char *dir, size_t cap, const char *name);
 /* Removes a directory and everything in it (made writable first). */
 void t_remove_tree(const char *dir);
+/* The same for a directory t_temp_dir made; anything else (or an empty name: none was made) is
+ * left alone. */
+void t_remove_temp_dir(const char *dir);
 /* A new temporary directory with a CA and a server and a client certificate signed by it
  * (scripts/tls-certs.sh: the openssl command line); its path in dir. The files are ca.pem,
  * server.pem, server.key, client.pem and client.key. */

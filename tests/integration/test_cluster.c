@@ -4,7 +4,10 @@
  * deadlines; nothing sleeps a fixed time to let something happen. */
 #include "daemon_fixtures.h"
 #include "etcd.h"
+#include "fake_gateway.h"
+#include "loopback.h"
 #include "suites.h"
+#include "watch_delaying_proxy.h"
 
 #include "scn_client.h"
 
@@ -127,8 +130,8 @@ static void cluster_stop(cluster *k) {
   for (int i = 0; i < NODES; i++)
     node_stop(k, i, SIGTERM);
   etcd_stop(&k->e, SIGTERM);
-  remove_tree(k->e.dir);
-  remove_tree(k->data);
+  t_remove_temp_dir(k->e.dir);
+  t_remove_temp_dir(k->data);
 }
 
 /* A request sent to daemon i, then to whichever daemon a MOVED names (at most 3 hops); the
@@ -1255,9 +1258,9 @@ out:
   }
   etcd_stop(&e, SIGTERM);
   if (e.dir[0])
-    remove_tree(e.dir);
-  remove_tree(data);
-  remove_tree(certs);
+    t_remove_temp_dir(e.dir);
+  t_remove_temp_dir(data);
+  t_remove_temp_dir(certs);
 }
 
 /* A data directory written by a standalone daemon loads in a cluster: it is split into groups
@@ -1399,140 +1402,6 @@ static void test_etcd_late(void) {
   cluster_stop(&k);
 }
 
-/* ---- servers of the tests' own ------------------------------------------------------------- */
-
-/* Listens on an ephemeral loopback port and runs serve(fd, arg) on it in a child until it is
- * killed: the child's pid (-1 on failure), its port in *port. */
-static pid_t serve_in_child(void (*serve)(int fd, int arg), int arg, int *port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
-  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 64) != 0 ||
-      getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-    if (fd >= 0)
-      close(fd);
-    return -1;
-  }
-  *port = ntohs(a.sin_port);
-  pid_t pid = t_fork();
-  if (pid == 0) {
-    serve(fd, arg);
-    _exit(0);
-  }
-  close(fd);
-  return pid;
-}
-
-/* ---- a watch that lags ----------------------------------------------------------------------- */
-
-#define WATCH_DELAY_MS 2000
-#define PROXY_CONNS 32
-
-typedef struct held {
-  struct held *next;
-  long due;
-  size_t len;
-  char data[];
-} held;
-
-typedef struct proxied {
-  int client, etcd;
-  bool watch, dead;
-  held *first, *last; /* what etcd sent on a watch, not passed on yet */
-} proxied;
-
-static int connect_loopback(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET,
-                          .sin_port = htons((uint16_t)port),
-                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-    close(fd);
-    fd = -1;
-  }
-  return fd;
-}
-
-/* Reads what fd has into buf (NUL-terminated); false at its end. */
-static bool relay_read(int fd, char *buf, size_t cap, ssize_t *got) {
-  *got = recv(fd, buf, cap - 1, 0);
-  if (*got <= 0)
-    return false;
-  buf[*got] = '\0';
-  return true;
-}
-
-/* A TCP proxy to etcd that holds back, in order, what etcd sends on a connection once it
- * carries a watch, by WATCH_DELAY_MS; everything else passes at once. A daemon behind it hears
- * of changes late, as one whose watch stream lags does, while its requests are answered at
- * once. Runs in a child until killed. */
-static void watch_delaying_proxy(int lfd, int etcd_port) {
-  proxied p[PROXY_CONNS];
-  int n = 0;
-  char buf[65536];
-  for (;;) {
-    struct pollfd fds[1 + 2 * PROXY_CONNS];
-    fds[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
-    long now = t_now_ms(), wait = 50;
-    for (int i = 0; i < n; i++) {
-      fds[1 + 2 * i] = (struct pollfd){.fd = p[i].client, .events = POLLIN};
-      fds[2 + 2 * i] = (struct pollfd){.fd = p[i].etcd, .events = POLLIN};
-      if (p[i].first && p[i].first->due - now < wait)
-        wait = p[i].first->due > now ? p[i].first->due - now : 0;
-    }
-    poll(fds, (nfds_t)(1 + 2 * n), (int)wait);
-    now = t_now_ms();
-    for (int i = 0; i < n; i++) {
-      ssize_t got;
-      if (fds[1 + 2 * i].revents) {
-        if (!relay_read(p[i].client, buf, sizeof buf, &got) ||
-            send(p[i].etcd, buf, (size_t)got, MSG_NOSIGNAL) != got)
-          p[i].dead = true;
-        else if (strstr(buf, "/v3/watch"))
-          p[i].watch = true;
-      }
-      if (!p[i].dead && fds[2 + 2 * i].revents) {
-        if (!relay_read(p[i].etcd, buf, sizeof buf, &got)) {
-          p[i].dead = true;
-        } else if (!p[i].watch) {
-          p[i].dead = send(p[i].client, buf, (size_t)got, MSG_NOSIGNAL) != got;
-        } else {
-          held *h = malloc(sizeof *h + (size_t)got);
-          *h = (held){.next = NULL, .due = now + WATCH_DELAY_MS, .len = (size_t)got};
-          memcpy(h->data, buf, (size_t)got);
-          *(p[i].last ? &p[i].last->next : &p[i].first) = h;
-          p[i].last = h;
-        }
-      }
-      for (held *h; !p[i].dead && (h = p[i].first) && h->due <= now;) {
-        p[i].dead = send(p[i].client, h->data, h->len, MSG_NOSIGNAL) != (ssize_t)h->len;
-        if (!(p[i].first = h->next))
-          p[i].last = NULL;
-        free(h);
-      }
-    }
-    for (int i = n - 1; i >= 0; i--) {
-      if (!p[i].dead)
-        continue;
-      close(p[i].client);
-      close(p[i].etcd);
-      for (held *h = p[i].first, *next; h; h = next) {
-        next = h->next;
-        free(h);
-      }
-      p[i] = p[--n];
-    }
-    if (fds[0].revents) {
-      int c = accept(lfd, NULL, NULL);
-      int e = c >= 0 && n < PROXY_CONNS ? connect_loopback(etcd_port) : -1;
-      if (e >= 0)
-        p[n++] = (proxied){.client = c, .etcd = e};
-      else if (c >= 0)
-        close(c);
-    }
-  }
-}
-
 /* An owner's key and its deletion heard late: n0 owns a group and stops (SIGTERM revokes its
  * lease); n1, whose watch runs WATCH_DELAY_MS behind, claims the group by its sweep before it
  * hears of either. When they come, they are older than its claim and change nothing: it goes
@@ -1576,41 +1445,6 @@ static void test_late_delete(void) {
 
 /* A fake gateway that answers every request with something malformed, in turn: the daemons
  * never crash, never serve (so never acknowledge) a group, and stop cleanly. */
-static void fake_gateway(int fd, int unused) {
-  (void)unused;
-  static const char *bodies[] = {
-      "not json at all",
-      "[1,2,3]",
-      "{\"ID\":\"abc\",\"TTL\":\"x\"}",
-      "{\"ID\":\"7\",\"TTL\":\"5\"}", /* a grant, then nonsense for the rest */
-      "{\"header\":{\"revision\":\"-4\"},\"kvs\":[{\"key\":\"!!!\",\"value\":7}]}",
-      "{\"result\":{\"events\":[{\"kv\":{\"key\":\"L3NjZW5lZC9ncm91cHMvYQ==\",\"value\":\"e30=\"}}]"
-      "}}",
-      "{\"succeeded\":\"yes\",\"responses\":{}}",
-      "{\"kvs\":\"none\",\"header\":null}",
-      "{\"truncated\":",
-  };
-  for (unsigned n = 0;; n++) {
-    int c = accept(fd, NULL, NULL);
-    if (c < 0)
-      continue;
-    char buf[8192];
-    ssize_t got = recv(c, buf, sizeof buf, 0);
-    (void)got;
-    const char *body = bodies[n % (sizeof bodies / sizeof bodies[0])];
-    char head[256];
-    int status = n % 7 == 6 ? 500 : 200;
-    int len = snprintf(head, sizeof head,
-                       "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-                       "Connection: close\r\n\r\n",
-                       status, strlen(body));
-    /* The daemon may have gone meanwhile: nothing to do about a failed send. */
-    if (send(c, head, (size_t)len, MSG_NOSIGNAL) == len)
-      send(c, body, strlen(body), MSG_NOSIGNAL);
-    close(c);
-  }
-}
-
 static void test_fake_gateway_malformed(void) {
   int port;
   pid_t fake = serve_in_child(fake_gateway, 0, &port);
@@ -1639,7 +1473,7 @@ static void test_fake_gateway_malformed(void) {
   }
   kill(fake, SIGKILL);
   t_child_wait(fake, 5000);
-  remove_tree(k.data);
+  t_remove_temp_dir(k.data);
 }
 
 int t_register_cluster(void) {

@@ -291,9 +291,9 @@ static bool run_seed(uint64_t seed, int steps) {
     t_daemon_stop(&ref.d, SIGTERM, 10000);
   }
   etcd_stop(&p.e, SIGTERM);
-  remove_tree(p.e.dir);
+  t_remove_temp_dir(p.e.dir);
   if (ok) {
-    remove_tree(p.data);
+    t_remove_temp_dir(p.data);
     for (int i = 0; i < NODES; i++)
       unlink(p.n[i].d.log_path);
     unlink(ref.d.log_path);
@@ -345,8 +345,8 @@ static void pair_stop(pair *p) {
   for (int i = 0; i < NODES; i++)
     node_stop(p, i, SIGTERM);
   etcd_stop(&p->e, SIGTERM);
-  remove_tree(p->e.dir);
-  remove_tree(p->data);
+  t_remove_temp_dir(p->e.dir);
+  t_remove_temp_dir(p->data);
 }
 
 /* The user's report: one daemon and etcd, --fsync always; a world destroyed (answered ok), then
