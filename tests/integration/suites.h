@@ -8,6 +8,10 @@
 
 #define T_SUITES(X)                                                                                \
   X(daemon_commands)                                                                               \
+  X(daemon_commands_transforms)                                                                    \
+  X(daemon_commands_lines)                                                                         \
+  X(daemon_commands_malformed)                                                                     \
+  X(daemon_commands_config)                                                                        \
   X(daemon_parts)                                                                                  \
   X(daemon_history)                                                                                \
   X(daemon_stream)                                                                                 \
