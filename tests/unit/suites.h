@@ -10,6 +10,7 @@
   X(core_trs)                                                                                      \
   X(core_entity)                                                                                   \
   X(core_transform)                                                                                \
+  X(core_transform_forest)                                                                         \
   X(core_batch)                                                                                    \
   X(core_stream)                                                                                   \
   X(core_property)                                                                                 \
