@@ -1,4 +1,5 @@
 #include "command_fixtures.h"
+#include "daemon_fixtures.h"
 
 #include <CUnit/CUnit.h>
 #include <math.h>

@@ -3,6 +3,7 @@
  * error code, id echo, and the atomicity of failed commands. The transform commands, the line
  * protocol and the daemon's configuration have suites of their own (daemon_commands_*). */
 #include "command_fixtures.h"
+#include "daemon_fixtures.h"
 #include "suites.h"
 #include "wire.h"
 

@@ -1,6 +1,7 @@
 /* Integration tests of the daemon's configuration: authentication, the configured limits
  * (clients, worlds and transforms, output), the command line, and the HTTP operations port. */
 #include "command_fixtures.h"
+#include "daemon_fixtures.h"
 #include "suites.h"
 #include "wire.h"
 

@@ -2,6 +2,7 @@
  * framing (line limit, blank lines, CRLF), and clients that vanish. Malformed lines have a
  * suite of their own (daemon_commands_malformed). */
 #include "command_fixtures.h"
+#include "daemon_fixtures.h"
 #include "suites.h"
 
 #include <CUnit/CUnit.h>

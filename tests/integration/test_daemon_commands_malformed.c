@@ -3,6 +3,7 @@
  * unknown commands, lines that are not one JSON object, NUL bytes, deep nesting), each answered
  * with its error code and its id, and nothing changed. */
 #include "command_fixtures.h"
+#include "daemon_fixtures.h"
 #include "suites.h"
 #include "wire.h"
 

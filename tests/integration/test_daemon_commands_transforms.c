@@ -2,6 +2,7 @@
  * results and errors: create, destroy, link and unlink, set_local and set_world, get (float32
  * round trips), children order, rename, find and relative. */
 #include "command_fixtures.h"
+#include "daemon_fixtures.h"
 #include "suites.h"
 
 #include <CUnit/CUnit.h>

@@ -1,4 +1,6 @@
 #include "core_chain.h"
+#include "rng.h"
+#include "scn_core.h"
 
 #include "core_model.h"
 

@@ -1,4 +1,5 @@
 #include "core_model.h"
+#include "scn_core.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -18,7 +18,10 @@
   X(core_history)                                                                                  \
   X(history_file)                                                                                  \
   X(f32fmt)                                                                                        \
-  X(proto)                                                                                         \
+  X(proto_framing)                                                                                 \
+  X(proto_request)                                                                                 \
+  X(proto_output)                                                                                  \
+  X(proto_wire)                                                                                    \
   X(base64)
 
 T_SUITES(T_DECLARE_SUITE)

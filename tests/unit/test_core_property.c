@@ -18,6 +18,8 @@
  * SCN_SEED runs too, have their own suite (core_property_flush). */
 #include "core_chain.h"
 #include "core_model.h"
+#include "rng.h"
+#include "scn_core.h"
 #include "suites.h"
 
 #include <CUnit/CUnit.h>

@@ -2,6 +2,8 @@
  * matrices are never stale (depth-first and scattered layouts); over a wide forest with many dirty
  * nodes, each flush recomputes exactly the dirty subtrees, once. */
 #include "core_chain.h"
+#include "rng.h"
+#include "scn_core.h"
 #include "suites.h"
 
 #include <CUnit/CUnit.h>

@@ -3,6 +3,7 @@
  * an entity in two worlds. Propagation and the layout over large and random forests have a
  * suite of their own (core_transform_forest). */
 #include "core_fixtures.h"
+#include "scn_core.h"
 #include "suites.h"
 #include "transform_fixtures.h"
 

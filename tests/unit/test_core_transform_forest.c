@@ -3,6 +3,7 @@
  * O(n), relayout keeping everything identical, and a big world keeping every value through
  * growth. */
 #include "core_fixtures.h"
+#include "scn_core.h"
 #include "suites.h"
 #include "transform_fixtures.h"
 
