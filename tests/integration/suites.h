@@ -15,6 +15,8 @@
   X(daemon_parts)                                                                                  \
   X(daemon_history)                                                                                \
   X(daemon_stream)                                                                                 \
+  X(daemon_stream_subscriptions)                                                                   \
+  X(daemon_stream_flow)                                                                            \
   X(daemon_b64)                                                                                    \
   X(daemon_persist)                                                                                \
   X(clients)                                                                                       \
