@@ -19,7 +19,9 @@
   X(daemon_stream_flow)                                                                            \
   X(daemon_b64)                                                                                    \
   X(daemon_persist)                                                                                \
-  X(clients)                                                                                       \
+  X(clients_library)                                                                               \
+  X(clients_scenectl)                                                                              \
+  X(clients_scripts)                                                                               \
   X(daemon_ops)                                                                                    \
   X(daemon_torture)                                                                                \
   X(daemon_tls)                                                                                    \
