@@ -125,6 +125,7 @@ static bool env_replaced(const char *e) {
       return true;
   return false;
 }
+
 bool proc_start(t_proc *p, const char *bin, const char *const *args, const char *const *set,
                 const char *in, size_t in_len) {
   size_t n = 0, m = 0;

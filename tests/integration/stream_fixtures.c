@@ -33,6 +33,7 @@ static bool is_matrix(const cJSON *m) {
   cJSON_ArrayForEach(v, m) if (!cJSON_IsNumber(v)) return false;
   return true;
 }
+
 bool check_frame(sub_state *s, const cJSON *f, int full) {
   bool good = cJSON_IsObject(f) && strcmp(t_resp_str(f, "event"), "frame") == 0 &&
               cJSON_GetArraySize(f) == 7 && t_resp_num(f, "sub") == (double)s->id &&

@@ -19,6 +19,8 @@
   X(daemon_stream_flow)                                                                            \
   X(daemon_b64)                                                                                    \
   X(daemon_persist)                                                                                \
+  X(daemon_persist_damage)                                                                         \
+  X(daemon_persist_save)                                                                           \
   X(clients_library)                                                                               \
   X(clients_scenectl)                                                                              \
   X(clients_scripts)                                                                               \

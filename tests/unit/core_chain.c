@@ -30,6 +30,7 @@ static void chain_world(const chain *c, int i, double out[16]) {
     mat_mul(out, l, out);
   }
 }
+
 void small_rigid(rng *r, float out[16], double reach) {
   float t[3], axis[3], q[4];
   for (int k = 0; k < 3; k++)
@@ -162,6 +163,7 @@ static bool chain_relative(scn_world *w, const chain *c, rng *r, unsigned seed, 
     backf[k] = (float)back[k];
   return chain_close(backf, wi) || chain_fail(seed, layout, round, "relative matrix", i);
 }
+
 bool run_chain(unsigned seed, bool scattered) {
   const char *layout = scattered ? "scattered" : "depth-first";
   rng r = {seed};

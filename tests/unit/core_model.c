@@ -108,6 +108,7 @@ static bool matrix_finite(const float m[16]) {
       return false;
   return true;
 }
+
 const float IDENTITY[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
 
 double largest(const double m[16]) {
@@ -162,6 +163,7 @@ static bool name_ok(const char *name, size_t len) {
   }
   return true; /* the test only generates valid UTF-8 */
 }
+
 bool is_ancestor_or_self(const model *m, int w, int a, int s) {
   for (; s != NONE_SLOT; s = m->node[w][s].parent)
     if (s == a)
@@ -196,6 +198,7 @@ static int sibling_named(const model *m, int w, int parent, const char *name, si
   }
   return NONE_SLOT;
 }
+
 int children_of(const model *m, int w, int s, int *out) {
   int n = 0;
   for (int t = 0; t < MAX_SLOTS; t++)
@@ -212,6 +215,7 @@ static void append_under(model *m, int w, int s, int parent) {
   m->node[w][s].parent = parent;
   m->node[w][s].seq = ++m->next_seq;
 }
+
 void model_world(const model *m, int w, int s, world_ref *out) {
   int path[MAX_SLOTS], n = 0;
   for (int t = s; t != NONE_SLOT; t = m->node[w][t].parent)
@@ -230,6 +234,7 @@ static inverse_class inverse_class_of(const model *m, int w, int s) {
   model_world(m, w, s, &ref);
   return classify_inverse(ref.m);
 }
+
 int model_add_entity(model *m, scn_entity e) {
   for (int s = 0; s < MAX_SLOTS; s++)
     if (!m->id[s]) {
@@ -282,6 +287,7 @@ static bool orphan_name_clash(const model *m, int w, int s) {
   }
   return false;
 }
+
 int model_destroy(model *m, int w, scn_entity e, bool recursive) {
   int s = node_of(m, w, e);
   if (s == NONE_SLOT)
