@@ -29,7 +29,10 @@
   X(daemon_tls)                                                                                    \
   X(daemon_acl)                                                                                    \
   X(daemon_crash)                                                                                  \
-  X(cluster)                                                                                       \
+  X(cluster_routing)                                                                               \
+  X(cluster_moves)                                                                                 \
+  X(cluster_failover)                                                                              \
+  X(cluster_setup)                                                                                 \
   X(cluster_crash)
 
 T_SUITES(T_DECLARE_SUITE)
