@@ -184,11 +184,12 @@ test-suites: $(TEST_PROGRAMS) $(SCENED) $(SCENECTL)
 	$(TEST_ENV) tests/tools/run_tests.sh "$(SUITE)" $(TEST_PROGRAMS)
 
 # Every test runs under a time limit (SCENED_TEST_TIMEOUT seconds overrides the default); this
-# shows that a test that hangs is named and its daemon killed (about a second), and that a
-# suite whose process dies is named while the next suites still run.
+# shows that a test that hangs is named and its daemon killed (about a second).
 test-timeout-check: $(INTEGRATION_TEST_BIN) $(SCENED)
 	SCENED_BIN=$(abspath $(SCENED)) tests/tools/check_timeout.sh $(INTEGRATION_TEST_BIN)
 
+# The runner's own checks: the time limit above, and a suite whose process dies is named and
+# counted while the next suites still run.
 test-runner-check: test-timeout-check $(UNIT_TEST_BIN)
 	tests/tools/check_crash.sh $(UNIT_TEST_BIN)
 
