@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The daemon most tests share: 20 ticks per second, so a tick is 50 ms. */
+/* Each daemon_stream suite's daemon runs 20 ticks per second, so a tick is 50 ms. */
 #define TICK_HZ "20"
 #define TICK_MS 50
 /* How long "nothing is sent" is watched: several ticks. */

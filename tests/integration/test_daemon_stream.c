@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* The daemon this suite's tests share (TICK_HZ ticks per second). */
 static t_daemon daemon20;
 
 /* ---- tests ----------------------------------------------------------------------------------- */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The daemon this suite's tests share (TICK_HZ ticks per second). */
 static t_daemon daemon20;
 
 /* On the subscriber's own connection: after a set's ok, the next frame carries the new value

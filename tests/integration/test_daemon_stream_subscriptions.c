@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* The daemon this suite's tests share (TICK_HZ ticks per second). */
 static t_daemon daemon20;
 
 static double info_subscriptions(t_client *k) {
