@@ -26,13 +26,11 @@ STATELESS_DIRS := server/net server/cluster
 
 CORE_SRC  := $(wildcard server/core/*.c)
 PROTO_SRC := $(wildcard proto/*.c)
-UNIT_SRC  := $(wildcard tests/unit/*.c)
 SERVER_SRC := $(wildcard server/*.c $(addsuffix /*.c,$(SERVER_LAYERS)))
 CLIENT_SRC := client/client.c
 
 CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
 PROTO_OBJ := $(PROTO_SRC:%.c=$(BUILD)/obj/%.o)
-UNIT_OBJ  := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/obj/%.o)
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
 
@@ -42,8 +40,10 @@ SCENED    := $(BUILD)/scened
 CLIENT_LIB := $(BUILD)/libscnclient.a
 SCENE_BENCH := $(BUILD)/scene-bench
 SCENECTL  := $(BUILD)/scenectl
-TEST_BIN  := $(BUILD)/scened-tests
+UNIT_TEST_BIN := $(BUILD)/unit-tests
+INTEGRATION_TEST_BIN := $(BUILD)/integration-tests
 JOURNAL_TEST_BIN := $(BUILD)/journal-tests
+TEST_PROGRAMS := $(UNIT_TEST_BIN) $(INTEGRATION_TEST_BIN) $(JOURNAL_TEST_BIN)
 BENCH_BIN := $(BUILD)/bench-core
 DECODE_BENCH := $(BUILD)/bench-decode
 
@@ -64,9 +64,9 @@ THREE      := $(NPM_DIR)/node_modules/three
 # Keep intermediate objects (the fuzz targets build theirs through a pattern rule).
 .SECONDARY:
 
-.PHONY: all deps test test-web test-timeout-check www bench soak run clean format exhaustive-f32 layering fuzz valgrind cluster
+.PHONY: all deps test test-suites test-web test-timeout-check test-runner-check www bench soak run clean format exhaustive-f32 layering fuzz valgrind cluster
 
-all: $(SCENED) $(SCENECTL) $(SCENE_BENCH) $(CORE_LIB) $(PROTO_LIB) $(TEST_BIN) $(JOURNAL_TEST_BIN) $(BENCH_BIN) $(DECODE_BENCH) $(BUILD)/f32-exhaustive \
+all: $(SCENED) $(SCENECTL) $(SCENE_BENCH) $(CORE_LIB) $(PROTO_LIB) $(TEST_PROGRAMS) $(BENCH_BIN) $(DECODE_BENCH) $(BUILD)/f32-exhaustive \
      $(WWW_STAMP)
 
 # Install missing system packages once per checkout (re-checked when the script changes).
@@ -121,22 +121,37 @@ $(SCENE_BENCH): $(BUILD)/obj/client/scene_bench.o $(CLIENT_LIB) $(PROTO_LIB) $(C
 $(SCENECTL): $(BUILD)/obj/client/scenectl.o $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -ledit $(LDLIBS)
 
-# The store's files that the history_file suite tests without a daemon (they need only libc).
-TEST_STORE_OBJ := $(addprefix $(BUILD)/obj/server/,store/history_file.o store/snapshot.o \
-                  store/crc32c.o store/files.o ops/log.o)
+# The test programs (tests/): each runs its suites one process per suite (tests/runner).
+# Which headers each directory of tests may include: the runner's, the seeded random sources
+# both programs' suites use (tests/common), the integration harness, and the servers the
+# cluster suites start (tests/fixtures).
+$(BUILD)/obj/tests/unit/%.o: CPPFLAGS += -Itests/runner -Itests/common
+$(BUILD)/obj/tests/integration/%.o: CPPFLAGS += -Itests/runner -Itests/common -Itests/fixtures
+$(BUILD)/obj/tests/fixtures/%.o: CPPFLAGS += -Itests/runner -Itests/integration
+$(BUILD)/obj/tests/journal/%.o: CPPFLAGS += -Itests/runner -Itests/common -Itests/integration
 
-# The cluster's ownership core, which the cluster_owners suite drives with made-up events (it
-# needs no etcd, store or loop).
-TEST_CLUSTER_OBJ := $(addprefix $(BUILD)/obj/server/,cluster/owners.o cluster/claims.o \
-                    cluster/move.o ops/json_arena.o)
+test_objects = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard $(addsuffix /*.c,$(1))))
+RUNNER_OBJ := $(call test_objects,tests/runner)
 
-$(TEST_BIN): $(UNIT_OBJ) $(BUILD)/obj/server/stream/frame.o $(TEST_STORE_OBJ) $(TEST_CLUSTER_OBJ) \
-             $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
+# The unit suites need no daemon: the core, the protocol, and the daemon's files they test in
+# this process: the store's files (they need only libc) and the cluster's ownership core, which
+# the cluster_owners suite drives with made-up events (it needs no etcd, store or loop).
+UNIT_TEST_SERVER_OBJ := $(addprefix $(BUILD)/obj/server/,stream/frame.o store/history_file.o \
+                        store/snapshot.o store/crc32c.o store/files.o ops/log.o \
+                        cluster/owners.o cluster/claims.o cluster/move.o ops/json_arena.o)
+$(UNIT_TEST_BIN): $(call test_objects,tests/unit) $(RUNNER_OBJ) $(UNIT_TEST_SERVER_OBJ) $(PROTO_LIB) \
+                  $(CORE_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcunit -lcjson $(LDLIBS)
+
+# The integration suites start $(SCENED) (SCENED_BIN) and talk to it, through the client
+# library among other ways.
+$(INTEGRATION_TEST_BIN): $(call test_objects,tests/integration tests/fixtures) $(RUNNER_OBJ) \
+                         $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcunit $(CLIENT_LIBS) $(LDLIBS)
 
 # The journal's property without a daemon: the dispatcher and the store in this process.
-JOURNAL_TEST_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/journal/*.c)) \
-                    $(BUILD)/obj/tests/unit/workload.o $(BUILD)/obj/tests/unit/harness.o
+JOURNAL_TEST_OBJ := $(call test_objects,tests/journal) $(RUNNER_OBJ) \
+                    $(addprefix $(BUILD)/obj/tests/integration/,workload.o harness.o)
 $(JOURNAL_TEST_BIN): $(JOURNAL_TEST_OBJ) $(filter-out %/server/main.o,$(SERVER_OBJ)) $(CLIENT_LIB) \
                      $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcunit $(SERVER_LIBS) $(LDLIBS)
@@ -161,21 +176,33 @@ layering: $(SCENED) $(CLIENT_LIB) $(SCENECTL) $(SCENE_BENCH)
 	@python3 scripts/check-sizes.py server
 	@python3 scripts/check-sizes.py --selftest
 
-# First the documents: the flags of scened --help against docs/operations.md, and their links.
-# Integration suites start $(SCENED) on an ephemeral port; SCENED_BIN tells them where it is.
-# Then the WebSocket and browser tests (Node's test runner); the browser test needs Debian's
-# Chromium, which scripts/install-deps.sh installs.
-test: layering $(TEST_BIN) $(JOURNAL_TEST_BIN) $(SCENED) $(SCENECTL) $(WWW_STAMP)
+# The documents first (the flags of scened --help against docs/operations.md, and the links
+# between the documents), the three test programs, then the runner's own checks, then the WebSocket and browser tests
+# (Node's test runner; the browser test needs Debian's Chromium, which scripts/install-deps.sh
+# installs). SUITE=word[,word...] runs only the suites whose names contain a word, and nothing
+# else: make test SUITE=daemon_commands.
+TEST_ENV := SCENED_BIN=$(abspath $(SCENED)) SCENECTL_BIN=$(abspath $(SCENECTL))
+ifeq ($(SUITE),)
+test: layering test-suites
 	python3 scripts/check-docs.py $(SCENED)
-	$(JOURNAL_TEST_BIN)
-	SCENED_BIN=$(abspath $(SCENED)) SCENECTL_BIN=$(abspath $(SCENECTL)) $(TEST_BIN)
-	@$(MAKE) --no-print-directory test-timeout-check
+	@$(MAKE) --no-print-directory test-runner-check
 	@$(MAKE) --no-print-directory test-web
+else
+test: test-suites
+endif
+
+test-suites: $(TEST_PROGRAMS) $(SCENED) $(SCENECTL)
+	$(TEST_ENV) tests/tools/run_tests.sh "$(SUITE)" $(TEST_PROGRAMS)
 
 # Every test runs under a time limit (SCENED_TEST_TIMEOUT seconds overrides the default); this
 # shows that a test that hangs is named and its daemon killed (about a second).
-test-timeout-check: $(TEST_BIN) $(SCENED)
-	SCENED_BIN=$(abspath $(SCENED)) tests/tools/check_timeout.sh $(TEST_BIN)
+test-timeout-check: $(INTEGRATION_TEST_BIN) $(SCENED)
+	SCENED_BIN=$(abspath $(SCENED)) tests/tools/check_timeout.sh $(INTEGRATION_TEST_BIN)
+
+# The runner's own checks: the time limit above, and a suite whose process dies is named and
+# counted while the next suites still run.
+test-runner-check: test-timeout-check $(UNIT_TEST_BIN)
+	tests/tools/check_crash.sh $(UNIT_TEST_BIN)
 
 WEB_TESTS := tests/web/ws.test.mjs tests/web/wss.test.mjs tests/web/static.test.mjs tests/web/client.test.mjs
 ifneq ($(wildcard /usr/bin/chromium),)
@@ -199,17 +226,18 @@ run: $(SCENED) $(SCENECTL) $(WWW_STAMP)
 cluster: $(SCENED) $(SCENECTL) $(WWW_STAMP)
 	BUILD=$(BUILD) scripts/cluster.sh
 
-# The core and protocol suites under valgrind, then the integration suites with the daemon
-# itself under valgrind (a leak or memory error makes it exit 99, which the suites check).
-# Suites that time ticks or load the machine are left to the sanitizer build.
+# The unit suites and the journal's property under valgrind (each suite's process exits 99 on
+# a leak or memory error, and the runner names it), then integration suites with the daemon
+# itself under valgrind (it exits 99 the same way, which the suites check). Suites that time
+# ticks or load the machine are left to the sanitizer build.
+VALGRIND := valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,indirect \
+            --error-exitcode=99
 VALGRIND_SUITES := daemon_commands,daemon_parts,daemon_persist,clients,daemon_ops,daemon_acl,daemon_tls
-valgrind: $(TEST_BIN) $(JOURNAL_TEST_BIN) $(SCENED) $(SCENECTL)
-	valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,indirect \
-	  --error-exitcode=99 $(TEST_BIN) core_,proto,f32fmt,base64,history_file
-	SCENED_SEEDS=3 valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,indirect \
-	  --error-exitcode=99 $(JOURNAL_TEST_BIN)
+valgrind: $(TEST_PROGRAMS) $(SCENED) $(SCENECTL)
+	$(VALGRIND) $(UNIT_TEST_BIN)
+	SCENED_SEEDS=3 $(VALGRIND) $(JOURNAL_TEST_BIN)
 	SCENED_BIN=$(abspath scripts/valgrind-scened.sh) SCENED_REAL=$(abspath $(SCENED)) \
-	  SCENECTL_BIN=$(abspath $(SCENECTL)) $(TEST_BIN) $(VALGRIND_SUITES)
+	  SCENECTL_BIN=$(abspath $(SCENECTL)) $(INTEGRATION_TEST_BIN) $(VALGRIND_SUITES)
 
 bench: $(BENCH_BIN) $(DECODE_BENCH) $(SCENED) $(SCENE_BENCH)
 	BUILD=$(BUILD) scripts/bench.sh
@@ -219,13 +247,13 @@ bench: $(BENCH_BIN) $(DECODE_BENCH) $(SCENED) $(SCENE_BENCH)
 # journal's replay, kill -9 and restarts of a daemon, takeovers and moves in a cluster.
 SOAK_SEEDS ?= 200
 SOAK_CLUSTER_SEEDS ?= 30
-soak: $(SCENED) $(SCENE_BENCH) $(TEST_BIN) $(JOURNAL_TEST_BIN)
+soak: $(SCENED) $(SCENE_BENCH) $(INTEGRATION_TEST_BIN) $(JOURNAL_TEST_BIN)
 	BUILD=$(BUILD) scripts/soak.sh
-	SCENED_SEEDS=$(SOAK_SEEDS) $(JOURNAL_TEST_BIN)
+	SCENED_SEEDS=$(SOAK_SEEDS) SCENED_TEST_TIMEOUT=7200 $(JOURNAL_TEST_BIN)
 	SCENED_SEEDS=$(SOAK_SEEDS) SCENED_TEST_TIMEOUT=7200 SCENED_BIN=$(abspath $(SCENED)) \
-	  $(TEST_BIN) daemon_crash
+	  $(INTEGRATION_TEST_BIN) daemon_crash
 	SCENED_SEEDS=$(SOAK_CLUSTER_SEEDS) SCENED_TEST_TIMEOUT=7200 SCENED_BIN=$(abspath $(SCENED)) \
-	  $(TEST_BIN) cluster_crash
+	  $(INTEGRATION_TEST_BIN) cluster_crash
 
 exhaustive-f32: $(BUILD)/f32-exhaustive
 	$(BUILD)/f32-exhaustive

@@ -7,16 +7,18 @@
  * and world matrices bit for bit.
  *
  * Its own program (it links the daemon's objects, which the integration suites must not).
- * SCENED_SEED=N runs that seed; SCENED_SEEDS=N runs N random ones (default 20). */
-#include "../unit/workload.h"
+ * SCENED_SEED=N runs that seed; SCENED_SEEDS=N runs N random ones (default 20). The shared
+ * runner runs it (runner.h). */
 #include "cmd/dispatch.h"
 #include "net/conn.h"
+#include "runner.h"
 #include "server.h"
 #include "store/journal.h"
 #include "store/snapshot.h"
 #include "stream/stream.h"
+#include "workload.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,7 +218,7 @@ static bool rebuild_and_compare(live *l, const char *snapdir, bool have_snapshot
   }
   ok = ok && same_entities(l->srv.scene, r.scene) && same_worlds(l->srv.scene, r.scene);
   if (!ok)
-    fprintf(stderr, "\n  after step %d (%zu records%s): %s\n", step, n,
+    fprintf(stderr, "  after step %d (%zu records%s): %s\n", step, n,
             have_snapshot ? " after a snapshot" : "", why);
   server_close(&r);
   return ok;
@@ -249,8 +251,8 @@ static bool run_seed(uint64_t seed, int steps) {
   }
   ok = ok && rebuild_and_compare(&l, dir, have_snapshot, steps);
   fprintf(stderr,
-          "\n  journal: seed %llu (SCENED_SEED=%llu replays it): %u commands, %zu records, "
-          "%d replays compared, %d snapshots, %zu entities: %s",
+          "  journal: seed %llu (SCENED_SEED=%llu replays it): %u commands, %zu records, "
+          "%d replays compared, %d snapshots, %zu entities: %s\n",
           (unsigned long long)seed, (unsigned long long)seed, w.steps, l.records, checks + 1,
           snapshots, w.nents, ok ? "same" : "DIFFERENT");
   char path[64];
@@ -281,15 +283,14 @@ static void test_replay_equals_live(void) {
   }
 }
 
-int main(void) {
-  if (CU_initialize_registry() != CUE_SUCCESS)
-    return 1;
-  CU_pSuite s = CU_add_suite("journal_replay", NULL, NULL);
-  CU_add_test(s, "random workloads: replaying the journal gives the live state",
-              test_replay_equals_live);
-  CU_basic_set_mode(CU_BRM_VERBOSE);
-  CU_basic_run_tests();
-  unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-  CU_cleanup_registry();
-  return failed ? 1 : 0;
+static int add_journal_replay(void) {
+  static const t_test tests[] = {
+      {"random workloads: replaying the journal gives the live state", test_replay_equals_live},
+  };
+  return T_ADD_SUITE("journal_replay", NULL, NULL, tests);
+}
+
+int main(int argc, char **argv) {
+  static const t_suite suites[] = {{"journal_replay", add_journal_replay}};
+  return t_run(argc, argv, suites, sizeof suites / sizeof suites[0]);
 }

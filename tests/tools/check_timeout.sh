@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Shows that a hung test names itself and takes its daemon with it: the runner's self-test
-# (SCENED_TEST_HANG) starts a daemon and hangs; under a 1 s limit the runner must exit non-zero
-# with "TIMEOUT: timeout_selftest/hangs past the limit after 1 s" on stderr, and the daemon
-# must be gone. Usage: check_timeout.sh RUNNER (SCENED_BIN names the daemon, as for the tests).
+# Shows that a hung test names itself and takes its daemon with it: the integration program's
+# self-test (SCENED_TEST_HANG) starts a daemon and hangs; under a 1 s limit the runner must exit
+# non-zero with "TIMEOUT: timeout_selftest/hangs past the limit after 1 s" on stderr, and the
+# daemon must be gone. Usage: check_timeout.sh RUNNER (the integration-tests program; SCENED_BIN
+# names the daemon, as for the tests).
 set -u
 runner=${1:?usage: check_timeout.sh RUNNER}
 err=$(mktemp)

@@ -1,6 +1,6 @@
 /* Small helpers shared by the core's unit tests (CUnit asserts; the core only). */
-#ifndef SCN_CORE_FIXTURES_H
-#define SCN_CORE_FIXTURES_H
+#ifndef T_CORE_FIXTURES_H
+#define T_CORE_FIXTURES_H
 
 #include "scn_core.h"
 

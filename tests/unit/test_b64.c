@@ -336,8 +336,8 @@ static void test_frame_forms(void) {
   scn_scene_free(s);
 }
 
-int scn_test_register_base64(void) {
-  static const scn_test tests[] = {
+int t_register_base64(void) {
+  static const t_test tests[] = {
       {"RFC 4648 vectors and every length", test_rfc_vectors},
       {"matrix round trip of random bits", test_matrix_round_trip},
       {"many matrices at once and in parts", test_many_matrices},
@@ -345,5 +345,5 @@ int scn_test_register_base64(void) {
       {"non-finite elements", test_non_finite},
       {"frame in both forms and in slices", test_frame_forms},
   };
-  return SCN_ADD_SUITE("base64", NULL, NULL, tests);
+  return T_ADD_SUITE("base64", NULL, NULL, tests);
 }

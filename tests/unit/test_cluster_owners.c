@@ -587,8 +587,8 @@ static int loud(void) {
   return 0;
 }
 
-int scn_test_register_cluster_owners(void) {
-  static const scn_test tests[] = {
+int t_register_cluster_owners(void) {
+  static const t_test tests[] = {
       {"an owner's put and delete heard after the claim change nothing", test_late_delete},
       {"a full read marks what it did not find deleted at its revision", test_read_marks_delete},
       {"a lost claim answer: the watch's put loads the group", test_lost_claim_answer},
@@ -605,5 +605,5 @@ int scn_test_register_cluster_owners(void) {
       {"malformed keys change nothing", test_malformed_keys},
       {"after the release a delete changes nothing more", test_released},
   };
-  return SCN_ADD_SUITE("cluster_owners", quiet, loud, tests);
+  return T_ADD_SUITE("cluster_owners", quiet, loud, tests);
 }

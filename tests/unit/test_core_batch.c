@@ -663,8 +663,8 @@ static void test_events_rolled_back(void) {
   destroy_fixture(&b);
 }
 
-int scn_test_register_core_batch(void) {
-  static const scn_test tests[] = {
+int t_register_core_batch(void) {
+  static const t_test tests[] = {
       {"rollback of entity creation", test_rollback_entity_create},
       {"rollback of transform creation", test_rollback_transform_create},
       {"rollback of set_local and set_world", test_rollback_set_local_world},
@@ -678,5 +678,5 @@ int scn_test_register_core_batch(void) {
       {"state errors inside a batch", test_state_errors},
       {"rollback drops the batch's events", test_events_rolled_back},
   };
-  return SCN_ADD_SUITE("core_batch", NULL, NULL, tests);
+  return T_ADD_SUITE("core_batch", NULL, NULL, tests);
 }

@@ -614,8 +614,8 @@ static void test_expect_plain(void) {
   scn_scene_free(s);
 }
 
-int scn_test_register_core_entity(void) {
-  static const scn_test tests[] = {
+int t_register_core_entity(void) {
+  static const t_test tests[] = {
       {"create many at once, ids positive and below 2^53", test_create_many},
       {"stale ids stay invalid after slot reuse", test_stale_ids},
       {"max_entities gives LIMIT and creates nothing", test_max_entities},
@@ -628,5 +628,5 @@ int scn_test_register_core_entity(void) {
       {"a rollback keeps the highest free slot", test_rollback_keeps_highest_free_slot},
       {"expected ids without ranges", test_expect_plain},
   };
-  return SCN_ADD_SUITE("core_entity", NULL, NULL, tests);
+  return T_ADD_SUITE("core_entity", NULL, NULL, tests);
 }

@@ -105,10 +105,10 @@ static bool fail(hprop *p, const char *fmt, ...) {
   if (!p->failed) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "\ncore_history: seed %u, tick %ld, after %s%s:\n  ", p->seed, p->tick_no,
+    fprintf(stderr, "core_history: seed %u, tick %ld, after %s%s:\n  \n", p->seed, p->tick_no,
             p->op, p->in_batch ? " (inside a batch)" : "");
     vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n  reproduce with SCN_SEED=%u\n", p->seed);
+    fprintf(stderr, "  reproduce with SCN_SEED=%u\n", p->seed);
     va_end(ap);
   }
   p->failed = true;
@@ -629,9 +629,9 @@ static bool run(unsigned seed, uint32_t w0, uint32_t w1, int ticks) {
   }
   ok = ok && !p->failed && p->found > 1000;
   if (!p->failed && p->found <= 1000)
-    fprintf(stderr, "\ncore_history: seed %u compared only %ld values\n", seed, p->found);
+    fprintf(stderr, "core_history: seed %u compared only %ld values\n", seed, p->found);
   if (getenv("SCN_VERBOSE"))
-    printf("\n  seed %u: %ld queries, %ld with values, %zu entities, %u hand-overs", seed,
+    printf("  seed %u: %ld queries, %ld with values, %zu entities, %u hand-overs\n", seed,
            p->queries, p->found, p->nent, p->moves);
   for (int w = 0; w < NWORLDS; w++)
     for (int k = 0; k < RING; k++)
@@ -993,7 +993,7 @@ static void test_interpolation(void) {
         OK(scn_world_history_relative(w, e[k], e[0], (double)t + fractions[x], rel));
       }
   if (!ok || getenv("SCN_VERBOSE"))
-    printf("\n  interpolation: largest error %.3g of the largest element (tolerance %g)", worst,
+    printf("  interpolation: largest error %.3g of the largest element (tolerance %g)\n", worst,
            LERP_TOL);
   CU_ASSERT_TRUE(ok);
   CU_ASSERT_TRUE(both_trs && fallback); /* both paths were taken */
@@ -1213,8 +1213,8 @@ static void test_hand_over_edges(void) {
   scn_scene_free(s);
 }
 
-int scn_test_register_core_history(void) {
-  static const scn_test tests[] = {
+int t_register_core_history(void) {
+  static const t_test tests[] = {
       {"every tick in the window equals the closed tick (oracle, fixed seeds)",
        test_oracle_fixed_seeds},
       {"the same with the seed in SCN_SEED (when set)", test_oracle_env_seed},
@@ -1226,5 +1226,5 @@ int scn_test_register_core_history(void) {
       {"relative at a tick", test_relative_at_tick},
       {"handing over: the tick count, a held clock, refused imports", test_hand_over_edges},
   };
-  return SCN_ADD_SUITE("core_history", NULL, NULL, tests);
+  return T_ADD_SUITE("core_history", NULL, NULL, tests);
 }

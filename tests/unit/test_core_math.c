@@ -447,8 +447,8 @@ static void test_err_tables(void) {
   }
 }
 
-int scn_test_register_core_math(void) {
-  static const scn_test tests[] = {
+int t_register_core_math(void) {
+  static const t_test tests[] = {
       {"compose_trs identity parts", test_trs_identity_parts},
       {"compose_trs T*R*S order and column-major layout", test_trs_order_and_layout},
       {"compose_trs normalises the quaternion", test_trs_quat_normalised},
@@ -463,5 +463,5 @@ int scn_test_register_core_math(void) {
       {"world_name_valid", test_world_name_valid},
       {"err_name and err_message", test_err_tables},
   };
-  return SCN_ADD_SUITE("core_math", NULL, NULL, tests);
+  return T_ADD_SUITE("core_math", NULL, NULL, tests);
 }

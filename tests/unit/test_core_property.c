@@ -13,7 +13,11 @@
  *
  * Seeds: a fixed list, plus SCN_SEED from the environment when set; SCN_STEPS changes the number
  * of steps per seed. A failure prints the seed and the step.
- */
+ *
+ * The reference model is core_model.c; the deep chains (core_chain.c), which the test with
+ * SCN_SEED runs too, have their own suite (core_property_flush). */
+#include "core_chain.h"
+#include "core_model.h"
 #include "rng.h"
 #include "scn_core.h"
 #include "suites.h"
@@ -26,480 +30,6 @@
 #include <string.h>
 
 #define ID(e) ((unsigned long long)(e))
-
-/* ---- double matrices (column-major: row r of column c at [c * 4 + r]) ----------------------- */
-
-static void mat_of_float(const float f[16], double d[16]) {
-  for (int i = 0; i < 16; i++)
-    d[i] = f[i];
-}
-
-static void mat_mul(const double a[16], const double b[16], double out[16]) {
-  double t[16];
-  for (int c = 0; c < 4; c++)
-    for (int r = 0; r < 4; r++) {
-      double sum = 0;
-      for (int k = 0; k < 4; k++)
-        sum += a[k * 4 + r] * b[c * 4 + k];
-      t[c * 4 + r] = sum;
-    }
-  memcpy(out, t, sizeof t);
-}
-
-/* |a| * |b|: float rounding moves each element of a * b by a few ulps of this at most. */
-static void mat_mul_abs(const double a[16], const double b[16], double out[16]) {
-  double t[16];
-  for (int c = 0; c < 4; c++)
-    for (int r = 0; r < 4; r++) {
-      double sum = 0;
-      for (int k = 0; k < 4; k++)
-        sum += fabs(a[k * 4 + r]) * fabs(b[c * 4 + k]);
-      t[c * 4 + r] = sum;
-    }
-  memcpy(out, t, sizeof t);
-}
-
-static bool has_zero_column(const double m[16]) {
-  for (int c = 0; c < 4; c++)
-    if (m[c * 4] == 0 && m[c * 4 + 1] == 0 && m[c * 4 + 2] == 0 && m[c * 4 + 3] == 0)
-      return true;
-  return false;
-}
-
-static double det3(const double m[16]) {
-  return m[0] * (m[5] * m[10] - m[9] * m[6]) - m[4] * (m[1] * m[10] - m[9] * m[2]) +
-         m[8] * (m[1] * m[6] - m[5] * m[2]);
-}
-
-/* Gaussian elimination with partial pivoting. */
-static double det4(const double m[16]) {
-  double a[4][4], det = 1;
-  for (int c = 0; c < 4; c++)
-    for (int r = 0; r < 4; r++)
-      a[r][c] = m[c * 4 + r];
-  for (int c = 0; c < 4; c++) {
-    int pivot = c;
-    for (int r = c + 1; r < 4; r++)
-      if (fabs(a[r][c]) > fabs(a[pivot][c]))
-        pivot = r;
-    if (a[pivot][c] == 0)
-      return 0;
-    if (pivot != c) {
-      for (int k = 0; k < 4; k++) {
-        double t = a[c][k];
-        a[c][k] = a[pivot][k];
-        a[pivot][k] = t;
-      }
-      det = -det;
-    }
-    det *= a[c][c];
-    for (int r = c + 1; r < 4; r++) {
-      double f = a[r][c] / a[c][c];
-      for (int k = c; k < 4; k++)
-        a[r][k] -= f * a[c][k];
-    }
-  }
-  return det;
-}
-
-static double column_length(const double m[16], int c, int rows) {
-  double sum = 0;
-  for (int r = 0; r < rows; r++)
-    sum += m[c * 4 + r] * m[c * 4 + r];
-  return sqrt(sum);
-}
-
-/* Scale-free distance from singular: |det| over the product of the column lengths (Hadamard's
- * ratio: 1 for orthogonal columns, 0 for a singular matrix). Affine matrices use their 3x3 part,
- * so a large translation does not make a well-conditioned matrix look singular. */
-static double hadamard_ratio(const double m[16]) {
-  bool affine = m[3] == 0 && m[7] == 0 && m[11] == 0 && m[15] == 1;
-  int dim = affine ? 3 : 4;
-  double lengths = 1;
-  for (int c = 0; c < dim; c++)
-    lengths *= column_length(m, c, dim);
-  return lengths == 0 ? 0 : fabs(affine ? det3(m) : det4(m)) / lengths;
-}
-
-typedef enum inverse_class { INVERSE_EXISTS, INVERSE_SINGULAR, INVERSE_UNSURE } inverse_class;
-
-/* The core inverts float matrices in double. A world matrix with an exactly zero column (a zero
- * scale or a zero matrix on the path) is surely singular there; a well-conditioned one surely
- * is not. In between, the answer depends on float rounding the reference does not reproduce,
- * so such operations are not issued. */
-static inverse_class classify_inverse(const double m[16]) {
-  if (has_zero_column(m))
-    return INVERSE_SINGULAR;
-  return hadamard_ratio(m) >= 1e-2 ? INVERSE_EXISTS : INVERSE_UNSURE;
-}
-
-static bool matrix_finite(const float m[16]) {
-  for (int i = 0; i < 16; i++)
-    if (!isfinite(m[i]))
-      return false;
-  return true;
-}
-
-static const float IDENTITY[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
-
-/* ---- world matrices of the reference and their rounding bound ------------------------------- */
-
-/* Tolerances are relative to |L1| * |L2| * ... * |Ln| (bound), which bounds how far rounding can
- * move each element of the float product. A level of float products rounds by a few units of
- * 2^-24 of that; WORLD_REL per level leaves a wide margin. Locals computed through an inverse
- * (keep world, set_world, relative) get KEEP_REL. */
-#define WORLD_REL 1e-5
-#define KEEP_REL 1e-4
-#define TINY 1e-30
-/* The core inverts in double: an element that is zero in exact arithmetic may come out as the
- * rounding noise of the largest ones (around 1e-16 of them), which the bound above misses. */
-#define INVERSE_FLOOR 1e-12
-
-static double largest(const double m[16]) {
-  double x = 0;
-  for (int i = 0; i < 16; i++)
-    x = fmax(x, fabs(m[i]));
-  return x;
-}
-
-typedef struct world_ref {
-  double m[16];     /* the world matrix, in double */
-  double bound[16]; /* product of the absolute locals along the path */
-  int depth;        /* 0 for a root */
-} world_ref;
-
-static void ref_extend(const world_ref *parent, const float local[16], world_ref *out) {
-  double l[16];
-  mat_of_float(local, l);
-  if (!parent) {
-    memcpy(out->m, l, sizeof l);
-    for (int i = 0; i < 16; i++)
-      out->bound[i] = fabs(l[i]);
-    out->depth = 0;
-    return;
-  }
-  mat_mul(parent->m, l, out->m);
-  mat_mul_abs(parent->bound, l, out->bound);
-  out->depth = parent->depth + 1;
-}
-
-static double world_tolerance(const world_ref *ref, int i) {
-  return WORLD_REL * (ref->depth + 1) * ref->bound[i] + TINY;
-}
-
-/* ---- the reference model -------------------------------------------------------------------- */
-
-#define NWORLDS 2
-#define MAX_SLOTS 320
-#define MAX_DEPTH 10 /* deeper trees would loosen the rounding bound past usefulness */
-#define NONE_SLOT (-1)
-#define ROOT_LIST MAX_SLOTS /* index of the root list in a tree_view */
-#define MODEL_UNSURE 1      /* not an scn_err: the reference cannot predict, the op is skipped */
-
-typedef struct model_node {
-  bool has;                    /* the entity has a transform in this world */
-  int parent;                  /* slot, NONE_SLOT for a root */
-  uint64_t seq;                /* siblings are ordered by it; appending takes a new, larger one */
-  char name[SCN_NAME_MAX + 1]; /* "" when unnamed */
-  float local[16];
-} model_node;
-
-typedef struct model {
-  scn_entity id[MAX_SLOTS]; /* alive entities; 0 marks a free slot */
-  size_t alive;
-  uint64_t next_seq;
-  model_node node[NWORLDS][MAX_SLOTS];
-} model;
-
-static int slot_of(const model *m, scn_entity e) {
-  if (e == SCN_ENTITY_NONE)
-    return NONE_SLOT;
-  for (int s = 0; s < MAX_SLOTS; s++)
-    if (m->id[s] == e)
-      return s;
-  return NONE_SLOT;
-}
-
-static int node_of(const model *m, int w, scn_entity e) {
-  int s = slot_of(m, e);
-  return s != NONE_SLOT && m->node[w][s].has ? s : NONE_SLOT;
-}
-
-static scn_entity entity_of(const model *m, int s) {
-  return s == NONE_SLOT ? SCN_ENTITY_NONE : m->id[s];
-}
-
-static bool name_ok(const char *name, size_t len) {
-  if (len == 0 || len > SCN_NAME_MAX)
-    return false;
-  for (size_t i = 0; i < len; i++) {
-    unsigned char c = (unsigned char)name[i];
-    if (c < 0x20 || c == 0x7f || c == '/')
-      return false;
-  }
-  return true; /* the test only generates valid UTF-8 */
-}
-
-static bool is_ancestor_or_self(const model *m, int w, int a, int s) {
-  for (; s != NONE_SLOT; s = m->node[w][s].parent)
-    if (s == a)
-      return true;
-  return false;
-}
-
-static int depth_of(const model *m, int w, int s) {
-  int d = 0;
-  for (s = m->node[w][s].parent; s != NONE_SLOT; s = m->node[w][s].parent)
-    d++;
-  return d;
-}
-
-/* Levels below s (0 for a leaf). */
-static int height_of(const model *m, int w, int s) {
-  int top = depth_of(m, w, s), h = 0;
-  for (int t = 0; t < MAX_SLOTS; t++)
-    if (m->node[w][t].has && is_ancestor_or_self(m, w, s, t) && depth_of(m, w, t) - top > h)
-      h = depth_of(m, w, t) - top;
-  return h;
-}
-
-/* The transform named name among parent's children (NONE_SLOT: among the roots), other than
- * self; NONE_SLOT if none. */
-static int sibling_named(const model *m, int w, int parent, const char *name, size_t len,
-                         int self) {
-  for (int s = 0; s < MAX_SLOTS; s++) {
-    const model_node *n = &m->node[w][s];
-    if (n->has && s != self && n->parent == parent && strlen(n->name) == len &&
-        memcmp(n->name, name, len) == 0)
-      return s;
-  }
-  return NONE_SLOT;
-}
-
-/* Children of s (NONE_SLOT: the roots) in order; returns how many. */
-static int children_of(const model *m, int w, int s, int *out) {
-  int n = 0;
-  for (int t = 0; t < MAX_SLOTS; t++)
-    if (m->node[w][t].has && m->node[w][t].parent == s) {
-      int k = n++;
-      for (; k > 0 && m->node[w][out[k - 1]].seq > m->node[w][t].seq; k--)
-        out[k] = out[k - 1];
-      out[k] = t;
-    }
-  return n;
-}
-
-static void append_under(model *m, int w, int s, int parent) {
-  m->node[w][s].parent = parent;
-  m->node[w][s].seq = ++m->next_seq;
-}
-
-/* World matrix from scratch: the path up to the root, then the locals multiplied downwards. */
-static void model_world(const model *m, int w, int s, world_ref *out) {
-  int path[MAX_SLOTS], n = 0;
-  for (int t = s; t != NONE_SLOT; t = m->node[w][t].parent)
-    path[n++] = t;
-  world_ref acc, next;
-  ref_extend(NULL, m->node[w][path[n - 1]].local, &acc);
-  for (int k = n - 1; k-- > 0;) {
-    ref_extend(&acc, m->node[w][path[k]].local, &next);
-    acc = next;
-  }
-  *out = acc;
-}
-
-static inverse_class inverse_class_of(const model *m, int w, int s) {
-  world_ref ref;
-  model_world(m, w, s, &ref);
-  return classify_inverse(ref.m);
-}
-
-static int model_add_entity(model *m, scn_entity e) {
-  for (int s = 0; s < MAX_SLOTS; s++)
-    if (!m->id[s]) {
-      m->id[s] = e;
-      for (int w = 0; w < NWORLDS; w++)
-        memset(&m->node[w][s], 0, sizeof m->node[w][s]);
-      m->alive++;
-      return s;
-    }
-  return NONE_SLOT;
-}
-
-static int free_slots(const model *m) {
-  int n = 0;
-  for (int s = 0; s < MAX_SLOTS; s++)
-    n += !m->id[s];
-  return n;
-}
-
-/* Each model_* operation mirrors the order of the core's checks, returns the expected code and
- * changes the reference only on success. */
-
-static int model_create(model *m, int w, scn_entity e, scn_entity parent, const char *name,
-                        const float *local) {
-  if (local && !matrix_finite(local))
-    return SCN_INVALID;
-  if (name && !name_ok(name, strlen(name)))
-    return SCN_INVALID;
-  int s = slot_of(m, e), ps = NONE_SLOT;
-  if (s == NONE_SLOT)
-    return SCN_NOT_FOUND;
-  if (parent != SCN_ENTITY_NONE && (ps = node_of(m, w, parent)) == NONE_SLOT)
-    return SCN_NOT_FOUND;
-  if (m->node[w][s].has)
-    return SCN_EXISTS;
-  if (name && sibling_named(m, w, ps, name, strlen(name), NONE_SLOT) != NONE_SLOT)
-    return SCN_EXISTS;
-  model_node *n = &m->node[w][s];
-  n->has = true;
-  append_under(m, w, s, ps);
-  snprintf(n->name, sizeof n->name, "%s", name ? name : "");
-  memcpy(n->local, local ? local : IDENTITY, sizeof n->local);
-  return SCN_OK;
-}
-
-/* Children of a non-recursive destroy become roots: a name already among the roots clashes. */
-static bool orphan_name_clash(const model *m, int w, int s) {
-  for (int c = 0; c < MAX_SLOTS; c++) {
-    const model_node *n = &m->node[w][c];
-    if (n->has && n->parent == s && n->name[0] &&
-        sibling_named(m, w, NONE_SLOT, n->name, strlen(n->name), s) != NONE_SLOT)
-      return true;
-  }
-  return false;
-}
-
-/* The children's locals become their old world matrices: the caller takes them from the core. */
-static int model_destroy(model *m, int w, scn_entity e, bool recursive) {
-  int s = node_of(m, w, e);
-  if (s == NONE_SLOT)
-    return SCN_NOT_FOUND;
-  if (!recursive && orphan_name_clash(m, w, s))
-    return SCN_EXISTS;
-  if (recursive) {
-    bool doomed[MAX_SLOTS] = {false};
-    for (int t = 0; t < MAX_SLOTS; t++)
-      doomed[t] = m->node[w][t].has && is_ancestor_or_self(m, w, s, t);
-    for (int t = 0; t < MAX_SLOTS; t++)
-      if (doomed[t])
-        m->node[w][t].has = false;
-    return SCN_OK;
-  }
-  int kids[MAX_SLOTS], n = children_of(m, w, s, kids);
-  for (int k = 0; k < n; k++)
-    append_under(m, w, kids[k], NONE_SLOT);
-  m->node[w][s].has = false;
-  return SCN_OK;
-}
-
-/* *moved: the transform changed parent (with keep world, the caller takes the new local). */
-static int model_link(model *m, int w, scn_entity e, scn_entity parent, scn_keep keep,
-                      bool *moved) {
-  *moved = false;
-  int s = node_of(m, w, e), ps = NONE_SLOT;
-  if (s == NONE_SLOT)
-    return SCN_NOT_FOUND;
-  if (parent != SCN_ENTITY_NONE && (ps = node_of(m, w, parent)) == NONE_SLOT)
-    return SCN_NOT_FOUND;
-  if (m->node[w][s].parent == ps)
-    return SCN_OK;
-  if (ps != NONE_SLOT && is_ancestor_or_self(m, w, s, ps))
-    return SCN_CYCLE;
-  const char *name = m->node[w][s].name;
-  if (name[0] && sibling_named(m, w, ps, name, strlen(name), s) != NONE_SLOT)
-    return SCN_EXISTS;
-  if (keep == SCN_KEEP_WORLD && ps != NONE_SLOT) {
-    inverse_class c = inverse_class_of(m, w, ps);
-    if (c != INVERSE_EXISTS)
-      return c == INVERSE_SINGULAR ? SCN_SINGULAR : MODEL_UNSURE;
-  }
-  append_under(m, w, s, ps);
-  *moved = true;
-  return SCN_OK;
-}
-
-static int model_set_local(model *m, int w, scn_entity e, const float local[16]) {
-  if (!matrix_finite(local))
-    return SCN_INVALID;
-  int s = node_of(m, w, e);
-  if (s == NONE_SLOT)
-    return SCN_NOT_FOUND;
-  memcpy(m->node[w][s].local, local, sizeof m->node[w][s].local);
-  return SCN_OK;
-}
-
-/* A root takes the matrix as its local; under a parent the caller takes the core's local. */
-static int model_set_world(model *m, int w, scn_entity e, const float world[16], bool *adopt) {
-  *adopt = false;
-  if (!matrix_finite(world))
-    return SCN_INVALID;
-  int s = node_of(m, w, e);
-  if (s == NONE_SLOT)
-    return SCN_NOT_FOUND;
-  int ps = m->node[w][s].parent;
-  if (ps == NONE_SLOT) {
-    memcpy(m->node[w][s].local, world, sizeof m->node[w][s].local);
-    return SCN_OK;
-  }
-  inverse_class c = inverse_class_of(m, w, ps);
-  if (c != INVERSE_EXISTS)
-    return c == INVERSE_SINGULAR ? SCN_SINGULAR : MODEL_UNSURE;
-  *adopt = true;
-  return SCN_OK;
-}
-
-static int model_rename(model *m, int w, scn_entity e, const char *name) {
-  if (name && !name_ok(name, strlen(name)))
-    return SCN_INVALID;
-  int s = node_of(m, w, e);
-  if (s == NONE_SLOT)
-    return SCN_NOT_FOUND;
-  model_node *n = &m->node[w][s];
-  if (strcmp(n->name, name ? name : "") == 0)
-    return SCN_OK;
-  if (name && sibling_named(m, w, n->parent, name, strlen(name), s) != NONE_SLOT)
-    return SCN_EXISTS;
-  snprintf(n->name, sizeof n->name, "%s", name ? name : "");
-  return SCN_OK;
-}
-
-/* Every world is checked before any changes, as in the core. */
-static int model_entity_destroy(model *m, scn_entity e) {
-  int s = slot_of(m, e);
-  if (s == NONE_SLOT)
-    return SCN_NOT_FOUND;
-  for (int w = 0; w < NWORLDS; w++)
-    if (m->node[w][s].has && orphan_name_clash(m, w, s))
-      return SCN_EXISTS;
-  for (int w = 0; w < NWORLDS; w++)
-    if (m->node[w][s].has)
-      model_destroy(m, w, e, false);
-  m->id[s] = SCN_ENTITY_NONE;
-  m->alive--;
-  return SCN_OK;
-}
-
-/* An ill-formed path (empty, an empty segment, an invalid name) is INVALID whatever exists;
- * a well-formed one is looked up segment by segment from the roots down. */
-static int model_find_path(const model *m, int w, const char *path, size_t len, int *out) {
-  for (size_t start = 0, end = 0; end <= len; end++)
-    if (end == len || path[end] == '/') {
-      if (!name_ok(path + start, end - start))
-        return SCN_INVALID;
-      start = end + 1;
-    }
-  int parent = NONE_SLOT;
-  for (size_t start = 0, end = 0; end <= len; end++)
-    if (end == len || path[end] == '/') {
-      parent = sibling_named(m, w, parent, path + start, end - start, NONE_SLOT);
-      if (parent == NONE_SLOT)
-        return SCN_NOT_FOUND;
-      start = end + 1;
-    }
-  *out = parent;
-  return SCN_OK;
-}
 
 /* Sibling lists of one world built in one pass: nodes sorted by seq, appended to their list. */
 typedef struct tree_view {
@@ -554,7 +84,7 @@ static int preorder(const tree_view *v, int top, int *out) {
   return n;
 }
 
-/* ---- the test state ------------------------------------------------------------------------- */
+/* ---- the test state -------------------------------------------------------------------------- */
 
 /* Children of a transform about to be destroyed, with their world matrices before. */
 typedef struct orphans {
@@ -611,10 +141,10 @@ static bool fail(prop *p, const char *fmt, ...) {
   if (!p->failed) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "\ncore_property: seed %u, step %ld, in %s%s:\n  ", p->seed, p->step, p->op,
+    fprintf(stderr, "core_property: seed %u, step %ld, in %s%s:\n  \n", p->seed, p->step, p->op,
             p->in_batch ? " (inside a batch)" : "");
     vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n  reproduce with SCN_SEED=%u\n", p->seed);
+    fprintf(stderr, "  reproduce with SCN_SEED=%u\n", p->seed);
     va_end(ap);
   }
   p->failed = true;
@@ -672,7 +202,7 @@ static bool was_destroyed(const prop *p, scn_entity e) {
   return false;
 }
 
-/* ---- picking arguments ---------------------------------------------------------------------- */
+/* ---- picking arguments ----------------------------------------------------------------------- */
 
 typedef bool (*slot_filter)(const model *m, int w, int s);
 
@@ -836,7 +366,7 @@ static void random_matrix(prop *p, float out[16], bool allow_non_finite) {
   }
 }
 
-/* ---- operations: the core and the reference side by side ------------------------------------ */
+/* ---- operations: the core and the reference side by side ------------------------------------- */
 
 static scn_world *core_world(prop *p, int w) { return p->world[w]; }
 
@@ -1152,7 +682,7 @@ static void op_world_recreate(prop *p, int w) {
     p->m.node[w][s].has = false;
 }
 
-/* ---- random operations ---------------------------------------------------------------------- */
+/* ---- random operations ----------------------------------------------------------------------- */
 
 /* The entity of a new transform: a new one, one without a transform here (often one with a
  * transform in the other world, so entity_destroy spans worlds), one with (EXISTS) or stale. */
@@ -1389,7 +919,7 @@ static int deliberate_failure(prop *p, int w) {
   return op_link(p, w, pick_stale(p), SCN_ENTITY_NONE, SCN_KEEP_LOCAL);
 }
 
-/* ---- whole-state comparison ----------------------------------------------------------------- */
+/* ---- whole-state comparison ------------------------------------------------------------------ */
 
 static void log_visit(void *ud, scn_entity e, const float world[16]) {
   visit_log *log = ud;
@@ -1493,7 +1023,7 @@ static bool check_all(prop *p) {
   return true;
 }
 
-/* ---- steps ---------------------------------------------------------------------------------- */
+/* ---- steps ----------------------------------------------------------------------------------- */
 
 /* Every node's world matrix, bit for bit, as before the batch. */
 static bool same_worlds_as_saved(prop *p) {
@@ -1592,7 +1122,7 @@ static bool run_seed(unsigned seed, long steps) {
   }
   ok = ok && !p->failed;
   if (getenv("SCN_VERBOSE"))
-    printf("\n  seed %u: %ld steps, %ld ops skipped (inverse too close to singular to predict)",
+    printf("  seed %u: %ld steps, %ld ops skipped (inverse too close to singular to predict)\n",
            seed, steps, p->skipped);
   scn_scene_free(p->scene);
   free(p->dead);
@@ -1612,261 +1142,6 @@ static void test_random_fixed_seeds(void) {
     CU_ASSERT(run_seed(seeds[k], steps_per_seed()));
 }
 
-/* ---- deep chain: world matrices are never stale --------------------------------------------- */
-
-#define CHAIN_LEN 300
-#define CHAIN_ROUNDS 1200
-
-typedef struct chain {
-  scn_entity id[CHAIN_LEN];
-  int parent[CHAIN_LEN]; /* always below the node's own index: no cycles, depth stays large */
-  float local[CHAIN_LEN][16];
-} chain;
-
-/* From scratch every time: walk up to the top, multiply back down in double. */
-static void chain_world(const chain *c, int i, double out[16]) {
-  int path[CHAIN_LEN], n = 0;
-  for (int t = i; t >= 0; t = c->parent[t])
-    path[n++] = t;
-  double l[16];
-  mat_of_float(c->local[path[n - 1]], out);
-  for (int k = n - 1; k-- > 0;) {
-    mat_of_float(c->local[path[k]], l);
-    mat_mul(out, l, out);
-  }
-}
-
-/* A rigid motion with a small rotation: hundreds of them stay well inside float range. */
-static void small_rigid(rng *r, float out[16], double reach) {
-  float t[3], axis[3], q[4];
-  for (int k = 0; k < 3; k++)
-    t[k] = rng_float(r, -reach, reach);
-  double len;
-  do {
-    for (int k = 0; k < 3; k++)
-      axis[k] = rng_float(r, -1, 1);
-    len = sqrt((double)axis[0] * axis[0] + (double)axis[1] * axis[1] + (double)axis[2] * axis[2]);
-  } while (len < 0.1);
-  double half = rng_float(r, -0.15, 0.15);
-  for (int k = 0; k < 3; k++)
-    q[k] = (float)(axis[k] / len * sin(half));
-  q[3] = (float)cos(half);
-  scn_compose_trs(t, q, NULL, out);
-}
-
-/* Per column: translations grow along the chain while the rotation part stays unit-sized. */
-static bool chain_close(const float got[16], const double want[16]) {
-  for (int c = 0; c < 4; c++) {
-    double scale = 0;
-    for (int r = 0; r < 4; r++)
-      scale = fmax(scale, fabs(want[c * 4 + r]));
-    for (int r = 0; r < 4; r++)
-      if (!(fabs(got[c * 4 + r] - want[c * 4 + r]) <= 1e-4 * (1 + scale)))
-        return false;
-  }
-  return true;
-}
-
-static bool chain_fail(unsigned seed, const char *layout, int round, const char *what, int i) {
-  fprintf(stderr, "\ncore_property deep chain (%s layout): seed %u, round %d: %s of node %d\n",
-          layout, seed, round, what, i);
-  return false;
-}
-
-static bool chain_check_node(scn_world *w, const chain *c, int i, unsigned seed, const char *layout,
-                             int round) {
-  scn_transform_info info;
-  double want[16];
-  if (scn_transform_get(w, c->id[i], &info) != SCN_OK)
-    return chain_fail(seed, layout, round, "get failed", i);
-  if (memcmp(info.local, c->local[i], sizeof info.local) != 0)
-    return chain_fail(seed, layout, round, "local matrix differs", i);
-  if (info.parent != (c->parent[i] < 0 ? SCN_ENTITY_NONE : c->id[c->parent[i]]))
-    return chain_fail(seed, layout, round, "parent differs", i);
-  chain_world(c, i, want);
-  if (!chain_close(info.world, want))
-    return chain_fail(seed, layout, round, "stale or wrong world matrix", i);
-  return true;
-}
-
-/* Builds the chain in depth-first order, or scattered: created as roots in random order and
- * linked afterwards, so the arrays start far from depth-first order. */
-static bool chain_build(scn_world *w, chain *c, rng *r, bool scattered) {
-  int perm[CHAIN_LEN];
-  for (int i = 0; i < CHAIN_LEN; i++) {
-    c->parent[i] = i - 1;
-    small_rigid(r, c->local[i], 1);
-    perm[i] = i;
-  }
-  if (!scattered) {
-    for (int i = 0; i < CHAIN_LEN; i++)
-      if (scn_transform_create(w, c->id[i], i ? c->id[i - 1] : SCN_ENTITY_NONE, NULL,
-                               c->local[i]) != SCN_OK)
-        return false;
-    return true;
-  }
-  for (int i = CHAIN_LEN; i-- > 1;) {
-    int j = (int)rng_below(r, (uint32_t)i + 1), t = perm[i];
-    perm[i] = perm[j];
-    perm[j] = t;
-  }
-  for (int k = 0; k < CHAIN_LEN; k++)
-    if (scn_transform_create(w, c->id[perm[k]], SCN_ENTITY_NONE, NULL, c->local[perm[k]]) != SCN_OK)
-      return false;
-  for (int k = 0; k < CHAIN_LEN; k++)
-    if (perm[k] > 0 &&
-        scn_transform_link(w, c->id[perm[k]], c->id[perm[k] - 1], SCN_KEEP_LOCAL) != SCN_OK)
-      return false;
-  return true;
-}
-
-/* One round of edits with no reads between them: set_local mostly, some relinks (keep local,
- * to one of the three nodes above, so the tree stays deep), some set_world, whose inverse needs
- * the parent's fresh world matrix while its ancestors are dirty. */
-static bool chain_edit(scn_world *w, chain *c, rng *r, unsigned seed, const char *layout,
-                       int round) {
-  int i = (int)rng_below(r, CHAIN_LEN);
-  unsigned u = rng_below(r, 100);
-  if (u < 80 || i < 3) {
-    small_rigid(r, c->local[i], 1);
-    if (scn_transform_set_local(w, c->id[i], c->local[i]) != SCN_OK)
-      return chain_fail(seed, layout, round, "set_local failed", i);
-  } else if (u < 92) {
-    int np = i - 1 - (int)rng_below(r, 3);
-    if (scn_transform_link(w, c->id[i], c->id[np], SCN_KEEP_LOCAL) != SCN_OK)
-      return chain_fail(seed, layout, round, "link failed", i);
-    c->parent[i] = np;
-  } else {
-    float g[16];
-    double gd[16];
-    small_rigid(r, g, 20);
-    if (scn_transform_set_world(w, c->id[i], g) != SCN_OK)
-      return chain_fail(seed, layout, round, "set_world failed", i);
-    scn_transform_info info;
-    if (scn_transform_get(w, c->id[i], &info) != SCN_OK)
-      return chain_fail(seed, layout, round, "get failed", i);
-    mat_of_float(g, gd);
-    if (!chain_close(info.world, gd))
-      return chain_fail(seed, layout, round, "world matrix after set_world", i);
-    memcpy(c->local[i], info.local, sizeof info.local);
-  }
-  return true;
-}
-
-static bool chain_relative(scn_world *w, const chain *c, rng *r, unsigned seed, const char *layout,
-                           int round) {
-  int i = (int)rng_below(r, CHAIN_LEN), j = (int)rng_below(r, CHAIN_LEN);
-  float rel[16];
-  double wi[16], wj[16], rd[16], back[16];
-  if (scn_transform_relative(w, c->id[i], c->id[j], rel) != SCN_OK)
-    return chain_fail(seed, layout, round, "relative failed", i);
-  chain_world(c, i, wi);
-  chain_world(c, j, wj);
-  mat_of_float(rel, rd);
-  mat_mul(wj, rd, back);
-  float backf[16];
-  for (int k = 0; k < 16; k++)
-    backf[k] = (float)back[k];
-  return chain_close(backf, wi) || chain_fail(seed, layout, round, "relative matrix", i);
-}
-
-static bool run_chain(unsigned seed, bool scattered) {
-  const char *layout = scattered ? "scattered" : "depth-first";
-  rng r = {seed};
-  chain *c = calloc(1, sizeof *c);
-  scn_scene *scene = scn_scene_new(NULL);
-  scn_world *w = NULL;
-  bool ok = c && scene && scn_world_create(scene, "chain", &w) == SCN_OK &&
-            scn_entity_create(scene, CHAIN_LEN, c->id) == SCN_OK &&
-            chain_build(w, c, &r, scattered);
-  if (!ok)
-    fprintf(stderr, "\ncore_property deep chain (%s layout): setup failed\n", layout);
-  for (int round = 0; ok && round < CHAIN_ROUNDS; round++) {
-    int edits = 1 + (int)rng_below(&r, 4), reads = 1 + (int)rng_below(&r, 3);
-    for (int k = 0; ok && k < edits; k++)
-      ok = chain_edit(w, c, &r, seed, layout, round);
-    for (int k = 0; ok && k < reads; k++)
-      ok = chain_check_node(w, c, (int)rng_below(&r, CHAIN_LEN), seed, layout, round);
-    if (ok && rng_below(&r, 8) == 0)
-      ok = chain_relative(w, c, &r, seed, layout, round);
-  }
-  for (int i = 0; ok && i < CHAIN_LEN; i++)
-    ok = chain_check_node(w, c, i, seed, layout, CHAIN_ROUNDS);
-  scn_scene_free(scene);
-  free(c);
-  return ok;
-}
-
-static void test_deep_chain_depth_first(void) {
-  CU_ASSERT(run_chain(7, false));
-  CU_ASSERT(run_chain(8, false));
-}
-
-static void test_deep_chain_scattered(void) {
-  CU_ASSERT(run_chain(9, true));
-  CU_ASSERT(run_chain(10, true));
-}
-
-/* Many dirty nodes in random order over a wide forest in depth-first layout, ancestors and
- * descendants mixed: each flush recomputes exactly the union of the dirty subtrees, once, and
- * leaves every world matrix equal to its parent's times its local (bit for bit). */
-#define FOREST_LEN 6000
-static void test_wide_forest_flush(void) {
-  rng r = {11};
-  static int parent[FOREST_LEN];
-  static scn_entity id[FOREST_LEN];
-  static unsigned char mark[FOREST_LEN];
-  scn_scene *scene = scn_scene_new(NULL);
-  scn_world *w = NULL;
-  CU_ASSERT_FATAL(scene && scn_world_create(scene, "forest", &w) == SCN_OK);
-  CU_ASSERT_FATAL(scn_entity_create(scene, FOREST_LEN, id) == SCN_OK);
-  for (int i = 0; i < FOREST_LEN; i++) {
-    parent[i] = i < 20 || rng_chance(&r, 0.01) ? -1 : (int)rng_below(&r, (uint32_t)i);
-    float m[16];
-    small_rigid(&r, m, 2);
-    CU_ASSERT_FATAL(scn_transform_create(w, id[i], parent[i] < 0 ? SCN_ENTITY_NONE : id[parent[i]],
-                                         NULL, m) == SCN_OK);
-  }
-  scn_world_relayout(w);
-  scn_world_flush(w); /* creation left everything dirty */
-  for (int round = 0; round < 40; round++) {
-    uint32_t k = 1 + rng_below(&r, round % 2 ? 3000 : 50);
-    memset(mark, 0, sizeof mark);
-    for (uint32_t x = 0; x < k; x++) {
-      int i = (int)rng_below(&r, FOREST_LEN);
-      float m[16];
-      small_rigid(&r, m, 2);
-      CU_ASSERT_FATAL(scn_transform_set_local(w, id[i], m) == SCN_OK);
-      mark[i] = 1;
-    }
-    /* parents were created before their children, so one pass in creation order closes it */
-    uint64_t want = 0;
-    for (int i = 0; i < FOREST_LEN; i++) {
-      if (parent[i] >= 0 && mark[parent[i]])
-        mark[i] = 1;
-      want += mark[i];
-    }
-    scn_world_stats before, after;
-    scn_world_get_stats(w, &before);
-    scn_world_flush(w);
-    scn_world_get_stats(w, &after);
-    if (after.recomputed - before.recomputed != want)
-      fprintf(stderr,
-              "\ncore_property wide forest round %d: recomputed %llu, dirty subtrees "
-              "hold %llu\n",
-              round, (unsigned long long)(after.recomputed - before.recomputed),
-              (unsigned long long)want);
-    CU_ASSERT_EQUAL(after.recomputed - before.recomputed, want);
-    CU_ASSERT_EQUAL(after.relayouts, before.relayouts);
-    char err[256];
-    int rc = scn_world_check(w, err, sizeof err);
-    if (rc != SCN_OK)
-      fprintf(stderr, "\ncore_property wide forest round %d: %s\n", round, err);
-    CU_ASSERT_EQUAL(rc, SCN_OK);
-  }
-  scn_scene_free(scene);
-}
-
 static void test_random_env_seed(void) {
   const char *s = getenv("SCN_SEED");
   if (!s || !*s)
@@ -1882,13 +1157,10 @@ static void test_random_env_seed(void) {
   CU_ASSERT(run_chain((unsigned)seed, true));
 }
 
-int scn_test_register_core_property(void) {
-  static const scn_test tests[] = {
+int t_register_core_property(void) {
+  static const t_test tests[] = {
       {"random operations match the reference (fixed seeds)", test_random_fixed_seeds},
-      {"deep chain: world matrices never stale (depth-first layout)", test_deep_chain_depth_first},
-      {"deep chain: world matrices never stale (scattered layout)", test_deep_chain_scattered},
-      {"wide forest: each flush recomputes the dirty subtrees once", test_wide_forest_flush},
       {"both, with the seed in SCN_SEED (when set)", test_random_env_seed},
   };
-  return SCN_ADD_SUITE("core_property", NULL, NULL, tests);
+  return T_ADD_SUITE("core_property", NULL, NULL, tests);
 }

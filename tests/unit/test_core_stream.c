@@ -760,8 +760,8 @@ static void test_reverts(void) {
   scn_scene_free(s);
 }
 
-int scn_test_register_core_stream(void) {
-  static const scn_test tests[] = {
+int t_register_core_stream(void) {
+  static const t_test tests[] = {
       {"ticks start at 1 and close_tick advances", test_ticks},
       {"visit_changed over the whole world", test_visit_whole_world},
       {"visit_changed for a subtree", test_visit_subtree},
@@ -774,5 +774,5 @@ int scn_test_register_core_stream(void) {
       {"stats", test_stats},
       {"reverts inside a tick keep the old stamps", test_reverts},
   };
-  return SCN_ADD_SUITE("core_stream", NULL, NULL, tests);
+  return T_ADD_SUITE("core_stream", NULL, NULL, tests);
 }

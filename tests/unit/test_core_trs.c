@@ -709,8 +709,8 @@ static void test_parts_batch(void) {
   scn_scene_free(sc);
 }
 
-int scn_test_register_core_trs(void) {
-  static const scn_test tests[] = {
+int t_register_core_trs(void) {
+  static const t_test tests[] = {
       {"decompose_trs round trip of random T, R, S with mirrors", test_round_trip},
       {"decompose_trs round trip with scales from 1e-30 to 1e30", test_round_trip_wide},
       {"decompose_trs round trip at FLT_MAX and tiny scales", test_round_trip_extremes},
@@ -725,5 +725,5 @@ int scn_test_register_core_trs(void) {
       {"set_parts refusals change nothing", test_parts_refused},
       {"set_parts in a batch: sees the sets before, rolls back", test_parts_batch},
   };
-  return SCN_ADD_SUITE("core_trs", NULL, NULL, tests);
+  return T_ADD_SUITE("core_trs", NULL, NULL, tests);
 }

@@ -115,7 +115,7 @@ static int f32t_check_pattern(uint32_t u, int check_shortest, int *reported) {
     why = "not shortest";
 
   if (why && (*reported)++ < F32T_MAX_REPORTED)
-    fprintf(stderr, "\nf32fmt: %08lx (%.9g) -> \"%s\": %s", (unsigned long)u, (double)v, out, why);
+    fprintf(stderr, "f32fmt: %08lx (%.9g) -> \"%s\": %s\n", (unsigned long)u, (double)v, out, why);
   return why == NULL;
 }
 
@@ -221,7 +221,7 @@ static void test_known_values(void) {
     CU_ASSERT_STRING_EQUAL(out, k->text);
     CU_ASSERT_EQUAL(len, strlen(k->text));
     if (strcmp(out, k->text) != 0)
-      fprintf(stderr, "\nf32fmt: %.9g -> \"%s\", expected \"%s\"", (double)k->value, out, k->text);
+      fprintf(stderr, "f32fmt: %.9g -> \"%s\", expected \"%s\"\n", (double)k->value, out, k->text);
   }
 }
 
@@ -363,8 +363,8 @@ static void test_matrix_longest(void) {
   }
 }
 
-int scn_test_register_f32fmt(void) {
-  static const scn_test tests[] = {
+int t_register_f32fmt(void) {
+  static const t_test tests[] = {
       {"json checker", test_json_checker},
       {"known values", test_known_values},
       {"non-finite", test_non_finite},
@@ -375,5 +375,5 @@ int scn_test_register_f32fmt(void) {
       {"matrix values", test_matrix_values},
       {"matrix longest", test_matrix_longest},
   };
-  return SCN_ADD_SUITE("f32fmt", NULL, NULL, tests);
+  return T_ADD_SUITE("f32fmt", NULL, NULL, tests);
 }

@@ -281,10 +281,10 @@ static void test_damage(void) {
   fixture_free(&f);
 }
 
-int scn_test_register_history_file(void) {
-  static const scn_test tests[] = {
+int t_register_history_file(void) {
+  static const t_test tests[] = {
       {"a group's ticks and histories, written and loaded back", test_round_trip},
       {"damage costs history, never the group", test_damage},
   };
-  return SCN_ADD_SUITE("history_file", NULL, NULL, tests);
+  return T_ADD_SUITE("history_file", NULL, NULL, tests);
 }
