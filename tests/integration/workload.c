@@ -630,109 +630,116 @@ static bool compare_lists(workload *w, const char *when) {
   return ok;
 }
 
+/* Requests sent to both sides at once (templates), what each is about, and the answers. */
+typedef struct probes {
+  char **tpls;
+  int *groups, *worlds, *ents; /* the world and entity index a request reads, -1 for none */
+  cJSON **sub, **ref;
+  size_t n;
+} probes;
+
+static void probes_init(probes *q, size_t cap) {
+  q->tpls = calloc(cap, sizeof *q->tpls);
+  q->groups = calloc(cap, sizeof *q->groups);
+  q->worlds = calloc(cap, sizeof *q->worlds);
+  q->ents = calloc(cap, sizeof *q->ents);
+  q->sub = calloc(cap, sizeof *q->sub);
+  q->ref = calloc(cap, sizeof *q->ref);
+  q->n = 0;
+  if (!q->tpls || !q->groups || !q->worlds || !q->ents || !q->sub || !q->ref)
+    abort();
+}
+
+/* Takes the text's string as the request. */
+static void probes_add(probes *q, text *t, int group, int world, int ent) {
+  q->tpls[q->n] = t->s;
+  q->groups[q->n] = group;
+  q->worlds[q->n] = world;
+  q->ents[q->n++] = ent;
+}
+
+static void probes_free(probes *q) {
+  for (size_t i = 0; i < q->n; i++) {
+    cJSON_Delete(q->sub[i]);
+    cJSON_Delete(q->ref[i]);
+    free(q->tpls[i]);
+  }
+  free(q->tpls);
+  free(q->groups);
+  free(q->worlds);
+  free(q->ents);
+  free(q->sub);
+  free(q->ref);
+}
+
 bool wl_compare_state(workload *w, const char *when) {
   if (!compare_lists(w, when))
     return false;
-  /* Every world: its existence (a transform.get there answers NOT_FOUND for the world or for
-   * the entity), then every entity ever made, read in b64 (bit for bit). */
-  size_t cap = (size_t)WL_WORLDS * (w->nents + 1);
-  char **tpls = calloc(cap, sizeof *tpls);
-  int *groups = calloc(cap, sizeof *groups);
-  int *wis = calloc(cap, sizeof *wis), *es = calloc(cap, sizeof *es);
-  size_t n = 0;
+  /* Every world: its existence (a transform.find there answers NOT_FOUND for the world or for
+   * the path), then every entity ever made, read in b64 (bit for bit). */
+  probes q;
+  probes_init(&q, (size_t)WL_WORLDS * (w->nents + 1));
   for (int wi = 0; wi < WL_WORLDS; wi++) {
     text t = {0};
     text_addf(&t, "{\"cmd\":\"transform.find\",\"world\":\"%s\",\"path\":\"-none-\"}",
               world_names[wi]);
-    groups[n] = w->worlds[wi].group;
-    wis[n] = wi;
-    es[n] = -1;
-    tpls[n++] = t.s;
+    probes_add(&q, &t, w->worlds[wi].group, wi, -1);
     for (size_t e = 0; e < w->nents; e++) {
       text g = {0};
       text_addf(&g, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":@%zu}", world_names[wi],
                 e);
-      groups[n] = w->worlds[wi].group;
-      wis[n] = wi;
-      es[n] = (int)e;
-      tpls[n++] = g.s;
+      probes_add(&q, &g, w->worlds[wi].group, wi, (int)e);
     }
   }
-  cJSON **sub = calloc(n, sizeof *sub), **ref = calloc(n, sizeof *ref);
-  bool ok = send_both(w, tpls, groups, n, sub, ref);
+  bool ok = send_both(w, q.tpls, q.groups, q.n, q.sub, q.ref);
   if (!ok)
     fprintf(stderr, "  reading the state %s: a side cannot be reached\n", when);
   for (int wi = 0; wi < WL_WORLDS; wi++)
     w->worlds[wi].n = 0;
   int differences = 0;
-  for (size_t i = 0; ok && i < n; i++) {
-    char *line = render(w, tpls[i], 0);
-    if (!same_answer(w, sub[i], ref[i], groups[i], line, es[i] >= 0)) {
+  for (size_t i = 0; ok && i < q.n && differences < 5; i++) {
+    char *line = render(w, q.tpls[i], 0);
+    if (!same_answer(w, q.sub[i], q.ref[i], q.groups[i], line, q.ents[i] >= 0)) {
       if (differences++ == 0)
         fprintf(stderr, "  (the state read %s)\n", when);
-    } else if (es[i] < 0) {
-      w->worlds[wis[i]].exists =
-          strcmp(t_resp_code(ref[i]), "NOT_FOUND") == 0 &&
-          strstr(t_resp_str(cJSON_GetObjectItemCaseSensitive(ref[i], "error"), "message"),
+    } else if (q.ents[i] < 0) {
+      w->worlds[q.worlds[i]].exists =
+          strcmp(t_resp_code(q.ref[i]), "NOT_FOUND") == 0 &&
+          strstr(t_resp_str(cJSON_GetObjectItemCaseSensitive(q.ref[i], "error"), "message"),
                  "no transform at path");
-    } else if (t_resp_ok(ref[i])) {
-      add_member(&w->worlds[wis[i]], es[i]);
+    } else if (t_resp_ok(q.ref[i])) {
+      add_member(&w->worlds[q.worlds[i]], q.ents[i]);
     }
     free(line);
-    if (differences >= 5)
-      break;
   }
-  for (size_t i = 0; i < n; i++) {
-    cJSON_Delete(sub[i]);
-    cJSON_Delete(ref[i]);
-    free(tpls[i]);
-  }
-  free(sub);
-  free(ref);
-  free(tpls);
-  free(groups);
-  free(wis);
-  free(es);
+  probes_free(&q);
   return ok && differences == 0;
 }
 
 bool wl_compare_entities(workload *w) {
   /* A probe world per group (a name no step uses): an entity alive there takes a transform. */
-  size_t cap = WL_GROUPS + w->nents;
-  char **tpls = calloc(cap, sizeof *tpls);
-  int *groups = calloc(cap, sizeof *groups);
-  size_t n = 0;
+  probes q;
+  probes_init(&q, WL_GROUPS + w->nents);
   for (int g = 0; g < WL_GROUPS; g++) {
     text t = {0};
     text_addf(&t, "{\"cmd\":\"world.create\",\"world\":\"%s.probe\"}", wl_group_names[g]);
-    groups[n] = g;
-    tpls[n++] = t.s;
+    probes_add(&q, &t, g, -1, -1);
   }
   for (size_t e = 0; e < w->nents; e++) {
     text t = {0};
     int g = w->ents[e].group < 0 ? WL_GROUPS - 1 : w->ents[e].group;
     text_addf(&t, "{\"cmd\":\"transform.create\",\"world\":\"%s.probe\",\"entity\":@%zu}",
               wl_group_names[g], e);
-    groups[n] = g;
-    tpls[n++] = t.s;
+    probes_add(&q, &t, g, -1, (int)e);
   }
-  cJSON **sub = calloc(n, sizeof *sub), **ref = calloc(n, sizeof *ref);
-  bool ok = send_both(w, tpls, groups, n, sub, ref);
+  bool ok = send_both(w, q.tpls, q.groups, q.n, q.sub, q.ref);
   int differences = 0;
-  for (size_t i = 0; ok && i < n && differences < 5; i++) {
-    char *line = render(w, tpls[i], 0);
-    if (!same_answer(w, sub[i], ref[i], groups[i], line, true))
+  for (size_t i = 0; ok && i < q.n && differences < 5; i++) {
+    char *line = render(w, q.tpls[i], 0);
+    if (!same_answer(w, q.sub[i], q.ref[i], q.groups[i], line, q.ents[i] >= 0))
       differences++;
     free(line);
   }
-  for (size_t i = 0; i < n; i++) {
-    cJSON_Delete(sub[i]);
-    cJSON_Delete(ref[i]);
-    free(tpls[i]);
-  }
-  free(sub);
-  free(ref);
-  free(tpls);
-  free(groups);
+  probes_free(&q);
   return ok && differences == 0;
 }
