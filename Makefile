@@ -137,7 +137,7 @@ RUNNER_OBJ := $(call test_objects,tests/runner)
 # this process: the store's files (they need only libc) and the cluster's ownership core, which
 # the cluster_owners suite drives with made-up events (it needs no etcd, store or loop).
 UNIT_TEST_SERVER_OBJ := $(addprefix $(BUILD)/obj/server/,stream/frame.o store/history_file.o \
-                        store/snapshot.o store/crc32c.o store/files.o ops/log.o \
+                        store/snapshot.o store/crc32c.o store/files.o store/path.o ops/log.o \
                         cluster/owners.o cluster/claims.o cluster/move.o ops/json_arena.o)
 $(UNIT_TEST_BIN): $(call test_objects,tests/unit) $(RUNNER_OBJ) $(UNIT_TEST_SERVER_OBJ) $(PROTO_LIB) \
                   $(CORE_LIB)

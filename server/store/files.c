@@ -24,13 +24,14 @@ int scn_fsync_dir(const char *dir) {
   return rc;
 }
 
-int scn_file_replace_open(const char *dir, const char *name, char *tmp, char *final, size_t cap,
+int scn_file_replace_open(const char *dir, const char *name, scn_path *tmp, scn_path *final,
                           char *err, size_t errlen) {
-  snprintf(tmp, cap, "%s/%s.tmp-%d", dir, name, (int)getpid());
-  snprintf(final, cap, "%s/%s", dir, name);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = -1;
+  if (scn_path_fmt(tmp, "%s/%s.tmp-%d", dir, name, (int)getpid()) &&
+      scn_path_join(final, dir, name))
+    fd = open(tmp->s, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
-    snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+    snprintf(err, errlen, "cannot create %s in %s: %s", name, dir, strerror(errno));
   return fd;
 }
 

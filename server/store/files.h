@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "store/path.h"
+
 /* Opens path for reading. NULL when it cannot be: *absent tells that it does not exist (which
  * is not an error: nothing was written yet); otherwise err says why. */
 FILE *scn_file_open(const char *path, bool *absent, char *err, size_t errlen);
@@ -17,8 +19,8 @@ int scn_fsync_dir(const char *dir);
 /* A file that replaces dir/name whole: it is written under a temporary name beside it and
  * renamed over it once complete and on disk, so a crash leaves the old file or the new one,
  * never part of one. Opens the temporary file for writing: its path goes to tmp and the final
- * one to final (cap bytes each). The descriptor, or -1 (err says why). */
-int scn_file_replace_open(const char *dir, const char *name, char *tmp, char *final, size_t cap,
+ * one to final. The descriptor, or -1 (err says why). */
+int scn_file_replace_open(const char *dir, const char *name, scn_path *tmp, scn_path *final,
                           char *err, size_t errlen);
 
 /* Ends a file opened by scn_file_replace_open: writes header (its place at offset 0 was left

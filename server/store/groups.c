@@ -4,6 +4,7 @@
 #include "ops/log.h"
 #include "store/files.h"
 #include "store/history_file.h"
+#include "store/journal_writer.h"
 #include "store/persist.h"
 
 #include <dirent.h>
@@ -18,25 +19,23 @@
 /* A group this daemon owns, or the node's own entities (name ""). */
 typedef struct gs_part {
   char name[SCN_NAME_MAX + 1];
-  char dir[4400]; /* the epoch directory (a group) or the node's directory */
-  uint64_t epoch, gen;
-  int journal_fd;
-  scn_buf pending;
-  uint64_t unsynced, changes;
-  uint64_t stamp; /* the command that last wrote to it (gs->stamp) */
-  uint32_t home;  /* the entity home tag of what it made (the node's part: 0) */
+  scn_path dir; /* the epoch directory (a group) or the node's directory */
+  uint64_t epoch;
+  scn_jwriter journal;
+  uint64_t changes; /* records since its last snapshot */
+  uint64_t stamp;   /* the command that last wrote to it (gs->stamp) */
+  uint32_t home;    /* the entity home tag of what it made (the node's part: 0) */
 } gs_part;
 
 typedef struct gs_stats {
-  uint64_t journal_records, journal_bytes, fsyncs, snapshots, snapshot_failures, loads;
+  uint64_t snapshots, snapshot_failures, loads;
   uint64_t held_back; /* commits the fence did not allow */
 } gs_stats;
 
 struct scn_gstore {
   scn_server *srv;
   scn_hooks hooks;
-  char data[4096];
-  char groups_dir[4200];
+  scn_path data, groups_dir;
   int lock_fd;
   gs_part node;
   gs_part **parts; /* the groups held */
@@ -47,12 +46,12 @@ struct scn_gstore {
   void *replay_ud;
   scn_fence_fn may_write;
   void *fence_ud;
-  scn_buf line;       /* a journal line with the created ids */
   uint64_t stamp;     /* moves on with each command journaled to several parts */
   uint32_t next_home; /* the home tag the next group acquired gets */
   uv_timer_t fsync_timer, autosave_timer;
   int open_timers;
   bool started;
+  scn_journal_stats journal_stats; /* of every part's journal */
   gs_stats stats;
 };
 
@@ -75,27 +74,20 @@ static gs_part *find(scn_gstore *gs, const char *group) {
   return NULL;
 }
 
+static void part_init(scn_gstore *gs, gs_part *p) {
+  scn_jwriter_init(&p->journal, gs->srv->loop, gs->srv->cfg.fsync, &gs->journal_stats);
+}
+
 /* ---- the journal ------------------------------------------------------------------------- */
 
 static void commit_part(scn_gstore *gs, gs_part *p) {
-  if (p->pending.len == 0 || p->journal_fd < 0)
+  if (!scn_jwriter_pending(&p->journal) || p->journal.fd < 0)
     return;
   if (!allowed(gs, p)) {
     gs->stats.held_back++;
     return; /* kept: written once the fence allows, dropped if the group goes */
   }
-  if (scn_journal_write_all(p->journal_fd, p->pending.data, p->pending.len) == 0) {
-    gs->stats.journal_bytes += p->pending.len;
-    p->unsynced += p->pending.len;
-  }
-  p->pending.len = 0;
-  if (gs->srv->cfg.fsync == SCN_FSYNC_ALWAYS && p->unsynced) {
-    if (fdatasync(p->journal_fd) != 0)
-      scn_log(SCN_LOG_ERROR, "journal fsync failed", "dir=%s error=\"%s\"", p->dir,
-              strerror(errno));
-    p->unsynced = 0;
-    gs->stats.fsyncs++;
-  }
+  scn_jwriter_commit(&p->journal);
 }
 
 static void commit_all(scn_gstore *gs) {
@@ -103,20 +95,19 @@ static void commit_all(scn_gstore *gs) {
     return;
   size_t left = 0;
   commit_part(gs, &gs->node);
-  left += gs->node.pending.len > 0;
+  left += scn_jwriter_pending(&gs->node.journal);
   for (size_t i = 0; i < gs->nparts; i++) {
     commit_part(gs, gs->parts[i]);
-    left += gs->parts[i]->pending.len > 0;
+    left += scn_jwriter_pending(&gs->parts[i]->journal);
   }
   gs->npending = left;
 }
 
 static void append(scn_gstore *gs, gs_part *p, const scn_done *d) {
-  if (p->pending.len == 0)
+  if (!scn_jwriter_pending(&p->journal))
     gs->npending++;
-  scn_journal_encode_command(&p->pending, &gs->line, d->line, d->len, d->created, d->ncreated);
+  scn_jwriter_append(&p->journal, d->line, d->len, d->created, d->ncreated);
   p->changes++;
-  gs->stats.journal_records++;
 }
 
 static void after_command(void *ud, const scn_done *d) {
@@ -163,19 +154,12 @@ static void after_command(void *ud, const scn_done *d) {
 
 static void before_flush(void *ud) { commit_all(ud); }
 
-/* everysec: one fsync per group with unsynced records (on the loop: a cluster's journals are
- * small per group, and the fd must not close under a thread). */
+/* everysec: an fsync of every journal with unsynced records, on the thread pool. */
 static void on_fsync_timer(uv_timer_t *t) {
   scn_gstore *gs = t->data;
   commit_all(gs);
-  for (size_t i = 0; i <= gs->nparts; i++) {
-    gs_part *p = i < gs->nparts ? gs->parts[i] : &gs->node;
-    if (p->unsynced && p->journal_fd >= 0) {
-      fdatasync(p->journal_fd);
-      p->unsynced = 0;
-      gs->stats.fsyncs++;
-    }
-  }
+  for (size_t i = 0; i <= gs->nparts; i++)
+    scn_jwriter_fsync_later(i < gs->nparts ? &gs->parts[i]->journal : &gs->node.journal);
 }
 
 /* ---- snapshots --------------------------------------------------------------------------- */
@@ -191,34 +175,29 @@ static int save_part(scn_gstore *gs, gs_part *p, uint64_t *bytes) {
   return write_snapshot(gs, p, bytes);
 }
 
-/* The snapshot itself (the caller asked the fence, or writes where nobody reads yet). */
+/* The snapshot itself (the caller asked the fence, or writes where nobody reads yet). It
+ * covers every record written so far: the journal before it needs no fsync of its own (under
+ * everysec it gets one anyway, off the loop, as it is let go). */
 static int write_snapshot(scn_gstore *gs, gs_part *p, uint64_t *bytes) {
   commit_part(gs, p);
-  if (p->journal_fd >= 0 && p->unsynced) {
-    fdatasync(p->journal_fd);
-    p->unsynced = 0;
-  }
-  uint64_t gen = p->gen + 1;
-  int fd = scn_journal_open(p->dir, gen);
+  uint64_t gen = p->journal.gen + 1;
+  int fd = scn_journal_open(p->dir.s, gen);
   if (fd < 0)
     return -1;
-  char err[4600];
+  char err[SCN_PATH_MSG_MAX];
   scn_snapshot_part part = {p->name[0] ? p->name : NULL, p->epoch, p->home};
-  if (scn_snapshot_write_part(gs->srv->scene, &part, gen, p->dir, bytes, err, sizeof err) != 0) {
+  if (scn_snapshot_write_part(gs->srv->scene, &part, gen, p->dir.s, bytes, err, sizeof err) != 0) {
     close(fd);
-    char path[4600];
-    scn_journal_path(p->dir, gen, path, sizeof path);
-    unlink(path);
+    scn_path path;
+    if (scn_journal_path(&path, p->dir.s, gen))
+      unlink(path.s);
     gs->stats.snapshot_failures++;
-    scn_log(SCN_LOG_ERROR, "snapshot failed", "dir=%s error=\"%s\"", p->dir, err);
+    scn_log(SCN_LOG_ERROR, "snapshot failed", "dir=%s error=\"%s\"", p->dir.s, err);
     return -1;
   }
-  if (p->journal_fd >= 0)
-    close(p->journal_fd);
-  p->journal_fd = fd;
-  p->gen = gen;
+  scn_jwriter_switch(&p->journal, fd, gen);
   p->changes = 0;
-  scn_journal_remove_before(p->dir, gen);
+  scn_journal_remove_before(p->dir.s, gen);
   gs->stats.snapshots++;
   return 0;
 }
@@ -237,13 +216,9 @@ int scn_gstore_checkpoint(scn_gstore *gs, const char *group, uint64_t *bytes) {
   if (p->changes > SCN_GSTORE_REPLAY_CHEAP)
     return save_part(gs, p, bytes);
   commit_part(gs, p);
-  if (p->journal_fd >= 0 && p->unsynced) {
-    if (fdatasync(p->journal_fd) != 0)
-      return -1;
-    p->unsynced = 0;
-    gs->stats.fsyncs++;
-  }
-  return p->pending.len ? -1 : 0;
+  if (scn_jwriter_fsync(&p->journal) != 0)
+    return -1;
+  return scn_jwriter_pending(&p->journal) ? -1 : 0;
 }
 
 int scn_gstore_write_history(scn_gstore *gs, const char *group, uint64_t *bytes) {
@@ -251,8 +226,8 @@ int scn_gstore_write_history(scn_gstore *gs, const char *group, uint64_t *bytes)
   *bytes = 0;
   if (!p || !allowed(gs, p))
     return -1;
-  char err[4600];
-  if (scn_history_file_write(gs->srv->scene, group, p->epoch, p->dir, bytes, err, sizeof err) !=
+  char err[SCN_PATH_MSG_MAX];
+  if (scn_history_file_write(gs->srv->scene, group, p->epoch, p->dir.s, bytes, err, sizeof err) !=
       0) {
     scn_log(SCN_LOG_ERROR, "cannot write the history a move hands over", "group=%s error=\"%s\"",
             group, err);
@@ -264,7 +239,7 @@ int scn_gstore_write_history(scn_gstore *gs, const char *group, uint64_t *bytes)
 void scn_gstore_drop_history(scn_gstore *gs, const char *group) {
   gs_part *p = find(gs, group);
   if (p)
-    scn_history_file_remove(p->dir);
+    scn_history_file_remove(p->dir.s);
 }
 
 int scn_gstore_save_all(scn_gstore *gs, uint64_t *bytes) {
@@ -300,9 +275,9 @@ static void remove_dir(const char *path) {
   while (d && (de = readdir(d))) {
     if (de->d_name[0] == '.')
       continue;
-    char file[5000];
-    snprintf(file, sizeof file, "%s/%s", path, de->d_name);
-    unlink(file);
+    scn_path file;
+    if (scn_path_join(&file, path, de->d_name))
+      unlink(file.s);
   }
   if (d)
     closedir(d);
@@ -319,16 +294,16 @@ static void each_epoch(const char *gdir, void (*fn)(void *ud, const char *dir, u
     char tail;
     if (sscanf(de->d_name, "epoch.%llu%c", &e, &tail) != 1)
       continue;
-    char dir[4600];
-    snprintf(dir, sizeof dir, "%s/%s", gdir, de->d_name);
-    fn(ud, dir, e);
+    scn_path dir;
+    if (scn_path_join(&dir, gdir, de->d_name))
+      fn(ud, dir.s, e);
   }
   if (d)
     closedir(d);
 }
 
 typedef struct newest {
-  char dir[4600];
+  scn_path dir;
   uint64_t epoch;
   bool found;
 } newest;
@@ -336,7 +311,7 @@ typedef struct newest {
 static void find_newest(void *ud, const char *dir, uint64_t epoch) {
   newest *n = ud;
   if (!n->found || epoch > n->epoch) {
-    snprintf(n->dir, sizeof n->dir, "%s", dir);
+    scn_path_fmt(&n->dir, "%s", dir);
     n->epoch = epoch;
     n->found = true;
   }
@@ -367,27 +342,24 @@ static bool carry_line(void *ud, const char *line, size_t len) {
  * snapshot never changes once renamed into place; a stale owner can only rename another over
  * its own directory's name), and the records replayed after it, copied into the journal the
  * snapshot continues in. true when that worked; otherwise the caller writes a snapshot. */
-static bool carry_over(gs_part *p, const char *old_dir, const scn_chain *chain,
+static bool carry_over(scn_gstore *gs, gs_part *p, const char *old_dir, const scn_chain *chain,
                        const scn_buf *records) {
   if (!chain->snapshot || chain->info.damaged)
     return false;
   uint64_t gen = chain->info.journal_gen;
-  char from[4700], to[4700], journal[4700];
-  snprintf(from, sizeof from, "%s/snapshot.scn", old_dir);
-  snprintf(to, sizeof to, "%s/snapshot.scn", p->dir);
-  scn_journal_path(p->dir, gen, journal, sizeof journal);
-  int fd = scn_journal_open(p->dir, gen);
-  if (fd < 0)
+  scn_path from, to, journal;
+  if (!scn_path_join(&from, old_dir, "snapshot.scn") ||
+      !scn_path_join(&to, p->dir.s, "snapshot.scn") || !scn_journal_path(&journal, p->dir.s, gen))
     return false;
   /* As for every snapshot, the journal it continues in exists (and is on disk) before it. */
-  if ((records->len && scn_journal_write_all(fd, records->data, records->len) != 0) ||
-      fdatasync(fd) != 0 || link(from, to) != 0) {
-    close(fd);
-    unlink(journal);
+  if (scn_jwriter_start(&p->journal, p->dir.s, gen, records) != 0)
+    return false;
+  if (link(from.s, to.s) != 0) {
+    scn_jwriter_close(&p->journal);
+    part_init(gs, p);
+    unlink(journal.s);
     return false;
   }
-  p->journal_fd = fd;
-  p->gen = gen;
   p->changes = records->len > 0; /* the next autosave folds them in */
   return true;
 }
@@ -416,12 +388,15 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, bool m
     snprintf(err, errlen, "group %s is held already", group);
     return -1;
   }
-  char gdir[4300];
-  snprintf(gdir, sizeof gdir, "%s/%s", gs->groups_dir, group);
+  scn_path gdir;
+  if (!scn_path_join(&gdir, gs->groups_dir.s, group)) {
+    snprintf(err, errlen, "the data directory's path is too long");
+    return -1;
+  }
   newest n = {0};
-  each_epoch(gdir, find_newest, &n);
+  each_epoch(gdir.s, find_newest, &n);
   if (n.found && n.epoch >= epoch) {
-    snprintf(err, errlen, "%s was written by a newer owner (epoch %llu >= %llu)", n.dir,
+    snprintf(err, errlen, "%s was written by a newer owner (epoch %llu >= %llu)", n.dir.s,
              (unsigned long long)n.epoch, (unsigned long long)epoch);
     return -1;
   }
@@ -432,7 +407,7 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, bool m
   uint32_t home = gs->next_home++;
   scn_entity_home_default(srv->scene, home);
   scn_entity_revived_clear(srv->scene);
-  int loaded = n.found ? scn__load_chain(&srv->scene, n.dir, srv->cfg.recover, false, carry_line,
+  int loaded = n.found ? scn__load_chain(&srv->scene, n.dir.s, srv->cfg.recover, false, carry_line,
                                          &c, &chain, err, errlen)
                        : 0;
   scn_entity_home_default(srv->scene, 0);
@@ -445,7 +420,7 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, bool m
    * froze, which its file describes. A takeover or a restart starts them over. */
   scn_history_load hist = {0};
   bool hist_read =
-      moved_in && n.found && scn_history_file_load(srv->scene, group, n.epoch, n.dir, &hist) > 0;
+      moved_in && n.found && scn_history_file_load(srv->scene, group, n.epoch, n.dir.s, &hist) > 0;
   gs_part *p = calloc(1, sizeof *p);
   gs_part **parts = p ? scn_array_grow(gs->parts, &gs->cap, sizeof *parts, gs->nparts + 1) : NULL;
   if (!parts || c.records.failed) {
@@ -456,42 +431,42 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, bool m
   }
   gs->parts = parts;
   snprintf(p->name, sizeof p->name, "%s", group);
+  part_init(gs, p);
   p->home = home;
   /* The new epoch's directory is made under a temporary name and renamed once complete, so a
    * daemon that looks for the newest epoch never finds a half-written one. What goes in is a
    * copy of what is durable already, so it needs no fence; the fence guards what follows. */
-  char final[4380];
-  snprintf(final, sizeof final, "%s/epoch.%llu", gdir, (unsigned long long)epoch);
-  snprintf(p->dir, sizeof p->dir, "%s.tmp", final);
+  scn_path final;
+  scn_path_fmt(&final, "%s/epoch.%llu", gdir.s, (unsigned long long)epoch);
+  scn_path_fmt(&p->dir, "%s.tmp", final.s);
   p->epoch = epoch;
-  p->journal_fd = -1;
-  remove_dir(p->dir);
-  if (mkdir_one(gdir) != 0 || mkdir_one(p->dir) != 0) {
-    snprintf(err, errlen, "cannot create %s: %s", p->dir, strerror(errno));
+  remove_dir(p->dir.s);
+  if (mkdir_one(gdir.s) != 0 || mkdir_one(p->dir.s) != 0) {
+    snprintf(err, errlen, "cannot create %s: %s", p->dir.s, strerror(errno));
     free(p);
     scn_buf_free(&c.records);
     return -1;
   }
   gs->parts[gs->nparts++] = p;
   uint64_t bytes = 0;
-  bool carried = n.found && carry_over(p, n.dir, &chain, &c.records);
+  bool carried = n.found && carry_over(gs, p, n.dir.s, &chain, &c.records);
   scn_buf_free(&c.records);
-  if ((!carried && write_snapshot(gs, p, &bytes) != 0) || scn_fsync_dir(p->dir) != 0 ||
-      rename(p->dir, final) != 0) {
-    snprintf(err, errlen, "cannot start epoch %llu in %s: %s", (unsigned long long)epoch, final,
+  if ((!carried && write_snapshot(gs, p, &bytes) != 0) || scn_fsync_dir(p->dir.s) != 0 ||
+      rename(p->dir.s, final.s) != 0) {
+    snprintf(err, errlen, "cannot start epoch %llu in %s: %s", (unsigned long long)epoch, final.s,
              strerror(errno));
-    remove_dir(p->dir);
+    remove_dir(p->dir.s);
     scn_gstore_release(gs, group);
     return -1;
   }
-  snprintf(p->dir, sizeof p->dir, "%s", final);
-  scn_fsync_dir(gdir);
-  each_epoch(gdir, remove_older, &(older){epoch});
+  p->dir = final;
+  scn_fsync_dir(gdir.s);
+  each_epoch(gdir.s, remove_older, &(older){epoch});
   gs->stats.loads++;
   scn_log(SCN_LOG_INFO, "group loaded",
           "group=%s epoch=%llu from=\"%s\" replayed=%llu start=%s snapshot_bytes=%llu ms=%.1f "
           "ticks=%s histories=%u history_versions=%llu histories_dropped=%u",
-          group, (unsigned long long)epoch, n.found ? n.dir : "(new)",
+          group, (unsigned long long)epoch, n.found ? n.dir.s : "(new)",
           (unsigned long long)chain.replayed, carried ? "carried-over" : "snapshot",
           (unsigned long long)bytes, (double)(uv_hrtime() - t0) / 1e6,
           hist_read  ? "moved"
@@ -506,11 +481,9 @@ void scn_gstore_release(scn_gstore *gs, const char *group) {
     gs_part *p = gs->parts[i];
     if (strcmp(p->name, group) != 0)
       continue;
-    if (p->journal_fd >= 0)
-      close(p->journal_fd);
-    if (p->pending.len)
+    if (scn_jwriter_pending(&p->journal))
       gs->npending--;
-    scn_buf_free(&p->pending);
+    scn_jwriter_close(&p->journal);
     free(p);
     gs->parts[i] = gs->parts[--gs->nparts];
     gs->last = 0;
@@ -528,15 +501,15 @@ bool scn_gstore_holds(const scn_gstore *gs, const char *group) {
 }
 
 bool scn_gstore_on_disk(const scn_gstore *gs, const char *group) {
-  char gdir[4300];
+  scn_path gdir;
   struct stat st;
-  snprintf(gdir, sizeof gdir, "%s/%s", gs->groups_dir, group);
-  return stat(gdir, &st) == 0 && S_ISDIR(st.st_mode);
+  return scn_path_join(&gdir, gs->groups_dir.s, group) && stat(gdir.s, &st) == 0 &&
+         S_ISDIR(st.st_mode);
 }
 
 void scn_gstore_each_on_disk(const scn_gstore *gs, void (*fn)(void *ud, const char *group),
                              void *ud) {
-  DIR *d = opendir(gs->groups_dir);
+  DIR *d = opendir(gs->groups_dir.s);
   struct dirent *de;
   while (d && (de = readdir(d)))
     if (de->d_name[0] != '.' && scn_world_name_valid(de->d_name, strlen(de->d_name)) &&
@@ -546,15 +519,15 @@ void scn_gstore_each_on_disk(const scn_gstore *gs, void (*fn)(void *ud, const ch
     closedir(d);
 }
 
-const char *scn_gstore_dir(const scn_gstore *gs) { return gs->data; }
+const char *scn_gstore_dir(const scn_gstore *gs) { return gs->data.s; }
 
 /* ---- the standalone layout, split into groups --------------------------------------------- */
 
 bool scn_gstore_has_old_layout(const scn_gstore *gs) {
-  char path[4200];
-  snprintf(path, sizeof path, "%s/snapshot.scn", gs->data);
+  scn_path path;
   uint64_t gens[1];
-  return access(path, F_OK) == 0 || scn_journal_list(gs->data, gens, 1) > 0;
+  return (scn_path_join(&path, gs->data.s, "snapshot.scn") && access(path.s, F_OK) == 0) ||
+         scn_journal_list(gs->data.s, gens, 1) > 0;
 }
 
 int scn_gstore_migrate(scn_gstore *gs, uint32_t *max_slot, char *err, size_t errlen) {
@@ -568,24 +541,25 @@ int scn_gstore_migrate(scn_gstore *gs, uint32_t *max_slot, char *err, size_t err
   /* The old data is replayed into a scene of its own (the dispatcher runs on srv->scene). */
   scn_server_swap_scene(srv, old);
   scn_chain chain;
-  int rc = scn__load_chain(&srv->scene, gs->data, srv->cfg.recover, false, gs->replay,
+  int rc = scn__load_chain(&srv->scene, gs->data.s, srv->cfg.recover, false, gs->replay,
                            gs->replay_ud, &chain, err, errlen);
   old = scn_server_swap_scene(srv, live);
   *max_slot = scn_entity_slot_count(old);
   for (size_t i = 0; rc == 0 && i < scn_world_count(old); i++) {
-    char group[SCN_NAME_MAX + 1], gdir[4400], dir[4500];
+    char group[SCN_NAME_MAX + 1];
     scn_group_of(scn_world_name(scn_world_at(old, i)), group);
-    snprintf(gdir, sizeof gdir, "%s/%s", gs->groups_dir, group);
-    snprintf(dir, sizeof dir, "%s/epoch.0", gdir);
-    if (access(dir, F_OK) == 0)
+    scn_path gdir, dir;
+    scn_path_join(&gdir, gs->groups_dir.s, group);
+    scn_path_join(&dir, gdir.s, "epoch.0");
+    if (access(dir.s, F_OK) == 0)
       continue; /* written for an earlier world of the group */
     uint64_t bytes;
     int fd = -1;
     scn_snapshot_part part = {group, 0, SCN_HOME_NONE}; /* (the old layout had no homes) */
-    if (mkdir_one(gdir) != 0 || mkdir_one(dir) != 0 || (fd = scn_journal_open(dir, 1)) < 0 ||
-        scn_snapshot_write_part(old, &part, 1, dir, &bytes, err, errlen) != 0) {
+    if (mkdir_one(gdir.s) != 0 || mkdir_one(dir.s) != 0 || (fd = scn_journal_open(dir.s, 1)) < 0 ||
+        scn_snapshot_write_part(old, &part, 1, dir.s, &bytes, err, errlen) != 0) {
       if (fd < 0)
-        snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+        snprintf(err, errlen, "cannot create %s: %s", dir.s, strerror(errno));
       rc = -1;
     }
     if (fd >= 0)
@@ -606,29 +580,29 @@ int scn_gstore_migrate(scn_gstore *gs, uint32_t *max_slot, char *err, size_t err
       snprintf(err, errlen, "cannot write the node's snapshot");
   }
   if (rc == 0) {
-    char moved[4200], from[4200], to[4300];
-    snprintf(moved, sizeof moved, "%s/migrated", gs->data);
-    mkdir_one(moved);
-    snprintf(from, sizeof from, "%s/snapshot.scn", gs->data);
-    snprintf(to, sizeof to, "%s/snapshot.scn", moved);
-    if (access(from, F_OK) == 0 && rename(from, to) != 0)
+    scn_path moved, from, to;
+    scn_path_join(&moved, gs->data.s, "migrated");
+    mkdir_one(moved.s);
+    scn_path_join(&from, gs->data.s, "snapshot.scn");
+    scn_path_join(&to, moved.s, "snapshot.scn");
+    if (access(from.s, F_OK) == 0 && rename(from.s, to.s) != 0)
       rc = -1;
     uint64_t gens[4096];
-    size_t n = scn_journal_list(gs->data, gens, 4096);
+    size_t n = scn_journal_list(gs->data.s, gens, 4096);
     for (size_t i = 0; rc == 0 && i < n; i++) {
-      scn_journal_path(gs->data, gens[i], from, sizeof from);
-      scn_journal_path(moved, gens[i], to, sizeof to);
-      if (rename(from, to) != 0)
+      scn_journal_path(&from, gs->data.s, gens[i]);
+      scn_journal_path(&to, moved.s, gens[i]);
+      if (rename(from.s, to.s) != 0)
         rc = -1;
     }
-    scn_fsync_dir(gs->data);
+    scn_fsync_dir(gs->data.s);
     if (rc != 0)
-      snprintf(err, errlen, "cannot move the old files to %s: %s", moved, strerror(errno));
+      snprintf(err, errlen, "cannot move the old files to %s: %s", moved.s, strerror(errno));
   }
   if (rc == 0)
     scn_log(SCN_LOG_INFO, "migrated the standalone layout into groups",
             "worlds=%zu entities=%zu moved_to=%s/migrated", scn_world_count(old),
-            scn_entity_count(old), gs->data);
+            scn_entity_count(old), gs->data.s);
   scn_scene_free(old);
   return rc;
 }
@@ -638,11 +612,12 @@ int scn_gstore_migrate(scn_gstore *gs, uint32_t *max_slot, char *err, size_t err
 static void collect_stats(void *ud, scn_metrics_sink *k) {
   scn_gstore *gs = ud;
   const gs_stats *s = &gs->stats;
+  const scn_journal_stats *j = &gs->journal_stats;
   scn_metric(k, "journal_records_total", "counter", "Mutating commands written to the journals.",
-             (double)s->journal_records);
+             (double)j->records);
   scn_metric(k, "journal_bytes_total", "counter", "Bytes written to the journals.",
-             (double)s->journal_bytes);
-  scn_metric(k, "journal_fsyncs_total", "counter", "fsyncs of the journals.", (double)s->fsyncs);
+             (double)j->bytes);
+  scn_metric(k, "journal_fsyncs_total", "counter", "fsyncs of the journals.", (double)j->fsyncs);
   scn_metric(k, "journal_held_back_total", "counter",
              "Journal commits held back because this daemon may have lost the group.",
              (double)s->held_back);
@@ -671,36 +646,35 @@ scn_gstore *scn_gstore_open(scn_server *srv, const char *node, scn_replay_fn rep
   gs->replay = replay;
   gs->replay_ud = replay_ud;
   gs->lock_fd = -1;
-  gs->node.journal_fd = -1;
+  part_init(gs, &gs->node);
   gs->next_home = 1;
-  snprintf(gs->data, sizeof gs->data, "%s", srv->cfg.data_dir);
-  snprintf(gs->groups_dir, sizeof gs->groups_dir, "%s/groups", gs->data);
-  char nodes[4200];
-  snprintf(nodes, sizeof nodes, "%s/nodes", gs->data);
-  snprintf(gs->node.dir, sizeof gs->node.dir, "%s/%s", nodes, node);
+  scn_path nodes;
+  bool fits = scn_path_fmt(&gs->data, "%s", srv->cfg.data_dir) &&
+              scn_path_join(&gs->groups_dir, gs->data.s, "groups") &&
+              scn_path_join(&nodes, gs->data.s, "nodes") &&
+              scn_path_join(&gs->node.dir, nodes.s, node);
   *rc = 2;
-  if (mkdir_one(gs->data) != 0 || mkdir_one(gs->groups_dir) != 0 || mkdir_one(nodes) != 0) {
-    fprintf(stderr, "scened: data directory %s is unusable: %s\n", gs->data, strerror(errno));
-  } else if ((*rc = scn__usable_dir(gs->node.dir, &gs->lock_fd, ".scened-lock")) == 0) {
+  if (!fits || mkdir_one(gs->data.s) != 0 || mkdir_one(gs->groups_dir.s) != 0 ||
+      mkdir_one(nodes.s) != 0) {
+    fprintf(stderr, "scened: data directory %s is unusable: %s\n", srv->cfg.data_dir,
+            strerror(errno));
+  } else if ((*rc = scn__usable_dir(gs->node.dir.s, &gs->lock_fd, ".scened-lock")) == 0) {
     scn_chain chain;
-    char msg[4600];
-    *rc = scn__load_chain(&srv->scene, gs->node.dir, srv->cfg.recover, false, replay, replay_ud,
+    char msg[SCN_PATH_MSG_MAX];
+    *rc = scn__load_chain(&srv->scene, gs->node.dir.s, srv->cfg.recover, false, replay, replay_ud,
                           &chain, msg, sizeof msg);
     if (*rc != 0) {
       fprintf(stderr, "scened: %s\n", msg);
     } else {
-      gs->node.gen = chain.gen;
-      gs->node.journal_fd = scn_journal_open(gs->node.dir, gs->node.gen);
-      *rc = gs->node.journal_fd < 0 ? 2 : 0;
-      scn_log(SCN_LOG_INFO, "node data loaded", "dir=%s entities=%zu replayed=%llu", gs->node.dir,
+      *rc = scn_jwriter_open(&gs->node.journal, gs->node.dir.s, chain.gen) != 0 ? 2 : 0;
+      scn_log(SCN_LOG_INFO, "node data loaded", "dir=%s entities=%zu replayed=%llu", gs->node.dir.s,
               scn_entity_count(srv->scene), (unsigned long long)chain.replayed);
     }
   }
   if (*rc != 0) {
     if (gs->lock_fd >= 0)
       close(gs->lock_fd);
-    if (gs->node.journal_fd >= 0)
-      close(gs->node.journal_fd);
+    scn_jwriter_close(&gs->node.journal);
     free(gs);
     return NULL;
   }
@@ -743,20 +717,16 @@ void scn_gstore_close(scn_gstore *gs) {
   uint64_t bytes;
   if (save_part(gs, &gs->node, &bytes) != 0)
     scn_log(SCN_LOG_ERROR, "the node's final snapshot failed; its journal keeps every change",
-            "dir=%s", gs->node.dir);
+            "dir=%s", gs->node.dir.s);
+  /* what was written is synced; what the fence held back goes */
   while (gs->nparts) {
     gs_part *p = gs->parts[0];
-    if (p->unsynced && p->journal_fd >= 0)
-      fdatasync(p->journal_fd);
+    scn_jwriter_fsync(&p->journal);
     scn_gstore_release(gs, p->name);
   }
   free(gs->parts);
-  if (gs->node.journal_fd >= 0) {
-    fdatasync(gs->node.journal_fd);
-    close(gs->node.journal_fd);
-  }
-  scn_buf_free(&gs->node.pending);
-  scn_buf_free(&gs->line);
+  scn_jwriter_fsync(&gs->node.journal);
+  scn_jwriter_close(&gs->node.journal);
   if (gs->lock_fd >= 0)
     close(gs->lock_fd);
   if (!gs->started) {

@@ -148,13 +148,13 @@ static bool put_world(hwriter *w, scn_world *world) {
 
 int scn_history_file_write(scn_scene *scene, const char *group, uint64_t epoch, const char *dir,
                            uint64_t *bytes, char *err, size_t errlen) {
-  char tmp[4200], final[4200];
+  scn_path tmp, final;
   hwriter *w = calloc(1, sizeof *w);
   if (!w) {
     snprintf(err, errlen, "out of memory writing %s/%s", dir, SCN_HISTORY_FILE);
     return -1;
   }
-  w->fd = scn_file_replace_open(dir, SCN_HISTORY_FILE, tmp, final, sizeof tmp, err, errlen);
+  w->fd = scn_file_replace_open(dir, SCN_HISTORY_FILE, &tmp, &final, err, errlen);
   if (w->fd < 0) {
     free(w);
     return -1;
@@ -178,8 +178,8 @@ int scn_history_file_write(scn_scene *scene, const char *group, uint64_t epoch, 
   u32_at(header + 24, worlds);
   u32_at(header + 12, scn_file_header_crc(header, HEADER_BYTES));
   uint64_t size = w->pos;
-  int rc = scn_file_replace_finish(w->fd, w->failed, header, sizeof header, tmp, final, dir, err,
-                                   errlen);
+  int rc = scn_file_replace_finish(w->fd, w->failed, header, sizeof header, tmp.s, final.s, dir,
+                                   err, errlen);
   free(w);
   if (rc != 0)
     return -1;
@@ -188,9 +188,8 @@ int scn_history_file_write(scn_scene *scene, const char *group, uint64_t epoch, 
 }
 
 void scn_history_file_remove(const char *dir) {
-  char path[4200];
-  snprintf(path, sizeof path, "%s/%s", dir, SCN_HISTORY_FILE);
-  if (unlink(path) == 0)
+  scn_path path;
+  if (scn_path_join(&path, dir, SCN_HISTORY_FILE) && unlink(path.s) == 0)
     scn_fsync_dir(dir);
 }
 
@@ -329,11 +328,12 @@ static bool load_section(FILE *f, const char *path, scn_scene *scene, const char
 
 int scn_history_file_load(scn_scene *scene, const char *group, uint64_t epoch, const char *dir,
                           scn_history_load *out) {
-  char path[4200], err[4400];
-  snprintf(path, sizeof path, "%s/%s", dir, SCN_HISTORY_FILE);
+  scn_path path;
+  char err[SCN_PATH_MSG_MAX];
+  scn_path_join(&path, dir, SCN_HISTORY_FILE);
   memset(out, 0, sizeof *out);
   bool absent;
-  FILE *f = scn_file_open(path, &absent, err, sizeof err);
+  FILE *f = scn_file_open(path.s, &absent, err, sizeof err);
   if (!f) {
     if (!absent)
       scn_log(SCN_LOG_WARN, "move: cannot read the history file; every world starts over",
@@ -352,10 +352,10 @@ int scn_history_file_load(scn_scene *scene, const char *group, uint64_t epoch, c
     bad = "written in another epoch";
   if (bad) {
     scn_log(SCN_LOG_WARN, "move: the history file is not usable; every world starts over",
-            "path=%s reason=\"%s\"", path, bad);
+            "path=%s reason=\"%s\"", path.s, bad);
   } else {
     uint32_t worlds = u32_of(h + 24);
-    for (uint32_t i = 0; i < worlds && load_section(f, path, scene, group, out); i++)
+    for (uint32_t i = 0; i < worlds && load_section(f, path.s, scene, group, out); i++)
       ;
   }
   fclose(f);

@@ -151,17 +151,18 @@ int scn_journal_replay(const char *path, bool recover, scn_replay_fn fn, void *u
 
 /* ---- the journal files of a directory ---------------------------------------------------- */
 
-void scn_journal_path(const char *dir, uint64_t gen, char *out, size_t n) {
-  snprintf(out, n, "%s/journal.%llu.scn", dir, (unsigned long long)gen);
+bool scn_journal_path(scn_path *out, const char *dir, uint64_t gen) {
+  return scn_path_fmt(out, "%s/journal.%llu.scn", dir, (unsigned long long)gen);
 }
 
 int scn_journal_open(const char *dir, uint64_t gen) {
-  char path[4200];
-  scn_journal_path(dir, gen, path, sizeof path);
-  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  scn_path path;
+  int fd = scn_journal_path(&path, dir, gen)
+               ? open(path.s, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)
+               : -1;
   if (fd < 0)
-    scn_log(SCN_LOG_ERROR, "cannot open the journal", "path=%s error=\"%s\"", path,
-            strerror(errno));
+    scn_log(SCN_LOG_ERROR, "cannot open the journal", "dir=%s gen=%llu error=\"%s\"", dir,
+            (unsigned long long)gen, strerror(errno));
   return fd;
 }
 
@@ -192,23 +193,8 @@ void scn_journal_remove_before(const char *dir, uint64_t gen) {
   size_t n = scn_journal_list(dir, gens, 4096);
   for (size_t i = 0; i < n; i++)
     if (gens[i] < gen) {
-      char path[4200];
-      scn_journal_path(dir, gens[i], path, sizeof path);
-      unlink(path);
+      scn_path path;
+      if (scn_journal_path(&path, dir, gens[i]))
+        unlink(path.s);
     }
-}
-
-int scn_journal_write_all(int fd, const char *data, size_t len) {
-  size_t off = 0;
-  while (off < len) {
-    ssize_t n = write(fd, data + off, len - off);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      scn_log(SCN_LOG_ERROR, "journal write failed", "error=\"%s\"", strerror(errno));
-      return -1;
-    }
-    off += (size_t)n;
-  }
-  return 0;
 }

@@ -4,6 +4,7 @@
 #define SCN_JOURNAL_H
 
 #include "buf.h"
+#include "store/path.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -38,14 +39,12 @@ typedef struct scn_journal_scan {
 int scn_journal_replay(const char *path, bool recover, scn_replay_fn fn, void *ud,
                        scn_journal_scan *scan, char *err, size_t errlen);
 
-/* The journal files of a data directory: journal.<gen>.scn. */
-void scn_journal_path(const char *dir, uint64_t gen, char *out, size_t n);
+/* The journal files of a data directory: journal.<gen>.scn (false: the path is too long). */
+bool scn_journal_path(scn_path *out, const char *dir, uint64_t gen);
 /* Opens (creating) generation gen for appending; -1 with the error logged. */
 int scn_journal_open(const char *dir, uint64_t gen);
 /* The generations present, ascending. */
 size_t scn_journal_list(const char *dir, uint64_t *gens, size_t cap);
 void scn_journal_remove_before(const char *dir, uint64_t gen);
-/* Writes len bytes of records to fd; 0, or -1 with the error logged. */
-int scn_journal_write_all(int fd, const char *data, size_t len);
 
 #endif

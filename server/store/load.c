@@ -40,9 +40,9 @@ int scn__usable_dir(const char *dir, int *lock_fd, const char *lock_name) {
     fprintf(stderr, "scened: data directory %s is not a directory\n", dir);
     return 2;
   }
-  char probe[4200];
-  snprintf(probe, sizeof probe, "%s/%s", dir, lock_name);
-  *lock_fd = open(probe, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  scn_path lock;
+  *lock_fd =
+      scn_path_join(&lock, dir, lock_name) ? open(lock.s, O_RDWR | O_CREAT | O_CLOEXEC, 0644) : -1;
   if (*lock_fd < 0) {
     fprintf(stderr, "scened: data directory %s is not writable: %s\n", dir, strerror(errno));
     return 2;
@@ -59,7 +59,7 @@ int scn__usable_dir(const char *dir, int *lock_fd, const char *lock_name) {
 int scn__load_chain(scn_scene **scene, const char *dir, bool recover, bool may_reset,
                     scn_replay_fn replay, void *replay_ud, scn_chain *out, char *msg,
                     size_t msglen) {
-  char err[4400];
+  char err[SCN_PATH_MSG_MAX];
   scn_snapshot_info *info = &out->info;
   memset(out, 0, sizeof *out);
   int loaded = scn_snapshot_load(*scene, dir, recover, info, err, sizeof err);
@@ -91,17 +91,18 @@ int scn__load_chain(scn_scene **scene, const char *dir, bool recover, bool may_r
   /* A snapshot is written only after the journal it continues in exists (even empty), so
    * without that journal the changes after the snapshot are gone. */
   if (loaded > 0 && !info->damaged && info->journal_created) {
-    char path[4200];
-    scn_journal_path(dir, info->journal_gen, path, sizeof path);
-    if (access(path, F_OK) != 0) {
+    scn_path path;
+    scn_journal_path(&path, dir, info->journal_gen);
+    if (access(path.s, F_OK) != 0) {
       if (!recover) {
         snprintf(msg, msglen,
                  "%s: missing (snapshot.scn continues in it; start with --recover to keep what "
                  "is valid)",
-                 path);
+                 path.s);
         return 1;
       }
-      scn_log(SCN_LOG_ERROR, "recover: the journal after the snapshot is missing", "path=%s", path);
+      scn_log(SCN_LOG_ERROR, "recover: the journal after the snapshot is missing", "path=%s",
+              path.s);
     }
   }
   /* The journals to replay must start at the snapshot's generation and have no gap: a journal
@@ -111,7 +112,7 @@ int scn__load_chain(scn_scene **scene, const char *dir, bool recover, bool may_r
     if (gens[i] < info->journal_gen)
       continue;
     if (gens[i] != expect) {
-      char what[4400];
+      char what[SCN_PATH_MSG_MAX];
       if (expect == 0 && loaded == 0)
         snprintf(what, sizeof what, "%s/snapshot.scn: missing, but journal.%llu.scn follows one",
                  dir, (unsigned long long)gens[i]);
@@ -130,8 +131,9 @@ int scn__load_chain(scn_scene **scene, const char *dir, bool recover, bool may_r
   for (size_t i = 0; i < n; i++) {
     if (gens[i] < info->journal_gen)
       continue; /* covered by the snapshot: left over from before it was completed */
-    char path[4200];
-    scn_journal_path(dir, gens[i], path, sizeof path);
+    scn_path journal;
+    scn_journal_path(&journal, dir, gens[i]);
+    const char *path = journal.s;
     scn_journal_scan scan;
     if (scn_journal_replay(path, recover, replay_line, &rp, &scan, err, sizeof err) != 0) {
       snprintf(msg, msglen, "%s (start with --recover to keep what is valid)", err);
@@ -164,27 +166,25 @@ int scn__load_chain(scn_scene **scene, const char *dir, bool recover, bool may_r
 
 int scn__persist_load(scn_persist *p, scn_replay_fn replay, void *replay_ud) {
   scn_server *srv = p->srv;
-  int rc = scn__usable_dir(p->dir, &p->lock_fd, ".scened-lock");
+  int rc = scn__usable_dir(p->dir.s, &p->lock_fd, ".scened-lock");
   if (rc)
     return rc;
   uint64_t t0 = uv_hrtime();
   scn_chain chain;
-  char msg[4600];
-  if (scn__load_chain(&srv->scene, p->dir, srv->cfg.recover, true, replay, replay_ud, &chain, msg,
+  char msg[SCN_PATH_MSG_MAX];
+  if (scn__load_chain(&srv->scene, p->dir.s, srv->cfg.recover, true, replay, replay_ud, &chain, msg,
                       sizeof msg) != 0) {
     fprintf(stderr, "scened: %s\n", msg);
     return 1;
   }
-  p->gen = chain.gen;
   p->stats.replayed = chain.replayed;
-  p->journal_fd = scn__journal_open(p, p->gen);
-  if (p->journal_fd < 0) {
-    fprintf(stderr, "scened: cannot open the journal in %s\n", p->dir);
+  if (scn_jwriter_open(&p->journal, p->dir.s, chain.gen) != 0) {
+    fprintf(stderr, "scened: cannot open the journal in %s\n", p->dir.s);
     return 2;
   }
   scn_log(SCN_LOG_INFO, "data loaded",
-          "dir=%s snapshot=%s worlds=%zu transforms=%zu entities=%zu replayed=%llu ms=%.1f", p->dir,
-          chain.snapshot ? "yes" : "none", scn_world_count(srv->scene),
+          "dir=%s snapshot=%s worlds=%zu transforms=%zu entities=%zu replayed=%llu ms=%.1f",
+          p->dir.s, chain.snapshot ? "yes" : "none", scn_world_count(srv->scene),
           scn_scene_transform_count(srv->scene), scn_entity_count(srv->scene),
           (unsigned long long)p->stats.replayed, (double)(uv_hrtime() - t0) / 1e6);
   return 0;

@@ -1,84 +1,32 @@
-/* The journal's policy: every mutating command that succeeded is appended (after_command
- * hook), written before any reply leaves and fsynced then under "always" (before_flush hook),
- * every second on the thread pool under "everysec", or left to the kernel under "no". */
+/* The journal's hooks: every mutating command that succeeded is appended (after_command),
+ * written before any reply leaves and fsynced then under "always" (before_flush), every second
+ * off the loop under "everysec", or left to the kernel under "no" (journal_writer.h). */
 #include "store/persist_internal.h"
 
 #include "ops/log.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-void scn__journal_path(const scn_persist *p, uint64_t gen, char *out, size_t n) {
-  scn_journal_path(p->dir, gen, out, n);
-}
-
-int scn__journal_open(const scn_persist *p, uint64_t gen) { return scn_journal_open(p->dir, gen); }
-
-size_t scn__journal_list(const scn_persist *p, uint64_t *gens, size_t cap) {
-  return scn_journal_list(p->dir, gens, cap);
-}
-
-void scn__journal_remove_before(const scn_persist *p, uint64_t gen) {
-  scn_journal_remove_before(p->dir, gen);
-}
-
-/* ---- appending ---------------------------------------------------------------------------- */
-
 static void after_command(void *ud, const scn_done *d) {
   scn_persist *p = ud;
   if (!(d->cmd->flags & SCN_CMD_MUTATES))
     return;
-  scn_journal_encode_command(&p->pending, &p->line, d->line, d->len, d->created, d->ncreated);
+  scn_jwriter_append(&p->journal, d->line, d->len, d->created, d->ncreated);
   p->changes++;
-  p->stats.journal_records++;
 }
 
-static bool write_pending(scn_persist *p) {
-  if (scn_journal_write_all(p->journal_fd, p->pending.data, p->pending.len) != 0)
-    return false;
-  p->stats.journal_bytes += p->pending.len;
-  p->unsynced += p->pending.len;
-  p->pending.len = 0;
-  return true;
+static void before_flush(void *ud) {
+  scn_persist *p = ud;
+  scn_jwriter_commit(&p->journal);
 }
 
-void scn__journal_commit(scn_persist *p) {
-  if (p->pending.len == 0 || !write_pending(p))
-    return;
-  if (p->srv->cfg.fsync == SCN_FSYNC_ALWAYS && p->unsynced) {
-    if (fdatasync(p->journal_fd) != 0)
-      scn_log(SCN_LOG_ERROR, "journal fsync failed", "error=\"%s\"", strerror(errno));
-    p->unsynced = 0;
-    p->stats.fsyncs++;
-  }
-}
-
-static void before_flush(void *ud) { scn__journal_commit(ud); }
-
-static void on_fsynced(uv_fs_t *req) {
-  scn_persist *p = req->data;
-  if (req->result < 0)
-    scn_log(SCN_LOG_ERROR, "journal fsync failed", "error=\"%s\"", uv_strerror((int)req->result));
-  uv_fs_req_cleanup(req);
-  p->fsync_inflight = false;
-  p->stats.fsyncs++;
-}
-
-/* everysec: the fsync runs on libuv's thread pool so the loop never waits for the disk. */
 static void on_fsync_timer(uv_timer_t *t) {
   scn_persist *p = t->data;
-  scn__journal_commit(p);
-  if (p->unsynced == 0 || p->fsync_inflight || p->journal_fd < 0)
-    return;
-  p->unsynced = 0;
-  p->fsync_inflight = true;
-  p->fsync_req.data = p;
-  if (uv_fs_fdatasync(p->srv->loop, &p->fsync_req, p->journal_fd, on_fsynced) != 0)
-    p->fsync_inflight = false;
+  scn_jwriter_commit(&p->journal);
+  scn_jwriter_fsync_later(&p->journal);
 }
 
 /* ---- figures ------------------------------------------------------------------------------ */
@@ -86,13 +34,14 @@ static void on_fsync_timer(uv_timer_t *t) {
 static void collect_stats(void *ud, scn_metrics_sink *k) {
   scn_persist *p = ud;
   const persist_stats *s = &p->stats;
+  const scn_journal_stats *j = &p->journal_stats;
   scn_metric(k, "journal_records_total", "counter", "Mutating commands written to the journal.",
-             (double)s->journal_records);
+             (double)j->records);
   scn_metric(k, "journal_bytes_total", "counter", "Bytes written to the journal.",
-             (double)s->journal_bytes);
-  scn_metric(k, "journal_fsyncs_total", "counter", "fsyncs of the journal.", (double)s->fsyncs);
+             (double)j->bytes);
+  scn_metric(k, "journal_fsyncs_total", "counter", "fsyncs of the journal.", (double)j->fsyncs);
   scn_metric(k, "journal_generation", "gauge", "Generation of the journal being written.",
-             (double)p->gen);
+             (double)p->journal.gen);
   scn_metric(k, "journal_replayed_total", "counter", "Journal records replayed at start.",
              (double)s->replayed);
   scn_metric(k, "snapshots_total", "counter", "Snapshots written.", (double)s->snapshots);
@@ -118,16 +67,14 @@ scn_persist *scn_persist_open(scn_server *srv, scn_replay_fn replay, void *repla
     return NULL;
   }
   p->srv = srv;
-  p->journal_fd = p->lock_fd = -1;
-  snprintf(p->dir, sizeof p->dir, "%s", srv->cfg.data_dir);
+  p->lock_fd = -1;
+  scn_jwriter_init(&p->journal, srv->loop, srv->cfg.fsync, &p->journal_stats);
+  scn_path_fmt(&p->dir, "%s", srv->cfg.data_dir);
   *rc = scn__persist_load(p, replay, replay_ud);
   if (*rc != 0) {
-    if (p->journal_fd >= 0)
-      close(p->journal_fd);
+    scn_jwriter_close(&p->journal);
     if (p->lock_fd >= 0)
       close(p->lock_fd);
-    scn_buf_free(&p->pending);
-    scn_buf_free(&p->line);
     free(p);
     return NULL;
   }
@@ -160,19 +107,16 @@ int scn_persist_close(scn_persist *p) {
   scn_server_remove_hooks(p->srv, &p->hooks);
   uv_timer_stop(&p->fsync_timer);
   scn__save_stop(p);
-  scn__journal_commit(p);
-  fdatasync(p->journal_fd);
+  scn_jwriter_commit(&p->journal);
+  scn_jwriter_fsync(&p->journal);
   int rc = scn__save_final(p);
-  close(p->journal_fd);
-  p->journal_fd = -1;
+  scn_jwriter_close(&p->journal);
   while (p->waiters) {
     save_waiter *w = p->waiters;
     p->waiters = w->next;
     free(w->tag);
     free(w);
   }
-  scn_buf_free(&p->pending);
-  scn_buf_free(&p->line);
   if (p->lock_fd >= 0)
     close(p->lock_fd);
   /* the timers' memory is p's: it goes once the loop has closed them */

@@ -3,9 +3,9 @@
  * generation the snapshot does not cover (load.c). A snapshot is written by a forked child from
  * the copy-on-write image of the parent, so the daemon keeps answering while it is written;
  * each snapshot starts a new journal generation, and older journals are deleted once it is
- * safely on disk (save.c). The journal's policy, appending each succeeded mutating command and
- * writing (and fsyncing) before replies leave, is persist.c; it hears of commands and flushes
- * through the server's hooks. */
+ * safely on disk (save.c). persist.c hears of commands and flushes through the server's hooks
+ * and hands each succeeded mutating command to the journal writer (journal_writer.h), which
+ * writes it before replies leave and fsyncs it as --fsync says. */
 #ifndef SCN_PERSIST_H
 #define SCN_PERSIST_H
 

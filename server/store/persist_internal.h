@@ -1,8 +1,9 @@
-/* The persistence module's state, shared by its files: persist.c (journal policy), load.c
+/* The persistence module's state, shared by its files: persist.c (the journal's hooks), load.c
  * (loading and replay) and save.c (snapshots). */
 #ifndef SCN_PERSIST_INTERNAL_H
 #define SCN_PERSIST_INTERNAL_H
 
+#include "store/journal_writer.h"
 #include "store/persist.h"
 
 #include <sys/types.h>
@@ -16,7 +17,7 @@ typedef struct save_waiter {
 } save_waiter;
 
 typedef struct persist_stats {
-  uint64_t journal_records, journal_bytes, fsyncs, replayed;
+  uint64_t replayed;
   uint64_t snapshots, snapshot_failures, last_snapshot_bytes;
   double last_snapshot_seconds, last_snapshot_unix;
 } persist_stats;
@@ -24,13 +25,10 @@ typedef struct persist_stats {
 struct scn_persist {
   scn_server *srv;
   scn_hooks hooks;
-  char dir[4096];
+  scn_path dir;
   int lock_fd;
-  int journal_fd;
-  uint64_t gen; /* generation of the journal being appended to */
-  scn_buf pending;
-  scn_buf line; /* a record's line with the ids its command created */
-  uint64_t unsynced;
+  scn_jwriter journal; /* appends to generation journal.gen */
+  scn_journal_stats journal_stats;
   uint64_t changes; /* mutations since the last snapshot started */
   pid_t child;
   uint64_t child_gen;
@@ -39,20 +37,8 @@ struct scn_persist {
   save_waiter *waiters;
   uv_timer_t fsync_timer, autosave_timer, child_timer;
   int open_timers;
-  uv_fs_t fsync_req;
-  bool fsync_inflight;
   persist_stats stats;
 };
-
-/* persist.c */
-void scn__journal_path(const scn_persist *p, uint64_t gen, char *out, size_t n);
-/* Opens (creating) journal generation gen for appending; -1 with the error logged. */
-int scn__journal_open(const scn_persist *p, uint64_t gen);
-/* Journal generations present, ascending. */
-size_t scn__journal_list(const scn_persist *p, uint64_t *gens, size_t cap);
-void scn__journal_remove_before(const scn_persist *p, uint64_t gen);
-/* Writes the pending records (and fsyncs under "always"). */
-void scn__journal_commit(scn_persist *p);
 
 /* load.c: the directory and its data into the scene; 0, 1 or 2 as scn_persist_open. */
 int scn__persist_load(scn_persist *p, scn_replay_fn replay, void *replay_ud);

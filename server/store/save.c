@@ -24,8 +24,8 @@ static double wall_seconds(void) {
 /* Answers the saves this snapshot satisfies (or all of them, on failure). */
 static void answer_waiters(scn_persist *p, uint64_t covered_gen, bool ok, uint64_t bytes,
                            const char *why) {
-  char path[4200];
-  snprintf(path, sizeof path, "%s/snapshot.scn", p->dir);
+  scn_path path;
+  scn_path_join(&path, p->dir.s, "snapshot.scn");
   /* The answered ones leave the list first: an answer may resume a connection that runs its
    * held requests, which may add a waiter (a pipelined save) while this walks the list. */
   save_waiter *ready = NULL, **tail = &ready;
@@ -46,7 +46,7 @@ static void answer_waiters(scn_persist *p, uint64_t covered_gen, bool ok, uint64
     ready = w->next;
     char msg[256];
     snprintf(msg, sizeof msg, "snapshot failed: %s", why);
-    w->done(w->owner, w->tag, ok, path, bytes, msg);
+    w->done(w->owner, w->tag, ok, path.s, bytes, msg);
     free(w->tag);
     free(w);
   }
@@ -66,16 +66,16 @@ static void on_child_poll(uv_timer_t *t) {
   p->child = 0;
   bool ok = r > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   struct stat st;
-  char path[4200];
-  snprintf(path, sizeof path, "%s/snapshot.scn", p->dir);
-  uint64_t bytes = ok && stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+  scn_path path;
+  scn_path_join(&path, p->dir.s, "snapshot.scn");
+  uint64_t bytes = ok && stat(path.s, &st) == 0 ? (uint64_t)st.st_size : 0;
   if (ok) {
-    scn__journal_remove_before(p, gen);
+    scn_journal_remove_before(p->dir.s, gen);
     p->stats.snapshots++;
     p->stats.last_snapshot_bytes = bytes;
     p->stats.last_snapshot_seconds = secs;
     p->stats.last_snapshot_unix = wall_seconds();
-    scn_log(SCN_LOG_INFO, "snapshot written", "path=%s bytes=%llu seconds=%.3f", path,
+    scn_log(SCN_LOG_INFO, "snapshot written", "path=%s bytes=%llu seconds=%.3f", path.s,
             (unsigned long long)bytes, secs);
   } else {
     p->stats.snapshot_failures++;
@@ -92,9 +92,9 @@ static void on_child_poll(uv_timer_t *t) {
 /* The child holds a copy-on-write image of the scene as of the fork: every command answered
  * so far is in it, and later ones go to the new journal generation. */
 static void start_child(scn_persist *p) {
-  scn__journal_commit(p);
-  uint64_t gen = p->gen + 1;
-  int fd = scn__journal_open(p, gen);
+  scn_jwriter_commit(&p->journal);
+  uint64_t gen = p->journal.gen + 1;
+  int fd = scn_journal_open(p->dir.s, gen);
   if (fd < 0) {
     answer_waiters(p, UINT64_MAX, false, 0, "cannot open a new journal");
     return;
@@ -102,24 +102,23 @@ static void start_child(scn_persist *p) {
   pid_t pid = fork();
   if (pid < 0) {
     close(fd);
-    char path[4200];
-    scn__journal_path(p, gen, path, sizeof path);
-    unlink(path);
+    scn_path path;
+    if (scn_journal_path(&path, p->dir.s, gen))
+      unlink(path.s);
     p->stats.snapshot_failures++;
     answer_waiters(p, UINT64_MAX, false, 0, "fork failed");
     return;
   }
   if (pid == 0) {
-    char err[4400];
+    char err[SCN_PATH_MSG_MAX];
     uint64_t bytes;
-    int rc = scn_snapshot_write(p->srv->scene, gen, p->dir, &bytes, err, sizeof err);
+    int rc = scn_snapshot_write(p->srv->scene, gen, p->dir.s, &bytes, err, sizeof err);
     if (rc != 0)
       fprintf(stderr, "scened: snapshot: %s\n", err);
     _exit(rc == 0 ? 0 : 1);
   }
-  close(p->journal_fd);
-  p->journal_fd = fd;
-  p->gen = gen;
+  /* the journal before is closed once its fsync (everysec: on the thread pool) is done */
+  scn_jwriter_switch(&p->journal, fd, gen);
   p->child = pid;
   p->child_gen = gen;
   p->child_started_ns = uv_hrtime();
@@ -138,7 +137,7 @@ int scn_persist_save(scn_persist *p, scn_save_done done, void *owner, const char
   w->done = done;
   w->owner = owner;
   /* It needs a snapshot that starts after this command: the next generation. */
-  w->after_gen = p->gen + 1;
+  w->after_gen = p->journal.gen + 1;
   w->next = p->waiters;
   p->waiters = w;
   if (p->child)
@@ -193,21 +192,21 @@ void scn__save_stop(scn_persist *p) {
 }
 
 int scn__save_final(scn_persist *p) {
-  uint64_t gen = p->gen + 1, bytes = 0;
-  char err[4400];
+  uint64_t gen = p->journal.gen + 1, bytes = 0;
+  char err[SCN_PATH_MSG_MAX];
   uint64_t t0 = uv_hrtime();
   /* As for every snapshot, the journal it continues in exists before it does. */
-  int next_fd = scn__journal_open(p, gen);
+  int next_fd = scn_journal_open(p->dir.s, gen);
   int rc = -1;
   if (next_fd < 0)
     snprintf(err, sizeof err, "cannot create journal generation %llu", (unsigned long long)gen);
   else
-    rc = scn_snapshot_write(p->srv->scene, gen, p->dir, &bytes, err, sizeof err);
+    rc = scn_snapshot_write(p->srv->scene, gen, p->dir.s, &bytes, err, sizeof err);
   if (next_fd >= 0)
     close(next_fd);
   if (rc == 0) {
-    scn__journal_remove_before(p, gen);
-    scn_log(SCN_LOG_INFO, "final snapshot written", "dir=%s bytes=%llu seconds=%.3f", p->dir,
+    scn_journal_remove_before(p->dir.s, gen);
+    scn_log(SCN_LOG_INFO, "final snapshot written", "dir=%s bytes=%llu seconds=%.3f", p->dir.s,
             (unsigned long long)bytes, (double)(uv_hrtime() - t0) / 1e9);
   } else {
     /* The journal still holds everything: nothing is lost, the next start replays it. */

@@ -246,13 +246,13 @@ int scn_snapshot_write_part(scn_scene *scene, const scn_snapshot_part *part, uin
 
 static int write_file(scn_scene *scene, const scn_snapshot_part *part, uint64_t journal_gen,
                       const char *dir, uint64_t *bytes, char *err, size_t errlen) {
-  char tmp[4096], final[4096];
+  scn_path tmp, final;
   writer *w = calloc(1, sizeof *w);
   if (!w) {
     snprintf(err, errlen, "out of memory writing a snapshot");
     return -1;
   }
-  w->fd = scn_file_replace_open(dir, FILE_NAME, tmp, final, sizeof tmp, err, errlen);
+  w->fd = scn_file_replace_open(dir, FILE_NAME, &tmp, &final, err, errlen);
   if (w->fd < 0) {
     free(w);
     return -1;
@@ -274,8 +274,8 @@ static int write_file(scn_scene *scene, const scn_snapshot_part *part, uint64_t 
   uint32_t hcrc = scn_file_header_crc(header, HEADER_BYTES);
   memcpy(header + 12, &hcrc, 4);
   uint64_t size = HEADER_BYTES + w->body + 4 * ((w->body + BLOCK - 1) / BLOCK);
-  int rc = scn_file_replace_finish(w->fd, w->failed, header, sizeof header, tmp, final, dir, err,
-                                   errlen);
+  int rc = scn_file_replace_finish(w->fd, w->failed, header, sizeof header, tmp.s, final.s, dir,
+                                   err, errlen);
   free(w);
   if (rc != 0)
     return -1;
@@ -418,21 +418,21 @@ static bool load_world(reader *r, scn_scene *scene, scn_snapshot_info *info) {
 
 int scn_snapshot_load(scn_scene *scene, const char *dir, bool recover, scn_snapshot_info *info,
                       char *err, size_t errlen) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir, FILE_NAME);
+  scn_path path;
+  scn_path_join(&path, dir, FILE_NAME);
   memset(info, 0, sizeof *info);
   bool absent;
-  FILE *f = scn_file_open(path, &absent, err, errlen);
+  FILE *f = scn_file_open(path.s, &absent, err, errlen);
   if (!f)
     return absent ? 0 : -1;
   reader *r = calloc(1, sizeof *r);
   if (!r) {
     fclose(f);
-    snprintf(err, errlen, "out of memory loading %s", path);
+    snprintf(err, errlen, "out of memory loading %s", path.s);
     return -1;
   }
   r->f = f;
-  r->path = path;
+  r->path = path.s;
   r->err = err;
   r->errlen = errlen;
   unsigned char header[HEADER_BYTES];
