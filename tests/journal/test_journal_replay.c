@@ -290,7 +290,11 @@ static int add_journal_replay(void) {
   return T_ADD_SUITE("journal_replay", NULL, NULL, tests);
 }
 
+/* test_journal_writer.c */
+int t_register_journal_writer(void);
+
 int main(int argc, char **argv) {
-  static const t_suite suites[] = {{"journal_replay", add_journal_replay}};
+  static const t_suite suites[] = {{"journal_replay", add_journal_replay},
+                                   {"journal_writer", t_register_journal_writer}};
   return t_run(argc, argv, suites, sizeof suites / sizeof suites[0]);
 }
