@@ -239,7 +239,7 @@ valgrind: $(TEST_PROGRAMS) $(SCENED) $(SCENECTL)
 	SCENED_BIN=$(abspath scripts/valgrind-scened.sh) SCENED_REAL=$(abspath $(SCENED)) \
 	  SCENECTL_BIN=$(abspath $(SCENECTL)) $(INTEGRATION_TEST_BIN) $(VALGRIND_SUITES)
 
-bench: $(BENCH_BIN) $(DECODE_BENCH) $(SCENED) $(SCENE_BENCH)
+bench: $(BENCH_BIN) $(DECODE_BENCH) $(SCENED) $(SCENE_BENCH) $(SCENECTL)
 	BUILD=$(BUILD) scripts/bench.sh
 
 # A long mixed load (SOAK_MINUTES, default 3): fails when the daemon's memory keeps growing.

@@ -2,7 +2,8 @@
 # The benchmarks behind `make bench`: the transform core against its limit, request decoding,
 # then the daemon under scene-bench with Redis measured in the same run where redis-server and
 # redis-benchmark exist (scripts/install-deps.sh installs them), streaming against the loopback
-# limit, the staging view in headless Chromium, and durability. Figures are medians of RUNS runs
+# limit, the staging view in headless Chromium, durability, the cluster (bench-cluster.sh) and
+# the write path at scale (bench-scale.sh). Figures are medians of RUNS runs
 # (default 3); the machine is small and noisy. Each target is printed beside its figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -324,3 +325,6 @@ stop_data_daemon
 
 echo
 BUILD="$BUILD" RUNS="$RUNS" N="$N" scripts/bench-cluster.sh
+
+echo
+BUILD="$BUILD" RUNS="$RUNS" scripts/bench-scale.sh
