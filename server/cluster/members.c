@@ -209,7 +209,7 @@ static void on_migrate_lock(void *ctx, const scn_kv_answer *a) {
     return;
   }
   cl->migrate_lock = true;
-  char err[4600];
+  char err[SCN_PATH_MSG_MAX];
   uint32_t max_slot = 0;
   if (scn_gstore_has_old_layout(cl->srv->gstore)) {
     if (scn_gstore_migrate(cl->srv->gstore, &max_slot, err, sizeof err) != 0)

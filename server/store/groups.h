@@ -20,8 +20,11 @@
 
 #include "server.h"
 #include "store/journal.h"
+#include "store/path.h"
 
 typedef struct scn_gstore scn_gstore;
+
+/* Messages (err) name paths of the data directory: SCN_PATH_MSG_MAX bytes hold any of them. */
 
 /* May the files of group (NULL: the node's own) be written now? */
 typedef bool (*scn_fence_fn)(void *ud, const char *group);
