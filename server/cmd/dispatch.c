@@ -244,7 +244,9 @@ int scn_run_command(scn_ctx *ctx, const scn_command_info *cmd, const scn_fields 
   if (ctx->srv->gstore && !ctx->in_batch && a.world) {
     /* A copy: the handler may free the world (world.destroy), and the journal needs its
      * group after that. */
-    snprintf(ctx->d->world_name, sizeof ctx->d->world_name, "%s", a.world);
+    size_t n = strnlen(a.world, SCN_NAME_MAX); /* (per command: no formatting) */
+    memcpy(ctx->d->world_name, a.world, n);
+    ctx->d->world_name[n] = '\0';
     ctx->world_name = ctx->d->world_name;
     /* A change from a client is applied only where its group's journal is open: one that
      * named a world of a group this daemon does not hold (entity.create with a world nobody

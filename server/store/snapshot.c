@@ -116,10 +116,9 @@ static void put_scene(writer *w, scn_scene *scene, uint32_t version) {
 }
 
 void scn_group_of(const char *world, char *out) {
-  size_t n = strcspn(world, ".");
-  if (n > SCN_NAME_MAX)
-    n = SCN_NAME_MAX;
-  memcpy(out, world, n);
+  size_t n = 0;
+  for (; n < SCN_NAME_MAX && world[n] && world[n] != '.'; n++)
+    out[n] = world[n];
   out[n] = '\0';
 }
 
