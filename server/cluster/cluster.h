@@ -55,11 +55,16 @@ typedef struct scn_route_request {
   const char *place;     /* world.create's "node" field: NULL, a node's name, or "auto" */
   bool retry;            /* the second look after a WAIT, which never waits again */
   scn_cluster_wake wake; /* NULL: the command cannot wait */
-  void *ud;
+  /* What wake is given: made by hold(hold_arg) only when the command must wait (so that one
+   * that does not costs no allocation), NULL when out of memory; drop(ud) undoes it when the
+   * wait cannot start. */
+  void *(*hold)(void *hold_arg);
+  void (*drop)(void *ud);
+  void *hold_arg;
 } scn_route_request;
 
-/* Where the command goes. On WAIT, rq->wake(rq->ud) is called exactly once, later (also when
- * the module closes). */
+/* Where the command goes. On WAIT, rq->wake(ud) is called exactly once, later (also when the
+ * module closes), with the ud rq->hold made. */
 scn_route_kind scn_cluster_route(scn_cluster *cl, const scn_route_request *rq, scn_route *out);
 /* Whether commands that name no world may run (registered, not fenced); why when not. */
 bool scn_cluster_serving(scn_cluster *cl, const char **why);

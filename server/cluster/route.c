@@ -41,7 +41,12 @@ static scn_route_kind moved(scn_route *out, const char *node, const char *addr) 
 }
 
 static scn_route_kind wait_on(scn_group_entry *g, const scn_route_request *rq, scn_route *out) {
-  return scn_owners_wait(g, rq->wake, rq->ud) ? SCN_ROUTE_WAIT : unavailable(out, "out of memory");
+  void *ud = rq->hold(rq->hold_arg);
+  if (ud && scn_owners_wait(g, rq->wake, ud))
+    return SCN_ROUTE_WAIT;
+  if (ud)
+    rq->drop(ud);
+  return unavailable(out, "out of memory");
 }
 
 /* A group this daemon knows of: its state here, else its key, settles where the command goes

@@ -117,6 +117,35 @@ typedef struct held {
 
 static int execute(scn_dispatch *d, scn_conn *c, const char *line, size_t len, bool *deferred);
 
+/* The request being routed, kept to run again once etcd answered: made only when it must wait,
+ * so that routing costs no allocation otherwise. NULL when out of memory. */
+static void *hold_request(void *arg) {
+  scn_ctx *ctx = arg;
+  scn_dispatch *d = ctx->d;
+  held *h = malloc(sizeof *h + d->line_len + 1);
+  if (!h)
+    return NULL;
+  h->d = d;
+  h->conn = ctx->conn;
+  h->len = d->line_len;
+  memcpy(h->line, d->line, d->line_len);
+  h->line[d->line_len] = '\0';
+  h->next = d->held;
+  d->held = h;
+  return h;
+}
+
+/* A held request whose wait could not start. */
+static void drop_request(void *ud) {
+  held *h = ud;
+  for (held **p = &h->d->held; *p; p = &(*p)->next)
+    if (*p == h) {
+      *p = h->next;
+      break;
+    }
+  free(h);
+}
+
 static void on_wake(void *ud) {
   held *h = ud;
   scn_dispatch *d = h->d;
@@ -165,33 +194,19 @@ static int route(scn_ctx *ctx, const scn_command_info *cmd, const scn_fields *f,
   }
   scn_route r;
   scn_dispatch *d = ctx->d;
-  held *h = NULL;
-  if (!d->retrying) {
-    const char *line = d->line;
-    size_t len = d->line_len;
-    h = malloc(sizeof *h + len + 1);
-    if (!h)
-      return scn_fail(err, SCN_W_INTERNAL, "out of memory");
-    h->d = d;
-    h->conn = ctx->conn;
-    h->len = len;
-    memcpy(h->line, line, len);
-    h->line[len] = '\0';
-  }
   scn_route_request rq = {.world = world,
                           .creating = creating,
                           .place = place,
                           .retry = d->retrying,
-                          .wake = h ? on_wake : NULL,
-                          .ud = h};
+                          .wake = d->retrying ? NULL : on_wake,
+                          .hold = hold_request,
+                          .drop = drop_request,
+                          .hold_arg = ctx};
   scn_route_kind kind = scn_cluster_route(cl, &rq, &r);
   if (kind == SCN_ROUTE_WAIT) {
-    h->next = d->held;
-    d->held = h;
     ctx->deferred = true;
     return 1;
   }
-  free(h);
   scn_cluster_count_route(cl, kind);
   switch (kind) {
   case SCN_ROUTE_MOVED:
