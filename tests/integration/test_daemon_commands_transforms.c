@@ -3,6 +3,7 @@
  * round trips), children order, rename, find and relative. */
 #include "command_fixtures.h"
 #include "daemon_fixtures.h"
+#include "mat_mul.h"
 #include "suites.h"
 
 #include <CUnit/CUnit.h>
@@ -11,19 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Column-major: out = a * b. */
-static void mat_mul(const float a[16], const float b[16], float out[16]) {
-  float t[16];
-  for (int c = 0; c < 4; c++)
-    for (int r = 0; r < 4; r++) {
-      double s = 0;
-      for (int k = 0; k < 4; k++)
-        s += (double)a[k * 4 + r] * b[c * 4 + k];
-      t[c * 4 + r] = (float)s;
-    }
-  memcpy(out, t, sizeof t);
-}
 
 static int children(t_client *c, const char *world, uint64_t e, uint64_t *out, int cap) {
   cJSON *r = t_client_call(c, "{\"cmd\":\"transform.children\",\"world\":\"%s\",\"entity\":%llu}",
