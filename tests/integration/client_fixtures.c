@@ -4,6 +4,7 @@
 #include "scn_client.h"
 
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,24 @@
 
 extern char **environ;
 
+t_daemon clients_daemon;
 char port_env[32];
+
+static void (*sigpipe_before_suite)(int);
+
+int clients_suite_init(void) {
+  sigpipe_before_suite = signal(SIGPIPE, SIG_IGN);
+  if (t_daemon_start(&clients_daemon, NULL) != 0)
+    return -1;
+  snprintf(port_env, sizeof port_env, "SCENED_PORT=%d", clients_daemon.port);
+  return 0;
+}
+
+int clients_suite_clean(void) {
+  int status = t_suite_daemon_stop(&clients_daemon, WAIT_MS);
+  signal(SIGPIPE, sigpipe_before_suite);
+  return status;
+}
 
 cJSON *json_lines(const char *s, int *count, bool *all_terminated) {
   cJSON *arr = cJSON_CreateArray();

@@ -1,4 +1,4 @@
-/* What the clients suites share: scenectl and other programs run with the daemon's port in
+/* What the clients suites share: their daemon; scenectl and other programs run with its port in
  * their environment, the library's connections and calls with assertions, worlds made, frames
  * and JSON lines read back. */
 #ifndef T_CLIENT_FIXTURES_H
@@ -9,6 +9,13 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
+/* The daemon each clients suite's tests share (default settings, 60 ticks per second): the
+ * suite's setup starts it, writes port_env and ignores SIGPIPE (a child may exit before reading
+ * its stdin); its cleanup stops it (it must exit 0) and puts SIGPIPE back. */
+extern t_daemon clients_daemon;
+int clients_suite_init(void);
+int clients_suite_clean(void);
 
 /* "SCENED_PORT=N" for the daemon of the running suite (its setup writes it). */
 extern char port_env[32];

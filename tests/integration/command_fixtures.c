@@ -9,6 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+t_daemon commands_daemon;
+
+int commands_suite_init(void) { return t_daemon_start(&commands_daemon, NULL) == 0 ? 0 : -1; }
+
+int commands_suite_clean(void) { return t_suite_daemon_stop(&commands_daemon, 10000); }
+
 int ids_of(const cJSON *r, const char *field, uint64_t *out, int cap) {
   const cJSON *a = r ? cJSON_GetObjectItemCaseSensitive(r, field) : NULL;
   if (!cJSON_IsArray(a))

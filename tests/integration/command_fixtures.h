@@ -1,6 +1,6 @@
-/* What the daemon_commands suites share on top of the daemon fixtures: worlds, entities and
- * transforms made with assertions, their fields and matrices read back, matrices compared, and
- * a world's whole state as text (to show that a failed command changed nothing). */
+/* What the daemon_commands suites share on top of the daemon fixtures: their daemon; worlds,
+ * entities and transforms made with assertions, their fields and matrices read back, matrices
+ * compared, and a world's whole state as text (to show that a failed command changed nothing). */
 #ifndef T_COMMAND_FIXTURES_H
 #define T_COMMAND_FIXTURES_H
 
@@ -10,6 +10,12 @@
 #include <stdint.h>
 
 #define WAIT_MS 5000
+
+/* The daemon each daemon_commands suite's tests share (default settings): the suite's setup
+ * starts it, its cleanup stops it, and it must exit 0 then. */
+extern t_daemon commands_daemon;
+int commands_suite_init(void);
+int commands_suite_clean(void);
 
 /* An array field of ids as a C array (returns its length, up to cap). */
 int ids_of(const cJSON *r, const char *field, uint64_t *out, int cap);

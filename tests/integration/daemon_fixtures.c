@@ -222,6 +222,11 @@ void t_stop_ok_at(const char *file, int line, t_daemon *d, int timeout_ms) {
             d->log_path);
 }
 
+int t_suite_daemon_stop(t_daemon *d, int timeout_ms) {
+  int status = t_daemon_stop(d, SIGTERM, timeout_ms);
+  return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
 bool t_connect_at(const char *file, int line, t_client *c, int port, bool fatal) {
   bool ok = t_client_connect(c, port) == 0;
   assert_at(file, line, ok, "connected", fatal);

@@ -1,7 +1,8 @@
 /* What the integration suites share on top of the harness, as CUnit assertions: each is
  * counted at the caller's file and line (the macros pass them), and a failure prints the
  * request and the response. Requests that must be answered ok or fail with a code, events and
- * silence with deadlines, daemons started and stopped, connections opened. */
+ * silence with deadlines, daemons started and stopped (a suite's shared one too), connections
+ * opened. */
 #ifndef T_DAEMON_FIXTURES_H
 #define T_DAEMON_FIXTURES_H
 
@@ -80,6 +81,9 @@ bool t_start_connected_at(const char *file, int line, t_daemon *d, t_client *c,
 /* SIGTERM: the daemon must exit 0 within timeout_ms. */
 void t_stop_ok_at(const char *file, int line, t_daemon *d, int timeout_ms);
 #define STOP_OK(d, timeout_ms) t_stop_ok_at(__FILE__, __LINE__, (d), (timeout_ms))
+/* A suite's cleanup for the daemon its tests share, in CUnit's terms (0, else -1 and the
+ * suite fails): SIGTERM, and the daemon must exit 0 within timeout_ms. */
+int t_suite_daemon_stop(t_daemon *d, int timeout_ms);
 /* Connects c to 127.0.0.1:port; a fatal assertion ends the test when it fails. */
 bool t_connect_at(const char *file, int line, t_client *c, int port, bool fatal);
 #define CONNECT(c, port) t_connect_at(__FILE__, __LINE__, (c), (port), false)

@@ -7,6 +7,15 @@
 #include <stdio.h>
 #include <string.h>
 
+t_daemon stream_daemon;
+
+int stream_suite_init(void) {
+  const char *args[] = {"--tick-hz", TICK_HZ, NULL};
+  return t_daemon_start(&stream_daemon, args) == 0 ? 0 : -1;
+}
+
+int stream_suite_clean(void) { return t_suite_daemon_stop(&stream_daemon, 5000); }
+
 bool subscribe(t_client *k, sub_state *s, const char *world, int64_t root, double hz) {
   memset(s, 0, sizeof *s);
   snprintf(s->world, sizeof s->world, "%s", world);

@@ -1,4 +1,4 @@
-/* What the daemon_stream suites share: the daemon's tick rate and the waits built on it, a
+/* What the daemon_stream suites share: their daemon, its tick rate and the waits built on it, a
  * subscription's frames read and checked against the contract (full first, then deltas in
  * tick order), expected matrices and removals, and transforms made and moved. */
 #ifndef T_STREAM_FIXTURES_H
@@ -16,6 +16,12 @@
 #define QUIET_MS (5 * TICK_MS)
 /* How long a frame that must come is waited for. */
 #define FRAME_WAIT_MS 2000
+
+/* The daemon each daemon_stream suite's tests share (TICK_HZ ticks per second): the suite's
+ * setup starts it, its cleanup stops it, and it must exit 0 then. */
+extern t_daemon stream_daemon;
+int stream_suite_init(void);
+int stream_suite_clean(void);
 
 typedef struct sub_state {
   int64_t id;

@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <math.h>
 #include <netinet/in.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,11 +19,6 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-/* The daemon the suite shares (default settings, 60 ticks per second). */
-static t_daemon dmn;
-
-static void (*old_sigpipe)(int);
 
 /* A socket listening on 127.0.0.1 that nobody accepts on (the kernel completes handshakes). */
 static int silent_listener(int *port, int rcvbuf) {
@@ -71,7 +65,7 @@ static int wait_events(scn_cli *c, events *e, int want, int timeout_ms) {
 /* ---- C library ------------------------------------------------------------------------------- */
 
 static void test_lib_calls(void) {
-  scn_cli *c = open_cli(dmn.port, NULL, 0);
+  scn_cli *c = open_cli(clients_daemon.port, NULL, 0);
   CU_ASSERT_PTR_NOT_NULL_FATAL(c);
   CU_ASSERT(scn_cli_fd(c) >= 0);
 
@@ -156,7 +150,7 @@ static void expect_reply_error(scn_cli *c, const char *line, const char *code) {
 }
 
 static void test_lib_error_reply(void) {
-  scn_cli *c = open_cli(dmn.port, NULL, 0);
+  scn_cli *c = open_cli(clients_daemon.port, NULL, 0);
   CU_ASSERT_PTR_NOT_NULL_FATAL(c);
   char world[64], line[256];
   world_name(world, sizeof world);
@@ -189,7 +183,7 @@ static void test_lib_error_reply(void) {
 
 static void test_lib_pipeline(void) {
   enum { N = 2000 };
-  scn_cli *c = open_cli(dmn.port, NULL, 0);
+  scn_cli *c = open_cli(clients_daemon.port, NULL, 0);
   CU_ASSERT_PTR_NOT_NULL_FATAL(c);
   char world[64];
   double e = make_world(c, world, sizeof world, 4, 5, 6);
@@ -255,7 +249,7 @@ static bool sets_one(const cJSON *ev, double e, double x, double y, double z) {
 }
 
 static void test_lib_subscribe(void) {
-  scn_cli *c = open_cli(dmn.port, NULL, 0), *s = open_cli(dmn.port, NULL, 0);
+  scn_cli *c = open_cli(clients_daemon.port, NULL, 0), *s = open_cli(clients_daemon.port, NULL, 0);
   CU_ASSERT_PTR_NOT_NULL_FATAL(c);
   CU_ASSERT_PTR_NOT_NULL_FATAL(s);
   char world[64];
@@ -334,7 +328,7 @@ static bool floats_near(const float *a, const float *b, int n) {
 
 /* One part set, the others kept; the parts read back; a refusal on a sheared matrix. */
 static void test_lib_parts(void) {
-  scn_cli *c = open_cli(dmn.port, NULL, 0);
+  scn_cli *c = open_cli(clients_daemon.port, NULL, 0);
   CU_ASSERT_PTR_NOT_NULL_FATAL(c);
   char world[64];
   double car = make_world(c, world, sizeof world, 10, 0, 0);
@@ -395,7 +389,7 @@ static void test_lib_parts(void) {
 
 /* A world that keeps history: the matrices now and at a past tick, and a tick outside it. */
 static void test_lib_history(void) {
-  scn_cli *c = open_cli(dmn.port, NULL, 0);
+  scn_cli *c = open_cli(clients_daemon.port, NULL, 0);
   CU_ASSERT_PTR_NOT_NULL_FATAL(c);
   char world[64];
   snprintf(world, sizeof world, "lib-history-%d", (int)getpid());
@@ -664,8 +658,9 @@ static const float *seen_matrix(const frames_seen *s, double e) {
  * arrays; switching form mid-subscription keeps every frame. */
 static void test_lib_b64(void) {
   uint64_t rng = 77;
-  scn_cli_options o = {.host = "127.0.0.1", .port = dmn.port, .matrices = SCN_CLI_MATRICES_B64};
-  scn_cli *b = scn_cli_connect(&o, NULL, 0), *j = open_cli(dmn.port, NULL, 0);
+  scn_cli_options o = {
+      .host = "127.0.0.1", .port = clients_daemon.port, .matrices = SCN_CLI_MATRICES_B64};
+  scn_cli *b = scn_cli_connect(&o, NULL, 0), *j = open_cli(clients_daemon.port, NULL, 0);
   CU_ASSERT_PTR_NOT_NULL_FATAL(b);
   CU_ASSERT_PTR_NOT_NULL_FATAL(j);
   CU_ASSERT_EQUAL(scn_cli_matrices(b), SCN_CLI_MATRICES_B64);
@@ -737,20 +732,6 @@ static void test_lib_b64(void) {
 
 /* ---- registration ---------------------------------------------------------------------------- */
 
-static int suite_init(void) {
-  old_sigpipe = signal(SIGPIPE, SIG_IGN); /* a child that exits before reading its stdin */
-  if (t_daemon_start(&dmn, NULL) != 0)
-    return -1;
-  snprintf(port_env, sizeof port_env, "SCENED_PORT=%d", dmn.port);
-  return 0;
-}
-
-static int suite_clean(void) {
-  int status = t_daemon_stop(&dmn, SIGTERM, WAIT_MS);
-  signal(SIGPIPE, old_sigpipe);
-  return status == 0 ? 0 : -1;
-}
-
 int t_register_clients_library(void) {
   static const t_test tests[] = {
       {"library: connect and call", test_lib_calls},
@@ -766,5 +747,5 @@ int t_register_clients_library(void) {
       {"library and scenectl: token auth", test_lib_auth},
       {"library: b64 mode, matrices and frames to the bit", test_lib_b64},
   };
-  return T_ADD_SUITE("clients_library", suite_init, suite_clean, tests);
+  return T_ADD_SUITE("clients_library", clients_suite_init, clients_suite_clean, tests);
 }

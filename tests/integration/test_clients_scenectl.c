@@ -15,11 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The daemon the suite shares (default settings, 60 ticks per second). */
-static t_daemon dmn;
-
-static void (*old_sigpipe)(int);
-
 static int count_char(const char *s, char c) {
   int n = 0;
   for (; *s; s++)
@@ -80,7 +75,7 @@ static void test_ctl_result_line(void) {
   CU_ASSERT(car >= 1 && car == floor(car));
   cJSON_Delete(r);
 
-  scn_cli *c = open_cli(dmn.port, NULL, 0);
+  scn_cli *c = open_cli(clients_daemon.port, NULL, 0);
   CU_ASSERT_PTR_NOT_NULL_FATAL(c);
   r = call_ok(c, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%.0f}", world, car);
   CU_ASSERT(t_resp_str_is(r, "name", "car"));
@@ -158,7 +153,7 @@ static void test_ctl_result_line(void) {
   /* --port and --host override the environment. */
   char dead_env[32], port_arg[16];
   snprintf(dead_env, sizeof dead_env, "SCENED_PORT=%d", dead_port());
-  snprintf(port_arg, sizeof port_arg, "%d", dmn.port);
+  snprintf(port_arg, sizeof port_arg, "%d", clients_daemon.port);
   const char *env_dead[] = {"SCENED_HOST=nowhere.invalid", dead_env, NULL};
   CU_ASSERT_EQUAL(
       ctl_run(&p, env_dead, NULL, 0,
@@ -172,7 +167,7 @@ static void test_ctl_result_line(void) {
 }
 
 static void test_ctl_error_exit(void) {
-  scn_cli *c = open_cli(dmn.port, NULL, 0);
+  scn_cli *c = open_cli(clients_daemon.port, NULL, 0);
   CU_ASSERT_PTR_NOT_NULL_FATAL(c);
   char world[64], warg[96];
   world_name(world, sizeof world);
@@ -262,7 +257,7 @@ static void test_ctl_connect_errors(void) {
   }
   /* --port wins over a bad SCENED_PORT. */
   char port_arg[16];
-  snprintf(port_arg, sizeof port_arg, "%d", dmn.port);
+  snprintf(port_arg, sizeof port_arg, "%d", clients_daemon.port);
   const char *env_bad[] = {"SCENED_PORT=abc", NULL};
   CU_ASSERT_EQUAL(
       ctl_run(&p, env_bad, NULL, 0, (const char *const[]){"--port", port_arg, "ping", NULL}), 0);
@@ -272,7 +267,7 @@ static void test_ctl_connect_errors(void) {
 
 static void test_ctl_pipe(void) {
   enum { N = 5000, BAD = 3333 };
-  scn_cli *c = open_cli(dmn.port, NULL, 0);
+  scn_cli *c = open_cli(clients_daemon.port, NULL, 0);
   CU_ASSERT_PTR_NOT_NULL_FATAL(c);
   char world[64];
   double e = make_world(c, world, sizeof world, 1, 1, 1);
@@ -384,7 +379,7 @@ static void check_two_frames(const char *out, const char *world, double e) {
 }
 
 static void test_ctl_subscribe(void) {
-  scn_cli *c = open_cli(dmn.port, NULL, 0);
+  scn_cli *c = open_cli(clients_daemon.port, NULL, 0);
   CU_ASSERT_PTR_NOT_NULL_FATAL(c);
   char world[64], warg[96];
   double e = make_world(c, world, sizeof world, 0, 0, 0);
@@ -550,20 +545,6 @@ static void test_ctl_b64(void) {
 
 /* ---- registration ---------------------------------------------------------------------------- */
 
-static int suite_init(void) {
-  old_sigpipe = signal(SIGPIPE, SIG_IGN); /* a child that exits before reading its stdin */
-  if (t_daemon_start(&dmn, NULL) != 0)
-    return -1;
-  snprintf(port_env, sizeof port_env, "SCENED_PORT=%d", dmn.port);
-  return 0;
-}
-
-static int suite_clean(void) {
-  int status = t_daemon_stop(&dmn, SIGTERM, WAIT_MS);
-  signal(SIGPIPE, old_sigpipe);
-  return status == 0 ? 0 : -1;
-}
-
 int t_register_clients_scenectl(void) {
   static const t_test tests[] = {
       {"scenectl: result line and values", test_ctl_result_line},
@@ -574,5 +555,5 @@ int t_register_clients_scenectl(void) {
       {"scenectl: --help, help CMD and no command", test_ctl_help},
       {"scenectl: --matrices b64 passes base64 through", test_ctl_b64},
   };
-  return T_ADD_SUITE("clients_scenectl", suite_init, suite_clean, tests);
+  return T_ADD_SUITE("clients_scenectl", clients_suite_init, clients_suite_clean, tests);
 }

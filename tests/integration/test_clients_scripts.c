@@ -5,16 +5,10 @@
 
 #include <CUnit/CUnit.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* The daemon the suite shares (default settings, 60 ticks per second). */
-static t_daemon dmn;
-
-static void (*old_sigpipe)(int);
 
 /* An executable named name on PATH, in out. */
 static bool find_in_path(const char *name, char *out, size_t n) {
@@ -43,7 +37,7 @@ static void test_python_selftest(void) {
   }
   CU_ASSERT_FATAL(t_find_script("scened_client.py", script, sizeof script));
   char port[16];
-  snprintf(port, sizeof port, "%d", dmn.port);
+  snprintf(port, sizeof port, "%d", clients_daemon.port);
   const char *args[] = {script, "--host", "127.0.0.1", "--port", port, "--selftest", NULL};
   t_proc p;
   CU_ASSERT_FATAL(proc_start(&p, python, args, NULL, NULL, 0));
@@ -112,24 +106,10 @@ static void test_car_demo(void) {
 
 /* ---- registration ---------------------------------------------------------------------------- */
 
-static int suite_init(void) {
-  old_sigpipe = signal(SIGPIPE, SIG_IGN); /* a child that exits before reading its stdin */
-  if (t_daemon_start(&dmn, NULL) != 0)
-    return -1;
-  snprintf(port_env, sizeof port_env, "SCENED_PORT=%d", dmn.port);
-  return 0;
-}
-
-static int suite_clean(void) {
-  int status = t_daemon_stop(&dmn, SIGTERM, WAIT_MS);
-  signal(SIGPIPE, old_sigpipe);
-  return status == 0 ? 0 : -1;
-}
-
 int t_register_clients_scripts(void) {
   static const t_test tests[] = {
       {"python client self-test", test_python_selftest},
       {"shell example", test_car_demo},
   };
-  return T_ADD_SUITE("clients_scripts", suite_init, suite_clean, tests);
+  return T_ADD_SUITE("clients_scripts", clients_suite_init, clients_suite_clean, tests);
 }

@@ -602,7 +602,7 @@ static int suite_init(void) {
   return t_daemon_start(&d20, args) == 0 ? 0 : -1;
 }
 
-static int suite_clean(void) { return t_daemon_stop(&d20, 0, 5000) == 0 ? 0 : -1; }
+static int suite_clean(void) { return t_suite_daemon_stop(&d20, 5000); }
 
 int t_register_daemon_b64(void) {
   static const t_test tests[] = {

@@ -13,11 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-/* The daemon this suite's tests share (default settings). */
-static t_daemon dmain;
 
 #define MAX_SAFE 9007199254740991.0
 
@@ -38,7 +34,7 @@ static bool names_number(const char *msg, unsigned long n) {
 
 static void test_ping_hello(void) {
   t_client c;
-  if (!CONNECT(&c, dmain.port))
+  if (!CONNECT(&c, commands_daemon.port))
     return;
   CU_ASSERT_EQUAL(t_client_send(&c, "{\"cmd\":\"ping\"}"), 0);
   char *line = t_client_recv(&c, WAIT_MS);
@@ -68,7 +64,7 @@ static void test_ping_hello(void) {
 
 static void test_worlds(void) {
   t_client c;
-  if (!CONNECT(&c, dmain.port))
+  if (!CONNECT(&c, commands_daemon.port))
     return;
   new_world(&c, "wl_a");
   CU_ASSERT_EQUAL(listed_transforms(&c, "wl_a"), 0);
@@ -137,7 +133,7 @@ static int cmp_u64(const void *a, const void *b) {
 
 static void test_entity_create(void) {
   t_client c;
-  if (!CONNECT(&c, dmain.port))
+  if (!CONNECT(&c, commands_daemon.port))
     return;
   double base = info_num(&c, "entities");
   cJSON *r = OK(&c, "{\"cmd\":\"entity.create\"}");
@@ -186,7 +182,7 @@ static void test_entity_create(void) {
 
 static void test_entity_destroy(void) {
   t_client c;
-  if (!CONNECT(&c, dmain.port))
+  if (!CONNECT(&c, commands_daemon.port))
     return;
   new_world(&c, "ed_a");
   new_world(&c, "ed_b");
@@ -294,7 +290,7 @@ static bool json_equals(const cJSON *got, const char *want_text) {
 
 static void test_batch(void) {
   t_client c;
-  if (!CONNECT(&c, dmain.port))
+  if (!CONNECT(&c, commands_daemon.port))
     return;
   new_world(&c, "bt");
   cJSON *r = OK(&c, "{\"cmd\":\"entity.create\",\"count\":3}");
@@ -444,7 +440,7 @@ static void test_batch(void) {
 
 static void test_info_save(void) {
   t_client c, c2;
-  if (!CONNECT(&c, dmain.port))
+  if (!CONNECT(&c, commands_daemon.port))
     return;
   cJSON *r = OK(&c, "{\"cmd\":\"info\"}");
   const cJSON *version = cJSON_GetObjectItemCaseSensitive(r, "version");
@@ -484,7 +480,7 @@ static void test_info_save(void) {
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"inf\"}");
   CU_ASSERT_EQUAL(info_num(&c, "transforms"), transforms);
 
-  if (CONNECT(&c2, dmain.port)) {
+  if (CONNECT(&c2, commands_daemon.port)) {
     OKD(&c2, "{\"cmd\":\"ping\"}");
     CU_ASSERT_TRUE(info_num(&c, "connections") >= 2);
     t_client_close(&c2);
@@ -497,7 +493,7 @@ static void test_info_save(void) {
 
 static void test_subscribe_commands(void) {
   t_client c;
-  if (!CONNECT(&c, dmain.port))
+  if (!CONNECT(&c, commands_daemon.port))
     return;
   new_world(&c, "sb");
   uint64_t e = TF0(&c, "sb");
@@ -525,7 +521,7 @@ static void test_subscribe_commands(void) {
 
 static void test_error_codes(void) {
   t_client c;
-  if (!CONNECT(&c, dmain.port))
+  if (!CONNECT(&c, commands_daemon.port))
     return;
   new_world(&c, "ec");
   uint64_t p = TF0(&c, "ec");
@@ -553,7 +549,7 @@ static void test_error_codes(void) {
 
 static void test_id_echo(void) {
   t_client c;
-  if (!CONNECT(&c, dmain.port))
+  if (!CONNECT(&c, commands_daemon.port))
     return;
   static const char *const ids[] = {
       "42",
@@ -618,7 +614,7 @@ static void test_id_echo(void) {
 
 static void test_failed_changes_nothing(void) {
   t_client c;
-  if (!CONNECT(&c, dmain.port))
+  if (!CONNECT(&c, commands_daemon.port))
     return;
   new_world(&c, "fc");
   new_world(&c, "fc2");
@@ -686,13 +682,6 @@ static void test_failed_changes_nothing(void) {
 
 /* ---- registration ---------------------------------------------------------------------------- */
 
-static int suite_init(void) { return t_daemon_start(&dmain, NULL) == 0 ? 0 : -1; }
-
-static int suite_clean(void) {
-  int status = t_daemon_stop(&dmain, 0, 10000);
-  return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
-}
-
 int t_register_daemon_commands(void) {
   static const t_test tests[] = {
       {"ping and hello", test_ping_hello},
@@ -706,5 +695,5 @@ int t_register_daemon_commands(void) {
       {"id echo", test_id_echo},
       {"a failed command changes nothing", test_failed_changes_nothing},
   };
-  return T_ADD_SUITE("daemon_commands", suite_init, suite_clean, tests);
+  return T_ADD_SUITE("daemon_commands", commands_suite_init, commands_suite_clean, tests);
 }

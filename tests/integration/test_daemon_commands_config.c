@@ -11,9 +11,6 @@
 #include <string.h>
 #include <sys/wait.h>
 
-/* The daemon this suite's tests share (default settings). */
-static t_daemon dmain;
-
 /* ---- authentication -------------------------------------------------------------------------- */
 
 static void check_locked(t_client *c) {
@@ -351,7 +348,7 @@ static void test_command_line(void) {
 /* ---- HTTP ------------------------------------------------------------------------------------ */
 
 static void test_http(void) {
-  int port = dmain.http_port;
+  int port = commands_daemon.http_port;
   CU_ASSERT_TRUE_FATAL(port > 0);
   char *resp;
   CU_ASSERT_EQUAL(t_http_get(port, "/healthz", &resp), 200);
@@ -365,7 +362,7 @@ static void test_http(void) {
   CU_ASSERT_TRUE(before >= 0);
   free(resp);
   t_client c;
-  if (CONNECT(&c, dmain.port)) {
+  if (CONNECT(&c, commands_daemon.port)) {
     for (int i = 0; i < 3; i++)
       OKD(&c, "{\"cmd\":\"ping\"}");
     t_client_close(&c);
@@ -400,20 +397,13 @@ static void test_http(void) {
     free(resp);
   }
   /* The protocol port is unaffected. */
-  if (CONNECT(&c, dmain.port)) {
+  if (CONNECT(&c, commands_daemon.port)) {
     OKD(&c, "{\"cmd\":\"ping\"}");
     t_client_close(&c);
   }
 }
 
 /* ---- registration ---------------------------------------------------------------------------- */
-
-static int suite_init(void) { return t_daemon_start(&dmain, NULL) == 0 ? 0 : -1; }
-
-static int suite_clean(void) {
-  int status = t_daemon_stop(&dmain, 0, 10000);
-  return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
-}
 
 int t_register_daemon_commands_config(void) {
   static const t_test tests[] = {
@@ -425,5 +415,5 @@ int t_register_daemon_commands_config(void) {
       {"command line", test_command_line},
       {"http: healthz, readyz, metrics, 404, 400", test_http},
   };
-  return T_ADD_SUITE("daemon_commands_config", suite_init, suite_clean, tests);
+  return T_ADD_SUITE("daemon_commands_config", commands_suite_init, commands_suite_clean, tests);
 }

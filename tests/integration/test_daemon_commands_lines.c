@@ -11,10 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
-
-/* The daemon this suite's tests share (default settings). */
-static t_daemon dmain;
 
 /* ---- pipelining and concurrency -------------------------------------------------------------- */
 
@@ -22,7 +18,7 @@ static t_daemon dmain;
 
 static void test_pipelining(void) {
   t_client c;
-  if (!CONNECT(&c, dmain.port))
+  if (!CONNECT(&c, commands_daemon.port))
     return;
   new_world(&c, "pl");
   unsigned long long e = TF0(&c, "pl");
@@ -75,9 +71,9 @@ static void test_pipelining(void) {
 
 static void test_two_connections(void) {
   t_client a, b;
-  if (!CONNECT(&a, dmain.port))
+  if (!CONNECT(&a, commands_daemon.port))
     return;
-  if (!CONNECT(&b, dmain.port)) {
+  if (!CONNECT(&b, commands_daemon.port)) {
     t_client_close(&a);
     return;
   }
@@ -226,7 +222,7 @@ static void test_line_limit(void) {
 
 static void test_default_line_limit(void) {
   t_client c;
-  if (!CONNECT(&c, dmain.port))
+  if (!CONNECT(&c, commands_daemon.port))
     return;
   /* The default limit is 1 MiB. */
   char *at = padded_ping(1, 1048576), *over = padded_ping(2, 1048577);
@@ -244,7 +240,7 @@ static void test_default_line_limit(void) {
 
 static void test_blank_lines_crlf(void) {
   t_client c;
-  if (!CONNECT(&c, dmain.port))
+  if (!CONNECT(&c, commands_daemon.port))
     return;
   send_str(&c, "\n\n   \n\t\n\r\n \t \r\n{\"cmd\":\"ping\",\"id\":1}\r\n\n\n");
   EXPECT_OK_ID(&c, 1);
@@ -267,7 +263,7 @@ static void test_blank_lines_crlf(void) {
 
 static void test_vanishing_clients(void) {
   t_client c;
-  if (!CONNECT(&c, dmain.port))
+  if (!CONNECT(&c, commands_daemon.port))
     return;
   new_world(&c, "van");
   unsigned long long e = TF(&c, "van", "\"t\":[1,2,3]");
@@ -276,12 +272,12 @@ static void test_vanishing_clients(void) {
 
   /* Gone in the middle of a line: the partial request is never run. */
   t_client v;
-  if (CONNECT(&v, dmain.port)) {
+  if (CONNECT(&v, commands_daemon.port)) {
     send_str(&v, "{\"cmd\":\"ping\",\"id\":1}\n{\"cmd\":\"world.create\",\"world\":\"vanished\"");
     t_client_close(&v);
   }
   /* Gone with many replies pending (never read). */
-  if (CONNECT(&v, dmain.port)) {
+  if (CONNECT(&v, commands_daemon.port)) {
     text many = {0};
     for (int i = 0; i < 20000; i++)
       text_addf(&many, "{\"cmd\":\"transform.get\",\"world\":\"van\",\"entity\":%llu,\"id\":%d}\n",
@@ -292,14 +288,14 @@ static void test_vanishing_clients(void) {
     t_client_close(&v);
   }
   /* Gone in the middle of an overlong line. */
-  if (CONNECT(&v, dmain.port)) {
+  if (CONNECT(&v, commands_daemon.port)) {
     char *big = padded_ping(1, 1200000);
     CU_ASSERT_EQUAL(t_client_send_raw(&v, big, 1100000), 0);
     free(big);
     t_client_close(&v);
   }
   /* Half-closed: what was sent in full is answered, then the daemon closes. */
-  if (CONNECT(&v, dmain.port)) {
+  if (CONNECT(&v, commands_daemon.port)) {
     send_str(&v,
              "{\"cmd\":\"ping\",\"id\":1}\n{\"cmd\":\"ping\",\"id\":2}\n{\"cmd\":\"world.create\","
              "\"world\":\"half\"");
@@ -324,13 +320,6 @@ static void test_vanishing_clients(void) {
 
 /* ---- registration ---------------------------------------------------------------------------- */
 
-static int suite_init(void) { return t_daemon_start(&dmain, NULL) == 0 ? 0 : -1; }
-
-static int suite_clean(void) {
-  int status = t_daemon_stop(&dmain, 0, 10000);
-  return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
-}
-
 int t_register_daemon_commands_lines(void) {
   static const t_test tests[] = {
       {"pipelining: thousands of requests in one write", test_pipelining},
@@ -340,5 +329,5 @@ int t_register_daemon_commands_lines(void) {
       {"blank lines and CRLF", test_blank_lines_crlf},
       {"clients that vanish", test_vanishing_clients},
   };
-  return T_ADD_SUITE("daemon_commands_lines", suite_init, suite_clean, tests);
+  return T_ADD_SUITE("daemon_commands_lines", commands_suite_init, commands_suite_clean, tests);
 }

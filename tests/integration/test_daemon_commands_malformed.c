@@ -12,10 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-
-/* The daemon this suite's tests share (default settings). */
-static t_daemon dmain;
 
 /* A malformed line and the answer it must get. */
 typedef struct malformed_case {
@@ -480,7 +476,7 @@ static void build_malformed(malformed_list *l, uint64_t a, uint64_t b, uint64_t 
 
 static void test_malformed_lines(void) {
   t_client c;
-  if (!CONNECT(&c, dmain.port))
+  if (!CONNECT(&c, commands_daemon.port))
     return;
   new_world(&c, "mal");
   uint64_t a = TF(&c, "mal", "\"name\":\"a\",\"t\":[1,2,3]");
@@ -540,7 +536,7 @@ static void test_malformed_lines(void) {
   QUIET(&c, 50);
   OKD(&c, "{\"cmd\":\"ping\"}");
   t_client c2;
-  if (CONNECT(&c2, dmain.port)) {
+  if (CONNECT(&c2, commands_daemon.port)) {
     OKD(&c2, "{\"cmd\":\"ping\"}");
     t_client_close(&c2);
   }
@@ -556,16 +552,9 @@ static void test_malformed_lines(void) {
 
 /* ---- registration ---------------------------------------------------------------------------- */
 
-static int suite_init(void) { return t_daemon_start(&dmain, NULL) == 0 ? 0 : -1; }
-
-static int suite_clean(void) {
-  int status = t_daemon_stop(&dmain, 0, 10000);
-  return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
-}
-
 int t_register_daemon_commands_malformed(void) {
   static const t_test tests[] = {
       {"malformed lines", test_malformed_lines},
   };
-  return T_ADD_SUITE("daemon_commands_malformed", suite_init, suite_clean, tests);
+  return T_ADD_SUITE("daemon_commands_malformed", commands_suite_init, commands_suite_clean, tests);
 }

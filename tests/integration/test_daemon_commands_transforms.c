@@ -3,6 +3,7 @@
  * round trips), children order, rename, find and relative. */
 #include "command_fixtures.h"
 #include "daemon_fixtures.h"
+#include "mat_mul.h"
 #include "suites.h"
 
 #include <CUnit/CUnit.h>
@@ -11,23 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-
-/* The daemon this suite's tests share (default settings). */
-static t_daemon dmain;
-
-/* Column-major: out = a * b. */
-static void mat_mul(const float a[16], const float b[16], float out[16]) {
-  float t[16];
-  for (int c = 0; c < 4; c++)
-    for (int r = 0; r < 4; r++) {
-      double s = 0;
-      for (int k = 0; k < 4; k++)
-        s += (double)a[k * 4 + r] * b[c * 4 + k];
-      t[c * 4 + r] = (float)s;
-    }
-  memcpy(out, t, sizeof t);
-}
 
 static int children(t_client *c, const char *world, uint64_t e, uint64_t *out, int cap) {
   cJSON *r = t_client_call(c, "{\"cmd\":\"transform.children\",\"world\":\"%s\",\"entity\":%llu}",
@@ -42,7 +26,7 @@ static const float P_WORLD[16] = {0, 2, 0, 0, -2, 0, 0, 0, 0, 0, 2, 0, 10, 0, 0,
 
 static void test_transform_create(void) {
   t_client c;
-  if (!CONNECT(&c, dmain.port))
+  if (!CONNECT(&c, commands_daemon.port))
     return;
   new_world(&c, "tc");
   double ents = info_num(&c, "entities");
@@ -142,7 +126,7 @@ static void test_transform_create(void) {
 
 static void test_transform_destroy(void) {
   t_client c;
-  if (!CONNECT(&c, dmain.port))
+  if (!CONNECT(&c, commands_daemon.port))
     return;
   new_world(&c, "td");
   uint64_t p = TF(&c, "td", "\"t\":[10,0,0],\"r\":" R90Z ",\"s\":2");
@@ -218,7 +202,7 @@ static void test_transform_destroy(void) {
 
 static void test_link_unlink(void) {
   t_client c;
-  if (!CONNECT(&c, dmain.port))
+  if (!CONNECT(&c, commands_daemon.port))
     return;
   new_world(&c, "ln");
   uint64_t p = TF(&c, "ln", "\"t\":[10,0,0],\"r\":" R90Z ",\"s\":2");
@@ -366,7 +350,7 @@ static void test_link_unlink(void) {
 
 static void test_set_local_world(void) {
   t_client c;
-  if (!CONNECT(&c, dmain.port))
+  if (!CONNECT(&c, commands_daemon.port))
     return;
   new_world(&c, "sw");
   uint64_t p = TF(&c, "sw", "\"t\":[10,0,0],\"r\":" R90Z ",\"s\":2");
@@ -453,7 +437,7 @@ static void test_set_local_world(void) {
 
 static void test_get_roundtrip(void) {
   t_client c;
-  if (!CONNECT(&c, dmain.port))
+  if (!CONNECT(&c, commands_daemon.port))
     return;
   new_world(&c, "gr");
   uint64_t e = TF0(&c, "gr");
@@ -541,7 +525,7 @@ static bool ids_equal(const uint64_t *got, int n, const uint64_t *want, int m) {
 
 static void test_children_order(void) {
   t_client c;
-  if (!CONNECT(&c, dmain.port))
+  if (!CONNECT(&c, commands_daemon.port))
     return;
   new_world(&c, "co");
   uint64_t p = TF0(&c, "co");
@@ -582,7 +566,7 @@ static uint64_t find(t_client *c, const char *world, const char *path) {
 
 static void test_rename(void) {
   t_client c;
-  if (!CONNECT(&c, dmain.port))
+  if (!CONNECT(&c, commands_daemon.port))
     return;
   new_world(&c, "rn");
   uint64_t a = TF(&c, "rn", "\"name\":\"a\"");
@@ -640,7 +624,7 @@ static void test_rename(void) {
 
 static void test_find(void) {
   t_client c;
-  if (!CONNECT(&c, dmain.port))
+  if (!CONNECT(&c, commands_daemon.port))
     return;
   new_world(&c, "fd");
   uint64_t car = TF(&c, "fd", "\"name\":\"car\"");
@@ -683,7 +667,7 @@ static bool relative(t_client *c, const char *world, uint64_t e, uint64_t to, fl
 
 static void test_relative(void) {
   t_client c;
-  if (!CONNECT(&c, dmain.port))
+  if (!CONNECT(&c, commands_daemon.port))
     return;
   new_world(&c, "rl");
   uint64_t to = TF(&c, "rl", "\"t\":[1,0,0],\"s\":2");
@@ -726,13 +710,6 @@ static void test_relative(void) {
 
 /* ---- registration ---------------------------------------------------------------------------- */
 
-static int suite_init(void) { return t_daemon_start(&dmain, NULL) == 0 ? 0 : -1; }
-
-static int suite_clean(void) {
-  int status = t_daemon_stop(&dmain, 0, 10000);
-  return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
-}
-
 int t_register_daemon_commands_transforms(void) {
   static const t_test tests[] = {
       {"transform.create", test_transform_create},
@@ -745,5 +722,6 @@ int t_register_daemon_commands_transforms(void) {
       {"transform.find", test_find},
       {"transform.relative", test_relative},
   };
-  return T_ADD_SUITE("daemon_commands_transforms", suite_init, suite_clean, tests);
+  return T_ADD_SUITE("daemon_commands_transforms", commands_suite_init, commands_suite_clean,
+                     tests);
 }

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 static t_daemon dhist;
 
@@ -371,10 +370,7 @@ static int suite_init(void) {
   return t_daemon_start(&dhist, args) == 0 ? 0 : -1;
 }
 
-static int suite_clean(void) {
-  int status = t_daemon_stop(&dhist, 0, 10000);
-  return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
-}
+static int suite_clean(void) { return t_suite_daemon_stop(&dhist, 10000); }
 
 int t_register_daemon_history(void) {
   static const t_test tests[] = {

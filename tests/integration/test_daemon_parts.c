@@ -615,10 +615,7 @@ static int suite_init(void) {
   return t_daemon_start(&dparts, args) == 0 ? 0 : -1;
 }
 
-static int suite_clean(void) {
-  int status = t_daemon_stop(&dparts, 0, 10000);
-  return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
-}
+static int suite_clean(void) { return t_suite_daemon_stop(&dparts, 10000); }
 
 int t_register_daemon_parts(void) {
   static const t_test tests[] = {

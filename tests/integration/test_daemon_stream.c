@@ -12,17 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* The daemon this suite's tests share (TICK_HZ ticks per second). */
-static t_daemon daemon20;
-
 /* ---- tests ----------------------------------------------------------------------------------- */
 
 /* The first frame is full (every transform, removed empty); then deltas of what changed,
  * including every descendant of a moved parent; nothing when nothing changes. */
 static void test_full_then_delta(void) {
   t_client ctl, sc;
-  OPEN(ctl, daemon20.port);
-  OPEN(sc, daemon20.port);
+  OPEN(ctl, stream_daemon.port);
+  OPEN(sc, stream_daemon.port);
   const char *W = "fd";
   OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"fd\"}");
   int64_t a = mk(&ctl, W, 0, 1, 2, 3);
@@ -88,8 +85,8 @@ static void test_full_then_delta(void) {
 /* Many sets between two ticks reach the subscriber once each, with the latest value. */
 static void test_coalescing(void) {
   t_client ctl, sc;
-  OPEN(ctl, daemon20.port);
-  OPEN(sc, daemon20.port);
+  OPEN(ctl, stream_daemon.port);
+  OPEN(sc, stream_daemon.port);
   const char *W = "co";
   OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"co\"}");
   int64_t a = mk(&ctl, W, 0, 0, 0, 0);
@@ -138,8 +135,8 @@ static void test_coalescing(void) {
 /* Commands that leave every world matrix as it was send nothing. */
 static void test_noop_sends_nothing(void) {
   t_client ctl, sc;
-  OPEN(ctl, daemon20.port);
-  OPEN(sc, daemon20.port);
+  OPEN(ctl, stream_daemon.port);
+  OPEN(sc, stream_daemon.port);
   const char *W = "noop";
   OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"noop\"}");
   int64_t a = mk(&ctl, W, 0, 1, 2, 3);
@@ -181,8 +178,8 @@ static void test_noop_sends_nothing(void) {
  * did not change: nothing is sent. Nor for a failed batch whose read saw its change. */
 static void test_revert_sends_nothing(void) {
   t_client ctl, sc;
-  OPEN(ctl, daemon20.port);
-  OPEN(sc, daemon20.port);
+  OPEN(ctl, stream_daemon.port);
+  OPEN(sc, stream_daemon.port);
   const char *W = "revert";
   OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"revert\"}");
   int64_t a = mk(&ctl, W, 0, 0, 0, 0);
@@ -224,8 +221,8 @@ static void test_revert_sends_nothing(void) {
 /* A batch's effects arrive in one frame; a failed batch sends nothing. */
 static void test_batch_one_frame(void) {
   t_client ctl, sc;
-  OPEN(ctl, daemon20.port);
-  OPEN(sc, daemon20.port);
+  OPEN(ctl, stream_daemon.port);
+  OPEN(sc, stream_daemon.port);
   const char *W = "ba";
   OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"ba\"}");
   int64_t a = mk(&ctl, W, 0, 0, 0, 0);
@@ -294,16 +291,6 @@ static void test_batch_one_frame(void) {
 
 /* ---- registration ---------------------------------------------------------------------------- */
 
-static int suite_init(void) {
-  const char *args[] = {"--tick-hz", TICK_HZ, NULL};
-  return t_daemon_start(&daemon20, args) == 0 ? 0 : -1;
-}
-
-static int suite_clean(void) {
-  int status = t_daemon_stop(&daemon20, 0, 5000);
-  return status == 0 ? 0 : -1;
-}
-
 int t_register_daemon_stream(void) {
   static const t_test tests[] = {
       {"full frame first, then deltas", test_full_then_delta},
@@ -312,5 +299,5 @@ int t_register_daemon_stream(void) {
       {"a change undone inside a tick sends nothing", test_revert_sends_nothing},
       {"a batch is one frame", test_batch_one_frame},
   };
-  return T_ADD_SUITE("daemon_stream", suite_init, suite_clean, tests);
+  return T_ADD_SUITE("daemon_stream", stream_suite_init, stream_suite_clean, tests);
 }

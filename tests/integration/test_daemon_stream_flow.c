@@ -11,14 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The daemon this suite's tests share (TICK_HZ ticks per second). */
-static t_daemon daemon20;
-
 /* On the subscriber's own connection: after a set's ok, the next frame carries the new value
  * (frames before the ok carry older ones), and every line is whole. */
 static void test_frames_follow_responses(void) {
   t_client k;
-  OPEN(k, daemon20.port);
+  OPEN(k, stream_daemon.port);
   const char *W = "or";
   OKD(&k, "{\"cmd\":\"world.create\",\"world\":\"or\"}");
   int64_t a = mk(&k, W, 0, 0, 0, 0);
@@ -127,8 +124,8 @@ static void test_frames_follow_responses(void) {
  * older after a newer, ending with the last. */
 static void test_frames_never_go_back(void) {
   t_client ctl, sc;
-  OPEN(ctl, daemon20.port);
-  OPEN(sc, daemon20.port);
+  OPEN(ctl, stream_daemon.port);
+  OPEN(sc, stream_daemon.port);
   const char *W = "oc";
   OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"oc\"}");
   int64_t a = mk(&ctl, W, 0, 0, 0, 0);
@@ -474,16 +471,6 @@ static void test_slow_consumer(void) {
 
 /* ---- registration ---------------------------------------------------------------------------- */
 
-static int suite_init(void) {
-  const char *args[] = {"--tick-hz", TICK_HZ, NULL};
-  return t_daemon_start(&daemon20, args) == 0 ? 0 : -1;
-}
-
-static int suite_clean(void) {
-  int status = t_daemon_stop(&daemon20, 0, 5000);
-  return status == 0 ? 0 : -1;
-}
-
 int t_register_daemon_stream_flow(void) {
   static const t_test tests[] = {
       {"frames follow responses", test_frames_follow_responses},
@@ -491,5 +478,5 @@ int t_register_daemon_stream_flow(void) {
       {"hz caps frames", test_hz_cap},
       {"slow consumer", test_slow_consumer},
   };
-  return T_ADD_SUITE("daemon_stream_flow", suite_init, suite_clean, tests);
+  return T_ADD_SUITE("daemon_stream_flow", stream_suite_init, stream_suite_clean, tests);
 }

@@ -10,9 +10,6 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* The daemon this suite's tests share (TICK_HZ ticks per second). */
-static t_daemon daemon20;
-
 static double info_subscriptions(t_client *k) {
   cJSON *r = CALL(k, "{\"cmd\":\"info\"}");
   double n = t_resp_num(r, "subscriptions");
@@ -24,8 +21,8 @@ static double info_subscriptions(t_client *k) {
 /* Whole-world scope: destroyed transforms (and destroyed entities) are in removed. */
 static void test_removed_whole_world(void) {
   t_client ctl, sc;
-  OPEN(ctl, daemon20.port);
-  OPEN(sc, daemon20.port);
+  OPEN(ctl, stream_daemon.port);
+  OPEN(sc, stream_daemon.port);
   const char *W = "rm";
   OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"rm\"}");
   OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"rm2\"}");
@@ -104,8 +101,8 @@ static void test_removed_whole_world(void) {
  * leaving or destruction appears in removed; the root's destruction ends the subscription. */
 static void test_subtree_scope(void) {
   t_client ctl, sc;
-  OPEN(ctl, daemon20.port);
-  OPEN(sc, daemon20.port);
+  OPEN(ctl, stream_daemon.port);
+  OPEN(sc, stream_daemon.port);
   const char *W = "st";
   OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"st\"}");
   int64_t r = mk(&ctl, W, 0, 10, 0, 0);
@@ -232,8 +229,8 @@ static void test_subtree_scope(void) {
 /* A root destroyed by entity.destroy or a recursive destroy also ends the subscription. */
 static void test_root_destroyed_other_ways(void) {
   t_client ctl, sc;
-  OPEN(ctl, daemon20.port);
-  OPEN(sc, daemon20.port);
+  OPEN(ctl, stream_daemon.port);
+  OPEN(sc, stream_daemon.port);
   const char *W = "rd";
   OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"rd\"}");
   int64_t top = mk(&ctl, W, 0, 0, 0, 0);
@@ -325,9 +322,9 @@ static void test_root_destroyed_other_ways(void) {
 /* Two subscribers of one scope on two connections get the same frames but for "sub". */
 static void test_two_subscribers(void) {
   t_client ctl, k1, k2;
-  OPEN(ctl, daemon20.port);
-  OPEN(k1, daemon20.port);
-  OPEN(k2, daemon20.port);
+  OPEN(ctl, stream_daemon.port);
+  OPEN(k1, stream_daemon.port);
+  OPEN(k2, stream_daemon.port);
   const char *W = "two";
   OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"two\"}");
   int64_t a = mk(&ctl, W, 0, 1, 0, 0);
@@ -400,8 +397,8 @@ static void test_two_subscribers(void) {
 /* unsubscribe stops frames; a second one is NOT_FOUND, as is another connection's sub. */
 static void test_unsubscribe(void) {
   t_client ctl, sc;
-  OPEN(ctl, daemon20.port);
-  OPEN(sc, daemon20.port);
+  OPEN(ctl, stream_daemon.port);
+  OPEN(sc, stream_daemon.port);
   const char *W = "un";
   OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"un\"}");
   int64_t a = mk(&ctl, W, 0, 0, 0, 0);
@@ -444,7 +441,7 @@ static void test_unsubscribe(void) {
 /* subscribe to an unknown world, or a root without a transform there, is NOT_FOUND. */
 static void test_subscribe_errors(void) {
   t_client ctl;
-  OPEN(ctl, daemon20.port);
+  OPEN(ctl, stream_daemon.port);
   OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"se\"}");
   OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"se2\"}");
   int64_t elsewhere = mk(&ctl, "se2", 0, 0, 0, 0);
@@ -484,8 +481,8 @@ static void test_subscribe_errors(void) {
  * whole lines around its response), and they end. */
 static void test_world_destroyed(void) {
   t_client k1, k2;
-  OPEN(k1, daemon20.port);
-  OPEN(k2, daemon20.port);
+  OPEN(k1, stream_daemon.port);
+  OPEN(k2, stream_daemon.port);
   const char *W = "wd";
   OKD(&k1, "{\"cmd\":\"world.create\",\"world\":\"wd\"}");
   int64_t a = mk(&k1, W, 0, 0, 0, 0);
@@ -559,8 +556,8 @@ static void test_world_destroyed(void) {
 /* Closing a connection ends its subscriptions. */
 static void test_close_ends_subscriptions(void) {
   t_client ctl, sc;
-  OPEN(ctl, daemon20.port);
-  OPEN(sc, daemon20.port);
+  OPEN(ctl, stream_daemon.port);
+  OPEN(sc, stream_daemon.port);
   OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"cl\"}");
   int64_t a = mk(&ctl, "cl", 0, 0, 0, 0);
   double before = info_subscriptions(&ctl);
@@ -587,16 +584,6 @@ static void test_close_ends_subscriptions(void) {
 
 /* ---- registration ---------------------------------------------------------------------------- */
 
-static int suite_init(void) {
-  const char *args[] = {"--tick-hz", TICK_HZ, NULL};
-  return t_daemon_start(&daemon20, args) == 0 ? 0 : -1;
-}
-
-static int suite_clean(void) {
-  int status = t_daemon_stop(&daemon20, 0, 5000);
-  return status == 0 ? 0 : -1;
-}
-
 int t_register_daemon_stream_subscriptions(void) {
   static const t_test tests[] = {
       {"removed in whole-world scope", test_removed_whole_world},
@@ -608,5 +595,5 @@ int t_register_daemon_stream_subscriptions(void) {
       {"world.destroy ends subscriptions", test_world_destroyed},
       {"closing a connection ends its subscriptions", test_close_ends_subscriptions},
   };
-  return T_ADD_SUITE("daemon_stream_subscriptions", suite_init, suite_clean, tests);
+  return T_ADD_SUITE("daemon_stream_subscriptions", stream_suite_init, stream_suite_clean, tests);
 }

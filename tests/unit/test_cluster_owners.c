@@ -157,6 +157,18 @@ typedef struct made {
   scn_kv kv;
 } made;
 
+/* m's key and the value written so far as a key-value of revision rev under lease (the value
+ * gets a terminating '\0' that its length leaves out). */
+static const scn_kv *made_kv(made *m, int64_t rev, int64_t lease) {
+  scn_buf_addc(&m->value, '\0');
+  m->kv = (scn_kv){.key = m->key,
+                   .value = m->value.data,
+                   .value_len = m->value.len - 1,
+                   .mod_revision = rev,
+                   .lease = lease};
+  return &m->kv;
+}
+
 /* The group's key naming node (from: a hand-off by that node, NULL: none). */
 static const scn_kv *group_kv(made *m, const char *group, const char *node, const char *from,
                               int64_t rev, int64_t lease) {
@@ -165,13 +177,7 @@ static const scn_kv *group_kv(made *m, const char *group, const char *node, cons
   char addr[64];
   snprintf(addr, sizeof addr, "%s.example:7000", node);
   scn_owners_group_value(&m->value, node, addr, from);
-  scn_buf_addc(&m->value, '\0');
-  m->kv = (scn_kv){.key = m->key,
-                   .value = m->value.data,
-                   .value_len = m->value.len - 1,
-                   .mod_revision = rev,
-                   .lease = lease};
-  return &m->kv;
+  return made_kv(m, rev, lease);
 }
 
 static const scn_kv *node_kv(made *m, const char *node, int64_t rev, int64_t lease) {
@@ -183,13 +189,7 @@ static const scn_kv *node_kv(made *m, const char *node, int64_t rev, int64_t lea
            "\"connections\":3,\"http\":\"\",\"world_names\":[\"w1\"]}",
            node, node);
   scn_buf_adds(&m->value, value);
-  scn_buf_addc(&m->value, '\0');
-  m->kv = (scn_kv){.key = m->key,
-                   .value = m->value.data,
-                   .value_len = m->value.len - 1,
-                   .mod_revision = rev,
-                   .lease = lease};
-  return &m->kv;
+  return made_kv(m, rev, lease);
 }
 
 static void watch_put(fake *f, const scn_kv *kv) {

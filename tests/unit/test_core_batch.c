@@ -3,6 +3,7 @@
 #include "core_fixtures.h"
 #include "scn_core.h"
 #include "suites.h"
+#include "xorshift.h"
 
 #include <CUnit/CUnit.h>
 #include <stdio.h>
@@ -442,14 +443,6 @@ static void test_rollback_destroy_recursive(void) {
 }
 
 /* ---- everything at once, randomised ------------------------------------------------------- */
-
-static uint64_t rng_state;
-static uint32_t rnd(uint32_t n) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return (uint32_t)((rng_state >> 11) % n);
-}
 
 /* One random operation; failures are fine (they must record nothing). */
 static void random_op(fixture *f, scn_entity *pool, size_t *npool, int *ok_ops) {

@@ -1,5 +1,6 @@
 /* Unit tests of the core's math and validation functions: TRS composition, finiteness, name
  * validation and the error tables. */
+#include "mat_mul.h"
 #include "scn_core.h"
 #include "suites.h"
 
@@ -24,19 +25,6 @@ static bool mat_near(const float a[16], const float b[16], float tol) {
     if (!(fabsf(a[i] - b[i]) <= tol))
       return false;
   return true;
-}
-
-/* Column-major a * b in double, rounded once. */
-static void mat_mul(const float a[16], const float b[16], float out[16]) {
-  float r[16];
-  for (int c = 0; c < 4; c++)
-    for (int row = 0; row < 4; row++) {
-      double s = 0;
-      for (int k = 0; k < 4; k++)
-        s += (double)a[k * 4 + row] * b[c * 4 + k];
-      r[c * 4 + row] = (float)s;
-    }
-  memcpy(out, r, sizeof r);
 }
 
 /* out = m * (x, y, z, w) */

@@ -3,6 +3,7 @@
 #include "core_fixtures.h"
 #include "scn_core.h"
 #include "suites.h"
+#include "xorshift.h"
 
 #include <CUnit/CUnit.h>
 #include <stdio.h>
@@ -369,14 +370,6 @@ static void test_visit_scope(void) {
 }
 
 /* ---- randomised: visit order and subtree membership --------------------------------------- */
-
-static uint64_t rng_state;
-static uint32_t rnd(uint32_t n) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return (uint32_t)((rng_state >> 11) % n);
-}
 
 static bool is_ancestor_via_get(scn_world *w, scn_entity anc, scn_entity e) {
   for (scn_entity x = e; x != SCN_ENTITY_NONE; x = get(w, x).parent)

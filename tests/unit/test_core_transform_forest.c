@@ -6,6 +6,7 @@
 #include "scn_core.h"
 #include "suites.h"
 #include "transform_fixtures.h"
+#include "xorshift.h"
 
 #include <CUnit/CUnit.h>
 #include <stdio.h>
@@ -23,14 +24,6 @@ static void mat_rigid_inverse(const float m[16], float out[16]) {
   for (int row = 0; row < 3; row++)
     r[12 + row] = -(r[row] * m[12] + r[4 + row] * m[13] + r[8 + row] * m[14]) + 0.0f;
   memcpy(out, r, sizeof r);
-}
-
-static uint64_t rng_state;
-static uint32_t rnd(uint32_t n) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return (uint32_t)((rng_state >> 11) % n);
 }
 
 /* Exact "rigid" matrices: a quarter turn about Z, a half turn about X, integer translation. */

@@ -3,6 +3,7 @@
  * mirror on sx), what it refuses (shear, zero scale, non-finite values, a bad last row); and
  * scn_transform_set_parts in both spaces, its refusals, and in batches. */
 #include "core_fixtures.h"
+#include "mat_mul.h"
 #include "scn_core.h"
 #include "suites.h"
 
@@ -110,19 +111,6 @@ static bool recomposes(const float a[16], const float b[16], const float s[3], d
       if (!(fabs((double)a[4 * c + k] - b[4 * c + k]) <= tol * fabs((double)s[c])))
         return false;
   return memcmp(a + 12, b + 12, 4 * sizeof(float)) == 0;
-}
-
-/* Column-major a * b in double, rounded once. */
-static void mat_mul(const float a[16], const float b[16], float out[16]) {
-  float r[16];
-  for (int c = 0; c < 4; c++)
-    for (int row = 0; row < 4; row++) {
-      double sum = 0;
-      for (int k = 0; k < 4; k++)
-        sum += (double)a[k * 4 + row] * b[c * 4 + k];
-      r[c * 4 + row] = (float)sum;
-    }
-  memcpy(out, r, sizeof r);
 }
 
 /* ---- round trips ------------------------------------------------------------------------ */

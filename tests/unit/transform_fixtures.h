@@ -3,25 +3,13 @@
 #ifndef T_TRANSFORM_FIXTURES_H
 #define T_TRANSFORM_FIXTURES_H
 
+#include "mat_mul.h"
 #include "scn_core.h"
 
 #include <CUnit/CUnit.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
-
-/* Column-major a * b accumulated in double. Exact for the small integer matrices used here. */
-static inline void mat_mul(const float a[16], const float b[16], float out[16]) {
-  float r[16];
-  for (int c = 0; c < 4; c++)
-    for (int row = 0; row < 4; row++) {
-      double s = 0;
-      for (int k = 0; k < 4; k++)
-        s += (double)a[k * 4 + row] * b[c * 4 + k];
-      r[c * 4 + row] = (float)s;
-    }
-  memcpy(out, r, sizeof r);
-}
 
 static inline bool bits_eq(const float a[16], const float b[16]) { return memcmp(a, b, 64) == 0; }
 
