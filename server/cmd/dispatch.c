@@ -38,9 +38,16 @@ scn_entity *scn_ids_scratch(scn_dispatch *d, size_t n) {
   return ids;
 }
 
-/* The world a command acts on. Clients usually address one world many times in a row: a hit
- * on the last one skips the name check and the lookup (its name is known to be valid). In a
- * batch it is the batch's, and an op may only repeat its name. */
+/* Clients usually address one world many times in a row: whether v names the world the last
+ * command found (its name is known to be valid, so the check and the lookup are skipped). */
+static bool last_world_named(const scn_ctx *ctx, const cJSON *v) {
+  const scn_dispatch *d = ctx->d;
+  return d->last_world && d->last_world_gen == ctx->srv->worlds_gen && cJSON_IsString(v) &&
+         strcmp(v->valuestring, scn_world_name(d->last_world)) == 0;
+}
+
+/* The world a command acts on. In a batch it is the batch's, and an op may only repeat its
+ * name. */
 static int resolve_world(scn_ctx *ctx, const scn_fields *f, scn_wire_error *err) {
   const cJSON *v = f->v[SCN_F_world];
   bool given = f->present & SCN_F(world);
@@ -55,8 +62,7 @@ static int resolve_world(scn_ctx *ctx, const scn_fields *f, scn_wire_error *err)
     return 0;
   }
   scn_dispatch *d = ctx->d;
-  if (d->last_world && d->last_world_gen == ctx->srv->worlds_gen && cJSON_IsString(v) &&
-      strcmp(v->valuestring, scn_world_name(d->last_world)) == 0) {
+  if (last_world_named(ctx, v)) {
     ctx->world = d->last_world;
     return 0;
   }
@@ -177,7 +183,9 @@ static int route(scn_ctx *ctx, const scn_command_info *cmd, const scn_fields *f,
   const char *world = NULL, *place = NULL, *why;
   if ((cmd->flags & SCN_CMD_WORLD) || creating ||
       (cmd->id == SCN_C_entity_create && (f->present & SCN_F(world)))) {
-    if (scn_decode_world_name(f->v[SCN_F_world], &world, err) < 0)
+    if (last_world_named(ctx, f->v[SCN_F_world]))
+      world = f->v[SCN_F_world]->valuestring;
+    else if (scn_decode_world_name(f->v[SCN_F_world], &world, err) < 0)
       return -1;
     if (creating && (f->present & SCN_F(node)) &&
         scn_decode_string(f->v[SCN_F_node], "node", &place, err) < 0)
@@ -265,12 +273,14 @@ int scn_run_command(scn_ctx *ctx, const scn_command_info *cmd, const scn_fields 
     ctx->world_name = ctx->d->world_name;
     /* A change from a client is applied only where its group's journal is open: one that
      * named a world of a group this daemon does not hold (entity.create with a world nobody
-     * has made) would be answered ok and written nowhere. (A replay runs while its group
-     * loads, before it is held.) */
+     * has made) would be answered ok and written nowhere. A command on a world it found has
+     * its group here; a replay runs while its group loads, before it is held. */
     char group[SCN_NAME_MAX + 1];
-    scn_group_of(a.world, group);
-    if (ctx->conn && (cmd->flags & SCN_CMD_MUTATES) && !scn_gstore_holds(ctx->srv->gstore, group))
-      return scn_fail(err, SCN_W_NOT_FOUND, "world \"%s\" not found", a.world);
+    if (ctx->conn && (cmd->flags & SCN_CMD_MUTATES) && !(cmd->flags & SCN_CMD_WORLD)) {
+      scn_group_of(a.world, group);
+      if (!scn_gstore_holds(ctx->srv->gstore, group))
+        return scn_fail(err, SCN_W_NOT_FOUND, "world \"%s\" not found", a.world);
+    }
   }
   return handlers[cmd->id](ctx, &a, out, err);
 }
