@@ -24,6 +24,7 @@ struct scn_http_state {
   int conns;
   http_conn *list;
   scn_http_files files;
+  http_parser_settings settings; /* the parser's callbacks, the same for every connection */
   /* One read buffer for every connection: reads are handled to completion before the next. */
   char read_buffer[16384];
 };
@@ -265,14 +266,6 @@ static int on_message_complete(http_parser *p) {
   return 0;
 }
 
-static const http_parser_settings settings = {
-    .on_message_begin = on_message_begin,
-    .on_url = on_url,
-    .on_header_field = on_header_field,
-    .on_header_value = on_header_value,
-    .on_message_complete = on_message_complete,
-};
-
 static void on_http_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   (void)suggested;
   http_conn *c = h->data;
@@ -283,7 +276,7 @@ static void on_http_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
 /* Runs the parser over plaintext; false once nothing more is to be parsed on this connection
  * (a bad request answered, an upgrade handed over or refused). */
 static bool http_input(http_conn *c, const char *data, size_t n) {
-  size_t used = http_parser_execute(&c->parser, &settings, data, n);
+  size_t used = http_parser_execute(&c->parser, &c->srv->http->settings, data, n);
   if (HTTP_PARSER_ERRNO(&c->parser) != HPE_OK || (used != n && !c->parser.upgrade)) {
     c->close_after = true;
     c->parser.method = HTTP_GET; /* send the 400 body */
@@ -375,6 +368,11 @@ int scn_http_listen(scn_server *srv) {
     return -1;
   }
   srv->http = http;
+  http->settings = (http_parser_settings){.on_message_begin = on_message_begin,
+                                          .on_url = on_url,
+                                          .on_header_field = on_header_field,
+                                          .on_header_value = on_header_value,
+                                          .on_message_complete = on_message_complete};
   scn_http_files_init(&http->files, &srv->cfg);
   char extra[4200];
   snprintf(extra, sizeof extra, "paths=\"/ /ws /metrics /healthz /readyz\" www=\"%s\" tls=%s",

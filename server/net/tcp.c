@@ -17,6 +17,7 @@
 struct scn_tcp_state {
   uv_tcp_t listener;
   bool listening;
+  scn_transport transport; /* every TCP connection's (kept here: no module state in globals) */
   /* One read buffer for every connection: reads are handled to completion before the next. */
   char read_buffer[READ_CHUNK];
 };
@@ -121,19 +122,11 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   scn_conn_update_reading(c);
 }
 
-static const scn_transport tcp_transport = {
-    .name = "tcp",
-    .flush = tcp_flush,
-    .set_reading = tcp_set_reading,
-    .resume = tcp_resume,
-    .closing = NULL,
-};
-
 static void on_connection(uv_stream_t *l, int status) {
   scn_server *srv = l->data;
   if (status < 0)
     return;
-  scn_conn *c = scn_conn_new(srv, &tcp_transport);
+  scn_conn *c = scn_conn_new(srv, &srv->tcp->transport);
   if (!c)
     return;
   if (uv_accept(l, (uv_stream_t *)&c->tcp) != 0) {
@@ -156,6 +149,11 @@ int scn_tcp_listen(scn_server *srv) {
     fprintf(stderr, "scened: out of memory\n");
     return -1;
   }
+  tcp->transport = (scn_transport){.name = "tcp",
+                                   .flush = tcp_flush,
+                                   .set_reading = tcp_set_reading,
+                                   .resume = tcp_resume,
+                                   .closing = NULL};
   srv->tcp = tcp;
   char extra[64];
   snprintf(extra, sizeof extra, "version=%s protocol=%d tls=%s", SCN_VERSION, SCN_PROTOCOL,

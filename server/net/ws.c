@@ -49,8 +49,10 @@ typedef struct scn_ws {
 } scn_ws;
 
 struct scn_ws_state {
-  uv_timer_t close_timer; /* looks for peers late with their close frame */
-  scn_ws *waiting;        /* connections awaiting the peer's close frame */
+  scn_transport transport;                /* every WebSocket connection's */
+  struct wslay_event_callbacks callbacks; /* wslay's, the same for every connection */
+  uv_timer_t close_timer;                 /* looks for peers late with their close frame */
+  scn_ws *waiting;                        /* connections awaiting the peer's close frame */
   /* One read buffer for every connection: reads are handled to completion before the next. */
   char read_buffer[64 * 1024];
 };
@@ -429,14 +431,6 @@ static void on_frame_end(wslay_event_context_ptr ctx, void *ud) {
     scn_buf_free(&ws->msg);
 }
 
-static const struct wslay_event_callbacks wslay_callbacks = {
-    .recv_callback = on_wslay_recv,
-    .send_callback = on_wslay_send,
-    .on_frame_recv_start_callback = on_frame_start,
-    .on_frame_recv_chunk_callback = on_frame_chunk,
-    .on_frame_recv_end_callback = on_frame_end,
-};
-
 /* Runs n bytes from the peer through wslay. */
 static void ws_feed(scn_conn *c, const char *data, size_t n) {
   scn_ws *ws = c->ws;
@@ -514,18 +508,20 @@ static void on_ws_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   sync_reading(c);
 }
 
-static const scn_transport ws_transport = {
-    .name = "websocket",
-    .flush = ws_flush,
-    .set_reading = ws_set_reading,
-    .resume = ws_resume,
-    .closing = ws_closing,
-};
-
 int scn_ws_open(scn_server *srv) {
   scn_ws_state *state = calloc(1, sizeof *state);
   if (!state)
     return -1;
+  state->transport = (scn_transport){.name = "websocket",
+                                     .flush = ws_flush,
+                                     .set_reading = ws_set_reading,
+                                     .resume = ws_resume,
+                                     .closing = ws_closing};
+  state->callbacks = (struct wslay_event_callbacks){.recv_callback = on_wslay_recv,
+                                                    .send_callback = on_wslay_send,
+                                                    .on_frame_recv_start_callback = on_frame_start,
+                                                    .on_frame_recv_chunk_callback = on_frame_chunk,
+                                                    .on_frame_recv_end_callback = on_frame_end};
   uv_timer_init(srv->loop, &state->close_timer);
   state->close_timer.data = state;
   srv->ws = state;
@@ -539,7 +535,7 @@ void scn_ws_free(scn_server *srv) {
 
 int scn_ws_accept(scn_server *srv, int fd, struct scn_tls *tls, const char *preface,
                   size_t preface_len, const char *input, size_t input_len) {
-  scn_conn *c = scn_conn_new(srv, &ws_transport);
+  scn_conn *c = scn_conn_new(srv, &srv->ws->transport);
   if (!c) {
     close(fd);
     scn_tls_free(tls);
@@ -551,7 +547,7 @@ int scn_ws_accept(scn_server *srv, int fd, struct scn_tls *tls, const char *pref
   if (tls)
     scn_conn_use_tls(c, tls); /* freed with the connection from now on */
   scn_ws *ws = opened ? calloc(1, sizeof *ws) : NULL;
-  if (!ws || wslay_event_context_server_init(&ws->ctx, &wslay_callbacks, c) != 0) {
+  if (!ws || wslay_event_context_server_init(&ws->ctx, &srv->ws->callbacks, c) != 0) {
     if (ws)
       ws_free(ws);
     scn_conn_close(c);
