@@ -1,5 +1,6 @@
 #include "daemon_fixtures.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -229,6 +230,8 @@ int t_suite_daemon_stop(t_daemon *d, int timeout_ms) {
 
 bool t_connect_at(const char *file, int line, t_client *c, int port, bool fatal) {
   bool ok = t_client_connect(c, port) == 0;
+  if (!ok) /* (before the assertion, which may end the test) */
+    fprintf(stderr, "  connecting to 127.0.0.1:%d: %s\n", port, strerror(errno));
   assert_at(file, line, ok, "connected", fatal);
   return ok;
 }
