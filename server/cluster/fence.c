@@ -22,17 +22,19 @@ uint64_t scn__fence_left(const scn_cluster *cl) {
   return now < until ? until - now : 0;
 }
 
-bool scn__serving(const scn_cluster *cl) {
-  return cl->self.registered && !cl->self.released && scn__fence_up(cl);
+/* Serving at time now (uv_hrtime): registered, not released, the fence up. */
+static bool serving_at(const scn_cluster *cl, uint64_t now) {
+  return cl->self.registered && !cl->self.released && now < scn__fence_deadline(cl);
 }
+
+bool scn__serving(const scn_cluster *cl) { return serving_at(cl, uv_hrtime()); }
 
 /* At each command the clock the dispatcher read when the command started stands for now: it is
  * at most a command old, never later than now, and the fence is read on the clock itself again
  * before anything the command wrote is committed or acknowledged (scn__fence_may_write,
  * scn__fence_before_flush). That saves reading the clock once more for every command. */
 bool scn_cluster_serving(scn_cluster *cl, const char **why) {
-  uint64_t now = cl->srv->command_clock ? cl->srv->command_clock : uv_hrtime();
-  if (cl->self.registered && !cl->self.released && now < scn__fence_deadline(cl))
+  if (serving_at(cl, cl->srv->command_clock ? cl->srv->command_clock : uv_hrtime()))
     return true;
   *why = !cl->self.registered ? "this daemon is not registered with etcd yet"
          : cl->self.released  ? "this daemon is shutting down"

@@ -275,8 +275,8 @@ int scn_run_command(scn_ctx *ctx, const scn_command_info *cmd, const scn_fields 
      * named a world of a group this daemon does not hold (entity.create with a world nobody
      * has made) would be answered ok and written nowhere. A command on a world it found has
      * its group here; a replay runs while its group loads, before it is held. */
-    char group[SCN_NAME_MAX + 1];
     if (ctx->conn && (cmd->flags & SCN_CMD_MUTATES) && !(cmd->flags & SCN_CMD_WORLD)) {
+      char group[SCN_NAME_MAX + 1];
       scn_group_of(a.world, group);
       if (!scn_gstore_holds(ctx->srv->gstore, group))
         return scn_fail(err, SCN_W_NOT_FOUND, "world \"%s\" not found", a.world);

@@ -32,7 +32,15 @@ void crash_seeds_read(crash_seeds *s, int fallback) {
     s->seed[i] = rng_next(&r) >> 16; /* short enough to type */
 }
 
-bool crash_send_pipelined(t_client *c, const wl_req *reqs, size_t n, cJSON **out) {
+bool crash_hello_b64(t_client *c) {
+  cJSON *r = t_client_call(c, "{\"cmd\":\"hello\",\"matrices\":\"b64\"}");
+  bool ok = t_resp_ok(r);
+  cJSON_Delete(r);
+  return ok;
+}
+
+bool crash_send_pipelined(void *ud, const wl_req *reqs, size_t n, cJSON **out) {
+  t_client *c = ud;
   enum { CHUNK = 200 };
   for (size_t at = 0; at < n; at += CHUNK) {
     size_t end = at + CHUNK < n ? at + CHUNK : n;

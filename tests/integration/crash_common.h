@@ -20,8 +20,11 @@ typedef struct crash_seeds {
  * SCENED_STEPS: commands per seed (default 400). */
 void crash_seeds_read(crash_seeds *s, int fallback);
 
-/* Sends the requests to c in pipelined chunks and reads their answers in order. */
-bool crash_send_pipelined(t_client *c, const wl_req *reqs, size_t n, cJSON **out);
+/* A daemon as a side of the workload (a wl_send_fn; ud: the t_client connected to it): sends
+ * the requests in pipelined chunks and reads their answers in order. */
+bool crash_send_pipelined(void *ud, const wl_req *reqs, size_t n, cJSON **out);
+/* Asks for matrices in base64 on c, so states compare bit for bit; true when answered ok. */
+bool crash_hello_b64(t_client *c);
 
 /* Reads on the side while the workload runs, for the sanitizers' sake: subscriptions (whole
  * worlds, subtrees, capped rates) come and go, and past ticks are read, on connection c of the

@@ -33,10 +33,7 @@ typedef struct solo {
 static bool solo_connect(solo *s) {
   if (!CONNECT(&s->c, s->d.port) || (s->watched && !CONNECT(&s->watch, s->d.port)))
     return false;
-  cJSON *r = t_client_call(&s->c, "{\"cmd\":\"hello\",\"matrices\":\"b64\"}");
-  bool ok = t_resp_ok(r);
-  cJSON_Delete(r);
-  return ok;
+  return crash_hello_b64(&s->c);
 }
 
 static bool solo_start(solo *s) {
@@ -54,10 +51,6 @@ static void solo_stop(solo *s, int sig) {
   if (sig == SIGTERM)
     CU_ASSERT_EQUAL(status, 0);
   s->up = false;
-}
-
-static bool solo_send(void *ud, const wl_req *reqs, size_t n, cJSON **out) {
-  return crash_send_pipelined(&((solo *)ud)->c, reqs, n, out);
 }
 
 static bool restart(solo *s, int sig, workload *w, const char *when) {
@@ -85,7 +78,8 @@ static bool run_seed(uint64_t seed, int steps, bool autosave) {
   solo sub = {.args = sub_args, .watched = true}, ref = {.args = NULL};
   bool ok = solo_start(&sub) && solo_start(&ref);
   workload w;
-  wl_init(&w, seed, false, (wl_side){solo_send, &sub}, (wl_side){solo_send, &ref});
+  wl_init(&w, seed, false, (wl_side){crash_send_pipelined, &sub.c},
+          (wl_side){crash_send_pipelined, &ref.c});
   rng r = {seed ^ UINT64_C(0x5eed)};
   int next = 20 + (int)rng_below(&r, 60);
   int kills = 0, stops = 0, saves = 0;

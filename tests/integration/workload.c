@@ -612,17 +612,15 @@ bool wl_step(workload *w) {
 
 /* ---- the whole state ----------------------------------------------------------------------- */
 
+/* world.list on both sides (standalone: in a cluster it names one daemon's worlds, and the
+ * state is compared world by world instead). */
 static bool compare_lists(workload *w, const char *when) {
+  if (w->cluster)
+    return true;
   char *tpl = "{\"cmd\":\"world.list\"}";
   int group = -1;
   cJSON *sub = NULL, *ref = NULL;
-  bool ok = true;
-  if (!w->cluster) {
-    ok = send_both(w, &tpl, &group, 1, &sub, &ref) && same_answer(w, sub, ref, -1, tpl, false);
-  } else {
-    /* world.list names one daemon's worlds: the state is compared world by world below */
-    ok = true;
-  }
+  bool ok = send_both(w, &tpl, &group, 1, &sub, &ref) && same_answer(w, sub, ref, -1, tpl, false);
   if (!ok)
     fprintf(stderr, "  (world.list %s)\n", when);
   cJSON_Delete(sub);
