@@ -125,11 +125,17 @@ int t_daemon_start(t_daemon *d, const char *const *args) {
   for (int i = 0; args && args[i] && argc < 62; i++)
     argv[argc++] = args[i];
   argv[argc] = NULL;
+  /* Emptied before the fork: a log left by an earlier process of the same pid would otherwise
+   * be read until the child truncates it, and its "listening on" line give an old port. */
+  int empty = open(d->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (empty < 0)
+    return -1;
+  close(empty);
   pid_t pid = t_fork();
   if (pid < 0)
     return -1;
   if (pid == 0) {
-    int fd = open(d->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fd = open(d->log_path, O_WRONLY | O_APPEND);
     if (fd >= 0) {
       dup2(fd, 2);
       close(fd);
