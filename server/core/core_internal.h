@@ -235,6 +235,21 @@ struct scn_scene {
   size_t batch_events_len;
 };
 
+/* ---- idmap.c ----
+ * 64-bit ids to 32-bit values (SCN_NIL: absent); ids other than UINT64_MAX. */
+typedef struct scn__idmap {
+  uint64_t *keys;
+  uint32_t *vals;
+  uint32_t mask, count;
+} scn__idmap;
+
+uint32_t scn__idmap_get(const scn__idmap *m, uint64_t key);
+int scn__idmap_put(scn__idmap *m, uint64_t key, uint32_t val);
+void scn__idmap_del(scn__idmap *m, uint64_t key);
+void scn__idmap_clear(scn__idmap *m);
+void scn__idmap_free(scn__idmap *m);
+size_t scn__idmap_bytes(const scn__idmap *m);
+
 /* ---- math.c ---- */
 /* out = inverse(a) * b, computed in double; SCN_SINGULAR when a is singular or out would not
  * be finite in float. b NULL means identity (out = inverse(a)). */
