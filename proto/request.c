@@ -1038,7 +1038,7 @@ int scn_args_decode(scn_args *a, scn_fieldset set, scn_wire_error *err) {
       spec_done = true;
       break;
     default:
-      break; /* decoded by the command itself (count, hz, sub, token, ops) */
+      break; /* decoded by the command itself (count, hz, sub, token, ops, near, packed) */
     }
     if (rc < 0)
       return -1;

@@ -63,7 +63,9 @@ const char *scn_wire_code_name(scn_wire_code code);
   X(history)                                                                                       \
   X(node)                                                                                          \
   X(cluster)                                                                                       \
-  X(created)
+  X(created)                                                                                       \
+  X(near)                                                                                          \
+  X(packed)
 
 typedef enum scn_field {
 #define SCN_FIELD_ENUM(name) SCN_F_##name,
@@ -187,8 +189,11 @@ unsigned scn_right_find(const char *name, unsigned long len);
     "inverse(world(to)) * world(entity) (tick: as they were)")                                     \
   X("batch", batch, SCN_CMD_MUTATES | SCN_CMD_WORLD, write, max_transforms,                        \
     SCN_F(world) | SCN_F(ops), 0, "apply transform.* ops atomically, in order")                    \
-  X("subscribe", subscribe, SCN_CMD_WORLD, read, none, SCN_F(world), SCN_F(root) | SCN_F(hz),      \
-    "stream a world's matrices (full, deltas)")                                                    \
+  X("subscribe", subscribe, SCN_CMD_WORLD, read, none, SCN_F(world),                               \
+    SCN_F(root) | SCN_F(hz) | SCN_F(near),                                                         \
+    "stream a world's matrices (full, deltas; near: only what lies near a point or an entity)")    \
+  X("subscribe.update", subscribe_update, 0, read, none, SCN_F(sub), SCN_F(near) | SCN_F(packed),  \
+    "change a subscription's region (near, or null for none) without a full frame")                \
   X("unsubscribe", unsubscribe, 0, read, none, SCN_F(sub), 0, "end a subscription")                \
   X("info", info, SCN_CMD_READ, read, none, 0, 0, "daemon figures: version, uptime, counts")       \
   X("save", save, 0, admin, none, 0, 0, "write a snapshot now (needs --data)")                     \

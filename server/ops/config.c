@@ -18,6 +18,7 @@ typedef enum kind {
   K_STRING,
   K_LEVEL,
   K_FSYNC,
+  K_INTEREST,
   K_SECONDS,
   K_BOOL
 } kind;
@@ -42,6 +43,9 @@ typedef enum kind {
     "snapshot and journal directory, loaded at start (empty: nothing persisted)")                  \
   X("fsync", fsync, K_FSYNC, "everysec", 0, 2,                                                     \
     "journal flush: always (before each reply), everysec, or no")                                  \
+  X("interest", interest, K_INTEREST, "grid", 0, 1,                                                \
+    "how subscriptions by distance find their transforms: grid (the spatial index) or naive "      \
+    "(every transform tested, a reference for benchmarks)")                                        \
   X("save-interval", save_interval, K_SECONDS, "300", 0, 31536000,                                 \
     "seconds between automatic snapshots when something changed (0: only at shutdown and on "      \
     "save)")                                                                                       \
@@ -91,6 +95,7 @@ static const setting settings[] = {
 
 static const char *levels[] = {"debug", "info", "warn", "error"};
 static const char *fsyncs[] = {"always", "everysec", "no"};
+static const char *interests[] = {"grid", "naive"};
 
 const char *scn_log_level_name(int level) {
   return level >= 0 && level <= 3 ? levels[level] : "info";
@@ -206,6 +211,15 @@ static bool apply(scn_config *c, const setting *s, const char *v, const char *or
       }
     snprintf(err, errlen, "%s: invalid value for %s: \"%s\" (expected always, everysec or no)",
              origin, s->flag, v);
+    return false;
+  case K_INTEREST:
+    for (int i = 0; i < 2; i++)
+      if (strcmp(v, interests[i]) == 0) {
+        *(int *)field = i;
+        return true;
+      }
+    snprintf(err, errlen, "%s: invalid value for %s: \"%s\" (expected grid or naive)", origin,
+             s->flag, v);
     return false;
   case K_BOOL:
     if (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes")) {

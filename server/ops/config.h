@@ -35,6 +35,7 @@ typedef struct scn_config {
   uint64_t max_entity_create;
   char data_dir[4096];  /* empty: nothing persisted */
   int fsync;            /* scn_fsync_policy */
+  int interest;         /* 0 grid (the spatial index), 1 naive (every transform tested) */
   double save_interval; /* seconds between autosaves when something changed; 0: never */
   bool recover;
   int log_level;                /* 0 debug, 1 info, 2 warn, 3 error */

@@ -175,6 +175,9 @@ static scn_members *diff_members(scn_frame_encoder *enc, const scn_members *old)
   return m;
 }
 
+static void finish(scn_frame_encoder *enc, scn_world *w, bool full, scn_frame *f);
+static void frame_reset(scn_frame_encoder *enc, scn_world *w, scn_frame *f);
+
 /* ---- text ------------------------------------------------------------------------------- */
 
 static void write_ids(scn_buf *out, const scn_entity *ids, size_t from, size_t to) {
@@ -240,14 +243,7 @@ bool scn_frame_write(scn_buf *out, const scn_frame *f, scn_matrix_form form, siz
 void scn_frame_encode(scn_frame_encoder *enc, const scn_frame_key *k, const scn_members *old,
                       scn_frame *f) {
   scn_world *w = k->world;
-  f->head.len = f->tail.len = 0;
-  f->head.failed = f->tail.failed = false;
-  f->n = 0;
-  f->ok = f->empty = false;
-  scn_members_release(f->members);
-  f->members = NULL;
-  f->tick = scn_world_tick(w) - 1; /* the tick just closed */
-  enc->current.n = enc->entered.n = enc->removed.n = 0;
+  frame_reset(enc, w, f);
 
   set_writer sw = {.f = f, .enc = enc};
   if (k->root == SCN_ENTITY_NONE) {
@@ -275,7 +271,71 @@ void scn_frame_encode(scn_frame_encoder *enc, const scn_frame_key *k, const scn_
   }
   if (sw.failed)
     return; /* out of memory: the subscribers stay where they were and try next tick */
-  if (!k->full && f->n == 0 && enc->removed.n == 0) {
+  finish(enc, w, k->full, f);
+}
+
+static void frame_reset(scn_frame_encoder *enc, scn_world *w, scn_frame *f) {
+  f->head.len = f->tail.len = 0;
+  f->head.failed = f->tail.failed = false;
+  f->n = 0;
+  f->ok = f->empty = false;
+  scn_members_release(f->members);
+  f->members = NULL;
+  f->tick = scn_world_tick(w) - 1; /* the tick just closed */
+  enc->current.n = enc->entered.n = enc->removed.n = 0;
+}
+
+static void push_removed(void *ud, scn_entity e) {
+  set_writer *w = ud;
+  w->failed |= !id_push(&w->enc->removed, e);
+}
+
+int64_t scn_frame_encode_fill(scn_frame_encoder *enc, scn_world *w, bool full,
+                              scn_frame_fill_fn fill, void *ud, scn_frame *f) {
+  frame_reset(enc, w, f);
+  set_writer sw = {.f = f, .enc = enc};
+  int64_t rc = fill(ud, add_entry, push_removed, &sw);
+  if (rc < 0 || sw.failed)
+    return rc < 0 ? rc : SCN_NOMEM;
+  finish(enc, w, full, f);
+  return rc;
+}
+
+typedef struct holdings {
+  scn_frame_encoder *enc;
+  scn_world *world;
+  void (*fn)(void *ud, scn_entity e);
+  void *ud;
+} holdings;
+
+/* The first event of an entity since the tick says whether it was there then. */
+static void held_by_event(void *ud, scn_entity e, scn_event_kind kind) {
+  holdings *h = ud;
+  if (set_add(&h->enc->first_seen, e) && kind != SCN_EVENT_CREATED)
+    h->fn(h->ud, e);
+}
+
+static void held_unless_seen(void *ud, scn_entity e, const float m[16]) {
+  (void)m;
+  holdings *h = ud;
+  if (!set_has(&h->enc->first_seen, e))
+    h->fn(h->ud, e);
+}
+
+int scn_frame_holdings(scn_frame_encoder *enc, scn_world *w, uint64_t since,
+                       void (*fn)(void *ud, scn_entity e), void *ud) {
+  size_t events = 0;
+  scn_world_visit_events(w, since, count_event, &events);
+  if (!set_prepare(&enc->first_seen, events))
+    return SCN_NOMEM;
+  holdings h = {enc, w, fn, ud};
+  scn_world_visit_events(w, since, held_by_event, &h);
+  return scn_world_visit_changed(w, SCN_ENTITY_NONE, 0, held_unless_seen, &h);
+}
+
+/* The head and tail of a frame whose set and removals are collected. */
+static void finish(scn_frame_encoder *enc, scn_world *w, bool full, scn_frame *f) {
+  if (!full && f->n == 0 && enc->removed.n == 0) {
     f->ok = f->empty = true;
     return;
   }
@@ -284,7 +344,7 @@ void scn_frame_encode(scn_frame_encoder *enc, const scn_frame_key *k, const scn_
   scn_buf_add_json_string(head, scn_world_name(w), strlen(scn_world_name(w)));
   scn_buf_adds(head, ",\"tick\":");
   scn_buf_add_u64(head, f->tick);
-  scn_buf_adds(head, k->full ? ",\"full\":true" : ",\"full\":false");
+  scn_buf_adds(head, full ? ",\"full\":true" : ",\"full\":false");
   scn_buf_adds(&f->tail, ",\"removed\":");
   scn_buf_add_id_list(&f->tail, enc->removed.ids, enc->removed.n);
   scn_buf_adds(&f->tail, "}\n");

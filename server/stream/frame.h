@@ -7,6 +7,7 @@
 
 #include "buf.h"
 #include "scn_core.h"
+#include "scn_interest.h"
 #include "wire.h"
 
 #include <stdbool.h>
@@ -32,8 +33,9 @@ void scn_members_release(scn_members *m);
  * take matrices in the same form (json or b64) get the same bytes. */
 typedef struct scn_frame_key {
   scn_world *world;
-  scn_entity root; /* SCN_ENTITY_NONE: the whole world */
-  uint64_t since;  /* the tick the subscriber last saw (0 with full) */
+  const void *region; /* a region's frame (scn_frame_encode_fill), NULL for a scope */
+  scn_entity root;    /* SCN_ENTITY_NONE: the whole world */
+  uint64_t since;     /* the tick the subscriber last saw (0 with full) */
   bool full;
 } scn_frame_key;
 
@@ -79,6 +81,18 @@ void scn_frame_free(scn_frame *f);
  * event log back to since (scn_world_keep_events). */
 void scn_frame_encode(scn_frame_encoder *enc, const scn_frame_key *k, const scn_members *old,
                       scn_frame *f);
+/* A frame of what fill gives: it calls set(sink, e, world matrix) for each transform sent and
+ * removed(sink, e) for each one removed, and returns a count, or a negative scn_err when it
+ * failed (f is then not ok, and that is returned). full: the frame holds everything. */
+typedef int64_t (*scn_frame_fill_fn)(void *ud, scn_visit_fn set, scn_removed_fn removed,
+                                     void *sink);
+int64_t scn_frame_encode_fill(scn_frame_encoder *enc, scn_world *w, bool full,
+                              scn_frame_fill_fn fill, void *ud, scn_frame *f);
+/* What a whole-world subscriber that last saw tick since holds: every transform w has now
+ * whose first event after since is not its creation, and every entity whose first event is a
+ * destruction or a move (w must keep its log back to since). SCN_OK or SCN_NOMEM. */
+int scn_frame_holdings(scn_frame_encoder *enc, scn_world *w, uint64_t since,
+                       void (*fn)(void *ud, scn_entity e), void *ud);
 /* Writes the body of f in form to out, a piece at a time: from *at (0 at first) on, at most
  * about budget transforms' worth (at least 3), then *at says where the next piece starts.
  * True once the body is complete. Slices of base64 join without padding: every piece but the

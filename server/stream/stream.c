@@ -2,6 +2,7 @@
 
 #include "net/conn.h"
 #include "stream/frame.h"
+#include "stream/interest.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@ typedef struct scn_sub {
   uint64_t last_frame; /* server tick count at that frame */
   bool need_full, lagging;
   scn_members *members;  /* subtree scope as of last_tick */
+  scn_near *near;        /* its region (what it holds of it is there), or NULL */
   struct frame_job *job; /* a large frame being written for it, in slices */
   size_t job_slot;
   struct scn_sub *prev, *next; /* all subscriptions */
@@ -58,6 +60,8 @@ struct scn_stream {
   scn_shared *bodies[2]; /* the small frame's shared text, by form, once a subscriber needs it */
   scn_sub **due;
   size_t due_cap;
+  scn_interest *interest;
+  uint64_t nnear; /* subscriptions with a region */
   stream_counters counters;
 };
 
@@ -78,6 +82,10 @@ static void sub_remove(scn_stream *st, scn_sub *s) {
   if (s->job)
     s->job->subs[s->job_slot] = NULL; /* the frame in progress skips it */
   scn_members_release(s->members);
+  if (s->near) {
+    scn_near_release(st->interest, s->near);
+    st->nnear--;
+  }
   st->nsubs--;
   free(s);
 }
@@ -85,18 +93,23 @@ static void sub_remove(scn_stream *st, scn_sub *s) {
 uint64_t scn_stream_count(const scn_stream *st) { return st->nsubs; }
 
 int scn_stream_subscribe(scn_stream *st, scn_conn *c, scn_world *w, scn_entity root, double hz,
-                         uint64_t *id) {
+                         const scn_near_spec *near, uint64_t *id) {
   scn_sub *s = calloc(1, sizeof *s);
   if (!s)
     return -1;
+  double every = ceil(st->srv->cfg.tick_hz / hz - 1e-9);
+  s->every = every < 1 ? 1 : every > 1e6 ? 1000000 : (uint32_t)every;
+  if (near && !(s->near = scn_near_new(st->interest, w, root, near, s->every, true))) {
+    free(s);
+    return -1;
+  }
+  st->nnear += s->near != NULL;
   /* Whole-world deltas after the first frame need the removals; a subtree, its root's. */
   scn_world_keep_events(w, true);
   s->id = *id = ++st->next_sub_id;
   s->conn = c;
   s->world = w;
   s->root = root;
-  double every = ceil(st->srv->cfg.tick_hz / hz - 1e-9);
-  s->every = every < 1 ? 1 : every > 1e6 ? 1000000 : (uint32_t)every;
   s->next = st->subs;
   if (st->subs)
     st->subs->prev = s;
@@ -107,13 +120,74 @@ int scn_stream_subscribe(scn_stream *st, scn_conn *c, scn_world *w, scn_entity r
   return 0;
 }
 
-bool scn_stream_unsubscribe(scn_stream *st, scn_conn *c, uint64_t id) {
+static scn_sub *find_sub(scn_conn *c, uint64_t id) {
   for (scn_sub *s = c->subs; s; s = s->conn_next)
-    if (s->id == id) {
-      sub_remove(st, s);
-      return true;
-    }
-  return false;
+    if (s->id == id)
+      return s;
+  return NULL;
+}
+
+scn_world *scn_stream_world_of(scn_stream *st, scn_conn *c, uint64_t id) {
+  (void)st;
+  scn_sub *s = find_sub(c, id);
+  return s ? s->world : NULL;
+}
+
+bool scn_stream_unsubscribe(scn_stream *st, scn_conn *c, uint64_t id) {
+  scn_sub *s = find_sub(c, id);
+  if (s)
+    sub_remove(st, s);
+  return s != NULL;
+}
+
+typedef struct holding {
+  scn_scope *scope;
+  uint64_t sent;
+  bool failed;
+} holding;
+
+static void hold(void *ud, scn_entity e) {
+  holding *h = ud;
+  h->failed |= scn_scope_hold(h->scope, e, h->sent) != SCN_OK;
+}
+
+/* A subscription without a region gains one: it starts from what its subscriber holds, so the
+ * next frame carries only what comes in and what leaves. */
+static scn_near *gain_region(scn_stream *st, scn_sub *s, const scn_near_spec *spec) {
+  scn_near *n = scn_near_new(st->interest, s->world, s->root, spec, s->every, false);
+  if (!n || s->need_full || s->lagging || !s->last_tick)
+    return n; /* its next frame is full anyway */
+  holding h = {scn_near_scope(n), s->last_tick, false};
+  if (s->root != SCN_ENTITY_NONE) {
+    for (size_t i = 0; s->members && i < s->members->n; i++)
+      hold(&h, s->members->ids[i]);
+  } else {
+    h.failed |= scn_frame_holdings(&st->enc, s->world, s->last_tick, hold, &h) != SCN_OK;
+  }
+  if (h.failed) {
+    scn_near_release(st->interest, n);
+    return NULL;
+  }
+  return n;
+}
+
+int scn_stream_update(scn_stream *st, scn_conn *c, uint64_t id, const scn_near_spec *near) {
+  scn_sub *s = find_sub(c, id);
+  if (!s)
+    return SCN_NOT_FOUND;
+  if (!near && !s->near)
+    return SCN_OK; /* no region to remove */
+  scn_near *n = s->near ? scn_near_detach(st->interest, s->near, true) : gain_region(st, s, near);
+  if (!n)
+    return SCN_NOMEM;
+  if (!s->near) {
+    st->nnear++;
+    scn_members_release(s->members); /* the region holds them now */
+    s->members = NULL;
+  }
+  s->near = n;
+  scn_near_respec(st->interest, n, near);
+  return SCN_OK;
 }
 
 static void write_event(scn_sub *s, const char *event, const char *extra) {
@@ -226,10 +300,14 @@ static bool job_attach(frame_job *job, scn_sub *s) {
  * then); a job's bytes follow when written. */
 static void deliver(scn_stream *st, scn_sub *s, const scn_frame *f, scn_shared *body,
                     frame_job *job) {
-  if (body)
+  if (body) {
     send_body(st, s, body, f->n);
-  else if (job && !job_attach(job, s))
-    return; /* no room to remember it: it stays due and tries again next tick */
+  } else if (job && !job_attach(job, s)) {
+    /* No room to remember it: it stays due and tries again next tick (with a region, whose
+     * members moved on, from nothing). */
+    s->need_full |= s->near != NULL;
+    return;
+  }
   s->last_tick = f->tick;
   s->need_full = false;
   if (f->members != s->members) {
@@ -238,8 +316,16 @@ static void deliver(scn_stream *st, scn_sub *s, const scn_frame *f, scn_shared *
   }
 }
 
-/* The root of a subtree subscription is gone: its whole scope is removed, then it ends. */
-static void end_root_destroyed(scn_stream *st, scn_sub *s) {
+static void add_removed_id(void *ud, scn_entity e) {
+  scn_buf *out = ud;
+  if (out->data[out->len - 1] != '[')
+    scn_buf_addc(out, ',');
+  scn_buf_add_u64(out, e);
+}
+
+/* The root of a subtree subscription, or the center of a region, is gone: its whole scope is
+ * removed, then it ends with reason. */
+static void end_scope_gone(scn_stream *st, scn_sub *s, const char *reason) {
   scn_buf *out = &s->conn->out.bytes;
   scn_world *w = s->world;
   scn_buf_adds(out, "{\"event\":\"frame\",\"sub\":");
@@ -251,32 +337,40 @@ static void end_root_destroyed(scn_stream *st, scn_sub *s) {
   scn_buf_adds(out, s->conn->matrices == SCN_MATRICES_B64 ? ",\"full\":false,\"ids\":[],\"ms\":\"\""
                                                           : ",\"full\":false,\"set\":[]");
   scn_buf_adds(out, ",\"removed\":");
-  scn_buf_add_id_list(out, s->members ? s->members->ids : NULL, s->members ? s->members->n : 0);
+  if (s->near) {
+    scn_buf_addc(out, '[');
+    if (!out->failed)
+      scn_scope_visit(scn_near_scope(s->near), add_removed_id, out);
+    scn_buf_addc(out, ']');
+  } else {
+    scn_buf_add_id_list(out, s->members ? s->members->ids : NULL, s->members ? s->members->n : 0);
+  }
   scn_buf_adds(out, "}\n");
-  write_event(s, "unsubscribed", ",\"reason\":\"root_destroyed\"");
+  write_event(s, "unsubscribed", reason);
   st->counters.frames++;
   sub_remove(st, s);
 }
 
-typedef struct root_watch {
-  scn_entity root;
+typedef struct entity_watch {
+  scn_entity entity;
   bool destroyed;
-} root_watch;
+} entity_watch;
 
-static void watch_root(void *ud, scn_entity e, scn_event_kind kind) {
-  root_watch *r = ud;
-  if (e == r->root && kind == SCN_EVENT_DESTROYED)
+static void watch_entity(void *ud, scn_entity e, scn_event_kind kind) {
+  entity_watch *r = ud;
+  if (e == r->entity && kind == SCN_EVENT_DESTROYED)
     r->destroyed = true;
 }
 
-/* The root has no transform now, or lost it in the tick just closed (even if its entity got
- * a new transform since, which does not continue the subscription). */
-static bool root_gone(scn_sub *s) {
-  if (!scn_transform_exists(s->world, s->root))
+/* e (a subtree's root, a region's center) has no transform now, or lost it in the tick just
+ * closed (even if its entity got a new transform since, which does not continue the
+ * subscription). */
+static bool entity_gone(scn_world *w, scn_entity e) {
+  if (!scn_transform_exists(w, e))
     return true;
-  root_watch r = {s->root, false};
-  uint64_t closed = scn_world_tick(s->world) - 1;
-  scn_world_visit_events(s->world, closed - 1, watch_root, &r);
+  entity_watch r = {e, false};
+  uint64_t closed = scn_world_tick(w) - 1;
+  scn_world_visit_events(w, closed - 1, watch_entity, &r);
   return r.destroyed;
 }
 
@@ -294,12 +388,14 @@ static bool due(const scn_stream *st, const scn_sub *s) {
 
 static scn_frame_key key_of(const scn_sub *s) {
   bool full = s->need_full || s->last_tick == 0;
-  return (scn_frame_key){s->world, s->root, full ? 0 : s->last_tick, full};
+  return (scn_frame_key){s->world, s->near, s->root, full ? 0 : s->last_tick, full};
 }
 
 static int cmp_key(const scn_frame_key *a, const scn_frame_key *b) {
   if (a->world != b->world)
     return (uintptr_t)a->world < (uintptr_t)b->world ? -1 : 1;
+  if (a->region != b->region)
+    return (uintptr_t)a->region < (uintptr_t)b->region ? -1 : 1;
   if (a->root != b->root)
     return a->root < b->root ? -1 : 1;
   if (a->since != b->since)
@@ -429,9 +525,10 @@ static void trim_events(scn_stream *st) {
     scn_world_set_userdata(scn_world_at(scene, i), UINT64_MAX);
   for (scn_sub *s = st->subs; s; s = s->next) {
     /* A subtree subscription needs the last tick's, to see its root destroyed (root_gone). */
-    uint64_t needs = s->root != SCN_ENTITY_NONE || s->lagging || s->need_full || !s->last_tick
-                         ? scn_world_tick(s->world) - 1
-                         : s->last_tick;
+    uint64_t needs =
+        s->root != SCN_ENTITY_NONE || s->near || s->lagging || s->need_full || !s->last_tick
+            ? scn_world_tick(s->world) - 1
+            : s->last_tick;
     if (needs < scn_world_userdata(s->world))
       scn_world_set_userdata(s->world, needs);
   }
@@ -456,15 +553,28 @@ static bool collect_due(scn_stream *st, size_t *count) {
   size_t n = 0;
   for (scn_sub *s = st->subs, *next; s; s = next) {
     next = s->next;
-    if (s->root != SCN_ENTITY_NONE && root_gone(s)) {
+    const char *gone = NULL;
+    scn_entity center = s->near ? scn_near_center(s->near) : SCN_ENTITY_NONE;
+    if (center != SCN_ENTITY_NONE && entity_gone(s->world, center))
+      gone = ",\"reason\":\"center_destroyed\"";
+    else if (s->root != SCN_ENTITY_NONE && entity_gone(s->world, s->root))
+      gone = ",\"reason\":\"root_destroyed\"";
+    if (gone) {
       scn_conn *c = s->conn;
-      end_root_destroyed(st, s);
+      end_scope_gone(st, s, gone);
       scn_conn_schedule_flush(c);
       continue;
     }
-    if (s->root == SCN_ENTITY_NONE && s->last_tick && !s->need_full &&
+    if (s->root == SCN_ENTITY_NONE && !s->near && s->last_tick && !s->need_full &&
         s->last_tick < scn_world_events_since(s->world))
       s->need_full = true; /* the log lost what its delta needs: send everything */
+    /* Starting again from nothing, it stops sharing what the others of its region hold. */
+    if (s->near && (s->need_full || !s->last_tick) && scn_near_evaluated(s->near)) {
+      scn_near *own = scn_near_detach(st->interest, s->near, false);
+      if (!own)
+        continue; /* no memory: it tries again next tick */
+      s->near = own;
+    }
     if (due(st, s))
       st->due[n++] = s;
   }
@@ -474,17 +584,73 @@ static bool collect_due(scn_stream *st, size_t *count) {
   return true;
 }
 
+typedef struct region_fill {
+  scn_stream *st;
+  scn_near *near;
+  scn_world *world;
+  bool full;
+} region_fill;
+
+static int64_t fill_region(void *ud, scn_visit_fn set, scn_removed_fn removed, void *sink) {
+  region_fill *r = ud;
+  uint64_t now = scn_world_tick(r->world) - 1;
+  return scn_near_eval(r->st->interest, r->near, r->st->ticks, now, r->full, set, removed, sink);
+}
+
+static void collect_member(void *ud, scn_entity e) {
+  scn_members *m = ud;
+  m->ids[m->n++] = e;
+}
+
+static int cmp_entity(const void *a, const void *b) {
+  scn_entity x = *(const scn_entity *)a, y = *(const scn_entity *)b;
+  return (x > y) - (x < y);
+}
+
+/* The frame of the subscriptions with key k (the first of them is first). */
+static void encode(scn_stream *st, const scn_frame_key *k, scn_sub *first, scn_frame *f) {
+  if (!k->region) {
+    scn_frame_encode(&st->enc, k, first->members, f);
+    return;
+  }
+  region_fill r = {st, first->near, k->world, k->full};
+  scn_frame_encode_fill(&st->enc, k->world, k->full, fill_region, &r, f);
+}
+
+/* A subscription whose region was removed got everything in its scope: it goes on without. */
+static void drop_region(scn_stream *st, scn_sub *s) {
+  if (s->root != SCN_ENTITY_NONE) {
+    scn_scope *scope = scn_near_scope(s->near);
+    size_t count = scn_scope_count(scope);
+    scn_members *m = malloc(sizeof *m + sizeof(scn_entity) * count);
+    if (!m) {
+      s->need_full = true;
+      return;
+    }
+    m->refs = 1;
+    m->n = 0;
+    scn_scope_visit(scope, collect_member, m);
+    qsort(m->ids, m->n, sizeof m->ids[0], cmp_entity);
+    scn_members_release(s->members);
+    s->members = m;
+  }
+  scn_near_release(st->interest, s->near);
+  s->near = NULL;
+  st->nnear--;
+}
+
 static void on_tick(void *ud) {
   scn_stream *st = ud;
   uint64_t limit = st->srv->cfg.output_limit;
   st->ticks++;
+  scn_interest_sync(st->interest, st->ticks);
   size_t n;
   if (!collect_due(st, &n))
     return; /* try again next tick */
   scn_frame *f = &st->frame;
   for (size_t i = 0; i < n;) {
     scn_frame_key k = key_of(st->due[i]);
-    scn_frame_encode(&st->enc, &k, st->due[i]->members, f);
+    encode(st, &k, st->due[i], f);
     frame_job *job = f->ok && !f->empty && f->n > SLICE ? job_new(st) : NULL;
     const scn_frame *sent = job ? &job->frame : f;
     size_t j = i;
@@ -493,8 +659,12 @@ static void on_tick(void *ud) {
       scn_frame_key kj = key_of(s);
       if (cmp_key(&k, &kj) != 0)
         break;
-      if (!sent->ok)
-        continue; /* out of memory: it stays due and tries again next tick */
+      if (!sent->ok) {
+        /* out of memory: it stays due and tries again next tick (from nothing, with a
+         * region, whose members moved on) */
+        s->need_full |= s->near != NULL;
+        continue;
+      }
       /* Over its output budget it lags (and resyncs with a full frame once drained), but
        * only when there is something to drop: an unchanged tick costs it nothing. */
       if (!sent->empty && scn_conn_queued(s->conn) > limit) {
@@ -503,9 +673,16 @@ static void on_tick(void *ud) {
         continue;
       }
       scn_shared *body = NULL;
-      if (!sent->empty && !job && !(body = small_body(st, f, s->conn->matrices)))
+      if (!sent->empty && !job && !(body = small_body(st, f, s->conn->matrices))) {
+        s->need_full |= s->near != NULL;
         continue;
+      }
       deliver(st, s, sent, body, job);
+    }
+    for (size_t d = i; k.region && sent->ok && d < j; d++) {
+      scn_sub *s = st->due[d];
+      if (s->near && scn_near_unbounded(s->near) && s->last_tick == sent->tick && !s->need_full)
+        drop_region(st, s);
     }
     for (int form = 0; form < 2; form++) {
       scn_shared_release(st->bodies[form]);
@@ -547,6 +724,7 @@ static void collect_stats(void *ud, scn_metrics_sink *k) {
   scn_metric(k, "stream_resyncs_total", "counter",
              "Times a lagging subscription was resynchronised with a full frame.",
              (double)c->resyncs);
+  scn_interest_stats(st->interest, k, st->nnear);
 }
 
 /* ---- the module --------------------------------------------------------------------------- */
@@ -556,6 +734,10 @@ scn_stream *scn_stream_open(scn_server *srv) {
   if (!st)
     return NULL;
   st->srv = srv;
+  if (!(st->interest = scn_interest_new(srv->cfg.interest == 1, srv->cfg.tick_hz))) {
+    free(st);
+    return NULL;
+  }
   uv_idle_init(srv->loop, &st->idle);
   st->idle.data = st;
   st->hooks = (scn_hooks){.ud = st,
@@ -584,6 +766,7 @@ void scn_stream_close(scn_stream *st) {
   st->jobs_tail = NULL;
   while (st->subs)
     sub_remove(st, st->subs);
+  scn_interest_free(st->interest);
   scn_frame_encoder_free(&st->enc);
   scn_frame_free(&st->frame);
   scn_buf_free(&st->body);

@@ -7,6 +7,7 @@
 #define SCN_STREAM_H
 
 #include "server.h"
+#include "stream/interest.h"
 
 typedef struct scn_stream scn_stream;
 
@@ -17,10 +18,17 @@ scn_stream *scn_stream_open(scn_server *srv);
 void scn_stream_close(scn_stream *st);
 
 /* A new subscription of connection c to world w (root: SCN_ENTITY_NONE, or the root of a
- * subtree that has a transform there), at most hz frames per second. Its id in *id; 0, or -1
- * when out of memory. */
+ * subtree that has a transform there), at most hz frames per second, of what lies near (NULL:
+ * everything; a center entity must have a transform in w). Its id in *id; 0, or -1 when out of
+ * memory. */
 int scn_stream_subscribe(scn_stream *st, scn_conn *c, scn_world *w, scn_entity root, double hz,
-                         uint64_t *id);
+                         const scn_near_spec *near, uint64_t *id);
+/* Gives subscription id of connection c the region near, or removes its region (NULL), without
+ * a full frame: the next frame carries what came into its scope and what left. SCN_OK,
+ * SCN_NOT_FOUND (c has no such subscription) or SCN_NOMEM (nothing changed). */
+int scn_stream_update(scn_stream *st, scn_conn *c, uint64_t id, const scn_near_spec *near);
+/* The world subscription id of connection c streams, or NULL when c has none by that id. */
+scn_world *scn_stream_world_of(scn_stream *st, scn_conn *c, uint64_t id);
 /* Ends subscription id of connection c; false when c has none by that id. */
 bool scn_stream_unsubscribe(scn_stream *st, scn_conn *c, uint64_t id);
 /* The world is about to be destroyed: its subscribers get world_destroyed, and their
