@@ -13,6 +13,7 @@
   X(core_transform_forest)                                                                         \
   X(core_batch)                                                                                    \
   X(core_stream)                                                                                   \
+  X(core_interest)                                                                                 \
   X(core_property)                                                                                 \
   X(core_property_flush)                                                                           \
   X(core_history)                                                                                  \

@@ -243,7 +243,7 @@ static void test_frame_forms(void) {
   uint64_t t1 = scn_world_close_tick(w);
   scn_frame_encoder enc = {0};
   scn_frame f = {0};
-  scn_frame_key full = {w, SCN_ENTITY_NONE, 0, true};
+  scn_frame_key full = {.world = w, .root = SCN_ENTITY_NONE, .since = 0, .full = true};
   scn_frame_encode(&enc, &full, NULL, &f);
   CU_ASSERT_TRUE(f.ok && !f.empty && f.n == N);
   char *whole = NULL;
@@ -298,7 +298,7 @@ static void test_frame_forms(void) {
   OK(scn_transform_set_local(w, ids[4], moved));
   OK(scn_transform_destroy(w, ids[9], false));
   scn_world_close_tick(w);
-  scn_frame_key delta = {w, SCN_ENTITY_NONE, t1, false};
+  scn_frame_key delta = {.world = w, .root = SCN_ENTITY_NONE, .since = t1, .full = false};
   scn_frame_encode(&enc, &delta, NULL, &f);
   CU_ASSERT_TRUE(f.ok && !f.empty && f.n == 1);
   js = frame_line(&f, SCN_MATRICES_JSON, SIZE_MAX, NULL);
