@@ -46,6 +46,7 @@ JOURNAL_TEST_BIN := $(BUILD)/journal-tests
 TEST_PROGRAMS := $(UNIT_TEST_BIN) $(INTEGRATION_TEST_BIN) $(JOURNAL_TEST_BIN)
 BENCH_BIN := $(BUILD)/bench-core
 DECODE_BENCH := $(BUILD)/bench-decode
+INTEREST_BENCH := $(BUILD)/bench-interest
 
 DEPS_STAMP := build/.deps-checked
 
@@ -66,7 +67,7 @@ THREE      := $(NPM_DIR)/node_modules/three
 
 .PHONY: all deps test test-suites test-web test-timeout-check test-runner-check www bench soak run clean format exhaustive-f32 layering fuzz valgrind cluster
 
-all: $(SCENED) $(SCENECTL) $(SCENE_BENCH) $(CORE_LIB) $(PROTO_LIB) $(TEST_PROGRAMS) $(BENCH_BIN) $(DECODE_BENCH) $(BUILD)/f32-exhaustive \
+all: $(SCENED) $(SCENECTL) $(SCENE_BENCH) $(CORE_LIB) $(PROTO_LIB) $(TEST_PROGRAMS) $(BENCH_BIN) $(DECODE_BENCH) $(INTEREST_BENCH) $(BUILD)/f32-exhaustive \
      $(WWW_STAMP)
 
 # Install missing system packages once per checkout (re-checked when the script changes).
@@ -159,6 +160,9 @@ $(JOURNAL_TEST_BIN): $(JOURNAL_TEST_OBJ) $(filter-out %/server/main.o,$(SERVER_O
 $(BENCH_BIN): $(BUILD)/obj/tests/bench/bench_core.o $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+$(INTEREST_BENCH): $(BUILD)/obj/tests/bench/bench_interest.o $(CORE_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 $(DECODE_BENCH): $(BUILD)/obj/tests/bench/bench_decode.o $(BUILD)/obj/server/ops/json_arena.o $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcjson -lnettle $(LDLIBS)
 
@@ -239,7 +243,7 @@ valgrind: $(TEST_PROGRAMS) $(SCENED) $(SCENECTL)
 	SCENED_BIN=$(abspath scripts/valgrind-scened.sh) SCENED_REAL=$(abspath $(SCENED)) \
 	  SCENECTL_BIN=$(abspath $(SCENECTL)) $(INTEGRATION_TEST_BIN) $(VALGRIND_SUITES)
 
-bench: $(BENCH_BIN) $(DECODE_BENCH) $(SCENED) $(SCENE_BENCH) $(SCENECTL)
+bench: $(BENCH_BIN) $(DECODE_BENCH) $(INTEREST_BENCH) $(SCENED) $(SCENE_BENCH) $(SCENECTL)
 	BUILD=$(BUILD) scripts/bench.sh
 
 # A long mixed load (SOAK_MINUTES, default 3): fails when the daemon's memory keeps growing.
