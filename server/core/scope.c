@@ -1,5 +1,12 @@
 /* What one subscriber holds of a world: the members of its region, each with the tick it was
- * last sent, and their evaluation against the spatial index with hysteresis and bands. */
+ * last sent, and their evaluation against the spatial index with hysteresis and bands.
+ *
+ * A region evaluated at the sync before this one starts from that evaluation: a transform
+ * that did not move can only come in or go out where its distance crosses the radius or the
+ * radius plus margin as the center moves, which is decided from the two centers alone; so it
+ * looks up what it holds only for what moved, what left a cell, and what crosses its edges.
+ * Otherwise (the first frame, a skipped tick, a changed region, a root, naive) it looks at
+ * every transform its box covers and at every member. */
 #include "space.h"
 
 #include <math.h>
@@ -8,8 +15,9 @@
 
 typedef struct member {
   scn_entity entity;
-  uint64_t sent; /* the tick it was last sent at */
-  uint32_t seen; /* the evaluation that last found it in the region */
+  uint64_t sent;    /* the tick it was last sent at */
+  uint32_t seen;    /* the evaluation that last met it */
+  uint32_t pending; /* a band held back a change of it */
 } member;
 
 struct scn_scope {
@@ -17,6 +25,11 @@ struct scn_scope {
   uint32_t n, cap;
   scn__idmap index; /* entity -> member */
   uint32_t epoch;   /* evaluations so far */
+  scn__vec pending; /* scn_entity: members a band held back, to send when it lets them */
+  /* The last evaluation, when the next may start from it. */
+  bool valid;
+  uint64_t tick;
+  double center[3], radius, margin;
 };
 
 scn_scope *scn_scope_new(void) { return calloc(1, sizeof(scn_scope)); }
@@ -26,27 +39,31 @@ void scn_scope_free(scn_scope *sc) {
     return;
   free(sc->m);
   scn__idmap_free(&sc->index);
+  scn__vec_free(&sc->pending);
   free(sc);
 }
 
 void scn_scope_clear(scn_scope *sc) {
   sc->n = 0;
+  sc->valid = false;
+  sc->pending.len = 0;
   scn__idmap_clear(&sc->index);
 }
 
-static int add_member(scn_scope *sc, scn_entity e, uint64_t sent, uint32_t seen) {
+static member *add_member(scn_scope *sc, scn_entity e, uint64_t sent) {
   if (sc->n == sc->cap) {
     size_t cap = sc->cap;
     member *m = scn_array_grow(sc->m, &cap, sizeof *m, sc->n + 1);
     if (!m)
-      return SCN_NOMEM;
+      return NULL;
     sc->m = m;
     sc->cap = (uint32_t)cap;
   }
   if (scn__idmap_put(&sc->index, e, sc->n) != SCN_OK)
-    return SCN_NOMEM;
-  sc->m[sc->n++] = (member){e, sent, seen};
-  return SCN_OK;
+    return NULL;
+  member *m = &sc->m[sc->n++];
+  *m = (member){e, sent, sc->epoch, 0};
+  return m;
 }
 
 static void remove_member(scn_scope *sc, uint32_t i) {
@@ -63,26 +80,28 @@ scn_scope *scn_scope_clone(const scn_scope *sc) {
     return NULL;
   c->epoch = sc->epoch;
   for (uint32_t i = 0; i < sc->n; i++)
-    if (add_member(c, sc->m[i].entity, sc->m[i].sent, sc->m[i].seen) != SCN_OK) {
+    if (!add_member(c, sc->m[i].entity, sc->m[i].sent)) {
       scn_scope_free(c);
       return NULL;
     }
-  return c;
+  return c; /* its first evaluation looks at everything, held-back changes included */
 }
 
 int scn_scope_hold(scn_scope *sc, scn_entity e, uint64_t sent) {
+  sc->valid = false;
   uint32_t i = scn__idmap_get(&sc->index, e);
   if (i != SCN_NIL) {
     sc->m[i].sent = sent;
     return SCN_OK;
   }
-  return add_member(sc, e, sent, sc->epoch);
+  return add_member(sc, e, sent) ? SCN_OK : SCN_NOMEM;
 }
 
 size_t scn_scope_count(const scn_scope *sc) { return sc->n; }
 
 size_t scn_scope_bytes(const scn_scope *sc) {
-  return sizeof *sc + (size_t)sc->cap * sizeof *sc->m + scn__idmap_bytes(&sc->index);
+  return sizeof *sc + (size_t)sc->cap * sizeof *sc->m + scn__idmap_bytes(&sc->index) +
+         sc->pending.cap * sizeof(scn_entity);
 }
 
 void scn_scope_visit(const scn_scope *sc, void (*fn)(void *ud, scn_entity e), void *ud) {
@@ -99,16 +118,25 @@ typedef struct eval {
   uint64_t now;
   double in2, stay2; /* squared radius, and squared radius + margin */
   double band2[SCN_BANDS_MAX];
+  const double *c0;      /* the center at the last evaluation (incremental) */
+  int32_t lo[3], hi[3];  /* the cells looked at */
   scn_visit_fn set;
+  scn_removed_fn removed;
   void *ud;
   int64_t tested;
   int rc;
 } eval;
 
-static void send(eval *v, scn_entity e) {
-  const float *m = scn__space_world_matrix(v->sp, e);
-  if (m)
-    v->set(v->ud, e, m);
+static inline double dist2(const float p[3], const double c[3]) {
+  double dx = p[0] - c[0], dy = p[1] - c[1], dz = p[2] - c[2];
+  return dx * dx + dy * dy + dz * dz;
+}
+
+static void send(eval *v, member *m) {
+  m->sent = v->now;
+  const float *mat = scn__space_world_matrix(v->sp, m->entity);
+  if (mat)
+    v->set(v->ud, m->entity, mat);
 }
 
 /* Ticks between two sends of an entity at squared distance d2. */
@@ -119,88 +147,242 @@ static uint32_t every_at(const eval *v, double d2) {
   return 1;
 }
 
+/* A member whose world matrix changed after it was sent: sent now, or when its band lets it. */
+static void update(eval *v, member *m, uint64_t changed, double d2) {
+  if (changed <= m->sent)
+    return;
+  if (v->now - m->sent >= every_at(v, d2)) {
+    send(v, m);
+    return;
+  }
+  if (v->rc == SCN_OK)
+    v->rc = scn__vec_reserve(&v->sc->pending, sizeof(scn_entity), v->sc->pending.len + 1);
+  if (v->rc == SCN_OK)
+    SCN_VEC_AT(v->sc->pending, scn_entity, v->sc->pending.len++) = m->entity;
+}
+
+static void enter(eval *v, scn_entity e) {
+  member *m = add_member(v->sc, e, v->now);
+  if (!m) {
+    v->rc = SCN_NOMEM;
+    return;
+  }
+  send(v, m);
+}
+
+static void leave(eval *v, uint32_t i) {
+  v->removed(v->ud, v->sc->m[i].entity);
+  remove_member(v->sc, i);
+}
+
+/* ---- looking at everything ---- */
+
 static void consider(eval *v, const scn__space_entry *en) {
   const scn_region *r = v->r;
   v->tested++;
   double d2 = 0;
   if (!r->unbounded) {
-    double dx = en->p[0] - r->center[0], dy = en->p[1] - r->center[1], dz = en->p[2] - r->center[2];
-    d2 = dx * dx + dy * dy + dz * dz;
+    d2 = dist2(en->p, r->center);
     if (!(d2 <= v->stay2))
       return;
   }
-  const scn__space_item *it = &v->sp->items[en->item];
-  if (r->root != SCN_ENTITY_NONE && !scn_transform_in_subtree(v->sp->w, it->entity, r->root))
+  if (r->root != SCN_ENTITY_NONE && !scn_transform_in_subtree(v->sp->w, en->entity, r->root))
     return;
   scn_scope *sc = v->sc;
-  uint32_t i = scn__idmap_get(&sc->index, it->entity);
+  uint32_t i = scn__idmap_get(&sc->index, en->entity);
   if (i != SCN_NIL) {
-    member *m = &sc->m[i];
-    m->seen = sc->epoch;
-    if (it->changed > m->sent && v->now - m->sent >= every_at(v, d2)) {
-      m->sent = v->now;
-      send(v, it->entity);
-    }
-    return;
+    sc->m[i].seen = sc->epoch;
+    update(v, &sc->m[i], en->changed, d2);
+  } else if (r->unbounded || d2 <= v->in2) {
+    enter(v, en->entity);
   }
-  if (!r->unbounded && !(d2 <= v->in2))
-    return;
-  if (v->rc == SCN_OK)
-    v->rc = add_member(sc, it->entity, v->now, sc->epoch);
-  send(v, it->entity);
 }
 
-static void scan_cell(eval *v, const scn__space_cell *cell) {
-  for (uint32_t k = 0; k < cell->n; k++)
-    consider(v, &cell->entries[k]);
-}
-
-/* The cells the region's bounding box covers, or every cell when that is fewer. */
-static void scan_region(eval *v) {
+/* Every cell whose key lies in [v->lo, v->hi], by key, or by going through every cell when
+ * that is fewer. */
+static void for_cells(eval *v, bool all, void (*fn)(eval *v, const scn__space_cell *cell)) {
   scn_space *sp = v->sp;
-  const scn_region *r = v->r;
-  if (r->unbounded || r->naive) {
-    for (uint32_t c = 0; c < sp->ncells; c++)
-      scan_cell(v, &sp->cells[c]);
-    return;
-  }
-  double reach = r->radius + r->margin;
-  int32_t lo[3], hi[3];
   double boxes = 1;
   for (int a = 0; a < 3; a++) {
-    lo[a] = scn__space_key(sp, r->center[a] - reach);
-    hi[a] = scn__space_key(sp, r->center[a] + reach);
-    if (lo[a] < sp->lo[a])
-      lo[a] = sp->lo[a];
-    if (hi[a] > sp->hi[a])
-      hi[a] = sp->hi[a];
-    if (lo[a] > hi[a])
+    if (v->lo[a] < sp->lo[a])
+      v->lo[a] = sp->lo[a];
+    if (v->hi[a] > sp->hi[a])
+      v->hi[a] = sp->hi[a];
+    if (v->lo[a] > v->hi[a])
       return; /* the box misses every occupied cell */
-    boxes *= (double)hi[a] - lo[a] + 1;
+    boxes *= (double)v->hi[a] - v->lo[a] + 1;
   }
-  if (boxes > sp->ncells) {
+  if (all || boxes > sp->ncells) {
     for (uint32_t c = 0; c < sp->ncells; c++) {
       const scn__space_cell *cell = &sp->cells[c];
       bool inside = true;
-      for (int a = 0; a < 3; a++)
-        inside &= cell->key[a] >= lo[a] && cell->key[a] <= hi[a];
+      for (int a = 0; !all && a < 3; a++)
+        inside &= cell->key[a] >= v->lo[a] && cell->key[a] <= v->hi[a];
       if (inside)
-        scan_cell(v, cell);
+        fn(v, cell);
     }
     return;
   }
   int32_t k[3];
-  for (k[0] = lo[0]; k[0] <= hi[0]; k[0]++)
-    for (k[1] = lo[1]; k[1] <= hi[1]; k[1]++)
-      for (k[2] = lo[2]; k[2] <= hi[2]; k[2]++) {
+  for (k[0] = v->lo[0]; k[0] <= v->hi[0]; k[0]++)
+    for (k[1] = v->lo[1]; k[1] <= v->hi[1]; k[1]++)
+      for (k[2] = v->lo[2]; k[2] <= v->hi[2]; k[2]++) {
         uint32_t c = scn__idmap_get(&sp->by_key, scn__space_pack(k));
         if (c != SCN_NIL)
-          scan_cell(v, &sp->cells[c]);
+          fn(v, &sp->cells[c]);
       }
+}
+
+static void scan_all(eval *v, const scn__space_cell *cell) {
+  for (uint32_t k = 0; k < cell->n; k++)
+    consider(v, &cell->entries[k]);
+}
+
+static void set_box(eval *v, const double *a, const double *b, double reach) {
+  for (int x = 0; x < 3; x++) {
+    v->lo[x] = scn__space_key(v->sp, fmin(a[x], b[x]) - reach);
+    v->hi[x] = scn__space_key(v->sp, fmax(a[x], b[x]) + reach);
+  }
+}
+
+static void eval_all(eval *v) {
+  const scn_region *r = v->r;
+  set_box(v, r->center, r->center, r->radius + r->margin);
+  for_cells(v, r->unbounded || r->naive, scan_all);
+  /* Members the scan did not meet left the region, or their transform. */
+  scn_scope *sc = v->sc;
+  for (uint32_t i = 0; i < sc->n;) {
+    if (sc->m[i].seen == sc->epoch)
+      i++;
+    else
+      leave(v, i); /* the last member moves to i */
+  }
+}
+
+/* ---- starting from the last evaluation ---- */
+
+enum { IN, BETWEEN, OUT };
+
+static int where(const eval *v, double d2) {
+  return d2 <= v->in2 ? IN : d2 <= v->stay2 ? BETWEEN : OUT;
+}
+
+/* The squared distances from c to the nearest and farthest points of a cell. */
+static void cell_range(const scn_space *sp, const scn__space_cell *cell, const double c[3],
+                       double *near2, double *far2) {
+  double n2 = 0, f2 = 0;
+  for (int a = 0; a < 3; a++) {
+    if (cell->key[a] <= -SCN_SPACE_KEY_MAX || cell->key[a] >= SCN_SPACE_KEY_MAX) {
+      *near2 = 0, *far2 = INFINITY; /* a clamped cell reaches to infinity */
+      return;
+    }
+    double pad = sp->cell * 1e-6; /* rounding of the keys at a cell's edge */
+    double lo = cell->key[a] * sp->cell - pad, hi = (cell->key[a] + 1) * sp->cell + pad;
+    double dn = c[a] < lo ? lo - c[a] : c[a] > hi ? c[a] - hi : 0;
+    double df = fmax(fabs(c[a] - lo), fabs(c[a] - hi));
+    n2 += dn * dn;
+    f2 += df * df;
+  }
+  *near2 = n2, *far2 = f2;
+}
+
+/* No transform that stayed put in the cell can come in or go out: wherever it is in the cell,
+ * it was and is inside the radius (and within the margin), or was and is beyond, or was and
+ * is between. */
+static bool cell_quiet(const eval *v, const scn__space_cell *cell) {
+  double n0, f0, n1, f1;
+  cell_range(v->sp, cell, v->c0, &n0, &f0);
+  cell_range(v->sp, cell, v->r->center, &n1, &f1);
+  return (f0 <= v->in2 && f1 <= v->stay2) || (n0 > v->stay2 && n1 > v->in2) ||
+         (n0 > v->in2 && f0 <= v->stay2 && n1 > v->in2 && f1 <= v->stay2);
+}
+
+static void moved_or_crossing(eval *v, const scn__space_entry *en, bool moved) {
+  double d1 = dist2(en->p, v->r->center);
+  int was = moved && en->fresh ? OUT : where(v, dist2(moved ? en->q : en->p, v->c0));
+  int is = where(v, d1);
+  if (!moved && (was == is || (was == IN && is == BETWEEN) || (was == OUT && is == BETWEEN)))
+    return; /* held or not, it stays so */
+  if (was == OUT && is != IN)
+    return; /* it was not held, and does not come in */
+  scn_scope *sc = v->sc;
+  uint32_t i = scn__idmap_get(&sc->index, en->entity);
+  if (i == SCN_NIL) {
+    if (is == IN)
+      enter(v, en->entity);
+    return;
+  }
+  if (is == OUT) {
+    leave(v, i);
+    return;
+  }
+  sc->m[i].seen = sc->epoch;
+  update(v, &sc->m[i], en->changed, d1);
+}
+
+static void scan_moves(eval *v, const scn__space_cell *cell) {
+  bool quiet = cell_quiet(v, cell);
+  if (quiet && cell->touched != v->now)
+    return;
+  v->tested += cell->n;
+  uint64_t last = v->sc->tick;
+  for (uint32_t k = 0; k < cell->n; k++) {
+    const scn__space_entry *en = &cell->entries[k];
+    bool moved = en->changed > last;
+    if (moved || !quiet)
+      moved_or_crossing(v, en, moved);
+  }
+  /* What left the cell for a cell not looked at, or its transform: held, it leaves. */
+  for (uint32_t k = 0; k < cell->nleft; k++) {
+    const scn__space_left *l = &cell->left[k];
+    if (dist2(l->q, v->c0) > v->stay2)
+      continue;
+    const scn__space_entry *now = scn__space_find(v->sp, l->entity);
+    if (now) {
+      const int32_t *key = v->sp->cells[v->sp->items[now->item].cell].key;
+      bool looked_at = true;
+      for (int a = 0; a < 3; a++)
+        looked_at &= key[a] >= v->lo[a] && key[a] <= v->hi[a];
+      if (looked_at)
+        continue; /* met where it is now */
+    }
+    uint32_t i = scn__idmap_get(&v->sc->index, l->entity);
+    if (i != SCN_NIL)
+      leave(v, i);
+  }
+}
+
+static void eval_moves(eval *v) {
+  scn_scope *sc = v->sc;
+  const scn_region *r = v->r;
+  /* The held-back list is rebuilt; what was on it is looked at again below. */
+  scn__vec held = sc->pending;
+  sc->pending = (scn__vec){0};
+  set_box(v, v->c0, r->center, r->radius + r->margin);
+  for_cells(v, false, scan_moves);
+  for (size_t k = 0; k < held.len; k++) {
+    scn_entity e = SCN_VEC_AT(held, scn_entity, k);
+    uint32_t i = scn__idmap_get(&sc->index, e);
+    const scn__space_entry *en = scn__space_find(v->sp, e);
+    if (i == SCN_NIL || sc->m[i].seen == sc->epoch || !en)
+      continue; /* gone, or met above */
+    sc->m[i].seen = sc->epoch;
+    update(v, &sc->m[i], en->changed, dist2(en->p, r->center));
+  }
+  if (sc->pending.cap == 0) { /* keep the larger buffer */
+    sc->pending = held;
+    sc->pending.len = 0;
+  } else {
+    scn__vec_free(&held);
+  }
 }
 
 int64_t scn_scope_eval(scn_scope *sc, scn_space *sp, const scn_region *r, uint64_t now, bool full,
                        scn_visit_fn set, scn_removed_fn removed, void *ud) {
+  bool incremental = !full && sc->valid && sc->tick == sp->before && sp->before &&
+                     sp->synced == now && !r->unbounded && !r->naive &&
+                     r->root == SCN_ENTITY_NONE && sc->radius == r->radius &&
+                     sc->margin == r->margin;
   if (full)
     scn_scope_clear(sc);
   sc->epoch++;
@@ -211,23 +393,26 @@ int64_t scn_scope_eval(scn_scope *sc, scn_space *sp, const scn_region *r, uint64
             .now = now,
             .in2 = r->radius * r->radius,
             .stay2 = stay * stay,
+            .c0 = sc->center,
             .set = set,
+            .removed = removed,
             .ud = ud};
   for (uint32_t b = 0; b < r->nbands && b < SCN_BANDS_MAX; b++)
     v.band2[b] = r->bands[b].radius * r->bands[b].radius;
-  scan_region(&v);
+  if (incremental) {
+    eval_moves(&v);
+  } else {
+    sc->pending.len = 0;
+    eval_all(&v);
+  }
   if (v.rc != SCN_OK) {
     scn_scope_clear(sc);
     return SCN_NOMEM;
   }
-  /* Members the scan did not meet left the region, or their transform. */
-  for (uint32_t i = 0; i < sc->n;) {
-    if (sc->m[i].seen == sc->epoch) {
-      i++;
-      continue;
-    }
-    removed(ud, sc->m[i].entity);
-    remove_member(sc, i); /* the last member moves to i */
-  }
+  sc->valid = !r->unbounded && r->root == SCN_ENTITY_NONE;
+  sc->tick = now;
+  memcpy(sc->center, r->center, sizeof sc->center);
+  sc->radius = r->radius;
+  sc->margin = r->margin;
   return v.tested;
 }

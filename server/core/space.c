@@ -1,6 +1,7 @@
 /* The spatial index: a uniform grid of cells over the translations of a world's world
  * matrices, kept in step with the world once per tick from the change stamps and the event
- * log, so its upkeep costs what changed (plus one pass over the stamps). */
+ * log. Each entry also keeps where it was one sync before, and each cell what left it, so a
+ * region evaluated at every tick can look at what moved and at its own edges only. */
 #include "space.h"
 
 #include <math.h>
@@ -15,13 +16,17 @@ scn_space *scn_space_new(scn_world *w) {
 }
 
 static void release(scn_space *sp) {
-  for (uint32_t c = 0; c < sp->ncells; c++)
+  for (uint32_t c = 0; c < sp->ncells; c++) {
     free(sp->cells[c].entries);
+    free(sp->cells[c].left);
+  }
   free(sp->cells);
   free(sp->items);
   free(sp->free_items);
   scn__idmap_free(&sp->by_entity);
   scn__idmap_free(&sp->by_key);
+  scn__vec_free(&sp->moved);
+  scn__vec_free(&sp->left_cells);
   scn_world *w = sp->w;
   uint64_t rebuilds = sp->rebuilds;
   memset(sp, 0, sizeof *sp);
@@ -57,6 +62,21 @@ const float *scn__space_world_matrix(scn_space *sp, scn_entity e) {
   return i == SCN_NIL ? NULL : tm->world[i][0];
 }
 
+scn__space_entry *scn__space_find(const scn_space *sp, scn_entity e) {
+  uint32_t item = scn__idmap_get(&sp->by_entity, e);
+  if (item == SCN_NIL)
+    return NULL;
+  const scn__space_item *it = &sp->items[item];
+  return &sp->cells[it->cell].entries[it->slot];
+}
+
+static int push_u32(scn__vec *v, uint32_t x) {
+  if (scn__vec_reserve(v, sizeof x, v->len + 1) != SCN_OK)
+    return SCN_NOMEM;
+  SCN_VEC_AT(*v, uint32_t, v->len++) = x;
+  return SCN_OK;
+}
+
 /* The cell at key k, made when missing; SCN_NIL when out of memory. */
 static uint32_t cell_at(scn_space *sp, const int32_t k[3]) {
   uint64_t packed = scn__space_pack(k);
@@ -83,18 +103,42 @@ static uint32_t cell_at(scn_space *sp, const int32_t k[3]) {
   return c;
 }
 
-static void cell_remove(scn_space *sp, uint32_t item) {
+/* A record that entity left cell c from q (for regions that held it). */
+static int note_left(scn_space *sp, uint32_t c, scn_entity e, const float q[3]) {
+  scn__space_cell *cell = &sp->cells[c];
+  if (cell->nleft == 0 && push_u32(&sp->left_cells, c) != SCN_OK)
+    return SCN_NOMEM;
+  if (cell->nleft == cell->left_cap) {
+    size_t cap = cell->left_cap;
+    scn__space_left *l = scn_array_grow(cell->left, &cap, sizeof *l, cell->nleft + 1);
+    if (!l)
+      return SCN_NOMEM;
+    cell->left = l;
+    cell->left_cap = (uint32_t)cap;
+  }
+  scn__space_left *l = &cell->left[cell->nleft++];
+  l->entity = e;
+  memcpy(l->q, q, sizeof l->q);
+  cell->touched = sp->synced;
+  return SCN_OK;
+}
+
+/* Takes item's entry out of its cell (the last entry fills the hole); *out gets it. */
+static void cell_take(scn_space *sp, uint32_t item, scn__space_entry *out) {
   scn__space_item *it = &sp->items[item];
   scn__space_cell *cell = &sp->cells[it->cell];
+  *out = cell->entries[it->slot];
   uint32_t last = --cell->n;
   if (it->slot != last) {
     cell->entries[it->slot] = cell->entries[last];
     sp->items[cell->entries[it->slot].item].slot = it->slot;
   }
+  cell->touched = sp->synced;
 }
 
-static int cell_add(scn_space *sp, uint32_t item, const float p[3]) {
-  int32_t k[3] = {scn__space_key(sp, p[0]), scn__space_key(sp, p[1]), scn__space_key(sp, p[2])};
+static int cell_put(scn_space *sp, const scn__space_entry *en) {
+  int32_t k[3] = {scn__space_key(sp, en->p[0]), scn__space_key(sp, en->p[1]),
+                  scn__space_key(sp, en->p[2])};
   uint32_t c = cell_at(sp, k);
   if (c == SCN_NIL)
     return SCN_NOMEM;
@@ -108,53 +152,67 @@ static int cell_add(scn_space *sp, uint32_t item, const float p[3]) {
     cell->entries = e;
     cell->cap = (uint32_t)cap;
   }
-  scn__space_entry *en = &cell->entries[cell->n];
-  memcpy(en->p, p, sizeof en->p);
-  en->item = item;
-  sp->items[item].cell = c;
-  sp->items[item].slot = cell->n++;
+  cell->entries[cell->n] = *en;
+  sp->items[en->item].cell = c;
+  sp->items[en->item].slot = cell->n++;
+  cell->touched = sp->synced;
   return SCN_OK;
+}
+
+static uint32_t new_item(scn_space *sp) {
+  if (sp->nfree)
+    return sp->free_items[--sp->nfree];
+  size_t cap = sp->items_cap;
+  scn__space_item *items = scn_array_grow(sp->items, &cap, sizeof *items, sp->nitems + 1);
+  if (!items)
+    return SCN_NIL;
+  sp->items = items;
+  sp->items_cap = (uint32_t)cap;
+  return sp->nitems++;
 }
 
 /* e is at p since tick changed: a new item, or one moved (within its cell or to another). */
 static int upsert(scn_space *sp, scn_entity e, const float p[3], uint64_t changed) {
   uint32_t item = scn__idmap_get(&sp->by_entity, e);
-  if (item != SCN_NIL) {
-    scn__space_item *it = &sp->items[item];
-    it->changed = changed;
-    scn__space_cell *cell = &sp->cells[it->cell];
-    int32_t k[3] = {scn__space_key(sp, p[0]), scn__space_key(sp, p[1]), scn__space_key(sp, p[2])};
-    if (memcmp(k, cell->key, sizeof k) == 0) {
-      memcpy(cell->entries[it->slot].p, p, sizeof cell->entries[0].p);
-      return SCN_OK;
-    }
-    cell_remove(sp, item);
-    return cell_add(sp, item, p);
-  }
-  if (sp->nfree) {
-    item = sp->free_items[--sp->nfree];
-  } else {
-    size_t cap = sp->items_cap;
-    scn__space_item *items = scn_array_grow(sp->items, &cap, sizeof *items, sp->nitems + 1);
-    if (!items)
+  if (item == SCN_NIL) {
+    if ((item = new_item(sp)) == SCN_NIL || scn__idmap_put(&sp->by_entity, e, item) != SCN_OK)
       return SCN_NOMEM;
-    sp->items = items;
-    sp->items_cap = (uint32_t)cap;
-    item = sp->nitems++;
+    scn__space_entry en = {.item = item, .fresh = 1, .entity = e, .changed = changed};
+    memcpy(en.p, p, sizeof en.p);
+    memcpy(en.q, p, sizeof en.q);
+    if (push_u32(&sp->moved, item) != SCN_OK) /* fresh until the next sync */
+      return SCN_NOMEM;
+    return cell_put(sp, &en);
   }
-  if (scn__idmap_put(&sp->by_entity, e, item) != SCN_OK)
+  scn__space_item *it = &sp->items[item];
+  scn__space_cell *cell = &sp->cells[it->cell];
+  scn__space_entry *en = &cell->entries[it->slot];
+  if (push_u32(&sp->moved, item) != SCN_OK)
     return SCN_NOMEM;
-  sp->items[item] = (scn__space_item){.entity = e, .changed = changed};
-  return cell_add(sp, item, p);
+  en->changed = changed;
+  int32_t k[3] = {scn__space_key(sp, p[0]), scn__space_key(sp, p[1]), scn__space_key(sp, p[2])};
+  if (memcmp(k, cell->key, sizeof k) == 0) {
+    memcpy(en->p, p, sizeof en->p);
+    cell->touched = sp->synced;
+    return SCN_OK;
+  }
+  scn__space_entry moved;
+  if (note_left(sp, it->cell, e, en->q) != SCN_OK)
+    return SCN_NOMEM;
+  cell_take(sp, item, &moved);
+  memcpy(moved.p, p, sizeof moved.p);
+  return cell_put(sp, &moved);
 }
 
 static int remove_entity(scn_space *sp, scn_entity e) {
   uint32_t item = scn__idmap_get(&sp->by_entity, e);
   if (item == SCN_NIL)
     return SCN_OK;
-  cell_remove(sp, item);
+  scn__space_entry gone;
+  uint32_t c = sp->items[item].cell;
+  cell_take(sp, item, &gone);
+  sp->items[item].cell = SCN_NIL;
   scn__idmap_del(&sp->by_entity, e);
-  sp->items[item].entity = 0;
   size_t cap = sp->free_cap;
   uint32_t *fr = scn_array_grow(sp->free_items, &cap, sizeof *fr, sp->nfree + 1);
   if (!fr)
@@ -162,7 +220,7 @@ static int remove_entity(scn_space *sp, scn_entity e) {
   sp->free_items = fr;
   sp->free_cap = (uint32_t)cap;
   sp->free_items[sp->nfree++] = item;
-  return SCN_OK;
+  return note_left(sp, c, e, gone.q);
 }
 
 /* Every instance whose world matrix changed after tick since (0: all of them). */
@@ -187,6 +245,22 @@ static void remove_destroyed(void *ud, scn_entity e, scn_event_kind kind) {
     r->rc = remove_entity(r->sp, e);
 }
 
+/* What the last sync noted (where entries were before it, what left) is forgotten. */
+static void forget_last_sync(scn_space *sp) {
+  for (size_t k = 0; k < sp->moved.len; k++) {
+    scn__space_item *it = &sp->items[SCN_VEC_AT(sp->moved, uint32_t, k)];
+    if (it->cell == SCN_NIL)
+      continue; /* destroyed since */
+    scn__space_entry *en = &sp->cells[it->cell].entries[it->slot];
+    memcpy(en->q, en->p, sizeof en->q);
+    en->fresh = 0;
+  }
+  sp->moved.len = 0;
+  for (size_t k = 0; k < sp->left_cells.len; k++)
+    sp->cells[SCN_VEC_AT(sp->left_cells, uint32_t, k)].nleft = 0;
+  sp->left_cells.len = 0;
+}
+
 static bool cell_size_off(const scn_space *sp, double cell) {
   return sp->cell == 0 || cell > sp->cell * 2 || cell < sp->cell / 2;
 }
@@ -196,49 +270,62 @@ int scn_space_sync(scn_space *sp, double cell) {
   uint64_t closed = w->tm.tick - 1;
   if (!(cell > 0) || !isfinite(cell))
     cell = 1;
+  if (sp->synced && sp->synced == closed && !cell_size_off(sp, cell))
+    return SCN_OK; /* the world's clock stood still */
   /* Empty cells stay until a rebuild; that many of them is a world that wandered off. */
-  bool litter = sp->ncells > 1024 && sp->ncells > 4 * (sp->nitems - sp->nfree);
+  bool litter = sp->ncells > 1024 && sp->ncells > 4 * scn_space_count(sp);
   bool rebuild = sp->synced == 0 || cell_size_off(sp, cell) || litter ||
                  scn_world_events_since(w) > sp->synced;
+  uint64_t since = sp->synced;
   int rc;
   if (rebuild) {
     release(sp);
     sp->rebuilds++;
     sp->cell = cell;
     sp->inv = 1 / cell;
+    sp->synced = closed;
     rc = add_changed(sp, 0);
+    for (uint32_t c = 0; c < sp->ncells; c++) /* nothing is known of the sync before */
+      for (uint32_t k = 0; k < sp->cells[c].n; k++)
+        sp->cells[c].entries[k].fresh = 0;
+    sp->moved.len = 0;
   } else {
-    rc = add_changed(sp, sp->synced);
+    forget_last_sync(sp);
+    sp->before = since;
+    sp->synced = closed;
+    rc = add_changed(sp, since);
     removal r = {sp, rc};
     if (rc == SCN_OK)
-      scn_world_visit_events(w, sp->synced, remove_destroyed, &r);
+      scn_world_visit_events(w, since, remove_destroyed, &r);
     rc = r.rc;
   }
   if (rc != SCN_OK) {
     release(sp); /* rebuilt at the next sync */
     return rc;
   }
-  sp->synced = closed;
   return SCN_OK;
 }
 
 bool scn_space_position(const scn_space *sp, scn_entity e, double out[3]) {
-  uint32_t item = scn__idmap_get(&sp->by_entity, e);
-  if (item == SCN_NIL)
+  const scn__space_entry *en = scn__space_find(sp, e);
+  if (!en)
     return false;
-  const scn__space_item *it = &sp->items[item];
-  const float *p = sp->cells[it->cell].entries[it->slot].p;
   for (int a = 0; a < 3; a++)
-    out[a] = p[a];
+    out[a] = en->p[a];
   return true;
 }
 
 size_t scn_space_count(const scn_space *sp) { return sp->by_entity.count; }
 
 size_t scn_space_bytes(const scn_space *sp) {
+  size_t left = 0;
+  for (uint32_t c = 0; c < sp->ncells; c++)
+    left += sp->cells[c].left_cap * sizeof(scn__space_left);
   return sizeof *sp + (size_t)sp->items_cap * sizeof *sp->items +
-         (size_t)sp->free_cap * sizeof *sp->free_items + (size_t)sp->cells_cap * sizeof *sp->cells +
-         sp->entries_bytes + scn__idmap_bytes(&sp->by_entity) + scn__idmap_bytes(&sp->by_key);
+         (size_t)sp->free_cap * sizeof *sp->free_items +
+         (size_t)sp->cells_cap * sizeof *sp->cells + sp->entries_bytes + left +
+         scn__idmap_bytes(&sp->by_entity) + scn__idmap_bytes(&sp->by_key) +
+         sp->moved.cap * sizeof(uint32_t) + sp->left_cells.cap * sizeof(uint32_t);
 }
 
 uint64_t scn_space_rebuilds(const scn_space *sp) { return sp->rebuilds; }

@@ -5,22 +5,33 @@
 #include "core_internal.h"
 #include "scn_interest.h"
 
-/* A transform in a cell: its position beside its item, so a query reads one array. */
+/* A transform in a cell, with what a query reads, so it reads one array. */
 typedef struct scn__space_entry {
-  float p[3];
-  uint32_t item;
+  float p[3];        /* the translation as of the last sync */
+  uint32_t item;     /* its item, for moving it */
+  float q[3];        /* the translation as of the sync before (p unless it changed since) */
+  uint32_t fresh;    /* it had no transform at the sync before */
+  scn_entity entity; /* of the transform */
+  uint64_t changed;  /* the tick its world matrix last changed (as far as the index knows) */
 } scn__space_entry;
+
+/* A transform that left a cell at the last sync (moved to another cell, or destroyed). */
+typedef struct scn__space_left {
+  scn_entity entity;
+  float q[3]; /* where it was */
+} scn__space_left;
 
 typedef struct scn__space_cell {
   int32_t key[3];
   uint32_t n, cap;
   scn__space_entry *entries;
+  uint32_t nleft, left_cap;
+  scn__space_left *left;
+  uint64_t touched; /* the last sync that changed, added or removed a transform in it */
 } scn__space_cell;
 
 typedef struct scn__space_item {
-  scn_entity entity; /* 0: a free item */
-  uint64_t changed;  /* the tick its world matrix last changed (as far as the index knows) */
-  uint32_t cell, slot;
+  uint32_t cell, slot; /* cell SCN_NIL: a free item */
 } scn__space_item;
 
 /* Cell coordinates are clamped to this magnitude: a tiny cell over a huge world still gives
@@ -31,6 +42,7 @@ struct scn_space {
   scn_world *w;
   double cell, inv; /* cell size and its inverse; 0 before the first build */
   uint64_t synced;  /* the closed tick the index reflects; 0: not built */
+  uint64_t before;  /* the closed tick of the sync before (the q of entries); 0: none */
   uint64_t rebuilds;
   scn__space_item *items;
   uint32_t nitems, items_cap; /* items[0, nitems) used or free */
@@ -42,11 +54,15 @@ struct scn_space {
   scn__idmap by_key;    /* packed cell key -> cell */
   int32_t lo[3], hi[3]; /* the keys of occupied cells lie within (grow-only until rebuilt) */
   size_t entries_bytes;
+  scn__vec moved;      /* uint32_t items whose q differs from p, set back at the next sync */
+  scn__vec left_cells; /* uint32_t cells with left records, cleared at the next sync */
 };
 
 int32_t scn__space_key(const scn_space *sp, double x);
 uint64_t scn__space_pack(const int32_t k[3]);
-/* The world matrix of an entity with a transform in the space's world (flushed). */
+/* The world matrix of an entity with a transform in the space's world. */
 const float *scn__space_world_matrix(scn_space *sp, scn_entity e);
+/* The entry of e, or NULL. */
+scn__space_entry *scn__space_find(const scn_space *sp, scn_entity e);
 
 #endif
