@@ -19,6 +19,10 @@
 
 typedef struct scn_space scn_space;
 
+/* The cell size that suits regions of a given reach (radius + margin): a region then covers a
+ * few cells a side, whatever the world's scale. */
+#define SCN_SPACE_CELLS_PER_REACH 3
+
 /* An index of w, empty until the first sync. NULL when out of memory. */
 scn_space *scn_space_new(scn_world *w);
 void scn_space_free(scn_space *sp);

@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond, ...)                                                                       \
-  do {                                                                                         \
-    if (!(cond)) {                                                                             \
-      snprintf(err, errlen, __VA_ARGS__);                                                      \
-      return SCN_STATE;                                                                        \
-    }                                                                                          \
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      snprintf(err, errlen, __VA_ARGS__);                                                          \
+      return SCN_STATE;                                                                            \
+    }                                                                                              \
   } while (0)
 
 static int check_links(const scn__tm *tm, char *err, size_t errlen) {
@@ -24,8 +24,8 @@ static int check_links(const scn__tm *tm, char *err, size_t errlen) {
     const char *name = scn__tm_name(tm, i);
     if (name) {
       scn_entity pe = p == SCN_NIL ? SCN_ENTITY_NONE : tm->entity[p];
-      CHECK(scn__tm_lookup_name(tm, pe, name, strlen(name)) == i,
-            "instance %u: name map disagrees", i);
+      CHECK(scn__tm_lookup_name(tm, pe, name, strlen(name)) == i, "instance %u: name map disagrees",
+            i);
     }
     /* Walking up must end within n steps: no cycles. */
     uint32_t steps = 0;

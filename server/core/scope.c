@@ -14,64 +14,106 @@
 #include <string.h>
 
 typedef struct member {
-  scn_entity entity;
-  uint64_t sent;    /* the tick it was last sent at */
-  uint32_t seen;    /* the evaluation that last met it */
-  uint32_t pending; /* a band held back a change of it */
+  scn_entity entity; /* SCN_ENTITY_NONE: an empty slot */
+  uint64_t sent;     /* the tick it was last sent at */
+  uint32_t seen;     /* the evaluation that last met it */
+  uint32_t pad;
 } member;
 
+/* The members live in an open-addressing table (linear probing, deletion by shifting the run
+ * back), so looking one up reads one slot. */
 struct scn_scope {
-  member *m;
-  uint32_t n, cap;
-  scn__idmap index; /* entity -> member */
+  member *slots;
+  uint32_t mask, n;
   uint32_t epoch;   /* evaluations so far */
   scn__vec pending; /* scn_entity: members a band held back, to send when it lets them */
+  /* Every change of a member up to this tick has been sent (bands aside): without bands a
+   * member is due when it changed after this or after it was last sent, so an evaluation
+   * that sends what moved need not look up each member. */
+  uint64_t sent_all;
   /* The last evaluation, when the next may start from it. */
   bool valid;
   uint64_t tick;
   double center[3], radius, margin;
 };
 
+static inline uint32_t home_of(const scn_scope *sc, scn_entity e) {
+  return (uint32_t)((e * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & sc->mask;
+}
+
+static member *find(const scn_scope *sc, scn_entity e) {
+  if (!sc->slots)
+    return NULL;
+  for (uint32_t h = home_of(sc, e);; h = (h + 1) & sc->mask) {
+    if (sc->slots[h].entity == e)
+      return &sc->slots[h];
+    if (sc->slots[h].entity == SCN_ENTITY_NONE)
+      return NULL;
+  }
+}
+
+static int grow(scn_scope *sc) {
+  uint32_t cap = sc->slots ? (sc->mask + 1) * 2 : 64;
+  member *slots = calloc(cap, sizeof *slots);
+  if (!slots)
+    return SCN_NOMEM;
+  member *old = sc->slots;
+  uint32_t old_cap = old ? sc->mask + 1 : 0;
+  sc->slots = slots;
+  sc->mask = cap - 1;
+  for (uint32_t i = 0; i < old_cap; i++)
+    if (old[i].entity != SCN_ENTITY_NONE) {
+      uint32_t h = home_of(sc, old[i].entity);
+      while (slots[h].entity != SCN_ENTITY_NONE)
+        h = (h + 1) & sc->mask;
+      slots[h] = old[i];
+    }
+  free(old);
+  return SCN_OK;
+}
+
+/* A new member (e must not be one); NULL when out of memory. */
+static member *add_member(scn_scope *sc, scn_entity e, uint64_t sent) {
+  if ((!sc->slots || (sc->n + 1) * 2 > sc->mask + 1) && grow(sc) != SCN_OK)
+    return NULL;
+  uint32_t h = home_of(sc, e);
+  while (sc->slots[h].entity != SCN_ENTITY_NONE)
+    h = (h + 1) & sc->mask;
+  sc->n++;
+  sc->slots[h] = (member){e, sent, sc->epoch, 0};
+  return &sc->slots[h];
+}
+
+static void remove_member(scn_scope *sc, member *m) {
+  uint32_t hole = (uint32_t)(m - sc->slots);
+  sc->n--;
+  for (uint32_t j = (hole + 1) & sc->mask; sc->slots[j].entity != SCN_ENTITY_NONE;
+       j = (j + 1) & sc->mask) {
+    uint32_t home = home_of(sc, sc->slots[j].entity);
+    if (((j - home) & sc->mask) >= ((j - hole) & sc->mask)) {
+      sc->slots[hole] = sc->slots[j];
+      hole = j;
+    }
+  }
+  sc->slots[hole].entity = SCN_ENTITY_NONE;
+}
+
 scn_scope *scn_scope_new(void) { return calloc(1, sizeof(scn_scope)); }
 
 void scn_scope_free(scn_scope *sc) {
   if (!sc)
     return;
-  free(sc->m);
-  scn__idmap_free(&sc->index);
+  free(sc->slots);
   scn__vec_free(&sc->pending);
   free(sc);
 }
 
 void scn_scope_clear(scn_scope *sc) {
+  if (sc->slots)
+    memset(sc->slots, 0, sizeof *sc->slots * (sc->mask + 1));
   sc->n = 0;
   sc->valid = false;
   sc->pending.len = 0;
-  scn__idmap_clear(&sc->index);
-}
-
-static member *add_member(scn_scope *sc, scn_entity e, uint64_t sent) {
-  if (sc->n == sc->cap) {
-    size_t cap = sc->cap;
-    member *m = scn_array_grow(sc->m, &cap, sizeof *m, sc->n + 1);
-    if (!m)
-      return NULL;
-    sc->m = m;
-    sc->cap = (uint32_t)cap;
-  }
-  if (scn__idmap_put(&sc->index, e, sc->n) != SCN_OK)
-    return NULL;
-  member *m = &sc->m[sc->n++];
-  *m = (member){e, sent, sc->epoch, 0};
-  return m;
-}
-
-static void remove_member(scn_scope *sc, uint32_t i) {
-  scn__idmap_del(&sc->index, sc->m[i].entity);
-  if (i != --sc->n) {
-    sc->m[i] = sc->m[sc->n];
-    scn__idmap_put(&sc->index, sc->m[i].entity, i); /* replaces: needs no room */
-  }
 }
 
 scn_scope *scn_scope_clone(const scn_scope *sc) {
@@ -79,8 +121,10 @@ scn_scope *scn_scope_clone(const scn_scope *sc) {
   if (!c)
     return NULL;
   c->epoch = sc->epoch;
-  for (uint32_t i = 0; i < sc->n; i++)
-    if (!add_member(c, sc->m[i].entity, sc->m[i].sent)) {
+  c->sent_all = sc->sent_all;
+  for (uint32_t i = 0; sc->slots && i <= sc->mask; i++)
+    if (sc->slots[i].entity != SCN_ENTITY_NONE &&
+        !add_member(c, sc->slots[i].entity, sc->slots[i].sent)) {
       scn_scope_free(c);
       return NULL;
     }
@@ -89,9 +133,9 @@ scn_scope *scn_scope_clone(const scn_scope *sc) {
 
 int scn_scope_hold(scn_scope *sc, scn_entity e, uint64_t sent) {
   sc->valid = false;
-  uint32_t i = scn__idmap_get(&sc->index, e);
-  if (i != SCN_NIL) {
-    sc->m[i].sent = sent;
+  member *m = find(sc, e);
+  if (m) {
+    m->sent = sent;
     return SCN_OK;
   }
   return add_member(sc, e, sent) ? SCN_OK : SCN_NOMEM;
@@ -100,13 +144,14 @@ int scn_scope_hold(scn_scope *sc, scn_entity e, uint64_t sent) {
 size_t scn_scope_count(const scn_scope *sc) { return sc->n; }
 
 size_t scn_scope_bytes(const scn_scope *sc) {
-  return sizeof *sc + (size_t)sc->cap * sizeof *sc->m + scn__idmap_bytes(&sc->index) +
+  return sizeof *sc + (sc->slots ? (size_t)(sc->mask + 1) * sizeof *sc->slots : 0) +
          sc->pending.cap * sizeof(scn_entity);
 }
 
 void scn_scope_visit(const scn_scope *sc, void (*fn)(void *ud, scn_entity e), void *ud) {
-  for (uint32_t i = 0; i < sc->n; i++)
-    fn(ud, sc->m[i].entity);
+  for (uint32_t i = 0; sc->slots && i <= sc->mask; i++)
+    if (sc->slots[i].entity != SCN_ENTITY_NONE)
+      fn(ud, sc->slots[i].entity);
 }
 
 /* ---- evaluation ------------------------------------------------------------------------- */
@@ -118,8 +163,8 @@ typedef struct eval {
   uint64_t now;
   double in2, stay2; /* squared radius, and squared radius + margin */
   double band2[SCN_BANDS_MAX];
-  const double *c0;      /* the center at the last evaluation (incremental) */
-  int32_t lo[3], hi[3];  /* the cells looked at */
+  const double *c0;     /* the center at the last evaluation (incremental) */
+  int32_t lo[3], hi[3]; /* the cells looked at */
   scn_visit_fn set;
   scn_removed_fn removed;
   void *ud;
@@ -132,11 +177,11 @@ static inline double dist2(const float p[3], const double c[3]) {
   return dx * dx + dy * dy + dz * dz;
 }
 
-static void send(eval *v, member *m) {
+static void send(eval *v, member *m, const scn__space_entry *en) {
   m->sent = v->now;
-  const float *mat = scn__space_world_matrix(v->sp, m->entity);
+  const float *mat = scn__space_matrix(v->sp, en);
   if (mat)
-    v->set(v->ud, m->entity, mat);
+    v->set(v->ud, en->entity, mat);
 }
 
 /* Ticks between two sends of an entity at squared distance d2. */
@@ -148,11 +193,12 @@ static uint32_t every_at(const eval *v, double d2) {
 }
 
 /* A member whose world matrix changed after it was sent: sent now, or when its band lets it. */
-static void update(eval *v, member *m, uint64_t changed, double d2) {
-  if (changed <= m->sent)
+static void update(eval *v, member *m, const scn__space_entry *en, double d2) {
+  m->seen = v->sc->epoch;
+  if (en->changed <= m->sent || en->changed <= v->sc->sent_all)
     return;
   if (v->now - m->sent >= every_at(v, d2)) {
-    send(v, m);
+    send(v, m, en);
     return;
   }
   if (v->rc == SCN_OK)
@@ -161,18 +207,18 @@ static void update(eval *v, member *m, uint64_t changed, double d2) {
     SCN_VEC_AT(v->sc->pending, scn_entity, v->sc->pending.len++) = m->entity;
 }
 
-static void enter(eval *v, scn_entity e) {
-  member *m = add_member(v->sc, e, v->now);
+static void enter(eval *v, const scn__space_entry *en) {
+  member *m = add_member(v->sc, en->entity, v->now);
   if (!m) {
     v->rc = SCN_NOMEM;
     return;
   }
-  send(v, m);
+  send(v, m, en);
 }
 
-static void leave(eval *v, uint32_t i) {
-  v->removed(v->ud, v->sc->m[i].entity);
-  remove_member(v->sc, i);
+static void leave(eval *v, member *m) {
+  v->removed(v->ud, m->entity);
+  remove_member(v->sc, m);
 }
 
 /* ---- looking at everything ---- */
@@ -188,14 +234,11 @@ static void consider(eval *v, const scn__space_entry *en) {
   }
   if (r->root != SCN_ENTITY_NONE && !scn_transform_in_subtree(v->sp->w, en->entity, r->root))
     return;
-  scn_scope *sc = v->sc;
-  uint32_t i = scn__idmap_get(&sc->index, en->entity);
-  if (i != SCN_NIL) {
-    sc->m[i].seen = sc->epoch;
-    update(v, &sc->m[i], en->changed, d2);
-  } else if (r->unbounded || d2 <= v->in2) {
-    enter(v, en->entity);
-  }
+  member *m = find(v->sc, en->entity);
+  if (m)
+    update(v, m, en, d2);
+  else if (r->unbounded || d2 <= v->in2)
+    enter(v, en);
 }
 
 /* Every cell whose key lies in [v->lo, v->hi], by key, or by going through every cell when
@@ -251,11 +294,12 @@ static void eval_all(eval *v) {
   for_cells(v, r->unbounded || r->naive, scan_all);
   /* Members the scan did not meet left the region, or their transform. */
   scn_scope *sc = v->sc;
-  for (uint32_t i = 0; i < sc->n;) {
-    if (sc->m[i].seen == sc->epoch)
+  for (uint32_t i = 0; sc->slots && i <= sc->mask;) {
+    member *m = &sc->slots[i];
+    if (m->entity == SCN_ENTITY_NONE || m->seen == sc->epoch)
       i++;
     else
-      leave(v, i); /* the last member moves to i */
+      leave(v, m); /* a later member of its run may move into slot i: looked at again */
   }
 }
 
@@ -305,33 +349,34 @@ static void moved_or_crossing(eval *v, const scn__space_entry *en, bool moved) {
     return; /* held or not, it stays so */
   if (was == OUT && is != IN)
     return; /* it was not held, and does not come in */
-  scn_scope *sc = v->sc;
-  uint32_t i = scn__idmap_get(&sc->index, en->entity);
-  if (i == SCN_NIL) {
+  if (was == IN && is != OUT && v->r->nbands == 0) {
+    /* held (it was inside the radius), it stays, and without bands it is due: it moved */
+    const float *mat = scn__space_matrix(v->sp, en);
+    if (mat)
+      v->set(v->ud, en->entity, mat);
+    return;
+  }
+  member *m = find(v->sc, en->entity);
+  if (!m) {
     if (is == IN)
-      enter(v, en->entity);
+      enter(v, en);
     return;
   }
-  if (is == OUT) {
-    leave(v, i);
-    return;
-  }
-  sc->m[i].seen = sc->epoch;
-  update(v, &sc->m[i], en->changed, d1);
+  if (is == OUT)
+    leave(v, m);
+  else
+    update(v, m, en, d1);
 }
 
 static void scan_moves(eval *v, const scn__space_cell *cell) {
-  bool quiet = cell_quiet(v, cell);
-  if (quiet && cell->touched != v->now)
+  bool touched = cell->touched == v->now, quiet = cell_quiet(v, cell);
+  if (quiet && !touched)
     return;
-  v->tested += cell->n;
-  uint64_t last = v->sc->tick;
-  for (uint32_t k = 0; k < cell->n; k++) {
-    const scn__space_entry *en = &cell->entries[k];
-    bool moved = en->changed > last;
-    if (moved || !quiet)
-      moved_or_crossing(v, en, moved);
-  }
+  /* What moved comes first; what stayed put matters only where it can cross an edge. */
+  uint32_t moved = touched ? cell->moved : 0, end = quiet ? moved : cell->n;
+  v->tested += end;
+  for (uint32_t k = 0; k < end; k++)
+    moved_or_crossing(v, &cell->entries[k], k < moved);
   /* What left the cell for a cell not looked at, or its transform: held, it leaves. */
   for (uint32_t k = 0; k < cell->nleft; k++) {
     const scn__space_left *l = &cell->left[k];
@@ -346,9 +391,9 @@ static void scan_moves(eval *v, const scn__space_cell *cell) {
       if (looked_at)
         continue; /* met where it is now */
     }
-    uint32_t i = scn__idmap_get(&v->sc->index, l->entity);
-    if (i != SCN_NIL)
-      leave(v, i);
+    member *m = find(v->sc, l->entity);
+    if (m)
+      leave(v, m);
   }
 }
 
@@ -362,12 +407,11 @@ static void eval_moves(eval *v) {
   for_cells(v, false, scan_moves);
   for (size_t k = 0; k < held.len; k++) {
     scn_entity e = SCN_VEC_AT(held, scn_entity, k);
-    uint32_t i = scn__idmap_get(&sc->index, e);
+    member *m = find(sc, e);
     const scn__space_entry *en = scn__space_find(v->sp, e);
-    if (i == SCN_NIL || sc->m[i].seen == sc->epoch || !en)
+    if (!m || m->seen == sc->epoch || !en)
       continue; /* gone, or met above */
-    sc->m[i].seen = sc->epoch;
-    update(v, &sc->m[i], en->changed, dist2(en->p, r->center));
+    update(v, m, en, dist2(en->p, r->center));
   }
   if (sc->pending.cap == 0) { /* keep the larger buffer */
     sc->pending = held;
@@ -409,6 +453,8 @@ int64_t scn_scope_eval(scn_scope *sc, scn_space *sp, const scn_region *r, uint64
     scn_scope_clear(sc);
     return SCN_NOMEM;
   }
+  if (r->nbands == 0)
+    sc->sent_all = now;
   sc->valid = !r->unbounded && r->root == SCN_ENTITY_NONE;
   sc->tick = now;
   memcpy(sc->center, r->center, sizeof sc->center);

@@ -25,8 +25,7 @@ static void release(scn_space *sp) {
   free(sp->free_items);
   scn__idmap_free(&sp->by_entity);
   scn__idmap_free(&sp->by_key);
-  scn__vec_free(&sp->moved);
-  scn__vec_free(&sp->left_cells);
+  scn__vec_free(&sp->touched);
   scn_world *w = sp->w;
   uint64_t rebuilds = sp->rebuilds;
   memset(sp, 0, sizeof *sp);
@@ -56,9 +55,11 @@ uint64_t scn__space_pack(const int32_t k[3]) {
          ((uint64_t)(uint32_t)k[2] & bits);
 }
 
-const float *scn__space_world_matrix(scn_space *sp, scn_entity e) {
+const float *scn__space_matrix(scn_space *sp, const scn__space_entry *en) {
   scn__tm *tm = &sp->w->tm;
-  uint32_t i = scn__tm_lookup(tm, e);
+  uint32_t i = en->inst;
+  if (i >= tm->n || tm->entity[i] != en->entity)
+    i = scn__tm_lookup(tm, en->entity); /* the arrays were re-sorted since */
   return i == SCN_NIL ? NULL : tm->world[i][0];
 }
 
@@ -103,11 +104,20 @@ static uint32_t cell_at(scn_space *sp, const int32_t k[3]) {
   return c;
 }
 
+/* The cell changed at this sync: remembered, to be set back at the next. */
+static int touch(scn_space *sp, uint32_t c) {
+  scn__space_cell *cell = &sp->cells[c];
+  if (cell->touched == sp->synced)
+    return SCN_OK;
+  cell->touched = sp->synced;
+  return push_u32(&sp->touched, c);
+}
+
 /* A record that entity left cell c from q (for regions that held it). */
 static int note_left(scn_space *sp, uint32_t c, scn_entity e, const float q[3]) {
-  scn__space_cell *cell = &sp->cells[c];
-  if (cell->nleft == 0 && push_u32(&sp->left_cells, c) != SCN_OK)
+  if (touch(sp, c) != SCN_OK)
     return SCN_NOMEM;
+  scn__space_cell *cell = &sp->cells[c];
   if (cell->nleft == cell->left_cap) {
     size_t cap = cell->left_cap;
     scn__space_left *l = scn_array_grow(cell->left, &cap, sizeof *l, cell->nleft + 1);
@@ -119,28 +129,47 @@ static int note_left(scn_space *sp, uint32_t c, scn_entity e, const float q[3]) 
   scn__space_left *l = &cell->left[cell->nleft++];
   l->entity = e;
   memcpy(l->q, q, sizeof l->q);
-  cell->touched = sp->synced;
   return SCN_OK;
 }
 
-/* Takes item's entry out of its cell (the last entry fills the hole); *out gets it. */
+/* Moves the entry at slot a of cell to slot b, keeping its item in step. */
+static void place(scn_space *sp, scn__space_cell *cell, uint32_t a, uint32_t b) {
+  cell->entries[b] = cell->entries[a];
+  sp->items[cell->entries[b].item].slot = b;
+}
+
+static void swap_slots(scn_space *sp, scn__space_cell *cell, uint32_t a, uint32_t b) {
+  if (a == b)
+    return;
+  scn__space_entry t = cell->entries[a];
+  place(sp, cell, b, a);
+  cell->entries[b] = t;
+  sp->items[t.item].slot = b;
+}
+
+/* Takes item's entry out of its cell into *out, keeping the moved entries first. */
 static void cell_take(scn_space *sp, uint32_t item, scn__space_entry *out) {
   scn__space_item *it = &sp->items[item];
   scn__space_cell *cell = &sp->cells[it->cell];
-  *out = cell->entries[it->slot];
-  uint32_t last = --cell->n;
-  if (it->slot != last) {
-    cell->entries[it->slot] = cell->entries[last];
-    sp->items[cell->entries[it->slot].item].slot = it->slot;
+  uint32_t slot = it->slot;
+  *out = cell->entries[slot];
+  if (slot < cell->moved) { /* the last moved entry fills the hole; the hole moves back */
+    uint32_t last_moved = --cell->moved;
+    if (slot != last_moved)
+      place(sp, cell, last_moved, slot);
+    slot = last_moved;
   }
-  cell->touched = sp->synced;
+  uint32_t last = --cell->n;
+  if (slot != last)
+    place(sp, cell, last, slot);
 }
 
+/* Puts en in the cell of its position, among the moved entries. */
 static int cell_put(scn_space *sp, const scn__space_entry *en) {
   int32_t k[3] = {scn__space_key(sp, en->p[0]), scn__space_key(sp, en->p[1]),
                   scn__space_key(sp, en->p[2])};
   uint32_t c = cell_at(sp, k);
-  if (c == SCN_NIL)
+  if (c == SCN_NIL || touch(sp, c) != SCN_OK)
     return SCN_NOMEM;
   scn__space_cell *cell = &sp->cells[c];
   if (cell->n == cell->cap) {
@@ -155,7 +184,7 @@ static int cell_put(scn_space *sp, const scn__space_entry *en) {
   cell->entries[cell->n] = *en;
   sp->items[en->item].cell = c;
   sp->items[en->item].slot = cell->n++;
-  cell->touched = sp->synced;
+  swap_slots(sp, cell, cell->n - 1, cell->moved++);
   return SCN_OK;
 }
 
@@ -171,34 +200,35 @@ static uint32_t new_item(scn_space *sp) {
   return sp->nitems++;
 }
 
-/* e is at p since tick changed: a new item, or one moved (within its cell or to another). */
-static int upsert(scn_space *sp, scn_entity e, const float p[3], uint64_t changed) {
+/* Instance i of the world (entity e at p) changed at tick changed: a new item, or one moved
+ * (within its cell or to another). */
+static int upsert(scn_space *sp, uint32_t i, scn_entity e, const float p[3], uint64_t changed) {
   uint32_t item = scn__idmap_get(&sp->by_entity, e);
   if (item == SCN_NIL) {
     if ((item = new_item(sp)) == SCN_NIL || scn__idmap_put(&sp->by_entity, e, item) != SCN_OK)
       return SCN_NOMEM;
-    scn__space_entry en = {.item = item, .fresh = 1, .entity = e, .changed = changed};
+    scn__space_entry en = {.item = item, .fresh = 1, .inst = i, .entity = e, .changed = changed};
     memcpy(en.p, p, sizeof en.p);
     memcpy(en.q, p, sizeof en.q);
-    if (push_u32(&sp->moved, item) != SCN_OK) /* fresh until the next sync */
-      return SCN_NOMEM;
     return cell_put(sp, &en);
   }
   scn__space_item *it = &sp->items[item];
   scn__space_cell *cell = &sp->cells[it->cell];
   scn__space_entry *en = &cell->entries[it->slot];
-  if (push_u32(&sp->moved, item) != SCN_OK)
-    return SCN_NOMEM;
   en->changed = changed;
+  en->inst = i;
   int32_t k[3] = {scn__space_key(sp, p[0]), scn__space_key(sp, p[1]), scn__space_key(sp, p[2])};
   if (memcmp(k, cell->key, sizeof k) == 0) {
     memcpy(en->p, p, sizeof en->p);
-    cell->touched = sp->synced;
+    if (touch(sp, it->cell) != SCN_OK)
+      return SCN_NOMEM;
+    if (it->slot >= cell->moved)
+      swap_slots(sp, cell, it->slot, cell->moved++);
     return SCN_OK;
   }
-  scn__space_entry moved;
   if (note_left(sp, it->cell, e, en->q) != SCN_OK)
     return SCN_NOMEM;
+  scn__space_entry moved;
   cell_take(sp, item, &moved);
   memcpy(moved.p, p, sizeof moved.p);
   return cell_put(sp, &moved);
@@ -228,7 +258,7 @@ static int add_changed(scn_space *sp, uint64_t since) {
   const scn__tm *tm = &sp->w->tm;
   for (uint32_t i = 0; i < tm->n; i++) {
     uint64_t tick = tm->stamp_base + tm->changed[i];
-    if (tick > since && upsert(sp, tm->entity[i], tm->world[i][3], tick) != SCN_OK)
+    if (tick > since && upsert(sp, i, tm->entity[i], tm->world[i][3], tick) != SCN_OK)
       return SCN_NOMEM;
   }
   return SCN_OK;
@@ -245,20 +275,18 @@ static void remove_destroyed(void *ud, scn_entity e, scn_event_kind kind) {
     r->rc = remove_entity(r->sp, e);
 }
 
-/* What the last sync noted (where entries were before it, what left) is forgotten. */
+/* What the last sync noted (where entries were before it, what moved, what left) is
+ * forgotten. */
 static void forget_last_sync(scn_space *sp) {
-  for (size_t k = 0; k < sp->moved.len; k++) {
-    scn__space_item *it = &sp->items[SCN_VEC_AT(sp->moved, uint32_t, k)];
-    if (it->cell == SCN_NIL)
-      continue; /* destroyed since */
-    scn__space_entry *en = &sp->cells[it->cell].entries[it->slot];
-    memcpy(en->q, en->p, sizeof en->q);
-    en->fresh = 0;
+  for (size_t k = 0; k < sp->touched.len; k++) {
+    scn__space_cell *cell = &sp->cells[SCN_VEC_AT(sp->touched, uint32_t, k)];
+    for (uint32_t j = 0; j < cell->moved; j++) {
+      memcpy(cell->entries[j].q, cell->entries[j].p, sizeof cell->entries[j].q);
+      cell->entries[j].fresh = 0;
+    }
+    cell->moved = cell->nleft = 0;
   }
-  sp->moved.len = 0;
-  for (size_t k = 0; k < sp->left_cells.len; k++)
-    sp->cells[SCN_VEC_AT(sp->left_cells, uint32_t, k)].nleft = 0;
-  sp->left_cells.len = 0;
+  sp->touched.len = 0;
 }
 
 static bool cell_size_off(const scn_space *sp, double cell) {
@@ -285,10 +313,8 @@ int scn_space_sync(scn_space *sp, double cell) {
     sp->inv = 1 / cell;
     sp->synced = closed;
     rc = add_changed(sp, 0);
-    for (uint32_t c = 0; c < sp->ncells; c++) /* nothing is known of the sync before */
-      for (uint32_t k = 0; k < sp->cells[c].n; k++)
-        sp->cells[c].entries[k].fresh = 0;
-    sp->moved.len = 0;
+    if (rc == SCN_OK)
+      forget_last_sync(sp); /* nothing is known of the sync before */
   } else {
     forget_last_sync(sp);
     sp->before = since;
@@ -322,10 +348,9 @@ size_t scn_space_bytes(const scn_space *sp) {
   for (uint32_t c = 0; c < sp->ncells; c++)
     left += sp->cells[c].left_cap * sizeof(scn__space_left);
   return sizeof *sp + (size_t)sp->items_cap * sizeof *sp->items +
-         (size_t)sp->free_cap * sizeof *sp->free_items +
-         (size_t)sp->cells_cap * sizeof *sp->cells + sp->entries_bytes + left +
-         scn__idmap_bytes(&sp->by_entity) + scn__idmap_bytes(&sp->by_key) +
-         sp->moved.cap * sizeof(uint32_t) + sp->left_cells.cap * sizeof(uint32_t);
+         (size_t)sp->free_cap * sizeof *sp->free_items + (size_t)sp->cells_cap * sizeof *sp->cells +
+         sp->entries_bytes + left + scn__idmap_bytes(&sp->by_entity) +
+         scn__idmap_bytes(&sp->by_key) + sp->touched.cap * sizeof(uint32_t);
 }
 
 uint64_t scn_space_rebuilds(const scn_space *sp) { return sp->rebuilds; }

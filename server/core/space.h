@@ -7,12 +7,13 @@
 
 /* A transform in a cell, with what a query reads, so it reads one array. */
 typedef struct scn__space_entry {
-  float p[3];        /* the translation as of the last sync */
-  uint32_t item;     /* its item, for moving it */
-  float q[3];        /* the translation as of the sync before (p unless it changed since) */
-  uint32_t fresh;    /* it had no transform at the sync before */
-  scn_entity entity; /* of the transform */
-  uint64_t changed;  /* the tick its world matrix last changed (as far as the index knows) */
+  float p[3];         /* the translation as of the last sync */
+  uint32_t item;      /* its item, for moving it */
+  float q[3];         /* the translation as of the sync before (p unless it changed since) */
+  uint32_t fresh : 1; /* it had no transform at the sync before */
+  uint32_t inst : 31; /* its instance in the world when it last changed (checked before use) */
+  scn_entity entity;  /* of the transform */
+  uint64_t changed;   /* the tick its world matrix last changed (as far as the index knows) */
 } scn__space_entry;
 
 /* A transform that left a cell at the last sync (moved to another cell, or destroyed). */
@@ -24,6 +25,9 @@ typedef struct scn__space_left {
 typedef struct scn__space_cell {
   int32_t key[3];
   uint32_t n, cap;
+  /* entries[0, moved) changed at the last sync (moved within the cell, came in, or are new):
+   * a region that needs only what moved reads them alone */
+  uint32_t moved;
   scn__space_entry *entries;
   uint32_t nleft, left_cap;
   scn__space_left *left;
@@ -54,14 +58,13 @@ struct scn_space {
   scn__idmap by_key;    /* packed cell key -> cell */
   int32_t lo[3], hi[3]; /* the keys of occupied cells lie within (grow-only until rebuilt) */
   size_t entries_bytes;
-  scn__vec moved;      /* uint32_t items whose q differs from p, set back at the next sync */
-  scn__vec left_cells; /* uint32_t cells with left records, cleared at the next sync */
+  scn__vec touched; /* uint32_t cells the last sync touched, set back at the next one */
 };
 
 int32_t scn__space_key(const scn_space *sp, double x);
 uint64_t scn__space_pack(const int32_t k[3]);
-/* The world matrix of an entity with a transform in the space's world. */
-const float *scn__space_world_matrix(scn_space *sp, scn_entity e);
+/* The world matrix of an entry's transform (NULL when it has none). */
+const float *scn__space_matrix(scn_space *sp, const scn__space_entry *en);
 /* The entry of e, or NULL. */
 scn__space_entry *scn__space_find(const scn_space *sp, scn_entity e);
 

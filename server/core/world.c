@@ -90,8 +90,7 @@ int scn_world_destroy(scn_scene *scene, const char *name) {
   if (i == SIZE_MAX)
     return SCN_NOT_FOUND;
   world_free(scene->worlds[i]);
-  memmove(&scene->worlds[i], &scene->worlds[i + 1],
-          sizeof(scn_world *) * (scene->nworlds - i - 1));
+  memmove(&scene->worlds[i], &scene->worlds[i + 1], sizeof(scn_world *) * (scene->nworlds - i - 1));
   scene->nworlds--;
   return SCN_OK;
 }

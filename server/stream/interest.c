@@ -205,8 +205,7 @@ uint64_t scn_near_evaluated(const scn_near *n) { return n->evaluated; }
 
 /* ---- each tick ---------------------------------------------------------------------------- */
 
-/* Cells about half the reach of the regions in use (their geometric mean): a region then
- * covers a few cells a side, whatever the world's scale. */
+/* Cells sized for the reach of the regions in use (their geometric mean). */
 static double cell_for(const world_space *ws) {
   double logs = 0;
   uint32_t n = 0;
@@ -215,7 +214,7 @@ static double cell_for(const world_space *ws) {
       logs += log(r->spec.radius + r->spec.margin);
       n++;
     }
-  double cell = n ? exp(logs / n) / 2 : 1;
+  double cell = n ? exp(logs / n) / SCN_SPACE_CELLS_PER_REACH : 1;
   return isfinite(cell) && cell > 0 ? cell : 1;
 }
 

@@ -76,7 +76,7 @@ static result run(size_t n, size_t regions, int ticks, bool naive) {
     }
     uint64_t now = scn_world_close_tick(w);
     double start = bench_now_ns();
-    scn_space_sync(sp, (radius + margin) / 2);
+    scn_space_sync(sp, (radius + margin) / SCN_SPACE_CELLS_PER_REACH);
     for (size_t r = 0; r < regions; r++) {
       scn_region reg = {.radius = radius, .margin = margin, .naive = naive};
       scn_space_position(sp, centers[r], reg.center);
@@ -122,6 +122,8 @@ int main(int argc, char **argv) {
   printf("  grid:  %8.3f ms per tick (median)  %9.0f tested  %8.0f sent per tick  "
          "%6.0f bytes held per region\n",
          grid.ms, grid.tested_per_tick, grid.sent_per_tick, grid.bytes);
+  if (argc > 4 && strcmp(argv[4], "grid") == 0)
+    return 0;
   if (argc > 4 && strcmp(argv[4], "grid") == 0)
     return 0;
   int naive_ticks = ticks < 5 ? ticks : 5; /* it is slow: a few ticks give its median */
