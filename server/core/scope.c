@@ -331,14 +331,14 @@ static void cell_range(const scn_space *sp, const scn__space_cell *cell, const d
 }
 
 /* No transform that stayed put in the cell can come in or go out: wherever it is in the cell,
- * it was and is inside the radius (and within the margin), or was and is beyond, or was and
- * is between. */
+ * it was inside the radius and is still within the margin, or was beyond the margin and is
+ * still outside the radius, or is now between the two (held or not, it stays so). */
 static bool cell_quiet(const eval *v, const scn__space_cell *cell) {
   double n0, f0, n1, f1;
   cell_range(v->sp, cell, v->c0, &n0, &f0);
   cell_range(v->sp, cell, v->r->center, &n1, &f1);
   return (f0 <= v->in2 && f1 <= v->stay2) || (n0 > v->stay2 && n1 > v->in2) ||
-         (n0 > v->in2 && f0 <= v->stay2 && n1 > v->in2 && f1 <= v->stay2);
+         (n1 > v->in2 && f1 <= v->stay2);
 }
 
 static void moved_or_crossing(eval *v, const scn__space_entry *en, bool moved) {
