@@ -155,6 +155,7 @@ static void test_every_command_needs_its_right(void) {
                 "\"entity\":%1$lld,\"t\":[7,7,7]}]}"},
       {"subscribe", "{\"cmd\":\"subscribe\",\"world\":\"w\"}"},
       {"unsubscribe", "{\"cmd\":\"unsubscribe\",\"sub\":1}"},
+      {"subscribe.update", "{\"cmd\":\"subscribe.update\",\"sub\":1,\"near\":null}"},
       {"info", "{\"cmd\":\"info\"}"},
       {"save", "{\"cmd\":\"save\"}"},
       {"world.move", "{\"cmd\":\"world.move\",\"world\":\"w\",\"to\":\"elsewhere\"}"},
