@@ -16,6 +16,10 @@ echo "== transform core (bench-core)"
 "$BUILD/bench-core"
 
 echo
+echo "== interest in process, no sockets: the spatial index against the naive filter (bench-interest)"
+"$BUILD/bench-interest" "${INTEREST_TRANSFORMS:-100000}" "${INTEREST_REGIONS:-1000}" "${INTEREST_TICKS:-30}"
+echo
+
 echo "== request decoding in user space, no sockets (bench-decode)"
 DECODE_OUT=$(mktemp)
 "$BUILD/bench-decode" | tee "$DECODE_OUT"
