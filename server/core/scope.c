@@ -74,7 +74,7 @@ static int grow(scn_scope *sc) {
 
 /* A new member (e must not be one); NULL when out of memory. */
 static member *add_member(scn_scope *sc, scn_entity e, uint64_t sent) {
-  if ((!sc->slots || (sc->n + 1) * 2 > sc->mask + 1) && grow(sc) != SCN_OK)
+  if ((!sc->slots || (sc->n + 1) * 4 > (sc->mask + 1) * 3) && grow(sc) != SCN_OK)
     return NULL;
   uint32_t h = home_of(sc, e);
   while (sc->slots[h].entity != SCN_ENTITY_NONE)
