@@ -471,13 +471,19 @@ def selftest_b64(args, world):
 
 
 def selftest_near(args):
-    """A near subscription's mirror against the moves that take entities in and out of its
-    region, update widening, narrowing and removing it, the refusals, and the end when the
-    center is destroyed."""
-    world = f"pyclient-near-{os.getpid()}"
+    """A near subscription's mirror, frames in either form, against the moves that take
+    entities in and out of its region, update widening, narrowing and removing it, the
+    refusals, and the end when the center is destroyed."""
+    for form in ("json", "b64"):
+        selftest_near_form(args, form)
+    print("near selftest passed")
+
+
+def selftest_near_form(args, form):
+    world = f"pyclient-near-{form}-{os.getpid()}"
     tls = tls_args(args)
     with Client(args.host, args.port, args.token, **tls) as c, \
-            Client(args.host, args.port, args.token, **tls) as s:
+            Client(args.host, args.port, args.token, matrices=form, **tls) as s:
         c.call("world.create", world=world)
 
         def make(x):
@@ -546,7 +552,6 @@ def selftest_near(args):
             (mirror.ended, mirror.reason)
         assert mirror.matrices == {}, mirror.matrices
         c.call("world.destroy", world=world)
-    print("near selftest passed")
 
 
 def main():
