@@ -1059,26 +1059,100 @@ int scn_cli_call_line(scn_cli *c, const char *line, cJSON **out) {
   return rc;
 }
 
+/* The sub of a subscribe answer into *sub. */
+static int subscribed(scn_cli *c, int rc, const cJSON *r, double *sub) {
+  if (rc != SCN_CLI_OK)
+    return rc;
+  const cJSON *s = cJSON_GetObjectItemCaseSensitive(r, "sub");
+  if (!cJSON_IsNumber(s))
+    return fail(c, SCN_CLI_EPROTO, "subscribe answered without a sub id");
+  *sub = s->valuedouble;
+  return SCN_CLI_OK;
+}
+
 int scn_cli_subscribe(scn_cli *c, const char *world, double root, double hz, double *sub) {
-  cJSON *req = cJSON_CreateObject(), *r = NULL;
+  cJSON *fields = cJSON_CreateObject();
+  if (!fields || (root > 0 && !cJSON_AddNumberToObject(fields, "root", root)) ||
+      (hz > 0 && !cJSON_AddNumberToObject(fields, "hz", hz))) {
+    cJSON_Delete(fields);
+    return fail(c, SCN_CLI_ENOMEM, "out of memory");
+  }
+  int rc = scn_cli_subscribe_fields(c, world, fields, sub);
+  cJSON_Delete(fields);
+  return rc;
+}
+
+/* A request {"cmd":cmd, key:value (taken), and the members of fields but their own "cmd" and
+ * key}; NULL when out of memory. */
+static cJSON *request_with(const char *cmd, const char *key, cJSON *value, const cJSON *fields) {
+  cJSON *req = cJSON_CreateObject();
+  if (!req || !cJSON_AddStringToObject(req, "cmd", cmd) || !value ||
+      !cJSON_AddItemToObject(req, key, value)) {
+    cJSON_Delete(value);
+    cJSON_Delete(req);
+    return NULL;
+  }
+  const cJSON *m;
+  cJSON_ArrayForEach(m, fields) {
+    if (!m->string || !strcmp(m->string, "cmd") || !strcmp(m->string, key))
+      continue;
+    cJSON *copy = cJSON_Duplicate(m, true);
+    if (!copy || !cJSON_AddItemToObject(req, m->string, copy)) {
+      cJSON_Delete(copy);
+      cJSON_Delete(req);
+      return NULL;
+    }
+  }
+  return req;
+}
+
+int scn_cli_subscribe_fields(scn_cli *c, const char *world, const cJSON *fields, double *sub) {
+  if (fields && !cJSON_IsObject(fields))
+    return fail(c, SCN_CLI_EINVAL, "subscribe fields must be a JSON object");
+  cJSON *req = request_with("subscribe", "world", cJSON_CreateString(world), fields), *r = NULL;
   if (!req)
     return fail(c, SCN_CLI_ENOMEM, "out of memory");
-  cJSON_AddStringToObject(req, "cmd", "subscribe");
-  cJSON_AddStringToObject(req, "world", world);
-  if (root > 0)
-    cJSON_AddNumberToObject(req, "root", root);
-  if (hz > 0)
-    cJSON_AddNumberToObject(req, "hz", hz);
   int rc = scn_cli_call(c, req, &r);
   cJSON_Delete(req);
-  if (rc == SCN_CLI_OK) {
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(r, "sub");
-    if (cJSON_IsNumber(s))
-      *sub = s->valuedouble;
-    else
-      rc = fail(c, SCN_CLI_EPROTO, "subscribe answered without a sub id");
-  }
+  rc = subscribed(c, rc, r, sub);
   cJSON_Delete(r);
+  return rc;
+}
+
+int scn_cli_subscribe_text(scn_cli *c, const char *world, const char *fields, double *sub) {
+  cJSON *f = fields && *fields ? cJSON_Parse(fields) : NULL;
+  if (fields && *fields && !cJSON_IsObject(f)) {
+    cJSON_Delete(f);
+    return fail(c, SCN_CLI_EINVAL, "subscribe fields are not a JSON object: %s", fields);
+  }
+  int rc = scn_cli_subscribe_fields(c, world, f, sub);
+  cJSON_Delete(f);
+  return rc;
+}
+
+int scn_cli_subscribe_update_fields(scn_cli *c, double sub, const cJSON *fields) {
+  if (fields && !cJSON_IsObject(fields))
+    return fail(c, SCN_CLI_EINVAL, "subscribe.update fields must be a JSON object");
+  cJSON *req = request_with("subscribe.update", "sub", cJSON_CreateNumber(sub), fields);
+  if (!req)
+    return fail(c, SCN_CLI_ENOMEM, "out of memory");
+  int rc = scn_cli_call(c, req, NULL);
+  cJSON_Delete(req);
+  return rc;
+}
+
+int scn_cli_subscribe_update(scn_cli *c, double sub, const cJSON *near) {
+  if (near && !cJSON_IsObject(near))
+    return fail(c, SCN_CLI_EINVAL, "near must be a JSON object (NULL sends null)");
+  cJSON *fields = cJSON_CreateObject();
+  cJSON *value = near ? cJSON_Duplicate(near, true) : cJSON_CreateNull();
+  if (!fields || !value || !cJSON_AddItemToObject(fields, "near", value)) {
+    cJSON_Delete(value);
+    cJSON_Delete(fields);
+    return fail(c, SCN_CLI_ENOMEM, "out of memory");
+  }
+  int rc = scn_cli_subscribe_update_fields(c, sub, fields);
+  cJSON_Delete(fields);
   return rc;
 }
 

@@ -2,7 +2,7 @@
  *
  *   scenectl [--host H] [--port P] [--token T] [--matrices json|b64] [TLS] CMD [key=value ...]
  *   scenectl [...] --pipe                  NDJSON requests on stdin, one response per line
- *   scenectl [...] subscribe world=W [root=E] [hz=N] [--frames N]
+ *   scenectl [...] subscribe [world=]W [root=E] [hz=N] [near...] [--frames N]
  *   scenectl [...]                         on a terminal: an interactive prompt
  *   scenectl help [CMD]                    the commands, or one command's fields
  *
@@ -15,6 +15,7 @@
  * 2 on usage or connection errors.
  */
 #define _GNU_SOURCE /* memmem, strdup */
+#include "ctl_near.h"
 #include "scn_client.h"
 #include "wire.h"
 
@@ -43,22 +44,31 @@ static void on_interrupt(int sig) {
 }
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: scenectl [--host H] [--port P] [--token T] [--matrices json|b64] CMD "
-             "[key=value ...]\n"
-             "       scenectl [--host H] [--port P] [--token T] --pipe\n"
-             "       scenectl [--host H] [--port P] [--token T] subscribe world=W [root=E] [hz=N] "
-             "[--frames N]\n"
-             "       scenectl                      (on a terminal: interactive prompt)\n"
-             "       scenectl help [CMD]           (the fields of a command)\n\n"
-             "TLS: --tls (verified against the system's CAs), --tls-ca FILE (the CA that signed "
-             "the\ndaemon's certificate; implies --tls), --tls-cert FILE --tls-key FILE (a client\n"
-             "certificate, for a daemon started with --tls-ca).\n\n"
-             "Each value is parsed as JSON when it is valid JSON, otherwise taken as a string:\n"
-             "  scenectl transform.create world=main t=[1,2,3] name=car\n"
-             "Matrices show as JSON arrays; --matrices b64 passes the daemon's base64 (16\n"
-             "little-endian float32, exact) through unchanged, and matrix_b64=... sets one.\n"
-             "Defaults come from SCENED_HOST, SCENED_PORT and SCENED_AUTH_TOKEN.\n\n"
-             "commands:\n");
+  fprintf(f,
+          "usage: scenectl [--host H] [--port P] [--token T] [--matrices json|b64] CMD "
+          "[key=value ...]\n"
+          "       scenectl [--host H] [--port P] [--token T] --pipe\n"
+          "       scenectl [--host H] [--port P] [--token T] subscribe [world=]W [root=E] [hz=N] "
+          "[near...]\n"
+          "                [--frames N]\n"
+          "       scenectl                      (on a terminal: interactive prompt)\n"
+          "       scenectl help [CMD]           (the fields of a command)\n\n"
+          "TLS: --tls (verified against the system's CAs), --tls-ca FILE (the CA that signed "
+          "the\ndaemon's certificate; implies --tls), --tls-cert FILE --tls-key FILE (a client\n"
+          "certificate, for a daemon started with --tls-ca).\n\n"
+          "Each value is parsed as JSON when it is valid JSON, otherwise taken as a string:\n"
+          "  scenectl transform.create world=main t=[1,2,3] name=car\n"
+          "Matrices show as JSON arrays; --matrices b64 passes the daemon's base64 (16\n"
+          "little-endian float32, exact) through unchanged, and matrix_b64=... sets one.\n"
+          "Defaults come from SCENED_HOST, SCENED_PORT and SCENED_AUTH_TOKEN.\n\n"
+          "subscribe prints events as JSON lines until interrupted, N frames, or the end of\n"
+          "the subscription. A region (only what is near a point or an entity):\n"
+          "  near='{\"entity\":5,\"radius\":10,\"margin\":2}'  the protocol's object, or\n"
+          "  near.point=X,Y,Z | near.entity=E   the center, fixed or following E\n"
+          "  near.radius=R near.margin=M        in scope within R, out beyond R + M\n"
+          "  near.bands=R:HZ,R:HZ               at most HZ frames a second within R\n"
+          "  scenectl subscribe main near.entity=5 near.radius=10 near.margin=2\n\n"
+          "commands:\n");
   for (unsigned i = 0; i < scn_command_count; i++) {
     const scn_command_info *c = &scn_commands[i];
     fprintf(f, "  %-20s %s\n", c->name, c->help);
@@ -113,14 +123,26 @@ static int add_pair(cJSON *req, const char *arg) {
   return 0;
 }
 
+/* cmd's request from key=value arguments; subscribe also takes its world bare (subscribe W),
+ * and subscribe and subscribe.update the near forms (ctl_near.h). NULL on a usage error. */
 static cJSON *build_request(const char *cmd, int argc, char **argv) {
+  bool subscribe = strcmp(cmd, "subscribe") == 0;
+  bool near = subscribe || strcmp(cmd, "subscribe.update") == 0;
   cJSON *req = cJSON_CreateObject();
   cJSON_AddStringToObject(req, "cmd", cmd);
-  for (int i = 0; i < argc; i++)
-    if (add_pair(req, argv[i]) != 0) {
+  for (int i = 0; i < argc; i++) {
+    int rc;
+    if (subscribe && i == 0 && !strchr(argv[i], '='))
+      rc = cJSON_AddStringToObject(req, "world", argv[i]) ? 0 : -1;
+    else if (near && ctl_near_arg(argv[i]))
+      rc = ctl_near_add(req, argv[i]);
+    else
+      rc = add_pair(req, argv[i]);
+    if (rc != 0) {
       cJSON_Delete(req);
       return NULL;
     }
+  }
   return req;
 }
 

@@ -25,8 +25,9 @@ enum {
   SCN_CLI_EREPLY = -5,   /* the daemon answered with an error (see scn_cli_reply_error) */
   SCN_CLI_ENOMEM = -6,
   SCN_CLI_EIO = -7,
-  SCN_CLI_ETLS = -8, /* TLS failed: the daemon's certificate is not trusted, the daemon refused
-                        ours (or its absence), no TLS on the other side, ... */
+  SCN_CLI_ETLS = -8,   /* TLS failed: the daemon's certificate is not trusted, the daemon refused
+                          ours (or its absence), no TLS on the other side, ... */
+  SCN_CLI_EINVAL = -9, /* an argument the call cannot send (fields that are not an object) */
 };
 
 /* How the daemon sends this connection matrices (hello's "matrices"): arrays of 16 numbers, or
@@ -157,6 +158,26 @@ int scn_cli_get_at(scn_cli *c, const char *world, double entity, double tick, fl
 /* Subscribes to a world (root 0: whole world; hz <= 0: the tick rate) and returns the
  * subscription id; frames then reach the event handler from any read. */
 int scn_cli_subscribe(scn_cli *c, const char *world, double root, double hz, double *sub);
+/* The same with any of the protocol's subscribe fields: fields (NULL for none) is an object
+ * whose members are sent with "cmd" and "world", e.g. {"root":5,"hz":30,"near":{"entity":7,
+ * "radius":50,"margin":5,"bands":[{"radius":10,"hz":60},{"radius":50,"hz":10}]}}. The _text
+ * form takes the object as JSON text; text that is not a JSON object is SCN_CLI_EINVAL. */
+int scn_cli_subscribe_fields(scn_cli *c, const char *world, const cJSON *fields, double *sub);
+int scn_cli_subscribe_text(scn_cli *c, const char *world, const char *fields, double *sub);
+/* subscribe.update: changes one of this connection's subscriptions without a new full frame.
+ * near is the new region (an object, as subscribe's "near"), or NULL to send "near": null,
+ * which removes it. The next frame carries what came into scope and, in "removed", what left.
+ * The _fields form sends any of its fields ("near", "packed") as given. */
+int scn_cli_subscribe_update(scn_cli *c, double sub, const cJSON *near);
+int scn_cli_subscribe_update_fields(scn_cli *c, double sub, const cJSON *fields);
+/* This library keeps no copy of a world. A caller that keeps one from frames drops each frame's
+ * "removed" (entities that left the scope: a near region's edge, a destroyed transform) and,
+ * when a subscription ends, everything of it. The ends reach the event handler, never the frame
+ * handler: {"event":"unsubscribed","sub":S,"reason":R} follows a frame whose "removed" holds
+ * the whole scope when R is "center_destroyed" (a near region's entity lost its transform) or
+ * "root_destroyed"; the events "world_destroyed" and "moved", and the other reasons, remove
+ * nothing first. */
+
 /* Waits up to timeout_ms for events and hands them to the handler; returns how many
  * arrived, or a negative code. Responses must not be pending. */
 int scn_cli_poll_events(scn_cli *c, int timeout_ms);

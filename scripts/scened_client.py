@@ -24,8 +24,16 @@ daemon send every matrix as a base64 string of 16 little-endian float32 and fram
         c.call("transform.set_local", world="main", entity=car, matrix_b64=matrix_b64(m))
         m = matrix(c.call("transform.get", world="main", entity=car)["world"])
 
+A subscription near an entity (or a point) holds what is within its radius; update changes
+the region without a new full frame, and the mirror drops what leaves:
+
+        sub = c.subscribe("main", near={"entity": car, "radius": 50, "margin": 5},
+                          on_event=mirror.apply)
+        c.update(sub, near={"entity": car, "radius": 200})
+        c.update(sub, near=None)         # null: no region, the whole world
+
 Run it as a program for a self-check against a running daemon:
-    python3 scripts/scened_client.py --port 7878 --selftest [--tls-ca ca.pem]
+    python3 scripts/scened_client.py --port 7878 --selftest [--selftest-near] [--tls-ca ca.pem]
 """
 
 import argparse
@@ -41,6 +49,7 @@ import sys
 import time
 
 _MATRIX = struct.Struct("<16f")
+_NOT_GIVEN = object()  # an argument left out, told apart from None (sent as null)
 
 
 def matrix_b64(m):
@@ -241,14 +250,26 @@ class Client:
         res = self.call("transform.get", world=world, entity=entity, trs=True)
         return res["local_trs"], res["world_trs"]
 
-    def subscribe(self, world, root=None, hz=None, on_event=None):
+    def subscribe(self, world, root=None, hz=None, on_event=None, near=None, **fields):
+        """Subscribes to a world; returns the subscription id. Events of this connection go to
+        on_event from then on. near is a region, as the protocol's object:
+        {"entity": E} or {"point": [x, y, z]}, with "radius", "margin" and "bands"; fields are
+        any other subscribe fields, sent as given."""
         self.on_event = on_event
-        fields = {"world": world}
-        if root is not None:
-            fields["root"] = root
-        if hz is not None:
-            fields["hz"] = hz
+        fields["world"] = world
+        for key, value in (("root", root), ("hz", hz), ("near", near)):
+            if value is not None:
+                fields[key] = value
         return self.call("subscribe", **fields)["sub"]
+
+    def update(self, sub, near=_NOT_GIVEN, packed=_NOT_GIVEN, **fields):
+        """subscribe.update: changes a subscription of this connection without a new full frame;
+        the next frame carries what came into scope and, in "removed", what left. near=None
+        sends null, which removes the region; a field not given is not sent."""
+        for key, value in (("near", near), ("packed", packed)):
+            if value is not _NOT_GIVEN:
+                fields[key] = value
+        return self.call("subscribe.update", sub=sub, **fields)
 
     def poll(self, seconds):
         """Hands stream events to on_event for the given time; returns how many arrived."""
@@ -267,33 +288,56 @@ class Client:
 
 
 class Mirror:
-    """A local copy of a world's (or subtree's) world matrices, kept from frames of either
-    form: matrices[e] is a sequence of 16 numbers (from a b64 frame, a slice of the frame's one
-    float32 array)."""
+    """A local copy of a world's (or subtree's, or region's) world matrices, kept from frames of
+    either form: matrices[e] is a sequence of 16 numbers (from a b64 frame, a slice of the
+    frame's one float32 array). It drops what frames list in "removed" (an entity destroyed, or
+    out of a near region), and everything of a subscription that ends with "unsubscribed"
+    because its root or its region's center was destroyed. One mirror may take the frames of
+    several subscriptions: an entity stays while one of them holds it."""
+
+    DROPPING_ENDS = ("center_destroyed", "root_destroyed")
 
     def __init__(self):
         self.matrices = {}
         self.tick = 0
-        self.ended = None
+        self.ended = None   # the event that ended a subscription: "world_destroyed", ...
+        self.reason = None  # and the reason an "unsubscribed" gave
+        self._held = {}     # subscription -> the entities its frames brought
+
+    def _drop(self, sub, entities):
+        held = self._held.get(sub)
+        others = [h for s, h in self._held.items() if s != sub]
+        for e in entities:
+            if held is not None:
+                held.discard(e)
+            if not any(e in h for h in others):
+                self.matrices.pop(e, None)
 
     def apply(self, event):
         kind = event.get("event")
+        sub = event.get("sub")
         if kind == "frame":
+            held = self._held.setdefault(sub, set())
             if event["full"]:
-                self.matrices = {}
+                self._drop(sub, list(held))
             if "ms" in event:
                 ids = event["ids"]
                 values = decode_matrices(event["ms"], len(ids))
                 for i, e in enumerate(ids):
                     self.matrices[e] = values[16 * i : 16 * i + 16]
+                held.update(ids)
             else:
                 for item in event["set"]:
                     self.matrices[item["e"]] = item["m"]
-            for e in event["removed"]:
-                self.matrices.pop(e, None)
+                    held.add(item["e"])
+            self._drop(sub, event["removed"])
             self.tick = event["tick"]
         elif kind in ("world_destroyed", "unsubscribed"):
             self.ended = kind
+            self.reason = event.get("reason")
+            if self.reason in self.DROPPING_ENDS:
+                self._drop(sub, list(self._held.get(sub, ())))
+            self._held.pop(sub, None)
 
 
 def close(a, b, tol=1e-6):
@@ -426,6 +470,90 @@ def selftest_b64(args, world):
         b.call("world.destroy", world=world)
 
 
+def selftest_near(args):
+    """A near subscription's mirror, frames in either form, against the moves that take
+    entities in and out of its region, update widening, narrowing and removing it, the
+    refusals, and the end when the center is destroyed."""
+    for form in ("json", "b64"):
+        selftest_near_form(args, form)
+    print("near selftest passed")
+
+
+def selftest_near_form(args, form):
+    world = f"pyclient-near-{form}-{os.getpid()}"
+    tls = tls_args(args)
+    with Client(args.host, args.port, args.token, **tls) as c, \
+            Client(args.host, args.port, args.token, matrices=form, **tls) as s:
+        c.call("world.create", world=world)
+
+        def make(x):
+            return c.call("transform.create", world=world, t=[x, 0, 0])["entity"]
+
+        def move(e, x):
+            c.call("transform.set_local", world=world, entity=e, t=[x, 0, 0])
+
+        center, near, far = make(0), make(5), make(50)
+        mirror = Mirror()
+
+        def wait_for(want, what):
+            deadline = time.monotonic() + 5
+            while set(mirror.matrices) != want and time.monotonic() < deadline:
+                s.poll(0.05)
+            assert set(mirror.matrices) == want, (what, sorted(mirror.matrices), sorted(want))
+
+        for bad in ({"entity": center}, {"entity": center, "radius": -1},
+                    {"point": [0, 0, 0], "entity": center, "radius": 1},
+                    {"entity": center, "radius": 1, "colour": 1}):
+            try:
+                s.subscribe(world, near=bad)
+                raise AssertionError(f"near {bad} was accepted")
+            except ScenedError as e:
+                assert e.code == "BAD_REQUEST", (bad, e.code)
+        sub = s.subscribe(world, on_event=mirror.apply,
+                          near={"entity": center, "radius": 10, "margin": 2})
+        wait_for({center, near}, "the first frame")
+        move(near, 11)  # past the radius, within the margin: it stays
+        move(far, 3)    # into the region
+        wait_for({center, near, far}, "entering")
+        move(near, 13)  # past radius + margin: it leaves
+        wait_for({center, far}, "leaving")
+        want = c.call("transform.get", world=world, entity=far)["world"]
+        assert list(mirror.matrices[far]) == want, (mirror.matrices[far], want)
+        assert s.update(sub, near={"entity": center, "radius": 100}) == {}
+        wait_for({center, near, far}, "a wider radius")
+        s.update(sub, near={"point": [3, 0, 0], "radius": 1})
+        wait_for({far}, "a narrower region around a point")
+        s.update(sub, near=None)  # null: the whole world again
+        wait_for({center, near, far}, "no region")
+        for fields, code in (({}, "BAD_REQUEST"), ({"near": {"radius": 1}}, "BAD_REQUEST")):
+            try:
+                s.update(sub, **fields)
+                raise AssertionError(f"update {fields} was accepted")
+            except ScenedError as e:
+                assert e.code == code, (fields, e.code)
+        try:
+            s.update(sub + 1000, near=None)
+            raise AssertionError("an update of an unknown sub was accepted")
+        except ScenedError as e:
+            assert e.code == "NOT_FOUND", e.code
+        s.call("unsubscribe", sub=sub)
+
+        # The center follows its entity; its destruction ends the subscription, emptied.
+        mirror = Mirror()
+        sub = s.subscribe(world, on_event=mirror.apply, near={"entity": far, "radius": 4})
+        wait_for({center, far}, "around a moving center")
+        move(far, 48)
+        wait_for({far}, "the center moved")
+        c.call("transform.destroy", world=world, entity=far)
+        deadline = time.monotonic() + 5
+        while mirror.ended is None and time.monotonic() < deadline:
+            s.poll(0.05)
+        assert (mirror.ended, mirror.reason) == ("unsubscribed", "center_destroyed"), \
+            (mirror.ended, mirror.reason)
+        assert mirror.matrices == {}, mirror.matrices
+        c.call("world.destroy", world=world)
+
+
 def main():
     p = argparse.ArgumentParser(description="scened client (standard library only)")
     p.add_argument("--host")
@@ -438,12 +566,17 @@ def main():
     p.add_argument("--matrices", choices=["json", "b64"], default="json",
                    help="how the daemon sends matrices (b64: base64 of float32, exact)")
     p.add_argument("--selftest", action="store_true", help="check the client against a daemon")
+    p.add_argument("--selftest-near", action="store_true",
+                   help="check near subscriptions and their mirror against a daemon")
     p.add_argument("cmd", nargs="?", help="a command, e.g. world.list")
     p.add_argument("fields", nargs="*", help="key=value (values parsed as JSON when they can be)")
     args = p.parse_args()
     try:
-        if args.selftest:
-            selftest(args)
+        if args.selftest or args.selftest_near:
+            if args.selftest:
+                selftest(args)
+            if args.selftest_near:
+                selftest_near(args)
             return 0
     except ssl.SSLError as e:
         print(f"TLS: {e}", file=sys.stderr)

@@ -730,6 +730,200 @@ static void test_lib_b64(void) {
   scn_cli_close(j);
 }
 
+/* ---- near subscriptions ------------------------------------------------------------------ */
+
+/* A caller's copy of one subscription's scope, kept as scn_client.h says: the frame handler adds
+ * what is set and drops what is removed, the event handler empties it when the subscription
+ * ends because its center was destroyed. */
+typedef struct scope_copy {
+  double sub;
+  size_t n;
+  uint64_t ids[16];
+  int frames;
+  bool removed_seen[16]; /* by position in watch: was it ever in a frame's "removed" */
+  const double *watch;
+  int nwatch;
+  char reason[32];
+  size_t held_at_end; /* what the copy held when the subscription ended */
+} scope_copy;
+
+static void scope_drop(scope_copy *sc, uint64_t id) {
+  for (size_t i = 0; i < sc->n; i++)
+    if (sc->ids[i] == id) {
+      sc->ids[i] = sc->ids[--sc->n];
+      return;
+    }
+}
+
+static void scope_frame(void *ud, const scn_cli_frame *f) {
+  scope_copy *sc = ud;
+  if (f->sub != sc->sub)
+    return;
+  sc->frames++;
+  if (f->full)
+    sc->n = 0;
+  for (size_t i = 0; i < f->n; i++) {
+    scope_drop(sc, f->ids[i]);
+    if (sc->n < 16)
+      sc->ids[sc->n++] = f->ids[i];
+  }
+  for (size_t i = 0; i < f->nremoved; i++) {
+    scope_drop(sc, f->removed[i]);
+    for (int w = 0; w < sc->nwatch; w++)
+      if ((double)f->removed[i] == sc->watch[w])
+        sc->removed_seen[w] = true;
+  }
+}
+
+static void scope_event(void *ud, const cJSON *ev) {
+  scope_copy *sc = ud;
+  const cJSON *reason = field(ev, "reason");
+  if (!t_resp_str_is(ev, "event", "unsubscribed") || t_resp_num(ev, "sub") != sc->sub ||
+      !cJSON_IsString(reason))
+    return;
+  snprintf(sc->reason, sizeof sc->reason, "%s", reason->valuestring);
+  sc->held_at_end = sc->n;
+  if (!strcmp(reason->valuestring, "center_destroyed"))
+    sc->n = 0;
+}
+
+/* True when the copy holds exactly the n entities of want. */
+static bool scope_is(const scope_copy *sc, const double *want, size_t n) {
+  if (sc->n != n)
+    return false;
+  for (size_t i = 0; i < n; i++) {
+    bool found = false;
+    for (size_t k = 0; k < sc->n; k++)
+      found = found || (double)sc->ids[k] == want[i];
+    if (!found)
+      return false;
+  }
+  return true;
+}
+
+/* Polls until the copy holds want (n entities); false (reported) after WAIT_MS. */
+static bool scope_wait(scn_cli *s, scope_copy *sc, const double *want, size_t n, const char *what) {
+  for (long end = t_now_ms() + WAIT_MS; !scope_is(sc, want, n) && t_now_ms() < end;)
+    if (scn_cli_poll_events(s, 50) < 0)
+      break;
+  if (scope_is(sc, want, n))
+    return true;
+  char got[256] = "";
+  for (size_t i = 0; i < sc->n; i++)
+    snprintf(got + strlen(got), sizeof got - strlen(got), " %llu", (unsigned long long)sc->ids[i]);
+  fprintf(stderr, "  %s: the copy holds%s (%zu entities, %zu wanted)\n", what, got, sc->n, n);
+  return false;
+}
+
+static bool move_x(scn_cli *c, const char *world, double e, double x) {
+  return call_fine(c,
+                   "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%.0f,"
+                   "\"t\":[%g,0,0]}",
+                   world, e, x);
+}
+
+/* A near region over a world of three entities on the x axis, in either form: what moves out
+ * of range shows in "removed" and leaves the caller's copy, what moves in enters it;
+ * scn_cli_subscribe_update widens, narrows and removes the region; the refusals; and the end
+ * with the whole scope removed when the center's transform is destroyed. */
+static void near_scenario(int matrices) {
+  scn_cli_options o = {.host = "127.0.0.1", .port = clients_daemon.port, .matrices = matrices};
+  scn_cli *c = open_cli(clients_daemon.port, NULL, 0), *s = scn_cli_connect(&o, NULL, 0);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+  char world[64], fields[256];
+  double center = make_world(c, world, sizeof world, 0, 0, 0);
+  cJSON *r = call_ok(c, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"t\":[5,0,0]}", world);
+  double inside = t_resp_num(r, "entity");
+  cJSON_Delete(r);
+  r = call_ok(c, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"t\":[50,0,0]}", world);
+  double outside = t_resp_num(r, "entity");
+  cJSON_Delete(r);
+  CU_ASSERT_FATAL(center > 0 && inside > 0 && outside > 0);
+  const double all[] = {center, inside, outside};
+  scope_copy sc = {.watch = all, .nwatch = 3};
+  scn_cli_on_frame(s, scope_frame, &sc);
+  scn_cli_on_event(s, scope_event, &sc);
+
+  /* Refusals: fields that are not an object never leave; the daemon's answers. */
+  double sub = -1;
+  CU_ASSERT_EQUAL(scn_cli_subscribe_text(s, world, "[1]", &sub), SCN_CLI_EINVAL);
+  snprintf(fields, sizeof fields, "{\"near\":{\"entity\":%.0f,\"radius\":0}}", center);
+  CU_ASSERT_EQUAL(scn_cli_subscribe_text(s, world, fields, &sub), SCN_CLI_EREPLY);
+  CU_ASSERT(strstr(scn_cli_error(s), "BAD_REQUEST") != NULL);
+  snprintf(fields, sizeof fields, "{\"near\":{\"entity\":%.0f,\"radius\":1}}", outside + 1000);
+  CU_ASSERT_EQUAL(scn_cli_subscribe_text(s, world, fields, &sub), SCN_CLI_EREPLY);
+  CU_ASSERT(strstr(scn_cli_error(s), "NOT_FOUND") != NULL);
+  CU_ASSERT_EQUAL(sub, -1);
+
+  snprintf(fields, sizeof fields, "{\"near\":{\"entity\":%.0f,\"radius\":10,\"margin\":2}}",
+           center);
+  CU_ASSERT_EQUAL_FATAL(scn_cli_subscribe_text(s, world, fields, &sub), SCN_CLI_OK);
+  sc.sub = sub;
+  CU_ASSERT(scope_wait(s, &sc, (double[]){center, inside}, 2, "the first frame"));
+  CU_ASSERT(move_x(c, world, inside, 11)); /* past the radius, within the margin: stays */
+  CU_ASSERT(move_x(c, world, outside, 3)); /* comes in */
+  CU_ASSERT(scope_wait(s, &sc, all, 3, "entering"));
+  CU_ASSERT(move_x(c, world, inside, 13)); /* past radius + margin: leaves */
+  CU_ASSERT(scope_wait(s, &sc, (double[]){center, outside}, 2, "leaving"));
+  CU_ASSERT(sc.removed_seen[1] && !sc.removed_seen[0] && !sc.removed_seen[2]);
+
+  /* Updates: wider, narrower (around a point), none; then refusals. */
+  cJSON *near = cJSON_CreateObject();
+  cJSON_AddNumberToObject(near, "entity", center);
+  cJSON_AddNumberToObject(near, "radius", 100);
+  CU_ASSERT_EQUAL(scn_cli_subscribe_update(s, sub, near), SCN_CLI_OK);
+  CU_ASSERT(scope_wait(s, &sc, all, 3, "a wider radius"));
+  cJSON_DeleteItemFromObject(near, "entity");
+  cJSON_AddItemToObject(near, "point", cJSON_CreateDoubleArray((double[]){3, 0, 0}, 3));
+  cJSON_ReplaceItemInObject(near, "radius", cJSON_CreateNumber(1));
+  CU_ASSERT_EQUAL(scn_cli_subscribe_update(s, sub, near), SCN_CLI_OK);
+  CU_ASSERT(scope_wait(s, &sc, (double[]){outside}, 1, "a narrower region around a point"));
+  CU_ASSERT_EQUAL(scn_cli_subscribe_update(s, sub, NULL), SCN_CLI_OK); /* "near": null */
+  CU_ASSERT(scope_wait(s, &sc, all, 3, "no region"));
+  CU_ASSERT_EQUAL(scn_cli_subscribe_update(s, sub + 1000, NULL), SCN_CLI_EREPLY);
+  CU_ASSERT(strstr(scn_cli_error(s), "NOT_FOUND") != NULL);
+  cJSON *empty = cJSON_CreateObject();
+  CU_ASSERT_EQUAL(scn_cli_subscribe_update_fields(s, sub, empty), SCN_CLI_EREPLY);
+  CU_ASSERT(strstr(scn_cli_error(s), "BAD_REQUEST") != NULL);
+  cJSON *not_object = cJSON_CreateTrue();
+  CU_ASSERT_EQUAL(scn_cli_subscribe_update(s, sub, not_object), SCN_CLI_EINVAL);
+  cJSON_Delete(not_object);
+  CU_ASSERT(call_fine(s, "{\"cmd\":\"unsubscribe\",\"sub\":%.0f}", sub));
+
+  /* The region follows its entity; destroying it ends the subscription, the copy emptied. */
+  cJSON *opts = cJSON_CreateObject();
+  cJSON *around = cJSON_AddObjectToObject(opts, "near");
+  cJSON_AddNumberToObject(around, "entity", outside);
+  cJSON_AddNumberToObject(around, "radius", 4);
+  memset(&sc, 0, sizeof sc);
+  sc.watch = all, sc.nwatch = 3, sc.sub = -1;
+  CU_ASSERT_EQUAL_FATAL(scn_cli_subscribe_fields(s, world, opts, &sub), SCN_CLI_OK);
+  sc.sub = sub;
+  CU_ASSERT(scope_wait(s, &sc, (double[]){center, outside}, 2, "around a moving center"));
+  CU_ASSERT(move_x(c, world, outside, 48));
+  CU_ASSERT(scope_wait(s, &sc, (double[]){outside}, 1, "the center moved"));
+  CU_ASSERT(call_fine(c, "{\"cmd\":\"transform.destroy\",\"world\":\"%s\",\"entity\":%.0f}", world,
+                      outside));
+  for (long end = t_now_ms() + WAIT_MS; !sc.reason[0] && t_now_ms() < end;)
+    scn_cli_poll_events(s, 50);
+  CU_ASSERT_STRING_EQUAL(sc.reason, "center_destroyed");
+  CU_ASSERT(sc.removed_seen[2]);
+  CU_ASSERT_EQUAL(sc.held_at_end, 0); /* the frame before the end removed the whole scope */
+  CU_ASSERT_EQUAL(sc.n, 0);
+  CU_ASSERT(call_fine(c, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world));
+  cJSON_Delete(opts);
+  cJSON_Delete(empty);
+  cJSON_Delete(near);
+  scn_cli_close(s);
+  scn_cli_close(c);
+}
+
+static void test_lib_near(void) {
+  near_scenario(SCN_CLI_MATRICES_JSON);
+  near_scenario(SCN_CLI_MATRICES_B64);
+}
+
 /* ---- registration ---------------------------------------------------------------------------- */
 
 int t_register_clients_library(void) {
@@ -746,6 +940,7 @@ int t_register_clients_library(void) {
       {"library: the daemon closes the connection", test_lib_closed},
       {"library and scenectl: token auth", test_lib_auth},
       {"library: b64 mode, matrices and frames to the bit", test_lib_b64},
+      {"library: near subscriptions, updates and the end of a center", test_lib_near},
   };
   return T_ADD_SUITE("clients_library", clients_suite_init, clients_suite_clean, tests);
 }

@@ -1,5 +1,5 @@
 /* Integration tests of scenectl against the real daemon: result lines and value parsing, exit
- * codes, --pipe, subscribe, --help and help CMD, and --matrices b64. */
+ * codes, --pipe, subscribe (near regions included), --help and help CMD, and --matrices b64. */
 #include "b64_fixtures.h"
 #include "client_fixtures.h"
 #include "daemon_fixtures.h"
@@ -543,6 +543,163 @@ static void test_ctl_b64(void) {
   cJSON_Delete(ctl_ok((const char *const[]){"world.destroy", wa, NULL}));
 }
 
+/* ---- near regions --------------------------------------------------------------------------- */
+
+/* True when the frame's "set" holds exactly the n entities of want, in any order. */
+static bool sets_exactly(const cJSON *frame, const double *want, int n) {
+  const cJSON *set = field(frame, "set");
+  if (!cJSON_IsArray(set) || cJSON_GetArraySize(set) != n)
+    return false;
+  for (int i = 0; i < n; i++) {
+    bool found = false;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, set) found = found || t_resp_num(item, "e") == want[i];
+    if (!found)
+      return false;
+  }
+  return true;
+}
+
+static bool removes(const cJSON *frame, double e) {
+  const cJSON *id;
+  cJSON_ArrayForEach(id, field(frame, "removed")) if (cJSON_IsNumber(id) &&
+                                                      id->valuedouble == e) return true;
+  return false;
+}
+
+/* The full frame of "scenectl subscribe ARGS --frames 1", which must exit 0 with nothing on
+ * stderr; NULL (reported) otherwise. */
+static cJSON *ctl_first_frame(const char *const *args) {
+  const char *argv[16] = {"subscribe"};
+  int n = 1;
+  for (; args[n - 1] && n < 13; n++)
+    argv[n] = args[n - 1];
+  argv[n++] = "--frames";
+  argv[n++] = "1";
+  argv[n] = NULL;
+  t_proc p;
+  int code = ctl_run(&p, NULL, NULL, 0, argv);
+  cJSON *f = cJSON_Parse(text_str(&p.out));
+  if (code != 0 || p.err.len || !t_resp_str_is(f, "event", "frame") ||
+      !cJSON_IsTrue(field(f, "full"))) {
+    fprintf(stderr, "  scenectl subscribe %s: exit %d, stdout %s, stderr %s\n", args[0], code,
+            text_str(&p.out), text_str(&p.err));
+    cJSON_Delete(f);
+    f = NULL;
+  }
+  t_proc_free(&p);
+  return f;
+}
+
+/* Waits until the subscriber has printed n lines; false when it ended or WAIT_MS passed. */
+static bool ctl_lines(t_proc *p, int n) {
+  for (long end = t_now_ms() + WAIT_MS; t_now_ms() < end;) {
+    if (count_char(text_str(&p->out), '\n') >= n)
+      return true;
+    if (t_proc_pump(p, 10))
+      return count_char(text_str(&p->out), '\n') >= n;
+  }
+  return false;
+}
+
+/* scenectl subscribe with a near region, in each way of writing it: frames while entities move
+ * out of and into range, the JSON object and the short forms merged, and malformed values as
+ * usage errors (exit 2, nothing sent) beside the daemon's refusals (exit 1). */
+static void test_ctl_near(void) {
+  scn_cli *c = open_cli(clients_daemon.port, NULL, 0);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+  char world[64], wa[96], ce[64], obj[128];
+  double center = make_world(c, world, sizeof world, 0, 0, 0);
+  cJSON *r = call_ok(c, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"t\":[5,0,0]}", world);
+  double a = t_resp_num(r, "entity");
+  cJSON_Delete(r);
+  r = call_ok(c, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"t\":[50,0,0]}", world);
+  double b = t_resp_num(r, "entity");
+  cJSON_Delete(r);
+  CU_ASSERT_FATAL(center > 0 && a > 0 && b > 0);
+  snprintf(wa, sizeof wa, "world=%s", world);
+  snprintf(ce, sizeof ce, "near.entity=%.0f", center);
+
+  /* The world bare, the region in short forms: the full frame, a leaving, an entering. */
+  t_proc p;
+  CU_ASSERT_FATAL(ctl_start(&p, (const char *const[]){"subscribe", world, ce, "near.radius=10",
+                                                      "near.margin=2", "--frames", "3", NULL}));
+  CU_ASSERT(ctl_lines(&p, 1));
+  CU_ASSERT(call_fine(c,
+                      "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%.0f,"
+                      "\"t\":[20,0,0]}",
+                      world, a));
+  CU_ASSERT(ctl_lines(&p, 2));
+  CU_ASSERT(call_fine(c,
+                      "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%.0f,"
+                      "\"t\":[3,0,0]}",
+                      world, b));
+  CU_ASSERT_EQUAL(t_proc_wait(&p, WAIT_MS), 0);
+  CU_ASSERT_STRING_EQUAL(text_str(&p.err), "");
+  int n = 0;
+  bool terminated;
+  cJSON *lines = json_lines(text_str(&p.out), &n, &terminated);
+  CU_ASSERT(n == 3 && terminated);
+  const cJSON *full = cJSON_GetArrayItem(lines, 0), *left = cJSON_GetArrayItem(lines, 1),
+              *came = cJSON_GetArrayItem(lines, 2);
+  double sub = t_resp_num(full, "sub");
+  CU_ASSERT(is_frame(full, sub, world, true) && sets_exactly(full, (double[]){center, a}, 2));
+  CU_ASSERT(is_frame(left, sub, world, false) && removes(left, a) && sets_exactly(left, NULL, 0));
+  CU_ASSERT(is_frame(came, sub, world, false) && sets_exactly(came, (double[]){b}, 1) &&
+            cJSON_GetArraySize(field(came, "removed")) == 0);
+  if (n != 3 || !sets_exactly(came, (double[]){b}, 1))
+    t_report_text("near frames", text_str(&p.out));
+  cJSON_Delete(lines);
+  t_proc_free(&p);
+
+  /* Now center at 0, a at 20, b at 3. The protocol's object, alone and with short forms. */
+  snprintf(obj, sizeof obj, "near={\"entity\":%.0f,\"radius\":10}", center);
+  cJSON *f = ctl_first_frame((const char *const[]){wa, obj, NULL});
+  CU_ASSERT(sets_exactly(f, (double[]){center, b}, 2));
+  cJSON_Delete(f);
+  snprintf(obj, sizeof obj, "near={\"entity\":%.0f,\"radius\":100}", center);
+  f = ctl_first_frame((const char *const[]){wa, obj, "near.radius=4", NULL});
+  CU_ASSERT(sets_exactly(f, (double[]){center, b}, 2));
+  cJSON_Delete(f);
+  f = ctl_first_frame((const char *const[]){world, "near.point=20,0.5,0", "near.radius=1", NULL});
+  CU_ASSERT(sets_exactly(f, (double[]){a}, 1));
+  cJSON_Delete(f);
+  f = ctl_first_frame((const char *const[]){world, "near.point=0,0,0", "near.radius=100",
+                                            "near.bands=10:60,50:10", NULL});
+  CU_ASSERT(sets_exactly(f, (double[]){center, a, b}, 3));
+  cJSON_Delete(f);
+
+  /* Malformed values: usage errors naming the argument, nothing on stdout. */
+  static const char *const bad[] = {
+      "near.point=1,2",  "near.point=1,2,x",  "near.point=1,2,3,4", "near.point=",
+      "near.radius=ten", "near.radius=nan",   "near.entity=-3",     "near.margin=",
+      "near.bands=10",   "near.bands=10:60,", "near.bands=a:1",     "near.colour=1",
+      "near=5",          "near={\"radius\"",  "near=[1,2]"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    CU_ASSERT_EQUAL(CTL(&p, "subscribe", world, ce, bad[i], "--frames", "1"), 2);
+    CU_ASSERT(strstr(text_str(&p.err), bad[i]) != NULL);
+    CU_ASSERT_STRING_EQUAL(text_str(&p.out), "");
+    if (!strstr(text_str(&p.err), bad[i]))
+      fprintf(stderr, "  %s: stderr %s\n", bad[i], text_str(&p.err));
+    t_proc_free(&p);
+  }
+  /* Well formed but refused by the daemon: its error, exit 1. */
+  CU_ASSERT_EQUAL(CTL(&p, "subscribe", world, ce, "near.radius=-1", "--frames", "1"), 1);
+  CU_ASSERT(strncmp(text_str(&p.err), "BAD_REQUEST: ", 13) == 0);
+  t_proc_free(&p);
+  CU_ASSERT_EQUAL(
+      CTL(&p, "subscribe", world, "near.entity=99999", "near.radius=1", "--frames", "1"), 1);
+  CU_ASSERT(strncmp(text_str(&p.err), "NOT_FOUND: ", 11) == 0);
+  t_proc_free(&p);
+  /* --help tells of the forms. */
+  CU_ASSERT_EQUAL(CTL(&p, "--help"), 0);
+  CU_ASSERT(strstr(text_str(&p.out), "near.point=X,Y,Z") &&
+            strstr(text_str(&p.out), "near.bands="));
+  t_proc_free(&p);
+  CU_ASSERT(call_fine(c, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world));
+  scn_cli_close(c);
+}
+
 /* ---- registration ---------------------------------------------------------------------------- */
 
 int t_register_clients_scenectl(void) {
@@ -552,6 +709,7 @@ int t_register_clients_scenectl(void) {
       {"scenectl: connection errors exit 2", test_ctl_connect_errors},
       {"scenectl: --pipe", test_ctl_pipe},
       {"scenectl: subscribe", test_ctl_subscribe},
+      {"scenectl: subscribe near a point or an entity", test_ctl_near},
       {"scenectl: --help, help CMD and no command", test_ctl_help},
       {"scenectl: --matrices b64 passes base64 through", test_ctl_b64},
   };

@@ -1,5 +1,5 @@
 /* Integration tests of the clients in scripts against the real daemon: the Python client's
- * self-test and the shell example. */
+ * self-tests (the whole client; near subscriptions) and the shell example. */
 #include "client_fixtures.h"
 #include "suites.h"
 
@@ -29,25 +29,33 @@ static bool find_in_path(const char *name, char *out, size_t n) {
   }
 }
 
-static void test_python_selftest(void) {
+/* Runs the Python client as a program with the suite's daemon and one self-test flag; it must
+ * exit 0 and print passed. */
+static void python_selftest(const char *flag, const char *passed) {
   char python[1024], script[1024];
   if (!find_in_path("python3", python, sizeof python)) {
-    printf("  note: python3 is not on PATH; the Python client's self-test is skipped\n");
+    printf("  note: python3 is not on PATH; the Python client's %s is skipped\n", flag);
     return;
   }
   CU_ASSERT_FATAL(t_find_script("scened_client.py", script, sizeof script));
   char port[16];
   snprintf(port, sizeof port, "%d", clients_daemon.port);
-  const char *args[] = {script, "--host", "127.0.0.1", "--port", port, "--selftest", NULL};
+  const char *args[] = {script, "--host", "127.0.0.1", "--port", port, flag, NULL};
   t_proc p;
   CU_ASSERT_FATAL(proc_start(&p, python, args, NULL, NULL, 0));
   int code = t_proc_wait(&p, 30000);
   CU_ASSERT_EQUAL(code, 0);
-  CU_ASSERT(strstr(text_str(&p.out), "selftest passed") != NULL);
+  CU_ASSERT(strstr(text_str(&p.out), passed) != NULL);
   if (code != 0)
-    fprintf(stderr, "  selftest: exit %d\n%s%s\n", code, text_str(&p.out), text_str(&p.err));
+    fprintf(stderr, "  %s: exit %d\n%s%s\n", flag, code, text_str(&p.out), text_str(&p.err));
   t_proc_free(&p);
 }
+
+static void test_python_selftest(void) { python_selftest("--selftest", "selftest passed"); }
+
+/* Near subscriptions: entities entering and leaving the region (the mirror drops them),
+ * update widening, narrowing and removing it, refusals, and the end when the center goes. */
+static void test_python_near(void) { python_selftest("--selftest-near", "near selftest passed"); }
 
 static void test_car_demo(void) {
   char jq[1024], bash[1024], script[1024];
@@ -109,6 +117,7 @@ static void test_car_demo(void) {
 int t_register_clients_scripts(void) {
   static const t_test tests[] = {
       {"python client self-test", test_python_selftest},
+      {"python client: near subscriptions, update and the mirror", test_python_near},
       {"shell example", test_car_demo},
   };
   return T_ADD_SUITE("clients_scripts", clients_suite_init, clients_suite_clean, tests);

@@ -1,0 +1,18 @@
+/* scenectl's arguments for a near region: near='{...}' (the protocol's object) and the short
+ * forms near.point=x,y,z, near.entity=E, near.radius=R, near.margin=M and
+ * near.bands=r:hz,r:hz, all merged into one "near" object of a request. */
+#ifndef SCN_CTL_NEAR_H
+#define SCN_CTL_NEAR_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+
+/* True when arg is one of the forms above (whether its value is good or not). */
+bool ctl_near_arg(const char *arg);
+
+/* Merges arg into req's "near" object (made when absent; a member given again is replaced;
+ * near=null makes it null, for subscribe.update). -1 with the reason on stderr when the value
+ * is malformed. */
+int ctl_near_add(cJSON *req, const char *arg);
+
+#endif
