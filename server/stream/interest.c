@@ -85,6 +85,18 @@ static world_space *space_of(scn_interest *in, scn_world *w) {
   return ws;
 }
 
+/* Nobody asks about this world any more: its index goes. */
+static void drop_if_unused(scn_interest *in, world_space *ws) {
+  if (ws->nregions)
+    return;
+  for (world_space **p = &in->spaces; *p; p = &(*p)->next)
+    if (*p == ws) {
+      *p = ws->next;
+      break;
+    }
+  space_free(ws);
+}
+
 static void link_region(scn_interest *in, world_space *ws, scn_near *n) {
   n->ws = ws;
   n->next = ws->regions;
@@ -133,8 +145,10 @@ scn_near *scn_near_new(scn_interest *in, scn_world *w, scn_entity root, const sc
       return n;
     }
   scn_near *n = region_new(in, ws);
-  if (!n)
+  if (!n) {
+    drop_if_unused(in, ws);
     return NULL;
+  }
   n->root = root;
   n->spec = *spec;
   n->every = every;
@@ -155,14 +169,7 @@ void scn_near_release(scn_interest *in, scn_near *n) {
   in->nregions--;
   scn_scope_free(n->scope);
   free(n);
-  if (ws->nregions == 0) { /* nobody asks about this world any more: drop its index */
-    for (world_space **p = &in->spaces; *p; p = &(*p)->next)
-      if (*p == ws) {
-        *p = ws->next;
-        break;
-      }
-    space_free(ws);
-  }
+  drop_if_unused(in, ws);
 }
 
 scn_near *scn_near_detach(scn_interest *in, scn_near *n, bool keep) {
