@@ -121,6 +121,14 @@ static void test_every_command(void) {
   CU_ASSERT_TRUE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(frame, "full")));
   CU_ASSERT_EQUAL(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(frame, "set")), 3);
   cJSON_Delete(frame);
+  /* A region around the origin: the two transforms away from it leave, in the next frame. */
+  OKD(&c, "{\"cmd\":\"subscribe.update\",\"sub\":%.0f,\"near\":{\"point\":[0,0,0],\"radius\":0.5}}",
+      sub);
+  frame = t_next_event(&c, 5000);
+  CU_ASSERT_TRUE(t_resp_str_is(frame, "event", "frame"));
+  CU_ASSERT_FALSE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(frame, "full")));
+  CU_ASSERT_EQUAL(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(frame, "removed")), 2);
+  cJSON_Delete(frame);
   OKD(&c, "{\"cmd\":\"unsubscribe\",\"sub\":%.0f}", sub);
   r = OK(&c, "{\"cmd\":\"save\"}");
   CU_ASSERT_TRUE(t_resp_num(r, "bytes") > 0);
