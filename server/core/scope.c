@@ -245,6 +245,11 @@ static void consider(eval *v, const scn__space_entry *en) {
  * that is fewer. */
 static void for_cells(eval *v, bool all, void (*fn)(eval *v, const scn__space_cell *cell)) {
   scn_space *sp = v->sp;
+  if (all) { /* no box: every cell (an unbounded region, or the naive filter) */
+    for (uint32_t c = 0; c < sp->ncells; c++)
+      fn(v, &sp->cells[c]);
+    return;
+  }
   double boxes = 1;
   for (int a = 0; a < 3; a++) {
     if (v->lo[a] < sp->lo[a])
@@ -255,11 +260,11 @@ static void for_cells(eval *v, bool all, void (*fn)(eval *v, const scn__space_ce
       return; /* the box misses every occupied cell */
     boxes *= (double)v->hi[a] - v->lo[a] + 1;
   }
-  if (all || boxes > sp->ncells) {
+  if (boxes > sp->ncells) {
     for (uint32_t c = 0; c < sp->ncells; c++) {
       const scn__space_cell *cell = &sp->cells[c];
       bool inside = true;
-      for (int a = 0; !all && a < 3; a++)
+      for (int a = 0; a < 3; a++)
         inside &= cell->key[a] >= v->lo[a] && cell->key[a] <= v->hi[a];
       if (inside)
         fn(v, cell);

@@ -291,6 +291,42 @@ static void test_bands(void) {
   scn_scene_free(s);
 }
 
+/* A region removed (unbounded): everything comes in, whatever the last region's box was. */
+static void test_unbounded(void) {
+  scn_scene *s = scn_scene_new(NULL);
+  scn_world *w;
+  OK(scn_world_create(s, "w", &w));
+  scn_world_keep_events(w, true);
+  float m[16];
+  mat_t(m, 0, 0, 0);
+  scn_entity a = mk(w, s, SCN_ENTITY_NONE, NULL, m);
+  mat_t(m, 18, 0, 0);
+  scn_entity b = mk(w, s, SCN_ENTITY_NONE, NULL, m);
+  scn_space *sp = scn_space_new(w);
+  scn_scope *sc = scn_scope_new();
+  static client c;
+  memset(&c, 0, sizeof c);
+  scn_region r = {.center = {100, 100, 0}, .radius = 1}; /* its box misses every cell */
+  for (int tick = 1; tick <= 3; tick++) {
+    uint64_t now = scn_world_close_tick(w);
+    OK(scn_space_sync(sp, 1));
+    memset(c.seen_now, 0, sizeof c.seen_now);
+    if (tick == 2) {
+      r.center[0] = 0, r.center[1] = 0; /* now near a: a comes in */
+    } else if (tick == 3) {
+      r.unbounded = true;
+    }
+    CU_ASSERT(scn_scope_eval(sc, sp, &r, now, tick == 1, on_set, on_removed, &c) >= 0);
+    CU_ASSERT_EQUAL(c.held[a], tick >= 2);
+    CU_ASSERT_EQUAL(c.held[b], tick == 3);
+  }
+  CU_ASSERT_EQUAL(c.removes, 0);
+  CU_ASSERT_EQUAL(scn_scope_count(sc), 2);
+  scn_scope_free(sc);
+  scn_space_free(sp);
+  scn_scene_free(s);
+}
+
 /* A scope that gains members by hold, and clones, keep what they were given. */
 static void test_hold_and_clone(void) {
   scn_scope *sc = scn_scope_new();
@@ -312,6 +348,7 @@ int t_register_core_interest(void) {
       {"scopes on the grid equal a brute-force oracle with hysteresis", test_grid_matches_oracle},
       {"scopes in naive mode equal the oracle", test_naive_matches_oracle},
       {"bands cap and keep the send rate, and the final value arrives", test_bands},
+      {"a removed region brings in everything", test_unbounded},
       {"hold and clone", test_hold_and_clone},
   };
   return T_ADD_SUITE("core_interest", NULL, NULL, tests);
