@@ -15,6 +15,9 @@
 // stood at that tick (transform.get with tick for each entity shown, pipelined; the markers,
 // the list and the selected entity's matrices are of then) while the subscription's mirror
 // keeps up with the stream in the background, so that "live" is back at once.
+// The selected entity can be followed: a second subscription, by distance ("near": the entity,
+// a radius and a margin), whose scope the view draws over the whole world with the region's
+// circle, and whose count it shows; a new radius, margin or entity is a subscribe.update of it.
 import { Client, Mirror, matrixOf } from './scened.mjs';
 import { View } from './view.js';
 
@@ -242,6 +245,7 @@ function onClose() {
   clearInterval(pollTimer);
   pollTimer = null;
   state.sub = 0;
+  stopFollow();
   state.opening++;
   wconn.drop();
   inflight = 0;
@@ -506,6 +510,7 @@ async function adaptRate() {
 }
 
 function clearWorld() {
+  stopFollow();
   resetTimeline();
   state.gone.clear();
   state.entities.clear();
@@ -596,6 +601,7 @@ function applyFrame(f, mirror) {
   if (fitPending && f.full) {
     fitPending = false;
     view.fit();
+    suggestRegion(view.sceneRadius);
   }
   if (state.reselect && f.full) {
     const id = state.reselect;
@@ -771,6 +777,7 @@ function selectEntity(id) {
   for (const row of list.querySelectorAll('.row'))
     row.classList.toggle('selected', Number(row.dataset.entity) === id);
   showSelected();
+  showFollow();
   if (id) selectedChanged(true);
 }
 
@@ -844,6 +851,174 @@ async function refreshDetail() {
     detailBusy = false;
     refreshDetail();
   }, 250);
+}
+
+// ---- following an entity (a subscription by distance) --------------------------------------
+
+// The view's own subscription keeps the whole world; following adds a second one on the same
+// connection, with "near" around the followed entity: its mirror is the scope, which the view
+// draws over the world with the region's circle. A new radius, margin or entity is a
+// subscribe.update of that subscription (no full frame: the next one carries what came into
+// scope and what left it); unfollowing ends it. When the followed entity is destroyed the
+// daemon ends it (center_destroyed) and the page says so.
+const follow = {
+  sub: null,        // the near subscription (scened.mjs), null when not following
+  entity: 0,
+  label: '',        // the followed entity as it was named when followed
+  radius: 0,
+  margin: 0,
+  note: '',         // why following ended, or what was refused
+  error: false,
+  edited: false,    // the user typed a radius or margin (else they come from the world's size)
+  generation: 0,    // counts stops: a follow begun before one gives up
+  chain: Promise.resolve(),
+  updates: 0,       // subscribe.update requests answered ok
+};
+
+const fr = { radius: $('follow-radius'), margin: $('follow-margin'), button: $('follow'), stop: $('unfollow') };
+
+// A round number near x (1, 2 or 5 times a power of ten).
+function roundish(x) {
+  const p = Math.pow(10, Math.floor(Math.log10(x)));
+  const f = x / p;
+  return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p;
+}
+
+// A region of a quarter of the world's size, until the user chooses one.
+function suggestRegion(sceneRadius) {
+  if (follow.edited || follow.sub || !(sceneRadius > 0)) return;
+  const radius = roundish(sceneRadius / 4);
+  fr.radius.value = String(radius);
+  fr.margin.value = String(roundish(radius / 5));
+}
+
+// The radius and margin typed, or why they cannot be sent.
+function regionAsked() {
+  const radius = Number(fr.radius.value), margin = fr.margin.value.trim() === '' ? 0 : Number(fr.margin.value);
+  if (!(radius > 0) || !Number.isFinite(radius)) return { error: 'The radius must be a positive number.' };
+  if (!(margin >= 0) || !Number.isFinite(margin)) return { error: 'The margin must be a number, 0 or more.' };
+  return { radius, margin };
+}
+
+function setFollowNote(text, error = false) {
+  follow.note = text;
+  follow.error = error;
+  const el = $('follow-note');
+  el.textContent = text;
+  el.classList.toggle('error', error);
+  el.classList.toggle('dim', !error);
+}
+
+// Follows entity (the selected one) with the region typed: subscribes, or updates the
+// subscription when already following. One at a time, in order.
+function followEntity(entity) {
+  follow.chain = follow.chain.then(() => startFollow(entity), () => startFollow(entity));
+  return follow.chain;
+}
+
+async function startFollow(entity) {
+  const region = regionAsked();
+  if (region.error) {
+    setFollowNote(region.error, true);
+    return;
+  }
+  if (!entity || !state.world || !state.sub) return;
+  const near = { entity, radius: region.radius, margin: region.margin };
+  const ent = state.entities.get(entity);
+  const named = `${ent && ent.name !== null ? `${ent.name} ` : ''}#${entity}`;
+  const generation = follow.generation, world = state.world;
+  try {
+    if (follow.sub && !follow.sub.ended) {
+      await follow.sub.update({ near });
+      follow.updates++;
+    } else {
+      const c = wconn.take();
+      if (!c) throw closedError();
+      const sub = await c.subscribe(world, {
+        near,
+        hz: STREAM_HZ,
+        onFrame: (f, s) => onFollowFrame(s),
+        onEnd: (reason) => onFollowEnd(sub, reason),
+      });
+      if (generation !== follow.generation || state.world !== world) {
+        sub.unsubscribe().catch(() => {});
+        return;
+      }
+      follow.sub = sub;
+      if (sub.ended) { // ended before the answer was handed over
+        onFollowEnd(sub, sub.ended);
+        return;
+      }
+    }
+  } catch (e) {
+    if (generation === follow.generation) setFollowNote(`Not followed: ${e.message}${e.code ? ` (${e.code})` : ''}`, true);
+    return;
+  }
+  if (generation !== follow.generation) return;
+  Object.assign(follow, { entity, label: named, radius: region.radius, margin: region.margin });
+  setFollowNote('');
+  view.setScope({ mirror: follow.sub.mirror, center: entity, radius: region.radius, margin: region.margin });
+  showFollow();
+}
+
+// Unfollows (the subscription ends); note says why, when it is not the user's choice.
+function stopFollow(note = '') {
+  const sub = follow.sub;
+  follow.generation++;
+  follow.sub = null;
+  follow.entity = 0;
+  if (sub && !sub.ended) sub.unsubscribe().catch(() => {});
+  view.setScope(null);
+  setFollowNote(note);
+  showFollow();
+}
+
+function onFollowFrame(sub) {
+  if (sub !== follow.sub) return;
+  if (timeline.live) view.changed();
+  showFollow();
+}
+
+function onFollowEnd(sub, reason) {
+  if (sub !== follow.sub) return;
+  const who = follow.label;
+  if (reason === 'center_destroyed')
+    stopFollow(`${who} was destroyed: following ended, and the view shows the whole world.`);
+  else if (reason === 'moved')
+    stopFollow('Following ended: the world moved to another node.');
+  else if (reason !== 'unsubscribed')
+    stopFollow(`Following ended (${reason}).`);
+  else
+    stopFollow();
+}
+
+// The follow controls and the scope's count, as things are now.
+function showFollow() {
+  const sub = follow.sub;
+  const canFollow = !!(state.selected && state.world && state.sub && timeline.live);
+  fr.button.disabled = !canFollow;
+  fr.button.textContent = !sub ? 'Follow' : state.selected === follow.entity ? 'Apply' : 'Follow this one';
+  fr.stop.classList.toggle('hidden', !sub);
+  const badge = $('view-scope');
+  badge.classList.toggle('hidden', !sub || !timeline.live);
+  if (!sub) {
+    $('follow-state').textContent = '';
+    return;
+  }
+  const n = sub.mirror.size.toLocaleString('en');
+  $('follow-state').textContent =
+    `Following ${follow.label}: ${n} in scope (radius ${follow.radius}, margin ${follow.margin}).`;
+  badge.textContent = `following ${follow.label} · ${n} in scope`;
+}
+
+fr.button.addEventListener('click', () => followEntity(state.selected));
+fr.stop.addEventListener('click', () => stopFollow());
+for (const input of [fr.radius, fr.margin]) {
+  input.addEventListener('input', () => { follow.edited = true; });
+  // a new radius or margin applies at once while following
+  input.addEventListener('change', () => {
+    if (follow.sub) followEntity(follow.entity);
+  });
 }
 
 // ---- the timeline (a world with history) ---------------------------------------------------
@@ -952,6 +1127,7 @@ function pause() {
   tl.bar.classList.add('past');
   tl.live.classList.remove('live');
   tl.live.title = 'back to the stream';
+  showFollow();
 }
 
 function goLive() {
@@ -975,6 +1151,7 @@ function goLive() {
   showCount();
   showSelected();
   updateRange();
+  showFollow();
   pump();
 }
 
@@ -1139,8 +1316,22 @@ window.scened = {
       readMs: t.readMs,
     };
   },
+  // the entity followed, the region and what is in scope (its subscription's mirror), or null
+  get follow() {
+    const sub = follow.sub;
+    if (!sub) return null;
+    return {
+      entity: follow.entity, radius: follow.radius, margin: follow.margin, sub: sub.id,
+      inScope: sub.mirror.size, scope: Array.from(sub.mirror.ids).sort((a, b) => a - b), updates: follow.updates,
+    };
+  },
+  get followNote() { return follow.note; },
+  // the region's circle on the screen: { x, y, radius, outer } in CSS pixels, or null
+  scopeCircle: () => view.scopeCircle(),
   selectWorld,
   selectEntity,
+  followEntity,
+  unfollow: () => stopFollow(),
 };
 
 conn.open(url);

@@ -5,11 +5,34 @@
 // vertex buffer is rewritten when something moved, so 10,000 moving transforms cost one buffer
 // upload per rendered frame. The staging view's timeline hands it another mirror (the world at
 // a past tick) with the parents of that tick, and the live one back.
+// While the page follows an entity, the scope of its subscription by distance (another mirror)
+// is drawn over the live world: those entities as larger cyan points, and the region as a
+// circle of its radius around the followed entity, facing the camera (the sphere's outline),
+// with a dashed one at radius + margin, where what is in scope is let go.
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
 import { Mirror } from './scened.mjs';
 
 const VERTS = 8; // per transform: three axes (2 vertices each) and the line to the parent
+const SCOPE_COLOR = 0x3ce6e6;
+const SCOPE_EDGE_COLOR = 0x2a9aa0;
+const CIRCLE_SEGMENTS = 128;
+
+// A circle of radius 1 in the xy plane, as a line loop.
+function unitCircle(material) {
+  const pts = new Float32Array(CIRCLE_SEGMENTS * 3);
+  for (let i = 0; i < CIRCLE_SEGMENTS; i++) {
+    const a = (i / CIRCLE_SEGMENTS) * Math.PI * 2;
+    pts[i * 3] = Math.cos(a);
+    pts[i * 3 + 1] = Math.sin(a);
+  }
+  const g = new THREE.BufferGeometry();
+  g.setAttribute('position', new THREE.BufferAttribute(pts, 3));
+  const loop = new THREE.LineLoop(g, material);
+  loop.computeLineDistances();
+  loop.frustumCulled = false;
+  return loop;
+}
 
 export class View {
   constructor(host, { onPick } = {}) {
@@ -23,6 +46,9 @@ export class View {
     this.markerScale = 0;     // log10 of the user's factor (the slider)
     this.baseLength = 1;      // marker length from the scene's size
     this.selected = 0;
+    this.scope = null;        // { mirror, center, radius, margin } while following, else null
+    this.scopeCap = 0;
+    this.sceneRadius = 0;     // of the transforms framed by the last fit
     this.frames = 0;          // frames rendered
     this.renderMs = 0;
     this.ok = false;
@@ -65,6 +91,20 @@ export class View {
       new THREE.MeshBasicMaterial({ color: 0xf5c542, wireframe: true }));
     this.highlight.visible = false;
     this.scene.add(this.highlight);
+
+    this.scopeGeometry = new THREE.BufferGeometry();
+    this.scopePoints = new THREE.Points(
+      this.scopeGeometry, new THREE.PointsMaterial({ color: SCOPE_COLOR, size: 7, sizeAttenuation: false }));
+    this.scopePoints.frustumCulled = false;
+    this.scopePoints.visible = false;
+    this.scene.add(this.scopePoints);
+
+    this.circle = new THREE.Group(); // turned to face the camera at each render
+    this.circleInner = unitCircle(new THREE.LineBasicMaterial({ color: SCOPE_COLOR }));
+    this.circleOuter = unitCircle(new THREE.LineDashedMaterial({ color: SCOPE_EDGE_COLOR, dashSize: 0.06, gapSize: 0.05 }));
+    this.circle.add(this.circleInner, this.circleOuter);
+    this.circle.visible = false;
+    this.scene.add(this.circle);
 
     this.grow(1024);
     this.resize();
@@ -127,6 +167,26 @@ export class View {
   // The mirror changed (a frame was applied).
   changed() { this.dirty = true; }
 
+  // What is in scope while following (scope: { mirror, center, radius, margin }), or null.
+  // Drawn over the live world only, not over a past tick.
+  setScope(scope) {
+    this.scope = scope;
+    this.dirty = true;
+  }
+
+  // The scope drawn now, if any.
+  get drawnScope() {
+    return this.scope && this.parents === this.liveParents ? this.scope : null;
+  }
+
+  // The followed entity's position: from the scope (it is in its own scope), else the world.
+  scopeCenter() {
+    const scope = this.drawnScope;
+    if (!scope) return null;
+    const m = scope.mirror.matrix(scope.center) || this.mirror.matrix(scope.center);
+    return m ? new THREE.Vector3(m[12], m[13], m[14]) : null;
+  }
+
   // The live parent of id (drawn when the live mirror is).
   setParent(id, parent) {
     if ((this.liveParents.get(id) || 0) !== (parent || 0)) {
@@ -144,6 +204,7 @@ export class View {
     this.mirror = new Mirror();
     this.liveParents.clear();
     this.parents = this.liveParents;
+    this.scope = null;
     this.select(0);
     this.dirty = true;
   }
@@ -171,6 +232,7 @@ export class View {
     if (n === 0) box.set(new THREE.Vector3(-5, -5, -5), new THREE.Vector3(5, 5, 5));
     const sphere = box.getBoundingSphere(new THREE.Sphere());
     const radius = Math.max(sphere.radius, 1);
+    this.sceneRadius = radius;
     // Markers about a third of the typical spacing between transforms.
     this.baseLength = Math.max(radius / (3 * Math.cbrt(Math.max(n, 1))), 0.02);
     const dir = this.camera.position.clone().sub(this.controls.target).normalize();
@@ -237,6 +299,36 @@ export class View {
       this.highlight.position.set(m[sel * 16 + 12], m[sel * 16 + 13], m[sel * 16 + 14]);
       this.highlight.scale.setScalar(len * 0.6);
     }
+    this.rebuildScope();
+  }
+
+  // The scope's points (their matrices as the scope's subscription has them) and the circle.
+  rebuildScope() {
+    const scope = this.drawnScope;
+    const center = this.scopeCenter();
+    this.scopePoints.visible = !!scope;
+    this.circle.visible = !!center;
+    if (!scope) return;
+    const n = scope.mirror.size, m = scope.mirror.matrices;
+    if (n > this.scopeCap) {
+      this.scopeCap = Math.max(n, 2 * this.scopeCap, 256);
+      this.scopePositions = new Float32Array(this.scopeCap * 3);
+      this.scopeGeometry.setAttribute('position', new THREE.BufferAttribute(this.scopePositions, 3).setUsage(THREE.DynamicDrawUsage));
+    }
+    const pts = this.scopePositions;
+    for (let s = 0; s < n; s++) {
+      pts[s * 3] = m[s * 16 + 12];
+      pts[s * 3 + 1] = m[s * 16 + 13];
+      pts[s * 3 + 2] = m[s * 16 + 14];
+    }
+    if (this.scopeGeometry.attributes.position) this.scopeGeometry.attributes.position.needsUpdate = true;
+    this.scopeGeometry.setDrawRange(0, n);
+    if (center) {
+      this.circle.position.copy(center);
+      this.circleInner.scale.setScalar(scope.radius);
+      this.circleOuter.scale.setScalar(scope.radius + scope.margin);
+      this.circleOuter.visible = scope.margin > 0;
+    }
   }
 
   render() {
@@ -244,6 +336,7 @@ export class View {
     const t0 = performance.now();
     this.dirty = false;
     this.rebuild();
+    this.circle.quaternion.copy(this.camera.quaternion);
     this.renderer.render(this.scene, this.camera);
     this.frames++;
     this.renderMs = this.renderMs * 0.9 + (performance.now() - t0) * 0.1;
@@ -264,6 +357,26 @@ export class View {
     for (const hit of this.raycaster.intersectObject(this.points))
       if (hit.index < this.mirror.size && (!best || hit.distanceToRay < best.distanceToRay)) best = hit;
     if (best) this.onPick(this.mirror.ids[best.index]);
+  }
+
+  // The region's circle on the screen, in CSS pixels from the canvas' top left: its center and
+  // the radii of the circle (radius) and the dashed one (radius + margin); null when none.
+  scopeCircle() {
+    const scope = this.drawnScope, center = this.scopeCenter();
+    if (!this.ok || !center) return null;
+    this.camera.updateMatrixWorld();
+    const rect = this.renderer.domElement.getBoundingClientRect();
+    const toScreen = (v) => {
+      const p = v.clone().project(this.camera);
+      return { x: ((p.x + 1) / 2) * rect.width, y: ((1 - p.y) / 2) * rect.height };
+    };
+    const right = new THREE.Vector3().setFromMatrixColumn(this.camera.matrixWorld, 0).normalize();
+    const c = toScreen(center);
+    const edge = (r) => {
+      const e = toScreen(center.clone().addScaledVector(right, r));
+      return Math.hypot(e.x - c.x, e.y - c.y);
+    };
+    return { x: c.x, y: c.y, radius: edge(scope.radius), outer: edge(scope.radius + scope.margin) };
   }
 
   // Where id's origin is drawn, in CSS pixels from the canvas' top left; null when not shown.

@@ -60,22 +60,58 @@ export class Mirror {
   clear(): void;
 }
 
-export type EndReason = 'world_destroyed' | 'root_destroyed' | 'unsubscribed' | 'closed' | string;
+/** How a subscription ended. After world_destroyed, root_destroyed and center_destroyed its
+ * mirror is empty. */
+export type EndReason =
+  | 'world_destroyed' | 'root_destroyed' | 'center_destroyed' | 'unsubscribed' | 'closed' | string;
+
+/** A rate by distance: entities in scope within radius are sent at most hz times a second. */
+export interface Band {
+  radius: number;
+  hz: number;
+}
+
+/** What the region's center is: a fixed point, or an entity whose world translation it follows. */
+export type NearCenter = { point: [number, number, number]; entity?: never } | { entity: number; point?: never };
+
+/** A region: in scope within radius of the center, and kept until beyond radius + margin. */
+export type Near = NearCenter & {
+  /** Positive, finite. */
+  radius: number;
+  /** 0 or more (0 by default). */
+  margin?: number;
+  /** Radii strictly increasing, hz positive. */
+  bands?: Band[];
+};
 
 export interface SubscribeOptions {
   root?: number;
   hz?: number;
+  /** Only what is near a point or an entity (with root, what satisfies both). */
+  near?: Near;
   /** false: keep no mirror. */
   mirror?: boolean;
   onFrame?: (frame: Frame, sub: Subscription) => void;
   onEnd?: (reason: EndReason, event?: Record<string, unknown>) => void;
+  /** Any other field is sent with the request as it is. */
+  [field: string]: unknown;
+}
+
+/** subscribe.update's fields: a region, or null to remove it. */
+export interface SubscriptionUpdate {
+  near?: Near | null;
+  [field: string]: unknown;
 }
 
 export class Subscription {
   readonly id: number;
   readonly world: string;
+  /** The region asked for (subscribe, then each update), or null. */
+  readonly near: Near | null;
   readonly mirror: Mirror | null;
   readonly ended: EndReason | null;
+  /** subscribe.update: no full frame follows; the next one carries what came and what left. */
+  update(fields: SubscriptionUpdate): Promise<Response>;
   unsubscribe(): Promise<void>;
 }
 
@@ -135,6 +171,8 @@ export class Client {
   call(cmd: string, fields?: Record<string, unknown>): Promise<Response>;
   hello(options?: { token?: string; matrices?: MatrixForm }): Promise<Response>;
   subscribe(world: string, options?: SubscribeOptions): Promise<Subscription>;
+  /** subscribe.update of one of this connection's subscriptions (or its id). */
+  updateSubscription(sub: Subscription | number, fields: SubscriptionUpdate): Promise<Response>;
   /** transform.get, now or at a past tick. */
   get(world: string, entity: number, options?: GetOptions): Promise<Transform>;
   /** transform.relative: inverse(world(to)) * world(entity), now or at a past tick. */

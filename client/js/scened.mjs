@@ -7,6 +7,8 @@
 //   const { entity } = await c.call('transform.create', { world: 'main', t: [1, 2, 3] });
 //   const sub = await c.subscribe('main', { onFrame(f) { ... } });        // a local mirror
 //   sub.mirror.matrix(entity);                                           // Float32Array(16)
+//   const near = await c.subscribe('main', { near: { entity, radius: 50, margin: 5 } });
+//   await near.update({ near: { entity, radius: 80 } });  // subscribe.update: no full frame
 //   const past = await c.get('main', entity, { tick: 650 });   // a world with history: the past
 //   connect('wss://host:7879/ws', { ca });   // Node: socket options (TLS) go to the ws package
 //
@@ -14,7 +16,9 @@
 // answer rejects with a ScenedError carrying the protocol's code. In b64 mode (the default) the
 // daemon sends every matrix as the base64 of its 16 little-endian float32 and every frame as
 // "ids" and "ms": a frame is decoded into one Float32Array, with no object per matrix, and a
-// subscription keeps a mirror of the world (full frames, deltas, removals, resyncs after lag).
+// subscription keeps a mirror of its scope (full frames, deltas, removals, resyncs after lag):
+// the whole world, a subtree, or what is near a point or an entity ("near"), where what leaves
+// the region arrives in "removed" and leaves the mirror.
 
 /** An error answer (code: BAD_REQUEST, NOT_FOUND, ...), or CLOSED when the connection went. */
 export class ScenedError extends Error {
@@ -235,12 +239,21 @@ async function webSocketClass(given, withOptions) {
   return mod.WebSocket || mod.default;
 }
 
-/** A subscription: its id, world, mirror (kept up to date), and end reason once it ended. */
+// Ends after which nothing of the subscription's scope is left to mirror.
+const SCOPE_GONE = new Set(['world_destroyed', 'root_destroyed', 'center_destroyed']);
+
+// The options of subscribe() that are the module's own; every other one is a field of the
+// request (root, hz, near, and whatever the protocol adds).
+const LOCAL_OPTIONS = new Set(['onFrame', 'onEnd', 'mirror']);
+
+/** A subscription: its id, world, region (near, or null), mirror (kept up to date), and end
+ * reason once it ended. */
 class Subscription {
   constructor(client, id, world, opts) {
     this.client = client;
     this.id = id;
     this.world = world;
+    this.near = opts.near || null;
     this.mirror = opts.mirror === false ? null : new Mirror();
     this.onFrame = opts.onFrame;
     this.onEnd = opts.onEnd;
@@ -262,7 +275,15 @@ class Subscription {
     if (this.ended) return;
     this.ended = reason;
     this.client.subs.delete(this.id);
+    if (this.mirror && SCOPE_GONE.has(reason)) this.mirror.clear();
     if (this.onEnd) this.onEnd(reason, ev);
+  }
+
+  /** subscribe.update: fields as the protocol takes them, { near: {...} } to set or change the
+   * region, { near: null } to remove it. No full frame follows: the next frame carries what
+   * came into scope, and what left it in "removed". Resolves with the answer. */
+  async update(fields) {
+    return this.client.updateSubscription(this, fields);
   }
 
   /** Ends the subscription (resolves once the daemon answered). */
@@ -343,19 +364,31 @@ export class Client {
     return r;
   }
 
-  /** Subscribes to world (opts: root, hz, onFrame(frame, sub), onEnd(reason), mirror: false to
-   * keep none); resolves with the Subscription once the daemon answered. It is registered as
-   * the answer is read, so that no frame after it is missed, however messages are batched. */
+  /** Subscribes to world (opts: the request's fields, such as root, hz and near: { point or
+   * entity, radius, margin, bands }; and onFrame(frame, sub), onEnd(reason, event), mirror:
+   * false to keep none); resolves with the Subscription once the daemon answered. It is
+   * registered as the answer is read, so that no frame after it is missed, however messages
+   * are batched. */
   async subscribe(world, opts = {}) {
     const fields = { world };
-    if (opts.root !== undefined) fields.root = opts.root;
-    if (opts.hz !== undefined) fields.hz = opts.hz;
+    for (const [k, v] of Object.entries(opts)) if (!LOCAL_OPTIONS.has(k) && v !== undefined) fields[k] = v;
     let sub = null;
     await this.call('subscribe', fields, (r) => {
       sub = new Subscription(this, r.sub, world, opts);
       this.subs.set(r.sub, sub);
     });
     return sub;
+  }
+
+  /** subscribe.update of sub (a Subscription, or its id): fields as the protocol takes them
+   * ({ near: {...} } or { near: null }). Resolves with the answer once the change is made; the
+   * subscription's near follows it. */
+  async updateSubscription(sub, fields) {
+    const id = typeof sub === 'object' && sub !== null ? sub.id : sub;
+    const r = await this.call('subscribe.update', { ...fields, sub: id });
+    const s = this.subs.get(id);
+    if (s && 'near' in fields) s.near = fields.near || null;
+    return r;
   }
 
   receive(text) {

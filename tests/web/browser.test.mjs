@@ -3,7 +3,9 @@
 // TCP client moves, shows the selected entity's matrices, asks for the token when there is one,
 // keeps up with 10,000 moving transforms, works over HTTPS and wss:// with an access list
 // (showing what the token may do), shows a world with history as it stood at a past tick (the
-// timeline), follows a world to its owner in a cluster, and logs no console errors. The page
+// timeline), follows a world to its owner in a cluster, follows an entity with a radius (a
+// subscription by distance: the region's circle, the scope drawn and counted, subscribe.update
+// for a new radius, the end when the entity is destroyed), and logs no console errors. The page
 // takes b64 frames (through scened.mjs) and holds the daemon's float32 values: the TCP client
 // reads its truth in b64 too, and the two must agree to the bit. The screenshot is saved as
 // build/staging-view.png (SCENED_SCREENSHOT).
@@ -526,6 +528,192 @@ describe('staging view: the timeline of a world with history', () => {
     await page.waitForFunction(() => window.scened.world === 'plain' && window.scened.entityCount === 1);
     assert.equal((await timeline()).visible, false);
     assert.equal(await page.isVisible('#timeline'), false);
+    assert.deepEqual(problems, []);
+  });
+});
+
+// Following an entity: the page subscribes to what is near it ("near", with a radius and a
+// margin typed in the panel), draws the region's circle around it and the scope in cyan over
+// the whole world, counts the scope, changes the radius with subscribe.update (the same
+// subscription), and says so when the entity is destroyed. The expected scope is computed here
+// from the positions, with the margin's hysteresis.
+describe('staging view: following an entity', () => {
+  let d, tcp, browser, page, problems, walker;
+  const W = 'field';
+  const positions = new Map(); // entity -> [x, y, z]
+  const ok = async (req) => {
+    const r = await tcp.call(req);
+    assert.equal(r.ok, true, JSON.stringify(r));
+    return r;
+  };
+  // The scope after the center moved to c with radius r and margin m: what was in scope stays
+  // within r + m, anything comes in within r.
+  const expectScope = (previous, c, r, m) => {
+    const out = [];
+    for (const [e, p] of positions) {
+      const dist = Math.hypot(p[0] - c[0], p[1] - c[1], p[2] - c[2]);
+      if (dist <= r || (previous.includes(e) && dist <= r + m)) out.push(e);
+    }
+    return out.sort((a, b) => a - b);
+  };
+  const follow = () => scened(page, () => window.scened.follow);
+  const interestGauge = async () => {
+    const text = await (await fetch(`http://127.0.0.1:${d.httpPort}/metrics`)).text();
+    const m = text.match(/^scened_interest_subscriptions (\S+)$/m);
+    return m ? Number(m[1]) : null;
+  };
+  // Pixels of the scope's colour (cyan: green and blue high, red low) around points of the
+  // canvas (CSS pixels), each looked for within `within` pixels: how many points have one.
+  const cyanAround = (points, within = 3) => page.evaluate(([pts, r]) => {
+    const c = document.querySelector('#canvas-host canvas');
+    window.scened.redraw();
+    const probe = document.createElement('canvas');
+    probe.width = c.width;
+    probe.height = c.height;
+    const g = probe.getContext('2d');
+    g.drawImage(c, 0, 0);
+    const k = c.width / c.getBoundingClientRect().width;
+    const px = g.getImageData(0, 0, probe.width, probe.height).data;
+    let hits = 0;
+    for (const p of pts) {
+      let hit = false;
+      const cx = Math.round(p.x * k), cy = Math.round(p.y * k), rr = Math.ceil(r * k);
+      for (let y = cy - rr; y <= cy + rr && !hit; y++)
+        for (let x = cx - rr; x <= cx + rr && !hit; x++) {
+          if (x < 0 || y < 0 || x >= probe.width || y >= probe.height) continue;
+          const i = (y * probe.width + x) * 4;
+          if (px[i] < 140 && px[i + 1] > 150 && px[i + 2] > 150) hit = true;
+        }
+      if (hit) hits++;
+    }
+    return hits;
+  }, [points, within]);
+
+  before(async () => {
+    d = await startDaemon();
+    tcp = await b64Client(d.port);
+    await ok({ cmd: 'world.create', world: W });
+    // an 11 x 11 grid, 2 apart, on the floor, and the walker above its middle
+    const ops = [];
+    for (let i = 0; i < 11; i++)
+      for (let j = 0; j < 11; j++) ops.push({ cmd: 'transform.create', name: `g_${i}_${j}`, t: [(i - 5) * 2, 0, (j - 5) * 2] });
+    const made = (await ok({ cmd: 'batch', world: W, ops })).results;
+    made.forEach((r, k) => positions.set(r.entity, ops[k].t));
+    walker = (await ok({ cmd: 'transform.create', world: W, name: 'walker', t: [0, 0.5, 0] })).entity;
+    positions.set(walker, [0, 0.5, 0]);
+    browser = await launch();
+    ({ page, problems } = await openPage(browser, d.httpPort));
+    await page.waitForFunction(() => window.scened && window.scened.status === 'ready');
+    await scened(page, (w) => window.scened.selectWorld(w), W);
+    await page.waitForFunction(() => window.scened.entityCount === 122 && window.scened.findByName('walker') > 0);
+  });
+  after(async () => {
+    await browser?.close();
+    tcp?.close();
+    assert.equal(await d.stop(), 0);
+  });
+
+  test('follows the selected entity: its circle, the scope drawn and counted', async () => {
+    assert.equal(await page.isDisabled('#follow'), true, 'nothing selected: nothing to follow');
+    await page.fill('#filter', 'walker'); // the list draws only the rows in sight
+    await page.waitForSelector(`#entities .row[data-entity="${walker}"]`);
+    await page.click(`#entities .row[data-entity="${walker}"]`);
+    await page.waitForFunction((id) => window.scened.selected === id, walker);
+    await page.fill('#filter', '');
+    // a radius that is not one is refused before anything is sent
+    await page.fill('#follow-radius', '0');
+    await page.click('#follow');
+    await until(async () => /radius must be a positive number/.test(await page.textContent('#follow-note')), 'the refusal');
+    assert.equal(await follow(), null);
+    await page.fill('#follow-radius', '3');
+    await page.fill('#follow-margin', '1');
+    await page.click('#follow');
+    const want = expectScope([], [0, 0.5, 0], 3, 1);
+    assert.equal(want.length, 10); // the walker and the nine grid points around it
+    await page.waitForFunction((n) => window.scened.follow?.inScope === n, want.length);
+    const f = await follow();
+    assert.deepEqual(f.scope, want);
+    assert.deepEqual([f.entity, f.radius, f.margin], [walker, 3, 1]);
+    assert.match(await page.textContent('#follow-state'), /Following walker #\d+: 10 in scope \(radius 3, margin 1\)/);
+    assert.match(await page.textContent('#view-scope'), /10 in scope/);
+    assert.equal(await page.isVisible('#unfollow'), true);
+    assert.equal(await scened(page, () => window.scened.entityCount), 122, 'the whole world is still shown');
+    await until(async () => (await interestGauge()) === 1, 'the daemon to count one near subscription');
+
+    // the circle: around the walker, as the view projects it
+    await page.click('#fit');
+    await sleep(200);
+    const circle = await scened(page, () => window.scened.scopeCircle());
+    const spot = await scened(page, (e) => window.scened.screenPosition(e), walker);
+    assert.ok(circle && spot, 'the circle and the walker are on the screen');
+    assert.ok(Math.hypot(circle.x - spot.x, circle.y - spot.y) < 1, JSON.stringify({ circle, spot }));
+    assert.ok(circle.radius > 20, `a circle of ${circle.radius} px`);
+    assert.ok(Math.abs(circle.outer / circle.radius - 4 / 3) < 0.05, 'the dashed circle at radius + margin');
+    // drawn: cyan pixels along it (the circle), at the entities in scope, none at those far out
+    const around = Array.from({ length: 16 }, (_, k) => ({
+      x: circle.x + circle.radius * Math.cos((k * Math.PI) / 8), y: circle.y + circle.radius * Math.sin((k * Math.PI) / 8),
+    }));
+    const onCircle = await cyanAround(around);
+    assert.ok(onCircle >= 12, `the circle drawn at ${onCircle} of 16 points`);
+    const spots = async (ids) => {
+      const out = [];
+      for (const e of ids) out.push(await scened(page, (id) => window.scened.screenPosition(id), e));
+      return out.filter(Boolean);
+    };
+    // (but the one under the walker, whose selection sphere hides it)
+    const inside = (await spots(want.filter((e) => e !== walker))).filter((p) => Math.hypot(p.x - spot.x, p.y - spot.y) > 12);
+    assert.ok(inside.length >= 6, `${inside.length} entities in scope on the screen`);
+    assert.equal(await cyanAround(inside, 2), inside.length, 'every entity in scope is drawn in cyan');
+    const corners = [...positions].filter(([, p]) => Math.abs(p[0]) === 10 && Math.abs(p[2]) === 10).map(([e]) => e);
+    const outside = (await spots(corners)).filter((p) => Math.hypot(p.x - circle.x, p.y - circle.y) > circle.outer + 10);
+    assert.ok(outside.length >= 2, 'corners far from the circle');
+    assert.equal(await cyanAround(outside, 2), 0, 'entities out of scope are not');
+    await page.screenshot({ path: screenshot.replace(/\.png$/, '-follow.png') });
+  });
+
+  test('the scope follows the entity; a new radius is a subscribe.update of the same subscription', async () => {
+    const before = await follow();
+    await ok({ cmd: 'transform.set_local', world: W, entity: walker, t: [6, 0.5, 0] });
+    positions.set(walker, [6, 0.5, 0]);
+    const moved = expectScope(before.scope, [6, 0.5, 0], 3, 1);
+    await page.waitForFunction((s) => JSON.stringify(window.scened.follow?.scope) === s, JSON.stringify(moved));
+    // the circle moved with it
+    await until(async () => {
+      const [c, p] = [await scened(page, () => window.scened.scopeCircle()), await scened(page, (e) => window.scened.screenPosition(e), walker)];
+      return c && p && Math.hypot(c.x - p.x, c.y - p.y) < 1;
+    }, 'the circle around the walker where it went');
+    // a wider radius, typed: the same subscription, updated
+    await page.fill('#follow-radius', '5');
+    await page.dispatchEvent('#follow-radius', 'change');
+    const wider = expectScope(moved, [6, 0.5, 0], 5, 1);
+    assert.ok(wider.length > moved.length);
+    await page.waitForFunction((s) => JSON.stringify(window.scened.follow?.scope) === s, JSON.stringify(wider));
+    const after = await follow();
+    assert.equal(after.sub, before.sub, 'no new subscription');
+    assert.equal(after.radius, 5);
+    assert.equal(after.updates, before.updates + 1);
+    assert.match(await page.textContent('#view-scope'), new RegExp(`${wider.length} in scope`));
+    assert.equal(await interestGauge(), 1);
+    // unfollowing ends it: no circle, no count
+    await page.click('#unfollow');
+    await page.waitForFunction(() => window.scened.follow === null);
+    assert.equal(await scened(page, () => window.scened.scopeCircle()), null);
+    assert.equal(await page.isVisible('#view-scope'), false);
+    assert.equal(await page.isVisible('#unfollow'), false);
+    await until(async () => (await interestGauge()) === 0, 'the near subscription to end');
+  });
+
+  test('a followed entity destroyed: the page says so and shows the whole world', async () => {
+    await page.click('#follow');
+    await page.waitForFunction((e) => window.scened.follow?.entity === e && window.scened.follow.inScope > 1, walker);
+    await ok({ cmd: 'transform.destroy', world: W, entity: walker });
+    await page.waitForFunction(() => window.scened.follow === null);
+    assert.match(await scened(page, () => window.scened.followNote), /walker #\d+ was destroyed/);
+    await until(async () => /was destroyed/.test(await page.textContent('#follow-note')), 'the note');
+    await page.waitForFunction(() => window.scened.entityCount === 121);
+    assert.equal(await scened(page, () => window.scened.scopeCircle()), null);
+    assert.equal(await page.isVisible('#view-scope'), false);
+    assert.equal(await interestGauge(), 0);
     assert.deepEqual(problems, []);
   });
 });

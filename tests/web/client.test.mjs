@@ -4,7 +4,9 @@
 // patterns, -0 and subnormals included), subscriptions keeping a mirror through full frames,
 // deltas, removals, a resync after lagging and the end of the world, reads at a past tick of a
 // world with history (get, relative, getMany), and the ws package taken by default in Node,
-// which has no global WebSocket.
+// which has no global WebSocket. Subscriptions by distance ("near"): what leaves the region
+// leaves the mirror, subscribe.update moves and widens it without a full frame, refusals
+// change nothing, and a center destroyed ends the subscription with an empty mirror.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -288,6 +290,190 @@ describe('JavaScript client', () => {
     for (const w of [W, 'js-short', 'js-nohist']) await c.call('world.destroy', { world: w });
     c.close();
     j.close();
+  });
+
+  // near: a region around an entity (which moves with its parent), hysteresis at its edge,
+  // subscribe.update to widen it, to a fixed point and to no region, in both forms.
+  for (const form of ['b64', 'json']) {
+    test(`near (${form}): what leaves the region leaves the mirror; an update brings it back without a full frame`, async () => {
+      const c = await connect(url, { WebSocket, matrices: form });
+      const W = `js-near-${form}`;
+      await c.call('world.create', { world: W });
+      const make = async (t, parent) => (await c.call('transform.create', { world: W, t, ...(parent ? { parent } : {}) })).entity;
+      const carrier = await make([0, 0, -30]);
+      const center = await make([0, 0, 30], carrier); // at the origin, through its parent
+      const close = await make([2, 0, 0]);
+      const far = await make([20, 0, 0]);
+      const frames = [];
+      let ended = null;
+      const sub = await c.subscribe(W, {
+        near: { entity: center, radius: 5, margin: 1 },
+        onFrame: (f) => frames.push(f),
+        onEnd: (r) => { ended = r; },
+      });
+      assert.deepEqual(sub.near, { entity: center, radius: 5, margin: 1 });
+      const scope = () => [...sub.mirror.ids].sort((a, b) => a - b);
+      const since = (n) => frames.slice(n);
+      await until(() => frames.length >= 1, 'the full frame');
+      assert.equal(frames[0].full, true);
+      assert.deepEqual([...frames[0].ids].sort((a, b) => a - b), [center, close]);
+      assert.deepEqual(scope(), [center, close]);
+
+      // beyond the radius but within radius + margin: it stays, and its moves arrive
+      await c.call('transform.set_local', { world: W, entity: close, t: [5.5, 0, 0] });
+      await until(() => sub.mirror.matrix(close)?.[12] === 5.5, 'the move within the margin');
+      // beyond radius + margin: in "removed", and out of the mirror
+      let n = frames.length;
+      await c.call('transform.set_local', { world: W, entity: close, t: [7, 0, 0] });
+      await until(() => !sub.mirror.has(close), 'the entity to leave the mirror');
+      assert.ok(since(n).some((f) => f.removed.includes(close)), 'it arrived in removed');
+      assert.ok(since(n).every((f) => !f.full));
+      assert.deepEqual(scope(), [center]);
+
+      // a wider radius: it comes back without moving, and without a full frame
+      n = frames.length;
+      const r = await sub.update({ near: { entity: center, radius: 8, margin: 1 } });
+      assert.equal(r.ok, true);
+      assert.deepEqual(sub.near, { entity: center, radius: 8, margin: 1 });
+      await until(() => sub.mirror.has(close), 'the entity back in scope');
+      assert.equal(sub.mirror.matrix(close)[12], 7);
+      assert.ok(since(n).every((f) => !f.full), 'no full frame after subscribe.update');
+      assert.deepEqual(scope(), [center, close]);
+
+      // the center moves with its parent: the region follows it
+      n = frames.length;
+      await c.call('transform.set_local', { world: W, entity: carrier, t: [18, 0, -30] });
+      await until(() => sub.mirror.has(far) && !sub.mirror.has(close), 'the region to follow the center');
+      assert.equal(sub.mirror.matrix(center)[12], 18);
+      assert.deepEqual(scope(), [center, far]);
+      assert.ok(since(n).every((f) => !f.full));
+
+      // a fixed point, through the client's call with the subscription's id
+      n = frames.length;
+      await c.updateSubscription(sub.id, { near: { point: [7, 0, 0], radius: 1 } });
+      assert.deepEqual(sub.near, { point: [7, 0, 0], radius: 1 });
+      await until(() => sub.mirror.size === 1 && sub.mirror.has(close), 'the scope around the point');
+      const left = since(n).flatMap((f) => f.removed).sort((a, b) => a - b);
+      assert.deepEqual(left, [center, far]);
+      assert.ok(since(n).every((f) => !f.full));
+
+      // no region: what the mirror lacks arrives, still without a full frame
+      n = frames.length;
+      await sub.update({ near: null });
+      assert.equal(sub.near, null);
+      await until(() => sub.mirror.size === 4, 'the whole world');
+      assert.ok(since(n).every((f) => !f.full));
+      assert.equal(sub.mirror.matrix(carrier)[12], 18);
+
+      // the end of the world leaves nothing in the mirror
+      await c.call('world.destroy', { world: W });
+      await until(() => ended === 'world_destroyed', 'the end of the subscription');
+      assert.equal(sub.mirror.size, 0);
+      c.close();
+    });
+  }
+
+  test('near: refusals answer their code and change nothing', async () => {
+    const c = await connect(url, { WebSocket });
+    const other = await connect(url, { WebSocket });
+    const W = 'js-near-bad';
+    await c.call('world.create', { world: W });
+    const center = (await c.call('transform.create', { world: W })).entity;
+    const close = (await c.call('transform.create', { world: W, t: [1, 0, 0] })).entity;
+    const subscriptions = async () => (await c.call('info')).subscriptions;
+    const before = await subscriptions();
+    const bad = [
+      null, 5, [], {}, { radius: 1 },
+      { point: [0, 0, 0], entity: center, radius: 1 },
+      { point: [0, 0], radius: 1 }, { point: [0, 0, 'x'], radius: 1 },
+      { entity: center, radius: 0 }, { entity: center, radius: -1 }, { entity: center, radius: '5' },
+      { entity: center }, { entity: center, radius: 1, margin: -1 }, { entity: center, radius: 1, margin: 'wide' },
+      { entity: center, radius: 4, bands: [{ radius: 2, hz: 10 }, { radius: 2, hz: 5 }] },
+      { entity: center, radius: 4, bands: [{ radius: 3, hz: 10 }, { radius: 1, hz: 5 }] },
+      { entity: center, radius: 4, bands: [{ radius: 2, hz: 0 }] },
+      { entity: center, radius: 4, bands: 'fast' },
+    ];
+    for (const near of bad)
+      await assert.rejects(c.subscribe(W, { near }), (e) => e instanceof ScenedError && e.code === 'BAD_REQUEST', JSON.stringify(near));
+    // an unknown member, in near or in a band, is named
+    await assert.rejects(c.subscribe(W, { near: { entity: center, radius: 1, colour: 'red' } }), (e) => e.code === 'BAD_REQUEST' && /colour/.test(e.message));
+    await assert.rejects(c.subscribe(W, { near: { entity: center, radius: 4, bands: [{ radius: 2, hz: 10, tone: 1 }] } }), (e) => e.code === 'BAD_REQUEST' && /tone/.test(e.message));
+    await assert.rejects(c.subscribe(W, { near: { entity: 999999, radius: 1 } }), (e) => e.code === 'NOT_FOUND');
+    // (a connection of an earlier test may still be closing: the count may only fall)
+    assert.ok(await subscriptions() <= before, 'nothing subscribed');
+    assert.equal(c.subs.size, 0);
+
+    // subscribe.update: the region is kept as it was
+    const frames = [];
+    const sub = await c.subscribe(W, { near: { entity: center, radius: 2 }, onFrame: (f) => frames.push(f) });
+    await until(() => frames.length === 1, 'the full frame');
+    for (const near of [5, {}, { entity: center, radius: -1 }, { point: [0, 0, 0], entity: center, radius: 1 }])
+      await assert.rejects(sub.update({ near }), (e) => e.code === 'BAD_REQUEST', JSON.stringify(near));
+    await assert.rejects(sub.update({}), (e) => e.code === 'BAD_REQUEST');
+    await assert.rejects(sub.update({ packed: { step: 0.001 } }), (e) => e.code === 'BAD_REQUEST');
+    await assert.rejects(sub.update({ near: { entity: 999999, radius: 1 } }), (e) => e.code === 'NOT_FOUND');
+    await assert.rejects(c.updateSubscription(999999, { near: null }), (e) => e.code === 'NOT_FOUND');
+    await assert.rejects(other.updateSubscription(sub.id, { near: null }), (e) => e.code === 'NOT_FOUND');
+    assert.deepEqual(sub.near, { entity: center, radius: 2 });
+    // still radius 2: an entity moved to 3 leaves, one moved to 1.5 stays
+    const far = (await c.call('transform.create', { world: W, t: [3, 0, 0] })).entity;
+    await c.call('transform.set_local', { world: W, entity: close, t: [1.5, 0, 0] });
+    await until(() => sub.mirror.matrix(close)?.[12] === 1.5, 'the move in scope');
+    assert.equal(sub.mirror.has(far), false);
+    assert.ok(frames.every((f) => !f.ids.includes(far)));
+    await sub.unsubscribe();
+    await c.call('world.destroy', { world: W });
+    c.close();
+    other.close();
+  });
+
+  test('near: a center destroyed removes the whole scope, then ends the subscription', async () => {
+    const c = await connect(url, { WebSocket });
+    const W = 'js-near-center';
+    await c.call('world.create', { world: W });
+    const center = (await c.call('transform.create', { world: W })).entity;
+    const ring = [];
+    for (let i = 0; i < 6; i++) ring.push((await c.call('transform.create', { world: W, t: [Math.cos(i), Math.sin(i), 0] })).entity);
+    const outside = (await c.call('transform.create', { world: W, t: [50, 0, 0] })).entity;
+    const frames = [];
+    const ends = [];
+    const sub = await c.subscribe(W, {
+      near: { entity: center, radius: 3 },
+      onFrame: (f) => frames.push(f),
+      onEnd: (reason, ev) => ends.push({ reason, ev, size: sub.mirror.size, frames: frames.length }),
+    });
+    await until(() => sub.mirror.size === 7, 'the full frame');
+    await c.call('transform.destroy', { world: W, entity: center });
+    await until(() => ends.length === 1, 'the end of the subscription');
+    assert.equal(ends[0].reason, 'center_destroyed');
+    assert.deepEqual(ends[0].ev, { event: 'unsubscribed', sub: sub.id, reason: 'center_destroyed' });
+    assert.equal(sub.ended, 'center_destroyed');
+    assert.equal(ends[0].size, 0, 'the mirror is empty when onEnd runs');
+    // the last frame before the end removed the whole scope
+    const last = frames[ends[0].frames - 1];
+    assert.deepEqual([...last.removed].sort((a, b) => a - b), [center, ...ring].sort((a, b) => a - b));
+    assert.equal(c.subs.has(sub.id), false);
+    await sub.unsubscribe(); // ended already: nothing to do
+    // the world is still there, with what was not the center
+    assert.equal((await c.call('transform.get', { world: W, entity: outside })).ok, true);
+    await c.call('world.destroy', { world: W });
+    c.close();
+  });
+
+  test('a subtree whose root is destroyed leaves nothing in the mirror', async () => {
+    const c = await connect(url, { WebSocket });
+    const W = 'js-root-gone';
+    await c.call('world.create', { world: W });
+    const root = (await c.call('transform.create', { world: W })).entity;
+    await c.call('transform.create', { world: W, parent: root, t: [1, 0, 0] });
+    let ended = null;
+    const sub = await c.subscribe(W, { root, onEnd: (r) => { ended = r; } });
+    await until(() => sub.mirror.size === 2, 'the full frame');
+    await c.call('transform.destroy', { world: W, entity: root });
+    await until(() => ended === 'root_destroyed', 'the end of the subscription');
+    assert.equal(sub.mirror.size, 0);
+    await c.call('world.destroy', { world: W });
+    c.close();
   });
 
   test('a closed connection rejects what waits, with CLOSED', async () => {
