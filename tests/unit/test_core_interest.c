@@ -314,7 +314,8 @@ static void test_unbounded(void) {
     if (tick == 2) {
       r.center[0] = 0, r.center[1] = 0; /* now near a: a comes in */
     } else if (tick == 3) {
-      r.unbounded = true;
+      r.unbounded = true; /* its center is meaningless, and far from everything */
+      r.center[0] = 100, r.center[1] = 100;
     }
     CU_ASSERT(scn_scope_eval(sc, sp, &r, now, tick == 1, on_set, on_removed, &c) >= 0);
     CU_ASSERT_EQUAL(c.held[a], tick >= 2);
