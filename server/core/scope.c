@@ -164,6 +164,8 @@ typedef struct eval {
   double in2, stay2; /* squared radius, and squared radius + margin */
   double band2[SCN_BANDS_MAX];
   const double *c0;     /* the center at the last evaluation (incremental) */
+  double shift;         /* how far the center moved since (a little more, for rounding) */
+  double radius, reach; /* radius, and radius + margin */
   int32_t lo[3], hi[3]; /* the cells looked at */
   scn_visit_fn set;
   scn_removed_fn removed;
@@ -335,12 +337,22 @@ static void cell_range(const scn_space *sp, const scn__space_cell *cell, const d
   *near2 = n2, *far2 = f2;
 }
 
-/* No transform that stayed put in the cell can come in or go out: wherever it is in the cell,
- * it was inside the radius and is still within the margin, or was beyond the margin and is
- * still outside the radius, or is now between the two (held or not, it stays so). */
+/* No transform that stayed put in the cell can come in or go out. The center moved by
+ * v->shift, so a distance changed by at most that much: one can come in only from within
+ * shift beyond the radius, and go out only from within shift inside the radius plus margin.
+ * A cell that meets neither shell is quiet; so is one that lies wholly inside the radius and
+ * within the margin after, wholly beyond the margin and outside the radius after, or wholly
+ * between the two after (held or not, what is there stays so). */
 static bool cell_quiet(const eval *v, const scn__space_cell *cell) {
+  if (v->shift == 0)
+    return true;
   double n0, f0, n1, f1;
   cell_range(v->sp, cell, v->c0, &n0, &f0);
+  double near = sqrt(n0), far = sqrt(f0);
+  bool in_shell = near <= v->radius + v->shift && far > v->radius;
+  bool out_shell = near <= v->reach && far > v->reach - v->shift;
+  if (!in_shell && !out_shell)
+    return true;
   cell_range(v->sp, cell, v->r->center, &n1, &f1);
   return (f0 <= v->in2 && f1 <= v->stay2) || (n0 > v->stay2 && n1 > v->in2) ||
          (n1 > v->in2 && f1 <= v->stay2);
@@ -405,6 +417,11 @@ static void scan_moves(eval *v, const scn__space_cell *cell) {
 static void eval_moves(eval *v) {
   scn_scope *sc = v->sc;
   const scn_region *r = v->r;
+  double dx = r->center[0] - v->c0[0], dy = r->center[1] - v->c0[1], dz = r->center[2] - v->c0[2];
+  double shift = sqrt(dx * dx + dy * dy + dz * dz);
+  v->shift = shift == 0 ? 0 : shift * (1 + 1e-9) + (r->radius + r->margin) * 1e-12;
+  v->radius = r->radius;
+  v->reach = r->radius + r->margin;
   /* The held-back list is rebuilt; what was on it is looked at again below. */
   scn__vec held = sc->pending;
   sc->pending = (scn__vec){0};
