@@ -32,8 +32,17 @@ typedef struct interest_counters {
   uint64_t nanos, evaluations, ticks, candidates, sync_failures;
 } interest_counters;
 
+/* A transform an evaluation sends: its matrix stays where it is until the frame copies it. */
+typedef struct sent_entry {
+  scn_entity entity;
+  const float *m;
+} sent_entry;
+
 struct scn_interest {
   bool naive;
+  sent_entry *sent; /* what the evaluation running sends, reused */
+  size_t nsent, sent_cap;
+  bool sent_failed;
   double tick_hz;
   uint64_t ticks; /* the stream's tick count at the last sync */
   world_space *spaces;
@@ -63,6 +72,7 @@ void scn_interest_free(scn_interest *in) {
     in->spaces = ws->next;
     space_free(ws);
   }
+  free(in->sent);
   free(in);
 }
 
@@ -244,6 +254,30 @@ static uint32_t band_every(const scn_interest *in, double hz) {
   return every < 1 ? 1 : every > 1e6 ? 1000000 : (uint32_t)every;
 }
 
+typedef struct eval_sink {
+  scn_interest *in;
+  scn_removed_fn removed;
+  void *ud;
+} eval_sink;
+
+static void pass_removed(void *ud, scn_entity e) {
+  eval_sink *k = ud;
+  k->removed(k->ud, e);
+}
+
+static void note_sent(void *ud, scn_entity e, const float m[16]) {
+  scn_interest *in = ((eval_sink *)ud)->in;
+  if (in->nsent == in->sent_cap) {
+    sent_entry *s = scn_array_grow(in->sent, &in->sent_cap, sizeof *s, in->nsent + 1);
+    if (!s) {
+      in->sent_failed = true;
+      return;
+    }
+    in->sent = s;
+  }
+  in->sent[in->nsent++] = (sent_entry){e, m};
+}
+
 int64_t scn_near_eval(scn_interest *in, scn_near *n, uint64_t ticks, uint64_t now, bool full,
                       scn_visit_fn set, scn_removed_fn removed, void *ud) {
   world_space *ws = n->ws;
@@ -267,11 +301,23 @@ int64_t scn_near_eval(scn_interest *in, scn_near *n, uint64_t ticks, uint64_t no
     for (uint32_t b = 0; b < sp->nbands; b++)
       r.bands[b] = (scn_band){sp->band_radius[b], band_every(in, sp->band_hz[b])};
   }
-  int64_t tested = scn_scope_eval(n->scope, ws->space, &r, now, full, set, removed, ud);
+  /* What is sent is collected and written into the frame after the clock stops: the figure is
+   * the interest work alone, not the frame's. */
+  in->nsent = 0;
+  in->sent_failed = false;
+  eval_sink sink = {in, removed, ud};
+  int64_t tested =
+      scn_scope_eval(n->scope, ws->space, &r, now, full, note_sent, pass_removed, &sink);
   n->evaluated = ticks;
   in->counters.evaluations++;
   in->counters.candidates += tested > 0 ? (uint64_t)tested : 0;
   in->counters.nanos += uv_hrtime() - start;
+  if (in->sent_failed) {
+    scn_scope_clear(n->scope); /* what it sent is not all known: start again from nothing */
+    return SCN_NOMEM;
+  }
+  for (size_t i = 0; i < in->nsent; i++)
+    set(ud, in->sent[i].entity, in->sent[i].m);
   return tested;
 }
 
