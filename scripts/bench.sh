@@ -2,8 +2,8 @@
 # The benchmarks behind `make bench`: the transform core against its limit, request decoding,
 # then the daemon under scene-bench with Redis measured in the same run where redis-server and
 # redis-benchmark exist (scripts/install-deps.sh installs them), streaming against the loopback
-# limit, subscriptions by distance against a naive filter, the staging view in headless
-# Chromium, durability, the cluster (bench-cluster.sh) and the write path at scale
+# limit, subscriptions by distance against a naive filter (bench-near.sh), the staging view in
+# headless Chromium, durability, the cluster (bench-cluster.sh) and the write path at scale
 # (bench-scale.sh). Figures are medians of RUNS runs (default 3); the machine is small and
 # noisy. Each target is printed beside its figure.
 set -euo pipefail
@@ -12,10 +12,6 @@ BUILD=${BUILD:-build}
 RUNS=${RUNS:-3}
 N=${N:-300000}
 STREAM_SECONDS=${STREAM_SECONDS:-5}
-NEAR_TRANSFORMS=${NEAR_TRANSFORMS:-20000}
-NEAR_SUBSCRIBERS=${NEAR_SUBSCRIBERS:-200}
-NEAR_SECONDS=${NEAR_SECONDS:-5}
-NEAR_TIMEOUT=${NEAR_TIMEOUT:-600}
 
 echo "== transform core (bench-core)"
 "$BUILD/bench-core"
@@ -227,13 +223,7 @@ for s in 1 10 100; do
 done
 
 echo
-echo "== interest: subscriptions by distance (scene-bench -t near), a grid daemon and a naive one"
-echo "   started by scene-bench, the same workload on each: $NEAR_TRANSFORMS transforms, 10% moving"
-echo "   every tick, $NEAR_SUBSCRIBERS subscribers, $NEAR_SECONDS s measured (NEAR_TRANSFORMS,"
-echo "   NEAR_SUBSCRIBERS, NEAR_SECONDS; the issue's size is 100000, 1000)"
-timeout "$NEAR_TIMEOUT" "$BUILD/scene-bench" -t near --scened "$BUILD/scened" --naive \
-  --transforms "$NEAR_TRANSFORMS" -S "$NEAR_SUBSCRIBERS" --seconds "$NEAR_SECONDS" ||
-  echo "(the interest benchmark failed or ran past ${NEAR_TIMEOUT}s)"
+BUILD="$BUILD" RUNS="$RUNS" scripts/bench-near.sh || echo "(the interest benchmarks failed)"
 
 echo
 echo "== TLS against plain TCP: a second daemon with --tls-cert (certificates of scripts/tls-certs.sh)"
