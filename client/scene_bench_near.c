@@ -189,7 +189,7 @@ static char *http_metrics(int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  struct timeval tv = {.tv_sec = 5};
+  struct timeval tv = {.tv_sec = 30}; /* a daemon busy with its ticks may answer late */
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   static const char req[] = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
@@ -236,7 +236,7 @@ static void read_metrics(const daemon_ref *d, scn_cli *admin, double m[M_COUNT])
   if (d->http_port) {
     char *text = http_metrics(d->http_port);
     if (!text)
-      die("%s", "the daemon's /metrics did not answer");
+      die("%s", "the daemon's /metrics did not answer within 30 s");
     for (int i = 0; i < M_COUNT; i++)
       m[i] = prometheus_value(text, metric_names[i]);
     free(text);
@@ -642,10 +642,11 @@ typedef struct phase {
   int samples;
   double secs;
   double interest_ms, cpu_ms, ticks_s, candidates; /* per tick, medians over the samples */
-  double cpu_share;                                /* of one core, over the whole run */
-  double moves_s;                                  /* ticks of moves applied per second */
-  double fps, bytes_s;                             /* per subscriber, medians */
-  double matrices_s, received_s;                   /* sent by the daemon, read by the bench */
+  double daemon_ticks_s; /* the daemon's own count (its interest ticks): frames may lag it */
+  double cpu_share;      /* of one core, over the whole run */
+  double moves_s;        /* ticks of moves applied per second */
+  double fps, bytes_s;   /* per subscriber, medians */
+  double matrices_s, received_s; /* sent by the daemon, read by the bench */
   double memory_per_sub, rss_per_sub;
   double lags;
   long errors, others;
@@ -667,8 +668,8 @@ static double ticks_between(const sample *a, const sample *b) {
 /* Medians over the intervals between samples: interest ms, CPU ms and candidates per tick
  * (the daemon's interest ticks, else the frames' ticks), and ticks per second (the frames'). */
 static void interval_medians(const sample *s, int k, phase *p) {
-  double im[MAX_SAMPLES], cm[MAX_SAMPLES], tr[MAX_SAMPLES], ca[MAX_SAMPLES];
-  int ni = 0, nc = 0, nt = 0, na = 0;
+  double im[MAX_SAMPLES], cm[MAX_SAMPLES], tr[MAX_SAMPLES], ca[MAX_SAMPLES], dr[MAX_SAMPLES];
+  int ni = 0, nc = 0, nt = 0, na = 0, nd = 0;
   for (int i = 1; i <= k; i++) {
     double dt = s[i].t - s[i - 1].t, world = (double)(s[i].tick - s[i - 1].tick);
     double ticks = s[i].m[M_INTEREST_TICKS] - s[i - 1].m[M_INTEREST_TICKS];
@@ -682,11 +683,14 @@ static void interval_medians(const sample *s, int k, phase *p) {
       cm[nc++] = (s[i].cpu_s - s[i - 1].cpu_s) / per * 1e3;
     if (dt > 0)
       tr[nt++] = world / dt;
+    if (dt > 0 && !isnan(ticks))
+      dr[nd++] = ticks / dt;
   }
   p->interest_ms = median_of(im, ni);
   p->cpu_ms = median_of(cm, nc);
   p->ticks_s = median_of(tr, nt);
   p->candidates = median_of(ca, na);
+  p->daemon_ticks_s = median_of(dr, nd);
 }
 
 /* Waits (5 s at most) until the daemon counts no near subscription: the connections of the
@@ -799,22 +803,26 @@ static void print_phase(const opts *o, const daemon_ref *d, const world_state *w
   if (o->json) {
     printf("{\"test\":\"near\",\"interest\":\"%s\",\"bands\":%s,\"form\":\"%s\","
            "\"transforms\":%d,\"moving\":%d,\"subscribers\":%d,\"side\":%g,\"radius\":%.3f,"
-           "\"margin\":%.3f,\"seconds\":%.3f,\"samples\":%d,\"interest_ms_per_tick\":%s,"
-           "\"candidates_per_tick\":%s,\"cpu_ms_per_tick\":%s,\"cpu_share\":%s,\"ticks/"
-           "s\":%s,\"moves/s\":%.2f,"
-           "\"frames/s\":%.2f,\"bytes/s\":%.0f,\"matrices/s\":%s,\"received_matrices/s\":%.0f,"
+           "\"margin\":%.3f,\"seconds\":%.3f,\"samples\":%d,",
+           d->label, p->bands ? "true" : "false", o->b64 ? "b64" : "json", w->n, w->moving, S, SIDE,
+           r, r / 10, p->secs, p->samples);
+    printf("\"interest_ms_per_tick\":%s,\"candidates_per_tick\":%s,\"cpu_ms_per_tick\":%s,"
+           "\"cpu_share\":%s,\"ticks/s\":%s,\"daemon_ticks/s\":%s,\"moves/s\":%.2f,",
+           num(o, p->interest_ms, 4), num(o, p->candidates, 0), num(o, p->cpu_ms, 4),
+           num(o, p->cpu_share, 3), num(o, p->ticks_s, 2), num(o, p->daemon_ticks_s, 2),
+           p->moves_s);
+    printf("\"frames/s\":%.2f,\"bytes/s\":%.0f,\"matrices/s\":%s,\"received_matrices/s\":%.0f,"
            "\"memory_bytes_per_subscription\":%s,\"rss_bytes_per_subscriber\":%s,\"lags\":%s,"
            "\"errors\":%ld}\n",
-           d->label, p->bands ? "true" : "false", o->b64 ? "b64" : "json", w->n, w->moving, S, SIDE,
-           r, r / 10, p->secs, p->samples, num(o, p->interest_ms, 4), num(o, p->candidates, 0),
-           num(o, p->cpu_ms, 4), num(o, p->cpu_share, 3), num(o, p->ticks_s, 2), p->moves_s, p->fps,
-           p->bytes_s, num(o, p->matrices_s, 0), p->received_s, num(o, p->memory_per_sub, 0),
-           num(o, p->rss_per_sub, 0), num(o, p->lags, 0), p->errors);
+           p->fps, p->bytes_s, num(o, p->matrices_s, 0), p->received_s,
+           num(o, p->memory_per_sub, 0), num(o, p->rss_per_sub, 0), num(o, p->lags, 0), p->errors);
   } else {
     printf("near %s, %s: interest work %s ms/tick (%s candidates/tick), daemon CPU %s ms/tick "
-           "(%s%% of a core), %s ticks/s, moves applied at %.1f ticks/s\n",
+           "(%s%% of a core), %s ticks/s in the frames (the daemon counts %s), moves applied at "
+           "%.1f ticks/s\n",
            d->label, bands_name(p->bands), num(o, p->interest_ms, 3), num(o, p->candidates, 0),
-           num(o, p->cpu_ms, 2), num(o, p->cpu_share * 100, 0), num(o, p->ticks_s, 1), p->moves_s);
+           num(o, p->cpu_ms, 2), num(o, p->cpu_share * 100, 0), num(o, p->ticks_s, 1),
+           num(o, p->daemon_ticks_s, 1), p->moves_s);
     printf("    %.1f frames/s per subscriber, %s matrices/s sent (%.0f read), %.1f KB/s per "
            "subscriber; memory: %s bytes per subscription (interest), RSS %s KB per subscriber\n",
            p->fps, num(o, p->matrices_s, 0), p->received_s, p->bytes_s / 1e3,
@@ -888,8 +896,10 @@ void run_near(const opts *o) {
     stop_daemon(&naive);
   }
   double ratio = slow.interest_ms / plain.interest_ms, cpu_ratio = slow.cpu_ms / plain.cpu_ms;
-  bool sustained =
-      plain.ticks_s >= 0.98 * tick_hz && !(plain.cpu_ms > 1e3 / tick_hz) && plain.interest_ms <= 2;
+  /* Sustained: the daemon ticks at its rate and the moves of every tick are applied (a daemon
+   * busy with its ticks may leave the mover's sets waiting, and then has less to do). */
+  bool sustained = plain.ticks_s >= 0.98 * tick_hz && plain.moves_s >= 0.98 * tick_hz &&
+                   !(plain.cpu_ms > 1e3 / tick_hz) && plain.interest_ms <= 2;
   if (o->json) {
     printf("{\"test\":\"near_summary\",\"bytes_with_bands/without\":%s,"
            "\"naive/grid_interest_ms\":%s,\"naive/grid_cpu_ms\":%s,\"sustained\":%s}\n",
@@ -897,15 +907,16 @@ void run_near(const opts *o) {
            sustained ? "true" : "false");
   } else {
     printf("near: %.0f Hz sustained on one core with interest work <= 2 ms/tick (at these "
-           "sizes): %s (%.1f ticks/s, daemon CPU %s ms/tick, interest %s ms/tick)\n",
-           tick_hz, sustained ? "met" : "SHORT", plain.ticks_s, num(o, plain.cpu_ms, 2),
-           num(o, plain.interest_ms, 3));
+           "sizes): %s (%.1f ticks/s, moves applied at %.1f ticks/s, daemon CPU %s ms/tick, "
+           "interest %s ms/tick)\n",
+           tick_hz, sustained ? "met" : "SHORT", plain.ticks_s, plain.moves_s,
+           num(o, plain.cpu_ms, 2), num(o, plain.interest_ms, 3));
     if (o->naive)
       printf("near: naive / grid interest work per tick = %s / %s ms = %s (target >= 10: %s); "
-             "daemon CPU per tick %s / %s ms = %s\n",
+             "daemon CPU per tick %s / %s ms = %s; moves applied at %.1f and %.1f ticks/s\n",
              num(o, slow.interest_ms, 3), num(o, plain.interest_ms, 3), num(o, ratio, 1),
              ratio >= 10 ? "met" : "SHORT", num(o, slow.cpu_ms, 2), num(o, plain.cpu_ms, 2),
-             num(o, cpu_ratio, 1));
+             num(o, cpu_ratio, 1), slow.moves_s, plain.moves_s);
   }
   fflush(stdout);
 }

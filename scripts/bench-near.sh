@@ -2,9 +2,10 @@
 # Subscriptions by distance (make bench runs it): scene-bench -t near starts a daemon with
 # --interest grid, measures it without bands and with bands, then one with --interest naive
 # under the same workload, and stops both; RUNS such runs (default 3), of which the medians are
-# printed: the daemon's interest work and CPU per tick, the tick rate, frames/s and bytes/s per
-# subscriber, matrices/s, memory per subscriber, and the ratio of the naive daemon's interest
-# work per tick to the grid's (target >= 10).
+# printed: the daemon's interest work and CPU per tick, the tick rate and the rate at which the
+# moves were applied (a daemon busy with its ticks can leave them waiting), frames/s and
+# bytes/s per subscriber, matrices/s, memory per subscriber, and the ratio of the naive
+# daemon's interest work per tick to the grid's (target >= 10).
 #
 # Environment: BUILD (build), RUNS (3), NEAR_TRANSFORMS (100000) and NEAR_SUBSCRIBERS (1000):
 # the issue's sizes; NEAR_SECONDS (5) measured per phase; NEAR_FORM (json, or b64);
@@ -55,16 +56,18 @@ for kind in "grid false" "grid true" "naive false"; do
   [[ $b == true ]] && label="$k, bands [r/4 60 Hz, r 10 Hz]" || label="$k, no bands"
   awk -v l="$label" -v i="$(field "$k" "$b" interest_ms_per_tick)" -v c="$(field "$k" "$b" cpu_ms_per_tick)" \
     -v n="$(field "$k" "$b" candidates_per_tick)" -v t="$(field "$k" "$b" ticks/s)" \
+    -v mv="$(field "$k" "$b" moves/s)" -v dt="$(field "$k" "$b" daemon_ticks/s)" \
     -v f="$(field "$k" "$b" frames/s)" -v m="$(field "$k" "$b" matrices/s)" \
     -v by="$(field "$k" "$b" bytes/s)" -v mem="$(field "$k" "$b" memory_bytes_per_subscription)" \
     -v rss="$(field "$k" "$b" rss_bytes_per_subscriber)" 'BEGIN {
-      printf "near %s: interest work %.3f ms/tick (%.0f candidates/tick), daemon CPU %.2f ms/tick, %.1f ticks/s\n", l, i, n, c, t
+      printf "near %s: interest work %.3f ms/tick (%.0f candidates/tick), daemon CPU %.2f ms/tick, %.1f ticks/s in the frames (the daemon counts %.1f), moves applied at %.1f ticks/s\n", l, i, n, c, t, dt, mv
       printf "    %.1f frames/s per subscriber, %.0f matrices/s, %.1f KB/s per subscriber; %.0f bytes of interest state per subscription, RSS %+.1f KB per subscriber\n", f, m, by / 1e3, mem, rss / 1e3 }'
 done
 awk -v b="$(field summary - 'bytes_with_bands/without')" -v r="$(field summary - 'naive/grid_interest_ms')" \
   -v c="$(field summary - 'naive/grid_cpu_ms')" -v i="$(field grid false interest_ms_per_tick)" \
-  -v t="$(field grid false ticks/s)" -v cpu="$(field grid false cpu_ms_per_tick)" 'BEGIN {
+  -v t="$(field grid false ticks/s)" -v cpu="$(field grid false cpu_ms_per_tick)" \
+  -v mv="$(field grid false moves/s)" 'BEGIN {
     printf "bytes per subscriber per second with bands / without = %.2f\n", b
     printf "naive / grid interest work per tick = %.1f (target >= 10: %s); daemon CPU per tick %.1f\n", r, (r >= 10 ? "met" : "SHORT"), c
-    ok = t >= 0.98 * 60 && cpu <= 1000 / 60 && i <= 2
-    printf "60 Hz on one core with interest work <= 2 ms/tick: %s (%.1f ticks/s, daemon CPU %.2f ms/tick, interest %.3f ms/tick)\n", (ok ? "met" : "SHORT"), t, cpu, i }'
+    ok = t >= 0.98 * 60 && mv >= 0.98 * 60 && cpu <= 1000 / 60 && i <= 2
+    printf "60 Hz on one core with interest work <= 2 ms/tick: %s (%.1f ticks/s, moves applied at %.1f ticks/s, daemon CPU %.2f ms/tick, interest %.3f ms/tick)\n", (ok ? "met" : "SHORT"), t, mv, cpu, i }'
