@@ -66,8 +66,10 @@ done
 awk -v b="$(field summary - 'bytes_with_bands/without')" -v r="$(field summary - 'naive/grid_interest_ms')" \
   -v c="$(field summary - 'naive/grid_cpu_ms')" -v i="$(field grid false interest_ms_per_tick)" \
   -v t="$(field grid false ticks/s)" -v cpu="$(field grid false cpu_ms_per_tick)" \
-  -v mv="$(field grid false moves/s)" 'BEGIN {
+  -v mv="$(field grid false moves/s)" -v applied="$(grep -c '"moves_applied":true' "$out")" \
+  -v runs="$(grep -c near_summary "$out")" 'BEGIN {
     printf "bytes per subscriber per second with bands / without = %.2f\n", b
-    printf "naive / grid interest work per tick = %.1f (target >= 10: %s); daemon CPU per tick %.1f\n", r, (r >= 10 ? "met" : "SHORT"), c
+    verdict = (2 * applied < runs ? "not judged, the moves were not all applied in most runs" : r >= 10 ? "met" : "SHORT")
+    printf "naive / grid interest work per tick = %.1f (target >= 10: %s); daemon CPU per tick %.1f\n", r, verdict, c
     ok = t >= 0.98 * 60 && mv >= 0.98 * 60 && cpu <= 1000 / 60 && i <= 2
     printf "60 Hz on one core with interest work <= 2 ms/tick: %s (%.1f ticks/s, moves applied at %.1f ticks/s, daemon CPU %.2f ms/tick, interest %.3f ms/tick)\n", (ok ? "met" : "SHORT"), t, mv, cpu, i }'
