@@ -116,7 +116,8 @@ $(CLIENT_LIB): $(CLIENT_OBJ)
 # The client library speaks TLS through OpenSSL.
 CLIENT_LIBS := -lcjson -lssl -lcrypto
 
-$(SCENE_BENCH): $(BUILD)/obj/client/scene_bench.o $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
+$(SCENE_BENCH): $(BUILD)/obj/client/scene_bench.o $(BUILD)/obj/client/scene_bench_near.o \
+		$(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -lpthread $(LDLIBS)
 
 $(SCENECTL): $(BUILD)/obj/client/scenectl.o $(BUILD)/obj/client/ctl_near.o $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)

@@ -4,18 +4,22 @@
  *               [-t TEST[,TEST...]] [-S SUBSCRIBERS] [-K DESCENDANTS] [--seconds S]
  *               [--history TICKS] [--json] [--b64] [--loopback]
  *               [--tls] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]
+ *               [--transforms N] [--moving FRACTION] [--scened PATH [--naive]]
+ *               [--http-port P] [--daemon-pid PID]
  *
  * Tests: ping, set_local (t/r/s), set_partial (the rotation alone, "partial": true, of
  * transforms that have a translation and a scale to keep), set_matrix, set_b64 (the same
  * matrix as matrix_b64), get, get_past (a get at a past tick of a world that keeps --history
- * ticks), batch (16 set_local ops per batch), stream (S subscribers of a world whose root, with
- * K descendants, default 99,999, moves and turns every tick, so that every world matrix
- * changes every tick; --b64: the subscribers take b64 frames; --loopback: then the limit of
- * plain writes of the same size to S reading sockets), snapshot, and connect (C clients that
+ * ticks), batch (16 set_local ops per batch), stream (S subscribers, default 10, of a world whose
+ * root, with K descendants, default 99,999, moves and turns every tick, so that every world
+ * matrix changes every tick; --b64: the subscribers take b64 frames; --loopback: then the limit
+ * of plain writes of the same size to S reading sockets), snapshot, connect (C clients that
  * each connect, say ping and close, again and again for --seconds: with TLS, handshakes per
- * second). Each test builds its own world and removes it afterwards. One line per test with
- * ops/s (matrices/s, frames/s and bytes/s for stream, conns/s for connect) and latency
- * percentiles; --json prints one JSON object per test instead.
+ * second), and near (S subscribers, default 1,000, each following a moving entity with a region
+ * of interest, in a world of --transforms transforms spread over a square, --moving of them
+ * moving every tick: see scene_bench_near.c). Each test builds its own world and removes it
+ * afterwards. One line per test with ops/s (matrices/s, frames/s and bytes/s for stream,
+ * conns/s for connect) and latency percentiles; --json prints one JSON object per test instead.
  *
  * In a cluster: --place NODE (or auto) creates the test's world with "node", so it may live
  * on another daemon than the one named by --port; every load connection asks for its world
@@ -24,8 +28,8 @@
  * round-robin over the daemons, each loading its own daemon's world.
  */
 #define _GNU_SOURCE /* memmem */
+#include "scene_bench.h"
 #include "b64.h"
-#include "scn_client.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -44,30 +48,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_DAEMONS 16
-
-typedef struct opts {
-  const char *host, *token, *place, *world;
-  bool tls;
-  const char *tls_ca, *tls_cert, *tls_key;
-  int port, clients, pipeline, subscribers, descendants;
-  char daemons[MAX_DAEMONS][96]; /* --daemons: HOST:PORT each */
-  int ndaemons;
-  int history; /* ticks the test's world keeps (--history) */
-  long requests;
-  double seconds;
-  bool json, b64, loopback;
-  int matrices; /* asked of every connection (SCN_CLI_MATRICES_*) */
-  char tests[256];
-} opts;
-
-static double now_s(void) {
+double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int cmp_double(const void *a, const void *b) {
+int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
 }
@@ -79,7 +66,7 @@ static double pct(double *v, size_t n, double p) {
   return v[i < n ? i : n - 1];
 }
 
-static void die(const char *fmt, const char *arg) {
+_Noreturn void die(const char *fmt, const char *arg) {
   fprintf(stderr, "scene-bench: ");
   fprintf(stderr, fmt, arg);
   fprintf(stderr, "\n");
@@ -103,7 +90,7 @@ static scn_cli *connect_to_or_die(const opts *o, const char *host, int port) {
   return c;
 }
 
-static scn_cli *connect_or_die(const opts *o) { return connect_to_or_die(o, o->host, o->port); }
+scn_cli *connect_or_die(const opts *o) { return connect_to_or_die(o, o->host, o->port); }
 
 /* Daemon i of --daemons (or the one of --host and --port). */
 static scn_cli *connect_daemon(const opts *o, int i) {
@@ -118,7 +105,7 @@ static scn_cli *connect_daemon(const opts *o, int i) {
   return connect_to_or_die(o, host, atoi(colon + 1));
 }
 
-static cJSON *call_or_die(scn_cli *c, const char *line) {
+cJSON *call_or_die(scn_cli *c, const char *line) {
   cJSON *r = NULL;
   if (scn_cli_call_line(c, line, &r) != SCN_CLI_OK)
     die("setup failed: %s", scn_cli_error(c));
@@ -545,7 +532,7 @@ static long count_byte(const char *p, const char *end, char c) {
  * "removed", over 64 bytes) and element 12 (the x translation) of its first matrix, the
  * sequence number. The reader looks at each byte about as often as it must to find the lines,
  * so that it costs about what the loopback test's reader costs. */
-static void frame_info(const char *start, const char *nl, bool b64, long *matrices, long *seq) {
+void frame_info(const char *start, const char *nl, bool b64, long *matrices, long *seq) {
   *matrices = *seq = 0;
   if (!b64) {
     *matrices = count_byte(start, nl, '{') - 1;
@@ -764,7 +751,7 @@ static void run_stream(const opts *o) {
   double tick_hz = cJSON_IsNumber(hz) ? hz->valuedouble : 60;
   cJSON_Delete(info);
 
-  int S = o->subscribers;
+  int S = o->subscribers ? o->subscribers : 10;
   sub_conn *subs = calloc((size_t)S, sizeof *subs);
   opts sub_opts = *o;
   sub_opts.matrices = o->b64 ? SCN_CLI_MATRICES_B64 : SCN_CLI_MATRICES_JSON;
@@ -1022,13 +1009,21 @@ static void usage(void) {
           "                   [--seconds S] [--history TICKS] [--json] [--b64] [--loopback]\n"
           "                   [--place NODE|auto] [--daemons H:P,H:P...] [--world W]\n"
           "                   [--tls] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]\n"
+          "                   [--transforms N] [--moving FRACTION] [--scened PATH [--naive]]\n"
+          "                   [--http-port P] [--daemon-pid PID]\n"
           "tests: ping, set_local, set_partial, set_matrix, set_b64, get, get_past (a get at a\n"
           "past tick; needs --history), batch, stream (-S subscribers of a root with -K\n"
           "descendants, default 99999, moving and turning every tick; --b64: b64 frames;\n"
           "--loopback: also plain writes of the frames' size to as many sockets), snapshot\n"
           "(save of a world of -K transforms, default 10000; needs --data), fill (a world --world\n"
           "of -K transforms, default 10000, that stays, then save), connect (-c clients\n"
-          "connecting, pinging and closing for --seconds)\n"
+          "connecting, pinging and closing for --seconds), near (-S subscribers, default 1000,\n"
+          "each following a moving entity with a radius covering 1%% of a square of --transforms\n"
+          "transforms, default 100000, --moving of them, default 0.1, moving every tick; without\n"
+          "bands, then with two; the daemon's interest work and CPU per tick from its /metrics\n"
+          "(--http-port, else info) and /proc (--daemon-pid); --scened PATH: the bench starts\n"
+          "the daemon itself, and with --naive one with --interest naive as well, and prints the\n"
+          "ratio of their interest work per tick)\n"
           "--history: the test's world keeps that many ticks (0 to 3600)\n");
   exit(2);
 }
@@ -1042,7 +1037,8 @@ int main(int argc, char **argv) {
             .clients = 50,
             .pipeline = 16,
             .requests = 200000,
-            .subscribers = 10,
+            .transforms = 100000,
+            .moving = 0.1,
             .descendants = -1,
             .seconds = 5};
   strcpy(o.tests, "ping,set_local,set_matrix,get,batch");
@@ -1096,6 +1092,18 @@ int main(int argc, char **argv) {
       o.place = v;
     else if (ARG("--world"))
       o.world = v;
+    else if (ARG("--transforms"))
+      o.transforms = atoi(v);
+    else if (ARG("--moving"))
+      o.moving = atof(v);
+    else if (!strcmp(a, "--naive"))
+      o.naive = true;
+    else if (ARG("--scened"))
+      o.scened = v;
+    else if (ARG("--http-port"))
+      o.http_port = atoi(v);
+    else if (ARG("--daemon-pid"))
+      o.daemon_pid = atoi(v);
     else if (ARG("--daemons")) {
       for (const char *d = v; *d && o.ndaemons < MAX_DAEMONS;) {
         size_t n = strcspn(d, ",");
@@ -1109,13 +1117,16 @@ int main(int argc, char **argv) {
       usage();
 #undef ARG
   }
-  if (o.clients < 1 || o.pipeline < 1 || o.requests < 1 || o.subscribers < 1 ||
-      o.descendants < -1 || !(o.seconds > 0) || o.history < 0 || o.history > 3600)
+  if (o.clients < 1 || o.pipeline < 1 || o.requests < 1 || o.subscribers < 0 ||
+      o.descendants < -1 || !(o.seconds > 0) || o.history < 0 || o.history > 3600 ||
+      o.transforms < 1 || !(o.moving > 0 && o.moving <= 1) || o.http_port < 0 || o.daemon_pid < 0)
     usage();
   char *save, *t = strtok_r(o.tests, ",", &save);
   for (; t; t = strtok_r(NULL, ",", &save)) {
     if (!strcmp(t, "stream"))
       run_stream(&o);
+    else if (!strcmp(t, "near"))
+      run_near(&o);
     else if (!strcmp(t, "snapshot"))
       run_snapshot(&o);
     else if (!strcmp(t, "fill") && o.world)

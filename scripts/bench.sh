@@ -2,9 +2,10 @@
 # The benchmarks behind `make bench`: the transform core against its limit, request decoding,
 # then the daemon under scene-bench with Redis measured in the same run where redis-server and
 # redis-benchmark exist (scripts/install-deps.sh installs them), streaming against the loopback
-# limit, the staging view in headless Chromium, durability, the cluster (bench-cluster.sh) and
-# the write path at scale (bench-scale.sh). Figures are medians of RUNS runs
-# (default 3); the machine is small and noisy. Each target is printed beside its figure.
+# limit, subscriptions by distance against a naive filter (bench-near.sh), the staging view in
+# headless Chromium, durability, the cluster (bench-cluster.sh) and the write path at scale
+# (bench-scale.sh). Figures are medians of RUNS runs (default 3); the machine is small and
+# noisy. Each target is printed beside its figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -220,6 +221,9 @@ for s in 1 10 100; do
   "$BUILD/scene-bench" -p "$port" -t stream -S "$s" -K 9999 --seconds 3
   "$BUILD/scene-bench" -p "$port" -t stream -S "$s" -K 9999 --seconds 3 --b64
 done
+
+echo
+BUILD="$BUILD" RUNS="$RUNS" scripts/bench-near.sh || echo "(the interest benchmarks failed)"
 
 echo
 echo "== TLS against plain TCP: a second daemon with --tls-cert (certificates of scripts/tls-certs.sh)"
