@@ -166,6 +166,10 @@ typedef struct eval {
   const double *c0;     /* the center at the last evaluation (incremental) */
   double shift;         /* how far the center moved since (a little more, for rounding) */
   double radius, reach; /* radius, and radius + margin */
+  /* Per axis and key of the box, the squared distances along that axis from each center (0:
+   * the last one, 1: this one) to the nearest and farthest points of a cell, so that a
+   * cell's range is three sums (in the space's scratch; NULL when the box is too wide). */
+  double (*axis)[3][SCN_SPACE_AXIS_MAX][2];
   int32_t lo[3], hi[3]; /* the cells looked at */
   scn_visit_fn set;
   scn_removed_fn removed;
@@ -245,6 +249,20 @@ static void consider(eval *v, const scn__space_entry *en) {
 
 /* Every cell whose key lies in [v->lo, v->hi], by key, or by going through every cell when
  * that is fewer. */
+/* Narrows the box to the occupied cells; false when it misses them all. */
+static bool clamp_box(eval *v) {
+  const scn_space *sp = v->sp;
+  for (int a = 0; a < 3; a++) {
+    if (v->lo[a] < sp->lo[a])
+      v->lo[a] = sp->lo[a];
+    if (v->hi[a] > sp->hi[a])
+      v->hi[a] = sp->hi[a];
+    if (v->lo[a] > v->hi[a])
+      return false;
+  }
+  return true;
+}
+
 static void for_cells(eval *v, bool all, void (*fn)(eval *v, const scn__space_cell *cell)) {
   scn_space *sp = v->sp;
   if (all) { /* no box: every cell (an unbounded region, or the naive filter) */
@@ -252,16 +270,11 @@ static void for_cells(eval *v, bool all, void (*fn)(eval *v, const scn__space_ce
       fn(v, &sp->cells[c]);
     return;
   }
+  if (!clamp_box(v))
+    return; /* the box misses every occupied cell */
   double boxes = 1;
-  for (int a = 0; a < 3; a++) {
-    if (v->lo[a] < sp->lo[a])
-      v->lo[a] = sp->lo[a];
-    if (v->hi[a] > sp->hi[a])
-      v->hi[a] = sp->hi[a];
-    if (v->lo[a] > v->hi[a])
-      return; /* the box misses every occupied cell */
+  for (int a = 0; a < 3; a++)
     boxes *= (double)v->hi[a] - v->lo[a] + 1;
-  }
   if (boxes > sp->ncells) {
     for (uint32_t c = 0; c < sp->ncells; c++) {
       const scn__space_cell *cell = &sp->cells[c];
@@ -319,20 +332,46 @@ static int where(const eval *v, double d2) {
 }
 
 /* The squared distances from c to the nearest and farthest points of a cell. */
-static void cell_range(const scn_space *sp, const scn__space_cell *cell, const double c[3],
-                       double *near2, double *far2) {
-  double n2 = 0, f2 = 0;
-  for (int a = 0; a < 3; a++) {
-    if (cell->key[a] <= -SCN_SPACE_KEY_MAX || cell->key[a] >= SCN_SPACE_KEY_MAX) {
-      *near2 = 0, *far2 = INFINITY; /* a clamped cell reaches to infinity */
+/* Along one axis, the squared distances from x to the nearest and farthest points of the
+ * cells of key k. */
+static void axis_range(const scn_space *sp, int32_t k, double x, double out[2]) {
+  if (k <= -SCN_SPACE_KEY_MAX || k >= SCN_SPACE_KEY_MAX) {
+    out[0] = 0, out[1] = INFINITY; /* a clamped cell reaches to infinity */
+    return;
+  }
+  double pad = sp->cell * 1e-6; /* rounding of the keys at a cell's edge */
+  double lo = k * sp->cell - pad, hi = (k + 1) * sp->cell + pad;
+  double dn = x < lo ? lo - x : x > hi ? x - hi : 0;
+  double df = fmax(fabs(x - lo), fabs(x - hi));
+  out[0] = dn * dn, out[1] = df * df;
+}
+
+static void fill_tables(eval *v) {
+  for (int a = 0; a < 3; a++)
+    if (v->hi[a] - v->lo[a] >= SCN_SPACE_AXIS_MAX)
       return;
+  v->axis = v->sp->axis;
+  for (int a = 0; a < 3; a++)
+    for (int32_t k = v->lo[a]; k <= v->hi[a]; k++) {
+      axis_range(v->sp, k, v->c0[a], v->axis[0][a][k - v->lo[a]]);
+      axis_range(v->sp, k, v->r->center[a], v->axis[1][a][k - v->lo[a]]);
     }
-    double pad = sp->cell * 1e-6; /* rounding of the keys at a cell's edge */
-    double lo = cell->key[a] * sp->cell - pad, hi = (cell->key[a] + 1) * sp->cell + pad;
-    double dn = c[a] < lo ? lo - c[a] : c[a] > hi ? c[a] - hi : 0;
-    double df = fmax(fabs(c[a] - lo), fabs(c[a] - hi));
-    n2 += dn * dn;
-    f2 += df * df;
+}
+
+/* The squared distances from a center (0: the last one, 1: this one) to the nearest and
+ * farthest points of a cell. */
+static void cell_range(const eval *v, const scn__space_cell *cell, int which, double *near2,
+                       double *far2) {
+  double n2 = 0, f2 = 0, r[2];
+  const double *c = which ? v->r->center : v->c0;
+  for (int a = 0; a < 3; a++) {
+    const double *d = r;
+    if (v->axis)
+      d = v->axis[which][a][cell->key[a] - v->lo[a]];
+    else
+      axis_range(v->sp, cell->key[a], c[a], r);
+    n2 += d[0];
+    f2 += d[1];
   }
   *near2 = n2, *far2 = f2;
 }
@@ -347,13 +386,13 @@ static bool cell_quiet(const eval *v, const scn__space_cell *cell) {
   if (v->shift == 0)
     return true;
   double n0, f0, n1, f1;
-  cell_range(v->sp, cell, v->c0, &n0, &f0);
+  cell_range(v, cell, 0, &n0, &f0);
   double near = sqrt(n0), far = sqrt(f0);
   bool in_shell = near <= v->radius + v->shift && far > v->radius;
   bool out_shell = near <= v->reach && far > v->reach - v->shift;
   if (!in_shell && !out_shell)
     return true;
-  cell_range(v->sp, cell, v->r->center, &n1, &f1);
+  cell_range(v, cell, 1, &n1, &f1);
   return (f0 <= v->in2 && f1 <= v->stay2) || (n0 > v->stay2 && n1 > v->in2) ||
          (n1 > v->in2 && f1 <= v->stay2);
 }
@@ -426,6 +465,8 @@ static void eval_moves(eval *v) {
   scn__vec held = sc->pending;
   sc->pending = (scn__vec){0};
   set_box(v, v->c0, r->center, r->radius + r->margin);
+  if (clamp_box(v))
+    fill_tables(v);
   for_cells(v, false, scan_moves);
   for (size_t k = 0; k < held.len; k++) {
     scn_entity e = SCN_VEC_AT(held, scn_entity, k);

@@ -42,6 +42,9 @@ typedef struct scn__space_item {
  * keys that pack into 63 bits, and the same clamping on both sides keeps queries exact. */
 #define SCN_SPACE_KEY_MAX ((1 << 20) - 1)
 
+/* The widest box, in cells along an axis, whose distances a region's evaluation tabulates. */
+#define SCN_SPACE_AXIS_MAX 64
+
 struct scn_space {
   scn_world *w;
   double cell, inv; /* cell size and its inverse; 0 before the first build */
@@ -59,6 +62,7 @@ struct scn_space {
   int32_t lo[3], hi[3]; /* the keys of occupied cells lie within (grow-only until rebuilt) */
   size_t entries_bytes;
   scn__vec touched; /* uint32_t cells the last sync touched, set back at the next one */
+  double axis[2][3][SCN_SPACE_AXIS_MAX][2]; /* scratch of a region's evaluation (scope.c) */
 };
 
 int32_t scn__space_key(const scn_space *sp, double x);
