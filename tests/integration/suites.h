@@ -18,6 +18,8 @@
   X(daemon_stream_subscriptions)                                                                   \
   X(daemon_stream_flow)                                                                            \
   X(daemon_b64)                                                                                    \
+  X(daemon_interest)                                                                               \
+  X(daemon_interest_bands)                                                                         \
   X(daemon_persist)                                                                                \
   X(daemon_persist_damage)                                                                         \
   X(daemon_persist_save)                                                                           \
