@@ -52,6 +52,8 @@ typedef struct prop {
   int step;
   text last; /* what this step did, for a failure's report */
   bool failed;
+  /* what the run exercised: entities that came in, left, and stayed only by the margin */
+  unsigned entered, left, kept_by_margin;
 } prop;
 
 /* ---- the model of the hierarchy ----------------------------------------------------------- */
@@ -484,16 +486,19 @@ static void check_sub(prop *p, int i, step_frames *sf, long want_tick) {
   IDM_EACH(&p->pos, e) {
     if (s->root && !under(p, e->id, s->root))
       continue;
-    bool in = true;
+    bool in = true, was = idm_get(&s->scope, e->id) != NULL;
     if (s->near.on) {
       double d2 = dist2(e->m, c);
       check_clear_of(p, d2, s->r2);
       check_clear_of(p, d2, s->rm2);
-      in = d2 <= s->r2 || (idm_get(&s->scope, e->id) && d2 <= s->rm2);
+      in = d2 <= s->r2 || (was && d2 <= s->rm2);
+      p->kept_by_margin += in && d2 > s->r2;
     }
     if (in)
       idm_put(&next, e->id);
+    p->entered += in && !was;
   }
+  IDM_EACH(&s->scope, out) p->left += !idm_get(&next, out->id);
   for (int k = 0; k < FORMS && !p->failed; k++)
     check_form(p, i, k, sf->has[i][k] ? &sf->sub[i][k] : NULL, &next, c, want_tick);
   idm_free(&s->scope);
@@ -703,9 +708,13 @@ bool oracle_run_seed(int port, const oracle_run *run) {
       in_scope += p->subs[i].scope.n;
     fprintf(stderr,
             "    %d steps (%u batches, %u entity.destroy, %u subscribe.update); %zu transforms, "
-            "%zu in the subscribers' scopes at the end; %.1f s\n",
-            run->steps, kinds[0], kinds[1], kinds[2], p->pos.n, in_scope,
-            (t_now_ms() - started) / 1000.0);
+            "%zu in the subscribers' scopes at the end; %u came in, %u left, %u times kept by "
+            "the margin alone; %.1f s\n",
+            run->steps, kinds[0], kinds[1], kinds[2], p->pos.n, in_scope, p->entered, p->left,
+            p->kept_by_margin, (t_now_ms() - started) / 1000.0);
+    /* a long run that never crossed an edge, or never leaned on the margin, proved little */
+    if (run->steps >= 200)
+      CU_ASSERT_TRUE(p->entered > 0 && p->left > 0 && p->kept_by_margin > 0);
     OKD(&p->ctl, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", p->world);
   }
   bool good = !p->failed;

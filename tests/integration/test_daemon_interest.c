@@ -1,9 +1,10 @@
 /* Interest (subscriptions by distance) against the real daemon: random worlds and motions
  * against a brute-force oracle (json and b64 frames, the grid and --interest naive); entering
  * and leaving as the center or the entity moves, with hysteresis; a center that moves with its
- * parent; a center destroyed every way; near with root; subscribe.update growing, shrinking,
- * removing and adding a region; every refusal of the contract, with nothing changed; rights
- * under --acl; and a near subscription over TLS. */
+ * parent (two subscribers of one region getting the same frames); a center destroyed every
+ * way; near with root; subscribe.update growing, shrinking, removing and adding a region; every
+ * refusal of the contract, with nothing changed, and the interest figures; rights under --acl;
+ * and a near subscription over TLS. */
 #include "daemon_fixtures.h"
 #include "interest_fixtures.h"
 #include "interest_oracle.h"
@@ -240,10 +241,19 @@ static void test_enter_leave(void) {
 
 /* ---- a center that moves with its parent -------------------------------------------------- */
 
+/* The frame the twin subscriber (the same region on another connection) gets next must be
+ * f but for "sub": subscribers with the same region share their frames. */
+static void check_twin(t_client *k, sub_state *s, const cJSON *f, int full) {
+  cJSON *twin = FRAME(k, s, full);
+  CU_ASSERT_TRUE(same_but_sub(f, twin));
+  cJSON_Delete(twin);
+}
+
 static void test_center_moves_with_parent(void) {
-  t_client ctl, sc;
+  t_client ctl, sc, tc;
   OPEN(ctl, stream_daemon.port);
   OPEN(sc, stream_daemon.port);
+  OPEN(tc, stream_daemon.port);
   const char *w = "cp";
   OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"cp\"}");
   int64_t p = mk(&ctl, w, 0, 0, 0, 0);
@@ -252,36 +262,45 @@ static void test_center_moves_with_parent(void) {
   int64_t y = mk(&ctl, w, 0, -3, 0, 0);
   int64_t q = mk(&ctl, w, 0, 30, 0, 0);
   int64_t z = mk(&ctl, w, 0, 30, 5, 0);
-  sub_state s;
+  sub_state s, t;
   CU_ASSERT_TRUE_FATAL(
       sub_with(&sc, &s, w, "\"near\":{\"entity\":%lld,\"radius\":5,\"margin\":1}", (ll)c));
+  CU_ASSERT_TRUE_FATAL(
+      sub_with(&tc, &t, w, "\"near\":{\"entity\":%lld,\"radius\":5,\"margin\":1}", (ll)c));
   cJSON *f = FRAME(&sc, &s, 1);
   check_t(f, W({p, 0, 0, 0}, {c, 1, 0, 0}, {y, -3, 0, 0}), 3, NULL, 0);
+  check_twin(&tc, &t, f, 1);
   cJSON_Delete(f);
 
   /* the parent moves: the center with it; x comes in unchanged, y leaves */
   set_t(&ctl, w, p, 8, 0, 0);
   f = FRAME(&sc, &s, 0);
   check_t(f, W({p, 8, 0, 0}, {c, 9, 0, 0}, {x, 10, 0, 0}), 3, IDS(y), 1);
+  check_twin(&tc, &t, f, 0);
   cJSON_Delete(f);
   /* linked under q keeping its local: at (31,0,0); q comes in, z at 5.1 does not */
   link_to(&ctl, w, c, q, "local");
   f = FRAME(&sc, &s, 0);
   check_t(f, W({c, 31, 0, 0}, {q, 30, 0, 0}), 2, IDS(x, p), 2);
+  check_twin(&tc, &t, f, 0);
   cJSON_Delete(f);
   /* q turns a quarter about z: the center goes to (30,1,0), and z at 4 comes in */
   set_matrix_of(&ctl, w, q, "[0,1,0,0,-1,0,0,0,0,0,1,0,30,0,0,1]");
   f = FRAME(&sc, &s, 0);
   check_t(f, W({q, 30, 0, 0}, {c, 30, 1, 0}, {z, 30, 5, 0}), 3, NULL, 0);
+  check_twin(&tc, &t, f, 0);
   cJSON_Delete(f);
   /* the grandparent of the center moves it too */
   link_to(&ctl, w, q, p, "world");
-  QUIET(&sc, QUIET_MS);         /* nothing moved: q kept its world matrix */
+  QUIET(&sc, QUIET_MS); /* nothing moved: q kept its world matrix */
+  QUIET(&tc, 0);
   set_t(&ctl, w, p, 108, 0, 0); /* p itself ends 22 away */
   f = FRAME(&sc, &s, 0);
   check_t(f, W({q, 130, 0, 0}, {c, 130, 1, 0}), 2, IDS(z), 1);
+  check_twin(&tc, &t, f, 0);
   cJSON_Delete(f);
   OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"cp\"}");
+  t_client_close(&tc);
   t_client_close(&sc);
   t_client_close(&ctl);
 }
@@ -580,6 +599,23 @@ static void with_entities(char *out, size_t cap, const char *text_in, const int6
   text_free(&t);
 }
 
+/* The interest figures on /metrics: regions evaluated, on ticks, over candidates, in memory. */
+static void check_interest_figures(void) {
+  static const char *const positive[] = {
+      "scened_interest_evaluations_total", "scened_interest_ticks_total",
+      "scened_interest_candidates_total", "scened_interest_memory_bytes"};
+  char *page = NULL;
+  CU_ASSERT_EQUAL(t_http_get(stream_daemon.http_port, "/metrics", &page), 200);
+  for (size_t i = 0; i < sizeof positive / sizeof positive[0]; i++) {
+    double v = page ? page_metric(page, positive[i]) : -1;
+    CU_ASSERT_TRUE(v > 0);
+    if (!(v > 0))
+      fprintf(stderr, "  /metrics: %s is %g\n", positive[i], v);
+  }
+  CU_ASSERT_TRUE(page && page_metric(page, "scened_interest_seconds_total") >= 0);
+  free(page);
+}
+
 static void test_refusals(void) {
   t_client ctl, sc;
   OPEN(ctl, stream_daemon.port);
@@ -599,6 +635,7 @@ static void test_refusals(void) {
   cJSON_Delete(f);
   double subs = info_subscriptions_of(&ctl), gauge = interest_gauge();
   CU_ASSERT_TRUE(gauge >= 1);
+  check_interest_figures();
 
   /* Each bad near, as subscribe's and as subscribe.update's. Each is about (8,0,0), so that
    * one taken by mistake would bring b in and send a out. OTHER: an entity of another world,
