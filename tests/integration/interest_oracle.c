@@ -12,29 +12,36 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NSUBS 6
-#define POOL 5
+#define KINDS 6 /* kinds of region, each watched in both forms */
 #define FORMS 2 /* [0] json frames (and the whole-world subscription), [1] b64 frames */
+#define NSUBS (KINDS * FORMS) /* subs[i] and subs[i + KINDS] start as twins, one per form */
+#define POOL 5
 #define BOX_XY 30
 #define BOX_Z 4
 #define FAR_XY 45 /* moves are clamped to this */
+/* The world's box lies away from the origin, so no region meets its cells by being centered
+ * on (0,0,0) */
+#define AT_X 300
+#define AT_Y (-200)
 #define MAX_DEPTH 4
 #define MAX_OPS 8
 
+/* A subscriber: one subscription on the observer of its form. */
 typedef struct psub {
+  int form;
   near_spec near;
   double r2, rm2; /* R^2 and (R + M)^2, each an integer and a half */
   uint64_t root;
-  uint64_t id[FORMS];
-  id_map held[FORMS]; /* what each form's subscriber holds, from its frames alone */
-  bool started[FORMS];
-  long last_tick[FORMS];
+  uint64_t id;
+  id_map held; /* what it holds, from its frames alone */
+  bool started;
+  long last_tick;
   id_map scope; /* the oracle's: in scope after the last step */
 } psub;
 
 typedef struct step_frames {
-  frame_view whole, sub[NSUBS][FORMS];
-  bool has_whole, has[NSUBS][FORMS];
+  frame_view whole, sub[NSUBS];
+  bool has_whole, has[NSUBS];
 } step_frames;
 
 typedef struct prop {
@@ -137,7 +144,8 @@ static long clamp(long v, long lim) { return v < -lim ? -lim : v > lim ? lim : v
 
 /* A transform spec of integers: a translation, sometimes after a quarter turn about z. */
 static void add_spec(prop *p, text *t, bool root) {
-  long x = root ? coord(p, BOX_XY) : coord(p, 6), y = root ? coord(p, BOX_XY) : coord(p, 6);
+  long x = root ? AT_X + coord(p, BOX_XY) : coord(p, 6);
+  long y = root ? AT_Y + coord(p, BOX_XY) : coord(p, 6);
   long z = root ? coord(p, BOX_Z) : coord(p, 2);
   if (rng_chance(&p->r, 0.7)) {
     text_addf(t, "\"t\":[%ld,%ld,%ld]", x, y, z);
@@ -152,8 +160,10 @@ static void add_spec(prop *p, text *t, bool root) {
 typedef struct batch_plan {
   text ops;
   int count;
-  int create_op[MAX_OPS]; /* op index of each create, and its parent */
+  int create_op[MAX_OPS]; /* op index of each create, its parent, and whether a later op of
+                             the batch destroyed it (with an ancestor, recursively) */
   uint64_t create_parent[MAX_OPS];
+  bool create_gone[MAX_OPS];
   int creates;
 } batch_plan;
 
@@ -194,6 +204,14 @@ static void random_op(prop *p, batch_plan *b) {
     op_begin(b, "transform.destroy");
     text_addf(&b->ops, ",\"entity\":%llu%s}", (unsigned long long)e,
               recursive ? ",\"recursive\":true" : "");
+    /* what this batch made under e goes with it, or becomes a root */
+    for (int i = 0; i < b->creates; i++) {
+      uint64_t parent = b->create_parent[i];
+      if (recursive && parent && under(p, parent, e))
+        b->create_gone[i] = true;
+      else if (!recursive && parent == e)
+        b->create_parent[i] = 0;
+    }
     model_destroy(p, e, recursive);
     return;
   }
@@ -224,8 +242,10 @@ static void random_op(prop *p, batch_plan *b) {
   } else if (at) {
     /* a small step from where it is (a far jump now and then): edges are crossed often */
     bool jump = rng_chance(&p->r, 0.05);
-    long x = jump ? coord(p, BOX_XY) : clamp(lroundf(at->m[12]) + coord(p, 2), FAR_XY);
-    long y = jump ? coord(p, BOX_XY) : clamp(lroundf(at->m[13]) + coord(p, 2), FAR_XY);
+    long x =
+        AT_X + (jump ? coord(p, BOX_XY) : clamp(lroundf(at->m[12]) - AT_X + coord(p, 2), FAR_XY));
+    long y =
+        AT_Y + (jump ? coord(p, BOX_XY) : clamp(lroundf(at->m[13]) - AT_Y + coord(p, 2), FAR_XY));
     long z = jump ? coord(p, BOX_Z) : clamp(lroundf(at->m[14]) + coord(p, 1), BOX_Z + 2);
     op_begin(b, "transform.set_world");
     text_addf(&b->ops, ",\"entity\":%llu,\"t\":[%ld,%ld,%ld]}", (unsigned long long)e, x, y, z);
@@ -240,11 +260,18 @@ static void random_near(prop *p, psub *s, int center) {
   n->on = true;
   if (center < 0)
     center = rng_chance(&p->r, 0.5) ? 0 : 1 + (int)rng_below(&p->r, POOL);
-  if (center == 0)
-    for (int k = 0; k < 3; k++)
-      n->point[k] = (double)coord(p, k < 2 ? BOX_XY : BOX_Z);
-  else
+  if (center == 0 && rng_chance(&p->r, 0.1)) {
+    /* far from everything: its box meets no occupied cell */
+    n->point[0] = AT_X + (rng_chance(&p->r, 0.5) ? 400 : -400);
+    n->point[1] = AT_Y + (double)coord(p, 400);
+    n->point[2] = 0;
+  } else if (center == 0) {
+    n->point[0] = AT_X + (double)coord(p, BOX_XY);
+    n->point[1] = AT_Y + (double)coord(p, BOX_XY);
+    n->point[2] = (double)coord(p, BOX_Z);
+  } else {
     n->entity = p->pool[center - 1];
+  }
   long r2 = 20 + (long)rng_below(&p->r, 280);
   s->r2 = (double)r2 + 0.5;
   s->rm2 = s->r2;
@@ -274,8 +301,7 @@ static void fail(prop *p, const char *what) {
 static void step_frames_free(step_frames *sf) {
   frame_view_free(&sf->whole);
   for (int i = 0; i < NSUBS; i++)
-    for (int k = 0; k < FORMS; k++)
-      frame_view_free(&sf->sub[i][k]);
+    frame_view_free(&sf->sub[i]);
 }
 
 /* Takes every event kept on the observers into sf. */
@@ -295,8 +321,8 @@ static void collect(prop *p, step_frames *sf) {
         if (k == 0 && v.sub == p->whole)
           slot = &sf->whole, has = &sf->has_whole;
         for (int i = 0; i < NSUBS; i++)
-          if (v.sub == p->subs[i].id[k])
-            slot = &sf->sub[i][k], has = &sf->has[i][k];
+          if (p->subs[i].form == k && v.sub == p->subs[i].id)
+            slot = &sf->sub[i], has = &sf->has[i];
         if (!slot) {
           t_report("a frame of no subscription here", ev);
           fail(p, "a frame of no subscription here");
@@ -362,13 +388,13 @@ static void check_clear_of(prop *p, double d2, double threshold) {
 
 static void report_entity(prop *p, const psub *s, uint64_t e, const double c[3], const char *why) {
   const id_slot *at = idm_get(&p->pos, e);
-  double d = at ? sqrt(dist2(at->m, c)) : -1;
-  fprintf(stderr,
-          "    entity %llu %s: distance %.6g (R %.6g, R+M %.6g), position (%g,%g,%g), parent "
-          "%llu, was in scope %d\n",
-          (unsigned long long)e, why, d, sqrt(s->r2), sqrt(s->rm2), at ? at->m[12] : 0,
-          at ? at->m[13] : 0, at ? at->m[14] : 0, (unsigned long long)parent_of(p, e),
-          idm_get(&s->scope, e) != NULL);
+  char where[160] = "no region";
+  if (s->near.on)
+    snprintf(where, sizeof where, "distance %.6g from (%g,%g,%g) (R %.6g, R+M %.6g)",
+             at ? sqrt(dist2(at->m, c)) : -1, c[0], c[1], c[2], sqrt(s->r2), sqrt(s->rm2));
+  fprintf(stderr, "    entity %llu %s: %s, position (%g,%g,%g), parent %llu, was in scope %d\n",
+          (unsigned long long)e, why, where, at ? at->m[12] : 0, at ? at->m[13] : 0,
+          at ? at->m[14] : 0, (unsigned long long)parent_of(p, e), idm_get(&s->scope, e) != NULL);
   if (s->root && at) {
     cJSON *r = CALL(&p->ctl, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%llu}",
                     p->world, (unsigned long long)e);
@@ -380,15 +406,15 @@ static void report_entity(prop *p, const psub *s, uint64_t e, const double c[3],
 
 /* Compares one form's frame (f, NULL when none came) with the oracle's next scope; want_tick
  * (0: any) is the tick of the step's changes. */
-static void check_form(prop *p, int i, int k, const frame_view *f, const id_map *next,
-                       const double c[3], long want_tick) {
+static void check_frame_of(prop *p, int i, const frame_view *f, const id_map *next,
+                           const double c[3], long want_tick) {
   psub *s = &p->subs[i];
-  id_map *held = &s->held[k];
-  bool first = !s->started[k];
+  id_map *held = &s->held;
+  bool first = !s->started;
   int bad = 0;
   char what[200];
   snprintf(what, sizeof what, "subscriber %d (%s frames, sub %llu) differs from the oracle", i,
-           k ? "b64" : "json", (unsigned long long)s->id[k]);
+           s->form ? "b64" : "json", (unsigned long long)s->id);
   if (first && !f) {
     fprintf(stderr, "    no full frame came\n");
     bad++;
@@ -397,8 +423,8 @@ static void check_form(prop *p, int i, int k, const frame_view *f, const id_map 
     fprintf(stderr, "    full is %d, expected %d\n", f->full, first);
     bad++;
   }
-  if (f && f->tick <= s->last_tick[k]) {
-    fprintf(stderr, "    tick %ld after %ld\n", f->tick, s->last_tick[k]);
+  if (f && f->tick <= s->last_tick) {
+    fprintf(stderr, "    tick %ld after %ld\n", f->tick, s->last_tick);
     bad++;
   }
   if (f && !f->full && !f->n && !f->nremoved) {
@@ -448,15 +474,15 @@ static void check_form(prop *p, int i, int k, const frame_view *f, const id_map 
       bad++;
     }
   if (f) {
-    s->last_tick[k] = f->tick;
-    s->started[k] = true;
+    s->last_tick = f->tick;
+    s->started = true;
     frame_apply(f, held, NULL);
   }
   if (bad) {
     char near[1024];
     near_json(&s->near, near, sizeof near);
-    fprintf(stderr, "    subscriber %d: near %s, root %llu, center (%g,%g,%g); %d differences\n", i,
-            near, (unsigned long long)s->root, c[0], c[1], c[2], bad);
+    fprintf(stderr, "    subscriber %d: near %s, root %llu; %d differences\n", i, near,
+            (unsigned long long)s->root, bad);
     fail(p, what);
   }
 }
@@ -499,8 +525,7 @@ static void check_sub(prop *p, int i, step_frames *sf, long want_tick) {
     p->entered += in && !was;
   }
   IDM_EACH(&s->scope, out) p->left += !idm_get(&next, out->id);
-  for (int k = 0; k < FORMS && !p->failed; k++)
-    check_form(p, i, k, sf->has[i][k] ? &sf->sub[i][k] : NULL, &next, c, want_tick);
+  check_frame_of(p, i, sf->has[i] ? &sf->sub[i] : NULL, &next, c, want_tick);
   idm_free(&s->scope);
   s->scope = next;
 }
@@ -543,7 +568,8 @@ static void step_batch(prop *p) {
   } else {
     for (int i = 0; i < b.creates; i++) {
       uint64_t e = t_resp_id(cJSON_GetArrayItem(results, b.create_op[i]), "entity");
-      idm_put(&p->tree, e)->aux = b.create_parent[i];
+      if (!b.create_gone[i])
+        idm_put(&p->tree, e)->aux = b.create_parent[i];
     }
   }
   cJSON_Delete(r);
@@ -562,18 +588,30 @@ static void step_entity_destroy(prop *p) {
   settle(p, true);
 }
 
+/* A new region for a pair of twins (the same for both, so they share it again), or for one
+ * of them alone (a region shared until now is then split). */
 static void step_update(prop *p) {
-  psub *s = &p->subs[rng_below(&p->r, NSUBS)];
-  if (s->near.on && rng_chance(&p->r, 0.15)) {
+  int kind = (int)rng_below(&p->r, KINDS);
+  psub *s = &p->subs[kind + (rng_chance(&p->r, 0.5) ? KINDS : 0)];
+  psub *twin = &p->subs[(s - p->subs + KINDS) % NSUBS];
+  bool both = rng_chance(&p->r, 0.7);
+  /* removing a region whose box met no occupied cell is an edge of its own: often tried */
+  bool far = s->near.on && !s->near.entity && fabs(s->near.point[0] - AT_X) >= 400;
+  if (s->near.on && rng_chance(&p->r, far ? 0.5 : 0.15))
     s->near.on = false;
-  } else {
+  else
     random_near(p, s, -1);
+  if (both) {
+    twin->near = s->near;
+    twin->r2 = s->r2, twin->rm2 = s->rm2;
   }
   char near[1024];
   near_json(&s->near, near, sizeof near);
-  text_addf(&p->last, "subscribe.update of subscriber %d to near %s", (int)(s - p->subs), near);
-  for (int k = 0; k < FORMS; k++)
-    update_near(&p->obs[k], s->id[k], &s->near);
+  text_addf(&p->last, "subscribe.update of subscriber%s %d%s to near %s", both ? "s" : "",
+            (int)(s - p->subs), both ? " and its twin" : "", near);
+  update_near(&p->obs[s->form], s->id, &s->near);
+  if (both)
+    update_near(&p->obs[twin->form], twin->id, &twin->near);
   settle(p, false);
 }
 
@@ -653,9 +691,9 @@ static bool setup(prop *p) {
     int center; /* 0: a point; else pool[center - 1] */
     bool margin;
     int root; /* -1: none; else pool[root] */
-  } kinds[NSUBS] = {{0, false, -1}, {0, true, -1}, {1, true, -1},
+  } kinds[KINDS] = {{0, false, -1}, {0, true, -1}, {1, true, -1},
                     {2, true, 2},   {0, true, 3},  {5, false, -1}};
-  for (int i = 0; i < NSUBS; i++) {
+  for (int i = 0; i < KINDS; i++) {
     psub *s = &p->subs[i];
     random_near(p, s, kinds[i].center);
     if (!kinds[i].margin) {
@@ -663,10 +701,14 @@ static bool setup(prop *p) {
       s->rm2 = s->r2;
     }
     s->root = kinds[i].root >= 0 ? p->pool[kinds[i].root] : 0;
-    for (int k = 0; k < FORMS; k++)
-      s->id[k] = subscribe_near(&p->obs[k], p->world, &s->near, s->root, 0);
-    if (!s->id[0] || !s->id[1])
-      fail(p, "a near subscription was refused");
+    p->subs[i + KINDS] = *s;
+    for (int k = 0; k < FORMS; k++) {
+      psub *t = &p->subs[i + k * KINDS];
+      t->form = k;
+      t->id = subscribe_near(&p->obs[k], p->world, &t->near, t->root, 0);
+      if (!t->id)
+        fail(p, "a near subscription was refused");
+    }
   }
   if (!p->failed)
     settle(p, false);
@@ -723,8 +765,7 @@ bool oracle_run_seed(int port, const oracle_run *run) {
   t_client_close(&p->ctl);
   for (int i = 0; i < NSUBS; i++) {
     idm_free(&p->subs[i].scope);
-    for (int k = 0; k < FORMS; k++)
-      idm_free(&p->subs[i].held[k]);
+    idm_free(&p->subs[i].held);
   }
   idm_free(&p->pos);
   idm_free(&p->tree);
