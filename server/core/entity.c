@@ -230,7 +230,9 @@ int scn_entity_create(scn_scene *scene, size_t count, scn_entity *out) {
   size_t expected = ents->expect.len - ents->expect_head;
   if (expected > count)
     expected = count;
-  const scn_entity *want = (const scn_entity *)ents->expect.data + ents->expect_head;
+  /* (no pointer arithmetic on an empty log, whose data may be NULL) */
+  const scn_entity *want =
+      expected ? (const scn_entity *)ents->expect.data + ents->expect_head : NULL;
   int rc = expected ? check_expected(ents, want, expected) : SCN_OK;
   if (rc != SCN_OK)
     return rc;
