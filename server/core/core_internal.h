@@ -15,6 +15,9 @@ typedef struct scn__vec {
 } scn__vec;
 
 int scn__vec_reserve(scn__vec *v, size_t item_size, size_t need);
+/* As scn_array_grow, for an array whose capacity is kept in 32 bits: the array, grown when
+ * needed, or NULL when out of memory (items is then left as it was). */
+void *scn__grow32(void *items, uint32_t *cap, size_t item_size, size_t need);
 void scn__vec_free(scn__vec *v);
 #define SCN_VEC_AT(v, type, i) (((type *)(v).data)[i])
 

@@ -84,12 +84,11 @@ static uint32_t cell_at(scn_space *sp, const int32_t k[3]) {
   uint32_t c = scn__idmap_get(&sp->by_key, packed);
   if (c != SCN_NIL)
     return c;
-  size_t cap = sp->cells_cap;
-  scn__space_cell *cells = scn_array_grow(sp->cells, &cap, sizeof *cells, sp->ncells + 1);
-  if (!cells)
+  void *grown = scn__grow32(sp->cells, &sp->cells_cap, sizeof *sp->cells, sp->ncells + 1);
+  if (!grown)
     return SCN_NIL;
-  sp->cells = cells;
-  sp->cells_cap = (uint32_t)cap;
+  sp->cells = grown;
+  scn__space_cell *cells = sp->cells;
   if (scn__idmap_put(&sp->by_key, packed, sp->ncells) != SCN_OK)
     return SCN_NIL;
   c = sp->ncells++;
@@ -118,14 +117,10 @@ static int note_left(scn_space *sp, uint32_t c, scn_entity e, const float q[3]) 
   if (touch(sp, c) != SCN_OK)
     return SCN_NOMEM;
   scn__space_cell *cell = &sp->cells[c];
-  if (cell->nleft == cell->left_cap) {
-    size_t cap = cell->left_cap;
-    scn__space_left *l = scn_array_grow(cell->left, &cap, sizeof *l, cell->nleft + 1);
-    if (!l)
-      return SCN_NOMEM;
-    cell->left = l;
-    cell->left_cap = (uint32_t)cap;
-  }
+  void *grown = scn__grow32(cell->left, &cell->left_cap, sizeof *cell->left, cell->nleft + 1);
+  if (!grown)
+    return SCN_NOMEM;
+  cell->left = grown;
   scn__space_left *l = &cell->left[cell->nleft++];
   l->entity = e;
   memcpy(l->q, q, sizeof l->q);
@@ -172,15 +167,12 @@ static int cell_put(scn_space *sp, const scn__space_entry *en) {
   if (c == SCN_NIL || touch(sp, c) != SCN_OK)
     return SCN_NOMEM;
   scn__space_cell *cell = &sp->cells[c];
-  if (cell->n == cell->cap) {
-    size_t cap = cell->cap;
-    scn__space_entry *e = scn_array_grow(cell->entries, &cap, sizeof *e, cell->n + 1);
-    if (!e)
-      return SCN_NOMEM;
-    sp->entries_bytes += (cap - cell->cap) * sizeof *e;
-    cell->entries = e;
-    cell->cap = (uint32_t)cap;
-  }
+  uint32_t had = cell->cap;
+  void *grown = scn__grow32(cell->entries, &cell->cap, sizeof *cell->entries, cell->n + 1);
+  if (!grown)
+    return SCN_NOMEM;
+  cell->entries = grown;
+  sp->entries_bytes += (size_t)(cell->cap - had) * sizeof *cell->entries;
   cell->entries[cell->n] = *en;
   sp->items[en->item].cell = c;
   sp->items[en->item].slot = cell->n++;
@@ -191,12 +183,10 @@ static int cell_put(scn_space *sp, const scn__space_entry *en) {
 static uint32_t new_item(scn_space *sp) {
   if (sp->nfree)
     return sp->free_items[--sp->nfree];
-  size_t cap = sp->items_cap;
-  scn__space_item *items = scn_array_grow(sp->items, &cap, sizeof *items, sp->nitems + 1);
-  if (!items)
+  void *grown = scn__grow32(sp->items, &sp->items_cap, sizeof *sp->items, sp->nitems + 1);
+  if (!grown)
     return SCN_NIL;
-  sp->items = items;
-  sp->items_cap = (uint32_t)cap;
+  sp->items = grown;
   return sp->nitems++;
 }
 
@@ -243,12 +233,10 @@ static int remove_entity(scn_space *sp, scn_entity e) {
   cell_take(sp, item, &gone);
   sp->items[item].cell = SCN_NIL;
   scn__idmap_del(&sp->by_entity, e);
-  size_t cap = sp->free_cap;
-  uint32_t *fr = scn_array_grow(sp->free_items, &cap, sizeof *fr, sp->nfree + 1);
-  if (!fr)
+  void *grown = scn__grow32(sp->free_items, &sp->free_cap, sizeof *sp->free_items, sp->nfree + 1);
+  if (!grown)
     return SCN_NOMEM;
-  sp->free_items = fr;
-  sp->free_cap = (uint32_t)cap;
+  sp->free_items = grown;
   sp->free_items[sp->nfree++] = item;
   return note_left(sp, c, e, gone.q);
 }

@@ -16,6 +16,16 @@ void *scn_array_grow(void *items, size_t *cap, size_t item_size, size_t need) {
   return p;
 }
 
+void *scn__grow32(void *items, uint32_t *cap, size_t item_size, size_t need) {
+  if (need <= *cap && items)
+    return items;
+  size_t c = *cap;
+  void *p = need > UINT32_MAX ? NULL : scn_array_grow(items, &c, item_size, need);
+  if (p)
+    *cap = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
+  return p;
+}
+
 int scn__vec_reserve(scn__vec *v, size_t item_size, size_t need) {
   if (need <= v->cap)
     return SCN_OK;
