@@ -268,7 +268,7 @@ exhaustive-f32: $(BUILD)/f32-exhaustive
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 30
 FUZZ_BUILD   := build/fuzz
-FUZZ_TARGETS := framing request dispatch persist acl
+FUZZ_TARGETS := framing request dispatch persist acl packed
 FUZZ_CFLAGS  := -std=c11 -Wall -Wextra -Werror -g -O1 -fno-omit-frame-pointer -MMD -MP \
                 -fsanitize=fuzzer-no-link,address,undefined
 FUZZ_LIB_SRC := $(CORE_SRC) $(PROTO_SRC) $(filter-out server/main.c,$(SERVER_SRC))
