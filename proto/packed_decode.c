@@ -154,26 +154,26 @@ static scn_packed_status read_entry(const scn_packed_baseline *b, reader *r, uin
   return st;
 }
 
-/* Grows one array of f to n items of size bytes; f's capacities are the caller's to update. */
-static bool grow(void **items, size_t n, size_t size) {
-  void *p = realloc(*items, n * size);
-  if (!p)
-    return false;
-  *items = p;
-  return true;
-}
-
+/* Room for n entries and removed ids in f. An array that grew is kept when another could not
+ * (the capacity stays the smaller one). */
 static bool frame_reserve(scn_packed_frame *f, size_t n, size_t removed) {
   if (n > f->cap) {
-    if (!grow((void **)&f->ids, n, sizeof *f->ids) || !grow((void **)&f->m, n, sizeof *f->m) ||
-        !grow((void **)&f->next, n, sizeof *f->next) ||
-        !grow((void **)&f->next_raw, n, sizeof *f->next_raw))
+    void *ids = realloc(f->ids, n * sizeof *f->ids), *m = realloc(f->m, n * sizeof *f->m);
+    f->ids = ids ? ids : f->ids;
+    f->m = m ? m : f->m;
+    void *next = realloc(f->next, n * sizeof *f->next);
+    f->next = next ? next : f->next;
+    void *raw = realloc(f->next_raw, n * sizeof *f->next_raw);
+    f->next_raw = raw ? raw : f->next_raw;
+    if (!ids || !m || !next || !raw)
       return false;
     f->cap = n;
   }
   if (removed > f->removed_cap) {
-    if (!grow((void **)&f->removed, removed, sizeof *f->removed))
+    void *ids = realloc(f->removed, removed * sizeof *f->removed);
+    if (!ids)
       return false;
+    f->removed = ids;
     f->removed_cap = removed;
   }
   return true;
