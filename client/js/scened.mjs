@@ -175,10 +175,10 @@ const now = () => (typeof performance !== 'undefined' ? performance.now() : Date
 // name; varint removed count and the removed ids' gaps. Translations are integers q of steps
 // from the origin, sent absolute or as deltas against what the subscription last received.
 //
-// q is kept as a double, so this decoder takes |q| up to 2^53 - 1 (Number.MAX_SAFE_INTEGER)
-// steps from the origin, absolute or after a delta, and refuses a payload that goes past it
-// (the daemon's q may reach 2^62; at a step of 0.001 that limit is 9e12 world units, and a
-// float32 translation would have to be at least 2^53 steps from the origin).
+// q is kept as a double, so this decoder takes |q| up to 2^53 - 1 (Number.MAX_SAFE_INTEGER),
+// absolute or after a delta, and refuses a payload that goes past it. The daemon's q may reach
+// 2^62, but only for a translation that far from the origin in steps: 9e12 world units at a
+// step of 0.001, 9e9 at 1e-6.
 
 const PACKED_T = 1;       // a translation: three zigzag varints
 const PACKED_DELTA = 2;   // ... each the difference from the last q received
@@ -672,7 +672,7 @@ class Subscription {
     let frame = null;
     try {
       if (!this.packed) throw new ScenedError('BAD_PACKED', `subscription ${this.id} is not packed as this client knows it`);
-      const bytes = typeof payload === 'string' ? packedFromB64(payload) : payload;
+      const bytes = payload instanceof Uint8Array ? payload : packedFromB64(payload);
       if (this.onFrame || !this.mirror) {
         const sink = new PackedFrameSink();
         this.packed.decode(bytes, sink, full);
