@@ -1,5 +1,6 @@
 /* Integration tests of the clients in scripts against the real daemon: the Python client's
- * self-tests (the whole client; near subscriptions) and the shell example. */
+ * self-tests (the whole client; near subscriptions; the packed decoder, which needs no daemon)
+ * and the shell example. */
 #include "client_fixtures.h"
 #include "suites.h"
 
@@ -56,6 +57,13 @@ static void test_python_selftest(void) { python_selftest("--selftest", "selftest
 /* Near subscriptions: entities entering and leaving the region (the mirror drops them),
  * update widening, narrowing and removing it, refusals, and the end when the center goes. */
 static void test_python_near(void) { python_selftest("--selftest-near", "near selftest passed"); }
+
+/* The packed decoder, on its own: the C codec's payloads decode to the C decoder's bits, random
+ * T x R x S matrices come back within the contract's tolerance, 10,000 deltas never drift, and
+ * any byte string is decoded or refused with ValueError, changing nothing. */
+static void test_python_packed(void) {
+  python_selftest("--selftest-packed", "packed selftest passed");
+}
 
 static void test_car_demo(void) {
   char jq[1024], bash[1024], script[1024];
@@ -118,6 +126,7 @@ int t_register_clients_scripts(void) {
   static const t_test tests[] = {
       {"python client self-test", test_python_selftest},
       {"python client: near subscriptions, update and the mirror", test_python_near},
+      {"python client: packed frames' decoder and the mirror", test_python_packed},
       {"shell example", test_car_demo},
   };
   return T_ADD_SUITE("clients_scripts", clients_suite_init, clients_suite_clean, tests);
