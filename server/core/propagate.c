@@ -675,9 +675,18 @@ bool scn_transform_in_subtree(scn_world *w, scn_entity e, scn_entity root) {
 void scn_world_visit_events(const scn_world *w, uint64_t since, scn_event_fn fn, void *ud) {
   const scn__tm *tm = &w->tm;
   const scn__event *ev = tm->events.data;
-  for (size_t x = tm->events_head; x < tm->events.len; x++)
-    if (ev[x].tick > since)
-      fn(ud, ev[x].entity, (scn_event_kind)ev[x].kind);
+  /* Events are logged in tick order: the first one after since is found by bisection, so a
+   * subscription that asks for the last tick's events does not walk a log kept for another. */
+  size_t lo = tm->events_head, hi = tm->events.len;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (ev[mid].tick > since)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  for (size_t x = lo; x < tm->events.len; x++)
+    fn(ud, ev[x].entity, (scn_event_kind)ev[x].kind);
 }
 
 void scn_world_trim_events(scn_world *w, uint64_t upto) {
