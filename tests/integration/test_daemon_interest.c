@@ -5,6 +5,7 @@
  * way; near with root; subscribe.update growing, shrinking, removing and adding a region; every
  * refusal of the contract, with nothing changed, and the interest figures; rights under --acl;
  * and a near subscription over TLS. */
+#include "clock.h"
 #include "daemon_fixtures.h"
 #include "interest_fixtures.h"
 #include "interest_oracle.h"
@@ -381,6 +382,118 @@ static void test_center_destroyed_with_parent(void) { center_destroyed(1); }
 static void test_center_entity_destroyed(void) { center_destroyed(2); }
 
 /* ---- near with root ----------------------------------------------------------------------- */
+
+/* A figure of the suite's daemon's /metrics page. */
+static double figure(const char *sample) {
+  char *page = NULL;
+  int status = t_http_get(stream_daemon.http_port, "/metrics", &page);
+  double v = status == 200 ? page_metric(page, sample) : -1;
+  CU_ASSERT_EQUAL(status, 200);
+  free(page);
+  return v;
+}
+
+/* Two subscriptions made in one tick with the same region share it: one region, one frame
+ * encoded for both, the same frames. */
+static void test_shared_region(void) {
+  t_client ctl, sc;
+  OPEN(ctl, stream_daemon.port);
+  OPEN(sc, stream_daemon.port);
+  const char *w = "sr";
+  OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"sr\"}");
+  mk(&ctl, w, 0, 0, 0, 0);
+  int64_t b = mk(&ctl, w, 0, 3, 0, 0);
+  mk(&ctl, w, 0, 50, 0, 0);
+  double regions = figure("scened_interest_regions");
+  const char *req = "{\"cmd\":\"subscribe\",\"world\":\"sr\",\"near\":{\"point\":[0,0,0],"
+                    "\"radius\":5}}\n";
+  char two[256];
+  snprintf(two, sizeof two, "%s%s", req, req); /* one read, one tick */
+  CU_ASSERT_EQUAL_FATAL(t_client_send_raw(&sc, two, strlen(two)), 0);
+  int64_t subs[2];
+  for (int i = 0; i < 2; i++) {
+    cJSON *r = t_client_recv_json(&sc, 5000);
+    CU_ASSERT_TRUE_FATAL(t_resp_ok(r));
+    subs[i] = (int64_t)t_resp_id(r, "sub");
+    cJSON_Delete(r);
+  }
+  CU_ASSERT_EQUAL(figure("scened_interest_regions"), regions + 1);
+  for (int i = 0; i < 2; i++) { /* the full frames, in either order */
+    cJSON *f = t_client_recv_json(&sc, 5000);
+    CU_ASSERT_TRUE_FATAL(f != NULL);
+    CU_ASSERT_TRUE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "full")));
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(f, "set")), 2);
+    cJSON_Delete(f);
+  }
+  double encodes = figure("scened_frame_encodes_total");
+  set_t(&ctl, w, b, 4, 0, 0);
+  cJSON *f1 = t_client_recv_json(&sc, 5000), *f2 = t_client_recv_json(&sc, 5000);
+  CU_ASSERT_TRUE_FATAL(f1 && f2);
+  int64_t s1 = (int64_t)t_resp_id(f1, "sub"), s2 = (int64_t)t_resp_id(f2, "sub");
+  CU_ASSERT_TRUE((s1 == subs[0] && s2 == subs[1]) || (s1 == subs[1] && s2 == subs[0]));
+  cJSON_DeleteItemFromObjectCaseSensitive(f1, "sub");
+  cJSON_DeleteItemFromObjectCaseSensitive(f2, "sub");
+  CU_ASSERT_TRUE(cJSON_Compare(f1, f2, true)); /* the same frame */
+  const cJSON *set = cJSON_GetObjectItemCaseSensitive(f1, "set");
+  CU_ASSERT_TRUE(cJSON_GetArraySize(set) == 1 &&
+                 (int64_t)t_resp_id(cJSON_GetArrayItem(set, 0), "e") == b);
+  cJSON_Delete(f1);
+  cJSON_Delete(f2);
+  CU_ASSERT_EQUAL(figure("scened_frame_encodes_total"), encodes + 1); /* encoded once */
+  OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"sr\"}");
+  t_client_close(&sc);
+  t_client_close(&ctl);
+}
+
+/* A near subscription with hz: frames at least ceil(tick_hz / hz) ticks apart while its center
+ * walks, and the last position arrives once it stops. */
+static void test_near_with_hz(void) {
+  t_client ctl, sc;
+  OPEN(ctl, stream_daemon.port);
+  OPEN(sc, stream_daemon.port);
+  const char *w = "hz";
+  OKD(&ctl, "{\"cmd\":\"world.create\",\"world\":\"hz\"}");
+  int64_t p = mk(&ctl, w, 0, 0, 0, 0);
+  mk(&ctl, w, 0, 2, 0, 0);
+  cJSON *r = CALL(&sc,
+                  "{\"cmd\":\"subscribe\",\"world\":\"hz\",\"hz\":5,\"near\":{\"entity\":%lld,"
+                  "\"radius\":5,\"margin\":1}}",
+                  (ll)p);
+  int64_t sub = (int64_t)t_resp_id(r, "sub");
+  CU_ASSERT_TRUE_FATAL(sub > 0);
+  cJSON_Delete(r);
+  cJSON *full = t_client_recv_json(&sc, 5000);
+  CU_ASSERT_TRUE_FATAL(full != NULL);
+  CU_ASSERT_TRUE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(full, "full")) &&
+                 cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(full, "set")) == 2);
+  cJSON_Delete(full);
+  const int every = 4; /* TICK_HZ 20 / hz 5 */
+  double x = 0;
+  for (long end = t_now_ms() + 1500; t_now_ms() < end;) { /* it walks for 30 ticks */
+    x += 0.01;
+    set_t(&ctl, w, p, x, 0, 0);
+  }
+  int64_t last_tick = -1;
+  float held = -1;
+  for (int frames = 0; frames < 40 && held != (float)x; frames++) {
+    cJSON *f = t_client_recv_json(&sc, 3000);
+    CU_ASSERT_TRUE_FATAL(f != NULL);
+    int64_t tick = (int64_t)t_resp_num(f, "tick");
+    if (last_tick >= 0)
+      CU_ASSERT_TRUE(tick - last_tick >= every);
+    last_tick = tick;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(f, "set")) {
+      if ((int64_t)t_resp_id(e, "e") == p)
+        held = (float)cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(e, "m"), 12)->valuedouble;
+    }
+    cJSON_Delete(f);
+  }
+  CU_ASSERT_EQUAL(held, (float)x); /* the final value */
+  OKD(&ctl, "{\"cmd\":\"world.destroy\",\"world\":\"hz\"}");
+  t_client_close(&sc);
+  t_client_close(&ctl);
+}
 
 static void test_near_with_root(void) {
   t_client ctl, sc, ec;
@@ -917,6 +1030,8 @@ int t_register_daemon_interest(void) {
       {"a center destroyed with its parent", test_center_destroyed_with_parent},
       {"a center's entity destroyed", test_center_entity_destroyed},
       {"near with root: both must hold", test_near_with_root},
+      {"two subscriptions of one region made in one tick share its frame", test_shared_region},
+      {"near with hz: frames spaced by the rate, the last value arrives", test_near_with_hz},
       {"subscribe.update: grow, shrink, none, follow; other connections' subs", test_update},
       {"subscribe.update: a region far from everything, removed", test_update_far_region},
       {"every refusal answers its code and changes nothing", test_refusals},
