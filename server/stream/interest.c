@@ -203,8 +203,7 @@ scn_near *scn_near_detach(scn_interest *in, scn_near *n, bool keep) {
   return d;
 }
 
-void scn_near_respec(scn_interest *in, scn_near *n, const scn_near_spec *spec) {
-  (void)in;
+void scn_near_respec(scn_near *n, const scn_near_spec *spec) {
   n->unbounded = spec == NULL;
   if (spec)
     n->spec = *spec;

@@ -42,7 +42,7 @@ void scn_near_release(scn_interest *in, scn_near *n);
 scn_near *scn_near_detach(scn_interest *in, scn_near *n, bool keep);
 /* Gives a region that only this subscriber has a new spec; NULL makes it unbounded: everything
  * in its root's subtree (or world) comes in at the next evaluation. */
-void scn_near_respec(scn_interest *in, scn_near *n, const scn_near_spec *spec);
+void scn_near_respec(scn_near *n, const scn_near_spec *spec);
 bool scn_near_unbounded(const scn_near *n);
 /* The entity whose destruction ends the region (SCN_ENTITY_NONE for a fixed point). */
 scn_entity scn_near_center(const scn_near *n);

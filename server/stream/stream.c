@@ -186,7 +186,7 @@ int scn_stream_update(scn_stream *st, scn_conn *c, uint64_t id, const scn_near_s
     s->members = NULL;
   }
   s->near = n;
-  scn_near_respec(st->interest, n, near);
+  scn_near_respec(n, near);
   return SCN_OK;
 }
 
