@@ -27,7 +27,7 @@ STATELESS_DIRS := server/net server/cluster
 CORE_SRC  := $(wildcard server/core/*.c)
 PROTO_SRC := $(wildcard proto/*.c)
 SERVER_SRC := $(wildcard server/*.c $(addsuffix /*.c,$(SERVER_LAYERS)))
-CLIENT_SRC := client/client.c
+CLIENT_SRC := client/client.c client/client_packed.c
 
 CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
 PROTO_OBJ := $(PROTO_SRC:%.c=$(BUILD)/obj/%.o)

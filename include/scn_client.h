@@ -125,6 +125,8 @@ typedef struct scn_cli_frame {
   const float (*matrices)[16]; /* column-major, the daemon's float32 values */
   size_t nremoved;
   const uint64_t *removed;
+  bool packed; /* decoded from a packed frame: each translation within step / 2 of the
+                  daemon's (plus float32 rounding), each rotation within 0.5 degrees */
 } scn_cli_frame;
 typedef void (*scn_cli_frame_fn)(void *ud, const scn_cli_frame *f);
 /* Frames go to fn instead of the event handler, in either form: a b64 frame is read straight
