@@ -209,8 +209,8 @@ static int decode(cli_packed *p, cli_packed_sub *s, bool full, const char *b64, 
   if (bst != SCN_B64_OK) {
     snprintf(err, errlen, "a packed frame of subscription %.0f whose \"packed\" is not base64: %s",
              s->sub,
-             bst == SCN_B64_LENGTH ? "its length is not a multiple of 4"
-             : bst == SCN_B64_CHAR ? "a character outside the alphabet"
+             bst == SCN_B64_LENGTH    ? "its length is not a multiple of 4"
+             : bst == SCN_B64_CHAR    ? "a character outside the alphabet"
              : bst == SCN_B64_PADDING ? "padding in the wrong place"
                                       : "bits after the last byte");
     return SCN_CLI_EPROTO;
@@ -230,8 +230,8 @@ static int decode(cli_packed *p, cli_packed_sub *s, bool full, const char *b64, 
   return 0;
 }
 
-int cli_packed_decode(cli_packed *p, double sub, bool full, const char *b64, size_t len,
-                      char *err, size_t errlen) {
+int cli_packed_decode(cli_packed *p, double sub, bool full, const char *b64, size_t len, char *err,
+                      size_t errlen) {
   cli_packed_sub *s = find_sub(p, sub);
   if (!s) {
     snprintf(err, errlen,

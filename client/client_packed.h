@@ -55,7 +55,7 @@ void cli_packed_free(cli_packed *p);
  * reason written to err: a sub this connection holds no grid of, text that is not base64, a
  * payload the decoder refuses (with why and the byte offset). A refused payload empties the
  * baseline, so that later frames decode right or are refused, never decode to wrong values. */
-int cli_packed_decode(cli_packed *p, double sub, bool full, const char *b64, size_t len,
-                      char *err, size_t errlen);
+int cli_packed_decode(cli_packed *p, double sub, bool full, const char *b64, size_t len, char *err,
+                      size_t errlen);
 
 #endif

@@ -87,9 +87,9 @@ static void test_any_length(void) {
     const char *text;
     scn_b64_status st;
     size_t at;
-  } bad[] = {{"Zg=", SCN_B64_LENGTH, 0},   {"Zm9vY", SCN_B64_LENGTH, 0},
+  } bad[] = {{"Zg=", SCN_B64_LENGTH, 0},    {"Zm9vY", SCN_B64_LENGTH, 0},
              {"Zm9v*g==", SCN_B64_CHAR, 4}, {"====", SCN_B64_PADDING, 0},
-             {"Z===", SCN_B64_PADDING, 0},     {"Zg==Zm9v", SCN_B64_PADDING, 0},
+             {"Z===", SCN_B64_PADDING, 0},  {"Zg==Zm9v", SCN_B64_PADDING, 0},
              {"Zh==", SCN_B64_PAD_BITS, 0}, {"Zm9=", SCN_B64_PAD_BITS, 0}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     uint8_t out[8];
