@@ -120,7 +120,8 @@ $(SCENE_BENCH): $(BUILD)/obj/client/scene_bench.o $(BUILD)/obj/client/scene_benc
 		$(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -lpthread $(LDLIBS)
 
-$(SCENECTL): $(BUILD)/obj/client/scenectl.o $(BUILD)/obj/client/ctl_near.o $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
+$(SCENECTL): $(BUILD)/obj/client/scenectl.o $(BUILD)/obj/client/ctl_near.o $(BUILD)/obj/client/ctl_packed.o \
+		$(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -ledit $(LDLIBS)
 
 # The test programs (tests/): each runs its suites one process per suite (tests/runner).

@@ -33,7 +33,7 @@ static void write_all(int fd, const char *p, size_t n) {
 
 /* One connection at a time, each request answered in order: "subscribe" with the next sub id,
  * "fake.send" by first writing its "lines" (events), a request with "fail" with an error,
- * anything else with ok. */
+ * anything else with ok; the lines of a request's "then" follow its answer. */
 static void scripted_daemon(int fd, int unused) {
   (void)unused;
   for (;;) {
@@ -60,6 +60,9 @@ static void scripted_daemon(int fd, int unused) {
         text_addf(&out, "{\"ok\":true,\"sub\":%d}\n", next_sub++);
       else
         text_addf(&out, "{\"ok\":true}\n");
+      cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(req, "then")) {
+        text_addf(&out, "%s\n", l->valuestring);
+      }
       write_all(conn, out.s, out.len);
       text_free(&out);
       cJSON_Delete(req);
@@ -570,6 +573,103 @@ static void test_packed_learnt(void) {
   scene_free(&s);
 }
 
+/* The reference's last decoding as the daemon writes a frame of it in json or b64 form. */
+static char *reference_line(const scene *s, bool full, bool b64) {
+  scn_buf b = {0};
+  scn_buf_adds(&b, "{\"event\":\"frame\",\"sub\":");
+  scn_buf_add_double(&b, s->sub);
+  scn_buf_adds(&b, ",\"world\":\"w\",\"tick\":");
+  scn_buf_add_double(&b, s->tick);
+  scn_buf_adds(&b, full ? ",\"full\":true" : ",\"full\":false");
+  if (b64) {
+    scn_buf_adds(&b, ",\"ids\":");
+    scn_buf_add_id_list(&b, s->decoded.ids, s->decoded.n);
+    scn_buf_adds(&b, ",\"ms\":\"");
+    scn_buf_reserve(&b, SCN_B64_LEN(64 * s->decoded.n) + 1);
+    scn_b64_encode_matrices(b.data + b.len, (const float(*)[16])s->decoded.m, s->decoded.n);
+    b.len += SCN_B64_LEN(64 * s->decoded.n);
+    scn_buf_addc(&b, '"');
+  } else {
+    scn_buf_adds(&b, ",\"set\":[");
+    for (size_t i = 0; i < s->decoded.n; i++) {
+      scn_buf_adds(&b, i ? ",{\"e\":" : "{\"e\":");
+      scn_buf_add_u64(&b, s->decoded.ids[i]);
+      scn_buf_adds(&b, ",\"m\":");
+      scn_buf_add_matrix(&b, s->decoded.m[i]);
+      scn_buf_addc(&b, '}');
+    }
+    scn_buf_addc(&b, ']');
+  }
+  scn_buf_adds(&b, ",\"removed\":");
+  scn_buf_add_id_list(&b, s->decoded.removed, s->decoded.removed_n);
+  scn_buf_adds(&b, "}");
+  scn_buf_addc(&b, '\0');
+  return b.data;
+}
+
+/* scenectl subscribe packed=... prints packed frames decoded, in the very form it prints the
+ * daemon's json (or, with --matrices b64, b64) frames: after each packed frame the scripted
+ * daemon writes the json (b64) frame of the reference's decoding, and the two lines printed are
+ * the same. Malformed packed arguments are usage errors. */
+static void test_ctl_packed_form(void) {
+  uint64_t seed = packed_seed("clients_packed scenectl");
+  char port[32];
+  snprintf(port, sizeof port, "SCENED_PORT=%d", fake_port);
+  const char *const env[] = {"SCENED_HOST=127.0.0.1", port, NULL};
+  for (int b64 = 0; b64 < 2; b64++) {
+    scene s;
+    scene_start(&s, seed + (uint64_t)b64, 10);
+    scene_grid(&s, 0.001, 1, 2, 3);
+    s.sub = 1; /* the scripted daemon's first on a connection */
+    scn_buf payload = {0};
+    cJSON *then = cJSON_CreateArray();
+    for (int i = 0; i < 4; i++) {
+      char *packed = i == 0 ? full_frame(&s, &payload) : delta_frame(&s, &payload);
+      char *json = reference_line(&s, i == 0, b64);
+      cJSON_AddItemToArray(then, cJSON_CreateString(packed));
+      cJSON_AddItemToArray(then, cJSON_CreateString(json));
+      free(packed);
+      free(json);
+    }
+    char *then_text = cJSON_PrintUnformatted(then), *then_arg = malloc(strlen(then_text) + 8);
+    sprintf(then_arg, "then=%s", then_text);
+    t_proc p;
+    const char *args[] = {"--matrices",          "b64",    "subscribe", "w", "packed=0.001",
+                          "packed.origin=1,2,3", then_arg, "--frames",  "8", NULL};
+    CU_ASSERT_EQUAL(ctl_run(&p, env, NULL, 0, b64 ? args : args + 2), 0);
+    int n = 0;
+    bool terminated;
+    cJSON *lines = json_lines(text_str(&p.out), &n, &terminated);
+    CU_ASSERT_EQUAL(n, 8);
+    const char *out = text_str(&p.out);
+    for (int i = 0; i + 1 < n; i += 2) {
+      const char *a = out, *a_end = strchr(a, '\n'), *b = a_end + 1, *b_end = strchr(b, '\n');
+      CU_ASSERT_TRUE(b_end && a_end - a == b_end - b && memcmp(a, b, (size_t)(a_end - a)) == 0);
+      CU_ASSERT_PTR_NULL(strstr(a, "packed"));
+      out = b_end ? b_end + 1 : "";
+    }
+    if (n != 8 || !terminated)
+      t_report_text("scenectl packed frames", text_str(&p.out));
+    cJSON_Delete(lines);
+    t_proc_free(&p);
+    free(then_arg);
+    cJSON_free(then_text);
+    cJSON_Delete(then);
+    scn_buf_free(&payload);
+    scene_free(&s);
+  }
+  static const char *const bad[] = {
+      "packed=abc",          "packed=[1]",     "packed.step=",    "packed.origin=1,2",
+      "packed.origin=1,2,x", "packed.steps=1", "packed={\"step\""};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    t_proc p;
+    CU_ASSERT_EQUAL(
+        ctl_run(&p, env, NULL, 0, (const char *const[]){"subscribe", "w", bad[i], NULL}), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text_str(&p.err), "packed"));
+    t_proc_free(&p);
+  }
+}
+
 /* ---- registration ---------------------------------------------------------------------------- */
 
 int t_register_clients_packed(void) {
@@ -578,6 +678,7 @@ int t_register_clients_packed(void) {
       {"library: a refused packed frame is reported, never decoded stale", test_packed_refused},
       {"library: any bytes as a packed payload", test_packed_any_bytes},
       {"library: packed grids learnt from answers, forgotten at the end", test_packed_learnt},
+      {"scenectl: packed frames printed as json and b64 ones are", test_ctl_packed_form},
   };
   return T_ADD_SUITE("clients_packed", packed_suite_init, clients_suite_clean, tests);
 }
