@@ -437,7 +437,7 @@ class Client:
         sub = event.get("sub")
         if event.get("event") == "frame" and "packed" in event and sub in self.grids:
             event["grid"] = self.grids[sub]
-        elif event.get("event") in ("world_destroyed", "unsubscribed"):
+        elif event.get("event") in ("world_destroyed", "unsubscribed", "moved"):
             self.grids.pop(sub, None)
         if self.on_event:
             self.on_event(event)
@@ -558,7 +558,9 @@ class Mirror:
     A packed frame is decoded against the subscription's PackedState: a Client's frames carry
     their grid; frames that come another way (WebSocket binary messages, through
     apply_packed) need set_packed first. A payload the state refuses raises ValueError and
-    changes nothing."""
+    changes no matrix; the state is emptied, since the daemon's has moved past it, so the
+    deltas that follow are refused too rather than decoded against stale values, until a
+    full frame (subscribe again to get one)."""
 
     DROPPING_ENDS = ("center_destroyed", "root_destroyed")
 
@@ -590,8 +592,12 @@ class Mirror:
             state = PackedState(step, origin)
         else:
             state.set_grid(step, origin)
-        entries, removed = state.decode(payload)  # refused: no entity has changed
         self._packed[sub] = state
+        try:
+            entries, removed = state.decode(payload)  # refused: no entity has changed
+        except ValueError:
+            state.clear()
+            raise
         held = self._held.setdefault(sub, set())
         if full:
             self._drop(sub, list(held))
@@ -614,7 +620,13 @@ class Mirror:
         kind = event.get("event")
         sub = event.get("sub")
         if kind == "frame" and "packed" in event:
-            payload = base64.b64decode(event["packed"], validate=True)
+            try:
+                payload = base64.b64decode(event["packed"], validate=True)
+            except ValueError as e:
+                if sub in self._packed:
+                    self._packed[sub].clear()
+                raise ValueError(f"a packed frame of subscription {sub} whose \"packed\" is "
+                                 f"not base64: {e}") from None
             self.apply_packed(sub, event["tick"], event["full"], payload, event.get("grid"))
         elif kind == "frame":
             held = self._held.setdefault(sub, set())
@@ -632,7 +644,7 @@ class Mirror:
                     held.add(item["e"])
             self._drop(sub, event["removed"])
             self.tick = event["tick"]
-        elif kind in ("world_destroyed", "unsubscribed"):
+        elif kind in ("world_destroyed", "unsubscribed", "moved"):
             self.ended = kind
             self.reason = event.get("reason")
             if self.reason in self.DROPPING_ENDS:

@@ -767,7 +767,9 @@ def _check_fuzz(rng, samples):
 def _check_mirror():
     """A Mirror decodes packed frames through each subscription's state: the grid from the
     frame (as a Client adds it) or from set_packed; a full frame starts afresh; a refused
-    frame changes nothing; binary WebSocket messages parse to what apply_packed takes."""
+    frame changes no matrix and empties the state, so that a delta after it is refused rather
+    than decoded against stale values, until a full frame; binary WebSocket messages parse to
+    what apply_packed takes."""
     mirror = Mirror()
     frame = {"event": "frame", "sub": 4, "world": "w", "tick": 10, "full": True,
              "packed": base64.b64encode(_FRAME_A).decode(), "grid": {"step": 0.5}}
@@ -783,6 +785,14 @@ def _check_mirror():
         except ValueError:
             pass
         assert mirror.matrices == before and mirror.tick == 10
+        try:
+            mirror.apply(dict(frame, full=False, tick=11,
+                              packed=base64.b64encode(_FRAME_B).decode()))
+            raise AssertionError("a delta after a refused frame was applied")
+        except ValueError as e:
+            assert "a part left out or a delta" in str(e), e
+        assert mirror.matrices == before and mirror.tick == 10
+        mirror.apply(frame)  # a full frame: decoded again
     mirror.apply(dict(frame, full=False, tick=11, packed=base64.b64encode(_FRAME_B).decode()))
     assert mirror.matrices[5][12] == 1.5 and mirror.matrices[7][13] == 5, mirror.matrices
     # a new origin: the state forgets its translations, and the next frame brings them
