@@ -42,8 +42,14 @@ binary message's header and Mirror.apply_packed takes the rest (after set_packed
         mirror.apply_packed(*decode_ws_binary(message))
 
 Run it as a program for a self-check against a running daemon:
-    python3 scripts/scened_client.py --port 7878 --selftest [--selftest-near] [--tls-ca ca.pem]
+    python3 scripts/scened_client.py --port 7878 --selftest [--selftest-near]
+        [--selftest-packed-daemon] [--tls-ca ca.pem]
 and of the packed decoder alone (no daemon): python3 scripts/scened_client.py --selftest-packed
+
+A packed frame the mirror refuses raises ValueError and empties that subscription's state: the
+deltas after it are refused too (never decoded against stale values) until the subscription is
+made again. Subscriptions made through pipeline() are not told their grid: give it with
+Mirror.set_packed.
 """
 
 import argparse
@@ -670,18 +676,24 @@ def main():
                    help="check near subscriptions and their mirror against a daemon")
     p.add_argument("--selftest-packed", action="store_true",
                    help="check the packed frames' decoder and its mirror (no daemon needed)")
+    p.add_argument("--selftest-packed-daemon", action="store_true",
+                   help="check packed frames from a daemon against b64 ones")
     p.add_argument("cmd", nargs="?", help="a command, e.g. world.list")
     p.add_argument("fields", nargs="*", help="key=value (values parsed as JSON when they can be)")
     args = p.parse_args()
     try:
-        if args.selftest or args.selftest_near or args.selftest_packed:
-            from scened_selftest import selftest, selftest_near, selftest_packed
+        if args.selftest or args.selftest_near or args.selftest_packed or \
+                args.selftest_packed_daemon:
+            from scened_selftest import (selftest, selftest_near, selftest_packed,
+                                         selftest_packed_daemon)
             if args.selftest:
                 selftest(args)
             if args.selftest_near:
                 selftest_near(args)
             if args.selftest_packed:
                 selftest_packed(args)
+            if args.selftest_packed_daemon:
+                selftest_packed_daemon(args)
             return 0
     except ssl.SSLError as e:
         print(f"TLS: {e}", file=sys.stderr)

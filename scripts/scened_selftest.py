@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The self-tests of scened_client.py (run through it: --selftest, --selftest-near against a
-daemon, --selftest-packed without one). Kept apart so the client stays one small module."""
+"""The self-tests of scened_client.py (run through it: --selftest, --selftest-near and
+--selftest-packed-daemon against a daemon, --selftest-packed without one). Kept apart so the
+client stays one small module."""
 
 import array
 import base64
@@ -887,4 +888,98 @@ def selftest_packed(args):
     _check_mirror()
     _check_client()
     print("packed selftest passed")
+
+
+def _record(mirror, ids, snaps, counts):
+    """An on_event that applies each event to mirror and keeps, per tick, the matrices of ids
+    once the mirror holds them all."""
+    def on_event(event):
+        mirror.apply(event)
+        if event.get("event") == "frame":
+            counts["frames"] += 1
+            counts["packed"] += "packed" in event
+            if all(e in mirror.matrices for e in ids):
+                snaps[event["tick"]] = {e: list(mirror.matrices[e]) for e in ids}
+    return on_event
+
+
+def _compare_ticks(exact, packed, step, after=-1):
+    """Every tick both saw (past after): each packed matrix within the tolerance of the exact
+    one (a matrix that is not T x R x S: equal). The number of ticks compared."""
+    compared, worst = 0, 0.0
+    for tick in sorted(set(exact) & set(packed)):
+        if tick <= after:
+            continue
+        for e, want in exact[tick].items():
+            got = packed[tick][e]
+            if _take_apart(want) is None:
+                assert _bits(got) == _bits(want), (tick, e, want, got)
+                continue
+            deg = _within_tolerance(step, want, got)
+            assert deg is not None, (tick, e, step, want, got)
+            worst = max(worst, deg)
+        compared += 1
+    print(f"  {compared} ticks compared on step {step}: worst rotation error {worst:.3f} degrees")
+    return compared
+
+
+def selftest_packed_daemon(args):
+    """Packed frames from a daemon: a packed subscription's Mirror, tick for tick, within the
+    contract's tolerance of a b64 subscription's on another connection, through moves (parented
+    entities among them, whose world matrices may be sheared and travel raw), a new grid
+    (update) and the end of the world. SCN_SEED replays the moves of a seed."""
+    seed = int(os.environ.get("SCN_SEED") or "0x5eedc0de", 0)
+    print(f"packed daemon selftest: seed {seed} (SCN_SEED={seed} replays it)")
+    rng = random.Random(seed)
+    world = f"pyclient-packed-{os.getpid()}"
+    tls = tls_args(args)
+    with Client(args.host, args.port, args.token, **tls) as c, \
+            Client(args.host, args.port, args.token, matrices="b64", **tls) as b, \
+            Client(args.host, args.port, args.token, **tls) as p:
+        c.call("world.create", world=world)
+
+        def random_matrix():
+            return matrix_b64(_random_trs(rng))
+
+        ids = []
+        for i in range(20):
+            parent = {"parent": ids[i - 8]} if i >= 16 else {}
+            ids.append(c.call("transform.create", world=world, matrix_b64=random_matrix(),
+                              **parent)["entity"])
+        exact, packed = {}, {}
+        exact_counts, packed_counts = {"frames": 0, "packed": 0}, {"frames": 0, "packed": 0}
+        exact_mirror, packed_mirror = Mirror(), Mirror()
+        b.subscribe(world, on_event=_record(exact_mirror, ids, exact, exact_counts))
+        sub = p.subscribe(world, packed={"step": 0.001, "origin": [3, -4, 5]},
+                          on_event=_record(packed_mirror, ids, packed, packed_counts))
+
+        def rounds(n):
+            for _ in range(n):
+                for _ in range(rng.randrange(1, 5)):
+                    c.call("transform.set_local", world=world, entity=rng.choice(ids),
+                           matrix_b64=random_matrix())
+                tick = c.call("transform.get", world=world, entity=ids[0])["tick"]
+                deadline = time.monotonic() + 5
+                while time.monotonic() < deadline and \
+                        not (max(exact, default=-1) > tick and max(packed, default=-1) > tick):
+                    b.poll(0.005)
+                    p.poll(0.005)
+
+        rounds(40)
+        assert packed_counts["packed"] == packed_counts["frames"] > 0, packed_counts
+        assert exact_counts["packed"] == 0 and exact_counts["frames"] > 0, exact_counts
+        assert _compare_ticks(exact, packed, 0.001) >= 20
+        # a new grid, from the first frame after the answer
+        p.update(sub, packed={"step": 0.25})
+        before = max(packed)
+        rounds(25)
+        assert _compare_ticks(exact, packed, 0.25, before) >= 10
+        last = packed[max(packed)]
+        assert any(all(v / 0.25 == int(v / 0.25) for v in last[e][12:15]) for e in ids), last
+        c.call("world.destroy", world=world)
+        deadline = time.monotonic() + 5
+        while packed_mirror.ended is None and time.monotonic() < deadline:
+            p.poll(0.05)
+        assert packed_mirror.ended == "world_destroyed" and sub not in p.grids
+    print("packed daemon selftest passed")
 
