@@ -1,31 +1,45 @@
-/* What the packed clients tests share: transforms as a game moves them (translation x rotation
- * x scale, now and then a sheared one), the contract's tolerance of a decoded matrix, and the
- * frame line a daemon writes for a payload. */
+/* Packed frames as the suites read them: a TCP frame line ({"event":"frame",...,"packed":B64})
+ * or a WebSocket binary message taken apart, its payload walked for each entry's flags and
+ * decoded against the subscription's baseline (proto/packed.h) into a frame_view, and a
+ * decoded matrix checked against the exact one within the contract's tolerance. */
 #ifndef T_PACKED_FIXTURES_H
 #define T_PACKED_FIXTURES_H
 
+#include "interest_fixtures.h"
 #include "packed.h"
-#include "rng.h"
 
+#include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The run's seed: SCENED_SEED when set, else from the clock; printed with what it is for. */
-uint64_t packed_seed(const char *what);
+/* Each entry's id and flags, as the payload lists them. */
+typedef struct packed_walk {
+  int n;
+  uint64_t *ids;
+  uint8_t *flags;
+} packed_walk;
+void packed_walk_free(packed_walk *w);
 
-/* T * R * S of a random translation within +-500, rotation and scale (1, uniform, or one per
- * axis, a mirror now and then); sheared, so that it goes raw, when shear is set. */
-void packed_random_matrix(rng *r, float m[16], bool shear);
+/* Walks a payload's entries (false when it is not well formed). */
+bool packed_walk_payload(const uint8_t *p, size_t len, packed_walk *w);
 
-/* got is want within the contract's tolerance on a grid of step: each translation within
- * step / 2 plus float32 rounding, the rotation within 0.5 degrees, the scale as taken apart;
- * a matrix that is not T x R x S exactly. The rotation's error, in degrees, in *deg (may be
- * NULL). */
-bool packed_within(double step, const float want[16], const float got[16], double *deg);
+/* Decodes a payload (full: b is cleared first) into v and its flags into w (either may be
+ * NULL); false (reported) when the decoder refuses it. */
+bool packed_decode_view(const uint8_t *p, size_t len, long tick, bool full, scn_packed_baseline *b,
+                        frame_view *v, packed_walk *w);
 
-/* {"event":"frame","sub":S,"world":"W","tick":T,"full":B,"packed":"<base64 of payload>"}, as
- * the daemon writes it over TCP; the caller frees it. */
-char *packed_frame_line(double sub, const char *world, double tick, bool full,
-                        const uint8_t *payload, size_t len);
+/* Reads f as a packed frame line: exactly event, sub, world, tick, full and packed (base64 with
+ * padding), then decodes it as above. False (asserted and reported) when it is not one. */
+bool packed_frame_read(const cJSON *f, scn_packed_baseline *b, frame_view *v, packed_walk *w);
+
+/* A WebSocket binary message as a packed frame: its header and payload, decoded as above. */
+bool packed_message_read(const uint8_t *msg, size_t len, scn_packed_baseline *b, frame_view *v,
+                         packed_walk *w);
+
+/* Within the contract's tolerance of exact: a matrix that is not T x R x S is bit for bit the
+ * same; else translation within step / 2 per axis (plus float32 rounding), rotation within
+ * 0.5 degrees, scale as the daemon's within float32 rounding. why gets the first difference. */
+bool packed_close_enough(const float exact[16], const float got[16], double step, char *why,
+                         size_t cap);
 
 #endif

@@ -4,7 +4,7 @@
  * within the grid of the daemon's. (The Python client's, against the daemon: clients_scripts.) */
 #include "client_fixtures.h"
 #include "daemon_fixtures.h"
-#include "packed_fixtures.h"
+#include "client_packed_fixtures.h"
 #include "scn_client.h"
 #include "suites.h"
 
