@@ -1310,6 +1310,11 @@ window.scened = {
   get streamHz() { return state.hz; },
   get matrices() { return conn.client ? conn.client.matrices : null; },
   get packed() { return PACKED; }, // the packed step the subscriptions ask for, or null
+  // the world's subscription as packed: its step and how many entities its state holds, or null
+  get streamPacked() {
+    const p = state.sub && state.sub.packed;
+    return p ? { step: p.step, held: p.size } : null;
+  },
   get frameForm() { return FORM; },
   get frameMs() { return state.frameMs; },
   get pendingReads() { return queue.length - queueHead + inflight; },

@@ -165,6 +165,9 @@ describe('staging view', () => {
     try {
       await p.waitForFunction(() => window.scened && window.scened.world === 'garage' && window.scened.entityCount === 65);
       assert.equal(await scened(p, () => window.scened.packed), 0.001);
+      const stream = await scened(p, () => window.scened.streamPacked);
+      assert.ok(stream && stream.step === 0.001 && stream.held === 65, JSON.stringify(stream));
+      assert.equal(await scened(page, () => window.scened.streamPacked), null);
       assert.equal(await p.textContent('#f-form'), 'packed 0.001');
       assert.match(await p.getAttribute('#f-form', 'title'), /grid of 0\.001/);
       assert.match(await scened(p, () => location.hash), /&packed=0\.001/);

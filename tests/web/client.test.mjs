@@ -512,11 +512,16 @@ describe('JavaScript client', () => {
       }
       return '';
     };
+    // once the b64 mirror holds what the daemon holds now (to the bit), the packed one is within
+    // the grid of it at the same tick
     const settle = async (step, what) => {
+      const truth = await Promise.all(ids.map((id) => c.get(W, id)));
       const end = Date.now() + 5000;
       let why;
-      while ((why = mismatch(step)) && Date.now() < end) await sleep(20);
-      assert.equal(why, '', what);
+      const behind = () => ids.findIndex((id, i) => bits(exact.mirror.matrix(id) ?? []).join() !== bits(truth[i].world).join());
+      while ((behind() >= 0 || (why = mismatch(step))) && Date.now() < end) await sleep(20);
+      assert.equal(behind(), -1, `${what}: the b64 mirror caught up`);
+      assert.equal(mismatch(step), '', what);
     };
     await settle(0.001, 'the full frames');
     assert.ok(binary > 0, 'packed frames came as binary messages');
