@@ -377,6 +377,7 @@ class Client:
         self.addr = f"{host}:{port}"
         self.buf = b""
         self.grids = {}  # packed subscription -> its "packed" field ({"step", "origin"}) now
+        self._held = None  # what on_event raised while a call waited, for the next poll
         if self.token or self._wanted_matrices != "json":
             self.set_matrices(self._wanted_matrices)
 
@@ -429,10 +430,17 @@ class Client:
         return json.loads(line)
 
     def _next_response(self):
+        """The next response; events on the way go to on_event. An exception on_event raises
+        (a packed frame the mirror refuses) waits for the next poll, so that the call still
+        gets its own response and the connection stays in step."""
         while True:
             msg = self._read_line()
             if "event" in msg and "ok" not in msg:
-                self._dispatch(msg)
+                try:
+                    self._dispatch(msg)
+                except Exception as e:  # noqa: BLE001 (raised again by poll)
+                    if self._held is None:
+                        self._held = e
                 continue
             return msg
 
@@ -538,7 +546,11 @@ class Client:
         return result
 
     def poll(self, seconds):
-        """Hands stream events to on_event for the given time; returns how many arrived."""
+        """Hands stream events to on_event for the given time; returns how many arrived. What
+        on_event raised while a call waited for its response is raised here first."""
+        if self._held is not None:
+            held, self._held = self._held, None
+            raise held
         deadline = time.monotonic() + seconds
         count = 0
         while True:

@@ -853,13 +853,17 @@ class _FakeDaemon:
 
 def _check_client():
     """A Client hands each packed frame to the mirror with its subscription's grid as it stands:
-    a frame before update's answer on the old grid, the ones after on the new."""
+    a frame before update's answer on the old grid, the ones after on the new. A frame the
+    mirror refuses while a call waits is raised by the next poll, the call getting its own
+    answer."""
     def frame(tick, full, payload):
         return {"event": "frame", "sub": 9, "world": "w", "tick": tick, "full": full,
                 "packed": base64.b64encode(payload).decode()}
     daemon = _FakeDaemon([
         [{"ok": True, "sub": 9}, frame(1, True, _FRAME_A)],
         [frame(2, False, _FRAME_B), {"ok": True}, frame(3, False, _FRAME_C)],
+        [frame(4, False, b"\x01\x63\x00\x00"), {"ok": True, "pong": 1}],
+        [{"ok": True, "pong": 2}],
     ])
     mirror = Mirror()
     try:
@@ -870,6 +874,13 @@ def _check_client():
             assert mirror.tick == 2 and mirror.matrices[5][12] == 1.5, mirror.matrices[5]
             assert c.poll(0.2) == 1 and mirror.tick == 3, mirror.tick
             assert mirror.matrices[5][12:15] == [1.5, -2, 3], mirror.matrices[5]
+            assert c.call("ping") == {"pong": 1}  # the refused frame came first
+            try:
+                c.poll(0)
+                raise AssertionError("the refused frame was not raised by poll")
+            except ValueError as e:
+                assert "refused at byte" in str(e), e
+            assert c.call("ping") == {"pong": 2} and c.poll(0) == 0
     finally:
         daemon.close()
 
