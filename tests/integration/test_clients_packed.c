@@ -5,10 +5,10 @@
  * of each subscription from requests and answers (pipelined too) and forgets when it ends. */
 #include "b64.h"
 #include "client_fixtures.h"
+#include "client_packed_fixtures.h"
 #include "daemon_fixtures.h"
 #include "loopback.h"
 #include "packed.h"
-#include "client_packed_fixtures.h"
 #include "scn_client.h"
 #include "suites.h"
 

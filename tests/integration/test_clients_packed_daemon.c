@@ -3,8 +3,8 @@
  * (and on a new grid after subscribe.update); scenectl subscribe packed=0.001 prints matrices
  * within the grid of the daemon's. (The Python client's, against the daemon: clients_scripts.) */
 #include "client_fixtures.h"
-#include "daemon_fixtures.h"
 #include "client_packed_fixtures.h"
+#include "daemon_fixtures.h"
 #include "scn_client.h"
 #include "suites.h"
 
