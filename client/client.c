@@ -838,6 +838,17 @@ static bool scan_ids(scan *s, uint64_t **ids, size_t *cap, size_t *n) {
   return eat(s, ']');
 }
 
+/* A packed frame refused: it is dropped and the connection stays in step; the refusal waits
+ * for the next scn_cli_poll_events (a call under way completes), the first one when several
+ * came. 1, as for a frame handled. */
+static int held(scn_cli *c, int rc, const char *why) {
+  if (!c->held_rc) {
+    c->held_rc = rc;
+    snprintf(c->held, sizeof c->held, "%s", why);
+  }
+  return 1;
+}
+
 /* A packed frame written out as a frame of this connection's form (json or b64), parsed as the
  * event handler gets frames; NULL when out of memory. */
 static cJSON *packed_event(scn_cli *c, const scn_cli_frame *f) {
@@ -885,15 +896,8 @@ static cJSON *packed_event(scn_cli *c, const scn_cli_frame *f) {
 static int packed_frame(scn_cli *c, scn_cli_frame *f, const char *b64, size_t len) {
   char why[sizeof c->held];
   int rc = cli_packed_decode(&c->packed, f->sub, f->full, b64, len, why, sizeof why);
-  if (rc != 0) {
-    /* The frame is dropped and the connection stays in step: the refusal waits for the next
-     * scn_cli_poll_events (a call under way completes), the first one when several came. */
-    if (!c->held_rc) {
-      c->held_rc = rc;
-      memcpy(c->held, why, sizeof why);
-    }
-    return 1;
-  }
+  if (rc != 0)
+    return held(c, rc, why);
   const scn_packed_frame *pf = &c->packed.frame;
   f->n = pf->n;
   f->ids = pf->ids;
@@ -1033,9 +1037,11 @@ static int event(scn_cli *c, const cJSON *ev) {
   bool frame = cJSON_IsString(kind) && strcmp(kind->valuestring, "frame") == 0;
   const cJSON *packed = frame ? cJSON_GetObjectItemCaseSensitive(ev, "packed") : NULL;
   if (packed) {
-    if (!cJSON_IsString(packed))
-      return fail(c, SCN_CLI_EPROTO, "a packed frame whose \"packed\" is not a string");
     scn_cli_frame f = frame_header(c, ev);
+    if (!cJSON_IsString(packed)) {
+      cli_packed_lost(&c->packed, f.sub);
+      return held(c, SCN_CLI_EPROTO, "a packed frame whose \"packed\" is not a string");
+    }
     return packed_frame(c, &f, packed->valuestring, strlen(packed->valuestring));
   }
   if (frame && c->on_frame)
@@ -1266,7 +1272,7 @@ int scn_cli_subscribe_update(scn_cli *c, double sub, const cJSON *near) {
   return rc;
 }
 
-/* The refusal of a packed frame, held until now (see packed_frame). */
+/* The refusal of a packed frame, held until now (see held). */
 static int held_error(scn_cli *c) {
   int rc = c->held_rc;
   c->held_rc = 0;

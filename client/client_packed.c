@@ -29,12 +29,19 @@ static void drop_sub(cli_packed *p, double sub) {
 }
 
 /* The grid of a "packed" member into r; false when it is not one the daemon takes (then the
- * daemon refuses the request, and it changes nothing here either). */
+ * daemon refuses the request, and it changes nothing here either). A member given twice counts
+ * as the daemon counts it: the last one. */
 static bool grid_of(const cJSON *packed, cli_packed_req *r) {
-  const cJSON *step = cJSON_GetObjectItemCaseSensitive(packed, "step");
-  const cJSON *origin = cJSON_GetObjectItemCaseSensitive(packed, "origin");
-  if (!cJSON_IsObject(packed) || !cJSON_IsNumber(step) || !(step->valuedouble > 0) ||
-      !isfinite(step->valuedouble))
+  const cJSON *step = NULL, *origin = NULL, *m;
+  if (!cJSON_IsObject(packed))
+    return false;
+  cJSON_ArrayForEach(m, packed) {
+    if (strcmp(m->string, "step") == 0)
+      step = m;
+    else if (strcmp(m->string, "origin") == 0)
+      origin = m;
+  }
+  if (!cJSON_IsNumber(step) || !(step->valuedouble > 0) || !isfinite(step->valuedouble))
     return false;
   r->step = step->valuedouble;
   r->origin[0] = r->origin[1] = r->origin[2] = 0;
@@ -173,6 +180,12 @@ void cli_packed_event(cli_packed *p, const cJSON *event) {
       (!strcmp(kind->valuestring, "unsubscribed") ||
        !strcmp(kind->valuestring, "world_destroyed") || !strcmp(kind->valuestring, "moved")))
     drop_sub(p, sub->valuedouble);
+}
+
+void cli_packed_lost(cli_packed *p, double sub) {
+  cli_packed_sub *s = find_sub(p, sub);
+  if (s)
+    scn_packed_baseline_clear(&s->base);
 }
 
 void cli_packed_reset(cli_packed *p) {

@@ -46,6 +46,9 @@ bool cli_packed_request(cli_packed *p, const char *line, size_t len);
 void cli_packed_answer(cli_packed *p, const cJSON *answer);
 /* An event other than a frame: "unsubscribed", "world_destroyed" and "moved" end their sub. */
 void cli_packed_event(cli_packed *p, const cJSON *event);
+/* A frame of sub was not taken (its "packed" not even text): what the subscription held is
+ * emptied, as after a refused payload. */
+void cli_packed_lost(cli_packed *p, double sub);
 /* The connection was replaced (a cluster's MOVED): its subscriptions and answers are gone. */
 void cli_packed_reset(cli_packed *p);
 void cli_packed_free(cli_packed *p);
