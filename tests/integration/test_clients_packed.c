@@ -347,7 +347,7 @@ static void test_packed_decoded(void) {
 /* A payload the decoder refuses is dropped and reported by the next poll, with why and its byte
  * offset, the call it came in completing; the library's baseline is emptied, so the deltas after
  * it are refused too (never decoded against a stale value) until a full frame. Text that is not
- * base64 likewise. */
+ * base64, and a "packed" that is not text, likewise. */
 static void test_packed_refused(void) {
   uint64_t seed = packed_seed("clients_packed refused");
   scene s;
@@ -416,6 +416,14 @@ static void test_packed_refused(void) {
   CU_ASSERT_EQUAL(send_lines(c, (char *[]){strdup(bad), strdup(bad), NULL}), SCN_CLI_OK);
   CU_ASSERT_PTR_NOT_NULL(strstr(poll_refusal(c), "is not base64: its length is not a multiple"));
   CU_ASSERT_EQUAL(scn_cli_poll_events(c, 0), 0);
+  snprintf(bad, sizeof bad,
+           "{\"event\":\"frame\",\"sub\":%.0f,\"world\":\"w\",\"tick\":%.0f,"
+           "\"full\":false,\"packed\":[1,2]}",
+           s.sub, ++s.tick);
+  CU_ASSERT_EQUAL(send_line(c, strdup(bad)), SCN_CLI_OK);
+  CU_ASSERT_PTR_NOT_NULL(strstr(poll_refusal(c), "\"packed\" is not a string"));
+  CU_ASSERT_EQUAL(send_line(c, full_frame(&s, &payload)), SCN_CLI_OK); /* in step again */
+  CU_ASSERT_TRUE(g.full && got_reference(&g, &s));
 
   /* a refusal met by a poll is reported by that poll: the request is only sent, and the poll
    * reads the frame written before its answer */
