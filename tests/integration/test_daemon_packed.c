@@ -14,6 +14,8 @@
 #include "suites.h"
 #include "ws_fixtures.h"
 
+#include "scn_core.h"
+
 #include <CUnit/CUnit.h>
 #include <math.h>
 #include <stdio.h>
@@ -96,7 +98,7 @@ static void random_local(rng *g, char *out, size_t cap) {
       q[k] = range(g, -1, 1);
   }
   double s[3] = {1, 1, 1};
-  int sk = (int)rng_below(g, 4);
+  int sk = 1 + (int)rng_below(g, 5); /* 4, 5: none */
   if (sk == 1)
     s[0] = s[1] = s[2] = range(g, 0.5, 3);
   else if (sk == 2)
@@ -112,11 +114,12 @@ static void random_local(rng *g, char *out, size_t cap) {
 typedef struct seen {
   int n;
   frame_view v[ROUNDS * 4];
+  packed_walk w[ROUNDS * 4]; /* packed: each entry's flags */
 } seen;
 
 static void seen_free(seen *s) {
   for (int i = 0; i < s->n; i++)
-    frame_view_free(&s->v[i]);
+    free_frame(&s->v[i], &s->w[i]);
 }
 
 /* Frames of sub on k up to tick last (packed when b is not NULL), into s. */
@@ -129,7 +132,7 @@ static void collect(t_client *k, int64_t sub, scn_packed_baseline *b, bool b64, 
       break;
     frame_view *v = &s->v[s->n];
     bool ok = t_resp_num(f, "sub") == (double)sub &&
-              (b ? packed_frame_read(f, b, v, NULL) : frame_read(f, b64, v));
+              (b ? packed_frame_read(f, b, v, &s->w[s->n]) : frame_read(f, b64, v));
     CU_ASSERT_TRUE(ok);
     if (!ok)
       t_report("frame", f);
@@ -144,7 +147,7 @@ static void collect(t_client *k, int64_t sub, scn_packed_baseline *b, bool b64, 
 /* The packed subscriber's frames are the b64 one's, tick for tick, entity for entity. */
 static void compare(const seen *exact, const seen *packed, double step, const char *what) {
   CU_ASSERT_EQUAL(exact->n, packed->n);
-  int bad = 0;
+  int bad = 0, matrices = 0, raw = 0;
   for (int i = 0; i < exact->n && i < packed->n && bad < 5; i++) {
     const frame_view *a = &exact->v[i], *b = &packed->v[i];
     bool same =
@@ -154,11 +157,17 @@ static void compare(const seen *exact, const seen *packed, double step, const ch
     for (int e = 0; same && e < a->n; e++) {
       const float *m = frame_matrix(b, a->ids[e]);
       char why[160] = "absent";
-      if (!m || !packed_close_enough(a->ms[e], m, step, why, sizeof why)) {
-        fprintf(stderr, "  %s, tick %ld, entity %llu: %s\n", what, a->tick,
-                (unsigned long long)a->ids[e], why);
-        same = false;
-      }
+      /* raw for a matrix that is not T x R x S, and only for one */
+      bool trs = scn_decompose_trs(a->ms[e], NULL, NULL, NULL) == SCN_OK;
+      matrices++;
+      raw += !trs;
+      if (m && trs == !!(flags_of(&packed->w[i], a->ids[e]) & SCN_PACKED_RAW))
+        snprintf(why, sizeof why, "%s", trs ? "sent raw" : "not sent raw");
+      else if (m && packed_close_enough(a->ms[e], m, step, why, sizeof why))
+        continue;
+      fprintf(stderr, "  %s, tick %ld, entity %llu: %s\n", what, a->tick,
+              (unsigned long long)a->ids[e], why);
+      same = false;
     }
     if (!same) {
       fprintf(stderr, "  %s: frame %d (tick %ld/%ld, %d/%d set, %d/%d removed) differs\n", what, i,
@@ -167,6 +176,9 @@ static void compare(const seen *exact, const seen *packed, double step, const ch
     }
   }
   CU_ASSERT_EQUAL(bad, 0);
+  CU_ASSERT_TRUE(raw > 0 && matrices - raw > 20); /* the workload makes both */
+  fprintf(stderr, "  %s: %d frames, %d matrices (%d not T x R x S)\n", what, exact->n, matrices,
+          raw);
 }
 
 static void test_same_as_b64(void) {
