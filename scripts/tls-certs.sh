@@ -11,8 +11,10 @@
 #                           valid for localhost, 127.0.0.1, ::1 and each NAME (a host name or IP)
 #   client.pem, client.key  a client certificate signed by the CA (scenectl --tls-cert/--tls-key)
 #
-# Keys are ECDSA P-256 (cheap handshakes). For production, use certificates from your own CA
-# or a public one; this is for trying it out and for the tests.
+# Keys are ECDSA P-256 (cheap handshakes); TLS_CERT_KEY=rsa makes RSA 2048 keys instead, for
+# clients whose TLS takes no ECDSA certificate (Mono's, under the C# client's tests). For
+# production, use certificates from your own CA or a public one; this is for trying it out and
+# for the tests.
 set -euo pipefail
 dir=${1:?usage: tls-certs.sh DIR [NAME...]}
 shift
@@ -30,7 +32,15 @@ for name in "$@"; do
   fi
 done
 
-key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null; }
+usage=digitalSignature
+case ${TLS_CERT_KEY:-ec} in
+  ec) key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null; } ;;
+  rsa)
+    key() { openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$1" 2>/dev/null; }
+    usage=digitalSignature,keyEncipherment
+    ;;
+  *) echo "tls-certs.sh: TLS_CERT_KEY is ec or rsa, not ${TLS_CERT_KEY}" >&2; exit 2 ;;
+esac
 
 key ca.key
 openssl req -x509 -new -key ca.key -sha256 -days "$((days + 365))" -subj "/CN=scened test CA" \
@@ -47,11 +57,11 @@ sign() {
   rm -f "$1.csr" "$1.ext"
 }
 sign server "scened" "basicConstraints=CA:FALSE
-keyUsage=critical,digitalSignature
+keyUsage=critical,$usage
 extendedKeyUsage=serverAuth
 subjectAltName=$san"
 sign client "scened client" "basicConstraints=CA:FALSE
-keyUsage=critical,digitalSignature
+keyUsage=critical,$usage
 extendedKeyUsage=clientAuth"
 rm -f ca.srl
 chmod 644 ca.pem server.pem client.pem
