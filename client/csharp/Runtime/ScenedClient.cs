@@ -1,0 +1,627 @@
+using System;
+using System.Collections.Generic;
+using System.Runtime.ExceptionServices;
+using System.Text;
+using System.Threading;
+using System.Threading.Tasks;
+using Newtonsoft.Json.Linq;
+
+namespace Scened
+{
+    /// <summary>A client of scened (PROTOCOL.md): calls, pipelined, and subscriptions with a mirror
+    /// of the world matrices. Sockets are read and written on threads of their own that only move
+    /// bytes; answers, frames and events are handled, and tasks completed (their continuations
+    /// run), inside <see cref="Poll()"/>, on the thread that calls it: a Unity game calls it once
+    /// per Update. Use a client from that one thread.</summary>
+    /// <remarks>In a cluster, a call that names a world goes to the daemon last known to own it,
+    /// and a <c>MOVED</c> answer is followed (at most 3 hops: a connection to the owner is opened
+    /// and kept, the request sent again there); subscriptions stay on the connection they were
+    /// made on, and one whose world moves is made again on the new owner.</remarks>
+    public sealed class ScenedClient : IDisposable, LineSplitter.IHandler
+    {
+        private const int MaxHops = 3;
+
+        private readonly ScenedOptions options;
+        private readonly Tls tls;
+        private readonly Inbound inbound = new Inbound();
+        private readonly Dictionary<string, Connection> conns = new Dictionary<string, Connection>();
+        private readonly Dictionary<string, string> owners = new Dictionary<string, string>();
+        private readonly Queue<PendingCall> order = new Queue<PendingCall>();
+        private readonly RequestWriter writer = new RequestWriter();
+        private readonly FrameStage stage = new FrameStage();
+        private Queue<Inbound.Item> drain = new Queue<Inbound.Item>();
+        private Connection primary;
+        private bool polling, disposed;
+        private int handled;
+        private ExceptionDispatchInfo handlerError;
+
+        /// <summary>Raised in Poll for an event of no <see cref="Subscription"/> of this client (one
+        /// made through CallAsync("subscribe"), for instance), as a JObject.</summary>
+        public event Action<JObject> EventReceived;
+
+        private ScenedClient(ScenedOptions options)
+        {
+            this.options = options;
+            if (options.Tls || options.TlsCaFile != null)
+                tls = new Tls(options.TlsCaFile);
+        }
+
+        /// <summary>Connects (TCP, TLS when asked, <c>hello</c> with the token and the matrix form when
+        /// needed) and returns once connected; throws a <see cref="ScenedException"/> otherwise.</summary>
+        public static ScenedClient Connect(string host, int port, ScenedOptions options = null)
+        {
+            if (host == null)
+                throw new ArgumentNullException("host");
+            ScenedClient c = new ScenedClient(options != null ? options.Copy() : new ScenedOptions());
+            Connection conn = new Connection(host, port, c.options, c.tls, c.inbound);
+            conn.Open();
+            c.primary = conn;
+            c.conns[conn.Addr] = conn;
+            return c;
+        }
+
+        /// <summary>Connect on a thread of the pool; the task completes without Poll.</summary>
+        public static Task<ScenedClient> ConnectAsync(string host, int port, ScenedOptions options = null)
+        {
+            return Task.Run(() => Connect(host, port, options));
+        }
+
+        /// <summary>"HOST:PORT" of the daemon connected to.</summary>
+        public string Address { get { return primary.Addr; } }
+
+        /// <summary>How the daemon sends this client matrices ("json" or "b64").</summary>
+        public MatrixForm Matrices { get { return primary.MatricesForm == "b64" ? MatrixForm.B64 : MatrixForm.Json; } }
+
+        /// <summary>Whether the connection to the daemon connected to is still up.</summary>
+        public bool IsConnected { get { return !disposed && !primary.Gone; } }
+
+        /// <summary>Calls not completed yet.</summary>
+        public int Pending { get { return order.Count; } }
+
+        /// <summary>Sends a request, <c>{"cmd": cmd, ...fields}</c>, without waiting for the answers of
+        /// earlier ones. The task completes in Poll, in request order, with the whole answer (ok
+        /// true), or fails with a <see cref="ScenedException"/> carrying the error code.</summary>
+        public Task<JObject> CallAsync(string cmd, JObject fields = null)
+        {
+            if (cmd == null)
+                throw new ArgumentNullException("cmd");
+            PendingCall c = new PendingCall { Kind = PendingCall.Kinds.Call, Cmd = cmd, Fields = fields,
+                                              World = WorldOf(fields), Task = new TaskCompletionSource<JObject>() };
+            Issue(c, Route(c.World), true);
+            return c.Task.Task;
+        }
+
+        /// <summary>Subscribes to world; options are the protocol's <c>subscribe</c> fields (<c>root</c>,
+        /// <c>hz</c>, <c>near</c>, <c>packed</c>). The task completes in Poll once the daemon answered;
+        /// the subscription's frames are applied from then on (its first is full).</summary>
+        public Task<Subscription> SubscribeAsync(string world, JObject options = null)
+        {
+            if (world == null)
+                throw new ArgumentNullException("world");
+            JObject fields = options != null ? (JObject)options.DeepClone() : new JObject();
+            fields["world"] = world;
+            Subscription sub = new Subscription(this, world, fields);
+            sub.Packed = PackedOf(fields["packed"]);
+            PendingCall c = new PendingCall { Kind = PendingCall.Kinds.Subscribe, Cmd = "subscribe", Fields = fields,
+                                              World = world, Sub = sub, SubTask = new TaskCompletionSource<Subscription>() };
+            Issue(c, Route(world), true);
+            return c.SubTask.Task;
+        }
+
+        internal Task<JObject> Update(Subscription sub, JObject fields)
+        {
+            JObject f = fields != null ? (JObject)fields.DeepClone() : new JObject();
+            f["sub"] = sub.Id;
+            PendingCall c = new PendingCall { Kind = PendingCall.Kinds.Update, Cmd = "subscribe.update", Fields = f,
+                                              Sub = sub, Task = new TaskCompletionSource<JObject>() };
+            Issue(c, sub.Conn ?? primary, true);
+            return c.Task.Task;
+        }
+
+        internal Task Unsubscribe(Subscription sub)
+        {
+            if (!sub.IsActive || sub.Conn == null)
+            {
+                sub.End("unsubscribed", false, null);
+                return Task.FromResult(true);
+            }
+            Connection conn = sub.Conn;
+            long id = sub.Id;
+            sub.End("unsubscribed", false, null);
+            PendingCall c = new PendingCall { Kind = PendingCall.Kinds.Unsubscribe, Cmd = "unsubscribe",
+                                              Fields = new JObject { { "sub", id } }, Task = new TaskCompletionSource<JObject>() };
+            Issue(c, conn, true);
+            return c.Task.Task;
+        }
+
+        /// <summary>Handles what has arrived: answers (their tasks complete, and their continuations
+        /// run, here), frames (applied to their subscriptions' mirrors, then FrameReceived) and
+        /// events. Returns the number of lines handled. Never blocks.</summary>
+        public int Poll()
+        {
+            return Poll(0);
+        }
+
+        /// <summary>Poll that waits up to waitMilliseconds for something to arrive when nothing has
+        /// (for programs without a frame loop).</summary>
+        public int Poll(int waitMilliseconds)
+        {
+            if (disposed)
+                return 0;
+            if (polling)
+                throw new InvalidOperationException("Poll is already running on this client (called from a handler or a continuation it runs)");
+            polling = true;
+            handled = 0;
+            try
+            {
+                bool ready = order.Count > 0 && order.Peek().Done;
+                inbound.Take(ref drain, ready ? 0 : waitMilliseconds);
+                while (drain.Count > 0)
+                {
+                    Inbound.Item item = drain.Dequeue();
+                    if (item.Buf == null)
+                    {
+                        if (!disposed)
+                            ConnectionClosed(item.Conn, item.Error);
+                        continue;
+                    }
+                    if (!disposed && !item.Conn.Gone)
+                        item.Conn.Lines.Feed(item.Conn, item.Buf, item.Len, this);
+                    inbound.Return(item.Buf);
+                }
+                CompleteReady();
+            }
+            finally
+            {
+                polling = false;
+            }
+            ExceptionDispatchInfo e = handlerError;
+            handlerError = null;
+            if (e != null)
+                e.Throw();
+            return handled;
+        }
+
+        /// <summary>Closes every connection; calls not completed fail (CLOSED) and subscriptions end
+        /// (closed), here. Call it on the thread that calls Poll.</summary>
+        public void Dispose()
+        {
+            if (disposed)
+                return;
+            disposed = true;
+            ScenedException err = new ScenedException("CLOSED", "the client was disposed");
+            foreach (Connection c in conns.Values)
+            {
+                c.Close();
+                FailConnection(c, err);
+            }
+            inbound.Wake();
+            CompleteReady();
+            ExceptionDispatchInfo e = handlerError;
+            handlerError = null;
+            if (e != null)
+                e.Throw();
+        }
+
+        // ---- sending ---------------------------------------------------------------------------
+
+        private static string WorldOf(JObject fields)
+        {
+            JToken w = fields != null ? fields["world"] : null;
+            return w != null && w.Type == JTokenType.String ? (string)w : null;
+        }
+
+        private static PackedState PackedOf(JToken packed)
+        {
+            JObject p = packed as JObject;
+            if (p == null)
+                return null;
+            double step, ox = 0, oy = 0, oz = 0;
+            if (!Number(p["step"], out step))
+                return null;
+            JArray o = p["origin"] as JArray;
+            if (o != null && (o.Count != 3 || !Number(o[0], out ox) || !Number(o[1], out oy) || !Number(o[2], out oz)))
+                return null;
+            PackedState s = null;
+            try
+            {
+                s = new PackedState(step, ox, oy, oz);
+            }
+            catch (ArgumentException)
+            {
+                // a grid the daemon refuses as well
+            }
+            return s;
+        }
+
+        private static bool Number(JToken t, out double v)
+        {
+            v = 0;
+            if (t == null || (t.Type != JTokenType.Integer && t.Type != JTokenType.Float))
+                return false;
+            v = (double)t;
+            return true;
+        }
+
+        /// <summary>The connection for a world: its owner's when one is known, else the first.</summary>
+        private Connection Route(string world)
+        {
+            string addr;
+            if (world != null && owners.TryGetValue(world, out addr))
+                return ConnectionTo(addr);
+            return primary;
+        }
+
+        /// <summary>The open connection to addr ("HOST:PORT"), opened (in the background) when
+        /// there is none.</summary>
+        private Connection ConnectionTo(string addr)
+        {
+            Connection c;
+            if (conns.TryGetValue(addr, out c) && !c.Gone)
+                return c;
+            int colon = addr.LastIndexOf(':');
+            int port;
+            string host = colon > 0 ? addr.Substring(0, colon).Trim('[', ']') : addr;
+            if (colon <= 0 || !int.TryParse(addr.Substring(colon + 1), out port))
+                port = 0;
+            c = new Connection(host, port, options, tls, inbound);
+            conns[addr] = c;
+            Connection opening = c;
+            Inbound sink = inbound;
+            ThreadPool.QueueUserWorkItem(delegate
+            {
+                try
+                {
+                    opening.Open();
+                }
+                catch (Exception e)
+                {
+                    sink.PushClose(opening, e);
+                }
+            });
+            return c;
+        }
+
+        private void Issue(PendingCall c, Connection conn, bool first)
+        {
+            if (disposed)
+                throw new ObjectDisposedException("ScenedClient");
+            if (first && (c.Task != null || c.SubTask != null))
+                order.Enqueue(c);
+            c.Conn = conn;
+            if (conn.Gone)
+            {
+                Finish(c, null, new ScenedException("CLOSED", "the connection to " + conn.Addr + " is closed"));
+                return;
+            }
+            writer.Request(c.Cmd, c.Fields);
+            conn.Awaiting.Enqueue(c);
+            conn.Send(writer.Buf, writer.Len);
+        }
+
+        // ---- receiving -------------------------------------------------------------------------
+
+        /// <summary>For the tests and the benchmark: sees every line as it is read.</summary>
+        internal Action<byte[], int, int> LineTap;
+
+        /// <summary>For the tests and the benchmark: handles a line as if s's connection had read it.</summary>
+        internal void FeedLine(Subscription s, byte[] b, int off, int len)
+        {
+            ((LineSplitter.IHandler)this).Line(s.Conn, b, off, len);
+        }
+
+        /// <summary>For the tests: whether bytes or a close are waiting for Poll.</summary>
+        internal bool Arrived { get { return inbound.Waiting; } }
+
+        void LineSplitter.IHandler.Line(Connection conn, byte[] b, int off, int len)
+        {
+            if (disposed || conn.Gone)
+                return;
+            handled++;
+            if (LineTap != null)
+                LineTap(b, off, len);
+            if (FrameReader.LooksLikeEvent(b, off, len))
+            {
+                EventLine e;
+                if (FrameReader.Scan(b, off, len, out e) && !e.Ok && e.IsFrame)
+                {
+                    Frame(conn, b, off, len, ref e);
+                    return;
+                }
+            }
+            JObject o = Json.Parse(Encoding.UTF8.GetString(b, off, len));
+            if (o == null)
+                return; // not JSON: nothing the protocol sends
+            if (o["ok"] != null)
+                Answer(conn, o);
+            else if (o["event"] != null)
+                Event(conn, o);
+        }
+
+        private void Answer(Connection conn, JObject o)
+        {
+            if (conn.Awaiting.Count == 0)
+                return; // an answer to no request: a connection refused over --max-clients
+            PendingCall c = conn.Awaiting.Dequeue();
+            JToken ok = o["ok"];
+            if (ok.Type == JTokenType.Boolean && (bool)ok)
+            {
+                Answered(c, conn, o);
+                return;
+            }
+            ScenedException err = ScenedException.FromResponse(o);
+            JObject eo = o["error"] as JObject;
+            string addr = eo != null && eo["addr"] != null && eo["addr"].Type == JTokenType.String ? (string)eo["addr"] : null;
+            if (err.Code == "MOVED" && c.World != null && addr != null && c.Hops < MaxHops && addr != conn.Addr)
+            {
+                owners[c.World] = addr;
+                c.Hops++;
+                Issue(c, ConnectionTo(addr), false);
+                return;
+            }
+            if (c.Kind == PendingCall.Kinds.Unsubscribe && err.Code == "NOT_FOUND")
+            {
+                Finish(c, o, null); // it had ended already
+                return;
+            }
+            if (c.Kind == PendingCall.Kinds.Resubscribe)
+                c.Sub.End("moved", false, err);
+            Finish(c, null, err);
+        }
+
+        /// <summary>An ok answer: what it makes (a subscription, a new grid) is made now, before the
+        /// lines after it are read.</summary>
+        private void Answered(PendingCall c, Connection conn, JObject o)
+        {
+            switch (c.Kind)
+            {
+                case PendingCall.Kinds.Subscribe:
+                case PendingCall.Kinds.Resubscribe:
+                    {
+                        Subscription s = c.Sub;
+                        long id = o["sub"] != null ? (long)o["sub"] : 0;
+                        if (c.Kind == PendingCall.Kinds.Resubscribe && !s.IsActive)
+                        {
+                            // unsubscribed while it was being made again
+                            Issue(new PendingCall { Kind = PendingCall.Kinds.Unsubscribe, Cmd = "unsubscribe",
+                                                    Fields = new JObject { { "sub", id } } }, conn, true);
+                            break;
+                        }
+                        s.Id = id;
+                        s.Conn = conn;
+                        conn.Subs[id] = s;
+                        break;
+                    }
+                case PendingCall.Kinds.Update:
+                    {
+                        JObject p = c.Fields["packed"] as JObject;
+                        PackedState ps = c.Sub.Packed;
+                        if (p != null && ps != null)
+                        {
+                            PackedState grid = PackedOf(p);
+                            if (grid == null || !ps.SetGrid(grid.Step, grid.OriginX, grid.OriginY, grid.OriginZ))
+                                BadFrame(c.Sub, "a packed grid this client cannot take");
+                        }
+                        break;
+                    }
+            }
+            Finish(c, o, null);
+        }
+
+        private void Finish(PendingCall c, JObject result, Exception error)
+        {
+            c.Result = result;
+            c.Error = error;
+            c.Done = true;
+            CompleteReady();
+        }
+
+        /// <summary>Completes the calls at the front of the order that are done; their continuations
+        /// run here.</summary>
+        private void CompleteReady()
+        {
+            while (order.Count > 0 && order.Peek().Done)
+            {
+                PendingCall c = order.Dequeue();
+                if (c.SubTask != null)
+                {
+                    if (c.Error != null)
+                        c.SubTask.TrySetException(c.Error);
+                    else
+                        c.SubTask.TrySetResult(c.Sub);
+                }
+                else if (c.Error != null)
+                {
+                    c.Task.TrySetException(c.Error);
+                }
+                else
+                {
+                    c.Task.TrySetResult(c.Result);
+                }
+            }
+        }
+
+        private void Frame(Connection conn, byte[] b, int off, int len, ref EventLine e)
+        {
+            Subscription s;
+            if (!e.HasSub || !conn.Subs.TryGetValue(e.Sub, out s))
+            {
+                Unhandled(b, off, len);
+                return;
+            }
+            int end = off + len;
+            stage.Reset();
+            string err;
+            if (e.Packed >= 0)
+            {
+                int n;
+                if (s.Packed == null)
+                    err = "a packed frame of a subscription whose grid this client does not know";
+                else if ((n = FrameReader.PackedPayload(b, ref e, stage)) < 0)
+                    err = "\"packed\" is not base64";
+                else if (!s.Packed.Decode(stage.Bytes, n, e.Full, stage))
+                    err = "packed payload refused at byte " + s.Packed.ErrorAt + " of " + n + ": " + s.Packed.Error;
+                else
+                    err = null;
+            }
+            else if (e.Ms >= 0 && e.Ids >= 0)
+            {
+                err = FrameReader.ReadB64(b, end, ref e, stage) ?? FrameReader.ReadRemoved(b, end, ref e, stage);
+            }
+            else if (e.Set >= 0)
+            {
+                err = FrameReader.ReadSet(b, end, ref e, stage) ?? FrameReader.ReadRemoved(b, end, ref e, stage);
+            }
+            else
+            {
+                err = "a frame without \"set\", \"ids\" and \"ms\", or \"packed\"";
+            }
+            if (err != null)
+            {
+                BadFrame(s, err);
+                return;
+            }
+            s.Apply(stage, e.Full, e.Tick);
+        }
+
+        private void Unhandled(byte[] b, int off, int len)
+        {
+            Action<JObject> h = EventReceived;
+            if (h == null)
+                return;
+            JObject o = Json.Parse(Encoding.UTF8.GetString(b, off, len));
+            if (o != null)
+                RaiseEvent(h, o);
+        }
+
+        /// <summary>A frame this client cannot read: the subscription ends (its mirror keeps the last
+        /// good frame) and the daemon is told, since the deltas after it could not be read either.</summary>
+        private void BadFrame(Subscription s, string why)
+        {
+            Connection conn = s.Conn;
+            long id = s.Id;
+            if (s.Packed != null)
+                s.Packed.Clear();
+            if (!s.End("bad_frame", false, new ScenedException("BAD_FRAME", "subscription " + id + ": " + why)))
+                return;
+            if (conn != null && !conn.Gone)
+                Issue(new PendingCall { Kind = PendingCall.Kinds.Unsubscribe, Cmd = "unsubscribe",
+                                        Fields = new JObject { { "sub", id } } }, conn, true);
+        }
+
+        private void Event(Connection conn, JObject o)
+        {
+            JToken subToken = o["sub"];
+            Subscription s = null;
+            if (subToken == null || subToken.Type != JTokenType.Integer || !conn.Subs.TryGetValue((long)subToken, out s))
+            {
+                Action<JObject> h = EventReceived;
+                if (h != null)
+                    RaiseEvent(h, o);
+                return;
+            }
+            string ev = (string)o["event"];
+            if (ev == "unsubscribed")
+            {
+                string reason = (string)o["reason"] ?? "unsubscribed";
+                s.End(reason, reason == "root_destroyed" || reason == "center_destroyed", null);
+            }
+            else if (ev == "world_destroyed")
+            {
+                s.End("world_destroyed", true, null);
+            }
+            else if (ev == "moved")
+            {
+                Moved(conn, s, o);
+            }
+            else if (ev == "frame")
+            {
+                BadFrame(s, "a frame line this client cannot read");
+            }
+            else
+            {
+                Action<JObject> h = EventReceived;
+                if (h != null)
+                    RaiseEvent(h, o);
+            }
+        }
+
+        /// <summary>The world moved to another daemon: the subscription is made again there, with the
+        /// same fields; its mirror stays until the new subscription's full frame replaces it.</summary>
+        private void Moved(Connection conn, Subscription s, JObject o)
+        {
+            JToken a = o["addr"];
+            conn.Subs.Remove(s.Id);
+            if (a == null || a.Type != JTokenType.String)
+            {
+                s.End("moved", false, new ScenedException("MOVED", "the world moved, to no address given"));
+                return;
+            }
+            string addr = (string)a;
+            owners[s.World] = addr;
+            s.Conn = null;
+            if (s.Packed != null)
+                s.Packed.Clear();
+            Issue(new PendingCall { Kind = PendingCall.Kinds.Resubscribe, Cmd = "subscribe", Fields = s.Request,
+                                    World = s.World, Sub = s }, ConnectionTo(addr), true);
+        }
+
+        private void ConnectionClosed(Connection conn, Exception e)
+        {
+            if (conn.Gone)
+                return;
+            string why = e == null ? conn.Addr + " closed the connection" :
+                e is ScenedException ? e.Message : "the connection to " + conn.Addr + " failed: " + e.Message;
+            ScenedException err = e as ScenedException ?? new ScenedException("CLOSED", why, null, e);
+            conn.Close();
+            FailConnection(conn, err);
+            string key = null;
+            foreach (KeyValuePair<string, Connection> kv in conns)
+                if (kv.Value == conn)
+                    key = kv.Key;
+            if (key != null && conn != primary)
+                conns.Remove(key);
+        }
+
+        private void FailConnection(Connection conn, ScenedException err)
+        {
+            conn.Gone = true;
+            while (conn.Awaiting.Count > 0)
+            {
+                PendingCall c = conn.Awaiting.Dequeue();
+                if (c.Kind == PendingCall.Kinds.Resubscribe)
+                    c.Sub.End("moved", false, err);
+                Finish(c, null, err);
+            }
+            List<Subscription> subs = new List<Subscription>(conn.Subs.Values);
+            foreach (Subscription s in subs)
+                s.End("closed", false, err);
+        }
+
+        internal void Raise(Action<Subscription> h, Subscription s)
+        {
+            try
+            {
+                h(s);
+            }
+            catch (Exception e)
+            {
+                if (handlerError == null)
+                    handlerError = ExceptionDispatchInfo.Capture(e);
+            }
+        }
+
+        private void RaiseEvent(Action<JObject> h, JObject o)
+        {
+            try
+            {
+                h(o);
+            }
+            catch (Exception e)
+            {
+                if (handlerError == null)
+                    handlerError = ExceptionDispatchInfo.Capture(e);
+            }
+        }
+    }
+}
