@@ -1,0 +1,88 @@
+// A cluster: a real etcd and two daemons sharing a data directory. The client follows MOVED
+// (pipelined calls too, in order), keeps a subscription on the owner's connection, and makes it
+// again on the new owner when its world moves.
+using System;
+using System.Collections.Generic;
+using System.Threading.Tasks;
+using Newtonsoft.Json.Linq;
+using Scened;
+
+namespace ScenedTests
+{
+    public static class ClusterTests
+    {
+        public static void Register()
+        {
+            Program.Add("cluster/moved_followed_and_world_moves", MovedAndMove);
+        }
+
+        private static void WaitNodes(ScenedClient c, int n)
+        {
+            T.Until(c, () =>
+            {
+                Task<JObject> t = c.CallAsync("cluster.nodes");
+                try
+                {
+                    return ((JArray)T.Wait(c, t)["nodes"]).Count == n;
+                }
+                catch (ScenedException)
+                {
+                    return false;
+                }
+            }, n + " nodes registered");
+        }
+
+        private static void MovedAndMove()
+        {
+            string etcd = Daemons.StartEtcd();
+            string data = Daemons.TempDir("cluster");
+            Daemon a = Daemons.Start("--cluster", etcd, "--node", "a", "--data", data, "--lease-ttl", "2");
+            Daemon b = Daemons.Start("--cluster", etcd, "--node", "b", "--data", data, "--lease-ttl", "2");
+            using (ScenedClient c = ScenedClient.Connect("127.0.0.1", a.Port, new ScenedOptions { Matrices = MatrixForm.B64 }))
+            using (ScenedClient onB = ScenedClient.Connect("127.0.0.1", b.Port))
+            {
+                WaitNodes(c, 2);
+                string w = "g" + Rand.Seed + ".main";
+                JObject made = T.Call(c, "world.create", T.O("world", w, "node", "b"));
+                T.Equal("b", (string)made["node"], "created on b through a (MOVED followed)");
+                // pipelined, the first ones before the owner is known on a fresh client
+                using (ScenedClient fresh = ScenedClient.Connect("127.0.0.1", a.Port))
+                {
+                    List<Task<JObject>> calls = new List<Task<JObject>>();
+                    List<int> done = new List<int>();
+                    for (int i = 0; i < 200; i++)
+                    {
+                        int k = i;
+                        Task<JObject> t = i % 50 == 49 ? fresh.CallAsync("ping")
+                            : fresh.CallAsync("transform.create", T.O("world", w, "t", new[] { i, 0, 0 }, "id", i));
+                        t.ContinueWith(_ => done.Add(k), TaskContinuationOptions.ExecuteSynchronously);
+                        calls.Add(t);
+                    }
+                    T.Until(fresh, () => done.Count == calls.Count, "every call completes");
+                    for (int i = 0; i < calls.Count; i++)
+                    {
+                        T.Equal(i, done[i], "in request order");
+                        T.Check(calls[i].Status == TaskStatus.RanToCompletion, "call " + i + " succeeds");
+                    }
+                }
+                JArray local = (JArray)T.Call(onB, "world.list")["worlds"];
+                T.Check(local.Count == 1 && (long)local[0]["transforms"] == 196, "the transforms are on b");
+
+                Subscription s = T.Wait(c, c.SubscribeAsync(w, T.O("packed", T.O("step", 0.001))));
+                T.Until(c, () => s.Count == 196, "the mirror from b");
+                int frames = 0;
+                s.FrameReceived += x => frames++;
+                T.Call(c, "world.move", T.O("world", w, "to", "a"));
+                long e = (long)T.Call(c, "transform.create", T.O("world", w, "t", new[] { 7, 8, 9 }))["entity"];
+                float[] m = new float[16];
+                T.Until(c, () => s.TryGetWorld(e, m) && s.Count == 197, "the subscription goes on from a");
+                T.Check(s.IsActive, "still running");
+                T.Check(Math.Abs(m[12] - 7) < 0.001 && Math.Abs(m[14] - 9) < 0.001, "the new transform's translation");
+                T.Equal(0, ((JArray)T.Call(onB, "world.list")["worlds"]).Count, "nothing left on b");
+                T.Check(frames > 0, "frames after the move");
+            }
+            b.Stop();
+            a.Stop();
+        }
+    }
+}
