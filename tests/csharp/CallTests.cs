@@ -48,6 +48,7 @@ namespace ScenedTests
             Program.Add("calls/token", Token);
             Program.Add("calls/b64_matrices", B64Matrices);
             Program.Add("calls/strings_and_numbers_round_trip", StringsAndNumbers);
+            Program.Add("calls/set_local_and_world_b64", SetMatrices);
             Program.Add("calls/connect_refused", ConnectRefused);
             Program.Add("calls/daemon_gone_fails_pending", DaemonGone);
             Program.Add("calls/dispose_fails_pending", DisposeFailsPending);
@@ -254,6 +255,30 @@ namespace ScenedTests
                 T.Equal(name, (string)r["name"], "a name with quotes, escapes and non-ASCII");
                 T.Equal(0.1f, T.Matrix(r["local"])[0], "0.1 as float32");
                 T.Equal((long)e, (long)T.Call(c, "transform.find", T.O("world", w, "path", name))["entity"], "find by it");
+            }
+        }
+
+        private static void SetMatrices()
+        {
+            using (ScenedClient c = Connect(new ScenedOptions { Matrices = MatrixForm.B64 }))
+            {
+                string w = CallTests.NewWorld(c);
+                long parent = (long)T.Call(c, "transform.create", T.O("world", w, "t", new[] { 10, 0, 0 }, "s", 2))["entity"];
+                long child = (long)T.Call(c, "transform.create", T.O("world", w, "parent", parent))["entity"];
+                float[] m = { 0.8f, 0.6f, 0, 0, -0.6f, 0.8f, 0, 0, 0, 0, 1, 0, 1e-7f, -2.25f, 3.1f, 1 };
+                List<Task> sets = new List<Task>();
+                for (int i = 0; i < 100; i++)
+                {
+                    m[12] = i + 0.25f;
+                    sets.Add(c.SetLocalAsync(w, child, m)); // the matrix is copied: changing it after is fine
+                }
+                Task last = c.SetWorldAsync(w, parent, new float[] { 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 5, 6, 7, 1 });
+                Task bad = c.SetLocalAsync(w, child + 1000, m);
+                T.Equal("NOT_FOUND", T.ErrorCode(c, (Task<JObject>)bad), "an unknown entity");
+                T.Check(sets.TrueForAll(t => t.Status == TaskStatus.RanToCompletion) && last.Status == TaskStatus.RanToCompletion, "the sets succeed, in order");
+                JObject r = T.Call(c, "transform.get", T.O("world", w, "entity", child));
+                T.Check(T.SameBits(m, T.Matrix(r["local"])), "the last local matrix, to the bit");
+                T.Equal(99.25f + 5, T.Matrix(r["world"])[12], "under the parent's new world matrix");
             }
         }
 

@@ -46,6 +46,7 @@ namespace ScenedTests
                 JObject made = T.Call(c, "world.create", T.O("world", w, "node", "b"));
                 T.Equal("b", (string)made["node"], "created on b through a (MOVED followed)");
                 // pipelined, the first ones before the owner is known on a fresh client
+                long e0 = 0;
                 using (ScenedClient fresh = ScenedClient.Connect("127.0.0.1", a.Port))
                 {
                     List<Task<JObject>> calls = new List<Task<JObject>>();
@@ -64,6 +65,14 @@ namespace ScenedTests
                         T.Equal(i, done[i], "in request order");
                         T.Check(calls[i].Status == TaskStatus.RanToCompletion, "call " + i + " succeeds");
                     }
+                    e0 = (long)calls[0].Result["entity"];
+                }
+                // a typed set from a client that does not know the owner yet
+                using (ScenedClient fresh = ScenedClient.Connect("127.0.0.1", a.Port))
+                {
+                    float[] m0 = { 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 4, 5, 6, 1 };
+                    T.Wait(fresh, fresh.SetLocalAsync(w, e0, m0));
+                    T.Check(T.SameBits(m0, T.Matrix(T.Call(onB, "transform.get", T.O("world", w, "entity", e0))["local"])), "set on b through a");
                 }
                 JArray local = (JArray)T.Call(onB, "world.list")["worlds"];
                 T.Check(local.Count == 1 && (long)local[0]["transforms"] == 196, "the transforms are on b");

@@ -33,6 +33,7 @@ namespace Scened
         private Stream stream;
 
         // appended by the client's thread, sent by the writer
+        private const int Linger = 16; // yields of the writer before it takes what was queued
         private readonly object outLock = new object();
         private byte[] outBuf = new byte[16384], spare = new byte[16384];
         private int outLen;
@@ -188,6 +189,13 @@ namespace Scened
                             Monitor.Wait(outLock);
                         if (closing)
                             return;
+                    }
+                    // a burst of calls is being made: let it gather for a few microseconds, so that
+                    // it goes out in one write rather than one write a call
+                    for (int i = 0; i < Linger && Volatile.Read(ref outLen) < 16384; i++)
+                        Thread.Yield();
+                    lock (outLock)
+                    {
                         byte[] t = outBuf;
                         outBuf = spare;
                         spare = t;

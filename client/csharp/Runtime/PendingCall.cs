@@ -15,11 +15,14 @@ namespace Scened
             Update,      // Subscription.UpdateAsync: a new packed grid as the answer is read
             Unsubscribe, // Subscription.UnsubscribeAsync
             Resubscribe, // the client's own, after a "moved" event: no task
+            SetMatrix,   // SetLocalAsync, SetWorldAsync: no JObject either way unless it fails
         }
 
         public Kinds Kind;
         public string Cmd;
         public JObject Fields;
+        public long Entity;    // SetMatrix: the entity and a copy of its matrix
+        public float[] Matrix;
         public string World; // where MOVED may send it; null: it stays where it was sent
         public int Hops;
         public Connection Conn;

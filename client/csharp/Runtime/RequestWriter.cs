@@ -2,6 +2,7 @@ using System;
 using System.Collections.Generic;
 using System.Globalization;
 using System.Numerics;
+using System.Text;
 using Newtonsoft.Json.Linq;
 
 namespace Scened
@@ -32,6 +33,68 @@ namespace Scened
                 }
             }
             Ascii("}\n");
+        }
+
+        private static readonly byte[] B64Bytes = Encoding.ASCII.GetBytes("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
+        private readonly byte[] raw = new byte[66]; // a matrix's 64 bytes, and 2 of padding
+
+        private static readonly byte[] EntityKey = Encoding.ASCII.GetBytes(",\"entity\":"),
+            MatrixKey = Encoding.ASCII.GetBytes(",\"matrix_b64\":\""), MatrixEnd = Encoding.ASCII.GetBytes("\"}\n");
+        private string lastCmd, lastWorld;     // the head of the last SetMatrix line: {"cmd":..,"world":..
+        private byte[] head = new byte[0];
+
+        /// <summary>The line of cmd (transform.set_local or set_world) of entity in world with
+        /// matrix m[offset..offset+16] as matrix_b64, written straight from the floats.</summary>
+        public void SetMatrix(string cmd, string world, long entity, float[] m, int offset)
+        {
+            if (!ReferenceEquals(cmd, lastCmd) || !ReferenceEquals(world, lastWorld))
+            {
+                Len = 0;
+                Ascii("{\"cmd\":");
+                Str(cmd);
+                Ascii(",\"world\":");
+                Str(world);
+                head = new byte[Len];
+                Buffer.BlockCopy(Buf, 0, head, 0, Len);
+                lastCmd = cmd;
+                lastWorld = world;
+            }
+            Len = 0;
+            Room(head.Length + EntityKey.Length + 20 + MatrixKey.Length + 88 + MatrixEnd.Length);
+            Bytes(head);
+            Bytes(EntityKey);
+            Long(entity);
+            Bytes(MatrixKey);
+            FloatBits f = default(FloatBits);
+            for (int k = 0; k < 16; k++)
+            {
+                f.F = m[offset + k];
+                raw[4 * k] = (byte)f.U;
+                raw[4 * k + 1] = (byte)(f.U >> 8);
+                raw[4 * k + 2] = (byte)(f.U >> 16);
+                raw[4 * k + 3] = (byte)(f.U >> 24);
+            }
+            raw[64] = raw[65] = 0;
+            byte[] o = Buf, alphabet = B64Bytes;
+            int at = Len;
+            for (int i = 0; i < 66; i += 3)
+            {
+                int x = raw[i] << 16 | raw[i + 1] << 8 | raw[i + 2];
+                o[at] = alphabet[x >> 18];
+                o[at + 1] = alphabet[(x >> 12) & 63];
+                o[at + 2] = alphabet[(x >> 6) & 63];
+                o[at + 3] = alphabet[x & 63];
+                at += 4;
+            }
+            o[at - 2] = o[at - 1] = (byte)'='; // 64 bytes: 21 groups and one of a single byte
+            Len = at;
+            Bytes(MatrixEnd);
+        }
+
+        private void Bytes(byte[] b)
+        {
+            Buffer.BlockCopy(b, 0, Buf, Len, b.Length);
+            Len += b.Length;
         }
 
         private void Room(int n)

@@ -91,6 +91,35 @@ namespace Scened
             return c.Task.Task;
         }
 
+        /// <summary><c>transform.set_local</c> of entity in world with matrix16 (16 floats, column-major)
+        /// sent as <c>matrix_b64</c>: exact, and written straight into the request without a JObject,
+        /// for the transforms a game sends every frame. Completes in Poll, in request order with every
+        /// other call; fails with a <see cref="ScenedException"/>.</summary>
+        public Task SetLocalAsync(string world, long entity, float[] matrix16)
+        {
+            return SetMatrix("transform.set_local", world, entity, matrix16);
+        }
+
+        /// <summary><see cref="SetLocalAsync"/> for the world matrix (<c>transform.set_world</c>).</summary>
+        public Task SetWorldAsync(string world, long entity, float[] matrix16)
+        {
+            return SetMatrix("transform.set_world", world, entity, matrix16);
+        }
+
+        private Task SetMatrix(string cmd, string world, long entity, float[] matrix16)
+        {
+            if (world == null)
+                throw new ArgumentNullException("world");
+            if (matrix16 == null || matrix16.Length < 16)
+                throw new ArgumentException("a matrix is 16 floats");
+            float[] copy = new float[16];
+            Array.Copy(matrix16, copy, 16);
+            PendingCall c = new PendingCall { Kind = PendingCall.Kinds.SetMatrix, Cmd = cmd, World = world, Entity = entity,
+                                              Matrix = copy, Task = new TaskCompletionSource<JObject>() };
+            Issue(c, Route(world), true);
+            return c.Task.Task;
+        }
+
         /// <summary>Subscribes to world; options are the protocol's <c>subscribe</c> fields (<c>root</c>,
         /// <c>hz</c>, <c>near</c>, <c>packed</c>). The task completes in Poll once the daemon answered;
         /// the subscription's frames are applied from then on (its first is full).</summary>
@@ -294,7 +323,10 @@ namespace Scened
                 Finish(c, null, new ScenedException("CLOSED", "the connection to " + conn.Addr + " is closed"));
                 return;
             }
-            writer.Request(c.Cmd, c.Fields);
+            if (c.Matrix != null)
+                writer.SetMatrix(c.Cmd, c.World, c.Entity, c.Matrix, 0);
+            else
+                writer.Request(c.Cmd, c.Fields);
             conn.Awaiting.Enqueue(c);
             conn.Send(writer.Buf, writer.Len);
         }
@@ -320,6 +352,11 @@ namespace Scened
             handled++;
             if (LineTap != null)
                 LineTap(b, off, len);
+            if (IsOk(b, off, len))
+            {
+                Answer(conn, null);
+                return;
+            }
             if (FrameReader.LooksLikeEvent(b, off, len))
             {
                 EventLine e;
@@ -338,11 +375,30 @@ namespace Scened
                 Event(conn, o);
         }
 
+        private static readonly byte[] OkLine = Encoding.ASCII.GetBytes("{\"ok\":true}");
+
+        /// <summary>Whether the line is the most common answer, read without a parser.</summary>
+        private static bool IsOk(byte[] b, int off, int len)
+        {
+            if (len != OkLine.Length)
+                return false;
+            for (int i = 0; i < len; i++)
+                if (b[off + i] != OkLine[i])
+                    return false;
+            return true;
+        }
+
+        /// <summary>An answer; o null: <c>{"ok":true}</c>, made a JObject only for a call that returns one.</summary>
         private void Answer(Connection conn, JObject o)
         {
             if (conn.Awaiting.Count == 0)
                 return; // an answer to no request: a connection refused over --max-clients
             PendingCall c = conn.Awaiting.Dequeue();
+            if (o == null)
+            {
+                Answered(c, conn, c.Kind == PendingCall.Kinds.SetMatrix ? null : new JObject { { "ok", true } });
+                return;
+            }
             JToken ok = o["ok"];
             if (ok.Type == JTokenType.Boolean && (bool)ok)
             {
@@ -379,7 +435,7 @@ namespace Scened
                 case PendingCall.Kinds.Resubscribe:
                     {
                         Subscription s = c.Sub;
-                        long id = o["sub"] != null ? (long)o["sub"] : 0;
+                        long id = o != null && o["sub"] != null ? (long)o["sub"] : 0;
                         if (c.Kind == PendingCall.Kinds.Resubscribe && !s.IsActive)
                         {
                             // unsubscribed while it was being made again
