@@ -65,7 +65,7 @@ THREE      := $(NPM_DIR)/node_modules/three
 # Keep intermediate objects (the fuzz targets build theirs through a pattern rule).
 .SECONDARY:
 
-.PHONY: all deps test test-suites test-web test-timeout-check test-runner-check www bench soak run clean format exhaustive-f32 layering fuzz valgrind cluster
+.PHONY: all deps test test-suites test-web test-csharp test-timeout-check test-runner-check www bench soak run clean format exhaustive-f32 layering fuzz valgrind cluster
 
 all: $(SCENED) $(SCENECTL) $(SCENE_BENCH) $(CORE_LIB) $(PROTO_LIB) $(TEST_PROGRAMS) $(BENCH_BIN) $(DECODE_BENCH) $(INTEREST_BENCH) $(BUILD)/f32-exhaustive \
      $(WWW_STAMP)
@@ -193,6 +193,7 @@ test: layering test-suites
 	python3 scripts/check-docs.py $(SCENED)
 	@$(MAKE) --no-print-directory test-runner-check
 	@$(MAKE) --no-print-directory test-web
+	@$(MAKE) --no-print-directory test-csharp
 else
 test: test-suites
 endif
@@ -221,6 +222,11 @@ test-web: $(SCENED) $(WWW_STAMP)
 	SCENED_BIN=$(abspath $(SCENED)) SCENED_NODE_MODULES=$(abspath $(NPM_DIR))/node_modules \
 	  SCENED_SCREENSHOT=$(abspath build/staging-view.png) $(if $(filter 1,$(SANITIZE)),SCENED_WEB_MIN_FPS=0.5) \
 	  node --test $(WEB_TESTS)
+
+# The C# client (client/csharp), built with Mono's mcs and run under mono against real daemons:
+# standalone, TLS (RSA certificates: Mono's TLS takes no ECDSA) and a cluster with etcd.
+test-csharp: $(SCENED) $(SCENECTL) | $(DEPS_STAMP)
+	BUILD=$(BUILD) SCENED_BIN=$(abspath $(SCENED)) SCENECTL_BIN=$(abspath $(SCENECTL)) tests/csharp/run.sh
 
 run: $(SCENED) $(SCENECTL) $(WWW_STAMP)
 	@echo "scened: protocol on 127.0.0.1:7878, metrics on http://127.0.0.1:7879/metrics"

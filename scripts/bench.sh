@@ -226,6 +226,9 @@ echo
 BUILD="$BUILD" RUNS="$RUNS" scripts/bench-near.sh || echo "(the interest benchmarks failed)"
 
 echo
+BUILD="$BUILD" RUNS="$RUNS" scripts/bench-csharp.sh || echo "(the C# client benchmark failed)"
+
+echo
 echo "== TLS against plain TCP: a second daemon with --tls-cert (certificates of scripts/tls-certs.sh)"
 tls_dir=$(mktemp -d)
 scripts/tls-certs.sh "$tls_dir" >/dev/null

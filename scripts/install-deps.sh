@@ -15,6 +15,7 @@ packages=(gcc make pkg-config libuv1-dev libcjson-dev libcglm-dev libcunit1-dev 
   python3 jq # the Python client's self-test and the shell example run in the tests
   valgrind   # make valgrind
   redis-server redis-tools # make bench measures Redis beside the daemon in the same run
+  mono-mcs mono-runtime libnewtonsoft-json-cil-dev # the C# client's tests (client/csharp)
 )
 
 
