@@ -81,12 +81,14 @@ namespace ScenedTests
                 T.Until(c, () => s.Count == 196, "the mirror from b");
                 int frames = 0;
                 s.FrameReceived += x => frames++;
+                // a finer grid, which the subscription keeps when it is made again on a
+                T.Wait(c, s.UpdateAsync(T.O("packed", T.O("step", 0.0005))));
                 T.Call(c, "world.move", T.O("world", w, "to", "a"));
-                long e = (long)T.Call(c, "transform.create", T.O("world", w, "t", new[] { 7, 8, 9 }))["entity"];
+                long e = (long)T.Call(c, "transform.create", T.O("world", w, "t", new[] { 7.0004, 8, 9 }))["entity"];
                 float[] m = new float[16];
                 T.Until(c, () => s.TryGetWorld(e, m) && s.Count == 197, "the subscription goes on from a");
                 T.Check(s.IsActive, "still running");
-                T.Check(Math.Abs(m[12] - 7) < 0.001 && Math.Abs(m[14] - 9) < 0.001, "the new transform's translation");
+                T.Check(Math.Abs(m[12] - 7.0004) <= 0.00025 + 1e-6 && Math.Abs(m[14] - 9) < 0.0003, "the new transform on the finer grid: " + m[12]);
                 T.Equal(0, ((JArray)T.Call(onB, "world.list")["worlds"]).Count, "nothing left on b");
                 T.Check(frames > 0, "frames after the move");
             }

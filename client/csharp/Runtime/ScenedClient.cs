@@ -35,8 +35,9 @@ namespace Scened
         private int handled;
         private ExceptionDispatchInfo handlerError;
 
-        /// <summary>Raised in Poll for an event of no <see cref="Subscription"/> of this client (one
-        /// made through CallAsync("subscribe"), for instance), as a JObject.</summary>
+        /// <summary>Raised in Poll for an event other than a frame of no <see cref="Subscription"/> of
+        /// this client (one made through CallAsync("subscribe"), for instance), as a JObject. Frames
+        /// of no Subscription are dropped.</summary>
         public event Action<JObject> EventReceived;
 
         private ScenedClient(ScenedOptions options)
@@ -450,6 +451,16 @@ namespace Scened
                     }
                 case PendingCall.Kinds.Update:
                     {
+                        // what the subscription is now, for making it again after a move
+                        foreach (KeyValuePair<string, JToken> f in c.Fields)
+                        {
+                            if (f.Key == "sub")
+                                continue;
+                            if (f.Value.Type == JTokenType.Null)
+                                c.Sub.Request.Remove(f.Key);
+                            else
+                                c.Sub.Request[f.Key] = f.Value.DeepClone();
+                        }
                         JObject p = c.Fields["packed"] as JObject;
                         PackedState ps = c.Sub.Packed;
                         if (p != null && ps != null)
@@ -501,10 +512,7 @@ namespace Scened
         {
             Subscription s;
             if (!e.HasSub || !conn.Subs.TryGetValue(e.Sub, out s))
-            {
-                Unhandled(b, off, len);
-                return;
-            }
+                return; // a subscription that ended here, or one not made through SubscribeAsync
             int end = off + len;
             stage.Reset();
             string err;
@@ -538,16 +546,6 @@ namespace Scened
                 return;
             }
             s.Apply(stage, e.Full, e.Tick);
-        }
-
-        private void Unhandled(byte[] b, int off, int len)
-        {
-            Action<JObject> h = EventReceived;
-            if (h == null)
-                return;
-            JObject o = Json.Parse(Encoding.UTF8.GetString(b, off, len));
-            if (o != null)
-                RaiseEvent(h, o);
         }
 
         /// <summary>A frame this client cannot read: the subscription ends (its mirror keeps the last
@@ -617,7 +615,7 @@ namespace Scened
             owners[s.World] = addr;
             s.Conn = null;
             if (s.Packed != null)
-                s.Packed.Clear();
+                s.Packed.Clear(); // the new subscription's first frame is full
             Issue(new PendingCall { Kind = PendingCall.Kinds.Resubscribe, Cmd = "subscribe", Fields = s.Request,
                                     World = s.World, Sub = s }, ConnectionTo(addr), true);
         }
