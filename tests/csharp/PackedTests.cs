@@ -16,6 +16,7 @@ namespace ScenedTests
             Program.Add("packed/decoder_chain_against_contract_encoder", Chain);
             Program.Add("packed/refusals_change_nothing", Refusals);
             Program.Add("packed/same_bits_as_the_c_decoder", SameBitsAsC);
+            Program.Add("codec/base64_matrices_strict", Base64Strict);
         }
 
         private sealed class Held
@@ -219,6 +220,51 @@ namespace ScenedTests
             T.Check(dec.Decode(delta, delta.Length, false, st), "the good delta after every refusal");
             T.Check(st.N == 1 && st.Ids[0] == 5 && Math.Abs(st.M[12] - 1.01) < 1e-6 && Math.Abs(st.M[0] - 2) < 1e-4, "against the baseline as it was");
             T.Check(st.NRemoved == 1 && st.Removed[0] == 9 && dec.Held == 1, "9 removed");
+        }
+
+        /// <summary>"ms" decoding: every count of matrices back to the same bits, and every single
+        /// character made invalid, padding made wrong or a length off by one refused.</summary>
+        private static void Base64Strict()
+        {
+            Random r = new Random(Rand.Seed + 8);
+            byte[] tail = new byte[32];
+            for (int n = 0; n <= 7; n++)
+            {
+                float[] m = new float[16 * n], back = new float[16 * n + 16];
+                for (int i = 0; i < m.Length; i++)
+                    m[i] = BitConverter.ToSingle(BitConverter.GetBytes(r.Next()), 0);
+                byte[] text = System.Text.Encoding.ASCII.GetBytes(Base64.EncodeMatrices(m, 0, n));
+                T.Check(Base64.DecodeFloats(text, 0, text.Length, back, 16 * n, tail), n + " matrices decode");
+                for (int i = 0; i < m.Length; i++)
+                    T.Check(BitConverter.ToInt32(BitConverter.GetBytes(m[i]), 0) == BitConverter.ToInt32(BitConverter.GetBytes(back[i]), 0), n + " matrices: float " + i);
+                for (int i = 0; i < text.Length; i++)
+                {
+                    byte keep = text[i];
+                    foreach (byte bad in new[] { (byte)'!', (byte)'=', (byte)'"', (byte)0x80 })
+                    {
+                        if (bad == '=' && keep == '=')
+                            continue;
+                        text[i] = bad;
+                        T.Check(!Base64.DecodeFloats(text, 0, text.Length, back, 16 * n, tail), n + " matrices: " + (char)bad + " at " + i + " refused");
+                    }
+                    text[i] = keep;
+                }
+                if (n > 0)
+                {
+                    T.Check(!Base64.DecodeFloats(text, 0, text.Length - 4, back, 16 * n, tail), "a group short");
+                    T.Check(!Base64.DecodeFloats(text, 0, text.Length, back, 16 * n - 1, tail), "a float fewer");
+                }
+                if (64 * n % 3 != 0)
+                {
+                    // the character before the padding, with a bit set past the last byte
+                    int last = text.Length - (64 * n % 3 == 1 ? 3 : 2);
+                    byte keep = text[last];
+                    const string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+                    text[last] = (byte)alphabet[alphabet.IndexOf((char)keep) ^ 1]; // its lowest bit: past the data
+                    T.Check(!Base64.DecodeFloats(text, 0, text.Length, back, 16 * n, tail), "bits past the last byte");
+                    text[last] = keep;
+                }
+            }
         }
 
         /// <summary>scenectl (the C library) and this client decode the same full packed frame of a

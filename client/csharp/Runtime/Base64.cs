@@ -24,15 +24,15 @@ namespace Scened
     internal static class Base64
     {
         private const string Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        private static readonly sbyte[] Values = MakeValues();
+        private static readonly int[] Values = MakeValues(); // -1: not in the alphabet
 
-        private static sbyte[] MakeValues()
+        private static int[] MakeValues()
         {
-            sbyte[] v = new sbyte[256];
+            int[] v = new int[256];
             for (int i = 0; i < 256; i++)
                 v[i] = -1;
             for (int i = 0; i < 64; i++)
-                v[Alphabet[i]] = (sbyte)i;
+                v[Alphabet[i]] = i;
             return v;
         }
 
@@ -62,7 +62,7 @@ namespace Scened
             if (n < 0 || dst.Length < n)
                 return false;
             int full = n / 3, o = 0, i = at, bad = 0;
-            sbyte[] v = Values;
+            int[] v = Values;
             for (int g = 0; g < full; g++, i += 4)
             {
                 int a = v[src[i]], b = v[src[i + 1]], c = v[src[i + 2]], d = v[src[i + 3]];
@@ -91,6 +91,43 @@ namespace Scened
                 dst[o] = (byte)(b << 4 | c >> 2);
             }
             return bad >= 0;
+        }
+
+        /// <summary>Decodes len characters at src[at], the strict base64 of exactly 4 * floats bytes,
+        /// into dst[0..floats) as little-endian float32, without a byte array between: blocks of 16
+        /// characters make 3 floats, the last characters go through scratch (16 bytes at least).
+        /// False (dst partly written) when they are not.</summary>
+        public static bool DecodeFloats(byte[] src, int at, int len, float[] dst, int floats, byte[] scratch)
+        {
+            if (DecodedLength(src, at, len) != 4 * floats || dst.Length < floats)
+                return false;
+            int blocks = len >= 4 ? (len - 4) / 16 : 0; // the last group, which may be padded, is the tail's
+            int[] v = Values;
+            int bad = 0, i = at, f = 0;
+            FloatBits fb = default(FloatBits);
+            for (int k = 0; k < blocks; k++, i += 16)
+            {
+                int x0 = v[src[i]] << 18 | v[src[i + 1]] << 12 | v[src[i + 2]] << 6 | v[src[i + 3]];
+                int x1 = v[src[i + 4]] << 18 | v[src[i + 5]] << 12 | v[src[i + 6]] << 6 | v[src[i + 7]];
+                int x2 = v[src[i + 8]] << 18 | v[src[i + 9]] << 12 | v[src[i + 10]] << 6 | v[src[i + 11]];
+                int x3 = v[src[i + 12]] << 18 | v[src[i + 13]] << 12 | v[src[i + 14]] << 6 | v[src[i + 15]];
+                bad |= x0 | x1 | x2 | x3; // an invalid character is -1: negative whatever its place
+                fb.U = (uint)(((x0 >> 16) & 255) | ((x0 >> 8) & 255) << 8 | (x0 & 255) << 16 | ((x1 >> 16) & 255) << 24);
+                dst[f] = fb.F;
+                fb.U = (uint)(((x1 >> 8) & 255) | (x1 & 255) << 8 | ((x2 >> 16) & 255) << 16 | ((x2 >> 8) & 255) << 24);
+                dst[f + 1] = fb.F;
+                fb.U = (uint)((x2 & 255) | ((x3 >> 16) & 255) << 8 | ((x3 >> 8) & 255) << 16 | (x3 & 255) << 24);
+                dst[f + 2] = fb.F;
+                f += 3;
+            }
+            if (bad < 0)
+                return false;
+            int rest = at + len - i;
+            if (!Decode(src, i, rest, scratch))
+                return false;
+            for (int k = 0; f < floats; k += 4)
+                dst[f++] = FloatBits.FromLittle(scratch, k);
+            return true;
         }
 
         /// <summary>The base64 of count matrices of 16 floats from m[offset], little-endian float32.</summary>

@@ -85,8 +85,8 @@ namespace Scened
                 else if (s.Is(ks, kl, KMs) || s.Is(ks, kl, KPacked))
                 {
                     bool ms = s.Is(ks, kl, KMs);
-                    if (!s.Str(out vs, out vl, out esc) || esc)
-                        return false; // base64 has nothing to escape
+                    if (!s.Base64Str(out vs, out vl))
+                        return false;
                     if (ms)
                     {
                         e.Ms = vs;
@@ -164,13 +164,8 @@ namespace Scened
             int bytes = 64 * st.N;
             if (e.MsLen != Base64.EncodedLength(bytes) || Base64.DecodedLength(b, e.Ms, e.MsLen) != bytes)
                 return "\"ms\" is not the base64 of " + st.N + " matrices";
-            st.ReserveBytes(bytes);
-            if (!Base64.Decode(b, e.Ms, e.MsLen, st.Bytes))
+            if (!Base64.DecodeFloats(b, e.Ms, e.MsLen, st.M, 16 * st.N, st.Tail))
                 return "\"ms\" is not base64";
-            byte[] raw = st.Bytes;
-            float[] m = st.M;
-            for (int k = 0; k < 16 * st.N; k++)
-                m[k] = FloatBits.FromLittle(raw, 4 * k);
             return null;
         }
 

@@ -13,6 +13,7 @@ namespace Scened
         public long[] Removed = new long[16];
         public int NRemoved;
         public byte[] Bytes = new byte[1024]; // a base64 field's bytes
+        public byte[] Tail = new byte[32];    // the last bytes of "ms"
 
         public void Reset()
         {

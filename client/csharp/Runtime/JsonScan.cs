@@ -86,6 +86,23 @@ namespace Scened
             return false;
         }
 
+        /// <summary>A string that holds base64 (which has no quote or escape to skip): found with a
+        /// search for its closing quote rather than byte by byte. Its characters are checked when
+        /// it is decoded.</summary>
+        public bool Base64Str(out int start, out int len)
+        {
+            start = len = 0;
+            if (!Take((byte)'"'))
+                return false;
+            start = Pos;
+            int q = Array.IndexOf(B, (byte)'"', Pos, End - Pos);
+            if (q < 0)
+                return false;
+            len = q - start;
+            Pos = q + 1;
+            return true;
+        }
+
         /// <summary>Whether the len bytes at start are the ASCII text s.</summary>
         public bool Is(int start, int len, byte[] s)
         {
