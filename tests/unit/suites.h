@@ -9,6 +9,7 @@
   X(core_math)                                                                                     \
   X(core_trs)                                                                                      \
   X(core_entity)                                                                                   \
+  X(core_teardown)                                                                                 \
   X(core_transform)                                                                                \
   X(core_transform_forest)                                                                         \
   X(core_batch)                                                                                    \
