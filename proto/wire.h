@@ -65,7 +65,8 @@ const char *scn_wire_code_name(scn_wire_code code);
   X(cluster)                                                                                       \
   X(created)                                                                                       \
   X(near)                                                                                          \
-  X(packed)
+  X(packed)                                                                                        \
+  X(entities)
 
 typedef enum scn_field {
 #define SCN_FIELD_ENUM(name) SCN_F_##name,
@@ -148,14 +149,16 @@ unsigned scn_right_find(const char *name, unsigned long len);
     SCN_F(history) | SCN_F(node),                                                                  \
     "create a named world (history: keep its last N ticks; cluster: node places a new group)")     \
   X("world.destroy", world_destroy, SCN_CMD_MUTATES | SCN_CMD_WORLD, admin, max_transforms,        \
-    SCN_F(world), 0, "destroy a world and every transform in it")                                  \
+    SCN_F(world), SCN_F(entities),                                                                 \
+    "destroy a world and every transform in it (entities: true, and the entities only it used)")   \
   X("world.list", world_list, SCN_CMD_READ, read, none, 0, SCN_F(cluster),                         \
     "list worlds with their transform counts (cluster: every node's)")                             \
   X("entity.create", entity_create, SCN_CMD_MUTATES, write, entity_create, 0,                      \
     SCN_F(count) | SCN_F(world),                                                                   \
     "create entities (count, default 1, at most 100000; cluster: on world's owner)")               \
-  X("entity.destroy", entity_destroy, SCN_CMD_MUTATES | SCN_CMD_ALL_WORLDS, write, max_transforms, \
-    SCN_F(entity), 0, "destroy an entity and its transform in every world")                        \
+  X("entity.destroy", entity_destroy, SCN_CMD_MUTATES | SCN_CMD_ALL_WORLDS, write, entity_create,  \
+    0, SCN_F(entity) | SCN_F(entities),                                                            \
+    "destroy an entity (or entities: a list, all or none) and its transform in every world")       \
   X("transform.create", transform_create, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, write,               \
     max_transforms, SCN_F(world), SCN_F(entity) | SCN_F(parent) | SCN_F(name) | SCN_F_SPEC,        \
     "give an entity (new when absent) a transform")                                                \
@@ -194,7 +197,7 @@ unsigned scn_right_find(const char *name, unsigned long len);
     "stream a world's matrices (full, deltas; near: only what lies near a point or an entity; "    \
     "packed: quantized)")                                                                          \
   X("subscribe.update", subscribe_update, 0, read, none, SCN_F(sub), SCN_F(near) | SCN_F(packed),  \
-    "change a subscription's region (near, or null for none) or packed grid, no full frame")      \
+    "change a subscription's region (near, or null for none) or packed grid, no full frame")       \
   X("unsubscribe", unsubscribe, 0, read, none, SCN_F(sub), 0, "end a subscription")                \
   X("info", info, SCN_CMD_READ, read, none, 0, 0, "daemon figures: version, uptime, counts")       \
   X("save", save, 0, admin, none, 0, 0, "write a snapshot now (needs --data)")                     \

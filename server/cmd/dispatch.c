@@ -411,6 +411,8 @@ static int run_command(request_run *r, scn_wire_error *err) {
   scn_entity_recorded_clear(srv->scene);
   d->ntouched = 0;
   d->touched_home = 0;
+  d->several = false;
+  d->ngone = 0;
   if (r->id_item)
     scn_reply_begin(reply, r->id_item);
   else
@@ -449,6 +451,11 @@ static void finish_success(const request_run *r) {
     done.touched = d->touched;
     done.ntouched = d->ntouched;
     done.home = d->touched_home;
+    done.several = d->several;
+    done.destroyed = d->gone;
+    done.destroyed_home = d->gone_home;
+    done.ndestroyed = d->ngone;
+    done.touched_of = d->touched_of;
     if (r->world_name && (r->cmd->flags & SCN_CMD_MUTATES))
       scn_cluster_note_ack(srv->cluster, r->c);
   }
@@ -566,5 +573,7 @@ void scn_dispatch_close(scn_dispatch *d) {
   scn_buf_free(&d->scratch);
   free(d->ids);
   free(d->touched);
+  free(d->touched_of);
+  free(d->gone_home);
   free(d);
 }

@@ -27,7 +27,13 @@ struct scn_dispatch {
   struct held *held;   /* those requests (cluster) */
   scn_world **touched; /* entity.destroy in a cluster: the worlds that had the entity */
   size_t ntouched, touched_cap;
-  uint32_t touched_home;            /* entity.destroy in a cluster: the entity's home tag */
+  uint32_t touched_home; /* entity.destroy in a cluster: the entity's home tag */
+  uint32_t *touched_of;  /* with "entities" in a cluster: the entity each of touched had */
+  size_t touched_of_cap;
+  bool several; /* world.destroy or entity.destroy with "entities" (cluster): gone, gone_home */
+  const scn_entity *gone;
+  uint32_t *gone_home;
+  size_t ngone, gone_home_cap;
   const scn_command_info *last_cmd; /* the last command run: clients repeat themselves */
   scn_entity *ids;                  /* scratch id list (entity.create, children) */
   size_t ids_cap;
