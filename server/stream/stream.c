@@ -104,29 +104,22 @@ static void sub_remove(scn_stream *st, scn_sub *s) {
   free(s);
 }
 
-/* A frame (or a scope's removal) was queued to subscription s. */
-static void count_frame(scn_stream *st, scn_sub *s) {
-  st->counters.frames++;
-  s->fig->frames++;
-}
-
 uint64_t scn_stream_count(const scn_stream *st) { return st->nsubs; }
 
 int scn_stream_subscribe(scn_stream *st, scn_conn *c, scn_world *w, scn_entity root, double hz,
                          const scn_near_spec *near, const scn_pack_grid *packed, uint64_t *id) {
   scn_sub *s = calloc(1, sizeof *s);
-  if (!s || !(s->fig = scn_world_figs_of(&st->world_figs, w))) {
-    free(s);
+  if (!s)
     return -1;
-  }
   double every = ceil(st->srv->cfg.tick_hz / hz - 1e-9);
   s->every = every < 1 ? 1 : every > 1e6 ? 1000000 : (uint32_t)every;
-  if (near && !(s->near = scn_near_new(st->interest, w, root, near, s->every, true))) {
+  if ((near && !(s->near = scn_near_new(st->interest, w, root, near, s->every, true))) ||
+      !(s->fig = scn_world_figs_join(&st->world_figs, w))) {
+    scn_near_release(st->interest, s->near);
     free(s);
     return -1;
   }
   st->nnear += s->near != NULL;
-  s->fig->subs++;
   if (packed) {
     s->packed = true;
     s->grid = *packed;
@@ -317,7 +310,8 @@ static void send_body(scn_stream *st, scn_sub *s, scn_shared *body, size_t matri
   scn_buf_adds(out, "{\"event\":\"frame\",\"sub\":");
   scn_buf_add_u64(out, s->id);
   if (!out->failed && scn_outq_push_shared(&c->out, body)) {
-    count_frame(st, s);
+    st->counters.frames++;
+    s->fig->frames++;
     st->counters.frame_bytes += body->len;
     st->counters.matrices += matrices;
     s->last_frame = st->ticks;
@@ -334,7 +328,8 @@ static void send_packed(scn_stream *st, scn_sub *s, scn_shared *body, const scn_
   size_t before = out->len;
   scn_pack_header(out, c->ws != NULL, s->id, f->tick, full, body->len);
   if (!out->failed && scn_outq_push_shared(&c->out, body)) {
-    count_frame(st, s);
+    st->counters.frames++;
+    s->fig->frames++;
     st->counters.frame_bytes += body->len + (out->len - before);
     st->counters.matrices += f->n;
     s->last_frame = st->ticks;
@@ -433,7 +428,8 @@ static void end_scope_gone(scn_stream *st, scn_sub *s, const char *reason) {
   }
   scn_buf_adds(out, "}\n");
   write_event(s, "unsubscribed", reason);
-  count_frame(st, s);
+  st->counters.frames++;
+  s->fig->frames++;
   sub_remove(st, s);
 }
 
@@ -500,14 +496,6 @@ static void job_free(frame_job *job) {
   scn_buf_free(&job->text[1]);
   free(job->subs);
   free(job);
-}
-
-/* A shared copy of a frame's text; NULL when out of memory. */
-static scn_shared *share(const scn_buf *text) {
-  scn_shared *body = text->failed ? NULL : scn_shared_new(text->len);
-  if (body)
-    memcpy(body->data, text->data, text->len);
-  return body;
 }
 
 /* One slice of the oldest job per loop turn, in the first form it still needs; a finished job
@@ -597,7 +585,7 @@ static scn_shared *small_body(scn_stream *st, const scn_frame *f, scn_matrix_for
   b->failed = false;
   size_t at = 0;
   scn_frame_write(b, f, form, &at, SIZE_MAX);
-  st->bodies[form] = share(b);
+  st->bodies[form] = scn_shared_copy(b);
   st->counters.encodes += st->bodies[form] != NULL;
   return st->bodies[form];
 }

@@ -10,7 +10,7 @@ static size_t index_of(const scn_world_figs *f, const scn_world *w) {
   return SIZE_MAX;
 }
 
-scn_world_fig *scn_world_figs_of(scn_world_figs *f, const scn_world *w) {
+static scn_world_fig *entry_of(scn_world_figs *f, const scn_world *w) {
   size_t i = index_of(f, w);
   if (i != SIZE_MAX)
     return f->v[i];
@@ -30,6 +30,13 @@ scn_world_fig *scn_world_figs_of(scn_world_figs *f, const scn_world *w) {
 static void drop(scn_world_figs *f, size_t i) {
   free(f->v[i]);
   f->v[i] = f->v[--f->n];
+}
+
+scn_world_fig *scn_world_figs_join(scn_world_figs *f, const scn_world *w) {
+  scn_world_fig *fig = entry_of(f, w);
+  if (fig)
+    fig->subs++;
+  return fig;
 }
 
 void scn_world_figs_forget(scn_world_figs *f, const scn_world *w) {

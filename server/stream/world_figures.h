@@ -21,8 +21,9 @@ typedef struct scn_world_figs {
   size_t n, cap;
 } scn_world_figs;
 
-/* The entry of world w, made when it has none; NULL when out of memory. */
-scn_world_fig *scn_world_figs_of(scn_world_figs *f, const scn_world *w);
+/* A subscription to world w begins: the world's entry (made when it has none) counts it; NULL
+ * when out of memory. It ends with entry->subs--. */
+scn_world_fig *scn_world_figs_join(scn_world_figs *f, const scn_world *w);
 /* World w ends (it has no subscription left): its entry goes. */
 void scn_world_figs_forget(scn_world_figs *f, const scn_world *w);
 /* world_subscribers{world} and world_frames_sent_total{world} for every world of scene (while
