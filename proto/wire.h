@@ -202,7 +202,7 @@ unsigned scn_right_find(const char *name, unsigned long len);
   X("info", info, SCN_CMD_READ, read, none, 0, 0, "daemon figures: version, uptime, counts")       \
   X("save", save, 0, admin, none, 0, 0, "write a snapshot now (needs --data)")                     \
   X("world.move", world_move, SCN_CMD_WORLD, admin, none, SCN_F(world) | SCN_F(to), 0,             \
-    "move a world's group to another node of the cluster")                                         \
+    "move a world's group to another node of the cluster (answers its node and addr)")             \
   X("cluster.nodes", cluster_nodes, SCN_CMD_READ, read, none, 0, 0,                                \
     "the cluster's live nodes with their load")
 
