@@ -116,8 +116,9 @@ $(CLIENT_LIB): $(CLIENT_OBJ)
 # The client library speaks TLS through OpenSSL.
 CLIENT_LIBS := -lcjson -lssl -lcrypto
 
-$(SCENE_BENCH): $(BUILD)/obj/client/scene_bench.o $(BUILD)/obj/client/scene_bench_near.o \
-		$(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
+SCENE_BENCH_OBJ := $(patsubst %,$(BUILD)/obj/client/%.o,scene_bench scene_bench_near \
+		scene_bench_stream scene_bench_check scene_bench_decode scene_bench_ws)
+$(SCENE_BENCH): $(SCENE_BENCH_OBJ) $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -lpthread $(LDLIBS)
 
 $(SCENECTL): $(BUILD)/obj/client/scenectl.o $(BUILD)/obj/client/ctl_near.o $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
