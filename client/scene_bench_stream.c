@@ -579,6 +579,7 @@ static void close_all(sub_conn *subs, int S) {
 /* The figures of a run, as print_stream prints them. */
 typedef struct stream_result {
   int S, transforms;
+  double tick_hz;
   double secs, cpu_s; /* the daemon's CPU over secs (NAN: unknown) */
 } stream_result;
 
@@ -606,7 +607,7 @@ void run_stream(const opts *o) {
   proc_usage(o->daemon_pid, &cpu0, &rss);
   double t0 = now_s();
   read_subscribers(R, subs, S, &mv, o->seconds);
-  stream_result res = {.S = S, .transforms = K + 1, .secs = now_s() - t0};
+  stream_result res = {.S = S, .transforms = K + 1, .tick_hz = mv.tick_hz, .secs = now_s() - t0};
   proc_usage(o->daemon_pid, &cpu1, &rss);
   res.cpu_s = cpu1 - cpu0;
   close_all(subs, S);
@@ -665,14 +666,18 @@ static void print_stream(const opts *o, stream_run *R, const stream_result *res)
   double p50 = pct(k->lat, k->nlat, 0.5) * 1e3, p99 = pct(k->lat, k->nlat, 0.99) * 1e3;
   const char *form = packed ? "packed" : o->b64 ? "b64" : "json", *via = o->ws ? "ws" : "tcp";
   double rot = stream_check_rot_deg(c);
+  /* of every matrix at every tick: 1 when the subscribers got every tick's frame */
+  double of_ticks = (double)k->matrices / secs / (S * (double)res->transforms * res->tick_hz);
   bool within = c->beyond_ulp <= F32_ULPS && rot <= MAX_ROT_DEG && c->unknown == 0;
   if (o->json) {
     printf("{\"test\":\"stream\",\"form\":\"%s\",\"transport\":\"%s\",\"subscribers\":%d,"
            "\"transforms\":%d,\"seconds\":%.3f,\"frames\":%ld,\"matrices/s\":%.0f,"
            "\"frames/s\":%.2f,\"bytes/s\":%.0f,\"frame_bytes\":%zu,\"bytes_per_matrix\":%s,"
-           "\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"daemon_cpu_ms_per_million\":%s",
+           "\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"daemon_cpu_ms_per_million\":%s,"
+           "\"tick_hz\":%g,\"of_ticks\":%.3f",
            form, via, S, res->transforms, secs, k->frames, (double)k->matrices / secs, fps, bytes_s,
-           frame_bytes, json_num(per_matrix, 3), p50, p99, json_num(cpu_per_million, 2));
+           frame_bytes, json_num(per_matrix, 3), p50, p99, json_num(cpu_per_million, 2),
+           res->tick_hz, of_ticks);
     if (packed)
       printf(",\"step\":%g,\"payload_bytes_per_matrix\":%s,\"not_frames\":%ld", o->packed_step,
              json_num(payload_per, 3), k->others);
