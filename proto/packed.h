@@ -114,6 +114,9 @@ typedef struct scn_packed_baseline {
  * translation, so each is absolute next time (rotations and scales stay). */
 bool scn_packed_baseline_set_grid(scn_packed_baseline *b, double step, const double origin[3]);
 void scn_packed_baseline_free(scn_packed_baseline *b);
+/* Makes *dst (empty, zero-initialised) a copy of src, grid and entries; false when out of
+ * memory (dst stays empty). */
+bool scn_packed_baseline_copy(scn_packed_baseline *dst, const scn_packed_baseline *src);
 /* Forgets every entity (a full frame: everything travels absolute). Keeps the grid. */
 void scn_packed_baseline_clear(scn_packed_baseline *b);
 /* Forgets every translation; the rotations and scales stay. */

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static inline size_t slot_of(const scn_packed_baseline *b, uint64_t id) {
   return (size_t)((id * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & b->mask;
@@ -48,6 +49,27 @@ bool scn_packed_baseline_reserve(scn_packed_baseline *b, size_t extra) {
   while (need > grown / 4 * 3)
     grown *= 2;
   return rehash(b, grown);
+}
+
+bool scn_packed_baseline_copy(scn_packed_baseline *dst, const scn_packed_baseline *src) {
+  *dst = (scn_packed_baseline){.step = src->step};
+  memcpy(dst->origin, src->origin, sizeof dst->origin);
+  size_t cap = capacity(src);
+  if (!cap)
+    return true;
+  dst->ids = malloc(cap * sizeof *dst->ids);
+  dst->values = malloc(cap * sizeof *dst->values);
+  if (!dst->ids || !dst->values) {
+    free(dst->ids);
+    free(dst->values);
+    dst->ids = NULL, dst->values = NULL;
+    return false;
+  }
+  memcpy(dst->ids, src->ids, cap * sizeof *dst->ids);
+  memcpy(dst->values, src->values, cap * sizeof *dst->values);
+  dst->mask = src->mask;
+  dst->count = src->count;
+  return true;
 }
 
 bool scn_packed_baseline_set_grid(scn_packed_baseline *b, double step, const double origin[3]) {

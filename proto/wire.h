@@ -190,10 +190,11 @@ unsigned scn_right_find(const char *name, unsigned long len);
   X("batch", batch, SCN_CMD_MUTATES | SCN_CMD_WORLD, write, max_transforms,                        \
     SCN_F(world) | SCN_F(ops), 0, "apply transform.* ops atomically, in order")                    \
   X("subscribe", subscribe, SCN_CMD_WORLD, read, none, SCN_F(world),                               \
-    SCN_F(root) | SCN_F(hz) | SCN_F(near),                                                         \
-    "stream a world's matrices (full, deltas; near: only what lies near a point or an entity)")    \
+    SCN_F(root) | SCN_F(hz) | SCN_F(near) | SCN_F(packed),                                         \
+    "stream a world's matrices (full, deltas; near: only what lies near a point or an entity; "    \
+    "packed: quantized)")                                                                          \
   X("subscribe.update", subscribe_update, 0, read, none, SCN_F(sub), SCN_F(near) | SCN_F(packed),  \
-    "change a subscription's region (near, or null for none) without a full frame")                \
+    "change a subscription's region (near, or null for none) or packed grid, no full frame")      \
   X("unsubscribe", unsubscribe, 0, read, none, SCN_F(sub), 0, "end a subscription")                \
   X("info", info, SCN_CMD_READ, read, none, 0, 0, "daemon figures: version, uptime, counts")       \
   X("save", save, 0, admin, none, 0, 0, "write a snapshot now (needs --data)")                     \

@@ -98,6 +98,35 @@ static int decode_near(const cJSON *v, scn_near_spec *spec, scn_wire_error *err)
   return 0;
 }
 
+/* "packed": {"step": s, "origin": [x, y, z]?}. */
+static int decode_packed(const cJSON *v, scn_pack_grid *g, scn_wire_error *err) {
+  memset(g, 0, sizeof *g);
+  if (!cJSON_IsObject(v))
+    return scn_fail(err, SCN_W_BAD_REQUEST,
+                    "field \"packed\" must be an object {\"step\":S,\"origin\":[x,y,z]}");
+  bool has_step = false;
+  for (const cJSON *m = v->child; m; m = m->next) {
+    if (strcmp(m->string, "step") == 0) {
+      if (decode_distance(m, "packed.step", false, &g->step, err) < 0)
+        return -1;
+      has_step = true;
+    } else if (strcmp(m->string, "origin") == 0) {
+      if (!cJSON_IsArray(m) || cJSON_GetArraySize(m) != 3)
+        return scn_fail(err, SCN_W_BAD_REQUEST,
+                        "field \"packed.origin\" must be an array of 3 numbers");
+      int i = 0;
+      for (const cJSON *c = m->child; c; c = c->next, i++)
+        if (scn_decode_number(c, "packed.origin", &g->origin[i], err) < 0)
+          return -1;
+    } else {
+      return scn_fail(err, SCN_W_BAD_REQUEST, "unknown field \"packed.%s\"", m->string);
+    }
+  }
+  if (!has_step)
+    return scn_fail(err, SCN_W_BAD_REQUEST, "field \"packed\" needs \"step\"");
+  return 0;
+}
+
 /* The center entity must have a transform in w. */
 static int check_center(const scn_near_spec *spec, scn_world *w, scn_wire_error *err) {
   if (!spec->follows || scn_transform_exists(w, spec->entity))
@@ -117,13 +146,17 @@ int scn_cmd_subscribe(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_er
   bool has_near = a->f->present & SCN_F(near);
   if (has_near && decode_near(a->f->v[SCN_F_near], &near, err) < 0)
     return -1;
+  scn_pack_grid grid;
+  bool packed = a->f->present & SCN_F(packed);
+  if (packed && decode_packed(a->f->v[SCN_F_packed], &grid, err) < 0)
+    return -1;
   if (a->root && !scn_transform_exists(ctx->world, a->root))
     return scn_core_error(ctx, a, SCN_NOT_FOUND, err);
   if (has_near && check_center(&near, ctx->world, err) < 0)
     return -1;
   uint64_t id;
   if (scn_stream_subscribe(srv->stream, ctx->conn, ctx->world, a->root, hz, has_near ? &near : NULL,
-                           &id) != 0)
+                           packed ? &grid : NULL, &id) != 0)
     return scn_fail(err, SCN_W_INTERNAL, "out of memory");
   scn_reply_key(out, "sub");
   scn_buf_add_u64(out, id);
@@ -151,17 +184,21 @@ int scn_cmd_subscribe_update(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_
   bool has_near = a->f->present & SCN_F(near), removes = has_near && cJSON_IsNull(v);
   if (has_near && !removes && decode_near(v, &near, err) < 0)
     return -1;
-  scn_world *w = ctx->conn ? scn_stream_world_of(ctx->srv->stream, ctx->conn, id) : NULL;
+  scn_pack_grid grid;
+  bool has_packed = a->f->present & SCN_F(packed), packed = false;
+  if (has_packed && decode_packed(a->f->v[SCN_F_packed], &grid, err) < 0)
+    return -1;
+  scn_world *w = ctx->conn ? scn_stream_world_of(ctx->srv->stream, ctx->conn, id, &packed) : NULL;
   if (!w)
     return no_such_sub(id, err);
-  if (a->f->present & SCN_F(packed))
-    return scn_fail(err, SCN_W_BAD_REQUEST, "subscription %llu is not packed",
+  if (has_packed && !packed)
+    return scn_fail(err, SCN_W_BAD_REQUEST,
+                    "subscription %llu is not packed (\"packed\" is given to subscribe)",
                     (unsigned long long)id);
   if (has_near && !removes && check_center(&near, w, err) < 0)
     return -1;
-  if (!has_near)
-    return 0;
-  int rc = scn_stream_update(ctx->srv->stream, ctx->conn, id, removes ? NULL : &near);
+  int rc = scn_stream_update(ctx->srv->stream, ctx->conn, id, has_near, removes ? NULL : &near,
+                             has_packed ? &grid : NULL);
   if (rc == SCN_NOT_FOUND)
     return no_such_sub(id, err);
   if (rc != SCN_OK)

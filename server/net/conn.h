@@ -60,6 +60,17 @@ struct scn_conn {
   scn_buf sealed;       /* TLS: the ciphertext of the next write, being made */
 };
 
+/* A WebSocket connection's output is lines, each one text message, and binary messages, each
+ * queued as byte 0 (which starts no line), its length (u32, little-endian), then its bytes
+ * (ws.c takes them apart). */
+#define SCN_CONN_BINARY_MARK 0
+#define SCN_CONN_BINARY_PREFIX 5
+static inline void scn_conn_add_binary_start(scn_buf *out, uint32_t len) {
+  char p[SCN_CONN_BINARY_PREFIX] = {SCN_CONN_BINARY_MARK, (char)len, (char)(len >> 8),
+                                    (char)(len >> 16), (char)(len >> 24)};
+  scn_buf_add(out, p, sizeof p);
+}
+
 static inline size_t scn_conn_queued(const scn_conn *c) {
   return scn_outq_size(&c->out) + scn_outq_size(&c->inflight) + c->tp_queued;
 }

@@ -32,8 +32,9 @@ typedef struct scn_ws {
   wslay_event_context_ptr ctx;
   const char *in; /* input being fed to wslay */
   size_t in_len;
-  scn_buf wire; /* encoded frames not yet handed to the socket */
-  scn_buf part; /* an outgoing line whose end is in a later piece of the output */
+  scn_buf wire;     /* encoded frames not yet handed to the socket */
+  scn_buf part;     /* an outgoing message whose end is in a later piece of the output */
+  bool part_binary; /* part is a binary message (its prefix first: conn.h) */
   uv_buf_t *iov;
   size_t iov_cap;
   /* the message being received */
@@ -184,15 +185,42 @@ static ssize_t on_wslay_send(wslay_event_context_ptr ctx, const uint8_t *data, s
   return (ssize_t)len;
 }
 
-static bool send_text(scn_conn *c, const char *data, size_t len) {
-  struct wslay_event_msg m = {WSLAY_TEXT_FRAME, (const uint8_t *)data, len};
+static bool send_message(scn_conn *c, uint8_t opcode, const char *data, size_t len) {
+  struct wslay_event_msg m = {opcode, (const uint8_t *)data, len};
   int rc = wslay_event_queue_msg(c->ws->ctx, &m);
   if (rc == WSLAY_ERR_NO_MORE_MSG)
     return true; /* a close frame is queued: nothing may follow it */
   return rc == 0 && wslay_event_send(c->ws->ctx) == 0;
 }
 
-/* Turns the lines queued in c->out into text messages, encoded into ws->wire. */
+static uint32_t binary_length(const scn_buf *part) {
+  const uint8_t *p = (const uint8_t *)part->data + 1;
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Takes what it can of a binary message from the len bytes at p into ws->part, and sends the
+ * message once whole; the bytes taken. */
+static size_t take_binary(scn_conn *c, const char *p, size_t len, bool *ok) {
+  scn_ws *ws = c->ws;
+  size_t want = SCN_CONN_BINARY_PREFIX;
+  if (ws->part.len >= SCN_CONN_BINARY_PREFIX)
+    want += binary_length(&ws->part);
+  size_t k = want - ws->part.len < len ? want - ws->part.len : len;
+  scn_buf_add(&ws->part, p, k);
+  *ok = !ws->part.failed;
+  if (*ok && ws->part.len == SCN_CONN_BINARY_PREFIX && binary_length(&ws->part))
+    return k; /* the prefix is whole: the message follows */
+  if (*ok && ws->part.len == want) {
+    *ok = send_message(c, WSLAY_BINARY_FRAME, ws->part.data + SCN_CONN_BINARY_PREFIX,
+                       ws->part.len - SCN_CONN_BINARY_PREFIX);
+    ws->part.len = 0;
+    ws->part_binary = false;
+  }
+  return k;
+}
+
+/* Turns the lines queued in c->out into text messages, and the binary messages among them
+ * into binary ones, encoded into ws->wire. */
 static bool queue_output(scn_conn *c) {
   scn_ws *ws = c->ws;
   scn_outq *q = &c->out;
@@ -204,6 +232,14 @@ static bool queue_output(scn_conn *c) {
     const char *p = ws->iov[i].base;
     size_t len = ws->iov[i].len;
     while (ok && len) {
+      if (ws->part.len == 0 && *p == SCN_CONN_BINARY_MARK)
+        ws->part_binary = true;
+      if (ws->part_binary) {
+        size_t k = take_binary(c, p, len, &ok);
+        p += k;
+        len -= k;
+        continue;
+      }
       const char *nl = memchr(p, '\n', len);
       if (!nl) {
         scn_buf_add(&ws->part, p, len);
@@ -213,10 +249,10 @@ static bool queue_output(scn_conn *c) {
       size_t k = (size_t)(nl - p);
       if (ws->part.len) {
         scn_buf_add(&ws->part, p, k);
-        ok = !ws->part.failed && send_text(c, ws->part.data, ws->part.len);
+        ok = !ws->part.failed && send_message(c, WSLAY_TEXT_FRAME, ws->part.data, ws->part.len);
         ws->part.len = 0;
       } else {
-        ok = send_text(c, p, k);
+        ok = send_message(c, WSLAY_TEXT_FRAME, p, k);
       }
       p += k + 1;
       len -= k + 1;

@@ -72,6 +72,7 @@ void scn_frame_free(scn_frame *f) {
   scn_buf_free(&f->tail);
   free(f->ids);
   free(f->ms);
+  free(f->removed);
   scn_members_release(f->members);
   memset(f, 0, sizeof *f);
 }
@@ -277,7 +278,7 @@ void scn_frame_encode(scn_frame_encoder *enc, const scn_frame_key *k, const scn_
 static void frame_reset(scn_frame_encoder *enc, scn_world *w, scn_frame *f) {
   f->head.len = f->tail.len = 0;
   f->head.failed = f->tail.failed = false;
-  f->n = 0;
+  f->n = f->removed_n = 0;
   f->ok = f->empty = false;
   scn_members_release(f->members);
   f->members = NULL;
@@ -333,6 +334,14 @@ int scn_frame_holdings(scn_frame_encoder *enc, scn_world *w, uint64_t since,
   return scn_world_visit_changed(w, SCN_ENTITY_NONE, 0, held_unless_seen, &h);
 }
 
+void scn_frame_head(scn_buf *out, const scn_world *w, uint64_t tick, bool full) {
+  scn_buf_adds(out, ",\"world\":");
+  scn_buf_add_json_string(out, scn_world_name(w), strlen(scn_world_name(w)));
+  scn_buf_adds(out, ",\"tick\":");
+  scn_buf_add_u64(out, tick);
+  scn_buf_adds(out, full ? ",\"full\":true" : ",\"full\":false");
+}
+
 /* The head and tail of a frame whose set and removals are collected. */
 static void finish(scn_frame_encoder *enc, scn_world *w, bool full, scn_frame *f) {
   if (!full && f->n == 0 && enc->removed.n == 0) {
@@ -340,13 +349,16 @@ static void finish(scn_frame_encoder *enc, scn_world *w, bool full, scn_frame *f
     return;
   }
   scn_buf *head = &f->head;
-  scn_buf_adds(head, ",\"world\":");
-  scn_buf_add_json_string(head, scn_world_name(w), strlen(scn_world_name(w)));
-  scn_buf_adds(head, ",\"tick\":");
-  scn_buf_add_u64(head, f->tick);
-  scn_buf_adds(head, full ? ",\"full\":true" : ",\"full\":false");
+  scn_frame_head(head, w, f->tick, full);
   scn_buf_adds(&f->tail, ",\"removed\":");
   scn_buf_add_id_list(&f->tail, enc->removed.ids, enc->removed.n);
   scn_buf_adds(&f->tail, "}\n");
-  f->ok = !head->failed && !f->tail.failed;
+  size_t n = enc->removed.n;
+  scn_entity *removed = n ? scn_array_grow(f->removed, &f->removed_cap, sizeof *removed, n) : NULL;
+  if (removed) {
+    f->removed = removed;
+    memcpy(removed, enc->removed.ids, sizeof *removed * n);
+    f->removed_n = n;
+  }
+  f->ok = !head->failed && !f->tail.failed && (removed || !n);
 }

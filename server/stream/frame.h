@@ -65,6 +65,8 @@ typedef struct scn_frame {
   scn_entity *ids; /* the set: ids[i] has the world matrix ms[i] */
   float (*ms)[16];
   size_t n, cap;
+  scn_entity *removed; /* what the tail lists as removed (packed frames carry them too) */
+  size_t removed_n, removed_cap;
 } scn_frame;
 
 /* The encoder's reusable scratch; zero-initialised, freed with scn_frame_encoder_free. */
@@ -93,6 +95,8 @@ int64_t scn_frame_encode_fill(scn_frame_encoder *enc, scn_world *w, bool full,
  * destruction or a move (w must keep its log back to since). SCN_OK or SCN_NOMEM. */
 int scn_frame_holdings(scn_frame_encoder *enc, scn_world *w, uint64_t since,
                        void (*fn)(void *ud, scn_entity e), void *ud);
+/* A frame's head: ,"world":W,"tick":T,"full":B. */
+void scn_frame_head(scn_buf *out, const scn_world *w, uint64_t tick, bool full);
 /* Writes the body of f in form to out, a piece at a time: from *at (0 at first) on, at most
  * about budget transforms' worth (at least 3), then *at says where the next piece starts.
  * True once the body is complete. Slices of base64 join without padding: every piece but the

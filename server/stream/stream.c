@@ -3,6 +3,7 @@
 #include "net/conn.h"
 #include "stream/frame.h"
 #include "stream/interest.h"
+#include "stream/packed_frames.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -17,8 +18,11 @@ typedef struct scn_sub {
   uint64_t last_tick;  /* world tick of the last frame received, 0 before the first */
   uint64_t last_frame; /* server tick count at that frame */
   bool need_full, lagging;
-  scn_members *members;  /* subtree scope as of last_tick */
-  scn_near *near;        /* its region (what it holds of it is there), or NULL */
+  scn_members *members; /* subtree scope as of last_tick */
+  scn_near *near;       /* its region (what it holds of it is there), or NULL */
+  bool packed;          /* packed frames, on grid, against pack */
+  scn_pack_grid grid;
+  scn_pack *pack;        /* what it last received (NULL: nothing yet, its next frame is full) */
   struct frame_job *job; /* a large frame being written for it, in slices */
   size_t job_slot;
   struct scn_sub *prev, *next; /* all subscriptions */
@@ -62,6 +66,10 @@ struct scn_stream {
   size_t due_cap;
   scn_interest *interest;
   uint64_t nnear; /* subscriptions with a region */
+  uint64_t npacked;
+  scn_pack_encoder pack_enc;
+  scn_pack_due *pack_due;
+  size_t pack_cap;
   stream_counters counters;
 };
 
@@ -82,6 +90,8 @@ static void sub_remove(scn_stream *st, scn_sub *s) {
   if (s->job)
     s->job->subs[s->job_slot] = NULL; /* the frame in progress skips it */
   scn_members_release(s->members);
+  scn_pack_release(s->pack);
+  st->npacked -= s->packed;
   if (s->near) {
     scn_near_release(st->interest, s->near);
     st->nnear--;
@@ -93,7 +103,7 @@ static void sub_remove(scn_stream *st, scn_sub *s) {
 uint64_t scn_stream_count(const scn_stream *st) { return st->nsubs; }
 
 int scn_stream_subscribe(scn_stream *st, scn_conn *c, scn_world *w, scn_entity root, double hz,
-                         const scn_near_spec *near, uint64_t *id) {
+                         const scn_near_spec *near, const scn_pack_grid *packed, uint64_t *id) {
   scn_sub *s = calloc(1, sizeof *s);
   if (!s)
     return -1;
@@ -104,6 +114,11 @@ int scn_stream_subscribe(scn_stream *st, scn_conn *c, scn_world *w, scn_entity r
     return -1;
   }
   st->nnear += s->near != NULL;
+  if (packed) {
+    s->packed = true;
+    s->grid = *packed;
+    st->npacked++;
+  }
   /* Whole-world deltas after the first frame need the removals; a subtree, its root's. */
   scn_world_keep_events(w, true);
   s->id = *id = ++st->next_sub_id;
@@ -127,9 +142,11 @@ static scn_sub *find_sub(scn_conn *c, uint64_t id) {
   return NULL;
 }
 
-scn_world *scn_stream_world_of(scn_stream *st, scn_conn *c, uint64_t id) {
+scn_world *scn_stream_world_of(scn_stream *st, scn_conn *c, uint64_t id, bool *packed) {
   (void)st;
   scn_sub *s = find_sub(c, id);
+  if (s && packed)
+    *packed = s->packed;
   return s ? s->world : NULL;
 }
 
@@ -171,15 +188,24 @@ static scn_near *gain_region(scn_stream *st, scn_sub *s, const scn_near_spec *sp
   return n;
 }
 
-int scn_stream_update(scn_stream *st, scn_conn *c, uint64_t id, const scn_near_spec *near) {
+int scn_stream_update(scn_stream *st, scn_conn *c, uint64_t id, bool set_near,
+                      const scn_near_spec *near, const scn_pack_grid *grid) {
   scn_sub *s = find_sub(c, id);
   if (!s)
     return SCN_NOT_FOUND;
-  if (!near && !s->near)
+  if (grid && !s->packed)
+    return SCN_INVALID;
+  if (grid && !scn_pack_regrid(&s->pack, grid))
+    return SCN_NOMEM;
+  if (grid)
+    s->grid = *grid;
+  if (!set_near || (!near && !s->near))
     return SCN_OK; /* no region to remove */
   scn_near *n = s->near ? scn_near_detach(st->interest, s->near, true) : gain_region(st, s, near);
   if (!n)
     return SCN_NOMEM;
+  if (s->pack)
+    s->pack->pure = false; /* its scope changed on its own: it shares with no other */
   if (!s->near) {
     st->nnear++;
     scn_members_release(s->members); /* the region holds them now */
@@ -284,6 +310,23 @@ static void send_body(scn_stream *st, scn_sub *s, scn_shared *body, size_t matri
   }
 }
 
+/* A packed frame to one subscriber: over TCP its header then the shared line body; over
+ * WebSocket a binary message of sub (u32), tick (u64), flags (u8, bit 0: full), then the shared
+ * payload. */
+static void send_packed(scn_stream *st, scn_sub *s, scn_shared *body, const scn_frame *f,
+                        bool full) {
+  scn_conn *c = s->conn;
+  scn_buf *out = &c->out.bytes;
+  size_t before = out->len;
+  scn_pack_header(out, c->ws != NULL, s->id, f->tick, full, body->len);
+  if (!out->failed && scn_outq_push_shared(&c->out, body)) {
+    st->counters.frames++;
+    st->counters.frame_bytes += body->len + (out->len - before);
+    st->counters.matrices += f->n;
+    s->last_frame = st->ticks;
+  }
+}
+
 static bool job_attach(frame_job *job, scn_sub *s) {
   scn_sub **subs = scn_array_grow(job->subs, &job->cap, sizeof *subs, job->nsubs + 1);
   if (!subs)
@@ -323,11 +366,40 @@ static void add_removed_id(void *ud, scn_entity e) {
   scn_buf_add_u64(out, e);
 }
 
+static void add_removed_entity(void *ud, scn_entity e) {
+  scn_id_vec *v = ud;
+  scn_entity *ids = v->n < v->cap ? v->ids : scn_array_grow(v->ids, &v->cap, sizeof *ids, v->n + 1);
+  if (ids)
+    (v->ids = ids)[v->n++] = e;
+}
+
+/* end_scope_gone's frame for a packed subscription: its whole scope in the payload's removed. */
+static void packed_scope_gone(scn_stream *st, scn_sub *s) {
+  scn_id_vec ids = {0};
+  if (s->near)
+    scn_scope_visit(scn_near_scope(s->near), add_removed_entity, &ids);
+  scn_members *m = s->near ? NULL : s->members; /* sorted already: sorting it changes nothing */
+  scn_frame f = {.tick = scn_world_tick(s->world) - 1};
+  scn_shared *body = scn_pack_removal_body(s->world, f.tick, m ? m->ids : ids.ids, m ? m->n : ids.n,
+                                           s->conn->ws != NULL);
+  free(ids.ids);
+  if (body) {
+    send_packed(st, s, body, &f, false);
+    scn_shared_release(body);
+  }
+}
+
 /* The root of a subtree subscription, or the center of a region, is gone: its whole scope is
  * removed, then it ends with reason. */
 static void end_scope_gone(scn_stream *st, scn_sub *s, const char *reason) {
   scn_buf *out = &s->conn->out.bytes;
   scn_world *w = s->world;
+  if (s->packed) {
+    packed_scope_gone(st, s);
+    write_event(s, "unsubscribed", reason);
+    sub_remove(st, s);
+    return;
+  }
   scn_buf_adds(out, "{\"event\":\"frame\",\"sub\":");
   scn_buf_add_u64(out, s->id);
   scn_buf_adds(out, ",\"world\":");
@@ -639,6 +711,35 @@ static void drop_region(scn_stream *st, scn_sub *s) {
   st->nnear--;
 }
 
+/* Lists s among the packed subscribers of the frame being delivered (its slot: at); false
+ * when out of memory (it stays due and tries again next tick). */
+static bool pack_due(scn_stream *st, scn_sub *s, size_t at) {
+  scn_pack_due *due = scn_array_grow(st->pack_due, &st->pack_cap, sizeof *due, at + 1);
+  if (!due)
+    return false;
+  st->pack_due = due;
+  due[at] = (scn_pack_due){&s->pack, &s->grid, s->conn->ws != NULL, NULL, s, 0};
+  return true;
+}
+
+/* The packed subscribers of frame f get it, one payload per set of equal baselines. */
+static void deliver_packed(scn_stream *st, const scn_frame *f, bool full, size_t n) {
+  if (n == 0)
+    return;
+  scn_pack_frames(&st->pack_enc, f, full, st->pack_due, n);
+  for (size_t i = 0; i < n; i++) {
+    scn_sub *s = st->pack_due[i].ud;
+    scn_shared *body = st->pack_due[i].body;
+    if (!body) {
+      s->need_full = true; /* out of memory: what it holds is unknown */
+      continue;
+    }
+    send_packed(st, s, body, f, full);
+    scn_shared_release(body);
+    deliver(st, s, f, NULL, NULL);
+  }
+}
+
 static void on_tick(void *ud) {
   scn_stream *st = ud;
   uint64_t limit = st->srv->cfg.output_limit;
@@ -648,6 +749,7 @@ static void on_tick(void *ud) {
   if (!collect_due(st, &n))
     return; /* try again next tick */
   scn_frame *f = &st->frame;
+  size_t npack = 0;
   for (size_t i = 0; i < n;) {
     scn_frame_key k = key_of(st->due[i]);
     encode(st, &k, st->due[i], f);
@@ -670,6 +772,15 @@ static void on_tick(void *ud) {
       if (!sent->empty && scn_conn_queued(s->conn) > limit) {
         s->lagging = true;
         st->counters.lags++;
+        scn_pack_release(s->pack); /* it resyncs with a full frame */
+        s->pack = NULL;
+        continue;
+      }
+      if (s->packed && !sent->empty) {
+        if (pack_due(st, s, npack))
+          npack++;
+        else
+          s->need_full |= s->near != NULL; /* as below */
         continue;
       }
       scn_shared *body = NULL;
@@ -679,6 +790,8 @@ static void on_tick(void *ud) {
       }
       deliver(st, s, sent, body, job);
     }
+    deliver_packed(st, sent, k.full, npack);
+    npack = 0;
     for (size_t d = i; k.region && sent->ok && d < j; d++) {
       scn_sub *s = st->due[d];
       if (s->near && scn_near_unbounded(s->near) && s->last_tick == sent->tick && !s->need_full)
@@ -724,6 +837,7 @@ static void collect_stats(void *ud, scn_metrics_sink *k) {
   scn_metric(k, "stream_resyncs_total", "counter",
              "Times a lagging subscription was resynchronised with a full frame.",
              (double)c->resyncs);
+  scn_pack_stats(&st->pack_enc, k, st->npacked);
   scn_interest_stats(st->interest, k, st->nnear);
 }
 
@@ -768,6 +882,8 @@ void scn_stream_close(scn_stream *st) {
     sub_remove(st, st->subs);
   scn_interest_free(st->interest);
   scn_frame_encoder_free(&st->enc);
+  scn_pack_encoder_free(&st->pack_enc);
+  free(st->pack_due);
   scn_frame_free(&st->frame);
   scn_buf_free(&st->body);
   free(st->due);

@@ -8,6 +8,7 @@
 
 #include "server.h"
 #include "stream/interest.h"
+#include "stream/packed_frames.h"
 
 typedef struct scn_stream scn_stream;
 
@@ -19,16 +20,20 @@ void scn_stream_close(scn_stream *st);
 
 /* A new subscription of connection c to world w (root: SCN_ENTITY_NONE, or the root of a
  * subtree that has a transform there), at most hz frames per second, of what lies near (NULL:
- * everything; a center entity must have a transform in w). Its id in *id; 0, or -1 when out of
- * memory. */
+ * everything; a center entity must have a transform in w), in packed frames on that grid
+ * (NULL: in the connection's form). Its id in *id; 0, or -1 when out of memory. */
 int scn_stream_subscribe(scn_stream *st, scn_conn *c, scn_world *w, scn_entity root, double hz,
-                         const scn_near_spec *near, uint64_t *id);
-/* Gives subscription id of connection c the region near, or removes its region (NULL), without
- * a full frame: the next frame carries what came into its scope and what left. SCN_OK,
- * SCN_NOT_FOUND (c has no such subscription) or SCN_NOMEM (nothing changed). */
-int scn_stream_update(scn_stream *st, scn_conn *c, uint64_t id, const scn_near_spec *near);
-/* The world subscription id of connection c streams, or NULL when c has none by that id. */
-scn_world *scn_stream_world_of(scn_stream *st, scn_conn *c, uint64_t id);
+                         const scn_near_spec *near, const scn_pack_grid *packed, uint64_t *id);
+/* Changes subscription id of connection c without a full frame. With set_near: gives it the
+ * region near, or removes its region (NULL); the next frame carries what came into its scope
+ * and what left. With grid: a packed subscription's new step and origin, from its next frame
+ * on. SCN_OK, SCN_NOT_FOUND (c has no such subscription), SCN_INVALID (grid for one that is not
+ * packed; nothing changed) or SCN_NOMEM. */
+int scn_stream_update(scn_stream *st, scn_conn *c, uint64_t id, bool set_near,
+                      const scn_near_spec *near, const scn_pack_grid *grid);
+/* The world subscription id of connection c streams, or NULL when c has none by that id; in
+ * *packed (when not NULL) whether it takes packed frames. */
+scn_world *scn_stream_world_of(scn_stream *st, scn_conn *c, uint64_t id, bool *packed);
 /* Ends subscription id of connection c; false when c has none by that id. */
 bool scn_stream_unsubscribe(scn_stream *st, scn_conn *c, uint64_t id);
 /* The world is about to be destroyed: its subscribers get world_destroyed, and their

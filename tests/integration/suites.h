@@ -20,6 +20,7 @@
   X(daemon_b64)                                                                                    \
   X(daemon_interest)                                                                               \
   X(daemon_interest_bands)                                                                         \
+  X(daemon_packed)                                                                                 \
   X(daemon_persist)                                                                                \
   X(daemon_persist_damage)                                                                         \
   X(daemon_persist_save)                                                                           \
