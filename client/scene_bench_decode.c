@@ -1,7 +1,8 @@
 /* The stream test's decoding of what a subscriber receives: packed payloads (over TCP in
  * base64 inside a JSON line, over WebSocket as they are) with scn_packed_decode and one
- * baseline per subscription, and b64 frames for the control check. Buffers grow with the
- * frames and are kept, so nothing is allocated per matrix or, after the first, per frame. */
+ * baseline per subscription (shared while subscribers receive the same bytes, see
+ * scene_bench_stream.h), and b64 frames for the control check. Buffers grow with the frames and
+ * are kept, so nothing is allocated per matrix. */
 #define _GNU_SOURCE /* memmem */
 #include "b64.h"
 #include "scene_bench.h"
@@ -12,19 +13,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool sub_decoder_packed(sub_decoder *d, double step) {
-  *d = (sub_decoder){0};
+packed_state *packed_state_new(double step, int refs) {
+  packed_state *s = calloc(1, sizeof *s);
   const double origin[3] = {0, 0, 0};
-  return scn_packed_baseline_set_grid(&d->base, step, origin);
+  if (!s || !scn_packed_baseline_set_grid(&s->base, step, origin)) {
+    free(s);
+    return NULL;
+  }
+  s->refs = refs;
+  return s;
 }
 
-void sub_decoder_free(sub_decoder *d) {
-  scn_packed_baseline_free(&d->base);
-  scn_packed_frame_free(&d->frame);
-  free(d->bytes);
+void packed_state_unref(packed_state *s) {
+  while (s && --s->refs == 0) { /* and the states it alone kept */
+    packed_state *next = s->next;
+    scn_packed_baseline_free(&s->base);
+    free(s->wire);
+    free(s);
+    s = next;
+  }
+}
+
+void packed_run_free(packed_run *r) {
+  scn_packed_frame_free(&r->frame);
+  free(r->bytes);
+  *r = (packed_run){0};
+}
+
+void b64_decoder_free(b64_decoder *d) {
   free(d->ids);
   free(d->m);
-  *d = (sub_decoder){0};
+  *d = (b64_decoder){0};
 }
 
 /* Makes *p hold n elements of size each (grown by half again, at least). */
@@ -37,25 +56,6 @@ static void *grow(void *p, size_t *cap, size_t n, size_t size) {
     die("%s", "out of memory");
   *cap = want;
   return q;
-}
-
-long packed_take(sub_decoder *d, const stream_model *m, bool full, const uint8_t *p, size_t len,
-                 stream_check *c, long *seq) {
-  if (full)
-    scn_packed_baseline_clear(&d->base);
-  size_t at = 0;
-  scn_packed_status st = scn_packed_decode(&d->base, p, len, &d->frame, &at);
-  if (st != SCN_PACKED_OK) {
-    char why[160];
-    snprintf(why, sizeof why, "%s at byte %zu of %zu", scn_packed_status_text(st), at, len);
-    die("a packed payload the contract does not allow: %s", why);
-  }
-  const scn_packed_frame *f = &d->frame;
-  if (f->n && f->ids[0] == m->root) /* its x translation is the sequence number */
-    d->seq = lround(f->m[0][12]);
-  *seq = d->seq;
-  stream_check_matrices(m, d->seq, f->ids, (const float(*)[16])f->m, f->n, c);
-  return (long)f->n;
 }
 
 /* RFC 4648 base64 with padding into out (3 bytes for every 4 characters, less the padding);
@@ -99,8 +99,81 @@ static bool b64_bytes(const char *s, size_t n, uint8_t *out, size_t *len) {
   return bad >= 0;
 }
 
-long packed_take_line(sub_decoder *d, const stream_model *m, const char *start, const char *end,
-                      stream_check *c, long *seq, size_t *payload_len) {
+/* The bytes that base64 text of len characters holds. */
+static size_t b64_size(const uint8_t *s, size_t len) {
+  size_t pad = len >= 2 && s[len - 1] == '=' ? (s[len - 2] == '=' ? 2 : 1) : 0;
+  return len / 4 * 3 - pad;
+}
+
+/* Decodes the payload p of len bytes from state s into t (s itself, or a copy), checks its
+ * matrices; its matrices, and the sequence number in *seq. */
+static long decode(packed_run *r, const packed_state *s, packed_state *t, const stream_model *m,
+                   bool full, const uint8_t *p, size_t len, stream_check *c, long *seq) {
+  if (full)
+    scn_packed_baseline_clear(&t->base);
+  size_t at = 0;
+  scn_packed_status st = scn_packed_decode(&t->base, p, len, &r->frame, &at);
+  if (st != SCN_PACKED_OK) {
+    char why[160];
+    snprintf(why, sizeof why, "%s at byte %zu of %zu", scn_packed_status_text(st), at, len);
+    die("a packed payload the contract does not allow: %s", why);
+  }
+  const scn_packed_frame *f = &r->frame;
+  *seq = f->n && f->ids[0] == m->root ? lround(f->m[0][12]) : s->at_seq; /* the root's x */
+  stream_check_matrices(m, *seq, f->ids, (const float(*)[16])f->m, f->n, c);
+  r->decoded++;
+  return (long)f->n;
+}
+
+long packed_take(packed_run *r, packed_state **state, const stream_model *m, bool full,
+                 const uint8_t *wire, size_t len, bool base64, stream_check *c, long *seq,
+                 size_t *payload_len) {
+  packed_state *s = *state, *next = s->next;
+  *payload_len = base64 ? b64_size(wire, len) : len;
+  if (next && s->full == full && s->wire_len == len && memcmp(s->wire, wire, len) == 0) {
+    long n = s->next_n;
+    next->refs++;
+    *state = next;
+    *seq = next->at_seq;
+    packed_state_unref(s);
+    r->reused++;
+    return n;
+  }
+  const uint8_t *p = wire;
+  size_t plen = len;
+  if (base64) {
+    r->bytes = grow(r->bytes, &r->bytes_cap, len / 4 * 3 + 3, 1);
+    if (!b64_bytes((const char *)wire, len, r->bytes, &plen))
+      die("%s", "a packed frame whose payload is not base64");
+    p = r->bytes;
+  }
+  if (s->refs == 1) { /* its subscriber's alone: decoded in place */
+    packed_state_unref(s->next);
+    s->next = NULL;
+    long n = decode(r, s, s, m, full, p, plen, c, seq);
+    s->at_seq = *seq;
+    return n;
+  }
+  packed_state *t = calloc(1, sizeof *t); /* others are on s: decoded into a copy */
+  if (!t || !scn_packed_baseline_copy(&t->base, &s->base))
+    die("%s", "out of memory");
+  long n = decode(r, s, t, m, full, p, plen, c, seq);
+  t->at_seq = *seq;
+  t->refs = 2; /* this subscriber, and s's next */
+  packed_state_unref(s->next);
+  s->next = t;
+  s->next_n = n;
+  s->full = full;
+  s->wire = grow(s->wire, &s->wire_cap, len, 1);
+  memcpy(s->wire, wire, len);
+  s->wire_len = len;
+  *state = t;
+  packed_state_unref(s);
+  return n;
+}
+
+long packed_take_line(packed_run *r, packed_state **state, const stream_model *m, const char *start,
+                      const char *end, stream_check *c, long *seq, size_t *payload_len) {
   const char *key = memmem(start, (size_t)(end - start), "\"packed\":\"", 10);
   if (!key)
     return -1;
@@ -108,15 +181,11 @@ long packed_take_line(sub_decoder *d, const stream_model *m, const char *start, 
   if (!e)
     return -1;
   bool full = memmem(start, (size_t)(key - start), "\"full\":true", 11) != NULL;
-  size_t n = (size_t)(e - b), len;
-  d->bytes = grow(d->bytes, &d->bytes_cap, n / 4 * 3 + 3, 1);
-  if (!b64_bytes(b, n, d->bytes, &len))
-    die("%s", "a packed frame whose payload is not base64");
-  *payload_len = len;
-  return packed_take(d, m, full, d->bytes, len, c, seq);
+  return packed_take(r, state, m, full, (const uint8_t *)b, (size_t)(e - b), true, c, seq,
+                     payload_len);
 }
 
-long b64_check_line(sub_decoder *d, const stream_model *m, const char *start, const char *end,
+long b64_check_line(b64_decoder *d, const stream_model *m, const char *start, const char *end,
                     stream_check *c) {
   const char *ids = memmem(start, (size_t)(end - start), "\"ids\":[", 7);
   const char *ms = ids ? memmem(ids, (size_t)(end - ids), "],\"ms\":\"", 8) : NULL;

@@ -53,7 +53,8 @@ typedef struct sub_conn {
   char *buf;
   size_t len, cap;
   long frames;
-  sub_decoder dec;
+  packed_state *packed; /* --packed: what it holds (shared while in step) */
+  b64_decoder b64;
   uint8_t *msg; /* a fragmented WebSocket message, gathered */
   size_t msg_len, msg_cap;
   uint8_t msg_op; /* its opcode; 0: none under way */
@@ -79,6 +80,7 @@ typedef struct stream_run {
   const opts *o;
   const stream_model *model; /* NULL: bytes and lines only (the loopback limit) */
   stream_check check;
+  packed_run packed;
   stream_counts k;
   double sent_at[SEQ_RING];
   long seq; /* the last one set */
@@ -147,6 +149,14 @@ void frame_info(const char *start, const char *nl, bool b64, long *matrices, lon
 
 /* ---- what the subscribers receive ------------------------------------------------------------ */
 
+/* This thread's CPU seconds: the reader's cost of decoding, apart from the time others took
+ * the core (the machine is shared). */
+static double thread_cpu_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static void count_frame(stream_run *R, sub_conn *s, long matrices, long seq, double t) {
   R->k.frames++;
   s->frames++;
@@ -169,9 +179,10 @@ static void take_text(stream_run *R, sub_conn *s, const char *start, const char 
       return;
     }
     size_t payload;
-    double t0 = now_s();
-    count = packed_take_line(&s->dec, R->model, start, end, &R->check, &seq, &payload);
-    R->check.seconds += now_s() - t0;
+    double t0 = thread_cpu_s();
+    count =
+        packed_take_line(&R->packed, &s->packed, R->model, start, end, &R->check, &seq, &payload);
+    R->check.seconds += thread_cpu_s() - t0;
     if (count < 0) {
       R->k.others++;
       return;
@@ -180,9 +191,9 @@ static void take_text(stream_run *R, sub_conn *s, const char *start, const char 
   } else {
     frame_info(start, end, R->o->b64, &count, &seq);
     if (s->check_b64) {
-      double t0 = now_s();
-      b64_check_line(&s->dec, R->model, start, end, &R->check);
-      R->check.seconds += now_s() - t0;
+      double t0 = thread_cpu_s();
+      b64_check_line(&s->b64, R->model, start, end, &R->check);
+      R->check.seconds += thread_cpu_s() - t0;
     }
   }
   count_frame(R, s, count, seq, t);
@@ -196,10 +207,12 @@ static void take_binary(stream_run *R, sub_conn *s, const uint8_t *p, size_t len
   if (sub != (uint32_t)s->sid)
     die("%s", "a packed frame of a subscription the connection does not have");
   long seq;
-  double t0 = now_s();
-  long count = packed_take(&s->dec, R->model, p[12] & 1, p + 13, len - 13, &R->check, &seq);
-  R->check.seconds += now_s() - t0;
-  R->k.payload_bytes += (double)(len - 13);
+  size_t payload;
+  double t0 = thread_cpu_s();
+  long count = packed_take(&R->packed, &s->packed, R->model, p[12] & 1, p + 13, len - 13, false,
+                           &R->check, &seq, &payload);
+  R->check.seconds += thread_cpu_s() - t0;
+  R->k.payload_bytes += (double)payload;
   count_frame(R, s, count, seq, t);
 }
 
@@ -502,14 +515,17 @@ static void subscribe_tcp(const opts *o, const char *world, sub_conn *s) {
 
 static sub_conn *subscribe_all(const opts *o, const char *world, int S, stream_run *R) {
   sub_conn *subs = calloc((size_t)S, sizeof *subs);
-  if (!subs)
-    die("%s", "out of memory");
+  /* every subscriber starts on one empty state: they share it while they receive the same */
+  packed_state *empty = o->packed_step > 0 ? packed_state_new(o->packed_step, S) : NULL;
+  if (!subs || (o->packed_step > 0 && !empty))
+    die("%s", "out of memory, or a --packed step that is not one");
   for (int i = 0; i < S; i++) {
     sub_conn *s = &subs[i];
     s->cap = 1 << 22;
     s->buf = malloc(s->cap);
-    if (!s->buf || (o->packed_step > 0 && !sub_decoder_packed(&s->dec, o->packed_step)))
-      die("%s", "out of memory, or a --packed step that is not one");
+    s->packed = empty;
+    if (!s->buf)
+      die("%s", "out of memory");
     s->check_b64 = i == 0 && o->b64 && !(o->packed_step > 0);
     if (o->ws)
       subscribe_ws(o, world, s);
@@ -569,7 +585,8 @@ static void close_all(sub_conn *subs, int S) {
       scn_cli_close(subs[i].cli);
     else
       close(subs[i].fd);
-    sub_decoder_free(&subs[i].dec);
+    packed_state_unref(subs[i].packed);
+    b64_decoder_free(&subs[i].b64);
     free(subs[i].buf);
     free(subs[i].msg);
   }
@@ -581,6 +598,7 @@ typedef struct stream_result {
   int S, transforms;
   double tick_hz;
   double secs, cpu_s; /* the daemon's CPU over secs (NAN: unknown) */
+  double reader_s;    /* this process's CPU over secs */
 } stream_result;
 
 static void print_stream(const opts *o, stream_run *R, const stream_result *res);
@@ -603,19 +621,23 @@ void run_stream(const opts *o) {
   R->model = &model;
   R->check.step = o->packed_step > 0 ? o->packed_step : 0;
   sub_conn *subs = subscribe_all(o, world, S, R);
-  double cpu0, cpu1, rss;
+  double cpu0, cpu1, rss, self0, self1;
   proc_usage(o->daemon_pid, &cpu0, &rss);
+  proc_usage((int)getpid(), &self0, &rss);
   double t0 = now_s();
   read_subscribers(R, subs, S, &mv, o->seconds);
   stream_result res = {.S = S, .transforms = K + 1, .tick_hz = mv.tick_hz, .secs = now_s() - t0};
   proc_usage(o->daemon_pid, &cpu1, &rss);
+  proc_usage((int)getpid(), &self1, &rss);
   res.cpu_s = cpu1 - cpu0;
+  res.reader_s = self1 - self0;
   close_all(subs, S);
   snprintf(line, sizeof line, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world);
   cJSON_Delete(call_or_die(admin, line));
   scn_cli_close(admin);
   print_stream(o, R, &res);
   stream_model_free(&model);
+  packed_run_free(&R->packed);
   free(R->k.lat);
   free(R);
 }
@@ -632,16 +654,19 @@ static const char *json_num(double v, int decimals) {
   return s;
 }
 
-static void print_check(const opts *o, const stream_check *c, double payload_per_matrix) {
+static void print_check(const opts *o, const stream_run *R, double payload_per_matrix) {
+  const stream_check *c = &R->check;
   double rot = stream_check_rot_deg(c), ns = c->seconds * 1e9 / (double)c->checked;
   bool within = c->beyond_ulp <= F32_ULPS && rot <= MAX_ROT_DEG && c->unknown == 0;
   if (o->packed_step > 0)
     printf("  packed step %g: %.2f payload bytes a matrix; largest error x %.6f y %.6f z %.6f "
            "(%.3f step; %.1f float32 ulps past step/2), rotation %.3f degrees: %s (step/2 + %d "
-           "ulps, %.1f degrees); %ld matrices decoded and checked, %.0f ns each\n",
+           "ulps, %.1f degrees); %ld payloads decoded (%ld more the same bytes from the same "
+           "state), %ld matrices checked, %.0f ns of CPU each\n",
            o->packed_step, payload_per_matrix, c->err[0], c->err[1], c->err[2],
            fmax(fmax(c->err[0], c->err[1]), c->err[2]) / c->step, c->beyond_ulp, rot,
-           within ? "within tolerance" : "OUT OF TOLERANCE", F32_ULPS, MAX_ROT_DEG, c->checked, ns);
+           within ? "within tolerance" : "OUT OF TOLERANCE", F32_ULPS, MAX_ROT_DEG,
+           R->packed.decoded, R->packed.reused, c->checked, ns);
   else
     printf(
         "  b64 control, subscriber 0 against the exact matrices: largest error x %.6f y %.6f "
@@ -674,13 +699,15 @@ static void print_stream(const opts *o, stream_run *R, const stream_result *res)
            "\"transforms\":%d,\"seconds\":%.3f,\"frames\":%ld,\"matrices/s\":%.0f,"
            "\"frames/s\":%.2f,\"bytes/s\":%.0f,\"frame_bytes\":%zu,\"bytes_per_matrix\":%s,"
            "\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"daemon_cpu_ms_per_million\":%s,"
-           "\"tick_hz\":%g,\"of_ticks\":%.3f",
+           "\"tick_hz\":%g,\"of_ticks\":%.3f,\"bench_cpu_share\":%.3f",
            form, via, S, res->transforms, secs, k->frames, (double)k->matrices / secs, fps, bytes_s,
            frame_bytes, json_num(per_matrix, 3), p50, p99, json_num(cpu_per_million, 2),
-           res->tick_hz, of_ticks);
+           res->tick_hz, of_ticks, res->reader_s / secs);
     if (packed)
-      printf(",\"step\":%g,\"payload_bytes_per_matrix\":%s,\"not_frames\":%ld", o->packed_step,
-             json_num(payload_per, 3), k->others);
+      printf(",\"step\":%g,\"payload_bytes_per_matrix\":%s,\"not_frames\":%ld,"
+             "\"payloads_decoded\":%ld,\"payloads_reused\":%ld",
+             o->packed_step, json_num(payload_per, 3), k->others, R->packed.decoded,
+             R->packed.reused);
     if (c->checked)
       printf(",\"checked\":%ld,\"err_x\":%.7f,\"err_y\":%.7f,\"err_z\":%.7f,\"err_steps\":%s,"
              "\"err_ulps_past_half_step\":%.2f,\"err_rot_deg\":%.4f,\"within_tolerance\":%s,"
@@ -699,10 +726,11 @@ static void print_stream(const opts *o, stream_run *R, const stream_result *res)
            form, via, S, res->transforms, (double)k->matrices / secs, fps, bytes_s / 1e6,
            frame_bytes, per_matrix, p50, p99);
     if (!isnan(cpu_per_million))
-      printf("  daemon CPU %.1f ms per million matrices (%.0f%% of a core)\n", cpu_per_million,
-             100 * res->cpu_s / secs);
+      printf("  daemon CPU %.1f ms per million matrices (%.0f%% of a core); scene-bench %.0f%% of "
+             "a core; %.1f%% of every tick's matrices delivered\n",
+             cpu_per_million, 100 * res->cpu_s / secs, 100 * res->reader_s / secs, 100 * of_ticks);
     if (c->checked || c->unknown)
-      print_check(o, c, payload_per);
+      print_check(o, R, payload_per);
     if (k->others)
       printf("  %ld lines or messages that were not packed frames\n", k->others);
     if (o->loopback)

@@ -48,34 +48,63 @@ void stream_check_matrices(const stream_model *m, long seq, const uint64_t *ids,
 /* The largest rotation error, in degrees. */
 double stream_check_rot_deg(const stream_check *c);
 
-/* One subscription's decoding state, reused from frame to frame. */
-typedef struct sub_decoder {
-  scn_packed_baseline base; /* packed: what this subscription last received */
+/* What a packed subscriber holds: its baseline. The daemon sends subscribers in step one
+ * payload (their baselines are the same), so the bench's subscribers share a state as long as
+ * they receive the same bytes: a payload is decoded once from a state, and a subscriber on that
+ * state that receives the same bytes moves on to the state it led to without decoding them
+ * again (one process reads every subscriber, and decoding each copy of a shared payload would
+ * make its own work, not the daemon's, the limit). States are reference-counted. */
+typedef struct packed_state {
+  scn_packed_baseline base;
+  int refs; /* subscribers on it, and the state before it when it is that one's next */
+  /* the last payload decoded from this state, as it came (base64 or bytes), and its result */
+  uint8_t *wire;
+  size_t wire_len, wire_cap;
+  bool full;
+  struct packed_state *next; /* NULL: none */
+  long next_n;               /* its matrices */
+  long at_seq;               /* the sequence number of the last frame with the root that led here */
+} packed_state;
+
+/* What every packed subscriber of a run shares: the decoder's buffers and counts. */
+typedef struct packed_run {
   scn_packed_frame frame;
-  uint8_t *bytes; /* a TCP frame's payload out of base64 */
+  uint8_t *bytes; /* a payload out of base64 */
   size_t bytes_cap;
-  uint64_t *ids; /* a b64 frame's entities and matrices */
+  long decoded, reused; /* payloads decoded, and payloads found decoded already */
+} packed_run;
+
+/* A state with the grid step (origin 0) for refs subscribers; NULL when out of memory or step
+ * is no step. */
+packed_state *packed_state_new(double step, int refs);
+void packed_state_unref(packed_state *s);
+void packed_run_free(packed_run *r);
+
+/* A packed payload of the subscriber on *state, base64 text (TCP) or bytes (WebSocket):
+ * decodes it (a full frame forgets what came before) and checks its matrices, or finds it
+ * decoded already from the same state; moves *state on; returns its matrices, and the frame's
+ * sequence number in *seq and the payload's bytes in *payload_len. A payload the decoder
+ * refuses ends the bench with why (the daemon sent what the contract does not allow). */
+long packed_take(packed_run *r, packed_state **state, const stream_model *m, bool full,
+                 const uint8_t *wire, size_t len, bool base64, stream_check *c, long *seq,
+                 size_t *payload_len);
+/* A TCP frame line of a packed subscription ("packed": base64): the same; -1 when the line is
+ * not a packed frame. */
+long packed_take_line(packed_run *r, packed_state **state, const stream_model *m, const char *start,
+                      const char *end, stream_check *c, long *seq, size_t *payload_len);
+
+/* A b64 subscriber's buffers, reused from frame to frame. */
+typedef struct b64_decoder {
+  uint64_t *ids;
   float (*m)[16];
   size_t cap, m_cap;
-  long seq; /* the sequence number of the last frame with the root in it */
-} sub_decoder;
+  long seq; /* of the last frame with the root in it */
+} b64_decoder;
 
-/* A packed decoder with the grid step (origin 0). False when step is no step. */
-bool sub_decoder_packed(sub_decoder *d, double step);
-void sub_decoder_free(sub_decoder *d);
-
-/* A packed payload: decodes it (a full frame forgets what came before), checks its matrices,
- * returns how many, and the frame's sequence number in *seq. A payload the decoder refuses
- * ends the bench with why (the daemon sent what the contract does not allow). */
-long packed_take(sub_decoder *d, const stream_model *m, bool full, const uint8_t *p, size_t len,
-                 stream_check *c, long *seq);
-/* A TCP frame line of a packed subscription ("packed": base64): the same, with the payload's
- * bytes in *payload_len. -1 when the line is not a packed frame. */
-long packed_take_line(sub_decoder *d, const stream_model *m, const char *start, const char *end,
-                      stream_check *c, long *seq, size_t *payload_len);
+void b64_decoder_free(b64_decoder *d);
 /* A b64 frame line ("ids", "ms"): checks every matrix against the workload (the daemon's own
  * float32 error: the control for the packed figures). Its matrices, or -1 when it is not one. */
-long b64_check_line(sub_decoder *d, const stream_model *m, const char *start, const char *end,
+long b64_check_line(b64_decoder *d, const stream_model *m, const char *start, const char *end,
                     stream_check *c);
 
 #endif

@@ -224,9 +224,10 @@ for s in 1 10 100; do
 done
 
 echo
-echo "== packed frames: a root with ${PACKED_K:=9999} descendants moving and turning every tick, 10"
-echo "   subscribers, b64 and packed (step ${PACKED_STEP:=0.001}) frames over TCP and over WebSocket,"
-echo "   the four run alternately on a daemon with HTTP (medians of $RUNS rounds of"
+echo "== packed frames: a root with ${PACKED_K:=9999} descendants moving and turning every tick,"
+echo "   ${PACKED_SUBSCRIBERS:=100} subscribers (10 get every tick's frame in either form; 100 make the"
+echo "   daemon the limit), b64 and packed (step ${PACKED_STEP:=0.001}) frames over TCP and over"
+echo "   WebSocket, the four run alternately on a daemon with HTTP (medians of $RUNS rounds of"
 echo "   ${PACKED_SECONDS:=3} s; the largest errors of all runs). Every packed frame is decoded and"
 echo "   each matrix compared with the exact one; b64's subscriber 0 likewise, as the control."
 packed_dir=$(mktemp -d)
@@ -241,7 +242,7 @@ packed_http=$(grep -o 'http on 127.0.0.1:[0-9]*' "$packed_dir/log" | head -1 | c
 for _ in $(seq "$RUNS"); do
   for variant in b64-tcp packed-tcp b64-ws packed-ws; do
     args=(-p "$packed_port" --http-port "$packed_http" --daemon-pid "$packed_pid" --json -t stream
-      -S 10 -K "$PACKED_K" --seconds "$PACKED_SECONDS")
+      -S "$PACKED_SUBSCRIBERS" -K "$PACKED_K" --seconds "$PACKED_SECONDS")
     if [[ $variant == b64-* ]]; then args+=(--b64); else args+=(--packed "$PACKED_STEP"); fi
     [[ $variant == *-ws ]] && args+=(--ws)
     "$BUILD/scene-bench" "${args[@]}" | sed "s/^/$variant /" >>"$packed_dir/runs" ||
