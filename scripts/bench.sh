@@ -2,10 +2,10 @@
 # The benchmarks behind `make bench`: the transform core against its limit, request decoding,
 # then the daemon under scene-bench with Redis measured in the same run where redis-server and
 # redis-benchmark exist (scripts/install-deps.sh installs them), streaming against the loopback
-# limit, subscriptions by distance against a naive filter (bench-near.sh), the staging view in
-# headless Chromium, durability, the cluster (bench-cluster.sh) and the write path at scale
-# (bench-scale.sh). Figures are medians of RUNS runs (default 3); the machine is small and
-# noisy. Each target is printed beside its figure.
+# limit, packed frames against b64 ones over TCP and WebSocket, subscriptions by distance against
+# a naive filter (bench-near.sh), the staging view in headless Chromium, durability, the cluster
+# (bench-cluster.sh) and the write path at scale (bench-scale.sh). Figures are medians of RUNS
+# runs (default 3); the machine is small and noisy. Each target is printed beside its figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
