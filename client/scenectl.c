@@ -2,7 +2,7 @@
  *
  *   scenectl [--host H] [--port P] [--token T] [--matrices json|b64] [TLS] CMD [key=value ...]
  *   scenectl [...] --pipe                  NDJSON requests on stdin, one response per line
- *   scenectl [...] subscribe [world=]W [root=E] [hz=N] [near...] [--frames N]
+ *   scenectl [...] subscribe [world=]W [root=E] [hz=N] [near...] [packed...] [--frames N]
  *   scenectl [...]                         on a terminal: an interactive prompt
  *   scenectl help [CMD]                    the commands, or one command's fields
  *
@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE /* memmem, strdup */
 #include "ctl_near.h"
+#include "ctl_packed.h"
 #include "scn_client.h"
 #include "wire.h"
 
@@ -50,7 +51,7 @@ static void usage(FILE *f) {
           "       scenectl [--host H] [--port P] [--token T] --pipe\n"
           "       scenectl [--host H] [--port P] [--token T] subscribe [world=]W [root=E] [hz=N] "
           "[near...]\n"
-          "                [--frames N]\n"
+          "                [packed...] [--frames N]\n"
           "       scenectl                      (on a terminal: interactive prompt)\n"
           "       scenectl help [CMD]           (the fields of a command)\n\n"
           "TLS: --tls (verified against the system's CAs), --tls-ca FILE (the CA that signed "
@@ -67,7 +68,13 @@ static void usage(FILE *f) {
           "  near.point=X,Y,Z | near.entity=E   the center, fixed or following E\n"
           "  near.radius=R near.margin=M        in scope within R, out beyond R + M\n"
           "  near.bands=R:HZ,R:HZ               at most HZ frames a second within R\n"
-          "  scenectl subscribe main near.entity=5 near.radius=10 near.margin=2\n\n"
+          "  scenectl subscribe main near.entity=5 near.radius=10 near.margin=2\n"
+          "Packed frames (quantized: translations to the step, rotations within 0.5 degrees),\n"
+          "printed decoded, as the frames of --matrices json or b64 are printed:\n"
+          "  packed=STEP | packed.step=S        the translation quantum (e.g. 0.001)\n"
+          "  packed.origin=X,Y,Z                the grid's origin (default 0,0,0)\n"
+          "  packed='{\"step\":0.001,\"origin\":[0,0,0]}'  the protocol's object\n"
+          "  scenectl subscribe main packed=0.001\n\n"
           "commands:\n");
   for (unsigned i = 0; i < scn_command_count; i++) {
     const scn_command_info *c = &scn_commands[i];
@@ -124,7 +131,8 @@ static int add_pair(cJSON *req, const char *arg) {
 }
 
 /* cmd's request from key=value arguments; subscribe also takes its world bare (subscribe W),
- * and subscribe and subscribe.update the near forms (ctl_near.h). NULL on a usage error. */
+ * and subscribe and subscribe.update the near and packed forms (ctl_near.h, ctl_packed.h).
+ * NULL on a usage error. */
 static cJSON *build_request(const char *cmd, int argc, char **argv) {
   bool subscribe = strcmp(cmd, "subscribe") == 0;
   bool near = subscribe || strcmp(cmd, "subscribe.update") == 0;
@@ -136,6 +144,8 @@ static cJSON *build_request(const char *cmd, int argc, char **argv) {
       rc = cJSON_AddStringToObject(req, "world", argv[i]) ? 0 : -1;
     else if (near && ctl_near_arg(argv[i]))
       rc = ctl_near_add(req, argv[i]);
+    else if (near && ctl_packed_arg(argv[i]))
+      rc = ctl_packed_add(req, argv[i]);
     else
       rc = add_pair(req, argv[i]);
     if (rc != 0) {

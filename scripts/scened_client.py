@@ -42,8 +42,14 @@ binary message's header and Mirror.apply_packed takes the rest (after set_packed
         mirror.apply_packed(*decode_ws_binary(message))
 
 Run it as a program for a self-check against a running daemon:
-    python3 scripts/scened_client.py --port 7878 --selftest [--selftest-near] [--tls-ca ca.pem]
+    python3 scripts/scened_client.py --port 7878 --selftest [--selftest-near]
+        [--selftest-packed-daemon] [--tls-ca ca.pem]
 and of the packed decoder alone (no daemon): python3 scripts/scened_client.py --selftest-packed
+
+A packed frame the mirror refuses raises ValueError and empties that subscription's state: the
+deltas after it are refused too (never decoded against stale values) until the subscription is
+made again. Subscriptions made through pipeline() are not told their grid: give it with
+Mirror.set_packed.
 """
 
 import argparse
@@ -371,6 +377,7 @@ class Client:
         self.addr = f"{host}:{port}"
         self.buf = b""
         self.grids = {}  # packed subscription -> its "packed" field ({"step", "origin"}) now
+        self._held = None  # what on_event raised while a call waited, for the next poll
         if self.token or self._wanted_matrices != "json":
             self.set_matrices(self._wanted_matrices)
 
@@ -423,10 +430,17 @@ class Client:
         return json.loads(line)
 
     def _next_response(self):
+        """The next response; events on the way go to on_event. An exception on_event raises
+        (a packed frame the mirror refuses) waits for the next poll, so that the call still
+        gets its own response and the connection stays in step."""
         while True:
             msg = self._read_line()
             if "event" in msg and "ok" not in msg:
-                self._dispatch(msg)
+                try:
+                    self._dispatch(msg)
+                except Exception as e:  # noqa: BLE001 (raised again by poll)
+                    if self._held is None:
+                        self._held = e
                 continue
             return msg
 
@@ -437,7 +451,7 @@ class Client:
         sub = event.get("sub")
         if event.get("event") == "frame" and "packed" in event and sub in self.grids:
             event["grid"] = self.grids[sub]
-        elif event.get("event") in ("world_destroyed", "unsubscribed"):
+        elif event.get("event") in ("world_destroyed", "unsubscribed", "moved"):
             self.grids.pop(sub, None)
         if self.on_event:
             self.on_event(event)
@@ -532,7 +546,11 @@ class Client:
         return result
 
     def poll(self, seconds):
-        """Hands stream events to on_event for the given time; returns how many arrived."""
+        """Hands stream events to on_event for the given time; returns how many arrived. What
+        on_event raised while a call waited for its response is raised here first."""
+        if self._held is not None:
+            held, self._held = self._held, None
+            raise held
         deadline = time.monotonic() + seconds
         count = 0
         while True:
@@ -558,7 +576,9 @@ class Mirror:
     A packed frame is decoded against the subscription's PackedState: a Client's frames carry
     their grid; frames that come another way (WebSocket binary messages, through
     apply_packed) need set_packed first. A payload the state refuses raises ValueError and
-    changes nothing."""
+    changes no matrix; the state is emptied, since the daemon's has moved past it, so the
+    deltas that follow are refused too rather than decoded against stale values, until a
+    full frame (subscribe again to get one)."""
 
     DROPPING_ENDS = ("center_destroyed", "root_destroyed")
 
@@ -590,8 +610,12 @@ class Mirror:
             state = PackedState(step, origin)
         else:
             state.set_grid(step, origin)
-        entries, removed = state.decode(payload)  # refused: no entity has changed
         self._packed[sub] = state
+        try:
+            entries, removed = state.decode(payload)  # refused: no entity has changed
+        except ValueError:
+            state.clear()
+            raise
         held = self._held.setdefault(sub, set())
         if full:
             self._drop(sub, list(held))
@@ -614,7 +638,13 @@ class Mirror:
         kind = event.get("event")
         sub = event.get("sub")
         if kind == "frame" and "packed" in event:
-            payload = base64.b64decode(event["packed"], validate=True)
+            try:
+                payload = base64.b64decode(event["packed"], validate=True)
+            except ValueError as e:
+                if sub in self._packed:
+                    self._packed[sub].clear()
+                raise ValueError(f"a packed frame of subscription {sub} whose \"packed\" is "
+                                 f"not base64: {e}") from None
             self.apply_packed(sub, event["tick"], event["full"], payload, event.get("grid"))
         elif kind == "frame":
             held = self._held.setdefault(sub, set())
@@ -632,7 +662,7 @@ class Mirror:
                     held.add(item["e"])
             self._drop(sub, event["removed"])
             self.tick = event["tick"]
-        elif kind in ("world_destroyed", "unsubscribed"):
+        elif kind in ("world_destroyed", "unsubscribed", "moved"):
             self.ended = kind
             self.reason = event.get("reason")
             if self.reason in self.DROPPING_ENDS:
@@ -658,18 +688,24 @@ def main():
                    help="check near subscriptions and their mirror against a daemon")
     p.add_argument("--selftest-packed", action="store_true",
                    help="check the packed frames' decoder and its mirror (no daemon needed)")
+    p.add_argument("--selftest-packed-daemon", action="store_true",
+                   help="check packed frames from a daemon against b64 ones")
     p.add_argument("cmd", nargs="?", help="a command, e.g. world.list")
     p.add_argument("fields", nargs="*", help="key=value (values parsed as JSON when they can be)")
     args = p.parse_args()
     try:
-        if args.selftest or args.selftest_near or args.selftest_packed:
-            from scened_selftest import selftest, selftest_near, selftest_packed
+        if args.selftest or args.selftest_near or args.selftest_packed or \
+                args.selftest_packed_daemon:
+            from scened_selftest import (selftest, selftest_near, selftest_packed,
+                                         selftest_packed_daemon)
             if args.selftest:
                 selftest(args)
             if args.selftest_near:
                 selftest_near(args)
             if args.selftest_packed:
                 selftest_packed(args)
+            if args.selftest_packed_daemon:
+                selftest_packed_daemon(args)
             return 0
     except ssl.SSLError as e:
         print(f"TLS: {e}", file=sys.stderr)

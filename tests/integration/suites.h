@@ -27,6 +27,8 @@
   X(clients_library)                                                                               \
   X(clients_scenectl)                                                                              \
   X(clients_scripts)                                                                               \
+  X(clients_packed)                                                                                \
+  X(clients_packed_daemon)                                                                         \
   X(daemon_ops)                                                                                    \
   X(daemon_torture)                                                                                \
   X(daemon_tls)                                                                                    \

@@ -1,6 +1,6 @@
 /* Integration tests of the clients in scripts against the real daemon: the Python client's
- * self-tests (the whole client; near subscriptions; the packed decoder, which needs no daemon)
- * and the shell example. */
+ * self-tests (the whole client; near subscriptions; the packed decoder, which needs no daemon;
+ * packed frames from the daemon) and the shell example. */
 #include "client_fixtures.h"
 #include "suites.h"
 
@@ -65,6 +65,12 @@ static void test_python_packed(void) {
   python_selftest("--selftest-packed", "packed selftest passed");
 }
 
+/* Against the daemon: a packed subscription's mirror within the grid of a b64 one's at the same
+ * tick, through moves, a new grid (subscribe.update) and the end of the world. */
+static void test_python_packed_daemon(void) {
+  python_selftest("--selftest-packed-daemon", "packed daemon selftest passed");
+}
+
 static void test_car_demo(void) {
   char jq[1024], bash[1024], script[1024];
   if (!find_in_path("jq", jq, sizeof jq)) {
@@ -127,6 +133,8 @@ int t_register_clients_scripts(void) {
       {"python client self-test", test_python_selftest},
       {"python client: near subscriptions, update and the mirror", test_python_near},
       {"python client: packed frames' decoder and the mirror", test_python_packed},
+      {"python client: packed frames from the daemon, within the grid of b64 ones",
+       test_python_packed_daemon},
       {"shell example", test_car_demo},
   };
   return T_ADD_SUITE("clients_scripts", clients_suite_init, clients_suite_clean, tests);
