@@ -47,6 +47,7 @@ TEST_PROGRAMS := $(UNIT_TEST_BIN) $(INTEGRATION_TEST_BIN) $(JOURNAL_TEST_BIN)
 BENCH_BIN := $(BUILD)/bench-core
 DECODE_BENCH := $(BUILD)/bench-decode
 INTEREST_BENCH := $(BUILD)/bench-interest
+PACKED_BENCH := $(BUILD)/bench-packed
 
 DEPS_STAMP := build/.deps-checked
 
@@ -166,6 +167,9 @@ $(BENCH_BIN): $(BUILD)/obj/tests/bench/bench_core.o $(CORE_LIB)
 $(INTEREST_BENCH): $(BUILD)/obj/tests/bench/bench_interest.o $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+$(PACKED_BENCH): $(BUILD)/obj/tests/bench/bench_packed.o $(PROTO_LIB) $(CORE_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 $(DECODE_BENCH): $(BUILD)/obj/tests/bench/bench_decode.o $(BUILD)/obj/server/ops/json_arena.o $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcjson -lnettle $(LDLIBS)
 
@@ -247,7 +251,7 @@ valgrind: $(TEST_PROGRAMS) $(SCENED) $(SCENECTL)
 	SCENED_BIN=$(abspath scripts/valgrind-scened.sh) SCENED_REAL=$(abspath $(SCENED)) \
 	  SCENECTL_BIN=$(abspath $(SCENECTL)) $(INTEGRATION_TEST_BIN) $(VALGRIND_SUITES)
 
-bench: $(BENCH_BIN) $(DECODE_BENCH) $(INTEREST_BENCH) $(SCENED) $(SCENE_BENCH) $(SCENECTL)
+bench: $(BENCH_BIN) $(DECODE_BENCH) $(INTEREST_BENCH) $(PACKED_BENCH) $(SCENED) $(SCENE_BENCH) $(SCENECTL)
 	BUILD=$(BUILD) scripts/bench.sh
 
 # A long mixed load (SOAK_MINUTES, default 3): fails when the daemon's memory keeps growing.

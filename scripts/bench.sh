@@ -21,6 +21,11 @@ echo "== interest in process, no sockets: the spatial index against the naive fi
 "$BUILD/bench-interest" "${INTEREST_TRANSFORMS:-100000}" "${INTEREST_REGIONS:-1000}" "${INTEREST_TICKS:-30}"
 echo
 
+echo "== packed frames' codec in process, no sockets (bench-packed)"
+"$BUILD/bench-packed" "${PACKED_TRANSFORMS:-100000}" 60
+"$BUILD/bench-packed" 10000 60
+echo
+
 echo "== request decoding in user space, no sockets (bench-decode)"
 DECODE_OUT=$(mktemp)
 "$BUILD/bench-decode" | tee "$DECODE_OUT"
