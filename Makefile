@@ -122,15 +122,18 @@ SCENE_BENCH_OBJ := $(patsubst %,$(BUILD)/obj/client/%.o,scene_bench scene_bench_
 $(SCENE_BENCH): $(SCENE_BENCH_OBJ) $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -lpthread $(LDLIBS)
 
+# scenectl's parts that need neither the daemon nor the line editor, which the unit suites test.
+CTL_PARTS_OBJ := $(addprefix $(BUILD)/obj/client/,ctl_complete.o ctl_suggest.o ctl_words.o)
+
 $(SCENECTL): $(BUILD)/obj/client/scenectl.o $(BUILD)/obj/client/ctl_near.o $(BUILD)/obj/client/ctl_packed.o \
-		$(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
+		$(BUILD)/obj/client/ctl_readline.o $(CTL_PARTS_OBJ) $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -ledit $(LDLIBS)
 
 # The test programs (tests/): each runs its suites one process per suite (tests/runner).
 # Which headers each directory of tests may include: the runner's, the seeded random sources
 # both programs' suites use (tests/common), the integration harness, and the servers the
 # cluster suites start (tests/fixtures).
-$(BUILD)/obj/tests/unit/%.o: CPPFLAGS += -Itests/runner -Itests/common
+$(BUILD)/obj/tests/unit/%.o: CPPFLAGS += -Itests/runner -Itests/common -Iclient
 $(BUILD)/obj/tests/integration/%.o: CPPFLAGS += -Itests/runner -Itests/common -Itests/fixtures
 $(BUILD)/obj/tests/fixtures/%.o: CPPFLAGS += -Itests/runner -Itests/integration
 $(BUILD)/obj/tests/journal/%.o: CPPFLAGS += -Itests/runner -Itests/common -Itests/integration
@@ -138,14 +141,15 @@ $(BUILD)/obj/tests/journal/%.o: CPPFLAGS += -Itests/runner -Itests/common -Itest
 test_objects = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard $(addsuffix /*.c,$(1))))
 RUNNER_OBJ := $(call test_objects,tests/runner)
 
-# The unit suites need no daemon: the core, the protocol, and the daemon's files they test in
-# this process: the store's files (they need only libc) and the cluster's ownership core, which
-# the cluster_owners suite drives with made-up events (it needs no etcd, store or loop).
+# The unit suites need no daemon: the core, the protocol, scenectl's completion and suggestions,
+# and the daemon's files they test in this process: the store's files (they need only libc) and
+# the cluster's ownership core, which the cluster_owners suite drives with made-up events (it
+# needs no etcd, store or loop).
 UNIT_TEST_SERVER_OBJ := $(addprefix $(BUILD)/obj/server/,stream/frame.o store/history_file.o \
                         store/snapshot.o store/crc32c.o store/files.o store/path.o ops/log.o \
                         cluster/owners.o cluster/claims.o cluster/move.o ops/json_arena.o)
-$(UNIT_TEST_BIN): $(call test_objects,tests/unit) $(RUNNER_OBJ) $(UNIT_TEST_SERVER_OBJ) $(PROTO_LIB) \
-                  $(CORE_LIB)
+$(UNIT_TEST_BIN): $(call test_objects,tests/unit) $(RUNNER_OBJ) $(UNIT_TEST_SERVER_OBJ) $(CTL_PARTS_OBJ) \
+                  $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcunit -lcjson $(LDLIBS)
 
 # The integration suites start $(SCENED) (SCENED_BIN) and talk to it, through the client
