@@ -121,6 +121,7 @@ $(SCENE_BENCH): $(BUILD)/obj/client/scene_bench.o $(BUILD)/obj/client/scene_benc
 	$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -lpthread $(LDLIBS)
 
 $(SCENECTL): $(BUILD)/obj/client/scenectl.o $(BUILD)/obj/client/ctl_near.o $(BUILD)/obj/client/ctl_packed.o \
+		$(BUILD)/obj/client/ctl_fields.o \
 		$(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -ledit $(LDLIBS)
 

@@ -11,10 +11,12 @@
  *
  * A value is taken as JSON when it parses as JSON, otherwise as a string. Matrices are shown
  * as JSON arrays; --matrices b64 asks the daemon for base64 (exact float32 bits) and passes it
- * through unchanged. Exit codes: 0 on success, 1 on an error reply (CODE: message on stderr),
- * 2 on usage or connection errors.
+ * through unchanged. A key its command does not take (proto/wire.h) is warned about on stderr,
+ * and sent all the same: the daemon's answer decides. Exit codes: 0 on success, 1 on an error
+ * reply (CODE: message on stderr), 2 on usage or connection errors.
  */
 #define _GNU_SOURCE /* memmem, strdup */
+#include "ctl_fields.h"
 #include "ctl_near.h"
 #include "ctl_packed.h"
 #include "scn_client.h"
@@ -153,6 +155,7 @@ static cJSON *build_request(const char *cmd, int argc, char **argv) {
       return NULL;
     }
   }
+  ctl_fields_warn(req, stderr);
   return req;
 }
 
