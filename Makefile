@@ -126,7 +126,8 @@ $(SCENE_BENCH): $(SCENE_BENCH_OBJ) $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 CTL_PARTS_OBJ := $(addprefix $(BUILD)/obj/client/,ctl_complete.o ctl_suggest.o ctl_words.o)
 
 $(SCENECTL): $(BUILD)/obj/client/scenectl.o $(BUILD)/obj/client/ctl_near.o $(BUILD)/obj/client/ctl_packed.o \
-		$(BUILD)/obj/client/ctl_readline.o $(CTL_PARTS_OBJ) $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
+		$(BUILD)/obj/client/ctl_readline.o $(BUILD)/obj/client/ctl_fields.o $(CTL_PARTS_OBJ) \
+		$(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -ledit $(LDLIBS)
 
 # The test programs (tests/): each runs its suites one process per suite (tests/runner).

@@ -12,12 +12,15 @@
  *
  * A value is taken as JSON when it parses as JSON, otherwise as a string. Matrices are shown
  * as JSON arrays; --matrices b64 asks the daemon for base64 (exact float32 bits) and passes it
- * through unchanged. Exit codes: 0 on success, 1 on an error reply (CODE: message on stderr),
- * 2 on usage or connection errors; lines read at the prompt, the worst of theirs. A command
- * the table lacks but that is near one of its names is a usage error with a "did you mean".
+ * through unchanged. A key its command does not take (proto/wire.h) is warned about on stderr,
+ * and sent all the same: the daemon's answer decides. Exit codes: 0 on success, 1 on an error
+ * reply (CODE: message on stderr), 2 on usage or connection errors; lines read at the prompt,
+ * the worst of theirs. A command the table lacks but that is near one of its names is a usage
+ * error with a "did you mean".
  */
 #define _GNU_SOURCE /* memmem, strdup */
 #include "ctl_complete.h"
+#include "ctl_fields.h"
 #include "ctl_near.h"
 #include "ctl_packed.h"
 #include "ctl_readline.h"
@@ -193,6 +196,7 @@ static cJSON *build_request(const char *cmd, int argc, char **argv) {
       return NULL;
     }
   }
+  ctl_fields_warn(req, stderr);
   return req;
 }
 

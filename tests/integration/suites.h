@@ -12,6 +12,7 @@
   X(daemon_commands_lines)                                                                         \
   X(daemon_commands_malformed)                                                                     \
   X(daemon_commands_config)                                                                        \
+  X(daemon_commands_fields)                                                                        \
   X(daemon_parts)                                                                                  \
   X(daemon_history)                                                                                \
   X(daemon_stream)                                                                                 \

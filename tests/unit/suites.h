@@ -24,6 +24,7 @@
   X(proto_request)                                                                                 \
   X(proto_output)                                                                                  \
   X(proto_wire)                                                                                    \
+  X(proto_fields)                                                                                  \
   X(proto_packed)                                                                                  \
   X(base64)                                                                                        \
   X(ctl_complete)                                                                                  \
