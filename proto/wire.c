@@ -35,15 +35,18 @@ void scn_fields_text(scn_fieldset set, char *out, unsigned cap) {
 
 scn_field scn_field_suggest(const char *key, scn_fieldset set) {
   set &= ~(SCN_F(cmd) | SCN_F(id));
-  size_t key_len = strnlen(key, 64);
   scn_field best = SCN_FIELD_COUNT;
-  unsigned best_d = 3;
+  unsigned best_d = 3; /* the contract's "one or two edits" */
+  if (!*key)
+    return best; /* nothing typed is no misspelling */
   for (unsigned f = 0; f < SCN_FIELD_COUNT; f++) {
     if (!(set & ((scn_fieldset)1 << f)))
       continue;
-    unsigned d = scn_edit_distance(key, field_names[f], best_d - 1);
-    size_t longer = strlen(field_names[f]) > key_len ? strlen(field_names[f]) : key_len;
-    if (d < best_d && 2 * d <= longer) {
+    unsigned d = scn_edit_distance(key, field_names[f], best_d);
+    /* among equals, one that starts as the key does ("rot": "r", not "t") */
+    bool better = d < best_d || (d == best_d && best != SCN_FIELD_COUNT &&
+                                 field_names[f][0] == key[0] && field_names[best][0] != key[0]);
+    if (d <= 2 && better) {
       best = (scn_field)f;
       best_d = d;
     }

@@ -90,9 +90,9 @@ scn_field scn_field_find(const char *key);
 /* "a,b,c": the names of a set's fields in order (for help). */
 void scn_fields_text(scn_fieldset set, char *out, unsigned cap);
 /* The field of set that key most likely misspells: the nearest by scn_edit_distance, at most
- * two edits and no more than half the longer name's length (so "x" or "rot" is not taken for
- * "t"), the first in field order among equals; never "cmd" or "id". SCN_FIELD_COUNT when none
- * is that close. */
+ * two edits (the contract's "close"); among equals one that starts with the key's first letter,
+ * then the first in field order; never "cmd" or "id", and none for an empty key.
+ * SCN_FIELD_COUNT when none is that close. */
 scn_field scn_field_suggest(const char *key, scn_fieldset set);
 /* The text of the error for a member whose key is not a field of taken, into out (cap bytes):
  * unknown field "partal" (did you mean "partial"?), the key cut to 64 bytes at a character

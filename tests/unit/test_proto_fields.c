@@ -82,10 +82,12 @@ static void test_field_suggest(void) {
       {"opps", "batch", "ops"},
       {"cont", "entity.create", "count"},
       {"tt", "transform.set_local", "t"}, /* one edit on two letters */
-      /* Too far, or as far as the names are long: no guess. */
-      {"x", "transform.set_local", ""},
-      {"rot", "transform.set_local", ""},
-      {"pos", "transform.set_local", ""},
+      /* Within two edits of a one-letter field: the contract's "close" */
+      {"x", "transform.set_local", "t"},
+      {"rot", "transform.set_local", "r"}, /* two from "t" and "r": the same first letter */
+      {"pos", "transform.set_local", "s"},
+      /* Too far: no guess. */
+      {"colour", "transform.set_local", ""},
       {"translation", "transform.set_local", ""},
       {"partial", "transform.get", ""}, /* a field, but not one transform.get takes */
       {"x", "ping", ""},
@@ -101,12 +103,12 @@ static void test_field_suggest(void) {
               cases[i].want);
     CU_ASSERT_STRING_EQUAL(got, cases[i].want);
   }
-  /* The nearest wins; among equals, the first in field order (t, r, s). */
+  /* The nearest wins; among equals, one with the key's first letter, then field order (t, r, s). */
   CU_ASSERT_STRING_EQUAL(suggest("tickk", "transform.get"), "tick");
   CU_ASSERT_STRING_EQUAL(suggest("trss", "transform.get"), "trs");
   CU_ASSERT_STRING_EQUAL(suggest("rr", "transform.set_local"), "r");
   CU_ASSERT_STRING_EQUAL(suggest("ts", "transform.set_local"), "t");
-  CU_ASSERT_STRING_EQUAL(suggest("sr", "transform.set_local"), "r");
+  CU_ASSERT_STRING_EQUAL(suggest("sr", "transform.set_local"), "s");
   CU_ASSERT_EQUAL(scn_field_suggest("world", 0), SCN_FIELD_COUNT);
 }
 
