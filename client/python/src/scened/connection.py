@@ -132,10 +132,15 @@ class Connection(asyncio.Protocol):
             self._transport.abort()
 
     async def close(self) -> None:
-        """Closes the connection and waits until it is closed (at most its timeout)."""
+        """Closes the connection once what it has to write is written, and waits until it is
+        closed (at most its timeout)."""
         self._closing = True
         if self._transport is not None and self.lost is None:
-            self._transport.close()
+            if self._transport.get_write_buffer_size() == 0:
+                # nothing left to send; a TLS close would wait for the daemon's close_notify
+                self._transport.abort()
+            else:
+                self._transport.close()
         try:
             await asyncio.wait_for(asyncio.shield(self._closed), self.timeout)
         except asyncio.TimeoutError:
