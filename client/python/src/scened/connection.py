@@ -1,6 +1,6 @@
-"""One asyncio connection to one daemon: request lines written as they are made, responses
-matched to them in order (PROTOCOL.md 1.3), events handed to their subscription as they are
-read, and each request's deadline."""
+"""One asyncio connection to one daemon: request lines written as they are made (the lines of
+one pass of the event loop in one write), responses matched to them in order (PROTOCOL.md
+1.3), events handed to their subscription as they are read, and each request's deadline."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ class Connection(asyncio.Protocol):
         self._pending: Deque[Tuple[Optional[asyncio.Future], Optional[OnAnswer],
                                    Optional[float]]] = collections.deque()
         self._parts: List[bytes] = []  # a line not ended yet
+        self._out: List[bytes] = []  # request lines to write at the end of this loop pass
         self._timer: Optional[asyncio.TimerHandle] = None
         self._closing = False
         self._closed = self._loop.create_future()
@@ -48,10 +49,14 @@ class Connection(asyncio.Protocol):
             self._parts.append(data)
             data = b"".join(self._parts)
             self._parts = []
-        lines = data.split(b"\n")
-        tail = lines.pop()
-        if tail:
-            self._parts.append(tail)
+        end = data.rindex(b"\n") + 1
+        if end < len(data):
+            self._parts.append(data[end:])
+        try:
+            lines = data[:end].decode().split("\n")  # one decode for every line of the chunk
+        except UnicodeDecodeError as e:
+            self._fail(ConnectionError(f"{self.addr} sent a line that is not UTF-8: {e}"))
+            return
         for line in lines:
             if line and self.lost is None:
                 try:
@@ -92,8 +97,16 @@ class Connection(asyncio.Protocol):
             if self._timer is None:
                 self._timer = self._loop.call_at(deadline, self._expire)
         self._pending.append((fut, on_answer, deadline))
-        self._transport.write(line)  # type: ignore[union-attr]
+        if not self._out:
+            self._loop.call_soon(self._flush)
+        self._out.append(line)
         return fut
+
+    def _flush(self) -> None:
+        """Writes the lines of this pass of the event loop: one write, not a system call each."""
+        if self._out and self.lost is None:
+            self._transport.write(b"".join(self._out))  # type: ignore[union-attr]
+        self._out = []
 
     def _line(self, msg: Dict[str, Any]) -> None:
         if is_event(msg):
@@ -135,6 +148,7 @@ class Connection(asyncio.Protocol):
         """Closes the connection once what it has to write is written, and waits until it is
         closed (at most its timeout)."""
         self._closing = True
+        self._flush()
         if self._transport is not None and self.lost is None:
             if self._transport.get_write_buffer_size() == 0:
                 # nothing left to send; a TLS close would wait for the daemon's close_notify
