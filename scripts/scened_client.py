@@ -24,10 +24,11 @@ _SRC = os.path.join(_HERE, os.pardir, "client", "python", "src")
 if os.path.isdir(os.path.join(_SRC, "scened")):
     sys.path.insert(0, os.path.normpath(_SRC))
 
-from scened import (ENTITY_MAX, PACKED_DELTA, PACKED_R, PACKED_RAW, PACKED_S,  # noqa: E402,F401
-                    PACKED_S_UNI, PACKED_T, AsyncClient, Client, Mirror, PackedState,
-                    ScenedError, decode_matrices, decode_ws_binary, float32, matrix, matrix_b64,
-                    quat_from_smallest_three, tls_context)
+import scened  # noqa: E402
+from scened import *  # noqa: E402,F401,F403 (what `from scened_client import ...` has given)
+from scened import Client, ScenedError  # noqa: E402
+
+__all__ = scened.__all__
 
 
 def main():
