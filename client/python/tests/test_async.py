@@ -55,6 +55,8 @@ def test_pipelined_calls(daemon):
             await c.set_parts(w, ids[0], r=[0, 0, 1, 1])
             assert (await c.get(w, ids[0], trs=True))["local_trs"]["t"] == [0, 0, 0]
             await c.call("world.destroy", world=w)
+        with pytest.raises(ConnectionError):  # closed: no new connection behind the caller's back
+            await c.call("ping")
     run(main())
 
 

@@ -37,6 +37,7 @@ class AsyncClient:
         self.tls = tls_of(tls, tls_ca, tls_cert, tls_key)
         self._ready: Dict[str, Connection] = {}  # open connections by address
         self._opening: Dict[str, asyncio.Task] = {}
+        self._closed = False
 
     async def __aenter__(self) -> "AsyncClient":
         await self.connect()
@@ -52,7 +53,8 @@ class AsyncClient:
 
     async def close(self) -> None:
         """Closes every connection; calls waiting fail with ConnectionError and every
-        subscription ends ("closed")."""
+        subscription ends ("closed"). Calls after it raise ConnectionError."""
+        self._closed = True
         for task in list(self._opening.values()):
             task.cancel()
         conns, self._ready = list(self._ready.values()), {}
@@ -61,6 +63,8 @@ class AsyncClient:
     # ---- connections ---------------------------------------------------------------------
 
     async def _connection(self, addr: str) -> Connection:
+        if self._closed:
+            raise ConnectionError("the client is closed")
         conn = self._ready.get(addr)
         if conn is not None:
             if conn.lost is not None:
