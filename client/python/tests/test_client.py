@@ -102,7 +102,7 @@ def test_timeout_is_the_callers():
             t0 = time.monotonic()
             with pytest.raises(TimeoutError):
                 c.call("ping", late=True)
-            assert 0.4 < time.monotonic() - t0 < 1.4
+            assert 0.4 < time.monotonic() - t0 < 5  # its own 0.5 s, not a default
             assert c.call("ping", n=2) == {"pong": 2}  # waits past the late one, drops it
             assert c.poll(0.1) == 0 and c.sock.gettimeout() == 0.5
     finally:
