@@ -47,6 +47,7 @@ TEST_PROGRAMS := $(UNIT_TEST_BIN) $(INTEGRATION_TEST_BIN) $(JOURNAL_TEST_BIN)
 BENCH_BIN := $(BUILD)/bench-core
 DECODE_BENCH := $(BUILD)/bench-decode
 INTEREST_BENCH := $(BUILD)/bench-interest
+PACKED_BENCH := $(BUILD)/bench-packed
 
 DEPS_STAMP := build/.deps-checked
 
@@ -116,19 +117,23 @@ $(CLIENT_LIB): $(CLIENT_OBJ)
 # The client library speaks TLS through OpenSSL.
 CLIENT_LIBS := -lcjson -lssl -lcrypto
 
-$(SCENE_BENCH): $(BUILD)/obj/client/scene_bench.o $(BUILD)/obj/client/scene_bench_near.o \
-		$(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
+SCENE_BENCH_OBJ := $(patsubst %,$(BUILD)/obj/client/%.o,scene_bench scene_bench_near \
+		scene_bench_stream scene_bench_check scene_bench_decode scene_bench_ws)
+$(SCENE_BENCH): $(SCENE_BENCH_OBJ) $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -lpthread $(LDLIBS)
 
+# scenectl's parts that need neither the daemon nor the line editor, which the unit suites test.
+CTL_PARTS_OBJ := $(addprefix $(BUILD)/obj/client/,ctl_complete.o ctl_suggest.o ctl_words.o)
+
 $(SCENECTL): $(BUILD)/obj/client/scenectl.o $(BUILD)/obj/client/ctl_near.o $(BUILD)/obj/client/ctl_packed.o \
-		$(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
+		$(BUILD)/obj/client/ctl_readline.o $(CTL_PARTS_OBJ) $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -ledit $(LDLIBS)
 
 # The test programs (tests/): each runs its suites one process per suite (tests/runner).
 # Which headers each directory of tests may include: the runner's, the seeded random sources
 # both programs' suites use (tests/common), the integration harness, and the servers the
 # cluster suites start (tests/fixtures).
-$(BUILD)/obj/tests/unit/%.o: CPPFLAGS += -Itests/runner -Itests/common
+$(BUILD)/obj/tests/unit/%.o: CPPFLAGS += -Itests/runner -Itests/common -Iclient
 $(BUILD)/obj/tests/integration/%.o: CPPFLAGS += -Itests/runner -Itests/common -Itests/fixtures
 $(BUILD)/obj/tests/fixtures/%.o: CPPFLAGS += -Itests/runner -Itests/integration
 $(BUILD)/obj/tests/journal/%.o: CPPFLAGS += -Itests/runner -Itests/common -Itests/integration
@@ -136,14 +141,15 @@ $(BUILD)/obj/tests/journal/%.o: CPPFLAGS += -Itests/runner -Itests/common -Itest
 test_objects = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard $(addsuffix /*.c,$(1))))
 RUNNER_OBJ := $(call test_objects,tests/runner)
 
-# The unit suites need no daemon: the core, the protocol, and the daemon's files they test in
-# this process: the store's files (they need only libc) and the cluster's ownership core, which
-# the cluster_owners suite drives with made-up events (it needs no etcd, store or loop).
+# The unit suites need no daemon: the core, the protocol, scenectl's completion and suggestions,
+# and the daemon's files they test in this process: the store's files (they need only libc) and
+# the cluster's ownership core, which the cluster_owners suite drives with made-up events (it
+# needs no etcd, store or loop).
 UNIT_TEST_SERVER_OBJ := $(addprefix $(BUILD)/obj/server/,stream/frame.o store/history_file.o \
                         store/snapshot.o store/crc32c.o store/files.o store/path.o ops/log.o \
                         cluster/owners.o cluster/claims.o cluster/move.o ops/json_arena.o)
-$(UNIT_TEST_BIN): $(call test_objects,tests/unit) $(RUNNER_OBJ) $(UNIT_TEST_SERVER_OBJ) $(PROTO_LIB) \
-                  $(CORE_LIB)
+$(UNIT_TEST_BIN): $(call test_objects,tests/unit) $(RUNNER_OBJ) $(UNIT_TEST_SERVER_OBJ) $(CTL_PARTS_OBJ) \
+                  $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcunit -lcjson $(LDLIBS)
 
 # The integration suites start $(SCENED) (SCENED_BIN) and talk to it, through the client
@@ -163,6 +169,9 @@ $(BENCH_BIN): $(BUILD)/obj/tests/bench/bench_core.o $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(INTEREST_BENCH): $(BUILD)/obj/tests/bench/bench_interest.o $(CORE_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(PACKED_BENCH): $(BUILD)/obj/tests/bench/bench_packed.o $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(DECODE_BENCH): $(BUILD)/obj/tests/bench/bench_decode.o $(BUILD)/obj/server/ops/json_arena.o $(PROTO_LIB) $(CORE_LIB)
@@ -260,7 +269,7 @@ valgrind: $(TEST_PROGRAMS) $(SCENED) $(SCENECTL)
 	SCENED_BIN=$(abspath scripts/valgrind-scened.sh) SCENED_REAL=$(abspath $(SCENED)) \
 	  SCENECTL_BIN=$(abspath $(SCENECTL)) $(INTEGRATION_TEST_BIN) $(VALGRIND_SUITES)
 
-bench: $(BENCH_BIN) $(DECODE_BENCH) $(INTEREST_BENCH) $(SCENED) $(SCENE_BENCH) $(SCENECTL)
+bench: $(BENCH_BIN) $(DECODE_BENCH) $(INTEREST_BENCH) $(PACKED_BENCH) $(SCENED) $(SCENE_BENCH) $(SCENECTL)
 	BUILD=$(BUILD) scripts/bench.sh
 
 # A long mixed load (SOAK_MINUTES, default 3): fails when the daemon's memory keeps growing.

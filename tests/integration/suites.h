@@ -26,6 +26,7 @@
   X(daemon_persist_save)                                                                           \
   X(clients_library)                                                                               \
   X(clients_scenectl)                                                                              \
+  X(clients_scenectl_prompt)                                                                       \
   X(clients_scripts)                                                                               \
   X(clients_packed)                                                                                \
   X(clients_packed_daemon)                                                                         \
