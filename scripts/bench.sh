@@ -157,6 +157,11 @@ p99=$(median_of p99_ms -c 1 -P 1 -n 20000 -t set_b64)
 printf 'set_local matrix_b64     p50=%s ms  p99=%s ms\n' "$p50" "$p99"
 
 echo
+echo "== the Python package (client/python): AsyncClient calls awaited together on one connection"
+python3 client/python/bench/pipelined.py --port "$port" --calls "${PY_CALLS:-30000}" --runs "$RUNS" ||
+  echo "(the Python client benchmark failed)"
+
+echo
 echo "== requests: partial set_local (the rotation alone) against a whole t/r/s set_local,"
 echo "   50 connections x 16 pipelined, run alternately (medians of $RUNS runs)"
 : >"$runs_out"
