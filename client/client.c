@@ -4,6 +4,7 @@
 
 #include "b64.h"
 #include "buf.h"
+#include "client_packed.h"
 #include "framing.h"
 
 #include <arpa/inet.h>
@@ -62,6 +63,10 @@ struct scn_cli {
   float (*ms)[16];
   size_t ids_cap, removed_cap, ms_cap;
   char world[80];
+  cli_packed packed; /* the packed subscriptions, their grids and baselines */
+  scn_buf event;     /* a packed frame written out as JSON, for the event handler */
+  int held_rc;       /* a packed frame refused, not yet reported (SCN_CLI_OK: none) */
+  char held[256];    /* its reason */
 };
 
 static int finish_call(scn_cli *c, cJSON **out);
@@ -419,6 +424,8 @@ void scn_cli_close(scn_cli *c) {
   free(c->ids);
   free(c->removed);
   free(c->ms);
+  cli_packed_free(&c->packed);
+  scn_buf_free(&c->event);
   free(c);
 }
 
@@ -546,6 +553,7 @@ static int reconnect(scn_cli *c, const char *addr) {
     return fail(c, SCN_CLI_ECONNECT, "%s", err);
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   drop_connection(c);
+  cli_packed_reset(&c->packed);
   c->fd = fd;
   c->out.len = c->in.len = c->consumed = 0;
   snprintf(c->addr, sizeof c->addr, "%s", addr);
@@ -572,10 +580,12 @@ static const char *request_world(const cJSON *req) {
 const char *scn_cli_addr(const scn_cli *c) { return c->addr; }
 
 int scn_cli_send_line(scn_cli *c, const char *line, size_t len) {
+  size_t before = c->out.len;
   scn_buf_add(&c->out, line, len);
   scn_buf_addc(&c->out, '\n');
-  if (c->out.failed) {
+  if (c->out.failed || !cli_packed_request(&c->packed, line, len)) {
     c->out.failed = false;
+    scn_buf_truncate(&c->out, before);
     return fail(c, SCN_CLI_ENOMEM, "out of memory");
   }
   return SCN_CLI_OK;
@@ -828,13 +838,93 @@ static bool scan_ids(scan *s, uint64_t **ids, size_t *cap, size_t *n) {
   return eat(s, ']');
 }
 
-/* 1: the line was a b64 frame and went to the handler; 0: it is not one (json form, or not a
- * frame); -1: a b64 frame that does not decode. */
-static int b64_frame(scn_cli *c, const char *line, size_t len) {
+/* A packed frame refused: it is dropped and the connection stays in step; the refusal waits
+ * for the next scn_cli_poll_events (a call under way completes), the first one when several
+ * came. 1, as for a frame handled. */
+static int held(scn_cli *c, int rc, const char *why) {
+  if (!c->held_rc) {
+    c->held_rc = rc;
+    snprintf(c->held, sizeof c->held, "%s", why);
+  }
+  return 1;
+}
+
+/* A packed frame written out as a frame of this connection's form (json or b64), parsed as the
+ * event handler gets frames; NULL when out of memory. */
+static cJSON *packed_event(scn_cli *c, const scn_cli_frame *f) {
+  scn_buf *b = &c->event;
+  b->len = 0;
+  b->failed = false;
+  scn_buf_adds(b, "{\"event\":\"frame\",\"sub\":");
+  scn_buf_add_double(b, f->sub);
+  scn_buf_adds(b, ",\"world\":");
+  scn_buf_add_json_string(b, f->world, strlen(f->world));
+  scn_buf_adds(b, ",\"tick\":");
+  scn_buf_add_double(b, f->tick);
+  scn_buf_adds(b, f->full ? ",\"full\":true" : ",\"full\":false");
+  if (c->matrices == SCN_CLI_MATRICES_B64) {
+    scn_buf_adds(b, ",\"ids\":");
+    scn_buf_add_id_list(b, f->ids, f->n);
+    scn_buf_adds(b, ",\"ms\":\"");
+    size_t text = SCN_B64_LEN(64 * f->n);
+    if (scn_buf_reserve(b, text)) {
+      scn_b64_encode_matrices(b->data + b->len, f->matrices, f->n);
+      b->len += text;
+    }
+    scn_buf_addc(b, '"');
+  } else {
+    scn_buf_adds(b, ",\"set\":[");
+    for (size_t i = 0; i < f->n; i++) {
+      scn_buf_adds(b, i ? ",{\"e\":" : "{\"e\":");
+      scn_buf_add_u64(b, f->ids[i]);
+      scn_buf_adds(b, ",\"m\":");
+      scn_buf_add_matrix(b, f->matrices[i]);
+      scn_buf_addc(b, '}');
+    }
+    scn_buf_addc(b, ']');
+  }
+  scn_buf_adds(b, ",\"removed\":");
+  scn_buf_add_id_list(b, f->removed, f->nremoved);
+  scn_buf_addc(b, '}');
+  return b->failed ? NULL : cJSON_ParseWithLength(b->data, b->len);
+}
+
+/* A packed frame (its header in f, its payload's base64 at b64): decoded against its
+ * subscription's baseline, then handed to the frame handler, or to the event handler as a
+ * frame of this connection's form. 1 (also when the frame was refused), or a negative code
+ * (the reason in c->error). */
+static int packed_frame(scn_cli *c, scn_cli_frame *f, const char *b64, size_t len) {
+  char why[sizeof c->held];
+  int rc = cli_packed_decode(&c->packed, f->sub, f->full, b64, len, why, sizeof why);
+  if (rc != 0)
+    return held(c, rc, why);
+  const scn_packed_frame *pf = &c->packed.frame;
+  f->n = pf->n;
+  f->ids = pf->ids;
+  f->matrices = (const float(*)[16])pf->m;
+  f->nremoved = pf->removed_n;
+  f->removed = pf->removed;
+  f->packed = true;
+  if (c->on_frame) {
+    c->on_frame(c->frame_ud, f);
+  } else if (c->on_event) {
+    cJSON *ev = packed_event(c, f);
+    if (!ev)
+      return fail(c, SCN_CLI_ENOMEM, "out of memory");
+    c->on_event(c->event_ud, ev);
+    cJSON_Delete(ev);
+  }
+  return 1;
+}
+
+/* A frame line read without cJSON: 1 when it was a packed frame, or a b64 one for the frame
+ * handler, and went to its handler; 0 when it is neither (a json frame, a b64 one without a
+ * frame handler, or not a frame); a negative code when it does not decode. */
+static int scan_frame(scn_cli *c, const char *line, size_t len) {
   scan s = {line, line + len};
   scn_cli_frame f = {.world = c->world};
-  const char *ms = NULL, *at;
-  size_t ms_len = 0, klen, vlen;
+  const char *ms = NULL, *packed = NULL, *at;
+  size_t ms_len = 0, packed_len = 0, klen, vlen;
   bool esc, frame = false, has_ids = false;
   c->world[0] = '\0';
   if (!eat(&s, '{'))
@@ -858,14 +948,16 @@ static int b64_frame(scn_cli *c, const char *line, size_t len) {
       skip_ws(&s);
       f.full = s.end - s.p >= 4 && !memcmp(s.p, "true", 4);
       ok = skip_value(&s);
+    } else if (KEY("packed")) {
+      ok = scan_string(&s, &packed, &packed_len, &esc) && !esc;
+    } else if (KEY("set") || (!c->on_frame && (KEY("ids") || KEY("ms") || KEY("removed")))) {
+      return 0; /* the json form, or b64 for the event handler: cJSON reads it */
     } else if (KEY("ids")) {
       ok = has_ids = scan_ids(&s, &c->ids, &c->ids_cap, &f.n);
     } else if (KEY("removed")) {
       ok = scan_ids(&s, &c->removed, &c->removed_cap, &f.nremoved);
     } else if (KEY("ms")) {
       ok = scan_string(&s, &ms, &ms_len, &esc) && !esc;
-    } else if (KEY("set")) {
-      return 0; /* the json form */
     } else {
       ok = skip_value(&s);
     }
@@ -873,11 +965,16 @@ static int b64_frame(scn_cli *c, const char *line, size_t len) {
     if (!ok)
       return 0;
   } while (eat(&s, ','));
-  if (!eat(&s, '}') || !frame || !has_ids || !ms)
+  if (!eat(&s, '}') || !frame)
     return 0;
-  if (!room(&c->ms, &c->ms_cap, f.n ? f.n : 1, sizeof *c->ms) ||
-      scn_b64_decode_matrices(ms, ms_len, c->ms, f.n, NULL) != SCN_B64_OK)
-    return -1;
+  if (packed)
+    return packed_frame(c, &f, packed, packed_len);
+  if (!has_ids || !ms)
+    return 0;
+  if (!room(&c->ms, &c->ms_cap, f.n ? f.n : 1, sizeof *c->ms))
+    return fail(c, SCN_CLI_ENOMEM, "out of memory");
+  if (scn_b64_decode_matrices(ms, ms_len, c->ms, f.n, NULL) != SCN_B64_OK)
+    return fail(c, SCN_CLI_EPROTO, "a frame whose \"ms\" is not the base64 of its matrices");
   f.ids = c->ids;
   f.matrices = (const float(*)[16])c->ms;
   f.removed = c->removed;
@@ -885,12 +982,10 @@ static int b64_frame(scn_cli *c, const char *line, size_t len) {
   return 1;
 }
 
-/* A frame parsed by cJSON (either form) to the frame handler; false when it is malformed. */
-static bool json_frame(scn_cli *c, const cJSON *ev) {
+/* A frame's header parsed by cJSON (the world into c->world). */
+static scn_cli_frame frame_header(scn_cli *c, const cJSON *ev) {
   scn_cli_frame f = {.world = c->world};
-  const cJSON *v, *set = cJSON_GetObjectItemCaseSensitive(ev, "set");
-  const cJSON *ids = cJSON_GetObjectItemCaseSensitive(ev, "ids");
-  const cJSON *ms = cJSON_GetObjectItemCaseSensitive(ev, "ms");
+  const cJSON *v;
   if ((v = cJSON_GetObjectItemCaseSensitive(ev, "sub")) && cJSON_IsNumber(v))
     f.sub = v->valuedouble;
   if ((v = cJSON_GetObjectItemCaseSensitive(ev, "tick")) && cJSON_IsNumber(v))
@@ -898,6 +993,15 @@ static bool json_frame(scn_cli *c, const cJSON *ev) {
   f.full = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ev, "full"));
   v = cJSON_GetObjectItemCaseSensitive(ev, "world");
   snprintf(c->world, sizeof c->world, "%s", cJSON_IsString(v) ? v->valuestring : "");
+  return f;
+}
+
+/* A frame parsed by cJSON (either form) to the frame handler; false when it is malformed. */
+static bool json_frame(scn_cli *c, const cJSON *ev) {
+  scn_cli_frame f = frame_header(c, ev);
+  const cJSON *set = cJSON_GetObjectItemCaseSensitive(ev, "set");
+  const cJSON *ids = cJSON_GetObjectItemCaseSensitive(ev, "ids");
+  const cJSON *ms = cJSON_GetObjectItemCaseSensitive(ev, "ms");
   size_t n = (size_t)cJSON_GetArraySize(cJSON_IsArray(set) ? set : ids);
   if (!room(&c->ids, &c->ids_cap, n + 1, sizeof *c->ids) ||
       !room(&c->ms, &c->ms_cap, n + 1, sizeof *c->ms))
@@ -927,6 +1031,28 @@ static bool json_frame(scn_cli *c, const cJSON *ev) {
   return true;
 }
 
+/* An event parsed by cJSON to its handler: 1, or a negative code. */
+static int event(scn_cli *c, const cJSON *ev) {
+  const cJSON *kind = cJSON_GetObjectItemCaseSensitive(ev, "event");
+  bool frame = cJSON_IsString(kind) && strcmp(kind->valuestring, "frame") == 0;
+  const cJSON *packed = frame ? cJSON_GetObjectItemCaseSensitive(ev, "packed") : NULL;
+  if (packed) {
+    scn_cli_frame f = frame_header(c, ev);
+    if (!cJSON_IsString(packed)) {
+      cli_packed_lost(&c->packed, f.sub);
+      return held(c, SCN_CLI_EPROTO, "a packed frame whose \"packed\" is not a string");
+    }
+    return packed_frame(c, &f, packed->valuestring, strlen(packed->valuestring));
+  }
+  if (frame && c->on_frame)
+    return json_frame(c, ev) ? 1 : fail(c, SCN_CLI_EPROTO, "a frame that is not one");
+  if (!frame)
+    cli_packed_event(&c->packed, ev);
+  if (c->on_event)
+    c->on_event(c->event_ud, ev);
+  return 1;
+}
+
 /* The next line that is not an event: a response (*out, the caller deletes it). Events met on
  * the way go to the handlers; with events_only, SCN_CLI_OK and *out NULL after one event. */
 static int next_message(scn_cli *c, int timeout_ms, bool events_only, cJSON **out) {
@@ -938,35 +1064,25 @@ static int next_message(scn_cli *c, int timeout_ms, bool events_only, cJSON **ou
     int rc = scn_cli_read_line(c, &line, &len, timeout_ms);
     if (rc != SCN_CLI_OK)
       return rc;
-    if (c->on_frame && len > sizeof frame_start &&
-        memcmp(line, frame_start, sizeof frame_start - 1) == 0) {
-      int fr = b64_frame(c, line, len);
-      if (fr < 0)
-        return fail(c, SCN_CLI_EPROTO, "a frame whose \"ms\" is not the base64 of its matrices");
-      if (fr > 0) {
-        if (events_only)
-          return SCN_CLI_OK;
-        continue;
+    int fr = 0;
+    if (len > sizeof frame_start && memcmp(line, frame_start, sizeof frame_start - 1) == 0)
+      fr = scan_frame(c, line, len);
+    if (fr == 0) {
+      cJSON *j = cJSON_ParseWithLength(line, len);
+      if (!j || !cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return fail(c, SCN_CLI_EPROTO, "the daemon sent a line that is not a JSON object");
       }
-    }
-    cJSON *j = cJSON_ParseWithLength(line, len);
-    if (!j || !cJSON_IsObject(j)) {
+      if (!is_event(j)) {
+        cli_packed_answer(&c->packed, j);
+        *out = j;
+        return SCN_CLI_OK;
+      }
+      fr = event(c, j);
       cJSON_Delete(j);
-      return fail(c, SCN_CLI_EPROTO, "the daemon sent a line that is not a JSON object");
     }
-    if (!is_event(j)) {
-      *out = j;
-      return SCN_CLI_OK;
-    }
-    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(j, "event");
-    bool ok = true;
-    if (c->on_frame && cJSON_IsString(kind) && strcmp(kind->valuestring, "frame") == 0)
-      ok = json_frame(c, j);
-    else if (c->on_event)
-      c->on_event(c->event_ud, j);
-    cJSON_Delete(j);
-    if (!ok)
-      return fail(c, SCN_CLI_EPROTO, "a frame that is not one");
+    if (fr < 0)
+      return fr;
     if (events_only)
       return SCN_CLI_OK;
   }
@@ -1156,12 +1272,22 @@ int scn_cli_subscribe_update(scn_cli *c, double sub, const cJSON *near) {
   return rc;
 }
 
+/* The refusal of a packed frame, held until now (see held). */
+static int held_error(scn_cli *c) {
+  int rc = c->held_rc;
+  c->held_rc = 0;
+  memcpy(c->error, c->held, sizeof c->error);
+  return rc;
+}
+
 int scn_cli_poll_events(scn_cli *c, int timeout_ms) {
   int count = 0;
   long deadline = now_ms() + (timeout_ms < 0 ? 0 : timeout_ms);
   for (;;) {
     cJSON *j;
     int left = (int)(deadline - now_ms());
+    if (c->held_rc) /* a refused packed frame is not counted */
+      return count ? count : held_error(c);
     int rc = next_message(c, count ? 0 : (left > 0 ? left : 0), true, &j);
     if (rc == SCN_CLI_ETIMEOUT)
       return count;
@@ -1171,7 +1297,8 @@ int scn_cli_poll_events(scn_cli *c, int timeout_ms) {
       cJSON_Delete(j);
       return fail(c, SCN_CLI_EPROTO, "a response arrived while only events were expected");
     }
-    count++;
+    if (!c->held_rc)
+      count++;
   }
 }
 

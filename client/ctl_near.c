@@ -14,7 +14,7 @@ bool ctl_near_arg(const char *arg) {
 }
 
 /* A finite number spanning [s, end) exactly. */
-static bool number_in(const char *s, const char *end, double *out) {
+bool ctl_number_in(const char *s, const char *end, double *out) {
   char text[64];
   size_t len = (size_t)(end - s);
   if (len == 0 || len >= sizeof text || isspace((unsigned char)*s))
@@ -27,14 +27,13 @@ static bool number_in(const char *s, const char *end, double *out) {
   return *stop == '\0' && errno != ERANGE && isfinite(*out);
 }
 
-static bool number(const char *s, double *out) { return number_in(s, s + strlen(s), out); }
+static bool number(const char *s, double *out) { return ctl_number_in(s, s + strlen(s), out); }
 
-/* "x,y,z": an array of three numbers, NULL when malformed. */
-static cJSON *point(const char *s) {
+cJSON *ctl_point(const char *s) {
   double v[3];
   for (int i = 0; i < 3; i++) {
     const char *end = i < 2 ? strchr(s, ',') : s + strlen(s);
-    if (!end || !number_in(s, end, &v[i]))
+    if (!end || !ctl_number_in(s, end, &v[i]))
       return NULL;
     s = end + 1;
   }
@@ -51,8 +50,9 @@ static cJSON *bands(const char *s) {
       end = s + strlen(s);
     double radius, hz;
     cJSON *band = NULL;
-    if (!colon || colon > end || !number_in(s, colon, &radius) || !number_in(colon + 1, end, &hz) ||
-        !(band = cJSON_CreateObject()) || !cJSON_AddNumberToObject(band, "radius", radius) ||
+    if (!colon || colon > end || !ctl_number_in(s, colon, &radius) ||
+        !ctl_number_in(colon + 1, end, &hz) || !(band = cJSON_CreateObject()) ||
+        !cJSON_AddNumberToObject(band, "radius", radius) ||
         !cJSON_AddNumberToObject(band, "hz", hz) || !cJSON_AddItemToArray(list, band)) {
       cJSON_Delete(band);
       cJSON_Delete(list);
@@ -83,7 +83,7 @@ typedef struct short_form {
 } short_form;
 
 static const short_form forms[] = {
-    {"point", point, "three numbers x,y,z"},
+    {"point", ctl_point, "three numbers x,y,z"},
     {"entity", entity, "an entity id"},
     {"radius", scalar, "a number"},
     {"margin", scalar, "a number"},

@@ -15,4 +15,9 @@ bool ctl_near_arg(const char *arg);
  * is malformed. */
 int ctl_near_add(cJSON *req, const char *arg);
 
+/* What the short forms are made of (for ctl_packed.c as well): a finite number spanning [s, end)
+ * exactly, and "x,y,z" as an array of three numbers (NULL when malformed). */
+bool ctl_number_in(const char *s, const char *end, double *out);
+cJSON *ctl_point(const char *s);
+
 #endif

@@ -125,12 +125,33 @@ typedef struct scn_cli_frame {
   const float (*matrices)[16]; /* column-major, the daemon's float32 values */
   size_t nremoved;
   const uint64_t *removed;
+  bool packed; /* decoded from a packed frame: each translation within step / 2 of the
+                  daemon's (plus float32 rounding), each rotation within 0.5 degrees */
 } scn_cli_frame;
 typedef void (*scn_cli_frame_fn)(void *ud, const scn_cli_frame *f);
-/* Frames go to fn instead of the event handler, in either form: a b64 frame is read straight
- * from its line into the arrays, a json one through cJSON. Other events still go to the event
- * handler. fn NULL: frames go to the event handler again. */
+/* Frames go to fn instead of the event handler, in any form: a b64 frame is read straight
+ * from its line into the arrays, a json one through cJSON, a packed one decoded (below). Other
+ * events still go to the event handler. fn NULL: frames go to the event handler again. */
 void scn_cli_on_frame(scn_cli *c, scn_cli_frame_fn fn, void *ud);
+/* Packed frames (CONTRACT "Packed frames": a subscribe or subscribe.update with "packed":
+ * {"step": s, "origin": [x, y, z]}). The library learns each packed subscription's grid from
+ * the requests it sends and their answers, in order (calls and pipelined requests alike; a
+ * subscribe.update's grid applies from the frame after its answer), keeps what the
+ * subscription last received, and forgets both when unsubscribe is answered or on the events
+ * unsubscribed, world_destroyed and moved. Each packed frame is decoded (also when no handler
+ * wants it, so that later deltas stay right) into the frame handler's arrays, with packed set;
+ * without a frame handler, the event handler gets it written out as a frame of the
+ * connection's form ("set" of "m" arrays in json mode, "ids" and "ms" in b64 mode, numbers as
+ * the daemon writes float32), not the payload, so that code written for json or b64 frames
+ * takes it as it is. A packed frame that cannot be decoded (of a sub whose grid is unknown,
+ * "packed" not base64, a payload the decoder refuses) is dropped and reported as
+ * SCN_CLI_EPROTO, the subscription, the reason and the byte offset in scn_cli_error ("a packed
+ * frame of subscription 3 refused at byte 17 of 40: the payload ends inside a value"), by
+ * scn_cli_poll_events: at once, or, when it came while a call waited for its answer, by the
+ * next poll (the call completes; the connection stays in step). What the subscription held is
+ * then emptied, so later deltas are refused rather than decoded against stale values, until a
+ * full frame: unsubscribe and subscribe again. Lines read raw (scn_cli_read_line) are not
+ * seen: mixing them with packed subscriptions loses their order. */
 /* The parts of a matrix that is translation x rotation x scale, as transform.get with "trs"
  * answers them: r a unit quaternion (x, y, z, w) with w >= 0, a mirror as a negative s[0].
  * valid is false when the matrix is not T * R * S (the daemon answered null). */

@@ -203,6 +203,18 @@ scn_b64_status scn_b64_decode_matrices(const char *s, size_t len, float (*m)[16]
   return st;
 }
 
+scn_b64_status scn_b64_decode_bytes(const char *s, size_t len, uint8_t *out, size_t *n,
+                                    size_t *at) {
+  *n = 0;
+  if (len % 4)
+    return SCN_B64_LENGTH;
+  size_t pad = len && s[len - 1] == '=' ? (s[len - 2] == '=' ? 2 : 1) : 0;
+  scn_b64_status st = decode(s, len, out, len / 4 * 3 - pad, at);
+  if (st == SCN_B64_OK)
+    *n = len / 4 * 3 - pad;
+  return st;
+}
+
 const char *scn_b64_status_text(scn_b64_status st) {
   switch (st) {
   case SCN_B64_OK:

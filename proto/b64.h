@@ -36,7 +36,15 @@ scn_b64_status scn_b64_decode_matrix(const char *s, size_t len, float m[16], siz
  * scn_b64_encode_matrices writes them) into m; the same checks as for one matrix. */
 scn_b64_status scn_b64_decode_matrices(const char *s, size_t len, float (*m)[16], size_t count,
                                        size_t *at);
-/* What a status means, for error messages ("must be 88 characters", ...). */
+/* Bytes that base64 text of len characters can hold at most (before its padding). */
+#define SCN_B64_DECODED_MAX(len) ((len) / 4 * 3)
+/* Decodes base64 text of any length into out (room for SCN_B64_DECODED_MAX(len) bytes) and
+ * the bytes written into *n, with the checks of a matrix: SCN_B64_LENGTH when len is not a
+ * multiple of 4, else a character outside the alphabet (its index in *at when at is not NULL),
+ * misplaced padding, or bits the bytes do not use. */
+scn_b64_status scn_b64_decode_bytes(const char *s, size_t len, uint8_t *out, size_t *n, size_t *at);
+/* What a status means, for error messages ("must be 88 characters", ...); the texts are about
+ * a matrix, whose length is fixed. */
 const char *scn_b64_status_text(scn_b64_status st);
 
 #endif

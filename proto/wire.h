@@ -90,6 +90,15 @@ const char *scn_field_name(scn_field f);
 scn_field scn_field_find(const char *key);
 /* "a,b,c": the names of a set's fields in order (for help). */
 void scn_fields_text(scn_fieldset set, char *out, unsigned cap);
+/* The field of set that key most likely misspells: the nearest by scn_edit_distance, at most
+ * two edits (the contract's "close"); among equals one that starts with the key's first letter,
+ * then the first in field order; never "cmd" or "id", and none for an empty key.
+ * SCN_FIELD_COUNT when none is that close. */
+scn_field scn_field_suggest(const char *key, scn_fieldset set);
+/* The text of the error for a member whose key is not a field of taken, into out (cap bytes):
+ * unknown field "partal" (did you mean "partial"?), the key cut to 64 bytes at a character
+ * boundary, the suggestion from scn_field_suggest when there is one. */
+void scn_unknown_field_text(const char *key, scn_fieldset taken, char *out, unsigned cap);
 
 /* Why a request or connection was refused with LIMIT. */
 #define SCN_LIMITS(X)                                                                              \
@@ -224,6 +233,12 @@ typedef struct scn_command_info {
   scn_fieldset optional;
   const char *help;
 } scn_command_info;
+
+/* The fields a request for c may carry: those of its table entry, and "cmd" and "id", which
+ * every request takes. Any other member is refused (request.h, scn_fields_check_taken). */
+static inline scn_fieldset scn_command_takes(const scn_command_info *c) {
+  return c->required | c->optional | SCN_F(cmd) | SCN_F(id);
+}
 
 extern const scn_command_info scn_commands[];
 extern const unsigned scn_command_count;

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The self-tests of scened_client.py (run through it: --selftest, --selftest-near against a
-daemon, --selftest-packed without one). Kept apart so the client stays one small module."""
+"""The self-tests of the scened package, run through scripts/scened_client.py (which puts the
+package on the path): --selftest, --selftest-near and --selftest-packed-daemon against a
+daemon, --selftest-packed without one."""
 
 import array
 import base64
@@ -13,10 +14,11 @@ import struct
 import threading
 import time
 
-from scened_client import (_INT64_MAX, ENTITY_MAX, PACKED_DELTA, PACKED_R, PACKED_RAW, PACKED_S,
-                           PACKED_S_UNI, PACKED_T, _F32, _MATRIX, _SCALE3, _U32, Client, Mirror,
-                           PackedState, ScenedError, decode_ws_binary, float32, matrix,
-                           matrix_b64)
+from scened import (ENTITY_MAX, PACKED_DELTA, PACKED_R, PACKED_RAW, PACKED_S, PACKED_S_UNI,
+                    PACKED_T, Client, Mirror, PackedState, ScenedError, decode_ws_binary, float32,
+                    matrix, matrix_b64)
+from scened.b64 import MATRIX as _MATRIX
+from scened.packed import _F32, _INT64_MAX, _SCALE3, _U32
 
 
 def close(a, b, tol=1e-6):
@@ -767,7 +769,9 @@ def _check_fuzz(rng, samples):
 def _check_mirror():
     """A Mirror decodes packed frames through each subscription's state: the grid from the
     frame (as a Client adds it) or from set_packed; a full frame starts afresh; a refused
-    frame changes nothing; binary WebSocket messages parse to what apply_packed takes."""
+    frame changes no matrix and empties the state, so that a delta after it is refused rather
+    than decoded against stale values, until a full frame; binary WebSocket messages parse to
+    what apply_packed takes."""
     mirror = Mirror()
     frame = {"event": "frame", "sub": 4, "world": "w", "tick": 10, "full": True,
              "packed": base64.b64encode(_FRAME_A).decode(), "grid": {"step": 0.5}}
@@ -783,6 +787,14 @@ def _check_mirror():
         except ValueError:
             pass
         assert mirror.matrices == before and mirror.tick == 10
+        try:
+            mirror.apply(dict(frame, full=False, tick=11,
+                              packed=base64.b64encode(_FRAME_B).decode()))
+            raise AssertionError("a delta after a refused frame was applied")
+        except ValueError as e:
+            assert "a part left out or a delta" in str(e), e
+        assert mirror.matrices == before and mirror.tick == 10
+        mirror.apply(frame)  # a full frame: decoded again
     mirror.apply(dict(frame, full=False, tick=11, packed=base64.b64encode(_FRAME_B).decode()))
     assert mirror.matrices[5][12] == 1.5 and mirror.matrices[7][13] == 5, mirror.matrices
     # a new origin: the state forgets its translations, and the next frame brings them
@@ -842,13 +854,17 @@ class _FakeDaemon:
 
 def _check_client():
     """A Client hands each packed frame to the mirror with its subscription's grid as it stands:
-    a frame before update's answer on the old grid, the ones after on the new."""
+    a frame before update's answer on the old grid, the ones after on the new. A frame the
+    mirror refuses while a call waits is raised by the next poll, the call getting its own
+    answer."""
     def frame(tick, full, payload):
         return {"event": "frame", "sub": 9, "world": "w", "tick": tick, "full": full,
                 "packed": base64.b64encode(payload).decode()}
     daemon = _FakeDaemon([
         [{"ok": True, "sub": 9}, frame(1, True, _FRAME_A)],
         [frame(2, False, _FRAME_B), {"ok": True}, frame(3, False, _FRAME_C)],
+        [frame(4, False, b"\x01\x63\x00\x00"), {"ok": True, "pong": 1}],
+        [{"ok": True, "pong": 2}],
     ])
     mirror = Mirror()
     try:
@@ -859,6 +875,13 @@ def _check_client():
             assert mirror.tick == 2 and mirror.matrices[5][12] == 1.5, mirror.matrices[5]
             assert c.poll(0.2) == 1 and mirror.tick == 3, mirror.tick
             assert mirror.matrices[5][12:15] == [1.5, -2, 3], mirror.matrices[5]
+            assert c.call("ping") == {"pong": 1}  # the refused frame came first
+            try:
+                c.poll(0)
+                raise AssertionError("the refused frame was not raised by poll")
+            except ValueError as e:
+                assert "refused at byte" in str(e), e
+            assert c.call("ping") == {"pong": 2} and c.poll(0) == 0
     finally:
         daemon.close()
 
@@ -877,4 +900,98 @@ def selftest_packed(args):
     _check_mirror()
     _check_client()
     print("packed selftest passed")
+
+
+def _record(mirror, ids, snaps, counts):
+    """An on_event that applies each event to mirror and keeps, per tick, the matrices of ids
+    once the mirror holds them all."""
+    def on_event(event):
+        mirror.apply(event)
+        if event.get("event") == "frame":
+            counts["frames"] += 1
+            counts["packed"] += "packed" in event
+            if all(e in mirror.matrices for e in ids):
+                snaps[event["tick"]] = {e: list(mirror.matrices[e]) for e in ids}
+    return on_event
+
+
+def _compare_ticks(exact, packed, step, after=-1):
+    """Every tick both saw (past after): each packed matrix within the tolerance of the exact
+    one (a matrix that is not T x R x S: equal). The number of ticks compared."""
+    compared, worst = 0, 0.0
+    for tick in sorted(set(exact) & set(packed)):
+        if tick <= after:
+            continue
+        for e, want in exact[tick].items():
+            got = packed[tick][e]
+            if _take_apart(want) is None:
+                assert _bits(got) == _bits(want), (tick, e, want, got)
+                continue
+            deg = _within_tolerance(step, want, got)
+            assert deg is not None, (tick, e, step, want, got)
+            worst = max(worst, deg)
+        compared += 1
+    print(f"  {compared} ticks compared on step {step}: worst rotation error {worst:.3f} degrees")
+    return compared
+
+
+def selftest_packed_daemon(args):
+    """Packed frames from a daemon: a packed subscription's Mirror, tick for tick, within the
+    contract's tolerance of a b64 subscription's on another connection, through moves (parented
+    entities among them, whose world matrices may be sheared and travel raw), a new grid
+    (update) and the end of the world. SCN_SEED replays the moves of a seed."""
+    seed = int(os.environ.get("SCN_SEED") or "0x5eedc0de", 0)
+    print(f"packed daemon selftest: seed {seed} (SCN_SEED={seed} replays it)")
+    rng = random.Random(seed)
+    world = f"pyclient-packed-{os.getpid()}"
+    tls = tls_args(args)
+    with Client(args.host, args.port, args.token, **tls) as c, \
+            Client(args.host, args.port, args.token, matrices="b64", **tls) as b, \
+            Client(args.host, args.port, args.token, **tls) as p:
+        c.call("world.create", world=world)
+
+        def random_matrix():
+            return matrix_b64(_random_trs(rng))
+
+        ids = []
+        for i in range(20):
+            parent = {"parent": ids[i - 8]} if i >= 16 else {}
+            ids.append(c.call("transform.create", world=world, matrix_b64=random_matrix(),
+                              **parent)["entity"])
+        exact, packed = {}, {}
+        exact_counts, packed_counts = {"frames": 0, "packed": 0}, {"frames": 0, "packed": 0}
+        exact_mirror, packed_mirror = Mirror(), Mirror()
+        b.subscribe(world, on_event=_record(exact_mirror, ids, exact, exact_counts))
+        sub = p.subscribe(world, packed={"step": 0.001, "origin": [3, -4, 5]},
+                          on_event=_record(packed_mirror, ids, packed, packed_counts))
+
+        def rounds(n):
+            for _ in range(n):
+                for _ in range(rng.randrange(1, 5)):
+                    c.call("transform.set_local", world=world, entity=rng.choice(ids),
+                           matrix_b64=random_matrix())
+                tick = c.call("transform.get", world=world, entity=ids[0])["tick"]
+                deadline = time.monotonic() + 5
+                while time.monotonic() < deadline and \
+                        not (max(exact, default=-1) > tick and max(packed, default=-1) > tick):
+                    b.poll(0.005)
+                    p.poll(0.005)
+
+        rounds(40)
+        assert packed_counts["packed"] == packed_counts["frames"] > 0, packed_counts
+        assert exact_counts["packed"] == 0 and exact_counts["frames"] > 0, exact_counts
+        assert _compare_ticks(exact, packed, 0.001) >= 20
+        # a new grid, from the first frame after the answer
+        p.update(sub, packed={"step": 0.25})
+        before = max(packed)
+        rounds(25)
+        assert _compare_ticks(exact, packed, 0.25, before) >= 10
+        last = packed[max(packed)]
+        assert any(all(v / 0.25 == int(v / 0.25) for v in last[e][12:15]) for e in ids), last
+        c.call("world.destroy", world=world)
+        deadline = time.monotonic() + 5
+        while packed_mirror.ended is None and time.monotonic() < deadline:
+            p.poll(0.05)
+        assert packed_mirror.ended == "world_destroyed" and sub not in p.grids
+    print("packed daemon selftest passed")
 

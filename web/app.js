@@ -18,6 +18,9 @@
 // The selected entity can be followed: a second subscription, by distance ("near": the entity,
 // a radius and a margin), whose scope the view draws over the whole world with the region's
 // circle, and whose count it shows; a new radius, margin or entity is a subscribe.update of it.
+// With #packed=STEP in the address both subscriptions take packed frames (binary messages of
+// quantized transforms: translations to STEP, rotations within half a degree), which scened.mjs
+// decodes into the same mirrors; the header's "frames" says which form the page reads.
 import { Client, Mirror, matrixOf } from './scened.mjs';
 import { View } from './view.js';
 
@@ -33,8 +36,29 @@ const PAST_LIMIT = 2000; // entities read at a past tick, at most (the first by 
 const PAST_IN_FLIGHT = 512; // their reads waiting at a time (a browser's WebSocket costs per message)
 const GONE_KEPT = 2000;  // entities destroyed while the page watched, read at past ticks too
 // How frames come: b64 (the default), or json when the address says #matrices=json (for
-// comparing the two).
+// comparing the two), or packed on a grid of that step when it says #packed=STEP (PACKED:
+// the step, null without one; an address whose step is not a positive number says so).
 const MATRICES = /(^#|&)matrices=json(&|$)/.test(location.hash) ? 'json' : 'b64';
+const PACKED_ASKED = (location.hash.match(/(?:^#|&)packed=([^&]*)/) || [])[1];
+const PACKED = packedStep(PACKED_ASKED);
+// What the page shows of it in the header, and the address's part that keeps it.
+const FORM = PACKED ? `packed ${PACKED}` : MATRICES;
+const FORM_TITLE = PACKED
+  ? `packed frames: translations on a grid of ${PACKED} world units, rotations within 0.5 degrees (#packed=STEP)`
+  : PACKED_ASKED !== undefined
+    ? `#packed=${PACKED_ASKED} is not a positive step: ${MATRICES} frames, exact float32`
+    : `${MATRICES} frames: the daemon's float32 values, exact (#packed=STEP for packed ones)`;
+
+const HASH_FORM = `${MATRICES === 'json' ? '&matrices=json' : ''}${PACKED ? `&packed=${PACKED}` : ''}`;
+// The fields a subscription adds for the form: packed, or none.
+const formFields = () => (PACKED ? { packed: { step: PACKED } } : {});
+
+// The step of #packed=STEP: a positive finite number, else null.
+function packedStep(text) {
+  if (text === undefined) return null;
+  const step = Number(text);
+  return step > 0 && Number.isFinite(step) ? step : null;
+}
 
 // ---- the connection ----------------------------------------------------------------------
 
@@ -225,6 +249,8 @@ function onAuthenticated(hello) {
   state.access = { rights: hello.rights || [], prefixes: hello.prefixes || [] };
   $('f-version').textContent = hello.version;
   $('f-access').textContent = describeAccess(hello);
+  $('f-form').textContent = FORM;
+  $('f-form').title = FORM_TITLE;
   if (!state.access.rights.includes('read')) {
     sessionStorage.removeItem('scened.token');
     askToken('This token may not read: the view needs one with the read right.');
@@ -382,7 +408,7 @@ async function selectWorld(name, { owner = '', keepCamera = false, note = '' } =
   state.sub = 0;
   clearWorld();
   fitPending = !keepCamera;
-  history.replaceState(null, '', `#world=${encodeURIComponent(name)}${MATRICES === 'json' ? '&matrices=json' : ''}`);
+  history.replaceState(null, '', `#world=${encodeURIComponent(name)}${HASH_FORM}`);
   $('view-world').textContent = note ? `${name} (${note})` : name;
   $('view-empty').classList.add('hidden');
   for (const li of $('worlds').children) li.classList.toggle('selected', li.dataset.world === name);
@@ -536,12 +562,14 @@ function worldGone(why) {
   poll();
 }
 
-// A subscription whose frames (b64, decoded by scened.mjs into its mirror) reach the page.
+// A subscription whose frames (b64, or packed; decoded by scened.mjs into its mirror) reach
+// the page.
 function subscribe(world, hz) {
   const c = wconn.take();
   if (!c) return Promise.reject(closedError());
   return c.subscribe(world, {
     hz,
+    ...formFields(),
     onFrame: (frame, sub) => onFrame(frame, sub),
     onEnd: (reason, ev) => {
       if (isCurrent(ev)) {
@@ -937,6 +965,7 @@ async function startFollow(entity) {
       const sub = await c.subscribe(world, {
         near,
         hz: STREAM_HZ,
+        ...formFields(),
         onFrame: (f, s) => onFollowFrame(s),
         onEnd: (reason) => onFollowEnd(sub, reason),
       });
@@ -1280,6 +1309,13 @@ window.scened = {
   get lastTick() { return state.lastTick; },
   get streamHz() { return state.hz; },
   get matrices() { return conn.client ? conn.client.matrices : null; },
+  get packed() { return PACKED; }, // the packed step the subscriptions ask for, or null
+  // the world's subscription as packed: its step and how many entities its state holds, or null
+  get streamPacked() {
+    const p = state.sub && state.sub.packed;
+    return p ? { step: p.step, held: p.size } : null;
+  },
+  get frameForm() { return FORM; },
   get frameMs() { return state.frameMs; },
   get pendingReads() { return queue.length - queueHead + inflight; },
   get renderMs() { return view.renderMs; },

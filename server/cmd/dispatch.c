@@ -236,6 +236,12 @@ int scn_run_command(scn_ctx *ctx, const scn_command_info *cmd, const scn_fields 
   scn_fieldset required = cmd->required, rest = cmd->required | cmd->optional;
   if (ctx->rule && check_right(ctx, cmd, f, err) < 0)
     return -1;
+  /* A member the command does not take is refused, before it could be mistaken for a missing
+   * one (a misspelt "partial" would turn a partial set into a full one). A journal's lines
+   * were accepted by the daemon that wrote them, and carry "created": replay takes them as
+   * they are. */
+  if (ctx->conn && scn_fields_check_taken(f, scn_command_takes(cmd), err) < 0)
+    return -1;
   if (ctx->in_batch)
     required &= ~SCN_F(world);
   if (scn_fields_require(f, required, err) < 0)

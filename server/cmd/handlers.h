@@ -62,8 +62,8 @@ typedef int (*scn_handler)(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wi
 SCN_COMMANDS(SCN_DECLARE_HANDLER)
 #undef SCN_DECLARE_HANDLER
 
-/* Runs one command on the fields of a request (or of an op of a batch): required fields, the
- * world, the decoding of the fields, the handler. */
+/* Runs one command on the fields of a request (or of an op of a batch): the members it takes,
+ * required fields, the world, the decoding of the fields, the handler. */
 int scn_run_command(scn_ctx *ctx, const scn_command_info *cmd, const scn_fields *f, scn_buf *out,
                     scn_wire_error *err);
 

@@ -115,10 +115,8 @@ static bool sort_changes(scn_pack_encoder *pe, const scn_frame *f) {
   bool sorted = true;
   for (size_t i = 1; i < n && sorted; i++)
     sorted = f->ids[i - 1] < f->ids[i];
-  if (sorted) {
-    memcpy(pe->ids, f->ids, sizeof *pe->ids * n);
-    memcpy(pe->ms, f->ms, sizeof *pe->ms * n);
-  } else {
+  pe->sorted_ids = f->ids, pe->sorted_ms = (const float(*)[16])f->ms;
+  if (!sorted) {
     scn_pack_order *order = scn_array_grow(pe->order, &pe->order_cap, sizeof *order, n);
     if (!order)
       return false;
@@ -130,9 +128,10 @@ static bool sort_changes(scn_pack_encoder *pe, const scn_frame *f) {
       pe->ids[i] = order[i].id;
       memcpy(pe->ms[i], f->ms[order[i].at], sizeof pe->ms[i]);
     }
+    pe->sorted_ids = pe->ids, pe->sorted_ms = (const float(*)[16])pe->ms;
   }
   for (size_t i = 0; i < n; i++)
-    scn_packed_parts_of(pe->ms[i], &pe->parts[i]);
+    scn_packed_parts_of(pe->sorted_ms[i], &pe->parts[i]);
   size_t r = f->removed_n;
   uint64_t *removed = r ? scn_array_grow(pe->removed, &pe->removed_cap, sizeof *removed, r) : NULL;
   if (r && !removed)
@@ -215,8 +214,8 @@ static void encode_entry(scn_pack_encoder *pe, const scn_frame *f, scn_pack_entr
     e->failed = true;
     return;
   }
-  scn_packed_changes c = {pe->ids,     (const float(*)[16])pe->ms, pe->parts, f->n, pe->removed,
-                          f->removed_n};
+  scn_packed_changes c = {pe->sorted_ids, pe->sorted_ms, pe->parts,
+                          f->n,           pe->removed,   f->removed_n};
   scn_buf *payload = &pe->payload;
   payload->len = 0;
   payload->failed = false;

@@ -49,8 +49,10 @@ typedef struct scn_pack_entry scn_pack_entry;
 typedef struct scn_pack_encoder {
   struct scn_pack_order *order; /* the frame's entries by id */
   size_t order_cap;
-  uint64_t *ids, *removed;
+  uint64_t *ids, *removed; /* the frame's entries sorted here, when they were not already */
   float (*ms)[16];
+  const uint64_t *sorted_ids; /* the frame's own arrays, or the ones above */
+  const float (*sorted_ms)[16];
   scn_packed_parts *parts;
   size_t cap, removed_cap;
   scn_pack_entry *entries;

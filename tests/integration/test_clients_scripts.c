@@ -1,7 +1,7 @@
 /* Integration tests of the clients in scripts against the real daemon: the Python client's
- * self-tests (the whole client; near subscriptions; the packed decoder, which needs no daemon)
- * and the shell example (scripts/car_demo.sh: the car drives round its circle, paced, and
- * takes its world and entities with it when it stops). */
+ * self-tests (the whole client; near subscriptions; the packed decoder, which needs no daemon;
+ * packed frames from the daemon) and the shell example (scripts/car_demo.sh: the car drives
+ * round its circle, paced, and takes its world and entities with it when it stops). */
 #include "client_fixtures.h"
 #include "suites.h"
 
@@ -65,6 +65,12 @@ static void test_python_near(void) { python_selftest("--selftest-near", "near se
  * any byte string is decoded or refused with ValueError, changing nothing. */
 static void test_python_packed(void) {
   python_selftest("--selftest-packed", "packed selftest passed");
+}
+
+/* Against the daemon: a packed subscription's mirror within the grid of a b64 one's at the same
+ * tick, through moves, a new grid (subscribe.update) and the end of the world. */
+static void test_python_packed_daemon(void) {
+  python_selftest("--selftest-packed-daemon", "packed daemon selftest passed");
 }
 
 /* What the suite's daemon holds: its entity count, and how many of its worlds are the car demo's
@@ -225,6 +231,8 @@ int t_register_clients_scripts(void) {
       {"python client self-test", test_python_selftest},
       {"python client: near subscriptions, update and the mirror", test_python_near},
       {"python client: packed frames' decoder and the mirror", test_python_packed},
+      {"python client: packed frames from the daemon, within the grid of b64 ones",
+       test_python_packed_daemon},
       {"shell example: the car drives round, paced, and leaves nothing", test_car_demo},
       {"shell example: Ctrl-C leaves nothing either", test_car_demo_interrupted},
   };

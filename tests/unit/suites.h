@@ -25,8 +25,11 @@
   X(proto_request)                                                                                 \
   X(proto_output)                                                                                  \
   X(proto_wire)                                                                                    \
+  X(proto_fields)                                                                                  \
   X(proto_packed)                                                                                  \
-  X(base64)
+  X(base64)                                                                                        \
+  X(ctl_complete)                                                                                  \
+  X(ctl_suggest)
 
 T_SUITES(T_DECLARE_SUITE)
 

@@ -60,6 +60,48 @@ static void test_rfc_vectors(void) {
   }
 }
 
+/* Text of any length (a packed frame's payload): every length round-trips; a length that is not
+ * a multiple of 4, a character outside the alphabet (its index given), padding inside or too
+ * long, and bits the last byte does not use are refused, writing no count. */
+static void test_any_length(void) {
+  static const char *const coded[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE="};
+  for (int i = 0; i < 6; i++) {
+    uint8_t out[8];
+    size_t n = 99;
+    CU_ASSERT_EQUAL(scn_b64_decode_bytes(coded[i], strlen(coded[i]), out, &n, NULL), SCN_B64_OK);
+    CU_ASSERT_EQUAL(n, (size_t)i);
+    CU_ASSERT_EQUAL(memcmp(out, "foobar", n), 0);
+  }
+  uint8_t bytes[300], back[300];
+  char text[404];
+  for (size_t n = 0; n <= sizeof bytes; n++) {
+    for (size_t i = 0; i < n; i++)
+      bytes[i] = (uint8_t)next32();
+    scn_b64_encode(text, bytes, n);
+    size_t got = 0;
+    CU_ASSERT_EQUAL(scn_b64_decode_bytes(text, SCN_B64_LEN(n), back, &got, NULL), SCN_B64_OK);
+    CU_ASSERT_TRUE(got == n && SCN_B64_DECODED_MAX(SCN_B64_LEN(n)) >= n &&
+                   memcmp(back, bytes, n) == 0);
+  }
+  static const struct {
+    const char *text;
+    scn_b64_status st;
+    size_t at;
+  } bad[] = {{"Zg=", SCN_B64_LENGTH, 0},    {"Zm9vY", SCN_B64_LENGTH, 0},
+             {"Zm9v*g==", SCN_B64_CHAR, 4}, {"====", SCN_B64_PADDING, 0},
+             {"Z===", SCN_B64_PADDING, 0},  {"Zg==Zm9v", SCN_B64_PADDING, 0},
+             {"Zh==", SCN_B64_PAD_BITS, 0}, {"Zm9=", SCN_B64_PAD_BITS, 0}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    uint8_t out[8];
+    size_t n = 99, at = 99;
+    CU_ASSERT_EQUAL(scn_b64_decode_bytes(bad[i].text, strlen(bad[i].text), out, &n, &at),
+                    bad[i].st);
+    CU_ASSERT_EQUAL(n, 0);
+    if (bad[i].st == SCN_B64_CHAR)
+      CU_ASSERT_EQUAL(at, bad[i].at);
+  }
+}
+
 /* A matrix's text is the base64 of its little-endian bytes, and decodes to the same bits. */
 static void test_matrix_round_trip(void) {
   for (int k = 0; k < 20000; k++) {
@@ -339,6 +381,7 @@ static void test_frame_forms(void) {
 int t_register_base64(void) {
   static const t_test tests[] = {
       {"RFC 4648 vectors and every length", test_rfc_vectors},
+      {"text of any length decoded strictly", test_any_length},
       {"matrix round trip of random bits", test_matrix_round_trip},
       {"many matrices at once and in parts", test_many_matrices},
       {"malformed texts", test_malformed},

@@ -5,7 +5,8 @@
 // (showing what the token may do), shows a world with history as it stood at a past tick (the
 // timeline), follows a world to its owner in a cluster, follows an entity with a radius (a
 // subscription by distance: the region's circle, the scope drawn and counted, subscribe.update
-// for a new radius, the end when the entity is destroyed), and logs no console errors. The page
+// for a new radius, the end when the entity is destroyed), takes packed frames with
+// #packed=STEP (within the grid of the truth, and says so), and logs no console errors. The page
 // takes b64 frames (through scened.mjs) and holds the daemon's float32 values: the TCP client
 // reads its truth in b64 too, and the two must agree to the bit. The screenshot is saved as
 // build/staging-view.png (SCENED_SCREENSHOT).
@@ -14,7 +15,7 @@ import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { TcpClient, makeCerts, repo, requireModule, sleep, startDaemon, until } from './lib.mjs';
+import { TcpClient, makeCerts, packedMismatch, repo, requireModule, sleep, startDaemon, until } from './lib.mjs';
 import { matrixOf } from '../../client/js/scened.mjs';
 
 // The world matrix of entity as the daemon holds it (its float32 values, from a b64 read).
@@ -43,7 +44,7 @@ async function launch() {
 
 // A page whose console errors, page errors and requests to other hosts are recorded; over
 // HTTPS when secure (the test's own CA is not the browser's: its certificate is accepted).
-async function openPage(browser, httpPort, secure = false) {
+async function openPage(browser, httpPort, secure = false, hash = '') {
   const page = await browser.newPage({ viewport: { width: 1400, height: 860 }, ignoreHTTPSErrors: secure });
   const problems = [];
   page.on('console', (m) => {
@@ -56,7 +57,7 @@ async function openPage(browser, httpPort, secure = false) {
       problems.push(`request to another host: ${r.url()}`);
   });
   page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
-  await page.goto(`${secure ? 'https' : 'http'}://127.0.0.1:${httpPort}/`);
+  await page.goto(`${secure ? 'https' : 'http'}://127.0.0.1:${httpPort}/${hash}`);
   return { page, problems };
 }
 
@@ -156,6 +157,47 @@ describe('staging view', () => {
       await sleep(20);
     }
     await page.waitForFunction((id) => Math.abs(window.scened.matrix(id)[12] - 2) < 1e-6, car);
+  });
+
+  test('#packed=0.001: packed frames fill the view within their grid, and the header says so', async () => {
+    const opened = await openPage(browser, d.httpPort, false, '#world=garage&packed=0.001');
+    const p = opened.page;
+    try {
+      await p.waitForFunction(() => window.scened && window.scened.world === 'garage' && window.scened.entityCount === 65);
+      assert.equal(await scened(p, () => window.scened.packed), 0.001);
+      const stream = await scened(p, () => window.scened.streamPacked);
+      assert.ok(stream && stream.step === 0.001 && stream.held === 65, JSON.stringify(stream));
+      assert.equal(await scened(page, () => window.scened.streamPacked), null);
+      assert.equal(await p.textContent('#f-form'), 'packed 0.001');
+      assert.match(await p.getAttribute('#f-form', 'title'), /grid of 0\.001/);
+      assert.match(await scened(p, () => location.hash), /&packed=0\.001/);
+      const cone = (await tcp.call({ cmd: 'transform.find', world: 'garage', path: 'cone_7' })).entity;
+      const shown = (page2, id) => scened(page2, (e) => {
+        const m = window.scened.matrix(e);
+        return m ? Array.from(m) : null;
+      }, id);
+      const check = async (ids) => {
+        for (const id of ids) {
+          const truth = await worldOf(tcp, 'garage', id);
+          await until(async () => packedMismatch(0.001, truth, await shown(p, id)) === '',
+            `entity ${id} within the grid`, 5000);
+        }
+      };
+      await check([car, wheel, cone]);
+      // moved off the grid and turned: the deltas that follow stay within it
+      for (let i = 1; i <= 5; i++) {
+        const r = await tcp.call({ cmd: 'transform.set_local', world: 'garage', entity: car, t: [1.23456 + i * 0.0101, 0.5, -0.98765], r: [0.1, 0.7, 0.05 * i, 0.7] });
+        assert.equal(r.ok, true);
+        await sleep(30);
+      }
+      await check([car, wheel]);
+      const truth = JSON.stringify(await worldOf(tcp, 'garage', car)); // the b64 page: to the bit
+      await until(async () => JSON.stringify(await shown(page, car)) === truth, 'the b64 page exact', 5000);
+    } finally {
+      await p.close();
+    }
+    assert.deepEqual(opened.problems, []);
+    assert.equal(await page.textContent('#f-form'), 'b64');
   });
 
   test('picking a transform in the 3D view selects it', async () => {

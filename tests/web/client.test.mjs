@@ -6,13 +6,15 @@
 // world with history (get, relative, getMany), and the ws package taken by default in Node,
 // which has no global WebSocket. Subscriptions by distance ("near"): what leaves the region
 // leaves the mirror, subscribe.update moves and widens it without a full frame, refusals
-// change nothing, and a center destroyed ends the subscription with an empty mirror.
+// change nothing, and a center destroyed ends the subscription with an empty mirror. Packed
+// frames: binary messages decoded into the mirror, within the grid of a b64 subscription's
+// exact values at the same tick, on a new grid after subscribe.update.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { repo, requireModule, sleep, startDaemon, until } from './lib.mjs';
+import { packedMismatch, repo, requireModule, sleep, startDaemon, until } from './lib.mjs';
 import {
   Client, Mirror, ScenedError, connect, decodeMatrices, matrixFromB64, matrixOf, matrixToB64,
 } from '../../client/js/scened.mjs';
@@ -472,6 +474,72 @@ describe('JavaScript client', () => {
     await c.call('transform.destroy', { world: W, entity: root });
     await until(() => ended === 'root_destroyed', 'the end of the subscription');
     assert.equal(sub.mirror.size, 0);
+    await c.call('world.destroy', { world: W });
+    c.close();
+  });
+
+  test('packed: binary frames fill the mirror within the grid of the exact values; a new grid', async () => {
+    const c = await connect(url, { WebSocket }); // b64: the exact values beside the packed ones
+    const W = 'js-packed';
+    await c.call('world.create', { world: W });
+    const rand = mulberry(23);
+    const u = (lo, hi) => lo + (hi - lo) * rand();
+    const spec = (i) => ({
+      t: [u(-300, 300), u(-300, 300), u(-300, 300)],
+      r: [u(-1, 1), u(-1, 1), u(-1, 1), u(0.1, 1)],
+      s: i % 3 === 0 ? 1 : i % 3 === 1 ? u(0.5, 2) : [-u(0.5, 2), u(0.5, 2), u(0.5, 2)],
+    });
+    const ids = [];
+    for (let i = 0; i < 30; i++) {
+      const parent = i >= 25 ? { parent: ids[i - 25] } : {}; // world matrices that compose
+      ids.push((await c.call('transform.create', { world: W, ...parent, ...spec(i) })).entity);
+    }
+    let binary = 0;
+    const receiveBinary = c.receiveBinary.bind(c);
+    c.receiveBinary = (data) => {
+      binary++;
+      receiveBinary(data);
+    };
+    const exact = await c.subscribe(W);
+    const packed = await c.subscribe(W, { packed: { step: 0.001, origin: [100, -50, 7] } });
+    assert.equal(packed.packed.step, 0.001);
+    const mismatch = (step) => {
+      if (exact.mirror.tick !== packed.mirror.tick || exact.mirror.size !== ids.length || packed.mirror.size !== ids.length)
+        return `ticks ${exact.mirror.tick} and ${packed.mirror.tick}, sizes ${exact.mirror.size} and ${packed.mirror.size}`;
+      for (const id of ids) {
+        const why = packedMismatch(step, exact.mirror.matrix(id), packed.mirror.matrix(id));
+        if (why) return `${id}: ${why}`;
+      }
+      return '';
+    };
+    // once the b64 mirror holds what the daemon holds now (to the bit), the packed one is within
+    // the grid of it at the same tick
+    const settle = async (step, what) => {
+      const truth = await Promise.all(ids.map((id) => c.get(W, id)));
+      const end = Date.now() + 5000;
+      let why;
+      const behind = () => ids.findIndex((id, i) => bits(exact.mirror.matrix(id) ?? []).join() !== bits(truth[i].world).join());
+      while ((behind() >= 0 || (why = mismatch(step))) && Date.now() < end) await sleep(20);
+      assert.equal(behind(), -1, `${what}: the b64 mirror caught up`);
+      assert.equal(mismatch(step), '', what);
+    };
+    await settle(0.001, 'the full frames');
+    assert.ok(binary > 0, 'packed frames came as binary messages');
+    for (let round = 0; round < 20; round++) {
+      const id = ids[Math.floor(rand() * ids.length)];
+      await c.call('transform.set_local', { world: W, entity: id, ...spec(round) });
+      if (round % 4 === 0) await sleep(60); // some ticks apart, some in one tick
+    }
+    await settle(0.001, 'the moves');
+    // a new grid from the next frame on: every translation absolute on it
+    await packed.update({ packed: { step: 0.25 } });
+    assert.equal(packed.packed.step, 0.25);
+    for (const id of ids.slice(0, 25)) await c.call('transform.set_local', { world: W, entity: id, ...spec(1) });
+    await settle(0.25, 'the new grid');
+    for (const id of ids.slice(0, 25))
+      for (let k = 12; k < 15; k++) assert.ok(Number.isInteger(packed.mirror.matrix(id)[k] / 0.25), `${id} on the grid of 0.25`);
+    await packed.unsubscribe();
+    await exact.unsubscribe();
     await c.call('world.destroy', { world: W });
     c.close();
   });

@@ -378,3 +378,21 @@ export async function lagThenResync(d, tls = null) {
   ws.ws.terminate();
   tcp.close();
 }
+
+// got (a packed frame's matrix) is want within the contract's tolerance on a grid of step: each
+// translation within step / 2 plus float32 rounding, the rotation within 0.5 degrees, each
+// column's length (the scale) as sent. Why not, or ''.
+export function packedMismatch(step, want, got) {
+  if (!got) return 'no matrix';
+  for (let k = 12; k < 15; k++)
+    if (Math.abs(got[k] - want[k]) > step / 2 + Math.abs(want[k]) * 2 ** -23 + 1e-12) return `translation ${k}: ${got[k]} for ${want[k]}`;
+  let trace = 0;
+  for (let j = 0; j < 3; j++) {
+    const w = want.slice(4 * j, 4 * j + 3), g = Array.from(got.slice(4 * j, 4 * j + 3));
+    const lw = Math.hypot(...w), lg = Math.hypot(...g);
+    if (Math.abs(lw - lg) > 1e-5 * lw) return `scale ${j}: ${lg} for ${lw}`;
+    trace += (w[0] * g[0] + w[1] * g[1] + w[2] * g[2]) / (lw * lg);
+  }
+  const deg = (Math.acos(Math.min(1, Math.max(-1, (trace - 1) / 2))) * 180) / Math.PI;
+  return deg <= 0.5 ? '' : `rotation ${deg} degrees off`;
+}
