@@ -47,6 +47,7 @@ TEST_PROGRAMS := $(UNIT_TEST_BIN) $(INTEGRATION_TEST_BIN) $(JOURNAL_TEST_BIN)
 BENCH_BIN := $(BUILD)/bench-core
 DECODE_BENCH := $(BUILD)/bench-decode
 INTEREST_BENCH := $(BUILD)/bench-interest
+PACKED_BENCH := $(BUILD)/bench-packed
 
 DEPS_STAMP := build/.deps-checked
 
@@ -65,7 +66,7 @@ THREE      := $(NPM_DIR)/node_modules/three
 # Keep intermediate objects (the fuzz targets build theirs through a pattern rule).
 .SECONDARY:
 
-.PHONY: all deps test test-suites test-web test-csharp test-timeout-check test-runner-check www bench soak run clean format exhaustive-f32 layering fuzz valgrind cluster
+.PHONY: all deps test test-suites test-web test-python test-csharp test-timeout-check test-runner-check www bench soak run clean format exhaustive-f32 layering fuzz valgrind cluster
 
 all: $(SCENED) $(SCENECTL) $(SCENE_BENCH) $(CORE_LIB) $(PROTO_LIB) $(TEST_PROGRAMS) $(BENCH_BIN) $(DECODE_BENCH) $(INTEREST_BENCH) $(BUILD)/f32-exhaustive \
      $(WWW_STAMP)
@@ -116,11 +117,16 @@ $(CLIENT_LIB): $(CLIENT_OBJ)
 # The client library speaks TLS through OpenSSL.
 CLIENT_LIBS := -lcjson -lssl -lcrypto
 
-$(SCENE_BENCH): $(BUILD)/obj/client/scene_bench.o $(BUILD)/obj/client/scene_bench_near.o \
-		$(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
+SCENE_BENCH_OBJ := $(patsubst %,$(BUILD)/obj/client/%.o,scene_bench scene_bench_near \
+		scene_bench_stream scene_bench_check scene_bench_decode scene_bench_ws)
+$(SCENE_BENCH): $(SCENE_BENCH_OBJ) $(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -lpthread $(LDLIBS)
 
+# scenectl's parts that need neither the daemon nor the line editor, which the unit suites test.
+CTL_PARTS_OBJ := $(addprefix $(BUILD)/obj/client/,ctl_complete.o ctl_suggest.o ctl_words.o)
+
 $(SCENECTL): $(BUILD)/obj/client/scenectl.o $(BUILD)/obj/client/ctl_near.o $(BUILD)/obj/client/ctl_packed.o \
+		$(BUILD)/obj/client/ctl_readline.o $(BUILD)/obj/client/ctl_fields.o $(CTL_PARTS_OBJ) \
 		$(CLIENT_LIB) $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -ledit $(LDLIBS)
 
@@ -128,7 +134,7 @@ $(SCENECTL): $(BUILD)/obj/client/scenectl.o $(BUILD)/obj/client/ctl_near.o $(BUI
 # Which headers each directory of tests may include: the runner's, the seeded random sources
 # both programs' suites use (tests/common), the integration harness, and the servers the
 # cluster suites start (tests/fixtures).
-$(BUILD)/obj/tests/unit/%.o: CPPFLAGS += -Itests/runner -Itests/common
+$(BUILD)/obj/tests/unit/%.o: CPPFLAGS += -Itests/runner -Itests/common -Iclient
 $(BUILD)/obj/tests/integration/%.o: CPPFLAGS += -Itests/runner -Itests/common -Itests/fixtures
 $(BUILD)/obj/tests/fixtures/%.o: CPPFLAGS += -Itests/runner -Itests/integration
 $(BUILD)/obj/tests/journal/%.o: CPPFLAGS += -Itests/runner -Itests/common -Itests/integration
@@ -136,14 +142,15 @@ $(BUILD)/obj/tests/journal/%.o: CPPFLAGS += -Itests/runner -Itests/common -Itest
 test_objects = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard $(addsuffix /*.c,$(1))))
 RUNNER_OBJ := $(call test_objects,tests/runner)
 
-# The unit suites need no daemon: the core, the protocol, and the daemon's files they test in
-# this process: the store's files (they need only libc) and the cluster's ownership core, which
-# the cluster_owners suite drives with made-up events (it needs no etcd, store or loop).
+# The unit suites need no daemon: the core, the protocol, scenectl's completion and suggestions,
+# and the daemon's files they test in this process: the store's files (they need only libc) and
+# the cluster's ownership core, which the cluster_owners suite drives with made-up events (it
+# needs no etcd, store or loop).
 UNIT_TEST_SERVER_OBJ := $(addprefix $(BUILD)/obj/server/,stream/frame.o store/history_file.o \
                         store/snapshot.o store/crc32c.o store/files.o store/path.o ops/log.o \
                         cluster/owners.o cluster/claims.o cluster/move.o ops/json_arena.o)
-$(UNIT_TEST_BIN): $(call test_objects,tests/unit) $(RUNNER_OBJ) $(UNIT_TEST_SERVER_OBJ) $(PROTO_LIB) \
-                  $(CORE_LIB)
+$(UNIT_TEST_BIN): $(call test_objects,tests/unit) $(RUNNER_OBJ) $(UNIT_TEST_SERVER_OBJ) $(CTL_PARTS_OBJ) \
+                  $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcunit -lcjson $(LDLIBS)
 
 # The integration suites start $(SCENED) (SCENED_BIN) and talk to it, through the client
@@ -163,6 +170,9 @@ $(BENCH_BIN): $(BUILD)/obj/tests/bench/bench_core.o $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(INTEREST_BENCH): $(BUILD)/obj/tests/bench/bench_interest.o $(CORE_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(PACKED_BENCH): $(BUILD)/obj/tests/bench/bench_packed.o $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(DECODE_BENCH): $(BUILD)/obj/tests/bench/bench_decode.o $(BUILD)/obj/server/ops/json_arena.o $(PROTO_LIB) $(CORE_LIB)
@@ -193,6 +203,7 @@ test: layering test-suites
 	python3 scripts/check-docs.py $(SCENED)
 	@$(MAKE) --no-print-directory test-runner-check
 	@$(MAKE) --no-print-directory test-web
+	@$(MAKE) --no-print-directory test-python
 	@$(MAKE) --no-print-directory test-csharp
 else
 test: test-suites
@@ -212,7 +223,7 @@ test-runner-check: test-timeout-check $(UNIT_TEST_BIN)
 	tests/tools/check_crash.sh $(UNIT_TEST_BIN)
 
 WEB_TESTS := tests/web/ws.test.mjs tests/web/wss.test.mjs tests/web/static.test.mjs tests/web/client.test.mjs \
-  tests/web/packed.test.mjs
+  tests/web/packed.test.mjs tests/web/package.test.mjs
 ifneq ($(wildcard /usr/bin/chromium),)
   WEB_TESTS += tests/web/browser.test.mjs
 endif
@@ -222,6 +233,19 @@ test-web: $(SCENED) $(WWW_STAMP)
 	SCENED_BIN=$(abspath $(SCENED)) SCENED_NODE_MODULES=$(abspath $(NPM_DIR))/node_modules \
 	  SCENED_SCREENSHOT=$(abspath build/staging-view.png) $(if $(filter 1,$(SANITIZE)),SCENED_WEB_MIN_FPS=0.5) \
 	  node --test $(WEB_TESTS)
+
+# The Python package (client/python) installed as a user installs it, into a virtual
+# environment that also sees Debian's pytest and setuptools (so no network is needed), then its
+# tests against real daemons (and etcd, for MOVED). In-tree build leftovers are removed first:
+# a module deleted from src/ must not ship from an old build/lib.
+PYTHON ?= /usr/bin/python3
+PYENV  := build/pyenv
+test-python: $(SCENED)
+	@test -x $(PYENV)/bin/python || $(PYTHON) -m venv --system-site-packages $(PYENV)
+	rm -rf client/python/build client/python/src/scened.egg-info
+	$(PYENV)/bin/pip install -q --no-build-isolation --no-index --force-reinstall ./client/python
+	rm -rf client/python/build client/python/src/scened.egg-info
+	SCENED_BIN=$(abspath $(SCENED)) $(PYENV)/bin/python -m pytest -q -p no:cacheprovider client/python/tests
 
 # The C# client (client/csharp), built with Mono's mcs and run under mono against real daemons:
 # standalone, TLS (RSA certificates: Mono's TLS takes no ECDSA) and a cluster with etcd.
@@ -252,7 +276,7 @@ valgrind: $(TEST_PROGRAMS) $(SCENED) $(SCENECTL)
 	SCENED_BIN=$(abspath scripts/valgrind-scened.sh) SCENED_REAL=$(abspath $(SCENED)) \
 	  SCENECTL_BIN=$(abspath $(SCENECTL)) $(INTEGRATION_TEST_BIN) $(VALGRIND_SUITES)
 
-bench: $(BENCH_BIN) $(DECODE_BENCH) $(INTEREST_BENCH) $(SCENED) $(SCENE_BENCH) $(SCENECTL)
+bench: $(BENCH_BIN) $(DECODE_BENCH) $(INTEREST_BENCH) $(PACKED_BENCH) $(SCENED) $(SCENE_BENCH) $(SCENECTL)
 	BUILD=$(BUILD) scripts/bench.sh
 
 # A long mixed load (SOAK_MINUTES, default 3): fails when the daemon's memory keeps growing.

@@ -2,7 +2,7 @@
  *
  *   scene-bench [--host H] [--port P] [--token T] [-c CLIENTS] [-n REQUESTS] [-P PIPELINE]
  *               [-t TEST[,TEST...]] [-S SUBSCRIBERS] [-K DESCENDANTS] [--seconds S]
- *               [--history TICKS] [--json] [--b64] [--loopback]
+ *               [--history TICKS] [--json] [--b64] [--packed STEP] [--ws] [--loopback]
  *               [--tls] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]
  *               [--transforms N] [--moving FRACTION] [--scened PATH [--naive]]
  *               [--http-port P] [--daemon-pid PID]
@@ -12,8 +12,10 @@
  * matrix as matrix_b64), get, get_past (a get at a past tick of a world that keeps --history
  * ticks), batch (16 set_local ops per batch), stream (S subscribers, default 10, of a world whose
  * root, with K descendants, default 99,999, moves and turns every tick, so that every world
- * matrix changes every tick; --b64: the subscribers take b64 frames; --loopback: then the limit
- * of plain writes of the same size to S reading sockets), snapshot, connect (C clients that
+ * matrix changes every tick; --b64: the subscribers take b64 frames; --packed STEP: packed
+ * frames, every one decoded and checked against the exact matrices; --ws: over WebSocket, GET
+ * /ws on --http-port; --loopback: then the limit of plain writes of the same size to S reading
+ * sockets; see scene_bench_stream.c), snapshot, connect (C clients that
  * each connect, say ping and close, again and again for --seconds: with TLS, handshakes per
  * second), and near (S subscribers, default 1,000, each following a moving entity with a region
  * of interest, in a world of --transforms transforms spread over a square, --moving of them
@@ -59,11 +61,36 @@ int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static double pct(double *v, size_t n, double p) {
+double pct(double *v, size_t n, double p) {
   if (n == 0)
     return 0;
   size_t i = (size_t)(p * (double)(n - 1) + 0.5);
   return v[i < n ? i : n - 1];
+}
+
+void proc_usage(int pid, double *cpu_s, double *rss) {
+  *cpu_s = *rss = NAN;
+  if (pid <= 0)
+    return;
+  char path[64], text[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+  if (f)
+    fclose(f);
+  text[n] = '\0';
+  const char *after = strrchr(text, ')'); /* the command name may hold spaces */
+  unsigned long ut, st;
+  if (after &&
+      sscanf(after + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
+    *cpu_s = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+  snprintf(path, sizeof path, "/proc/%d/statm", pid);
+  unsigned long size, resident;
+  if ((f = fopen(path, "r"))) {
+    if (fscanf(f, "%lu %lu", &size, &resident) == 2)
+      *rss = (double)resident * (double)sysconf(_SC_PAGESIZE);
+    fclose(f);
+  }
 }
 
 _Noreturn void die(const char *fmt, const char *arg) {
@@ -491,322 +518,6 @@ static void run_load(const opts *o, const char *test) {
   }
 }
 
-/* ---- streaming ---------------------------------------------------------------------------- */
-
-typedef struct sub_conn {
-  int fd;       /* the loopback limit's plain sockets */
-  scn_cli *cli; /* a subscriber's connection (TLS or not), or NULL */
-  char *buf;
-  size_t len, cap;
-  long frames;
-} sub_conn;
-
-#define SEQ_RING 4096
-
-/* What the subscribers received. */
-typedef struct stream_counts {
-  long frames, matrices;
-  double bytes;
-  double *lat;
-  size_t nlat;
-} stream_counts;
-
-/* Bytes equal to c in [p, end), eight at a time. */
-static long count_byte(const char *p, const char *end, char c) {
-  const uint64_t ones = 0x0101010101010101ull, pattern = ones * (uint8_t)c;
-  long n = 0;
-  for (; p + 8 <= end; p += 8) {
-    uint64_t v;
-    memcpy(&v, p, 8);
-    v ^= pattern; /* a zero byte where c was */
-    v = ~((((v & 0x7f7f7f7f7f7f7f7full) + 0x7f7f7f7f7f7f7f7full) | v) | 0x7f7f7f7f7f7f7f7full);
-    n += __builtin_popcountll(v);
-  }
-  for (; p < end; p++)
-    n += *p == c;
-  return n;
-}
-
-/* Of a frame line: its matrices (in json form its entries, as every '{' but the first opens
- * one; in b64 form the length of "ms", whose end is found from the line's end, past
- * "removed", over 64 bytes) and element 12 (the x translation) of its first matrix, the
- * sequence number. The reader looks at each byte about as often as it must to find the lines,
- * so that it costs about what the loopback test's reader costs. */
-void frame_info(const char *start, const char *nl, bool b64, long *matrices, long *seq) {
-  *matrices = *seq = 0;
-  if (!b64) {
-    *matrices = count_byte(start, nl, '{') - 1;
-    const char *m = memmem(start, (size_t)(nl - start), "\"m\":[", 5);
-    if (!m)
-      return;
-    const char *q = m + 5;
-    for (int comma = 0; comma < 12 && q < nl; q++)
-      if (*q == ',')
-        comma++;
-    *seq = strtol(q, NULL, 10);
-    return;
-  }
-  const char *ms = memmem(start, (size_t)(nl - start), "],\"ms\":\"", 8);
-  const char *q = nl;
-  for (int quotes = 0; quotes < 3 && q > start;) /* the quotes of "removed", then the ms end */
-    quotes += *--q == '"';
-  if (!ms || q < ms + 8)
-    return;
-  ms += 8;
-  *matrices = (long)((size_t)(q - ms) / 4 * 3 / 64);
-  if (q - ms < 72)
-    return;
-  /* bytes 48..53 of the matrices are the base64 characters 64..71 */
-  static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) {
-    const char *at = strchr(alphabet, ms[64 + i]);
-    if (!at || !*at)
-      return;
-    v = v << 6 | (uint64_t)(at - alphabet);
-  }
-  uint32_t bits = (uint32_t)(v >> 40 & 0xff) | (uint32_t)(v >> 32 & 0xff) << 8 |
-                  (uint32_t)(v >> 24 & 0xff) << 16 | (uint32_t)(v >> 16 & 0xff) << 24;
-  float x;
-  memcpy(&x, &bits, 4);
-  *seq = (long)x;
-}
-
-/* Reads every subscriber for seconds; with a mover (admin, root) it sets the root once per tick
- * (its x translation the sequence number, its rotation turning), and frames' first matrices give
- * the latency from the set to the frame. Without one it only counts bytes (the loopback test). */
-static void read_subscribers(const opts *o, sub_conn *subs, int S, scn_cli *admin,
-                             const char *world, double root, double tick_hz, stream_counts *k) {
-  int ep = epoll_create1(0);
-  for (int i = 0; i < S; i++) {
-    struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
-    epoll_ctl(ep, EPOLL_CTL_ADD, subs[i].fd, &ev);
-  }
-  double sent_at[SEQ_RING] = {0};
-  long seq = 0;
-  char line[512];
-  double t0 = now_s(), next_move = t0, end = t0 + o->seconds;
-  while (now_s() < end) {
-    double now = now_s();
-    if (admin && now >= next_move) {
-      seq++;
-      double a = (double)seq * 0.01;
-      snprintf(line, sizeof line,
-               "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%.0f,\"t\":[%ld,0,0],"
-               "\"r\":[%.9f,%.9f,%.9f,%.9f]}",
-               world, root, seq, 0.26726124 * sin(a), 0.53452248 * sin(a), 0.80178373 * sin(a),
-               cos(a));
-      sent_at[seq % SEQ_RING] = now_s();
-      cJSON_Delete(call_or_die(admin, line));
-      next_move += 1.0 / tick_hz;
-    }
-    struct epoll_event evs[256];
-    int wait_ms = admin ? (int)((next_move - now_s()) * 1000) : 100;
-    int n = epoll_wait(ep, evs, 256, wait_ms > 0 ? wait_ms : 0);
-    for (int e = 0; e < n; e++) {
-      sub_conn *s = &subs[evs[e].data.u32];
-      for (;;) {
-        if (s->cap - s->len < (1 << 20)) {
-          s->cap *= 2;
-          s->buf = realloc(s->buf, s->cap);
-          if (!s->buf)
-            die("%s", "out of memory");
-        }
-        ssize_t got = s->cli ? scn_cli_recv_raw(s->cli, s->buf + s->len, s->cap - s->len)
-                             : recv(s->fd, s->buf + s->len, s->cap - s->len, 0);
-        if (got <= 0)
-          break;
-        s->len += (size_t)got;
-        k->bytes += (double)got;
-      }
-      double t = now_s();
-      char *start = s->buf, *stop = s->buf + s->len, *nl;
-      while ((nl = memchr(start, '\n', (size_t)(stop - start)))) {
-        k->frames++;
-        s->frames++;
-        if (admin) {
-          long count, got_seq;
-          frame_info(start, nl, o->b64, &count, &got_seq);
-          k->matrices += count;
-          if (got_seq > 0 && got_seq <= seq && seq - got_seq < SEQ_RING && k->nlat < 4000000)
-            k->lat[k->nlat++] = t - sent_at[got_seq % SEQ_RING];
-        }
-        start = nl + 1;
-      }
-      s->len = (size_t)(stop - start);
-      memmove(s->buf, start, s->len);
-    }
-  }
-  close(ep);
-}
-
-/* The loopback limit: one thread writes blocks of the frames' size to S sockets, as fast as
- * they take them, while the subscribers' reader above reads them; bytes/s received. */
-typedef struct loop_writer {
-  int *fds, n;
-  size_t block;
-  volatile bool stop;
-} loop_writer;
-
-static void *write_blocks(void *arg) {
-  loop_writer *w = arg;
-  char *block = malloc(w->block);
-  if (!block)
-    return NULL;
-  memset(block, 'A', w->block);
-  block[w->block - 1] = '\n';
-  size_t *off = calloc((size_t)w->n, sizeof *off);
-  int ep = epoll_create1(0);
-  for (int i = 0; i < w->n; i++) {
-    struct epoll_event ev = {.events = EPOLLOUT, .data.u32 = (uint32_t)i};
-    epoll_ctl(ep, EPOLL_CTL_ADD, w->fds[i], &ev);
-  }
-  while (!w->stop) {
-    struct epoll_event evs[64];
-    int n = epoll_wait(ep, evs, 64, 50);
-    for (int e = 0; e < n; e++) {
-      int i = (int)evs[e].data.u32;
-      for (;;) {
-        ssize_t put = send(w->fds[i], block + off[i], w->block - off[i], MSG_NOSIGNAL);
-        if (put <= 0)
-          break;
-        off[i] = (off[i] + (size_t)put) % w->block;
-      }
-    }
-  }
-  close(ep);
-  free(off);
-  free(block);
-  return NULL;
-}
-
-static double loopback_limit(const opts *o, int S, size_t block) {
-  int lfd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t alen = sizeof addr;
-  if (lfd < 0 || bind(lfd, (struct sockaddr *)&addr, sizeof addr) != 0 || listen(lfd, S) != 0 ||
-      getsockname(lfd, (struct sockaddr *)&addr, &alen) != 0)
-    die("%s", "loopback: cannot listen");
-  sub_conn *subs = calloc((size_t)S, sizeof *subs);
-  loop_writer w = {.fds = calloc((size_t)S, sizeof(int)), .n = S, .block = block ? block : 1};
-  for (int i = 0; i < S; i++) {
-    subs[i].fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (connect(subs[i].fd, (struct sockaddr *)&addr, sizeof addr) != 0 ||
-        (w.fds[i] = accept(lfd, NULL, NULL)) < 0)
-      die("%s", "loopback: cannot connect");
-    fcntl(subs[i].fd, F_SETFL, fcntl(subs[i].fd, F_GETFL) | O_NONBLOCK);
-    fcntl(w.fds[i], F_SETFL, fcntl(w.fds[i], F_GETFL) | O_NONBLOCK);
-    subs[i].cap = 1 << 22;
-    subs[i].buf = malloc(subs[i].cap);
-  }
-  pthread_t th;
-  pthread_create(&th, NULL, write_blocks, &w);
-  stream_counts k = {0};
-  opts shorter = *o;
-  shorter.seconds = o->seconds < 3 ? o->seconds : 3;
-  double t0 = now_s();
-  read_subscribers(&shorter, subs, S, NULL, NULL, 0, 0, &k);
-  double secs = now_s() - t0;
-  w.stop = true;
-  pthread_join(th, NULL);
-  for (int i = 0; i < S; i++) {
-    close(subs[i].fd);
-    close(w.fds[i]);
-    free(subs[i].buf);
-  }
-  close(lfd);
-  free(w.fds);
-  free(subs);
-  return k.bytes / secs;
-}
-
-static void run_stream(const opts *o) {
-  scn_cli *admin = connect_or_die(o);
-  char world[64], line[256];
-  snprintf(world, sizeof world, "bench-%d-stream", (int)getpid());
-  snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", world);
-  cJSON_Delete(call_or_die(admin, line));
-  snprintf(line, sizeof line, "{\"cmd\":\"transform.create\",\"world\":\"%s\"}", world);
-  cJSON *r = call_or_die(admin, line);
-  double root = cJSON_GetObjectItemCaseSensitive(r, "entity")->valuedouble;
-  cJSON_Delete(r);
-  /* Descendants in a grid, each turned about y by its own angle: when the root moves and turns,
-   * every world matrix changes in all twelve of its upper elements. */
-  int K = o->descendants < 0 ? 99999 : o->descendants;
-  for (int i = 0; i < K; i++) {
-    double a = (double)(i % 360) * 0.0174532925;
-    snprintf(line, sizeof line,
-             "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"parent\":%.0f,\"t\":[%d,0,%d],"
-             "\"r\":[0,%.9f,0,%.9f]}",
-             world, root, i % 316, i / 316, sin(a / 2), cos(a / 2));
-    scn_cli_send_line(admin, line, strlen(line));
-  }
-  for (int i = 0; i < K; i++) {
-    if (scn_cli_read_response(admin, &r) != SCN_CLI_OK)
-      die("setup failed: %s", scn_cli_error(admin));
-    cJSON_Delete(r);
-  }
-  cJSON *info = call_or_die(admin, "{\"cmd\":\"info\"}");
-  const cJSON *hz = cJSON_GetObjectItemCaseSensitive(info, "tick_hz");
-  double tick_hz = cJSON_IsNumber(hz) ? hz->valuedouble : 60;
-  cJSON_Delete(info);
-
-  int S = o->subscribers ? o->subscribers : 10;
-  sub_conn *subs = calloc((size_t)S, sizeof *subs);
-  opts sub_opts = *o;
-  sub_opts.matrices = o->b64 ? SCN_CLI_MATRICES_B64 : SCN_CLI_MATRICES_JSON;
-  for (int i = 0; i < S; i++) {
-    scn_cli *c = connect_or_die(&sub_opts);
-    double sid;
-    if (scn_cli_subscribe(c, world, 0, 0, &sid) != SCN_CLI_OK)
-      die("subscribe failed: %s", scn_cli_error(c));
-    subs[i].cli = c; /* bytes it read past the answer come first from scn_cli_recv_raw */
-    subs[i].fd = scn_cli_fd(c);
-    subs[i].cap = 1 << 22;
-    subs[i].buf = malloc(subs[i].cap);
-  }
-  stream_counts k = {.lat = malloc(sizeof(double) * 4000000)};
-  double t0 = now_s();
-  read_subscribers(o, subs, S, admin, world, root, tick_hz, &k);
-  double secs = now_s() - t0;
-  for (int i = 0; i < S; i++) {
-    scn_cli_close(subs[i].cli);
-    free(subs[i].buf);
-  }
-  free(subs);
-  snprintf(line, sizeof line, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world);
-  cJSON_Delete(call_or_die(admin, line));
-  scn_cli_close(admin);
-
-  double fps = (double)k.frames / secs / S, bytes_s = k.bytes / secs;
-  size_t frame_bytes = k.frames ? (size_t)(k.bytes / (double)k.frames) : 0;
-  double limit = o->loopback ? loopback_limit(o, S, frame_bytes) : 0;
-  qsort(k.lat, k.nlat, sizeof *k.lat, cmp_double);
-  double p50 = pct(k.lat, k.nlat, 0.5) * 1e3, p99 = pct(k.lat, k.nlat, 0.99) * 1e3;
-  const char *form = o->b64 ? "b64" : "json";
-  if (o->json) {
-    printf("{\"test\":\"stream\",\"form\":\"%s\",\"subscribers\":%d,\"transforms\":%d,"
-           "\"seconds\":%.3f,\"frames\":%ld,\"matrices/s\":%.0f,\"frames/s\":%.2f,"
-           "\"bytes/s\":%.0f,\"frame_bytes\":%zu,\"p50_ms\":%.3f,\"p99_ms\":%.3f",
-           form, S, K + 1, secs, k.frames, (double)k.matrices / secs, fps, bytes_s, frame_bytes,
-           p50, p99);
-    if (o->loopback)
-      printf(",\"loopback_bytes/s\":%.0f,\"of_loopback\":%.3f", limit, bytes_s / limit);
-    printf("}\n");
-  } else {
-    printf("stream %-4s %d subscribers, %d transforms: %.0f matrices/s, %.1f frames/s per "
-           "subscriber, %.0f MB/s of frames (%zu bytes a frame), latency p50=%.1f ms "
-           "p99=%.1f ms\n",
-           form, S, K + 1, (double)k.matrices / secs, fps, bytes_s / 1e6, frame_bytes, p50, p99);
-    if (o->loopback)
-      printf("loopback    plain writes of %zu bytes to %d reading sockets: %.0f MB/s; the frames "
-             "reach %.0f%% of it\n",
-             frame_bytes, S, limit / 1e6, 100 * bytes_s / limit);
-  }
-  fflush(stdout);
-  free(k.lat);
-}
-
 /* ---- snapshots ---------------------------------------------------------------------------- */
 
 /* Builds a world of K transforms (trees of 100), asks for a snapshot, and measures how long it
@@ -1006,7 +717,8 @@ static void usage(void) {
   fprintf(stderr,
           "usage: scene-bench [--host H] [--port P] [--token T] [-c CLIENTS] [-n REQUESTS]\n"
           "                   [-P PIPELINE] [-t TEST[,TEST]] [-S SUBSCRIBERS] [-K DESCENDANTS]\n"
-          "                   [--seconds S] [--history TICKS] [--json] [--b64] [--loopback]\n"
+          "                   [--seconds S] [--history TICKS] [--json] [--b64] [--packed STEP]\n"
+          "                   [--ws] [--loopback]\n"
           "                   [--place NODE|auto] [--daemons H:P,H:P...] [--world W]\n"
           "                   [--tls] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]\n"
           "                   [--transforms N] [--moving FRACTION] [--scened PATH [--naive]]\n"
@@ -1014,6 +726,8 @@ static void usage(void) {
           "tests: ping, set_local, set_partial, set_matrix, set_b64, get, get_past (a get at a\n"
           "past tick; needs --history), batch, stream (-S subscribers of a root with -K\n"
           "descendants, default 99999, moving and turning every tick; --b64: b64 frames;\n"
+          "--packed STEP: packed frames of that step, decoded and checked; --ws: over\n"
+          "WebSocket on --http-port; --daemon-pid: the daemon's CPU per million matrices;\n"
           "--loopback: also plain writes of the frames' size to as many sockets), snapshot\n"
           "(save of a world of -K transforms, default 10000; needs --data), fill (a world --world\n"
           "of -K transforms, default 10000, that stays, then save), connect (-c clients\n"
@@ -1078,6 +792,10 @@ int main(int argc, char **argv) {
       o.json = true;
     else if (!strcmp(a, "--b64"))
       o.b64 = true;
+    else if (ARG("--packed"))
+      o.packed_step = atof(v);
+    else if (!strcmp(a, "--ws"))
+      o.ws = true;
     else if (!strcmp(a, "--loopback"))
       o.loopback = true;
     else if (ARG("--tls-ca"))
@@ -1119,7 +837,8 @@ int main(int argc, char **argv) {
   }
   if (o.clients < 1 || o.pipeline < 1 || o.requests < 1 || o.subscribers < 0 ||
       o.descendants < -1 || !(o.seconds > 0) || o.history < 0 || o.history > 3600 ||
-      o.transforms < 1 || !(o.moving > 0 && o.moving <= 1) || o.http_port < 0 || o.daemon_pid < 0)
+      o.transforms < 1 || !(o.moving > 0 && o.moving <= 1) || o.http_port < 0 || o.daemon_pid < 0 ||
+      !(o.packed_step >= 0 && isfinite(o.packed_step)))
     usage();
   char *save, *t = strtok_r(o.tests, ",", &save);
   for (; t; t = strtok_r(NULL, ",", &save)) {

@@ -1,5 +1,6 @@
 /* scene_bench.h: what the tests of scene-bench share (its options and small helpers), so that
- * a test with a setup of its own can live in a file of its own (scene_bench_near.c). */
+ * a test with a setup of its own can live in a file of its own (scene_bench_near.c,
+ * scene_bench_stream.c). */
 #ifndef SCENE_BENCH_H
 #define SCENE_BENCH_H
 
@@ -22,7 +23,9 @@ typedef struct opts {
   long requests;
   double seconds;
   bool json, b64, loopback;
-  int matrices; /* asked of every connection (SCN_CLI_MATRICES_*) */
+  double packed_step; /* --packed: stream subscribers take packed frames of this step (0: no) */
+  bool ws;            /* --ws: stream subscribers over WebSocket, GET /ws on --http-port */
+  int matrices;       /* asked of every connection (SCN_CLI_MATRICES_*) */
   char tests[256];
   /* near */
   int transforms;     /* --transforms: the world's size */
@@ -35,6 +38,11 @@ typedef struct opts {
 
 double now_s(void);
 int cmp_double(const void *a, const void *b);
+/* The value at fraction p of the sorted v. */
+double pct(double *v, size_t n, double p);
+/* A process's user + system CPU seconds and resident bytes from /proc (NAN: unknown, or pid
+ * 0). */
+void proc_usage(int pid, double *cpu_s, double *rss);
 _Noreturn void die(const char *fmt, const char *arg);
 scn_cli *connect_or_die(const opts *o);
 cJSON *call_or_die(scn_cli *c, const char *line);
@@ -42,5 +50,6 @@ cJSON *call_or_die(scn_cli *c, const char *line);
 void frame_info(const char *start, const char *nl, bool b64, long *matrices, long *seq);
 
 void run_near(const opts *o);
+void run_stream(const opts *o);
 
 #endif

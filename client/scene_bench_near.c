@@ -252,35 +252,9 @@ static void read_metrics(const daemon_ref *d, scn_cli *admin, double m[M_COUNT])
   cJSON_Delete(info);
 }
 
-/* The process's user + system CPU seconds and resident bytes from /proc (NAN: unknown). */
-static void read_proc(pid_t pid, double *cpu_s, double *rss) {
-  *cpu_s = *rss = NAN;
-  if (pid <= 0)
-    return;
-  char path[64], text[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
-  if (f)
-    fclose(f);
-  text[n] = '\0';
-  const char *after = strrchr(text, ')'); /* the command name may hold spaces */
-  unsigned long ut, st;
-  if (after &&
-      sscanf(after + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
-    *cpu_s = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-  snprintf(path, sizeof path, "/proc/%d/statm", (int)pid);
-  unsigned long size, resident;
-  if ((f = fopen(path, "r"))) {
-    if (fscanf(f, "%lu %lu", &size, &resident) == 2)
-      *rss = (double)resident * (double)sysconf(_SC_PAGESIZE);
-    fclose(f);
-  }
-}
-
 static void take_sample(const daemon_ref *d, scn_cli *admin, sample *s) {
   read_metrics(d, admin, s->m);
-  read_proc(d->pid, &s->cpu_s, &s->rss);
+  proc_usage((int)d->pid, &s->cpu_s, &s->rss);
   if (isnan(s->rss))
     s->rss = s->m[M_RSS];
   s->t = now_s();

@@ -3,7 +3,8 @@
  *   scenectl [--host H] [--port P] [--token T] [--matrices json|b64] [TLS] CMD [key=value ...]
  *   scenectl [...] --pipe                  NDJSON requests on stdin, one response per line
  *   scenectl [...] subscribe [world=]W [root=E] [hz=N] [near...] [packed...] [--frames N]
- *   scenectl [...]                         on a terminal: an interactive prompt
+ *   scenectl [...]                         on a terminal: an interactive prompt; with standard
+ *                                          input a pipe or file, the prompt's lines read from it
  *   scenectl help [CMD]                    the commands, or one command's fields
  *
  * TLS: --tls, --tls-ca FILE (the CA that signed the daemon's certificate), --tls-cert FILE and
@@ -11,17 +12,24 @@
  *
  * A value is taken as JSON when it parses as JSON, otherwise as a string. Matrices are shown
  * as JSON arrays; --matrices b64 asks the daemon for base64 (exact float32 bits) and passes it
- * through unchanged. Exit codes: 0 on success, 1 on an error reply (CODE: message on stderr),
- * 2 on usage or connection errors.
+ * through unchanged. A key its command does not take (proto/wire.h) is warned about on stderr,
+ * and sent all the same: the daemon's answer decides. Exit codes: 0 on success, 1 on an error
+ * reply (CODE: message on stderr), 2 on usage or connection errors; lines read at the prompt,
+ * the worst of theirs. A command the table lacks but that is near one of its names is a usage
+ * error with a "did you mean".
  */
 #define _GNU_SOURCE /* memmem, strdup */
+#include "ctl_complete.h"
+#include "ctl_fields.h"
 #include "ctl_near.h"
 #include "ctl_packed.h"
+#include "ctl_readline.h"
+#include "ctl_suggest.h"
+#include "ctl_words.h"
 #include "scn_client.h"
 #include "wire.h"
 
 #include <ctype.h>
-#include <editline/readline.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +52,12 @@ static void on_interrupt(int sig) {
   interrupted = 1;
 }
 
+/* The command table: each name with its line of help. */
+static void list_commands(FILE *f) {
+  for (unsigned i = 0; i < scn_command_count; i++)
+    fprintf(f, "  %-20s %s\n", scn_commands[i].name, scn_commands[i].help);
+}
+
 static void usage(FILE *f) {
   fprintf(f,
           "usage: scenectl [--host H] [--port P] [--token T] [--matrices json|b64] CMD "
@@ -52,8 +66,11 @@ static void usage(FILE *f) {
           "       scenectl [--host H] [--port P] [--token T] subscribe [world=]W [root=E] [hz=N] "
           "[near...]\n"
           "                [packed...] [--frames N]\n"
-          "       scenectl                      (on a terminal: interactive prompt)\n"
+          "       scenectl                      (on a terminal: interactive prompt; else the\n"
+          "                                     prompt's lines from standard input)\n"
           "       scenectl help [CMD]           (the fields of a command)\n\n"
+          "Exit status: 0, 1 when the daemon answers an error (CODE: message on stderr), 2 on\n"
+          "a usage or connection error; lines from standard input, the worst of theirs.\n\n"
           "TLS: --tls (verified against the system's CAs), --tls-ca FILE (the CA that signed "
           "the\ndaemon's certificate; implies --tls), --tls-cert FILE --tls-key FILE (a client\n"
           "certificate, for a daemon started with --tls-ca).\n\n"
@@ -76,10 +93,16 @@ static void usage(FILE *f) {
           "  packed='{\"step\":0.001,\"origin\":[0,0,0]}'  the protocol's object\n"
           "  scenectl subscribe main packed=0.001\n\n"
           "commands:\n");
-  for (unsigned i = 0; i < scn_command_count; i++) {
-    const scn_command_info *c = &scn_commands[i];
-    fprintf(f, "  %-20s %s\n", c->name, c->help);
-  }
+  list_commands(f);
+}
+
+/* The prompt's help: its commands, without the command line's options. */
+static void prompt_help(void) {
+  printf("commands (help CMD for one's fields; Tab completes names):\n");
+  list_commands(stdout);
+  printf("  %-20s %s\n", "help [CMD]", "these commands, or one command's fields");
+  printf("  %-20s %s\n", "quit", "leave (as exit, or the end of input)");
+  printf("A line may also be a request in JSON: {\"cmd\":\"ping\"}\n");
 }
 
 static void command_help(const scn_command_info *c) {
@@ -91,19 +114,39 @@ static void command_help(const scn_command_info *c) {
   printf("  optional: %s\n", optional[0] ? optional : "(none)");
 }
 
-/* help [CMD]: the commands, or the fields of one (from the command table, as at the prompt). */
+/* help CMD: its fields, from the command table; a CMD not in it is a usage error, with the
+ * names near it. */
+static int help_command(const char *name) {
+  const scn_command_info *c = scn_command_find(name);
+  if (c) {
+    command_help(c);
+    return 0;
+  }
+  char hint[256];
+  if (!ctl_suggest_text(name, NULL, hint, sizeof hint))
+    snprintf(hint, sizeof hint, " (help lists the commands)");
+  fprintf(stderr, "scenectl: unknown command \"%s\"%s\n", name, hint);
+  return EXIT_USAGE;
+}
+
+/* help [CMD]: the usage with the commands, or the fields of one. */
 static int run_help(int argc, char **argv) {
   if (argc == 0) {
     usage(stdout);
     return 0;
   }
-  const scn_command_info *c = scn_command_find(argv[0]);
-  if (!c) {
-    fprintf(stderr, "scenectl: no command \"%s\" (scenectl help lists them)\n", argv[0]);
-    return EXIT_USAGE;
-  }
-  command_help(c);
-  return 0;
+  return help_command(argv[0]);
+}
+
+/* A command the table lacks but near one of its names or of extra (NULL-terminated): reported
+ * with the suggestion, true. A name near none is left to the daemon, which may know commands
+ * this scenectl does not. */
+static bool mistyped(const char *cmd, const char *const *extra) {
+  char hint[256];
+  if (scn_command_find(cmd) || !ctl_suggest_text(cmd, extra, hint, sizeof hint))
+    return false;
+  fprintf(stderr, "scenectl: unknown command \"%s\"%s\n", cmd, hint);
+  return true;
 }
 
 /* "key=value": value as JSON when it parses, else a string. */
@@ -153,6 +196,7 @@ static cJSON *build_request(const char *cmd, int argc, char **argv) {
       return NULL;
     }
   }
+  ctl_fields_warn(req, stderr);
   return req;
 }
 
@@ -180,8 +224,27 @@ static scn_cli *connect_or_report(const ctl_opts *o) {
   return c;
 }
 
+/* Sends req and prints the outcome, the same in one-shot mode and at the prompt: the result's
+ * members on stdout (0), CODE: message on stderr (EXIT_REPLY), or the library's error
+ * (EXIT_USAGE, with its code in *rc). */
+static int call_and_print(scn_cli *c, const cJSON *req, int *rc) {
+  cJSON *resp = NULL;
+  int status = 0;
+  *rc = scn_cli_call(c, req, &resp);
+  if (*rc == SCN_CLI_OK) {
+    print_result(resp);
+  } else if (*rc == SCN_CLI_EREPLY) {
+    status = report_error(resp);
+  } else {
+    fprintf(stderr, "scenectl: %s\n", scn_cli_error(c));
+    status = EXIT_USAGE;
+  }
+  cJSON_Delete(resp);
+  return status;
+}
+
 static int run_one(const ctl_opts *o, const char *cmd, int argc, char **argv) {
-  cJSON *req = build_request(cmd, argc, argv), *resp = NULL;
+  cJSON *req = build_request(cmd, argc, argv);
   if (!req)
     return EXIT_USAGE;
   scn_cli *c = connect_or_report(o);
@@ -189,16 +252,7 @@ static int run_one(const ctl_opts *o, const char *cmd, int argc, char **argv) {
     cJSON_Delete(req);
     return EXIT_USAGE;
   }
-  int rc = scn_cli_call(c, req, &resp), status = 0;
-  if (rc == SCN_CLI_OK) {
-    print_result(resp);
-  } else if (rc == SCN_CLI_EREPLY) {
-    status = report_error(resp);
-  } else {
-    fprintf(stderr, "scenectl: %s\n", scn_cli_error(c));
-    status = EXIT_USAGE;
-  }
-  cJSON_Delete(resp);
+  int rc, status = call_and_print(c, req, &rc);
   cJSON_Delete(req);
   scn_cli_close(c);
   return status;
@@ -329,40 +383,17 @@ static int parse_port(const char *v) {
   return end == v || *end || p <= 0 || p > 65535 ? -1 : (int)p;
 }
 
-/* ---- interactive ---------------------------------------------------------------------------- */
+/* ---- the prompt ----------------------------------------------------------------------------- */
 
-/* Splits on spaces outside quotes and brackets, so t=[1, 2, 3] and name="a b" stay whole. */
-static int split_words(char *s, char **words, int max) {
-  int n = 0;
-  while (*s && n < max) {
-    while (isspace((unsigned char)*s))
-      s++;
-    if (!*s)
-      break;
-    words[n++] = s;
-    int depth = 0;
-    bool quoted = false;
-    for (; *s; s++) {
-      if (quoted) {
-        if (*s == '\\' && s[1])
-          s++;
-        else if (*s == '"')
-          quoted = false;
-      } else if (*s == '"') {
-        quoted = true;
-      } else if (*s == '[' || *s == '{') {
-        depth++;
-      } else if ((*s == ']' || *s == '}') && depth > 0) {
-        depth--;
-      } else if (isspace((unsigned char)*s) && depth == 0) {
-        break;
-      }
-    }
-    if (*s)
-      *s++ = '\0';
-  }
-  return n;
-}
+/* The prompt's lines come from the line editor on a terminal, else straight from standard input
+ * (echo help | scenectl); either way each is run and printed as one-shot mode would. */
+typedef struct prompt {
+  const ctl_opts *o;
+  scn_cli *c; /* connected for the first request */
+  bool lost;  /* the connection is gone: no more lines */
+} prompt;
+
+#define LINE_QUIT (-1)
 
 static void print_event_line(void *ud, const cJSON *ev) {
   (void)ud;
@@ -372,64 +403,98 @@ static void print_event_line(void *ud, const cJSON *ev) {
   cJSON_free(text);
 }
 
-static int run_interactive(const ctl_opts *o) {
-  scn_cli *c = connect_or_report(o);
+static scn_cli *prompt_cli(prompt *p) {
+  if (!p->c && !p->lost) {
+    p->c = connect_or_report(p->o);
+    if (p->c)
+      scn_cli_on_event(p->c, print_event_line, NULL);
+    p->lost = !p->c;
+  }
+  return p->c;
+}
+
+static int prompt_request(prompt *p, const cJSON *req) {
+  scn_cli *c = prompt_cli(p);
   if (!c)
     return EXIT_USAGE;
-  scn_cli_on_event(c, print_event_line, NULL);
-  printf("connected to %s:%d; \"help\" lists commands, \"help CMD\" its fields, \"quit\" leaves.\n",
-         o->cli.host ? o->cli.host : "127.0.0.1", o->cli.port ? o->cli.port : 7878);
-  char *line;
-  while ((line = readline("scened> "))) {
-    if (!blank(line))
-      add_history(line);
-    char *words[128];
-    char *copy = strdup(line);
-    int n = copy ? split_words(copy, words, 128) : 0;
-    cJSON *req = NULL, *resp = NULL;
-    if (n == 0) {
-      /* nothing */
-    } else if (!strcmp(words[0], "quit") || !strcmp(words[0], "exit")) {
-      free(copy);
-      free(line);
-      break;
-    } else if (!strcmp(words[0], "help")) {
-      const scn_command_info *ci = n > 1 ? scn_command_find(words[1]) : NULL;
-      if (ci)
-        command_help(ci);
-      else
-        usage(stdout);
-    } else if (line[strspn(line, " \t")] == '{') {
-      req = cJSON_Parse(line);
-      if (!req)
-        printf("not valid JSON\n");
-    } else {
-      req = build_request(words[0], n - 1, words + 1);
+  int rc, status = call_and_print(c, req, &rc);
+  p->lost = rc == SCN_CLI_ECLOSED || rc == SCN_CLI_EIO;
+  if (!p->lost)
+    scn_cli_poll_events(c, 0);
+  return status;
+}
+
+/* One line: what one-shot mode would exit with for it (0, EXIT_REPLY, EXIT_USAGE), or
+ * LINE_QUIT. */
+static int prompt_line(prompt *p, const char *line) {
+  char *copy = strdup(line), *words[128];
+  if (!copy)
+    return EXIT_USAGE;
+  int n = ctl_split_words(copy, words, 128), status = 0;
+  cJSON *req = NULL;
+  if (n == 0) {
+    /* nothing */
+  } else if (!strcmp(words[0], "quit") || !strcmp(words[0], "exit")) {
+    status = LINE_QUIT;
+  } else if (!strcmp(words[0], "help")) {
+    if (n == 1)
+      prompt_help();
+    else
+      status = help_command(words[1]);
+  } else if (words[0][0] == '{') {
+    if (!(req = cJSON_Parse(line))) {
+      fprintf(stderr, "scenectl: not a JSON request: %s\n", line);
+      status = EXIT_USAGE;
     }
-    if (req) {
-      int rc = scn_cli_call(c, req, &resp);
-      if (resp) {
-        char *text = cJSON_PrintUnformatted(resp);
-        printf("%s\n", text ? text : "");
-        cJSON_free(text);
-      } else if (rc != SCN_CLI_OK) {
-        printf("%s\n", scn_cli_error(c));
-        if (rc == SCN_CLI_ECLOSED) {
-          cJSON_Delete(req);
-          free(copy);
-          free(line);
-          break;
-        }
-      }
-      scn_cli_poll_events(c, 0);
-    }
-    cJSON_Delete(req);
-    cJSON_Delete(resp);
-    free(copy);
-    free(line);
+  } else if (mistyped(words[0], ctl_prompt_words) ||
+             !(req = build_request(words[0], n - 1, words + 1))) {
+    status = EXIT_USAGE;
   }
-  scn_cli_close(c);
-  return 0;
+  if (req)
+    status = prompt_request(p, req);
+  cJSON_Delete(req);
+  free(copy);
+  fflush(stdout); /* before the next line's errors, where both go to one file */
+  return status;
+}
+
+/* Exits with the worst of the lines' statuses, or EXIT_USAGE when the connection is lost. */
+static int run_prompt(const ctl_opts *o, bool interactive) {
+  prompt p = {.o = o};
+  if (interactive) {
+    if (!prompt_cli(&p))
+      return EXIT_USAGE;
+    ctl_readline_init();
+    printf("connected to %s:%d; \"help\" lists commands, \"help CMD\" its fields, \"quit\" "
+           "leaves.\n",
+           o->cli.host ? o->cli.host : "127.0.0.1", o->cli.port ? o->cli.port : 7878);
+  }
+  char *buf = NULL;
+  size_t cap = 0;
+  int worst = 0;
+  while (!p.lost) {
+    char *line = NULL;
+    if (interactive) {
+      line = ctl_readline("scened> ");
+    } else {
+      ssize_t len = getline(&buf, &cap, stdin);
+      while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+        buf[--len] = '\0';
+      line = len >= 0 ? buf : NULL;
+    }
+    if (!line)
+      break;
+    int status = prompt_line(&p, line);
+    if (interactive)
+      free(line);
+    if (status == LINE_QUIT)
+      break;
+    worst = status > worst ? status : worst;
+  }
+  free(buf);
+  if (p.c)
+    scn_cli_close(p.c);
+  return p.lost ? EXIT_USAGE : worst;
 }
 
 int main(int argc, char **argv) {
@@ -497,15 +562,13 @@ int main(int argc, char **argv) {
   }
   if (o.pipe)
     return cmd ? (usage(stderr), EXIT_USAGE) : run_pipe(&o);
-  if (!cmd) {
-    if (isatty(STDIN_FILENO))
-      return run_interactive(&o);
-    usage(stderr);
-    return EXIT_USAGE;
-  }
+  if (!cmd)
+    return run_prompt(&o, isatty(STDIN_FILENO));
   if (!strcmp(cmd, "subscribe"))
     return run_subscribe(&o, nrest, rest);
   if (!strcmp(cmd, "help"))
     return run_help(nrest, rest);
+  if (mistyped(cmd, (const char *const[]){"help", NULL}))
+    return EXIT_USAGE;
   return run_one(&o, cmd, nrest, rest);
 }

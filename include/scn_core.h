@@ -104,6 +104,11 @@ int scn_entity_create(scn_scene *scene, size_t count, scn_entity *out);
 /* Destroys an entity and its transform in every world (children become roots there, keeping
  * their world matrices). Fails, changing nothing, if that would give two roots one name. */
 int scn_entity_destroy(scn_scene *scene, scn_entity e);
+/* Destroys the entities ids[0..n) as scn_entity_destroy would one after another, all or
+ * nothing: SCN_OK, or the first failure with *failed the index of the entity it concerns and
+ * nothing changed (SCN_NOT_FOUND: not alive; SCN_INVALID: listed before; SCN_EXISTS: a child
+ * would become a root with the name of another root). */
+int scn_entity_destroy_many(scn_scene *scene, const scn_entity *ids, size_t n, size_t *failed);
 bool scn_entity_alive(const scn_scene *scene, scn_entity e);
 size_t scn_entity_count(const scn_scene *scene);
 
@@ -168,6 +173,15 @@ void scn_entity_recorded_clear(scn_scene *scene);
 int scn_world_create(scn_scene *scene, const char *name, scn_world **out);
 /* Destroys a world and every transform in it (entities stay alive). */
 int scn_world_destroy(scn_scene *scene, const char *name);
+/* The entities with a transform in w and none in any other world, in increasing order: their
+ * number, and the ids in out (room for scn_world_transform_count(w)). */
+size_t scn_world_orphans(const scn_world *w, scn_entity *out);
+/* Destroys a world as scn_world_destroy, and with it the entities ids[0..n), which must have a
+ * transform in no other world (scn_world_orphans), all or nothing: SCN_OK, or the first failure
+ * with *failed the index of the entity it concerns (SCN_NOT_FOUND, SCN_INVALID as
+ * scn_entity_destroy_many; SCN_STATE: it has a transform elsewhere) and nothing changed. */
+int scn_world_destroy_with(scn_scene *scene, const char *name, const scn_entity *ids, size_t n,
+                           size_t *failed);
 scn_world *scn_world_find(const scn_scene *scene, const char *name);
 size_t scn_world_count(const scn_scene *scene);
 scn_world *scn_world_at(const scn_scene *scene, size_t index); /* creation order */

@@ -14,6 +14,8 @@
  * 4 to 12 bytes each time the rotation changes. 2^-20 (8 float32 epsilons at 1) is far below
  * what the rotation's 10 bits already move (about 2^-10). */
 #define SCALE_SNAP 0x1p-20
+/* How many entries ahead the encoder asks for a baseline slot. */
+#define PREFETCH_AHEAD 8
 /* A q as large as this could not be sent as a delta within 64 bits. */
 #define Q_LIMIT 0x1p62
 
@@ -242,6 +244,8 @@ scn_packed_status scn_packed_encode(scn_packed_baseline *b, const scn_packed_cha
   put_varint(out, c->n);
   uint64_t prev = 0;
   for (size_t i = 0; i < c->n; i++) {
+    if (i + PREFETCH_AHEAD < c->n)
+      scn_packed_baseline_prefetch(b, c->ids[i + PREFETCH_AHEAD]);
     scn_packed_parts own;
     const scn_packed_parts *p = c->parts ? &c->parts[i] : &own;
     if (!c->parts)

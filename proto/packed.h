@@ -121,6 +121,9 @@ bool scn_packed_baseline_copy(scn_packed_baseline *dst, const scn_packed_baselin
 void scn_packed_baseline_clear(scn_packed_baseline *b);
 /* Forgets every translation; the rotations and scales stay. */
 void scn_packed_baseline_forget_translations(scn_packed_baseline *b);
+/* Asks the cache for where id's values are (the encoder does it a few entries ahead: the
+ * table's slots are scattered, and a lookup would otherwise wait for memory). */
+void scn_packed_baseline_prefetch(const scn_packed_baseline *b, uint64_t id);
 /* The entity's values, NULL when it has none. */
 scn_packed_value *scn_packed_baseline_find(const scn_packed_baseline *b, uint64_t id);
 /* The entity's values, added (with has_q false, no scale, rotation 0) when it had none; NULL

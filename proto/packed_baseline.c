@@ -104,6 +104,14 @@ void scn_packed_baseline_forget_translations(scn_packed_baseline *b) {
       b->values[i].has_q = false;
 }
 
+void scn_packed_baseline_prefetch(const scn_packed_baseline *b, uint64_t id) {
+  if (b->ids) {
+    size_t h = slot_of(b, id);
+    __builtin_prefetch(&b->ids[h]);
+    __builtin_prefetch(&b->values[h]);
+  }
+}
+
 scn_packed_value *scn_packed_baseline_find(const scn_packed_baseline *b, uint64_t id) {
   if (!b->ids || !id)
     return NULL;

@@ -201,6 +201,30 @@ static scn_packed_status read_count(reader *r, size_t min_bytes, size_t *count) 
   return st;
 }
 
+/* How many entries ahead the decoder asks for a baseline slot. */
+#define PREFETCH_AHEAD 8
+
+/* The ids of the first entries, as far as they read well, into ids (the decoding pass that
+ * follows checks everything): with them it can ask for baseline slots ahead of need. */
+static size_t scan_ids(reader r, size_t n, uint64_t *ids) {
+  uint64_t id = 0, v;
+  for (size_t i = 0; i < n; i++) {
+    const uint8_t *flags;
+    if (read_id(&r, &id) != SCN_PACKED_OK || !(flags = read_bytes(&r, 1)))
+      return i;
+    ids[i] = id;
+    size_t skip = *flags & SCN_PACKED_RAW ? 64 : 0;
+    for (int k = 0; k < 3 && (*flags & SCN_PACKED_T); k++)
+      if (read_varint(&r, &v) != SCN_PACKED_OK)
+        return i + 1;
+    skip += (*flags & SCN_PACKED_R ? 4 : 0) + (*flags & SCN_PACKED_S_UNI ? 4 : 0) +
+            (*flags & SCN_PACKED_S ? 12 : 0);
+    if (!read_bytes(&r, skip))
+      return i + 1;
+  }
+  return n;
+}
+
 static scn_packed_status read_payload(const scn_packed_baseline *b, reader *r,
                                       scn_packed_frame *f) {
   size_t n, removed;
@@ -209,8 +233,11 @@ static scn_packed_status read_payload(const scn_packed_baseline *b, reader *r,
     return st;
   if (!frame_reserve(f, n, 0))
     return SCN_PACKED_NOMEM;
+  size_t scanned = scan_ids(*r, n, f->ids);
   uint64_t id = 0;
   for (size_t i = 0; i < n; i++) {
+    if (i + PREFETCH_AHEAD < scanned)
+      scn_packed_baseline_prefetch(b, f->ids[i + PREFETCH_AHEAD]);
     if ((st = read_id(r, &id)) != SCN_PACKED_OK ||
         (st = read_entry(b, r, id, f->m[i], &f->next[i], &f->next_raw[i])) != SCN_PACKED_OK)
       return st;
@@ -245,6 +272,8 @@ scn_packed_status scn_packed_decode(scn_packed_baseline *b, const uint8_t *p, si
     return st;
   }
   for (size_t i = 0; i < f->n; i++) {
+    if (i + PREFETCH_AHEAD < f->n)
+      scn_packed_baseline_prefetch(b, f->ids[i + PREFETCH_AHEAD]);
     if (f->next_raw[i])
       scn_packed_baseline_remove(b, f->ids[i]);
     else

@@ -581,6 +581,7 @@ static bool parse_flat(scn_request *rq, const char *s, size_t len) {
       goto not_flat;
     if (rq->nkeys < sizeof rq->keys)
       rq->keys[rq->nkeys++] = (unsigned char)k;
+    f->stray |= k >= SCN_FIELD_COUNT;
     if (k < SCN_FIELD_COUNT && !(f->present & ((scn_fieldset)1 << k))) {
       f->present |= (scn_fieldset)1 << k;
       f->v[k] = v;
@@ -601,10 +602,12 @@ static bool parse_flat(scn_request *rq, const char *s, size_t len) {
   if (i < len)
     goto not_flat;
   rq->root = root;
+  f->obj = root;
   return true;
 not_flat:
   cJSON_Delete(root);
   rq->f.present = 0;
+  rq->f.stray = false;
   rq->id = (scn_span){NULL, 0};
   rq->nkeys = 0;
   return false;
@@ -624,6 +627,8 @@ int scn_request_parse(scn_request *rq, const char *line, size_t len, scn_wire_er
   init_once();
   rq->root = NULL;
   rq->f.present = 0;
+  rq->f.stray = false;
+  rq->f.obj = NULL;
   rq->id = (scn_span){NULL, 0};
   rq->nops = rq->nkeys = 0;
   if (parse_flat(rq, line, len))
@@ -635,6 +640,8 @@ int scn_request_parse_general(scn_request *rq, const char *line, size_t len, scn
   init_once();
   rq->root = NULL;
   rq->f.present = 0;
+  rq->f.stray = false;
+  rq->f.obj = NULL;
   rq->id = (scn_span){NULL, 0};
   scan sc = {false, SIZE_MAX, SIZE_MAX, NO_PROBLEM};
   scan_line(line, len, &sc, rq);
@@ -683,11 +690,14 @@ int scn_request_parse_general(scn_request *rq, const char *line, size_t len, scn
   /* The members in order, with the fields the pass read for their keys. */
   scn_fields *f = &rq->f;
   f->present = 0;
+  f->stray = false;
+  f->obj = req;
   size_t n = 0;
   for (const cJSON *m = req->child; m; m = m->next, n++) {
     unsigned k = n < rq->nkeys ? rq->keys[n] : SCN_KEY_UNREAD;
     if (k == SCN_KEY_UNREAD)
       k = scn_field_find(m->string);
+    f->stray |= k >= SCN_FIELD_COUNT;
     if (k < SCN_FIELD_COUNT && !(f->present & ((scn_fieldset)1 << k))) {
       f->present |= (scn_fieldset)1 << k;
       f->v[k] = m;
@@ -704,13 +714,31 @@ void scn_request_free(scn_request *rq) {
 
 void scn_fields_index(scn_fields *f, const cJSON *obj) {
   f->present = 0;
+  f->stray = false;
+  f->obj = obj;
   for (const cJSON *m = obj->child; m; m = m->next) {
     scn_field k = scn_field_find(m->string);
+    f->stray |= k >= SCN_FIELD_COUNT;
     if (k < SCN_FIELD_COUNT && !(f->present & ((scn_fieldset)1 << k))) {
       f->present |= (scn_fieldset)1 << k;
       f->v[k] = m;
     }
   }
+}
+
+int scn_fields_check_taken(const scn_fields *f, scn_fieldset taken, scn_wire_error *err) {
+  if (!f->stray && !(f->present & ~taken))
+    return 0;
+  /* Some member is not taken: the first one sent is named. */
+  for (const cJSON *m = f->obj ? f->obj->child : NULL; m; m = m->next) {
+    scn_field k = scn_field_find(m->string);
+    if (k < SCN_FIELD_COUNT && (taken & ((scn_fieldset)1 << k)))
+      continue;
+    char text[sizeof err->message];
+    scn_unknown_field_text(m->string, taken, text, sizeof text);
+    return scn_fail(err, SCN_W_BAD_REQUEST, "%s", text);
+  }
+  return 0;
 }
 
 int scn_fields_require(const scn_fields *f, scn_fieldset required, scn_wire_error *err) {

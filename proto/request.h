@@ -23,10 +23,12 @@ typedef struct scn_op_span {
   scn_span item, id;
 } scn_op_span;
 
-/* The members of a JSON object by field (the first of each; others are ignored). v[f] is
- * meaningful only when present has f. */
+/* The members of a JSON object by field (the first of each; a repeated one is ignored). v[f]
+ * is meaningful only when present has f. */
 typedef struct scn_fields {
   scn_fieldset present;
+  bool stray;       /* a member whose key names no field at all */
+  const cJSON *obj; /* the object */
   const cJSON *v[SCN_FIELD_COUNT];
 } scn_fields;
 
@@ -55,6 +57,10 @@ int scn_request_parse_general(scn_request *rq, const char *line, size_t len, scn
 void scn_request_free(scn_request *rq);
 /* Indexes the members of a JSON object by field. */
 void scn_fields_index(scn_fields *f, const cJSON *obj);
+/* BAD_REQUEST for the first member of the object (in the order sent) whose key is not a field
+ * of taken: unknown field "partal" (did you mean "partial"?), as scn_unknown_field_text
+ * writes it; 0 when every member is taken. Costs one test when they all are. */
+int scn_fields_check_taken(const scn_fields *f, scn_fieldset taken, scn_wire_error *err);
 /* BAD_REQUEST "missing field" for the first of required that is absent; 0 when none is. */
 int scn_fields_require(const scn_fields *f, scn_fieldset required, scn_wire_error *err);
 

@@ -1,5 +1,7 @@
 #include "wire.h"
 
+#include "edit_distance.h"
+
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,6 +31,41 @@ void scn_fields_text(scn_fieldset set, char *out, unsigned cap) {
   for (unsigned f = 0; f < SCN_FIELD_COUNT && n < cap; f++)
     if (set & ((scn_fieldset)1 << f))
       n += (unsigned)snprintf(out + n, cap - n, "%s%s", n ? "," : "", field_names[f]);
+}
+
+scn_field scn_field_suggest(const char *key, scn_fieldset set) {
+  set &= ~(SCN_F(cmd) | SCN_F(id));
+  scn_field best = SCN_FIELD_COUNT;
+  unsigned best_d = 3; /* the contract's "one or two edits" */
+  if (!*key)
+    return best; /* nothing typed is no misspelling */
+  for (unsigned f = 0; f < SCN_FIELD_COUNT; f++) {
+    if (!(set & ((scn_fieldset)1 << f)))
+      continue;
+    unsigned d = scn_edit_distance(key, field_names[f], best_d);
+    /* among equals, one that starts as the key does ("rot": "r", not "t") */
+    bool better = d < best_d || (d == best_d && best != SCN_FIELD_COUNT &&
+                                 field_names[f][0] == key[0] && field_names[best][0] != key[0]);
+    if (d <= 2 && better) {
+      best = (scn_field)f;
+      best_d = d;
+    }
+  }
+  return best;
+}
+
+void scn_unknown_field_text(const char *key, scn_fieldset taken, char *out, unsigned cap) {
+  /* At most 64 bytes of the key, not ending inside a UTF-8 character. */
+  size_t n = strnlen(key, 65);
+  if (n > 64)
+    for (n = 64; n > 0 && ((unsigned char)key[n] & 0xC0) == 0x80; n--)
+      ;
+  scn_field near = scn_field_suggest(key, taken);
+  if (near == SCN_FIELD_COUNT)
+    snprintf(out, cap, "unknown field \"%.*s\"", (int)n, key);
+  else
+    snprintf(out, cap, "unknown field \"%.*s\" (did you mean \"%s\"?)", (int)n, key,
+             field_names[near]);
 }
 
 static const char *const right_names[] = {

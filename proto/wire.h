@@ -65,7 +65,8 @@ const char *scn_wire_code_name(scn_wire_code code);
   X(cluster)                                                                                       \
   X(created)                                                                                       \
   X(near)                                                                                          \
-  X(packed)
+  X(packed)                                                                                        \
+  X(entities)
 
 typedef enum scn_field {
 #define SCN_FIELD_ENUM(name) SCN_F_##name,
@@ -89,6 +90,15 @@ const char *scn_field_name(scn_field f);
 scn_field scn_field_find(const char *key);
 /* "a,b,c": the names of a set's fields in order (for help). */
 void scn_fields_text(scn_fieldset set, char *out, unsigned cap);
+/* The field of set that key most likely misspells: the nearest by scn_edit_distance, at most
+ * two edits (the contract's "close"); among equals one that starts with the key's first letter,
+ * then the first in field order; never "cmd" or "id", and none for an empty key.
+ * SCN_FIELD_COUNT when none is that close. */
+scn_field scn_field_suggest(const char *key, scn_fieldset set);
+/* The text of the error for a member whose key is not a field of taken, into out (cap bytes):
+ * unknown field "partal" (did you mean "partial"?), the key cut to 64 bytes at a character
+ * boundary, the suggestion from scn_field_suggest when there is one. */
+void scn_unknown_field_text(const char *key, scn_fieldset taken, char *out, unsigned cap);
 
 /* Why a request or connection was refused with LIMIT. */
 #define SCN_LIMITS(X)                                                                              \
@@ -148,14 +158,16 @@ unsigned scn_right_find(const char *name, unsigned long len);
     SCN_F(history) | SCN_F(node),                                                                  \
     "create a named world (history: keep its last N ticks; cluster: node places a new group)")     \
   X("world.destroy", world_destroy, SCN_CMD_MUTATES | SCN_CMD_WORLD, admin, max_transforms,        \
-    SCN_F(world), 0, "destroy a world and every transform in it")                                  \
+    SCN_F(world), SCN_F(entities),                                                                 \
+    "destroy a world and every transform in it (entities: true, and the entities only it used)")   \
   X("world.list", world_list, SCN_CMD_READ, read, none, 0, SCN_F(cluster),                         \
     "list worlds with their transform counts (cluster: every node's)")                             \
   X("entity.create", entity_create, SCN_CMD_MUTATES, write, entity_create, 0,                      \
     SCN_F(count) | SCN_F(world),                                                                   \
     "create entities (count, default 1, at most 100000; cluster: on world's owner)")               \
-  X("entity.destroy", entity_destroy, SCN_CMD_MUTATES | SCN_CMD_ALL_WORLDS, write, max_transforms, \
-    SCN_F(entity), 0, "destroy an entity and its transform in every world")                        \
+  X("entity.destroy", entity_destroy, SCN_CMD_MUTATES | SCN_CMD_ALL_WORLDS, write, entity_create,  \
+    0, SCN_F(entity) | SCN_F(entities),                                                            \
+    "destroy an entity (or entities: a list, all or none) and its transform in every world")       \
   X("transform.create", transform_create, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, write,               \
     max_transforms, SCN_F(world), SCN_F(entity) | SCN_F(parent) | SCN_F(name) | SCN_F_SPEC,        \
     "give an entity (new when absent) a transform")                                                \
@@ -194,12 +206,12 @@ unsigned scn_right_find(const char *name, unsigned long len);
     "stream a world's matrices (full, deltas; near: only what lies near a point or an entity; "    \
     "packed: quantized)")                                                                          \
   X("subscribe.update", subscribe_update, 0, read, none, SCN_F(sub), SCN_F(near) | SCN_F(packed),  \
-    "change a subscription's region (near, or null for none) or packed grid, no full frame")      \
+    "change a subscription's region (near, or null for none) or packed grid, no full frame")       \
   X("unsubscribe", unsubscribe, 0, read, none, SCN_F(sub), 0, "end a subscription")                \
   X("info", info, SCN_CMD_READ, read, none, 0, 0, "daemon figures: version, uptime, counts")       \
   X("save", save, 0, admin, none, 0, 0, "write a snapshot now (needs --data)")                     \
   X("world.move", world_move, SCN_CMD_WORLD, admin, none, SCN_F(world) | SCN_F(to), 0,             \
-    "move a world's group to another node of the cluster")                                         \
+    "move a world's group to another node of the cluster (answers its node and addr)")             \
   X("cluster.nodes", cluster_nodes, SCN_CMD_READ, read, none, 0, 0,                                \
     "the cluster's live nodes with their load")
 
@@ -221,6 +233,12 @@ typedef struct scn_command_info {
   scn_fieldset optional;
   const char *help;
 } scn_command_info;
+
+/* The fields a request for c may carry: those of its table entry, and "cmd" and "id", which
+ * every request takes. Any other member is refused (request.h, scn_fields_check_taken). */
+static inline scn_fieldset scn_command_takes(const scn_command_info *c) {
+  return c->required | c->optional | SCN_F(cmd) | SCN_F(id);
+}
 
 extern const scn_command_info scn_commands[];
 extern const unsigned scn_command_count;

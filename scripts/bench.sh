@@ -2,10 +2,10 @@
 # The benchmarks behind `make bench`: the transform core against its limit, request decoding,
 # then the daemon under scene-bench with Redis measured in the same run where redis-server and
 # redis-benchmark exist (scripts/install-deps.sh installs them), streaming against the loopback
-# limit, subscriptions by distance against a naive filter (bench-near.sh), the staging view in
-# headless Chromium, durability, the cluster (bench-cluster.sh) and the write path at scale
-# (bench-scale.sh). Figures are medians of RUNS runs (default 3); the machine is small and
-# noisy. Each target is printed beside its figure.
+# limit, packed frames against b64 ones over TCP and WebSocket, subscriptions by distance against
+# a naive filter (bench-near.sh), the staging view in headless Chromium, durability, the cluster
+# (bench-cluster.sh) and the write path at scale (bench-scale.sh). Figures are medians of RUNS
+# runs (default 3); the machine is small and noisy. Each target is printed beside its figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -21,6 +21,11 @@ echo "== interest in process, no sockets: the spatial index against the naive fi
 "$BUILD/bench-interest" "${INTEREST_TRANSFORMS:-100000}" "${INTEREST_REGIONS:-1000}" "${INTEREST_TICKS:-30}"
 echo
 
+echo "== packed frames' codec in process, no sockets (bench-packed)"
+"$BUILD/bench-packed" "${PACKED_TRANSFORMS:-100000}" 60
+"$BUILD/bench-packed" 10000 60
+echo
+
 echo "== request decoding in user space, no sockets (bench-decode)"
 DECODE_OUT=$(mktemp)
 "$BUILD/bench-decode" | tee "$DECODE_OUT"
@@ -31,7 +36,8 @@ cleanup() {
   [[ -n "${scened_pid:-}" ]] && kill "$scened_pid" 2>/dev/null && wait "$scened_pid" 2>/dev/null
   [[ -n "${redis_pid:-}" ]] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
   [[ -n "${tls_pid:-}" ]] && kill "$tls_pid" 2>/dev/null && wait "$tls_pid" 2>/dev/null
-  rm -rf "$log" "$runs_out" "$DECODE_OUT" "${tls_dir:-}"
+  [[ -n "${packed_pid:-}" ]] && kill "$packed_pid" 2>/dev/null && wait "$packed_pid" 2>/dev/null
+  rm -rf "$log" "$runs_out" "$DECODE_OUT" "${tls_dir:-}" "${packed_dir:-}"
 }
 trap cleanup EXIT
 
@@ -151,6 +157,11 @@ p99=$(median_of p99_ms -c 1 -P 1 -n 20000 -t set_b64)
 printf 'set_local matrix_b64     p50=%s ms  p99=%s ms\n' "$p50" "$p99"
 
 echo
+echo "== the Python package (client/python): AsyncClient calls awaited together on one connection"
+python3 client/python/bench/pipelined.py --port "$port" --calls "${PY_CALLS:-30000}" --runs "$RUNS" ||
+  echo "(the Python client benchmark failed)"
+
+echo
 echo "== requests: partial set_local (the rotation alone) against a whole t/r/s set_local,"
 echo "   50 connections x 16 pipelined, run alternately (medians of $RUNS runs)"
 : >"$runs_out"
@@ -221,6 +232,85 @@ for s in 1 10 100; do
   "$BUILD/scene-bench" -p "$port" -t stream -S "$s" -K 9999 --seconds 3
   "$BUILD/scene-bench" -p "$port" -t stream -S "$s" -K 9999 --seconds 3 --b64
 done
+
+echo
+echo "== packed frames: a root with ${PACKED_K:=9999} descendants moving and turning every tick,"
+echo "   ${PACKED_SUBSCRIBERS:=100} subscribers (10 get every tick's frame in either form; 100 make the"
+echo "   daemon the limit), b64 and packed (step ${PACKED_STEP:=0.001}) frames over TCP and over"
+echo "   WebSocket, the four run alternately on a daemon with HTTP (medians of $RUNS rounds of"
+echo "   ${PACKED_SECONDS:=3} s; the largest errors of all runs). Every packed frame is decoded and"
+echo "   each matrix compared with the exact one; b64's subscriber 0 likewise, as the control."
+packed_dir=$(mktemp -d)
+"$BUILD/scened" --listen 127.0.0.1:0 --http 127.0.0.1:0 --log-level warn 2>"$packed_dir/log" &
+packed_pid=$!
+for _ in $(seq 100); do
+  grep -q 'listening on' "$packed_dir/log" && grep -q 'http on' "$packed_dir/log" && break
+  sleep 0.05
+done
+packed_port=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$packed_dir/log" | head -1 | cut -d: -f2)
+packed_http=$(grep -o 'http on 127.0.0.1:[0-9]*' "$packed_dir/log" | head -1 | cut -d: -f2)
+for _ in $(seq "$RUNS"); do
+  for variant in b64-tcp packed-tcp b64-ws packed-ws; do
+    args=(-p "$packed_port" --http-port "$packed_http" --daemon-pid "$packed_pid" --json -t stream
+      -S "$PACKED_SUBSCRIBERS" -K "$PACKED_K" --seconds "$PACKED_SECONDS")
+    if [[ $variant == b64-* ]]; then args+=(--b64); else args+=(--packed "$PACKED_STEP"); fi
+    [[ $variant == *-ws ]] && args+=(--ws)
+    "$BUILD/scene-bench" "${args[@]}" | sed "s/^/$variant /" >>"$packed_dir/runs" ||
+      echo "   (a $variant run failed)"
+  done
+done
+# pv VARIANT FIELD: the median of FIELD over VARIANT's runs; pmax: the largest
+pfield() { { grep "^$1 " "$packed_dir/runs" || true; } | { grep -o "\"$2\":[-0-9.e+]*" || true; } | cut -d: -f2; }
+pv() { pfield "$1" "$2" | median; }
+pmax() { pfield "$1" "$2" | sort -g | tail -1; }
+printf '%-11s %11s %9s %13s %15s %21s\n' "" matrices/s "of ticks" bytes/matrix payload/matrix \
+  "daemon ms/M matrices"
+for variant in b64-tcp packed-tcp b64-ws packed-ws; do
+  printf '%-11s %11.0f %9.3f %13.2f %15s %21.1f\n' "$variant" "$(pv "$variant" matrices/s)" \
+    "$(pv "$variant" of_ticks)" "$(pv "$variant" bytes_per_matrix)" \
+    "$(pv "$variant" payload_bytes_per_matrix)" "$(pv "$variant" daemon_cpu_ms_per_million)"
+done
+echo "(of ticks: the share of every matrix at every tick that the subscribers got; 1 when the"
+echo " daemon kept up. daemon ms/M matrices: its CPU per million matrices delivered)"
+for variant in packed-tcp packed-ws b64-tcp b64-ws; do
+  printf '%-11s largest error x %s y %s z %s (%s float32 ulps past step/2), rotation %s degrees;\n' \
+    "$variant" "$(pmax "$variant" err_x)" "$(pmax "$variant" err_y)" "$(pmax "$variant" err_z)" \
+    "$(pmax "$variant" err_ulps_past_half_step)" "$(pmax "$variant" err_rot_deg)"
+  printf '%-11s the reader decoded and checked each matrix in %s ns\n' "" \
+    "$(pv "$variant" check_ns_per_matrix)"
+done
+all_runs=$(grep '^packed' "$packed_dir/runs" | grep -c '"within_tolerance"' || true)
+err_steps=$({ pfield packed-tcp err_steps; pfield packed-ws err_steps; } | sort -g | tail -1)
+err_rot=$({ pfield packed-tcp err_rot_deg; pfield packed-ws err_rot_deg; } | sort -g | tail -1)
+ok_runs=$(grep '^packed' "$packed_dir/runs" | grep -c '"within_tolerance":true' || true)
+# matrices/s: where packed got (nearly) every tick's frame, the daemon kept up with it, and a
+# ratio a little under 1 is the noise between two loads that both run at the tick rate
+awk -v pt="$(pv packed-tcp payload_bytes_per_matrix)" -v pw="$(pv packed-ws payload_bytes_per_matrix)" \
+  -v bt="$(pv b64-tcp bytes_per_matrix)" -v ptb="$(pv packed-tcp bytes_per_matrix)" \
+  -v bw="$(pv b64-ws bytes_per_matrix)" -v pwb="$(pv packed-ws bytes_per_matrix)" \
+  -v mbt="$(pv b64-tcp matrices/s)" -v mpt="$(pv packed-tcp matrices/s)" \
+  -v mbw="$(pv b64-ws matrices/s)" -v mpw="$(pv packed-ws matrices/s)" \
+  -v ot="$(pv packed-tcp of_ticks)" -v ow="$(pv packed-ws of_ticks)" \
+  -v es="$err_steps" -v rot="$err_rot" -v ok="$ok_runs" -v all="$all_runs" '
+function rate(p, b, of) {
+  if (p >= b) return "PASS"
+  if (of >= 0.97) return sprintf("PASS, packed got %.1f%% of all ticks", of * 100)
+  return "FAIL"
+}
+BEGIN {
+  printf "payload bytes per changed transform = %.2f over TCP, %.2f over WebSocket (target <= 12: %s)\n",
+    pt, pw, (pt > 0 && pt <= 12 && pw > 0 && pw <= 12 ? "PASS" : "FAIL")
+  printf "TCP packed / b64 frame bytes        = %.3f (%.2f / %.2f a matrix; target <= 1/5: %s)\n",
+    ptb / bt, ptb, bt, (ptb > 0 && ptb / bt <= 0.2 ? "PASS" : "FAIL")
+  printf "WebSocket packed / b64 frame bytes  = %.3f (%.2f / %.2f a matrix; target <= 1/7 = 0.143: %s)\n",
+    pwb / bw, pwb, bw, (pwb > 0 && pwb / bw <= 1 / 7 ? "PASS" : "FAIL")
+  printf "packed / b64 matrices/s, TCP        = %.3f (target >= 1: %s)\n", mpt / mbt, rate(mpt, mbt, ot)
+  printf "packed / b64 matrices/s, WebSocket  = %.3f (target >= 1: %s)\n", mpw / mbw, rate(mpw, mbw, ow)
+  printf "packed decoding: largest error %.3f step, %.3f degrees; %d of %d runs within step/2 +\n", es, rot, ok, all
+  printf "  float32 rounding on every axis and 0.5 degrees (target: all: %s)\n",
+    (ok == all && all > 0 && rot <= 0.5 ? "PASS" : "FAIL") }'
+kill "$packed_pid" 2>/dev/null && wait "$packed_pid" 2>/dev/null || true
+packed_pid=""
 
 echo
 BUILD="$BUILD" RUNS="$RUNS" scripts/bench-near.sh || echo "(the interest benchmarks failed)"

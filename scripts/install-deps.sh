@@ -13,6 +13,7 @@ packages=(gcc make pkg-config libuv1-dev libcjson-dev libcglm-dev libcunit1-dev 
   prometheus # promtool: the tests check /metrics with it
   clang      # libFuzzer for make fuzz
   python3 jq # the Python client's self-test and the shell example run in the tests
+  python3-venv python3-setuptools python3-pytest # make test-python: the package installed offline
   valgrind   # make valgrind
   redis-server redis-tools # make bench measures Redis beside the daemon in the same run
   mono-mcs mono-runtime libnewtonsoft-json-cil-dev # the C# client's tests (client/csharp)

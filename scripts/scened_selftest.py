@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The self-tests of scened_client.py (run through it: --selftest, --selftest-near and
---selftest-packed-daemon against a daemon, --selftest-packed without one). Kept apart so the
-client stays one small module."""
+"""The self-tests of the scened package, run through scripts/scened_client.py (which puts the
+package on the path): --selftest, --selftest-near and --selftest-packed-daemon against a
+daemon, --selftest-packed without one."""
 
 import array
 import base64
@@ -14,10 +14,11 @@ import struct
 import threading
 import time
 
-from scened_client import (_INT64_MAX, ENTITY_MAX, PACKED_DELTA, PACKED_R, PACKED_RAW, PACKED_S,
-                           PACKED_S_UNI, PACKED_T, _F32, _MATRIX, _SCALE3, _U32, Client, Mirror,
-                           PackedState, ScenedError, decode_ws_binary, float32, matrix,
-                           matrix_b64)
+from scened import (ENTITY_MAX, PACKED_DELTA, PACKED_R, PACKED_RAW, PACKED_S, PACKED_S_UNI,
+                    PACKED_T, Client, Mirror, PackedState, ScenedError, decode_ws_binary, float32,
+                    matrix, matrix_b64)
+from scened.b64 import MATRIX as _MATRIX
+from scened.packed import _F32, _INT64_MAX, _SCALE3, _U32
 
 
 def close(a, b, tol=1e-6):

@@ -38,6 +38,15 @@ typedef struct scn_done {
   scn_world *const *touched; /* entity.destroy with --cluster: the worlds that had it */
   size_t ntouched;
   uint32_t home; /* entity.destroy with --cluster: the entity's home tag (scn_entity_home) */
+  /* With --cluster, world.destroy or entity.destroy with "entities": the entities it destroyed,
+   * in order, each with its home tag; touched[i] had a transform of destroyed[touched_of[i]]
+   * (world.destroy: none, its world is gone). Each journal that holds one of them records its
+   * end on its own. */
+  bool several;
+  const scn_entity *destroyed;
+  const uint32_t *destroyed_home;
+  size_t ndestroyed;
+  const uint32_t *touched_of;
 } scn_done;
 
 /* What a module wants to hear of. Every function may be NULL; ud is passed back. */
@@ -175,10 +184,17 @@ static inline void scn_hooks_collect_stats(scn_server *srv, scn_metrics_sink *k)
 /* ---- the scene's worlds ------------------------------------------------------------------ */
 
 /* Destroys a world of the scene (world.destroy; a cluster group's worlds unloaded). Every path
- * that drops worlds goes through here or scn_server_swap_scene. */
+ * that drops worlds goes through here, scn_server_drop_world_with or scn_server_swap_scene. */
 static inline int scn_server_drop_world(scn_server *srv, const char *name) {
   srv->worlds_gen++;
   return scn_world_destroy(srv->scene, name);
+}
+
+/* Destroys a world of the scene with the entities ids (scn_world_destroy_with). */
+static inline int scn_server_drop_world_with(scn_server *srv, const char *name,
+                                             const scn_entity *ids, size_t n, size_t *failed) {
+  srv->worlds_gen++;
+  return scn_world_destroy_with(srv->scene, name, ids, n, failed);
 }
 
 /* Puts scene in the place of the server's (a replay into a scene of its own); returns the one

@@ -21,8 +21,15 @@
 // With #packed=STEP in the address both subscriptions take packed frames (binary messages of
 // quantized transforms: translations to STEP, rotations within half a degree), which scened.mjs
 // decodes into the same mirrors; the header's "frames" says which form the page reads.
+// The selected entity's local and world matrices are shown as one transform.get answered
+// them, with its tick (at the last frame's tick in a world with history), so that they agree;
+// the markers are drawn from the frames.
+// The camera tracks the transforms by default (every one, or the selected one) as they move.
+// Until its first picture is drawn the page holds a headless browser's virtual time
+// (loadhold.js), so that `chromium --headless --screenshot --virtual-time-budget=MS` shows it.
 import { Client, Mirror, matrixOf } from './scened.mjs';
 import { View } from './view.js';
+import { LoadHold } from './loadhold.js';
 
 const $ = (id) => document.getElementById(id);
 const ROW = 22;          // px, the entity list's row height (see style.css)
@@ -35,6 +42,8 @@ const REOPEN_MS = 15000; // how long a moved world (or one whose owner went) is 
 const PAST_LIMIT = 2000; // entities read at a past tick, at most (the first by id)
 const PAST_IN_FLIGHT = 512; // their reads waiting at a time (a browser's WebSocket costs per message)
 const GONE_KEPT = 2000;  // entities destroyed while the page watched, read at past ticks too
+const DETAIL_MS = 100;   // the selected entity's matrices are read again at most this often
+const NAMES_WAIT = 50;   // requests the load hold waits on for the names after the first picture
 // How frames come: b64 (the default), or json when the address says #matrices=json (for
 // comparing the two), or packed on a grid of that step when it says #packed=STEP (PACKED:
 // the step, null without one; an address whose step is not a positive number says so).
@@ -164,6 +173,7 @@ const state = {
   reselect: 0,          // the entity to select again once a reopened world's first frame came
   tickHz: 0,            // the daemon's tick rate (info)
   gone: new Set(),      // entities of the chosen world destroyed while the page watched
+  firstPicture: false,  // a world's first frame has been drawn
 };
 
 // The chosen world's timeline (when it keeps history).
@@ -181,7 +191,10 @@ const timeline = {
   note: '',
 };
 
-const view = new View($('canvas-host'), { onPick: (id) => selectEntity(id) });
+const loadHold = new LoadHold();
+loadHold.start();
+
+const view = new View($('canvas-host'), { onPick: (id) => selectEntity(id), onTrack: (mode) => showTrack(mode) });
 if (!view.ok) {
   $('view-empty').textContent = '3D view unavailable: this browser has no WebGL.';
   console.warn('scened: WebGL is not available', view.error);
@@ -211,10 +224,12 @@ async function onOpen() {
     onAuthenticated(r);
   } catch (e) {
     if (e.code === 'UNAUTHORIZED') askToken(token ? 'The saved token was refused.' : '');
+    else loadHold.release();
   }
 }
 
 function askToken(message) {
+  loadHold.release(); // the picture is the question
   setStatus('auth', 'token needed');
   $('auth-error').textContent = message;
   $('auth').classList.remove('hidden');
@@ -268,6 +283,7 @@ function onAuthenticated(hello) {
 }
 
 function onClose() {
+  loadHold.release(); // reconnecting waits on a timer
   clearInterval(pollTimer);
   pollTimer = null;
   state.sub = 0;
@@ -322,8 +338,9 @@ async function poll() {
     frames: state.framesReceived, renders: view.frames,
   };
   $('f-connections').textContent = info.connections;
-  if (prevFigures) {
-    const dt = (now - prevFigures.t) / 1000;
+  const dt = prevFigures ? (now - prevFigures.t) / 1000 : 0;
+  // (two answers can come at one instant of a headless browser's virtual time)
+  if (prevFigures && dt > 0) {
     // Not counting this page's own requests.
     const own = cur.sent - prevFigures.sent;
     const rate = Math.max(0, (cur.commands - prevFigures.commands - own) / dt);
@@ -335,9 +352,10 @@ async function poll() {
     const rfps = (cur.renders - prevFigures.renders) / dt;
     $('f-render').textContent = view.ok ? `${rfps.toFixed(0)} fps · ${view.renderMs.toFixed(1)} ms` : 'no WebGL';
   }
-  prevFigures = cur;
+  if (!prevFigures || dt > 0) prevFigures = cur;
   adaptRate();
   showWorlds(list.worlds);
+  if (!list.worlds.length && !state.world) loadHold.release(); // the picture: no worlds yet
   if (!state.world && !state.autoSelected && list.worlds.length) {
     state.autoSelected = true;
     const wanted = decodeURIComponent((location.hash.match(/world=([^&]*)/) || [])[1] || '');
@@ -408,6 +426,7 @@ async function selectWorld(name, { owner = '', keepCamera = false, note = '' } =
   state.sub = 0;
   clearWorld();
   fitPending = !keepCamera;
+  if (!keepCamera) setTrack('all'); // a world just opened stays in view as it moves
   history.replaceState(null, '', `#world=${encodeURIComponent(name)}${HASH_FORM}`);
   $('view-world').textContent = note ? `${name} (${note})` : name;
   $('view-empty').classList.add('hidden');
@@ -460,6 +479,7 @@ async function openWorld(name, node, opening) {
       if (moved) {
         node = e.response.error.node;
       } else {
+        loadHold.release(); // waits on a timer
         await sleep(250);
         await poll();
         node = ownerOf(name);
@@ -549,6 +569,7 @@ function clearWorld() {
 }
 
 function worldGone(why) {
+  loadHold.release();
   state.world = null;
   state.sub = 0;
   state.opening++;
@@ -631,6 +652,12 @@ function applyFrame(f, mirror) {
     view.fit();
     suggestRegion(view.sceneRadius);
   }
+  if (f.full && !loadHold.done) {
+    view.render(); // now: animation frames may not come (a headless browser's virtual time)
+    state.firstPicture = true;
+    loadHold.soon(NAMES_WAIT);
+    settleLoad();
+  }
   if (state.reselect && f.full) {
     const id = state.reselect;
     state.reselect = 0;
@@ -641,7 +668,7 @@ function applyFrame(f, mirror) {
 }
 
 function addEntity(id) {
-  state.entities.set(id, { id, name: null, parent: null, local: null, fetched: false, stale: false, readAt: 0 });
+  state.entities.set(id, { id, name: null, parent: null, local: null, world: null, tick: 0, exact: false, fetched: false, stale: false, readAt: 0 });
   queue.push(id);
   listDirty = true;
   scheduleList();
@@ -680,6 +707,12 @@ function pump() {
     queue.splice(0, queueHead);
     queueHead = 0;
   }
+  settleLoad();
+}
+
+// Once the first picture is drawn and the names being read have come, the load hold ends.
+function settleLoad() {
+  if (state.firstPicture && inflight === 0 && queueHead === queue.length) loadHold.release();
 }
 
 async function fetchEntity(id) {
@@ -691,7 +724,8 @@ async function fetchEntity(id) {
     if (state.world !== world || !ent) return;
     ent.name = r.name === undefined ? null : r.name;
     ent.parent = r.parent;
-    ent.local = Array.from(matrixOf(r.local));
+    // (the selected entity's are refreshDetail's, read at a tick in a world with history)
+    if (id !== state.selected || !ent.world) setMatrices(ent, r, false);
     ent.fetched = true;
     ent.stale = false;
     ent.readAt = performance.now();
@@ -825,7 +859,27 @@ function showSelected() {
   a.textContent = ent.parent ? `${parent ? label(parent) : ''} #${ent.parent}` : ent.fetched ? 'none (a root)' : '…';
   a.dataset.entity = ent.parent || '';
   showMatrix($('sel-local'), ent.local);
-  showMatrix($('sel-world'), view.matrix(ent.id));
+  showMatrix($('sel-world'), ent.world);
+  const at = $('sel-tick');
+  if (!ent.world) {
+    at.textContent = '';
+    at.title = '';
+  } else if (ent.exact) {
+    at.textContent = `local and world at tick ${ent.tick.toLocaleString('en')}`;
+    at.title = `both as the daemon held them when tick ${ent.tick} ran: the world matrix is the one the frame of that tick carried`;
+  } else {
+    at.textContent = `local and world read together after tick ${ent.tick.toLocaleString('en')}`;
+    at.title = `both from one read: the values current after tick ${ent.tick} ran, with any command answered since (a world without history cannot be read at a tick); the markers are drawn from the frames, which may be newer`;
+  }
+}
+
+// The local and world matrices of one answer of transform.get (r: raw or decoded), with its
+// tick; exact: read at that tick, else the values current after it.
+function setMatrices(ent, r, exact) {
+  ent.local = Array.from(matrixOf(r.local));
+  ent.world = Array.from(matrixOf(r.world));
+  ent.tick = r.tick;
+  ent.exact = exact;
 }
 
 $('sel-parent').addEventListener('click', (ev) => {
@@ -834,8 +888,12 @@ $('sel-parent').addEventListener('click', (ev) => {
   if (id) selectEntity(id);
 });
 
-// The selected entity's world matrix comes with the frames; its local matrix is read again
-// when it moved, at most a few times a second.
+// The selected entity's matrices are read again when it moved: one read at a time, at most
+// every DETAIL_MS. Local and world come from the same answer (the frames run ahead of any read,
+// so the world matrix drawn would not match a local one read before). In a world with history
+// the read names the tick of the last frame: the pair is what the daemon held then, and the
+// world matrix is the one that frame carried. Elsewhere the answer's tick is the last that ran,
+// and the values are those current after it.
 let detailTimer = null, detailDue = false, detailBusy = false;
 
 function selectedChanged(now) {
@@ -860,14 +918,23 @@ async function refreshDetail() {
   detailBusy = true;
   detailDue = false;
   const id = state.selected, world = state.world;
+  const tick = timeline.history && state.lastTick > 0 ? state.lastTick : 0;
   try {
-    const r = await wconn.call('transform.get', { world, entity: id });
+    let r, exact = false;
+    try {
+      r = await wconn.get(world, id, tick ? { tick } : {});
+      exact = !!tick;
+    } catch (e) {
+      // the tick left the window meanwhile: the values now, then
+      if (!tick || e.code !== 'NOT_FOUND') throw e;
+      r = await wconn.get(world, id);
+    }
     if (state.world === world) noteNow(r.tick);
     const ent = state.entities.get(id);
     if (ent && state.world === world) {
       ent.name = r.name === undefined ? null : r.name;
       ent.parent = r.parent;
-      ent.local = Array.from(matrixOf(r.local));
+      setMatrices(ent, r, exact);
       ent.fetched = true;
       view.setParent(id, r.parent || 0);
       if (id === state.selected && timeline.live) showSelected();
@@ -878,7 +945,7 @@ async function refreshDetail() {
   setTimeout(() => {
     detailBusy = false;
     refreshDetail();
-  }, 250);
+  }, DETAIL_MS);
 }
 
 // ---- following an entity (a subscription by distance) --------------------------------------
@@ -1264,7 +1331,7 @@ function showPast(tick, ids, results, total, missing, left) {
     parents.set(r.entity, r.parent || 0);
     entities.set(r.entity, {
       id: r.entity, name: r.name === undefined ? null : r.name, parent: r.parent,
-      local: Array.from(r.local), fetched: true,
+      local: Array.from(r.local), world: Array.from(r.world), tick, exact: true, fetched: true,
     });
   }
   const mirror = new Mirror();
@@ -1292,6 +1359,18 @@ function showPast(tick, ids, results, total, missing, left) {
 
 $('fit').addEventListener('click', () => view.fit());
 $('marker').addEventListener('input', (ev) => view.setMarkerScale(Number(ev.target.value)));
+$('track').addEventListener('change', (ev) => view.setTrack(ev.target.value));
+
+// Tracking: 'all', 'selected' or 'off' (view.js).
+function setTrack(mode) {
+  view.setTrack(mode);
+  showTrack(mode);
+}
+
+// The toolbar says what the view does (also when a zoom or pan by hand turned it off).
+function showTrack(mode) {
+  $('track').value = mode;
+}
 
 // What the page shows, for scripts and tests (read-only views of the state).
 window.scened = {
@@ -1327,6 +1406,15 @@ window.scened = {
     return ent ? { id, name: ent.name, parent: ent.parent, local: ent.local, world: view.matrix(id) } : null;
   },
   matrix: (id) => view.matrix(id),
+  // the selected entity's matrices as the panel shows them: { entity, tick, exact, local, world }
+  get selectedMatrices() {
+    const ent = state.selected ? shownEntities().get(state.selected) : null;
+    return ent && ent.world ? { entity: ent.id, tick: ent.tick, exact: ent.exact, local: ent.local, world: ent.world } : null;
+  },
+  get track() { return view.track; },
+  setTrack,
+  // the load hold (loadhold.js): requests sent, and whether it has ended
+  get loadHold() { return { requests: loadHold.requests, done: loadHold.done }; },
   screenPosition: (id) => view.screenPosition(id),
   // Draws now (the canvas can be read back until the browser composites it).
   redraw: () => view.render(),

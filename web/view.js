@@ -9,14 +9,21 @@
 // is drawn over the live world: those entities as larger cyan points, and the region as a
 // circle of its radius around the followed entity, facing the camera (the sphere's outline),
 // with a dashed one at radius + margin, where what is in scope is let go.
+// Tracking keeps the transforms in view as they move (Fit frames them once): 'all' frames every
+// transform drawn at each render, 'selected' keeps the selected one at the centre at the
+// user's distance. Zooming or panning by hand ends it.
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
 import { Mirror } from './scened.mjs';
+import { MIN_RADIUS, fitDistance, originsBox } from './framing.js';
 
 const VERTS = 8; // per transform: three axes (2 vertices each) and the line to the parent
 const SCOPE_COLOR = 0x3ce6e6;
 const SCOPE_EDGE_COLOR = 0x2a9aa0;
 const CIRCLE_SEGMENTS = 128;
+// Without an animation frame for this long (under a headless browser's virtual time they
+// barely come), a timer draws what changed; a hidden tab draws nothing.
+const FRAME_FALLBACK_MS = 200;
 
 // A circle of radius 1 in the xy plane, as a line loop.
 function unitCircle(material) {
@@ -35,9 +42,14 @@ function unitCircle(material) {
 }
 
 export class View {
-  constructor(host, { onPick } = {}) {
+  constructor(host, { onPick, onTrack } = {}) {
     this.host = host;
     this.onPick = onPick;
+    this.onTrack = onTrack;   // called with 'off' when a zoom or pan by hand ends tracking
+    this.track = 'off';       // 'all', 'selected' or 'off'
+    this.box = new THREE.Box3();
+    this.sphere = new THREE.Sphere();
+    this.floorCenter = new THREE.Vector3();
     this.mirror = new Mirror(); // what is drawn: ids[slot] at matrices[16 * slot]
     this.liveParents = new Map(); // entity id -> parent entity id (known ones, now)
     this.parents = this.liveParents; // those of the mirror drawn
@@ -48,9 +60,11 @@ export class View {
     this.selected = 0;
     this.scope = null;        // { mirror, center, radius, margin } while following, else null
     this.scopeCap = 0;
-    this.sceneRadius = 0;     // of the transforms framed by the last fit
+    this.sceneRadius = 0;     // of the transforms framed by the last fit (or floor placed by tracking)
     this.frames = 0;          // frames rendered
     this.renderMs = 0;
+    this.lastAnimationFrame = 0;
+    this.size = [0, 0];
     this.ok = false;
     try {
       this.renderer = new THREE.WebGLRenderer({ antialias: true, powerPreference: 'high-performance' });
@@ -111,17 +125,33 @@ export class View {
     new ResizeObserver(() => this.resize()).observe(host);
     this.raycaster = new THREE.Raycaster();
     let down = null;
-    r.domElement.addEventListener('pointerdown', (e) => { down = [e.clientX, e.clientY]; });
+    const touches = new Set();
+    r.domElement.addEventListener('pointerdown', (e) => {
+      down = [e.clientX, e.clientY];
+      // what OrbitControls does with it: the middle button zooms; the right one, or the left
+      // with ctrl, meta or shift, pans; two fingers zoom and pan
+      if (e.pointerType === 'touch') {
+        touches.add(e.pointerId);
+        if (touches.size > 1) this.byHand('pan');
+      } else if (e.button === 1) this.byHand('zoom');
+      else if (e.button === 2 || (e.button === 0 && (e.ctrlKey || e.metaKey || e.shiftKey))) this.byHand('pan');
+    });
+    for (const type of ['pointerup', 'pointercancel']) r.domElement.addEventListener(type, (e) => touches.delete(e.pointerId));
+    r.domElement.addEventListener('wheel', () => this.byHand('zoom'), { passive: true });
     r.domElement.addEventListener('pointerup', (e) => {
       if (down && Math.hypot(e.clientX - down[0], e.clientY - down[1]) < 4) this.pick(e);
       down = null;
     });
     const loop = () => {
       requestAnimationFrame(loop);
+      this.lastAnimationFrame = performance.now();
       this.controls.update();
       if (this.dirty) this.render();
     };
     requestAnimationFrame(loop);
+    setInterval(() => {
+      if (this.dirty && !document.hidden && performance.now() - this.lastAnimationFrame > FRAME_FALLBACK_MS) this.render();
+    }, FRAME_FALLBACK_MS / 2);
   }
 
   grow(need) {
@@ -222,28 +252,30 @@ export class View {
   // Frames every transform: the camera looks at their centre from a distance that fits them.
   fit() {
     if (!this.ok) return;
-    const n = this.mirror.size, m = this.mirror.matrices;
-    const box = new THREE.Box3();
-    const p = new THREE.Vector3();
-    for (let s = 0; s < n; s++) {
-      const o = s * 16;
-      box.expandByPoint(p.set(m[o + 12], m[o + 13], m[o + 14]));
-    }
+    const n = this.mirror.size;
+    const box = originsBox(this.mirror.matrices, n, this.box);
     if (n === 0) box.set(new THREE.Vector3(-5, -5, -5), new THREE.Vector3(5, 5, 5));
-    const sphere = box.getBoundingSphere(new THREE.Sphere());
-    const radius = Math.max(sphere.radius, 1);
-    this.sceneRadius = radius;
-    // Markers about a third of the typical spacing between transforms.
-    this.baseLength = Math.max(radius / (3 * Math.cbrt(Math.max(n, 1))), 0.02);
+    const sphere = box.getBoundingSphere(this.sphere);
+    this.placeFloor(box, sphere, n);
     const dir = this.camera.position.clone().sub(this.controls.target).normalize();
     if (!isFinite(dir.x) || dir.lengthSq() === 0) dir.set(0.6, 0.45, 0.7).normalize();
     this.controls.target.copy(sphere.center);
-    this.camera.position.copy(sphere.center).addScaledVector(dir, radius * 2.6);
+    this.camera.position.copy(sphere.center).addScaledVector(dir, fitDistance(this.camera, this.sceneRadius));
+    this.dirty = true;
+  }
+
+  // The scale of the scene from the transforms framed: marker length, clipping planes, and a
+  // floor a little wider than them, in round steps, kept in front of the camera (lines that
+  // reach behind it are clipped badly by some software renderers).
+  placeFloor(box, sphere, n) {
+    const radius = Math.max(sphere.radius, MIN_RADIUS);
+    this.sceneRadius = radius;
+    this.floorCenter.copy(sphere.center);
+    // Markers about a third of the typical spacing between transforms.
+    this.baseLength = Math.max(radius / (3 * Math.cbrt(Math.max(n, 1))), 0.02);
     this.camera.near = radius / 1000;
     this.camera.far = radius * 100;
     this.camera.updateProjectionMatrix();
-    // A floor a little wider than the transforms, in round steps, kept in front of the camera
-    // (lines that reach behind it are clipped badly by some software renderers).
     const step = Math.pow(10, Math.floor(Math.log10(radius / 4)));
     const cells = Math.min(Math.ceil((radius * 3) / step / 2) * 2, 200);
     this.scene.remove(this.grid);
@@ -251,12 +283,60 @@ export class View {
     this.grid = new THREE.GridHelper(cells * step, cells, 0x39404c, 0x252a33);
     this.grid.position.set(Math.round(sphere.center.x / step) * step, box.min.y, Math.round(sphere.center.z / step) * step);
     this.scene.add(this.grid);
+  }
+
+  // 'all', 'selected' or 'off' (see the top of this file).
+  setTrack(mode) {
+    this.track = mode;
     this.dirty = true;
+  }
+
+  // A zoom or a pan by hand ('zoom' or 'pan') ends tracking where it would be undone at the
+  // next frame: every one while tracking all, a pan while tracking the selected entity.
+  byHand(kind) {
+    if (this.track === 'all' || (this.track === 'selected' && kind === 'pan')) {
+      this.track = 'off';
+      if (this.onTrack) this.onTrack('off');
+    }
+  }
+
+  // Tracking, before each render: the camera moves with what it tracks (turned and at the
+  // distance it was); tracking all, it backs off at once when the transforms would not fit and
+  // comes closer, over a few frames, when they fill far less than the view.
+  keepInView() {
+    const n = this.mirror.size;
+    if (this.track === 'off' || n === 0) return;
+    const m = this.mirror.matrices, target = this.controls.target, camera = this.camera;
+    const slot = this.track === 'selected' && this.selected ? this.mirror.slots.get(this.selected) : undefined;
+    let box = null, sphere;
+    if (slot !== undefined) {
+      sphere = this.sphere.set(new THREE.Vector3(m[slot * 16 + 12], m[slot * 16 + 13], m[slot * 16 + 14]), 0);
+    } else {
+      box = originsBox(m, n, this.box);
+      sphere = box.getBoundingSphere(this.sphere);
+    }
+    const offset = camera.position.clone().sub(target);
+    target.copy(sphere.center);
+    if (box) {
+      const radius = Math.max(sphere.radius, MIN_RADIUS);
+      const need = fitDistance(camera, radius), dist = offset.length();
+      if (dist < need) offset.setLength(need);
+      else if (dist > need * 1.6) {
+        offset.setLength(dist + (need * 1.2 - dist) * 0.25);
+        this.dirty = true; // closer again at the next frame
+      }
+      // a new floor and scale when they grew or shrank a lot, or left the floor
+      if (radius > this.sceneRadius * 1.5 || radius < this.sceneRadius / 3 ||
+          sphere.center.distanceTo(this.floorCenter) > this.sceneRadius) this.placeFloor(box, sphere, n);
+    }
+    camera.position.copy(target).add(offset);
   }
 
   resize() {
     if (!this.ok) return;
     const w = Math.max(this.host.clientWidth, 1), h = Math.max(this.host.clientHeight, 1);
+    if (w === this.size[0] && h === this.size[1]) return; // a new size clears the canvas
+    this.size = [w, h];
     this.renderer.setSize(w, h, false);
     this.camera.aspect = w / h;
     this.camera.updateProjectionMatrix();
@@ -335,6 +415,7 @@ export class View {
     if (!this.ok) return;
     const t0 = performance.now();
     this.dirty = false;
+    this.keepInView();
     this.rebuild();
     this.circle.quaternion.copy(this.camera.quaternion);
     this.renderer.render(this.scene, this.camera);

@@ -1,5 +1,6 @@
 // scened's JavaScript client: an ES module with no dependencies in the browser; in Node 20+ it
 // takes the `ws` package where there is no global WebSocket (or the WebSocket class given).
+// An npm package (client/js/package.json, `npm install ./client/js`; `ws` an optional peer).
 //
 //   import { connect } from './scened.mjs';
 //   const c = await connect('ws://127.0.0.1:7879/ws', { token });        // b64 matrices
@@ -611,13 +612,37 @@ export class Mirror {
 // ---- the connection ------------------------------------------------------------------------
 
 // The class given, else the global one, else the `ws` package (Node without a global
-// WebSocket). Options for the socket (a CA or a client certificate for wss://, in Node) take the
-// `ws` package too: a global WebSocket has no place for them.
+// WebSocket), imported only then. Options for the socket (a CA or a client certificate for
+// wss://, in Node) take the `ws` package too: a global WebSocket has no place for them.
 async function webSocketClass(given, withOptions) {
   if (given) return given;
   if (typeof globalThis.WebSocket === 'function' && !withOptions) return globalThis.WebSocket;
-  const mod = await import('ws');
+  let mod;
+  try {
+    mod = await import('ws');
+  } catch (e) {
+    if (e?.code !== 'ERR_MODULE_NOT_FOUND' || typeof process !== 'object') throw e;
+    mod = await programWs(e);
+  }
   return mod.WebSocket || mod.default;
+}
+
+// `ws` as the program's own files find it. `npm install ./client/js` links the package, and an
+// ES module resolves its imports from the link's target, where the program's `ws` is not.
+async function programWs(notFound) {
+  const { createRequire } = await import('node:module');
+  const path = await import('node:path');
+  const from = [path.join(process.cwd(), 'index.js')];
+  if (process.argv[1]) from.unshift(path.resolve(process.argv[1]));
+  for (const file of from) {
+    try {
+      return createRequire(file)('ws');
+    } catch {
+      // not found from there
+    }
+  }
+  throw Object.assign(new Error('Node has no global WebSocket here: install the ws package '
+    + '(npm install ws) or pass { WebSocket }', { cause: notFound }), { code: notFound.code });
 }
 
 // The PackedState of a packed option ({ step, origin }), null without one.

@@ -60,6 +60,8 @@ static void on_tick(uv_timer_t *t) {
 
 const char *scn_cluster_node(const scn_cluster *cl) { return cl->self.node; }
 
+const char *scn_cluster_addr(const scn_cluster *cl) { return cl->self.addr; }
+
 void scn_cluster_nodes_json(scn_cluster *cl, scn_buf *out) {
   scn_owners *o = &cl->owners;
   scn_buf_adds(out, ",\"nodes\":[");

@@ -77,16 +77,26 @@ void scn_cluster_count_route(scn_cluster *cl, scn_route_kind kind);
 /* ---- commands ---------------------------------------------------------------------------- */
 
 const char *scn_cluster_node(const scn_cluster *cl);
+/* Where clients reach this daemon (--advertise, or --listen). */
+const char *scn_cluster_addr(const scn_cluster *cl);
 /* ,"nodes":[{node, addr, worlds, transforms, connections}] for every live node. */
 void scn_cluster_nodes_json(scn_cluster *cl, scn_buf *out);
 /* The worlds of the other nodes, as ,{"name":..,"node":..} items of world.list's array. */
 /* Only those the asker's rule covers (NULL: no access list, every world). */
 void scn_cluster_worlds_json(scn_cluster *cl, scn_buf *out, bool first, const scn_acl_rule *rule);
 
-/* A move's answer: ok, or an error code (SCN_W_*) and message. */
-typedef void (*scn_move_done)(void *ud, bool ok, int code, const char *message);
-/* Moves world's group to node to. Returns 1 when there is nothing to do (to owns it), 0 when
- * the move started (done is called once it ends), or -1 with *code and msg. */
+/* A move's answer: ok with the new owner's node and addr, or an error code (SCN_W_*) and
+ * message. */
+typedef struct scn_move_answer {
+  bool ok;
+  int code;
+  const char *message;     /* when not ok */
+  const char *node, *addr; /* when ok */
+} scn_move_answer;
+typedef void (*scn_move_done)(void *ud, const scn_move_answer *a);
+/* Moves world's group to node to. Returns 1 when there is nothing to do (to is this daemon,
+ * scn_cluster_addr), 0 when the move started (done is called once it ends), or -1 with *code
+ * and msg. */
 int scn_cluster_move(scn_cluster *cl, const char *world, const char *to, scn_move_done done,
                      void *ud, int *code, char *msg, size_t msglen);
 /* A connection waiting for a move went away. */

@@ -8,12 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The move ends: its asker (if it is still there) gets the answer. */
+/* The move ends: its asker (if it is still there) gets the answer, with the group's owner
+ * when it succeeded. */
 static void end_move(scn_group_entry *g, int code, const char *message) {
   scn_move *mv = g->mv;
   g->mv = NULL;
+  scn_move_answer a = {.ok = code == 0, .code = code, .message = message};
+  if (a.ok) {
+    a.node = g->node;
+    a.addr = g->addr;
+  }
   if (mv->done)
-    mv->done(mv->ud, code == 0, code, message);
+    mv->done(mv->ud, &a);
   free(mv);
 }
 

@@ -29,7 +29,8 @@ void scn_owners_free(scn_owners *o, const char *why) {
       o->buckets[b] = g->next;
       scn_owners_wake(g);
       if (g->mv && g->mv->done)
-        g->mv->done(g->mv->ud, false, SCN_W_UNAVAILABLE, why);
+        g->mv->done(g->mv->ud,
+                    &(scn_move_answer){.ok = false, .code = SCN_W_UNAVAILABLE, .message = why});
       free(g->mv);
       free(g);
     }

@@ -138,24 +138,6 @@ int scn_cmd_world_create(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire
   return 0;
 }
 
-int scn_cmd_world_destroy(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
-  (void)out;
-  scn_world *w = ctx->world;
-  /* The reply is built apart from the connection's output (see dispatch), so the
-   * world_destroyed events land as whole lines before it. */
-  scn_stream_world_destroyed(ctx->srv->stream, w);
-  if (ctx->d->last_world == w)
-    ctx->d->last_world = NULL;
-  scn_world_stats s, *gone = &ctx->srv->counters.gone_worlds;
-  scn_world_get_stats(w, &s);
-  gone->flushes += s.flushes;
-  gone->recomputed += s.recomputed;
-  gone->changed += s.changed;
-  gone->relayouts += s.relayouts;
-  int rc = scn_server_drop_world(ctx->srv, a->world);
-  return rc == SCN_OK ? 0 : scn_core_error(ctx, a, rc, err);
-}
-
 /* With "cluster": true (and --cluster), every node's worlds, each with its node. */
 int scn_cmd_world_list(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
   scn_scene *scene = ctx->srv->scene;
@@ -200,17 +182,26 @@ int scn_cmd_cluster_nodes(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wir
   return 0;
 }
 
+/* ,"node":N,"addr":A: where the world's group is served now. */
+static void add_owner(scn_buf *out, const char *node, const char *addr) {
+  scn_reply_key(out, "node");
+  scn_buf_add_json_string(out, node, strlen(node));
+  scn_reply_key(out, "addr");
+  scn_buf_add_json_string(out, addr, strlen(addr));
+}
+
 /* world.move's answer: the reply the connection waited for, then the requests it held. */
-static void move_done(void *ud, bool ok, int code, const char *message) {
+static void move_done(void *ud, const scn_move_answer *a) {
   scn_conn *c = ud;
   scn_buf *out = &c->out.bytes;
   const char *tag = c->pending_tag;
-  if (ok) {
+  if (a->ok) {
     scn_reply_begin_raw(out, tag, tag ? strlen(tag) : 0);
+    add_owner(out, a->node, a->addr);
     scn_reply_end(out);
   } else {
     scn_wire_error err;
-    scn_fail(&err, (scn_wire_code)code, "%s", message);
+    scn_fail(&err, (scn_wire_code)a->code, "%s", a->message);
     scn_reply_error_raw(out, tag, tag ? strlen(tag) : 0, &err);
   }
   free(c->pending_tag);
@@ -232,7 +223,6 @@ static char *id_text(const scn_ctx *ctx) {
 }
 
 int scn_cmd_world_move(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
-  (void)out;
   scn_cluster *cl = ctx->srv->cluster;
   const char *to;
   if (!cl)
@@ -250,6 +240,8 @@ int scn_cmd_world_move(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_e
   if (rc == 0) {
     ctx->conn->pending_tag = id_text(ctx);
     ctx->deferred = true;
+  } else {
+    add_owner(out, scn_cluster_node(cl), scn_cluster_addr(cl)); /* it is here already */
   }
   return 0;
 }
@@ -275,29 +267,6 @@ int scn_cmd_entity_create(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wir
   scn_reply_key(out, "entities");
   scn_buf_add_id_list(out, ids, count);
   return 0;
-}
-
-int scn_cmd_entity_destroy(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
-  (void)out;
-  scn_scene *scene = ctx->srv->scene;
-  if (ctx->srv->gstore) {
-    /* Each group's journal that had the entity records its end, and the journal of the group
-     * it belongs to. */
-    scn_dispatch *d = ctx->d;
-    d->touched_home = scn_entity_home(scene, a->entity);
-    for (size_t i = 0; i < scn_world_count(scene); i++) {
-      scn_world *w = scn_world_at(scene, i);
-      if (!scn_transform_exists(w, a->entity))
-        continue;
-      scn_world **t = scn_array_grow(d->touched, &d->touched_cap, sizeof *t, d->ntouched + 1);
-      if (!t)
-        return scn_fail(err, SCN_W_INTERNAL, "out of memory");
-      d->touched = t;
-      d->touched[d->ntouched++] = w;
-    }
-  }
-  int rc = scn_entity_destroy(scene, a->entity);
-  return rc == SCN_OK ? 0 : scn_core_error(ctx, a, rc, err);
 }
 
 int scn_cmd_info(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {

@@ -236,6 +236,12 @@ int scn_run_command(scn_ctx *ctx, const scn_command_info *cmd, const scn_fields 
   scn_fieldset required = cmd->required, rest = cmd->required | cmd->optional;
   if (ctx->rule && check_right(ctx, cmd, f, err) < 0)
     return -1;
+  /* A member the command does not take is refused, before it could be mistaken for a missing
+   * one (a misspelt "partial" would turn a partial set into a full one). A journal's lines
+   * were accepted by the daemon that wrote them, and carry "created": replay takes them as
+   * they are. */
+  if (ctx->conn && scn_fields_check_taken(f, scn_command_takes(cmd), err) < 0)
+    return -1;
   if (ctx->in_batch)
     required &= ~SCN_F(world);
   if (scn_fields_require(f, required, err) < 0)
@@ -411,6 +417,8 @@ static int run_command(request_run *r, scn_wire_error *err) {
   scn_entity_recorded_clear(srv->scene);
   d->ntouched = 0;
   d->touched_home = 0;
+  d->several = false;
+  d->ngone = 0;
   if (r->id_item)
     scn_reply_begin(reply, r->id_item);
   else
@@ -449,6 +457,11 @@ static void finish_success(const request_run *r) {
     done.touched = d->touched;
     done.ntouched = d->ntouched;
     done.home = d->touched_home;
+    done.several = d->several;
+    done.destroyed = d->gone;
+    done.destroyed_home = d->gone_home;
+    done.ndestroyed = d->ngone;
+    done.touched_of = d->touched_of;
     if (r->world_name && (r->cmd->flags & SCN_CMD_MUTATES))
       scn_cluster_note_ack(srv->cluster, r->c);
   }
@@ -566,5 +579,7 @@ void scn_dispatch_close(scn_dispatch *d) {
   scn_buf_free(&d->scratch);
   free(d->ids);
   free(d->touched);
+  free(d->touched_of);
+  free(d->gone_home);
   free(d);
 }

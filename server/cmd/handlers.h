@@ -27,7 +27,13 @@ struct scn_dispatch {
   struct held *held;   /* those requests (cluster) */
   scn_world **touched; /* entity.destroy in a cluster: the worlds that had the entity */
   size_t ntouched, touched_cap;
-  uint32_t touched_home;            /* entity.destroy in a cluster: the entity's home tag */
+  uint32_t touched_home; /* entity.destroy in a cluster: the entity's home tag */
+  uint32_t *touched_of;  /* with "entities" in a cluster: the entity each of touched had */
+  size_t touched_of_cap;
+  bool several; /* world.destroy or entity.destroy with "entities" (cluster): gone, gone_home */
+  const scn_entity *gone;
+  uint32_t *gone_home;
+  size_t ngone, gone_home_cap;
   const scn_command_info *last_cmd; /* the last command run: clients repeat themselves */
   scn_entity *ids;                  /* scratch id list (entity.create, children) */
   size_t ids_cap;
@@ -56,8 +62,8 @@ typedef int (*scn_handler)(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wi
 SCN_COMMANDS(SCN_DECLARE_HANDLER)
 #undef SCN_DECLARE_HANDLER
 
-/* Runs one command on the fields of a request (or of an op of a batch): required fields, the
- * world, the decoding of the fields, the handler. */
+/* Runs one command on the fields of a request (or of an op of a batch): the members it takes,
+ * required fields, the world, the decoding of the fields, the handler. */
 int scn_run_command(scn_ctx *ctx, const scn_command_info *cmd, const scn_fields *f, scn_buf *out,
                     scn_wire_error *err);
 

@@ -265,6 +265,16 @@ void scn__entities_free(scn__entities *ents);
 /* Undoes a creation exactly: a reused slot goes back to the end of the free list it was
  * taken from, a fresh one shrinks the slot count again. */
 void scn__entity_uncreate(scn_scene *scene, scn_entity e, bool fresh_slot, bool was_retired);
+/* Before entities ids[0..n) end together: each is alive and listed once (SCN_NOT_FOUND or
+ * SCN_INVALID, *failed the index of the first that is not), and free_slots has room for all of
+ * them (SCN_NOMEM). Changes nothing. */
+int scn__entities_check(scn_scene *scene, const scn_entity *ids, size_t n, size_t *failed);
+/* Ends entities that passed scn__entities_check and have no transform left. */
+void scn__entities_retire(scn_scene *scene, const scn_entity *ids, size_t n);
+/* The world's index in the scene, SIZE_MAX when there is none by that name. */
+size_t scn__world_index(const scn_scene *scene, const char *name);
+/* Frees a world taken out of the scene. */
+void scn__world_free(scn_world *w);
 
 /* ---- tm_store.c: storage, maps, links ---- */
 /* Big arrays straight from mmap, so that memory freed is given back at once (glibc would keep

@@ -295,6 +295,20 @@ void scn__entity_uncreate(scn_scene *scene, scn_entity e, bool fresh_slot, bool 
     SCN_VEC_AT(ents->free_slots, uint32_t, ents->free_slots.len++) = slot;
 }
 
+/* The slot of an alive entity that has no transform left ends: retired, or free under a new
+ * generation (room in free_slots reserved by the caller). */
+static void retire(scn__entities *ents, uint32_t slot) {
+  ents->alive--;
+  if (ents->ranged) {
+    ents->state[slot] = SLOT_RETIRED;
+  } else if (++ents->gen[slot] >= GEN_LIMIT) {
+    ents->state[slot] = SLOT_RETIRED;
+  } else {
+    ents->state[slot] = SLOT_FREE;
+    SCN_VEC_AT(ents->free_slots, uint32_t, ents->free_slots.len++) = slot;
+  }
+}
+
 int scn_entity_destroy(scn_scene *scene, scn_entity e) {
   scn__entities *ents = &scene->ents;
   uint32_t slot;
@@ -312,16 +326,43 @@ int scn_entity_destroy(scn_scene *scene, scn_entity e) {
   for (size_t w = 0; w < scene->nworlds; w++)
     if (scn_transform_exists(scene->worlds[w], e))
       scn__transform_destroy(scene->worlds[w], e, false);
-  ents->alive--;
-  if (ents->ranged) {
-    ents->state[slot] = SLOT_RETIRED;
-  } else if (++ents->gen[slot] >= GEN_LIMIT) {
-    ents->state[slot] = SLOT_RETIRED;
-  } else {
-    ents->state[slot] = SLOT_FREE;
-    SCN_VEC_AT(ents->free_slots, uint32_t, ents->free_slots.len++) = slot;
-  }
+  retire(ents, slot);
   return SCN_OK;
+}
+
+/* A slot no valid id has: marks the entities of a list while it is checked for repeats. */
+#define SLOT_LISTED 3
+
+int scn__entities_check(scn_scene *scene, const scn_entity *ids, size_t n, size_t *failed) {
+  scn__entities *ents = &scene->ents;
+  int rc = SCN_OK;
+  size_t k = 0;
+  uint32_t slot;
+  for (; k < n; k++) {
+    uint32_t s = (uint32_t)ids[k];
+    if (ids[k] != SCN_ENTITY_NONE && ids[k] <= SCN_ENTITY_MAX && s >= 1 && s <= ents->slots &&
+        ents->state[s] == SLOT_LISTED && ents->gen[s] == (uint32_t)(ids[k] >> 32)) {
+      rc = SCN_INVALID; /* listed twice */
+      break;
+    }
+    if (!decode(ents, ids[k], &slot)) {
+      rc = SCN_NOT_FOUND;
+      break;
+    }
+    ents->state[slot] = SLOT_LISTED;
+  }
+  *failed = k;
+  for (size_t i = 0; i < k; i++)
+    ents->state[(uint32_t)ids[i]] = SLOT_ALIVE;
+  if (rc == SCN_OK &&
+      scn__vec_reserve(&ents->free_slots, sizeof(uint32_t), ents->free_slots.len + n) != SCN_OK)
+    rc = SCN_NOMEM;
+  return rc;
+}
+
+void scn__entities_retire(scn_scene *scene, const scn_entity *ids, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    retire(&scene->ents, (uint32_t)ids[i]);
 }
 
 uint32_t scn_entity_slot_count(const scn_scene *scene) { return scene->ents.slots; }

@@ -19,7 +19,7 @@ scn_scene *scn_scene_new(const scn_limits *limits) {
   return scene;
 }
 
-static void world_free(scn_world *w) {
+void scn__world_free(scn_world *w) {
   scn__tm_free(&w->tm);
   free(w);
 }
@@ -28,7 +28,7 @@ void scn_scene_free(scn_scene *scene) {
   if (!scene)
     return;
   for (size_t i = 0; i < scene->nworlds; i++)
-    world_free(scene->worlds[i]);
+    scn__world_free(scene->worlds[i]);
   free(scene->worlds);
   scn__entities_free(&scene->ents);
   scn__vec_free(&scene->undo);
@@ -39,7 +39,7 @@ void scn_scene_free(scn_scene *scene) {
 
 const scn_limits *scn_scene_limits(const scn_scene *scene) { return &scene->limits; }
 
-static size_t world_index(const scn_scene *scene, const char *name) {
+size_t scn__world_index(const scn_scene *scene, const char *name) {
   uint64_t h = scn__hash_bytes(name, strlen(name), 0);
   for (size_t i = 0; i < scene->nworlds; i++)
     if (scene->worlds[i]->name_hash == h && strcmp(scene->worlds[i]->name, name) == 0)
@@ -48,7 +48,7 @@ static size_t world_index(const scn_scene *scene, const char *name) {
 }
 
 scn_world *scn_world_find(const scn_scene *scene, const char *name) {
-  size_t i = world_index(scene, name);
+  size_t i = scn__world_index(scene, name);
   return i == SIZE_MAX ? NULL : scene->worlds[i];
 }
 
@@ -57,7 +57,7 @@ int scn_world_create(scn_scene *scene, const char *name, scn_world **out) {
     return SCN_STATE;
   if (!scn_world_name_valid(name, strlen(name)))
     return SCN_INVALID;
-  if (world_index(scene, name) != SIZE_MAX)
+  if (scn__world_index(scene, name) != SIZE_MAX)
     return SCN_EXISTS;
   if (scene->nworlds >= scene->limits.max_worlds)
     return SCN_LIMIT;
@@ -86,10 +86,10 @@ int scn_world_create(scn_scene *scene, const char *name, scn_world **out) {
 int scn_world_destroy(scn_scene *scene, const char *name) {
   if (scene->in_batch)
     return SCN_STATE;
-  size_t i = world_index(scene, name);
+  size_t i = scn__world_index(scene, name);
   if (i == SIZE_MAX)
     return SCN_NOT_FOUND;
-  world_free(scene->worlds[i]);
+  scn__world_free(scene->worlds[i]);
   memmove(&scene->worlds[i], &scene->worlds[i + 1], sizeof(scn_world *) * (scene->nworlds - i - 1));
   scene->nworlds--;
   return SCN_OK;

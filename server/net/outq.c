@@ -14,6 +14,13 @@ scn_shared *scn_shared_new(size_t len) {
   return s;
 }
 
+scn_shared *scn_shared_copy(const scn_buf *text) {
+  scn_shared *s = text->failed ? NULL : scn_shared_new(text->len);
+  if (s)
+    memcpy(s->data, text->data, text->len);
+  return s;
+}
+
 void scn_shared_release(scn_shared *s) {
   if (s && --s->refs == 0)
     free(s);

@@ -23,6 +23,9 @@ static inline scn_shared *scn_shared_ref(scn_shared *s) {
   return s;
 }
 void scn_shared_release(scn_shared *s);
+/* A new shared block holding a copy of text's bytes; NULL when out of memory (or text ran out of
+ * it). */
+scn_shared *scn_shared_copy(const scn_buf *text);
 /* A shared block built in place: scn_shared_start leaves room for the block's header at the
  * start of an empty b, text is then appended to b, and scn_shared_finish turns b's memory into
  * the block, without copying it (b is left empty). NULL when b ran out of memory. */

@@ -60,6 +60,10 @@ void scn_metric_sample(sink *k, const char *label, const char *value, double v) 
 }
 void scn_metric_end(sink *k) { k->end_family(k); }
 
+bool scn_metric_shows_world(const sink *k, const char *world) {
+  return !k->asker || scn_acl_allows_world(k->asker, world);
+}
+
 void scn_metric(sink *k, const char *name, const char *type, const char *help, double v) {
   k->family(k, name, type, help);
   k->sample(k, NULL, NULL, v);
@@ -81,9 +85,6 @@ static void per_command(sink *k, const char *name, const char *help,
   k->end_family(k);
 }
 
-/* Per-world series only while the number of worlds is small enough to keep cardinality sane. */
-#define PER_WORLD_MAX 100
-
 static void emit_figures(scn_server *srv, sink *k) {
   scn_counters *c = &srv->counters;
   char proto[16];
@@ -102,11 +103,11 @@ static void emit_figures(scn_server *srv, sink *k) {
   scn_metric(k, "entities", "gauge", "Entities alive.", (double)scn_entity_count(srv->scene));
   scn_metric(k, "transforms", "gauge", "Transforms in all worlds.",
              (double)scn_scene_transform_count(srv->scene));
-  if (nworlds <= PER_WORLD_MAX) {
+  if (nworlds <= SCN_METRICS_PER_WORLD_MAX) {
     k->family(k, "world_transforms", "gauge", "Transforms per world.");
     for (size_t i = 0; i < nworlds; i++) {
       scn_world *w = scn_world_at(srv->scene, i);
-      if (!k->asker || scn_acl_allows_world(k->asker, scn_world_name(w)))
+      if (scn_metric_shows_world(k, scn_world_name(w)))
         k->sample(k, "world", scn_world_name(w), (double)scn_world_transform_count(w));
     }
     k->end_family(k);

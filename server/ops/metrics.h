@@ -9,6 +9,7 @@
 #include "ops/acl.h"
 #include "wire.h" /* the limits (SCN_LIMITS) */
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define SCN_HIST_BUCKETS 16
@@ -29,6 +30,12 @@ void scn_metric_family(scn_metrics_sink *k, const char *name, const char *type, 
 /* label NULL: an unlabeled sample; else the label's name and value. */
 void scn_metric_sample(scn_metrics_sink *k, const char *label, const char *value, double v);
 void scn_metric_end(scn_metrics_sink *k);
+/* Whether a figure of this world may be named to whoever asked (info under --acl names only
+ * the worlds the token's prefixes cover; /metrics names every world). */
+bool scn_metric_shows_world(const scn_metrics_sink *k, const char *world);
+/* Per-world figures are given only while there are at most this many worlds, so that a daemon
+ * with many small worlds does not explode a scraper's series. */
+#define SCN_METRICS_PER_WORLD_MAX 100
 /* A family of one unlabeled sample. */
 void scn_metric(scn_metrics_sink *k, const char *name, const char *type, const char *help,
                 double v);

@@ -110,6 +110,62 @@ static void append(scn_gstore *gs, gs_part *p, const scn_done *d) {
   p->changes++;
 }
 
+/* The part an entity's home tag names: the node's (0), a group held, or NULL. */
+static gs_part *home_part(scn_gstore *gs, uint32_t home) {
+  if (home == 0)
+    return &gs->node;
+  for (size_t i = 0; i < gs->nparts; i++)
+    if (gs->parts[i]->home == home)
+      return gs->parts[i];
+  return NULL;
+}
+
+static void append_once(scn_gstore *gs, gs_part *p, const scn_done *d) {
+  if (p && p->stamp != gs->stamp) {
+    p->stamp = gs->stamp;
+    append(gs, p, d);
+  }
+}
+
+/* A command that destroyed several entities: each one's end as an entity.destroy of its own,
+ * in the journal of its home and of every group that had a transform of it (also, when not
+ * NULL), as a single entity.destroy is recorded. A record per entity, because a group loaded
+ * alone may lack some of the others, which would refuse a list of them as a whole. */
+static void append_ends(scn_gstore *gs, const scn_done *d, gs_part *also) {
+  char group[SCN_NAME_MAX + 1], line[64];
+  for (size_t i = 0; i < d->ndestroyed; i++) {
+    int len = snprintf(line, sizeof line, "{\"cmd\":\"entity.destroy\",\"entity\":%llu}",
+                       (unsigned long long)d->destroyed[i]);
+    scn_done one = {.cmd = d->cmd, .line = line, .len = (size_t)len};
+    gs->stamp++;
+    append_once(gs, home_part(gs, d->destroyed_home[i]), &one);
+    append_once(gs, also, &one);
+    for (size_t k = 0; k < d->ntouched; k++)
+      if (d->touched_of[k] == i) {
+        scn_group_of(scn_world_name(d->touched[k]), group);
+        append_once(gs, find(gs, group), &one);
+      }
+  }
+}
+
+/* world.destroy with "entities": the world's end alone, then each entity's (append_ends), so
+ * that a replay destroys exactly what the command did, whatever else is loaded then. */
+static void append_world_end(scn_gstore *gs, gs_part *p, const scn_done *d) {
+  scn_buf line = {0};
+  scn_buf_adds(&line, "{\"cmd\":\"world.destroy\",\"world\":");
+  scn_buf_add_json_string(&line, d->world, strlen(d->world));
+  scn_buf_addc(&line, '}');
+  if (line.failed) {
+    scn_log(SCN_LOG_ERROR, "journal: out of memory", "world=%s", d->world);
+    scn_buf_free(&line);
+    return;
+  }
+  scn_done world = {.cmd = d->cmd, .line = line.data, .len = line.len};
+  append(gs, p, &world);
+  scn_buf_free(&line);
+  append_ends(gs, d, p);
+}
+
 static void after_command(void *ud, const scn_done *d) {
   scn_gstore *gs = ud;
   if (!(d->cmd->flags & SCN_CMD_MUTATES))
@@ -122,11 +178,17 @@ static void after_command(void *ud, const scn_done *d) {
      * the group goes. */
     for (size_t i = 0; p && i < d->ncreated; i++)
       scn_entity_set_home(gs->srv->scene, d->created[i], p->home);
-    if (p)
+    if (p && d->several)
+      append_world_end(gs, p, d);
+    else if (p)
       append(gs, p, d);
     else
       scn_log(SCN_LOG_ERROR, "journal: a command on a group this daemon does not hold", "group=%s",
               group);
+    return;
+  }
+  if (d->several) {
+    append_ends(gs, d, NULL);
     return;
   }
   /* entity.create and entity.destroy: the journal of the entity's home (the node's, or a

@@ -4,6 +4,7 @@
 #include "stream/frame.h"
 #include "stream/interest.h"
 #include "stream/packed_frames.h"
+#include "stream/world_figures.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@ typedef struct scn_sub {
   scn_pack *pack;        /* what it last received (NULL: nothing yet, its next frame is full) */
   struct frame_job *job; /* a large frame being written for it, in slices */
   size_t job_slot;
+  scn_world_fig *fig;          /* its world's figures */
   struct scn_sub *prev, *next; /* all subscriptions */
   struct scn_sub *conn_next;   /* the connection's */
 } scn_sub;
@@ -71,6 +73,7 @@ struct scn_stream {
   scn_pack_due *pack_due;
   size_t pack_cap;
   stream_counters counters;
+  scn_world_figs world_figs;
 };
 
 /* ---- subscriptions ------------------------------------------------------------------------ */
@@ -96,6 +99,7 @@ static void sub_remove(scn_stream *st, scn_sub *s) {
     scn_near_release(st->interest, s->near);
     st->nnear--;
   }
+  s->fig->subs--;
   st->nsubs--;
   free(s);
 }
@@ -109,7 +113,9 @@ int scn_stream_subscribe(scn_stream *st, scn_conn *c, scn_world *w, scn_entity r
     return -1;
   double every = ceil(st->srv->cfg.tick_hz / hz - 1e-9);
   s->every = every < 1 ? 1 : every > 1e6 ? 1000000 : (uint32_t)every;
-  if (near && !(s->near = scn_near_new(st->interest, w, root, near, s->every, true))) {
+  if ((near && !(s->near = scn_near_new(st->interest, w, root, near, s->every, true))) ||
+      !(s->fig = scn_world_figs_join(&st->world_figs, w))) {
+    scn_near_release(st->interest, s->near);
     free(s);
     return -1;
   }
@@ -245,6 +251,7 @@ static void world_ends(scn_stream *st, scn_world *w, const char *event, const ch
     }
     s = next;
   }
+  scn_world_figs_forget(&st->world_figs, w);
 }
 
 void scn_stream_revoke(scn_stream *st, bool (*keep)(void *ud, scn_conn *c, const char *world),
@@ -304,6 +311,7 @@ static void send_body(scn_stream *st, scn_sub *s, scn_shared *body, size_t matri
   scn_buf_add_u64(out, s->id);
   if (!out->failed && scn_outq_push_shared(&c->out, body)) {
     st->counters.frames++;
+    s->fig->frames++;
     st->counters.frame_bytes += body->len;
     st->counters.matrices += matrices;
     s->last_frame = st->ticks;
@@ -321,6 +329,7 @@ static void send_packed(scn_stream *st, scn_sub *s, scn_shared *body, const scn_
   scn_pack_header(out, c->ws != NULL, s->id, f->tick, full, body->len);
   if (!out->failed && scn_outq_push_shared(&c->out, body)) {
     st->counters.frames++;
+    s->fig->frames++;
     st->counters.frame_bytes += body->len + (out->len - before);
     st->counters.matrices += f->n;
     s->last_frame = st->ticks;
@@ -420,6 +429,7 @@ static void end_scope_gone(scn_stream *st, scn_sub *s, const char *reason) {
   scn_buf_adds(out, "}\n");
   write_event(s, "unsubscribed", reason);
   st->counters.frames++;
+  s->fig->frames++;
   sub_remove(st, s);
 }
 
@@ -486,14 +496,6 @@ static void job_free(frame_job *job) {
   scn_buf_free(&job->text[1]);
   free(job->subs);
   free(job);
-}
-
-/* A shared copy of a frame's text; NULL when out of memory. */
-static scn_shared *share(const scn_buf *text) {
-  scn_shared *body = text->failed ? NULL : scn_shared_new(text->len);
-  if (body)
-    memcpy(body->data, text->data, text->len);
-  return body;
 }
 
 /* One slice of the oldest job per loop turn, in the first form it still needs; a finished job
@@ -583,7 +585,7 @@ static scn_shared *small_body(scn_stream *st, const scn_frame *f, scn_matrix_for
   b->failed = false;
   size_t at = 0;
   scn_frame_write(b, f, form, &at, SIZE_MAX);
-  st->bodies[form] = share(b);
+  st->bodies[form] = scn_shared_copy(b);
   st->counters.encodes += st->bodies[form] != NULL;
   return st->bodies[form];
 }
@@ -839,6 +841,7 @@ static void collect_stats(void *ud, scn_metrics_sink *k) {
              (double)c->resyncs);
   scn_pack_stats(&st->pack_enc, k, st->npacked);
   scn_interest_stats(st->interest, k, st->nnear);
+  scn_world_figs_collect(&st->world_figs, st->srv->scene, k);
 }
 
 /* ---- the module --------------------------------------------------------------------------- */
@@ -880,6 +883,7 @@ void scn_stream_close(scn_stream *st) {
   st->jobs_tail = NULL;
   while (st->subs)
     sub_remove(st, st->subs);
+  scn_world_figs_free(&st->world_figs);
   scn_interest_free(st->interest);
   scn_frame_encoder_free(&st->enc);
   scn_pack_encoder_free(&st->pack_enc);

@@ -2,8 +2,9 @@
  * every command on the result; nothing may crash or leak, a t/r/s spec never gives a
  * non-finite matrix (a matrix's finiteness is the core's to check), a matrix_b64 that decodes
  * is the one text of its bytes (encoding them gives it back), every raw span the validating
- * pass found (the id, each op and its id) is itself valid JSON, and the flat form's shortcut
- * gives exactly what the general path (the validating pass and cJSON) gives. */
+ * pass found (the id, each op and its id) is itself valid JSON, the flat form's shortcut
+ * gives exactly what the general path (the validating pass and cJSON) gives, and a request is
+ * refused for a member a command does not take exactly when it has one. */
 #include "b64.h"
 #include "codec.h"
 #include "request.h"
@@ -47,9 +48,20 @@ static void check_general(const scn_request *rq, int rc, const scn_wire_error *e
     return;
   }
   if (!same_tree(rq->root, gen.root) || rq->f.present != gen.f.present ||
-      rq->id.len != gen.id.len || (rq->id.p && memcmp(rq->id.p, gen.id.p, rq->id.len) != 0))
+      rq->f.stray != gen.f.stray || rq->id.len != gen.id.len ||
+      (rq->id.p && memcmp(rq->id.p, gen.id.p, rq->id.len) != 0))
     abort();
   cJSON_Delete(gen.root);
+}
+
+/* Whether every member of the request is a field of taken, member by member. */
+static bool all_taken(const cJSON *root, scn_fieldset taken) {
+  for (const cJSON *m = root->child; m; m = m->next) {
+    scn_field f = scn_field_find(m->string);
+    if (f == SCN_FIELD_COUNT || !(taken & ((scn_fieldset)1 << f)))
+      return false;
+  }
+  return true;
 }
 
 static void must_be_json(scn_span sp) {
@@ -72,6 +84,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   for (unsigned c = 0; c < scn_command_count; c++) {
+    /* the refusal of members a command does not take (its shortcut over the indexed fields
+     * included) agrees with the members themselves, and names one */
+    scn_fieldset taken = scn_command_takes(&scn_commands[c]);
+    err.message[0] = '\0';
+    int taken_rc = scn_fields_check_taken(&rq.f, taken, &err);
+    if ((taken_rc == 0) != all_taken(rq.root, taken) ||
+        (taken_rc < 0 &&
+         (err.code != SCN_W_BAD_REQUEST || strncmp(err.message, "unknown field \"", 15) != 0)))
+      abort();
     scn_args a;
     scn_args_init(&a, &rq.f);
     /* a spec composed into a.m (with partial, the parts are kept apart instead) */

@@ -12,6 +12,8 @@
   X(daemon_commands_lines)                                                                         \
   X(daemon_commands_malformed)                                                                     \
   X(daemon_commands_config)                                                                        \
+  X(daemon_commands_destroy)                                                                       \
+  X(daemon_commands_fields)                                                                        \
   X(daemon_parts)                                                                                  \
   X(daemon_history)                                                                                \
   X(daemon_stream)                                                                                 \
@@ -26,6 +28,7 @@
   X(daemon_persist_save)                                                                           \
   X(clients_library)                                                                               \
   X(clients_scenectl)                                                                              \
+  X(clients_scenectl_prompt)                                                                       \
   X(clients_scripts)                                                                               \
   X(clients_packed)                                                                                \
   X(clients_packed_daemon)                                                                         \

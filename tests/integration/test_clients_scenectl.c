@@ -1,5 +1,6 @@
 /* Integration tests of scenectl against the real daemon: result lines and value parsing, exit
- * codes, --pipe, subscribe (near regions included), --help and help CMD, and --matrices b64. */
+ * codes, --pipe, subscribe (near regions included), --help and help CMD, and --matrices b64.
+ * The prompt's lines, and "did you mean", are clients_scenectl_prompt's. */
 #include "b64_fixtures.h"
 #include "client_fixtures.h"
 #include "daemon_fixtures.h"
@@ -489,17 +490,7 @@ static void test_ctl_help(void) {
   CU_ASSERT_EQUAL(CTL(&hp, "help", "no.such.command"), 2);
   CU_ASSERT(strstr(text_str(&hp.err), "no.such.command") != NULL);
   t_proc_free(&hp);
-
-  /* No command, stdin a pipe (not a terminal): usage on stderr, exit 2. */
-  t_proc p;
-  int code = ctl_run(&p, NULL, "ping\n", 5, (const char *const[]){NULL});
-  CU_ASSERT_EQUAL(code, 2);
-  CU_ASSERT(strncmp(text_str(&p.err), "usage: scenectl", 15) == 0);
-  CU_ASSERT_STRING_EQUAL(text_str(&p.out), "");
-  t_proc_free(&p);
-  code = ctl_run(&p, NULL, NULL, 0, (const char *const[]){NULL});
-  CU_ASSERT_EQUAL(code, 2);
-  t_proc_free(&p);
+  /* No command with stdin not a terminal: the prompt's lines from it (clients_scenectl_prompt). */
 }
 
 /* scenectl shows matrices as JSON arrays; --matrices b64 passes the daemon's base64 through,
@@ -700,12 +691,92 @@ static void test_ctl_near(void) {
   scn_cli_close(c);
 }
 
+/* The local_trs of a transform.get answer as compact JSON (caller frees). */
+static char *trs_text(const cJSON *r) {
+  const cJSON *trs = cJSON_GetObjectItemCaseSensitive(r, "local_trs");
+  char *s = trs ? cJSON_PrintUnformatted(trs) : NULL;
+  return s ? s : strdup("(none)");
+}
+
+/* A key the command does not take: scenectl warns before sending, with the field meant, and
+ * sends all the same, so the daemon's refusal decides (exit 1) and nothing changes. This is
+ * the report of a misspelt partial that made a full set, turning a rotation to identity. */
+static void test_ctl_unknown_key(void) {
+  scn_cli *c = open_cli(clients_daemon.port, NULL, 0);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+  char world[64], warg[96], earg[64];
+  world_name(world, sizeof world);
+  snprintf(warg, sizeof warg, "world=%s", world);
+  CU_ASSERT(call_fine(c, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", world));
+  cJSON *r = call_ok(
+      c, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"r\":[0,0.7071068,0,0.7071068]}", world);
+  double e = t_resp_num(r, "entity");
+  snprintf(earg, sizeof earg, "entity=%.0f", e);
+  cJSON_Delete(r);
+  char get_line[256];
+  snprintf(get_line, sizeof get_line,
+           "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%.0f,\"trs\":true}", world, e);
+  r = call_ok(c, "%s", get_line);
+  char *before = trs_text(r);
+  cJSON_Delete(r);
+
+  t_proc p;
+  CU_ASSERT_EQUAL(CTL(&p, "transform.set_local", warg, earg, "partal=true", "t=[1,0,0]"), 1);
+  CU_ASSERT_STRING_EQUAL(
+      text_str(&p.err),
+      "scenectl: warning: transform.set_local: unknown field \"partal\" (did you mean "
+      "\"partial\"?)\n"
+      "BAD_REQUEST: unknown field \"partal\" (did you mean \"partial\"?)\n");
+  CU_ASSERT_STRING_EQUAL(text_str(&p.out), "");
+  t_proc_free(&p);
+  r = call_ok(c, "%s", get_line);
+  char *after = trs_text(r);
+  cJSON_Delete(r);
+  CU_ASSERT_STRING_EQUAL(after, before); /* the rotation stays */
+  free(after);
+
+  /* Every such key is named, a far one without a guess; what the command takes is not. */
+  CU_ASSERT_EQUAL(CTL(&p, "ping", "id=3", "colour=red", "tokn=x"), 1);
+  CU_ASSERT_STRING_EQUAL(text_str(&p.err), "scenectl: warning: ping: unknown field \"colour\"\n"
+                                           "scenectl: warning: ping: unknown field \"tokn\"\n"
+                                           "BAD_REQUEST: unknown field \"colour\"\n");
+  t_proc_free(&p);
+  /* The near and packed short forms of subscribe make its "near" and "packed": taken. Elsewhere
+   * they are keys like any other. */
+  CU_ASSERT_EQUAL(CTL(&p, "subscribe", world, "near.radius=1", "pakced=0.5"), 1);
+  CU_ASSERT_STRING_EQUAL(
+      text_str(&p.err),
+      "scenectl: warning: subscribe: unknown field \"pakced\" (did you mean \"packed\"?)\n"
+      "BAD_REQUEST: unknown field \"pakced\" (did you mean \"packed\"?)\n");
+  t_proc_free(&p);
+  CU_ASSERT_EQUAL(CTL(&p, "transform.get", warg, earg, "near.radius=1"), 1);
+  const char *near_warning = "scenectl: warning: transform.get: unknown field \"near.radius\"\n";
+  CU_ASSERT(strncmp(text_str(&p.err), near_warning, strlen(near_warning)) == 0);
+  t_proc_free(&p);
+  /* An unknown command: no warning, the daemon names it. */
+  CU_ASSERT_EQUAL(CTL(&p, "no.such.command", "x=1"), 1);
+  CU_ASSERT(strncmp(text_str(&p.err), "UNKNOWN_COMMAND: ", 17) == 0);
+  t_proc_free(&p);
+  /* Spelt right: no warning, and only t changes. */
+  cJSON_Delete(ctl_ok(
+      (const char *const[]){"transform.set_local", warg, earg, "partial=true", "t=[1,0,0]", NULL}));
+  r = call_ok(c, "%s", get_line);
+  after = trs_text(r);
+  cJSON_Delete(r);
+  CU_ASSERT_STRING_EQUAL(after, "{\"t\":[1,0,0],\"r\":[0,0.7071068,0,0.7071068],\"s\":[1,1,1]}");
+  free(after);
+  free(before);
+  CU_ASSERT(call_fine(c, "{\"cmd\":\"world.destroy\",\"world\":\"%s\"}", world));
+  scn_cli_close(c);
+}
+
 /* ---- registration ---------------------------------------------------------------------------- */
 
 int t_register_clients_scenectl(void) {
   static const t_test tests[] = {
       {"scenectl: result line and values", test_ctl_result_line},
       {"scenectl: error reply exits 1", test_ctl_error_exit},
+      {"scenectl: warns of a key its command does not take", test_ctl_unknown_key},
       {"scenectl: connection errors exit 2", test_ctl_connect_errors},
       {"scenectl: --pipe", test_ctl_pipe},
       {"scenectl: subscribe", test_ctl_subscribe},

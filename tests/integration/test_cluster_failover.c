@@ -271,6 +271,63 @@ static void test_whole_cluster_restart(void) {
   cluster_stop(&k);
 }
 
+/* The ids of n0's entities, made without a world (they are the node's own), count of them. */
+static void node_entities(cluster *k, unsigned long long *ids, int count) {
+  cJSON *r = OK(&k->c[0], "{\"cmd\":\"entity.create\",\"count\":%d}", count);
+  const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "entities");
+  for (int i = 0; i < count; i++)
+    ids[i] = (unsigned long long)cJSON_GetArrayItem(e, i)->valuedouble;
+  cJSON_Delete(r);
+}
+
+/* A match's end with its entities in a cluster, then kill -9 of the node: entities of the node
+ * itself (made without a world, in its snapshot while they had no transform) that a world used
+ * and that world.destroy with "entities" or entity.destroy with a list ended stay ended, though
+ * the destruction ran on their group: the node's journal records it too. */
+static void test_match_end_survives_kill9(void) {
+  START_CLUSTER(k, "always");
+  unsigned long long e[4];
+  node_entities(&k, e, 4);
+  OKD(&k.c[0], "{\"cmd\":\"save\"}"); /* the node's snapshot holds them, with no transform */
+  OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"end.main\",\"node\":\"n0\"}");
+  OKD(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"end.lobby\"}");
+  for (int i = 0; i < 2; i++)
+    OKD(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"end.main\",\"entity\":%llu}", e[i]);
+  OKD(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"end.lobby\",\"entity\":%llu}", e[2]);
+  cJSON *r = OK(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"end.main\"}");
+  unsigned long long own = t_resp_id(r, "entity"); /* the group's */
+  cJSON_Delete(r);
+  r = OK(&k.c[0], "{\"cmd\":\"world.destroy\",\"world\":\"end.main\",\"entities\":true}");
+  CHECK(t_resp_num(r, "entities_destroyed") == 3, r);
+  cJSON_Delete(r);
+  OKD(&k.c[0], "{\"cmd\":\"entity.destroy\",\"entities\":[%llu,%llu]}", e[2], e[3]);
+  unsigned long long gone[] = {e[0], e[1], e[2], e[3], own};
+  kill(k.d[0].pid, SIGKILL);
+  t_daemon_wait(&k.d[0], 5000);
+  k.up[0] = false;
+  t_client_close(&k.c[0]);
+  k.connected[0] = false;
+  CU_ASSERT_FATAL(node_start(&k, 0));
+  CU_ASSERT(wait_registered(&k, NODES));
+  /* the group is served again (by a daemon that took it over, or by n0 once it is back) */
+  cJSON *lobby =
+      wait_ok_anywhere(&k, "{\"cmd\":\"transform.find\",\"world\":\"end.lobby\",\"path\":\"none\"}",
+                       TTL_MS + 5000, NULL);
+  cJSON_Delete(lobby);
+  r = wait_ok_anywhere(&k, "{\"cmd\":\"world.list\",\"cluster\":true}", 5000, NULL);
+  const cJSON *w;
+  int lobbies = 0;
+  cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(r, "worlds")) {
+    CHECK(!t_resp_str_is(w, "name", "end.main"), r);
+    lobbies += t_resp_str_is(w, "name", "end.lobby");
+  }
+  CU_ASSERT_EQUAL(lobbies, 1);
+  cJSON_Delete(r);
+  for (int i = 0; i < 5; i++)
+    ERR(&k.c[0], "NOT_FOUND", "{\"cmd\":\"entity.destroy\",\"entity\":%llu}", gone[i]);
+  cluster_stop(&k);
+}
+
 /* An owner's key and its deletion heard late: n0 owns a group and stops (SIGTERM revokes its
  * lease); n1, whose watch runs WATCH_DELAY_MS behind, claims the group by its sweep before it
  * hears of either. When they come, they are older than its claim and change nothing: it goes
@@ -353,6 +410,8 @@ int t_register_cluster_failover(void) {
       {"SIGTERM releases groups within a second", test_sigterm_release},
       {"an owner's delete heard after this daemon's claim changes nothing", test_late_delete},
       {"whole-cluster restart: each group claimed once", test_whole_cluster_restart},
+      {"a match's end with its entities survives kill -9 of its node",
+       test_match_end_survives_kill9},
       {"a fake gateway's malformed replies", test_fake_gateway_malformed},
   };
   return T_ADD_SUITE("cluster_failover", NULL, NULL, tests);

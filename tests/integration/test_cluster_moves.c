@@ -94,7 +94,11 @@ static void test_move_with_subscribers_and_writes(void) {
   }
   if (!m)
     m = t_recv_object(&mover, T_RESPONSE_MS);
-  CHECK(t_resp_ok(m), m);
+  /* The answer names the new owner as MOVED would: the client may go there at once. */
+  char n1_addr[64], n2_addr[64];
+  snprintf(n1_addr, sizeof n1_addr, "127.0.0.1:%d", k.d[1].port);
+  snprintf(n2_addr, sizeof n2_addr, "127.0.0.1:%d", k.d[2].port);
+  CHECK(t_resp_ok(m) && t_resp_str_is(m, "node", "n1") && t_resp_str_is(m, "addr", n1_addr), m);
   cJSON_Delete(m);
   CU_ASSERT(oks > 0 && refused > 0);
   CU_ASSERT(prefix);
@@ -133,9 +137,13 @@ static void test_move_with_subscribers_and_writes(void) {
   ERR(&k.c[1], "NOT_FOUND", "{\"cmd\":\"transform.find\",\"world\":\"m.b\",\"path\":\"none\"}");
   /* Moves to nowhere, and to the owner itself. */
   ERR(&k.c[1], "NOT_FOUND", "{\"cmd\":\"world.move\",\"world\":\"m.a\",\"to\":\"nobody\"}");
-  OKD(&k.c[1], "{\"cmd\":\"world.move\",\"world\":\"m.a\",\"to\":\"n1\"}");
-  /* And back, through the client's own connection. */
-  OKD(&k.c[1], "{\"cmd\":\"world.move\",\"world\":\"m.b\",\"to\":\"n2\"}");
+  r = OK(&k.c[1], "{\"cmd\":\"world.move\",\"world\":\"m.a\",\"to\":\"n1\"}");
+  CHECK(t_resp_str_is(r, "node", "n1") && t_resp_str_is(r, "addr", n1_addr), r);
+  cJSON_Delete(r);
+  /* And on, through the client's own connection. */
+  r = OK(&k.c[1], "{\"cmd\":\"world.move\",\"world\":\"m.b\",\"to\":\"n2\"}");
+  CHECK(t_resp_str_is(r, "node", "n2") && t_resp_str_is(r, "addr", n2_addr), r);
+  cJSON_Delete(r);
   r = OK(&k.c[2], "{\"cmd\":\"transform.get\",\"world\":\"m.a\",\"entity\":%llu}", e);
   cJSON_Delete(r);
   t_client_close(&sub);

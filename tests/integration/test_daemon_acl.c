@@ -314,8 +314,8 @@ static void test_prefixes(void) {
       "\"entity\":%lld,\"t\":[5,5,5]}]}",
       "{\"cmd\":\"batch\",\"world\":\"match7.a\",\"ops\":[{\"cmd\":\"transform.set_local\","
       "\"world\":\"match8.x\",\"entity\":%lld,\"t\":[5,5,5]}]}",
-      "{\"cmd\":\"world.destroy\",\"world\":\"match8.x\",\"entity\":%lld}",
-      "{\"cmd\":\"world.create\",\"world\":\"match8.y\",\"entity\":%lld}",
+      "{\"cmd\":\"world.destroy\",\"world\":\"match8.x\"}",
+      "{\"cmd\":\"world.create\",\"world\":\"match8.y\"}",
       "{\"cmd\":\"transform.get\",\"world\":\"match8.nope\",\"entity\":%lld}",
       "{\"cmd\":\"transform.get\",\"world\":\"match70\",\"entity\":%lld}",
       "{\"cmd\":\"entity.destroy\",\"entity\":%lld}", /* every world: needs the prefix * */

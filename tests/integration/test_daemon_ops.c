@@ -1,6 +1,7 @@
-/* Operating the daemon: /metrics accepted by promtool, info carrying the same figures,
- * configuration precedence (flag > environment > file > default), logfmt logs that never show
- * the token, and signals (SIGTERM drains and exits 0; a second signal exits at once). */
+/* Operating the daemon: /metrics accepted by promtool, info carrying the same figures, the
+ * per-world stream figures, configuration precedence (flag > environment > file > default),
+ * logfmt logs that never show the token, and signals (SIGTERM drains and exits 0; a second
+ * signal exits at once). */
 #include "daemon_fixtures.h"
 #include "suites.h"
 
@@ -73,6 +74,103 @@ static void test_metrics_promtool(void) {
   page = http_body(d.http_port, "/readyz", &status);
   CU_ASSERT_EQUAL(status, 200);
   free(page);
+  t_client_close(&c);
+  STOP_OK(&d, 5000);
+}
+
+/* A figure on the /metrics page now (-1 when it is not there). */
+static double metric_now(const t_daemon *d, const char *name) {
+  int status = 0;
+  char *page = http_body(d->http_port, "/metrics", &status);
+  double v = page ? page_metric(page, name) : -1;
+  free(page);
+  return v;
+}
+
+/* Frames read on c until nothing came for quiet_ms (events kept on c count too). */
+static int frames_read(t_client *c, long quiet_ms) {
+  int n = 0;
+  for (cJSON *ev; (ev = t_next_event(c, quiet_ms));) {
+    n += t_resp_str_is(ev, "event", "frame");
+    cJSON_Delete(ev);
+  }
+  return n;
+}
+
+#define SUBS_BUSY "scened_world_subscribers{world=\"busy\"}"
+#define FRAMES_BUSY "scened_world_frames_sent_total{world=\"busy\"}"
+
+/* Per world: the subscriptions open on it (a gauge) and the frames queued to its subscribers
+ * (a counter: rate() of it is the world's frames per second), equal to what they read; a
+ * world without subscribers shows 0; a destroyed world's series go, and a new world of the
+ * same name starts from 0; past 100 worlds there are none. */
+static void test_metrics_per_world(void) {
+  t_daemon d;
+  t_client c, a, b;
+  if (!START_CONNECTED(&d, &c, NULL))
+    return;
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"busy\"}");
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"quiet\"}");
+  cJSON *r = OK(&c, "{\"cmd\":\"transform.create\",\"world\":\"busy\"}");
+  unsigned long long e = t_resp_id(r, "entity");
+  cJSON_Delete(r);
+  CONNECT_FATAL(&a, d.port);
+  CONNECT_FATAL(&b, d.port);
+  t_client_keep_events(&a);
+  t_client_keep_events(&b);
+  OKD(&a, "{\"cmd\":\"subscribe\",\"world\":\"busy\"}");
+  r = OK(&b, "{\"cmd\":\"subscribe\",\"world\":\"busy\"}");
+  double sub_b = t_resp_num(r, "sub");
+  cJSON_Delete(r);
+  CU_ASSERT_EQUAL(metric_now(&d, SUBS_BUSY), 2);
+  CU_ASSERT_EQUAL(metric_now(&d, "scened_world_subscribers{world=\"quiet\"}"), 0);
+  /* Moves, each read back (which flushes it into the next tick's frame), until both
+   * subscribers have had a few dozen frames. */
+  int got_a = 0, got_b = 0;
+  long deadline = t_now_ms() + 10000;
+  for (int i = 1; (got_a < 30 || got_b < 30) && t_now_ms() < deadline; i++) {
+    OKD(&c, "{\"cmd\":\"transform.set_local\",\"world\":\"busy\",\"entity\":%llu,\"t\":[%d,0,0]}",
+        e, i);
+    got_a += frames_read(&a, 5);
+    got_b += frames_read(&b, 5);
+  }
+  got_a += frames_read(&a, 300);
+  got_b += frames_read(&b, 300);
+  CU_ASSERT(got_a >= 30 && got_b >= 30);
+  double frames = metric_now(&d, FRAMES_BUSY);
+  CU_ASSERT_EQUAL(frames, got_a + got_b);
+  CU_ASSERT_EQUAL(metric_now(&d, "scened_frames_sent_total"), frames);
+  CU_ASSERT_EQUAL(metric_now(&d, "scened_world_frames_sent_total{world=\"quiet\"}"), 0);
+  /* info names them too */
+  r = OK(&c, "{\"cmd\":\"info\"}");
+  const cJSON *m = cJSON_GetObjectItemCaseSensitive(r, "metrics");
+  CHECK(t_resp_num(cJSON_GetObjectItemCaseSensitive(m, "world_frames_sent_total"), "busy") ==
+                frames &&
+            t_resp_num(cJSON_GetObjectItemCaseSensitive(m, "world_subscribers"), "busy") == 2,
+        r);
+  cJSON_Delete(r);
+  /* An unsubscription lowers the gauge; the counter keeps what was sent. */
+  OKD(&b, "{\"cmd\":\"unsubscribe\",\"sub\":%g}", sub_b);
+  CU_ASSERT_EQUAL(metric_now(&d, SUBS_BUSY), 1);
+  CU_ASSERT_EQUAL(metric_now(&d, FRAMES_BUSY), frames);
+  /* The world ends: its series go; a new world by its name starts from nothing. */
+  OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"busy\"}");
+  CU_ASSERT_EQUAL(metric_now(&d, SUBS_BUSY), -1);
+  CU_ASSERT_EQUAL(metric_now(&d, FRAMES_BUSY), -1);
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"busy\"}");
+  CU_ASSERT_EQUAL(metric_now(&d, SUBS_BUSY), 0);
+  CU_ASSERT_EQUAL(metric_now(&d, FRAMES_BUSY), 0);
+  /* Cardinality: past 100 worlds, no per-world series at all. */
+  for (int i = 0; i < 99; i++)
+    OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"w%d\"}", i);
+  int status = 0;
+  char *page = http_body(d.http_port, "/metrics", &status);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(page);
+  CU_ASSERT_PTR_NULL(strstr(page, "scened_world_subscribers{"));
+  CU_ASSERT_PTR_NULL(strstr(page, "scened_world_frames_sent_total{"));
+  free(page);
+  t_client_close(&a);
+  t_client_close(&b);
   t_client_close(&c);
   STOP_OK(&d, 5000);
 }
@@ -199,6 +297,7 @@ static void test_signals(void) {
 int t_register_daemon_ops(void) {
   static const t_test tests[] = {
       {"metrics: promtool, info, readyz", test_metrics_promtool},
+      {"metrics: subscriptions and frames per world", test_metrics_per_world},
       {"config precedence", test_config_precedence},
       {"logfmt logs", test_logs},
       {"signals", test_signals},

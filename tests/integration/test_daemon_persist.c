@@ -4,6 +4,7 @@
  * nothing, and replay after several snapshots. Damaged data and saving have suites of their
  * own (daemon_persist_damage, daemon_persist_save). Every test has its own temporary data
  * directory. */
+#include "command_fixtures.h"
 #include "daemon_fixtures.h"
 #include "persist_fixtures.h"
 #include "suites.h"
@@ -331,6 +332,91 @@ out:
   end_test(dir);
 }
 
+/* The ids a match ended (world.destroy with "entities", entity.destroy with a list) are gone
+ * after kill -9 and after a clean restart: the journal and the snapshot keep them destroyed,
+ * what lived on lives on, and new entities never take their ids. */
+static void check_match_ended(t_client *c, const uint64_t *gone, int ngone, const uint64_t *kept,
+                              int nkept) {
+  CU_ASSERT_EQUAL(first_world_transforms(c), nkept);
+  for (int i = 0; i < ngone; i++)
+    ERR(c, "NOT_FOUND", "{\"cmd\":\"entity.destroy\",\"entity\":%llu}",
+        (unsigned long long)gone[i]);
+  for (int i = 0; i < nkept; i++) {
+    double m[16];
+    CU_ASSERT(get_local(c, "keep", kept[i], m));
+  }
+  ERR(c, "NOT_FOUND", "{\"cmd\":\"transform.find\",\"world\":\"match\",\"path\":\"car\"}");
+  cJSON *r = OK(c, "{\"cmd\":\"info\"}");
+  CHECK(t_resp_num(r, "entities") == nkept && t_resp_num(r, "worlds") == 1, r);
+  cJSON_Delete(r);
+}
+
+static void test_match_end_survives_kill9(void) {
+  char dir[64];
+  if (!begin_test(dir, sizeof dir))
+    return;
+  t_daemon d;
+  t_client c;
+  const char *const always[] = {"--fsync", "always", NULL};
+  if (!start_on(&d, dir, always))
+    goto out;
+  CONNECT_FATAL(&c, d.port);
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"keep\"}");
+  OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"match\"}");
+  uint64_t car =
+      CREATE_TF(&c, "{\"cmd\":\"transform.create\",\"world\":\"match\",\"name\":\"car\"}");
+  uint64_t fl = CREATE_TF(
+      &c, "{\"cmd\":\"transform.create\",\"world\":\"match\",\"parent\":%llu,\"name\":\"fl\"}",
+      (unsigned long long)car);
+  uint64_t player = CREATE_TF(&c, "{\"cmd\":\"transform.create\",\"world\":\"keep\"}");
+  OKD(&c, "{\"cmd\":\"transform.create\",\"world\":\"match\",\"entity\":%llu}",
+      (unsigned long long)player);
+  uint64_t k[3];
+  for (int i = 0; i < 3; i++)
+    k[i] = CREATE_TF(&c, "{\"cmd\":\"transform.create\",\"world\":\"keep\",\"t\":[%d,0,0]}", i);
+  /* part of it in a snapshot, the ends in the journal */
+  OKD(&c, "{\"cmd\":\"save\"}");
+  uint64_t wheel = CREATE_TF(
+      &c, "{\"cmd\":\"transform.create\",\"world\":\"match\",\"parent\":%llu,\"name\":\"fr\"}",
+      (unsigned long long)car);
+  cJSON *r = OK(&c, "{\"cmd\":\"world.destroy\",\"world\":\"match\",\"entities\":true}");
+  CHECK(t_resp_num(r, "entities_destroyed") == 3, r);
+  cJSON_Delete(r);
+  OKD(&c, "{\"cmd\":\"entity.destroy\",\"entities\":[%llu,%llu]}", (unsigned long long)k[2],
+      (unsigned long long)k[0]);
+  uint64_t gone[] = {car, fl, wheel, k[0], k[2]}, kept[] = {player, k[1]};
+  check_match_ended(&c, gone, 5, kept, 2);
+  t_client_close(&c);
+  kill9(&d);
+  if (!start_on(&d, dir, always))
+    goto out;
+  CONNECT_FATAL(&c, d.port);
+  check_match_ended(&c, gone, 5, kept, 2);
+  r = OK(&c, "{\"cmd\":\"entity.create\",\"count\":16}");
+  uint64_t fresh[16];
+  CU_ASSERT_EQUAL(ids_of(r, "entities", fresh, 16), 16);
+  for (int i = 0; i < 16; i++)
+    for (int g = 0; g < 5; g++)
+      CU_ASSERT_NOT_EQUAL(fresh[i], gone[g]);
+  cJSON_Delete(r);
+  OKD(&c, "{\"cmd\":\"entity.destroy\",\"entities\":[%llu,%llu]}", (unsigned long long)fresh[0],
+      (unsigned long long)fresh[15]);
+  t_client_close(&c);
+  STOP_OK(&d, 15000);
+  if (!start_on(&d, dir, always))
+    goto out;
+  CONNECT_FATAL(&c, d.port);
+  r = OK(&c, "{\"cmd\":\"info\"}");
+  CHECK(t_resp_num(r, "entities") == 2 + 14, r);
+  cJSON_Delete(r);
+  ERR(&c, "NOT_FOUND", "{\"cmd\":\"entity.destroy\",\"entities\":[%llu]}",
+      (unsigned long long)fresh[15]);
+  t_client_close(&c);
+  STOP_OK(&d, 15000);
+out:
+  end_test(dir);
+}
+
 /* --fsync everysec: a clean SIGTERM right after the last answer loses nothing. */
 static void test_everysec_sigterm_loses_nothing(void) {
   char dir[64];
@@ -441,6 +527,8 @@ int t_register_daemon_persist(void) {
       {"kill -9 under fsync always keeps acknowledged", test_kill9_fsync_always_keeps_acknowledged},
       {"everysec SIGTERM loses nothing", test_everysec_sigterm_loses_nothing},
       {"replay after several snapshots", test_replay_after_several_snapshots},
+      {"a match's end (entities destroyed with it) survives kill -9",
+       test_match_end_survives_kill9},
   };
   return T_ADD_SUITE("daemon_persist", NULL, NULL, tests);
 }

@@ -12,10 +12,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const wl_command_names[WL_KINDS] = {
-    "world.create",        "world.destroy",       "entity.create",    "entity.destroy",
-    "transform.create",    "transform.destroy",   "transform.link",   "transform.unlink",
-    "transform.set_local", "transform.set_world", "transform.rename", "batch"};
+const char *const wl_command_names[WL_KINDS] = {"world.create",
+                                                "world.destroy",
+                                                "entity.create",
+                                                "entity.destroy",
+                                                "transform.create",
+                                                "transform.destroy",
+                                                "transform.link",
+                                                "transform.unlink",
+                                                "transform.set_local",
+                                                "transform.set_world",
+                                                "transform.rename",
+                                                "batch",
+                                                "world.destroy (entities)",
+                                                "entity.destroy (entities)"};
 
 enum {
   K_WORLD_CREATE,
@@ -29,7 +39,9 @@ enum {
   K_SET_LOCAL,
   K_SET_WORLD,
   K_RENAME,
-  K_BATCH
+  K_BATCH,
+  K_WORLD_DESTROY_ENTITIES,
+  K_ENTITY_DESTROY_LIST
 };
 
 const char *const wl_group_names[WL_GROUPS] = {"g0", "g1", "g2", "solo"};
@@ -297,7 +309,12 @@ static int make_command(workload *w, text *t, int *group) {
   if (roll < 7) {
     int wi = pick_world(w, true);
     *group = w->worlds[wi].group;
-    text_addf(t, "\"world.destroy\",\"world\":\"%s\"}", w->worlds[wi].name);
+    text_addf(t, "\"world.destroy\",\"world\":\"%s\"", w->worlds[wi].name);
+    if (rng_chance(&w->r, 0.5)) {
+      text_addf(t, ",\"entities\":true}");
+      return K_WORLD_DESTROY_ENTITIES;
+    }
+    text_add(t, "}", 1);
     return K_WORLD_DESTROY;
   }
   if (roll < 12) {
@@ -312,6 +329,21 @@ static int make_command(workload *w, text *t, int *group) {
     }
     text_add(t, "}", 1);
     return K_ENTITY_CREATE;
+  }
+  if (roll < 16 && rng_chance(&w->r, 0.4)) {
+    /* A list: mostly alive ones, a stale one now and then (the whole list then fails); in a
+     * cluster all of one group, which lives on one daemon. */
+    int g = (int)rng_below(&w->r, WL_GROUPS);
+    int n = (int)rng_below(&w->r, 5);
+    *group = n ? g : -1;
+    text_addf(t, "\"entity.destroy\",\"entities\":[");
+    for (int i = 0, listed = 0; i < n; i++) {
+      int e = pick_entity(w, g, !rng_chance(&w->r, 0.05));
+      if (e >= 0)
+        text_addf(t, listed++ ? ",@%d" : "@%d", e);
+    }
+    text_add(t, "]}", 2);
+    return K_ENTITY_DESTROY_LIST;
   }
   if (roll < 16) {
     /* Often the newest entity: its slot is the highest, the case a rollback must not lose. */
@@ -505,6 +537,28 @@ static void learn_op(workload *w, int wi, const cJSON *op, const cJSON *res) {
   }
 }
 
+static void end_entity(workload *w, int e) {
+  if (e < 0)
+    return;
+  w->ents[e].alive = false;
+  for (int i = 0; i < WL_WORLDS; i++)
+    drop_member(&w->worlds[i], e);
+}
+
+/* world.destroy with "entities": those believed to have a transform in world wi and in no
+ * other end (the model is a belief, rebuilt from what is read when the state is compared). */
+static void end_orphans(workload *w, int wi) {
+  wl_world *wd = &w->worlds[wi];
+  for (size_t k = wd->n; k-- > 0;) {
+    int e = wd->members[k];
+    bool elsewhere = false;
+    for (int i = 0; i < WL_WORLDS && !elsewhere; i++)
+      elsewhere = i != wi && is_member(&w->worlds[i], e);
+    if (!elsewhere)
+      end_entity(w, e);
+  }
+}
+
 static int world_index(const char *name) {
   for (int i = 0; name && i < WL_WORLDS; i++)
     if (strcmp(world_names[i], name) == 0)
@@ -536,15 +590,16 @@ static void learn(workload *w, const char *line, const cJSON *answer) {
   if (strcmp(cmd, "world.create") == 0 && wi >= 0) {
     w->worlds[wi].exists = true;
   } else if (strcmp(cmd, "world.destroy") == 0 && wi >= 0) {
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rq, "entities")))
+      end_orphans(w, wi);
     w->worlds[wi].exists = false;
     w->worlds[wi].n = 0;
   } else if (strcmp(cmd, "entity.destroy") == 0) {
-    int e = find_ent(w, 0, num_field(rq, "entity"));
-    if (e >= 0) {
-      w->ents[e].alive = false;
-      for (int i = 0; i < WL_WORLDS; i++)
-        drop_member(&w->worlds[i], e);
-    }
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(rq, "entities");
+    for (const cJSON *x = list ? list->child : NULL; x; x = x->next)
+      end_entity(w, find_ent(w, 0, (unsigned long long)x->valuedouble));
+    if (!list)
+      end_entity(w, find_ent(w, 0, num_field(rq, "entity")));
   } else if (strcmp(cmd, "batch") == 0) {
     const cJSON *ops = cJSON_GetObjectItemCaseSensitive(rq, "ops");
     const cJSON *results = cJSON_GetObjectItemCaseSensitive(answer, "results");

@@ -47,7 +47,7 @@ typedef struct wl_world {
 
 #define WL_WORLDS 7
 #define WL_GROUPS 4
-#define WL_KINDS 12
+#define WL_KINDS 14
 
 typedef struct workload {
   rng r;
@@ -61,7 +61,8 @@ typedef struct workload {
   char last[4096]; /* the last request sent to the subject, for a failure's report */
 } workload;
 
-/* The commands the generator makes, by name: every mutating command of the table must be one. */
+/* The commands the generator makes, by name: every mutating command of the table must be one.
+ * Forms that journal differently have kinds of their own ("world.destroy (entities)"). */
 extern const char *const wl_command_names[WL_KINDS];
 /* The group names (cluster: the part of a world's name before the first '.'). */
 extern const char *const wl_group_names[WL_GROUPS];

@@ -9,6 +9,7 @@
   X(core_math)                                                                                     \
   X(core_trs)                                                                                      \
   X(core_entity)                                                                                   \
+  X(core_teardown)                                                                                 \
   X(core_transform)                                                                                \
   X(core_transform_forest)                                                                         \
   X(core_batch)                                                                                    \
@@ -24,8 +25,11 @@
   X(proto_request)                                                                                 \
   X(proto_output)                                                                                  \
   X(proto_wire)                                                                                    \
+  X(proto_fields)                                                                                  \
   X(proto_packed)                                                                                  \
-  X(base64)
+  X(base64)                                                                                        \
+  X(ctl_complete)                                                                                  \
+  X(ctl_suggest)
 
 T_SUITES(T_DECLARE_SUITE)
 

@@ -34,6 +34,7 @@ typedef struct fake {
   int move_answers, wakes;
   bool move_ok;
   char move_message[300];
+  char move_node[SCN_NAME_MAX + 1], move_addr[SCN_ADDR_MAX]; /* an ok answer's new owner */
 } fake;
 
 static uint64_t fake_now(void *ud) { return ((fake *)ud)->now; }
@@ -111,12 +112,13 @@ static void fake_lease_lost(void *ud, const char *why) {
 
 static void fake_changed(void *ud) { ((fake *)ud)->changes++; }
 
-static void on_move_done(void *ud, bool ok, int code, const char *message) {
-  (void)code;
+static void on_move_done(void *ud, const scn_move_answer *a) {
   fake *f = ud;
   f->move_answers++;
-  f->move_ok = ok;
-  snprintf(f->move_message, sizeof f->move_message, "%s", message ? message : "");
+  f->move_ok = a->ok;
+  snprintf(f->move_message, sizeof f->move_message, "%s", a->message ? a->message : "");
+  snprintf(f->move_node, sizeof f->move_node, "%s", a->ok ? a->node : "");
+  snprintf(f->move_addr, sizeof f->move_addr, "%s", a->ok ? a->addr : "");
 }
 
 static void on_wake(void *ud) { ((fake *)ud)->wakes++; }
@@ -417,6 +419,9 @@ static void test_handoff_seen_on_watch_first(void) {
   watch_group(&f, "g", OTHER, NULL, 31, OTHER_LEASE);
   CU_ASSERT_EQUAL(f.move_answers, 1);
   CU_ASSERT_TRUE(f.move_ok);
+  /* the answer names the new owner, as MOVED would */
+  CU_ASSERT_STRING_EQUAL(f.move_node, OTHER);
+  CU_ASSERT_STRING_EQUAL(f.move_addr, OTHER ".example:7000");
   CU_ASSERT_EQUAL(f.o.stats.moves, 1);
   CU_ASSERT_EQUAL(f.drops, 1);
   CU_ASSERT_EQUAL(f.o.stats.lost, 0);

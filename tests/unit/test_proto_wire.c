@@ -78,12 +78,21 @@ static void test_wire_commands(void) {
              {"transform.rename", "world,entity,name"},
              {"batch", "world,ops"},
              {"subscribe", "world"},
-             {"entity.destroy", "entity"},
+             {"entity.destroy", ""}, /* one of "entity" and "entities": its handler checks */
              {"ping", ""}};
   for (size_t i = 0; i < sizeof req / sizeof *req; i++) {
     char text[256];
     scn_fields_text(scn_command_find(req[i].cmd)->required, text, sizeof text);
     CU_ASSERT_STRING_EQUAL(text, req[i].required);
+  }
+  /* Optional fields of the commands that end a match. */
+  static const struct {
+    const char *cmd, *optional;
+  } opt[] = {{"entity.destroy", "entity,entities"}, {"world.destroy", "entities"}};
+  for (size_t i = 0; i < sizeof opt / sizeof *opt; i++) {
+    char text[256];
+    scn_fields_text(scn_command_find(opt[i].cmd)->optional, text, sizeof text);
+    CU_ASSERT_STRING_EQUAL(text, opt[i].optional);
   }
   /* Every command that names an existing world takes it. */
   for (unsigned i = 0; i < scn_command_count; i++) {

@@ -10,58 +10,19 @@
 // takes b64 frames (through scened.mjs) and holds the daemon's float32 values: the TCP client
 // reads its truth in b64 too, and the two must agree to the bit. The screenshot is saved as
 // build/staging-view.png (SCENED_SCREENSHOT).
+// Two more files run with these: browser_motion.mjs (the selected entity's matrices at one tick
+// while it moves; the camera tracking a world that travels) and browser_headless.mjs (pictures
+// taken with `chromium --headless --screenshot --virtual-time-budget=5000`).
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { TcpClient, makeCerts, packedMismatch, repo, requireModule, sleep, startDaemon, until } from './lib.mjs';
+import { TcpClient, makeCerts, packedMismatch, requireModule, sleep, startDaemon, until } from './lib.mjs';
 import { matrixOf } from '../../client/js/scened.mjs';
-
-// The world matrix of entity as the daemon holds it (its float32 values, from a b64 read).
-async function worldOf(tcp, world, entity) {
-  const r = await tcp.call({ cmd: 'transform.get', world, entity });
-  assert.equal(typeof r.world, 'string', 'the TCP client reads matrices in b64');
-  return Array.from(matrixOf(r.world));
-}
-
-async function b64Client(port) {
-  const tcp = await TcpClient.connect(port);
-  assert.equal((await tcp.call({ cmd: 'hello', matrices: 'b64' })).matrices, 'b64');
-  return tcp;
-}
-
-const { chromium } = requireModule('playwright-core');
-const screenshot = process.env.SCENED_SCREENSHOT || path.join(repo, 'build/staging-view.png');
-
-async function launch() {
-  return chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-  });
-}
-
-// A page whose console errors, page errors and requests to other hosts are recorded; over
-// HTTPS when secure (the test's own CA is not the browser's: its certificate is accepted).
-async function openPage(browser, httpPort, secure = false, hash = '') {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 860 }, ignoreHTTPSErrors: secure });
-  const problems = [];
-  page.on('console', (m) => {
-    if (m.type() === 'error') problems.push(`console error: ${m.text()}`);
-  });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('request', (r) => {
-    const u = new URL(r.url());
-    if (!['127.0.0.1', ''].includes(u.hostname) && u.protocol !== 'data:')
-      problems.push(`request to another host: ${r.url()}`);
-  });
-  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
-  await page.goto(`${secure ? 'https' : 'http'}://127.0.0.1:${httpPort}/${hash}`);
-  return { page, problems };
-}
-
-const scened = (page, expr, arg) => page.evaluate(expr, arg);
+import { b64Client, launch, openPage, scened, screenshot, worldOf } from './browser_lib.mjs';
+import './browser_motion.mjs';
+import './browser_headless.mjs';
 
 describe('staging view', () => {
   let d, tcp, browser, page, problems, car, wheel;

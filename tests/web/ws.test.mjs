@@ -163,13 +163,14 @@ describe('websocket: messages and framing', () => {
 
   test('a message over --max-line gets LIMIT and the connection stays usable', async () => {
     const ws = await WsClient.connect(d.httpPort);
-    ws.sendLine(`{"cmd":"ping","pad":"${'x'.repeat(5000)}"}`);
+    // (padded with whitespace: ping takes no member that could hold it)
+    ws.sendLine(`{"cmd":"ping"${' '.repeat(5000)}}`);
     // also one over the limit in fragments: LIMIT once
     ws.ws.send('y'.repeat(800), { fin: false });
     ws.ws.send('y'.repeat(800), { fin: false });
     ws.ws.send('y'.repeat(800), { fin: true });
-    const head = '{"cmd":"ping","id":"exact","p":"', tail = '"}';
-    ws.sendLine(head + 'z'.repeat(1024 - head.length - tail.length) + tail); // exactly --max-line
+    const head = '{"cmd":"ping","id":"exact"', tail = '}';
+    ws.sendLine(head + ' '.repeat(1024 - head.length - tail.length) + tail); // exactly --max-line
     const a = await ws.inbox.next(), b = await ws.inbox.next();
     assert.equal(a.error.code, 'LIMIT');
     assert.equal(b.error.code, 'LIMIT');
