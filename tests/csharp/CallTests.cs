@@ -255,6 +255,15 @@ namespace ScenedTests
                 T.Equal(name, (string)r["name"], "a name with quotes, escapes and non-ASCII");
                 T.Equal(0.1f, T.Matrix(r["local"])[0], "0.1 as float32");
                 T.Equal((long)e, (long)T.Call(c, "transform.find", T.O("world", w, "path", name))["entity"], "find by it");
+                try
+                {
+                    c.CallAsync("transform.set_local", T.O("world", w, "entity", e, "t", new[] { double.NaN, 0, 0 }));
+                    T.Check(false, "a NaN cannot be sent");
+                }
+                catch (ArgumentException)
+                {
+                }
+                T.Check((bool)T.Call(c, "ping")["ok"], "and the calls after it complete");
             }
         }
 

@@ -85,6 +85,7 @@ namespace Scened
         {
             if (cmd == null)
                 throw new ArgumentNullException("cmd");
+            CheckOpen();
             PendingCall c = new PendingCall { Kind = PendingCall.Kinds.Call, Cmd = cmd, Fields = fields,
                                               World = WorldOf(fields), Task = new TaskCompletionSource<JObject>() };
             Issue(c, Route(c.World), true);
@@ -112,6 +113,7 @@ namespace Scened
                 throw new ArgumentNullException("world");
             if (matrix16 == null || matrix16.Length < 16)
                 throw new ArgumentException("a matrix is 16 floats");
+            CheckOpen();
             float[] copy = new float[16];
             Array.Copy(matrix16, copy, 16);
             PendingCall c = new PendingCall { Kind = PendingCall.Kinds.SetMatrix, Cmd = cmd, World = world, Entity = entity,
@@ -127,6 +129,7 @@ namespace Scened
         {
             if (world == null)
                 throw new ArgumentNullException("world");
+            CheckOpen();
             JObject fields = options != null ? (JObject)options.DeepClone() : new JObject();
             fields["world"] = world;
             Subscription sub = new Subscription(this, world, fields);
@@ -139,6 +142,7 @@ namespace Scened
 
         internal Task<JObject> Update(Subscription sub, JObject fields)
         {
+            CheckOpen();
             JObject f = fields != null ? (JObject)fields.DeepClone() : new JObject();
             f["sub"] = sub.Id;
             PendingCall c = new PendingCall { Kind = PendingCall.Kinds.Update, Cmd = "subscribe.update", Fields = f,
@@ -149,6 +153,7 @@ namespace Scened
 
         internal Task Unsubscribe(Subscription sub)
         {
+            CheckOpen();
             if (!sub.IsActive || sub.Conn == null)
             {
                 sub.End("unsubscribed", false, null);
@@ -219,7 +224,7 @@ namespace Scened
                 return;
             disposed = true;
             ScenedException err = new ScenedException("CLOSED", "the client was disposed");
-            foreach (Connection c in conns.Values)
+            foreach (Connection c in new List<Connection>(conns.Values))
             {
                 c.Close();
                 FailConnection(c, err);
@@ -313,8 +318,11 @@ namespace Scened
 
         private void Issue(PendingCall c, Connection conn, bool first)
         {
-            if (disposed)
-                throw new ObjectDisposedException("ScenedClient");
+            // written first: fields that cannot be sent (a NaN) throw here, before the call is queued
+            if (c.Matrix != null)
+                writer.SetMatrix(c.Cmd, c.World, c.Entity, c.Matrix, 0);
+            else
+                writer.Request(c.Cmd, c.Fields);
             if (first && (c.Task != null || c.SubTask != null))
                 order.Enqueue(c);
             c.Conn = conn;
@@ -323,12 +331,14 @@ namespace Scened
                 Finish(c, null, new ScenedException("CLOSED", "the connection to " + conn.Addr + " is closed"));
                 return;
             }
-            if (c.Matrix != null)
-                writer.SetMatrix(c.Cmd, c.World, c.Entity, c.Matrix, 0);
-            else
-                writer.Request(c.Cmd, c.Fields);
             conn.Awaiting.Enqueue(c);
             conn.Send(writer.Buf, writer.Len);
+        }
+
+        private void CheckOpen()
+        {
+            if (disposed)
+                throw new ObjectDisposedException("ScenedClient");
         }
 
         internal void Raise(Action<Subscription> h, Subscription s)
