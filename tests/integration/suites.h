@@ -36,7 +36,8 @@
   X(cluster_moves)                                                                                 \
   X(cluster_failover)                                                                              \
   X(cluster_setup)                                                                                 \
-  X(cluster_crash)
+  X(cluster_crash)                                                                                 \
+  X(cluster_script)
 
 T_SUITES(T_DECLARE_SUITE)
 
