@@ -196,7 +196,7 @@ else
 test: test-suites
 endif
 
-test-suites: $(TEST_PROGRAMS) $(SCENED) $(SCENECTL)
+test-suites: $(TEST_PROGRAMS) $(SCENED) $(SCENECTL) $(SCENE_BENCH)
 	$(TEST_ENV) tests/tools/run_tests.sh "$(SUITE)" $(TEST_PROGRAMS)
 
 # Every test runs under a time limit (SCENED_TEST_TIMEOUT seconds overrides the default); this

@@ -27,6 +27,7 @@
   X(clients_library)                                                                               \
   X(clients_scenectl)                                                                              \
   X(clients_scripts)                                                                               \
+  X(clients_hosts)                                                                                 \
   X(daemon_ops)                                                                                    \
   X(daemon_torture)                                                                                \
   X(daemon_tls)                                                                                    \
