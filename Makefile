@@ -66,7 +66,7 @@ THREE      := $(NPM_DIR)/node_modules/three
 # Keep intermediate objects (the fuzz targets build theirs through a pattern rule).
 .SECONDARY:
 
-.PHONY: all deps test test-suites test-web test-python test-csharp test-timeout-check test-runner-check www bench soak run clean format exhaustive-f32 layering fuzz valgrind cluster
+.PHONY: all deps test test-suites test-examples test-web test-python test-csharp test-timeout-check test-runner-check www bench soak run clean format exhaustive-f32 layering fuzz valgrind cluster
 
 all: $(SCENED) $(SCENECTL) $(SCENE_BENCH) $(CORE_LIB) $(PROTO_LIB) $(TEST_PROGRAMS) $(BENCH_BIN) $(DECODE_BENCH) $(INTEREST_BENCH) $(BUILD)/f32-exhaustive \
      $(WWW_STAMP)
@@ -193,7 +193,8 @@ layering: $(SCENED) $(CLIENT_LIB) $(SCENECTL) $(SCENE_BENCH)
 	@python3 scripts/check-sizes.py --selftest
 
 # The documents first (the flags of scened --help against docs/operations.md, and the links
-# between the documents), the three test programs, then the runner's own checks, then the WebSocket and browser tests
+# between the documents), the three test programs, then the documents' shell examples run
+# against a daemon (test-examples), the runner's own checks, then the WebSocket and browser tests
 # (Node's test runner; the browser test needs Debian's Chromium, which scripts/install-deps.sh
 # installs). SUITE=word[,word...] runs only the suites whose names contain a word, and nothing
 # else: make test SUITE=daemon_commands.
@@ -201,6 +202,7 @@ TEST_ENV := SCENED_BIN=$(abspath $(SCENED)) SCENECTL_BIN=$(abspath $(SCENECTL))
 ifeq ($(SUITE),)
 test: layering test-suites
 	python3 scripts/check-docs.py $(SCENED)
+	@$(MAKE) --no-print-directory test-examples
 	@$(MAKE) --no-print-directory test-runner-check
 	@$(MAKE) --no-print-directory test-web
 	@$(MAKE) --no-print-directory test-python
@@ -209,8 +211,14 @@ else
 test: test-suites
 endif
 
-test-suites: $(TEST_PROGRAMS) $(SCENED) $(SCENECTL)
+test-suites: $(TEST_PROGRAMS) $(SCENED) $(SCENECTL) $(SCENE_BENCH)
 	$(TEST_ENV) tests/tools/run_tests.sh "$(SUITE)" $(TEST_PROGRAMS)
+
+# Every ```sh block of README.md and docs/*.md runs against a daemon of its own, but those marked
+# <!-- not run: REASON --> (scripts/check-examples.py); its self-test shows each fault is caught.
+test-examples: $(SCENED) $(SCENECTL) $(SCENE_BENCH)
+	python3 scripts/check-examples.py --bin $(BUILD)
+	python3 scripts/check-examples.py --selftest --bin $(BUILD)
 
 # Every test runs under a time limit (SCENED_TEST_TIMEOUT seconds overrides the default); this
 # shows that a test that hangs is named and its daemon killed (about a second).

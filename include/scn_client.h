@@ -35,7 +35,7 @@ enum {
 enum { SCN_CLI_MATRICES_JSON = 0, SCN_CLI_MATRICES_B64 = 1 };
 
 typedef struct scn_cli_options {
-  const char *host;  /* default 127.0.0.1 */
+  const char *host;  /* a name or an address; default 127.0.0.1 */
   int port;          /* default 7878 */
   const char *token; /* sent with hello when set */
   int timeout_ms;    /* per call; 0 means 10 s; negative waits forever */

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # An example cluster on one machine: a local etcd and three daemons sharing one data directory.
-# Ctrl-C (or SIGTERM) stops them all: the daemons release their groups, then etcd stops.
+# Ctrl-C (or SIGTERM, or SIGHUP) stops them all: the daemons first, each waited for by its pid
+# (each saves its groups and revokes its lease, which needs etcd), then etcd.
 #
 #   scripts/cluster.sh            (make cluster does the same after building)
 #   BASE_PORT=7878 ETCD_PORT=2379 DATA=build/cluster-data TTL=5 scripts/cluster.sh
+#
+# Node n listens on BASE_PORT + 2n (protocol) and BASE_PORT + 2n + 1 (HTTP); etcd on ETCD_PORT
+# (clients) and ETCD_PORT + 1 (peers). A start that fails (a port in use, a process that
+# exits) prints what that process said and exits 1, having stopped the rest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -12,52 +17,118 @@ ETCD_PORT=${ETCD_PORT:-2379}
 DATA=${DATA:-build/cluster-data}
 TTL=${TTL:-5}
 RUN=${RUN:-build/cluster-run}
+START_SECONDS=${START_SECONDS:-30}
 mkdir -p "$DATA" "$RUN"
 command -v etcd >/dev/null || { echo "cluster.sh: etcd is not installed (scripts/install-deps.sh)" >&2; exit 1; }
+command -v setsid >/dev/null || { echo "cluster.sh: setsid is not installed (util-linux)" >&2; exit 1; }
 
-pids=()
-stop() {
-  trap - INT TERM EXIT
-  # The daemons first (each saves and releases its groups), then etcd.
-  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill -TERM "${pids[$i]}" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+etcd_pid=
+daemon_pids=()
+stopping=
+
+# Waits until the child pid has exited (a signal interrupts wait; the loop waits again).
+reap() {
+  while kill -0 "$1" 2>/dev/null; do wait "$1" 2>/dev/null || true; done
 }
-trap stop INT TERM EXIT
 
-etcd --name local --data-dir "$RUN/etcd" \
+# The daemons, then etcd. A second Ctrl-C while the daemons release makes them exit at once.
+stop() {
+  [ -n "$stopping" ] && return
+  stopping=1
+  trap 'kill -TERM "${daemon_pids[@]}" 2>/dev/null || true' INT TERM HUP
+  local pid
+  for pid in "${daemon_pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${daemon_pids[@]}"; do reap "$pid"; done
+  if [ -n "$etcd_pid" ]; then
+    kill -TERM "$etcd_pid" 2>/dev/null || true
+    reap "$etcd_pid"
+  fi
+}
+# A deliberate stop: nothing went wrong.
+on_signal() {
+  stop
+  exit 0
+}
+trap on_signal INT TERM HUP
+trap stop EXIT
+
+# A process of the start exited: what it said last, and the start fails (EXIT stops the rest).
+start_failed() {
+  echo "cluster.sh: $1 exited while starting (its log: $2):" >&2
+  tail -n 5 "$2" | sed 's/^/  /' >&2
+  exit 1
+}
+
+# Waits (START_SECONDS at most) until `check` succeeds, failing the start as soon as the
+# process pid exits: a port another program answers on is never taken for this one's.
+wait_started() {
+  local name=$1 pid=$2 log=$3 check=$4
+  local deadline=$((SECONDS + START_SECONDS))
+  while ! $check; do
+    kill -0 "$pid" 2>/dev/null || start_failed "$name" "$log"
+    if ((SECONDS >= deadline)); then
+      echo "cluster.sh: $name did not start within $START_SECONDS s (its log: $log)" >&2
+      exit 1
+    fi
+    sleep 0.1
+  done
+}
+
+# Each log is emptied here, not by the child's redirection: a line of an earlier run read before
+# the child truncates the file would name an address this start does not own.
+: >"$RUN/etcd.log"
+# Each child in a session of its own: a Ctrl-C at the terminal reaches only this script, which
+# stops them in order (a daemon given a second signal exits without releasing its groups).
+setsid etcd --name local --data-dir "$RUN/etcd" \
   --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
   --listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
   --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
   --initial-cluster "local=http://127.0.0.1:$((ETCD_PORT + 1))" \
-  --heartbeat-interval 50 --election-timeout 500 >"$RUN/etcd.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do
-  curl -sf "http://127.0.0.1:$ETCD_PORT/health" >/dev/null 2>&1 && break
-  sleep 0.1
-done
+  --heartbeat-interval 50 --election-timeout 500 >>"$RUN/etcd.log" 2>&1 &
+etcd_pid=$!
+# This etcd serves its port (etcd 3.4 and 3.5 say so differently) and answers.
+etcd_ready() {
+  grep -Eq "serving (insecure client requests on |client traffic insecurely.*\"address\":\")127\.0\.0\.1:$ETCD_PORT\b" \
+    "$RUN/etcd.log" && curl -sf --max-time 2 "http://127.0.0.1:$ETCD_PORT/health" >/dev/null 2>&1
+}
+wait_started etcd "$etcd_pid" "$RUN/etcd.log" etcd_ready
 
 # Each daemon's staging view may open the others' /ws (a world is opened on its owner).
 origins=""
 for n in 0 1 2; do origins+="${origins:+,}http://127.0.0.1:$((BASE_PORT + 2 * n + 1))"; done
 for n in 0 1 2; do
   port=$((BASE_PORT + 2 * n))
-  "$BUILD/scened" --listen "127.0.0.1:$port" --http "127.0.0.1:$((port + 1))" \
+  : >"$RUN/node$n.log"
+  setsid "$BUILD/scened" --listen "127.0.0.1:$port" --http "127.0.0.1:$((port + 1))" \
     --cluster "http://127.0.0.1:$ETCD_PORT" --node "node$n" --data "$DATA" --lease-ttl "$TTL" \
-    --ws-origins "$origins" >"$RUN/node$n.log" 2>&1 &
-  pids+=($!)
+    --ws-origins "$origins" >>"$RUN/node$n.log" 2>&1 &
+  daemon_pids+=($!)
 done
+
+# The address a daemon logged for what ("listening", "http"), empty until it has.
+logged() {
+  grep -o "msg=\"$2 on [^\"]*\"" "$1" 2>/dev/null | head -n 1 | sed 's/.* on //; s/"$//' || true
+}
+# The daemon whose log is $node_log is ready, asked on the address it logged.
+node_ready() {
+  local http
+  http=$(logged "$node_log" http)
+  [ -n "$http" ] && curl -gsf --max-time 2 "http://$http/readyz" >/dev/null 2>&1
+}
+protocol=()
+view=()
 for n in 0 1 2; do
-  for _ in $(seq 100); do
-    curl -sf "http://127.0.0.1:$((BASE_PORT + 2 * n + 1))/readyz" >/dev/null 2>&1 && break
-    sleep 0.1
-  done
+  node_log="$RUN/node$n.log"
+  wait_started "node$n" "${daemon_pids[$n]}" "$node_log" node_ready
+  protocol+=("$(logged "$node_log" listening)")
+  view+=("$(logged "$node_log" http)")
 done
 
 cat <<EOT
 A cluster of three daemons and etcd (http://127.0.0.1:$ETCD_PORT), data in $DATA, logs in $RUN/.
-  node0: protocol 127.0.0.1:$BASE_PORT   staging view http://127.0.0.1:$((BASE_PORT + 1))/
-  node1: protocol 127.0.0.1:$((BASE_PORT + 2))   staging view http://127.0.0.1:$((BASE_PORT + 3))/
-  node2: protocol 127.0.0.1:$((BASE_PORT + 4))   staging view http://127.0.0.1:$((BASE_PORT + 5))/
+  node0: protocol ${protocol[0]}   staging view http://${view[0]}/
+  node1: protocol ${protocol[1]}   staging view http://${view[1]}/
+  node2: protocol ${protocol[2]}   staging view http://${view[2]}/
 Try:
   $BUILD/scenectl --port $BASE_PORT world.create world=match1.main node=auto
   $BUILD/scenectl --port $((BASE_PORT + 2)) transform.create world=match1.main name=car
@@ -66,5 +137,7 @@ Try:
   $BUILD/scenectl --port $BASE_PORT world.move world=match1.main to=node2
 Any daemon answers for any world: scenectl follows MOVED to the owner. Ctrl-C stops everything.
 EOT
-wait -n "${pids[@]}" || true
+# Only a child that ends on its own gets here: a signal runs on_signal, which exits.
+wait -n "${daemon_pids[@]}" "$etcd_pid" || true
 echo "cluster.sh: a process ended; stopping the rest (see $RUN/)" >&2
+exit 1

@@ -7,9 +7,9 @@
 
 #include <uv.h>
 
-/* Binds and listens on addr, the value of setting ("listen", "http"); logs "<announce> on
- * HOST:PORT" with the real port and the extra logfmt fields. 0, or -1 with one line on
- * stderr. */
+/* Binds and listens on the first of addr's addresses that works (addr is the value of setting,
+ * "listen" or "http"); logs "<announce> on HOST:PORT" with the address bound, numeric, the real
+ * port and the extra logfmt fields. 0, or -1 with one line on stderr. */
 int scn_listen(uv_loop_t *loop, uv_tcp_t *handle, const scn_addr *addr, int backlog,
                uv_connection_cb on_connection, const char *setting, const char *announce,
                const char *extra);

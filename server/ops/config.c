@@ -2,10 +2,10 @@
 
 #include "wire.h"
 
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,16 +120,48 @@ static bool parse_addr(const char *v, scn_addr *a) {
     memmove(a->host, a->host + 1, n - 2);
     a->host[n - 2] = '\0';
   }
-  /* Only numeric addresses are bound; a host name is refused here, before anything starts.
-   * An IPv6 zone (fe80::1%eth0) is left to the bind. */
-  unsigned char buf[sizeof(struct in6_addr)];
-  char plain[sizeof a->host];
-  snprintf(plain, sizeof plain, "%s", a->host);
-  plain[strcspn(plain, "%")] = '\0';
-  if (inet_pton(AF_INET, plain, buf) != 1 && inet_pton(AF_INET6, plain, buf) != 1)
+  /* A numeric address or a name: scn_config_load resolves the value that wins. */
+  if (!a->host[0])
     return false;
   a->port = (int)port;
   a->off = false;
+  return true;
+}
+
+/* The addresses of a host (a name or a numeric address), once, at start, so that a name that
+ * does not resolve is a bad setting like any other: one line, exit 2, nothing bound. */
+static bool resolve_addr(scn_addr *a, const char *flag, char *err, size_t errlen) {
+  if (a->off)
+    return true;
+  char service[8];
+  snprintf(service, sizeof service, "%d", a->port);
+  struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                           .ai_socktype = SOCK_STREAM,
+                           .ai_flags = AI_NUMERICSERV},
+                  *res;
+  int rc = getaddrinfo(a->host, service, &hints, &res);
+  if (rc != 0) {
+    snprintf(err, errlen, "--%s: cannot resolve \"%s\": %s", flag, a->host,
+             rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+    return false;
+  }
+  a->count = 0;
+  for (const struct addrinfo *ai = res; ai && a->count < SCN_ADDR_RESOLVED_MAX; ai = ai->ai_next) {
+    if (ai->ai_addrlen > sizeof a->resolved[0])
+      continue;
+    struct sockaddr_storage sa = {0};
+    memcpy(&sa, ai->ai_addr, ai->ai_addrlen);
+    bool seen = false;
+    for (int k = 0; k < a->count && !seen; k++)
+      seen = memcmp(&a->resolved[k], &sa, sizeof sa) == 0;
+    if (!seen)
+      a->resolved[a->count++] = sa;
+  }
+  freeaddrinfo(res);
+  if (a->count == 0) {
+    snprintf(err, errlen, "--%s: \"%s\" resolves to no address", flag, a->host);
+    return false;
+  }
   return true;
 }
 
@@ -177,8 +209,8 @@ static bool apply(scn_config *c, const setting *s, const char *v, const char *or
     if (parse_addr(v, field))
       return true;
     snprintf(err, errlen,
-             "%s: invalid value for %s: \"%s\" (expected IP:PORT, such as 127.0.0.1:7878 or "
-             "[::1]:7878)",
+             "%s: invalid value for %s: \"%s\" (expected HOST:PORT, such as 127.0.0.1:7878, "
+             "[::1]:7878 or localhost:7878)",
              origin, s->flag, v);
     return false;
   case K_STRING:
@@ -452,5 +484,8 @@ scn_config_result scn_config_load(scn_config *c, int argc, char **argv, char *er
     if (!apply(c, s, value, origin, err, errlen))
       return SCN_CONFIG_EXIT_BAD;
   }
-  return check_combinations(c, err, errlen) ? SCN_CONFIG_RUN : SCN_CONFIG_EXIT_BAD;
+  if (!check_combinations(c, err, errlen) || !resolve_addr(&c->listen, "listen", err, errlen) ||
+      !resolve_addr(&c->http, "http", err, errlen))
+    return SCN_CONFIG_EXIT_BAD;
+  return SCN_CONFIG_RUN;
 }

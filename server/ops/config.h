@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 /* Journal flush policy (--fsync), in the order of its values. */
 typedef enum scn_fsync_policy {
@@ -14,10 +15,16 @@ typedef enum scn_fsync_policy {
   SCN_FSYNC_NO
 } scn_fsync_policy;
 
+#define SCN_ADDR_RESOLVED_MAX 4
+
+/* HOST:PORT as configured; HOST a numeric address or a name. scn_config_load resolves it once:
+ * the addresses it gave, in getaddrinfo's order (the port is bound on the first that works). */
 typedef struct scn_addr {
   char host[64];
   int port;
   bool off;
+  int count;
+  struct sockaddr_storage resolved[SCN_ADDR_RESOLVED_MAX];
 } scn_addr;
 
 #define SCN_CONFIG_NODE_MAX 64

@@ -115,6 +115,17 @@ const char *t_daemon_bin(void) {
   return bin ? bin : "build/scened";
 }
 
+/* The port of the daemon's "<what>HOST:PORT" line (HOST 127.0.0.1, [::1], ...), 0 until there
+ * is one. */
+static int logged_port(const char *log, const char *what) {
+  const char *at = strstr(log, what), *end = at ? strchr(at, '"') : NULL;
+  if (!end)
+    return 0;
+  while (end > at && *end != ':')
+    end--;
+  return *end == ':' ? atoi(end + 1) : 0;
+}
+
 int t_daemon_start(t_daemon *d, const char *const *args) {
   const char *bin = t_daemon_bin();
   static int serial;
@@ -148,15 +159,15 @@ int t_daemon_start(t_daemon *d, const char *const *args) {
   long deadline = t_now_ms() + 10000;
   while (t_now_ms() < deadline) {
     char *log = t_read_file(d->log_path);
-    const char *at = log ? strstr(log, "listening on 127.0.0.1:") : NULL;
-    const char *http = log ? strstr(log, "http on 127.0.0.1:") : NULL;
+    int at = log ? logged_port(log, "listening on ") : 0;
+    int http = log ? logged_port(log, "http on ") : 0;
     bool http_off = false;
     for (int i = 0; args && args[i]; i++)
       if (!strcmp(args[i], "--http") && args[i + 1] && !strcmp(args[i + 1], "off"))
         http_off = true;
     if (at && (http || http_off)) {
-      d->port = atoi(at + strlen("listening on 127.0.0.1:"));
-      d->http_port = http ? atoi(http + strlen("http on 127.0.0.1:")) : 0;
+      d->port = at;
+      d->http_port = http;
       free(log);
       return 0;
     }

@@ -32,6 +32,7 @@
   X(clients_scripts)                                                                               \
   X(clients_packed)                                                                                \
   X(clients_packed_daemon)                                                                         \
+  X(clients_hosts)                                                                                 \
   X(daemon_ops)                                                                                    \
   X(daemon_torture)                                                                                \
   X(daemon_tls)                                                                                    \
@@ -41,7 +42,8 @@
   X(cluster_moves)                                                                                 \
   X(cluster_failover)                                                                              \
   X(cluster_setup)                                                                                 \
-  X(cluster_crash)
+  X(cluster_crash)                                                                                 \
+  X(cluster_script)
 
 T_SUITES(T_DECLARE_SUITE)
 

@@ -13,6 +13,14 @@
 #define MAX_CHILDREN 64
 static volatile pid_t children[MAX_CHILDREN];
 
+void t_child_adopt(pid_t pid) {
+  for (int i = 0; pid > 0 && i < MAX_CHILDREN; i++)
+    if (children[i] == 0) {
+      children[i] = pid;
+      break;
+    }
+}
+
 pid_t t_fork(void) {
   pid_t parent = getpid();
   fflush(stdout);
@@ -24,11 +32,7 @@ pid_t t_fork(void) {
       _exit(127);
     return 0;
   }
-  for (int i = 0; pid > 0 && i < MAX_CHILDREN; i++)
-    if (children[i] == 0) {
-      children[i] = pid;
-      break;
-    }
+  t_child_adopt(pid);
   return pid;
 }
 

@@ -1,0 +1,333 @@
+/* scripts/cluster.sh (make cluster) on free ports and a temporary directory: stopped by SIGTERM
+ * or a Ctrl-C it stops its daemons first, waited for, then etcd, and says nothing of a crash; a
+ * port that another program holds fails the start at once, with the bind error. The script's etcd
+ * and daemons, found as its children, are remembered so that a test that fails still stops them. */
+#include "client_fixtures.h"
+#include "etcd.h"
+#include "suites.h"
+
+#include <CUnit/CUnit.h>
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <libgen.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define START_MS 60000
+#define STOP_MS 60000
+/* node n: BASE + 2n and BASE + 2n + 1; etcd: BASE + 6 and BASE + 7 */
+#define PORTS 8
+#define MAX_KIDS 16
+
+/* The script's run: its directory, ports, and the etcd and daemons it started. */
+typedef struct run {
+  char dir[64];
+  int base;
+  t_proc p;
+  pid_t kids[MAX_KIDS];
+  char kind[MAX_KIDS][32]; /* "etcd" or "scened" */
+  int nkids;
+} run;
+
+/* The state letter of a process (from /proc/PID/stat) and its name; 0 when there is none. */
+static char proc_state(pid_t pid, char *comm, size_t n) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return 0;
+  size_t len = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[len] = '\0';
+  char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+  if (!open || !close || close[1] != ' ')
+    return 0;
+  if (comm)
+    snprintf(comm, n, "%.*s", (int)(close - open - 1), open + 1);
+  return close[2];
+}
+
+/* True when the process is gone or a zombie (it has exited; its parent may not have reaped it
+ * yet), or no longer the program it was. */
+static bool exited(const run *r, int i) {
+  char comm[32];
+  char state = proc_state(r->kids[i], comm, sizeof comm);
+  return !state || state == 'Z' || state == 'X' || strcmp(comm, r->kind[i]) != 0;
+}
+
+/* Remembers the script's children that are etcd or a daemon, once each. */
+static void find_kids(run *r) {
+  DIR *d = opendir("/proc");
+  if (!d)
+    return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    pid_t pid = (pid_t)atoi(e->d_name);
+    if (pid <= 0)
+      continue;
+    char path[64], buf[512], comm[32];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+      continue;
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = '\0';
+    const char *close = strrchr(buf, ')');
+    int ppid = 0;
+    if (!close || sscanf(close + 2, "%*c %d", &ppid) != 1 || ppid != r->p.pid)
+      continue;
+    char state = proc_state(pid, comm, sizeof comm);
+    if (!state || state == 'Z' || (strcmp(comm, "etcd") != 0 && strcmp(comm, "scened") != 0))
+      continue;
+    bool known = false;
+    for (int i = 0; i < r->nkids && !known; i++)
+      known = r->kids[i] == pid;
+    if (known || r->nkids == MAX_KIDS)
+      continue;
+    r->kids[r->nkids] = pid;
+    snprintf(r->kind[r->nkids], sizeof r->kind[0], "%s", comm);
+    r->nkids++;
+    t_child_adopt(pid);
+  }
+  closedir(d);
+}
+
+static int count_kind(const run *r, const char *kind) {
+  int n = 0;
+  for (int i = 0; i < r->nkids; i++)
+    n += strcmp(r->kind[i], kind) == 0;
+  return n;
+}
+
+/* Starts the script on r->base's ports, in r->dir; with own_group, in a process group (and
+ * session) of its own, as a shell starts a foreground job, through setsid. */
+static bool run_start(run *r, bool own_group) {
+  char script[1024], bin[PATH_MAX], env[5][PATH_MAX + 16];
+  if (!t_find_script("cluster.sh", script, sizeof script) || !realpath(t_daemon_bin(), bin))
+    return false;
+  snprintf(env[0], sizeof env[0], "BUILD=%s", dirname(bin));
+  snprintf(env[1], sizeof env[1], "BASE_PORT=%d", r->base);
+  snprintf(env[2], sizeof env[2], "ETCD_PORT=%d", r->base + 6);
+  snprintf(env[3], sizeof env[3], "DATA=%s/data", r->dir);
+  snprintf(env[4], sizeof env[4], "RUN=%s/run", r->dir);
+  const char *set[] = {env[0], env[1], env[2], env[3], env[4], NULL};
+  const char *setsid = access("/usr/bin/setsid", X_OK) == 0 ? "/usr/bin/setsid" : "/bin/setsid";
+  const char *args[] = {script, NULL};
+  /* A signal ignored when bash starts cannot be trapped: the script gets SIGINT as a shell in
+   * the foreground would give it, whatever this process inherited. */
+  void (*sigint_before)(int) = signal(SIGINT, SIG_DFL);
+  /* setsid execs in place (the child is no group leader): the script keeps the pid. */
+  bool started = own_group ? proc_start(&r->p, setsid, args, set, NULL, 0)
+                           : proc_start(&r->p, script, NULL, set, NULL, 0);
+  signal(SIGINT, sigint_before);
+  return started;
+}
+
+/* Runs the script to its end (killed after ms): its exit code as t_proc_wait gives it. */
+static int run_wait(run *r, int ms) {
+  long deadline = t_now_ms() + ms;
+  while (!t_proc_pump(&r->p, 20) && t_now_ms() < deadline)
+    find_kids(r);
+  return t_proc_wait(&r->p, (int)(deadline > t_now_ms() ? deadline - t_now_ms() : 1));
+}
+
+/* Once the script has ended: every process it started must have exited; any left is killed
+ * (and the test fails). */
+static void run_end(run *r) {
+  for (int i = 0; i < r->nkids; i++) {
+    long deadline = t_now_ms() + 10000;
+    while (!exited(r, i) && t_now_ms() < deadline)
+      t_sleep_ms(20);
+    if (!exited(r, i)) {
+      CU_FAIL("a process the script started outlived it");
+      fprintf(stderr, "  %s (pid %d) still runs; killed\n", r->kind[i], (int)r->kids[i]);
+      kill(r->kids[i], SIGKILL);
+    }
+    t_child_reaped(r->kids[i]);
+  }
+  t_proc_free(&r->p);
+}
+
+static char *node_log(const run *r, int n) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/run/node%d.log", r->dir, n);
+  return t_read_file(path);
+}
+
+/* ---- a deliberate stop ----------------------------------------------------------------------- */
+
+/* sig to the script once the cluster is up (and holds a world), or to its process group as a
+ * terminal's Ctrl-C does: it exits 0 without the crash message; every daemon released its groups
+ * (revoking its lease in etcd, which was still there) on one signal, and etcd was never seen
+ * gone while a daemon ran. */
+static void stop_cluster(int sig, bool group) {
+  run r = {.base = free_ports(PORTS)};
+  CU_ASSERT_FATAL(r.base > 0);
+  CU_ASSERT_FATAL(t_temp_dir(r.dir, sizeof r.dir, "cluster-script"));
+  CU_ASSERT_FATAL(run_start(&r, group));
+  long deadline = t_now_ms() + START_MS;
+  bool up = false;
+  while (!up && t_now_ms() < deadline) {
+    if (t_proc_pump(&r.p, 50))
+      break; /* ended: not up */
+    find_kids(&r);
+    up = strstr(text_str(&r.p.out), "\nTry:\n") != NULL && r.nkids == 4;
+  }
+  CU_ASSERT(up);
+  CU_ASSERT_EQUAL(count_kind(&r, "etcd"), 1);
+  CU_ASSERT_EQUAL(count_kind(&r, "scened"), 3);
+  if (up) {
+    t_client c;
+    if (CONNECT(&c, r.base)) {
+      OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"match1.main\",\"node\":\"auto\"}");
+      t_client_close(&c);
+    }
+  }
+
+  kill(group ? -r.p.pid : r.p.pid, sig);
+  int etcd_at = -1;
+  for (int i = 0; i < r.nkids; i++)
+    if (!strcmp(r.kind[i], "etcd"))
+      etcd_at = i;
+  bool order_ok = true;
+  deadline = t_now_ms() + STOP_MS;
+  bool ended = false;
+  while (!ended && t_now_ms() < deadline) {
+    ended = t_proc_pump(&r.p, 2);
+    /* etcd first: a daemon seen running after it is a stop out of order */
+    bool etcd_gone = etcd_at >= 0 && exited(&r, etcd_at);
+    for (int i = 0; i < r.nkids; i++)
+      if (etcd_gone && i != etcd_at && !exited(&r, i))
+        order_ok = false;
+  }
+  int code = t_proc_wait(&r.p, 1000);
+  CU_ASSERT_EQUAL(code, 0);
+  CU_ASSERT(order_ok);
+  CU_ASSERT_PTR_NULL(strstr(text_str(&r.p.err), "stopping the rest"));
+  CU_ASSERT_PTR_NULL(strstr(text_str(&r.p.err), "cluster.sh:"));
+  bool logs_ok = true;
+  for (int n = 0; n < 3; n++) {
+    char *log = node_log(&r, n);
+    bool released = log && strstr(log, "cluster: groups released");
+    bool unrevoked = log && strstr(log, "cannot revoke the lease");
+    bool twice = log && strstr(log, "second signal");
+    CU_ASSERT(released && !unrevoked && !twice);
+    if (!released || unrevoked || twice) {
+      logs_ok = false;
+      fprintf(stderr, "  node%d's log:\n%s\n", n, log ? log : "(none)");
+    }
+    free(log);
+  }
+  if (code != 0 || !order_ok || !logs_ok)
+    fprintf(stderr, "  cluster.sh: exit %d, out:\n%s\n  err:\n%s\n", code, text_str(&r.p.out),
+            text_str(&r.p.err));
+  run_end(&r);
+  t_remove_temp_dir(r.dir);
+}
+
+static void test_sigterm(void) { stop_cluster(SIGTERM, false); }
+
+static void test_ctrl_c(void) { stop_cluster(SIGINT, true); }
+
+/* ---- a port in use --------------------------------------------------------------------------- */
+
+/* True when something accepts connections on 127.0.0.1:port. */
+static bool listened(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_port = htons((uint16_t)port),
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  bool yes = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+  if (fd >= 0)
+    close(fd);
+  return yes;
+}
+
+/* A socket listening on 127.0.0.1:port that never answers (close-on-exec: the script's
+ * processes do not inherit it); -1 when the port cannot be had. */
+static int hold_port(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_port = htons((uint16_t)port),
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 8) == 0)
+    return fd;
+  if (fd >= 0)
+    close(fd);
+  return -1;
+}
+
+/* The script with port held by another program: it exits 1 soon, names the process that failed
+ * (who) and prints what it said, never prints the cluster's banner, and leaves nothing
+ * running. */
+static void expect_start_fails(run *r, int held, const char *who, const char *says) {
+  long t0 = t_now_ms();
+  CU_ASSERT_FATAL(run_start(r, false));
+  int code = run_wait(r, START_MS);
+  long ms = t_now_ms() - t0;
+  const char *err = text_str(&r->p.err);
+  bool good =
+      code == 1 && strstr(err, who) && strstr(err, says) && !strstr(text_str(&r->p.out), "Try:");
+  CU_ASSERT(good);
+  printf("  the start failed after %ld ms (exit %d)\n", ms, code);
+  if (!good)
+    fprintf(stderr, "  cluster.sh: exit %d after %ld ms; wanted \"%s\"; out:\n%s\n  err:\n%s\n",
+            code, ms, says, text_str(&r->p.out), err);
+  run_end(r);
+  /* what did start was stopped: nothing listens on the ports but the one held */
+  for (int port = r->base; port < r->base + PORTS; port++)
+    if (port != held)
+      CU_ASSERT(!listened(port));
+}
+
+/* A daemon already on node0's HTTP port (make run beside make cluster): it answers /readyz
+ * there, which must not pass for node0's. */
+static void test_http_port_taken(void) {
+  run r = {.base = free_ports(PORTS)};
+  CU_ASSERT_FATAL(r.base > 0);
+  CU_ASSERT_FATAL(t_temp_dir(r.dir, sizeof r.dir, "cluster-script"));
+  char http[32];
+  snprintf(http, sizeof http, "127.0.0.1:%d", r.base + 1);
+  const char *args[] = {"--http", http, NULL};
+  t_daemon other;
+  CU_ASSERT_FATAL(t_daemon_start(&other, args) == 0);
+  char says[96];
+  snprintf(says, sizeof says, "cannot listen for http on 127.0.0.1:%d: address already in use",
+           r.base + 1);
+  expect_start_fails(&r, r.base + 1, "node0 exited while starting", says);
+  CU_ASSERT_EQUAL(t_daemon_stop(&other, SIGTERM, 10000), 0);
+  t_remove_temp_dir(r.dir);
+}
+
+/* A listener on etcd's client port that never answers: etcd cannot bind, and the script says
+ * so instead of waiting on that listener. */
+static void test_etcd_port_taken(void) {
+  run r = {.base = free_ports(PORTS)};
+  CU_ASSERT_FATAL(r.base > 0);
+  CU_ASSERT_FATAL(t_temp_dir(r.dir, sizeof r.dir, "cluster-script"));
+  int held = hold_port(r.base + 6);
+  CU_ASSERT_FATAL(held >= 0);
+  expect_start_fails(&r, r.base + 6, "etcd exited while starting", "address already in use");
+  close(held);
+  t_remove_temp_dir(r.dir);
+}
+
+/* ---- registration ---------------------------------------------------------------------------- */
+
+int t_register_cluster_script(void) {
+  static const t_test tests[] = {
+      {"SIGTERM: the daemons stop and release, then etcd; no crash message", test_sigterm},
+      {"Ctrl-C (SIGINT to the group): the same, each daemon signalled once", test_ctrl_c},
+      {"a daemon's HTTP port in use: the start fails at once with the bind error",
+       test_http_port_taken},
+      {"etcd's port in use: the start fails at once with etcd's bind error", test_etcd_port_taken},
+  };
+  return T_ADD_SUITE("cluster_script", NULL, NULL, tests);
+}
