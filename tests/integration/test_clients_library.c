@@ -641,8 +641,10 @@ static void on_frame(void *ud, const scn_cli_frame *f) {
   s->frames++;
   s->tick = f->tick;
   s->n = f->n < 64 ? f->n : 64;
-  memcpy(s->ids, f->ids, s->n * sizeof *f->ids);
-  memcpy(s->ms, f->matrices, s->n * sizeof *f->matrices);
+  if (s->n) { /* the arrays may be NULL when empty */
+    memcpy(s->ids, f->ids, s->n * sizeof *f->ids);
+    memcpy(s->ms, f->matrices, s->n * sizeof *f->matrices);
+  }
 }
 
 /* The matrix of e in a frame seen; NULL when it is not there. */

@@ -217,9 +217,12 @@ static void on_frame(void *ud, const scn_cli_frame *f) {
   g->sub = f->sub, g->tick = f->tick, g->full = f->full, g->packed = f->packed;
   g->n = f->n < MAX_ENT ? f->n : MAX_ENT;
   g->nremoved = f->nremoved < MAX_ENT ? f->nremoved : MAX_ENT;
-  memcpy(g->ids, f->ids, g->n * sizeof *g->ids);
-  memcpy(g->m, f->matrices, g->n * sizeof *g->m);
-  memcpy(g->removed, f->removed, g->nremoved * sizeof *g->removed);
+  if (g->n) { /* the arrays may be NULL when empty */
+    memcpy(g->ids, f->ids, g->n * sizeof *g->ids);
+    memcpy(g->m, f->matrices, g->n * sizeof *g->m);
+  }
+  if (g->nremoved)
+    memcpy(g->removed, f->removed, g->nremoved * sizeof *g->removed);
 }
 
 static void on_event(void *ud, const cJSON *ev) {
@@ -227,13 +230,18 @@ static void on_event(void *ud, const cJSON *ev) {
   cJSON_AddItemToArray(g->events, cJSON_Duplicate(ev, true));
 }
 
+/* memcmp, for arrays that may be NULL when empty. */
+static bool same_bytes(const void *a, const void *b, size_t n) {
+  return n == 0 || memcmp(a, b, n) == 0;
+}
+
 /* The last frame the handler got is the reference's decoding of the last payload, to the bit,
  * and each matrix is within the contract's tolerance of the world's. */
 static bool got_reference(const got *g, const scene *s) {
   if (g->n != s->decoded.n || g->nremoved != s->decoded.removed_n || !g->packed ||
-      memcmp(g->ids, s->decoded.ids, g->n * sizeof *g->ids) ||
-      memcmp(g->m, s->decoded.m, g->n * sizeof *g->m) ||
-      memcmp(g->removed, s->decoded.removed, g->nremoved * sizeof *g->removed))
+      !same_bytes(g->ids, s->decoded.ids, g->n * sizeof *g->ids) ||
+      !same_bytes(g->m, s->decoded.m, g->n * sizeof *g->m) ||
+      !same_bytes(g->removed, s->decoded.removed, g->nremoved * sizeof *g->removed))
     return false;
   for (size_t i = 0; i < g->n; i++) {
     size_t j = 0;
