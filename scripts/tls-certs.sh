@@ -8,8 +8,11 @@
 #   ca.pem, ca.key          the CA: give ca.pem to clients (--tls-ca) so they trust the daemon,
 #                           and to the daemon (--tls-ca) to require client certificates
 #   server.pem, server.key  for the daemon: scened --tls-cert DIR/server.pem --tls-key DIR/server.key
-#                           valid for localhost, 127.0.0.1, ::1 and each NAME (a host name or IP)
-#   client.pem, client.key  a client certificate signed by the CA (scenectl --tls-cert/--tls-key)
+#                           valid for localhost, 127.0.0.1, ::1 and each NAME (a host name or IP);
+#                           also for etcd over TLS (--cert-file/--key-file), whose JSON gateway
+#                           presents it to etcd itself, so it allows client authentication too
+#   client.pem, client.key  a client certificate signed by the CA (scenectl --tls-cert/--tls-key,
+#                           scened --etcd-cert/--etcd-key)
 #
 # Keys are ECDSA P-256 (cheap handshakes); TLS_CERT_KEY=rsa makes RSA 2048 keys instead, for
 # clients whose TLS takes no ECDSA certificate (Mono's, under the C# client's tests). For
@@ -58,7 +61,7 @@ sign() {
 }
 sign server "scened" "basicConstraints=CA:FALSE
 keyUsage=critical,$usage
-extendedKeyUsage=serverAuth
+extendedKeyUsage=serverAuth,clientAuth
 subjectAltName=$san"
 sign client "scened client" "basicConstraints=CA:FALSE
 keyUsage=critical,$usage

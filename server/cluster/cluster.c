@@ -124,6 +124,40 @@ void scn_cluster_forget_move(scn_cluster *cl, void *ud) { scn_owners_forget_move
 
 /* ---- the module ---------------------------------------------------------------------------- */
 
+static scn_etcd_options etcd_options(const scn_config *cfg) {
+  return (scn_etcd_options){
+      .urls = cfg->cluster, .ca = cfg->etcd_ca, .cert = cfg->etcd_cert, .key = cfg->etcd_key};
+}
+
+/* The etcd TLS flags go with https:// endpoints, and their files must be usable. */
+static bool etcd_tls_valid(const scn_config *cfg, char *err, size_t errlen) {
+  const char *given = cfg->etcd_ca[0]     ? "--etcd-ca"
+                      : cfg->etcd_cert[0] ? "--etcd-cert"
+                      : cfg->etcd_key[0]  ? "--etcd-key"
+                                          : NULL;
+  if (!scn_etcd_urls_tls(cfg->cluster)) {
+    if (given)
+      snprintf(err, errlen, "%s needs https:// endpoints in --cluster (etcd over TLS)", given);
+    return !given;
+  }
+  scn_etcd_options opt = etcd_options(cfg);
+  char why[256];
+  switch (scn_etcd_tls_files_check(&opt, why, sizeof why)) {
+  case SCN_ETCD_FILES_OK:
+    return true;
+  case SCN_ETCD_CA_FILE:
+    snprintf(err, errlen, "--etcd-ca %s: %s", cfg->etcd_ca, why);
+    return false;
+  case SCN_ETCD_CERT_FILE:
+    snprintf(err, errlen, "--etcd-cert %s: %s", cfg->etcd_cert, why);
+    return false;
+  case SCN_ETCD_KEY_FILE:
+    snprintf(err, errlen, "--etcd-key %s: %s", cfg->etcd_key, why);
+    return false;
+  }
+  return false;
+}
+
 bool scn_cluster_config_valid(const scn_config *cfg, char *err, size_t errlen) {
   char why[256];
   if (!cfg->data_dir[0]) {
@@ -134,6 +168,8 @@ bool scn_cluster_config_valid(const scn_config *cfg, char *err, size_t errlen) {
     snprintf(err, errlen, "--cluster: %s", why);
     return false;
   }
+  if (!etcd_tls_valid(cfg, err, errlen))
+    return false;
   if (cfg->node[0] &&
       (!scn_world_name_valid(cfg->node, strlen(cfg->node)) || strcmp(cfg->node, "auto") == 0)) {
     snprintf(err, errlen, "--node: \"%s\" is not a node name (1 to 64 of A-Z a-z 0-9 _ . -)",
@@ -180,7 +216,8 @@ scn_cluster *scn_cluster_open(scn_server *srv, const char *node, const char *adv
   if (!cl)
     return NULL;
   cl->srv = srv;
-  cl->etcd = scn_etcd_open(srv->loop, srv->cfg.cluster);
+  scn_etcd_options opt = etcd_options(&srv->cfg);
+  cl->etcd = scn_etcd_open(srv->loop, &opt);
   if (!cl->etcd) {
     free(cl);
     return NULL;
@@ -217,8 +254,13 @@ scn_cluster *scn_cluster_open(scn_server *srv, const char *node, const char *adv
   uv_timer_init(srv->loop, &cl->timer);
   cl->timer.data = cl;
   uv_timer_start(&cl->timer, on_tick, 0, TICK_MS);
-  scn_log(SCN_LOG_INFO, "cluster: registering", "node=%s addr=%s etcd=%s lease_ttl=%g",
-          cl->self.node, cl->self.addr, srv->cfg.cluster, cl->ttl);
+  bool tls = scn_etcd_urls_tls(srv->cfg.cluster);
+  scn_log(SCN_LOG_INFO, "cluster: registering", "node=%s addr=%s etcd=%s etcd_tls=%s lease_ttl=%g",
+          cl->self.node, cl->self.addr, srv->cfg.cluster,
+          !tls                    ? "off"
+          : srv->cfg.etcd_cert[0] ? "on+client-certificate"
+                                  : "on",
+          cl->ttl);
   return cl;
 }
 

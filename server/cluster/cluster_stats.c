@@ -51,5 +51,8 @@ void scn__collect_stats(void *ud, scn_metrics_sink *k) {
              (double)e->timeouts);
   scn_metric(k, "etcd_failovers_total", "counter", "Moves to the next etcd endpoint.",
              (double)e->failovers);
+  scn_metric(k, "etcd_connections_total", "counter",
+             "Connections opened to etcd (a TLS handshake each over https); requests reuse them.",
+             (double)e->connections);
   scn_metric_hist(k, "etcd_request_seconds", "etcd request latency.", &e->latency);
 }

@@ -16,9 +16,12 @@
 struct scn_etcd {
   uv_loop_t *loop;
   CURLM *multi;
+  CURLSH *share; /* the TLS sessions, so that a new connection resumes one */
   uv_timer_t timer;
   char urls[MAX_ENDPOINTS][256];
   int nurls, current;
+  bool tls;
+  char *ca, *cert, *key; /* NULL: none */
   scn_etcd_req *reqs;
   int open_handles; /* the timer and the polls: e is freed once all are closed */
   bool closing;
@@ -44,6 +47,7 @@ struct scn_etcd_req {
   void *ud;
   void (*release)(void *ud); /* frees ud when the request ends without its callback */
   uint64_t started;
+  bool counted; /* its connections are in the stats */
   char error[CURL_ERROR_SIZE];
 };
 
@@ -59,6 +63,11 @@ static void on_handle_closed(uv_handle_t *h) {
     free(h);
   if (--e->open_handles == 0 && e->closing) {
     curl_multi_cleanup(e->multi);
+    if (e->share)
+      curl_share_cleanup(e->share);
+    free(e->ca);
+    free(e->cert);
+    free(e->key);
     free(e);
   }
 }
@@ -244,9 +253,20 @@ static bool watch_scan(scn_etcd_req *r) {
   return b->len <= MAX_BODY;
 }
 
+/* Adds the connections r opened to the stats, once (a watch's when its first bytes come, as it
+ * may never end). */
+static void count_connections(scn_etcd_req *r) {
+  long connects = 0;
+  if (!r->counted && curl_easy_getinfo(r->easy, CURLINFO_NUM_CONNECTS, &connects) == CURLE_OK &&
+      connects > 0)
+    r->e->stats.connections += (uint64_t)connects;
+  r->counted = true;
+}
+
 static size_t on_write(char *data, size_t size, size_t n, void *ud) {
   scn_etcd_req *r = ud;
   size_t len = size * n;
+  count_connections(r);
   if (r->cancelled || r->reply.len + len > MAX_BODY)
     return 0; /* ends the transfer */
   scn_buf_add(&r->reply, data, len);
@@ -255,6 +275,27 @@ static size_t on_write(char *data, size_t size, size_t n, void *ud) {
   if (r->watch && !watch_scan(r))
     return 0;
   return len;
+}
+
+/* Every request sets the same TLS options: libcurl reuses an open connection only for a
+ * request whose options match the ones it was made with. */
+static void set_tls(const scn_etcd *e, CURL *c) {
+  curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+  curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+  curl_easy_setopt(c, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+  if (e->ca)
+    curl_easy_setopt(c, CURLOPT_CAINFO, e->ca);
+  if (e->cert) {
+    curl_easy_setopt(c, CURLOPT_SSLCERT, e->cert);
+    curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
+    curl_easy_setopt(c, CURLOPT_SSLKEY, e->key);
+    curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
+    /* An encrypted key fails instead of making OpenSSL ask for its password on the terminal
+     * (the check at start refuses one; this holds if the file is replaced later). */
+    curl_easy_setopt(c, CURLOPT_KEYPASSWD, "");
+  }
+  if (e->share)
+    curl_easy_setopt(c, CURLOPT_SHARE, e->share);
 }
 
 static int start_easy(scn_etcd_req *r) {
@@ -279,8 +320,11 @@ static int start_easy(scn_etcd_req *r) {
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, ms > 0 && ms < 1000 ? ms : 1000L);
   if (!r->watch)
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ms);
+  if (e->tls)
+    set_tls(e, c);
   r->error[0] = '\0';
   r->reply.len = 0;
+  r->counted = false;
   r->started = uv_hrtime();
   if (curl_multi_add_handle(e->multi, c) != CURLM_OK) {
     curl_easy_cleanup(c);
@@ -344,9 +388,28 @@ void scn_etcd_cancel(scn_etcd_req *r) {
     req_free(r);
 }
 
-/* A request ended: its callback gets the parsed reply or why it failed. A connection refused
- * by one endpoint is tried on the next (nothing reached etcd, so nothing can apply twice);
- * any failure moves later requests to the next endpoint. */
+/* etcd with --client-cert-auth ends the connection of a client without a certificate right
+ * after the handshake, which libcurl reports as whatever it was doing then (a failed
+ * handshake, send, read, or getpeername()): the reason then says what is likely. */
+#define NO_CERT_HINT                                                                               \
+  " (no client certificate was presented: etcd refuses such connections when it requires "         \
+  "client certificates)"
+
+static bool closed_without_cert(const scn_etcd *e, CURLcode result) {
+  return e->tls && !e->cert &&
+         (result == CURLE_SSL_CONNECT_ERROR || result == CURLE_SEND_ERROR ||
+          result == CURLE_RECV_ERROR || result == CURLE_GOT_NOTHING);
+}
+
+/* Whether a request failed before anything was sent: refused, or its TLS handshake failed. */
+static bool sent_nothing(CURLcode result) {
+  return result == CURLE_COULDNT_CONNECT || result == CURLE_SSL_CONNECT_ERROR ||
+         result == CURLE_PEER_FAILED_VERIFICATION;
+}
+
+/* A request ended: its callback gets the parsed reply or why it failed. A request no endpoint
+ * received (refused, or its TLS handshake failed) is tried on the next (nothing reached etcd,
+ * so nothing can apply twice); any failure moves later requests to the next endpoint. */
 static void finish(scn_etcd_req *r, CURLcode result) {
   scn_etcd *e = r->e;
   if (r->watch && r->queued.len && !r->cancelled) {
@@ -362,7 +425,8 @@ static void finish(scn_etcd_req *r, CURLcode result) {
   scn_hist_observe(&e->stats.latency, secs);
   long status = 0;
   curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
-  char why[400] = "";
+  count_connections(r);
+  char why[768] = "";
   cJSON *doc = NULL;
   if (result != CURLE_OK) {
     e->stats.errors++;
@@ -373,15 +437,16 @@ static void finish(scn_etcd_req *r, CURLcode result) {
         e->current = (e->current + 1) % e->nurls;
       e->stats.failovers++;
     }
-    if (!r->watch && result == CURLE_COULDNT_CONNECT && ++r->tries < e->nurls) {
+    if (!r->watch && sent_nothing(result) && ++r->tries < e->nurls) {
       curl_multi_remove_handle(e->multi, r->easy);
       curl_easy_cleanup(r->easy);
       r->easy = NULL;
       if (start_easy(r) == 0)
         return;
     }
-    snprintf(why, sizeof why, "%s: %s", e->urls[r->endpoint],
-             r->error[0] ? r->error : curl_easy_strerror(result));
+    snprintf(why, sizeof why, "%s: %s%s", e->urls[r->endpoint],
+             r->error[0] ? r->error : curl_easy_strerror(result),
+             closed_without_cert(e, result) ? NO_CERT_HINT : "");
   } else if (r->watch) {
     snprintf(why, sizeof why, "the watch stream ended (HTTP %ld)", status);
   } else {
@@ -409,8 +474,23 @@ static void finish(scn_etcd_req *r, CURLcode result) {
 
 /* ---- the client -------------------------------------------------------------------------- */
 
+/* The part of url after its scheme (http:// or https://), NULL when it has neither; *tls says
+ * which. */
+static const char *after_scheme(const char *url, bool *tls) {
+  *tls = strncmp(url, "https://", 8) == 0;
+  if (*tls)
+    return url + 8;
+  return strncmp(url, "http://", 7) == 0 ? url + 7 : NULL;
+}
+
+bool scn_etcd_urls_tls(const char *urls) {
+  bool tls;
+  return after_scheme(urls, &tls) && tls;
+}
+
 bool scn_etcd_urls_valid(const char *urls, char *why, size_t whylen) {
   int n = 0;
+  bool first_tls = false;
   const char *p = urls;
   while (*p) {
     size_t len = strcspn(p, ",");
@@ -421,14 +501,26 @@ bool scn_etcd_urls_valid(const char *urls, char *why, size_t whylen) {
     }
     memcpy(url, p, len);
     url[len] = '\0';
-    const char *host = strncmp(url, "http://", 7) == 0 ? url + 7 : NULL;
+    bool tls;
+    const char *host = after_scheme(url, &tls);
     const char *colon = host ? strrchr(host, ':') : NULL;
     char *end = NULL;
     long port = colon ? strtol(colon + 1, &end, 10) : 0;
     const char *slash = host ? strchr(host, '/') : NULL;
     if (!host || !colon || colon == host || !end || (*end && strcmp(end, "/") != 0) ||
         end == colon + 1 || port < 1 || port > 65535 || (slash && slash < colon)) {
-      snprintf(why, whylen, "\"%.100s\" is not an endpoint of the form http://HOST:PORT", url);
+      snprintf(why, whylen,
+               "\"%.100s\" is not an endpoint of the form http://HOST:PORT or https://HOST:PORT",
+               url);
+      return false;
+    }
+    /* One set of TLS flags applies to every endpoint: a mixed list would send some requests
+     * in the clear, unverified. */
+    if (n == 0)
+      first_tls = tls;
+    else if (tls != first_tls) {
+      snprintf(why, whylen, "\"%.100s\" mixes http:// and https:// endpoints (use one for all)",
+               urls);
       return false;
     }
     if (++n > MAX_ENDPOINTS) {
@@ -449,7 +541,18 @@ bool scn_etcd_urls_valid(const char *urls, char *why, size_t whylen) {
   return n > 0;
 }
 
-scn_etcd *scn_etcd_open(uv_loop_t *loop, const char *urls) {
+/* A copy of s, NULL when it is NULL or empty; *failed is set when memory ran out. */
+static char *copy_or_null(const char *s, bool *failed) {
+  if (!s || !*s)
+    return NULL;
+  char *c = strdup(s);
+  if (!c)
+    *failed = true;
+  return c;
+}
+
+scn_etcd *scn_etcd_open(uv_loop_t *loop, const scn_etcd_options *opt) {
+  const char *urls = opt->urls;
   /* libcurl counts these calls (it initialises once); its state lasts until the process ends,
    * as the daemon's OpenSSL does. */
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
@@ -471,10 +574,26 @@ scn_etcd *scn_etcd_open(uv_loop_t *loop, const char *urls) {
     if (*p == ',')
       p++;
   }
+  bool failed = false;
+  e->tls = scn_etcd_urls_tls(urls);
+  if (e->tls) {
+    e->ca = copy_or_null(opt->ca, &failed);
+    e->cert = copy_or_null(opt->cert, &failed);
+    e->key = copy_or_null(opt->key, &failed);
+    e->share = curl_share_init();
+    /* One loop thread uses it: no lock functions are needed. */
+    failed |= !e->share || curl_share_setopt(e->share, CURLSHOPT_SHARE,
+                                             CURL_LOCK_DATA_SSL_SESSION) != CURLSHE_OK;
+  }
   e->multi = curl_multi_init();
-  if (!e->multi || e->nurls == 0) {
+  if (!e->multi || e->nurls == 0 || failed) {
     if (e->multi)
       curl_multi_cleanup(e->multi);
+    if (e->share)
+      curl_share_cleanup(e->share);
+    free(e->ca);
+    free(e->cert);
+    free(e->key);
     free(e);
     return NULL;
   }

@@ -3,7 +3,9 @@
  * loop. Every request has a deadline; with several endpoints a request that cannot reach one
  * is tried on the next, and later requests start where the last one succeeded. Replies are
  * parsed with cJSON on the heap (they outlive no callback). A watch is one long response: a
- * stream of JSON objects, handed over one by one as they complete.
+ * stream of JSON objects, handed over one by one as they complete. Over https, libcurl does
+ * TLS with the peer and its host name verified; connections stay open in the multi handle for
+ * the next request, and TLS sessions are shared between requests so a new connection resumes.
  *
  * The gateway's conventions, which the callers read through the helpers below: keys and
  * values are base64, 64-bit numbers are JSON strings, and fields with default values are left
@@ -31,16 +33,40 @@ typedef void (*scn_etcd_msg)(void *ud, const cJSON *msg);
 
 typedef struct scn_etcd_stats {
   uint64_t requests, errors, timeouts, failovers, watch_messages;
+  uint64_t connections; /* opened (each a TLS handshake over https): the rest were reused */
   scn_hist latency;
 } scn_etcd_stats;
 
-/* urls: comma-separated http://HOST:PORT endpoints (checked by scn_etcd_urls_valid). */
-scn_etcd *scn_etcd_open(uv_loop_t *loop, const char *urls);
+/* How the client reaches etcd; a zero field is the default. The strings are copied. */
+typedef struct scn_etcd_options {
+  /* comma-separated endpoints, all http://HOST:PORT or all https://HOST:PORT (checked by
+   * scn_etcd_urls_valid) */
+  const char *urls;
+  /* https only: PEM CA certificates one of which signed etcd's certificate (NULL or empty:
+   * the system's store), and this client's PEM certificate and unencrypted PEM key for etcd's
+   * --client-cert-auth (NULL or empty: none). Checked by scn_etcd_tls_files_check. */
+  const char *ca, *cert, *key;
+} scn_etcd_options;
+
+scn_etcd *scn_etcd_open(uv_loop_t *loop, const scn_etcd_options *opt);
 /* Cancels every request (their callbacks are not called) and frees the client once the loop
  * has closed its handles. */
 void scn_etcd_close(scn_etcd *e);
-/* Whether urls is a usable endpoint list; why (at most 200 bytes) says what is wrong. */
+/* Whether urls is a usable endpoint list (one scheme for all); why (at most 200 bytes) says
+ * what is wrong. */
 bool scn_etcd_urls_valid(const char *urls, char *why, size_t whylen);
+/* Whether a valid endpoint list is https. */
+bool scn_etcd_urls_tls(const char *urls);
+/* Which TLS file of opt cannot be used, if any (etcd_tls.c), with why (at most 200 bytes): the
+ * CA file must hold PEM certificates, the certificate file one, and the key file an
+ * unencrypted PEM private key that matches it. */
+typedef enum scn_etcd_file {
+  SCN_ETCD_FILES_OK,
+  SCN_ETCD_CA_FILE,
+  SCN_ETCD_CERT_FILE,
+  SCN_ETCD_KEY_FILE
+} scn_etcd_file;
+scn_etcd_file scn_etcd_tls_files_check(const scn_etcd_options *opt, char *why, size_t whylen);
 
 /* POSTs body (JSON) to path with a deadline. The request, or NULL
  * when it could not start (done is then not called). */

@@ -67,8 +67,14 @@ typedef enum kind {
   X("acl", acl, K_STRING, "", 0, 4095,                                                             \
     "access list file: one rule per line, TOKEN_SHA256 RIGHTS PREFIXES (SIGHUP reloads it)")       \
   X("cluster", cluster, K_STRING, "", 0, 2047,                                                     \
-    "etcd endpoints (http://HOST:PORT, comma-separated): share the worlds with other daemons "     \
-    "(needs --data, the directory they all share)")                                                \
+    "etcd endpoints (http://HOST:PORT or https://HOST:PORT, comma-separated): share the worlds "   \
+    "with other daemons (needs --data, the directory they all share)")                             \
+  X("etcd-ca", etcd_ca, K_STRING, "", 0, 4095,                                                     \
+    "PEM CA certificates one of which must have signed etcd's certificate (https:// --cluster; "   \
+    "empty: the system's store)")                                                                  \
+  X("etcd-cert", etcd_cert, K_STRING, "", 0, 4095,                                                 \
+    "PEM client certificate presented to etcd, for its --client-cert-auth (https:// --cluster)")   \
+  X("etcd-key", etcd_key, K_STRING, "", 0, 4095, "PEM private key of --etcd-cert (unencrypted)")   \
   X("node", node, K_STRING, "", 0, 64,                                                             \
     "this daemon's name in the cluster (empty: derived from the advertised address)")              \
   X("advertise", advertise, K_STRING, "", 0, 127,                                                  \
@@ -397,6 +403,17 @@ static bool check_combinations(const scn_config *c, char *err, size_t errlen) {
     snprintf(err, errlen,
              "--tls-ca needs --tls-cert and --tls-key (client certificates are "
              "checked only over TLS)");
+    return false;
+  }
+  if (!c->etcd_cert[0] != !c->etcd_key[0]) {
+    snprintf(err, errlen, "%s",
+             c->etcd_cert[0] ? "--etcd-cert needs --etcd-key (its private key)"
+                             : "--etcd-key needs --etcd-cert");
+    return false;
+  }
+  if ((c->etcd_ca[0] || c->etcd_cert[0]) && !c->cluster[0]) {
+    snprintf(err, errlen, "%s needs --cluster with https:// endpoints (etcd over TLS)",
+             c->etcd_ca[0] ? "--etcd-ca" : "--etcd-cert");
     return false;
   }
   if (c->acl[0] && c->auth_token[0]) {

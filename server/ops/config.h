@@ -54,6 +54,9 @@ typedef struct scn_config {
   double tls_handshake_timeout; /* seconds a TLS handshake may take */
   char acl[4096];               /* access list: token hashes, rights, world prefixes */
   char cluster[2048];           /* etcd endpoints (empty: standalone) */
+  char etcd_ca[4096];   /* PEM CA etcd's certificate is checked with (empty: the system's) */
+  char etcd_cert[4096]; /* PEM client certificate presented to etcd (empty: none) */
+  char etcd_key[4096];  /* its private key (PEM) */
   char node[SCN_CONFIG_NODE_MAX + 1];
   char advertise[128]; /* HOST:PORT clients reach this daemon at (empty: the listen address) */
   double lease_ttl;

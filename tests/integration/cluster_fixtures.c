@@ -22,14 +22,20 @@ static int node_index(const char *name) {
 }
 
 bool node_start(cluster *k, int i) {
-  /* The last daemon is given a dead endpoint first: its requests fail over to the live one. */
+  /* The last daemon is given a dead endpoint first (of the same scheme): its requests fail over
+   * to the live one. */
   char urls[160];
-  snprintf(urls, sizeof urls, "%s%s", i == NODES - 1 ? "http://127.0.0.1:1," : "",
-           k->via[i][0] ? k->via[i] : k->e.url);
-  const char *args[] = {
+  const char *scheme = strncmp(k->e.url, "https:", 6) == 0 ? "https" : "http";
+  const char *live = k->via[i][0] ? k->via[i] : k->e.url;
+  if (i == NODES - 1)
+    snprintf(urls, sizeof urls, "%s://127.0.0.1:1,%s", scheme, live);
+  else
+    snprintf(urls, sizeof urls, "%s", live);
+  const char *args[32] = {
       "--cluster",  urls,          "--data", k->data,   "--node",
-      node_name(i), "--lease-ttl", TTL,      "--fsync", k->fsync ? k->fsync : "always",
-      NULL};
+      node_name(i), "--lease-ttl", TTL,      "--fsync", k->fsync ? k->fsync : "always"};
+  for (int n = 10, x = 0; k->extra && k->extra[x] && n < 31; x++)
+    args[n++] = k->extra[x];
   k->up[i] = START(&k->d[i], args);
   k->connected[i] = k->up[i] && CONNECT(&k->c[i], k->d[i].port);
   return k->connected[i];
@@ -61,6 +67,10 @@ bool wait_registered(cluster *k, int want) {
 bool cluster_start(cluster *k, const char *fsync) {
   memset(k, 0, sizeof *k);
   k->fsync = fsync;
+  return cluster_start_prepared(k);
+}
+
+bool cluster_start_prepared(cluster *k) {
   if (!etcd_start(&k->e)) {
     CU_FAIL("etcd started");
     return false;

@@ -20,7 +20,8 @@ typedef struct cluster {
   t_client c[NODES];
   bool up[NODES], connected[NODES];
   const char *fsync;
-  char via[NODES][64]; /* an etcd URL a node is given instead of e.url (a proxy) */
+  char via[NODES][64];      /* an etcd URL a node is given instead of e.url (a proxy) */
+  const char *const *extra; /* more flags for every daemon (NULL-terminated; NULL: none) */
 } cluster;
 
 const char *node_name(int i);
@@ -31,6 +32,8 @@ bool node_start(cluster *k, int i);
 bool wait_registered(cluster *k, int want);
 
 bool cluster_start(cluster *k, const char *fsync);
+/* cluster_start for a k whose etcd (k->e, e.g. with TLS), fsync and extra flags are set. */
+bool cluster_start_prepared(cluster *k);
 
 /* Declares cluster k and starts it (etcd, three daemons); the test ends here when that fails. */
 #define START_CLUSTER(k, fsync)                                                                    \

@@ -43,7 +43,8 @@
   X(cluster_failover)                                                                              \
   X(cluster_setup)                                                                                 \
   X(cluster_crash)                                                                                 \
-  X(cluster_script)
+  X(cluster_script)                                                                                \
+  X(cluster_tls)
 
 T_SUITES(T_DECLARE_SUITE)
 
