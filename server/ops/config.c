@@ -20,7 +20,8 @@ typedef enum kind {
   K_FSYNC,
   K_INTEREST,
   K_SECONDS,
-  K_BOOL
+  K_BOOL,
+  K_DURABILITY
 } kind;
 
 /* X(flag, field, kind, default, min, max, help) */
@@ -80,7 +81,15 @@ typedef enum kind {
   X("advertise", advertise, K_STRING, "", 0, 127,                                                  \
     "HOST:PORT where clients reach this daemon in the cluster (empty: the listen address)")        \
   X("lease-ttl", lease_ttl, K_SECONDS, "5", 1, 3600,                                               \
-    "seconds the cluster's lease lives without renewal (renewed every third of it)")
+    "seconds the cluster's lease lives without renewal (renewed every third of it)")               \
+  X("replicas", replicas, K_UINT, "0", 0, SCN_REPLICAS_MAX,                                        \
+    "followers kept live for each group on other daemons, each daemon with its own --data (0: "    \
+    "the daemons share one --data; needs --cluster)")                                              \
+  X("durability", durability, K_DURABILITY, "sync", 0, 1,                                          \
+    "with --replicas: sync (a change is answered once the in-sync followers have it) or async "    \
+    "(at once)")                                                                                   \
+  X("replica-timeout", replica_timeout_ms, K_UINT, "1000", 1, 3600000,                             \
+    "milliseconds a follower may take to confirm a change before it leaves the in-sync set")
 
 typedef struct setting {
   const char *flag;
@@ -102,6 +111,7 @@ static const setting settings[] = {
 static const char *levels[] = {"debug", "info", "warn", "error"};
 static const char *fsyncs[] = {"always", "everysec", "no"};
 static const char *interests[] = {"grid", "naive"};
+static const char *durabilities[] = {"sync", "async"};
 
 const char *scn_log_level_name(int level) {
   return level >= 0 && level <= 3 ? levels[level] : "info";
@@ -259,6 +269,15 @@ static bool apply(scn_config *c, const setting *s, const char *v, const char *or
     snprintf(err, errlen, "%s: invalid value for %s: \"%s\" (expected grid or naive)", origin,
              s->flag, v);
     return false;
+  case K_DURABILITY:
+    for (int i = 0; i < 2; i++)
+      if (strcmp(v, durabilities[i]) == 0) {
+        *(int *)field = i;
+        return true;
+      }
+    snprintf(err, errlen, "%s: invalid value for %s: \"%s\" (expected sync or async)", origin,
+             s->flag, v);
+    return false;
   case K_BOOL:
     if (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes")) {
       *(bool *)field = true;
@@ -414,6 +433,17 @@ static bool check_combinations(const scn_config *c, char *err, size_t errlen) {
   if ((c->etcd_ca[0] || c->etcd_cert[0]) && !c->cluster[0]) {
     snprintf(err, errlen, "%s needs --cluster with https:// endpoints (etcd over TLS)",
              c->etcd_ca[0] ? "--etcd-ca" : "--etcd-cert");
+    return false;
+  }
+  /* Followers keep their copy in their own directory, and find their owner through etcd. */
+  if (c->replicas > 0 && !c->cluster[0]) {
+    snprintf(err, errlen,
+             "--replicas needs --cluster (the followers of a group are other daemons "
+             "of the cluster)");
+    return false;
+  }
+  if (c->replicas > 0 && !c->data_dir[0]) {
+    snprintf(err, errlen, "--replicas needs --data DIR (this daemon's own directory)");
     return false;
   }
   if (c->acl[0] && c->auth_token[0]) {

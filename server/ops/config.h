@@ -15,6 +15,15 @@ typedef enum scn_fsync_policy {
   SCN_FSYNC_NO
 } scn_fsync_policy;
 
+/* How a change to a group with followers is answered (--durability). */
+typedef enum scn_durability {
+  SCN_DURABILITY_SYNC, /* once every follower of the in-sync set has it */
+  SCN_DURABILITY_ASYNC /* at once; the followers catch up */
+} scn_durability;
+
+/* The most followers a group may have (--replicas). */
+#define SCN_REPLICAS_MAX 4
+
 #define SCN_ADDR_RESOLVED_MAX 4
 
 /* HOST:PORT as configured; HOST a numeric address or a name. scn_config_load resolves it once:
@@ -60,6 +69,9 @@ typedef struct scn_config {
   char node[SCN_CONFIG_NODE_MAX + 1];
   char advertise[128]; /* HOST:PORT clients reach this daemon at (empty: the listen address) */
   double lease_ttl;
+  uint64_t replicas;           /* followers per group (0: the daemons share --data) */
+  int durability;              /* scn_durability */
+  uint64_t replica_timeout_ms; /* a follower's time to confirm a change */
 } scn_config;
 
 /* Outcome of parsing: run the daemon, exit 0 (help or version printed), or exit 2 (a

@@ -272,6 +272,45 @@ static void test_bad_flags(void) {
   }
 }
 
+/* --replicas needs --cluster and a directory of its own; its values and those of
+ * --durability and --replica-timeout are checked: one line saying what is wrong, exit 2,
+ * before anything is asked of etcd (nothing listens on its endpoint). */
+static void test_bad_replica_flags(void) {
+  const char *url = "http://127.0.0.1:1";
+  struct {
+    const char *args[12];
+    const char *says;
+  } cases[] = {
+      {{"--replicas", "1", "--data", "/tmp"}, "--replicas needs --cluster"},
+      {{"--replicas", "1", "--cluster", url}, "--replicas needs --data"},
+      {{"--replicas", "5", "--cluster", url, "--data", "/tmp"}, "invalid value for replicas"},
+      {{"--replicas", "-1", "--cluster", url, "--data", "/tmp"}, "invalid value for replicas"},
+      {{"--replicas", "1", "--cluster", url, "--data", "/tmp", "--durability", "strong"},
+       "expected sync or async"},
+      {{"--replicas", "1", "--cluster", url, "--data", "/tmp", "--replica-timeout", "0"},
+       "invalid value for replica-timeout"},
+      {{"--replicas", "1", "--cluster", url, "--data", "/tmp", "--replica-timeout", "1.5"},
+       "invalid value for replica-timeout"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *args[20] = {"--listen", "127.0.0.1:0", "--http", "off"};
+    int n = 4;
+    for (int j = 0; cases[i].args[j]; j++)
+      args[n++] = cases[i].args[j];
+    text err = {0};
+    int rc = run_scened(args, &err);
+    const char *s = text_str(&err);
+    const char *nl = strchr(s, '\n');
+    bool ok = rc == 2 && nl && nl[1] == '\0' && strstr(s, cases[i].says);
+    CU_ASSERT(ok);
+    if (!ok) {
+      fprintf(stderr, "  case %zu: exit %d, expected \"%s\"\n", i, rc, cases[i].says);
+      t_report_text("stderr", s);
+    }
+    text_free(&err);
+  }
+}
+
 /* etcd unreachable at start: the daemon keeps trying, /readyz is 503 and worlds answer
  * UNAVAILABLE; once etcd is there it registers and serves. */
 static void test_etcd_late(void) {
@@ -306,6 +345,7 @@ static void test_etcd_late(void) {
 int t_register_cluster_setup(void) {
   static const t_test tests[] = {
       {"bad flags: one line, exit 2", test_bad_flags},
+      {"bad replica flags: one line, exit 2", test_bad_replica_flags},
       {"the standalone layout migrates", test_old_layout_migrates},
       {"etcd unreachable at start", test_etcd_late},
       {"TLS and an access list across nodes", test_tls_acl_cluster},
