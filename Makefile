@@ -148,7 +148,8 @@ RUNNER_OBJ := $(call test_objects,tests/runner)
 # needs no etcd, store or loop).
 UNIT_TEST_SERVER_OBJ := $(addprefix $(BUILD)/obj/server/,stream/frame.o store/history_file.o \
                         store/snapshot.o store/crc32c.o store/files.o store/path.o ops/log.o \
-                        cluster/owners.o cluster/claims.o cluster/move.o ops/json_arena.o)
+                        cluster/owners.o cluster/claims.o cluster/move.o cluster/followers.o \
+                        ops/json_arena.o)
 $(UNIT_TEST_BIN): $(call test_objects,tests/unit) $(RUNNER_OBJ) $(UNIT_TEST_SERVER_OBJ) $(CTL_PARTS_OBJ) \
                   $(PROTO_LIB) $(CORE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcunit -lcjson $(LDLIBS)

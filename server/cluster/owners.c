@@ -127,6 +127,21 @@ void scn_owners_group_value(scn_buf *out, const char *node, const char *addr, co
   scn_buf_addc(out, '}');
 }
 
+/* A list of node names in a group key's value (absent: none); names that are not node names
+ * are left out. */
+static uint8_t node_list(const cJSON *v, const char *member, char out[][SCN_NAME_MAX + 1]) {
+  const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, member), *item;
+  uint8_t n = 0;
+  if (!cJSON_IsArray(list))
+    return 0;
+  cJSON_ArrayForEach(item, list) {
+    if (n < SCN_REPLICAS_MAX && cJSON_IsString(item) &&
+        scn_world_name_valid(item->valuestring, strlen(item->valuestring)))
+      memcpy(out[n++], item->valuestring, strlen(item->valuestring) + 1);
+  }
+  return n;
+}
+
 static cJSON *parse_value(const scn_kv *kv) {
   return kv->value ? scn_json_heap_parse(kv->value, kv->value_len) : NULL;
 }
@@ -151,6 +166,8 @@ void scn__owners_group_put(scn_owners *o, scn_group_entry *g, const scn_kv *kv) 
   g->lease = kv->lease;
   g->mod_rev = kv->mod_revision;
   g->handoff = cJSON_GetObjectItemCaseSensitive(v, "from") != NULL;
+  g->nfollowers = node_list(v, "followers", g->followers);
+  g->ninsync = node_list(v, "insync", g->insync);
   scn_json_heap_delete(v);
   if (strcmp(g->node, o->self->node) == 0)
     scn__owners_adopt(o, g, old[0] ? old : NULL);
@@ -175,6 +192,7 @@ static void group_deleted(scn_owners *o, scn_group_entry *g, int64_t rev) {
   g->key = false;
   g->node[0] = g->addr[0] = '\0';
   g->handoff = false;
+  g->nfollowers = g->ninsync = 0;
   if (o->self->released) {
     g->state = SCN_GROUP_NONE; /* released at SIGTERM: nothing more happens here before the exit */
     return;

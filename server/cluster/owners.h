@@ -72,6 +72,11 @@ typedef struct scn_group_entry {
   uint64_t seen_in_read; /* the last full read of the keys that found its key */
   scn_waiter *waiters;   /* commands waiting for a claim or a read */
   scn_move *mv;
+  /* with --replicas, as the group's key names them: the daemons that keep a copy, and those
+   * of them known to hold everything the owner answered (empty without replicas) */
+  char followers[SCN_REPLICAS_MAX][SCN_NAME_MAX + 1];
+  char insync[SCN_REPLICAS_MAX][SCN_NAME_MAX + 1];
+  uint8_t nfollowers, ninsync;
 } scn_group_entry;
 
 typedef struct scn_node_entry {
@@ -169,6 +174,16 @@ void scn_owners_wake(scn_group_entry *g);
 
 /* A group key's value: {"node":..,"addr":..} and, for a hand-off, "from" (NULL: none). */
 void scn_owners_group_value(scn_buf *out, const char *node, const char *addr, const char *from);
+
+/* ---- followers (followers.c) --------------------------------------------------------------- */
+
+/* Chooses up to want nodes to follow g besides those it has: live nodes that are neither its
+ * owner nor one of its followers, fewest groups owned or followed first (as the cache knows
+ * them), then by name. Writes their names to out; returns how many. */
+size_t scn_owners_choose_followers(scn_owners *o, const scn_group_entry *g, size_t want,
+                                   char out[][SCN_NAME_MAX + 1]);
+/* Whether node is one of g's followers (in_sync: of its in-sync set). */
+bool scn_owners_follows(const scn_group_entry *g, const char *node, bool in_sync);
 
 /* ---- claims and takeovers (claims.c) ------------------------------------------------------- */
 

@@ -546,6 +546,72 @@ static void test_nodes(void) {
   fake_free(&f);
 }
 
+/* The group's key with a value given whole. */
+static void watch_group_value(fake *f, const char *group, const char *value, int64_t rev,
+                              int64_t lease) {
+  made m;
+  snprintf(m.key, sizeof m.key, "%s%s", SCN_GROUPS_PREFIX, group);
+  m.value = (scn_buf){0};
+  scn_buf_adds(&m.value, value);
+  watch_put(f, made_kv(&m, rev, lease));
+  scn_buf_free(&m.value);
+}
+
+/* A group key's followers and in-sync set are cached; a group's new followers are the live
+ * nodes that are neither its owner nor its followers, fewest groups owned or followed first. */
+static void test_choose_followers(void) {
+  fake f;
+  fake_init(&f);
+  watch_node(&f, SELF, 1, SELF_LEASE);
+  watch_node(&f, OTHER, 2, OTHER_LEASE);
+  watch_node(&f, "c", 3, 9);
+  watch_node(&f, "d", 4, 11);
+  watch_node(&f, "e", 5, 13);
+  watch_group(&f, "x", "c", NULL, 6, 9);
+  watch_group_value(&f, "y", "{\"node\":\"d\",\"addr\":\"d:1\",\"followers\":[\"c\",\"e\"]}", 7,
+                    11);
+  watch_group_value(&f, "z", "{\"node\":\"e\",\"addr\":\"e:1\",\"followers\":[\"c\",7]}", 8, 13);
+  watch_group_value(&f, "g",
+                    "{\"node\":\"" SELF "\",\"addr\":\"a:1\",\"followers\":[\"" OTHER
+                    "\",\"d\"],\"insync\":[\"" OTHER "\"]}",
+                    9, SELF_LEASE);
+  scn_group_entry *g = group(&f, "g");
+  CU_ASSERT_EQUAL(g->nfollowers, 2);
+  CU_ASSERT_EQUAL(g->ninsync, 1);
+  CU_ASSERT_TRUE(scn_owners_follows(g, OTHER, false));
+  CU_ASSERT_TRUE(scn_owners_follows(g, OTHER, true));
+  CU_ASSERT_TRUE(scn_owners_follows(g, "d", false));
+  CU_ASSERT_FALSE(scn_owners_follows(g, "d", true));
+  CU_ASSERT_EQUAL(group(&f, "z")->nfollowers, 1); /* 7 is no node name */
+
+  /* c owns x and follows y and z (3), e owns z and follows y (2); a and b and d follow or own
+   * g already. */
+  char out[SCN_REPLICAS_MAX][SCN_NAME_MAX + 1];
+  CU_ASSERT_EQUAL_FATAL(scn_owners_choose_followers(&f.o, g, 4, out), 2);
+  CU_ASSERT_STRING_EQUAL(out[0], "e");
+  CU_ASSERT_STRING_EQUAL(out[1], "c");
+  CU_ASSERT_EQUAL_FATAL(scn_owners_choose_followers(&f.o, g, 1, out), 1);
+  CU_ASSERT_STRING_EQUAL(out[0], "e");
+  CU_ASSERT_EQUAL(scn_owners_choose_followers(&f.o, g, 0, out), 0);
+
+  /* x without its key: c has 2 groups, as e; the name decides. */
+  watch_delete(&f, SCN_GROUPS_PREFIX, "x", 10);
+  CU_ASSERT_EQUAL_FATAL(scn_owners_choose_followers(&f.o, g, 2, out), 2);
+  CU_ASSERT_STRING_EQUAL(out[0], "c");
+  CU_ASSERT_STRING_EQUAL(out[1], "e");
+
+  /* A key without followers has none; a dead node is no candidate. */
+  watch_group(&f, "g", SELF, NULL, 11, SELF_LEASE);
+  CU_ASSERT_EQUAL(g->nfollowers, 0);
+  CU_ASSERT_EQUAL(g->ninsync, 0);
+  watch_delete(&f, SCN_NODES_PREFIX, "e", 12);
+  CU_ASSERT_EQUAL_FATAL(scn_owners_choose_followers(&f.o, g, 4, out), 3);
+  CU_ASSERT_STRING_EQUAL(out[0], OTHER);
+  CU_ASSERT_STRING_EQUAL(out[1], "d");
+  CU_ASSERT_STRING_EQUAL(out[2], "c");
+  fake_free(&f);
+}
+
 /* Keys that name no group or node, or hold no readable value, change nothing. */
 static void test_malformed_keys(void) {
   fake f;
@@ -594,6 +660,7 @@ static int loud(void) {
 
 int t_register_cluster_owners(void) {
   static const t_test tests[] = {
+      {"followers: cached, and chosen by load", test_choose_followers},
       {"an owner's put and delete heard after the claim change nothing", test_late_delete},
       {"a full read marks what it did not find deleted at its revision", test_read_marks_delete},
       {"a lost claim answer: the watch's put loads the group", test_lost_claim_answer},
