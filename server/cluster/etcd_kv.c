@@ -122,6 +122,37 @@ bool scn_etcd_put_if_unchanged(scn_etcd *e, const scn_kv_write *w, int64_t mod_r
   return send_request(e, "/v3/kv/txn", &b, SHAPE_TXN, r);
 }
 
+static void add_compare(scn_buf *b, const scn_kv_compare *c) {
+  static const char *const targets[] = {"CREATE", "MOD", "LEASE"};
+  static const char *const fields[] = {"create_revision", "mod_revision", "lease"};
+  scn_buf_addc(b, '{');
+  add_key(b, c->key);
+  scn_buf_adds(b, ",\"result\":\"EQUAL\",\"target\":\"");
+  scn_buf_adds(b, targets[c->target]);
+  scn_buf_adds(b, "\",");
+  add_int_field(b, fields[c->target], c->value);
+  scn_buf_addc(b, '}');
+}
+
+bool scn_etcd_txn(scn_etcd *e, const scn_kv_compare *cmp, size_t ncmp, const scn_kv_write *puts,
+                  size_t nputs, const scn_kv_reply *r) {
+  scn_buf b = {0};
+  scn_buf_adds(&b, "{\"compare\":[");
+  for (size_t i = 0; i < ncmp; i++) {
+    if (i)
+      scn_buf_addc(&b, ',');
+    add_compare(&b, &cmp[i]);
+  }
+  scn_buf_adds(&b, "],\"success\":[");
+  for (size_t i = 0; i < nputs; i++) {
+    scn_buf_adds(&b, i ? ",{\"request_put\":" : "{\"request_put\":");
+    add_put(&b, &puts[i]);
+    scn_buf_addc(&b, '}');
+  }
+  scn_buf_adds(&b, "]}");
+  return send_request(e, "/v3/kv/txn", &b, SHAPE_TXN, r);
+}
+
 bool scn_etcd_delete(scn_etcd *e, const char *key, const scn_kv_reply *r) {
   scn_buf b = {0};
   scn_buf_addc(&b, '{');

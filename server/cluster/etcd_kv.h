@@ -39,6 +39,20 @@ bool scn_etcd_put(scn_etcd *e, const scn_kv_write *w, const scn_kv_reply *r);
  * (nothing when it does not exist). */
 bool scn_etcd_put_if_unchanged(scn_etcd *e, const scn_kv_write *w, int64_t mod_revision,
                                const scn_kv_reply *r);
+
+/* What a txn compares a key's field with (the key absent: its revisions and lease are 0). */
+typedef enum scn_kv_target { SCN_KV_CREATE, SCN_KV_MOD, SCN_KV_LEASE } scn_kv_target;
+
+typedef struct scn_kv_compare {
+  const char *key;
+  scn_kv_target target;
+  int64_t value; /* the revision (CREATE, MOD) or the lease (LEASE) the field must equal */
+} scn_kv_compare;
+
+/* Writes every put of puts if every compare holds, else nothing; succeeded says which, and
+ * revision is the store's after it (the puts' revision when they were written). */
+bool scn_etcd_txn(scn_etcd *e, const scn_kv_compare *cmp, size_t ncmp, const scn_kv_write *puts,
+                  size_t nputs, const scn_kv_reply *r);
 bool scn_etcd_delete(scn_etcd *e, const char *key, const scn_kv_reply *r);
 /* A lease of ttl_s seconds: lease and ttl (etcd may grant less). */
 bool scn_etcd_lease_grant(scn_etcd *e, int64_t ttl_s, const scn_kv_reply *r);

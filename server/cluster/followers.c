@@ -2,6 +2,10 @@
  * cache alone (no etcd, store or loop), so tests drive it with made-up keys. */
 #include "cluster/owners.h"
 
+#include "ops/json_arena.h"
+#include "ops/log.h"
+
+#include <stdio.h>
 #include <string.h>
 
 bool scn_owners_follows(const scn_group_entry *g, const char *node, bool in_sync) {
@@ -55,4 +59,91 @@ size_t scn_owners_choose_followers(scn_owners *o, const scn_group_entry *g, size
   for (size_t i = 0; i < nbest; i++)
     memcpy(out[i], best[i].node->name, sizeof out[i]);
   return nbest;
+}
+
+/* ---- the records: a group key's followers, and the replicas key ---------------------------- */
+
+uint8_t scn__owners_node_list(const cJSON *v, const char *member, char out[][SCN_NAME_MAX + 1]) {
+  const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, member), *item;
+  uint8_t n = 0;
+  if (!cJSON_IsArray(list))
+    return 0;
+  cJSON_ArrayForEach(item, list) {
+    if (n < SCN_REPLICAS_MAX && cJSON_IsString(item) &&
+        scn_world_name_valid(item->valuestring, strlen(item->valuestring)))
+      memcpy(out[n++], item->valuestring, strlen(item->valuestring) + 1);
+  }
+  return n;
+}
+
+static void add_list(scn_buf *out, const char *member, const char names[][SCN_NAME_MAX + 1],
+                     size_t n) {
+  scn_buf_adds(out, ",\"");
+  scn_buf_adds(out, member);
+  scn_buf_adds(out, "\":[");
+  for (size_t i = 0; i < n; i++) {
+    if (i)
+      scn_buf_addc(out, ',');
+    scn_buf_add_json_string(out, names[i], strlen(names[i]));
+  }
+  scn_buf_addc(out, ']');
+}
+
+void scn_owners_replicas_value(scn_buf *out, const scn_replica_set *r) {
+  char epoch[32];
+  snprintf(epoch, sizeof epoch, "{\"epoch\":%lld", (long long)r->epoch);
+  scn_buf_adds(out, epoch);
+  add_list(out, "followers", r->followers, r->nfollowers);
+  add_list(out, "insync", r->insync, r->ninsync);
+  scn_buf_adds(out, r->durability == SCN_DURABILITY_ASYNC ? ",\"durability\":\"async\"}"
+                                                          : ",\"durability\":\"sync\"}");
+}
+
+void scn_owners_group_value_with(scn_buf *out, const char *node, const char *addr,
+                                 const scn_replica_set *r) {
+  scn_buf_adds(out, "{\"node\":");
+  scn_buf_add_json_string(out, node, strlen(node));
+  scn_buf_adds(out, ",\"addr\":");
+  scn_buf_add_json_string(out, addr, strlen(addr));
+  add_list(out, "followers", r->followers, r->nfollowers);
+  add_list(out, "insync", r->insync, r->ninsync);
+  scn_buf_addc(out, '}');
+}
+
+bool scn_owners_replicas_parse(const char *value, size_t len, scn_replica_set *r) {
+  cJSON *v = value ? scn_json_heap_parse(value, len) : NULL;
+  const cJSON *epoch = cJSON_GetObjectItemCaseSensitive(v, "epoch");
+  const cJSON *durability = cJSON_GetObjectItemCaseSensitive(v, "durability");
+  bool ok = cJSON_IsNumber(epoch) && epoch->valuedouble >= 0 &&
+            (!durability ||
+             (cJSON_IsString(durability) && (strcmp(durability->valuestring, "sync") == 0 ||
+                                             strcmp(durability->valuestring, "async") == 0)));
+  if (ok) {
+    r->epoch = (int64_t)epoch->valuedouble;
+    r->durability = durability && strcmp(durability->valuestring, "async") == 0
+                        ? SCN_DURABILITY_ASYNC
+                        : SCN_DURABILITY_SYNC;
+    r->nfollowers = scn__owners_node_list(v, "followers", r->followers);
+    r->ninsync = scn__owners_node_list(v, "insync", r->insync);
+  }
+  scn_json_heap_delete(v);
+  return ok;
+}
+
+void scn__owners_replicas_put(scn_owners *o, scn_group_entry *g, const scn_kv *kv) {
+  (void)o;
+  if (kv->mod_revision && kv->mod_revision < g->replicas.mod_rev)
+    return; /* older than what the cache holds */
+  if (!scn_owners_replicas_parse(kv->value, kv->value_len, &g->replicas)) {
+    scn_log(SCN_LOG_WARN, "etcd: a replicas key with a malformed value", "group=%s", g->name);
+    return;
+  }
+  g->replicas.mod_rev = kv->mod_revision;
+  g->replicas.known = true;
+}
+
+void scn__owners_replicas_deleted(scn_group_entry *g, int64_t rev) {
+  if (rev && rev < g->replicas.mod_rev)
+    return;
+  g->replicas = (scn_replica_set){0};
 }

@@ -127,21 +127,6 @@ void scn_owners_group_value(scn_buf *out, const char *node, const char *addr, co
   scn_buf_addc(out, '}');
 }
 
-/* A list of node names in a group key's value (absent: none); names that are not node names
- * are left out. */
-static uint8_t node_list(const cJSON *v, const char *member, char out[][SCN_NAME_MAX + 1]) {
-  const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, member), *item;
-  uint8_t n = 0;
-  if (!cJSON_IsArray(list))
-    return 0;
-  cJSON_ArrayForEach(item, list) {
-    if (n < SCN_REPLICAS_MAX && cJSON_IsString(item) &&
-        scn_world_name_valid(item->valuestring, strlen(item->valuestring)))
-      memcpy(out[n++], item->valuestring, strlen(item->valuestring) + 1);
-  }
-  return n;
-}
-
 static cJSON *parse_value(const scn_kv *kv) {
   return kv->value ? scn_json_heap_parse(kv->value, kv->value_len) : NULL;
 }
@@ -166,8 +151,8 @@ void scn__owners_group_put(scn_owners *o, scn_group_entry *g, const scn_kv *kv) 
   g->lease = kv->lease;
   g->mod_rev = kv->mod_revision;
   g->handoff = cJSON_GetObjectItemCaseSensitive(v, "from") != NULL;
-  g->nfollowers = node_list(v, "followers", g->followers);
-  g->ninsync = node_list(v, "insync", g->insync);
+  g->nfollowers = scn__owners_node_list(v, "followers", g->followers);
+  g->ninsync = scn__owners_node_list(v, "insync", g->insync);
   scn_json_heap_delete(v);
   if (strcmp(g->node, o->self->node) == 0)
     scn__owners_adopt(o, g, old[0] ? old : NULL);
@@ -278,6 +263,13 @@ static const char *group_of_key(const char *key) {
   return scn_world_name_valid(name, strlen(name)) && !strchr(name, '.') ? name : NULL;
 }
 
+static const char *replicas_of_key(const char *key) {
+  if (strncmp(key, SCN_REPLICAS_PREFIX, strlen(SCN_REPLICAS_PREFIX)) != 0)
+    return NULL;
+  const char *name = key + strlen(SCN_REPLICAS_PREFIX);
+  return scn_world_name_valid(name, strlen(name)) && !strchr(name, '.') ? name : NULL;
+}
+
 static const char *node_of_key(const char *key) {
   if (strncmp(key, SCN_NODES_PREFIX, strlen(SCN_NODES_PREFIX)) != 0)
     return NULL;
@@ -298,6 +290,13 @@ static void apply(scn_owners *o, const scn_kv *kv, scn_kv_change change) {
       group_deleted(o, g, kv->mod_revision);
     else
       scn__owners_group_put(o, g, kv);
+  } else if ((name = replicas_of_key(kv->key))) {
+    scn_group_entry *g =
+        change == SCN_KV_DELETE ? scn_owners_find(o, name) : scn_owners_get(o, name);
+    if (g && change == SCN_KV_DELETE)
+      scn__owners_replicas_deleted(g, kv->mod_revision);
+    else if (g)
+      scn__owners_replicas_put(o, g, kv);
   } else if ((name = node_of_key(kv->key))) {
     if (change == SCN_KV_PUT)
       node_seen(o, name, kv);
@@ -328,6 +327,8 @@ bool scn_owners_reread(scn_owners *o, int64_t revision, const scn_kv *kvs, size_
     scn_node_entry *node;
     if ((name = group_of_key(kv->key)) && (g = scn_owners_find(o, name)))
       g->seen_in_read = read;
+    if ((name = replicas_of_key(kv->key)) && (g = scn_owners_find(o, name)))
+      g->replicas_seen_in_read = read;
     if ((name = node_of_key(kv->key))) {
       if ((node = scn_owners_node(o, name)))
         node->seen_in_read = read;
@@ -338,6 +339,9 @@ bool scn_owners_reread(scn_owners *o, int64_t revision, const scn_kv *kvs, size_
   for (scn_group_entry *g = scn_owners_first(o); g; g = scn_owners_next(o, g))
     if (g->key && g->seen_in_read != read)
       group_deleted(o, g, revision);
+  for (scn_group_entry *g = scn_owners_first(o); g; g = scn_owners_next(o, g))
+    if (g->replicas.known && g->replicas_seen_in_read != read)
+      scn__owners_replicas_deleted(g, revision);
   for (size_t i = 0; i < o->nnodes;) {
     if (o->nodes[i].seen_in_read == read)
       i++;

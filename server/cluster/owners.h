@@ -16,10 +16,14 @@
 #include "cluster/cluster.h"
 #include "cluster/kv.h"
 
+#include <cjson/cJSON.h>
+
 /* The keys the cluster keeps in etcd, all under one prefix (which the watch covers). */
 #define SCN_KEYS_PREFIX "/scened/"
 #define SCN_NODES_PREFIX SCN_KEYS_PREFIX "nodes/"   /* + node: its address and load */
 #define SCN_GROUPS_PREFIX SCN_KEYS_PREFIX "groups/" /* + group: its owner */
+/* + group: its followers and in-sync set, bound to no lease (it outlives the owner) */
+#define SCN_REPLICAS_PREFIX SCN_KEYS_PREFIX "replicas/"
 #define SCN_OWNER_BUCKETS 4096u
 #define SCN_ADDR_MAX 96
 
@@ -55,6 +59,17 @@ typedef struct scn_move {
   void *ud;
 } scn_move;
 
+/* What a group's replicas key says. */
+typedef struct scn_replica_set {
+  char followers[SCN_REPLICAS_MAX][SCN_NAME_MAX + 1];
+  char insync[SCN_REPLICAS_MAX][SCN_NAME_MAX + 1];
+  uint8_t nfollowers, ninsync;
+  int64_t epoch;   /* of the owner that wrote it */
+  int64_t mod_rev; /* of the key: what the next txn on it compares (0: absent) */
+  int durability;  /* scn_durability */
+  bool known;      /* the key exists */
+} scn_replica_set;
+
 typedef struct scn_group_entry {
   struct scn_group_entry *next; /* hash chain */
   char name[SCN_NAME_MAX + 1];
@@ -77,6 +92,9 @@ typedef struct scn_group_entry {
   char followers[SCN_REPLICAS_MAX][SCN_NAME_MAX + 1];
   char insync[SCN_REPLICAS_MAX][SCN_NAME_MAX + 1];
   uint8_t nfollowers, ninsync;
+  scn_replica_set replicas;
+  uint64_t replicas_seen_in_read; /* the last full read that found its replicas key */
+  bool recording;                 /* a txn writing its followers is in flight */
 } scn_group_entry;
 
 typedef struct scn_node_entry {
@@ -184,6 +202,17 @@ size_t scn_owners_choose_followers(scn_owners *o, const scn_group_entry *g, size
                                    char out[][SCN_NAME_MAX + 1]);
 /* Whether node is one of g's followers (in_sync: of its in-sync set). */
 bool scn_owners_follows(const scn_group_entry *g, const char *node, bool in_sync);
+/* A replicas key's value: {"epoch":..,"followers":[..],"insync":[..],"durability":..}. */
+void scn_owners_replicas_value(scn_buf *out, const scn_replica_set *r);
+/* A group key's value naming node at addr, with r's followers and in-sync set. */
+void scn_owners_group_value_with(scn_buf *out, const char *node, const char *addr,
+                                 const scn_replica_set *r);
+/* Decodes a replicas key's value into r (its mod_rev and known are left as they are); false
+ * when it is not one (r is then unchanged). */
+bool scn_owners_replicas_parse(const char *value, size_t len, scn_replica_set *r);
+/* The replicas key kv was put (or, deleted, is gone) for the group it names. */
+void scn__owners_replicas_put(scn_owners *o, scn_group_entry *g, const scn_kv *kv);
+void scn__owners_replicas_deleted(scn_group_entry *g, int64_t rev);
 
 /* ---- claims and takeovers (claims.c) ------------------------------------------------------- */
 
@@ -236,6 +265,9 @@ void scn__owners_adopt(scn_owners *o, scn_group_entry *g, const char *old_owner)
 void scn__owners_handed_off(scn_owners *o, scn_group_entry *g, int64_t rev);
 /* g's key changed: a move whose target now serves the group is done. */
 void scn__owners_move_check_confirmed(scn_owners *o, scn_group_entry *g);
+/* A list of node names in a key's value (absent: none); items that are not node names are
+ * left out, and those past SCN_REPLICAS_MAX. */
+uint8_t scn__owners_node_list(const cJSON *v, const char *member, char out[][SCN_NAME_MAX + 1]);
 /* Ends g's move as UNAVAILABLE. */
 void scn__owners_move_failed(scn_group_entry *g, const char *message);
 

@@ -612,6 +612,109 @@ static void test_choose_followers(void) {
   fake_free(&f);
 }
 
+/* The key put with a value given whole. */
+static void watch_value(fake *f, const char *prefix, const char *name, const char *value,
+                        int64_t rev) {
+  made m;
+  snprintf(m.key, sizeof m.key, "%s%s", prefix, name);
+  m.value = (scn_buf){0};
+  scn_buf_adds(&m.value, value);
+  watch_put(f, made_kv(&m, rev, 0));
+  scn_buf_free(&m.value);
+}
+
+static char *text_of(scn_buf *b) {
+  scn_buf_addc(b, '\0');
+  return b->data;
+}
+
+/* The replicas key's value and a group key's with followers read back as written; the cache
+ * keeps the replicas key by revision, forgets it when deleted or missing from a full read. */
+static void test_replica_records(void) {
+  scn_replica_set r = {.epoch = 42, .nfollowers = 2, .ninsync = 1};
+  snprintf(r.followers[0], sizeof r.followers[0], "b");
+  snprintf(r.followers[1], sizeof r.followers[1], "c");
+  snprintf(r.insync[0], sizeof r.insync[0], "c");
+  scn_buf v = {0};
+  scn_owners_replicas_value(&v, &r);
+  CU_ASSERT_STRING_EQUAL(text_of(&v),
+                         "{\"epoch\":42,\"followers\":[\"b\",\"c\"],\"insync\":[\"c\"],"
+                         "\"durability\":\"sync\"}");
+  scn_replica_set back = {.mod_rev = 7};
+  CU_ASSERT_TRUE(scn_owners_replicas_parse(v.data, v.len - 1, &back));
+  CU_ASSERT_EQUAL(back.epoch, 42);
+  CU_ASSERT_EQUAL(back.mod_rev, 7);
+  CU_ASSERT_EQUAL(back.nfollowers, 2);
+  CU_ASSERT_STRING_EQUAL(back.followers[1], "c");
+  CU_ASSERT_EQUAL(back.ninsync, 1);
+  CU_ASSERT_STRING_EQUAL(back.insync[0], "c");
+  CU_ASSERT_EQUAL(back.durability, SCN_DURABILITY_SYNC);
+  scn_buf_free(&v);
+
+  r.durability = SCN_DURABILITY_ASYNC;
+  r.ninsync = 0;
+  scn_owners_replicas_value(&v, &r);
+  CU_ASSERT_TRUE(scn_owners_replicas_parse(v.data, v.len, &back));
+  CU_ASSERT_EQUAL(back.durability, SCN_DURABILITY_ASYNC);
+  CU_ASSERT_EQUAL(back.ninsync, 0);
+  scn_buf_free(&v);
+
+  static const char *const bad[] = {
+      "{}", "{\"epoch\":\"3\"}", "{\"epoch\":-1}", "{\"epoch\":3,\"durability\":\"maybe\"}", "[1]",
+      "{"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    scn_replica_set same = back;
+    CU_ASSERT_FALSE(scn_owners_replicas_parse(bad[i], strlen(bad[i]), &same));
+    CU_ASSERT_EQUAL(memcmp(&same, &back, sizeof same), 0);
+  }
+
+  /* A group key with followers is cached as the group key's lists. */
+  fake f;
+  fake_init(&f);
+  watch_node(&f, SELF, 1, SELF_LEASE);
+  scn_owners_group_value_with(&v, SELF, "a:1", &r);
+  watch_value(&f, SCN_GROUPS_PREFIX, "g", text_of(&v), 2);
+  scn_buf_free(&v);
+  scn_group_entry *g = group(&f, "g");
+  CU_ASSERT_EQUAL(g->nfollowers, 2);
+  CU_ASSERT_EQUAL(g->ninsync, 0);
+  CU_ASSERT_FALSE(g->replicas.known);
+
+  /* The replicas key, by revision: an older put is ignored, a malformed one changes nothing. */
+  watch_value(&f, SCN_REPLICAS_PREFIX, "g", "{\"epoch\":2,\"followers\":[\"b\"],\"insync\":[]}", 5);
+  CU_ASSERT_TRUE(g->replicas.known);
+  CU_ASSERT_EQUAL(g->replicas.epoch, 2);
+  CU_ASSERT_EQUAL(g->replicas.mod_rev, 5);
+  CU_ASSERT_EQUAL(g->replicas.nfollowers, 1);
+  watch_value(&f, SCN_REPLICAS_PREFIX, "g", "{\"epoch\":1,\"followers\":[]}", 4);
+  CU_ASSERT_EQUAL(g->replicas.epoch, 2);
+  watch_value(&f, SCN_REPLICAS_PREFIX, "g", "{\"followers\":[]}", 6);
+  CU_ASSERT_EQUAL(g->replicas.mod_rev, 5);
+  CU_ASSERT_EQUAL(g->replicas.nfollowers, 1);
+  /* A replicas key for a group the cache does not know makes its entry; deleted, it is gone. */
+  watch_value(&f, SCN_REPLICAS_PREFIX, "h", "{\"epoch\":9}", 7);
+  CU_ASSERT_TRUE(group(&f, "h")->replicas.known);
+  CU_ASSERT_FALSE(group(&f, "h")->key);
+  watch_delete(&f, SCN_REPLICAS_PREFIX, "h", 8);
+  CU_ASSERT_FALSE(group(&f, "h")->replicas.known);
+  CU_ASSERT_EQUAL(group(&f, "h")->replicas.mod_rev, 0);
+
+  /* A full read without the replicas key forgets it; the group key stays. */
+  made m;
+  scn_kv kvs[2] = {*node_kv(&m, SELF, 1, SELF_LEASE)};
+  scn_owners_group_value_with(&v, SELF, "a:1", &r);
+  made gm;
+  snprintf(gm.key, sizeof gm.key, "%sg", SCN_GROUPS_PREFIX);
+  gm.value = v;
+  kvs[1] = *made_kv(&gm, 2, 0);
+  scn_owners_reread(&f.o, 10, kvs, 2);
+  CU_ASSERT_FALSE(g->replicas.known);
+  CU_ASSERT_TRUE(g->key);
+  scn_buf_free(&gm.value);
+  scn_buf_free(&m.value);
+  fake_free(&f);
+}
+
 /* Keys that name no group or node, or hold no readable value, change nothing. */
 static void test_malformed_keys(void) {
   fake f;
@@ -661,6 +764,7 @@ static int loud(void) {
 int t_register_cluster_owners(void) {
   static const t_test tests[] = {
       {"followers: cached, and chosen by load", test_choose_followers},
+      {"replica records: encoded, decoded, cached by revision", test_replica_records},
       {"an owner's put and delete heard after the claim change nothing", test_late_delete},
       {"a full read marks what it did not find deleted at its revision", test_read_marks_delete},
       {"a lost claim answer: the watch's put loads the group", test_lost_claim_answer},
