@@ -53,6 +53,7 @@ static void on_tick(uv_timer_t *t) {
     scn__sweep(cl);
     cl->next_sweep = now + (uint64_t)SWEEP_MS * 1000000;
   }
+  scn__replicas_record(cl);
   scn_owners_expire_moves(&cl->owners);
 }
 
@@ -209,6 +210,7 @@ static void lease_lost(void *ud, const char *why) { scn__lost_lease(ud, why); }
 static void load_changed(void *ud) {
   scn_cluster *cl = ud;
   cl->next_publish = 0;
+  cl->next_record = 0;
 }
 
 scn_cluster *scn_cluster_open(scn_server *srv, const char *node, const char *advertise) {

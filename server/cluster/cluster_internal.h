@@ -7,6 +7,7 @@
  *   holding.c       what holding a group means here: loaded into the store and the scene,
  *                   dropped from them, frozen for a move
  *   group_keys.c    the group keys the ownership core writes and reads in etcd
+ *   replica_keys.c  the followers an owner records for its groups (--replicas)
  *   route.c         where a command goes
  *   cluster_stats.c the module's figures
  * owners.h is the ownership core they drive; etcd_kv.h the only way they reach etcd. */
@@ -56,7 +57,8 @@ struct scn_cluster {
   const char *step_error;
   bool keepalive_busy;
   uint64_t next_keepalive, next_publish, next_sweep;
-  bool releasing; /* SIGTERM: the revoke is in flight */
+  uint64_t next_record; /* uv_hrtime before which followers are not recorded again */
+  bool releasing;       /* SIGTERM: the revoke is in flight */
   /* the cache's reads */
   scn_etcd_req *watch;
   bool syncing, sync_again;
@@ -123,6 +125,11 @@ bool scn__send_claim(void *ud, const char *group);
 bool scn__send_served(void *ud, const char *group, int64_t mod_rev);
 bool scn__send_handoff(void *ud, const char *group, int64_t mod_rev, const scn_node_entry *to);
 bool scn__send_read(void *ud, const char *group);
+
+/* ---- replica_keys.c ------------------------------------------------------------------------ */
+
+/* Writes the followers of each group held here whose record is not what it should be. */
+void scn__replicas_record(scn_cluster *cl);
 
 /* ---- cluster_stats.c ----------------------------------------------------------------------- */
 

@@ -4,9 +4,11 @@
 #include "etcd.h"
 
 #include <CUnit/CUnit.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 const char *node_name(int i) {
@@ -31,9 +33,15 @@ bool node_start(cluster *k, int i) {
     snprintf(urls, sizeof urls, "%s://127.0.0.1:1,%s", scheme, live);
   else
     snprintf(urls, sizeof urls, "%s", live);
+  char data[96];
+  snprintf(data, sizeof data, "%s/%s", k->data, node_name(i));
+  if (k->own_data && mkdir(data, 0700) != 0 && errno != EEXIST) {
+    CU_FAIL("a node's data directory was made");
+    return false;
+  }
   const char *args[32] = {
-      "--cluster",  urls,          "--data", k->data,   "--node",
-      node_name(i), "--lease-ttl", TTL,      "--fsync", k->fsync ? k->fsync : "always"};
+      "--cluster",   urls, "--data",  k->own_data ? data : k->data,  "--node", node_name(i),
+      "--lease-ttl", TTL,  "--fsync", k->fsync ? k->fsync : "always"};
   for (int n = 10, x = 0; k->extra && k->extra[x] && n < 31; x++)
     args[n++] = k->extra[x];
   k->up[i] = START(&k->d[i], args);

@@ -22,6 +22,7 @@ typedef struct cluster {
   const char *fsync;
   char via[NODES][64];      /* an etcd URL a node is given instead of e.url (a proxy) */
   const char *const *extra; /* more flags for every daemon (NULL-terminated; NULL: none) */
+  bool own_data;            /* each daemon on a directory of its own under data (replicas) */
 } cluster;
 
 const char *node_name(int i);

@@ -42,6 +42,7 @@
   X(cluster_moves)                                                                                 \
   X(cluster_failover)                                                                              \
   X(cluster_setup)                                                                                 \
+  X(cluster_replicas)                                                                              \
   X(cluster_crash)                                                                                 \
   X(cluster_script)                                                                                \
   X(cluster_tls)

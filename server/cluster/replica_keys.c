@@ -1,0 +1,142 @@
+/* The owner's record of its groups' followers (--replicas N >= 1): the replicas key and the
+ * followers in the group key, written together by one txn that holds only while the group key
+ * is still bound to this daemon's lease and the replicas key is as the cache last saw it. */
+#include "cluster/cluster_internal.h"
+
+#include "ops/log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define RETRY_MS 1000 /* after a txn that failed, before the next one */
+
+typedef struct record_ctx {
+  scn_cluster *cl;
+  char group[SCN_NAME_MAX + 1];
+  scn_replica_set set; /* what the txn writes */
+} record_ctx;
+
+static bool live(scn_cluster *cl, const char *node) {
+  return strcmp(node, cl->self.node) != 0 && scn_owners_node(&cl->owners, node) != NULL;
+}
+
+/* Copies the names of from that are live nodes other than this daemon, up to max. */
+static uint8_t keep_live(scn_cluster *cl, const char from[][SCN_NAME_MAX + 1], uint8_t n,
+                         char to[][SCN_NAME_MAX + 1], uint8_t max) {
+  uint8_t kept = 0;
+  for (uint8_t i = 0; i < n && kept < max; i++)
+    if (live(cl, from[i]))
+      memcpy(to[kept++], from[i], SCN_NAME_MAX + 1);
+  return kept;
+}
+
+static bool same_names(const char a[][SCN_NAME_MAX + 1], uint8_t na,
+                       const char b[][SCN_NAME_MAX + 1], uint8_t nb) {
+  if (na != nb)
+    return false;
+  for (uint8_t i = 0; i < na; i++)
+    if (strcmp(a[i], b[i]) != 0)
+      return false;
+  return true;
+}
+
+/* What g's record should be now: the live followers it has (from the replicas key, whatever
+ * epoch wrote it), and new ones chosen by load up to --replicas. In-sync members stay only
+ * within the epoch that found them in sync. */
+static void plan(scn_cluster *cl, scn_group_entry *g, scn_replica_set *next) {
+  uint8_t want = (uint8_t)cl->srv->cfg.replicas;
+  const scn_replica_set *now = &g->replicas;
+  *next = (scn_replica_set){.epoch = g->epoch, .durability = cl->srv->cfg.durability};
+  next->nfollowers = keep_live(cl, now->followers, now->nfollowers, next->followers, want);
+  if (now->known && now->epoch == g->epoch)
+    next->ninsync = keep_live(cl, now->insync, now->ninsync, next->insync, next->nfollowers);
+  if (next->nfollowers < want) {
+    scn_group_entry probe = *g; /* the choice excludes the followers kept */
+    memcpy(probe.followers, next->followers, sizeof probe.followers);
+    probe.nfollowers = next->nfollowers;
+    char chosen[SCN_REPLICAS_MAX][SCN_NAME_MAX + 1];
+    size_t n = scn_owners_choose_followers(&cl->owners, &probe, want - next->nfollowers, chosen);
+    for (size_t i = 0; i < n; i++)
+      memcpy(next->followers[next->nfollowers++], chosen[i], SCN_NAME_MAX + 1);
+  }
+}
+
+/* Whether both keys already say what next says. */
+static bool recorded(const scn_group_entry *g, const scn_replica_set *next) {
+  const scn_replica_set *now = &g->replicas;
+  return now->known && now->epoch == next->epoch && now->durability == next->durability &&
+         same_names(now->followers, now->nfollowers, next->followers, next->nfollowers) &&
+         same_names(now->insync, now->ninsync, next->insync, next->ninsync) &&
+         same_names(g->followers, g->nfollowers, next->followers, next->nfollowers) &&
+         same_names(g->insync, g->ninsync, next->insync, next->ninsync);
+}
+
+static void on_recorded(void *ctx, const scn_kv_answer *a) {
+  record_ctx *c = ctx;
+  scn_cluster *cl = c->cl;
+  scn_group_entry *g = scn_owners_find(&cl->owners, c->group);
+  if (!g)
+    return;
+  g->recording = false;
+  if (a->why || !a->succeeded) {
+    /* Fenced, moved, or the cache was behind: the watch brings what is there now. */
+    scn_log(a->why ? SCN_LOG_WARN : SCN_LOG_INFO, "cluster: recording a group's followers failed",
+            "group=%s reason=\"%s\"", c->group, a->why ? a->why : "a compare failed");
+    cl->next_record = uv_hrtime() + (uint64_t)RETRY_MS * 1000000;
+    return;
+  }
+  /* Taken now, unless the watch brought newer keys first: the next plan must not write it
+   * again. */
+  if (g->replicas.mod_rev < a->revision) {
+    g->replicas = c->set;
+    g->replicas.mod_rev = a->revision;
+    g->replicas.known = true;
+  }
+  if (g->mod_rev < a->revision && g->key && strcmp(g->node, cl->self.node) == 0) {
+    memcpy(g->followers, c->set.followers, sizeof g->followers);
+    memcpy(g->insync, c->set.insync, sizeof g->insync);
+    g->nfollowers = c->set.nfollowers;
+    g->ninsync = c->set.ninsync;
+    g->mod_rev = a->revision;
+  }
+  scn_log(SCN_LOG_INFO, "group followers recorded", "group=%s epoch=%lld followers=%u", c->group,
+          (long long)c->set.epoch, (unsigned)c->set.nfollowers);
+}
+
+static bool send_record(scn_cluster *cl, scn_group_entry *g, const scn_replica_set *next) {
+  char group_key[SCN_NAME_MAX + 64], replicas_key[SCN_NAME_MAX + 64];
+  snprintf(group_key, sizeof group_key, "%s%s", SCN_GROUPS_PREFIX, g->name);
+  snprintf(replicas_key, sizeof replicas_key, "%s%s", SCN_REPLICAS_PREFIX, g->name);
+  scn_buf gv = {0}, rv = {0};
+  scn_owners_group_value_with(&gv, cl->self.node, cl->self.addr, next);
+  scn_owners_replicas_value(&rv, next);
+  scn_kv_compare cmp[] = {
+      {.key = group_key, .target = SCN_KV_LEASE, .value = cl->self.lease},
+      {.key = replicas_key, .target = SCN_KV_MOD, .value = g->replicas.mod_rev}};
+  scn_kv_write puts[] = {
+      {.key = group_key, .value = gv.data, .value_len = gv.len, .lease = cl->self.lease},
+      {.key = replicas_key, .value = rv.data, .value_len = rv.len}};
+  record_ctx c = {.cl = cl, .set = *next};
+  snprintf(c.group, sizeof c.group, "%s", g->name);
+  scn_kv_reply r = {
+      .timeout_s = scn__request_timeout(cl), .done = on_recorded, .ctx = &c, .ctx_size = sizeof c};
+  bool sent = !gv.failed && !rv.failed && scn_etcd_txn(cl->etcd, cmp, 2, puts, 2, &r);
+  scn_buf_free(&gv);
+  scn_buf_free(&rv);
+  return sent;
+}
+
+void scn__replicas_record(scn_cluster *cl) {
+  if (cl->srv->cfg.replicas == 0 || uv_hrtime() < cl->next_record)
+    return;
+  scn_owners *o = &cl->owners;
+  for (scn_group_entry *g = scn_owners_first(o); g; g = scn_owners_next(o, g)) {
+    if (g->state != SCN_GROUP_OWNED || g->recording || g->mv || g->handoff || !g->key ||
+        g->lease != cl->self.lease || strcmp(g->node, cl->self.node) != 0)
+      continue;
+    scn_replica_set next;
+    plan(cl, g, &next);
+    if (!recorded(g, &next))
+      g->recording = send_record(cl, g, &next);
+  }
+}
