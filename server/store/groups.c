@@ -25,6 +25,7 @@ typedef struct gs_part {
   uint64_t changes; /* records since its last snapshot */
   uint64_t stamp;   /* the command that last wrote to it (gs->stamp) */
   uint32_t home;    /* the entity home tag of what it made (the node's part: 0) */
+  uint64_t seq;     /* records appended in its epoch (scn_gstore_record.seq) */
 } gs_part;
 
 typedef struct gs_stats {
@@ -46,6 +47,8 @@ struct scn_gstore {
   void *replay_ud;
   scn_fence_fn may_write;
   void *fence_ud;
+  scn_gstore_tap_fn tap;
+  void *tap_ud;
   uint64_t stamp;     /* moves on with each command journaled to several parts */
   uint32_t next_home; /* the home tag the next group acquired gets */
   uv_timer_t fsync_timer, autosave_timer;
@@ -103,11 +106,30 @@ static void commit_all(scn_gstore *gs) {
   gs->npending = left;
 }
 
+/* The open tick of the world d named, for the tap; 0 when there is none. */
+static uint64_t tick_of(const scn_gstore *gs, const scn_done *d) {
+  scn_world *w = d->world ? scn_world_find(gs->srv->scene, d->world) : NULL;
+  return w ? scn_world_tick(w) : 0;
+}
+
 static void append(scn_gstore *gs, gs_part *p, const scn_done *d) {
   if (!scn_jwriter_pending(&p->journal))
     gs->npending++;
+  size_t from = p->journal.pending.len;
   scn_jwriter_append(&p->journal, d->line, d->len, d->created, d->ncreated);
   p->changes++;
+  if (p == &gs->node)
+    return;
+  p->seq++;
+  if (gs->tap && !p->journal.pending.failed) {
+    scn_gstore_record r = {p->name,
+                           p->epoch,
+                           p->seq,
+                           tick_of(gs, d),
+                           p->journal.pending.data + from,
+                           p->journal.pending.len - from};
+    gs->tap(gs->tap_ud, &r);
+  }
 }
 
 /* The part an entity's home tag names: the node's (0), a group held, or NULL. */
@@ -689,6 +711,11 @@ static void collect_stats(void *ud, scn_metrics_sink *k) {
              (double)s->snapshot_failures);
   scn_metric(k, "group_loads_total", "counter", "Groups loaded from the data directory.",
              (double)s->loads);
+}
+
+void scn_gstore_set_tap(scn_gstore *gs, scn_gstore_tap_fn fn, void *ud) {
+  gs->tap = fn;
+  gs->tap_ud = ud;
 }
 
 void scn_gstore_set_fence(scn_gstore *gs, scn_fence_fn may_write, void *ud) {

@@ -40,6 +40,23 @@ void scn_gstore_start(scn_gstore *gs);
 void scn_gstore_close(scn_gstore *gs);
 void scn_gstore_set_fence(scn_gstore *gs, scn_fence_fn may_write, void *ud);
 
+/* One journal record of a group held here, as it is appended (before the loop turn's commit):
+ * bytes are exactly what the group's journal gets (scn_journal_encode_command's encoding, the
+ * ids its command created included). seq counts the group's records in epoch, from 1; tick is
+ * the open tick (scn_world_tick) of the world the command named, or 0 when it named none that
+ * is still there (entity.create, entity.destroy, world.destroy). bytes are valid during the call
+ * only. */
+typedef struct scn_gstore_record {
+  const char *group;
+  uint64_t epoch, seq, tick;
+  const char *bytes;
+  size_t len;
+} scn_gstore_record;
+typedef void (*scn_gstore_tap_fn)(void *ud, const scn_gstore_record *r);
+/* Hands every group record to fn from now on (NULL: to nobody). The node's own records are
+ * not a group's and are not handed on. */
+void scn_gstore_set_tap(scn_gstore *gs, scn_gstore_tap_fn fn, void *ud);
+
 /* Loads group (its newest epoch directory) into srv->scene and starts epoch: a fresh snapshot
  * in its own directory (the older ones removed). moved_in: the group was moved here, so its
  * worlds' tick counts and histories are taken from the mover's history file (history_file.h);

@@ -329,9 +329,12 @@ static int add_journal_replay(void) {
 
 /* test_journal_writer.c */
 int t_register_journal_writer(void);
+/* test_gstore_tap.c */
+int t_register_gstore_tap(void);
 
 int main(int argc, char **argv) {
   static const t_suite suites[] = {{"journal_replay", add_journal_replay},
-                                   {"journal_writer", t_register_journal_writer}};
+                                   {"journal_writer", t_register_journal_writer},
+                                   {"gstore_tap", t_register_gstore_tap}};
   return t_run(argc, argv, suites, sizeof suites / sizeof suites[0]);
 }
