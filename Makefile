@@ -145,10 +145,11 @@ RUNNER_OBJ := $(call test_objects,tests/runner)
 # The unit suites need no daemon: the core, the protocol, scenectl's completion and suggestions,
 # and the daemon's files they test in this process: the store's files (they need only libc) and
 # the cluster's ownership core, which the cluster_owners suite drives with made-up events (it
-# needs no etcd, store or loop).
+# needs no etcd, store or loop), and the owner's backlog of a group's records (libc only).
 UNIT_TEST_SERVER_OBJ := $(addprefix $(BUILD)/obj/server/,stream/frame.o store/history_file.o \
                         store/snapshot.o store/crc32c.o store/files.o store/path.o ops/log.o \
                         cluster/owners.o cluster/claims.o cluster/move.o cluster/followers.o \
+                        cluster/backlog.o \
                         ops/json_arena.o)
 $(UNIT_TEST_BIN): $(call test_objects,tests/unit) $(RUNNER_OBJ) $(UNIT_TEST_SERVER_OBJ) $(CTL_PARTS_OBJ) \
                   $(PROTO_LIB) $(CORE_LIB)

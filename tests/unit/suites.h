@@ -20,6 +20,7 @@
   X(core_history)                                                                                  \
   X(history_file)                                                                                  \
   X(cluster_owners)                                                                                \
+  X(replica_backlog)                                                                               \
   X(f32fmt)                                                                                        \
   X(proto_framing)                                                                                 \
   X(proto_request)                                                                                 \
