@@ -54,6 +54,7 @@ static void on_tick(uv_timer_t *t) {
     cl->next_sweep = now + (uint64_t)SWEEP_MS * 1000000;
   }
   scn__replicas_record(cl);
+  scn__ship_check(cl);
   scn_owners_expire_moves(&cl->owners);
 }
 
@@ -248,6 +249,8 @@ scn_cluster *scn_cluster_open(scn_server *srv, const char *node, const char *adv
   cl->margin_ns = (uint64_t)(margin * 1e9);
   scn_readiness_set(&srv->readiness, SCN_UNREADY_UNREGISTERED);
   scn_gstore_set_fence(srv->gstore, scn__fence_may_write, cl);
+  if (srv->cfg.replicas >= 1)
+    scn_gstore_set_tap(srv->gstore, scn__ship_tap, cl);
   cl->hooks = (scn_hooks){.ud = cl,
                           .before_flush = scn__fence_before_flush,
                           .conn_closed = scn__fence_conn_closed,
@@ -273,7 +276,10 @@ void scn_cluster_close(scn_cluster *cl) {
     return;
   cl->closing = true;
   scn_server_remove_hooks(cl->srv, &cl->hooks);
+  if (cl->srv->gstore) /* NULL when the store closed first */
+    scn_gstore_set_tap(cl->srv->gstore, NULL, NULL);
   scn_owners_free(&cl->owners, "the daemon is stopping");
+  scn__ship_free(cl);
   free(cl->acks);
   scn_buf_free(&cl->self_value);
   scn_etcd_close(cl->etcd);

@@ -8,12 +8,14 @@
  *                   dropped from them, frozen for a move
  *   group_keys.c    the group keys the ownership core writes and reads in etcd
  *   replica_keys.c  the followers an owner records for its groups (--replicas)
+ *   ship.c          the owner's side of the change stream: each group's backlog (--replicas)
  *   route.c         where a command goes
  *   cluster_stats.c the module's figures
  * owners.h is the ownership core they drive; etcd_kv.h the only way they reach etcd. */
 #ifndef SCN_CLUSTER_INTERNAL_H
 #define SCN_CLUSTER_INTERNAL_H
 
+#include "cluster/backlog.h"
 #include "cluster/cluster.h"
 #include "cluster/etcd_kv.h"
 #include "cluster/owners.h"
@@ -35,9 +37,18 @@ typedef enum scn_publish {
   SCN_PUBLISH_LOAD         /* the load changed, or is published again: nobody waits */
 } scn_publish;
 
+/* A group served here with followers (ship.c): its records since the epoch began, as far as
+ * the backlog's bound keeps them. */
+typedef struct scn_ship {
+  char group[SCN_NAME_MAX + 1];
+  uint64_t epoch; /* of the records kept */
+  scn_backlog backlog;
+} scn_ship;
+
 typedef struct scn_cluster_stats {
   uint64_t renewals, renewal_failures;
   uint64_t moved, unavailable; /* commands answered MOVED or UNAVAILABLE */
+  uint64_t ship_failures;      /* records a group's backlog could not keep (out of memory) */
 } scn_cluster_stats;
 
 struct scn_cluster {
@@ -69,6 +80,9 @@ struct scn_cluster {
   /* acknowledgements not yet sent */
   scn_conn **acks;
   size_t nacks, acks_cap;
+  /* groups served here with followers (--replicas) */
+  scn_ship **ships;
+  size_t nships, ships_cap;
   uv_timer_t timer;
   bool closing;
   scn_cluster_stats stats;
@@ -130,6 +144,18 @@ bool scn__send_read(void *ud, const char *group);
 
 /* Writes the followers of each group held here whose record is not what it should be. */
 void scn__replicas_record(scn_cluster *cl);
+
+/* ---- ship.c -------------------------------------------------------------------------------- */
+
+struct scn_gstore_record;
+/* The store's tap (registered with --replicas >= 1): keeps the record in its group's backlog
+ * when the group is served here with followers, and lets the ship go when it has none. */
+void scn__ship_tap(void *ud, const struct scn_gstore_record *r);
+/* The group goes from this daemon (with the records the store appended and never committed). */
+void scn__ship_drop(scn_cluster *cl, const char *group);
+/* Lets go of the ships of groups no longer served here with followers. */
+void scn__ship_check(scn_cluster *cl);
+void scn__ship_free(scn_cluster *cl);
 
 /* ---- cluster_stats.c ----------------------------------------------------------------------- */
 

@@ -7,6 +7,37 @@ static double seconds_until(uint64_t t, uint64_t now) {
   return now < t ? (double)(t - now) * 1e-9 : 0;
 }
 
+/* The backlogs of the groups served here with followers (--replicas only): the total always,
+ * one sample per group while there are few enough of them, as the per-world figures. */
+static void ship_stats(scn_cluster *cl, scn_metrics_sink *k) {
+  size_t bytes = 0;
+  for (size_t i = 0; i < cl->nships; i++)
+    bytes += cl->ships[i]->backlog.bytes;
+  scn_metric(k, "replica_groups_shipped", "gauge",
+             "Groups served here with followers, each keeping a backlog of its records.",
+             (double)cl->nships);
+  scn_metric(k, "replica_backlog_bytes_all", "gauge",
+             "Bytes of records kept in the backlogs of every group served here.", (double)bytes);
+  scn_metric(k, "replica_backlog_failures_total", "counter",
+             "Records a group's backlog could not keep (out of memory): the backlog emptied.",
+             (double)cl->stats.ship_failures);
+  if (cl->nships > SCN_METRICS_PER_WORLD_MAX)
+    return;
+  static const char *const names[] = {"replica_backlog_bytes", "replica_backlog_records"};
+  static const char *const helps[] = {"Bytes of records in a group's backlog.",
+                                      "Records in a group's backlog."};
+  for (int fam = 0; fam < 2; fam++) {
+    scn_metric_family(k, names[fam], "gauge", helps[fam]);
+    for (size_t i = 0; i < cl->nships; i++) {
+      const scn_ship *s = cl->ships[i];
+      if (scn_metric_shows_world(k, s->group))
+        scn_metric_sample(k, "group", s->group,
+                          fam == 0 ? (double)s->backlog.bytes : (double)s->backlog.n);
+    }
+    scn_metric_end(k);
+  }
+}
+
 void scn__collect_stats(void *ud, scn_metrics_sink *k) {
   scn_cluster *cl = ud;
   const scn_cluster_stats *s = &cl->stats;
@@ -42,6 +73,8 @@ void scn__collect_stats(void *ud, scn_metrics_sink *k) {
   scn_metric(k, "cluster_moved_total", "counter", "Commands answered MOVED.", (double)s->moved);
   scn_metric(k, "cluster_unavailable_total", "counter", "Commands answered UNAVAILABLE.",
              (double)s->unavailable);
+  if (cl->srv->cfg.replicas >= 1)
+    ship_stats(cl, k);
   const scn_etcd_stats *e = scn_etcd_get_stats(cl->etcd);
   scn_metric(k, "etcd_requests_total", "counter", "Requests sent to etcd.", (double)e->requests);
   scn_metric(k, "etcd_errors_total", "counter",

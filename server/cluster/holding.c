@@ -47,6 +47,7 @@ void scn__drop_group(void *ud, const char *group, const char *to, const char *to
   scn_server *srv = cl->srv;
   uint32_t home = scn_gstore_home(srv->gstore, group);
   scn_gstore_release(srv->gstore, group);
+  scn__ship_drop(cl, group); /* its backlog may hold records the store just discarded */
   size_t nused;
   scn_entity *used = scn_group_entities(srv->scene, group, home, &nused);
   for (size_t i = scn_world_count(srv->scene); i-- > 0;) {

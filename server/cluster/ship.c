@@ -1,0 +1,96 @@
+/* The owner's side of the change stream (--replicas N >= 1): for each group served here that
+ * has followers (the cache's replicas entry names some), a ship keeping the backlog of its
+ * records as the store's tap hands them on. A ship goes with its group (scn__ship_drop, where
+ * the store lets the group go and its uncommitted records with it) or when the group no longer
+ * has followers; a new epoch starts its backlog over (seqs start over with it). */
+#include "cluster/cluster_internal.h"
+
+#include "store/groups.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Whether the group is served here and has a follower other than this daemon. */
+static bool ships_here(scn_cluster *cl, const char *group) {
+  scn_group_entry *g = scn_owners_find(&cl->owners, group);
+  if (!g || (g->state != SCN_GROUP_OWNED && g->state != SCN_GROUP_FROZEN) || !g->replicas.known)
+    return false;
+  for (uint8_t i = 0; i < g->replicas.nfollowers; i++)
+    if (strcmp(g->replicas.followers[i], cl->self.node) != 0)
+      return true;
+  return false;
+}
+
+static size_t find(const scn_cluster *cl, const char *group) {
+  for (size_t i = 0; i < cl->nships; i++)
+    if (strcmp(cl->ships[i]->group, group) == 0)
+      return i;
+  return cl->nships;
+}
+
+static void free_at(scn_cluster *cl, size_t i) {
+  scn_backlog_free(&cl->ships[i]->backlog);
+  free(cl->ships[i]);
+  cl->ships[i] = cl->ships[--cl->nships];
+}
+
+static scn_ship *add(scn_cluster *cl, const char *group) {
+  if (cl->nships == cl->ships_cap) {
+    size_t cap = cl->ships_cap ? cl->ships_cap * 2 : 8;
+    scn_ship **grown = realloc(cl->ships, cap * sizeof *grown);
+    if (!grown)
+      return NULL;
+    cl->ships = grown;
+    cl->ships_cap = cap;
+  }
+  scn_ship *s = calloc(1, sizeof *s);
+  if (!s)
+    return NULL;
+  snprintf(s->group, sizeof s->group, "%s", group);
+  scn_backlog_init(&s->backlog, SCN_REPLICA_BACKLOG);
+  cl->ships[cl->nships++] = s;
+  return s;
+}
+
+void scn__ship_tap(void *ud, const scn_gstore_record *r) {
+  scn_cluster *cl = ud;
+  size_t i = find(cl, r->group);
+  if (!ships_here(cl, r->group)) {
+    if (i < cl->nships)
+      free_at(cl, i);
+    return;
+  }
+  scn_ship *s = i < cl->nships ? cl->ships[i] : add(cl, r->group);
+  if (!s) {
+    cl->stats.ship_failures++;
+    return;
+  }
+  if (s->epoch != r->epoch) {
+    scn_backlog_clear(&s->backlog);
+    s->epoch = r->epoch;
+  }
+  /* Out of memory leaves the backlog empty: a follower is then sent a snapshot, never a gap. */
+  if (!scn_backlog_append(&s->backlog, r->seq, r->tick, r->bytes, r->len))
+    cl->stats.ship_failures++;
+}
+
+void scn__ship_drop(scn_cluster *cl, const char *group) {
+  size_t i = find(cl, group);
+  if (i < cl->nships)
+    free_at(cl, i);
+}
+
+void scn__ship_check(scn_cluster *cl) {
+  for (size_t i = cl->nships; i-- > 0;)
+    if (!ships_here(cl, cl->ships[i]->group))
+      free_at(cl, i);
+}
+
+void scn__ship_free(scn_cluster *cl) {
+  while (cl->nships)
+    free_at(cl, cl->nships - 1);
+  free(cl->ships);
+  cl->ships = NULL;
+  cl->ships_cap = 0;
+}
