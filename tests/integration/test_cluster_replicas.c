@@ -86,9 +86,102 @@ static void test_followers_recorded(void) {
   cluster_stop(&k);
 }
 
+/* The value of name on daemon i's /metrics page; -1 when the page or the sample is missing. */
+static double metric_of(cluster *k, int i, const char *name) {
+  char *page = NULL;
+  double v = t_http_get(k->d[i].http_port, "/metrics", &page) == 200 ? page_metric(page, name) : -1;
+  free(page);
+  return v;
+}
+
+static bool create_transform(cluster *k, int at, int n) {
+  cJSON *r = t_client_call(
+      &k->c[at], "{\"cmd\":\"transform.create\",\"world\":\"b1.main\",\"name\":\"t%d\"}", n);
+  bool ok = t_resp_ok(r);
+  if (!ok)
+    t_report("transform.create failed", r);
+  cJSON_Delete(r);
+  return ok;
+}
+
+#define BACKLOG_BYTES "scened_replica_backlog_bytes{group=\"b1\"}"
+#define BACKLOG_RECORDS "scened_replica_backlog_records{group=\"b1\"}"
+
+/* With --replicas 1 the owner keeps the records of a group with a follower in its backlog:
+ * each write adds one, and the daemons that do not own it keep none. */
+static void test_backlog_grows(void) {
+  static const char *const extra[] = {"--replicas", "1", NULL};
+  cluster k;
+  memset(&k, 0, sizeof k);
+  k.own_data = true;
+  k.extra = extra;
+  if (!cluster_start_prepared(&k)) {
+    cluster_stop(&k);
+    return;
+  }
+  int at = -1;
+  cJSON *r = wait_ok_anywhere(&k, "{\"cmd\":\"world.create\",\"world\":\"b1.main\"}", 15000, &at);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+  cJSON_Delete(r);
+  long long unused;
+  cJSON *rep = wait_key(&k, "/scened/replicas/b1", has_one_follower, &unused);
+  CU_ASSERT_PTR_NOT_NULL(rep);
+  cJSON_Delete(rep);
+  /* The owner learns of its follower through the watch: writes until a record is kept. */
+  int n = 0;
+  double records = -1;
+  for (long deadline = t_now_ms() + 15000; t_now_ms() < deadline && records < 1; n++) {
+    if (!create_transform(&k, at, n))
+      break;
+    records = metric_of(&k, at, BACKLOG_RECORDS);
+    if (records < 1)
+      t_sleep_ms(20);
+  }
+  CU_ASSERT_FATAL(records >= 1);
+  double bytes = metric_of(&k, at, BACKLOG_BYTES);
+  CU_ASSERT(bytes > 0);
+  for (int i = 0; i < 20; i++)
+    CU_ASSERT_FATAL(create_transform(&k, at, n++));
+  double records2 = metric_of(&k, at, BACKLOG_RECORDS);
+  double bytes2 = metric_of(&k, at, BACKLOG_BYTES);
+  printf("\n  owner %s: %g records, %g bytes, then %g records, %g bytes\n", node_name(at), records,
+         bytes, records2, bytes2);
+  CU_ASSERT(records2 >= records + 20);
+  CU_ASSERT(bytes2 > bytes);
+  CU_ASSERT(metric_of(&k, at, "scened_replica_groups_shipped") == 1);
+  CU_ASSERT(metric_of(&k, at, "scened_replica_backlog_bytes_all") >= bytes2);
+  for (int i = 0; i < NODES; i++)
+    if (i != at) {
+      CU_ASSERT(metric_of(&k, i, "scened_replica_groups_shipped") == 0);
+      CU_ASSERT(metric_of(&k, i, BACKLOG_RECORDS) == -1);
+    }
+  cluster_stop(&k);
+}
+
+/* With --replicas 0 (the shared directory) nothing is shipped and no backlog figure shows. */
+static void test_no_backlog_without_replicas(void) {
+  START_CLUSTER(k, NULL);
+  int at = -1;
+  cJSON *r = wait_ok_anywhere(&k, "{\"cmd\":\"world.create\",\"world\":\"b1.main\"}", 15000, &at);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+  cJSON_Delete(r);
+  for (int i = 0; i < 5; i++)
+    CU_ASSERT_FATAL(create_transform(&k, at, i));
+  for (int i = 0; i < NODES; i++) {
+    char *page = NULL;
+    CU_ASSERT_EQUAL(t_http_get(k.d[i].http_port, "/metrics", &page), 200);
+    CU_ASSERT_PTR_NOT_NULL(page ? strstr(page, "scened_cluster_registered") : NULL);
+    CU_ASSERT_PTR_NULL(page ? strstr(page, "scened_replica_") : "");
+    free(page);
+  }
+  cluster_stop(&k);
+}
+
 int t_register_cluster_replicas(void) {
   static const t_test tests[] = {
       {"the owner records its groups' followers", test_followers_recorded},
+      {"the owner's backlog grows with its writes", test_backlog_grows},
+      {"no backlog without replicas", test_no_backlog_without_replicas},
   };
   return T_ADD_SUITE("cluster_replicas", NULL, NULL, tests);
 }
