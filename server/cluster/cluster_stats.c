@@ -2,6 +2,8 @@
  * the etcd client's. */
 #include "cluster/cluster_internal.h"
 
+#include <string.h>
+
 /* Seconds from now until t (uv_hrtime), 0 when it has passed. */
 static double seconds_until(uint64_t t, uint64_t now) {
   return now < t ? (double)(t - now) * 1e-9 : 0;
@@ -36,6 +38,49 @@ static void ship_stats(scn_cluster *cl, scn_metrics_sink *k) {
     }
     scn_metric_end(k);
   }
+}
+
+static bool names(const char list[][SCN_NAME_MAX + 1], uint8_t n, const char *node) {
+  for (uint8_t i = 0; i < n; i++)
+    if (strcmp(list[i], node) == 0)
+      return true;
+  return false;
+}
+
+/* This daemon's role for g (--replicas only): owner while it serves g, follower while g's
+ * replicas key names it; NULL for neither. */
+static const char *role_of(scn_cluster *cl, const scn_group_entry *g) {
+  if (g->state == SCN_GROUP_OWNED)
+    return "owner";
+  const scn_replica_set *r = &g->replicas;
+  return r->known && names(r->followers, r->nfollowers, cl->self.node) ? "follower" : NULL;
+}
+
+/* scened_group_role{group,role} and, for the groups owned here, scened_group_insync{group}:
+ * one sample per group while there are few enough of them, as the per-world figures. */
+static void role_stats(scn_cluster *cl, scn_metrics_sink *k) {
+  scn_owners *o = &cl->owners;
+  size_t n = 0;
+  for (scn_group_entry *g = scn_owners_first(o); g; g = scn_owners_next(o, g))
+    n += role_of(cl, g) != NULL;
+  if (n > SCN_METRICS_PER_WORLD_MAX)
+    return;
+  scn_metric_family(k, "group_role", "gauge",
+                    "1 for each group this daemon owns or follows, labeled with its role.");
+  for (scn_group_entry *g = scn_owners_first(o); g; g = scn_owners_next(o, g)) {
+    const char *role = role_of(cl, g);
+    if (role && scn_metric_shows_world(k, g->name))
+      scn_metric_sample2(k, "group", g->name, "role", role, 1);
+  }
+  scn_metric_end(k);
+  scn_metric_family(k, "group_insync", "gauge",
+                    "Followers in the in-sync set of each group this daemon owns.");
+  for (scn_group_entry *g = scn_owners_first(o); g; g = scn_owners_next(o, g))
+    if (g->state == SCN_GROUP_OWNED && scn_metric_shows_world(k, g->name))
+      scn_metric_sample(
+          k, "group", g->name,
+          g->replicas.known && g->replicas.epoch == g->epoch ? (double)g->replicas.ninsync : 0);
+  scn_metric_end(k);
 }
 
 void scn__collect_stats(void *ud, scn_metrics_sink *k) {
@@ -73,8 +118,10 @@ void scn__collect_stats(void *ud, scn_metrics_sink *k) {
   scn_metric(k, "cluster_moved_total", "counter", "Commands answered MOVED.", (double)s->moved);
   scn_metric(k, "cluster_unavailable_total", "counter", "Commands answered UNAVAILABLE.",
              (double)s->unavailable);
-  if (cl->srv->cfg.replicas >= 1)
+  if (cl->srv->cfg.replicas >= 1) {
     ship_stats(cl, k);
+    role_stats(cl, k);
+  }
   const scn_etcd_stats *e = scn_etcd_get_stats(cl->etcd);
   scn_metric(k, "etcd_requests_total", "counter", "Requests sent to etcd.", (double)e->requests);
   scn_metric(k, "etcd_errors_total", "counter",

@@ -43,6 +43,8 @@ struct scn_metrics_sink {
   void (*family)(sink *k, const char *name, const char *type, const char *help);
   /* label: NULL for an unlabeled sample, else name and value. */
   void (*sample)(sink *k, const char *label, const char *value, double v);
+  void (*sample2)(sink *k, const char *l1, const char *v1, const char *l2, const char *v2,
+                  double v);
   void (*histogram)(sink *k, const scn_hist *h);
   void (*end_family)(sink *k);
   scn_buf *out;
@@ -57,6 +59,10 @@ void scn_metric_family(sink *k, const char *name, const char *type, const char *
 }
 void scn_metric_sample(sink *k, const char *label, const char *value, double v) {
   k->sample(k, label, value, v);
+}
+void scn_metric_sample2(sink *k, const char *l1, const char *v1, const char *l2, const char *v2,
+                        double v) {
+  k->sample2(k, l1, v1, l2, v2, v);
 }
 void scn_metric_end(sink *k) { k->end_family(k); }
 
@@ -212,6 +218,24 @@ static void prom_sample(sink *k, const char *label, const char *value, double v)
   prom_line(k->out, k->name, "", label, value, v);
 }
 
+static void prom_sample2(sink *k, const char *l1, const char *v1, const char *l2, const char *v2,
+                         double v) {
+  scn_buf *b = k->out;
+  scn_buf_adds(b, "scened_");
+  scn_buf_adds(b, k->name);
+  scn_buf_addc(b, '{');
+  scn_buf_adds(b, l1);
+  scn_buf_adds(b, "=\"");
+  add_label_value(b, v1);
+  scn_buf_adds(b, "\",");
+  scn_buf_adds(b, l2);
+  scn_buf_adds(b, "=\"");
+  add_label_value(b, v2);
+  scn_buf_adds(b, "\"} ");
+  scn_buf_add_double(b, v);
+  scn_buf_addc(b, '\n');
+}
+
 static void prom_histogram(sink *k, const scn_hist *h) {
   uint64_t cumulative = 0;
   char le[32];
@@ -230,6 +254,7 @@ static void prom_end(sink *k) { (void)k; }
 void scn_metrics_render(scn_server *srv, scn_buf *out) {
   sink k = {.family = prom_family,
             .sample = prom_sample,
+            .sample2 = prom_sample2,
             .histogram = prom_histogram,
             .end_family = prom_end,
             .out = out};
@@ -258,6 +283,23 @@ static void json_sample(sink *k, const char *label, const char *value, double v)
     k->samples = -1; /* a single value: nothing to close */
   }
   scn_buf_add_double(k->out, v);
+}
+
+static void json_sample2(sink *k, const char *l1, const char *v1, const char *l2, const char *v2,
+                         double v) {
+  (void)l1, (void)l2;
+  scn_buf key = {0};
+  scn_buf_adds(&key, v1);
+  scn_buf_addc(&key, '/');
+  scn_buf_adds(&key, v2);
+  scn_buf_addc(k->out, k->samples++ ? ',' : '{');
+  if (key.failed)
+    k->out->failed = true;
+  else
+    scn_buf_add_json_string(k->out, key.data, key.len);
+  scn_buf_addc(k->out, ':');
+  scn_buf_add_double(k->out, v);
+  scn_buf_free(&key);
 }
 
 static void json_histogram(sink *k, const scn_hist *h) {
@@ -289,6 +331,7 @@ static void json_end(sink *k) {
 void scn_metrics_json(scn_server *srv, scn_buf *out, const scn_acl_rule *rule) {
   sink k = {.family = json_family,
             .sample = json_sample,
+            .sample2 = json_sample2,
             .histogram = json_histogram,
             .end_family = json_end,
             .out = out,

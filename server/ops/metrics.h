@@ -29,6 +29,9 @@ typedef struct scn_metrics_sink scn_metrics_sink;
 void scn_metric_family(scn_metrics_sink *k, const char *name, const char *type, const char *help);
 /* label NULL: an unlabeled sample; else the label's name and value. */
 void scn_metric_sample(scn_metrics_sink *k, const char *label, const char *value, double v);
+/* A sample with two labels (Prometheus {l1="v1",l2="v2"}; in JSON the key "v1/v2"). */
+void scn_metric_sample2(scn_metrics_sink *k, const char *l1, const char *v1, const char *l2,
+                        const char *v2, double v);
 void scn_metric_end(scn_metrics_sink *k);
 /* Whether a figure of this world may be named to whoever asked (info under --acl names only
  * the worlds the token's prefixes cover; /metrics names every world). */
