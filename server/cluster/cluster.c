@@ -94,6 +94,29 @@ void scn_cluster_nodes_json(scn_cluster *cl, scn_buf *out) {
   scn_buf_addc(out, ']');
 }
 
+static void add_names(scn_buf *out, const char *key, const char list[][SCN_NAME_MAX + 1],
+                      uint8_t n) {
+  scn_buf_adds(out, key);
+  scn_buf_addc(out, '[');
+  for (uint8_t i = 0; i < n; i++) {
+    if (i)
+      scn_buf_addc(out, ',');
+    scn_buf_add_json_string(out, list[i], strlen(list[i]));
+  }
+  scn_buf_addc(out, ']');
+}
+
+void scn_cluster_world_replicas_json(scn_cluster *cl, const char *world, scn_buf *out) {
+  if (cl->srv->cfg.replicas == 0)
+    return;
+  char group[SCN_NAME_MAX + 1];
+  scn_group_of(world, group);
+  const scn_group_entry *g = scn_owners_find(&cl->owners, group);
+  const scn_replica_set *r = g && g->replicas.known ? &g->replicas : &(scn_replica_set){0};
+  add_names(out, ",\"followers\":", r->followers, r->nfollowers);
+  add_names(out, ",\"insync\":", r->insync, r->ninsync);
+}
+
 void scn_cluster_worlds_json(scn_cluster *cl, scn_buf *out, bool first, const scn_acl_rule *rule) {
   scn_owners *o = &cl->owners;
   for (size_t i = 0; i < o->nnodes; i++) {
@@ -108,6 +131,7 @@ void scn_cluster_worlds_json(scn_cluster *cl, scn_buf *out, bool first, const sc
       scn_buf_add_json_string(out, w, strlen(w));
       scn_buf_adds(out, ",\"node\":");
       scn_buf_add_json_string(out, n->name, strlen(n->name));
+      scn_cluster_world_replicas_json(cl, w, out);
       scn_buf_addc(out, '}');
     }
   }

@@ -164,6 +164,7 @@ int scn_cmd_world_list(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_e
     if (all && node) {
       scn_buf_adds(out, ",\"node\":");
       scn_buf_add_json_string(out, node, strlen(node));
+      scn_cluster_world_replicas_json(cl, scn_world_name(w), out);
     }
     scn_buf_addc(out, '}');
   }
