@@ -145,7 +145,15 @@ bool scn_etcd_txn(scn_etcd *e, const scn_kv_compare *cmp, size_t ncmp, const scn
   }
   scn_buf_adds(&b, "],\"success\":[");
   for (size_t i = 0; i < nputs; i++) {
-    scn_buf_adds(&b, i ? ",{\"request_put\":" : "{\"request_put\":");
+    if (i)
+      scn_buf_addc(&b, ',');
+    if (puts[i].remove) {
+      scn_buf_adds(&b, "{\"request_delete_range\":{");
+      add_key(&b, puts[i].key);
+      scn_buf_adds(&b, "}}");
+      continue;
+    }
+    scn_buf_adds(&b, "{\"request_put\":");
     add_put(&b, &puts[i]);
     scn_buf_addc(&b, '}');
   }

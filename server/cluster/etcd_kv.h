@@ -27,6 +27,7 @@ typedef struct scn_kv_write {
   const void *value;
   size_t value_len;
   int64_t lease;
+  bool remove; /* in a txn: delete the key instead (value and lease unused) */
 } scn_kv_write;
 
 /* The key, if it exists: kvs holds it (or nothing). */
@@ -49,8 +50,9 @@ typedef struct scn_kv_compare {
   int64_t value; /* the revision (CREATE, MOD) or the lease (LEASE) the field must equal */
 } scn_kv_compare;
 
-/* Writes every put of puts if every compare holds, else nothing; succeeded says which, and
- * revision is the store's after it (the puts' revision when they were written). */
+/* Writes every put of puts (or deletes its key, with remove) if every compare holds, else nothing;
+ * succeeded says which, and revision is the store's after it (the puts' revision when they were
+ * written). */
 bool scn_etcd_txn(scn_etcd *e, const scn_kv_compare *cmp, size_t ncmp, const scn_kv_write *puts,
                   size_t nputs, const scn_kv_reply *r);
 bool scn_etcd_delete(scn_etcd *e, const char *key, const scn_kv_reply *r);

@@ -1,9 +1,12 @@
 /* The owner's record of its groups' followers (--replicas N >= 1): the replicas key and the
  * followers in the group key, written together by one txn that holds only while the group key
- * is still bound to this daemon's lease and the replicas key is as the cache last saw it. */
+ * is still bound to this daemon's lease and the replicas key is as the cache last saw it.
+ * A group owned here with no world left (world.destroy of its last one) has nothing to follow:
+ * its replicas key is deleted, under the same compares. */
 #include "cluster/cluster_internal.h"
 
 #include "ops/log.h"
+#include "store/snapshot.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +17,7 @@ typedef struct record_ctx {
   scn_cluster *cl;
   char group[SCN_NAME_MAX + 1];
   scn_replica_set set; /* what the txn writes */
+  bool removing;       /* the txn deletes the replicas key */
 } record_ctx;
 
 static bool live(scn_cluster *cl, const char *node) {
@@ -85,6 +89,14 @@ static void on_recorded(void *ctx, const scn_kv_answer *a) {
     cl->next_record = uv_hrtime() + (uint64_t)RETRY_MS * 1000000;
     return;
   }
+  if (c->removing) {
+    /* Gone now, unless the watch brought a newer key first. */
+    if (g->replicas.mod_rev < a->revision)
+      g->replicas = (scn_replica_set){0};
+    scn_log(SCN_LOG_INFO, "group replicas key deleted", "group=%s reason=\"no world left\"",
+            c->group);
+    return;
+  }
   /* Taken now, unless the watch brought newer keys first: the next plan must not write it
    * again. */
   if (g->replicas.mod_rev < a->revision) {
@@ -126,6 +138,30 @@ static bool send_record(scn_cluster *cl, scn_group_entry *g, const scn_replica_s
   return sent;
 }
 
+/* Deletes g's replicas key while g is still this daemon's and the key is as last seen. */
+static bool send_remove(scn_cluster *cl, scn_group_entry *g) {
+  char group_key[SCN_NAME_MAX + 64], replicas_key[SCN_NAME_MAX + 64];
+  snprintf(group_key, sizeof group_key, "%s%s", SCN_GROUPS_PREFIX, g->name);
+  snprintf(replicas_key, sizeof replicas_key, "%s%s", SCN_REPLICAS_PREFIX, g->name);
+  scn_kv_compare cmp[] = {
+      {.key = group_key, .target = SCN_KV_LEASE, .value = cl->self.lease},
+      {.key = replicas_key, .target = SCN_KV_MOD, .value = g->replicas.mod_rev}};
+  scn_kv_write del = {.key = replicas_key, .remove = true};
+  record_ctx c = {.cl = cl, .removing = true};
+  snprintf(c.group, sizeof c.group, "%s", g->name);
+  scn_kv_reply r = {
+      .timeout_s = scn__request_timeout(cl), .done = on_recorded, .ctx = &c, .ctx_size = sizeof c};
+  return scn_etcd_txn(cl->etcd, cmp, 2, &del, 1, &r);
+}
+
+static bool has_worlds(scn_cluster *cl, const char *group) {
+  scn_scene *scene = cl->srv->scene;
+  for (size_t i = 0; i < scn_world_count(scene); i++)
+    if (scn_world_in_group(scn_world_name(scn_world_at(scene, i)), group))
+      return true;
+  return false;
+}
+
 void scn__replicas_record(scn_cluster *cl) {
   if (cl->srv->cfg.replicas == 0 || uv_hrtime() < cl->next_record)
     return;
@@ -134,6 +170,11 @@ void scn__replicas_record(scn_cluster *cl) {
     if (g->state != SCN_GROUP_OWNED || g->recording || g->mv || g->handoff || !g->key ||
         g->lease != cl->self.lease || strcmp(g->node, cl->self.node) != 0)
       continue;
+    if (!has_worlds(cl, g->name)) {
+      if (g->replicas.known)
+        g->recording = send_remove(cl, g);
+      continue;
+    }
     scn_replica_set next;
     plan(cl, g, &next);
     if (!recorded(g, &next))
