@@ -158,7 +158,118 @@ static void test_backlog_grows(void) {
   cluster_stop(&k);
 }
 
-/* With --replicas 0 (the shared directory) nothing is shipped and no backlog figure shows. */
+/* World w's item in daemon i's world.list with cluster; NULL when missing (*resp to free). */
+static const cJSON *world_item(cluster *k, int i, const char *w, cJSON **resp) {
+  *resp = t_client_call(&k->c[i], "{\"cmd\":\"world.list\",\"cluster\":true}");
+  const cJSON *item;
+  cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(*resp, "worlds")) {
+    if (strcmp(t_resp_str(item, "name"), w) == 0)
+      return item;
+  }
+  return NULL;
+}
+
+/* Whether daemon i lists w with follower as its only follower and no in-sync member. */
+static bool lists_follower(cluster *k, int i, const char *w, const char *follower) {
+  cJSON *resp;
+  const cJSON *item = world_item(k, i, w, &resp);
+  bool ok = item && list_size(item, "followers") == 1 &&
+            strcmp(first(item, "followers"), follower) == 0 && list_size(item, "insync") == 0;
+  cJSON_Delete(resp);
+  return ok;
+}
+
+static bool wait_metric(cluster *k, int i, const char *name, double want) {
+  for (long deadline = t_now_ms() + 15000; t_now_ms() < deadline; t_sleep_ms(20))
+    if (metric_of(k, i, name) == want)
+      return true;
+  return false;
+}
+
+/* With --replicas 1: world.list with cluster names the group's follower on every daemon, and
+ * /metrics gives the owner's and the follower's roles (and nothing on the third daemon). */
+static void test_list_and_roles(void) {
+  static const char *const extra[] = {"--replicas", "1", NULL};
+  cluster k;
+  memset(&k, 0, sizeof k);
+  k.own_data = true;
+  k.extra = extra;
+  if (!cluster_start_prepared(&k)) {
+    cluster_stop(&k);
+    return;
+  }
+  int at = -1;
+  cJSON *r = wait_ok_anywhere(&k, "{\"cmd\":\"world.create\",\"world\":\"l1.main\"}", 15000, &at);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+  cJSON_Delete(r);
+  long long unused;
+  cJSON *rep = wait_key(&k, "/scened/replicas/l1", has_one_follower, &unused);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
+  char follower[64];
+  snprintf(follower, sizeof follower, "%s", first(rep, "followers"));
+  cJSON_Delete(rep);
+  int fi = -1;
+  for (int i = 0; i < NODES; i++)
+    if (strcmp(node_name(i), follower) == 0)
+      fi = i;
+  CU_ASSERT_FATAL(fi >= 0 && fi != at);
+  printf("\n  owner %s, follower %s\n", node_name(at), follower);
+  for (int i = 0; i < NODES; i++) {
+    bool seen = false;
+    for (long deadline = t_now_ms() + 15000; !seen && t_now_ms() < deadline; t_sleep_ms(20))
+      seen = lists_follower(&k, i, "l1.main", follower);
+    CU_ASSERT(seen);
+  }
+  CU_ASSERT(wait_metric(&k, at, "scened_group_role{group=\"l1\",role=\"owner\"}", 1));
+  CU_ASSERT(metric_of(&k, at, "scened_group_insync{group=\"l1\"}") == 0);
+  CU_ASSERT(wait_metric(&k, fi, "scened_group_role{group=\"l1\",role=\"follower\"}", 1));
+  CU_ASSERT(metric_of(&k, fi, "scened_group_role{group=\"l1\",role=\"owner\"}") == -1);
+  CU_ASSERT(metric_of(&k, fi, "scened_group_insync{group=\"l1\"}") == -1);
+  for (int i = 0; i < NODES; i++)
+    if (i != at && i != fi) {
+      CU_ASSERT(metric_of(&k, i, "scened_group_role{group=\"l1\",role=\"owner\"}") == -1);
+      CU_ASSERT(metric_of(&k, i, "scened_group_role{group=\"l1\",role=\"follower\"}") == -1);
+    }
+  cluster_stop(&k);
+}
+
+/* With --replicas 1, world.destroy of a group's only world deletes its replicas key (the group
+ * key stays with its owner, as without replicas). */
+static void test_key_gone_with_last_world(void) {
+  static const char *const extra[] = {"--replicas", "1", NULL};
+  cluster k;
+  memset(&k, 0, sizeof k);
+  k.own_data = true;
+  k.extra = extra;
+  if (!cluster_start_prepared(&k)) {
+    cluster_stop(&k);
+    return;
+  }
+  int at = -1;
+  cJSON *r = wait_ok_anywhere(&k, "{\"cmd\":\"world.create\",\"world\":\"d1.main\"}", 15000, &at);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+  cJSON_Delete(r);
+  long long unused;
+  cJSON *rep = wait_key(&k, "/scened/replicas/d1", has_one_follower, &unused);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
+  cJSON_Delete(rep);
+  r = t_client_call(&k.c[at], "{\"cmd\":\"world.destroy\",\"world\":\"d1.main\"}");
+  CU_ASSERT_FATAL(t_resp_ok(r));
+  cJSON_Delete(r);
+  bool gone = false;
+  for (long deadline = t_now_ms() + 15000; !gone && t_now_ms() < deadline; t_sleep_ms(20)) {
+    char *group = etcd_get(&k.e, "/scened/groups/d1", NULL); /* etcd answers */
+    char *replicas = etcd_get(&k.e, "/scened/replicas/d1", NULL);
+    gone = group && !replicas;
+    free(group);
+    free(replicas);
+  }
+  CU_ASSERT(gone);
+  cluster_stop(&k);
+}
+
+/* With --replicas 0 (the shared directory) nothing is shipped, no backlog or role figure shows,
+ * no replicas key is written and world.list gives no followers. */
 static void test_no_backlog_without_replicas(void) {
   START_CLUSTER(k, NULL);
   int at = -1;
@@ -172,8 +283,29 @@ static void test_no_backlog_without_replicas(void) {
     CU_ASSERT_EQUAL(t_http_get(k.d[i].http_port, "/metrics", &page), 200);
     CU_ASSERT_PTR_NOT_NULL(page ? strstr(page, "scened_cluster_registered") : NULL);
     CU_ASSERT_PTR_NULL(page ? strstr(page, "scened_replica_") : "");
+    CU_ASSERT_PTR_NULL(page ? strstr(page, "scened_group_role") : "");
+    CU_ASSERT_PTR_NULL(page ? strstr(page, "scened_group_insync") : "");
     free(page);
+    /* Other daemons list the world once its owner's node key says so (within seconds). */
+    cJSON *resp = NULL;
+    const cJSON *item = NULL;
+    for (long deadline = t_now_ms() + 15000; !item && t_now_ms() < deadline; t_sleep_ms(20)) {
+      cJSON_Delete(resp);
+      item = world_item(&k, i, "b1.main", &resp);
+    }
+    CU_ASSERT_PTR_NOT_NULL(item);
+    CU_ASSERT_PTR_NULL(cJSON_GetObjectItemCaseSensitive(item, "followers"));
+    CU_ASSERT_PTR_NULL(cJSON_GetObjectItemCaseSensitive(item, "insync"));
+    cJSON_Delete(resp);
   }
+  /* The record runs from the cluster's tick: by the time every daemon lists the world (their
+   * node keys refreshed), a replicas key would have been written. */
+  char *group = etcd_get(&k.e, "/scened/groups/b1", NULL);
+  char *replicas = etcd_get(&k.e, "/scened/replicas/b1", NULL);
+  CU_ASSERT_PTR_NOT_NULL(group);
+  CU_ASSERT_PTR_NULL(replicas);
+  free(group);
+  free(replicas);
   cluster_stop(&k);
 }
 
@@ -181,7 +313,9 @@ int t_register_cluster_replicas(void) {
   static const t_test tests[] = {
       {"the owner records its groups' followers", test_followers_recorded},
       {"the owner's backlog grows with its writes", test_backlog_grows},
-      {"no backlog without replicas", test_no_backlog_without_replicas},
+      {"world.list and /metrics show followers and roles", test_list_and_roles},
+      {"the replicas key goes with the group's last world", test_key_gone_with_last_world},
+      {"no backlog, key or followers without replicas", test_no_backlog_without_replicas},
   };
   return T_ADD_SUITE("cluster_replicas", NULL, NULL, tests);
 }
