@@ -616,6 +616,15 @@ uint32_t scn_gstore_home(const scn_gstore *gs, const char *group) {
   return p ? p->home : SCN_HOME_NONE;
 }
 
+bool scn_gstore_position(const scn_gstore *gs, const char *group, uint64_t *epoch, uint64_t *seq) {
+  gs_part *p = find((scn_gstore *)gs, group);
+  if (p) {
+    *epoch = p->epoch;
+    *seq = p->seq;
+  }
+  return p != NULL;
+}
+
 bool scn_gstore_holds(const scn_gstore *gs, const char *group) {
   return find((scn_gstore *)gs, group) != NULL;
 }

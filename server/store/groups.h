@@ -67,6 +67,10 @@ void scn_gstore_set_tap(scn_gstore *gs, scn_gstore_tap_fn fn, void *ud);
  * with err and nothing applied. */
 int scn_gstore_apply(scn_gstore *gs, const scn_gstore_record *r, char *err, size_t errlen);
 
+/* Where group's records stand here: the epoch it is held in and the seq of its last record
+ * (appended or applied). false when the group is not held. */
+bool scn_gstore_position(const scn_gstore *gs, const char *group, uint64_t *epoch, uint64_t *seq);
+
 /* Loads group (its newest epoch directory) into srv->scene and starts epoch: a fresh snapshot
  * in its own directory (the older ones removed). moved_in: the group was moved here, so its
  * worlds' tick counts and histories are taken from the mover's history file (history_file.h);
