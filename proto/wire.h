@@ -66,7 +66,10 @@ const char *scn_wire_code_name(scn_wire_code code);
   X(created)                                                                                       \
   X(near)                                                                                          \
   X(packed)                                                                                        \
-  X(entities)
+  X(entities)                                                                                      \
+  X(group)                                                                                         \
+  X(epoch)                                                                                         \
+  X(from)
 
 typedef enum scn_field {
 #define SCN_FIELD_ENUM(name) SCN_F_##name,
@@ -213,7 +216,10 @@ unsigned scn_right_find(const char *name, unsigned long len);
   X("world.move", world_move, SCN_CMD_WORLD, admin, none, SCN_F(world) | SCN_F(to), 0,             \
     "move a world's group to another node of the cluster (answers its node and addr)")             \
   X("cluster.nodes", cluster_nodes, SCN_CMD_READ, read, none, 0, 0,                                \
-    "the cluster's live nodes with their load")
+    "the cluster's live nodes with their load")                                                    \
+  X("replicate", replicate, 0, admin, none, SCN_F(group) | SCN_F(epoch) | SCN_F(from),             \
+    SCN_F(node),                                                                                   \
+    "cluster (--replicas): a follower's stream of a group's records from seq from, on its owner")
 
 /* Each command's index in the table. */
 typedef enum scn_command_id {

@@ -238,6 +238,16 @@ static void load_changed(void *ud) {
   cl->next_record = 0;
 }
 
+static void before_flush(void *ud) {
+  scn__fence_before_flush(ud);
+  scn__links_pump(ud);
+}
+
+static void conn_closed(void *ud, scn_conn *c) {
+  scn__fence_conn_closed(ud, c);
+  scn__links_conn_closed(ud, c);
+}
+
 scn_cluster *scn_cluster_open(scn_server *srv, const char *node, const char *advertise) {
   scn_cluster *cl = calloc(1, sizeof *cl);
   if (!cl)
@@ -276,8 +286,8 @@ scn_cluster *scn_cluster_open(scn_server *srv, const char *node, const char *adv
   if (srv->cfg.replicas >= 1)
     scn_gstore_set_tap(srv->gstore, scn__ship_tap, cl);
   cl->hooks = (scn_hooks){.ud = cl,
-                          .before_flush = scn__fence_before_flush,
-                          .conn_closed = scn__fence_conn_closed,
+                          .before_flush = before_flush,
+                          .conn_closed = conn_closed,
                           .collect_stats = scn__collect_stats};
   scn_server_add_hooks(srv, &cl->hooks);
   uv_timer_init(srv->loop, &cl->timer);

@@ -105,6 +105,15 @@ int scn_cluster_move(scn_cluster *cl, const char *world, const char *to, scn_mov
 /* A connection waiting for a move went away. */
 void scn_cluster_forget_move(scn_cluster *cl, void *ud);
 
+/* replicate (--replicas): c becomes the stream of group's records for follower node (may be
+ * NULL), from seq from of epoch on: 0, and the records follow the ok the caller answers (with
+ * *last, the seq of the group's last record here); or -1 with *code (SCN_W_*) and msg. */
+int scn_cluster_replicate(scn_cluster *cl, scn_conn *c, const char *group, const char *node,
+                          uint64_t epoch, uint64_t from, uint64_t *last, int *code, char *msg,
+                          size_t msglen);
+/* A line from a connection that streams records (c->repl): the follower's {"ack":SEQ}. */
+void scn_cluster_repl_line(scn_cluster *cl, scn_conn *c, const char *line, size_t len);
+
 /* SIGTERM: every owned group is saved and its key deleted (the lease revoked), so others claim
  * them at once. busy stays true until that is done (at most a couple of seconds). */
 void scn_cluster_release_all(scn_cluster *cl);

@@ -39,10 +39,22 @@ typedef enum scn_publish {
 
 /* A group served here with followers (ship.c): its records since the epoch began, as far as
  * the backlog's bound keeps them. */
+/* A follower's connection streaming a group's records (replicate.c). */
+#define SCN_SHIP_LINKS 8
+typedef struct scn_ship_link {
+  struct scn_ship *ship;
+  scn_conn *conn; /* NULL: a free slot */
+  char node[SCN_NAME_MAX + 1];
+  uint64_t next;  /* the seq the backlog sends next; 0: caught up, records go as they come */
+  uint64_t sent;  /* the last seq written to it */
+  uint64_t acked; /* the last seq it acknowledged */
+} scn_ship_link;
+
 typedef struct scn_ship {
   char group[SCN_NAME_MAX + 1];
   uint64_t epoch; /* of the records kept */
   scn_backlog backlog;
+  scn_ship_link links[SCN_SHIP_LINKS];
 } scn_ship;
 
 typedef struct scn_cluster_stats {
@@ -156,6 +168,20 @@ void scn__ship_drop(scn_cluster *cl, const char *group);
 /* Lets go of the ships of groups no longer served here with followers. */
 void scn__ship_check(scn_cluster *cl);
 void scn__ship_free(scn_cluster *cl);
+/* The ship of group, made when it is served here with followers; NULL otherwise (or out of
+ * memory). */
+scn_ship *scn__ship_get(scn_cluster *cl, const char *group);
+
+/* ---- replicate.c --------------------------------------------------------------------------- */
+
+/* A record the tap kept in s: written at once to each link that has caught up. */
+void scn__links_record(scn_cluster *cl, scn_ship *s, uint64_t seq, uint64_t tick, const char *bytes,
+                       size_t len);
+/* Closes every link of s (its group goes, or its history starts over in a new epoch). */
+void scn__links_close(scn_ship *s);
+/* before_flush: links catching up get the backlog's records as far as their output allows. */
+void scn__links_pump(scn_cluster *cl);
+void scn__links_conn_closed(scn_cluster *cl, scn_conn *c);
 
 /* ---- cluster_stats.c ----------------------------------------------------------------------- */
 

@@ -1,8 +1,9 @@
 /* The owner's side of the change stream (--replicas N >= 1): for each group served here that
  * has followers (the cache's replicas entry names some), a ship keeping the backlog of its
- * records as the store's tap hands them on. A ship goes with its group (scn__ship_drop, where
- * the store lets the group go and its uncommitted records with it) or when the group no longer
- * has followers; a new epoch starts its backlog over (seqs start over with it). */
+ * records as the store's tap hands them on, and its followers' links (replicate.c). A ship goes
+ * with its group (scn__ship_drop, where the store lets the group go and its uncommitted records
+ * with it) or when the group no longer has followers; a new epoch starts its backlog over (seqs
+ * start over with it). */
 #include "cluster/cluster_internal.h"
 
 #include "store/groups.h"
@@ -30,6 +31,7 @@ static size_t find(const scn_cluster *cl, const char *group) {
 }
 
 static void free_at(scn_cluster *cl, size_t i) {
+  scn__links_close(cl->ships[i]);
   scn_backlog_free(&cl->ships[i]->backlog);
   free(cl->ships[i]);
   cl->ships[i] = cl->ships[--cl->nships];
@@ -67,12 +69,21 @@ void scn__ship_tap(void *ud, const scn_gstore_record *r) {
     return;
   }
   if (s->epoch != r->epoch) {
+    scn__links_close(s);
     scn_backlog_clear(&s->backlog);
     s->epoch = r->epoch;
   }
   /* Out of memory leaves the backlog empty: a follower is then sent a snapshot, never a gap. */
   if (!scn_backlog_append(&s->backlog, r->seq, r->tick, r->bytes, r->len))
     cl->stats.ship_failures++;
+  scn__links_record(cl, s, r->seq, r->tick, r->bytes, r->len);
+}
+
+scn_ship *scn__ship_get(scn_cluster *cl, const char *group) {
+  if (!ships_here(cl, group))
+    return NULL;
+  size_t i = find(cl, group);
+  return i < cl->nships ? cl->ships[i] : add(cl, group);
 }
 
 void scn__ship_drop(scn_cluster *cl, const char *group) {

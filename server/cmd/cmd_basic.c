@@ -352,3 +352,30 @@ int scn_cmd_save(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *
   ctx->deferred = true;
   return 0;
 }
+
+int scn_cmd_replicate(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
+  scn_cluster *cl = ctx->srv->cluster;
+  const scn_fields *f = a->f;
+  const char *group, *node = NULL;
+  uint64_t epoch, from, last;
+  if (!cl)
+    return scn_fail(err, SCN_W_BAD_REQUEST,
+                    "this daemon is not in a cluster (start it with --cluster)");
+  if (scn_decode_string(f->v[SCN_F_group], "group", &group, err) < 0 ||
+      scn_decode_uint(f->v[SCN_F_epoch], "epoch", 0, UINT64_C(1) << 53, &epoch, err) < 0 ||
+      scn_decode_uint(f->v[SCN_F_from], "from", 1, UINT64_C(1) << 53, &from, err) < 0 ||
+      ((f->present & SCN_F(node)) && scn_decode_string(f->v[SCN_F_node], "node", &node, err) < 0))
+    return -1;
+  if (!scn_world_name_valid(group, strlen(group)) || strchr(group, '.'))
+    return scn_fail(err, SCN_W_BAD_REQUEST, "field \"group\" must be a group's name");
+  if (!ctx->conn)
+    return 0;
+  int code;
+  char msg[256];
+  if (scn_cluster_replicate(cl, ctx->conn, group, node, epoch, from, &last, &code, msg,
+                            sizeof msg) < 0)
+    return scn_fail(err, (scn_wire_code)code, "%s", msg);
+  scn_reply_key(out, "last");
+  scn_buf_add_u64(out, last);
+  return 0;
+}

@@ -518,6 +518,11 @@ static int execute(scn_dispatch *d, scn_conn *c, const char *line, size_t len, b
 
 void scn_dispatch_line(scn_conn *c, const char *line, size_t len) {
   scn_server *srv = c->srv;
+  /* A follower's stream (replicate): its lines are acks, not requests. */
+  if (c->repl && srv->cluster) {
+    scn_cluster_repl_line(srv->cluster, c, line, len);
+    return;
+  }
   /* One clock read per command: a command starts when the one before it in this read batch
    * ended (the read callback sets the clock first). */
   uint64_t started = srv->command_clock;

@@ -58,6 +58,7 @@ struct scn_conn {
   size_t tp_queued;     /* output the transport holds besides out and inflight */
   struct scn_tls *tls;  /* the TLS session (tls.c); NULL on a plain connection */
   scn_buf sealed;       /* TLS: the ciphertext of the next write, being made */
+  void *repl;           /* --replicas: the follower link it streams (cluster/replicate.c) */
 };
 
 /* A WebSocket connection's output is lines, each one text message, and binary messages, each

@@ -132,6 +132,42 @@ static void append(scn_gstore *gs, gs_part *p, const scn_done *d) {
   }
 }
 
+int scn_gstore_apply(scn_gstore *gs, const scn_gstore_record *r, char *err, size_t errlen) {
+  gs_part *p = find(gs, r->group);
+  const char *line;
+  size_t len;
+  if (!p) {
+    snprintf(err, errlen, "group %s is not held here", r->group);
+    return -1;
+  }
+  if (r->epoch != p->epoch || r->seq != p->seq + 1) {
+    snprintf(err, errlen, "group %s: record %llu of epoch %llu does not follow %llu of epoch %llu",
+             r->group, (unsigned long long)r->seq, (unsigned long long)r->epoch,
+             (unsigned long long)p->seq, (unsigned long long)p->epoch);
+    return -1;
+  }
+  if (!scn_journal_decode(r->bytes, r->len, &line, &len)) {
+    snprintf(err, errlen, "group %s: record %llu is not one intact journal record", r->group,
+             (unsigned long long)r->seq);
+    return -1;
+  }
+  /* What the record makes is the group's, as what a load of it makes. */
+  scn_entity_home_default(gs->srv->scene, p->home);
+  bool ok = gs->replay(gs->replay_ud, line, len);
+  scn_entity_home_default(gs->srv->scene, 0);
+  if (!ok)
+    scn_log(SCN_LOG_WARN, "replica: a shipped command failed on apply",
+            "group=%s seq=%llu "
+            "command=\"%.*s\"",
+            r->group, (unsigned long long)r->seq, (int)(len < 80 ? len : 80), line);
+  if (!scn_jwriter_pending(&p->journal))
+    gs->npending++;
+  scn_jwriter_append_encoded(&p->journal, r->bytes, r->len);
+  p->changes++;
+  p->seq = r->seq;
+  return 0;
+}
+
 /* The part an entity's home tag names: the node's (0), a group held, or NULL. */
 static gs_part *home_part(scn_gstore *gs, uint32_t home) {
   if (home == 0)
@@ -578,6 +614,15 @@ void scn_gstore_release(scn_gstore *gs, const char *group) {
 uint32_t scn_gstore_home(const scn_gstore *gs, const char *group) {
   gs_part *p = find((scn_gstore *)gs, group);
   return p ? p->home : SCN_HOME_NONE;
+}
+
+bool scn_gstore_position(const scn_gstore *gs, const char *group, uint64_t *epoch, uint64_t *seq) {
+  gs_part *p = find((scn_gstore *)gs, group);
+  if (p) {
+    *epoch = p->epoch;
+    *seq = p->seq;
+  }
+  return p != NULL;
 }
 
 bool scn_gstore_holds(const scn_gstore *gs, const char *group) {

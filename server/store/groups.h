@@ -57,6 +57,20 @@ typedef void (*scn_gstore_tap_fn)(void *ud, const scn_gstore_record *r);
  * not a group's and are not handed on. */
 void scn_gstore_set_tap(scn_gstore *gs, scn_gstore_tap_fn fn, void *ud);
 
+/* A follower's copy of group (acquired here with the owner's epoch): applies one record its
+ * owner's tap handed on (r->bytes, one whole journal record) through the replay path a load
+ * takes, then appends those exact bytes to the group's journal, written with the loop turn's
+ * commit under this daemon's --fsync. r->epoch must be the part's and r->seq the one after the
+ * last applied (from 1). A command that fails on replay is logged and journalled all the same,
+ * as a load keeps going past one, so the journal stays the owner's. The tap is not called (a
+ * follower ships nothing), and r->tick is not acted on: closing ticks is the stream's. 0, or -1
+ * with err and nothing applied. */
+int scn_gstore_apply(scn_gstore *gs, const scn_gstore_record *r, char *err, size_t errlen);
+
+/* Where group's records stand here: the epoch it is held in and the seq of its last record
+ * (appended or applied). false when the group is not held. */
+bool scn_gstore_position(const scn_gstore *gs, const char *group, uint64_t *epoch, uint64_t *seq);
+
 /* Loads group (its newest epoch directory) into srv->scene and starts epoch: a fresh snapshot
  * in its own directory (the older ones removed). moved_in: the group was moved here, so its
  * worlds' tick counts and histories are taken from the mover's history file (history_file.h);

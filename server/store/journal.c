@@ -58,6 +58,15 @@ static bool intact(const unsigned char *data, size_t size, size_t off, uint32_t 
   return true;
 }
 
+bool scn_journal_decode(const char *rec, size_t size, const char **line, size_t *len) {
+  uint32_t n;
+  if (!intact((const unsigned char *)rec, size, 0, &n) || n != size - SCN_JOURNAL_HEADER)
+    return false;
+  *line = rec + SCN_JOURNAL_HEADER;
+  *len = n;
+  return true;
+}
+
 /* A record at off that a crash cut short: less than a header left, a header whose length
  * runs past the end, or nothing but zero bytes to the end (space the file system allocated
  * before the data reached it). A complete record that fails its checksum is damage. */

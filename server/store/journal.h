@@ -21,6 +21,10 @@ void scn_journal_encode(scn_buf *buf, const char *line, size_t len);
 void scn_journal_encode_command(scn_buf *buf, scn_buf *scratch, const char *line, size_t len,
                                 const uint64_t *created, size_t ncreated);
 
+/* The line of one whole record (rec holds exactly one, intact: magic, length and checksum);
+ * false when it is not. */
+bool scn_journal_decode(const char *rec, size_t size, const char **line, size_t *len);
+
 typedef bool (*scn_replay_fn)(void *ud, const char *line, size_t len);
 
 typedef struct scn_journal_scan {

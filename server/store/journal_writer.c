@@ -142,6 +142,11 @@ void scn_jwriter_append(scn_jwriter *w, const char *line, size_t len, const uint
   w->stats->records++;
 }
 
+void scn_jwriter_append_encoded(scn_jwriter *w, const char *bytes, size_t len) {
+  scn_buf_add(&w->pending, bytes, len);
+  w->stats->records++;
+}
+
 int scn_jwriter_fsync(scn_jwriter *w) {
   /* An fsync running on the thread pool may not have reached the disk yet: this one waits. */
   if (w->fd < 0 || (!w->unsynced && !w->inflight))

@@ -52,6 +52,8 @@ void scn_jwriter_switch(scn_jwriter *w, int fd, uint64_t gen);
 /* Appends a command's record (scn_journal_encode_command) to the pending ones. */
 void scn_jwriter_append(scn_jwriter *w, const char *line, size_t len, const uint64_t *created,
                         size_t ncreated);
+/* Appends records encoded already (a follower's copy of its owner's). */
+void scn_jwriter_append_encoded(scn_jwriter *w, const char *bytes, size_t len);
 static inline bool scn_jwriter_pending(const scn_jwriter *w) { return w->pending.len > 0; }
 /* Drops the pending records (never answered: their group went). */
 static inline void scn_jwriter_drop_pending(scn_jwriter *w) { w->pending.len = 0; }

@@ -104,6 +104,69 @@ static bool create_transform(cluster *k, int at, int n) {
   return ok;
 }
 
+/* The group key's epoch (its create revision) as etcd has it. */
+static long long group_epoch(cluster *k) {
+  long long epoch = -1;
+  long long rev;
+  cJSON *rep = wait_key(k, "/scened/replicas/b1", has_one_follower, &rev);
+  const cJSON *e = cJSON_GetObjectItemCaseSensitive(rep, "epoch");
+  if (cJSON_IsNumber(e))
+    epoch = (long long)e->valuedouble;
+  cJSON_Delete(rep);
+  return epoch;
+}
+
+static void expect_refused(t_client *c, long long epoch, long long from, const char *code) {
+  cJSON *r = t_client_call(
+      c, "{\"cmd\":\"replicate\",\"group\":\"b1\",\"epoch\":%lld,\"from\":%lld}", epoch, from);
+  CU_ASSERT(r && !t_resp_ok(r) && strcmp(t_resp_code(r), code) == 0);
+  if (!r || t_resp_ok(r) || strcmp(t_resp_code(r), code) != 0)
+    t_report("replicate was not refused as expected", r);
+  cJSON_Delete(r);
+}
+
+/* A follower's stream from the owner: replicate from the last 20 of the n + 1 records gets them
+ * in order, then a new write as it happens; an ack of a record not sent ends the stream. */
+static void check_replicate(cluster *k, int at, int n) {
+  long long epoch = group_epoch(k), last = n + 1;
+  CU_ASSERT_FATAL(epoch > 0);
+  t_client c;
+  CU_ASSERT_FATAL(t_client_connect(&c, k->d[at].port) == 0);
+  expect_refused(&c, epoch + 1, last, "BAD_REQUEST");
+  expect_refused(&c, epoch, last + 2, "BAD_REQUEST");
+  cJSON *r = t_client_call(&c,
+                           "{\"cmd\":\"replicate\",\"group\":\"b1\",\"node\":\"x\",\"epoch\":%lld,"
+                           "\"from\":%lld}",
+                           epoch, last - 19);
+  CU_ASSERT(t_resp_ok(r) && t_resp_num(r, "last") == last);
+  if (!t_resp_ok(r))
+    t_report("replicate failed", r);
+  cJSON_Delete(r);
+  for (long long seq = last - 19; seq <= last + 1; seq++) {
+    if (seq == last + 1)
+      CU_ASSERT_FATAL(create_transform(k, at, n)); /* live, after the backlog */
+    cJSON *rec = t_client_recv_json(&c, 5000);
+    char want[32];
+    snprintf(want, sizeof want, "\"name\":\"t%lld\"", seq - 2);
+    const cJSON *l = cJSON_GetObjectItemCaseSensitive(rec, "l");
+    bool good = rec && t_resp_num(rec, "r") == seq && t_resp_num(rec, "t") >= 1 &&
+                cJSON_IsString(l) && strstr(l->valuestring, "transform.create") &&
+                strstr(l->valuestring, want) && strstr(l->valuestring, "\"created\":[");
+    CU_ASSERT(good);
+    if (!good)
+      t_report("not the record expected", rec);
+    cJSON_Delete(rec);
+    if (!good)
+      break;
+  }
+  char ack[64];
+  snprintf(ack, sizeof ack, "{\"ack\":%lld}", last + 1);
+  CU_ASSERT(t_client_send(&c, ack) == 0);
+  CU_ASSERT(t_client_send(&c, "{\"ack\":999999}") == 0);
+  CU_ASSERT(t_client_closed(&c, 5000));
+  t_client_close(&c);
+}
+
 #define BACKLOG_BYTES "scened_replica_backlog_bytes{group=\"b1\"}"
 #define BACKLOG_RECORDS "scened_replica_backlog_records{group=\"b1\"}"
 
@@ -155,6 +218,8 @@ static void test_backlog_grows(void) {
       CU_ASSERT(metric_of(&k, i, "scened_replica_groups_shipped") == 0);
       CU_ASSERT(metric_of(&k, i, BACKLOG_RECORDS) == -1);
     }
+  /* b1's records: world.create, then the n transform.creates (t0 to t(n-1)). */
+  check_replicate(&k, at, n);
   cluster_stop(&k);
 }
 

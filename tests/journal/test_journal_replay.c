@@ -12,6 +12,7 @@
 #include "cmd/dispatch.h"
 #include "net/conn.h"
 #include "runner.h"
+#include "scene_compare.h"
 #include "server.h"
 #include "store/journal.h"
 #include "store/snapshot.h"
@@ -19,7 +20,6 @@
 #include "workload.h"
 
 #include <CUnit/CUnit.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,94 +100,7 @@ static bool live_send(void *ud, const wl_req *reqs, size_t n, cJSON **out) {
   return true;
 }
 
-/* ---- comparing two scenes ------------------------------------------------------------------ */
-
 static char why[512];
-
-static bool differ(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static bool differ(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, sizeof why, fmt, ap);
-  va_end(ap);
-  return false;
-}
-
-static bool same_entities(scn_scene *a, scn_scene *b) {
-  if (scn_entity_slot_count(a) != scn_entity_slot_count(b))
-    return differ("slot count: %u live, %u replayed", scn_entity_slot_count(a),
-                  scn_entity_slot_count(b));
-  for (uint32_t s = 1; s <= scn_entity_slot_count(a); s++) {
-    bool alive_a, alive_b;
-    scn_entity ia = scn_entity_slot_id(a, s, &alive_a), ib = scn_entity_slot_id(b, s, &alive_b);
-    if (ia != ib || alive_a != alive_b)
-      return differ("slot %u: id %llu (alive %d) live, %llu (alive %d) replayed", s,
-                    (unsigned long long)ia, alive_a, (unsigned long long)ib, alive_b);
-  }
-  const uint32_t *fa, *fb;
-  size_t na = scn_entity_free_order(a, &fa), nb = scn_entity_free_order(b, &fb);
-  if (na != nb || (na && memcmp(fa, fb, sizeof *fa * na) != 0))
-    return differ("the order free slots are reused in differs (%zu live, %zu replayed)", na, nb);
-  return true;
-}
-
-typedef struct node_list {
-  scn_entity *ids;
-  size_t n, cap;
-} node_list;
-
-static void collect(void *ud, scn_entity e, scn_entity parent, const char *name,
-                    const float local[16]) {
-  (void)parent, (void)name, (void)local;
-  node_list *l = ud;
-  if (l->n == l->cap) {
-    l->cap = l->cap ? l->cap * 2 : 64;
-    l->ids = realloc(l->ids, sizeof *l->ids * l->cap);
-  }
-  l->ids[l->n++] = e;
-}
-
-static bool same_transform(scn_world *a, scn_world *b, scn_entity e) {
-  scn_transform_info ia, ib;
-  if (scn_transform_get(b, e, &ib) != SCN_OK)
-    return differ("transform %llu is missing after the replay", (unsigned long long)e);
-  scn_transform_get(a, e, &ia);
-  if (ia.parent != ib.parent || (ia.name == NULL) != (ib.name == NULL) ||
-      (ia.name && strcmp(ia.name, ib.name) != 0))
-    return differ("transform %llu: parent or name differs", (unsigned long long)e);
-  if (memcmp(ia.local, ib.local, sizeof ia.local) != 0 ||
-      memcmp(ia.world, ib.world, sizeof ia.world) != 0)
-    return differ("transform %llu: a matrix differs in its bits", (unsigned long long)e);
-  scn_entity ca[256], cb[256];
-  size_t na, nb;
-  scn_transform_children(a, e, ca, 256, &na);
-  scn_transform_children(b, e, cb, 256, &nb);
-  if (na != nb || memcmp(ca, cb, sizeof *ca * (na < 256 ? na : 256)) != 0)
-    return differ("transform %llu: its children or their order differ", (unsigned long long)e);
-  return true;
-}
-
-static bool same_worlds(scn_scene *a, scn_scene *b) {
-  if (scn_world_count(a) != scn_world_count(b))
-    return differ("world count: %zu live, %zu replayed", scn_world_count(a), scn_world_count(b));
-  for (size_t i = 0; i < scn_world_count(a); i++) {
-    scn_world *wa = scn_world_at(a, i), *wb = scn_world_find(b, scn_world_name(wa));
-    if (!wb)
-      return differ("world %s is missing after the replay", scn_world_name(wa));
-    if (scn_world_history(wa) != scn_world_history(wb) ||
-        scn_world_transform_count(wa) != scn_world_transform_count(wb))
-      return differ("world %s: history or transform count differs", scn_world_name(wa));
-    node_list l = {0};
-    scn_world_visit_transforms(wa, collect, &l);
-    bool same = true;
-    for (size_t k = 0; same && k < l.n; k++)
-      same = same_transform(wa, wb, l.ids[k]);
-    free(l.ids);
-    if (!same)
-      return false;
-  }
-  return true;
-}
 
 /* ---- the property -------------------------------------------------------------------------- */
 
@@ -216,7 +129,10 @@ static bool rebuild_and_compare(live *l, const char *snapdir, bool have_snapshot
     at += SCN_JOURNAL_HEADER + head[1];
     n++;
   }
-  ok = ok && same_entities(l->srv.scene, r.scene) && same_worlds(l->srv.scene, r.scene);
+  if (ok && !t_same_scene(l->srv.scene, r.scene)) {
+    snprintf(why, sizeof why, "%s", t_scene_difference());
+    ok = false;
+  }
   if (!ok)
     fprintf(stderr, "  after step %d (%zu records%s): %s\n", step, n,
             have_snapshot ? " after a snapshot" : "", why);
@@ -331,10 +247,13 @@ static int add_journal_replay(void) {
 int t_register_journal_writer(void);
 /* test_gstore_tap.c */
 int t_register_gstore_tap(void);
+/* test_gstore_apply.c */
+int t_register_gstore_apply(void);
 
 int main(int argc, char **argv) {
   static const t_suite suites[] = {{"journal_replay", add_journal_replay},
                                    {"journal_writer", t_register_journal_writer},
-                                   {"gstore_tap", t_register_gstore_tap}};
+                                   {"gstore_tap", t_register_gstore_tap},
+                                   {"gstore_apply", t_register_gstore_apply}};
   return t_run(argc, argv, suites, sizeof suites / sizeof suites[0]);
 }

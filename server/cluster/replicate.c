@@ -1,0 +1,205 @@
+/* The owner's follower links (--replicas): a follower dials the owner's protocol port and,
+ * after hello, sends replicate (group, epoch, from); the connection then carries the group's
+ * records from that seq on, one line each,
+ *
+ *   {"r":SEQ,"t":TICK,"l":LINE}     LINE: the journal record's line (its bytes are
+ *                                   scn_journal_encode(LINE), exactly what the owner's got)
+ *
+ * first from the backlog (as far as the connection's output allows per loop turn), then as the
+ * store's tap hands them on, and its only lines are the follower's {"ack":SEQ}. A link whose
+ * output passes --output-limit, or whose place fell out of the backlog while catching up, is
+ * closed: the follower dials again. A follower whose from is no longer kept is refused (the
+ * snapshot stream comes later). */
+#include "cluster/cluster_internal.h"
+
+#include "net/conn.h"
+#include "ops/json_arena.h"
+#include "ops/log.h"
+#include "store/groups.h"
+#include "store/journal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static size_t out_budget(const scn_cluster *cl) {
+  uint64_t limit = cl->srv->cfg.output_limit;
+  return limit ? (size_t)(limit / 2) : (size_t)1 << 20;
+}
+
+static void link_close(scn_ship_link *l, const char *why) {
+  scn_conn *c = l->conn;
+  if (!c)
+    return;
+  scn_log(SCN_LOG_INFO, "replica: closing a follower's link",
+          "group=%s node=%s conn=%llu "
+          "sent=%llu acked=%llu reason=\"%s\"",
+          l->ship->group, l->node[0] ? l->node : "-", (unsigned long long)c->id,
+          (unsigned long long)l->sent, (unsigned long long)l->acked, why);
+  c->repl = NULL;
+  l->conn = NULL;
+  scn_conn_close(c);
+}
+
+static void write_record(scn_ship_link *l, uint64_t seq, uint64_t tick, const char *bytes,
+                         size_t len) {
+  const char *line;
+  size_t n;
+  if (!scn_journal_decode(bytes, len, &line, &n)) {
+    link_close(l, "a record kept here is damaged");
+    return;
+  }
+  scn_buf *out = &l->conn->out.bytes;
+  scn_buf_adds(out, "{\"r\":");
+  scn_buf_add_u64(out, seq);
+  scn_buf_adds(out, ",\"t\":");
+  scn_buf_add_u64(out, tick);
+  scn_buf_adds(out, ",\"l\":");
+  scn_buf_add_json_string(out, line, n);
+  scn_buf_adds(out, "}\n");
+  l->sent = seq;
+  scn_conn_schedule_flush(l->conn);
+}
+
+void scn__links_record(scn_cluster *cl, scn_ship *s, uint64_t seq, uint64_t tick, const char *bytes,
+                       size_t len) {
+  for (size_t i = 0; i < SCN_SHIP_LINKS; i++) {
+    scn_ship_link *l = &s->links[i];
+    if (!l->conn || l->next)
+      continue; /* free, or catching up from the backlog (which has this record) */
+    if (scn_conn_queued(l->conn) > 2 * out_budget(cl))
+      link_close(l, "the follower does not keep up (output limit)");
+    else
+      write_record(l, seq, tick, bytes, len);
+  }
+}
+
+void scn__links_close(scn_ship *s) {
+  for (size_t i = 0; i < SCN_SHIP_LINKS; i++)
+    link_close(&s->links[i], "the group's history here ended (dropped, or a new epoch)");
+}
+
+static void pump(scn_cluster *cl, scn_ship_link *l) {
+  size_t at;
+  scn_backlog_from where = scn_backlog_find(&l->ship->backlog, l->next, &at);
+  if (where != SCN_BACKLOG_OK) {
+    link_close(l, "its place fell out of the backlog while catching up");
+    return;
+  }
+  size_t budget = out_budget(cl);
+  while (l->conn && at < l->ship->backlog.n && scn_conn_queued(l->conn) < budget) {
+    const scn_backlog_rec *r = scn_backlog_at(&l->ship->backlog, at++);
+    write_record(l, r->seq, r->tick, r->bytes, r->len);
+    l->next = r->seq + 1;
+  }
+  if (l->conn && at == l->ship->backlog.n)
+    l->next = 0; /* caught up: the tap's records go at once from now on */
+}
+
+void scn__links_pump(scn_cluster *cl) {
+  for (size_t i = 0; i < cl->nships; i++)
+    for (size_t k = 0; k < SCN_SHIP_LINKS; k++) {
+      scn_ship_link *l = &cl->ships[i]->links[k];
+      if (l->conn && l->next && !scn_conn_gone(l->conn))
+        pump(cl, l);
+    }
+}
+
+void scn__links_conn_closed(scn_cluster *cl, scn_conn *c) {
+  (void)cl;
+  scn_ship_link *l = c->repl;
+  if (!l)
+    return;
+  c->repl = NULL;
+  l->conn = NULL;
+}
+
+int scn_cluster_replicate(scn_cluster *cl, scn_conn *c, const char *group, const char *node,
+                          uint64_t epoch, uint64_t from, uint64_t *last, int *code, char *msg,
+                          size_t msglen) {
+  *code = SCN_W_BAD_REQUEST;
+  if (cl->srv->cfg.replicas == 0) {
+    snprintf(msg, msglen, "replicate needs --replicas (this daemon keeps no records to ship)");
+    return -1;
+  }
+  if (c->repl) {
+    snprintf(msg, msglen, "this connection streams a group already");
+    return -1;
+  }
+  uint64_t here_epoch, seq;
+  scn_group_entry *g = scn_owners_find(&cl->owners, group);
+  if (!g || (g->state != SCN_GROUP_OWNED && g->state != SCN_GROUP_FROZEN) ||
+      !scn_gstore_position(cl->srv->gstore, group, &here_epoch, &seq)) {
+    *code = SCN_W_UNAVAILABLE;
+    snprintf(msg, msglen, "group %s is not served here", group);
+    return -1;
+  }
+  if (epoch != here_epoch) {
+    snprintf(msg, msglen, "group %s is in epoch %llu here, not %llu (a snapshot is needed)", group,
+             (unsigned long long)here_epoch, (unsigned long long)epoch);
+    return -1;
+  }
+  if (from > seq + 1) {
+    snprintf(msg, msglen, "group %s has records up to %llu here: from %llu is ahead", group,
+             (unsigned long long)seq, (unsigned long long)from);
+    return -1;
+  }
+  scn_ship *s = scn__ship_get(cl, group);
+  if (!s) {
+    *code = SCN_W_UNAVAILABLE;
+    snprintf(msg, msglen, "group %s has no followers here", group);
+    return -1;
+  }
+  if (s->epoch != epoch) {
+    scn__links_close(s);
+    scn_backlog_clear(&s->backlog);
+    s->epoch = epoch;
+  }
+  size_t at;
+  if (from <= seq && scn_backlog_find(&s->backlog, from, &at) != SCN_BACKLOG_OK) {
+    *code = SCN_W_UNAVAILABLE;
+    const scn_backlog_rec *oldest = s->backlog.n ? scn_backlog_at(&s->backlog, 0) : NULL;
+    snprintf(msg, msglen,
+             "group %s: records from %llu are no longer kept here (the backlog starts at %llu); "
+             "a snapshot is needed",
+             group, (unsigned long long)from, (unsigned long long)(oldest ? oldest->seq : seq + 1));
+    return -1;
+  }
+  scn_ship_link *l = NULL;
+  for (size_t i = 0; !l && i < SCN_SHIP_LINKS; i++)
+    if (!s->links[i].conn)
+      l = &s->links[i];
+  if (!l) {
+    *code = SCN_W_LIMIT;
+    snprintf(msg, msglen, "group %s streams to %d links already", group, SCN_SHIP_LINKS);
+    return -1;
+  }
+  *l = (scn_ship_link){
+      .ship = s, .conn = c, .next = from <= seq ? from : 0, .sent = from - 1, .acked = from - 1};
+  snprintf(l->node, sizeof l->node, "%s", node ? node : "");
+  c->repl = l;
+  *last = seq;
+  scn_log(SCN_LOG_INFO, "replica: a follower's link",
+          "group=%s node=%s conn=%llu epoch=%llu "
+          "from=%llu last=%llu",
+          group, l->node[0] ? l->node : "-", (unsigned long long)c->id, (unsigned long long)epoch,
+          (unsigned long long)from, (unsigned long long)seq);
+  return 0;
+}
+
+void scn_cluster_repl_line(scn_cluster *cl, scn_conn *c, const char *line, size_t len) {
+  (void)cl;
+  scn_ship_link *l = c->repl;
+  if (!line || !l) {
+    if (l)
+      link_close(l, "a line over --max-line");
+    return;
+  }
+  cJSON *root = scn_json_heap_parse(line, len);
+  const cJSON *ack = cJSON_GetObjectItemCaseSensitive(root, "ack");
+  double v = cJSON_IsNumber(ack) ? ack->valuedouble : -1;
+  if (v < (double)l->acked || v > (double)l->sent || v != (double)(uint64_t)v)
+    link_close(l, "a line that is not an ack of a record sent");
+  else
+    l->acked = (uint64_t)v;
+  scn_json_heap_delete(root);
+}
