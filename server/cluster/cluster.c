@@ -55,6 +55,7 @@ static void on_tick(uv_timer_t *t) {
   }
   scn__replicas_record(cl);
   scn__ship_check(cl);
+  scn__follow_check(cl);
   scn_owners_expire_moves(&cl->owners);
 }
 
@@ -314,6 +315,7 @@ void scn_cluster_close(scn_cluster *cl) {
     scn_gstore_set_tap(cl->srv->gstore, NULL, NULL);
   scn_owners_free(&cl->owners, "the daemon is stopping");
   scn__ship_free(cl);
+  scn__follow_free(cl);
   free(cl->acks);
   scn_buf_free(&cl->self_value);
   scn_etcd_close(cl->etcd);

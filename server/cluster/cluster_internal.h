@@ -9,6 +9,7 @@
  *   group_keys.c    the group keys the ownership core writes and reads in etcd
  *   replica_keys.c  the followers an owner records for its groups (--replicas)
  *   ship.c          the owner's side of the change stream: each group's backlog (--replicas)
+ *   follow.c        the follower's side: a copy of each group followed here, fed by its owner
  *   route.c         where a command goes
  *   cluster_stats.c the module's figures
  * owners.h is the ownership core they drive; etcd_kv.h the only way they reach etcd. */
@@ -95,6 +96,9 @@ struct scn_cluster {
   /* groups served here with followers (--replicas) */
   scn_ship **ships;
   size_t nships, ships_cap;
+  /* groups followed here (--replicas) */
+  struct scn_follow **follows;
+  size_t nfollows, follows_cap;
   uv_timer_t timer;
   bool closing;
   scn_cluster_stats stats;
@@ -182,6 +186,20 @@ void scn__links_close(scn_ship *s);
 /* before_flush: links catching up get the backlog's records as far as their output allows. */
 void scn__links_pump(scn_cluster *cl);
 void scn__links_conn_closed(scn_cluster *cl, scn_conn *c);
+
+/* ---- follow.c ------------------------------------------------------------------------------ */
+
+typedef struct scn_follow scn_follow;
+/* Starts following the groups whose replicas key names this daemon, stops following the others,
+ * and dials the owners of those not connected (from the cluster's tick). */
+void scn__follow_check(scn_cluster *cl);
+/* Stops following group (its copy dropped from the store and the scene), if it is followed. */
+void scn__follow_stop(scn_cluster *cl, const char *group);
+/* Whether group is held here as a follower's copy. */
+bool scn__follows(const scn_cluster *cl, const char *group);
+void scn__follow_free(scn_cluster *cl);
+/* The records f applied since following began, and its group. */
+uint64_t scn__follow_applied(const scn_follow *f, const char **group);
 
 /* ---- cluster_stats.c ----------------------------------------------------------------------- */
 

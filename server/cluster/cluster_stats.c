@@ -83,6 +83,23 @@ static void role_stats(scn_cluster *cl, scn_metrics_sink *k) {
   scn_metric_end(k);
 }
 
+/* The follower's side: the groups followed here and the records applied to each copy. */
+static void follow_stats(scn_cluster *cl, scn_metrics_sink *k) {
+  scn_metric(k, "replica_groups_followed", "gauge",
+             "Groups this daemon keeps a follower's copy of.", (double)cl->nfollows);
+  if (cl->nfollows > SCN_METRICS_PER_WORLD_MAX)
+    return;
+  scn_metric_family(k, "replica_applied_total", "counter",
+                    "Records of a followed group applied here since following began.");
+  for (size_t i = 0; i < cl->nfollows; i++) {
+    const char *group;
+    uint64_t n = scn__follow_applied(cl->follows[i], &group);
+    if (scn_metric_shows_world(k, group))
+      scn_metric_sample(k, "group", group, (double)n);
+  }
+  scn_metric_end(k);
+}
+
 void scn__collect_stats(void *ud, scn_metrics_sink *k) {
   scn_cluster *cl = ud;
   const scn_cluster_stats *s = &cl->stats;
@@ -121,6 +138,7 @@ void scn__collect_stats(void *ud, scn_metrics_sink *k) {
   if (cl->srv->cfg.replicas >= 1) {
     ship_stats(cl, k);
     role_stats(cl, k);
+    follow_stats(cl, k);
   }
   const scn_etcd_stats *e = scn_etcd_get_stats(cl->etcd);
   scn_metric(k, "etcd_requests_total", "counter", "Requests sent to etcd.", (double)e->requests);

@@ -48,9 +48,11 @@ bool scn__fence_may_write(void *ud, const char *group) {
   if (!group)
     return true; /* the node's directory is this daemon's alone (it holds its lock) */
   scn_group_entry *g = scn_owners_find(&cl->owners, group);
+  /* A follower's copy is written too: its journal is the owner's records, in the owner's
+   * epoch directory of this daemon's own --data. */
   return g &&
          (g->state == SCN_GROUP_OWNED || g->state == SCN_GROUP_FROZEN ||
-          g->state == SCN_GROUP_CLAIMING) &&
+          g->state == SCN_GROUP_CLAIMING || scn__follows(cl, group)) &&
          !cl->self.released && scn__fence_up(cl);
 }
 

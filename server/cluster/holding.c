@@ -27,6 +27,8 @@ scn_load_result scn__load_group(void *ud, const char *group, int64_t epoch, scn_
     scn__keepalive(cl);
     return SCN_LOAD_NOT_NOW;
   }
+  /* A follower's copy becomes the owner's: dropped, then loaded from its journal on disk. */
+  scn__follow_stop(cl, group);
   char err[SCN_PATH_MSG_MAX];
   if (scn_gstore_acquire(cl->srv->gstore, group, (uint64_t)epoch, how == SCN_ARRIVED_BY_MOVE, err,
                          sizeof err) == 0)

@@ -6,6 +6,7 @@
 #include "net/http.h"
 #include "ops/log.h"
 #include "store/groups.h"
+#include "store/snapshot.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -151,10 +152,16 @@ static void node_value(scn_cluster *cl, scn_buf *v) {
   scn_buf_adds(v, ",\"http\":");
   scn_buf_add_json_string(v, http, strlen(http));
   scn_buf_adds(v, ",\"world_names\":[");
+  bool first = true;
   for (size_t i = 0; i < scn_world_count(srv->scene); i++) {
     const char *name = scn_world_name(scn_world_at(srv->scene, i));
-    if (i)
+    char group[SCN_NAME_MAX + 1];
+    scn_group_of(name, group);
+    if (cl->nfollows && scn__follows(cl, group))
+      continue; /* its owner publishes it */
+    if (!first)
       scn_buf_addc(v, ',');
+    first = false;
     scn_buf_add_json_string(v, name, strlen(name));
   }
   scn_buf_adds(v, "]}");

@@ -146,7 +146,7 @@ int scn_cluster_replicate(scn_cluster *cl, scn_conn *c, const char *group, const
   scn_ship *s = scn__ship_get(cl, group);
   if (!s) {
     *code = SCN_W_UNAVAILABLE;
-    snprintf(msg, msglen, "group %s has no followers here", group);
+    snprintf(msg, msglen, "group %s: no backlog can be kept here (out of memory)", group);
     return -1;
   }
   if (s->epoch != epoch) {

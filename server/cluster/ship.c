@@ -1,8 +1,8 @@
-/* The owner's side of the change stream (--replicas N >= 1): for each group served here that
- * has followers (the cache's replicas entry names some), a ship keeping the backlog of its
+/* The owner's side of the change stream (--replicas N >= 1): for each group served here, a ship
+ * keeping the backlog of its
  * records as the store's tap hands them on, and its followers' links (replicate.c). A ship goes
  * with its group (scn__ship_drop, where the store lets the group go and its uncommitted records
- * with it) or when the group no longer has followers; a new epoch starts its backlog over (seqs
+ * with it) or when the group is no longer served here; a new epoch starts its backlog over (seqs
  * start over with it). */
 #include "cluster/cluster_internal.h"
 
@@ -12,15 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Whether the group is served here and has a follower other than this daemon. */
+/* Whether the group is served here (with --replicas: the tap is registered only then). Every
+ * group served keeps its backlog from its epoch's first record, before its followers are
+ * chosen, so that a new follower can start from seq 1 without a snapshot. */
 static bool ships_here(scn_cluster *cl, const char *group) {
   scn_group_entry *g = scn_owners_find(&cl->owners, group);
-  if (!g || (g->state != SCN_GROUP_OWNED && g->state != SCN_GROUP_FROZEN) || !g->replicas.known)
-    return false;
-  for (uint8_t i = 0; i < g->replicas.nfollowers; i++)
-    if (strcmp(g->replicas.followers[i], cl->self.node) != 0)
-      return true;
-  return false;
+  return g && (g->state == SCN_GROUP_OWNED || g->state == SCN_GROUP_FROZEN);
 }
 
 static size_t find(const scn_cluster *cl, const char *group) {
