@@ -5,6 +5,7 @@
 #include "suites.h"
 
 #include <CUnit/CUnit.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -374,10 +375,123 @@ static void test_no_backlog_without_replicas(void) {
   cluster_stop(&k);
 }
 
+/* The bytes of file path (*len), NULL when it cannot be read. */
+static char *read_all(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  char *data = NULL;
+  size_t cap = 0;
+  *len = 0;
+  for (;;) {
+    if (*len == cap) {
+      char *grown = realloc(data, cap = cap ? cap * 2 : 4096);
+      if (!grown)
+        break;
+      data = grown;
+    }
+    size_t n = fread(data + *len, 1, cap - *len, f);
+    *len += n;
+    if (n == 0)
+      break;
+  }
+  fclose(f);
+  return data;
+}
+
+/* How many journal files of group dir (DATA/groups/g/epoch.E) on the follower are equal, byte
+ * for byte and not empty, to the owner's of the same name; -1 when a pair differs. */
+static int journals_equal(const char *follower_dir, const char *owner_dir) {
+  DIR *d = opendir(follower_dir);
+  if (!d)
+    return 0;
+  int same = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    if (strncmp(e->d_name, "journal.", 8) != 0)
+      continue;
+    char a[512], b[512];
+    snprintf(a, sizeof a, "%s/%s", follower_dir, e->d_name);
+    snprintf(b, sizeof b, "%s/%s", owner_dir, e->d_name);
+    size_t na = 0, nb = 0;
+    char *da = read_all(a, &na), *db = read_all(b, &nb);
+    if (da && db && na == nb && na > 0 && memcmp(da, db, na) == 0)
+      same++;
+    else if (na > 0 || nb > 0) {
+      printf("\n  %s: %zu bytes, %s: %zu bytes\n", a, na, b, nb);
+      same = -1;
+    }
+    free(da);
+    free(db);
+    if (same < 0)
+      break;
+  }
+  closedir(d);
+  return same;
+}
+
+/* With --replicas 1: the follower dials the owner, applies every record of the group from its
+ * first (world.create) on, and journals them in its own directory, in the owner's epoch, the
+ * same bytes as the owner's journal. */
+static void test_follower_applies(void) {
+  static const char *const extra[] = {"--replicas", "1", NULL};
+  cluster k;
+  memset(&k, 0, sizeof k);
+  k.own_data = true;
+  k.extra = extra;
+  if (!cluster_start_prepared(&k)) {
+    cluster_stop(&k);
+    return;
+  }
+  int at = -1;
+  cJSON *r = wait_ok_anywhere(&k, "{\"cmd\":\"world.create\",\"world\":\"b1.main\"}", 15000, &at);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+  cJSON_Delete(r);
+  long long unused;
+  cJSON *rep = wait_key(&k, "/scened/replicas/b1", has_one_follower, &unused);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
+  char follower[64];
+  snprintf(follower, sizeof follower, "%s", first(rep, "followers"));
+  const cJSON *ep = cJSON_GetObjectItemCaseSensitive(rep, "epoch");
+  long long epoch = cJSON_IsNumber(ep) ? (long long)ep->valuedouble : -1;
+  cJSON_Delete(rep);
+  int fi = -1;
+  for (int i = 0; i < NODES; i++)
+    if (strcmp(node_name(i), follower) == 0)
+      fi = i;
+  CU_ASSERT_FATAL(fi >= 0 && fi != at && epoch > 0);
+  enum { WRITES = 30 };
+  for (int i = 0; i < WRITES; i++)
+    CU_ASSERT_FATAL(create_transform(&k, at, i));
+  /* world.create and the transform.creates. */
+  bool applied = wait_metric(&k, fi, "scened_replica_applied_total{group=\"b1\"}", WRITES + 1);
+  printf("\n  owner %s, follower %s, epoch %lld: applied %g of %d\n", node_name(at), follower,
+         epoch, metric_of(&k, fi, "scened_replica_applied_total{group=\"b1\"}"), WRITES + 1);
+  CU_ASSERT(applied);
+  CU_ASSERT(metric_of(&k, fi, "scened_replica_groups_followed") == 1);
+  for (int i = 0; i < NODES; i++)
+    if (i != fi)
+      CU_ASSERT(metric_of(&k, i, "scened_replica_groups_followed") == 0);
+  /* Its journal is written with the turn's commit, before the ack: the same bytes as the
+   * owner's once both have them. */
+  char fdir[256], odir[256];
+  snprintf(fdir, sizeof fdir, "%s/%s/groups/b1/epoch.%lld", k.data, follower, epoch);
+  snprintf(odir, sizeof odir, "%s/%s/groups/b1/epoch.%lld", k.data, node_name(at), epoch);
+  int same = 0;
+  for (long deadline = t_now_ms() + 15000; same <= 0 && t_now_ms() < deadline; t_sleep_ms(20))
+    same = journals_equal(fdir, odir);
+  CU_ASSERT(same >= 1);
+  /* The follower does not serve the group: a write there is sent to the owner. */
+  r = t_client_call(&k.c[fi], "{\"cmd\":\"transform.create\",\"world\":\"b1.main\"}");
+  CU_ASSERT(r && !t_resp_ok(r) && strcmp(t_resp_code(r), "MOVED") == 0);
+  cJSON_Delete(r);
+  cluster_stop(&k);
+}
+
 int t_register_cluster_replicas(void) {
   static const t_test tests[] = {
       {"the owner records its groups' followers", test_followers_recorded},
       {"the owner's backlog grows with its writes", test_backlog_grows},
+      {"a follower applies and journals the owner's records", test_follower_applies},
       {"world.list and /metrics show followers and roles", test_list_and_roles},
       {"the replicas key goes with the group's last world", test_key_gone_with_last_world},
       {"no backlog, key or followers without replicas", test_no_backlog_without_replicas},
