@@ -49,6 +49,8 @@ typedef struct scn_ship_link {
   uint64_t next;  /* the seq the backlog sends next; 0: caught up, records go as they come */
   uint64_t sent;  /* the last seq written to it */
   uint64_t acked; /* the last seq it acknowledged */
+  uint64_t unacked_since; /* uv_hrtime since records wait for an ack (0: none); reset as acks
+                           * come, so it is the wait of the oldest unacked at most */
 } scn_ship_link;
 
 typedef struct scn_ship {
@@ -175,6 +177,8 @@ void scn__ship_free(scn_cluster *cl);
 /* The ship of group, made when it is served here with followers; NULL otherwise (or out of
  * memory). */
 scn_ship *scn__ship_get(scn_cluster *cl, const char *group);
+/* The group's ship, or NULL (none made). */
+scn_ship *scn__ship_find(scn_cluster *cl, const char *group);
 
 /* ---- replicate.c --------------------------------------------------------------------------- */
 
@@ -186,6 +190,11 @@ void scn__links_close(scn_ship *s);
 /* before_flush: links catching up get the backlog's records as far as their output allows. */
 void scn__links_pump(scn_cluster *cl);
 void scn__links_conn_closed(scn_cluster *cl, scn_conn *c);
+/* Whether node's link for group belongs in the in-sync set: a member (was) stays while every
+ * record it was sent is acknowledged within --replica-timeout; another joins once its link has
+ * acknowledged everything up to last, the group's last seq. No link: not in sync. */
+bool scn__links_insync(scn_cluster *cl, const char *group, const char *node, bool was,
+                       uint64_t last);
 
 /* ---- follow.c ------------------------------------------------------------------------------ */
 

@@ -6,6 +6,7 @@
 #include "cluster/cluster_internal.h"
 
 #include "ops/log.h"
+#include "store/groups.h"
 #include "store/snapshot.h"
 
 #include <stdio.h>
@@ -34,6 +35,13 @@ static uint8_t keep_live(scn_cluster *cl, const char from[][SCN_NAME_MAX + 1], u
   return kept;
 }
 
+static bool names(const char list[][SCN_NAME_MAX + 1], uint8_t n, const char *node) {
+  for (uint8_t i = 0; i < n; i++)
+    if (strcmp(list[i], node) == 0)
+      return true;
+  return false;
+}
+
 static bool same_names(const char a[][SCN_NAME_MAX + 1], uint8_t na,
                        const char b[][SCN_NAME_MAX + 1], uint8_t nb) {
   if (na != nb)
@@ -52,8 +60,6 @@ static void plan(scn_cluster *cl, scn_group_entry *g, scn_replica_set *next) {
   const scn_replica_set *now = &g->replicas;
   *next = (scn_replica_set){.epoch = g->epoch, .durability = cl->srv->cfg.durability};
   next->nfollowers = keep_live(cl, now->followers, now->nfollowers, next->followers, want);
-  if (now->known && now->epoch == g->epoch)
-    next->ninsync = keep_live(cl, now->insync, now->ninsync, next->insync, next->nfollowers);
   if (next->nfollowers < want) {
     scn_group_entry probe = *g; /* the choice excludes the followers kept */
     memcpy(probe.followers, next->followers, sizeof probe.followers);
@@ -62,6 +68,18 @@ static void plan(scn_cluster *cl, scn_group_entry *g, scn_replica_set *next) {
     size_t n = scn_owners_choose_followers(&cl->owners, &probe, want - next->nfollowers, chosen);
     for (size_t i = 0; i < n; i++)
       memcpy(next->followers[next->nfollowers++], chosen[i], SCN_NAME_MAX + 1);
+  }
+  /* In sync, in the followers' order: members recorded in this epoch while their links keep
+   * acking within --replica-timeout, others once they acknowledged the last record. */
+  uint64_t epoch, last;
+  if (!scn_gstore_position(cl->srv->gstore, g->name, &epoch, &last) || (int64_t)epoch != g->epoch)
+    return;
+  bool same_epoch = now->known && now->epoch == g->epoch;
+  for (uint8_t i = 0; i < next->nfollowers; i++) {
+    const char *node = next->followers[i];
+    bool was = same_epoch && names(now->insync, now->ninsync, node);
+    if (scn__links_insync(cl, g->name, node, was, last))
+      memcpy(next->insync[next->ninsync++], node, SCN_NAME_MAX + 1);
   }
 }
 

@@ -56,6 +56,8 @@ static void write_record(scn_ship_link *l, uint64_t seq, uint64_t tick, const ch
   scn_buf_adds(out, ",\"l\":");
   scn_buf_add_json_string(out, line, n);
   scn_buf_adds(out, "}\n");
+  if (l->sent == l->acked)
+    l->unacked_since = uv_hrtime();
   l->sent = seq;
   scn_conn_schedule_flush(l->conn);
 }
@@ -199,7 +201,26 @@ void scn_cluster_repl_line(scn_cluster *cl, scn_conn *c, const char *line, size_
   double v = cJSON_IsNumber(ack) ? ack->valuedouble : -1;
   if (v < (double)l->acked || v > (double)l->sent || v != (double)(uint64_t)v)
     link_close(l, "a line that is not an ack of a record sent");
-  else
+  else if ((uint64_t)v > l->acked) {
     l->acked = (uint64_t)v;
+    l->unacked_since = l->acked == l->sent ? 0 : uv_hrtime();
+  }
   scn_json_heap_delete(root);
+}
+
+bool scn__links_insync(scn_cluster *cl, const char *group, const char *node, bool was,
+                       uint64_t last) {
+  scn_ship *s = scn__ship_find(cl, group);
+  if (!s)
+    return false;
+  uint64_t now = uv_hrtime(), timeout = cl->srv->cfg.replica_timeout_ms * 1000000;
+  for (size_t i = 0; i < SCN_SHIP_LINKS; i++) {
+    const scn_ship_link *l = &s->links[i];
+    if (!l->conn || l->next || strcmp(l->node, node) != 0)
+      continue;
+    bool late = l->sent > l->acked && now - l->unacked_since > timeout;
+    if (was ? !late : l->acked == last && l->sent == last)
+      return true;
+  }
+  return false;
 }

@@ -83,6 +83,11 @@ scn_ship *scn__ship_get(scn_cluster *cl, const char *group) {
   return i < cl->nships ? cl->ships[i] : add(cl, group);
 }
 
+scn_ship *scn__ship_find(scn_cluster *cl, const char *group) {
+  size_t i = find(cl, group);
+  return i < cl->nships ? cl->ships[i] : NULL;
+}
+
 void scn__ship_drop(scn_cluster *cl, const char *group) {
   size_t i = find(cl, group);
   if (i < cl->nships)
