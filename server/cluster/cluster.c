@@ -55,6 +55,7 @@ static void on_tick(uv_timer_t *t) {
   }
   scn__replicas_record(cl);
   scn__ship_check(cl);
+  scn__sync_check(cl);
   scn__follow_check(cl);
   scn_owners_expire_moves(&cl->owners);
 }
@@ -242,11 +243,22 @@ static void load_changed(void *ud) {
 static void before_flush(void *ud) {
   scn__fence_before_flush(ud);
   scn__links_pump(ud);
+  scn__sync_check(ud);
 }
+
+/* Runs after the store's (registered first), whose append handed the records on. */
+static void after_command(void *ud, const scn_done *d) {
+  (void)d;
+  scn_cluster *cl = ud;
+  cl->sync_conn = NULL;
+}
+
+void scn_cluster_command_from(scn_cluster *cl, scn_conn *c) { scn__sync_command(cl, c); }
 
 static void conn_closed(void *ud, scn_conn *c) {
   scn__fence_conn_closed(ud, c);
   scn__links_conn_closed(ud, c);
+  scn__sync_conn_closed(ud, c);
 }
 
 scn_cluster *scn_cluster_open(scn_server *srv, const char *node, const char *advertise) {
@@ -287,6 +299,7 @@ scn_cluster *scn_cluster_open(scn_server *srv, const char *node, const char *adv
   if (srv->cfg.replicas >= 1)
     scn_gstore_set_tap(srv->gstore, scn__ship_tap, cl);
   cl->hooks = (scn_hooks){.ud = cl,
+                          .after_command = after_command,
                           .before_flush = before_flush,
                           .conn_closed = conn_closed,
                           .collect_stats = scn__collect_stats};
@@ -315,6 +328,7 @@ void scn_cluster_close(scn_cluster *cl) {
     scn_gstore_set_tap(cl->srv->gstore, NULL, NULL);
   scn_owners_free(&cl->owners, "the daemon is stopping");
   scn__ship_free(cl);
+  scn__sync_free(cl);
   scn__follow_free(cl);
   free(cl->acks);
   scn_buf_free(&cl->self_value);

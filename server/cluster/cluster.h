@@ -71,6 +71,9 @@ bool scn_cluster_serving(scn_cluster *cl, const char **why);
 /* Connection c's output now holds an ok for a write to a group: if the fence comes down before
  * it leaves, c is closed instead (a closed connection acknowledges nothing). */
 void scn_cluster_note_ack(scn_cluster *cl, scn_conn *c);
+/* A command from c is about to be handed to the modules (after_command): the records it made
+ * are c's, for --durability sync. */
+void scn_cluster_command_from(scn_cluster *cl, scn_conn *c);
 /* Counts an answer of MOVED or UNAVAILABLE (for the metrics). */
 void scn_cluster_count_route(scn_cluster *cl, scn_route_kind kind);
 

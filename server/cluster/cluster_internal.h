@@ -60,10 +60,18 @@ typedef struct scn_ship {
   scn_ship_link links[SCN_SHIP_LINKS];
 } scn_ship;
 
+/* A connection whose output waits for the followers' acks of a group's record (sync.c). */
+typedef struct scn_sync_wait {
+  scn_conn *conn;
+  char group[SCN_NAME_MAX + 1];
+  uint64_t epoch, seq;
+} scn_sync_wait;
+
 typedef struct scn_cluster_stats {
   uint64_t renewals, renewal_failures;
   uint64_t moved, unavailable; /* commands answered MOVED or UNAVAILABLE */
   uint64_t ship_failures;      /* records a group's backlog could not keep (out of memory) */
+  uint64_t replica_alone;      /* sync writes answered at once: no in-sync follower */
 } scn_cluster_stats;
 
 struct scn_cluster {
@@ -101,6 +109,10 @@ struct scn_cluster {
   /* groups followed here (--replicas) */
   struct scn_follow **follows;
   size_t nfollows, follows_cap;
+  /* --durability sync: the command running (its records' replies wait) and what waits */
+  scn_conn *sync_conn;
+  scn_sync_wait *waits;
+  size_t nwaits, waits_cap;
   uv_timer_t timer;
   bool closing;
   scn_cluster_stats stats;
@@ -179,6 +191,19 @@ void scn__ship_free(scn_cluster *cl);
 scn_ship *scn__ship_get(scn_cluster *cl, const char *group);
 /* The group's ship, or NULL (none made). */
 scn_ship *scn__ship_find(scn_cluster *cl, const char *group);
+
+/* ---- sync.c -------------------------------------------------------------------------------- */
+
+/* The command about to be run comes from c (NULL after it: scn__sync_check). */
+void scn__sync_command(scn_cluster *cl, scn_conn *c);
+/* A record of s's group made by the command running: under sync with in-sync followers, its
+ * connection's output waits for their acks of seq; with none, it counts as answered alone. */
+void scn__sync_record(scn_cluster *cl, const scn_ship *s, uint64_t seq);
+/* Ends the command's scope, releases what every in-sync member acknowledged (or what no member
+ * is left for) and flushes those connections; closes those whose group's history here ended. */
+void scn__sync_check(scn_cluster *cl);
+void scn__sync_conn_closed(scn_cluster *cl, scn_conn *c);
+void scn__sync_free(scn_cluster *cl);
 
 /* ---- replicate.c --------------------------------------------------------------------------- */
 

@@ -20,6 +20,9 @@ static void ship_stats(scn_cluster *cl, scn_metrics_sink *k) {
              (double)cl->nships);
   scn_metric(k, "replica_backlog_bytes_all", "gauge",
              "Bytes of records kept in the backlogs of every group served here.", (double)bytes);
+  scn_metric(k, "replica_alone_total", "counter",
+             "Sync writes answered at once because their group had no in-sync follower.",
+             (double)cl->stats.replica_alone);
   scn_metric(k, "replica_backlog_failures_total", "counter",
              "Records a group's backlog could not keep (out of memory): the backlog emptied.",
              (double)cl->stats.ship_failures);

@@ -189,7 +189,6 @@ int scn_cluster_replicate(scn_cluster *cl, scn_conn *c, const char *group, const
 }
 
 void scn_cluster_repl_line(scn_cluster *cl, scn_conn *c, const char *line, size_t len) {
-  (void)cl;
   scn_ship_link *l = c->repl;
   if (!line || !l) {
     if (l)
@@ -204,6 +203,7 @@ void scn_cluster_repl_line(scn_cluster *cl, scn_conn *c, const char *line, size_
   else if ((uint64_t)v > l->acked) {
     l->acked = (uint64_t)v;
     l->unacked_since = l->acked == l->sent ? 0 : uv_hrtime();
+    scn__sync_check(cl);
   }
   scn_json_heap_delete(root);
 }

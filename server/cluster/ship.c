@@ -74,6 +74,7 @@ void scn__ship_tap(void *ud, const scn_gstore_record *r) {
   if (!scn_backlog_append(&s->backlog, r->seq, r->tick, r->bytes, r->len))
     cl->stats.ship_failures++;
   scn__links_record(cl, s, r->seq, r->tick, r->bytes, r->len);
+  scn__sync_record(cl, s, r->seq);
 }
 
 scn_ship *scn__ship_get(scn_cluster *cl, const char *group) {

@@ -466,6 +466,8 @@ static void finish_success(const request_run *r) {
     if (srv->cluster && r->world_name && (r->cmd->flags & SCN_CMD_MUTATES))
       scn_cluster_note_ack(srv->cluster, r->c);
   }
+  if (srv->cluster)
+    scn_cluster_command_from(srv->cluster, r->c);
   scn_hooks_after_command(srv, &done);
 }
 

@@ -227,7 +227,7 @@ void scn_conn_flush(scn_conn *c) {
   scn_hooks_before_flush(c->srv);
   if (scn_conn_handshaking(c))
     handshake_flush(c);
-  else
+  else if (!c->sync_held)
     c->tp->flush(c);
 }
 

@@ -59,6 +59,7 @@ struct scn_conn {
   struct scn_tls *tls;  /* the TLS session (tls.c); NULL on a plain connection */
   scn_buf sealed;       /* TLS: the ciphertext of the next write, being made */
   void *repl;           /* --replicas: the follower link it streams (cluster/replicate.c) */
+  bool sync_held;       /* --durability sync: its output waits for followers' acks (sync.c) */
 };
 
 /* A WebSocket connection's output is lines, each one text message, and binary messages, each

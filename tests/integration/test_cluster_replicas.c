@@ -565,6 +565,114 @@ static void test_insync(void) {
   cluster_stop(&k);
 }
 
+/* Starts three daemons with --replicas 1, --replica-timeout 1000 and durability; creates b1.main
+ * and writes until the follower is in insync. Returns the follower's index (-1: no start). */
+static int start_insync(cluster *k, const char *durability, int *at) {
+  static const char *extra[] = {"--replicas", "1", "--replica-timeout", "1000", "--durability",
+                                NULL,         NULL};
+  extra[5] = durability;
+  memset(k, 0, sizeof *k);
+  k->own_data = true;
+  k->extra = extra;
+  if (!cluster_start_prepared(k))
+    return -1;
+  cJSON *r = wait_ok_anywhere(k, "{\"cmd\":\"world.create\",\"world\":\"b1.main\"}", 15000, at);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+  cJSON_Delete(r);
+  long long unused;
+  cJSON *rep = wait_key(k, "/scened/replicas/b1", has_one_follower, &unused);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
+  int fi = -1;
+  for (int i = 0; i < NODES; i++)
+    if (strcmp(node_name(i), first(rep, "followers")) == 0)
+      fi = i;
+  cJSON_Delete(rep);
+  CU_ASSERT_FATAL(fi >= 0 && fi != *at);
+  for (int i = 0; i < 5; i++)
+    CU_ASSERT_FATAL(create_transform(k, *at, i));
+  CU_ASSERT_FATAL(wait_insync(k, *at, "b1.main", node_name(fi)));
+  return fi;
+}
+
+/* With the follower stopped, a write's ok is held until the follower leaves insync (past
+ * --replica-timeout, recorded in etcd), under sync; under async it comes at once. */
+static void check_stopped_follower(const char *durability) {
+  cluster k;
+  int at = -1, fi = start_insync(&k, durability, &at);
+  if (fi < 0) {
+    cluster_stop(&k);
+    return;
+  }
+  bool sync = strcmp(durability, "sync") == 0;
+  double alone = metric_of(&k, at, "scened_replica_alone_total");
+  pid_t pid = k.d[fi].pid;
+  CU_ASSERT_FATAL(pid > 0 && kill(pid, SIGSTOP) == 0);
+  long t0 = t_now_ms();
+  CU_ASSERT_FATAL(t_client_send(&k.c[at], "{\"cmd\":\"transform.create\",\"world\":\"b1.main\","
+                                          "\"name\":\"held\",\"id\":7}") == 0);
+  cJSON *r = t_client_recv_json(&k.c[at], sync ? 700 : 5000);
+  long early = t_now_ms() - t0;
+  if (sync) {
+    CU_ASSERT_PTR_NULL(r); /* not before the timeout */
+    cJSON_Delete(r);
+    r = t_client_recv_json(&k.c[at], 15000);
+  }
+  long took = t_now_ms() - t0;
+  printf("\n  %s: owner %s, follower %s stopped: the ok came after %ld ms\n", durability,
+         node_name(at), node_name(fi), took);
+  CU_ASSERT(t_resp_ok(r) && t_resp_num(r, "id") == 7);
+  cJSON_Delete(r);
+  if (sync) {
+    CU_ASSERT(took >= 900);
+    /* Released only once etcd recorded the follower's leaving. */
+    CU_ASSERT(lists_insync(&k, at, "b1.main", ""));
+    CU_ASSERT(create_transform(&k, at, 100)); /* nobody in sync: at once, counted */
+    CU_ASSERT(metric_of(&k, at, "scened_replica_alone_total") >= alone + 1);
+  } else {
+    CU_ASSERT(early < 500);
+  }
+  CU_ASSERT(kill(pid, SIGCONT) == 0);
+  cluster_stop(&k);
+}
+
+static void test_sync_held(void) { check_stopped_follower("sync"); }
+static void test_async_at_once(void) { check_stopped_follower("async"); }
+
+/* A pipelined burst of sync writes with the follower in sync: every ok, in order. */
+static void test_sync_pipelined(void) {
+  enum { BURST = 100 };
+  cluster k;
+  int at = -1, fi = start_insync(&k, "sync", &at);
+  if (fi < 0) {
+    cluster_stop(&k);
+    return;
+  }
+  double alone = metric_of(&k, at, "scened_replica_alone_total");
+  static char burst[BURST * 96];
+  size_t len = 0;
+  for (int i = 0; i < BURST; i++)
+    len += (size_t)snprintf(burst + len, sizeof burst - len,
+                            "{\"cmd\":\"transform.create\",\"world\":\"b1.main\","
+                            "\"name\":\"p%d\",\"id\":%d}\n",
+                            i, i);
+  CU_ASSERT_FATAL(len < sizeof burst);
+  CU_ASSERT_FATAL(t_client_send_raw(&k.c[at], burst, len) == 0);
+  int good = 0;
+  for (int i = 0; i < BURST; i++) {
+    cJSON *r = t_client_recv_json(&k.c[at], 15000);
+    if (t_resp_ok(r) && t_resp_num(r, "id") == i)
+      good++;
+    else if (good == i)
+      t_report("a pipelined write out of order or failed", r);
+    cJSON_Delete(r);
+  }
+  printf("\n  %d of %d pipelined sync writes ok in order\n", good, BURST);
+  CU_ASSERT(good == BURST);
+  CU_ASSERT(lists_insync(&k, at, "b1.main", node_name(fi)));
+  CU_ASSERT(metric_of(&k, at, "scened_replica_alone_total") == alone);
+  cluster_stop(&k);
+}
+
 int t_register_cluster_replicas(void) {
   static const t_test tests[] = {
       {"the owner records its groups' followers", test_followers_recorded},
@@ -574,6 +682,9 @@ int t_register_cluster_replicas(void) {
       {"the replicas key goes with the group's last world", test_key_gone_with_last_world},
       {"no backlog, key or followers without replicas", test_no_backlog_without_replicas},
       {"a follower joins and leaves the in-sync set", test_insync},
+      {"sync: a stopped follower holds the ok until it leaves insync", test_sync_held},
+      {"async: a stopped follower holds nothing", test_async_at_once},
+      {"sync: a pipelined burst is answered in order", test_sync_pipelined},
   };
   return T_ADD_SUITE("cluster_replicas", NULL, NULL, tests);
 }
