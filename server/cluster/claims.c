@@ -82,8 +82,28 @@ void scn_owners_adopt_pending(scn_owners *o) {
       scn__owners_adopt(o, g, g->prev[0] ? g->prev : NULL);
 }
 
+static bool in_set(const char (*set)[SCN_NAME_MAX + 1], uint8_t n, const char *node) {
+  for (uint8_t i = 0; i < n; i++)
+    if (strcmp(set[i], node) == 0)
+      return true;
+  return false;
+}
+
+/* With replicas, a member of the group's in-sync set holds everything its owner answered: a
+ * daemon outside the set leaves the claim to a member while one is live (has a node key). */
+bool scn__owners_may_claim(scn_owners *o, const scn_group_entry *g) {
+  const scn_replica_set *r = &g->replicas;
+  if (!r->known || r->ninsync == 0 || in_set(r->insync, r->ninsync, o->self->node))
+    return true;
+  for (uint8_t i = 0; i < r->ninsync; i++)
+    if (scn_owners_node(o, r->insync[i]))
+      return false;
+  return true;
+}
+
 void scn_owners_claim(scn_owners *o, scn_group_entry *g) {
-  if (g->state != SCN_GROUP_NONE || g->key || !o->ops.serving(o->ops.ud))
+  if (g->state != SCN_GROUP_NONE || g->key || !o->ops.serving(o->ops.ud) ||
+      !scn__owners_may_claim(o, g))
     return;
   if (o->ops.send_claim(o->ops.ud, g->name))
     g->state = SCN_GROUP_CLAIMING;

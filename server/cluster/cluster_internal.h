@@ -229,6 +229,9 @@ typedef struct scn_follow scn_follow;
 void scn__follow_check(scn_cluster *cl);
 /* Stops following group (its copy dropped from the store and the scene), if it is followed. */
 void scn__follow_stop(scn_cluster *cl, const char *group);
+/* Ends following group and leaves its copy in the store and the scene, for this daemon to
+ * serve; false when no copy of it is held here. */
+bool scn__follow_take_copy(scn_cluster *cl, const char *group);
 /* Whether group is held here as a follower's copy. */
 bool scn__follows(const scn_cluster *cl, const char *group);
 void scn__follow_free(scn_cluster *cl);

@@ -69,6 +69,18 @@ static bool wanted(const scn_cluster *cl, const scn_group_entry *g) {
          g->replicas.known && g->replicas.epoch > 0 && names_self(cl, g);
 }
 
+/* Whether f's copy is kept though g has no owner: this daemon is in the in-sync set its owner
+ * recorded, so it is the one to claim g and serve it from this copy (claims.c). */
+static bool kept_for_claim(const scn_cluster *cl, const scn_group_entry *g, const scn_follow *f) {
+  if (g->key || (g->state != SCN_GROUP_NONE && g->state != SCN_GROUP_CLAIMING) || !f->held ||
+      !g->replicas.known || (uint64_t)g->replicas.epoch != f->epoch)
+    return false;
+  for (uint8_t i = 0; i < g->replicas.ninsync; i++)
+    if (strcmp(g->replicas.insync[i], cl->self.node) == 0)
+      return true;
+  return false;
+}
+
 static size_t find(const scn_cluster *cl, const char *group) {
   for (size_t i = 0; i < cl->nfollows; i++)
     if (strcmp(cl->follows[i]->group, group) == 0)
@@ -385,6 +397,15 @@ void scn__follow_stop(scn_cluster *cl, const char *group) {
     free_at(cl, i);
 }
 
+bool scn__follow_take_copy(scn_cluster *cl, const char *group) {
+  size_t i = find(cl, group);
+  if (i >= cl->nfollows || !cl->follows[i]->held)
+    return false;
+  cl->follows[i]->held = false; /* the store and the scene keep it, as the owner's now */
+  free_at(cl, i);
+  return true;
+}
+
 static scn_follow *add(scn_cluster *cl, const scn_group_entry *g) {
   scn_follow **a = scn_array_grow(cl->follows, &cl->follows_cap, sizeof *a, cl->nfollows + 1);
   scn_follow *f = a ? calloc(1, sizeof *f) : NULL;
@@ -403,7 +424,12 @@ void scn__follow_check(scn_cluster *cl) {
     return;
   for (size_t i = cl->nfollows; i-- > 0;) {
     scn_group_entry *g = scn_owners_find(&cl->owners, cl->follows[i]->group);
-    if (!g || !wanted(cl, g) || (uint64_t)g->replicas.epoch != cl->follows[i]->epoch)
+    scn_follow *f = cl->follows[i];
+    if (g && kept_for_claim(cl, g, f)) {
+      hang_up(f, NULL); /* its owner is gone */
+      continue;
+    }
+    if (!g || !wanted(cl, g) || (uint64_t)g->replicas.epoch != f->epoch)
       free_at(cl, i);
   }
   uint64_t now = uv_hrtime();

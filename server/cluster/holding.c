@@ -27,9 +27,19 @@ scn_load_result scn__load_group(void *ud, const char *group, int64_t epoch, scn_
     scn__keepalive(cl);
     return SCN_LOAD_NOT_NOW;
   }
-  /* A follower's copy becomes the owner's: dropped, then loaded from its journal on disk. */
-  scn__follow_stop(cl, group);
   char err[SCN_PATH_MSG_MAX];
+  /* A follower's copy claimed after its owner went is served as it is, ticks and all: its
+   * new epoch starts from what memory holds. Anything else is dropped and loaded from disk. */
+  if (how == SCN_ARRIVED_BY_CLAIM && scn__follow_take_copy(cl, group)) {
+    if (scn_gstore_promote(cl->srv->gstore, group, (uint64_t)epoch, err, sizeof err) == 0) {
+      cl->next_publish = 0;
+      return SCN_LOADED;
+    }
+    scn_log(SCN_LOG_WARN, "replica: a copy cannot be served; the group is loaded from disk",
+            "group=%s error=\"%s\"", group, err);
+    scn__drop_group(cl, group, "", "");
+  }
+  scn__follow_stop(cl, group);
   if (scn_gstore_acquire(cl->srv->gstore, group, (uint64_t)epoch, how == SCN_ARRIVED_BY_MOVE, err,
                          sizeof err) == 0)
     return SCN_LOADED;

@@ -213,6 +213,9 @@ bool scn_owners_replicas_parse(const char *value, size_t len, scn_replica_set *r
 /* The replicas key kv was put (or, deleted, is gone) for the group it names. */
 void scn__owners_replicas_put(scn_owners *o, scn_group_entry *g, const scn_kv *kv);
 void scn__owners_replicas_deleted(scn_group_entry *g, int64_t rev);
+/* Whether this daemon may claim g, which has no owner: with an in-sync set recorded, only a
+ * member does while one is live. */
+bool scn__owners_may_claim(scn_owners *o, const scn_group_entry *g);
 
 /* ---- claims and takeovers (claims.c) ------------------------------------------------------- */
 

@@ -1,5 +1,6 @@
 /* Persistence per group with --cluster (see groups.h). */
 #include "store/groups.h"
+#include "store/groups_internal.h"
 
 #include "ops/log.h"
 #include "store/files.h"
@@ -15,48 +16,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* A group this daemon owns, or the node's own entities (name ""). */
-typedef struct gs_part {
-  char name[SCN_NAME_MAX + 1];
-  scn_path dir; /* the epoch directory (a group) or the node's directory */
-  uint64_t epoch;
-  scn_jwriter journal;
-  uint64_t changes; /* records since its last snapshot */
-  uint64_t stamp;   /* the command that last wrote to it (gs->stamp) */
-  uint32_t home;    /* the entity home tag of what it made (the node's part: 0) */
-  uint64_t seq;     /* records appended in its epoch (scn_gstore_record.seq) */
-} gs_part;
-
-typedef struct gs_stats {
-  uint64_t snapshots, snapshot_failures, loads;
-  uint64_t held_back; /* commits the fence did not allow */
-} gs_stats;
-
-struct scn_gstore {
-  scn_server *srv;
-  scn_hooks hooks;
-  scn_path data, groups_dir;
-  int lock_fd;
-  gs_part node;
-  gs_part **parts; /* the groups held */
-  size_t nparts, cap;
-  size_t last; /* the part the last command wrote to */
-  size_t npending;
-  scn_replay_fn replay;
-  void *replay_ud;
-  scn_fence_fn may_write;
-  void *fence_ud;
-  scn_gstore_tap_fn tap;
-  void *tap_ud;
-  uint64_t stamp;     /* moves on with each command journaled to several parts */
-  uint32_t next_home; /* the home tag the next group acquired gets */
-  uv_timer_t fsync_timer, autosave_timer;
-  int open_timers;
-  bool started;
-  scn_journal_stats journal_stats; /* of every part's journal */
-  gs_stats stats;
-};
 
 static int mkdir_one(const char *path) {
   return mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -1;
@@ -593,6 +552,41 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, bool m
           : moved_in ? "moved-without-file"
                      : "from-1",
           hist.histories, (unsigned long long)hist.versions, hist.dropped);
+  return 0;
+}
+
+int scn_gstore_promote(scn_gstore *gs, const char *group, uint64_t epoch, char *err,
+                       size_t errlen) {
+  gs_part *p = find(gs, group);
+  scn_path gdir, final;
+  if (!p || p->epoch >= epoch || !scn_path_join(&gdir, gs->groups_dir.s, group)) {
+    snprintf(err, errlen, "group %s is not held below epoch %llu", group,
+             (unsigned long long)epoch);
+    return -1;
+  }
+  uint64_t from_epoch = p->epoch, bytes = 0;
+  commit_part(gs, p); /* what it keeps back anyway is in the scene, so in the new snapshot */
+  gs->npending -= scn_jwriter_pending(&p->journal) ? 1 : 0;
+  scn_jwriter_close(&p->journal);
+  part_init(gs, p);
+  scn_path_fmt(&final, "%s/epoch.%llu", gdir.s, (unsigned long long)epoch);
+  scn_path_fmt(&p->dir, "%s.tmp", final.s);
+  p->epoch = epoch;
+  p->seq = p->changes = 0;
+  remove_dir(p->dir.s); /* as a load, the directory gets its name only once complete */
+  if (mkdir_one(p->dir.s) != 0 || write_snapshot(gs, p, &bytes) != 0 ||
+      scn_fsync_dir(p->dir.s) != 0 || rename(p->dir.s, final.s) != 0) {
+    snprintf(err, errlen, "cannot start epoch %llu in %s: %s", (unsigned long long)epoch, final.s,
+             strerror(errno));
+    remove_dir(p->dir.s);
+    return -1;
+  }
+  p->dir = final;
+  scn_fsync_dir(gdir.s);
+  each_epoch(gdir.s, remove_older, &(older){epoch});
+  scn_log(SCN_LOG_INFO, "group promoted from its copy", "group=%s epoch=%llu from=%llu bytes=%llu",
+          group, (unsigned long long)epoch, (unsigned long long)from_epoch,
+          (unsigned long long)bytes);
   return 0;
 }
 
