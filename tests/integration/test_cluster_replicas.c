@@ -673,6 +673,73 @@ static void test_sync_pipelined(void) {
   cluster_stop(&k);
 }
 
+/* The replicas key's epoch, once it is above old (-1: not within the deadline). */
+static long long wait_new_epoch(cluster *k, long long old, char *follower, size_t cap) {
+  for (long deadline = t_now_ms() + 15000; t_now_ms() < deadline; t_sleep_ms(20)) {
+    long long rev, epoch = -1;
+    char *text = etcd_get(&k->e, "/scened/replicas/b1", &rev);
+    cJSON *v = text ? cJSON_Parse(text) : NULL;
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(v, "epoch");
+    if (cJSON_IsNumber(e) && e->valuedouble > (double)old && list_size(v, "followers") == 1) {
+      epoch = (long long)e->valuedouble;
+      snprintf(follower, cap, "%s", first(v, "followers"));
+    }
+    cJSON_Delete(v);
+    free(text);
+    if (epoch > 0)
+      return epoch;
+  }
+  return -1;
+}
+
+/* kill -9 of the owner under sync: the in-sync follower claims the group and serves it from
+ * its copy, with every acknowledged write, and records a new epoch with a follower of its own. */
+static void test_takeover(void) {
+  enum { WRITES = 30 };
+  cluster k;
+  int at = -1, fi = start_insync(&k, "sync", &at);
+  if (fi < 0) {
+    cluster_stop(&k);
+    return;
+  }
+  long long old_epoch = group_epoch(&k);
+  int acked = 0;
+  for (int i = 0; i < WRITES; i++)
+    acked += create_transform(&k, at, 10 + i) ? 1 : 0;
+  CU_ASSERT_FATAL(acked == WRITES);
+  long killed = t_now_ms();
+  node_stop(&k, at, SIGKILL);
+  int now_at = -1;
+  cJSON *r =
+      wait_ok_anywhere(&k, "{\"cmd\":\"transform.find\",\"world\":\"b1.main\",\"path\":\"t0\"}",
+                       TTL_MS + 15000, &now_at);
+  long took = t_now_ms() - killed;
+  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+  cJSON_Delete(r);
+  printf("\n  owner %s killed: %s (the in-sync follower was %s) answers after %ld ms (TTL %d ms)\n",
+         node_name(at), node_name(now_at), node_name(fi), took, TTL_MS);
+  CU_ASSERT_EQUAL(now_at, fi);
+  /* served from memory, not loaded from its directory */
+  CU_ASSERT(t_daemon_log_contains(&k.d[fi], "group promoted from its copy"));
+  int missing = 0;
+  for (int i = 0; i < 5 + WRITES; i++) {
+    cJSON *f = t_client_call(&k.c[now_at],
+                             "{\"cmd\":\"transform.find\",\"world\":\"b1.main\",\"path\":\"t%d\"}",
+                             i < 5 ? i : 10 + i - 5);
+    if (!t_resp_ok(f) && missing++ < 3)
+      t_report("an acknowledged write is missing", f);
+    cJSON_Delete(f);
+  }
+  CU_ASSERT_EQUAL(missing, 0);
+  char follower[64] = "";
+  long long epoch = wait_new_epoch(&k, old_epoch, follower, sizeof follower);
+  printf("  replicas key: epoch %lld -> %lld, follower %s\n", old_epoch, epoch, follower);
+  CU_ASSERT(epoch > old_epoch);
+  CU_ASSERT(strcmp(follower, node_name(fi)) != 0 && strcmp(follower, node_name(at)) != 0);
+  CU_ASSERT(create_transform(&k, now_at, 99));
+  cluster_stop(&k);
+}
+
 int t_register_cluster_replicas(void) {
   static const t_test tests[] = {
       {"the owner records its groups' followers", test_followers_recorded},
@@ -685,6 +752,7 @@ int t_register_cluster_replicas(void) {
       {"sync: a stopped follower holds the ok until it leaves insync", test_sync_held},
       {"async: a stopped follower holds nothing", test_async_at_once},
       {"sync: a pipelined burst is answered in order", test_sync_pipelined},
+      {"kill -9 of the owner: the in-sync follower takes over", test_takeover},
   };
   return T_ADD_SUITE("cluster_replicas", NULL, NULL, tests);
 }
