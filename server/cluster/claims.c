@@ -89,16 +89,17 @@ static bool in_set(const char (*set)[SCN_NAME_MAX + 1], uint8_t n, const char *n
   return false;
 }
 
-/* With replicas, a member of the group's in-sync set holds everything its owner answered: a
- * daemon outside the set leaves the claim to a member while one is live (has a node key). */
+/* With replicas, a member of the group's in-sync set holds everything its owner answered, so
+ * only a member claims the group, or wait for one (or world.promote) when none is live. With
+ * the set empty only the last owner holds it all: it alone claims, returning with its data. A
+ * key that does not name its owner (written before it did) leaves the claim open as before. */
 bool scn__owners_may_claim(scn_owners *o, const scn_group_entry *g) {
   const scn_replica_set *r = &g->replicas;
-  if (!r->known || r->ninsync == 0 || in_set(r->insync, r->ninsync, o->self->node))
+  if (!r->known)
     return true;
-  for (uint8_t i = 0; i < r->ninsync; i++)
-    if (scn_owners_node(o, r->insync[i]))
-      return false;
-  return true;
+  if (r->ninsync == 0)
+    return !r->owner[0] || strcmp(r->owner, o->self->node) == 0;
+  return in_set(r->insync, r->ninsync, o->self->node);
 }
 
 void scn_owners_claim(scn_owners *o, scn_group_entry *g) {

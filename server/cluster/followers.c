@@ -93,6 +93,10 @@ void scn_owners_replicas_value(scn_buf *out, const scn_replica_set *r) {
   char epoch[32];
   snprintf(epoch, sizeof epoch, "{\"epoch\":%lld", (long long)r->epoch);
   scn_buf_adds(out, epoch);
+  if (r->owner[0]) {
+    scn_buf_adds(out, ",\"owner\":");
+    scn_buf_add_json_string(out, r->owner, strlen(r->owner));
+  }
   add_list(out, "followers", r->followers, r->nfollowers);
   add_list(out, "insync", r->insync, r->ninsync);
   scn_buf_adds(out, r->durability == SCN_DURABILITY_ASYNC ? ",\"durability\":\"async\"}"
@@ -114,6 +118,7 @@ bool scn_owners_replicas_parse(const char *value, size_t len, scn_replica_set *r
   cJSON *v = value ? scn_json_heap_parse(value, len) : NULL;
   const cJSON *epoch = cJSON_GetObjectItemCaseSensitive(v, "epoch");
   const cJSON *durability = cJSON_GetObjectItemCaseSensitive(v, "durability");
+  const cJSON *owner = cJSON_GetObjectItemCaseSensitive(v, "owner");
   bool ok = cJSON_IsNumber(epoch) && epoch->valuedouble >= 0 &&
             (!durability ||
              (cJSON_IsString(durability) && (strcmp(durability->valuestring, "sync") == 0 ||
@@ -125,6 +130,10 @@ bool scn_owners_replicas_parse(const char *value, size_t len, scn_replica_set *r
                         : SCN_DURABILITY_SYNC;
     r->nfollowers = scn__owners_node_list(v, "followers", r->followers);
     r->ninsync = scn__owners_node_list(v, "insync", r->insync);
+    r->owner[0] = '\0';
+    if (cJSON_IsString(owner) &&
+        scn_world_name_valid(owner->valuestring, strlen(owner->valuestring)))
+      snprintf(r->owner, sizeof r->owner, "%s", owner->valuestring);
   }
   scn_json_heap_delete(v);
   return ok;

@@ -64,10 +64,11 @@ typedef struct scn_replica_set {
   char followers[SCN_REPLICAS_MAX][SCN_NAME_MAX + 1];
   char insync[SCN_REPLICAS_MAX][SCN_NAME_MAX + 1];
   uint8_t nfollowers, ninsync;
-  int64_t epoch;   /* of the owner that wrote it */
-  int64_t mod_rev; /* of the key: what the next txn on it compares (0: absent) */
-  int durability;  /* scn_durability */
-  bool known;      /* the key exists */
+  char owner[SCN_NAME_MAX + 1]; /* the node that wrote it ("": not said) */
+  int64_t epoch;                /* of the owner that wrote it */
+  int64_t mod_rev;              /* of the key: what the next txn on it compares (0: absent) */
+  int durability;               /* scn_durability */
+  bool known;                   /* the key exists */
 } scn_replica_set;
 
 typedef struct scn_group_entry {

@@ -59,6 +59,7 @@ static void plan(scn_cluster *cl, scn_group_entry *g, scn_replica_set *next) {
   uint8_t want = (uint8_t)cl->srv->cfg.replicas;
   const scn_replica_set *now = &g->replicas;
   *next = (scn_replica_set){.epoch = g->epoch, .durability = cl->srv->cfg.durability};
+  snprintf(next->owner, sizeof next->owner, "%s", cl->self.node);
   next->nfollowers = keep_live(cl, now->followers, now->nfollowers, next->followers, want);
   if (next->nfollowers < want) {
     scn_group_entry probe = *g; /* the choice excludes the followers kept */
@@ -87,6 +88,7 @@ static void plan(scn_cluster *cl, scn_group_entry *g, scn_replica_set *next) {
 static bool recorded(const scn_group_entry *g, const scn_replica_set *next) {
   const scn_replica_set *now = &g->replicas;
   return now->known && now->epoch == next->epoch && now->durability == next->durability &&
+         strcmp(now->owner, next->owner) == 0 &&
          same_names(now->followers, now->nfollowers, next->followers, next->nfollowers) &&
          same_names(now->insync, now->ninsync, next->insync, next->ninsync) &&
          same_names(g->followers, g->nfollowers, next->followers, next->nfollowers) &&

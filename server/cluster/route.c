@@ -70,8 +70,14 @@ static bool route_known(scn_cluster *cl, scn_group_entry *g, const scn_route_req
   case SCN_GROUP_NONE:
     break;
   }
-  if (!g->key)
-    return false;
+  if (!g->key) {
+    /* Its replicas key says it exists, but only another daemon may claim it: it waits. */
+    if (!g->replicas.known || scn__owners_may_claim(&cl->owners, g))
+      return false;
+    *kind = unavailable(out, "the group has no live owner; it waits for its last owner or an "
+                             "in-sync follower (or world.promote)");
+    return true;
+  }
   *kind = strcmp(g->node, cl->self.node) != 0
               ? moved(out, g->node, g->addr)
               : unavailable(out, "the group is being loaded; retry");

@@ -740,6 +740,68 @@ static void test_takeover(void) {
   cluster_stop(&k);
 }
 
+/* How many of n reads of b1.main, one each 200 ms, daemon i answered UNAVAILABLE. */
+static int unavailable_reads(cluster *k, int i, int n) {
+  int got = 0;
+  for (int j = 0; j < n; j++, t_sleep_ms(200)) {
+    cJSON *r = t_client_call(&k->c[i], "{\"cmd\":\"transform.find\",\"world\":\"b1.main\","
+                                       "\"path\":\"t0\"}");
+    if (r && strcmp(t_resp_code(r), "UNAVAILABLE") == 0)
+      got++;
+    else if (got == j)
+      t_report("a read of an orphaned group did not answer UNAVAILABLE", r);
+    cJSON_Delete(r);
+  }
+  return got;
+}
+
+/* The in-sync set recorded empty (the follower stopped past --replica-timeout), then kill -9 of
+ * the owner: only the owner could claim the group, so nobody does; its world answers
+ * UNAVAILABLE on the third daemon and on the follower once it runs again. */
+static void test_empty_insync_waits(void) {
+  cluster k;
+  int at = -1, fi = start_insync(&k, "sync", &at);
+  if (fi < 0) {
+    cluster_stop(&k);
+    return;
+  }
+  int third = NODES - at - fi;
+  pid_t pid = k.d[fi].pid;
+  CU_ASSERT_FATAL(pid > 0 && kill(pid, SIGSTOP) == 0);
+  CU_ASSERT(create_transform(&k, at, 50)); /* held until the follower leaves insync */
+  long long rev;
+  char *text = etcd_get(&k.e, "/scened/replicas/b1", &rev);
+  cJSON *v = text ? cJSON_Parse(text) : NULL;
+  free(text);
+  CU_ASSERT(list_size(v, "insync") == 0);
+  CU_ASSERT_STRING_EQUAL(t_resp_str(v, "owner"), node_name(at));
+  cJSON_Delete(v);
+  node_stop(&k, at, SIGKILL);
+  char *key = NULL;
+  for (long deadline = t_now_ms() + TTL_MS + 15000; t_now_ms() < deadline; t_sleep_ms(20)) {
+    free(key);
+    if (!(key = etcd_get(&k.e, "/scened/groups/b1", &rev)))
+      break;
+  }
+  CU_ASSERT_PTR_NULL_FATAL(key); /* the owner's lease expired */
+  int n = 2 * TTL_MS / 200;
+  int third_got = unavailable_reads(&k, third, n);
+  key = etcd_get(&k.e, "/scened/groups/b1", &rev);
+  CU_ASSERT_PTR_NULL(key); /* nobody claimed */
+  free(key);
+  CU_ASSERT(kill(pid, SIGCONT) == 0);
+  int follower_got = unavailable_reads(&k, fi, TTL_MS / 200);
+  key = etcd_get(&k.e, "/scened/groups/b1", &rev);
+  CU_ASSERT_PTR_NULL(key);
+  free(key);
+  printf("\n  owner %s killed with insync empty: %d of %d reads UNAVAILABLE on %s, %d of %d on "
+         "the follower %s\n",
+         node_name(at), third_got, n, node_name(third), follower_got, TTL_MS / 200, node_name(fi));
+  CU_ASSERT_EQUAL(third_got, n);
+  CU_ASSERT_EQUAL(follower_got, TTL_MS / 200);
+  cluster_stop(&k);
+}
+
 int t_register_cluster_replicas(void) {
   static const t_test tests[] = {
       {"the owner records its groups' followers", test_followers_recorded},
@@ -753,6 +815,7 @@ int t_register_cluster_replicas(void) {
       {"async: a stopped follower holds nothing", test_async_at_once},
       {"sync: a pipelined burst is answered in order", test_sync_pipelined},
       {"kill -9 of the owner: the in-sync follower takes over", test_takeover},
+      {"kill -9 of the owner with insync empty: nobody claims", test_empty_insync_waits},
   };
   return T_ADD_SUITE("cluster_replicas", NULL, NULL, tests);
 }
