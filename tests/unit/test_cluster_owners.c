@@ -649,14 +649,19 @@ static void test_replica_records(void) {
   CU_ASSERT_EQUAL(back.ninsync, 1);
   CU_ASSERT_STRING_EQUAL(back.insync[0], "c");
   CU_ASSERT_EQUAL(back.durability, SCN_DURABILITY_SYNC);
+  CU_ASSERT_STRING_EQUAL(back.owner, "");
   scn_buf_free(&v);
 
   r.durability = SCN_DURABILITY_ASYNC;
   r.ninsync = 0;
+  snprintf(r.owner, sizeof r.owner, "a");
   scn_owners_replicas_value(&v, &r);
-  CU_ASSERT_TRUE(scn_owners_replicas_parse(v.data, v.len, &back));
+  CU_ASSERT_STRING_EQUAL(text_of(&v), "{\"epoch\":42,\"owner\":\"a\",\"followers\":[\"b\",\"c\"],"
+                                      "\"insync\":[],\"durability\":\"async\"}");
+  CU_ASSERT_TRUE(scn_owners_replicas_parse(v.data, v.len - 1, &back));
   CU_ASSERT_EQUAL(back.durability, SCN_DURABILITY_ASYNC);
   CU_ASSERT_EQUAL(back.ninsync, 0);
+  CU_ASSERT_STRING_EQUAL(back.owner, "a");
   scn_buf_free(&v);
 
   static const char *const bad[] = {
