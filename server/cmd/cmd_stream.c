@@ -16,12 +16,13 @@ static int decode_distance(const cJSON *v, const char *field, bool zero_ok, doub
                   zero_ok ? "non-negative" : "positive");
 }
 
-static int decode_point(const cJSON *v, double p[3], scn_wire_error *err) {
+/* Three finite numbers (near.point, packed.origin). */
+static int decode_point(const cJSON *v, const char *field, double p[3], scn_wire_error *err) {
   if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 3)
-    return scn_fail(err, SCN_W_BAD_REQUEST, "field \"near.point\" must be an array of 3 numbers");
+    return scn_fail(err, SCN_W_BAD_REQUEST, "field \"%s\" must be an array of 3 numbers", field);
   int i = 0;
   for (const cJSON *c = v->child; c; c = c->next, i++)
-    if (scn_decode_number(c, "near.point", &p[i], err) < 0)
+    if (scn_decode_number(c, field, &p[i], err) < 0)
       return -1;
   return 0;
 }
@@ -70,7 +71,7 @@ static int decode_near(const cJSON *v, scn_near_spec *spec, scn_wire_error *err)
   for (const cJSON *m = v->child; m; m = m->next) {
     int rc = 0;
     if (strcmp(m->string, "point") == 0) {
-      rc = decode_point(m, spec->point, err);
+      rc = decode_point(m, "near.point", spec->point, err);
       has_point = true;
     } else if (strcmp(m->string, "entity") == 0) {
       rc = scn_decode_entity(m, "near.entity", &spec->entity, err);
@@ -111,13 +112,8 @@ static int decode_packed(const cJSON *v, scn_pack_grid *g, scn_wire_error *err) 
         return -1;
       has_step = true;
     } else if (strcmp(m->string, "origin") == 0) {
-      if (!cJSON_IsArray(m) || cJSON_GetArraySize(m) != 3)
-        return scn_fail(err, SCN_W_BAD_REQUEST,
-                        "field \"packed.origin\" must be an array of 3 numbers");
-      int i = 0;
-      for (const cJSON *c = m->child; c; c = c->next, i++)
-        if (scn_decode_number(c, "packed.origin", &g->origin[i], err) < 0)
-          return -1;
+      if (decode_point(m, "packed.origin", g->origin, err) < 0)
+        return -1;
     } else {
       return scn_fail(err, SCN_W_BAD_REQUEST, "unknown field \"packed.%s\"", m->string);
     }

@@ -95,29 +95,28 @@ static int cmp_u64(const void *x, const void *y) {
   return (a > b) - (a < b);
 }
 
-/* The frame's entries in increasing id, each taken apart once for every payload. */
+/* The frame's entries in increasing id, each taken apart once for every payload. A frame
+ * already in id order (the usual case) is read where it is; another is sorted into a copy. */
 static bool sort_changes(scn_pack_encoder *pe, const scn_frame *f) {
-  size_t n = f->n, ids_cap = pe->cap, ms_cap = pe->cap, parts_cap = pe->cap;
-  if (n > pe->cap) {
-    uint64_t *ids = scn_array_grow(pe->ids, &ids_cap, sizeof *ids, n);
-    if (ids)
-      pe->ids = ids;
-    float(*ms)[16] = ids ? scn_array_grow(pe->ms, &ms_cap, sizeof *ms, n) : NULL;
-    if (ms)
-      pe->ms = ms;
-    scn_packed_parts *parts = ms ? scn_array_grow(pe->parts, &parts_cap, sizeof *parts, n) : NULL;
-    if (!parts)
-      return false;
-    pe->parts = parts;
-    pe->cap = ids_cap < ms_cap ? ids_cap : ms_cap;
-    pe->cap = pe->cap < parts_cap ? pe->cap : parts_cap;
-  }
+  size_t n = f->n;
+  scn_packed_parts *parts = scn_array_grow(pe->parts, &pe->parts_cap, sizeof *parts, n);
+  if (n && !parts)
+    return false;
+  pe->parts = n ? parts : pe->parts;
   bool sorted = true;
   for (size_t i = 1; i < n && sorted; i++)
     sorted = f->ids[i - 1] < f->ids[i];
   pe->sorted_ids = f->ids, pe->sorted_ms = (const float(*)[16])f->ms;
   if (!sorted) {
-    scn_pack_order *order = scn_array_grow(pe->order, &pe->order_cap, sizeof *order, n);
+    size_t ms_cap = pe->ids_cap;
+    uint64_t *ids = scn_array_grow(pe->ids, &pe->ids_cap, sizeof *ids, n);
+    if (ids)
+      pe->ids = ids;
+    float(*ms)[16] = ids ? scn_array_grow(pe->ms, &ms_cap, sizeof *ms, n) : NULL;
+    scn_pack_order *order = ms ? scn_array_grow(pe->order, &pe->order_cap, sizeof *order, n) : NULL;
+    if (ms)
+      pe->ms = ms;
+    pe->ids_cap = ms_cap < pe->ids_cap ? ms_cap : pe->ids_cap; /* both hold this many */
     if (!order)
       return false;
     pe->order = order;

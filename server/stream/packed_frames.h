@@ -54,7 +54,7 @@ typedef struct scn_pack_encoder {
   const uint64_t *sorted_ids; /* the frame's own arrays, or the ones above */
   const float (*sorted_ms)[16];
   scn_packed_parts *parts;
-  size_t cap, removed_cap;
+  size_t ids_cap, parts_cap, removed_cap; /* ids_cap: of ids and ms alike */
   scn_pack_entry *entries;
   size_t entries_cap;
   scn_buf payload;

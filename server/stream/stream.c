@@ -411,12 +411,9 @@ static void end_scope_gone(scn_stream *st, scn_sub *s, const char *reason) {
   }
   scn_buf_adds(out, "{\"event\":\"frame\",\"sub\":");
   scn_buf_add_u64(out, s->id);
-  scn_buf_adds(out, ",\"world\":");
-  scn_buf_add_json_string(out, scn_world_name(w), strlen(scn_world_name(w)));
-  scn_buf_adds(out, ",\"tick\":");
-  scn_buf_add_u64(out, scn_world_tick(w) - 1);
-  scn_buf_adds(out, s->conn->matrices == SCN_MATRICES_B64 ? ",\"full\":false,\"ids\":[],\"ms\":\"\""
-                                                          : ",\"full\":false,\"set\":[]");
+  scn_frame_head(out, w, scn_world_tick(w) - 1, false);
+  scn_buf_adds(out,
+               s->conn->matrices == SCN_MATRICES_B64 ? ",\"ids\":[],\"ms\":\"\"" : ",\"set\":[]");
   scn_buf_adds(out, ",\"removed\":");
   if (s->near) {
     scn_buf_addc(out, '[');
