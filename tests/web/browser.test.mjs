@@ -790,6 +790,10 @@ describe('staging view: a cluster', () => {
     await tcpB.call({ cmd: 'transform.set_local', world: 'arena.main', entity: id, t: [7, 7, 7] });
     await page.waitForFunction((e) => { const m = window.scened.matrix(e); return m && m[12] === 7; }, id, { timeout: 15000 });
     await page.screenshot({ path: screenshot.replace(/\.png$/, '-cluster.png') });
+    // without --replicas the panel has no groups to show, and no other owner is asked for figures
+    assert.equal(await scened(page, () => window.scened.replicas), null);
+    assert.equal(await page.isVisible('#replicas'), false);
+    assert.deepEqual(await scened(page, () => window.scened.peers), []);
     assert.deepEqual(problems, []);
     await page.close();
   });
