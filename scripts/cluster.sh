@@ -143,10 +143,13 @@ for n in 0 1 2; do
   view+=("$(logged "$node_log" http)")
 done
 
+# With replicas a group moves to one of its followers (a switchover; the others have no copy).
 if ((REPLICAS > 0)); then
   kept="each with its own data directory ($DATA/node0, node1, node2) and $REPLICAS follower(s) per group"
+  move_to="node1   # a follower, as world.list names it"
 else
   kept="sharing the data directory $DATA (no replicas)"
+  move_to=node2
 fi
 cat <<EOT
 A cluster of three daemons and etcd (http://127.0.0.1:$ETCD_PORT), $kept; logs in $RUN/.
@@ -157,8 +160,8 @@ Try:
   $BUILD/scenectl --port $BASE_PORT world.create world=match1.main node=auto
   $BUILD/scenectl --port $((BASE_PORT + 2)) transform.create world=match1.main name=car
   $BUILD/scenectl --port $((BASE_PORT + 4)) cluster.nodes
-  $BUILD/scenectl --port $BASE_PORT world.list cluster=true     (owner, followers, in-sync set)
-  $BUILD/scenectl --port $BASE_PORT world.move world=match1.main to=node2
+  $BUILD/scenectl --port $BASE_PORT world.list cluster=true   # owners, followers, in-sync sets
+  $BUILD/scenectl --port $BASE_PORT world.move world=match1.main to=$move_to
 Any daemon answers for any world: scenectl follows MOVED to the owner. The staging view's
 Nodes panel shows each group's owner, followers and their lag. Ctrl-C stops everything.
 EOT
