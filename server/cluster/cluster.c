@@ -119,6 +119,12 @@ void scn_cluster_world_replicas_json(scn_cluster *cl, const char *world, scn_buf
   add_names(out, ",\"insync\":", r->insync, r->ninsync);
 }
 
+bool scn_cluster_follows_world(const scn_cluster *cl, const char *world) {
+  char group[SCN_NAME_MAX + 1];
+  scn_group_of(world, group);
+  return cl->nfollows && scn__follows(cl, group);
+}
+
 void scn_cluster_worlds_json(scn_cluster *cl, scn_buf *out, bool first, const scn_acl_rule *rule) {
   scn_owners *o = &cl->owners;
   for (size_t i = 0; i < o->nnodes; i++) {

@@ -87,6 +87,8 @@ void scn_cluster_nodes_json(scn_cluster *cl, scn_buf *out);
 /* With --replicas >= 1: ,"followers":[..],"insync":[..] of world's group, as its replicas key
  * in the cache says (empty lists when it has none); nothing with --replicas 0. */
 void scn_cluster_world_replicas_json(scn_cluster *cl, const char *world, scn_buf *out);
+/* True when world's group is one this daemon keeps a follower's copy of (its owner lists it). */
+bool scn_cluster_follows_world(const scn_cluster *cl, const char *world);
 /* The worlds of the other nodes, as ,{"name":..,"node":..} items of world.list's array. */
 /* Only those the asker's rule covers (NULL: no access list, every world). */
 void scn_cluster_worlds_json(scn_cluster *cl, scn_buf *out, bool first, const scn_acl_rule *rule);

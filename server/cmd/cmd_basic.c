@@ -154,6 +154,8 @@ int scn_cmd_world_list(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_e
     scn_world *w = scn_world_at(scene, i);
     if (ctx->rule && !scn_acl_allows_world(ctx->rule, scn_world_name(w)))
       continue; /* --acl: only the worlds the token may see */
+    if (all && node && scn_cluster_follows_world(cl, scn_world_name(w)))
+      continue; /* a follower's copy: its owner lists it, with its node */
     scn_buf_adds(out, first ? "{\"name\":" : ",{\"name\":");
     first = false;
     scn_buf_add_json_string(out, scn_world_name(w), strlen(scn_world_name(w)));

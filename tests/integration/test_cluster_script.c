@@ -254,6 +254,41 @@ static bool wait_follower(t_client *c, char *owner, char *follower, size_t n) {
   return false;
 }
 
+/* world.list with cluster on the follower's daemon (its protocol port) names match1.main once,
+ * on its owner (10 s at most, as the owner publishes its worlds), never as the follower's own. */
+static void check_follower_list(const run *r, const char *owner, const char *follower) {
+  int n = follower[0] == 'n' ? atoi(follower + 4) : -1;
+  t_client c;
+  if (n < 0 || n > 2 || !CONNECT(&c, r->base + 2 * n)) {
+    CU_FAIL("no follower to ask");
+    return;
+  }
+  long deadline = t_now_ms() + 10000;
+  int count = 0, own = 0;
+  bool listed = false;
+  while (!listed && t_now_ms() < deadline) {
+    cJSON *l = OK(&c, "{\"cmd\":\"world.list\",\"cluster\":true}");
+    const cJSON *w;
+    count = 0;
+    cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(l, "worlds")) {
+      if (!t_resp_str_is(w, "name", "match1.main"))
+        continue;
+      count++;
+      own += !t_resp_str_is(w, "node", owner);
+    }
+    cJSON_Delete(l);
+    listed = count > 0;
+    if (!listed)
+      t_sleep_ms(100);
+  }
+  CU_ASSERT_EQUAL(count, 1);
+  CU_ASSERT_EQUAL(own, 0);
+  if (count != 1 || own)
+    fprintf(stderr, "  %s's world.list: match1.main %d times, %d not on its owner %s\n", follower,
+            count, own, owner);
+  t_client_close(&c);
+}
+
 /* Where match1's copies are: with replicas, in the owner's and the follower's own directories
  * and no other (nothing in DATA itself but the three); without, in the shared DATA. */
 static void check_copies(const run *r, bool replicas, const char *owner, const char *follower) {
@@ -308,6 +343,8 @@ static void stop_cluster(int sig, bool group, const char *replicas) {
         bool followed = wait_follower(&c, owner, follower, sizeof owner);
         CU_ASSERT(followed);
         printf("  match1: owner %s, follower %s\n", owner, follower);
+        if (followed)
+          check_follower_list(&r, owner, follower);
       } else {
         cJSON *l = OK(&c, "{\"cmd\":\"world.list\",\"cluster\":true}");
         const cJSON *w = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(l, "worlds"), 0);

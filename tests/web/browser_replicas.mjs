@@ -43,9 +43,11 @@ describe('staging view: a cluster with replicas', () => {
         return false;
       }
     }, 'etcd', 15000, 50);
-    // each its own directory; any page may open any daemon's /ws
+    // each its own directory; any page may open any daemon's /ws. A lease of 10 s: the follower
+    // stopped for a few seconds keeps its fence up (one whose fence fell while it was stopped
+    // withholds its acknowledgements until another record comes, which is not what this shows).
     for (const n of NAMES) {
-      d[n] = await startDaemon(['--cluster', url, '--data', path.join(dir, n), '--node', n, '--lease-ttl', '2',
+      d[n] = await startDaemon(['--cluster', url, '--data', path.join(dir, n), '--node', n, '--lease-ttl', '10',
         '--replicas', '1', '--replica-timeout', '300', '--ws-origins', '*']);
       tcp[n] = await TcpClient.connect(d[n].port);
     }
@@ -90,17 +92,20 @@ describe('staging view: a cluster with replicas', () => {
     // Waits until the page shows the follower as in sync (or not) lagging by lo to hi changes.
     const shows = async (insync, lo, hi, what) => {
       await page.waitForFunction(([f, insync, lo, hi]) => {
-        const g = (window.scened.replicas || []).find((x) => x.group === 'arena');
+        const g = ((window.scened && window.scened.replicas) || []).find((x) => x.group === 'arena');
         const fo = g && g.followers.find((x) => x.node === f);
         return g && g.owner === 'beta' && fo && fo.insync === insync && fo.lag &&
           fo.lag.changes >= lo && fo.lag.changes <= hi;
-      }, [follower, insync, lo, hi], { timeout: 20000 }).catch((e) => {
-        throw new Error(`${what}: ${e.message}`);
+      }, [follower, insync, lo, hi], { timeout: 20000 }).catch(async (e) => {
+        // what the page showed, and what the owner said
+        const shown = JSON.stringify(await scened(page, () => window.scened && window.scened.replicas));
+        const listed = JSON.stringify((await tcp.beta.call({ cmd: 'world.list', cluster: true })).worlds);
+        throw new Error(`${what}: ${e.message}\n  the page: ${shown}\n  beta: ${listed}`);
       });
     };
     try {
       // in sync, lag 0, as beta (not the page's daemon) reports it
-      await page.waitForFunction(() => window.scened.node !== '' && window.scened.nodes.length === 3, null, { timeout: 15000 });
+      await page.waitForFunction(() => window.scened && window.scened.node !== '' && window.scened.nodes.length === 3, null, { timeout: 15000 });
       await shows(true, 0, 0, 'the follower in sync');
       assert.deepEqual(await scened(page, () => window.scened.peers), ['beta']);
       assert.equal(await page.isVisible('#replicas'), true);
