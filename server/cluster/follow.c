@@ -81,6 +81,12 @@ static bool kept_for_claim(const scn_cluster *cl, const scn_group_entry *g, cons
   return false;
 }
 
+/* Whether f's copy is kept because g's key hands g to this daemon (a switchover), which has
+ * not loaded it yet: it is the copy scn__load_group takes. */
+static bool kept_for_move(const scn_cluster *cl, const scn_group_entry *g, const scn_follow *f) {
+  return f->held && g->key && g->state == SCN_GROUP_NONE && strcmp(g->node, cl->self.node) == 0;
+}
+
 static size_t find(const scn_cluster *cl, const char *group) {
   for (size_t i = 0; i < cl->nfollows; i++)
     if (strcmp(cl->follows[i]->group, group) == 0)
@@ -425,8 +431,8 @@ void scn__follow_check(scn_cluster *cl) {
   for (size_t i = cl->nfollows; i-- > 0;) {
     scn_group_entry *g = scn_owners_find(&cl->owners, cl->follows[i]->group);
     scn_follow *f = cl->follows[i];
-    if (g && kept_for_claim(cl, g, f)) {
-      hang_up(f, NULL); /* its owner is gone */
+    if (g && (kept_for_claim(cl, g, f) || kept_for_move(cl, g, f))) {
+      hang_up(f, NULL); /* its owner is gone, or it is this daemon */
       continue;
     }
     if (!g || !wanted(cl, g) || (uint64_t)g->replicas.epoch != f->epoch)

@@ -28,9 +28,11 @@ scn_load_result scn__load_group(void *ud, const char *group, int64_t epoch, scn_
     return SCN_LOAD_NOT_NOW;
   }
   char err[SCN_PATH_MSG_MAX];
-  /* A follower's copy claimed after its owner went is served as it is, ticks and all: its
+  /* A follower's copy claimed after its owner went, or handed over by a switchover (whose
+   * owner waited until this copy had every record), is served as it is, ticks and all: its
    * new epoch starts from what memory holds. Anything else is dropped and loaded from disk. */
-  if (how == SCN_ARRIVED_BY_CLAIM && scn__follow_take_copy(cl, group)) {
+  if ((how == SCN_ARRIVED_BY_CLAIM || cl->srv->cfg.replicas >= 1) &&
+      scn__follow_take_copy(cl, group)) {
     if (scn_gstore_promote(cl->srv->gstore, group, (uint64_t)epoch, err, sizeof err) == 0) {
       cl->next_publish = 0;
       return SCN_LOADED;
@@ -58,6 +60,11 @@ void scn__drop_group(void *ud, const char *group, const char *to, const char *to
   scn_cluster *cl = ud;
   scn_server *srv = cl->srv;
   uint32_t home = scn_gstore_home(srv->gstore, group);
+  /* Handed over by a switchover: its target acknowledged every record, so the oks that
+   * waited for followers leave (not dropped with the ship). */
+  scn_group_entry *g = scn_owners_find(&cl->owners, group);
+  if (g && g->mv && g->mv->handoff_rev)
+    scn__sync_release(cl, group);
   scn_gstore_release(srv->gstore, group);
   scn__ship_drop(cl, group); /* its backlog may hold records the store just discarded */
   size_t nused;
@@ -102,6 +109,9 @@ bool scn__freeze_group(void *ud, const char *group, uint64_t *snapshot_bytes,
                        uint64_t *history_bytes) {
   scn_cluster *cl = ud;
   set_clocks(cl, group, CLOCKS_STOP);
+  *snapshot_bytes = *history_bytes = 0;
+  if (cl->srv->cfg.replicas >= 1)
+    return true; /* a switchover: the target's copy is what goes, nothing through the disk */
   return scn_gstore_checkpoint(cl->srv->gstore, group, snapshot_bytes) == 0 &&
          scn_gstore_write_history(cl->srv->gstore, group, history_bytes) == 0;
 }
