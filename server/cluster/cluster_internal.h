@@ -236,6 +236,10 @@ void scn__follow_stop(scn_cluster *cl, const char *group);
 /* Ends following group and leaves its copy in the store and the scene, for this daemon to
  * serve; false when no copy of it is held here. */
 bool scn__follow_take_copy(scn_cluster *cl, const char *group);
+/* group, switched over to another owner, stays in the store and the scene as a copy that
+ * follows it once the new owner records its epoch naming this daemon (or is dropped); false
+ * when out of memory. */
+bool scn__follow_park(scn_cluster *cl, const char *group);
 /* Whether group is held here as a follower's copy. */
 bool scn__follows(const scn_cluster *cl, const char *group);
 void scn__follow_free(scn_cluster *cl);

@@ -53,18 +53,41 @@ scn_load_result scn__load_group(void *ud, const char *group, int64_t epoch, scn_
   return outran ? SCN_LOAD_OUTRAN : SCN_LOAD_BROKEN;
 }
 
+typedef enum clocks { CLOCKS_RUN, CLOCKS_STOP } clocks;
+static void set_clocks(scn_cluster *cl, const char *group, clocks how);
+
+/* A group switched over to its follower: its subscribers are told where it went, and the
+ * copy stays (clocks running again) for this daemon to follow it with. */
+static bool keep_switched(scn_cluster *cl, const char *group, const char *to, const char *to_addr) {
+  if (!scn__follow_park(cl, group))
+    return false;
+  scn__ship_drop(cl, group);
+  scn_scene *scene = cl->srv->scene;
+  for (size_t i = 0; i < scn_world_count(scene); i++) {
+    scn_world *w = scn_world_at(scene, i);
+    if (scn_world_in_group(scn_world_name(w), group))
+      scn_stream_world_moved(cl->srv->stream, w, to, to_addr);
+  }
+  set_clocks(cl, group, CLOCKS_RUN);
+  return true;
+}
+
 /* Drops the group's worlds from the scene (subscribers told where it went) and stops
  * persisting it. Its entities that no other world here uses go with it: another daemon keeps
  * them now (its snapshot lists them), and they must not come back here as this node's own. */
 void scn__drop_group(void *ud, const char *group, const char *to, const char *to_addr) {
   scn_cluster *cl = ud;
   scn_server *srv = cl->srv;
-  uint32_t home = scn_gstore_home(srv->gstore, group);
   /* Handed over by a switchover: its target acknowledged every record, so the oks that
-   * waited for followers leave (not dropped with the ship). */
+   * waited for followers leave (not dropped with the ship), and the copy here, the same as
+   * the target's, is kept to follow it. */
   scn_group_entry *g = scn_owners_find(&cl->owners, group);
-  if (g && g->mv && g->mv->handoff_rev)
+  if (g && g->mv && g->mv->handoff_rev) {
     scn__sync_release(cl, group);
+    if (srv->cfg.replicas >= 1 && !scn__follows(cl, group) && keep_switched(cl, group, to, to_addr))
+      return;
+  }
+  uint32_t home = scn_gstore_home(srv->gstore, group);
   scn_gstore_release(srv->gstore, group);
   scn__ship_drop(cl, group); /* its backlog may hold records the store just discarded */
   size_t nused;
@@ -91,8 +114,6 @@ void scn__drop_group(void *ud, const char *group, const char *to, const char *to
       scn_entity_set_home(srv->scene, id, 0);
   }
 }
-
-typedef enum clocks { CLOCKS_RUN, CLOCKS_STOP } clocks;
 
 /* A group being moved keeps its worlds' clocks still from its freeze on: the tick count the
  * target goes on with is the one the mover wrote, and no tick here comes after it. */

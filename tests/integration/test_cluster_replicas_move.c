@@ -263,6 +263,26 @@ static void test_switchover_with_writer(void) {
   printf("  tick of s1.main: %.0f on %s before, %.0f on %s after\n", tick_before, node_name(at),
          tick_after, node_name(fi));
   CU_ASSERT(tick_before > 0 && tick_after >= tick_before);
+  /* The old owner follows from the copy it kept: it joins the in-sync set, and the group can
+   * be switched back to it with everything there. */
+  CU_ASSERT(t_daemon_log_contains(&k.d[at], "following a group from the copy kept"));
+  OKD(&k.c[fi], "{\"cmd\":\"transform.create\",\"world\":\"s1.main\",\"name\":\"back\"}");
+  rep = wait_replicas(&k, in_sync, node_name(at));
+  CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
+  cJSON_Delete(rep);
+  r = OK(&k.c[fi], "{\"cmd\":\"world.move\",\"world\":\"s1.main\",\"to\":\"%s\"}", node_name(at));
+  CHECK(t_resp_str_is(r, "node", node_name(at)), r);
+  cJSON_Delete(r);
+  missing = 0;
+  for (int i = 1; i <= sent; i++) {
+    r = t_client_call(&k.c[at],
+                      "{\"cmd\":\"transform.find\",\"world\":\"s1.main\",\"path\":\"w%d\"}", i);
+    if (!t_resp_ok(r) && missing++ < 3)
+      t_report("a write is missing after the switch back", r);
+    cJSON_Delete(r);
+  }
+  CU_ASSERT_EQUAL(missing, 0);
+  OKD(&k.c[at], "{\"cmd\":\"transform.find\",\"world\":\"s1.main\",\"path\":\"back\"}");
   free(state);
   t_client_close(&sub);
   t_client_close(&writer);
