@@ -556,9 +556,10 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, bool m
 }
 
 /* The new epoch's directory of a promoted part starts as the old one's files, linked: its
- * snapshot and every journal after it (none is appended to any more), then a journal of the
- * next generation for what follows. A load of it replays exactly what the copy holds, without
- * a snapshot written now. false when a file cannot be linked (the caller writes a snapshot). */
+ * snapshot and every journal after it (the old directory is removed right after, so the last
+ * journal goes on being appended to only here). A load of it replays exactly what the copy
+ * holds, without a snapshot written now. false when a file cannot be linked (the caller
+ * writes a snapshot). */
 static bool link_epoch(gs_part *p, const char *old_dir) {
   uint64_t gens[4096], last = 0;
   size_t n = scn_journal_list(old_dir, gens, 4096);
@@ -572,7 +573,7 @@ static bool link_epoch(gs_part *p, const char *old_dir) {
       return false;
     last = gens[i] > last ? gens[i] : last;
   }
-  return scn_jwriter_open(&p->journal, p->dir.s, last + 1) == 0;
+  return scn_jwriter_open(&p->journal, p->dir.s, last) == 0;
 }
 
 int scn_gstore_promote(scn_gstore *gs, const char *group, uint64_t epoch, char *err,
