@@ -52,13 +52,17 @@ int scn__switch_start(scn_cluster *cl, const scn_move_order *order, int *code, c
     scn_buf_free(&list);
     return -1;
   }
+  /* Caught up already (nothing runs between this and the freeze): the hand-off goes at once,
+   * and a failure to send it is this call's answer. */
+  uint64_t epoch, last;
+  bool ready = g && !g->recording &&
+               scn_gstore_position(cl->srv->gstore, order->group, &epoch, &last) &&
+               caught_up(scn__ship_find(cl, order->group), order->to, epoch, last);
   scn_move_order o = *order;
-  o.catch_up_limit = cl->srv->cfg.replica_timeout_ms * 1000000u;
+  o.catch_up_limit = ready ? 0 : cl->srv->cfg.replica_timeout_ms * 1000000u;
   int rc = scn_owners_move(&cl->owners, &o, code, msg, msglen);
-  if (rc == 0) {
+  if (rc == 0 && !ready)
     cl->switching++;
-    scn__switch_check(cl); /* caught up already: the hand-off goes now */
-  }
   return rc;
 }
 
