@@ -68,9 +68,12 @@ static int node_index(const char *name) {
 /* Three daemons with --replicas 1 and --replica-timeout timeout; s1.main created with a few
  * transforms until its follower is in sync. The follower's index (-1: no start); *at the
  * owner's, *epoch the owner's epoch. */
-static int start_switch(cluster *k, const char *timeout, int *at, long long *epoch) {
-  static const char *extra[] = {"--replicas", "1", "--replica-timeout", NULL, NULL};
+static int start_switch(cluster *k, const char *timeout, const char *durability, int *at,
+                        long long *epoch) {
+  static const char *extra[] = {"--replicas", "1", "--replica-timeout", NULL, "--durability",
+                                NULL,         NULL};
   extra[3] = timeout;
+  extra[5] = durability;
   memset(k, 0, sizeof *k);
   k->own_data = true;
   k->extra = extra;
@@ -141,13 +144,14 @@ static double tick_on(cluster *k, int i) {
  * frozen, MOVED after); every ok is on the new owner and no refused one is; the refused ones
  * sent again to the new owner are applied once. The subscriber gets moved, the old owner
  * answers MOVED, the replicas key names the new owner in a newer epoch with the old owner as
- * its follower, the new owner served its copy (no load), and ticks go on. */
-static void test_switchover_with_writer(void) {
+ * its follower, the new owner served its copy (no load), and ticks go on. The old owner follows
+ * from the copy it kept: it joins the in-sync set, and the group switches back to it whole. */
+static void check_switchover(const char *durability) {
   enum { CHUNK = 16, MAX_WRITES = 3000 };
   cluster k;
   int at = -1;
   long long epoch = 0;
-  int fi = start_switch(&k, "1000", &at, &epoch);
+  int fi = start_switch(&k, "1000", durability, &at, &epoch);
   if (fi < 0) {
     cluster_stop(&k);
     return;
@@ -164,6 +168,7 @@ static void test_switchover_with_writer(void) {
   int *state = calloc(MAX_WRITES + 1, sizeof *state);
   CU_ASSERT_PTR_NOT_NULL_FATAL(state);
   int sent = 0, answered = 0, twice = 0, after = 0;
+  int window = strcmp(durability, "async") == 0 ? 16 : 4;
   cJSON *m = NULL;
   long move_sent = 0, move_took = -1;
   for (long deadline = t_now_ms() + 30000;
@@ -186,9 +191,10 @@ static void test_switchover_with_writer(void) {
     }
     if (move_sent && !m && (m = t_recv_object(&mover, 1)))
       move_took = t_now_ms() - move_sent;
-    /* Keep a few chunks in flight; after the answer, a few more chunks meet MOVED. */
-    read_answers(&writer, state, sent, &answered, answered + 4 * CHUNK < sent ? T_RESPONSE_MS : 1,
-                 &twice);
+    /* Keep a few chunks in flight (more under async, so that the follower lags); after the
+     * answer, a few more chunks meet MOVED. */
+    read_answers(&writer, state, sent, &answered,
+                 answered + window * CHUNK < sent ? T_RESPONSE_MS : 1, &twice);
     after += m != NULL;
   }
   read_answers(&writer, state, sent, &answered, T_RESPONSE_MS, &twice);
@@ -205,12 +211,15 @@ static void test_switchover_with_writer(void) {
   /* Nothing more comes on the writer's connection: no request is answered twice. */
   read_answers(&writer, state, sent + 1, &answered, 300, &twice);
   CU_ASSERT_EQUAL(twice, 0);
-  int oks = 0, refused = 0, moved = 0;
+  int oks = 0, refused = 0;
   for (int i = 1; i <= sent; i++)
     oks += state[i] == W_OK, refused += state[i] == W_REFUSED;
-  printf("\n  owner %s -> follower %s: %d writes, %d ok, %d refused; move answered in %ld ms\n",
-         node_name(at), node_name(fi), sent, oks, refused, move_took);
+  printf("\n  %s: owner %s -> follower %s: %d writes, %d ok, %d refused; move answered in %ld ms\n",
+         durability, node_name(at), node_name(fi), sent, oks, refused, move_took);
   CU_ASSERT(oks > 0 && refused > 0);
+  printf("  the owner %s\n", t_daemon_log_contains(&k.d[at], "switching a group over")
+                                 ? "waited for the follower to catch up"
+                                 : "found the follower caught up");
   /* Every ok is on the new owner, nothing refused is; a refused write sent there again is
    * applied (once: its name would be taken otherwise). */
   int missing = 0, extra = 0, retried = 0;
@@ -251,7 +260,6 @@ static void test_switchover_with_writer(void) {
   CHECK(t_resp_str_is(error_of(r), "code", "MOVED") &&
             t_resp_str_is(error_of(r), "node", node_name(fi)),
         r);
-  (void)moved;
   cJSON_Delete(r);
   /* The follower's copy was served, not loaded; the old owner follows in the new epoch. */
   CU_ASSERT(t_daemon_log_contains(&k.d[fi], "group promoted from its copy"));
@@ -290,6 +298,11 @@ static void test_switchover_with_writer(void) {
   cluster_stop(&k);
 }
 
+static void test_switchover_sync(void) { check_switchover("sync"); }
+/* async: oks go before the follower acknowledges, so the switchover waits for it to catch up
+ * with what was answered. */
+static void test_switchover_async(void) { check_switchover("async"); }
+
 /* A node that does not follow the group is refused (BAD_REQUEST, naming the follower); a
  * follower that does not catch up (stopped) fails the move after --replica-timeout with
  * UNAVAILABLE, and the group is served by its owner again. */
@@ -297,7 +310,7 @@ static void test_refusals(void) {
   cluster k;
   int at = -1;
   long long epoch = 0;
-  int fi = start_switch(&k, "500", &at, &epoch);
+  int fi = start_switch(&k, "500", "sync", &at, &epoch);
   if (fi < 0) {
     cluster_stop(&k);
     return;
@@ -331,7 +344,8 @@ static void test_refusals(void) {
 
 int t_register_cluster_replicas_move(void) {
   static const t_test tests[] = {
-      {"switchover with a racing writer", test_switchover_with_writer},
+      {"switchover with a racing writer (sync)", test_switchover_sync},
+      {"switchover with a racing writer (async)", test_switchover_async},
       {"refused: not a follower, or one that does not catch up", test_refusals},
   };
   return T_ADD_SUITE("cluster_replicas_move", NULL, NULL, tests);
