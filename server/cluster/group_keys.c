@@ -3,6 +3,8 @@
  * group may be gone by then). */
 #include "cluster/cluster_internal.h"
 
+#include "store/snapshot.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -96,10 +98,35 @@ static bool send_switch(scn_cluster *cl, const char *group, int64_t mod_rev,
   return sent;
 }
 
+/* A switchover's hand-off value also gives each world's open tick, frozen here: the target's
+ * copy goes on from there at least (holding.c). */
+static void add_ticks(scn_cluster *cl, const char *group, scn_buf *value) {
+  scn_scene *scene = cl->srv->scene;
+  if (value->len == 0 || value->data[value->len - 1] != '}')
+    return;
+  value->len--;
+  scn_buf_adds(value, ",\"ticks\":{");
+  bool first = true;
+  for (size_t i = 0; i < scn_world_count(scene); i++) {
+    scn_world *w = scn_world_at(scene, i);
+    const char *name = scn_world_name(w);
+    if (!scn_world_in_group(name, group))
+      continue;
+    scn_buf_adds(value, first ? "" : ",");
+    first = false;
+    scn_buf_add_json_string(value, name, strlen(name));
+    scn_buf_addc(value, ':');
+    scn_buf_add_u64(value, scn_world_tick(w));
+  }
+  scn_buf_adds(value, "}}");
+}
+
 bool scn__send_handoff(void *ud, const char *group, int64_t mod_rev, const scn_node_entry *to) {
   scn_cluster *cl = ud;
   scn_buf value = {0};
   scn_owners_group_value(&value, to->name, to->addr, cl->self.node);
+  if (cl->srv->cfg.replicas >= 1)
+    add_ticks(cl, group, &value);
   bool sent = cl->srv->cfg.replicas >= 1
                   ? send_switch(cl, group, mod_rev, to, &value)
                   : put_if_unchanged(cl, group, &value, to->lease, mod_rev, on_handed_off);

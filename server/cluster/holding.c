@@ -3,6 +3,7 @@
  * The ownership core decides; these are its ops (owners.h). */
 #include "cluster/cluster_internal.h"
 
+#include "ops/json_arena.h"
 #include "ops/log.h"
 #include "store/groups.h"
 #include "store/snapshot.h"
@@ -15,6 +16,32 @@
 bool scn__on_disk(void *ud, const char *group) {
   scn_cluster *cl = ud;
   return scn_gstore_on_disk(cl->srv->gstore, group);
+}
+
+#define TICKS_CLOSED_MAX 1000000 /* a copy further behind than this many ticks stays behind */
+
+/* A switchover's copy goes on from each world's tick on the old owner at least (the hand-off
+ * names them, frozen there): a world whose own clock is behind closes ticks until its open
+ * tick is the owner's (never back). */
+static void continue_ticks(scn_cluster *cl, const char *group) {
+  scn_group_entry *g = scn_owners_find(&cl->owners, group);
+  cJSON *ticks = g && g->handoff_ticks
+                     ? scn_json_heap_parse(g->handoff_ticks, strlen(g->handoff_ticks))
+                     : NULL;
+  const cJSON *t;
+  cJSON_ArrayForEach(t, ticks) {
+    scn_world *w = scn_world_find(cl->srv->scene, t->string);
+    uint64_t want = (uint64_t)t->valuedouble, closed = 0;
+    if (!w || !scn_world_in_group(t->string, group))
+      continue;
+    while (scn_world_tick(w) < want && closed++ < TICKS_CLOSED_MAX)
+      scn_world_close_tick(w);
+    if (closed)
+      scn_log(SCN_LOG_INFO, "replica: a world's ticks go on from its old owner's",
+              "world=%s tick=%llu closed=%llu", t->string, (unsigned long long)scn_world_tick(w),
+              (unsigned long long)closed);
+  }
+  scn_json_heap_delete(ticks);
 }
 
 scn_load_result scn__load_group(void *ud, const char *group, int64_t epoch, scn_arrival how) {
@@ -34,6 +61,8 @@ scn_load_result scn__load_group(void *ud, const char *group, int64_t epoch, scn_
   if ((how == SCN_ARRIVED_BY_CLAIM || cl->srv->cfg.replicas >= 1) &&
       scn__follow_take_copy(cl, group)) {
     if (scn_gstore_promote(cl->srv->gstore, group, (uint64_t)epoch, err, sizeof err) == 0) {
+      if (how == SCN_ARRIVED_BY_MOVE)
+        continue_ticks(cl, group);
       cl->next_publish = 0;
       return SCN_LOADED;
     }

@@ -84,7 +84,8 @@ typedef struct scn_group_entry {
   char node[SCN_NAME_MAX + 1];
   char addr[SCN_ADDR_MAX];
   int64_t lease, mod_rev;
-  bool handoff;                /* the key is a hand-off its target has not confirmed yet */
+  bool handoff;        /* the key is a hand-off its target has not confirmed yet */
+  char *handoff_ticks; /* a switchover's hand-off: its "ticks" ({"world":T}, JSON), or NULL */
   char prev[SCN_NAME_MAX + 1]; /* the owner before the key went (for the log) */
   /* this daemon's side */
   scn_group_state state;
