@@ -8,7 +8,9 @@
  * epoch begins, or this daemon comes to own the group (scn__load_group stops it first).
  *
  * A copy starts empty, from seq 1: a follower whose directory already has the group (from an
- * older epoch, or a restart) waits until the snapshot stream exists, and says so once. */
+ * older epoch, or a restart) waits until the snapshot stream exists, and says so once. A daemon
+ * that switched a group over to its follower keeps its own copy instead (scn__follow_park): the
+ * same as the one the new owner starts its epoch from, so it follows from seq 1 of that epoch. */
 #include "cluster/cluster_internal.h"
 
 #include "framing.h"
@@ -47,17 +49,17 @@ struct scn_follow {
   scn_cluster *cl;
   char group[SCN_NAME_MAX + 1];
   uint64_t epoch;
-  bool held; /* the group is in the store at epoch */
-  /* The copy this daemon kept when it switched the group over to its new owner: it follows
-   * once the new owner records its epoch naming this daemon (epoch is 0 until then). */
-  uint64_t parked_until; /* uv_hrtime; 0: not parked */
-  bool waits;            /* the directory has a copy already: waits for the snapshot stream */
-  fconn *conn;           /* NULL: not connected */
+  bool held;   /* the group is in the store at epoch */
+  bool waits;  /* the directory has a copy already: waits for the snapshot stream */
+  fconn *conn; /* NULL: not connected */
   link_state state;
   uint64_t acked, pending_ack; /* the last seq acknowledged, and the last to acknowledge */
   uint64_t applied;            /* records applied since following began */
   uint64_t backoff_ms, retry_at;
   scn_buf rec; /* a record's bytes, rebuilt */
+  /* The copy this daemon kept when it switched the group over to its new owner: it follows
+   * once the new owner records its epoch naming this daemon (epoch is 0 until then). */
+  uint64_t parked_until; /* uv_hrtime; 0: not parked */
 };
 
 static bool names_self(const scn_cluster *cl, const scn_group_entry *g) {

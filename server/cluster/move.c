@@ -1,5 +1,7 @@
 /* Moves (world.move): a group owned here is frozen and saved, its key handed to the target in
- * one txn, and the move is answered when the target says it serves it (see owners.h). */
+ * one txn, and the move is answered when the target says it serves it (see owners.h). A
+ * switchover (--replicas) hands off only once the cluster says the target caught up
+ * (scn_owners_move_hand_off, from switchover.c). */
 #include "cluster/owners.h"
 
 #include "ops/log.h"
