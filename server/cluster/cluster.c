@@ -58,6 +58,7 @@ static void on_tick(uv_timer_t *t) {
   scn__sync_check(cl);
   scn__follow_check(cl);
   scn_owners_expire_moves(&cl->owners);
+  scn__switch_check(cl);
 }
 
 /* ---- commands ------------------------------------------------------------------------------ */
@@ -151,6 +152,8 @@ int scn_cluster_move(scn_cluster *cl, const char *world, const char *to, scn_mov
   scn_group_of(world, group);
   scn_move_order order = {
       .group = group, .to = to, .done = done, .ud = ud, .limit = (uint64_t)(MOVE_LIMIT_S * 1e9)};
+  if (cl->srv->cfg.replicas >= 1)
+    return scn__switch_start(cl, &order, code, msg, msglen);
   return scn_owners_move(&cl->owners, &order, code, msg, msglen);
 }
 
@@ -250,6 +253,7 @@ static void before_flush(void *ud) {
   scn__fence_before_flush(ud);
   scn__links_pump(ud);
   scn__sync_check(ud);
+  scn__switch_check(ud);
 }
 
 /* Runs after the store's (registered first), whose append handed the records on. */

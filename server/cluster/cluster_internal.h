@@ -10,6 +10,7 @@
  *   replica_keys.c  the followers an owner records for its groups (--replicas)
  *   ship.c          the owner's side of the change stream: each group's backlog (--replicas)
  *   follow.c        the follower's side: a copy of each group followed here, fed by its owner
+ *   switchover.c    world.move to a follower (--replicas): frozen until it caught up
  *   route.c         where a command goes
  *   cluster_stats.c the module's figures
  * owners.h is the ownership core they drive; etcd_kv.h the only way they reach etcd. */
@@ -113,6 +114,7 @@ struct scn_cluster {
   scn_conn *sync_conn;
   scn_sync_wait *waits;
   size_t nwaits, waits_cap;
+  size_t switching; /* switchovers that may still wait for their target (switchover.c) */
   uv_timer_t timer;
   bool closing;
   scn_cluster_stats stats;
@@ -203,6 +205,8 @@ void scn__sync_record(scn_cluster *cl, const scn_ship *s, uint64_t seq);
  * is left for) and flushes those connections; closes those whose group's history here ended. */
 void scn__sync_check(scn_cluster *cl);
 void scn__sync_conn_closed(scn_cluster *cl, scn_conn *c);
+/* group was handed to a node that holds every record made here: what waited for it leaves. */
+void scn__sync_release(scn_cluster *cl, const char *group);
 void scn__sync_free(scn_cluster *cl);
 
 /* ---- replicate.c --------------------------------------------------------------------------- */
@@ -232,11 +236,24 @@ void scn__follow_stop(scn_cluster *cl, const char *group);
 /* Ends following group and leaves its copy in the store and the scene, for this daemon to
  * serve; false when no copy of it is held here. */
 bool scn__follow_take_copy(scn_cluster *cl, const char *group);
+/* group, switched over to another owner, stays in the store and the scene as a copy that
+ * follows it once the new owner records its epoch naming this daemon (or is dropped); false
+ * when out of memory. */
+bool scn__follow_park(scn_cluster *cl, const char *group);
 /* Whether group is held here as a follower's copy. */
 bool scn__follows(const scn_cluster *cl, const char *group);
 void scn__follow_free(scn_cluster *cl);
 /* The records f applied since following began, and its group. */
 uint64_t scn__follow_applied(const scn_follow *f, const char **group);
+
+/* ---- switchover.c -------------------------------------------------------------------------- */
+
+/* world.move with --replicas: refused (BAD_REQUEST) when order->to does not follow the group;
+ * otherwise scn_owners_move's answer, the hand-off waiting for the target to catch up. */
+int scn__switch_start(scn_cluster *cl, const scn_move_order *order, int *code, char *msg,
+                      size_t msglen);
+/* Hands off the switchovers whose target has acknowledged the group's last record. */
+void scn__switch_check(scn_cluster *cl);
 
 /* ---- cluster_stats.c ----------------------------------------------------------------------- */
 

@@ -8,7 +8,9 @@
  * epoch begins, or this daemon comes to own the group (scn__load_group stops it first).
  *
  * A copy starts empty, from seq 1: a follower whose directory already has the group (from an
- * older epoch, or a restart) waits until the snapshot stream exists, and says so once. */
+ * older epoch, or a restart) waits until the snapshot stream exists, and says so once. A daemon
+ * that switched a group over to its follower keeps its own copy instead (scn__follow_park): the
+ * same as the one the new owner starts its epoch from, so it follows from seq 1 of that epoch. */
 #include "cluster/cluster_internal.h"
 
 #include "framing.h"
@@ -23,6 +25,7 @@
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
+#define PARKED_MS 10000 /* a copy kept at a switchover waits this long for its new owner */
 
 typedef enum link_state {
   LINK_NONE,
@@ -54,6 +57,9 @@ struct scn_follow {
   uint64_t applied;            /* records applied since following began */
   uint64_t backoff_ms, retry_at;
   scn_buf rec; /* a record's bytes, rebuilt */
+  /* The copy this daemon kept when it switched the group over to its new owner: it follows
+   * once the new owner records its epoch naming this daemon (epoch is 0 until then). */
+  uint64_t parked_until; /* uv_hrtime; 0: not parked */
 };
 
 static bool names_self(const scn_cluster *cl, const scn_group_entry *g) {
@@ -79,6 +85,12 @@ static bool kept_for_claim(const scn_cluster *cl, const scn_group_entry *g, cons
     if (strcmp(g->replicas.insync[i], cl->self.node) == 0)
       return true;
   return false;
+}
+
+/* Whether f's copy is kept because g's key hands g to this daemon (a switchover), which has
+ * not loaded it yet: it is the copy scn__load_group takes. */
+static bool kept_for_move(const scn_cluster *cl, const scn_group_entry *g, const scn_follow *f) {
+  return f->held && g->key && g->state == SCN_GROUP_NONE && strcmp(g->node, cl->self.node) == 0;
 }
 
 static size_t find(const scn_cluster *cl, const char *group) {
@@ -419,14 +431,57 @@ static scn_follow *add(scn_cluster *cl, const scn_group_entry *g) {
   return f;
 }
 
+bool scn__follow_park(scn_cluster *cl, const char *group) {
+  size_t i = find(cl, group);
+  if (i < cl->nfollows)
+    free_at(cl, i);
+  scn_group_entry probe = {0};
+  snprintf(probe.name, sizeof probe.name, "%s", group);
+  scn_follow *f = add(cl, &probe);
+  if (!f)
+    return false;
+  f->held = true;
+  f->epoch = 0;
+  f->parked_until = uv_hrtime() + (uint64_t)PARKED_MS * 1000000u;
+  cl->next_publish = 0;
+  return true;
+}
+
+/* A parked copy follows g once its new owner recorded its epoch naming this daemon: the copy,
+ * exactly what the new owner started its epoch from, becomes that epoch's from seq 0 (its
+ * files linked, scn_gstore_promote). true: f is kept (parked still, or following now). */
+static bool unpark(scn_cluster *cl, const scn_group_entry *g, scn_follow *f) {
+  uint64_t epoch, seq;
+  if (!g || !scn_gstore_position(cl->srv->gstore, f->group, &epoch, &seq))
+    return false;
+  if (!g->key || !g->replicas.known || g->replicas.epoch <= 0 ||
+      strcmp(g->replicas.owner, g->node) != 0)
+    return uv_hrtime() < f->parked_until; /* the new owner has not recorded its epoch yet */
+  char err[SCN_PATH_MSG_MAX];
+  if (!wanted(cl, g) || (uint64_t)g->replicas.epoch <= epoch ||
+      scn_gstore_promote(cl->srv->gstore, f->group, (uint64_t)g->replicas.epoch, err, sizeof err) !=
+          0)
+    return false;
+  f->epoch = (uint64_t)g->replicas.epoch;
+  f->parked_until = 0;
+  scn_log(SCN_LOG_INFO, "replica: following a group from the copy kept at its switchover",
+          "group=%s epoch=%llu owner=%s", f->group, (unsigned long long)f->epoch, g->node);
+  return true;
+}
+
 void scn__follow_check(scn_cluster *cl) {
   if (cl->srv->cfg.replicas == 0)
     return;
   for (size_t i = cl->nfollows; i-- > 0;) {
     scn_group_entry *g = scn_owners_find(&cl->owners, cl->follows[i]->group);
     scn_follow *f = cl->follows[i];
-    if (g && kept_for_claim(cl, g, f)) {
-      hang_up(f, NULL); /* its owner is gone */
+    if (f->parked_until) {
+      if (!unpark(cl, g, f))
+        free_at(cl, i);
+      continue;
+    }
+    if (g && (kept_for_claim(cl, g, f) || kept_for_move(cl, g, f))) {
+      hang_up(f, NULL); /* its owner is gone, or it is this daemon */
       continue;
     }
     if (!g || !wanted(cl, g) || (uint64_t)g->replicas.epoch != f->epoch)
@@ -438,7 +493,7 @@ void scn__follow_check(scn_cluster *cl) {
       continue;
     size_t i = find(cl, g->name);
     scn_follow *f = i < cl->nfollows ? cl->follows[i] : add(cl, g);
-    if (!f || f->waits || now < f->retry_at)
+    if (!f || f->waits || f->parked_until || now < f->retry_at)
       continue;
     if (!f->held)
       hold(f);

@@ -204,6 +204,7 @@ void scn_cluster_repl_line(scn_cluster *cl, scn_conn *c, const char *line, size_
     l->acked = (uint64_t)v;
     l->unacked_since = l->acked == l->sent ? 0 : uv_hrtime();
     scn__sync_check(cl);
+    scn__switch_check(cl);
   }
   scn_json_heap_delete(root);
 }

@@ -84,6 +84,15 @@ static bool waits_on(const scn_cluster *cl, const scn_conn *c) {
   return false;
 }
 
+/* Connections held that no longer wait on anything flush. */
+static void flush_released(scn_cluster *cl) {
+  for (scn_conn *c = cl->srv->conns; c; c = c->next)
+    if (c->sync_held && !waits_on(cl, c)) {
+      c->sync_held = false;
+      scn_conn_schedule_flush(c);
+    }
+}
+
 void scn__sync_check(scn_cluster *cl) {
   cl->sync_conn = NULL;
   if (cl->nwaits == 0)
@@ -105,13 +114,18 @@ void scn__sync_check(scn_cluster *cl) {
   }
   size_t was = cl->nwaits;
   cl->nwaits = n;
-  if (n == was)
-    return;
-  for (scn_conn *c = cl->srv->conns; c; c = c->next)
-    if (c->sync_held && !waits_on(cl, c)) {
-      c->sync_held = false;
-      scn_conn_schedule_flush(c);
-    }
+  if (n != was)
+    flush_released(cl);
+}
+
+void scn__sync_release(scn_cluster *cl, const char *group) {
+  size_t n = 0, was = cl->nwaits;
+  for (size_t i = 0; i < cl->nwaits; i++)
+    if (strcmp(cl->waits[i].group, group) != 0)
+      cl->waits[n++] = cl->waits[i];
+  cl->nwaits = n;
+  if (n != was)
+    flush_released(cl);
 }
 
 void scn__sync_conn_closed(scn_cluster *cl, scn_conn *c) {

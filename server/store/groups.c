@@ -555,17 +555,42 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, bool m
   return 0;
 }
 
+/* The new epoch's directory of a promoted part starts as the old one's files, linked: its
+ * snapshot and every journal after it (the old directory is removed right after, so the last
+ * journal goes on being appended to only here). A load of it replays exactly what the copy
+ * holds, without a snapshot written now. false when a file cannot be linked (the caller
+ * writes a snapshot). */
+static bool link_epoch(gs_part *p, const char *old_dir) {
+  uint64_t gens[4096], last = 0;
+  size_t n = scn_journal_list(old_dir, gens, 4096);
+  scn_path from, to;
+  if (n == 0 || n == 4096 || !scn_path_join(&from, old_dir, "snapshot.scn") ||
+      !scn_path_join(&to, p->dir.s, "snapshot.scn") || link(from.s, to.s) != 0)
+    return false;
+  for (size_t i = 0; i < n; i++) {
+    if (!scn_journal_path(&from, old_dir, gens[i]) || !scn_journal_path(&to, p->dir.s, gens[i]) ||
+        link(from.s, to.s) != 0)
+      return false;
+    last = gens[i] > last ? gens[i] : last;
+  }
+  return scn_jwriter_open(&p->journal, p->dir.s, last) == 0;
+}
+
 int scn_gstore_promote(scn_gstore *gs, const char *group, uint64_t epoch, char *err,
                        size_t errlen) {
   gs_part *p = find(gs, group);
-  scn_path gdir, final;
+  scn_path gdir, final, old_dir;
   if (!p || p->epoch >= epoch || !scn_path_join(&gdir, gs->groups_dir.s, group)) {
     snprintf(err, errlen, "group %s is not held below epoch %llu", group,
              (unsigned long long)epoch);
     return -1;
   }
-  uint64_t from_epoch = p->epoch, bytes = 0;
+  uint64_t from_epoch = p->epoch, bytes = 0, changes = p->changes;
+  old_dir = p->dir;
   commit_part(gs, p); /* what it keeps back anyway is in the scene, so in the new snapshot */
+  /* Linked only when the old files hold all of it, on disk. */
+  bool linkable = !scn_jwriter_pending(&p->journal) && p->journal.fd >= 0 &&
+                  scn_jwriter_fsync(&p->journal) == 0;
   gs->npending -= scn_jwriter_pending(&p->journal) ? 1 : 0;
   scn_jwriter_close(&p->journal);
   part_init(gs, p);
@@ -574,8 +599,16 @@ int scn_gstore_promote(scn_gstore *gs, const char *group, uint64_t epoch, char *
   p->epoch = epoch;
   p->seq = p->changes = 0;
   remove_dir(p->dir.s); /* as a load, the directory gets its name only once complete */
-  if (mkdir_one(p->dir.s) != 0 || write_snapshot(gs, p, &bytes) != 0 ||
-      scn_fsync_dir(p->dir.s) != 0 || rename(p->dir.s, final.s) != 0) {
+  bool linked = false;
+  if (mkdir_one(p->dir.s) == 0 && linkable && !(linked = link_epoch(p, old_dir.s))) {
+    scn_jwriter_close(&p->journal);
+    part_init(gs, p);
+    remove_dir(p->dir.s);
+    mkdir_one(p->dir.s);
+  }
+  p->changes = linked ? changes + 1 : 0; /* linked: the next autosave folds the journals in */
+  if ((!linked && write_snapshot(gs, p, &bytes) != 0) || scn_fsync_dir(p->dir.s) != 0 ||
+      rename(p->dir.s, final.s) != 0) {
     snprintf(err, errlen, "cannot start epoch %llu in %s: %s", (unsigned long long)epoch, final.s,
              strerror(errno));
     remove_dir(p->dir.s);
@@ -584,8 +617,9 @@ int scn_gstore_promote(scn_gstore *gs, const char *group, uint64_t epoch, char *
   p->dir = final;
   scn_fsync_dir(gdir.s);
   each_epoch(gdir.s, remove_older, &(older){epoch});
-  scn_log(SCN_LOG_INFO, "group promoted from its copy", "group=%s epoch=%llu from=%llu bytes=%llu",
-          group, (unsigned long long)epoch, (unsigned long long)from_epoch,
+  scn_log(SCN_LOG_INFO, "group promoted from its copy",
+          "group=%s epoch=%llu from=%llu start=%s snapshot_bytes=%llu", group,
+          (unsigned long long)epoch, (unsigned long long)from_epoch, linked ? "linked" : "snapshot",
           (unsigned long long)bytes);
   return 0;
 }

@@ -80,9 +80,10 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, bool m
                        size_t errlen);
 
 /* A follower's copy of group, held here at an older epoch, becomes epoch's without a load:
- * what the scene holds is written as the new epoch's first snapshot (the older epochs
- * removed), its worlds' ticks and histories kept, and seqs start again from 1. 0, or -1 with
- * err (the part is then left to the caller to release). */
+ * the new epoch's directory starts from the old one's snapshot and journals, linked (what the
+ * copy holds, so no snapshot is written now; one is written instead when they cannot be),
+ * the older epochs removed, its worlds' ticks and histories kept, and seqs start again from 1.
+ * 0, or -1 with err (the part is then left to the caller to release). */
 int scn_gstore_promote(scn_gstore *gs, const char *group, uint64_t epoch, char *err, size_t errlen);
 /* Writes group's journal and a snapshot now (a new journal generation); 0, or -1. */
 int scn_gstore_save(scn_gstore *gs, const char *group, uint64_t *bytes);
