@@ -69,7 +69,8 @@ const char *scn_wire_code_name(scn_wire_code code);
   X(entities)                                                                                      \
   X(group)                                                                                         \
   X(epoch)                                                                                         \
-  X(from)
+  X(from)                                                                                          \
+  X(durability)
 
 typedef enum scn_field {
 #define SCN_FIELD_ENUM(name) SCN_F_##name,
@@ -158,8 +159,9 @@ unsigned scn_right_find(const char *name, unsigned long len);
   X("hello", hello, SCN_CMD_OPEN, read, none, 0, SCN_F(token) | SCN_F(matrices),                   \
     "identify (and authenticate) the connection; matrices \"json\" or \"b64\"")                    \
   X("world.create", world_create, SCN_CMD_MUTATES, admin, max_worlds, SCN_F(world),                \
-    SCN_F(history) | SCN_F(node),                                                                  \
-    "create a named world (history: keep its last N ticks; cluster: node places a new group)")     \
+    SCN_F(history) | SCN_F(node) | SCN_F(durability),                                              \
+    "create a named world (history: keep its last N ticks; cluster: node places a new group, "     \
+    "durability sync or async fixes its durability)")                                              \
   X("world.destroy", world_destroy, SCN_CMD_MUTATES | SCN_CMD_WORLD, admin, max_transforms,        \
     SCN_F(world), SCN_F(entities),                                                                 \
     "destroy a world and every transform in it (entities: true, and the entities only it used)")   \

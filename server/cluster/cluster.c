@@ -117,6 +117,9 @@ void scn_cluster_world_replicas_json(scn_cluster *cl, const char *world, scn_buf
   const scn_replica_set *r = g && g->replicas.known ? &g->replicas : &(scn_replica_set){0};
   add_names(out, ",\"followers\":", r->followers, r->nfollowers);
   add_names(out, ",\"insync\":", r->insync, r->ninsync);
+  scn_buf_adds(out, scn__group_durability(cl, group) == SCN_DURABILITY_ASYNC
+                        ? ",\"durability\":\"async\""
+                        : ",\"durability\":\"sync\"");
 }
 
 void scn_cluster_worlds_json(scn_cluster *cl, scn_buf *out, bool first, const scn_acl_rule *rule) {

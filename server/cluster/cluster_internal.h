@@ -60,12 +60,20 @@ typedef struct scn_ship {
   scn_ship_link links[SCN_SHIP_LINKS];
 } scn_ship;
 
-/* A connection whose output waits for the followers' acks of a group's record (sync.c). */
+/* A reply that waits for the followers' acks of a group's record (sync.c): the gate shut in
+ * its connection's output, opened once every in-sync member acknowledged seq. */
 typedef struct scn_sync_wait {
   scn_conn *conn;
-  char group[SCN_NAME_MAX + 1];
-  uint64_t epoch, seq;
+  uint64_t gate, seq;
 } scn_sync_wait;
+
+/* A group's waits in one epoch, in the order of their seqs (acks come in that order too). */
+typedef struct scn_sync_queue {
+  char group[SCN_NAME_MAX + 1];
+  uint64_t epoch;
+  scn_sync_wait *w;
+  size_t head, n, cap; /* w[head..n) wait */
+} scn_sync_queue;
 
 typedef struct scn_cluster_stats {
   uint64_t renewals, renewal_failures;
@@ -111,8 +119,8 @@ struct scn_cluster {
   size_t nfollows, follows_cap;
   /* --durability sync: the command running (its records' replies wait) and what waits */
   scn_conn *sync_conn;
-  scn_sync_wait *waits;
-  size_t nwaits, waits_cap;
+  scn_sync_queue *squeues;
+  size_t nsqueues, squeues_cap;
   uv_timer_t timer;
   bool closing;
   scn_cluster_stats stats;
@@ -203,6 +211,8 @@ void scn__sync_record(scn_cluster *cl, const scn_ship *s, uint64_t seq);
  * is left for) and flushes those connections; closes those whose group's history here ended. */
 void scn__sync_check(scn_cluster *cl);
 void scn__sync_conn_closed(scn_cluster *cl, scn_conn *c);
+/* The durability of group: the one it was created with, else the daemon's --durability. */
+scn_durability scn__group_durability(scn_cluster *cl, const char *group);
 void scn__sync_free(scn_cluster *cl);
 
 /* ---- replicate.c --------------------------------------------------------------------------- */

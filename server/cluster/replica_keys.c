@@ -58,7 +58,7 @@ static bool same_names(const char a[][SCN_NAME_MAX + 1], uint8_t na,
 static void plan(scn_cluster *cl, scn_group_entry *g, scn_replica_set *next) {
   uint8_t want = (uint8_t)cl->srv->cfg.replicas;
   const scn_replica_set *now = &g->replicas;
-  *next = (scn_replica_set){.epoch = g->epoch, .durability = cl->srv->cfg.durability};
+  *next = (scn_replica_set){.epoch = g->epoch, .durability = scn__group_durability(cl, g->name)};
   snprintf(next->owner, sizeof next->owner, "%s", cl->self.node);
   next->nfollowers = keep_live(cl, now->followers, now->nfollowers, next->followers, want);
   if (next->nfollowers < want) {
