@@ -121,11 +121,14 @@ typedef enum scn_limit_kind {
   SCN_LIMIT_none = SCN_LIMIT_KINDS /* a command no limit refuses (but --output-limit) */
 } scn_limit_kind;
 
-/* Rights (--acl): a command needs one of them, an access list rule grants a set. */
+/* Rights (--acl): a command needs one of them, an access list rule grants a set. "cluster" is
+ * the daemons' own (a follower's replicate stream of a group), granted to the cluster's token
+ * only; admin does not imply it. */
 #define SCN_RIGHTS(X)                                                                              \
   X(read)                                                                                          \
   X(write)                                                                                         \
-  X(admin)
+  X(admin)                                                                                         \
+  X(cluster)
 
 typedef enum scn_right_bit {
 #define SCN_RIGHT_ENUM(name) SCN_RIGHT_BIT_##name,
@@ -219,7 +222,7 @@ unsigned scn_right_find(const char *name, unsigned long len);
     "move a world's group to another node of the cluster (answers its node and addr)")             \
   X("cluster.nodes", cluster_nodes, SCN_CMD_READ, read, none, 0, 0,                                \
     "the cluster's live nodes with their load")                                                    \
-  X("replicate", replicate, 0, admin, none, SCN_F(group) | SCN_F(epoch) | SCN_F(from),             \
+  X("replicate", replicate, 0, cluster, none, SCN_F(group) | SCN_F(epoch) | SCN_F(from),           \
     SCN_F(node),                                                                                   \
     "cluster (--replicas): a follower's stream of a group's records from seq from, on its owner")
 

@@ -53,11 +53,14 @@ typedef struct scn_ship_link {
                            * come, so it is the wait of the oldest unacked at most */
 } scn_ship_link;
 
+#define SCN_SHIP_TIMES 512 /* records whose making time a ship remembers (for the lag) */
 typedef struct scn_ship {
   char group[SCN_NAME_MAX + 1];
   uint64_t epoch; /* of the records kept */
   scn_backlog backlog;
   scn_ship_link links[SCN_SHIP_LINKS];
+  uint64_t last_seq;                /* of the last record the tap handed on in this epoch */
+  uint64_t made_at[SCN_SHIP_TIMES]; /* uv_hrtime when record seq was made, at seq % TIMES */
 } scn_ship;
 
 /* A reply that waits for the followers' acks of a group's record (sync.c): the gate shut in
@@ -199,6 +202,10 @@ void scn__ship_free(scn_cluster *cl);
 scn_ship *scn__ship_get(scn_cluster *cl, const char *group);
 /* The group's ship, or NULL (none made). */
 scn_ship *scn__ship_find(scn_cluster *cl, const char *group);
+/* How long the oldest record l has not acknowledged has existed (ns, at now), 0 when it
+ * acknowledged every record of its group (the age of one of the last SCN_SHIP_TIMES records at
+ * most, for a link further behind). */
+uint64_t scn__ship_lag_ns(const scn_ship_link *l, uint64_t now);
 
 /* ---- sync.c -------------------------------------------------------------------------------- */
 

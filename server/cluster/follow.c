@@ -268,7 +268,8 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
 }
 
 static void send_hello(scn_follow *f) {
-  const char *token = f->cl->srv->cfg.auth_token;
+  const scn_config *cfg = &f->cl->srv->cfg;
+  const char *token = cfg->cluster_token[0] ? cfg->cluster_token : cfg->auth_token;
   scn_buf b = {0};
   scn_buf_adds(&b, "{\"cmd\":\"hello\"");
   if (token[0]) {

@@ -70,6 +70,8 @@ void scn__ship_tap(void *ud, const scn_gstore_record *r) {
     scn_backlog_clear(&s->backlog);
     s->epoch = r->epoch;
   }
+  s->last_seq = r->seq;
+  s->made_at[r->seq % SCN_SHIP_TIMES] = uv_hrtime();
   /* Out of memory leaves the backlog empty: a follower is then sent a snapshot, never a gap. */
   if (!scn_backlog_append(&s->backlog, r->seq, r->tick, r->bytes, r->len))
     cl->stats.ship_failures++;
@@ -87,6 +89,17 @@ scn_ship *scn__ship_get(scn_cluster *cl, const char *group) {
 scn_ship *scn__ship_find(scn_cluster *cl, const char *group) {
   size_t i = find(cl, group);
   return i < cl->nships ? cl->ships[i] : NULL;
+}
+
+uint64_t scn__ship_lag_ns(const scn_ship_link *l, uint64_t now) {
+  const scn_ship *s = l->ship;
+  if (!s || l->acked >= s->last_seq)
+    return 0;
+  uint64_t oldest = l->acked + 1;
+  if (s->last_seq - oldest >= SCN_SHIP_TIMES)
+    oldest = s->last_seq - SCN_SHIP_TIMES + 1;
+  uint64_t made = s->made_at[oldest % SCN_SHIP_TIMES];
+  return made && now > made ? now - made : 0;
 }
 
 void scn__ship_drop(scn_cluster *cl, const char *group) {

@@ -280,6 +280,10 @@ void scn_conn_drop_gated(scn_conn *c) {
  * transport left queued, and the gates move with it. The transport sees the connection as not
  * closing meanwhile: what is held must still go before it closes. */
 static void flush_gated(scn_conn *c) {
+  /* A write the socket took at once flushes again from within the transport's flush: what
+   * preceded the gate has just been handed over, and the rest is set aside until it returns. */
+  if (c->gating)
+    return;
   size_t bytes = c->gates[0].bytes, segs = c->gates[0].segs;
   if (bytes == 0 && segs == 0 && !scn_conn_tls_pending(c))
     return;
@@ -287,7 +291,9 @@ static void flush_gated(scn_conn *c) {
     return; /* out of memory: the next flush tries again */
   bool closing = c->closing;
   c->closing = false;
+  c->gating = true;
   c->tp->flush(c);
+  c->gating = false;
   c->closing = closing;
   size_t left_bytes = c->out.bytes.len, left_segs = c->out.nsegs;
   if (scn_conn_gone(c)) {
@@ -295,8 +301,8 @@ static void flush_gated(scn_conn *c) {
     return;
   }
   if (!scn_outq_append(&c->out, &c->gated)) {
-    scn_log(SCN_LOG_WARN, "out of memory keeping replies that wait for followers",
-            "conn=%llu", (unsigned long long)c->id);
+    scn_log(SCN_LOG_WARN, "out of memory keeping replies that wait for followers", "conn=%llu",
+            (unsigned long long)c->id);
     gates_pop(c, c->ngates);
     scn_outq_clear(&c->out);
     scn_conn_close(c);

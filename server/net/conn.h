@@ -73,6 +73,7 @@ struct scn_conn {
   size_t ngates, gates_cap;
   uint64_t gates_base; /* the number of gates[0] */
   scn_outq gated;      /* while a flush runs: the output the first gate holds back */
+  bool gating;         /* that flush is running */
 };
 
 /* A WebSocket connection's output is lines, each one text message, and binary messages, each

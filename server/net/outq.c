@@ -86,6 +86,8 @@ size_t scn_outq_iov(const scn_outq *q, uv_buf_t **bufs, size_t *cap) {
 }
 
 bool scn_outq_split(scn_outq *q, size_t bytes, size_t segs, scn_outq *tail) {
+  if (bytes > q->bytes.len || segs > q->nsegs)
+    return false;
   size_t nsegs = q->nsegs - segs;
   scn_seg *grown = nsegs ? scn_array_grow(tail->segs, &tail->segs_cap, sizeof *grown, nsegs) : NULL;
   if (nsegs && !grown)
@@ -114,15 +116,17 @@ bool scn_outq_split(scn_outq *q, size_t bytes, size_t segs, scn_outq *tail) {
 }
 
 bool scn_outq_append(scn_outq *q, scn_outq *tail) {
-  scn_seg *grown = tail->nsegs ? scn_array_grow(q->segs, &q->segs_cap, sizeof *grown,
-                                                q->nsegs + tail->nsegs)
-                               : q->segs;
-  size_t base = q->bytes.len;
-  if (grown) {
-    q->segs = grown;
-    scn_buf_add(&q->bytes, tail->bytes.data, tail->bytes.len);
+  bool room = true;
+  if (tail->nsegs) {
+    scn_seg *grown = scn_array_grow(q->segs, &q->segs_cap, sizeof *grown, q->nsegs + tail->nsegs);
+    room = grown != NULL;
+    if (grown)
+      q->segs = grown;
   }
-  if (!grown || q->bytes.failed) {
+  size_t base = q->bytes.len;
+  if (room)
+    scn_buf_add(&q->bytes, tail->bytes.data, tail->bytes.len);
+  if (!room || q->bytes.failed) {
     q->bytes.failed = false;
     q->bytes.len = base;
     scn_outq_clear(tail);

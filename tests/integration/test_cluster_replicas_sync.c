@@ -1,0 +1,402 @@
+/* Sync acknowledgements with replicas (--replicas N >= 1, each daemon on its own directory):
+ * a held ok waits at its place in the connection's output while what came before it leaves,
+ * and is released by the follower's ack; each group's own durability; the replica lag in
+ * seconds; the cluster right under --acl. */
+#include "cluster_fixtures.h"
+#include "harness.h"
+#include "suites.h"
+
+#include <CUnit/CUnit.h>
+#include <openssl/evp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- helpers ------------------------------------------------------------------------------- */
+
+static int list_size(const cJSON *v, const char *member) {
+  const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, member);
+  return cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
+}
+
+static bool list_has(const cJSON *v, const char *member, const char *name) {
+  const cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(v, member)) {
+    if (cJSON_IsString(e) && strcmp(e->valuestring, name) == 0)
+      return true;
+  }
+  return false;
+}
+
+/* The replicas key of group once it names want followers (15 s at most); NULL otherwise. */
+static cJSON *wait_followers(cluster *k, const char *group, int want) {
+  char key[96];
+  snprintf(key, sizeof key, "/scened/replicas/%s", group);
+  for (long deadline = t_now_ms() + 15000; t_now_ms() < deadline; t_sleep_ms(20)) {
+    long long rev;
+    char *text = etcd_get(&k->e, key, &rev);
+    cJSON *v = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    if (v && list_size(v, "followers") == want)
+      return v;
+    cJSON_Delete(v);
+  }
+  return NULL;
+}
+
+static int index_of(const char *node) {
+  for (int i = 0; i < NODES; i++)
+    if (strcmp(node_name(i), node) == 0)
+      return i;
+  return -1;
+}
+
+static double metric_of(cluster *k, int i, const char *name) {
+  char *page = NULL;
+  double v = t_http_get(k->d[i].http_port, "/metrics", &page) == 200 ? page_metric(page, name) : -1;
+  free(page);
+  return v;
+}
+
+static bool wait_metric(cluster *k, int i, const char *name, double want) {
+  for (long deadline = t_now_ms() + 15000; t_now_ms() < deadline; t_sleep_ms(20))
+    if (metric_of(k, i, name) == want)
+      return true;
+  return false;
+}
+
+/* world.list with cluster on daemon i: w's item (in *resp, which the caller deletes). */
+static const cJSON *world_item(cluster *k, int i, const char *w, cJSON **resp) {
+  *resp = t_client_call(&k->c[i], "{\"cmd\":\"world.list\",\"cluster\":true}");
+  const cJSON *item;
+  cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(*resp, "worlds")) {
+    if (strcmp(t_resp_str(item, "name"), w) == 0)
+      return item;
+  }
+  return NULL;
+}
+
+/* Whether daemon i lists w with n members in insync (and node among them, unless NULL). */
+static bool lists_insync(cluster *k, int i, const char *w, int n, const char *node) {
+  cJSON *resp;
+  const cJSON *item = world_item(k, i, w, &resp);
+  bool ok = item && list_size(item, "insync") == n && (!node || list_has(item, "insync", node));
+  cJSON_Delete(resp);
+  return ok;
+}
+
+static bool wait_insync(cluster *k, int i, const char *w, int n, const char *node) {
+  for (long deadline = t_now_ms() + 15000; t_now_ms() < deadline; t_sleep_ms(20))
+    if (lists_insync(k, i, w, n, node))
+      return true;
+  return false;
+}
+
+static bool write_one(t_client *c, const char *world, int n) {
+  cJSON *r = t_client_call(c, "{\"cmd\":\"transform.create\",\"world\":\"%s\",\"name\":\"t%d\"}",
+                           world, n);
+  bool ok = t_resp_ok(r);
+  if (!ok)
+    t_report("transform.create failed", r);
+  cJSON_Delete(r);
+  return ok;
+}
+
+/* Starts the cluster with extra flags, creates b1.main, writes 5 transforms and waits until the
+ * follower is in sync; the follower's index, -1 when the cluster did not start. */
+static int start_b1(cluster *k, const char *const *extra, const char *token, int *at) {
+  memset(k, 0, sizeof *k);
+  k->own_data = true;
+  k->extra = extra;
+  k->token = token;
+  if (!cluster_start_prepared(k))
+    return -1;
+  cJSON *r = wait_ok_anywhere(k, "{\"cmd\":\"world.create\",\"world\":\"b1.main\"}", 15000, at);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+  cJSON_Delete(r);
+  cJSON *rep = wait_followers(k, "b1", 1);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
+  int fi = index_of(
+      cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(rep, "followers"), 0)->valuestring);
+  cJSON_Delete(rep);
+  CU_ASSERT_FATAL(fi >= 0 && fi != *at);
+  for (int i = 0; i < 5; i++)
+    CU_ASSERT_FATAL(write_one(&k->c[*at], "b1.main", i));
+  CU_ASSERT_FATAL(wait_insync(k, *at, "b1.main", 1, node_name(fi)));
+  return fi;
+}
+
+/* ---- tests --------------------------------------------------------------------------------- */
+
+/* The follower stopped, one connection pipelines a read, a sync write and another read: the
+ * first read's reply comes at once, the write's ok and the second read's reply wait behind it
+ * (in order) until the follower leaves insync; another connection's read is not held. */
+static void test_read_before_held_write(void) {
+  static const char *const extra[] = {"--replicas", "1", "--replica-timeout", "1000", NULL};
+  cluster k;
+  int at = -1, fi = start_b1(&k, extra, NULL, &at);
+  if (fi < 0) {
+    cluster_stop(&k);
+    return;
+  }
+  t_client other;
+  CU_ASSERT_FATAL(t_client_connect(&other, k.d[at].port) == 0);
+  pid_t pid = k.d[fi].pid;
+  CU_ASSERT_FATAL(pid > 0 && kill(pid, SIGSTOP) == 0);
+  static const char lines[] =
+      "{\"cmd\":\"transform.find\",\"world\":\"b1.main\",\"path\":\"t0\",\"id\":1}\n"
+      "{\"cmd\":\"transform.create\",\"world\":\"b1.main\",\"name\":\"held\",\"id\":2}\n"
+      "{\"cmd\":\"transform.find\",\"world\":\"b1.main\",\"path\":\"t1\",\"id\":3}\n";
+  long t0 = t_now_ms();
+  CU_ASSERT_FATAL(t_client_send_raw(&k.c[at], lines, sizeof lines - 1) == 0);
+  cJSON *r1 = t_client_recv_json(&k.c[at], 5000);
+  long first = t_now_ms() - t0;
+  CU_ASSERT(t_resp_ok(r1) && t_resp_num(r1, "id") == 1);
+  CU_ASSERT(first < 500);
+  cJSON_Delete(r1);
+  /* Another connection is not held by this one's write. */
+  long t1 = t_now_ms();
+  cJSON *ro = t_client_call(&other, "{\"cmd\":\"transform.find\",\"world\":\"b1.main\","
+                                    "\"path\":\"t2\",\"id\":4}");
+  long other_ms = t_now_ms() - t1;
+  CU_ASSERT(t_resp_ok(ro) && other_ms < 500);
+  cJSON_Delete(ro);
+  cJSON *held = t_client_recv_json(&k.c[at], 300);
+  CU_ASSERT_PTR_NULL(held); /* the write's ok waits, and the read after it */
+  cJSON_Delete(held);
+  cJSON *r2 = t_client_recv_json(&k.c[at], 15000);
+  long second = t_now_ms() - t0;
+  cJSON *r3 = t_client_recv_json(&k.c[at], 5000);
+  printf("\n  owner %s, follower %s stopped: read before at %ld ms, other connection %ld ms, "
+         "held ok at %ld ms\n",
+         node_name(at), node_name(fi), first, other_ms, second);
+  CU_ASSERT(t_resp_ok(r2) && t_resp_num(r2, "id") == 2);
+  CU_ASSERT(t_resp_ok(r3) && t_resp_num(r3, "id") == 3);
+  CU_ASSERT(second >= 900); /* --replica-timeout, then etcd recording the follower's leaving */
+  cJSON_Delete(r2);
+  cJSON_Delete(r3);
+  CU_ASSERT(kill(pid, SIGCONT) == 0);
+  t_client_close(&other);
+  cluster_stop(&k);
+}
+
+/* With a long --replica-timeout, a write's ok held while the follower is stopped leaves as soon
+ * as the follower, resumed, acknowledges it: long before the timeout, the follower still in
+ * sync and nothing answered alone. */
+static void test_released_by_ack(void) {
+  static const char *const extra[] = {"--replicas", "1", "--replica-timeout", "8000", NULL};
+  cluster k;
+  int at = -1, fi = start_b1(&k, extra, NULL, &at);
+  if (fi < 0) {
+    cluster_stop(&k);
+    return;
+  }
+  double alone = metric_of(&k, at, "scened_replica_alone_total");
+  pid_t pid = k.d[fi].pid;
+  CU_ASSERT_FATAL(pid > 0 && kill(pid, SIGSTOP) == 0);
+  long t0 = t_now_ms();
+  CU_ASSERT_FATAL(t_client_send(&k.c[at], "{\"cmd\":\"transform.create\",\"world\":\"b1.main\","
+                                          "\"name\":\"held\",\"id\":9}") == 0);
+  cJSON *r = t_client_recv_json(&k.c[at], 600);
+  CU_ASSERT_PTR_NULL(r);
+  cJSON_Delete(r);
+  long resumed = t_now_ms();
+  CU_ASSERT(kill(pid, SIGCONT) == 0);
+  r = t_client_recv_json(&k.c[at], 15000);
+  long after = t_now_ms() - resumed;
+  printf("\n  held %ld ms, answered %ld ms after the follower resumed\n", resumed - t0, after);
+  CU_ASSERT(t_resp_ok(r) && t_resp_num(r, "id") == 9);
+  CU_ASSERT(after < 3000);
+  cJSON_Delete(r);
+  CU_ASSERT(lists_insync(&k, at, "b1.main", 1, node_name(fi)));
+  CU_ASSERT(metric_of(&k, at, "scened_replica_alone_total") == alone);
+  cluster_stop(&k);
+}
+
+/* world.create's durability: a1 async, s1 sync, both owned by n0 and followed by n1 and n2
+ * (--replicas 2). With n1 stopped a write to a1 is answered at once while one to s1 waits; a
+ * bad value, or another value for an existing group, is BAD_REQUEST; world.list and the
+ * replicas key show each group's; after kill -9 of n0 the new owner keeps a1 async. */
+static void test_group_durability(void) {
+  static const char *const extra[] = {"--replicas", "2", "--replica-timeout", "1000", NULL};
+  cluster k;
+  memset(&k, 0, sizeof k);
+  k.own_data = true;
+  k.extra = extra;
+  if (!cluster_start_prepared(&k)) {
+    cluster_stop(&k);
+    return;
+  }
+  cJSON *r = OK(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"a1.main\",\"node\":\"n0\","
+                         "\"durability\":\"async\"}");
+  cJSON_Delete(r);
+  r = OK(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"s1.main\",\"node\":\"n0\","
+                  "\"durability\":\"sync\"}");
+  cJSON_Delete(r);
+  ERR(&k.c[0], "BAD_REQUEST",
+      "{\"cmd\":\"world.create\",\"world\":\"z1.main\",\"durability\":\"strong\"}");
+  ERR(&k.c[0], "BAD_REQUEST", "{\"cmd\":\"world.create\",\"world\":\"z1.main\",\"durability\":1}");
+  ERR(&k.c[0], "BAD_REQUEST",
+      "{\"cmd\":\"world.create\",\"world\":\"a1.other\",\"durability\":\"sync\"}");
+  r = OK(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"a1.other\",\"durability\":\"async\"}");
+  cJSON_Delete(r);
+  cJSON *ka = wait_followers(&k, "a1", 2), *ks = wait_followers(&k, "s1", 2);
+  CU_ASSERT_FATAL(ka && ks);
+  CU_ASSERT_STRING_EQUAL(t_resp_str(ka, "durability"), "async");
+  CU_ASSERT_STRING_EQUAL(t_resp_str(ks, "durability"), "sync");
+  long long epoch = (long long)t_resp_num(ka, "epoch");
+  cJSON_Delete(ka);
+  cJSON_Delete(ks);
+  for (int i = 0; i < 3; i++) {
+    CU_ASSERT_FATAL(write_one(&k.c[0], "a1.main", i));
+    CU_ASSERT_FATAL(write_one(&k.c[0], "s1.main", i));
+  }
+  CU_ASSERT_FATAL(wait_insync(&k, 0, "a1.main", 2, NULL));
+  CU_ASSERT_FATAL(wait_insync(&k, 0, "s1.main", 2, NULL));
+  for (int i = 0; i < NODES; i++) {
+    cJSON *resp;
+    const cJSON *item = world_item(&k, i, "a1.main", &resp);
+    CU_ASSERT(item && strcmp(t_resp_str(item, "durability"), "async") == 0);
+    cJSON_Delete(resp);
+    item = world_item(&k, i, "s1.main", &resp);
+    CU_ASSERT(item && strcmp(t_resp_str(item, "durability"), "sync") == 0);
+    cJSON_Delete(resp);
+  }
+  pid_t pid = k.d[1].pid;
+  CU_ASSERT_FATAL(pid > 0 && kill(pid, SIGSTOP) == 0);
+  long t0 = t_now_ms();
+  CU_ASSERT_FATAL(t_client_send(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"a1.main\","
+                                         "\"name\":\"quick\",\"id\":1}") == 0);
+  r = t_client_recv_json(&k.c[0], 5000);
+  long async_ms = t_now_ms() - t0;
+  CU_ASSERT(t_resp_ok(r) && t_resp_num(r, "id") == 1 && async_ms < 500);
+  cJSON_Delete(r);
+  t0 = t_now_ms();
+  CU_ASSERT_FATAL(t_client_send(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"s1.main\","
+                                         "\"name\":\"slow\",\"id\":2}") == 0);
+  r = t_client_recv_json(&k.c[0], 600);
+  CU_ASSERT_PTR_NULL(r);
+  cJSON_Delete(r);
+  r = t_client_recv_json(&k.c[0], 15000);
+  long sync_ms = t_now_ms() - t0;
+  printf("\n  n1 stopped: async group answered in %ld ms, sync group in %ld ms\n", async_ms,
+         sync_ms);
+  CU_ASSERT(t_resp_ok(r) && t_resp_num(r, "id") == 2 && sync_ms >= 900);
+  cJSON_Delete(r);
+  CU_ASSERT(kill(pid, SIGCONT) == 0);
+  /* Both followers back in sync, then the owner killed: the new owner keeps a1's durability. */
+  CU_ASSERT(write_one(&k.c[0], "a1.main", 10));
+  CU_ASSERT_FATAL(wait_insync(&k, 0, "a1.main", 2, NULL));
+  node_stop(&k, 0, SIGKILL);
+  bool kept = false;
+  for (long deadline = t_now_ms() + 15000; !kept && t_now_ms() < deadline; t_sleep_ms(50)) {
+    long long rev;
+    char *text = etcd_get(&k.e, "/scened/replicas/a1", &rev);
+    cJSON *v = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    if (v && t_resp_num(v, "epoch") > (double)epoch) {
+      printf("  a1 taken over by %s: durability %s\n", t_resp_str(v, "owner"),
+             t_resp_str(v, "durability"));
+      CU_ASSERT_STRING_EQUAL(t_resp_str(v, "durability"), "async");
+      kept = true;
+    }
+    cJSON_Delete(v);
+  }
+  CU_ASSERT(kept);
+  cluster_stop(&k);
+}
+
+/* scened_replica_lag_seconds: 0 while the follower keeps up; with it stopped, the age of the
+ * record it has not acknowledged, growing; 0 again once it resumed. */
+static void test_lag_seconds(void) {
+  static const char *const extra[] = {
+      "--replicas", "1", "--durability", "async", "--replica-timeout", "30000", NULL};
+  cluster k;
+  int at = -1, fi = start_b1(&k, extra, NULL, &at);
+  if (fi < 0) {
+    cluster_stop(&k);
+    return;
+  }
+  char secs[160], changes[160];
+  snprintf(secs, sizeof secs, "scened_replica_lag_seconds{group=\"b1\",node=\"%s\"}",
+           node_name(fi));
+  snprintf(changes, sizeof changes, "scened_replica_lag_changes{group=\"b1\",node=\"%s\"}",
+           node_name(fi));
+  CU_ASSERT(wait_metric(&k, at, secs, 0));
+  pid_t pid = k.d[fi].pid;
+  CU_ASSERT_FATAL(pid > 0 && kill(pid, SIGSTOP) == 0);
+  CU_ASSERT(write_one(&k.c[at], "b1.main", 100));
+  CU_ASSERT(write_one(&k.c[at], "b1.main", 101));
+  double a = 0;
+  for (long deadline = t_now_ms() + 5000; a < 0.3 && t_now_ms() < deadline; t_sleep_ms(20))
+    a = metric_of(&k, at, secs);
+  long ta = t_now_ms();
+  while (t_now_ms() - ta < 400)
+    t_sleep_ms(20);
+  double b = metric_of(&k, at, secs);
+  printf("\n  follower %s stopped: lag %g s, then %g s, %g changes\n", node_name(fi), a, b,
+         metric_of(&k, at, changes));
+  CU_ASSERT(a >= 0.3 && a < 10);
+  CU_ASSERT(b >= a + 0.3);
+  CU_ASSERT(metric_of(&k, at, changes) == 2);
+  CU_ASSERT(kill(pid, SIGCONT) == 0);
+  CU_ASSERT(wait_metric(&k, at, secs, 0));
+  CU_ASSERT(wait_metric(&k, at, changes, 0));
+  cluster_stop(&k);
+}
+
+/* Writes "HASH RIGHTS PREFIXES" for each "token rights prefixes" rule into path. */
+static bool write_acl_file(const char *path, const char *const *rules) {
+  FILE *f = fopen(path, "w");
+  if (!f)
+    return false;
+  for (int i = 0; rules[i]; i++) {
+    const char *space = strchr(rules[i], ' ');
+    unsigned char md[32];
+    unsigned len = 0;
+    EVP_Digest(rules[i], (size_t)(space - rules[i]), md, &len, EVP_sha256(), NULL);
+    for (int b = 0; b < 32; b++)
+      fprintf(f, "%02x", md[b]);
+    fprintf(f, "%s\n", space);
+  }
+  return fclose(f) == 0;
+}
+
+/* Under --acl, followers stream with --cluster-token, whose rule has the cluster right (and
+ * nothing else): the follower gets in sync; a token with read, write and admin but not cluster
+ * is refused replicate. */
+static void test_cluster_right(void) {
+  char dir[64], acl[128];
+  CU_ASSERT_FATAL(t_temp_dir(dir, sizeof dir, "acl"));
+  snprintf(acl, sizeof acl, "%s/acl", dir);
+  static const char *const rules[] = {"op-tok read,write,admin *", "daemon-tok cluster *", NULL};
+  CU_ASSERT_FATAL(write_acl_file(acl, rules));
+  const char *extra[] = {"--replicas", "1", "--acl", acl, "--cluster-token", "daemon-tok", NULL};
+  cluster k;
+  int at = -1, fi = start_b1(&k, extra, "op-tok", &at);
+  if (fi >= 0) {
+    cJSON *r = t_client_call(&k.c[at], "{\"cmd\":\"replicate\",\"group\":\"b1\",\"epoch\":1,"
+                                       "\"from\":1}");
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "error");
+    CU_ASSERT(r && !t_resp_ok(r) && strcmp(t_resp_code(r), "UNAUTHORIZED") == 0 &&
+              strstr(t_resp_str(e, "message"), "cluster right"));
+    if (!r || t_resp_ok(r))
+      t_report("replicate with an admin token", r);
+    cJSON_Delete(r);
+    CU_ASSERT(metric_of(&k, fi, "scened_replica_applied_total{group=\"b1\"}") >= 6);
+  }
+  cluster_stop(&k);
+  t_remove_temp_dir(dir);
+}
+
+int t_register_cluster_replicas_sync(void) {
+  static const t_test tests[] = {
+      {"a read before a held write is answered at once", test_read_before_held_write},
+      {"a held ok leaves once the follower acks", test_released_by_ack},
+      {"each group's durability, fixed at its creation", test_group_durability},
+      {"lag_seconds grows while a follower is stopped", test_lag_seconds},
+      {"replicate takes the cluster right", test_cluster_right},
+  };
+  return T_ADD_SUITE("cluster_replicas_sync", NULL, NULL, tests);
+}
