@@ -246,7 +246,7 @@ static void load_changed(void *ud) {
 static void before_flush(void *ud) {
   scn__fence_before_flush(ud);
   scn__links_pump(ud);
-  scn__sync_check(ud);
+  scn__sync_check_changed(ud);
 }
 
 /* Runs after the store's (registered first), whose append handed the records on. */

@@ -60,7 +60,7 @@ typedef struct scn_ship {
   scn_backlog backlog;
   scn_ship_link links[SCN_SHIP_LINKS];
   uint64_t last_seq;                /* of the last record the tap handed on in this epoch */
-  uint64_t made_at[SCN_SHIP_TIMES]; /* uv_hrtime when record seq was made, at seq % TIMES */
+  uint64_t made_at[SCN_SHIP_TIMES]; /* when record seq was made (the loop's clock, ns), at seq % TIMES */
 } scn_ship;
 
 /* A reply that waits for the followers' acks of a group's record (sync.c): the gate shut in
@@ -124,6 +124,7 @@ struct scn_cluster {
   scn_conn *sync_conn;
   scn_sync_queue *squeues;
   size_t nsqueues, squeues_cap;
+  int64_t sync_checked_rev; /* the cache's revision at the last check */
   uv_timer_t timer;
   bool closing;
   scn_cluster_stats stats;
@@ -217,9 +218,13 @@ void scn__sync_record(scn_cluster *cl, const scn_ship *s, uint64_t seq);
 /* Ends the command's scope, releases what every in-sync member acknowledged (or what no member
  * is left for) and flushes those connections; closes those whose group's history here ended. */
 void scn__sync_check(scn_cluster *cl);
+/* scn__sync_check when the cache changed since the last one (before each flush). */
+void scn__sync_check_changed(scn_cluster *cl);
 void scn__sync_conn_closed(scn_cluster *cl, scn_conn *c);
 /* The durability of group: the one it was created with, else the daemon's --durability. */
 scn_durability scn__group_durability(scn_cluster *cl, const char *group);
+/* The same for a group's cache entry (NULL: none). */
+scn_durability scn__entry_durability(const scn_cluster *cl, const scn_group_entry *g);
 void scn__sync_free(scn_cluster *cl);
 
 /* ---- replicate.c --------------------------------------------------------------------------- */

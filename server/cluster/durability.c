@@ -10,7 +10,10 @@
 #include <stdio.h>
 
 scn_durability scn__group_durability(scn_cluster *cl, const char *group) {
-  const scn_group_entry *g = scn_owners_find(&cl->owners, group);
+  return scn__entry_durability(cl, scn_owners_find(&cl->owners, group));
+}
+
+scn_durability scn__entry_durability(const scn_cluster *cl, const scn_group_entry *g) {
   if (g && g->created_durability)
     return (scn_durability)(g->created_durability - 1);
   if (g && g->replicas.known)

@@ -171,22 +171,11 @@ static bool reply_ok(scn_follow *f, const cJSON *root, const char *what) {
   return false;
 }
 
-static void apply_record(scn_follow *f, const cJSON *root) {
-  const cJSON *r = cJSON_GetObjectItemCaseSensitive(root, "r");
-  const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "t");
-  const cJSON *l = cJSON_GetObjectItemCaseSensitive(root, "l");
-  if (!cJSON_IsNumber(r) || !cJSON_IsString(l)) {
-    hang_up(f, "a line of the stream that is not a record");
-    return;
-  }
+/* Applies the record of seq and tick whose line is the len bytes at line. */
+static void apply_line(scn_follow *f, uint64_t seq, uint64_t tick, const char *line, size_t len) {
   f->rec.len = 0;
-  scn_journal_encode(&f->rec, l->valuestring, strlen(l->valuestring));
-  scn_gstore_record rec = {f->group,
-                           f->epoch,
-                           (uint64_t)r->valuedouble,
-                           cJSON_IsNumber(t) ? (uint64_t)t->valuedouble : 0,
-                           f->rec.data,
-                           f->rec.len};
+  scn_journal_encode(&f->rec, line, len);
+  scn_gstore_record rec = {f->group, f->epoch, seq, tick, f->rec.data, f->rec.len};
   char err[256];
   if (f->rec.failed || scn_gstore_apply(f->cl->srv->gstore, &rec, err, sizeof err) != 0) {
     hang_up(f, f->rec.failed ? "out of memory" : err);
@@ -197,12 +186,62 @@ static void apply_record(scn_follow *f, const cJSON *root) {
   f->backoff_ms = 0;
 }
 
+/* A record whose line came as a JSON string ("l":"..."). */
+static void apply_record(scn_follow *f, const cJSON *root) {
+  const cJSON *r = cJSON_GetObjectItemCaseSensitive(root, "r");
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "t");
+  const cJSON *l = cJSON_GetObjectItemCaseSensitive(root, "l");
+  if (!cJSON_IsNumber(r) || !cJSON_IsString(l)) {
+    hang_up(f, "a line of the stream that is not a record");
+    return;
+  }
+  apply_line(f, (uint64_t)r->valuedouble, cJSON_IsNumber(t) ? (uint64_t)t->valuedouble : 0,
+             l->valuestring, strlen(l->valuestring));
+}
+
+/* Reads the digits at *p (before end) into *v; false when there are none. */
+static bool take_u64(const char **p, const char *end, uint64_t *v) {
+  const char *s = *p;
+  uint64_t x = 0;
+  while (s < end && *s >= '0' && *s <= '9' && s - *p < 19)
+    x = x * 10 + (uint64_t)(*s++ - '0');
+  if (s == *p)
+    return false;
+  *p = s;
+  *v = x;
+  return true;
+}
+
+static bool take(const char **p, const char *end, const char *lit) {
+  size_t n = strlen(lit);
+  if ((size_t)(end - *p) < n || memcmp(*p, lit, n) != 0)
+    return false;
+  *p += n;
+  return true;
+}
+
+/* The owner's record line {"r":SEQ,"t":TICK,"l":LINE} with LINE as it is (replicate.c): its
+ * bytes are taken back without parsing them. False when line is not of that form (it is then
+ * read as JSON). */
+static bool apply_raw(scn_follow *f, const char *line, size_t len) {
+  const char *p = line, *end = line + len;
+  uint64_t seq, tick;
+  if (!take(&p, end, "{\"r\":") || !take_u64(&p, end, &seq) || !take(&p, end, ",\"t\":") ||
+      !take_u64(&p, end, &tick) || !take(&p, end, ",\"l\":") || p >= end - 1 || *p == '"' ||
+      end[-1] != '}')
+    return false;
+  apply_line(f, seq, tick, p, (size_t)(end - 1 - p));
+  return true;
+}
+
 static bool on_line(void *ud, const char *line, size_t len) {
   scn_follow *f = ud;
   if (!line) {
     hang_up(f, "a line over --max-line");
     return false;
   }
+  if (f->state != LINK_HELLO && f->state != LINK_REPLICATE && apply_raw(f, line, len))
+    return f->conn != NULL;
   cJSON *root = scn_json_heap_parse(line, len);
   if (!root) {
     hang_up(f, "a line that is not JSON");
@@ -297,6 +336,8 @@ static void on_connected(uv_connect_t *req, int status) {
     return;
   }
   f->state = LINK_HELLO;
+  /* Acks are small and each one releases sync replies on the owner: none may wait for Nagle. */
+  uv_tcp_nodelay(&fc->tcp, 1);
   if (uv_read_start((uv_stream_t *)&fc->tcp, on_alloc, on_read) != 0) {
     hang_up(f, "cannot read from the owner");
     return;

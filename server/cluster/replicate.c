@@ -2,8 +2,9 @@
  * after hello, sends replicate (group, epoch, from); the connection then carries the group's
  * records from that seq on, one line each,
  *
- *   {"r":SEQ,"t":TICK,"l":LINE}     LINE: the journal record's line (its bytes are
- *                                   scn_journal_encode(LINE), exactly what the owner's got)
+ *   {"r":SEQ,"t":TICK,"l":LINE}     LINE: the journal record's line as it is, a JSON object
+ *                                   (its bytes are scn_journal_encode(LINE), exactly what the
+ *                                   owner's journal got)
  *
  * first from the backlog (as far as the connection's output allows per loop turn), then as the
  * store's tap hands them on, and its only lines are the follower's {"ack":SEQ}. A link whose
@@ -40,11 +41,15 @@ static void link_close(scn_ship_link *l, const char *why) {
   scn_conn_close(c);
 }
 
+/* The record's line goes as it is, a JSON object in the stream's line ("l":{...}), not as an
+ * escaped string: the follower takes its bytes back verbatim (follow.c), and neither side
+ * escapes nor parses it on the way. The bytes are the tap's, made here: their header is
+ * checked, their checksum was computed when they were made. */
 static void write_record(scn_ship_link *l, uint64_t seq, uint64_t tick, const char *bytes,
                          size_t len) {
   const char *line;
   size_t n;
-  if (!scn_journal_decode(bytes, len, &line, &n)) {
+  if (!scn_journal_line(bytes, len, &line, &n) || n == 0) {
     link_close(l, "a record kept here is damaged");
     return;
   }
@@ -54,7 +59,7 @@ static void write_record(scn_ship_link *l, uint64_t seq, uint64_t tick, const ch
   scn_buf_adds(out, ",\"t\":");
   scn_buf_add_u64(out, tick);
   scn_buf_adds(out, ",\"l\":");
-  scn_buf_add_json_string(out, line, n);
+  scn_buf_add(out, line, n);
   scn_buf_adds(out, "}\n");
   if (l->sent == l->acked)
     l->unacked_since = uv_hrtime();

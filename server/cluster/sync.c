@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The recorded in-sync set of group in this ship's epoch (none for another epoch). */
-static const scn_replica_set *insync_of(scn_cluster *cl, const scn_ship *s) {
-  scn_group_entry *g = scn_owners_find(&cl->owners, s->group);
+/* The recorded in-sync set of g (the ship's group) in this ship's epoch (none for another
+ * epoch). */
+static const scn_replica_set *insync_in(const scn_group_entry *g, const scn_ship *s) {
   if (!g || !g->replicas.known || (uint64_t)g->replicas.epoch != s->epoch ||
       g->replicas.ninsync == 0)
     return NULL;
@@ -36,10 +36,8 @@ static uint64_t acked_by(const scn_ship *s, const char *node) {
   return best;
 }
 
-/* The group's durability (the daemon's --durability unless the group was created with its
- * own). */
-static bool group_sync(scn_cluster *cl, const char *group) {
-  return scn__group_durability(cl, group) == SCN_DURABILITY_SYNC;
+static const scn_replica_set *insync_of(scn_cluster *cl, const scn_ship *s) {
+  return insync_in(scn_owners_find(&cl->owners, s->group), s);
 }
 
 void scn__sync_command(scn_cluster *cl, scn_conn *c) { cl->sync_conn = c; }
@@ -88,9 +86,14 @@ static uint64_t gate_here(const scn_conn *c) {
 
 void scn__sync_record(scn_cluster *cl, const scn_ship *s, uint64_t seq) {
   scn_conn *c = cl->sync_conn;
-  if (!c || c->repl || scn_conn_gone(c) || !group_sync(cl, s->group))
+  if (!c || c->repl || scn_conn_gone(c))
     return;
-  if (!insync_of(cl, s)) {
+  /* Under the group's own durability (the daemon's --durability unless it was created with
+   * one). */
+  const scn_group_entry *g = scn_owners_find(&cl->owners, s->group);
+  if (scn__entry_durability(cl, g) != SCN_DURABILITY_SYNC)
+    return;
+  if (!insync_in(g, s)) {
     cl->stats.replica_alone++;
     return;
   }
@@ -147,8 +150,17 @@ static bool release(scn_cluster *cl, scn_sync_queue *q) {
   return true;
 }
 
+void scn__sync_check_changed(scn_cluster *cl) {
+  cl->sync_conn = NULL;
+  /* Only acks (which check at once) and the cache's in-sync sets release waits: before each
+   * flush there is something to do only when the cache moved since the last check. */
+  if (cl->nsqueues && cl->owners.revision != cl->sync_checked_rev)
+    scn__sync_check(cl);
+}
+
 void scn__sync_check(scn_cluster *cl) {
   cl->sync_conn = NULL;
+  cl->sync_checked_rev = cl->owners.revision;
   size_t n = 0;
   for (size_t i = 0; i < cl->nsqueues; i++) {
     scn_sync_queue *q = &cl->squeues[i];
