@@ -59,8 +59,9 @@ typedef struct scn_ship {
   uint64_t epoch; /* of the records kept */
   scn_backlog backlog;
   scn_ship_link links[SCN_SHIP_LINKS];
-  uint64_t last_seq;                /* of the last record the tap handed on in this epoch */
-  uint64_t made_at[SCN_SHIP_TIMES]; /* when record seq was made (the loop's clock, ns), at seq % TIMES */
+  uint64_t last_seq; /* of the last record the tap handed on in this epoch */
+  uint64_t
+      made_at[SCN_SHIP_TIMES]; /* when record seq was made (the loop's clock, ns), at seq % TIMES */
 } scn_ship;
 
 /* A reply that waits for the followers' acks of a group's record (sync.c): the gate shut in
