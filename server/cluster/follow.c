@@ -8,10 +8,15 @@
  * epoch begins, or this daemon comes to own the group (scn__load_group stops it first).
  *
  * A copy starts empty, from seq 1: a follower whose directory already has the group (from an
- * older epoch, or a restart) waits until the snapshot stream exists, and says so once. */
+ * older epoch, or a restart) waits until the snapshot stream exists, and says so once.
+ *
+ * When the daemons' ports speak TLS (--tls-cert) the link does too: a client session (net/tls.h)
+ * checks the owner's certificate against --cluster-ca and the address dialled; hello waits for
+ * the handshake. */
 #include "cluster/cluster_internal.h"
 
 #include "framing.h"
+#include "net/tls.h"
 #include "ops/json_arena.h"
 #include "ops/log.h"
 #include "store/groups.h"
@@ -40,6 +45,9 @@ typedef struct fconn {
   uv_tcp_t tcp;
   bool tcp_open;
   scn_framer framer;
+  char host[SCN_ADDR_MAX]; /* as dialled: what the owner's certificate must name */
+  scn_tls *tls;            /* --tls-cert: the session over the socket (NULL: plain TCP) */
+  scn_buf early;           /* TLS: lines sent before the handshake completed */
 } fconn;
 
 struct scn_follow {
@@ -96,6 +104,8 @@ bool scn__follows(const scn_cluster *cl, const char *group) {
 static void on_fconn_closed(uv_handle_t *h) {
   fconn *fc = h->data;
   scn_framer_free(&fc->framer);
+  scn_tls_free(fc->tls);
+  scn_buf_free(&fc->early);
   free(fc);
 }
 
@@ -124,19 +134,57 @@ static void on_written(uv_write_t *w, int status) {
   free(w);
 }
 
-static void send_line(scn_follow *f, const scn_buf *line) {
-  uv_write_t *w = malloc(sizeof *w + line->len);
+static void write_bytes(scn_follow *f, const char *data, size_t len) {
+  uv_write_t *w = malloc(sizeof *w + len);
   if (!w) {
     hang_up(f, "out of memory");
     return;
   }
-  memcpy(w + 1, line->data, line->len);
-  uv_buf_t b = uv_buf_init((char *)(w + 1), (unsigned)line->len);
+  memcpy(w + 1, data, len);
+  uv_buf_t b = uv_buf_init((char *)(w + 1), (unsigned)len);
   if (uv_write(w, (uv_stream_t *)&f->conn->tcp, &b, 1, on_written) != 0) {
     free(w);
     hang_up(f, "cannot write to the owner");
   }
 }
+
+/* Writes what the TLS session made on its own (the handshake, alerts). */
+static void tls_flush(scn_follow *f) {
+  fconn *fc = f->conn;
+  if (!fc || !fc->tls || scn_tls_pending(fc->tls) == 0)
+    return;
+  scn_buf b = {0};
+  if (scn_tls_take(fc->tls, &b))
+    write_bytes(f, b.data, b.len);
+  else
+    hang_up(f, "out of memory");
+  scn_buf_free(&b);
+}
+
+/* Sends len bytes of lines: sealed over TLS (kept until the handshake is done), as they are
+ * otherwise. */
+static void send_bytes(scn_follow *f, const char *data, size_t len) {
+  fconn *fc = f->conn;
+  if (!fc->tls) {
+    write_bytes(f, data, len);
+    return;
+  }
+  if (!scn_tls_established(fc->tls)) {
+    scn_buf_add(&fc->early, data, len);
+    if (fc->early.failed)
+      hang_up(f, "out of memory");
+    return;
+  }
+  scn_buf sealed = {0};
+  uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
+  if (scn_tls_seal(fc->tls, &b, 1, &sealed))
+    write_bytes(f, sealed.data, sealed.len);
+  else
+    hang_up(f, "out of memory sealing a line for the owner");
+  scn_buf_free(&sealed);
+}
+
+static void send_line(scn_follow *f, const scn_buf *line) { send_bytes(f, line->data, line->len); }
 
 static void send_replicate(scn_follow *f) {
   uint64_t epoch, seq = 0;
@@ -296,14 +344,54 @@ static void on_alloc(uv_handle_t *h, size_t size, uv_buf_t *buf) {
   buf->len = buf->base ? size : 0;
 }
 
+static bool tls_plain(void *ud, const char *data, size_t len) {
+  fconn *fc = ud;
+  return fc->f && scn_framer_feed(&fc->framer, data, len, on_line, fc->f) && fc->f;
+}
+
+/* Ciphertext from the owner: the handshake goes on (hello, kept until it is done, then goes),
+ * and the plaintext's lines are run. False when the link went away. */
+static bool tls_read(fconn *fc, const char *data, size_t len) {
+  scn_follow *f = fc->f;
+  bool was = scn_tls_established(fc->tls);
+  scn_tls_status st = scn_tls_input(fc->tls, data, len, tls_plain, fc);
+  if (!fc->f)
+    return false;
+  if (st == SCN_TLS_FAILED || st == SCN_TLS_CLOSED) {
+    char why[160], what[128];
+    snprintf(why, sizeof why, "TLS with the owner: %s",
+             st == SCN_TLS_CLOSED ? "it closed the session"
+                                  : scn_tls_describe(fc->tls, what, sizeof what));
+    tls_flush(f); /* an alert for the owner, as far as it goes */
+    hang_up(f, why);
+    return false;
+  }
+  tls_flush(f);
+  if (!was && fc->f && scn_tls_established(fc->tls) && fc->early.len) {
+    scn_buf early = fc->early;
+    fc->early = (scn_buf){0};
+    send_bytes(f, early.data, early.len);
+    scn_buf_free(&early);
+  }
+  return fc->f != NULL && st == SCN_TLS_OK;
+}
+
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   fconn *fc = s->data;
   scn_follow *f = fc->f;
   if (f && n < 0)
     hang_up(f, n == UV_EOF ? "the owner closed it" : uv_strerror((int)n));
-  else if (f && n > 0 && scn_framer_feed(&fc->framer, buf->base, (size_t)n, on_line, f))
+  else if (f && n > 0 &&
+           (fc->tls ? tls_read(fc, buf->base, (size_t)n)
+                    : scn_framer_feed(&fc->framer, buf->base, (size_t)n, on_line, f)))
     ack(f);
   free(buf->base);
+}
+
+static void tls_expired(void *owner) {
+  fconn *fc = owner;
+  if (fc->f)
+    hang_up(fc->f, "the TLS handshake with the owner timed out");
 }
 
 static void send_hello(scn_follow *f) {
@@ -341,6 +429,17 @@ static void on_connected(uv_connect_t *req, int status) {
   if (uv_read_start((uv_stream_t *)&fc->tcp, on_alloc, on_read) != 0) {
     hang_up(f, "cannot read from the owner");
     return;
+  }
+  if (scn_tls_on(f->cl->srv)) {
+    fc->tls = scn_tls_client_new(f->cl->srv, fc->host, tls_expired, fc);
+    if (!fc->tls) {
+      hang_up(f, "cannot start TLS with the owner");
+      return;
+    }
+    scn_tls_input(fc->tls, NULL, 0, tls_plain, fc); /* the ClientHello */
+    tls_flush(f);
+    if (!f->conn)
+      return;
   }
   send_hello(f);
 }
@@ -383,6 +482,7 @@ static void dial(scn_follow *f, const scn_group_entry *g) {
   if (!fc)
     return;
   fc->f = f;
+  snprintf(fc->host, sizeof fc->host, "%s", host);
   fc->gai.data = fc;
   fc->tcp.data = fc;
   scn_framer_init(&fc->framer, f->cl->srv->cfg.max_line);

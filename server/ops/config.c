@@ -92,7 +92,11 @@ typedef enum kind {
     "milliseconds a follower may take to confirm a change before it leaves the in-sync set")       \
   X("cluster-token", cluster_token, K_STRING, "", 0, 255,                                          \
     "with --replicas: the token a follower gives its group's owner in hello (empty: "              \
-    "--auth-token); with --acl its rule needs the cluster right")
+    "--auth-token); with --acl its rule needs the cluster right")                                  \
+  X("cluster-ca", cluster_ca, K_STRING, "", 0, 4095,                                               \
+    "with --replicas and --tls-cert: PEM CA certificates one of which signed the other daemons' "  \
+    "certificates, which a follower checks when it dials its group's owner (empty: --tls-ca, "     \
+    "else the system's store)")
 
 typedef struct setting {
   const char *flag;
@@ -449,11 +453,10 @@ static bool check_combinations(const scn_config *c, char *err, size_t errlen) {
     snprintf(err, errlen, "--replicas needs --data DIR (this daemon's own directory)");
     return false;
   }
-  /* A follower's link is plain TCP: it could not reach an owner whose port speaks TLS. */
-  if (c->replicas > 0 && c->tls_cert[0]) {
+  /* A follower's link speaks TLS when the daemons' ports do. */
+  if (c->cluster_ca[0] && !c->tls_cert[0]) {
     snprintf(err, errlen,
-             "--replicas cannot be used with --tls-cert yet (a follower dials its group's owner "
-             "in plain TCP, which a TLS port refuses)");
+             "--cluster-ca needs --tls-cert (the daemons' links speak TLS when their ports do)");
     return false;
   }
   if (c->replicas > 0 && c->acl[0] && !c->cluster_token[0]) {

@@ -392,6 +392,90 @@ static void test_cluster_right(void) {
   t_remove_temp_dir(dir);
 }
 
+/* Daemons serving TLS (--tls-cert, --cluster-ca): the follower's link to the owner speaks TLS,
+ * checks the owner's certificate, and gets in sync; a sync write is answered once it acked. */
+static void test_tls_link(void) {
+  char certs[64], ca[128], cert[128], key[128];
+  CU_ASSERT_FATAL(t_make_certs(certs, sizeof certs));
+  snprintf(ca, sizeof ca, "%s/ca.pem", certs);
+  snprintf(cert, sizeof cert, "%s/server.pem", certs);
+  snprintf(key, sizeof key, "%s/server.key", certs);
+  const char *extra[] = {"--replicas",   "1", "--tls-cert", cert, "--tls-key", key,
+                         "--cluster-ca", ca,  NULL};
+  t_tls_files files = {.ca = ca};
+  cluster k;
+  memset(&k, 0, sizeof k);
+  k.tls = &files;
+  int at = -1;
+  k.own_data = true;
+  k.extra = extra;
+  if (cluster_start_prepared(&k)) {
+    cJSON *r = wait_ok_anywhere(&k, "{\"cmd\":\"world.create\",\"world\":\"b1.main\"}", 15000, &at);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    cJSON_Delete(r);
+    cJSON *rep = wait_followers(&k, "b1", 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
+    int fi = index_of(
+        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(rep, "followers"), 0)->valuestring);
+    cJSON_Delete(rep);
+    CU_ASSERT_FATAL(fi >= 0 && fi != at);
+    for (int i = 0; i < 5; i++)
+      CU_ASSERT(write_one(&k.c[at], "b1.main", i));
+    bool insync = wait_insync(&k, at, "b1.main", 1, node_name(fi));
+    printf("\n  owner %s, follower %s over TLS: in sync %d\n", node_name(at), node_name(fi),
+           insync);
+    CU_ASSERT(insync);
+    CU_ASSERT(write_one(&k.c[at], "b1.main", 5)); /* waits for the follower's ack */
+    CU_ASSERT(lists_insync(&k, at, "b1.main", 1, node_name(fi)));
+  }
+  cluster_stop(&k);
+  t_remove_temp_dir(certs);
+}
+
+/* A --cluster-ca that did not sign the owner's certificate: the follower refuses the owner (its
+ * log says why) and never gets in sync; the owner answers alone. */
+static void test_tls_link_refused(void) {
+  char certs[64], other[64], wrong_ca[128], ca[128], cert[128], key[128];
+  CU_ASSERT_FATAL(t_make_certs(certs, sizeof certs));
+  CU_ASSERT_FATAL(t_make_certs(other, sizeof other));
+  snprintf(wrong_ca, sizeof wrong_ca, "%s/ca.pem", certs);
+  snprintf(ca, sizeof ca, "%s/ca.pem", other);
+  snprintf(cert, sizeof cert, "%s/server.pem", other); /* signed by the other CA */
+  snprintf(key, sizeof key, "%s/server.key", other);
+  const char *extra[] = {"--replicas",   "1",      "--tls-cert", cert, "--tls-key", key,
+                         "--cluster-ca", wrong_ca, NULL};
+  t_tls_files files = {.ca = ca}; /* the clients trust the daemons' own CA */
+  cluster k;
+  memset(&k, 0, sizeof k);
+  k.tls = &files;
+  k.own_data = true;
+  k.extra = extra;
+  int at = -1;
+  if (cluster_start_prepared(&k)) {
+    cJSON *r = wait_ok_anywhere(&k, "{\"cmd\":\"world.create\",\"world\":\"b1.main\"}", 15000, &at);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    cJSON_Delete(r);
+    cJSON *rep = wait_followers(&k, "b1", 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
+    int fi = index_of(
+        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(rep, "followers"), 0)->valuestring);
+    cJSON_Delete(rep);
+    CU_ASSERT_FATAL(fi >= 0 && fi != at);
+    bool logged = false;
+    int n = 0;
+    for (long deadline = t_now_ms() + 15000; !logged && t_now_ms() < deadline; t_sleep_ms(50)) {
+      CU_ASSERT(write_one(&k.c[at], "b1.main", n++)); /* alone: nobody in sync */
+      logged = t_daemon_log_contains(&k.d[fi], "TLS with the owner");
+    }
+    printf("\n  follower %s with another CA: refusal logged %d\n", node_name(fi), logged);
+    CU_ASSERT(logged);
+    CU_ASSERT(lists_insync(&k, at, "b1.main", 0, NULL));
+  }
+  cluster_stop(&k);
+  t_remove_temp_dir(certs);
+  t_remove_temp_dir(other);
+}
+
 int t_register_cluster_replicas_sync(void) {
   static const t_test tests[] = {
       {"a read before a held write is answered at once", test_read_before_held_write},
@@ -399,6 +483,8 @@ int t_register_cluster_replicas_sync(void) {
       {"each group's durability, fixed at its creation", test_group_durability},
       {"lag_seconds grows while a follower is stopped", test_lag_seconds},
       {"replicate takes the cluster right", test_cluster_right},
+      {"the follower's link speaks TLS with the daemons", test_tls_link},
+      {"a follower refuses an owner its --cluster-ca did not sign", test_tls_link_refused},
   };
   return T_ADD_SUITE("cluster_replicas_sync", NULL, NULL, tests);
 }

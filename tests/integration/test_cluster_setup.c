@@ -296,9 +296,8 @@ static void test_bad_replica_flags(void) {
       {{"--replicas", "x", "--cluster", url, "--data", "/tmp"}, "invalid value for replicas"},
       {{"--replicas", "1", "--cluster", url, "--data", "/tmp", "--durability", ""},
        "expected sync or async"},
-      {{"--replicas", "1", "--cluster", url, "--data", "/tmp", "--tls-cert", "/nonexistent.pem",
-        "--tls-key", "/nonexistent.key"},
-       "--replicas cannot be used with --tls-cert"},
+      {{"--replicas", "1", "--cluster", url, "--data", "/tmp", "--cluster-ca", "/nonexistent.pem"},
+       "--cluster-ca needs --tls-cert"},
       {{"--replicas", "1", "--cluster", url, "--data", "/tmp", "--acl", "/nonexistent.acl"},
        "--replicas with --acl needs --cluster-token"},
   };
