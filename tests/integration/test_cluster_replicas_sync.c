@@ -181,6 +181,77 @@ static void test_read_before_held_write(void) {
   cluster_stop(&k);
 }
 
+/* A subscriber's frames on a connection whose write is held: those made after the write wait
+ * behind its ok (shared frame segments and own bytes alike) and then come whole and in order,
+ * with ticks rising past those that came before it. */
+static void test_frames_behind_held_ok(void) {
+  static const char *const extra[] = {"--replicas", "1", "--replica-timeout", "1000", NULL};
+  cluster k;
+  int at = -1, fi = start_b1(&k, extra, NULL, &at);
+  if (fi < 0) {
+    cluster_stop(&k);
+    return;
+  }
+  t_client sub, other;
+  CU_ASSERT_FATAL(t_client_connect(&sub, k.d[at].port) == 0);
+  CU_ASSERT_FATAL(t_client_connect(&other, k.d[at].port) == 0);
+  CU_ASSERT_FATAL(t_client_send(&sub, "{\"cmd\":\"subscribe\",\"world\":\"b1.main\",\"id\":1}") ==
+                  0);
+  double last_tick = -1;
+  int frames_before = 0, frames_after = 0, bad = 0;
+  bool subscribed = false, ok_seen = false, rising = true;
+  for (long deadline = t_now_ms() + 5000; frames_before == 0 && t_now_ms() < deadline;) {
+    cJSON *m = t_client_recv_json(&sub, 1000);
+    if (m && t_resp_num(m, "id") == 1)
+      subscribed = t_resp_ok(m);
+    else if (m && strcmp(t_resp_str(m, "event"), "frame") == 0) {
+      frames_before++;
+      last_tick = t_resp_num(m, "tick");
+    }
+    cJSON_Delete(m);
+  }
+  CU_ASSERT_FATAL(subscribed && frames_before > 0);
+  pid_t pid = k.d[fi].pid;
+  CU_ASSERT_FATAL(pid > 0 && kill(pid, SIGSTOP) == 0);
+  CU_ASSERT_FATAL(t_client_send(&sub, "{\"cmd\":\"transform.create\",\"world\":\"b1.main\","
+                                      "\"name\":\"held\",\"id\":2}") == 0);
+  for (int i = 0; i < 5; i++) {
+    char line[128];
+    snprintf(line, sizeof line,
+             "{\"cmd\":\"transform.create\",\"world\":\"b1.main\",\"name\":\"o%d\"}", i);
+    CU_ASSERT(t_client_send(&other, line) == 0);
+    t_sleep_ms(40); /* a few ticks apart: several frames */
+  }
+  long t0 = t_now_ms();
+  for (long deadline = t0 + 15000; t_now_ms() < deadline;) {
+    cJSON *m = t_client_recv_json(&sub, ok_seen ? 500 : 15000);
+    if (!m)
+      break;
+    if (t_resp_num(m, "id") == 2) {
+      ok_seen = t_resp_ok(m);
+    } else if (strcmp(t_resp_str(m, "event"), "frame") == 0) {
+      double tick = t_resp_num(m, "tick");
+      rising = rising && tick > last_tick;
+      last_tick = tick;
+      ok_seen ? frames_after++ : frames_before++;
+    } else {
+      bad++;
+      t_report("an unexpected line", m);
+    }
+    cJSON_Delete(m);
+  }
+  printf("\n  held ok after %ld ms: %d frames before it, %d after, ticks rising %d\n",
+         t_now_ms() - t0, frames_before, frames_after, rising);
+  CU_ASSERT(ok_seen);
+  CU_ASSERT(frames_after >= 1); /* the changes made while it was held */
+  CU_ASSERT(rising);
+  CU_ASSERT(bad == 0);
+  CU_ASSERT(kill(pid, SIGCONT) == 0);
+  t_client_close(&sub);
+  t_client_close(&other);
+  cluster_stop(&k);
+}
+
 /* With a long --replica-timeout, a write's ok held while the follower is stopped leaves as soon
  * as the follower, resumed, acknowledges it: long before the timeout, the follower still in
  * sync and nothing answered alone. */
@@ -480,6 +551,7 @@ int t_register_cluster_replicas_sync(void) {
   static const t_test tests[] = {
       {"a read before a held write is answered at once", test_read_before_held_write},
       {"a held ok leaves once the follower acks", test_released_by_ack},
+      {"frames made after a held write wait behind its ok", test_frames_behind_held_ok},
       {"each group's durability, fixed at its creation", test_group_durability},
       {"lag_seconds grows while a follower is stopped", test_lag_seconds},
       {"replicate takes the cluster right", test_cluster_right},
