@@ -215,7 +215,7 @@ uint64_t scn__ship_lag_ns(const scn_ship_link *l, uint64_t now);
 void scn__sync_command(scn_cluster *cl, scn_conn *c);
 /* A record of s's group made by the command running: under sync with in-sync followers, its
  * connection's output waits for their acks of seq; with none, it counts as answered alone. */
-void scn__sync_record(scn_cluster *cl, const scn_ship *s, uint64_t seq);
+void scn__sync_record(scn_cluster *cl, const scn_ship *s, const scn_group_entry *g, uint64_t seq);
 /* Ends the command's scope, releases what every in-sync member acknowledged (or what no member
  * is left for) and flushes those connections; closes those whose group's history here ended. */
 void scn__sync_check(scn_cluster *cl);

@@ -84,13 +84,12 @@ static uint64_t gate_here(const scn_conn *c) {
                                                                  : 0;
 }
 
-void scn__sync_record(scn_cluster *cl, const scn_ship *s, uint64_t seq) {
+void scn__sync_record(scn_cluster *cl, const scn_ship *s, const scn_group_entry *g, uint64_t seq) {
   scn_conn *c = cl->sync_conn;
   if (!c || c->repl || scn_conn_gone(c))
     return;
   /* Under the group's own durability (the daemon's --durability unless it was created with
-   * one). */
-  const scn_group_entry *g = scn_owners_find(&cl->owners, s->group);
+   * one); g is the group's cache entry. */
   if (scn__entry_durability(cl, g) != SCN_DURABILITY_SYNC)
     return;
   if (!insync_in(g, s)) {
