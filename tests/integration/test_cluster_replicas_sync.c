@@ -5,6 +5,7 @@
 #include "cluster_fixtures.h"
 #include "harness.h"
 #include "suites.h"
+#include "ws_fixtures.h"
 
 #include <CUnit/CUnit.h>
 #include <openssl/evp.h>
@@ -178,6 +179,57 @@ static void test_read_before_held_write(void) {
   cJSON_Delete(r3);
   CU_ASSERT(kill(pid, SIGCONT) == 0);
   t_client_close(&other);
+  cluster_stop(&k);
+}
+
+/* The next text message on w parsed (NULL: none within timeout_ms). */
+static cJSON *ws_next(t_ws *w, long timeout_ms) {
+  t_ws_msg m;
+  if (!t_ws_recv(w, &m, timeout_ms))
+    return NULL;
+  cJSON *v = m.opcode == 1 ? cJSON_Parse((const char *)m.data) : NULL;
+  free(m.data);
+  return v;
+}
+
+/* The same over WebSocket (/ws): the read before the held write is answered at once, the write
+ * and the read after it once the follower left insync, in order. */
+static void test_ws_read_before_held_write(void) {
+  static const char *const extra[] = {"--replicas", "1", "--replica-timeout", "1000", NULL};
+  cluster k;
+  int at = -1, fi = start_b1(&k, extra, NULL, &at);
+  if (fi < 0) {
+    cluster_stop(&k);
+    return;
+  }
+  t_ws w;
+  CU_ASSERT_FATAL(t_ws_connect(&w, k.d[at].http_port));
+  pid_t pid = k.d[fi].pid;
+  CU_ASSERT_FATAL(pid > 0 && kill(pid, SIGSTOP) == 0);
+  long t0 = t_now_ms();
+  CU_ASSERT(t_ws_send_text(
+      &w, "{\"cmd\":\"transform.find\",\"world\":\"b1.main\",\"path\":\"t0\",\"id\":1}"));
+  CU_ASSERT(t_ws_send_text(
+      &w, "{\"cmd\":\"transform.create\",\"world\":\"b1.main\",\"name\":\"held\",\"id\":2}"));
+  CU_ASSERT(t_ws_send_text(
+      &w, "{\"cmd\":\"transform.find\",\"world\":\"b1.main\",\"path\":\"t1\",\"id\":3}"));
+  cJSON *r1 = ws_next(&w, 5000);
+  long first = t_now_ms() - t0;
+  CU_ASSERT(t_resp_ok(r1) && t_resp_num(r1, "id") == 1 && first < 500);
+  cJSON_Delete(r1);
+  cJSON *none = ws_next(&w, 300);
+  CU_ASSERT_PTR_NULL(none);
+  cJSON_Delete(none);
+  cJSON *r2 = ws_next(&w, 15000);
+  long second = t_now_ms() - t0;
+  cJSON *r3 = ws_next(&w, 5000);
+  printf("\n  /ws: read before at %ld ms, held ok at %ld ms\n", first, second);
+  CU_ASSERT(t_resp_ok(r2) && t_resp_num(r2, "id") == 2 && second >= 900);
+  CU_ASSERT(t_resp_ok(r3) && t_resp_num(r3, "id") == 3);
+  cJSON_Delete(r2);
+  cJSON_Delete(r3);
+  CU_ASSERT(kill(pid, SIGCONT) == 0);
+  t_ws_close(&w);
   cluster_stop(&k);
 }
 
@@ -550,6 +602,7 @@ static void test_tls_link_refused(void) {
 int t_register_cluster_replicas_sync(void) {
   static const t_test tests[] = {
       {"a read before a held write is answered at once", test_read_before_held_write},
+      {"the same over WebSocket", test_ws_read_before_held_write},
       {"a held ok leaves once the follower acks", test_released_by_ack},
       {"frames made after a held write wait behind its ok", test_frames_behind_held_ok},
       {"each group's durability, fixed at its creation", test_group_durability},
