@@ -254,6 +254,8 @@ static void after_command(void *ud, const scn_done *d) {
   (void)d;
   scn_cluster *cl = ud;
   cl->sync_conn = NULL;
+  if (cl->npush)
+    scn__links_push(cl);
 }
 
 void scn_cluster_command_from(scn_cluster *cl, scn_conn *c) { scn__sync_command(cl, c); }

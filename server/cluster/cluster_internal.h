@@ -118,6 +118,9 @@ struct scn_cluster {
   /* groups served here with followers (--replicas) */
   scn_ship **ships;
   size_t nships, ships_cap;
+  /* follower links with a batch of records worth sending before the turn ends (replicate.c) */
+  scn_conn *push[SCN_SHIP_LINKS];
+  size_t npush;
   /* groups followed here (--replicas) */
   struct scn_follow **follows;
   size_t nfollows, follows_cap;
@@ -238,6 +241,9 @@ void scn__links_close(scn_ship *s);
 /* before_flush: links catching up get the backlog's records as far as their output allows. */
 void scn__links_pump(scn_cluster *cl);
 void scn__links_conn_closed(scn_cluster *cl, scn_conn *c);
+/* After a command: the links holding a batch of records (PUSH_BYTES) send it now, so that the
+ * followers apply it while the rest of the turn's commands run (sync replies wait for both). */
+void scn__links_push(scn_cluster *cl);
 /* Whether node's link for group belongs in the in-sync set: a member (was) stays while every
  * record it was sent is acknowledged within --replica-timeout; another joins once its link has
  * acknowledged everything up to last, the group's last seq. No link: not in sync. */

@@ -67,16 +67,41 @@ static void write_record(scn_ship_link *l, uint64_t seq, uint64_t tick, const ch
   scn_conn_schedule_flush(l->conn);
 }
 
+/* Records queued for a link beyond this go before the turn ends (scn__links_push): a turn that
+ * runs many commands does not make the follower wait for all of them. */
+#define PUSH_BYTES 32768
+
+static void want_push(scn_cluster *cl, scn_conn *c) {
+  for (size_t i = 0; i < cl->npush; i++)
+    if (cl->push[i] == c)
+      return;
+  if (cl->npush < SCN_SHIP_LINKS)
+    cl->push[cl->npush++] = c;
+}
+
 void scn__links_record(scn_cluster *cl, scn_ship *s, uint64_t seq, uint64_t tick, const char *bytes,
                        size_t len) {
   for (size_t i = 0; i < SCN_SHIP_LINKS; i++) {
     scn_ship_link *l = &s->links[i];
     if (!l->conn || l->next)
       continue; /* free, or catching up from the backlog (which has this record) */
-    if (scn_conn_queued(l->conn) > 2 * out_budget(cl))
+    if (scn_conn_queued(l->conn) > 2 * out_budget(cl)) {
       link_close(l, "the follower does not keep up (output limit)");
-    else
-      write_record(l, seq, tick, bytes, len);
+      continue;
+    }
+    write_record(l, seq, tick, bytes, len);
+    if (l->conn && scn_outq_size(&l->conn->out) >= PUSH_BYTES)
+      want_push(cl, l->conn);
+  }
+}
+
+void scn__links_push(scn_cluster *cl) {
+  /* Between commands: the flush's before_flush hooks commit the journal first, as at the end of
+   * a turn. */
+  while (cl->npush) {
+    scn_conn *c = cl->push[--cl->npush];
+    if (!scn_conn_gone(c))
+      scn_conn_flush(c);
   }
 }
 
@@ -112,7 +137,9 @@ void scn__links_pump(scn_cluster *cl) {
 }
 
 void scn__links_conn_closed(scn_cluster *cl, scn_conn *c) {
-  (void)cl;
+  for (size_t i = 0; i < cl->npush; i++)
+    if (cl->push[i] == c)
+      cl->push[i] = cl->push[--cl->npush];
   scn_ship_link *l = c->repl;
   if (!l)
     return;
