@@ -110,6 +110,7 @@ static void on_recorded(void *ctx, const scn_kv_answer *a) {
     return;
   }
   if (c->removing) {
+    g->created_durability = 0; /* the group ended: a new one gets its own */
     /* Gone now, unless the watch brought a newer key first. */
     if (g->replicas.mod_rev < a->revision)
       g->replicas = (scn_replica_set){0};
@@ -117,6 +118,9 @@ static void on_recorded(void *ctx, const scn_kv_answer *a) {
             c->group);
     return;
   }
+  /* The key holds world.create's durability from now on (it outlives this owner). */
+  if (g->created_durability == 1 + c->set.durability)
+    g->created_durability = 0;
   /* Taken now, unless the watch brought newer keys first: the next plan must not write it
    * again. */
   if (g->replicas.mod_rev < a->revision) {
