@@ -430,6 +430,7 @@ BUILD="$BUILD" RUNS="$RUNS" N="$N" scripts/bench-cluster.sh
 
 echo
 BUILD="$BUILD" RUNS="$RUNS" scripts/bench-switchover.sh
+BUILD="$BUILD" RUNS="$RUNS" N="$N" scripts/bench-replicas.sh
 
 echo
 BUILD="$BUILD" RUNS="$RUNS" scripts/bench-scale.sh

@@ -118,6 +118,9 @@ void scn_cluster_world_replicas_json(scn_cluster *cl, const char *world, scn_buf
   const scn_replica_set *r = g && g->replicas.known ? &g->replicas : &(scn_replica_set){0};
   add_names(out, ",\"followers\":", r->followers, r->nfollowers);
   add_names(out, ",\"insync\":", r->insync, r->ninsync);
+  scn_buf_adds(out, scn__group_durability(cl, group) == SCN_DURABILITY_ASYNC
+                        ? ",\"durability\":\"async\""
+                        : ",\"durability\":\"sync\"");
 }
 
 bool scn_cluster_follows_world(const scn_cluster *cl, const char *world) {
@@ -252,7 +255,7 @@ static void load_changed(void *ud) {
 static void before_flush(void *ud) {
   scn__fence_before_flush(ud);
   scn__links_pump(ud);
-  scn__sync_check(ud);
+  scn__sync_check_changed(ud);
   scn__switch_check(ud);
 }
 
@@ -261,6 +264,8 @@ static void after_command(void *ud, const scn_done *d) {
   (void)d;
   scn_cluster *cl = ud;
   cl->sync_conn = NULL;
+  if (cl->npush)
+    scn__links_push(cl);
 }
 
 void scn_cluster_command_from(scn_cluster *cl, scn_conn *c) { scn__sync_command(cl, c); }

@@ -54,19 +54,31 @@ typedef struct scn_ship_link {
                            * come, so it is the wait of the oldest unacked at most */
 } scn_ship_link;
 
+#define SCN_SHIP_TIMES 512 /* records whose making time a ship remembers (for the lag) */
 typedef struct scn_ship {
   char group[SCN_NAME_MAX + 1];
   uint64_t epoch; /* of the records kept */
   scn_backlog backlog;
   scn_ship_link links[SCN_SHIP_LINKS];
+  uint64_t last_seq; /* of the last record the tap handed on in this epoch */
+  uint64_t
+      made_at[SCN_SHIP_TIMES]; /* when record seq was made (the loop's clock, ns), at seq % TIMES */
 } scn_ship;
 
-/* A connection whose output waits for the followers' acks of a group's record (sync.c). */
+/* A reply that waits for the followers' acks of a group's record (sync.c): the gate shut in
+ * its connection's output, opened once every in-sync member acknowledged seq. */
 typedef struct scn_sync_wait {
   scn_conn *conn;
-  char group[SCN_NAME_MAX + 1];
-  uint64_t epoch, seq;
+  uint64_t gate, seq;
 } scn_sync_wait;
+
+/* A group's waits in one epoch, in the order of their seqs (acks come in that order too). */
+typedef struct scn_sync_queue {
+  char group[SCN_NAME_MAX + 1];
+  uint64_t epoch;
+  scn_sync_wait *w;
+  size_t head, n, cap; /* w[head..n) wait */
+} scn_sync_queue;
 
 typedef struct scn_cluster_stats {
   uint64_t renewals, renewal_failures;
@@ -107,13 +119,17 @@ struct scn_cluster {
   /* groups served here with followers (--replicas) */
   scn_ship **ships;
   size_t nships, ships_cap;
+  /* follower links with a batch of records worth sending before the turn ends (replicate.c) */
+  scn_conn *push[SCN_SHIP_LINKS];
+  size_t npush;
   /* groups followed here (--replicas) */
   struct scn_follow **follows;
   size_t nfollows, follows_cap;
   /* --durability sync: the command running (its records' replies wait) and what waits */
   scn_conn *sync_conn;
-  scn_sync_wait *waits;
-  size_t nwaits, waits_cap;
+  scn_sync_queue *squeues;
+  size_t nsqueues, squeues_cap;
+  int64_t sync_checked_rev; /* the cache's revision at the last check */
   size_t switching; /* switchovers that may still wait for their target (switchover.c) */
   uv_timer_t timer;
   bool closing;
@@ -193,6 +209,10 @@ void scn__ship_free(scn_cluster *cl);
 scn_ship *scn__ship_get(scn_cluster *cl, const char *group);
 /* The group's ship, or NULL (none made). */
 scn_ship *scn__ship_find(scn_cluster *cl, const char *group);
+/* How long the oldest record l has not acknowledged has existed (ns, at now), 0 when it
+ * acknowledged every record of its group (the age of one of the last SCN_SHIP_TIMES records at
+ * most, for a link further behind). */
+uint64_t scn__ship_lag_ns(const scn_ship_link *l, uint64_t now);
 
 /* ---- sync.c -------------------------------------------------------------------------------- */
 
@@ -200,13 +220,19 @@ scn_ship *scn__ship_find(scn_cluster *cl, const char *group);
 void scn__sync_command(scn_cluster *cl, scn_conn *c);
 /* A record of s's group made by the command running: under sync with in-sync followers, its
  * connection's output waits for their acks of seq; with none, it counts as answered alone. */
-void scn__sync_record(scn_cluster *cl, const scn_ship *s, uint64_t seq);
+void scn__sync_record(scn_cluster *cl, const scn_ship *s, const scn_group_entry *g, uint64_t seq);
 /* Ends the command's scope, releases what every in-sync member acknowledged (or what no member
  * is left for) and flushes those connections; closes those whose group's history here ended. */
 void scn__sync_check(scn_cluster *cl);
+/* scn__sync_check when the cache changed since the last one (before each flush). */
+void scn__sync_check_changed(scn_cluster *cl);
 void scn__sync_conn_closed(scn_cluster *cl, scn_conn *c);
 /* group was handed to a node that holds every record made here: what waited for it leaves. */
 void scn__sync_release(scn_cluster *cl, const char *group);
+/* The durability of group: the one it was created with, else the daemon's --durability. */
+scn_durability scn__group_durability(scn_cluster *cl, const char *group);
+/* The same for a group's cache entry (NULL: none). */
+scn_durability scn__entry_durability(const scn_cluster *cl, const scn_group_entry *g);
 void scn__sync_free(scn_cluster *cl);
 
 /* ---- replicate.c --------------------------------------------------------------------------- */
@@ -219,6 +245,9 @@ void scn__links_close(scn_ship *s);
 /* before_flush: links catching up get the backlog's records as far as their output allows. */
 void scn__links_pump(scn_cluster *cl);
 void scn__links_conn_closed(scn_cluster *cl, scn_conn *c);
+/* After a command: the links holding a batch of records (PUSH_BYTES) send it now, so that the
+ * followers apply it while the rest of the turn's commands run (sync replies wait for both). */
+void scn__links_push(scn_cluster *cl);
 /* Whether node's link for group belongs in the in-sync set: a member (was) stays while every
  * record it was sent is acknowledged within --replica-timeout; another joins once its link has
  * acknowledged everything up to last, the group's last seq. No link: not in sync. */

@@ -53,6 +53,20 @@ static void ship_stats(scn_cluster *cl, scn_metrics_sink *k) {
     }
   }
   scn_metric_end(k);
+  scn_metric_family(k, "replica_lag_seconds", "gauge",
+                    "How long the oldest record a follower's link has not acknowledged has "
+                    "existed (0 when it acknowledged all).");
+  uint64_t now = uv_hrtime();
+  for (size_t i = 0; i < cl->nships; i++) {
+    const scn_ship *s = cl->ships[i];
+    for (size_t j = 0; j < SCN_SHIP_LINKS; j++) {
+      const scn_ship_link *l = &s->links[j];
+      if (l->conn && scn_metric_shows_world(k, s->group))
+        scn_metric_sample2(k, "group", s->group, "node", l->node[0] ? l->node : "-",
+                           (double)scn__ship_lag_ns(l, now) * 1e-9);
+    }
+  }
+  scn_metric_end(k);
 }
 
 static bool names(const char list[][SCN_NAME_MAX + 1], uint8_t n, const char *node) {

@@ -10,10 +10,15 @@
  * A copy starts empty, from seq 1: a follower whose directory already has the group (from an
  * older epoch, or a restart) waits until the snapshot stream exists, and says so once. A daemon
  * that switched a group over to its follower keeps its own copy instead (scn__follow_park): the
- * same as the one the new owner starts its epoch from, so it follows from seq 1 of that epoch. */
+ * same as the one the new owner starts its epoch from, so it follows from seq 1 of that epoch.
+ *
+ * When the daemons' ports speak TLS (--tls-cert) the link does too: a client session (net/tls.h)
+ * checks the owner's certificate against --cluster-ca and the address dialled; hello waits for
+ * the handshake. */
 #include "cluster/cluster_internal.h"
 
 #include "framing.h"
+#include "net/tls.h"
 #include "ops/json_arena.h"
 #include "ops/log.h"
 #include "store/groups.h"
@@ -43,6 +48,9 @@ typedef struct fconn {
   uv_tcp_t tcp;
   bool tcp_open;
   scn_framer framer;
+  char host[SCN_ADDR_MAX]; /* as dialled: what the owner's certificate must name */
+  scn_tls *tls;            /* --tls-cert: the session over the socket (NULL: plain TCP) */
+  scn_buf early;           /* TLS: lines sent before the handshake completed */
 } fconn;
 
 struct scn_follow {
@@ -108,6 +116,8 @@ bool scn__follows(const scn_cluster *cl, const char *group) {
 static void on_fconn_closed(uv_handle_t *h) {
   fconn *fc = h->data;
   scn_framer_free(&fc->framer);
+  scn_tls_free(fc->tls);
+  scn_buf_free(&fc->early);
   free(fc);
 }
 
@@ -136,19 +146,57 @@ static void on_written(uv_write_t *w, int status) {
   free(w);
 }
 
-static void send_line(scn_follow *f, const scn_buf *line) {
-  uv_write_t *w = malloc(sizeof *w + line->len);
+static void write_bytes(scn_follow *f, const char *data, size_t len) {
+  uv_write_t *w = malloc(sizeof *w + len);
   if (!w) {
     hang_up(f, "out of memory");
     return;
   }
-  memcpy(w + 1, line->data, line->len);
-  uv_buf_t b = uv_buf_init((char *)(w + 1), (unsigned)line->len);
+  memcpy(w + 1, data, len);
+  uv_buf_t b = uv_buf_init((char *)(w + 1), (unsigned)len);
   if (uv_write(w, (uv_stream_t *)&f->conn->tcp, &b, 1, on_written) != 0) {
     free(w);
     hang_up(f, "cannot write to the owner");
   }
 }
+
+/* Writes what the TLS session made on its own (the handshake, alerts). */
+static void tls_flush(scn_follow *f) {
+  fconn *fc = f->conn;
+  if (!fc || !fc->tls || scn_tls_pending(fc->tls) == 0)
+    return;
+  scn_buf b = {0};
+  if (scn_tls_take(fc->tls, &b))
+    write_bytes(f, b.data, b.len);
+  else
+    hang_up(f, "out of memory");
+  scn_buf_free(&b);
+}
+
+/* Sends len bytes of lines: sealed over TLS (kept until the handshake is done), as they are
+ * otherwise. */
+static void send_bytes(scn_follow *f, const char *data, size_t len) {
+  fconn *fc = f->conn;
+  if (!fc->tls) {
+    write_bytes(f, data, len);
+    return;
+  }
+  if (!scn_tls_established(fc->tls)) {
+    scn_buf_add(&fc->early, data, len);
+    if (fc->early.failed)
+      hang_up(f, "out of memory");
+    return;
+  }
+  scn_buf sealed = {0};
+  uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
+  if (scn_tls_seal(fc->tls, &b, 1, &sealed))
+    write_bytes(f, sealed.data, sealed.len);
+  else
+    hang_up(f, "out of memory sealing a line for the owner");
+  scn_buf_free(&sealed);
+}
+
+static void send_line(scn_follow *f, const scn_buf *line) { send_bytes(f, line->data, line->len); }
 
 static void send_replicate(scn_follow *f) {
   uint64_t epoch, seq = 0;
@@ -183,22 +231,11 @@ static bool reply_ok(scn_follow *f, const cJSON *root, const char *what) {
   return false;
 }
 
-static void apply_record(scn_follow *f, const cJSON *root) {
-  const cJSON *r = cJSON_GetObjectItemCaseSensitive(root, "r");
-  const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "t");
-  const cJSON *l = cJSON_GetObjectItemCaseSensitive(root, "l");
-  if (!cJSON_IsNumber(r) || !cJSON_IsString(l)) {
-    hang_up(f, "a line of the stream that is not a record");
-    return;
-  }
+/* Applies the record of seq and tick whose line is the len bytes at line. */
+static void apply_line(scn_follow *f, uint64_t seq, uint64_t tick, const char *line, size_t len) {
   f->rec.len = 0;
-  scn_journal_encode(&f->rec, l->valuestring, strlen(l->valuestring));
-  scn_gstore_record rec = {f->group,
-                           f->epoch,
-                           (uint64_t)r->valuedouble,
-                           cJSON_IsNumber(t) ? (uint64_t)t->valuedouble : 0,
-                           f->rec.data,
-                           f->rec.len};
+  scn_journal_encode(&f->rec, line, len);
+  scn_gstore_record rec = {f->group, f->epoch, seq, tick, f->rec.data, f->rec.len};
   char err[256];
   if (f->rec.failed || scn_gstore_apply(f->cl->srv->gstore, &rec, err, sizeof err) != 0) {
     hang_up(f, f->rec.failed ? "out of memory" : err);
@@ -209,12 +246,62 @@ static void apply_record(scn_follow *f, const cJSON *root) {
   f->backoff_ms = 0;
 }
 
+/* A record whose line came as a JSON string ("l":"..."). */
+static void apply_record(scn_follow *f, const cJSON *root) {
+  const cJSON *r = cJSON_GetObjectItemCaseSensitive(root, "r");
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "t");
+  const cJSON *l = cJSON_GetObjectItemCaseSensitive(root, "l");
+  if (!cJSON_IsNumber(r) || !cJSON_IsString(l)) {
+    hang_up(f, "a line of the stream that is not a record");
+    return;
+  }
+  apply_line(f, (uint64_t)r->valuedouble, cJSON_IsNumber(t) ? (uint64_t)t->valuedouble : 0,
+             l->valuestring, strlen(l->valuestring));
+}
+
+/* Reads the digits at *p (before end) into *v; false when there are none. */
+static bool take_u64(const char **p, const char *end, uint64_t *v) {
+  const char *s = *p;
+  uint64_t x = 0;
+  while (s < end && *s >= '0' && *s <= '9' && s - *p < 19)
+    x = x * 10 + (uint64_t)(*s++ - '0');
+  if (s == *p)
+    return false;
+  *p = s;
+  *v = x;
+  return true;
+}
+
+static bool take(const char **p, const char *end, const char *lit) {
+  size_t n = strlen(lit);
+  if ((size_t)(end - *p) < n || memcmp(*p, lit, n) != 0)
+    return false;
+  *p += n;
+  return true;
+}
+
+/* The owner's record line {"r":SEQ,"t":TICK,"l":LINE} with LINE as it is (replicate.c): its
+ * bytes are taken back without parsing them. False when line is not of that form (it is then
+ * read as JSON). */
+static bool apply_raw(scn_follow *f, const char *line, size_t len) {
+  const char *p = line, *end = line + len;
+  uint64_t seq, tick;
+  if (!take(&p, end, "{\"r\":") || !take_u64(&p, end, &seq) || !take(&p, end, ",\"t\":") ||
+      !take_u64(&p, end, &tick) || !take(&p, end, ",\"l\":") || p >= end - 1 || *p == '"' ||
+      end[-1] != '}')
+    return false;
+  apply_line(f, seq, tick, p, (size_t)(end - 1 - p));
+  return true;
+}
+
 static bool on_line(void *ud, const char *line, size_t len) {
   scn_follow *f = ud;
   if (!line) {
     hang_up(f, "a line over --max-line");
     return false;
   }
+  if (f->state != LINK_HELLO && f->state != LINK_REPLICATE && apply_raw(f, line, len))
+    return f->conn != NULL;
   cJSON *root = scn_json_heap_parse(line, len);
   if (!root) {
     hang_up(f, "a line that is not JSON");
@@ -269,18 +356,59 @@ static void on_alloc(uv_handle_t *h, size_t size, uv_buf_t *buf) {
   buf->len = buf->base ? size : 0;
 }
 
+static bool tls_plain(void *ud, const char *data, size_t len) {
+  fconn *fc = ud;
+  return fc->f && scn_framer_feed(&fc->framer, data, len, on_line, fc->f) && fc->f;
+}
+
+/* Ciphertext from the owner: the handshake goes on (hello, kept until it is done, then goes),
+ * and the plaintext's lines are run. False when the link went away. */
+static bool tls_read(fconn *fc, const char *data, size_t len) {
+  scn_follow *f = fc->f;
+  bool was = scn_tls_established(fc->tls);
+  scn_tls_status st = scn_tls_input(fc->tls, data, len, tls_plain, fc);
+  if (!fc->f)
+    return false;
+  if (st == SCN_TLS_FAILED || st == SCN_TLS_CLOSED) {
+    char why[160], what[128];
+    snprintf(why, sizeof why, "TLS with the owner: %s",
+             st == SCN_TLS_CLOSED ? "it closed the session"
+                                  : scn_tls_describe(fc->tls, what, sizeof what));
+    tls_flush(f); /* an alert for the owner, as far as it goes */
+    hang_up(f, why);
+    return false;
+  }
+  tls_flush(f);
+  if (!was && fc->f && scn_tls_established(fc->tls) && fc->early.len) {
+    scn_buf early = fc->early;
+    fc->early = (scn_buf){0};
+    send_bytes(f, early.data, early.len);
+    scn_buf_free(&early);
+  }
+  return fc->f != NULL && st == SCN_TLS_OK;
+}
+
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   fconn *fc = s->data;
   scn_follow *f = fc->f;
   if (f && n < 0)
     hang_up(f, n == UV_EOF ? "the owner closed it" : uv_strerror((int)n));
-  else if (f && n > 0 && scn_framer_feed(&fc->framer, buf->base, (size_t)n, on_line, f))
+  else if (f && n > 0 &&
+           (fc->tls ? tls_read(fc, buf->base, (size_t)n)
+                    : scn_framer_feed(&fc->framer, buf->base, (size_t)n, on_line, f)))
     ack(f);
   free(buf->base);
 }
 
+static void tls_expired(void *owner) {
+  fconn *fc = owner;
+  if (fc->f)
+    hang_up(fc->f, "the TLS handshake with the owner timed out");
+}
+
 static void send_hello(scn_follow *f) {
-  const char *token = f->cl->srv->cfg.auth_token;
+  const scn_config *cfg = &f->cl->srv->cfg;
+  const char *token = cfg->cluster_token[0] ? cfg->cluster_token : cfg->auth_token;
   scn_buf b = {0};
   scn_buf_adds(&b, "{\"cmd\":\"hello\"");
   if (token[0]) {
@@ -308,9 +436,22 @@ static void on_connected(uv_connect_t *req, int status) {
     return;
   }
   f->state = LINK_HELLO;
+  /* Acks are small and each one releases sync replies on the owner: none may wait for Nagle. */
+  uv_tcp_nodelay(&fc->tcp, 1);
   if (uv_read_start((uv_stream_t *)&fc->tcp, on_alloc, on_read) != 0) {
     hang_up(f, "cannot read from the owner");
     return;
+  }
+  if (scn_tls_on(f->cl->srv)) {
+    fc->tls = scn_tls_client_new(f->cl->srv, fc->host, tls_expired, fc);
+    if (!fc->tls) {
+      hang_up(f, "cannot start TLS with the owner");
+      return;
+    }
+    scn_tls_input(fc->tls, NULL, 0, tls_plain, fc); /* the ClientHello */
+    tls_flush(f);
+    if (!f->conn)
+      return;
   }
   send_hello(f);
 }
@@ -353,6 +494,7 @@ static void dial(scn_follow *f, const scn_group_entry *g) {
   if (!fc)
     return;
   fc->f = f;
+  snprintf(fc->host, sizeof fc->host, "%s", host);
   fc->gai.data = fc;
   fc->tcp.data = fc;
   scn_framer_init(&fc->framer, f->cl->srv->cfg.max_line);

@@ -102,6 +102,8 @@ typedef struct scn_group_entry {
   scn_replica_set replicas;
   uint64_t replicas_seen_in_read; /* the last full read that found its replicas key */
   bool recording;                 /* a txn writing its followers is in flight */
+  int8_t created_durability;      /* world.create's "durability" for it as a new group here:
+                                   * 1 + scn_durability (0: not given) */
 } scn_group_entry;
 
 typedef struct scn_node_entry {

@@ -2,8 +2,9 @@
  * after hello, sends replicate (group, epoch, from); the connection then carries the group's
  * records from that seq on, one line each,
  *
- *   {"r":SEQ,"t":TICK,"l":LINE}     LINE: the journal record's line (its bytes are
- *                                   scn_journal_encode(LINE), exactly what the owner's got)
+ *   {"r":SEQ,"t":TICK,"l":LINE}     LINE: the journal record's line as it is, a JSON object
+ *                                   (its bytes are scn_journal_encode(LINE), exactly what the
+ *                                   owner's journal got)
  *
  * first from the backlog (as far as the connection's output allows per loop turn), then as the
  * store's tap hands them on, and its only lines are the follower's {"ack":SEQ}. A link whose
@@ -40,11 +41,15 @@ static void link_close(scn_ship_link *l, const char *why) {
   scn_conn_close(c);
 }
 
+/* The record's line goes as it is, a JSON object in the stream's line ("l":{...}), not as an
+ * escaped string: the follower takes its bytes back verbatim (follow.c), and neither side
+ * escapes nor parses it on the way. The bytes are the tap's, made here: their header is
+ * checked, their checksum was computed when they were made. */
 static void write_record(scn_ship_link *l, uint64_t seq, uint64_t tick, const char *bytes,
                          size_t len) {
   const char *line;
   size_t n;
-  if (!scn_journal_decode(bytes, len, &line, &n)) {
+  if (!scn_journal_line(bytes, len, &line, &n) || n == 0) {
     link_close(l, "a record kept here is damaged");
     return;
   }
@@ -54,12 +59,24 @@ static void write_record(scn_ship_link *l, uint64_t seq, uint64_t tick, const ch
   scn_buf_adds(out, ",\"t\":");
   scn_buf_add_u64(out, tick);
   scn_buf_adds(out, ",\"l\":");
-  scn_buf_add_json_string(out, line, n);
+  scn_buf_add(out, line, n);
   scn_buf_adds(out, "}\n");
   if (l->sent == l->acked)
     l->unacked_since = uv_hrtime();
   l->sent = seq;
   scn_conn_schedule_flush(l->conn);
+}
+
+/* Records queued for a link beyond this go before the turn ends (scn__links_push): a turn that
+ * runs many commands does not make the follower wait for all of them. */
+#define PUSH_BYTES 32768
+
+static void want_push(scn_cluster *cl, scn_conn *c) {
+  for (size_t i = 0; i < cl->npush; i++)
+    if (cl->push[i] == c)
+      return;
+  if (cl->npush < SCN_SHIP_LINKS)
+    cl->push[cl->npush++] = c;
 }
 
 void scn__links_record(scn_cluster *cl, scn_ship *s, uint64_t seq, uint64_t tick, const char *bytes,
@@ -68,10 +85,23 @@ void scn__links_record(scn_cluster *cl, scn_ship *s, uint64_t seq, uint64_t tick
     scn_ship_link *l = &s->links[i];
     if (!l->conn || l->next)
       continue; /* free, or catching up from the backlog (which has this record) */
-    if (scn_conn_queued(l->conn) > 2 * out_budget(cl))
+    if (scn_conn_queued(l->conn) > 2 * out_budget(cl)) {
       link_close(l, "the follower does not keep up (output limit)");
-    else
-      write_record(l, seq, tick, bytes, len);
+      continue;
+    }
+    write_record(l, seq, tick, bytes, len);
+    if (l->conn && scn_outq_size(&l->conn->out) >= PUSH_BYTES)
+      want_push(cl, l->conn);
+  }
+}
+
+void scn__links_push(scn_cluster *cl) {
+  /* Between commands: the flush's before_flush hooks commit the journal first, as at the end of
+   * a turn. */
+  while (cl->npush) {
+    scn_conn *c = cl->push[--cl->npush];
+    if (!scn_conn_gone(c))
+      scn_conn_flush(c);
   }
 }
 
@@ -107,7 +137,9 @@ void scn__links_pump(scn_cluster *cl) {
 }
 
 void scn__links_conn_closed(scn_cluster *cl, scn_conn *c) {
-  (void)cl;
+  for (size_t i = 0; i < cl->npush; i++)
+    if (cl->push[i] == c)
+      cl->push[i] = cl->push[--cl->npush];
   scn_ship_link *l = c->repl;
   if (!l)
     return;

@@ -105,7 +105,7 @@ int scn_gstore_apply(scn_gstore *gs, const scn_gstore_record *r, char *err, size
              (unsigned long long)p->seq, (unsigned long long)p->epoch);
     return -1;
   }
-  if (!scn_journal_decode(r->bytes, r->len, &line, &len)) {
+  if (!scn_journal_line(r->bytes, r->len, &line, &len)) { /* encoded by the follower itself */
     snprintf(err, errlen, "group %s: record %llu is not one intact journal record", r->group,
              (unsigned long long)r->seq);
     return -1;
