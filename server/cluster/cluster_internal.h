@@ -49,8 +49,9 @@ typedef struct scn_ship_link {
   uint64_t next;  /* the seq the backlog sends next; 0: caught up, records go as they come */
   uint64_t sent;  /* the last seq written to it */
   uint64_t acked; /* the last seq it acknowledged */
-  uint64_t unacked_since; /* uv_hrtime since records wait for an ack (0: none); reset as acks
-                           * come, so it is the wait of the oldest unacked at most */
+  uint64_t unacked_since;    /* uv_hrtime since records wait for an ack (0: none); reset as acks
+                              * come, so it is the wait of the oldest unacked at most */
+  struct scn_copy_out *copy; /* a whole copy of the group being sent first (copy.c) */
 } scn_ship_link;
 
 typedef struct scn_ship {
@@ -72,6 +73,7 @@ typedef struct scn_cluster_stats {
   uint64_t moved, unavailable; /* commands answered MOVED or UNAVAILABLE */
   uint64_t ship_failures;      /* records a group's backlog could not keep (out of memory) */
   uint64_t replica_alone;      /* sync writes answered at once: no in-sync follower */
+  uint64_t copies_sent, copies_received; /* whole copies of a group (copy.c) */
 } scn_cluster_stats;
 
 struct scn_cluster {
@@ -192,6 +194,26 @@ scn_ship *scn__ship_get(scn_cluster *cl, const char *group);
 /* The group's ship, or NULL (none made). */
 scn_ship *scn__ship_find(scn_cluster *cl, const char *group);
 
+/* ---- copy.c: a whole copy of a group on the change stream ------------------------------------ */
+
+typedef enum scn_copy_progress { SCN_COPY_MORE, SCN_COPY_DONE, SCN_COPY_FAILED } scn_copy_progress;
+/* The owner's side: l gets a whole copy of its group, written now, as of record *seq. 0, or -1
+ * with msg. */
+int scn__copy_out_start(scn_cluster *cl, scn_ship_link *l, uint64_t *seq, char *msg, size_t msglen);
+/* Writes the copy's lines to l's connection while its queued output is under budget; DONE once
+ * all are written (l->copy freed, l->sent at the copy's seq). */
+scn_copy_progress scn__copy_out_pump(scn_cluster *cl, scn_ship_link *l, size_t budget);
+void scn__copy_out_free(scn_ship_link *l);
+/* The follower's side: a copy of group announced by header ({"copy":SEQ,...}) at epoch is
+ * received into the store's files; NULL with err. */
+typedef struct scn_copy_in scn_copy_in;
+scn_copy_in *scn__copy_in_start(scn_cluster *cl, const char *group, uint64_t epoch,
+                                const cJSON *header, char *err, size_t errlen);
+/* A line of the copy: 1 more to come, 0 received whole and installed (the group held at the
+ * copy's *seq), -1 with err. */
+int scn__copy_in_chunk(scn_copy_in *ci, const cJSON *root, uint64_t *seq, char *err, size_t errlen);
+void scn__copy_in_free(scn_copy_in *ci);
+
 /* ---- sync.c -------------------------------------------------------------------------------- */
 
 /* The command about to be run comes from c (NULL after it: scn__sync_check). */
@@ -234,6 +256,10 @@ void scn__follow_stop(scn_cluster *cl, const char *group);
 bool scn__follow_take_copy(scn_cluster *cl, const char *group);
 /* Whether group is held here as a follower's copy. */
 bool scn__follows(const scn_cluster *cl, const char *group);
+/* A group on disk here whose replicas key says another daemon owns it at a newer epoch than
+ * any here, and that this daemon does not follow: its directory is removed (true), so that it
+ * is never loaded again. */
+bool scn__follow_forget_stale(scn_cluster *cl, const char *group);
 void scn__follow_free(scn_cluster *cl);
 /* The records f applied since following began, and its group. */
 uint64_t scn__follow_applied(const scn_follow *f, const char **group);

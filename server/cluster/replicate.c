@@ -8,8 +8,8 @@
  * first from the backlog (as far as the connection's output allows per loop turn), then as the
  * store's tap hands them on, and its only lines are the follower's {"ack":SEQ}. A link whose
  * output passes --output-limit, or whose place fell out of the backlog while catching up, is
- * closed: the follower dials again. A follower whose from is no longer kept is refused (the
- * snapshot stream comes later). */
+ * closed: the follower dials again. A follower whose from is no longer kept, or that asks
+ * from 0 (it has no copy to go on from), gets a whole copy of the group first (copy.c). */
 #include "cluster/cluster_internal.h"
 
 #include "net/conn.h"
@@ -37,6 +37,7 @@ static void link_close(scn_ship_link *l, const char *why) {
           (unsigned long long)l->sent, (unsigned long long)l->acked, why);
   c->repl = NULL;
   l->conn = NULL;
+  scn__copy_out_free(l);
   scn_conn_close(c);
 }
 
@@ -81,6 +82,17 @@ void scn__links_close(scn_ship *s) {
 }
 
 static void pump(scn_cluster *cl, scn_ship_link *l) {
+  if (l->copy) {
+    scn_copy_progress p = scn__copy_out_pump(cl, l, out_budget(cl));
+    if (p == SCN_COPY_FAILED)
+      link_close(l, "its copy of the group could not be sent");
+    uint64_t epoch, seq;
+    if (p == SCN_COPY_DONE && scn_gstore_position(cl->srv->gstore, l->ship->group, &epoch, &seq) &&
+        seq + 1 == l->next)
+      l->next = 0; /* nothing was written since the copy */
+    if (p != SCN_COPY_DONE || !l->next)
+      return;
+  }
   size_t at;
   scn_backlog_from where = scn_backlog_find(&l->ship->backlog, l->next, &at);
   if (where != SCN_BACKLOG_OK) {
@@ -113,6 +125,7 @@ void scn__links_conn_closed(scn_cluster *cl, scn_conn *c) {
     return;
   c->repl = NULL;
   l->conn = NULL;
+  scn__copy_out_free(l);
 }
 
 int scn_cluster_replicate(scn_cluster *cl, scn_conn *c, const char *group, const char *node,
@@ -157,15 +170,8 @@ int scn_cluster_replicate(scn_cluster *cl, scn_conn *c, const char *group, const
     s->epoch = epoch;
   }
   size_t at;
-  if (from <= seq && scn_backlog_find(&s->backlog, from, &at) != SCN_BACKLOG_OK) {
-    *code = SCN_W_UNAVAILABLE;
-    const scn_backlog_rec *oldest = s->backlog.n ? scn_backlog_at(&s->backlog, 0) : NULL;
-    snprintf(msg, msglen,
-             "group %s: records from %llu are no longer kept here (the backlog starts at %llu); "
-             "a snapshot is needed",
-             group, (unsigned long long)from, (unsigned long long)(oldest ? oldest->seq : seq + 1));
-    return -1;
-  }
+  bool copy =
+      from == 0 || (from <= seq && scn_backlog_find(&s->backlog, from, &at) != SCN_BACKLOG_OK);
   scn_ship_link *l = NULL;
   for (size_t i = 0; !l && i < SCN_SHIP_LINKS; i++)
     if (!s->links[i].conn)
@@ -178,13 +184,24 @@ int scn_cluster_replicate(scn_cluster *cl, scn_conn *c, const char *group, const
   *l = (scn_ship_link){
       .ship = s, .conn = c, .next = from <= seq ? from : 0, .sent = from - 1, .acked = from - 1};
   snprintf(l->node, sizeof l->node, "%s", node ? node : "");
+  if (copy) {
+    uint64_t at_seq;
+    *l = (scn_ship_link){.ship = s, .conn = c};
+    snprintf(l->node, sizeof l->node, "%s", node ? node : "");
+    if (scn__copy_out_start(cl, l, &at_seq, msg, msglen) != 0) {
+      *l = (scn_ship_link){0};
+      *code = SCN_W_UNAVAILABLE;
+      return -1;
+    }
+    l->next = at_seq + 1; /* the records written meanwhile come from the backlog */
+  }
   c->repl = l;
   *last = seq;
   scn_log(SCN_LOG_INFO, "replica: a follower's link",
           "group=%s node=%s conn=%llu epoch=%llu "
-          "from=%llu last=%llu",
+          "from=%llu last=%llu copy=%s",
           group, l->node[0] ? l->node : "-", (unsigned long long)c->id, (unsigned long long)epoch,
-          (unsigned long long)from, (unsigned long long)seq);
+          (unsigned long long)from, (unsigned long long)seq, copy ? "yes" : "no");
   return 0;
 }
 
