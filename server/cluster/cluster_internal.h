@@ -52,6 +52,9 @@ typedef struct scn_ship_link {
   uint64_t unacked_since;    /* uv_hrtime since records wait for an ack (0: none); reset as acks
                               * come, so it is the wait of the oldest unacked at most */
   struct scn_copy_out *copy; /* a whole copy of the group being sent first (copy.c) */
+  uint64_t join_from; /* joining the in-sync set: sync writes from this seq on wait for its ack
+                       * too, and once it acknowledged this seq it holds every ok given (0:
+                       * not joining) */
 } scn_ship_link;
 
 typedef struct scn_ship {
@@ -220,7 +223,7 @@ void scn__copy_in_free(scn_copy_in *ci);
 void scn__sync_command(scn_cluster *cl, scn_conn *c);
 /* A record of s's group made by the command running: under sync with in-sync followers, its
  * connection's output waits for their acks of seq; with none, it counts as answered alone. */
-void scn__sync_record(scn_cluster *cl, const scn_ship *s, uint64_t seq);
+void scn__sync_record(scn_cluster *cl, scn_ship *s, uint64_t seq);
 /* Ends the command's scope, releases what every in-sync member acknowledged (or what no member
  * is left for) and flushes those connections; closes those whose group's history here ended. */
 void scn__sync_check(scn_cluster *cl);
@@ -237,9 +240,17 @@ void scn__links_close(scn_ship *s);
 /* before_flush: links catching up get the backlog's records as far as their output allows. */
 void scn__links_pump(scn_cluster *cl);
 void scn__links_conn_closed(scn_cluster *cl, scn_conn *c);
+/* Whether a link of s is joining the in-sync set and has not acknowledged seq (one that fell
+ * behind past --replica-timeout stops joining instead). */
+bool scn__links_joining_lacks(scn_cluster *cl, scn_ship *s, uint64_t seq);
+/* Whether a link of s is joining the in-sync set (one that fell behind stops joining). */
+bool scn__links_joining(scn_cluster *cl, scn_ship *s);
 /* Whether node's link for group belongs in the in-sync set: a member (was) stays while every
  * record it was sent is acknowledged within --replica-timeout; another joins once its link has
- * acknowledged everything up to last, the group's last seq. No link: not in sync. */
+ * acknowledged everything up to last, the group's last seq, or, under a steady stream of
+ * writes, once it acknowledged the first record whose ok waited for it: a live link that keeps
+ * up is made to join (join_from = last + 1), and one that falls behind past the timeout stops
+ * joining. No link: not in sync. */
 bool scn__links_insync(scn_cluster *cl, const char *group, const char *node, bool was,
                        uint64_t last);
 

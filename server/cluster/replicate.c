@@ -225,19 +225,56 @@ void scn_cluster_repl_line(scn_cluster *cl, scn_conn *c, const char *line, size_
   scn_json_heap_delete(root);
 }
 
+static bool late(const scn_cluster *cl, const scn_ship_link *l, uint64_t now) {
+  return l->sent > l->acked && now - l->unacked_since > cl->srv->cfg.replica_timeout_ms * 1000000;
+}
+
 bool scn__links_insync(scn_cluster *cl, const char *group, const char *node, bool was,
                        uint64_t last) {
   scn_ship *s = scn__ship_find(cl, group);
   if (!s)
     return false;
-  uint64_t now = uv_hrtime(), timeout = cl->srv->cfg.replica_timeout_ms * 1000000;
+  uint64_t now = uv_hrtime();
   for (size_t i = 0; i < SCN_SHIP_LINKS; i++) {
-    const scn_ship_link *l = &s->links[i];
+    scn_ship_link *l = &s->links[i];
     if (!l->conn || l->next || strcmp(l->node, node) != 0)
       continue;
-    bool late = l->sent > l->acked && now - l->unacked_since > timeout;
-    if (was ? !late : l->acked == last && l->sent == last)
-      return true;
+    if (was) {
+      l->join_from = 0; /* a member: its acks are waited for as one */
+      return !late(cl, l, now);
+    }
+    if (late(cl, l, now))
+      l->join_from = 0;
+    else if (!l->join_from)
+      l->join_from = last + 1;
+    return (l->acked == last && l->sent == last) || (l->join_from && l->acked >= l->join_from);
   }
   return false;
+}
+
+bool scn__links_joining(scn_cluster *cl, scn_ship *s) {
+  uint64_t now = uv_hrtime();
+  bool joining = false;
+  for (size_t i = 0; i < SCN_SHIP_LINKS; i++) {
+    scn_ship_link *l = &s->links[i];
+    if (l->conn && !l->next && l->join_from && late(cl, l, now))
+      l->join_from = 0;
+    joining = joining || (l->conn && !l->next && l->join_from);
+  }
+  return joining;
+}
+
+bool scn__links_joining_lacks(scn_cluster *cl, scn_ship *s, uint64_t seq) {
+  uint64_t now = uv_hrtime();
+  bool lacks = false;
+  for (size_t i = 0; i < SCN_SHIP_LINKS; i++) {
+    scn_ship_link *l = &s->links[i];
+    if (!l->conn || l->next || !l->join_from || l->acked >= seq)
+      continue;
+    if (late(cl, l, now))
+      l->join_from = 0; /* not recorded in sync: nothing relies on it yet */
+    else
+      lacks = true;
+  }
+  return lacks;
 }

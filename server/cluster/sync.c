@@ -37,6 +37,8 @@ static bool released(scn_cluster *cl, const scn_sync_wait *w) {
   scn_ship *s = scn__ship_find(cl, w->group);
   if (!s || s->epoch != w->epoch)
     return false; /* the group's history here ended: scn__sync_check closes the connection */
+  if (scn__links_joining_lacks(cl, s, w->seq))
+    return false; /* a follower joining the in-sync set must hold every ok given from now */
   const scn_replica_set *rs = insync_of(cl, s);
   if (!rs)
     return true;
@@ -48,11 +50,11 @@ static bool released(scn_cluster *cl, const scn_sync_wait *w) {
 
 void scn__sync_command(scn_cluster *cl, scn_conn *c) { cl->sync_conn = c; }
 
-void scn__sync_record(scn_cluster *cl, const scn_ship *s, uint64_t seq) {
+void scn__sync_record(scn_cluster *cl, scn_ship *s, uint64_t seq) {
   scn_conn *c = cl->sync_conn;
   if (!c || c->repl || cl->srv->cfg.durability != SCN_DURABILITY_SYNC)
     return;
-  if (!insync_of(cl, s)) {
+  if (!insync_of(cl, s) && !scn__links_joining(cl, s)) {
     cl->stats.replica_alone++;
     return;
   }

@@ -63,7 +63,7 @@ static bool lists_insync(cluster *k, int i, const char *node) {
   cJSON *r = t_client_call(&k->c[i], "{\"cmd\":\"world.list\",\"cluster\":true}");
   const cJSON *worlds = cJSON_GetObjectItemCaseSensitive(r, "worlds"), *w;
   bool ok = false;
-  cJSON_ArrayForEach(w, worlds) if (strcmp(t_resp_str(w, "world"), "b1.main") == 0) ok =
+  cJSON_ArrayForEach(w, worlds) if (strcmp(t_resp_str(w, "name"), "b1.main") == 0) ok =
       in_list(w, "insync", node);
   cJSON_Delete(r);
   return ok;
@@ -251,6 +251,8 @@ static void test_copy_while_writing(void) {
          metric_of(&k, at, "scened_replica_copies_sent_total"),
          metric_of(&k, fi, "scened_replica_copies_received_total"));
   CU_ASSERT(rejoined);
+  if (!rejoined)
+    printf("  logs: owner %s, follower %s\n", k.d[at].log_path, k.d[fi].log_path);
   CU_ASSERT(wait_rejoined(&k, at, node_name(fi)));
   CU_ASSERT(metric_of(&k, at, "scened_replica_copies_sent_total") >= 1);
   CU_ASSERT(t_daemon_log_contains(&k.d[fi], "a whole copy of the group installed"));
@@ -288,6 +290,15 @@ static void test_old_owner_drops(void) {
   CU_ASSERT_EQUAL_FATAL(now_at, fi);
   for (int n = 10; n < 20; n++)
     CU_ASSERT_FATAL(write_one(&k, fi, n, ids));
+  /* The new owner chose the third daemon while the old one was down. */
+  const char *third = node_name(NODES - at - fi);
+  bool chosen = false;
+  for (long deadline = t_now_ms() + 15000; !chosen && t_now_ms() < deadline; t_sleep_ms(20)) {
+    v = replicas_key(&k);
+    chosen = key_epoch(v) > old_epoch && in_list(v, "followers", third);
+    cJSON_Delete(v);
+  }
+  CU_ASSERT_FATAL(chosen);
   char gdir[256];
   snprintf(gdir, sizeof gdir, "%s/%s/groups/b1", k.data, node_name(at));
   CU_ASSERT_FATAL(exists(gdir));
