@@ -40,6 +40,7 @@ typedef struct scn_copy_out {
   scn_gstore_copy files;
   uint64_t off; /* bytes of the copy written to the link */
   bool header;  /* its first line written */
+  unsigned char chunk[CHUNK_MAX];
 } scn_copy_out;
 
 int scn__copy_out_start(scn_cluster *cl, scn_ship_link *l, uint64_t *seq, char *msg,
@@ -74,8 +75,8 @@ void scn__copy_out_free(scn_ship_link *l) {
 }
 
 scn_copy_progress scn__copy_out_pump(scn_cluster *cl, scn_ship_link *l, size_t budget) {
-  static unsigned char chunk[CHUNK_MAX];
   scn_copy_out *co = l->copy;
+  unsigned char *chunk = co->chunk;
   scn_buf *out = &l->conn->out.bytes;
   const scn_gstore_copy *f = &co->files;
   if (!co->header) {
