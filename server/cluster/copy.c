@@ -79,6 +79,7 @@ scn_copy_progress scn__copy_out_pump(scn_cluster *cl, scn_ship_link *l, size_t b
   unsigned char *chunk = co->chunk;
   scn_buf *out = &l->conn->out.bytes;
   const scn_gstore_copy *f = &co->files;
+  size_t before = out->len;
   if (!co->header) {
     co->header = true;
     scn_buf_adds(out, "{\"copy\":");
@@ -105,7 +106,8 @@ scn_copy_progress scn__copy_out_pump(scn_cluster *cl, scn_ship_link *l, size_t b
     scn_buf_adds(out, "}\n");
     co->off += n;
   }
-  scn_conn_schedule_flush(l->conn);
+  if (out->len != before)
+    scn_conn_schedule_flush(l->conn); /* (written: this runs again once it drained) */
   if (out->failed)
     return SCN_COPY_FAILED;
   if (co->off < total)
