@@ -495,6 +495,8 @@ void scn__follow_check(scn_cluster *cl) {
     }
     if (!g || !wanted(cl, g) || (uint64_t)g->replicas.epoch != f->epoch)
       free_at(cl, i);
+    else
+      ack(f); /* one the fence held back (a long install or load), with nothing read since */
   }
   uint64_t now = uv_hrtime();
   for (scn_group_entry *g = scn_owners_first(&cl->owners); g; g = scn_owners_next(&cl->owners, g)) {
