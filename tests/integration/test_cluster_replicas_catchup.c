@@ -124,6 +124,18 @@ static int missing_on(cluster *k, int i, const unsigned long long *ids, int n) {
   return missing;
 }
 
+/* The transforms daemon i holds in b1.main (-1: not listed). */
+static double transforms_of(cluster *k, int i) {
+  cJSON *r = t_client_call(&k->c[i], "{\"cmd\":\"world.list\"}");
+  const cJSON *w;
+  double n = -1;
+  cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(
+                            r, "worlds")) if (strcmp(t_resp_str(w, "name"), "b1.main") == 0) n =
+      t_resp_num(w, "transforms");
+  cJSON_Delete(r);
+  return n;
+}
+
 /* Starts three daemons with extra, creates b1.main and waits until the replicas key has
  * nfollowers followers; *at gets the owner. -1 when the cluster did not start. */
 static int start_group(cluster *k, const char *const *extra, int nfollowers, int *at) {
@@ -206,6 +218,7 @@ static void test_backlog_rejoin(void) {
   int now_at = take_over(&k, at);
   CU_ASSERT_EQUAL_FATAL(now_at, fi);
   CU_ASSERT_EQUAL(missing_on(&k, fi, ids, 30), 0);
+  CU_ASSERT_EQUAL(transforms_of(&k, fi), 30); /* and nothing else */
   cluster_stop(&k);
 }
 
@@ -259,6 +272,7 @@ static void test_copy_while_writing(void) {
   int now_at = take_over(&k, at);
   CU_ASSERT_EQUAL_FATAL(now_at, fi);
   CU_ASSERT_EQUAL(missing_on(&k, fi, ids, n), 0);
+  CU_ASSERT_EQUAL(transforms_of(&k, fi), n);
   cluster_stop(&k);
 }
 
