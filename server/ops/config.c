@@ -89,7 +89,7 @@ typedef enum kind {
     "with --replicas: sync (a change is answered once the in-sync followers have it) or async "    \
     "(at once)")                                                                                   \
   X("replica-timeout", replica_timeout_ms, K_UINT, "1000", 1, 3600000,                             \
-    "milliseconds a follower may take to confirm a change before it leaves the in-sync set")    \
+    "milliseconds a follower may take to confirm a change before it leaves the in-sync set")       \
   X("replica-backlog", replica_backlog, K_SIZE, "8388608", 4096, 17179869184,                      \
     "bytes of a group's recent changes its owner keeps for followers that fall behind (beyond "    \
     "them a follower gets a whole copy)")
