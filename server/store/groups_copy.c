@@ -216,16 +216,13 @@ int scn_gstore_resume(scn_gstore *gs, const char *group, uint64_t epoch, uint64_
 
 /* ---- a whole copy, on the owner's side ------------------------------------------------------ */
 
-static int open_unlinked(const char *dir, const char *name, uint64_t *len) {
+/* A file of dir that is unlinked at once: it lives while open. */
+static int open_unlinked(const char *dir, const char *name) {
   scn_path path;
-  struct stat st;
-  int fd = scn_path_join(&path, dir, name) ? open(path.s, O_RDONLY | O_CLOEXEC) : -1;
-  if (fd >= 0 && fstat(fd, &st) != 0) {
-    close(fd);
-    fd = -1;
-  }
-  if (fd >= 0)
-    *len = (uint64_t)st.st_size;
+  if (!scn_path_join(&path, dir, name))
+    return -1;
+  int fd = open(path.s, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  unlink(path.s);
   return fd;
 }
 
@@ -238,30 +235,28 @@ int scn_gstore_copy_out(scn_gstore *gs, const char *group, scn_gstore_copy *out,
     snprintf(err, errlen, "group %s is not held here", group);
     return -1;
   }
+  /* Read back at once and never kept: written without a rename or an fsync. */
   scn__gs_remove_dir(dir.s);
   if (mkdir(dir.s, 0755) != 0) {
     snprintf(err, errlen, "cannot create %s: %s", dir.s, strerror(errno));
     return -1;
   }
-  uint64_t bytes;
+  out->snap_fd = open_unlinked(dir.s, "snapshot.scn");
+  out->hist_fd = open_unlinked(dir.s, SCN_HISTORY_FILE);
+  rmdir(dir.s);
   scn_snapshot_part part = {group, p->epoch, p->home};
-  int rc = -1;
-  if (scn_snapshot_write_part(gs->srv->scene, &part, COPY_GEN, dir.s, &bytes, err, errlen) == 0 &&
-      scn_history_file_write(gs->srv->scene, group, p->epoch, dir.s, &bytes, err, errlen) == 0) {
-    out->snap_fd = open_unlinked(dir.s, "snapshot.scn", &out->snap_len);
-    out->hist_fd = open_unlinked(dir.s, SCN_HISTORY_FILE, &out->hist_len);
-    rc = out->snap_fd >= 0 && out->hist_fd >= 0 ? 0 : -1;
-    if (rc != 0)
-      snprintf(err, errlen, "cannot read back the copy in %s: %s", dir.s, strerror(errno));
+  if (out->snap_fd < 0 || out->hist_fd < 0) {
+    snprintf(err, errlen, "cannot create the copy's files in %s: %s", dir.s, strerror(errno));
+  } else if (scn_snapshot_write_part_fd(gs->srv->scene, &part, COPY_GEN, out->snap_fd,
+                                        &out->snap_len, err, errlen) == 0 &&
+             scn_history_file_write_fd(gs->srv->scene, group, p->epoch, out->hist_fd,
+                                       &out->hist_len, err, errlen) == 0) {
+    out->epoch = p->epoch;
+    out->seq = p->seq;
+    return 0;
   }
-  scn__gs_remove_dir(dir.s); /* the files live on while open */
-  if (rc != 0) {
-    scn_gstore_copy_close(out);
-    return -1;
-  }
-  out->epoch = p->epoch;
-  out->seq = p->seq;
-  return 0;
+  scn_gstore_copy_close(out);
+  return -1;
 }
 
 void scn_gstore_copy_close(scn_gstore_copy *c) {
