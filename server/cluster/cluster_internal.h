@@ -50,8 +50,12 @@ typedef struct scn_ship_link {
   uint64_t next;  /* the seq the backlog sends next; 0: caught up, records go as they come */
   uint64_t sent;  /* the last seq written to it */
   uint64_t acked; /* the last seq it acknowledged */
-  uint64_t unacked_since; /* uv_hrtime since records wait for an ack (0: none); reset as acks
-                           * come, so it is the wait of the oldest unacked at most */
+  uint64_t unacked_since;    /* uv_hrtime since records wait for an ack (0: none); reset as acks
+                              * come, so it is the wait of the oldest unacked at most */
+  struct scn_copy_out *copy; /* a whole copy of the group being sent first (copy.c) */
+  uint64_t join_from; /* joining the in-sync set: sync writes from this seq on wait for its ack
+                       * too, and once it acknowledged this seq it holds every ok given (0:
+                       * not joining) */
 } scn_ship_link;
 
 #define SCN_SHIP_TIMES 512 /* records whose making time a ship remembers (for the lag) */
@@ -85,6 +89,7 @@ typedef struct scn_cluster_stats {
   uint64_t moved, unavailable; /* commands answered MOVED or UNAVAILABLE */
   uint64_t ship_failures;      /* records a group's backlog could not keep (out of memory) */
   uint64_t replica_alone;      /* sync writes answered at once: no in-sync follower */
+  uint64_t copies_sent, copies_received; /* whole copies of a group (copy.c) */
 } scn_cluster_stats;
 
 struct scn_cluster {
@@ -214,13 +219,33 @@ scn_ship *scn__ship_find(scn_cluster *cl, const char *group);
  * most, for a link further behind). */
 uint64_t scn__ship_lag_ns(const scn_ship_link *l, uint64_t now);
 
+/* ---- copy.c: a whole copy of a group on the change stream ------------------------------------ */
+
+typedef enum scn_copy_progress { SCN_COPY_MORE, SCN_COPY_DONE, SCN_COPY_FAILED } scn_copy_progress;
+/* The owner's side: l gets a whole copy of its group, written now, as of record *seq. 0, or -1
+ * with msg. */
+int scn__copy_out_start(scn_cluster *cl, scn_ship_link *l, uint64_t *seq, char *msg, size_t msglen);
+/* Writes the copy's lines to l's connection while its queued output is under budget; DONE once
+ * all are written (l->copy freed, l->sent at the copy's seq). */
+scn_copy_progress scn__copy_out_pump(scn_cluster *cl, scn_ship_link *l, size_t budget);
+void scn__copy_out_free(scn_ship_link *l);
+/* The follower's side: a copy of group announced by header ({"copy":SEQ,...}) at epoch is
+ * received into the store's files; NULL with err. */
+typedef struct scn_copy_in scn_copy_in;
+scn_copy_in *scn__copy_in_start(scn_cluster *cl, const char *group, uint64_t epoch,
+                                const cJSON *header, char *err, size_t errlen);
+/* A line of the copy: 1 more to come, 0 received whole and installed (the group held at the
+ * copy's *seq), -1 with err. */
+int scn__copy_in_chunk(scn_copy_in *ci, const cJSON *root, uint64_t *seq, char *err, size_t errlen);
+void scn__copy_in_free(scn_copy_in *ci);
+
 /* ---- sync.c -------------------------------------------------------------------------------- */
 
 /* The command about to be run comes from c (NULL after it: scn__sync_check). */
 void scn__sync_command(scn_cluster *cl, scn_conn *c);
 /* A record of s's group made by the command running: under sync with in-sync followers, its
  * connection's output waits for their acks of seq; with none, it counts as answered alone. */
-void scn__sync_record(scn_cluster *cl, const scn_ship *s, const scn_group_entry *g, uint64_t seq);
+void scn__sync_record(scn_cluster *cl, scn_ship *s, const scn_group_entry *g, uint64_t seq);
 /* Ends the command's scope, releases what every in-sync member acknowledged (or what no member
  * is left for) and flushes those connections; closes those whose group's history here ended. */
 void scn__sync_check(scn_cluster *cl);
@@ -248,9 +273,17 @@ void scn__links_conn_closed(scn_cluster *cl, scn_conn *c);
 /* After a command: the links holding a batch of records (PUSH_BYTES) send it now, so that the
  * followers apply it while the rest of the turn's commands run (sync replies wait for both). */
 void scn__links_push(scn_cluster *cl);
+/* Whether a link of s is joining the in-sync set and has not acknowledged seq (one that fell
+ * behind past --replica-timeout stops joining instead). */
+bool scn__links_joining_lacks(scn_cluster *cl, scn_ship *s, uint64_t seq);
+/* Whether a link of s is joining the in-sync set (one that fell behind stops joining). */
+bool scn__links_joining(scn_cluster *cl, scn_ship *s);
 /* Whether node's link for group belongs in the in-sync set: a member (was) stays while every
  * record it was sent is acknowledged within --replica-timeout; another joins once its link has
- * acknowledged everything up to last, the group's last seq. No link: not in sync. */
+ * acknowledged everything up to last, the group's last seq, or, under a steady stream of
+ * writes, once it acknowledged the first record whose ok waited for it: a live link that keeps
+ * up is made to join (join_from = last + 1), and one that falls behind past the timeout stops
+ * joining. No link: not in sync. */
 bool scn__links_insync(scn_cluster *cl, const char *group, const char *node, bool was,
                        uint64_t last);
 
@@ -271,6 +304,10 @@ bool scn__follow_take_copy(scn_cluster *cl, const char *group);
 bool scn__follow_park(scn_cluster *cl, const char *group);
 /* Whether group is held here as a follower's copy. */
 bool scn__follows(const scn_cluster *cl, const char *group);
+/* A group on disk here whose replicas key says another daemon owns it at a newer epoch than
+ * any here, and that this daemon does not follow: its directory is removed (true), so that it
+ * is never loaded again. */
+bool scn__follow_forget_stale(scn_cluster *cl, const char *group);
 void scn__follow_free(scn_cluster *cl);
 /* The records f applied since following began, and its group. */
 uint64_t scn__follow_applied(const scn_follow *f, const char **group);

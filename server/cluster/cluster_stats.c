@@ -26,6 +26,12 @@ static void ship_stats(scn_cluster *cl, scn_metrics_sink *k) {
   scn_metric(k, "replica_backlog_failures_total", "counter",
              "Records a group's backlog could not keep (out of memory): the backlog emptied.",
              (double)cl->stats.ship_failures);
+  scn_metric(k, "replica_copies_sent_total", "counter",
+             "Whole copies of a group sent to followers the backlog no longer reached.",
+             (double)cl->stats.copies_sent);
+  scn_metric(k, "replica_copies_received_total", "counter",
+             "Whole copies of a group received from its owner and installed.",
+             (double)cl->stats.copies_received);
   if (cl->nships > SCN_METRICS_PER_WORLD_MAX)
     return;
   static const char *const names[] = {"replica_backlog_bytes", "replica_backlog_records"};

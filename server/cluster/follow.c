@@ -7,10 +7,15 @@
  * again with a backoff. Following stops when the key no longer names this daemon, another
  * epoch begins, or this daemon comes to own the group (scn__load_group stops it first).
  *
- * A copy starts empty, from seq 1: a follower whose directory already has the group (from an
- * older epoch, or a restart) waits until the snapshot stream exists, and says so once. A daemon
- * that switched a group over to its follower keeps its own copy instead (scn__follow_park): the
- * same as the one the new owner starts its epoch from, so it follows from seq 1 of that epoch.
+ * A follower whose directory has the group at the owner's epoch (a restart, or a link that
+ * broke) resumes from it (scn_gstore_resume) and asks for the records after its last seq; one
+ * without a copy starts empty from seq 1; one whose copy cannot go on (another epoch, no
+ * position) asks from 0: the owner then sends a whole copy of the group (copy.c), as it does
+ * when its backlog no longer reaches back, and the follower installs it in place of its own.
+ * A group on disk that a newer epoch owns elsewhere and that this daemon does not follow is
+ * removed from the directory (scn__follow_forget_stale). A daemon that switched a group over to
+ * its follower keeps its own copy instead (scn__follow_park): the same as the one the new owner
+ * starts its epoch from, so it follows from seq 1 of that epoch.
  *
  * When the daemons' ports speak TLS (--tls-cert) the link does too: a client session (net/tls.h)
  * checks the owner's certificate against --cluster-ca and the address dialled; hello waits for
@@ -57,9 +62,10 @@ struct scn_follow {
   scn_cluster *cl;
   char group[SCN_NAME_MAX + 1];
   uint64_t epoch;
-  bool held;   /* the group is in the store at epoch */
-  bool waits;  /* the directory has a copy already: waits for the snapshot stream */
-  fconn *conn; /* NULL: not connected */
+  bool held;         /* the group is in the store at epoch */
+  bool whole;        /* it needs a whole copy from the owner (replicate from 0) */
+  scn_copy_in *copy; /* a whole copy being received */
+  fconn *conn;       /* NULL: not connected */
   link_state state;
   uint64_t acked, pending_ack; /* the last seq acknowledged, and the last to acknowledge */
   uint64_t applied;            /* records applied since following began */
@@ -132,6 +138,8 @@ static void hang_up(scn_follow *f, const char *why) {
   fc->f = NULL;
   f->conn = NULL;
   f->state = LINK_NONE;
+  scn__copy_in_free(f->copy);
+  f->copy = NULL;
   f->backoff_ms = f->backoff_ms ? f->backoff_ms * 2 : BACKOFF_MIN_MS;
   if (f->backoff_ms > BACKOFF_MAX_MS)
     f->backoff_ms = BACKOFF_MAX_MS;
@@ -200,7 +208,9 @@ static void send_line(scn_follow *f, const scn_buf *line) { send_bytes(f, line->
 
 static void send_replicate(scn_follow *f) {
   uint64_t epoch, seq = 0;
-  scn_gstore_position(f->cl->srv->gstore, f->group, &epoch, &seq);
+  if (f->held)
+    scn_gstore_position(f->cl->srv->gstore, f->group, &epoch, &seq);
+  f->acked = f->pending_ack = seq; /* as the owner's link starts */
   scn_buf b = {0};
   scn_buf_adds(&b, "{\"cmd\":\"replicate\",\"group\":");
   scn_buf_add_json_string(&b, f->group, strlen(f->group));
@@ -209,7 +219,7 @@ static void send_replicate(scn_follow *f) {
   scn_buf_adds(&b, ",\"epoch\":");
   scn_buf_add_u64(&b, f->epoch);
   scn_buf_adds(&b, ",\"from\":");
-  scn_buf_add_u64(&b, seq + 1);
+  scn_buf_add_u64(&b, f->held ? seq + 1 : 0);
   scn_buf_adds(&b, "}\n");
   if (!b.failed)
     send_line(f, &b);
@@ -294,6 +304,46 @@ static bool apply_raw(scn_follow *f, const char *line, size_t len) {
   return true;
 }
 
+/* Drops what this daemon holds of the group (the store's part and the worlds). */
+static void drop_copy(scn_follow *f) {
+  scn_group_entry *g = scn_owners_find(&f->cl->owners, f->group);
+  scn__drop_group(f->cl, f->group, g && g->key ? g->node : "", g && g->key ? g->addr : "");
+  f->held = false;
+  f->cl->next_publish = 0;
+}
+
+/* A line of a whole copy: its first ({"copy":SEQ,...}) lets the copy held here go; once
+ * received whole it is installed, and acknowledged as that seq. */
+static void copy_line(scn_follow *f, const cJSON *root) {
+  char err[SCN_PATH_MSG_MAX];
+  uint64_t seq;
+  if (!f->copy) {
+    if (f->held)
+      drop_copy(f);
+    f->whole = true; /* until installed */
+    f->copy = scn__copy_in_start(f->cl, f->group, f->epoch, root, err, sizeof err);
+    if (!f->copy)
+      hang_up(f, err);
+    return;
+  }
+  int rc = scn__copy_in_chunk(f->copy, root, &seq, err, sizeof err);
+  if (rc > 0)
+    return;
+  scn__copy_in_free(f->copy);
+  f->copy = NULL;
+  if (rc < 0) {
+    drop_copy(f); /* what an install may have loaded */
+    hang_up(f, err);
+    return;
+  }
+  f->held = true;
+  f->whole = false;
+  f->acked = 0;
+  f->pending_ack = seq;
+  f->backoff_ms = 0;
+  f->cl->next_publish = 0;
+}
+
 static bool on_line(void *ud, const char *line, size_t len) {
   scn_follow *f = ud;
   if (!line) {
@@ -325,7 +375,12 @@ static bool on_line(void *ud, const char *line, size_t len) {
     }
     break;
   default:
-    apply_record(f, root);
+    if (f->copy || cJSON_GetObjectItemCaseSensitive(root, "copy"))
+      copy_line(f, root);
+    else if (f->held)
+      apply_record(f, root);
+    else
+      hang_up(f, "a record before the copy it follows");
   }
   scn_json_heap_delete(root);
   return f->conn != NULL;
@@ -509,19 +564,27 @@ static void dial(scn_follow *f, const scn_group_entry *g) {
   }
 }
 
-/* Holds the group in the store at the owner's epoch, from seq 1 (see the top of the file). */
+/* Holds the group in the store at the owner's epoch: from its own copy, or empty from seq 1;
+ * or marks it as needing a whole copy (see the top of the file). */
 static void hold(scn_follow *f) {
   scn_gstore *gs = f->cl->srv->gstore;
-  if (scn_gstore_on_disk(gs, f->group)) {
-    if (!f->waits)
-      scn_log(SCN_LOG_WARN,
-              "replica: this directory has a copy of the group already; it waits "
-              "for the owner's snapshot stream",
-              "group=%s epoch=%llu", f->group, (unsigned long long)f->epoch);
-    f->waits = true;
+  char err[SCN_PATH_MSG_MAX];
+  uint64_t epoch, seq;
+  if (scn_gstore_disk_epoch(gs, f->group, &epoch) && epoch == f->epoch &&
+      scn_gstore_resume(gs, f->group, f->epoch, &seq, err, sizeof err) == 0) {
+    f->held = true;
+    f->cl->next_publish = 0;
     return;
   }
-  char err[SCN_PATH_MSG_MAX];
+  if (scn_gstore_on_disk(gs, f->group)) {
+    if (epoch == f->epoch) /* it may have loaded some of it */
+      drop_copy(f);
+    scn_log(SCN_LOG_INFO, "replica: the copy here cannot go on; a whole copy is asked for",
+            "group=%s epoch=%llu here=%llu", f->group, (unsigned long long)f->epoch,
+            (unsigned long long)epoch);
+    f->whole = true;
+    return;
+  }
   if (scn_gstore_acquire(gs, f->group, f->epoch, false, err, sizeof err) != 0) {
     scn_log(SCN_LOG_ERROR, "replica: cannot hold a followed group", "group=%s error=\"%s\"",
             f->group, err);
@@ -541,6 +604,7 @@ static void free_at(scn_cluster *cl, size_t i) {
     cl->next_publish = 0;
   }
   scn_buf_free(&f->rec);
+  scn__copy_in_free(f->copy);
   free(f);
   cl->follows[i] = cl->follows[--cl->nfollows];
 }
@@ -628,6 +692,8 @@ void scn__follow_check(scn_cluster *cl) {
     }
     if (!g || !wanted(cl, g) || (uint64_t)g->replicas.epoch != f->epoch)
       free_at(cl, i);
+    else
+      ack(f); /* one the fence held back (a long install or load), with nothing read since */
   }
   uint64_t now = uv_hrtime();
   for (scn_group_entry *g = scn_owners_first(&cl->owners); g; g = scn_owners_next(&cl->owners, g)) {
@@ -635,11 +701,11 @@ void scn__follow_check(scn_cluster *cl) {
       continue;
     size_t i = find(cl, g->name);
     scn_follow *f = i < cl->nfollows ? cl->follows[i] : add(cl, g);
-    if (!f || f->waits || f->parked_until || now < f->retry_at)
+    if (!f || f->parked_until || now < f->retry_at)
       continue;
-    if (!f->held)
+    if (!f->held && !f->whole)
       hold(f);
-    if (f->held && !f->conn)
+    if ((f->held || f->whole) && !f->conn)
       dial(f, g);
   }
 }
@@ -658,4 +724,17 @@ void scn__follow_free(scn_cluster *cl) {
 uint64_t scn__follow_applied(const scn_follow *f, const char **group) {
   *group = f->group;
   return f->applied;
+}
+
+bool scn__follow_forget_stale(scn_cluster *cl, const char *group) {
+  scn_gstore *gs = cl->srv->gstore;
+  const scn_group_entry *g = scn_owners_find(&cl->owners, group);
+  uint64_t epoch;
+  if (cl->srv->cfg.replicas == 0 || !g || !g->replicas.known || !g->replicas.owner[0] ||
+      strcmp(g->replicas.owner, cl->self.node) == 0 || g->state != SCN_GROUP_NONE ||
+      find(cl, group) < cl->nfollows || names_self(cl, g) || scn_gstore_holds(gs, group) ||
+      !scn_gstore_disk_epoch(gs, group, &epoch) || epoch >= (uint64_t)g->replicas.epoch)
+    return false;
+  scn_gstore_forget(gs, group);
+  return true;
 }

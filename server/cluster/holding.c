@@ -172,9 +172,14 @@ void scn__unfreeze_group(void *ud, const char *group) {
   scn_gstore_drop_history(cl->srv->gstore, group);
 }
 
-static void claim_if_unowned(void *ud, const char *group) { scn_owners_claim_unowned(ud, group); }
+/* A group on disk: dropped when a newer epoch owns it elsewhere, claimed when unowned. */
+static void claim_if_unowned(void *ud, const char *group) {
+  scn_cluster *cl = ud;
+  if (!scn__follow_forget_stale(cl, group))
+    scn_owners_claim_unowned(&cl->owners, group);
+}
 
 void scn__sweep(scn_cluster *cl) {
-  scn_gstore_each_on_disk(cl->srv->gstore, claim_if_unowned, &cl->owners);
+  scn_gstore_each_on_disk(cl->srv->gstore, claim_if_unowned, cl);
   scn_owners_adopt_pending(&cl->owners);
 }

@@ -50,7 +50,8 @@ static scn_ship *add(scn_cluster *cl, const char *group) {
   if (!s)
     return NULL;
   snprintf(s->group, sizeof s->group, "%s", group);
-  scn_backlog_init(&s->backlog, SCN_REPLICA_BACKLOG);
+  uint64_t limit = cl->srv->cfg.replica_backlog;
+  scn_backlog_init(&s->backlog, limit ? (size_t)limit : SCN_REPLICA_BACKLOG);
   cl->ships[cl->nships++] = s;
   return s;
 }

@@ -84,7 +84,7 @@ static uint64_t gate_here(const scn_conn *c) {
                                                                  : 0;
 }
 
-void scn__sync_record(scn_cluster *cl, const scn_ship *s, const scn_group_entry *g, uint64_t seq) {
+void scn__sync_record(scn_cluster *cl, scn_ship *s, const scn_group_entry *g, uint64_t seq) {
   scn_conn *c = cl->sync_conn;
   if (!c || c->repl || scn_conn_gone(c))
     return;
@@ -92,7 +92,7 @@ void scn__sync_record(scn_cluster *cl, const scn_ship *s, const scn_group_entry 
    * one); g is the group's cache entry. */
   if (scn__entry_durability(cl, g) != SCN_DURABILITY_SYNC)
     return;
-  if (!insync_in(g, s)) {
+  if (!insync_in(g, s) && !scn__links_joining(cl, s)) {
     cl->stats.replica_alone++;
     return;
   }
@@ -140,7 +140,9 @@ static bool release(scn_cluster *cl, scn_sync_queue *q) {
     uint64_t a = acked_by(s, rs->insync[i]);
     upto = a < upto ? a : upto;
   }
-  while (q->head < q->n && q->w[q->head].seq <= upto) {
+  /* A follower joining the in-sync set must hold every ok given from then on. */
+  while (q->head < q->n && q->w[q->head].seq <= upto &&
+         !scn__links_joining_lacks(cl, s, q->w[q->head].seq)) {
     scn_sync_wait *w = &q->w[q->head++];
     scn_conn_gate_open(w->conn, w->gate);
   }

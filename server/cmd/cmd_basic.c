@@ -401,7 +401,7 @@ int scn_cmd_replicate(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_er
                     "this daemon is not in a cluster (start it with --cluster)");
   if (scn_decode_string(f->v[SCN_F_group], "group", &group, err) < 0 ||
       scn_decode_uint(f->v[SCN_F_epoch], "epoch", 0, UINT64_C(1) << 53, &epoch, err) < 0 ||
-      scn_decode_uint(f->v[SCN_F_from], "from", 1, UINT64_C(1) << 53, &from, err) < 0 ||
+      scn_decode_uint(f->v[SCN_F_from], "from", 0, UINT64_C(1) << 53, &from, err) < 0 ||
       ((f->present & SCN_F(node)) && scn_decode_string(f->v[SCN_F_node], "node", &node, err) < 0))
     return -1;
   if (!scn_world_name_valid(group, strlen(group)) || strchr(group, '.'))

@@ -96,7 +96,10 @@ typedef enum kind {
   X("cluster-ca", cluster_ca, K_STRING, "", 0, 4095,                                               \
     "with --replicas and --tls-cert: PEM CA certificates one of which signed the other daemons' "  \
     "certificates, which a follower checks when it dials its group's owner (empty: --tls-ca, "     \
-    "else the system's store)")
+    "else the system's store)")                                                                    \
+  X("replica-backlog", replica_backlog, K_SIZE, "8388608", 4096, 17179869184,                      \
+    "bytes of a group's recent changes its owner keeps for followers that fall behind (beyond "    \
+    "them a follower gets a whole copy)")
 
 typedef struct setting {
   const char *flag;

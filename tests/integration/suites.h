@@ -45,6 +45,7 @@
   X(cluster_replicas)                                                                              \
   X(cluster_replicas_move)                                                                         \
   X(cluster_replicas_sync)                                                                         \
+  X(cluster_replicas_catchup)                                                                      \
   X(cluster_crash)                                                                                 \
   X(cluster_script)                                                                                \
   X(cluster_tls)
