@@ -117,6 +117,10 @@ int scn_cluster_replicate(scn_cluster *cl, scn_conn *c, const char *group, const
 /* A line from a connection that streams records (c->repl): the follower's {"ack":SEQ}. */
 void scn_cluster_repl_line(scn_cluster *cl, scn_conn *c, const char *line, size_t len);
 
+/* Whether world is a copy of another daemon's (--replicas): its ticks close at its owner's
+ * tick marks, not on this daemon's clock. */
+bool scn_cluster_follows_world(const scn_cluster *cl, const char *world);
+
 /* SIGTERM: every owned group is saved and its key deleted (the lease revoked), so others claim
  * them at once. busy stays true until that is done (at most a couple of seconds). */
 void scn_cluster_release_all(scn_cluster *cl);
