@@ -57,6 +57,7 @@ static void on_tick(uv_timer_t *t) {
   scn__ship_check(cl);
   scn__sync_check(cl);
   scn__follow_check(cl);
+  scn__promote_check(cl);
   scn_owners_expire_moves(&cl->owners);
 }
 
@@ -334,6 +335,7 @@ void scn_cluster_close(scn_cluster *cl) {
   scn__ship_free(cl);
   scn__sync_free(cl);
   scn__follow_free(cl);
+  scn__promote_free(cl);
   free(cl->acks);
   scn_buf_free(&cl->self_value);
   scn_etcd_close(cl->etcd);

@@ -10,6 +10,7 @@
  *   replica_keys.c  the followers an owner records for its groups (--replicas)
  *   ship.c          the owner's side of the change stream: each group's backlog (--replicas)
  *   follow.c        the follower's side: a copy of each group followed here, fed by its owner
+ *   promote.c       world.promote: a follower made the owner of a group without one
  *   route.c         where a command goes
  *   cluster_stats.c the module's figures
  * owners.h is the ownership core they drive; etcd_kv.h the only way they reach etcd. */
@@ -67,6 +68,8 @@ typedef struct scn_sync_wait {
   char group[SCN_NAME_MAX + 1];
   uint64_t epoch, seq;
 } scn_sync_wait;
+
+typedef struct scn_promote_wait scn_promote_wait;
 
 /* An epoch that began from a follower's copy, and the ticks that copy may have lacked (for the
  * replicas key's lag_ticks). */
@@ -127,7 +130,7 @@ struct scn_cluster {
   scn_promoted promoted[SCN_PROMOTED_KEPT];
   size_t npromoted;
   /* world.promote answers waiting for the follower to take the group (promote.c) */
-  struct scn_promote_wait *promotes;
+  scn_promote_wait *promotes;
   size_t npromotes, promotes_cap;
   uv_timer_t timer;
   bool closing;
@@ -267,6 +270,13 @@ uint64_t scn__group_tick(const scn_cluster *cl, const char *group);
 size_t scn__worlds_served(const scn_cluster *cl);
 /* The records f applied since following began, and its group. */
 uint64_t scn__follow_applied(const scn_follow *f, const char **group);
+
+/* ---- promote.c ----------------------------------------------------------------------------- */
+
+/* Answers the world.promote requests whose follower now serves the group (or that failed, or
+ * ran out of time). */
+void scn__promote_check(scn_cluster *cl);
+void scn__promote_free(scn_cluster *cl);
 
 /* ---- cluster_stats.c ----------------------------------------------------------------------- */
 
