@@ -132,6 +132,7 @@ struct scn_cluster {
   /* world.promote answers waiting for the follower to take the group (promote.c) */
   scn_promote_wait *promotes;
   size_t npromotes, promotes_cap;
+  uint64_t promote_ids; /* the last one given to a wait */
   uv_timer_t timer;
   bool closing;
   scn_cluster_stats stats;

@@ -36,8 +36,6 @@ typedef struct promote_ctx {
   uint64_t id;
 } promote_ctx;
 
-static uint64_t next_id = 1;
-
 static size_t find(const scn_cluster *cl, uint64_t id) {
   for (size_t i = 0; i < cl->npromotes; i++)
     if (cl->promotes[i].id == id)
@@ -207,7 +205,7 @@ int scn_cluster_promote(scn_cluster *cl, const char *world, const char *node, sc
   }
   cl->promotes = grown;
   scn_promote_wait *w = &cl->promotes[cl->npromotes];
-  *w = (scn_promote_wait){.id = next_id++,
+  *w = (scn_promote_wait){.id = ++cl->promote_ids,
                           .from_epoch = g->replicas.epoch,
                           .deadline = uv_hrtime() + (uint64_t)(PROMOTE_LIMIT_S * 1e9),
                           .done = done,
