@@ -86,11 +86,30 @@ static bool kept_for_claim(const scn_cluster *cl, const scn_group_entry *g, cons
          g->replicas.known && (uint64_t)g->replicas.epoch == f->epoch && names_self(cl, g);
 }
 
+/* The follows are kept in order of their groups' names (each tick asks of every world): the
+ * index of group's, or where it would go (*found false). */
+static size_t lookup(const scn_cluster *cl, const char *group, bool *found) {
+  size_t lo = 0, hi = cl->nfollows;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(cl->follows[mid]->group, group);
+    if (c == 0) {
+      *found = true;
+      return mid;
+    }
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  *found = false;
+  return lo;
+}
+
 static size_t find(const scn_cluster *cl, const char *group) {
-  for (size_t i = 0; i < cl->nfollows; i++)
-    if (strcmp(cl->follows[i]->group, group) == 0)
-      return i;
-  return cl->nfollows;
+  bool found;
+  size_t i = lookup(cl, group, &found);
+  return found ? i : cl->nfollows;
 }
 
 bool scn__follows(const scn_cluster *cl, const char *group) {
@@ -491,7 +510,8 @@ static void free_at(scn_cluster *cl, size_t i) {
   }
   scn_buf_free(&f->rec);
   free(f);
-  cl->follows[i] = cl->follows[--cl->nfollows];
+  memmove(&cl->follows[i], &cl->follows[i + 1], (cl->nfollows - i - 1) * sizeof *cl->follows);
+  cl->nfollows--;
 }
 
 void scn__follow_stop(scn_cluster *cl, const char *group) {
@@ -518,7 +538,11 @@ static scn_follow *add(scn_cluster *cl, const scn_group_entry *g) {
   f->cl = cl;
   snprintf(f->group, sizeof f->group, "%s", g->name);
   f->epoch = (uint64_t)g->replicas.epoch;
-  cl->follows[cl->nfollows++] = f;
+  bool found;
+  size_t at = lookup(cl, f->group, &found);
+  memmove(&cl->follows[at + 1], &cl->follows[at], (cl->nfollows - at) * sizeof *cl->follows);
+  cl->follows[at] = f;
+  cl->nfollows++;
   return f;
 }
 
