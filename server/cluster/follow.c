@@ -61,6 +61,7 @@ struct scn_follow {
   uint64_t acked, pending_ack; /* the last seq acknowledged, and the last to acknowledge */
   uint64_t applied;            /* records applied since following began */
   uint64_t announced;          /* the highest tick the owner said one of its worlds closed */
+  bool marked; /* a tick mark came on this connection: the records after it need no closing */
   uint64_t backoff_ms, retry_at;
   scn_buf rec; /* a record's bytes, rebuilt */
 };
@@ -173,6 +174,7 @@ static void hang_up(scn_follow *f, const char *why) {
   fc->f = NULL;
   f->conn = NULL;
   f->state = LINK_NONE;
+  f->marked = false;
   f->backoff_ms = f->backoff_ms ? f->backoff_ms * 2 : BACKOFF_MIN_MS;
   if (f->backoff_ms > BACKOFF_MAX_MS)
     f->backoff_ms = BACKOFF_MAX_MS;
@@ -269,14 +271,17 @@ static void apply_mark(scn_follow *f, const cJSON *root) {
   uint64_t tick = (uint64_t)t->valuedouble;
   if (tick > f->announced)
     f->announced = tick;
+  f->marked = true;
   scn_world *world = group_world(f, w->valuestring);
   if (world)
     close_ticks(world, tick);
 }
 
-/* Before a record of tick T: its world's ticks up to T - 1 are closed (T = 0: none named). */
+/* Before a record of tick T: its world's ticks up to T - 1 are closed (T = 0: none named). Once
+ * marks come (the link caught up), each record of a world follows the mark of its tick before,
+ * which closed it already: only the records read from the backlog before are looked into. */
 static void close_before(scn_follow *f, const char *line, uint64_t tick) {
-  if (tick < 2)
+  if (tick < 2 || f->marked)
     return;
   if (tick - 1 > f->announced)
     f->announced = tick - 1;

@@ -97,9 +97,10 @@ static void plan(scn_cluster *cl, scn_group_entry *g, scn_replica_set *next) {
 /* Whether the owner's tick is to be written again: it goes on alone, and the key's is older
  * than TICK_RECORD_MS. */
 static bool tick_due(scn_cluster *cl, const scn_group_entry *g, const scn_replica_set *next) {
-  const scn_ship *s = scn__ship_find(cl, g->name);
-  return next->ninsync == 0 && next->nfollowers > 0 && next->tick != g->replicas.tick &&
-         (!s || uv_hrtime() - s->tick_recorded_at >= (uint64_t)TICK_RECORD_MS * 1000000);
+  if (next->ninsync > 0 || next->nfollowers == 0 || next->tick == g->replicas.tick)
+    return false;
+  const scn_ship *s = scn__ship_get(cl, g->name); /* made if need be: it keeps the time */
+  return s && uv_hrtime() - s->tick_recorded_at >= (uint64_t)TICK_RECORD_MS * 1000000;
 }
 
 /* Whether both keys already say what next says. */
