@@ -3,16 +3,18 @@
  * store at the owner's epoch, and a TCP client dials the owner's protocol port, sends hello
  * and replicate {group, epoch, from, node}, applies each streamed record
  * ({"r":SEQ,"t":TICK,"l":LINE}, the bytes rebuilt with scn_journal_encode) and acknowledges
- * the last one once the loop turn's commit has written it.
+ * the last one once the loop turn's commit has written it. A closed connection is dialled
+ * again with a backoff. Following stops when the key no longer names this daemon, another
+ * epoch begins, or this daemon comes to own the group (scn__load_group stops it first). While
+ * the group has no owner, a copy the key (at its epoch) still names a follower of is kept, for
+ * a claim (an in-sync member) or world.promote.
  *
  * Ticks: a followed world does not tick on this daemon's clock (main.c asks
  * scn_cluster_follows_world). Its ticks close at the owner's numbers: up to T on a tick mark
  * {"w":WORLD,"t":T}, and up to T - 1 before a record of tick T is applied (records read from
  * the owner's backlog come without marks). So its tick count, the ticks its changes are
  * stamped with, and its history are the owner's, and a stream on it gets a frame per tick the
- * owner closed (the next tick here sends it). A closed connection is dialled
- * again with a backoff. Following stops when the key no longer names this daemon, another
- * epoch begins, or this daemon comes to own the group (scn__load_group stops it first).
+ * owner closed (the next tick here sends it).
  *
  * A copy starts empty, from seq 1: a follower whose directory already has the group (from an
  * older epoch, or a restart) waits until the snapshot stream exists, and says so once. */

@@ -78,12 +78,17 @@ void scn__links_record(scn_cluster *cl, scn_ship *s, uint64_t seq, uint64_t tick
 }
 
 /* A tick mark for each link of s that has caught up (one still reading the backlog gets none:
- * the ticks of the records it is sent close the follower's ticks up to theirs). */
-static void write_mark(scn_ship *s, const char *world, uint64_t closed) {
+ * the ticks of the records it is sent close the follower's ticks up to theirs). Marks, like
+ * records, do not pile up for a follower that does not read them. */
+static void write_mark(scn_cluster *cl, scn_ship *s, const char *world, uint64_t closed) {
   for (size_t i = 0; i < SCN_SHIP_LINKS; i++) {
     scn_ship_link *l = &s->links[i];
     if (!l->conn || l->next || scn_conn_gone(l->conn))
       continue;
+    if (scn_conn_queued(l->conn) > 2 * out_budget(cl)) {
+      link_close(l, "the follower does not keep up (output limit)");
+      continue;
+    }
     scn_buf *out = &l->conn->out.bytes;
     scn_buf_adds(out, "{\"w\":");
     scn_buf_add_json_string(out, world, strlen(world));
@@ -108,7 +113,7 @@ void scn__links_tick(scn_cluster *cl) {
       if (!(s = scn__ship_find(cl, group)))
         continue;
     }
-    write_mark(s, name, scn_world_tick(w) - 1);
+    write_mark(cl, s, name, scn_world_tick(w) - 1);
   }
 }
 
