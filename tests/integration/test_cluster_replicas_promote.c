@@ -198,6 +198,76 @@ static void test_ticks_go_on(void) {
   cluster_stop(&k);
 }
 
+/* A follower that starts after the owner's writes reads them from the owner's backlog, with no
+ * tick marks between them: it closes each world's ticks up to each record's, so after kill -9
+ * of the owner it answers reads at those past ticks as the owner did. */
+static void test_ticks_from_backlog(void) {
+  static const char *const extra[] = {"--replicas", "1", "--replica-timeout", "5000", NULL};
+  cluster k;
+  memset(&k, 0, sizeof k);
+  k.own_data = true;
+  k.extra = extra;
+  if (!cluster_start_prepared(&k)) {
+    cluster_stop(&k);
+    return;
+  }
+  node_stop(&k, 1, SIGTERM);
+  node_stop(&k, 2, SIGTERM);
+  char line[128];
+  snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"b1.main\",\"history\":%d}",
+           HISTORY);
+  int at = -1;
+  cJSON *r = wait_ok_anywhere(&k, line, 15000, &at);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+  cJSON_Delete(r);
+  CU_ASSERT_EQUAL_FATAL(at, 0);
+  r = t_client_call(&k.c[0], "{\"cmd\":\"transform.create\",\"world\":\"b1.main\","
+                             "\"name\":\"mover\",\"t\":[0,0,0]}");
+  CU_ASSERT_FATAL(t_resp_ok(r));
+  double entity = t_resp_num(r, "entity");
+  cJSON_Delete(r);
+  move_it(&k, 0, entity);
+  char *text;
+  long long now = get_at(&k, 0, entity, -1, &text);
+  free(text);
+  CU_ASSERT_FATAL(now > PAST);
+  static char *before[PAST + 1];
+  for (int j = 0; j <= PAST; j++)
+    get_at(&k, 0, entity, now - PAST + j, &before[j]);
+  /* n1 comes: the owner's only candidate, it follows from the first record */
+  CU_ASSERT_FATAL(node_start(&k, 1));
+  cJSON *rep = wait_replicas(&k, one_insync);
+  CU_ASSERT_FATAL(rep && strcmp(first(rep, "insync"), node_name(1)) == 0);
+  cJSON_Delete(rep);
+  node_stop(&k, 0, SIGKILL);
+  snprintf(line, sizeof line, "{\"cmd\":\"transform.get\",\"world\":\"b1.main\",\"entity\":%.0f}",
+           entity);
+  int now_at = -1;
+  r = wait_ok_anywhere(&k, line, TTL_MS + 15000, &now_at);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+  long long after = (long long)t_resp_num(r, "tick");
+  cJSON_Delete(r);
+  CU_ASSERT_EQUAL(now_at, 1);
+  int same = 0;
+  for (int j = 0; j <= PAST; j++) {
+    get_at(&k, now_at, entity, now - PAST + j, &text);
+    if (before[j] && text && strcmp(before[j], text) == 0)
+      same++;
+    else if (same == j)
+      printf("\n  tick %lld: %s on the owner, %s after the takeover\n", now - PAST + j,
+             before[j] ? before[j] : "(none)", text ? text : "(none)");
+    free(text);
+    free(before[j]);
+    before[j] = NULL;
+  }
+  printf("\n  writes up to tick %lld, then a follower from the backlog; after kill -9 it serves "
+         "at tick %lld; %d of %d past ticks read the same\n",
+         now, after, same, PAST + 1);
+  CU_ASSERT(after >= now);
+  CU_ASSERT_EQUAL(same, PAST + 1);
+  cluster_stop(&k);
+}
+
 /* world.promote on daemon i; the response. */
 static cJSON *promote(cluster *k, int i, const char *world, const char *node) {
   return t_client_call(&k->c[i], "{\"cmd\":\"world.promote\",\"world\":\"%s\",\"node\":\"%s\"}",
@@ -349,6 +419,7 @@ static void test_promote(void) {
 int t_register_cluster_replicas_promote(void) {
   static const t_test tests[] = {
       {"ticks and history go on from the owner's after kill -9", test_ticks_go_on},
+      {"a follower from the backlog closes the ticks of its records", test_ticks_from_backlog},
       {"an empty in-sync set, the owner killed: UNAVAILABLE, then world.promote", test_promote},
   };
   return T_ADD_SUITE("cluster_replicas_promote", NULL, NULL, tests);
