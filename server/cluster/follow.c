@@ -472,7 +472,10 @@ static void dial(scn_follow *f, const scn_group_entry *g) {
   fc->f = f;
   fc->gai.data = fc;
   fc->tcp.data = fc;
-  scn_framer_init(&fc->framer, f->cl->srv->cfg.max_line);
+  /* A record's line carries a request of up to --max-line bytes as a JSON string, where a
+   * control character (a tab between its members) takes six: the stream's lines may be that
+   * much longer, with the record's other members around it. */
+  scn_framer_init(&fc->framer, (size_t)(6 * f->cl->srv->cfg.max_line + 256));
   f->conn = fc;
   f->state = LINK_DIALING;
   struct addrinfo hints = {.ai_socktype = SOCK_STREAM};

@@ -56,17 +56,9 @@ static bool write_ok(cluster *k, int at, const char *fmt, double a, double b) {
   return ok;
 }
 
-/* Three daemons with --replicas 1 and --replica-timeout timeout; b1.main (keeping HISTORY
- * ticks) with a transform "mover" (*entity) and five named ones, its follower in sync. Returns
- * the follower's index (-1: no start); *at is the owner's. */
-static int start(cluster *k, const char *timeout, int *at, double *entity) {
-  static const char *extra[] = {"--replicas", "1", "--replica-timeout", NULL, NULL};
-  extra[3] = timeout;
-  memset(k, 0, sizeof *k);
-  k->own_data = true;
-  k->extra = (const char *const *)extra;
-  if (!cluster_start_prepared(k))
-    return -1;
+/* b1.main (keeping HISTORY ticks) with a transform "mover" (*entity) and five named ones, on
+ * started daemons, its follower in sync: the follower's index; *at is the owner's. */
+static int setup(cluster *k, int *at, double *entity) {
   char line[128];
   snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"b1.main\",\"history\":%d}",
            HISTORY);
@@ -96,6 +88,27 @@ static int start(cluster *k, const char *timeout, int *at, double *entity) {
   CU_ASSERT_FATAL(rep && strcmp(first(rep, "insync"), node_name(fi)) == 0);
   cJSON_Delete(rep);
   return fi;
+}
+
+/* Three daemons with --replicas 1, --replica-timeout timeout and --max-line max_line, then
+ * setup: the follower's index (-1: no start). */
+static int start_with(cluster *k, const char *timeout, const char *max_line, int *at,
+                      double *entity) {
+  static const char *extra[] = {"--replicas", "1", "--replica-timeout", NULL, "--max-line",
+                                NULL,         NULL};
+  extra[3] = timeout;
+  extra[5] = max_line;
+  memset(k, 0, sizeof *k);
+  k->own_data = true;
+  k->extra = (const char *const *)extra;
+  if (!cluster_start_prepared(k))
+    return -1;
+  return setup(k, at, entity);
+}
+
+/* start_with the default --max-line. */
+static int start(cluster *k, const char *timeout, int *at, double *entity) {
+  return start_with(k, timeout, "1048576", at, entity);
 }
 
 /* transform.get of entity on daemon i, at tick (< 0: now); its local and world matrices as
@@ -268,6 +281,52 @@ static void test_ticks_from_backlog(void) {
   cluster_stop(&k);
 }
 
+/* The value of name on daemon i's /metrics page; -1 when the page or the sample is missing. */
+static double metric_of(cluster *k, int i, const char *name) {
+  char *page = NULL;
+  double v = t_http_get(k->d[i].http_port, "/metrics", &page) == 200 ? page_metric(page, name) : -1;
+  free(page);
+  return v;
+}
+
+/* A record whose request line is near --max-line grows on the stream (JSON escaping makes a tab
+ * six bytes): the follower reads it all the same, applies it and stays in sync. */
+static void test_long_record(void) {
+  cluster k;
+  int at = -1;
+  double entity = 0;
+  int fi = start_with(&k, "5000", "4096", &at, &entity);
+  if (fi < 0) {
+    cluster_stop(&k);
+    return;
+  }
+  static char line[4096];
+  int n = snprintf(line, sizeof line,
+                   "{\"cmd\":\"transform.create\",\"world\":\"b1.main\",\"name\":\"tabs\"");
+  while (n < 4000)
+    line[n++] = '\t';
+  line[n++] = '}';
+  line[n] = '\0';
+  cJSON *r = t_client_call(&k.c[at], "%s", line);
+  CU_ASSERT(t_resp_ok(r));
+  cJSON_Delete(r);
+  CU_ASSERT(write_ok(&k, at,
+                     "{\"cmd\":\"transform.create\",\"world\":\"b1.main\",\"name\":\"after%.0f\","
+                     "\"t\":[%.0f,0,0]}",
+                     1, 1));
+  /* world.create, mover, t0 to t4, the long one and the one after */
+  const char *applied = "scened_replica_applied_total{group=\"b1\"}";
+  double got = -1;
+  for (long deadline = t_now_ms() + 15000; got != 9 && t_now_ms() < deadline; t_sleep_ms(50))
+    got = metric_of(&k, fi, applied);
+  printf("\n  a %d-byte request (--max-line 4096): the follower applied %g of 9 records\n", n, got);
+  CU_ASSERT_EQUAL(got, 9);
+  cJSON *rep = wait_replicas(&k, one_insync);
+  CU_ASSERT(rep && strcmp(first(rep, "insync"), node_name(fi)) == 0);
+  cJSON_Delete(rep);
+  cluster_stop(&k);
+}
+
 /* world.promote on daemon i; the response. */
 static cJSON *promote(cluster *k, int i, const char *world, const char *node) {
   return t_client_call(&k->c[i], "{\"cmd\":\"world.promote\",\"world\":\"%s\",\"node\":\"%s\"}",
@@ -420,6 +479,7 @@ int t_register_cluster_replicas_promote(void) {
   static const t_test tests[] = {
       {"ticks and history go on from the owner's after kill -9", test_ticks_go_on},
       {"a follower from the backlog closes the ticks of its records", test_ticks_from_backlog},
+      {"a record near --max-line reaches the follower", test_long_record},
       {"an empty in-sync set, the owner killed: UNAVAILABLE, then world.promote", test_promote},
   };
   return T_ADD_SUITE("cluster_replicas_promote", NULL, NULL, tests);
