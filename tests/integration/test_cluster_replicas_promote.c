@@ -13,6 +13,8 @@
 
 #define HISTORY 600 /* ticks of history b1.main keeps: 10 s at 60 Hz */
 #define PAST 60     /* ticks read back at the end of the writes */
+#define LONG_TTL "10"
+#define LONG_TTL_MS 10000
 
 static int list_size(const cJSON *v, const char *member) {
   const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, member);
@@ -90,20 +92,31 @@ static int setup(cluster *k, int *at, double *entity) {
   return fi;
 }
 
-/* Three daemons with --replicas 1, --replica-timeout timeout and --max-line max_line, then
- * setup: the follower's index (-1: no start). */
-static int start_with(cluster *k, const char *timeout, const char *max_line, int *at,
-                      double *entity) {
-  static const char *extra[] = {"--replicas", "1", "--replica-timeout", NULL, "--max-line",
-                                NULL,         NULL};
+/* Three daemons with --replicas 1, --replica-timeout timeout, --max-line max_line,
+ * --output-limit output_limit and, unless NULL, --lease-ttl lease_ttl (the fixtures' TTL
+ * otherwise), then setup: the follower's index (-1: no start). */
+static int start_limited(cluster *k, const char *timeout, const char *max_line,
+                         const char *output_limit, const char *lease_ttl, int *at, double *entity) {
+  static const char *extra[] = {
+      "--replicas",     "1",  "--replica-timeout", NULL, "--max-line", NULL,
+      "--output-limit", NULL, "--lease-ttl",       NULL, NULL};
   extra[3] = timeout;
   extra[5] = max_line;
+  extra[7] = output_limit;
+  extra[8] = lease_ttl ? "--lease-ttl" : NULL; /* the last one given counts */
+  extra[9] = lease_ttl;
   memset(k, 0, sizeof *k);
   k->own_data = true;
   k->extra = (const char *const *)extra;
   if (!cluster_start_prepared(k))
     return -1;
   return setup(k, at, entity);
+}
+
+/* start_limited with the default --output-limit. */
+static int start_with(cluster *k, const char *timeout, const char *max_line, int *at,
+                      double *entity) {
+  return start_limited(k, timeout, max_line, "67108864", NULL, at, entity);
 }
 
 /* start_with the default --max-line. */
@@ -357,6 +370,19 @@ static int unavailable_reads(cluster *k, int i, int n) {
   return got;
 }
 
+/* Whether daemon i comes to answer UNAVAILABLE for b1.main (its watch saw the owner's key go):
+ * within 15 s. */
+static bool wait_unavailable(cluster *k, int i) {
+  bool seen = false;
+  for (long deadline = t_now_ms() + 15000; !seen && t_now_ms() < deadline; t_sleep_ms(20)) {
+    cJSON *f = t_client_call(&k->c[i], "{\"cmd\":\"transform.find\",\"world\":\"b1.main\","
+                                       "\"path\":\"t0\"}");
+    seen = f && strcmp(t_resp_code(f), "UNAVAILABLE") == 0;
+    cJSON_Delete(f);
+  }
+  return seen;
+}
+
 /* Refusals while the owner lives: a live owner (BAD_REQUEST, on every daemon); a group nobody
  * recorded (NOT_FOUND). */
 static void check_refusals(cluster *k, int fi) {
@@ -409,6 +435,7 @@ static void test_promote(void) {
       break;
   }
   CU_ASSERT_PTR_NULL_FATAL(key); /* the owner's lease expired */
+  CU_ASSERT(wait_unavailable(&k, third) && wait_unavailable(&k, fi));
   CU_ASSERT_EQUAL(unavailable_reads(&k, third, 10), 10);
   CU_ASSERT_EQUAL(unavailable_reads(&k, fi, 10), 10);
   expect_error(promote(&k, third, "b1.main", node_name(third)), "NOT_FOUND"); /* no follower */
@@ -475,12 +502,116 @@ static void test_promote(void) {
   cluster_stop(&k);
 }
 
+/* The replicas key's tick (-1: none). */
+static long long recorded_tick(cluster *k) {
+  long long rev, tick = -1;
+  char *text = etcd_get(&k->e, "/scened/replicas/b1", &rev);
+  cJSON *v = text ? cJSON_Parse(text) : NULL;
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(v, "tick");
+  if (cJSON_IsNumber(t))
+    tick = (long long)t->valuedouble;
+  cJSON_Delete(v);
+  free(text);
+  return tick;
+}
+
+/* Batches of 200 named transforms (about 25 kB a record on the stream) on daemon at until its
+ * log says a follower's link was closed for not keeping up, at most 600 (the kernel's socket
+ * buffers take a few MB first); how many were sent (-1: a batch failed, or the link stayed). */
+static int write_until_link_closed(cluster *k, int at) {
+  static char batch[32768];
+  const char *closed = "the follower does not keep up";
+  for (int i = 0; i < 600; i++) {
+    if (i % 10 == 0 && t_daemon_log_contains(&k->d[at], closed))
+      return i;
+    size_t n =
+        (size_t)snprintf(batch, sizeof batch, "{\"cmd\":\"batch\",\"world\":\"b1.main\",\"ops\":[");
+    for (int j = 0; j < 200; j++)
+      n += (size_t)snprintf(batch + n, sizeof batch - n,
+                            "%s{\"cmd\":\"transform.create\",\"name\":\"filler-%03d-%03d-"
+                            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\",\"t\":[%d,0,0]}",
+                            j ? "," : "", i, j, j);
+    snprintf(batch + n, sizeof batch - n, "]}");
+    cJSON *r = t_client_call(&k->c[at], "%s", batch);
+    bool ok = t_resp_ok(r);
+    if (!ok)
+      t_report("a batch failed", r);
+    cJSON_Delete(r);
+    if (!ok)
+      return -1;
+  }
+  return t_daemon_log_contains(&k->d[at], closed) ? 600 : -1;
+}
+
+/* A follower stopped past --replica-timeout, whose link the owner then closed for not keeping
+ * up (--output-limit 4096), while the owner went on alone and recorded its tick: promoted after
+ * the owner's kill -9, it says it may lack at least the ticks between its link's end and that
+ * record, and serves what it has, its clock going on from its copy's. */
+static void test_promote_lagging(void) {
+  cluster k;
+  int at = -1;
+  double entity = 0;
+  /* a lease long enough for the follower to stay a live node while it is stopped */
+  int fi = start_limited(&k, "300", "1048576", "4096", LONG_TTL, &at, &entity);
+  if (fi < 0) {
+    cluster_stop(&k);
+    return;
+  }
+  int third = NODES - at - fi;
+  pid_t pid = k.d[fi].pid;
+  CU_ASSERT_FATAL(pid > 0 && kill(pid, SIGSTOP) == 0);
+  CU_ASSERT(write_ok(&k, at,
+                     "{\"cmd\":\"transform.set_local\",\"world\":\"b1.main\",\"entity\":%.0f,"
+                     "\"t\":[%.0f,2,3]}",
+                     entity, 1));
+  cJSON *rep = wait_replicas(&k, none_insync);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
+  cJSON_Delete(rep);
+  int batches = write_until_link_closed(&k, at);
+  CU_ASSERT_FATAL(batches >= 0);
+  char *text;
+  long long closed_at = get_at(&k, at, entity, -1, &text); /* the link ended before this */
+  free(text);
+  long long rec = -1;
+  for (long deadline = t_now_ms() + 15000; t_now_ms() < deadline; t_sleep_ms(50))
+    if ((rec = recorded_tick(&k)) >= closed_at + 10)
+      break;
+  CU_ASSERT_FATAL(rec >= closed_at + 10); /* recorded again while alone */
+  node_stop(&k, at, SIGKILL);
+  CU_ASSERT(kill(pid, SIGCONT) == 0);
+  long long rev;
+  char *key = NULL;
+  for (long deadline = t_now_ms() + LONG_TTL_MS + 15000; t_now_ms() < deadline; t_sleep_ms(20)) {
+    free(key);
+    if (!(key = etcd_get(&k.e, "/scened/groups/b1", &rev)))
+      break;
+  }
+  CU_ASSERT_PTR_NULL_FATAL(key);
+  CU_ASSERT(wait_unavailable(&k, third));
+  cJSON *r = promote(&k, third, "b1.main", node_name(fi));
+  CU_ASSERT(t_resp_ok(r));
+  if (!t_resp_ok(r))
+    t_report("world.promote failed", r);
+  const cJSON *lag = cJSON_GetObjectItemCaseSensitive(r, "lag_ticks");
+  double lag_ticks = cJSON_IsNumber(lag) ? lag->valuedouble : -1;
+  cJSON_Delete(r);
+  long long tick = get_at(&k, fi, entity, -1, &text);
+  free(text);
+  printf("\n  %d batches until the link closed, before tick %lld; the owner recorded tick %lld; "
+         "promoted, the follower says lag_ticks %.0f and serves at tick %lld\n",
+         batches, closed_at, rec, lag_ticks, tick);
+  CU_ASSERT(lag_ticks >= (double)(rec - closed_at));
+  CU_ASSERT(tick >= 0 && tick < rec); /* its own count, from what it has */
+  cluster_stop(&k);
+}
+
 int t_register_cluster_replicas_promote(void) {
   static const t_test tests[] = {
       {"ticks and history go on from the owner's after kill -9", test_ticks_go_on},
       {"a follower from the backlog closes the ticks of its records", test_ticks_from_backlog},
       {"a record near --max-line reaches the follower", test_long_record},
       {"an empty in-sync set, the owner killed: UNAVAILABLE, then world.promote", test_promote},
+      {"world.promote of a follower whose link ended says what it may lack", test_promote_lagging},
   };
   return T_ADD_SUITE("cluster_replicas_promote", NULL, NULL, tests);
 }
