@@ -100,8 +100,10 @@ void scn__promote_check(scn_cluster *cl) {
   for (size_t i = cl->npromotes; i-- > 0;) {
     scn_promote_wait *w = &cl->promotes[i];
     const scn_group_entry *g = scn_owners_find(&cl->owners, w->group);
-    if (w->written && g && g->key && strcmp(g->node, w->node) == 0 && g->replicas.known &&
-        strcmp(g->replicas.owner, w->node) == 0 && g->replicas.epoch > w->from_epoch) {
+    /* Its record of the new epoch, or none at all (a group with no world left has none). */
+    bool recorded = !g || !g->replicas.known ||
+                    (strcmp(g->replicas.owner, w->node) == 0 && g->replicas.epoch > w->from_epoch);
+    if (w->written && g && g->key && strcmp(g->node, w->node) == 0 && recorded) {
       scn_promote_answer a = {
           .ok = true, .node = g->node, .addr = g->addr, .lag_ticks = g->replicas.lag_ticks};
       end_at(cl, i, &a);
