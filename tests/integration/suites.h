@@ -43,6 +43,7 @@
   X(cluster_failover)                                                                              \
   X(cluster_setup)                                                                                 \
   X(cluster_replicas)                                                                              \
+  X(cluster_replicas_reads)                                                                        \
   X(cluster_crash)                                                                                 \
   X(cluster_script)                                                                                \
   X(cluster_tls)
