@@ -2,6 +2,7 @@
  * follows a world's group answers transform.get, .children, .find, .relative and subscribe from
  * its copy; a command that changes anything still answers MOVED to the owner. Three daemons,
  * each on a data directory of its own, a real etcd. */
+#include "client_fixtures.h"
 #include "cluster_fixtures.h"
 #include "harness.h"
 #include "suites.h"
@@ -440,11 +441,115 @@ static void test_subscription_through_takeover(void) {
   cluster_stop(&s.k);
 }
 
+/* Runs scenectl against daemon i with args; its exit code, stdout in out (caller frees). */
+static int ctl_at(setup *s, int i, char **out, const char *const *args) {
+  char port[32];
+  snprintf(port, sizeof port, "SCENED_PORT=%d", s->k.d[i].port);
+  const char *const env[] = {"SCENED_HOST=127.0.0.1", port, NULL};
+  t_proc p;
+  int code = ctl_run(&p, env, NULL, 0, args);
+  *out = strdup(text_str(&p.out));
+  t_proc_free(&p);
+  return code;
+}
+
+/* The C library with follower_reads and scenectl --follower-reads read from the follower while
+ * the owner is stopped (SIGSTOP, for less than the lease's TTL), where without it they follow
+ * MOVED to the stopped owner and time out; a write through the library goes to the owner. */
+static void test_clients(void) {
+  setup s;
+  if (!setup_start(&s, "fc.main", "fc")) {
+    cluster_stop(&s.k);
+    return;
+  }
+  char find[128];
+  snprintf(find, sizeof find,
+           "{\"cmd\":\"transform.find\",\"world\":\"fc.main\",\"path\":\"road\"}");
+  /* Until the follower follows the group and has applied the road. */
+  t_client probe;
+  CU_ASSERT_FATAL(connect_reader(&s, s.follower, &probe, true));
+  bool caught_up = false;
+  for (long deadline = t_now_ms() + 15000; !caught_up && t_now_ms() < deadline; t_sleep_ms(20)) {
+    cJSON *r = t_client_call(&probe, "%s", find);
+    caught_up = t_resp_id(r, "entity") == s.road;
+    cJSON_Delete(r);
+  }
+  t_client_close(&probe);
+  CU_ASSERT_FATAL(caught_up);
+  scn_cli_options o = {.host = "127.0.0.1",
+                       .port = s.k.d[s.follower].port,
+                       .timeout_ms = 300,
+                       .follower_reads = true};
+  char err[256];
+  scn_cli *c = scn_cli_connect(&o, err, sizeof err);
+  CU_ASSERT_FATAL(c != NULL);
+  o.follower_reads = false;
+  scn_cli *plain = scn_cli_connect(&o, err, sizeof err);
+  CU_ASSERT_FATAL(plain != NULL);
+  cJSON *r = NULL;
+  CU_ASSERT_EQUAL(scn_cli_call_line(c, find, &r), SCN_CLI_OK);
+  CU_ASSERT_EQUAL(t_resp_id(r, "entity"), s.road);
+  cJSON_Delete(r);
+  char follower_addr[64];
+  snprintf(follower_addr, sizeof follower_addr, "127.0.0.1:%d", s.k.d[s.follower].port);
+  CU_ASSERT_STRING_EQUAL(scn_cli_addr(c), follower_addr);
+
+  CU_ASSERT_FATAL(kill(s.k.d[s.owner].pid, SIGSTOP) == 0);
+  long stopped = t_now_ms();
+  r = NULL;
+  int rc = scn_cli_call_line(c, find, &r);
+  bool lib_read = rc == SCN_CLI_OK && t_resp_id(r, "entity") == s.road;
+  cJSON_Delete(r);
+  r = NULL;
+  int plain_rc = scn_cli_call_line(plain, find, &r);
+  cJSON_Delete(r);
+  char *out = NULL, *plain_out = NULL;
+  int code = ctl_at(&s, s.follower, &out,
+                    (const char *const[]){"--follower-reads", "--timeout", "300", "transform.find",
+                                          "world=fc.main", "path=road", NULL});
+  int plain_code = ctl_at(&s, s.follower, &plain_out,
+                          (const char *const[]){"--timeout", "300", "transform.find",
+                                                "world=fc.main", "path=road", NULL});
+  CU_ASSERT(kill(s.k.d[s.owner].pid, SIGCONT) == 0);
+  printf("  owner stopped for %ld ms: the library %s, scenectl exit %d (%s), without "
+         "follower reads %d and exit %d\n",
+         t_now_ms() - stopped, lib_read ? "read" : "did not read", code, out ? out : "", plain_rc,
+         plain_code);
+  CU_ASSERT(lib_read);
+  CU_ASSERT_NOT_EQUAL(plain_rc, SCN_CLI_OK);
+  CU_ASSERT_EQUAL(code, 0);
+  CU_ASSERT_PTR_NOT_NULL(out ? strstr(out, "\"entity\"") : NULL);
+  CU_ASSERT_EQUAL(plain_code, 2);
+  free(out);
+  free(plain_out);
+
+  /* A write with follower reads: MOVED to the owner, followed (once it answers again). */
+  char write[160];
+  snprintf(write, sizeof write,
+           "{\"cmd\":\"transform.set_local\",\"world\":\"fc.main\",\"entity\":%llu,\"t\":[3,3,3]}",
+           s.road);
+  scn_cli_close(c);
+  o.follower_reads = true;
+  o.timeout_ms = 10000;
+  c = scn_cli_connect(&o, err, sizeof err);
+  CU_ASSERT_FATAL(c != NULL);
+  r = NULL;
+  CU_ASSERT_EQUAL(scn_cli_call_line(c, write, &r), SCN_CLI_OK);
+  cJSON_Delete(r);
+  char owner_addr[64];
+  snprintf(owner_addr, sizeof owner_addr, "127.0.0.1:%d", s.k.d[s.owner].port);
+  CU_ASSERT_STRING_EQUAL(scn_cli_addr(c), owner_addr);
+  scn_cli_close(c);
+  scn_cli_close(plain);
+  cluster_stop(&s.k);
+}
+
 int t_register_cluster_replicas_reads(void) {
   static const t_test tests[] = {
       {"follower reads: get, children, find, relative from the copy", test_reads},
       {"follower reads: a subscription on the follower", test_subscribe},
       {"follower reads: a subscription through a takeover", test_subscription_through_takeover},
+      {"follower reads: the C library and scenectl", test_clients},
   };
   return T_ADD_SUITE("cluster_replicas_reads", NULL, NULL, tests);
 }
