@@ -5,8 +5,8 @@
 # limit, packed frames against b64 ones over TCP and WebSocket, subscriptions by distance against
 # a naive filter (bench-near.sh), the staging view in headless Chromium, durability, the cluster
 # (bench-cluster.sh), reads from followers (bench-replicas-reads.sh) and the write path at scale
-# (bench-scale.sh). Figures are medians of RUNS
-# runs (default 3); the machine is small and noisy. Each target is printed beside its figure.
+# (bench-scale.sh). Figures are medians of RUNS runs (default 3); the machine is small and noisy.
+# Each target is printed beside its figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
