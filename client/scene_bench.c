@@ -748,6 +748,18 @@ static void usage(void) {
   exit(2);
 }
 
+/* --daemons H:P,H:P,... */
+static void parse_daemons(opts *o, const char *v) {
+  for (const char *d = v; *d && o->ndaemons < MAX_DAEMONS;) {
+    size_t n = strcspn(d, ",");
+    if (n == 0 || n >= sizeof o->daemons[0])
+      usage();
+    memcpy(o->daemons[o->ndaemons], d, n);
+    o->daemons[o->ndaemons++][n] = '\0';
+    d += n + (d[n] == ',');
+  }
+}
+
 int main(int argc, char **argv) {
   /* A daemon that goes away must not end the load with SIGPIPE; it also spares the client
    * library its guard around TLS writes. */
@@ -830,16 +842,9 @@ int main(int argc, char **argv) {
       o.daemon_pid = atoi(v);
     else if (!strcmp(a, "--follower-reads"))
       o.follower_reads = true;
-    else if (ARG("--daemons")) {
-      for (const char *d = v; *d && o.ndaemons < MAX_DAEMONS;) {
-        size_t n = strcspn(d, ",");
-        if (n == 0 || n >= sizeof o.daemons[0])
-          usage();
-        memcpy(o.daemons[o.ndaemons], d, n);
-        o.daemons[o.ndaemons++][n] = '\0';
-        d += n + (d[n] == ',');
-      }
-    } else
+    else if (ARG("--daemons"))
+      parse_daemons(&o, v);
+    else
       usage();
 #undef ARG
   }
