@@ -224,7 +224,10 @@ unsigned scn_right_find(const char *name, unsigned long len);
     "the cluster's live nodes with their load")                                                    \
   X("replicate", replicate, 0, admin, none, SCN_F(group) | SCN_F(epoch) | SCN_F(from),             \
     SCN_F(node),                                                                                   \
-    "cluster (--replicas): a follower's stream of a group's records from seq from, on its owner")
+    "cluster (--replicas): a follower's stream of a group's records from seq from, on its owner")  \
+  X("world.promote", world_promote, 0, admin, none, SCN_F(world) | SCN_F(node), 0,                 \
+    "cluster (--replicas): make follower node the owner of a world's group that has no live "      \
+    "owner, from its copy (answers node, addr, lag_ticks)")
 
 /* Each command's index in the table. */
 typedef enum scn_command_id {

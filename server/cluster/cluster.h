@@ -119,6 +119,28 @@ int scn_cluster_replicate(scn_cluster *cl, scn_conn *c, const char *group, const
 /* A line from a connection that streams records (c->repl): the follower's {"ack":SEQ}. */
 void scn_cluster_repl_line(scn_cluster *cl, scn_conn *c, const char *line, size_t len);
 
+/* world.promote's answer: ok with the new owner's node and addr and the ticks of changes its
+ * copy may have lacked, or an error code (SCN_W_*) and message. */
+typedef struct scn_promote_answer {
+  bool ok;
+  int code;
+  const char *message;     /* when not ok */
+  const char *node, *addr; /* when ok */
+  uint64_t lag_ticks;      /* when ok */
+} scn_promote_answer;
+typedef void (*scn_promote_done)(void *ud, const scn_promote_answer *a);
+/* world.promote (--replicas): makes follower node the owner of world's group, which has no
+ * live owner, from the copy it has. 0 when it started (done is called once the follower serves
+ * the group, or it failed), or -1 with *code and msg. */
+int scn_cluster_promote(scn_cluster *cl, const char *world, const char *node, scn_promote_done done,
+                        void *ud, int *code, char *msg, size_t msglen);
+/* A connection waiting for world.promote went away. */
+void scn_cluster_forget_promote(scn_cluster *cl, void *ud);
+
+/* Whether world is a copy of another daemon's (--replicas): its ticks close at its owner's
+ * tick marks, not on this daemon's clock. */
+bool scn_cluster_follows_world(const scn_cluster *cl, const char *world);
+
 /* SIGTERM: every owned group is saved and its key deleted (the lease revoked), so others claim
  * them at once. busy stays true until that is done (at most a couple of seconds). */
 void scn_cluster_release_all(scn_cluster *cl);

@@ -3,7 +3,14 @@
  * store at the owner's epoch, and a TCP client dials the owner's protocol port, sends hello
  * and replicate {group, epoch, from, node}, applies each streamed record
  * ({"r":SEQ,"t":TICK,"l":LINE}, the bytes rebuilt with scn_journal_encode) and acknowledges
- * the last one once the loop turn's commit has written it. A closed connection is dialled
+ * the last one once the loop turn's commit has written it.
+ *
+ * Ticks: a followed world does not tick on this daemon's clock (main.c asks
+ * scn_cluster_follows_world). Its ticks close at the owner's numbers: up to T on a tick mark
+ * {"w":WORLD,"t":T}, and up to T - 1 before a record of tick T is applied (records read from
+ * the owner's backlog come without marks). So its tick count, the ticks its changes are
+ * stamped with, and its history are the owner's, and a stream on it gets a frame per tick the
+ * owner closed (the next tick here sends it). A closed connection is dialled
  * again with a backoff. Following stops when the key no longer names this daemon, another
  * epoch begins, or this daemon comes to own the group (scn__load_group stops it first).
  *
@@ -16,6 +23,7 @@
 #include "ops/log.h"
 #include "store/groups.h"
 #include "store/journal.h"
+#include "store/snapshot.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +60,7 @@ struct scn_follow {
   link_state state;
   uint64_t acked, pending_ack; /* the last seq acknowledged, and the last to acknowledge */
   uint64_t applied;            /* records applied since following began */
+  uint64_t announced;          /* the highest tick the owner said one of its worlds closed */
   uint64_t backoff_ms, retry_at;
   scn_buf rec; /* a record's bytes, rebuilt */
 };
@@ -69,16 +78,12 @@ static bool wanted(const scn_cluster *cl, const scn_group_entry *g) {
          g->replicas.known && g->replicas.epoch > 0 && names_self(cl, g);
 }
 
-/* Whether f's copy is kept though g has no owner: this daemon is in the in-sync set its owner
- * recorded, so it is the one to claim g and serve it from this copy (claims.c). */
+/* Whether f's copy is kept though g has no owner: the replicas key of f's epoch still names
+ * this daemon, so it may be the one to claim g and serve it from this copy: as a member of the
+ * in-sync set its owner recorded (claims.c), or once world.promote names it. */
 static bool kept_for_claim(const scn_cluster *cl, const scn_group_entry *g, const scn_follow *f) {
-  if (g->key || (g->state != SCN_GROUP_NONE && g->state != SCN_GROUP_CLAIMING) || !f->held ||
-      !g->replicas.known || (uint64_t)g->replicas.epoch != f->epoch)
-    return false;
-  for (uint8_t i = 0; i < g->replicas.ninsync; i++)
-    if (strcmp(g->replicas.insync[i], cl->self.node) == 0)
-      return true;
-  return false;
+  return !g->key && (g->state == SCN_GROUP_NONE || g->state == SCN_GROUP_CLAIMING) && f->held &&
+         g->replicas.known && (uint64_t)g->replicas.epoch == f->epoch && names_self(cl, g);
 }
 
 static size_t find(const scn_cluster *cl, const char *group) {
@@ -91,6 +96,45 @@ static size_t find(const scn_cluster *cl, const char *group) {
 bool scn__follows(const scn_cluster *cl, const char *group) {
   size_t i = find(cl, group);
   return i < cl->nfollows && cl->follows[i]->held;
+}
+
+bool scn_cluster_follows_world(const scn_cluster *cl, const char *world) {
+  if (cl->nfollows == 0)
+    return false;
+  char group[SCN_NAME_MAX + 1];
+  scn_group_of(world, group);
+  return scn__follows(cl, group);
+}
+
+size_t scn__worlds_served(const scn_cluster *cl) {
+  scn_scene *scene = cl->srv->scene;
+  size_t n = scn_world_count(scene);
+  for (size_t i = 0; cl->nfollows && i < scn_world_count(scene); i++)
+    n -= scn_cluster_follows_world(cl, scn_world_name(scn_world_at(scene, i)));
+  return n;
+}
+
+uint64_t scn__group_tick(const scn_cluster *cl, const char *group) {
+  scn_scene *scene = cl->srv->scene;
+  uint64_t top = 0;
+  for (size_t i = 0; i < scn_world_count(scene); i++) {
+    scn_world *w = scn_world_at(scene, i);
+    if (scn_world_in_group(scn_world_name(w), group) && scn_world_tick(w) - 1 > top)
+      top = scn_world_tick(w) - 1;
+  }
+  return top;
+}
+
+uint64_t scn__follow_lag(scn_cluster *cl, const char *group) {
+  size_t i = find(cl, group);
+  if (i >= cl->nfollows || !cl->follows[i]->held)
+    return 0;
+  const scn_follow *f = cl->follows[i];
+  const scn_group_entry *g = scn_owners_find(&cl->owners, group);
+  uint64_t known = f->announced, have = scn__group_tick(cl, group);
+  if (g && g->replicas.known && (uint64_t)g->replicas.epoch == f->epoch && g->replicas.tick > known)
+    known = g->replicas.tick;
+  return known > have ? known - have : 0;
 }
 
 static void on_fconn_closed(uv_handle_t *h) {
@@ -171,6 +215,60 @@ static bool reply_ok(scn_follow *f, const cJSON *root, const char *what) {
   return false;
 }
 
+/* Closes w's ticks until the last one closed is upto, the owner's number. A world whose clock
+ * never ran (a copy that starts here) jumps there at once. */
+static void close_ticks(scn_world *w, uint64_t upto) {
+  uint64_t closed = scn_world_tick(w) - 1;
+  if (upto <= closed)
+    return;
+  if (closed == 0 && upto > SCN_HISTORY_MAX && scn_world_continue_ticks(w, upto) == SCN_OK)
+    return;
+  while (closed < upto) {
+    uint64_t now = scn_world_close_tick(w);
+    if (now == closed)
+      return; /* its clock is held (it is not moving from here, but never loop on it) */
+    closed = now;
+  }
+}
+
+/* The world of f's group that a mark or a record names, or NULL. */
+static scn_world *group_world(const scn_follow *f, const char *name) {
+  if (!name || !scn_world_in_group(name, f->group))
+    return NULL;
+  return scn_world_find(f->cl->srv->scene, name);
+}
+
+/* {"w":WORLD,"t":T}: WORLD closed tick T on the owner. */
+static void apply_mark(scn_follow *f, const cJSON *root) {
+  const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "w");
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "t");
+  if (!cJSON_IsString(w) || !cJSON_IsNumber(t) || t->valuedouble < 0 ||
+      t->valuedouble > (double)(UINT64_C(1) << 62)) {
+    hang_up(f, "a tick mark that is not one");
+    return;
+  }
+  uint64_t tick = (uint64_t)t->valuedouble;
+  if (tick > f->announced)
+    f->announced = tick;
+  scn_world *world = group_world(f, w->valuestring);
+  if (world)
+    close_ticks(world, tick);
+}
+
+/* Before a record of tick T: its world's ticks up to T - 1 are closed (T = 0: none named). */
+static void close_before(scn_follow *f, const char *line, uint64_t tick) {
+  if (tick < 2)
+    return;
+  if (tick - 1 > f->announced)
+    f->announced = tick - 1;
+  cJSON *cmd = scn_json_heap_parse(line, strlen(line));
+  const cJSON *w = cJSON_GetObjectItemCaseSensitive(cmd, "world");
+  scn_world *world = cJSON_IsString(w) ? group_world(f, w->valuestring) : NULL;
+  if (world)
+    close_ticks(world, tick - 1);
+  scn_json_heap_delete(cmd);
+}
+
 static void apply_record(scn_follow *f, const cJSON *root) {
   const cJSON *r = cJSON_GetObjectItemCaseSensitive(root, "r");
   const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "t");
@@ -179,6 +277,8 @@ static void apply_record(scn_follow *f, const cJSON *root) {
     hang_up(f, "a line of the stream that is not a record");
     return;
   }
+  if (cJSON_IsNumber(t) && t->valuedouble >= 0 && t->valuedouble <= (double)(UINT64_C(1) << 62))
+    close_before(f, l->valuestring, (uint64_t)t->valuedouble);
   f->rec.len = 0;
   scn_journal_encode(&f->rec, l->valuestring, strlen(l->valuestring));
   scn_gstore_record rec = {f->group,
@@ -226,7 +326,10 @@ static bool on_line(void *ud, const char *line, size_t len) {
     }
     break;
   default:
-    apply_record(f, root);
+    if (cJSON_GetObjectItemCaseSensitive(root, "w"))
+      apply_mark(f, root);
+    else
+      apply_record(f, root);
   }
   scn_json_heap_delete(root);
   return f->conn != NULL;
@@ -426,7 +529,8 @@ void scn__follow_check(scn_cluster *cl) {
     scn_group_entry *g = scn_owners_find(&cl->owners, cl->follows[i]->group);
     scn_follow *f = cl->follows[i];
     if (g && kept_for_claim(cl, g, f)) {
-      hang_up(f, NULL); /* its owner is gone */
+      hang_up(f, NULL);                 /* its owner is gone */
+      scn_owners_claim(&cl->owners, g); /* only as the claim rule allows (claims.c) */
       continue;
     }
     if (!g || !wanted(cl, g) || (uint64_t)g->replicas.epoch != f->epoch)

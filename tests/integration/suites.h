@@ -44,6 +44,7 @@
   X(cluster_setup)                                                                                 \
   X(cluster_replicas)                                                                              \
   X(cluster_replicas_reads)                                                                        \
+  X(cluster_replicas_promote)                                                                      \
   X(cluster_crash)                                                                                 \
   X(cluster_script)                                                                                \
   X(cluster_tls)
