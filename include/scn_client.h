@@ -55,8 +55,7 @@ typedef struct scn_cli_options {
 } scn_cli_options;
 
 /* Connects (and says hello with the token, the matrices form and follower_reads when one is
- * given). NULL on failure, with the
- * reason in err (at least 256 bytes) when err is not NULL. */
+ * given). NULL on failure, with the reason in err (at least 256 bytes) when err is not NULL. */
 scn_cli *scn_cli_connect(const scn_cli_options *opt, char *err, size_t errlen);
 void scn_cli_close(scn_cli *c);
 const char *scn_cli_error(const scn_cli *c);
