@@ -15,10 +15,11 @@
 #include <string.h>
 
 static const char *const replicas_1[] = {"--replicas", "1", NULL};
+static const char *const replicas_2[] = {"--replicas", "2", NULL};
 
-/* The follower named by the group's replicas key once it names one (15 s at most), as a node
- * index; -1 when it never did. */
-static int follower_of(cluster *k, const char *group) {
+/* The first follower named by the group's replicas key once it names want of them (15 s at
+ * most), as a node index; -1 when it never did. */
+static int follower_of(cluster *k, const char *group, int want) {
   char key[96];
   snprintf(key, sizeof key, "/scened/replicas/%s", group);
   for (long deadline = t_now_ms() + 15000; t_now_ms() < deadline; t_sleep_ms(20)) {
@@ -27,7 +28,7 @@ static int follower_of(cluster *k, const char *group) {
     free(text);
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, "followers");
     const char *name =
-        cJSON_IsArray(list) && cJSON_GetArraySize(list) == 1 && cJSON_IsString(list->child)
+        cJSON_IsArray(list) && cJSON_GetArraySize(list) == want && cJSON_IsString(list->child)
             ? list->child->valuestring
             : NULL;
     int found = -1;
@@ -41,9 +42,9 @@ static int follower_of(cluster *k, const char *group) {
   return -1;
 }
 
-/* A cluster of three daemons with --replicas 1, and a world W made on one of them with
+/* A cluster of three daemons with --replicas 1 (or 2), and a world W made on one of them with
  * transforms: a root "car" (t 1,2,3) with two children "wheel" and "door", and a root "road".
- * The owner's, the follower's and the third daemon's indexes. */
+ * The owner's, the follower's and the third daemon's indexes (with 2, the third follows too). */
 typedef struct setup {
   cluster k;
   int owner, follower, third;
@@ -60,10 +61,10 @@ static unsigned long long create(setup *s, const char *world, const char *fields
   return e;
 }
 
-static bool setup_start(setup *s, const char *world, const char *group) {
+static bool setup_start_with(setup *s, const char *world, const char *group, int replicas) {
   memset(s, 0, sizeof *s);
   s->k.own_data = true;
-  s->k.extra = replicas_1;
+  s->k.extra = replicas == 2 ? replicas_2 : replicas_1;
   if (!cluster_start_prepared(&s->k))
     return false;
   char line[160];
@@ -74,7 +75,7 @@ static bool setup_start(setup *s, const char *world, const char *group) {
     CU_FAIL("world.create answered ok");
     return false;
   }
-  s->follower = follower_of(&s->k, group);
+  s->follower = follower_of(&s->k, group, replicas);
   if (s->follower < 0 || s->follower == s->owner) {
     CU_FAIL("the replicas key names a follower other than the owner");
     return false;
@@ -90,6 +91,11 @@ static bool setup_start(setup *s, const char *world, const char *group) {
   s->door = create(s, world, fields);
   s->road = create(s, world, ",\"name\":\"road\",\"s\":[10,1,10]");
   return s->car && s->wheel && s->door && s->road;
+}
+
+/* With --replicas 1: the third daemon follows nothing of the group. */
+static bool setup_start(setup *s, const char *world, const char *group) {
+  return setup_start_with(s, world, group, 1);
 }
 
 /* A new connection to daemon i; with follower_reads, hello asks for them (and says so). */
@@ -313,6 +319,16 @@ static bool subscribe_on(t_client *c, const char *w) {
   bool ok = t_resp_ok(r);
   if (!ok)
     t_report("subscribe on the follower", r);
+  cJSON_Delete(r);
+  return ok;
+}
+
+/* transform.set_local sent to daemon at, answered ok there (no report otherwise). */
+static bool set_local_quiet(setup *s, int at, const char *w, unsigned long long e, int x) {
+  cJSON *r = t_client_call(
+      &s->k.c[at],
+      "{\"cmd\":\"transform.set_local\",\"world\":\"%s\",\"entity\":%llu,\"t\":[%d,0,0]}", w, e, x);
+  bool ok = t_resp_ok(r);
   cJSON_Delete(r);
   return ok;
 }
@@ -552,12 +568,75 @@ static void test_clients(void) {
   cluster_stop(&s.k);
 }
 
+/* With --replicas 2, subscriptions on both followers, then kill -9 of the owner: on the
+ * follower that takes the group over the subscription goes on with the writes made there; on
+ * the other it is never left behind: it ends with moved naming the new owner, or goes on with
+ * the new owner's writes (a follower that keeps its copy across the new epoch). */
+static void test_followers_through_takeover(void) {
+  setup s;
+  if (!setup_start_with(&s, "fk.main", "fk", 2)) {
+    cluster_stop(&s.k);
+    return;
+  }
+  int followers[2] = {s.follower, s.third};
+  t_client reader[2];
+  for (int i = 0; i < 2; i++) {
+    CU_ASSERT_FATAL(connect_reader(&s, followers[i], &reader[i], true));
+    CU_ASSERT_FATAL(subscribe_on(&reader[i], "fk.main"));
+  }
+  CU_ASSERT_FATAL(set_local(&s, s.owner, "fk.main", s.car, 42));
+  want_at car = {s.wheel, {42, 0, 1}, false};
+  for (int i = 0; i < 2; i++)
+    CU_ASSERT_FATAL(wait_event(&reader[i], 15000, frame_with, &car, NULL));
+  bool both = false;
+  for (long deadline = t_now_ms() + 15000; !both && t_now_ms() < deadline; t_sleep_ms(20)) {
+    char *text = etcd_get(&s.k.e, "/scened/replicas/fk", NULL);
+    cJSON *v = text ? cJSON_Parse(text) : NULL;
+    both = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(v, "insync")) == 2;
+    cJSON_Delete(v);
+    free(text);
+  }
+  CU_ASSERT_FATAL(both);
+  node_stop(&s.k, s.owner, SIGKILL);
+  int owner = -1;
+  for (long deadline = t_now_ms() + 15000; owner < 0 && t_now_ms() < deadline; t_sleep_ms(50))
+    for (int i = 0; i < 2 && owner < 0; i++)
+      if (set_local_quiet(&s, followers[i], "fk.main", s.car, 77))
+        owner = i;
+  CU_ASSERT_FATAL(owner >= 0);
+  printf("  %s took the group over\n", node_name(followers[owner]));
+  want_at later = {s.wheel, {77, 0, 1}, false};
+  cJSON *end = NULL;
+  bool got = wait_event(&reader[owner], 15000, frame_with, &later, &end);
+  if (!got)
+    t_report("the new owner's subscription did not go on", end);
+  CU_ASSERT(got);
+  cJSON_Delete(end);
+  end = NULL;
+  int other = 1 - owner;
+  got = wait_event(&reader[other], 15000, frame_with, &later, &end);
+  bool moved =
+      !got && is_event(end, "moved") && t_resp_str_is(end, "node", node_name(followers[owner]));
+  printf("  the other follower's subscription %s\n", got     ? "went on with the new owner's writes"
+                                                     : moved ? "ended with moved"
+                                                             : "stalled");
+  if (!got && !moved)
+    t_report("the other follower's subscription", end);
+  CU_ASSERT(got || moved);
+  cJSON_Delete(end);
+  for (int i = 0; i < 2; i++)
+    t_client_close(&reader[i]);
+  cluster_stop(&s.k);
+}
+
 int t_register_cluster_replicas_reads(void) {
   static const t_test tests[] = {
       {"follower reads: get, children, find, relative from the copy", test_reads},
       {"follower reads: a subscription on the follower", test_subscribe},
       {"follower reads: a subscription through a takeover", test_subscription_through_takeover},
       {"follower reads: the C library and scenectl", test_clients},
+      {"follower reads: two followers' subscriptions through a takeover",
+       test_followers_through_takeover},
   };
   return T_ADD_SUITE("cluster_replicas_reads", NULL, NULL, tests);
 }
