@@ -33,7 +33,8 @@ void scn_cluster_close(scn_cluster *cl);
 /* ---- routing ----------------------------------------------------------------------------- */
 
 typedef enum scn_route_kind {
-  SCN_ROUTE_LOCAL,       /* this daemon owns the group (or it does not exist anywhere) */
+  SCN_ROUTE_LOCAL,       /* this daemon owns the group (or it does not exist anywhere), or
+                          * follows it and the request is a follower_read */
   SCN_ROUTE_MOVED,       /* another node owns it: node and addr */
   SCN_ROUTE_UNAVAILABLE, /* no owner can serve it right now: why */
   SCN_ROUTE_NO_NODE,     /* world.create's "node" names no live node */
@@ -53,6 +54,7 @@ typedef struct scn_route_request {
   const char *world;
   bool creating;         /* world.create */
   const char *place;     /* world.create's "node" field: NULL, a node's name, or "auto" */
+  bool follower_read;    /* a read that a follower may answer from its copy (follower_reads) */
   bool retry;            /* the second look after a WAIT, which never waits again */
   scn_cluster_wake wake; /* NULL: the command cannot wait */
   /* What wake is given: made by hold(hold_arg) only when the command must wait (so that one

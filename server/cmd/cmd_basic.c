@@ -93,6 +93,9 @@ int scn_cmd_hello(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error 
   /* A hello without "matrices" keeps the connection's form. */
   if (a->f->present & SCN_F(matrices))
     ctx->conn->matrices = a->matrices;
+  /* Nor one without "follower_reads" where its reads are answered. */
+  if (a->f->present & SCN_F(follower_reads))
+    ctx->conn->follower_reads = a->follower_reads;
   scn_reply_key(out, "server");
   scn_buf_adds(out, "\"scened\"");
   scn_reply_key(out, "version");
@@ -101,6 +104,10 @@ int scn_cmd_hello(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error 
   scn_buf_add_u64(out, SCN_PROTOCOL);
   scn_reply_key(out, "matrices");
   scn_buf_adds(out, ctx->conn->matrices == SCN_MATRICES_B64 ? "\"b64\"" : "\"json\"");
+  if (ctx->conn->follower_reads) {
+    scn_reply_key(out, "follower_reads");
+    scn_buf_adds(out, "true");
+  }
   add_access(ctx, out);
   return 0;
 }

@@ -205,6 +205,8 @@ static int route(scn_ctx *ctx, const scn_command_info *cmd, const scn_fields *f,
   scn_route_request rq = {.world = world,
                           .creating = creating,
                           .place = place,
+                          .follower_read =
+                              ctx->conn->follower_reads && (cmd->flags & SCN_CMD_FOLLOWER),
                           .retry = d->retrying,
                           .wake = d->retrying ? NULL : on_wake,
                           .hold = hold_request,
