@@ -145,6 +145,15 @@ int scn_cluster_replicate(scn_cluster *cl, scn_conn *c, const char *group, const
              (unsigned long long)seq, (unsigned long long)from);
     return -1;
   }
+  if (from == 1 && !scn_gstore_began_empty(cl->srv->gstore, group)) {
+    /* Its records start from a copy (a takeover or a load): alone they rebuild nothing. */
+    *code = SCN_W_UNAVAILABLE;
+    snprintf(msg, msglen,
+             "group %s began epoch %llu here from a copy, not from nothing: a follower "
+             "starting empty needs a snapshot",
+             group, (unsigned long long)epoch);
+    return -1;
+  }
   scn_ship *s = scn__ship_get(cl, group);
   if (!s) {
     *code = SCN_W_UNAVAILABLE;

@@ -512,6 +512,7 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, bool m
   snprintf(p->name, sizeof p->name, "%s", group);
   part_init(gs, p);
   p->home = home;
+  p->from_copy = n.found;
   /* The new epoch's directory is made under a temporary name and renamed once complete, so a
    * daemon that looks for the newest epoch never finds a half-written one. What goes in is a
    * copy of what is durable already, so it needs no fence; the fence guards what follows. */
@@ -573,6 +574,7 @@ int scn_gstore_promote(scn_gstore *gs, const char *group, uint64_t epoch, char *
   scn_path_fmt(&p->dir, "%s.tmp", final.s);
   p->epoch = epoch;
   p->seq = p->changes = 0;
+  p->from_copy = true;
   remove_dir(p->dir.s); /* as a load, the directory gets its name only once complete */
   if (mkdir_one(p->dir.s) != 0 || write_snapshot(gs, p, &bytes) != 0 ||
       scn_fsync_dir(p->dir.s) != 0 || rename(p->dir.s, final.s) != 0) {
@@ -617,6 +619,11 @@ bool scn_gstore_position(const scn_gstore *gs, const char *group, uint64_t *epoc
     *seq = p->seq;
   }
   return p != NULL;
+}
+
+bool scn_gstore_began_empty(const scn_gstore *gs, const char *group) {
+  gs_part *p = find((scn_gstore *)gs, group);
+  return p && !p->from_copy;
 }
 
 bool scn_gstore_holds(const scn_gstore *gs, const char *group) {
