@@ -14,9 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The recorded in-sync set of group in this ship's epoch (none for another epoch). */
-static const scn_replica_set *insync_of(scn_cluster *cl, const scn_ship *s) {
+/* The recorded in-sync set of group in this ship's epoch, NULL when it has no member. *stale:
+ * the replicas key still holds another epoch's in-sync set (a takeover's, until this owner
+ * records its own): those members may claim the group from copies that lack what this owner
+ * answers, so an ok waits until the key is this epoch's. */
+static const scn_replica_set *insync_of(scn_cluster *cl, const scn_ship *s, bool *stale) {
   scn_group_entry *g = scn_owners_find(&cl->owners, s->group);
+  *stale =
+      g && g->replicas.known && (uint64_t)g->replicas.epoch != s->epoch && g->replicas.ninsync > 0;
   if (!g || !g->replicas.known || (uint64_t)g->replicas.epoch != s->epoch ||
       g->replicas.ninsync == 0)
     return NULL;
@@ -37,9 +42,10 @@ static bool released(scn_cluster *cl, const scn_sync_wait *w) {
   scn_ship *s = scn__ship_find(cl, w->group);
   if (!s || s->epoch != w->epoch)
     return false; /* the group's history here ended: scn__sync_check closes the connection */
-  const scn_replica_set *rs = insync_of(cl, s);
+  bool stale;
+  const scn_replica_set *rs = insync_of(cl, s, &stale);
   if (!rs)
-    return true;
+    return !stale;
   for (uint8_t i = 0; i < rs->ninsync; i++)
     if (!acked_by(s, rs->insync[i], w->seq))
       return false;
@@ -52,7 +58,8 @@ void scn__sync_record(scn_cluster *cl, const scn_ship *s, uint64_t seq) {
   scn_conn *c = cl->sync_conn;
   if (!c || c->repl || cl->srv->cfg.durability != SCN_DURABILITY_SYNC)
     return;
-  if (!insync_of(cl, s)) {
+  bool stale;
+  if (!insync_of(cl, s, &stale) && !stale) {
     cl->stats.replica_alone++;
     return;
   }
