@@ -44,6 +44,7 @@
   X(cluster_setup)                                                                                 \
   X(cluster_replicas)                                                                              \
   X(cluster_crash)                                                                                 \
+  X(cluster_crash_replicas)                                                                        \
   X(cluster_script)                                                                                \
   X(cluster_tls)
 
