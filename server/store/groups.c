@@ -565,30 +565,44 @@ int scn_gstore_promote(scn_gstore *gs, const char *group, uint64_t epoch, char *
              (unsigned long long)epoch);
     return -1;
   }
-  uint64_t from_epoch = p->epoch, bytes = 0;
-  commit_part(gs, p); /* what it keeps back anyway is in the scene, so in the new snapshot */
+  uint64_t from_epoch = p->epoch, bytes = 0, t0 = uv_hrtime(), gen = p->journal.gen;
+  commit_part(gs, p); /* what it keeps back anyway is in the scene, so in a new snapshot */
+  /* The copy's directory, complete on disk, takes the new epoch's name: one rename, no snapshot
+   * of the whole group written while it waits for its owner. With records kept back, the scene
+   * is written as the new epoch's first snapshot instead. */
+  bool whole = !scn_jwriter_pending(&p->journal) && p->journal.fd >= 0;
   gs->npending -= scn_jwriter_pending(&p->journal) ? 1 : 0;
   scn_jwriter_close(&p->journal);
   part_init(gs, p);
   scn_path_fmt(&final, "%s/epoch.%llu", gdir.s, (unsigned long long)epoch);
-  scn_path_fmt(&p->dir, "%s.tmp", final.s);
   p->epoch = epoch;
-  p->seq = p->changes = 0;
+  p->seq = 0;
   p->from_copy = true;
-  remove_dir(p->dir.s); /* as a load, the directory gets its name only once complete */
-  if (mkdir_one(p->dir.s) != 0 || write_snapshot(gs, p, &bytes) != 0 ||
-      scn_fsync_dir(p->dir.s) != 0 || rename(p->dir.s, final.s) != 0) {
+  bool renamed = whole && rename(p->dir.s, final.s) == 0;
+  if (renamed) {
+    p->dir = final;
+  } else {
+    p->changes = 0;
+    scn_path_fmt(&p->dir, "%s.tmp", final.s);
+    remove_dir(p->dir.s); /* as a load, the directory gets its name only once complete */
+  }
+  if (renamed ? scn_jwriter_open(&p->journal, final.s, gen) != 0
+              : mkdir_one(p->dir.s) != 0 || write_snapshot(gs, p, &bytes) != 0 ||
+                    scn_fsync_dir(p->dir.s) != 0 || rename(p->dir.s, final.s) != 0) {
     snprintf(err, errlen, "cannot start epoch %llu in %s: %s", (unsigned long long)epoch, final.s,
              strerror(errno));
-    remove_dir(p->dir.s);
+    if (!renamed)
+      remove_dir(p->dir.s);
     return -1;
   }
   p->dir = final;
   scn_fsync_dir(gdir.s);
   each_epoch(gdir.s, remove_older, &(older){epoch});
-  scn_log(SCN_LOG_INFO, "group promoted from its copy", "group=%s epoch=%llu from=%llu bytes=%llu",
-          group, (unsigned long long)epoch, (unsigned long long)from_epoch,
-          (unsigned long long)bytes);
+  scn_log(SCN_LOG_INFO, "group promoted from its copy",
+          "group=%s epoch=%llu from=%llu start=%s snapshot_bytes=%llu ms=%.1f", group,
+          (unsigned long long)epoch, (unsigned long long)from_epoch,
+          renamed ? "renamed" : "snapshot", (unsigned long long)bytes,
+          (double)(uv_hrtime() - t0) / 1e6);
   return 0;
 }
 

@@ -84,9 +84,11 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, bool m
                        size_t errlen);
 
 /* A follower's copy of group, held here at an older epoch, becomes epoch's without a load:
- * what the scene holds is written as the new epoch's first snapshot (the older epochs
- * removed), its worlds' ticks and histories kept, and seqs start again from 1. 0, or -1 with
- * err (the part is then left to the caller to release). */
+ * its epoch directory, with every record applied written to its journal, is renamed the new
+ * epoch's and the journal goes on there (when records are kept back by the fence, what the
+ * scene holds is written as the new epoch's first snapshot instead); the older epochs removed,
+ * its worlds' ticks and histories kept, and seqs start again from 1. 0, or -1 with err (the
+ * part is then left to the caller to release; its directory is a complete copy still). */
 int scn_gstore_promote(scn_gstore *gs, const char *group, uint64_t epoch, char *err, size_t errlen);
 /* Writes group's journal and a snapshot now (a new journal generation); 0, or -1. */
 int scn_gstore_save(scn_gstore *gs, const char *group, uint64_t *bytes);
