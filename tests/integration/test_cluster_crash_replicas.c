@@ -604,12 +604,104 @@ static void test_random_replica_crashes_two(void) {
       return;
 }
 
+/* The daemon in group p1's recorded in-sync set, once there is one (-1: none within 15 s). */
+static int insync_member(cluster *k) {
+  for (long deadline = t_now_ms() + 15000; t_now_ms() < deadline; t_sleep_ms(20)) {
+    long long rev;
+    char *text = etcd_get(&k->e, "/scened/replicas/p1", &rev);
+    cJSON *v = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    const cJSON *insync = cJSON_GetObjectItemCaseSensitive(v, "insync");
+    int f = index_of(cJSON_GetStringValue(cJSON_GetArrayItem(insync, 0)));
+    cJSON_Delete(v);
+    if (f >= 0)
+      return f;
+  }
+  return -1;
+}
+
+static int names_found(cluster *k, int at, char prefix, int n) {
+  int found = 0;
+  for (int i = 0; i < n; i++) {
+    cJSON *r = t_client_call(&k->c[at],
+                             "{\"cmd\":\"transform.find\",\"world\":\"p1.main\","
+                             "\"path\":\"%c%d\"}",
+                             prefix, i);
+    if (t_resp_ok(r))
+      found++;
+    else if (found == i)
+      t_report("a name acknowledged before is missing", r);
+    cJSON_Delete(r);
+  }
+  return found;
+}
+
+static int create_names(cluster *k, int at, char prefix, int n) {
+  int acked = 0;
+  for (int i = 0; i < n; i++) {
+    cJSON *r = t_client_call(&k->c[at],
+                             "{\"cmd\":\"transform.create\",\"world\":\"p1.main\","
+                             "\"name\":\"%c%d\"}",
+                             prefix, i);
+    acked += t_resp_ok(r);
+    cJSON_Delete(r);
+  }
+  return acked;
+}
+
+/* A promoted copy is whole on disk: the follower that took the group over (its directory
+ * renamed to the new epoch's, its journal going on there) is killed in turn after more writes,
+ * and restarted with its directory: as the group's last owner with nobody in sync it claims the
+ * group again and loads everything acknowledged, before and after the takeover. */
+static void test_promoted_copy_reloads(void) {
+  static const char *const extra[] = {"--replicas", "1", "--durability", "sync", NULL};
+  cluster k;
+  memset(&k, 0, sizeof k);
+  k.own_data = true;
+  k.extra = extra;
+  if (!cluster_start_prepared(&k)) {
+    cluster_stop(&k);
+    return;
+  }
+  int at = -1;
+  cJSON *r = wait_ok_anywhere(&k, "{\"cmd\":\"world.create\",\"world\":\"p1.main\"}", 15000, &at);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+  cJSON_Delete(r);
+  CU_ASSERT_EQUAL(create_names(&k, at, 't', 20), 20);
+  int fi = insync_member(&k);
+  CU_ASSERT_FATAL(fi >= 0 && fi != at);
+  node_stop(&k, at, SIGKILL);
+  int now_at = -1;
+  r = wait_ok_anywhere(&k, "{\"cmd\":\"transform.find\",\"world\":\"p1.main\",\"path\":\"t0\"}",
+                       TTL_MS + 15000, &now_at);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+  cJSON_Delete(r);
+  CU_ASSERT_EQUAL(now_at, fi);
+  CU_ASSERT(t_daemon_log_contains(&k.d[fi], "start=renamed"));
+  CU_ASSERT_EQUAL(create_names(&k, fi, 'u', 10), 10);
+  node_stop(&k, fi, SIGKILL);
+  CU_ASSERT_FATAL(node_start(&k, fi));
+  r = wait_ok_anywhere(&k, "{\"cmd\":\"transform.find\",\"world\":\"p1.main\",\"path\":\"u9\"}",
+                       TTL_MS + 15000, &now_at);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+  cJSON_Delete(r);
+  printf("\n  owner %s killed, %s took over; killed and restarted, %s answers\n", node_name(at),
+         node_name(fi), node_name(now_at));
+  CU_ASSERT_EQUAL(now_at, fi);
+  CU_ASSERT(t_daemon_log_contains(&k.d[fi], "group loaded"));
+  CU_ASSERT_EQUAL(names_found(&k, fi, 't', 20), 20);
+  CU_ASSERT_EQUAL(names_found(&k, fi, 'u', 10), 10);
+  cluster_stop(&k);
+}
+
 int t_register_cluster_crash_replicas(void) {
   static const t_test tests[] = {
       {"random workloads, --replicas 1: kill -9 of owners amid pipelined writes",
        test_random_replica_crashes},
       {"random workloads, --replicas 2: kill -9 of owners amid pipelined writes",
        test_random_replica_crashes_two},
+      {"a promoted copy is whole on disk: its owner killed and restarted loads it",
+       test_promoted_copy_reloads},
   };
   return T_ADD_SUITE("cluster_crash_replicas", NULL, NULL, tests);
 }
