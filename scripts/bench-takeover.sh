@@ -108,6 +108,7 @@ done
 ((synced)) || echo "bench-takeover: the follower did not join the in-sync set within 300 s" >&2
 kill -9 "${pid[a]}"
 t0=$(now_ms)
+wait "${pid[a]}" 2>/dev/null || true # (reaped here, so that bash does not report it)
 read -r _ took < <(served_elsewhere a "$t0")
 promoted=$(grep -hF 'group promoted from its copy' "${logf[b]}" "${logf[c]}" | tail -1)
 who=$(grep -o 'new=[a-z]*' <<<"$(grep -hF 'group owner changed' "${logf[b]}" | grep -F 'group=big ' | tail -1)" | cut -d= -f2)
@@ -124,6 +125,7 @@ wait_nodes 2
 "$BUILD/scene-bench" -p "${port[a]}" -t fill --world big.main -K "$BIG" --place a
 kill -9 "${pid[a]}"
 t0=$(now_ms)
+wait "${pid[a]}" 2>/dev/null || true # (reaped here, so that bash does not report it)
 read -r who took < <(served_elsewhere a "$t0")
 load=$(grep -F 'group loaded' "${logf[b]}" | grep -F 'group=big ' | tail -1 | grep -o ' ms=[0-9.]*' | cut -d= -f2 || true)
 printf 'shared directory (--replicas 0):          b serves it after %d ms (loading it took %s ms)\n' \
