@@ -16,12 +16,15 @@
 
 /* The recorded in-sync set of group in this ship's epoch, NULL when it has no member. *stale:
  * the replicas key still holds another epoch's in-sync set (a takeover's, until this owner
- * records its own): those members may claim the group from copies that lack what this owner
- * answers, so an ok waits until the key is this epoch's. */
+ * records its own) with members other than this daemon: they may claim the group from copies
+ * that lack what this owner answers, so an ok waits until the key is this epoch's. */
 static const scn_replica_set *insync_of(scn_cluster *cl, const scn_ship *s, bool *stale) {
   scn_group_entry *g = scn_owners_find(&cl->owners, s->group);
-  *stale =
-      g && g->replicas.known && (uint64_t)g->replicas.epoch != s->epoch && g->replicas.ninsync > 0;
+  *stale = false;
+  for (uint8_t i = 0;
+       g && g->replicas.known && (uint64_t)g->replicas.epoch != s->epoch && i < g->replicas.ninsync;
+       i++)
+    *stale |= strcmp(g->replicas.insync[i], cl->self.node) != 0;
   if (!g || !g->replicas.known || (uint64_t)g->replicas.epoch != s->epoch ||
       g->replicas.ninsync == 0)
     return NULL;
