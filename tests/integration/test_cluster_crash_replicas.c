@@ -469,9 +469,9 @@ static stopped stop_owner(rig *p, workload *w, int sig) {
     if (!orphaned(p, x, v))
       continue;
     fprintf(stderr,
-            "  %s's in-sync set was recorded empty before its owner died (its follower "
+            "  %s's in-sync set was recorded empty before its owner %s died (%s; its follower "
             "fell behind): the seed ends here\n",
-            wl_group_names[x]);
+            wl_group_names[x], node_name(v), sig == SIGKILL ? "kill -9" : "SIGTERM");
     free(ck);
     return STOP_ORPHANED;
   }
@@ -564,7 +564,7 @@ static bool run_seed(uint64_t seed, int steps, const char *replicas) {
           "skipped), %zu entities, longest takeover %ld ms (TTL %d ms): %s\n",
           (unsigned long long)seed, w.steps, p->kills, p->stops, p->saves, p->skipped, w.nents,
           p->worst_ms, TTL_MS, ok ? "same" : "DIFFERENT");
-  if (!ok)
+  if (!ok || ended)
     fprintf(stderr, "  logs: %s %s %s; data: %s\n", p->k.d[0].log_path, p->k.d[1].log_path,
             p->k.d[2].log_path, p->k.data);
   crash_count_kinds(&w);
@@ -577,7 +577,7 @@ static bool run_seed(uint64_t seed, int steps, const char *replicas) {
   }
   etcd_stop(&p->k.e, SIGTERM);
   t_remove_temp_dir(p->k.e.dir);
-  if (ok) {
+  if (ok && !ended) {
     t_remove_temp_dir(p->k.data);
     for (int i = 0; i < NODES; i++)
       unlink(p->k.d[i].log_path);
