@@ -117,6 +117,7 @@ kill -9 "${pid[a]}"
 t0=$(now_ms)
 wait "${pid[a]}" 2>/dev/null || true # (reaped here, so that bash does not report it)
 read -r _ took < <(served_elsewhere a "$t0")
+[[ "$took" != "-" ]] || { echo "bench-takeover: no daemon served the group within 60 s" >&2; exit 1; }
 promoted=$(grep -hF 'group promoted from its copy' "${logf[b]}" "${logf[c]}" | tail -1)
 who=$(grep -o 'new=[a-z]*' <<<"$(grep -hF 'group owner changed' "${logf[b]}" | grep -F 'group=big ' | tail -1)" | cut -d= -f2)
 printf 'replicas (own directories, --replicas 1): %s serves it after %d ms (target <= TTL + 0.5 s = %d ms); promoting its copy took %s ms (%s)\n' \
@@ -134,6 +135,7 @@ kill -9 "${pid[a]}"
 t0=$(now_ms)
 wait "${pid[a]}" 2>/dev/null || true # (reaped here, so that bash does not report it)
 read -r who took < <(served_elsewhere a "$t0")
+[[ "$took" != "-" ]] || { echo "bench-takeover: no daemon served the group within 60 s" >&2; exit 1; }
 load=$(grep -F 'group loaded' "${logf[b]}" | grep -F 'group=big ' | tail -1 | grep -o ' ms=[0-9.]*' | cut -d= -f2 || true)
 printf 'shared directory (--replicas 0):          b serves it after %d ms (loading it took %s ms)\n' \
   "$took" "${load:-?}"
