@@ -442,6 +442,28 @@ static void cleanup_world(load *L, scn_cli *admin, int w) {
   free(L->ents[w]);
 }
 
+/* With --insync (a cluster with --replicas): waits until world.list with cluster gives the
+ * test's world w a follower in its in-sync set, so that sync writes are measured waiting for
+ * it rather than answered alone while the follower is still being chosen. */
+static void wait_insync(load *L, scn_cli *admin, int w) {
+  for (double deadline = now_s() + 15; now_s() < deadline; usleep(20000)) {
+    cJSON *r = call_or_die(admin, "{\"cmd\":\"world.list\",\"cluster\":true}");
+    const cJSON *item;
+    bool ok = false;
+    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(r, "worlds")) {
+      const cJSON *name = cJSON_GetObjectItemCaseSensitive(item, "name");
+      const cJSON *insync = cJSON_GetObjectItemCaseSensitive(item, "insync");
+      if (cJSON_IsString(name) && !strcmp(name->valuestring, L->worlds[w]) &&
+          cJSON_GetArraySize(insync) > 0)
+        ok = true;
+    }
+    cJSON_Delete(r);
+    if (ok)
+      return;
+  }
+  die("world %s has no follower in sync after 15 s (--insync needs --replicas)", L->worlds[w]);
+}
+
 static void run_load(const opts *o, const char *test) {
   load L = {.o = o, .test = test};
   L.nworlds = o->ndaemons ? o->ndaemons : 1;
@@ -449,6 +471,8 @@ static void run_load(const opts *o, const char *test) {
   for (int w = 0; w < L.nworlds; w++) {
     admins[w] = connect_daemon(o, w);
     setup_world(&L, admins[w], w);
+    if (o->insync)
+      wait_insync(&L, admins[w], w);
   }
   if (!strcmp(test, "get_past")) {
     if (L.nworlds > 1)
@@ -719,7 +743,7 @@ static void usage(void) {
           "                   [-P PIPELINE] [-t TEST[,TEST]] [-S SUBSCRIBERS] [-K DESCENDANTS]\n"
           "                   [--seconds S] [--history TICKS] [--json] [--b64] [--packed STEP]\n"
           "                   [--ws] [--loopback]\n"
-          "                   [--place NODE|auto] [--daemons H:P,H:P...] [--world W]\n"
+          "                   [--place NODE|auto] [--daemons H:P,H:P...] [--world W] [--insync]\n"
           "                   [--tls] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]\n"
           "                   [--transforms N] [--moving FRACTION] [--scened PATH [--naive]]\n"
           "                   [--http-port P] [--daemon-pid PID]\n"
@@ -810,6 +834,8 @@ int main(int argc, char **argv) {
       o.place = v;
     else if (ARG("--world"))
       o.world = v;
+    else if (!strcmp(a, "--insync"))
+      o.insync = true;
     else if (ARG("--transforms"))
       o.transforms = atoi(v);
     else if (ARG("--moving"))

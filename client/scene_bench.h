@@ -23,6 +23,7 @@ typedef struct opts {
   long requests;
   double seconds;
   bool json, b64, loopback;
+  bool insync;        /* --insync: load tests wait until their world has a follower in sync */
   double packed_step; /* --packed: stream subscribers take packed frames of this step (0: no) */
   bool ws;            /* --ws: stream subscribers over WebSocket, GET /ws on --http-port */
   int matrices;       /* asked of every connection (SCN_CLI_MATRICES_*) */

@@ -69,7 +69,8 @@ const char *scn_wire_code_name(scn_wire_code code);
   X(entities)                                                                                      \
   X(group)                                                                                         \
   X(epoch)                                                                                         \
-  X(from)
+  X(from)                                                                                          \
+  X(durability)
 
 typedef enum scn_field {
 #define SCN_FIELD_ENUM(name) SCN_F_##name,
@@ -120,11 +121,14 @@ typedef enum scn_limit_kind {
   SCN_LIMIT_none = SCN_LIMIT_KINDS /* a command no limit refuses (but --output-limit) */
 } scn_limit_kind;
 
-/* Rights (--acl): a command needs one of them, an access list rule grants a set. */
+/* Rights (--acl): a command needs one of them, an access list rule grants a set. "cluster" is
+ * the daemons' own (a follower's replicate stream of a group), granted to the cluster's token
+ * only; admin does not imply it. */
 #define SCN_RIGHTS(X)                                                                              \
   X(read)                                                                                          \
   X(write)                                                                                         \
-  X(admin)
+  X(admin)                                                                                         \
+  X(cluster)
 
 typedef enum scn_right_bit {
 #define SCN_RIGHT_ENUM(name) SCN_RIGHT_BIT_##name,
@@ -158,8 +162,9 @@ unsigned scn_right_find(const char *name, unsigned long len);
   X("hello", hello, SCN_CMD_OPEN, read, none, 0, SCN_F(token) | SCN_F(matrices),                   \
     "identify (and authenticate) the connection; matrices \"json\" or \"b64\"")                    \
   X("world.create", world_create, SCN_CMD_MUTATES, admin, max_worlds, SCN_F(world),                \
-    SCN_F(history) | SCN_F(node),                                                                  \
-    "create a named world (history: keep its last N ticks; cluster: node places a new group)")     \
+    SCN_F(history) | SCN_F(node) | SCN_F(durability),                                              \
+    "create a named world (history: keep its last N ticks; cluster: node places a new group, "     \
+    "durability sync or async fixes its durability)")                                              \
   X("world.destroy", world_destroy, SCN_CMD_MUTATES | SCN_CMD_WORLD, admin, max_transforms,        \
     SCN_F(world), SCN_F(entities),                                                                 \
     "destroy a world and every transform in it (entities: true, and the entities only it used)")   \
@@ -217,7 +222,7 @@ unsigned scn_right_find(const char *name, unsigned long len);
     "move a world's group to another node of the cluster (answers its node and addr)")             \
   X("cluster.nodes", cluster_nodes, SCN_CMD_READ, read, none, 0, 0,                                \
     "the cluster's live nodes with their load")                                                    \
-  X("replicate", replicate, 0, admin, none, SCN_F(group) | SCN_F(epoch) | SCN_F(from),             \
+  X("replicate", replicate, 0, cluster, none, SCN_F(group) | SCN_F(epoch) | SCN_F(from),           \
     SCN_F(node),                                                                                   \
     "cluster (--replicas): a follower's stream of a group's records from seq from, on its owner")
 

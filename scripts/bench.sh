@@ -4,8 +4,9 @@
 # redis-benchmark exist (scripts/install-deps.sh installs them), streaming against the loopback
 # limit, packed frames against b64 ones over TCP and WebSocket, subscriptions by distance against
 # a naive filter (bench-near.sh), the staging view in headless Chromium, durability, the cluster
-# (bench-cluster.sh), takeover with replicas against a shared directory (bench-takeover.sh)
-# and the write path at scale (bench-scale.sh). Figures are medians of RUNS
+# (bench-cluster.sh), replicas (switchovers, bench-switchover.sh; sync and async writes,
+# bench-replicas.sh; catch-up, bench-catchup.sh; takeover against a shared directory,
+# bench-takeover.sh) and the write path at scale (bench-scale.sh). Figures are medians of RUNS
 # runs (default 3); the machine is small and noisy. Each target is printed beside its figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -429,6 +430,9 @@ echo
 BUILD="$BUILD" RUNS="$RUNS" N="$N" scripts/bench-cluster.sh
 
 echo
+BUILD="$BUILD" RUNS="$RUNS" scripts/bench-switchover.sh
+BUILD="$BUILD" RUNS="$RUNS" N="$N" scripts/bench-replicas.sh
+BUILD="$BUILD" scripts/bench-catchup.sh
 BUILD="$BUILD" scripts/bench-takeover.sh
 
 echo

@@ -1,24 +1,42 @@
 #!/usr/bin/env bash
-# An example cluster on one machine: a local etcd and three daemons sharing one data directory.
+# An example cluster on one machine: a local etcd and three daemons, each with a data directory
+# of its own ($DATA/node0, node1, node2) and --replicas $REPLICAS (1 by default): every group is
+# kept live by its owner and a follower on another daemon, which takes it over from memory when
+# the owner dies. REPLICAS=0 runs the shared-directory mode instead (the three share $DATA).
 # Ctrl-C (or SIGTERM, or SIGHUP) stops them all: the daemons first, each waited for by its pid
 # (each saves its groups and revokes its lease, which needs etcd), then etcd.
 #
 #   scripts/cluster.sh            (make cluster does the same after building)
-#   BASE_PORT=7878 ETCD_PORT=2379 DATA=build/cluster-data TTL=5 scripts/cluster.sh
+#   BASE_PORT=7878 ETCD_PORT=2379 DATA=build/cluster-data TTL=5 REPLICAS=1 scripts/cluster.sh
 #
 # Node n listens on BASE_PORT + 2n (protocol) and BASE_PORT + 2n + 1 (HTTP); etcd on ETCD_PORT
 # (clients) and ETCD_PORT + 1 (peers). A start that fails (a port in use, a process that
 # exits) prints what that process said and exits 1, having stopped the rest.
 set -euo pipefail
+# --help: the comment above; anything else is a mistake (the settings are environment variables).
+if (($#)); then
+  if [ "$1" = -h ] || [ "$1" = --help ]; then
+    sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"
+    exit 0
+  fi
+  echo "cluster.sh: no arguments (settings are environment variables; --help says which)" >&2
+  exit 2
+fi
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 BASE_PORT=${BASE_PORT:-7878}
 ETCD_PORT=${ETCD_PORT:-2379}
 DATA=${DATA:-build/cluster-data}
 TTL=${TTL:-5}
+REPLICAS=${REPLICAS:-1}
 RUN=${RUN:-build/cluster-run}
 START_SECONDS=${START_SECONDS:-30}
+[[ $REPLICAS =~ ^[0-2]$ ]] || { echo "cluster.sh: REPLICAS must be a number (0 to 2), not \"$REPLICAS\"" >&2; exit 1; }
 mkdir -p "$DATA" "$RUN"
+# With replicas each daemon has its own directory; without, the three share one.
+data_of() {
+  if ((REPLICAS > 0)); then echo "$DATA/node$1"; else echo "$DATA"; fi
+}
 command -v etcd >/dev/null || { echo "cluster.sh: etcd is not installed (scripts/install-deps.sh)" >&2; exit 1; }
 command -v setsid >/dev/null || { echo "cluster.sh: setsid is not installed (util-linux)" >&2; exit 1; }
 
@@ -99,9 +117,10 @@ for n in 0 1 2; do origins+="${origins:+,}http://127.0.0.1:$((BASE_PORT + 2 * n 
 for n in 0 1 2; do
   port=$((BASE_PORT + 2 * n))
   : >"$RUN/node$n.log"
+  mkdir -p "$(data_of $n)"
   setsid "$BUILD/scened" --listen "127.0.0.1:$port" --http "127.0.0.1:$((port + 1))" \
-    --cluster "http://127.0.0.1:$ETCD_PORT" --node "node$n" --data "$DATA" --lease-ttl "$TTL" \
-    --ws-origins "$origins" >>"$RUN/node$n.log" 2>&1 &
+    --cluster "http://127.0.0.1:$ETCD_PORT" --node "node$n" --data "$(data_of $n)" --lease-ttl "$TTL" \
+    --replicas "$REPLICAS" --ws-origins "$origins" >>"$RUN/node$n.log" 2>&1 &
   daemon_pids+=($!)
 done
 
@@ -124,8 +143,16 @@ for n in 0 1 2; do
   view+=("$(logged "$node_log" http)")
 done
 
+# With replicas a group moves to one of its followers (a switchover; the others have no copy).
+if ((REPLICAS > 0)); then
+  kept="each with its own data directory ($DATA/node0, node1, node2) and $REPLICAS follower(s) per group"
+  move_to="node1   # a follower, as world.list names it"
+else
+  kept="sharing the data directory $DATA (no replicas)"
+  move_to=node2
+fi
 cat <<EOT
-A cluster of three daemons and etcd (http://127.0.0.1:$ETCD_PORT), data in $DATA, logs in $RUN/.
+A cluster of three daemons and etcd (http://127.0.0.1:$ETCD_PORT), $kept; logs in $RUN/.
   node0: protocol ${protocol[0]}   staging view http://${view[0]}/
   node1: protocol ${protocol[1]}   staging view http://${view[1]}/
   node2: protocol ${protocol[2]}   staging view http://${view[2]}/
@@ -133,9 +160,10 @@ Try:
   $BUILD/scenectl --port $BASE_PORT world.create world=match1.main node=auto
   $BUILD/scenectl --port $((BASE_PORT + 2)) transform.create world=match1.main name=car
   $BUILD/scenectl --port $((BASE_PORT + 4)) cluster.nodes
-  $BUILD/scenectl --port $BASE_PORT world.list cluster=true
-  $BUILD/scenectl --port $BASE_PORT world.move world=match1.main to=node2
-Any daemon answers for any world: scenectl follows MOVED to the owner. Ctrl-C stops everything.
+  $BUILD/scenectl --port $BASE_PORT world.list cluster=true   # owners, followers, in-sync sets
+  $BUILD/scenectl --port $BASE_PORT world.move world=match1.main to=$move_to
+Any daemon answers for any world: scenectl follows MOVED to the owner. The staging view's
+Nodes panel shows each group's owner, followers and their lag. Ctrl-C stops everything.
 EOT
 # Only a child that ends on its own gets here: a signal runs on_signal, which exits.
 wait -n "${daemon_pids[@]}" "$etcd_pid" || true

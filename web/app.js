@@ -11,6 +11,10 @@
 // the same matrices form; the owner allows this page's origin with --ws-origins); the figures
 // and lists stay on the page's own daemon. A world moved to another node (or taken over after
 // its owner went) is opened again on the new owner.
+// With --replicas the cluster panel also lists each group with its owner, its followers, which
+// of them are in the in-sync set (one that is not is marked) and each follower's lag, which its
+// owner reports in its info's figures: the page asks each other owner for info once a second,
+// over a client of that node's /ws (cluster.js turns the answers into what is shown).
 // A world with history gets a timeline under the 3D view: dragging it shows the world as it
 // stood at that tick (transform.get with tick for each entity shown, pipelined; the markers,
 // the list and the selected entity's matrices are of then) while the subscription's mirror
@@ -30,6 +34,7 @@
 import { Client, Mirror, matrixOf } from './scened.mjs';
 import { View } from './view.js';
 import { LoadHold } from './loadhold.js';
+import { describeFollower, describeGroup, lagsOf, replicaGroups } from './cluster.js';
 
 const $ = (id) => document.getElementById(id);
 const ROW = 22;          // px, the entity list's row height (see style.css)
@@ -132,7 +137,7 @@ const wconn = {
 
 // A client of another node's /ws (HOST:PORT of its HTTP port), said hello to with this page's
 // token and matrices form.
-async function connectTo(http) {
+async function openNode(http) {
   const c = await Client.open(`${proto}//${http}/ws`);
   try {
     await c.hello({ token: sessionStorage.getItem('scened.token'), matrices: MATRICES });
@@ -140,6 +145,12 @@ async function connectTo(http) {
     c.close();
     throw e;
   }
+  return c;
+}
+
+// The same, for reading the chosen world on its owner.
+async function connectTo(http) {
+  const c = await openNode(http);
   c.onclose = () => {
     if (wconn.client !== c) return;
     wconn.client = null;
@@ -168,6 +179,7 @@ const state = {
   autoSelected: false,
   node: '',             // this daemon's node in a cluster ('' standalone)
   nodes: [],            // cluster.nodes
+  replicas: null,       // with --replicas: each group's owner, followers and lags (cluster.js)
   owner: '',            // the node the chosen world is opened on ('' standalone)
   opening: 0,           // counts the openings of a world; an older one gives up
   reselect: 0,          // the entity to select again once a reopened world's first frame came
@@ -290,6 +302,7 @@ function onClose() {
   stopFollow();
   state.opening++;
   wconn.drop();
+  dropPeers(() => true);
   inflight = 0;
   setStatus('closed', 'disconnected: retrying');
   setTimeout(() => conn.open(url), reconnectDelay);
@@ -355,6 +368,7 @@ async function poll() {
   if (!prevFigures || dt > 0) prevFigures = cur;
   adaptRate();
   showWorlds(list.worlds);
+  if (state.node) showReplicas(info.metrics);
   if (!list.worlds.length && !state.world) loadHold.release(); // the picture: no worlds yet
   if (!state.world && !state.autoSelected && list.worlds.length) {
     state.autoSelected = true;
@@ -405,6 +419,108 @@ function showNodes(nodes) {
     ul.appendChild(li);
   }
   $('node-count').textContent = `(${nodes.length})`;
+}
+
+// ---- the groups' replicas (with --replicas) ----------------------------------------------------
+
+// The other owners' lags: node -> { http, client (null until open), opening, lags (lagsOf of
+// its last info, or undefined), at (when) }.
+const peers = new Map();
+const PEER_FRESH_MS = 5000; // an owner's figures older than this are not shown
+let ownLags = new Map();
+
+// The panel from world.list's worlds and this daemon's own figures; asks the other owners
+// for theirs (shown when they come).
+function showReplicas(metrics) {
+  ownLags = lagsOf(metrics);
+  renderReplicas();
+  const owners = new Set((state.replicas || []).filter((g) => g.followers.length).map((g) => g.owner));
+  owners.delete(state.node);
+  dropPeers((node, p) => !owners.has(node) || !state.nodes.some((n) => n.node === node && n.http === p.http));
+  for (const node of owners) pollPeer(node);
+}
+
+function renderReplicas() {
+  const lagsByOwner = new Map([[state.node, ownLags]]);
+  const now = performance.now();
+  for (const [node, p] of peers) if (p.lags && now - p.at < PEER_FRESH_MS) lagsByOwner.set(node, p.lags);
+  const groups = replicaGroups(state.worlds, lagsByOwner);
+  state.replicas = groups;
+  $('replicas').classList.toggle('hidden', !groups);
+  if (!groups) return;
+  $('group-count').textContent = `(${groups.length})`;
+  const ul = $('groups');
+  ul.replaceChildren();
+  for (const g of groups) {
+    const li = document.createElement('li');
+    li.dataset.group = g.group;
+    li.classList.toggle('alone', g.alone);
+    const head = document.createElement('div');
+    head.className = 'group';
+    head.innerHTML = '<span class="name"></span><span class="owner"></span>';
+    head.firstChild.textContent = g.group;
+    head.lastChild.textContent = `owner ${g.owner || '?'}`;
+    head.title = `${g.worlds} world${g.worlds === 1 ? '' : 's'}; in sync: ${g.insync.join(', ') || 'none'}`;
+    const summary = document.createElement('div');
+    summary.className = 'summary';
+    summary.textContent = describeGroup(g);
+    li.append(head, summary);
+    for (const f of g.followers) {
+      const d = describeFollower(f);
+      const row = document.createElement('div');
+      row.className = `follower ${d.state}`;
+      row.dataset.node = f.node;
+      row.innerHTML = '<span><span class="node"></span> <span class="state"></span></span><span class="lag"></span>';
+      row.querySelector('.node').textContent = f.node;
+      row.querySelector('.state').textContent = f.insync ? `✓ ${d.word}` : `✗ ${d.word}`;
+      row.lastChild.textContent = d.lag;
+      row.title = `${f.node} follows ${g.group}: ${d.word}, lag ${d.lag} (as its owner ${g.owner} reports)`;
+      li.appendChild(row);
+    }
+    ul.appendChild(li);
+  }
+}
+
+// Asks node (an owner of groups with followers) for its figures, over a client of its own.
+async function pollPeer(node) {
+  const n = state.nodes.find((x) => x.node === node);
+  if (!n || !n.http) return;
+  let p = peers.get(node);
+  if (!p) {
+    p = { http: n.http, client: null, opening: false, lags: undefined, at: 0 };
+    peers.set(node, p);
+  }
+  if (p.opening) return;
+  p.opening = true;
+  try {
+    if (!(p.client && p.client.isOpen)) {
+      p.client = await openNode(p.http);
+      p.client.onclose = () => {
+        if (peers.get(node) === p) peers.delete(node);
+      };
+      if (peers.get(node) !== p) throw new Error('dropped');
+    }
+    const info = await p.client.call('info');
+    p.lags = lagsOf(info.metrics);
+    p.at = performance.now();
+    renderReplicas();
+  } catch {
+    // shown as unknown until it answers again
+    if (p.client) p.client.close();
+    p.client = null;
+    if (peers.get(node) === p) peers.delete(node);
+  } finally {
+    p.opening = false;
+  }
+}
+
+// Closes the clients of the owners for which drop(node, peer) holds.
+function dropPeers(drop) {
+  for (const [node, p] of peers) {
+    if (!drop(node, p)) continue;
+    peers.delete(node);
+    if (p.client) p.client.close();
+  }
 }
 
 function markOwner() {
@@ -1380,6 +1496,9 @@ window.scened = {
   get worlds() { return state.worlds.map((w) => ({ ...w })); },
   get node() { return state.node; },
   get nodes() { return state.nodes.map((n) => ({ ...n })); },
+  // with --replicas: [{ group, owner, worlds, followers: [{ node, insync, lag }], insync, alone }]
+  get replicas() { return state.replicas && state.replicas.map((g) => structuredClone(g)); },
+  get peers() { return Array.from(peers.keys()).sort(); }, // owners asked for their figures
   get owner() { return state.owner; },
   get world() { return state.world; },
   // what the page shows: the live world, or while looking back the world at the timeline's tick

@@ -58,6 +58,7 @@ static void on_tick(uv_timer_t *t) {
   scn__sync_check(cl);
   scn__follow_check(cl);
   scn_owners_expire_moves(&cl->owners);
+  scn__switch_check(cl);
 }
 
 /* ---- commands ------------------------------------------------------------------------------ */
@@ -117,6 +118,15 @@ void scn_cluster_world_replicas_json(scn_cluster *cl, const char *world, scn_buf
   const scn_replica_set *r = g && g->replicas.known ? &g->replicas : &(scn_replica_set){0};
   add_names(out, ",\"followers\":", r->followers, r->nfollowers);
   add_names(out, ",\"insync\":", r->insync, r->ninsync);
+  scn_buf_adds(out, scn__group_durability(cl, group) == SCN_DURABILITY_ASYNC
+                        ? ",\"durability\":\"async\""
+                        : ",\"durability\":\"sync\"");
+}
+
+bool scn_cluster_follows_world(const scn_cluster *cl, const char *world) {
+  char group[SCN_NAME_MAX + 1];
+  scn_group_of(world, group);
+  return cl->nfollows && scn__follows(cl, group);
 }
 
 void scn_cluster_worlds_json(scn_cluster *cl, scn_buf *out, bool first, const scn_acl_rule *rule) {
@@ -145,6 +155,8 @@ int scn_cluster_move(scn_cluster *cl, const char *world, const char *to, scn_mov
   scn_group_of(world, group);
   scn_move_order order = {
       .group = group, .to = to, .done = done, .ud = ud, .limit = (uint64_t)(MOVE_LIMIT_S * 1e9)};
+  if (cl->srv->cfg.replicas >= 1)
+    return scn__switch_start(cl, &order, code, msg, msglen);
   return scn_owners_move(&cl->owners, &order, code, msg, msglen);
 }
 
@@ -243,7 +255,8 @@ static void load_changed(void *ud) {
 static void before_flush(void *ud) {
   scn__fence_before_flush(ud);
   scn__links_pump(ud);
-  scn__sync_check(ud);
+  scn__sync_check_changed(ud);
+  scn__switch_check(ud);
 }
 
 /* Runs after the store's (registered first), whose append handed the records on. */
@@ -251,6 +264,8 @@ static void after_command(void *ud, const scn_done *d) {
   (void)d;
   scn_cluster *cl = ud;
   cl->sync_conn = NULL;
+  if (cl->npush)
+    scn__links_push(cl);
 }
 
 void scn_cluster_command_from(scn_cluster *cl, scn_conn *c) { scn__sync_command(cl, c); }

@@ -87,6 +87,13 @@ void scn_cluster_nodes_json(scn_cluster *cl, scn_buf *out);
 /* With --replicas >= 1: ,"followers":[..],"insync":[..] of world's group, as its replicas key
  * in the cache says (empty lists when it has none); nothing with --replicas 0. */
 void scn_cluster_world_replicas_json(scn_cluster *cl, const char *world, scn_buf *out);
+/* True when world's group is one this daemon keeps a follower's copy of (its owner lists it). */
+bool scn_cluster_follows_world(const scn_cluster *cl, const char *world);
+/* world.create's "durability" (scn_durability) for world: recorded for its group when the group
+ * is new (group_new: none of its worlds exists here), else accepted only when it is the group's
+ * own (fixed at its creation). 0, or -1 with msg (BAD_REQUEST). */
+int scn_cluster_create_durability(scn_cluster *cl, const char *world, int durability,
+                                  bool group_new, char *msg, size_t msglen);
 /* The worlds of the other nodes, as ,{"name":..,"node":..} items of world.list's array. */
 /* Only those the asker's rule covers (NULL: no access list, every world). */
 void scn_cluster_worlds_json(scn_cluster *cl, scn_buf *out, bool first, const scn_acl_rule *rule);

@@ -10,6 +10,7 @@
  *   replica_keys.c  the followers an owner records for its groups (--replicas)
  *   ship.c          the owner's side of the change stream: each group's backlog (--replicas)
  *   follow.c        the follower's side: a copy of each group followed here, fed by its owner
+ *   switchover.c    world.move to a follower (--replicas): frozen until it caught up
  *   route.c         where a command goes
  *   cluster_stats.c the module's figures
  * owners.h is the ownership core they drive; etcd_kv.h the only way they reach etcd. */
@@ -49,29 +50,46 @@ typedef struct scn_ship_link {
   uint64_t next;  /* the seq the backlog sends next; 0: caught up, records go as they come */
   uint64_t sent;  /* the last seq written to it */
   uint64_t acked; /* the last seq it acknowledged */
-  uint64_t unacked_since; /* uv_hrtime since records wait for an ack (0: none); reset as acks
-                           * come, so it is the wait of the oldest unacked at most */
+  uint64_t unacked_since;    /* uv_hrtime since records wait for an ack (0: none); reset as acks
+                              * come, so it is the wait of the oldest unacked at most */
+  struct scn_copy_out *copy; /* a whole copy of the group being sent first (copy.c) */
+  uint64_t join_from; /* joining the in-sync set: sync writes from this seq on wait for its ack
+                       * too, and once it acknowledged this seq it holds every ok given (0:
+                       * not joining) */
 } scn_ship_link;
 
+#define SCN_SHIP_TIMES 512 /* records whose making time a ship remembers (for the lag) */
 typedef struct scn_ship {
   char group[SCN_NAME_MAX + 1];
   uint64_t epoch; /* of the records kept */
   scn_backlog backlog;
   scn_ship_link links[SCN_SHIP_LINKS];
+  uint64_t last_seq; /* of the last record the tap handed on in this epoch */
+  uint64_t
+      made_at[SCN_SHIP_TIMES]; /* when record seq was made (the loop's clock, ns), at seq % TIMES */
 } scn_ship;
 
-/* A connection whose output waits for the followers' acks of a group's record (sync.c). */
+/* A reply that waits for the followers' acks of a group's record (sync.c): the gate shut in
+ * its connection's output, opened once every in-sync member acknowledged seq. */
 typedef struct scn_sync_wait {
   scn_conn *conn;
-  char group[SCN_NAME_MAX + 1];
-  uint64_t epoch, seq;
+  uint64_t gate, seq;
 } scn_sync_wait;
+
+/* A group's waits in one epoch, in the order of their seqs (acks come in that order too). */
+typedef struct scn_sync_queue {
+  char group[SCN_NAME_MAX + 1];
+  uint64_t epoch;
+  scn_sync_wait *w;
+  size_t head, n, cap; /* w[head..n) wait */
+} scn_sync_queue;
 
 typedef struct scn_cluster_stats {
   uint64_t renewals, renewal_failures;
   uint64_t moved, unavailable; /* commands answered MOVED or UNAVAILABLE */
   uint64_t ship_failures;      /* records a group's backlog could not keep (out of memory) */
   uint64_t replica_alone;      /* sync writes answered at once: no in-sync follower */
+  uint64_t copies_sent, copies_received; /* whole copies of a group (copy.c) */
 } scn_cluster_stats;
 
 struct scn_cluster {
@@ -106,13 +124,18 @@ struct scn_cluster {
   /* groups served here with followers (--replicas) */
   scn_ship **ships;
   size_t nships, ships_cap;
+  /* follower links with a batch of records worth sending before the turn ends (replicate.c) */
+  scn_conn *push[SCN_SHIP_LINKS];
+  size_t npush;
   /* groups followed here (--replicas) */
   struct scn_follow **follows;
   size_t nfollows, follows_cap;
   /* --durability sync: the command running (its records' replies wait) and what waits */
   scn_conn *sync_conn;
-  scn_sync_wait *waits;
-  size_t nwaits, waits_cap;
+  scn_sync_queue *squeues;
+  size_t nsqueues, squeues_cap;
+  int64_t sync_checked_rev; /* the cache's revision at the last check */
+  size_t switching; /* switchovers that may still wait for their target (switchover.c) */
   uv_timer_t timer;
   bool closing;
   scn_cluster_stats stats;
@@ -191,6 +214,30 @@ void scn__ship_free(scn_cluster *cl);
 scn_ship *scn__ship_get(scn_cluster *cl, const char *group);
 /* The group's ship, or NULL (none made). */
 scn_ship *scn__ship_find(scn_cluster *cl, const char *group);
+/* How long the oldest record l has not acknowledged has existed (ns, at now), 0 when it
+ * acknowledged every record of its group (the age of one of the last SCN_SHIP_TIMES records at
+ * most, for a link further behind). */
+uint64_t scn__ship_lag_ns(const scn_ship_link *l, uint64_t now);
+
+/* ---- copy.c: a whole copy of a group on the change stream ------------------------------------ */
+
+typedef enum scn_copy_progress { SCN_COPY_MORE, SCN_COPY_DONE, SCN_COPY_FAILED } scn_copy_progress;
+/* The owner's side: l gets a whole copy of its group, written now, as of record *seq. 0, or -1
+ * with msg. */
+int scn__copy_out_start(scn_cluster *cl, scn_ship_link *l, uint64_t *seq, char *msg, size_t msglen);
+/* Writes the copy's lines to l's connection while its queued output is under budget; DONE once
+ * all are written (l->copy freed, l->sent at the copy's seq). */
+scn_copy_progress scn__copy_out_pump(scn_cluster *cl, scn_ship_link *l, size_t budget);
+void scn__copy_out_free(scn_ship_link *l);
+/* The follower's side: a copy of group announced by header ({"copy":SEQ,...}) at epoch is
+ * received into the store's files; NULL with err. */
+typedef struct scn_copy_in scn_copy_in;
+scn_copy_in *scn__copy_in_start(scn_cluster *cl, const char *group, uint64_t epoch,
+                                const cJSON *header, char *err, size_t errlen);
+/* A line of the copy: 1 more to come, 0 received whole and installed (the group held at the
+ * copy's *seq), -1 with err. */
+int scn__copy_in_chunk(scn_copy_in *ci, const cJSON *root, uint64_t *seq, char *err, size_t errlen);
+void scn__copy_in_free(scn_copy_in *ci);
 
 /* ---- sync.c -------------------------------------------------------------------------------- */
 
@@ -198,11 +245,19 @@ scn_ship *scn__ship_find(scn_cluster *cl, const char *group);
 void scn__sync_command(scn_cluster *cl, scn_conn *c);
 /* A record of s's group made by the command running: under sync with in-sync followers, its
  * connection's output waits for their acks of seq; with none, it counts as answered alone. */
-void scn__sync_record(scn_cluster *cl, const scn_ship *s, uint64_t seq);
+void scn__sync_record(scn_cluster *cl, scn_ship *s, const scn_group_entry *g, uint64_t seq);
 /* Ends the command's scope, releases what every in-sync member acknowledged (or what no member
  * is left for) and flushes those connections; closes those whose group's history here ended. */
 void scn__sync_check(scn_cluster *cl);
+/* scn__sync_check when the cache changed since the last one (before each flush). */
+void scn__sync_check_changed(scn_cluster *cl);
 void scn__sync_conn_closed(scn_cluster *cl, scn_conn *c);
+/* group was handed to a node that holds every record made here: what waited for it leaves. */
+void scn__sync_release(scn_cluster *cl, const char *group);
+/* The durability of group: the one it was created with, else the daemon's --durability. */
+scn_durability scn__group_durability(scn_cluster *cl, const char *group);
+/* The same for a group's cache entry (NULL: none). */
+scn_durability scn__entry_durability(const scn_cluster *cl, const scn_group_entry *g);
 void scn__sync_free(scn_cluster *cl);
 
 /* ---- replicate.c --------------------------------------------------------------------------- */
@@ -215,9 +270,20 @@ void scn__links_close(scn_ship *s);
 /* before_flush: links catching up get the backlog's records as far as their output allows. */
 void scn__links_pump(scn_cluster *cl);
 void scn__links_conn_closed(scn_cluster *cl, scn_conn *c);
+/* After a command: the links holding a batch of records (PUSH_BYTES) send it now, so that the
+ * followers apply it while the rest of the turn's commands run (sync replies wait for both). */
+void scn__links_push(scn_cluster *cl);
+/* Whether a link of s is joining the in-sync set and has not acknowledged seq (one that fell
+ * behind past --replica-timeout stops joining instead). */
+bool scn__links_joining_lacks(scn_cluster *cl, scn_ship *s, uint64_t seq);
+/* Whether a link of s is joining the in-sync set (one that fell behind stops joining). */
+bool scn__links_joining(scn_cluster *cl, scn_ship *s);
 /* Whether node's link for group belongs in the in-sync set: a member (was) stays while every
  * record it was sent is acknowledged within --replica-timeout; another joins once its link has
- * acknowledged everything up to last, the group's last seq. No link: not in sync. */
+ * acknowledged everything up to last, the group's last seq, or, under a steady stream of
+ * writes, once it acknowledged the first record whose ok waited for it: a live link that keeps
+ * up is made to join (join_from = last + 1), and one that falls behind past the timeout stops
+ * joining. No link: not in sync. */
 bool scn__links_insync(scn_cluster *cl, const char *group, const char *node, bool was,
                        uint64_t last);
 
@@ -232,11 +298,28 @@ void scn__follow_stop(scn_cluster *cl, const char *group);
 /* Ends following group and leaves its copy in the store and the scene, for this daemon to
  * serve; false when no copy of it is held here. */
 bool scn__follow_take_copy(scn_cluster *cl, const char *group);
+/* group, switched over to another owner, stays in the store and the scene as a copy that
+ * follows it once the new owner records its epoch naming this daemon (or is dropped); false
+ * when out of memory. */
+bool scn__follow_park(scn_cluster *cl, const char *group);
 /* Whether group is held here as a follower's copy. */
 bool scn__follows(const scn_cluster *cl, const char *group);
+/* A group on disk here whose replicas key says another daemon owns it at a newer epoch than
+ * any here, and that this daemon does not follow: its directory is removed (true), so that it
+ * is never loaded again. */
+bool scn__follow_forget_stale(scn_cluster *cl, const char *group);
 void scn__follow_free(scn_cluster *cl);
 /* The records f applied since following began, and its group. */
 uint64_t scn__follow_applied(const scn_follow *f, const char **group);
+
+/* ---- switchover.c -------------------------------------------------------------------------- */
+
+/* world.move with --replicas: refused (BAD_REQUEST) when order->to does not follow the group;
+ * otherwise scn_owners_move's answer, the hand-off waiting for the target to catch up. */
+int scn__switch_start(scn_cluster *cl, const scn_move_order *order, int *code, char *msg,
+                      size_t msglen);
+/* Hands off the switchovers whose target has acknowledged the group's last record. */
+void scn__switch_check(scn_cluster *cl);
 
 /* ---- cluster_stats.c ----------------------------------------------------------------------- */
 

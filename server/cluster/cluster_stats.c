@@ -26,6 +26,12 @@ static void ship_stats(scn_cluster *cl, scn_metrics_sink *k) {
   scn_metric(k, "replica_backlog_failures_total", "counter",
              "Records a group's backlog could not keep (out of memory): the backlog emptied.",
              (double)cl->stats.ship_failures);
+  scn_metric(k, "replica_copies_sent_total", "counter",
+             "Whole copies of a group sent to followers the backlog no longer reached.",
+             (double)cl->stats.copies_sent);
+  scn_metric(k, "replica_copies_received_total", "counter",
+             "Whole copies of a group received from its owner and installed.",
+             (double)cl->stats.copies_received);
   if (cl->nships > SCN_METRICS_PER_WORLD_MAX)
     return;
   static const char *const names[] = {"replica_backlog_bytes", "replica_backlog_records"};
@@ -50,6 +56,20 @@ static void ship_stats(scn_cluster *cl, scn_metrics_sink *k) {
       if (l->conn && scn_metric_shows_world(k, s->group))
         scn_metric_sample2(k, "group", s->group, "node", l->node[0] ? l->node : "-",
                            (double)(l->sent - l->acked));
+    }
+  }
+  scn_metric_end(k);
+  scn_metric_family(k, "replica_lag_seconds", "gauge",
+                    "How long the oldest record a follower's link has not acknowledged has "
+                    "existed (0 when it acknowledged all).");
+  uint64_t now = uv_hrtime();
+  for (size_t i = 0; i < cl->nships; i++) {
+    const scn_ship *s = cl->ships[i];
+    for (size_t j = 0; j < SCN_SHIP_LINKS; j++) {
+      const scn_ship_link *l = &s->links[j];
+      if (l->conn && scn_metric_shows_world(k, s->group))
+        scn_metric_sample2(k, "group", s->group, "node", l->node[0] ? l->node : "-",
+                           (double)scn__ship_lag_ns(l, now) * 1e-9);
     }
   }
   scn_metric_end(k);

@@ -7,11 +7,23 @@
  * again with a backoff. Following stops when the key no longer names this daemon, another
  * epoch begins, or this daemon comes to own the group (scn__load_group stops it first).
  *
- * A copy starts empty, from seq 1: a follower whose directory already has the group (from an
- * older epoch, or a restart) waits until the snapshot stream exists, and says so once. */
+ * A follower whose directory has the group at the owner's epoch (a restart, or a link that
+ * broke) resumes from it (scn_gstore_resume) and asks for the records after its last seq; one
+ * without a copy starts empty from seq 1; one whose copy cannot go on (another epoch, no
+ * position) asks from 0: the owner then sends a whole copy of the group (copy.c), as it does
+ * when its backlog no longer reaches back, and the follower installs it in place of its own.
+ * A group on disk that a newer epoch owns elsewhere and that this daemon does not follow is
+ * removed from the directory (scn__follow_forget_stale). A daemon that switched a group over to
+ * its follower keeps its own copy instead (scn__follow_park): the same as the one the new owner
+ * starts its epoch from, so it follows from seq 1 of that epoch.
+ *
+ * When the daemons' ports speak TLS (--tls-cert) the link does too: a client session (net/tls.h)
+ * checks the owner's certificate against --cluster-ca and the address dialled; hello waits for
+ * the handshake. */
 #include "cluster/cluster_internal.h"
 
 #include "framing.h"
+#include "net/tls.h"
 #include "ops/json_arena.h"
 #include "ops/log.h"
 #include "store/groups.h"
@@ -23,6 +35,7 @@
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
+#define PARKED_MS 10000 /* a copy kept at a switchover waits this long for its new owner */
 
 typedef enum link_state {
   LINK_NONE,
@@ -40,20 +53,27 @@ typedef struct fconn {
   uv_tcp_t tcp;
   bool tcp_open;
   scn_framer framer;
+  char host[SCN_ADDR_MAX]; /* as dialled: what the owner's certificate must name */
+  scn_tls *tls;            /* --tls-cert: the session over the socket (NULL: plain TCP) */
+  scn_buf early;           /* TLS: lines sent before the handshake completed */
 } fconn;
 
 struct scn_follow {
   scn_cluster *cl;
   char group[SCN_NAME_MAX + 1];
   uint64_t epoch;
-  bool held;   /* the group is in the store at epoch */
-  bool waits;  /* the directory has a copy already: waits for the snapshot stream */
-  fconn *conn; /* NULL: not connected */
+  bool held;         /* the group is in the store at epoch */
+  bool whole;        /* it needs a whole copy from the owner (replicate from 0) */
+  scn_copy_in *copy; /* a whole copy being received */
+  fconn *conn;       /* NULL: not connected */
   link_state state;
   uint64_t acked, pending_ack; /* the last seq acknowledged, and the last to acknowledge */
   uint64_t applied;            /* records applied since following began */
   uint64_t backoff_ms, retry_at;
   scn_buf rec; /* a record's bytes, rebuilt */
+  /* The copy this daemon kept when it switched the group over to its new owner: it follows
+   * once the new owner records its epoch naming this daemon (epoch is 0 until then). */
+  uint64_t parked_until; /* uv_hrtime; 0: not parked */
 };
 
 static bool names_self(const scn_cluster *cl, const scn_group_entry *g) {
@@ -81,6 +101,12 @@ static bool kept_for_claim(const scn_cluster *cl, const scn_group_entry *g, cons
   return false;
 }
 
+/* Whether f's copy is kept because g's key hands g to this daemon (a switchover), which has
+ * not loaded it yet: it is the copy scn__load_group takes. */
+static bool kept_for_move(const scn_cluster *cl, const scn_group_entry *g, const scn_follow *f) {
+  return f->held && g->key && g->state == SCN_GROUP_NONE && strcmp(g->node, cl->self.node) == 0;
+}
+
 static size_t find(const scn_cluster *cl, const char *group) {
   for (size_t i = 0; i < cl->nfollows; i++)
     if (strcmp(cl->follows[i]->group, group) == 0)
@@ -96,6 +122,8 @@ bool scn__follows(const scn_cluster *cl, const char *group) {
 static void on_fconn_closed(uv_handle_t *h) {
   fconn *fc = h->data;
   scn_framer_free(&fc->framer);
+  scn_tls_free(fc->tls);
+  scn_buf_free(&fc->early);
   free(fc);
 }
 
@@ -110,6 +138,8 @@ static void hang_up(scn_follow *f, const char *why) {
   fc->f = NULL;
   f->conn = NULL;
   f->state = LINK_NONE;
+  scn__copy_in_free(f->copy);
+  f->copy = NULL;
   f->backoff_ms = f->backoff_ms ? f->backoff_ms * 2 : BACKOFF_MIN_MS;
   if (f->backoff_ms > BACKOFF_MAX_MS)
     f->backoff_ms = BACKOFF_MAX_MS;
@@ -124,23 +154,63 @@ static void on_written(uv_write_t *w, int status) {
   free(w);
 }
 
-static void send_line(scn_follow *f, const scn_buf *line) {
-  uv_write_t *w = malloc(sizeof *w + line->len);
+static void write_bytes(scn_follow *f, const char *data, size_t len) {
+  uv_write_t *w = malloc(sizeof *w + len);
   if (!w) {
     hang_up(f, "out of memory");
     return;
   }
-  memcpy(w + 1, line->data, line->len);
-  uv_buf_t b = uv_buf_init((char *)(w + 1), (unsigned)line->len);
+  memcpy(w + 1, data, len);
+  uv_buf_t b = uv_buf_init((char *)(w + 1), (unsigned)len);
   if (uv_write(w, (uv_stream_t *)&f->conn->tcp, &b, 1, on_written) != 0) {
     free(w);
     hang_up(f, "cannot write to the owner");
   }
 }
 
+/* Writes what the TLS session made on its own (the handshake, alerts). */
+static void tls_flush(scn_follow *f) {
+  fconn *fc = f->conn;
+  if (!fc || !fc->tls || scn_tls_pending(fc->tls) == 0)
+    return;
+  scn_buf b = {0};
+  if (scn_tls_take(fc->tls, &b))
+    write_bytes(f, b.data, b.len);
+  else
+    hang_up(f, "out of memory");
+  scn_buf_free(&b);
+}
+
+/* Sends len bytes of lines: sealed over TLS (kept until the handshake is done), as they are
+ * otherwise. */
+static void send_bytes(scn_follow *f, const char *data, size_t len) {
+  fconn *fc = f->conn;
+  if (!fc->tls) {
+    write_bytes(f, data, len);
+    return;
+  }
+  if (!scn_tls_established(fc->tls)) {
+    scn_buf_add(&fc->early, data, len);
+    if (fc->early.failed)
+      hang_up(f, "out of memory");
+    return;
+  }
+  scn_buf sealed = {0};
+  uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
+  if (scn_tls_seal(fc->tls, &b, 1, &sealed))
+    write_bytes(f, sealed.data, sealed.len);
+  else
+    hang_up(f, "out of memory sealing a line for the owner");
+  scn_buf_free(&sealed);
+}
+
+static void send_line(scn_follow *f, const scn_buf *line) { send_bytes(f, line->data, line->len); }
+
 static void send_replicate(scn_follow *f) {
   uint64_t epoch, seq = 0;
-  scn_gstore_position(f->cl->srv->gstore, f->group, &epoch, &seq);
+  if (f->held)
+    scn_gstore_position(f->cl->srv->gstore, f->group, &epoch, &seq);
+  f->acked = f->pending_ack = seq; /* as the owner's link starts */
   scn_buf b = {0};
   scn_buf_adds(&b, "{\"cmd\":\"replicate\",\"group\":");
   scn_buf_add_json_string(&b, f->group, strlen(f->group));
@@ -149,7 +219,7 @@ static void send_replicate(scn_follow *f) {
   scn_buf_adds(&b, ",\"epoch\":");
   scn_buf_add_u64(&b, f->epoch);
   scn_buf_adds(&b, ",\"from\":");
-  scn_buf_add_u64(&b, seq + 1);
+  scn_buf_add_u64(&b, f->held ? seq + 1 : 0);
   scn_buf_adds(&b, "}\n");
   if (!b.failed)
     send_line(f, &b);
@@ -171,22 +241,11 @@ static bool reply_ok(scn_follow *f, const cJSON *root, const char *what) {
   return false;
 }
 
-static void apply_record(scn_follow *f, const cJSON *root) {
-  const cJSON *r = cJSON_GetObjectItemCaseSensitive(root, "r");
-  const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "t");
-  const cJSON *l = cJSON_GetObjectItemCaseSensitive(root, "l");
-  if (!cJSON_IsNumber(r) || !cJSON_IsString(l)) {
-    hang_up(f, "a line of the stream that is not a record");
-    return;
-  }
+/* Applies the record of seq and tick whose line is the len bytes at line. */
+static void apply_line(scn_follow *f, uint64_t seq, uint64_t tick, const char *line, size_t len) {
   f->rec.len = 0;
-  scn_journal_encode(&f->rec, l->valuestring, strlen(l->valuestring));
-  scn_gstore_record rec = {f->group,
-                           f->epoch,
-                           (uint64_t)r->valuedouble,
-                           cJSON_IsNumber(t) ? (uint64_t)t->valuedouble : 0,
-                           f->rec.data,
-                           f->rec.len};
+  scn_journal_encode(&f->rec, line, len);
+  scn_gstore_record rec = {f->group, f->epoch, seq, tick, f->rec.data, f->rec.len};
   char err[256];
   if (f->rec.failed || scn_gstore_apply(f->cl->srv->gstore, &rec, err, sizeof err) != 0) {
     hang_up(f, f->rec.failed ? "out of memory" : err);
@@ -197,12 +256,102 @@ static void apply_record(scn_follow *f, const cJSON *root) {
   f->backoff_ms = 0;
 }
 
+/* A record whose line came as a JSON string ("l":"..."). */
+static void apply_record(scn_follow *f, const cJSON *root) {
+  const cJSON *r = cJSON_GetObjectItemCaseSensitive(root, "r");
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "t");
+  const cJSON *l = cJSON_GetObjectItemCaseSensitive(root, "l");
+  if (!cJSON_IsNumber(r) || !cJSON_IsString(l)) {
+    hang_up(f, "a line of the stream that is not a record");
+    return;
+  }
+  apply_line(f, (uint64_t)r->valuedouble, cJSON_IsNumber(t) ? (uint64_t)t->valuedouble : 0,
+             l->valuestring, strlen(l->valuestring));
+}
+
+/* Reads the digits at *p (before end) into *v; false when there are none. */
+static bool take_u64(const char **p, const char *end, uint64_t *v) {
+  const char *s = *p;
+  uint64_t x = 0;
+  while (s < end && *s >= '0' && *s <= '9' && s - *p < 19)
+    x = x * 10 + (uint64_t)(*s++ - '0');
+  if (s == *p)
+    return false;
+  *p = s;
+  *v = x;
+  return true;
+}
+
+static bool take(const char **p, const char *end, const char *lit) {
+  size_t n = strlen(lit);
+  if ((size_t)(end - *p) < n || memcmp(*p, lit, n) != 0)
+    return false;
+  *p += n;
+  return true;
+}
+
+/* The owner's record line {"r":SEQ,"t":TICK,"l":LINE} with LINE as it is (replicate.c): its
+ * bytes are taken back without parsing them. False when line is not of that form (it is then
+ * read as JSON). */
+static bool apply_raw(scn_follow *f, const char *line, size_t len) {
+  const char *p = line, *end = line + len;
+  uint64_t seq, tick;
+  if (!take(&p, end, "{\"r\":") || !take_u64(&p, end, &seq) || !take(&p, end, ",\"t\":") ||
+      !take_u64(&p, end, &tick) || !take(&p, end, ",\"l\":") || p >= end - 1 || *p == '"' ||
+      end[-1] != '}')
+    return false;
+  apply_line(f, seq, tick, p, (size_t)(end - 1 - p));
+  return true;
+}
+
+/* Drops what this daemon holds of the group (the store's part and the worlds). */
+static void drop_copy(scn_follow *f) {
+  scn_group_entry *g = scn_owners_find(&f->cl->owners, f->group);
+  scn__drop_group(f->cl, f->group, g && g->key ? g->node : "", g && g->key ? g->addr : "");
+  f->held = false;
+  f->cl->next_publish = 0;
+}
+
+/* A line of a whole copy: its first ({"copy":SEQ,...}) lets the copy held here go; once
+ * received whole it is installed, and acknowledged as that seq. */
+static void copy_line(scn_follow *f, const cJSON *root) {
+  char err[SCN_PATH_MSG_MAX];
+  uint64_t seq;
+  if (!f->copy) {
+    if (f->held)
+      drop_copy(f);
+    f->whole = true; /* until installed */
+    f->copy = scn__copy_in_start(f->cl, f->group, f->epoch, root, err, sizeof err);
+    if (!f->copy)
+      hang_up(f, err);
+    return;
+  }
+  int rc = scn__copy_in_chunk(f->copy, root, &seq, err, sizeof err);
+  if (rc > 0)
+    return;
+  scn__copy_in_free(f->copy);
+  f->copy = NULL;
+  if (rc < 0) {
+    drop_copy(f); /* what an install may have loaded */
+    hang_up(f, err);
+    return;
+  }
+  f->held = true;
+  f->whole = false;
+  f->acked = 0;
+  f->pending_ack = seq;
+  f->backoff_ms = 0;
+  f->cl->next_publish = 0;
+}
+
 static bool on_line(void *ud, const char *line, size_t len) {
   scn_follow *f = ud;
   if (!line) {
     hang_up(f, "a line over --max-line");
     return false;
   }
+  if (f->state != LINK_HELLO && f->state != LINK_REPLICATE && apply_raw(f, line, len))
+    return f->conn != NULL;
   cJSON *root = scn_json_heap_parse(line, len);
   if (!root) {
     hang_up(f, "a line that is not JSON");
@@ -226,7 +375,12 @@ static bool on_line(void *ud, const char *line, size_t len) {
     }
     break;
   default:
-    apply_record(f, root);
+    if (f->copy || cJSON_GetObjectItemCaseSensitive(root, "copy"))
+      copy_line(f, root);
+    else if (f->held)
+      apply_record(f, root);
+    else
+      hang_up(f, "a record before the copy it follows");
   }
   scn_json_heap_delete(root);
   return f->conn != NULL;
@@ -257,18 +411,59 @@ static void on_alloc(uv_handle_t *h, size_t size, uv_buf_t *buf) {
   buf->len = buf->base ? size : 0;
 }
 
+static bool tls_plain(void *ud, const char *data, size_t len) {
+  fconn *fc = ud;
+  return fc->f && scn_framer_feed(&fc->framer, data, len, on_line, fc->f) && fc->f;
+}
+
+/* Ciphertext from the owner: the handshake goes on (hello, kept until it is done, then goes),
+ * and the plaintext's lines are run. False when the link went away. */
+static bool tls_read(fconn *fc, const char *data, size_t len) {
+  scn_follow *f = fc->f;
+  bool was = scn_tls_established(fc->tls);
+  scn_tls_status st = scn_tls_input(fc->tls, data, len, tls_plain, fc);
+  if (!fc->f)
+    return false;
+  if (st == SCN_TLS_FAILED || st == SCN_TLS_CLOSED) {
+    char why[160], what[128];
+    snprintf(why, sizeof why, "TLS with the owner: %s",
+             st == SCN_TLS_CLOSED ? "it closed the session"
+                                  : scn_tls_describe(fc->tls, what, sizeof what));
+    tls_flush(f); /* an alert for the owner, as far as it goes */
+    hang_up(f, why);
+    return false;
+  }
+  tls_flush(f);
+  if (!was && fc->f && scn_tls_established(fc->tls) && fc->early.len) {
+    scn_buf early = fc->early;
+    fc->early = (scn_buf){0};
+    send_bytes(f, early.data, early.len);
+    scn_buf_free(&early);
+  }
+  return fc->f != NULL && st == SCN_TLS_OK;
+}
+
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   fconn *fc = s->data;
   scn_follow *f = fc->f;
   if (f && n < 0)
     hang_up(f, n == UV_EOF ? "the owner closed it" : uv_strerror((int)n));
-  else if (f && n > 0 && scn_framer_feed(&fc->framer, buf->base, (size_t)n, on_line, f))
+  else if (f && n > 0 &&
+           (fc->tls ? tls_read(fc, buf->base, (size_t)n)
+                    : scn_framer_feed(&fc->framer, buf->base, (size_t)n, on_line, f)))
     ack(f);
   free(buf->base);
 }
 
+static void tls_expired(void *owner) {
+  fconn *fc = owner;
+  if (fc->f)
+    hang_up(fc->f, "the TLS handshake with the owner timed out");
+}
+
 static void send_hello(scn_follow *f) {
-  const char *token = f->cl->srv->cfg.auth_token;
+  const scn_config *cfg = &f->cl->srv->cfg;
+  const char *token = cfg->cluster_token[0] ? cfg->cluster_token : cfg->auth_token;
   scn_buf b = {0};
   scn_buf_adds(&b, "{\"cmd\":\"hello\"");
   if (token[0]) {
@@ -296,9 +491,22 @@ static void on_connected(uv_connect_t *req, int status) {
     return;
   }
   f->state = LINK_HELLO;
+  /* Acks are small and each one releases sync replies on the owner: none may wait for Nagle. */
+  uv_tcp_nodelay(&fc->tcp, 1);
   if (uv_read_start((uv_stream_t *)&fc->tcp, on_alloc, on_read) != 0) {
     hang_up(f, "cannot read from the owner");
     return;
+  }
+  if (scn_tls_on(f->cl->srv)) {
+    fc->tls = scn_tls_client_new(f->cl->srv, fc->host, tls_expired, fc);
+    if (!fc->tls) {
+      hang_up(f, "cannot start TLS with the owner");
+      return;
+    }
+    scn_tls_input(fc->tls, NULL, 0, tls_plain, fc); /* the ClientHello */
+    tls_flush(f);
+    if (!f->conn)
+      return;
   }
   send_hello(f);
 }
@@ -341,6 +549,7 @@ static void dial(scn_follow *f, const scn_group_entry *g) {
   if (!fc)
     return;
   fc->f = f;
+  snprintf(fc->host, sizeof fc->host, "%s", host);
   fc->gai.data = fc;
   fc->tcp.data = fc;
   scn_framer_init(&fc->framer, f->cl->srv->cfg.max_line);
@@ -355,19 +564,27 @@ static void dial(scn_follow *f, const scn_group_entry *g) {
   }
 }
 
-/* Holds the group in the store at the owner's epoch, from seq 1 (see the top of the file). */
+/* Holds the group in the store at the owner's epoch: from its own copy, or empty from seq 1;
+ * or marks it as needing a whole copy (see the top of the file). */
 static void hold(scn_follow *f) {
   scn_gstore *gs = f->cl->srv->gstore;
-  if (scn_gstore_on_disk(gs, f->group)) {
-    if (!f->waits)
-      scn_log(SCN_LOG_WARN,
-              "replica: this directory has a copy of the group already; it waits "
-              "for the owner's snapshot stream",
-              "group=%s epoch=%llu", f->group, (unsigned long long)f->epoch);
-    f->waits = true;
+  char err[SCN_PATH_MSG_MAX];
+  uint64_t epoch, seq;
+  if (scn_gstore_disk_epoch(gs, f->group, &epoch) && epoch == f->epoch &&
+      scn_gstore_resume(gs, f->group, f->epoch, &seq, err, sizeof err) == 0) {
+    f->held = true;
+    f->cl->next_publish = 0;
     return;
   }
-  char err[SCN_PATH_MSG_MAX];
+  if (scn_gstore_on_disk(gs, f->group)) {
+    if (epoch == f->epoch) /* it may have loaded some of it */
+      drop_copy(f);
+    scn_log(SCN_LOG_INFO, "replica: the copy here cannot go on; a whole copy is asked for",
+            "group=%s epoch=%llu here=%llu", f->group, (unsigned long long)f->epoch,
+            (unsigned long long)epoch);
+    f->whole = true;
+    return;
+  }
   if (scn_gstore_acquire(gs, f->group, f->epoch, false, err, sizeof err) != 0) {
     scn_log(SCN_LOG_ERROR, "replica: cannot hold a followed group", "group=%s error=\"%s\"",
             f->group, err);
@@ -387,6 +604,7 @@ static void free_at(scn_cluster *cl, size_t i) {
     cl->next_publish = 0;
   }
   scn_buf_free(&f->rec);
+  scn__copy_in_free(f->copy);
   free(f);
   cl->follows[i] = cl->follows[--cl->nfollows];
 }
@@ -419,18 +637,63 @@ static scn_follow *add(scn_cluster *cl, const scn_group_entry *g) {
   return f;
 }
 
+bool scn__follow_park(scn_cluster *cl, const char *group) {
+  size_t i = find(cl, group);
+  if (i < cl->nfollows)
+    free_at(cl, i);
+  scn_group_entry probe = {0};
+  snprintf(probe.name, sizeof probe.name, "%s", group);
+  scn_follow *f = add(cl, &probe);
+  if (!f)
+    return false;
+  f->held = true;
+  f->epoch = 0;
+  f->parked_until = uv_hrtime() + (uint64_t)PARKED_MS * 1000000u;
+  cl->next_publish = 0;
+  return true;
+}
+
+/* A parked copy follows g once its new owner recorded its epoch naming this daemon: the copy,
+ * exactly what the new owner started its epoch from, becomes that epoch's from seq 0 (its
+ * files linked, scn_gstore_promote). true: f is kept (parked still, or following now). */
+static bool unpark(scn_cluster *cl, const scn_group_entry *g, scn_follow *f) {
+  uint64_t epoch, seq;
+  if (!g || !scn_gstore_position(cl->srv->gstore, f->group, &epoch, &seq))
+    return false;
+  if (!g->key || !g->replicas.known || g->replicas.epoch <= 0 ||
+      strcmp(g->replicas.owner, g->node) != 0)
+    return uv_hrtime() < f->parked_until; /* the new owner has not recorded its epoch yet */
+  char err[SCN_PATH_MSG_MAX];
+  if (!wanted(cl, g) || (uint64_t)g->replicas.epoch <= epoch ||
+      scn_gstore_promote(cl->srv->gstore, f->group, (uint64_t)g->replicas.epoch, err, sizeof err) !=
+          0)
+    return false;
+  f->epoch = (uint64_t)g->replicas.epoch;
+  f->parked_until = 0;
+  scn_log(SCN_LOG_INFO, "replica: following a group from the copy kept at its switchover",
+          "group=%s epoch=%llu owner=%s", f->group, (unsigned long long)f->epoch, g->node);
+  return true;
+}
+
 void scn__follow_check(scn_cluster *cl) {
   if (cl->srv->cfg.replicas == 0)
     return;
   for (size_t i = cl->nfollows; i-- > 0;) {
     scn_group_entry *g = scn_owners_find(&cl->owners, cl->follows[i]->group);
     scn_follow *f = cl->follows[i];
-    if (g && kept_for_claim(cl, g, f)) {
-      hang_up(f, NULL); /* its owner is gone */
+    if (f->parked_until) {
+      if (!unpark(cl, g, f))
+        free_at(cl, i);
+      continue;
+    }
+    if (g && (kept_for_claim(cl, g, f) || kept_for_move(cl, g, f))) {
+      hang_up(f, NULL); /* its owner is gone, or it is this daemon */
       continue;
     }
     if (!g || !wanted(cl, g) || (uint64_t)g->replicas.epoch != f->epoch)
       free_at(cl, i);
+    else
+      ack(f); /* one the fence held back (a long install or load), with nothing read since */
   }
   uint64_t now = uv_hrtime();
   for (scn_group_entry *g = scn_owners_first(&cl->owners); g; g = scn_owners_next(&cl->owners, g)) {
@@ -438,11 +701,11 @@ void scn__follow_check(scn_cluster *cl) {
       continue;
     size_t i = find(cl, g->name);
     scn_follow *f = i < cl->nfollows ? cl->follows[i] : add(cl, g);
-    if (!f || f->waits || now < f->retry_at)
+    if (!f || f->parked_until || now < f->retry_at)
       continue;
-    if (!f->held)
+    if (!f->held && !f->whole)
       hold(f);
-    if (f->held && !f->conn)
+    if ((f->held || f->whole) && !f->conn)
       dial(f, g);
   }
 }
@@ -461,4 +724,17 @@ void scn__follow_free(scn_cluster *cl) {
 uint64_t scn__follow_applied(const scn_follow *f, const char **group) {
   *group = f->group;
   return f->applied;
+}
+
+bool scn__follow_forget_stale(scn_cluster *cl, const char *group) {
+  scn_gstore *gs = cl->srv->gstore;
+  const scn_group_entry *g = scn_owners_find(&cl->owners, group);
+  uint64_t epoch;
+  if (cl->srv->cfg.replicas == 0 || !g || !g->replicas.known || !g->replicas.owner[0] ||
+      strcmp(g->replicas.owner, cl->self.node) == 0 || g->state != SCN_GROUP_NONE ||
+      find(cl, group) < cl->nfollows || names_self(cl, g) || scn_gstore_holds(gs, group) ||
+      !scn_gstore_disk_epoch(gs, group, &epoch) || epoch >= (uint64_t)g->replicas.epoch)
+    return false;
+  scn_gstore_forget(gs, group);
+  return true;
 }

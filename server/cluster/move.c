@@ -1,5 +1,7 @@
 /* Moves (world.move): a group owned here is frozen and saved, its key handed to the target in
- * one txn, and the move is answered when the target says it serves it (see owners.h). */
+ * one txn, and the move is answered when the target says it serves it (see owners.h). A
+ * switchover (--replicas) hands off only once the cluster says the target caught up
+ * (scn_owners_move_hand_off, from switchover.c). */
 #include "cluster/owners.h"
 
 #include "ops/log.h"
@@ -70,8 +72,15 @@ int scn_owners_move(scn_owners *o, const scn_move_order *order, int *code, char 
   snprintf(mv->to, sizeof mv->to, "%s", order->to);
   mv->done = order->done;
   mv->ud = order->ud;
+  mv->limit = order->limit;
   mv->deadline = o->ops.now(o->ops.ud) + order->limit;
   g->mv = mv;
+  if (order->catch_up_limit) {
+    mv->catching_up = true;
+    mv->catch_up_deadline = o->ops.now(o->ops.ud) + order->catch_up_limit;
+    scn_log(SCN_LOG_INFO, "switching a group over", "group=%s to=%s", order->group, order->to);
+    return 0;
+  }
   /* One txn: the key goes to the target's lease, if it is still this daemon's at its epoch. */
   if (!o->ops.send_handoff(o->ops.ud, g->name, g->mod_rev, n)) {
     move_undone(o, g);
@@ -84,6 +93,22 @@ int scn_owners_move(scn_owners *o, const scn_move_order *order, int *code, char 
   scn_log(SCN_LOG_INFO, "moving a group", "group=%s to=%s snapshot_bytes=%llu history_bytes=%llu",
           order->group, order->to, (unsigned long long)bytes, (unsigned long long)hbytes);
   return 0;
+}
+
+void scn_owners_move_hand_off(scn_owners *o, scn_group_entry *g) {
+  scn_move *mv = g->mv;
+  if (!mv || !mv->catching_up || g->state != SCN_GROUP_FROZEN)
+    return;
+  mv->catching_up = false;
+  mv->deadline = o->ops.now(o->ops.ud) + mv->limit;
+  const scn_node_entry *n = scn_owners_node(o, mv->to);
+  const char *why = !n ? "the target is no longer a live node"
+                    : !o->ops.send_handoff(o->ops.ud, g->name, g->mod_rev, n) ? "cannot reach etcd"
+                                                                              : NULL;
+  if (why) {
+    move_undone(o, g);
+    scn__owners_move_failed(g, why);
+  }
 }
 
 /* From now on the target owns the group, nothing more is written here, and commands go there.
@@ -134,10 +159,20 @@ void scn_owners_handoff_answered(scn_owners *o, const char *group, const scn_kv_
 
 void scn_owners_expire_moves(scn_owners *o) {
   uint64_t now = o->ops.now(o->ops.ud);
-  for (scn_group_entry *g = scn_owners_first(o); g; g = scn_owners_next(o, g))
+  char msg[300];
+  for (scn_group_entry *g = scn_owners_first(o); g; g = scn_owners_next(o, g)) {
     if (g->mv && g->mv->handoff_rev && now > g->mv->deadline)
       scn__owners_move_failed(
           g, "the group was handed over, but its new owner has not confirmed it yet");
+    else if (g->mv && g->mv->catching_up && now > g->mv->catch_up_deadline) {
+      snprintf(msg, sizeof msg,
+               "node %s did not catch up with group %s within --replica-timeout; the group is "
+               "served here again",
+               g->mv->to, g->name);
+      move_undone(o, g);
+      scn__owners_move_failed(g, msg);
+    }
+  }
 }
 
 void scn_owners_forget_move(scn_owners *o, void *ud) {

@@ -32,6 +32,7 @@ void scn_owners_free(scn_owners *o, const char *why) {
         g->mv->done(g->mv->ud,
                     &(scn_move_answer){.ok = false, .code = SCN_W_UNAVAILABLE, .message = why});
       free(g->mv);
+      free(g->handoff_ticks);
       free(g);
     }
   for (size_t i = 0; i < o->nnodes; i++)
@@ -131,6 +132,30 @@ static cJSON *parse_value(const scn_kv *kv) {
   return kv->value ? scn_json_heap_parse(kv->value, kv->value_len) : NULL;
 }
 
+/* A switchover's "ticks" ({"world":T,...}) as JSON text on the heap; NULL when there are none. */
+static char *ticks_of(const cJSON *v) {
+  const cJSON *ticks = cJSON_GetObjectItemCaseSensitive(v, "ticks"), *t;
+  if (!cJSON_IsObject(ticks))
+    return NULL;
+  scn_buf out = {0};
+  scn_buf_addc(&out, '{');
+  cJSON_ArrayForEach(t, ticks) {
+    if (!cJSON_IsNumber(t) || t->valuedouble < 0 || !t->string)
+      continue;
+    if (out.len > 1)
+      scn_buf_addc(&out, ',');
+    scn_buf_add_json_string(&out, t->string, strlen(t->string));
+    scn_buf_addc(&out, ':');
+    scn_buf_add_u64(&out, (uint64_t)t->valuedouble);
+  }
+  scn_buf_adds(&out, "}");
+  scn_buf_addc(&out, '\0');
+  if (!out.failed)
+    return out.data;
+  scn_buf_free(&out);
+  return NULL;
+}
+
 void scn__owners_group_put(scn_owners *o, scn_group_entry *g, const scn_kv *kv) {
   if (kv->mod_revision && kv->mod_revision < g->mod_rev)
     return; /* older than what the cache holds */
@@ -151,6 +176,8 @@ void scn__owners_group_put(scn_owners *o, scn_group_entry *g, const scn_kv *kv) 
   g->lease = kv->lease;
   g->mod_rev = kv->mod_revision;
   g->handoff = cJSON_GetObjectItemCaseSensitive(v, "from") != NULL;
+  free(g->handoff_ticks);
+  g->handoff_ticks = g->handoff ? ticks_of(v) : NULL;
   g->nfollowers = scn__owners_node_list(v, "followers", g->followers);
   g->ninsync = scn__owners_node_list(v, "insync", g->insync);
   scn_json_heap_delete(v);

@@ -55,7 +55,12 @@ typedef struct scn_move {
   char to[SCN_NAME_MAX + 1];
   int64_t handoff_rev; /* 0 until the hand-off applied */
   uint64_t deadline;   /* the time (ops.now) after which an unconfirmed move fails */
-  scn_move_done done;  /* NULL: nobody waits for the answer any more */
+  uint64_t limit;      /* ns from the hand-off's start for the target to confirm it */
+  /* A switchover (--replicas): frozen, the hand-off waits until the target, a follower, holds
+   * every record (scn_owners_move_hand_off), failing at catch_up_deadline. */
+  bool catching_up;
+  uint64_t catch_up_deadline;
+  scn_move_done done; /* NULL: nobody waits for the answer any more */
   void *ud;
 } scn_move;
 
@@ -79,7 +84,8 @@ typedef struct scn_group_entry {
   char node[SCN_NAME_MAX + 1];
   char addr[SCN_ADDR_MAX];
   int64_t lease, mod_rev;
-  bool handoff;                /* the key is a hand-off its target has not confirmed yet */
+  bool handoff;        /* the key is a hand-off its target has not confirmed yet */
+  char *handoff_ticks; /* a switchover's hand-off: its "ticks" ({"world":T}, JSON), or NULL */
   char prev[SCN_NAME_MAX + 1]; /* the owner before the key went (for the log) */
   /* this daemon's side */
   scn_group_state state;
@@ -96,6 +102,8 @@ typedef struct scn_group_entry {
   scn_replica_set replicas;
   uint64_t replicas_seen_in_read; /* the last full read that found its replicas key */
   bool recording;                 /* a txn writing its followers is in flight */
+  int8_t created_durability;      /* world.create's "durability" for it as a new group here:
+                                   * 1 + scn_durability (0: not given) */
 } scn_group_entry;
 
 typedef struct scn_node_entry {
@@ -242,14 +250,22 @@ typedef struct scn_move_order {
   scn_move_done done;
   void *ud;
   uint64_t limit; /* ns from the hand-off's start for the target to confirm it */
+  /* 0: the hand-off is sent at once. Otherwise a switchover: it waits for
+   * scn_owners_move_hand_off, and the move fails (unfrozen) if that does not come within
+   * catch_up_limit ns. */
+  uint64_t catch_up_limit;
 } scn_move_order;
 
 /* 1 when there is nothing to do (to is this daemon), 0 when the move started, -1 with *code
  * and msg. */
 int scn_owners_move(scn_owners *o, const scn_move_order *order, int *code, char *msg,
                     size_t msglen);
+/* A switchover's target holds every record of g: the hand-off goes (its failure ends the
+ * move, unfrozen). */
+void scn_owners_move_hand_off(scn_owners *o, scn_group_entry *g);
 void scn_owners_handoff_answered(scn_owners *o, const char *group, const scn_kv_answer *a);
-/* Moves handed off but not confirmed within their limit fail. */
+/* Moves handed off but not confirmed within their limit fail, and switchovers whose target
+ * did not catch up within theirs (unfrozen). */
 void scn_owners_expire_moves(scn_owners *o);
 /* The move's asker went away: the move goes on, answered to nobody. */
 void scn_owners_forget_move(scn_owners *o, void *ud);

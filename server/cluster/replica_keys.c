@@ -59,7 +59,7 @@ static bool same_names(const char a[][SCN_NAME_MAX + 1], uint8_t na,
 static void plan(scn_cluster *cl, scn_group_entry *g, scn_replica_set *next) {
   uint8_t want = (uint8_t)cl->srv->cfg.replicas;
   const scn_replica_set *now = &g->replicas;
-  *next = (scn_replica_set){.epoch = g->epoch, .durability = cl->srv->cfg.durability};
+  *next = (scn_replica_set){.epoch = g->epoch, .durability = scn__group_durability(cl, g->name)};
   snprintf(next->owner, sizeof next->owner, "%s", cl->self.node);
   next->nfollowers = keep_live(cl, now->followers, now->nfollowers, next->followers, want);
   if (next->nfollowers < want) {
@@ -111,6 +111,7 @@ static void on_recorded(void *ctx, const scn_kv_answer *a) {
     return;
   }
   if (c->removing) {
+    g->created_durability = 0; /* the group ended: a new one gets its own */
     /* Gone now, unless the watch brought a newer key first. */
     if (g->replicas.mod_rev < a->revision)
       g->replicas = (scn_replica_set){0};
@@ -118,6 +119,9 @@ static void on_recorded(void *ctx, const scn_kv_answer *a) {
             c->group);
     return;
   }
+  /* The key holds world.create's durability from now on (it outlives this owner). */
+  if (g->created_durability == 1 + c->set.durability)
+    g->created_durability = 0;
   /* Taken now, unless the watch brought newer keys first: the next plan must not write it
    * again. */
   if (g->replicas.mod_rev < a->revision) {

@@ -2,14 +2,15 @@
  * after hello, sends replicate (group, epoch, from); the connection then carries the group's
  * records from that seq on, one line each,
  *
- *   {"r":SEQ,"t":TICK,"l":LINE}     LINE: the journal record's line (its bytes are
- *                                   scn_journal_encode(LINE), exactly what the owner's got)
+ *   {"r":SEQ,"t":TICK,"l":LINE}     LINE: the journal record's line as it is, a JSON object
+ *                                   (its bytes are scn_journal_encode(LINE), exactly what the
+ *                                   owner's journal got)
  *
  * first from the backlog (as far as the connection's output allows per loop turn), then as the
  * store's tap hands them on, and its only lines are the follower's {"ack":SEQ}. A link whose
  * output passes --output-limit, or whose place fell out of the backlog while catching up, is
- * closed: the follower dials again. A follower whose from is no longer kept is refused (the
- * snapshot stream comes later). */
+ * closed: the follower dials again. A follower whose from is no longer kept, or that asks
+ * from 0 (it has no copy to go on from), gets a whole copy of the group first (copy.c). */
 #include "cluster/cluster_internal.h"
 
 #include "net/conn.h"
@@ -37,14 +38,19 @@ static void link_close(scn_ship_link *l, const char *why) {
           (unsigned long long)l->sent, (unsigned long long)l->acked, why);
   c->repl = NULL;
   l->conn = NULL;
+  scn__copy_out_free(l);
   scn_conn_close(c);
 }
 
+/* The record's line goes as it is, a JSON object in the stream's line ("l":{...}), not as an
+ * escaped string: the follower takes its bytes back verbatim (follow.c), and neither side
+ * escapes nor parses it on the way. The bytes are the tap's, made here: their header is
+ * checked, their checksum was computed when they were made. */
 static void write_record(scn_ship_link *l, uint64_t seq, uint64_t tick, const char *bytes,
                          size_t len) {
   const char *line;
   size_t n;
-  if (!scn_journal_decode(bytes, len, &line, &n)) {
+  if (!scn_journal_line(bytes, len, &line, &n) || n == 0) {
     link_close(l, "a record kept here is damaged");
     return;
   }
@@ -54,12 +60,24 @@ static void write_record(scn_ship_link *l, uint64_t seq, uint64_t tick, const ch
   scn_buf_adds(out, ",\"t\":");
   scn_buf_add_u64(out, tick);
   scn_buf_adds(out, ",\"l\":");
-  scn_buf_add_json_string(out, line, n);
+  scn_buf_add(out, line, n);
   scn_buf_adds(out, "}\n");
   if (l->sent == l->acked)
     l->unacked_since = uv_hrtime();
   l->sent = seq;
   scn_conn_schedule_flush(l->conn);
+}
+
+/* Records queued for a link beyond this go before the turn ends (scn__links_push): a turn that
+ * runs many commands does not make the follower wait for all of them. */
+#define PUSH_BYTES 32768
+
+static void want_push(scn_cluster *cl, scn_conn *c) {
+  for (size_t i = 0; i < cl->npush; i++)
+    if (cl->push[i] == c)
+      return;
+  if (cl->npush < SCN_SHIP_LINKS)
+    cl->push[cl->npush++] = c;
 }
 
 void scn__links_record(scn_cluster *cl, scn_ship *s, uint64_t seq, uint64_t tick, const char *bytes,
@@ -68,10 +86,23 @@ void scn__links_record(scn_cluster *cl, scn_ship *s, uint64_t seq, uint64_t tick
     scn_ship_link *l = &s->links[i];
     if (!l->conn || l->next)
       continue; /* free, or catching up from the backlog (which has this record) */
-    if (scn_conn_queued(l->conn) > 2 * out_budget(cl))
+    if (scn_conn_queued(l->conn) > 2 * out_budget(cl)) {
       link_close(l, "the follower does not keep up (output limit)");
-    else
-      write_record(l, seq, tick, bytes, len);
+      continue;
+    }
+    write_record(l, seq, tick, bytes, len);
+    if (l->conn && scn_outq_size(&l->conn->out) >= PUSH_BYTES)
+      want_push(cl, l->conn);
+  }
+}
+
+void scn__links_push(scn_cluster *cl) {
+  /* Between commands: the flush's before_flush hooks commit the journal first, as at the end of
+   * a turn. */
+  while (cl->npush) {
+    scn_conn *c = cl->push[--cl->npush];
+    if (!scn_conn_gone(c))
+      scn_conn_flush(c);
   }
 }
 
@@ -81,6 +112,17 @@ void scn__links_close(scn_ship *s) {
 }
 
 static void pump(scn_cluster *cl, scn_ship_link *l) {
+  if (l->copy) {
+    scn_copy_progress p = scn__copy_out_pump(cl, l, out_budget(cl));
+    if (p == SCN_COPY_FAILED)
+      link_close(l, "its copy of the group could not be sent");
+    uint64_t epoch, seq;
+    if (p == SCN_COPY_DONE && scn_gstore_position(cl->srv->gstore, l->ship->group, &epoch, &seq) &&
+        seq + 1 == l->next)
+      l->next = 0; /* nothing was written since the copy */
+    if (p != SCN_COPY_DONE || !l->next)
+      return;
+  }
   size_t at;
   scn_backlog_from where = scn_backlog_find(&l->ship->backlog, l->next, &at);
   if (where != SCN_BACKLOG_OK) {
@@ -107,12 +149,15 @@ void scn__links_pump(scn_cluster *cl) {
 }
 
 void scn__links_conn_closed(scn_cluster *cl, scn_conn *c) {
-  (void)cl;
+  for (size_t i = 0; i < cl->npush; i++)
+    if (cl->push[i] == c)
+      cl->push[i] = cl->push[--cl->npush];
   scn_ship_link *l = c->repl;
   if (!l)
     return;
   c->repl = NULL;
   l->conn = NULL;
+  scn__copy_out_free(l);
 }
 
 int scn_cluster_replicate(scn_cluster *cl, scn_conn *c, const char *group, const char *node,
@@ -145,15 +190,6 @@ int scn_cluster_replicate(scn_cluster *cl, scn_conn *c, const char *group, const
              (unsigned long long)seq, (unsigned long long)from);
     return -1;
   }
-  if (from == 1 && !scn_gstore_began_empty(cl->srv->gstore, group)) {
-    /* Its records start from a copy (a takeover or a load): alone they rebuild nothing. */
-    *code = SCN_W_UNAVAILABLE;
-    snprintf(msg, msglen,
-             "group %s began epoch %llu here from a copy, not from nothing: a follower "
-             "starting empty needs a snapshot",
-             group, (unsigned long long)epoch);
-    return -1;
-  }
   scn_ship *s = scn__ship_get(cl, group);
   if (!s) {
     *code = SCN_W_UNAVAILABLE;
@@ -166,15 +202,10 @@ int scn_cluster_replicate(scn_cluster *cl, scn_conn *c, const char *group, const
     s->epoch = epoch;
   }
   size_t at;
-  if (from <= seq && scn_backlog_find(&s->backlog, from, &at) != SCN_BACKLOG_OK) {
-    *code = SCN_W_UNAVAILABLE;
-    const scn_backlog_rec *oldest = s->backlog.n ? scn_backlog_at(&s->backlog, 0) : NULL;
-    snprintf(msg, msglen,
-             "group %s: records from %llu are no longer kept here (the backlog starts at %llu); "
-             "a snapshot is needed",
-             group, (unsigned long long)from, (unsigned long long)(oldest ? oldest->seq : seq + 1));
-    return -1;
-  }
+  /* From 1 in an epoch that began from a copy (a takeover's, a switchover's, a load): its
+   * records alone rebuild nothing, so a follower starting empty gets the whole copy too. */
+  bool copy = from == 0 || (from == 1 && !scn_gstore_began_empty(cl->srv->gstore, group)) ||
+              (from <= seq && scn_backlog_find(&s->backlog, from, &at) != SCN_BACKLOG_OK);
   scn_ship_link *l = NULL;
   for (size_t i = 0; !l && i < SCN_SHIP_LINKS; i++)
     if (!s->links[i].conn)
@@ -187,13 +218,24 @@ int scn_cluster_replicate(scn_cluster *cl, scn_conn *c, const char *group, const
   *l = (scn_ship_link){
       .ship = s, .conn = c, .next = from <= seq ? from : 0, .sent = from - 1, .acked = from - 1};
   snprintf(l->node, sizeof l->node, "%s", node ? node : "");
+  if (copy) {
+    uint64_t at_seq;
+    *l = (scn_ship_link){.ship = s, .conn = c};
+    snprintf(l->node, sizeof l->node, "%s", node ? node : "");
+    if (scn__copy_out_start(cl, l, &at_seq, msg, msglen) != 0) {
+      *l = (scn_ship_link){0};
+      *code = SCN_W_UNAVAILABLE;
+      return -1;
+    }
+    l->next = at_seq + 1; /* the records written meanwhile come from the backlog */
+  }
   c->repl = l;
   *last = seq;
   scn_log(SCN_LOG_INFO, "replica: a follower's link",
           "group=%s node=%s conn=%llu epoch=%llu "
-          "from=%llu last=%llu",
+          "from=%llu last=%llu copy=%s",
           group, l->node[0] ? l->node : "-", (unsigned long long)c->id, (unsigned long long)epoch,
-          (unsigned long long)from, (unsigned long long)seq);
+          (unsigned long long)from, (unsigned long long)seq, copy ? "yes" : "no");
   return 0;
 }
 
@@ -213,8 +255,13 @@ void scn_cluster_repl_line(scn_cluster *cl, scn_conn *c, const char *line, size_
     l->acked = (uint64_t)v;
     l->unacked_since = l->acked == l->sent ? 0 : uv_hrtime();
     scn__sync_check(cl);
+    scn__switch_check(cl);
   }
   scn_json_heap_delete(root);
+}
+
+static bool late(const scn_cluster *cl, const scn_ship_link *l, uint64_t now) {
+  return l->sent > l->acked && now - l->unacked_since > cl->srv->cfg.replica_timeout_ms * 1000000;
 }
 
 bool scn__links_insync(scn_cluster *cl, const char *group, const char *node, bool was,
@@ -222,14 +269,47 @@ bool scn__links_insync(scn_cluster *cl, const char *group, const char *node, boo
   scn_ship *s = scn__ship_find(cl, group);
   if (!s)
     return false;
-  uint64_t now = uv_hrtime(), timeout = cl->srv->cfg.replica_timeout_ms * 1000000;
+  uint64_t now = uv_hrtime();
   for (size_t i = 0; i < SCN_SHIP_LINKS; i++) {
-    const scn_ship_link *l = &s->links[i];
+    scn_ship_link *l = &s->links[i];
     if (!l->conn || l->next || strcmp(l->node, node) != 0)
       continue;
-    bool late = l->sent > l->acked && now - l->unacked_since > timeout;
-    if (was ? !late : l->acked == last && l->sent == last)
-      return true;
+    if (was) {
+      l->join_from = 0; /* a member: its acks are waited for as one */
+      return !late(cl, l, now);
+    }
+    if (late(cl, l, now))
+      l->join_from = 0;
+    else if (!l->join_from)
+      l->join_from = last + 1;
+    return (l->acked == last && l->sent == last) || (l->join_from && l->acked >= l->join_from);
   }
   return false;
+}
+
+bool scn__links_joining(scn_cluster *cl, scn_ship *s) {
+  uint64_t now = uv_hrtime();
+  bool joining = false;
+  for (size_t i = 0; i < SCN_SHIP_LINKS; i++) {
+    scn_ship_link *l = &s->links[i];
+    if (l->conn && !l->next && l->join_from && late(cl, l, now))
+      l->join_from = 0;
+    joining = joining || (l->conn && !l->next && l->join_from);
+  }
+  return joining;
+}
+
+bool scn__links_joining_lacks(scn_cluster *cl, scn_ship *s, uint64_t seq) {
+  uint64_t now = uv_hrtime();
+  bool lacks = false;
+  for (size_t i = 0; i < SCN_SHIP_LINKS; i++) {
+    scn_ship_link *l = &s->links[i];
+    if (!l->conn || l->next || !l->join_from || l->acked >= seq)
+      continue;
+    if (late(cl, l, now))
+      l->join_from = 0; /* not recorded in sync: nothing relies on it yet */
+    else
+      lacks = true;
+  }
+  return lacks;
 }

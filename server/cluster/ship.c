@@ -15,9 +15,12 @@
 /* Whether the group is served here (with --replicas: the tap is registered only then). Every
  * group served keeps its backlog from its epoch's first record, before its followers are
  * chosen, so that a new follower can start from seq 1 without a snapshot. */
-static bool ships_here(scn_cluster *cl, const char *group) {
-  scn_group_entry *g = scn_owners_find(&cl->owners, group);
+static bool served(const scn_group_entry *g) {
   return g && (g->state == SCN_GROUP_OWNED || g->state == SCN_GROUP_FROZEN);
+}
+
+static bool ships_here(scn_cluster *cl, const char *group) {
+  return served(scn_owners_find(&cl->owners, group));
 }
 
 static size_t find(const scn_cluster *cl, const char *group) {
@@ -47,7 +50,8 @@ static scn_ship *add(scn_cluster *cl, const char *group) {
   if (!s)
     return NULL;
   snprintf(s->group, sizeof s->group, "%s", group);
-  scn_backlog_init(&s->backlog, SCN_REPLICA_BACKLOG);
+  uint64_t limit = cl->srv->cfg.replica_backlog;
+  scn_backlog_init(&s->backlog, limit ? (size_t)limit : SCN_REPLICA_BACKLOG);
   cl->ships[cl->nships++] = s;
   return s;
 }
@@ -55,7 +59,8 @@ static scn_ship *add(scn_cluster *cl, const char *group) {
 void scn__ship_tap(void *ud, const scn_gstore_record *r) {
   scn_cluster *cl = ud;
   size_t i = find(cl, r->group);
-  if (!ships_here(cl, r->group)) {
+  const scn_group_entry *g = scn_owners_find(&cl->owners, r->group);
+  if (!served(g)) {
     if (i < cl->nships)
       free_at(cl, i);
     return;
@@ -70,11 +75,14 @@ void scn__ship_tap(void *ud, const scn_gstore_record *r) {
     scn_backlog_clear(&s->backlog);
     s->epoch = r->epoch;
   }
+  s->last_seq = r->seq;
+  /* The loop's time (the start of this turn, in ms): no clock read per record. */
+  s->made_at[r->seq % SCN_SHIP_TIMES] = uv_now(cl->srv->loop) * 1000000;
   /* Out of memory leaves the backlog empty: a follower is then sent a snapshot, never a gap. */
   if (!scn_backlog_append(&s->backlog, r->seq, r->tick, r->bytes, r->len))
     cl->stats.ship_failures++;
   scn__links_record(cl, s, r->seq, r->tick, r->bytes, r->len);
-  scn__sync_record(cl, s, r->seq);
+  scn__sync_record(cl, s, g, r->seq);
 }
 
 scn_ship *scn__ship_get(scn_cluster *cl, const char *group) {
@@ -87,6 +95,17 @@ scn_ship *scn__ship_get(scn_cluster *cl, const char *group) {
 scn_ship *scn__ship_find(scn_cluster *cl, const char *group) {
   size_t i = find(cl, group);
   return i < cl->nships ? cl->ships[i] : NULL;
+}
+
+uint64_t scn__ship_lag_ns(const scn_ship_link *l, uint64_t now) {
+  const scn_ship *s = l->ship;
+  if (!s || l->acked >= s->last_seq)
+    return 0;
+  uint64_t oldest = l->acked + 1;
+  if (s->last_seq - oldest >= SCN_SHIP_TIMES)
+    oldest = s->last_seq - SCN_SHIP_TIMES + 1;
+  uint64_t made = s->made_at[oldest % SCN_SHIP_TIMES];
+  return made && now > made ? now - made : 0;
 }
 
 void scn__ship_drop(scn_cluster *cl, const char *group) {

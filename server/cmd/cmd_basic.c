@@ -4,6 +4,7 @@
 #include "ops/log.h"
 #include "store/groups.h"
 #include "store/persist.h"
+#include "store/snapshot.h"
 #include "stream/stream.h"
 
 #include <math.h>
@@ -120,9 +121,44 @@ static int history_of(const scn_args *a, int64_t *ticks, scn_wire_error *err) {
   return 0;
 }
 
+/* Whether no world of world's group exists yet. */
+static bool group_is_new(const scn_scene *scene, const char *world) {
+  char group[SCN_NAME_MAX + 1];
+  scn_group_of(world, group);
+  for (size_t i = 0, n = scn_world_count(scene); i < n; i++)
+    if (scn_world_in_group(scn_world_name(scn_world_at(scene, i)), group))
+      return false;
+  return true;
+}
+
+/* "durability": "sync" or "async", for a new group of the cluster (fixed at its creation);
+ * checked without --cluster too, where it changes nothing. */
+static int durability_of(scn_ctx *ctx, const scn_args *a, scn_wire_error *err) {
+  if (!(a->f->present & SCN_F(durability)))
+    return 0;
+  const char *v;
+  if (scn_decode_string(a->f->v[SCN_F_durability], "durability", &v, err) < 0)
+    return -1;
+  int durability;
+  if (strcmp(v, "sync") == 0)
+    durability = SCN_DURABILITY_SYNC;
+  else if (strcmp(v, "async") == 0)
+    durability = SCN_DURABILITY_ASYNC;
+  else
+    return scn_fail(err, SCN_W_BAD_REQUEST, "field \"durability\" must be \"sync\" or \"async\"");
+  char msg[256];
+  if (ctx->srv->cluster &&
+      scn_cluster_create_durability(ctx->srv->cluster, a->world, durability,
+                                    group_is_new(ctx->srv->scene, a->world), msg, sizeof msg) < 0)
+    return scn_fail(err, SCN_W_BAD_REQUEST, "%s", msg);
+  return 0;
+}
+
 int scn_cmd_world_create(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
   int64_t history;
   if (history_of(a, &history, err) < 0)
+    return -1;
+  if (!scn_world_find(ctx->srv->scene, a->world) && durability_of(ctx, a, err) < 0)
     return -1;
   scn_world *w;
   int rc = scn_world_create(ctx->srv->scene, a->world, &w);
@@ -154,6 +190,8 @@ int scn_cmd_world_list(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_e
     scn_world *w = scn_world_at(scene, i);
     if (ctx->rule && !scn_acl_allows_world(ctx->rule, scn_world_name(w)))
       continue; /* --acl: only the worlds the token may see */
+    if (all && node && scn_cluster_follows_world(cl, scn_world_name(w)))
+      continue; /* a follower's copy: its owner lists it, with its node */
     scn_buf_adds(out, first ? "{\"name\":" : ",{\"name\":");
     first = false;
     scn_buf_add_json_string(out, scn_world_name(w), strlen(scn_world_name(w)));
@@ -363,7 +401,7 @@ int scn_cmd_replicate(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_er
                     "this daemon is not in a cluster (start it with --cluster)");
   if (scn_decode_string(f->v[SCN_F_group], "group", &group, err) < 0 ||
       scn_decode_uint(f->v[SCN_F_epoch], "epoch", 0, UINT64_C(1) << 53, &epoch, err) < 0 ||
-      scn_decode_uint(f->v[SCN_F_from], "from", 1, UINT64_C(1) << 53, &from, err) < 0 ||
+      scn_decode_uint(f->v[SCN_F_from], "from", 0, UINT64_C(1) << 53, &from, err) < 0 ||
       ((f->present & SCN_F(node)) && scn_decode_string(f->v[SCN_F_node], "node", &node, err) < 0))
     return -1;
   if (!scn_world_name_valid(group, strlen(group)) || strchr(group, '.'))

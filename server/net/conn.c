@@ -223,11 +223,104 @@ static void handshake_flush(scn_conn *c) {
   write_inflight(c); /* already ciphertext */
 }
 
+/* ---- gates --------------------------------------------------------------------------------- */
+
+uint64_t scn_conn_gate_shut(scn_conn *c) {
+  size_t bytes = c->out.bytes.len, segs = c->out.nsegs;
+  if (c->gates_base == 0)
+    c->gates_base = 1; /* numbers start at 1 and are never reused */
+  if (c->ngates) {
+    scn_conn_gate *last = &c->gates[c->ngates - 1];
+    if (last->bytes == bytes && last->segs == segs) {
+      last->holds++;
+      return c->gates_base + c->ngates - 1;
+    }
+  }
+  scn_conn_gate *g = scn_array_grow(c->gates, &c->gates_cap, sizeof *g, c->ngates + 1);
+  if (!g)
+    return 0;
+  c->gates = g;
+  c->gates[c->ngates++] = (scn_conn_gate){bytes, segs, 1};
+  return c->gates_base + c->ngates - 1;
+}
+
+/* Forgets the first k gates (their numbers are not given again). */
+static void gates_pop(scn_conn *c, size_t k) {
+  memmove(c->gates, c->gates + k, (c->ngates - k) * sizeof *c->gates);
+  c->ngates -= k;
+  c->gates_base += k;
+}
+
+void scn_conn_gate_open(scn_conn *c, uint64_t n) {
+  if (n < c->gates_base || n - c->gates_base >= c->ngates)
+    return;
+  scn_conn_gate *g = &c->gates[n - c->gates_base];
+  if (g->holds)
+    g->holds--;
+  size_t open = 0;
+  while (open < c->ngates && c->gates[open].holds == 0)
+    open++;
+  if (open == 0)
+    return;
+  gates_pop(c, open);
+  scn_conn_schedule_flush(c);
+}
+
+void scn_conn_drop_gated(scn_conn *c) {
+  if (c->ngates == 0)
+    return;
+  if (scn_outq_split(&c->out, c->gates[0].bytes, c->gates[0].segs, &c->gated))
+    scn_outq_clear(&c->gated);
+  else
+    scn_outq_clear(&c->out); /* out of memory: nothing of it goes rather than what waits */
+  gates_pop(c, c->ngates);
+}
+
+/* Hands the transport what precedes the first gate; the rest is put back behind what the
+ * transport left queued, and the gates move with it. The transport sees the connection as not
+ * closing meanwhile: what is held must still go before it closes. */
+static void flush_gated(scn_conn *c) {
+  /* A write the socket took at once flushes again from within the transport's flush: what
+   * preceded the gate has just been handed over, and the rest is set aside until it returns. */
+  if (c->gating)
+    return;
+  size_t bytes = c->gates[0].bytes, segs = c->gates[0].segs;
+  if (bytes == 0 && segs == 0 && !scn_conn_tls_pending(c))
+    return;
+  if (!scn_outq_split(&c->out, bytes, segs, &c->gated))
+    return; /* out of memory: the next flush tries again */
+  bool closing = c->closing;
+  c->closing = false;
+  c->gating = true;
+  c->tp->flush(c);
+  c->gating = false;
+  c->closing = closing;
+  size_t left_bytes = c->out.bytes.len, left_segs = c->out.nsegs;
+  if (scn_conn_gone(c)) {
+    scn_outq_clear(&c->gated);
+    return;
+  }
+  if (!scn_outq_append(&c->out, &c->gated)) {
+    scn_log(SCN_LOG_WARN, "out of memory keeping replies that wait for followers", "conn=%llu",
+            (unsigned long long)c->id);
+    gates_pop(c, c->ngates);
+    scn_outq_clear(&c->out);
+    scn_conn_close(c);
+    return;
+  }
+  for (size_t i = 0; i < c->ngates; i++) {
+    c->gates[i].bytes = c->gates[i].bytes - bytes + left_bytes;
+    c->gates[i].segs = c->gates[i].segs - segs + left_segs;
+  }
+}
+
 void scn_conn_flush(scn_conn *c) {
   scn_hooks_before_flush(c->srv);
   if (scn_conn_handshaking(c))
     handshake_flush(c);
-  else if (!c->sync_held)
+  else if (c->ngates)
+    flush_gated(c);
+  else
     c->tp->flush(c);
 }
 
@@ -243,6 +336,8 @@ static void on_closed(uv_handle_t *h) {
   scn_framer_free(&c->framer);
   scn_outq_free(&c->out);
   scn_outq_free(&c->inflight);
+  scn_outq_free(&c->gated);
+  free(c->gates);
   scn_buf_free(&c->held);
   scn_tls_free(c->tls);
   scn_buf_free(&c->sealed);

@@ -27,6 +27,13 @@ typedef struct scn_transport {
   void (*closing)(scn_conn *c);
 } scn_transport;
 
+/* A place in a connection's output (its own bytes and its shared segments before it) and how
+ * many waits hold it shut. */
+typedef struct scn_conn_gate {
+  size_t bytes, segs;
+  uint32_t holds;
+} scn_conn_gate;
+
 struct scn_conn {
   uv_tcp_t tcp;
   const scn_transport *tp;
@@ -59,7 +66,14 @@ struct scn_conn {
   struct scn_tls *tls;  /* the TLS session (tls.c); NULL on a plain connection */
   scn_buf sealed;       /* TLS: the ciphertext of the next write, being made */
   void *repl;           /* --replicas: the follower link it streams (cluster/replicate.c) */
-  bool sync_held;       /* --durability sync: its output waits for followers' acks (sync.c) */
+  /* Gates in the output (--durability sync, cluster/sync.c): what was queued from a gate's
+   * place on waits until the gate and those before it are opened; what precedes the first
+   * flushes as usual, so replies leave in order and only those from a held one on wait. */
+  scn_conn_gate *gates;
+  size_t ngates, gates_cap;
+  uint64_t gates_base; /* the number of gates[0] */
+  scn_outq gated;      /* while a flush runs: the output the first gate holds back */
+  bool gating;         /* that flush is running */
 };
 
 /* A WebSocket connection's output is lines, each one text message, and binary messages, each
@@ -110,6 +124,18 @@ void scn_conn_send(scn_conn *c);
  * the commands already run) goes first, through the before_flush hooks, whatever path the
  * flush comes from. */
 void scn_conn_flush(scn_conn *c);
+/* Shuts a gate at the end of what is queued now: what is queued from here on (the reply of the
+ * command running, what follows) is not handed to the transport until scn_conn_gate_open has
+ * been called once for each scn_conn_gate_shut that returned the gate's number (the same number
+ * while nothing was queued in between). 0 when out of memory. */
+uint64_t scn_conn_gate_shut(scn_conn *c);
+/* One hold of gate number n ends; a flush is scheduled when output may now go. Unknown numbers
+ * (gates dropped) are ignored. */
+void scn_conn_gate_open(scn_conn *c, uint64_t n);
+/* Drops what the first gate holds back and every gate (the connection is closing, or what was
+ * held can never be released); what preceded it stays queued. */
+void scn_conn_drop_gated(scn_conn *c);
+static inline bool scn_conn_gated(const scn_conn *c) { return c->ngates > 0; }
 /* Queues the connection for the flush that ends this loop turn. */
 void scn_conn_schedule_flush(scn_conn *c);
 /* Starts or stops reading as the output budget, blocking and closing require. */

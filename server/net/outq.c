@@ -85,6 +85,65 @@ size_t scn_outq_iov(const scn_outq *q, uv_buf_t **bufs, size_t *cap) {
   return n;
 }
 
+bool scn_outq_split(scn_outq *q, size_t bytes, size_t segs, scn_outq *tail) {
+  if (bytes > q->bytes.len || segs > q->nsegs)
+    return false;
+  size_t nsegs = q->nsegs - segs;
+  scn_seg *grown = nsegs ? scn_array_grow(tail->segs, &tail->segs_cap, sizeof *grown, nsegs) : NULL;
+  if (nsegs && !grown)
+    return false;
+  if (nsegs)
+    tail->segs = grown;
+  tail->bytes.len = 0;
+  scn_buf_add(&tail->bytes, q->bytes.data + bytes, q->bytes.len - bytes);
+  if (tail->bytes.failed) {
+    tail->bytes.failed = false;
+    tail->bytes.len = 0;
+    return false;
+  }
+  tail->nsegs = nsegs;
+  tail->shared_bytes = 0;
+  for (size_t i = 0; i < nsegs; i++) {
+    scn_seg s = q->segs[segs + i];
+    s.owned_end -= bytes;
+    tail->segs[i] = s;
+    tail->shared_bytes += s.ref->len;
+  }
+  q->bytes.len = bytes;
+  q->nsegs = segs;
+  q->shared_bytes -= tail->shared_bytes;
+  return true;
+}
+
+bool scn_outq_append(scn_outq *q, scn_outq *tail) {
+  bool room = true;
+  if (tail->nsegs) {
+    scn_seg *grown = scn_array_grow(q->segs, &q->segs_cap, sizeof *grown, q->nsegs + tail->nsegs);
+    room = grown != NULL;
+    if (grown)
+      q->segs = grown;
+  }
+  size_t base = q->bytes.len;
+  if (room)
+    scn_buf_add(&q->bytes, tail->bytes.data, tail->bytes.len);
+  if (!room || q->bytes.failed) {
+    q->bytes.failed = false;
+    q->bytes.len = base;
+    scn_outq_clear(tail);
+    return false;
+  }
+  for (size_t i = 0; i < tail->nsegs; i++) {
+    scn_seg s = tail->segs[i];
+    s.owned_end += base;
+    q->segs[q->nsegs++] = s; /* the reference moves with it */
+  }
+  q->shared_bytes += tail->shared_bytes;
+  tail->nsegs = 0;
+  tail->shared_bytes = 0;
+  tail->bytes.len = 0;
+  return true;
+}
+
 void scn_outq_clear(scn_outq *q) {
   for (size_t i = 0; i < q->nsegs; i++)
     scn_shared_release(q->segs[i].ref);

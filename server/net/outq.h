@@ -50,6 +50,13 @@ bool scn_outq_push_shared(scn_outq *q, scn_shared *s);
 /* The pieces to write, in order, into bufs (grown as needed; a piece over 1 GiB is split);
  * returns their number, 0 when the queue is empty or out of memory. */
 size_t scn_outq_iov(const scn_outq *q, uv_buf_t **bufs, size_t *cap);
+/* Moves what q holds from position (bytes, segs) on (its own bytes from offset bytes, its
+ * references from index segs) to the empty queue tail, leaving q the part before. False when out
+ * of memory (nothing moved). */
+bool scn_outq_split(scn_outq *q, size_t bytes, size_t segs, scn_outq *tail);
+/* Moves everything tail holds to the end of q (tail is left empty). False when out of memory
+ * (tail is then cleared: its bytes are lost). */
+bool scn_outq_append(scn_outq *q, scn_outq *tail);
 /* Empties the queue, dropping its references; keeps the memory for reuse. */
 void scn_outq_clear(scn_outq *q);
 void scn_outq_free(scn_outq *q);

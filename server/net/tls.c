@@ -67,6 +67,7 @@ struct scn_tls {
 struct scn_tls_context {
   scn_server *srv;
   SSL_CTX *ctx;
+  SSL_CTX *client_ctx; /* --replicas: a follower's sessions to its owners (NULL: none) */
   BIO_METHOD *bio_method;
   double cert_not_after; /* the certificate's expiry, Unix seconds */
   uv_timer_t timer;      /* the oldest handshake's deadline */
@@ -134,6 +135,33 @@ static double not_after(const X509 *cert) {
   return (double)timegm(&tm);
 }
 
+/* With --replicas, a follower dials its group's owner over TLS as a client: it checks the
+ * owner's certificate against --cluster-ca (else --tls-ca, else the system's store) and the
+ * address it dials, and presents its own --tls-cert (for an owner whose --tls-ca asks for one). */
+static int load_client_context(scn_tls_context *cx, const scn_config *cfg) {
+  const char *ca = cfg->cluster_ca[0] ? cfg->cluster_ca : cfg->tls_ca;
+  const char *flag = cfg->cluster_ca[0] ? "--cluster-ca" : "--tls-ca";
+  if (ca[0] && !readable(flag, ca))
+    return -1;
+  SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+  if (!ctx)
+    return refuse("--tls-cert", cfg->tls_cert, "cannot set up TLS (out of memory)");
+  cx->client_ctx = ctx;
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_NO_TICKET);
+  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+  SSL_CTX_set_default_passwd_cb(ctx, no_password);
+  ERR_clear_error();
+  if (ca[0] ? SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1
+            : SSL_CTX_set_default_verify_paths(ctx) != 1)
+    return refuse(flag, ca[0] ? ca : "(the system's store)", "no usable PEM CA certificate in it");
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+  if (SSL_CTX_use_certificate_chain_file(ctx, cfg->tls_cert) != 1 ||
+      SSL_CTX_use_PrivateKey_file(ctx, cfg->tls_key, SSL_FILETYPE_PEM) != 1)
+    return refuse("--tls-cert", cfg->tls_cert, "cannot be presented to other daemons");
+  return 0;
+}
+
 static int load_context(scn_tls_context *cx, const scn_config *cfg) {
   if (!readable("--tls-cert", cfg->tls_cert) || !readable("--tls-key", cfg->tls_key) ||
       (cfg->tls_ca[0] && !readable("--tls-ca", cfg->tls_ca)))
@@ -186,6 +214,8 @@ static int load_context(scn_tls_context *cx, const scn_config *cfg) {
   }
   X509 *cert = SSL_CTX_get0_certificate(ctx);
   cx->cert_not_after = cert ? not_after(cert) : 0;
+  if (cfg->replicas > 0 && load_client_context(cx, cfg) != 0)
+    return -1;
   double now = (double)time(NULL);
   if (cx->cert_not_after && cx->cert_not_after < now)
     scn_log(SCN_LOG_WARN, "the TLS certificate has expired: clients will refuse it", "cert=%s",
@@ -282,6 +312,7 @@ void scn_tls_close(scn_server *srv) {
   if (cx->hooks.collect_stats)
     scn_server_remove_hooks(srv, &cx->hooks);
   SSL_CTX_free(cx->ctx);
+  SSL_CTX_free(cx->client_ctx);
   BIO_meth_free(cx->bio_method);
   free(cx);
   srv->tls = NULL;
@@ -339,13 +370,45 @@ static void on_deadline(uv_timer_t *timer) {
 
 /* ---- sessions ----------------------------------------------------------------------------- */
 
+static scn_tls *session_new(scn_server *srv, SSL_CTX *ctx, scn_tls_port port,
+                            scn_tls_expired_fn expired, void *owner);
+
 scn_tls *scn_tls_new(scn_server *srv, scn_tls_port port, scn_tls_expired_fn expired, void *owner) {
+  scn_tls *t = session_new(srv, srv->tls->ctx, port, expired, owner);
+  if (t)
+    SSL_set_accept_state(t->ssl);
+  return t;
+}
+
+scn_tls *scn_tls_client_new(scn_server *srv, const char *host, scn_tls_expired_fn expired,
+                            void *owner) {
+  if (!srv->tls || !srv->tls->client_ctx)
+    return NULL;
+  scn_tls *t = session_new(srv, srv->tls->client_ctx, SCN_TLS_PROTOCOL, expired, owner);
+  if (!t)
+    return NULL;
+  SSL_set_connect_state(t->ssl);
+  /* The owner's certificate must name the address dialled: an IP address, or a host name
+   * (also sent as SNI). */
+  X509_VERIFY_PARAM *param = SSL_get0_param(t->ssl);
+  X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+  if (X509_VERIFY_PARAM_set1_ip_asc(param, host) != 1 &&
+      (X509_VERIFY_PARAM_set1_host(param, host, 0) != 1 ||
+       SSL_set_tlsext_host_name(t->ssl, host) != 1)) {
+    scn_tls_free(t);
+    return NULL;
+  }
+  return t;
+}
+
+static scn_tls *session_new(scn_server *srv, SSL_CTX *ctx, scn_tls_port port,
+                            scn_tls_expired_fn expired, void *owner) {
   scn_tls_context *cx = srv->tls;
   scn_tls *t = calloc(1, sizeof *t);
   if (!t)
     return NULL;
   t->cx = cx;
-  t->ssl = SSL_new(cx->ctx);
+  t->ssl = SSL_new(ctx);
   BIO *bio = BIO_new(cx->bio_method);
   if (!t->ssl || !bio) {
     SSL_free(t->ssl);
@@ -358,7 +421,6 @@ scn_tls *scn_tls_new(scn_server *srv, scn_tls_port port, scn_tls_expired_fn expi
   SSL_set_bio(t->ssl, bio, bio); /* one reference, both ways */
   /* All the ciphertext there is in one read, not each record's header and then its body. */
   SSL_set_read_ahead(t->ssl, 1);
-  SSL_set_accept_state(t->ssl);
   t->port = port;
   t->expired = expired;
   t->owner = owner;

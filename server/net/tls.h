@@ -34,6 +34,13 @@ typedef void (*scn_tls_expired_fn)(void *owner);
 /* A server session for a newly accepted connection (only when scn_tls_on), its handshake timed
  * from now. NULL when out of memory. */
 scn_tls *scn_tls_new(scn_server *srv, scn_tls_port port, scn_tls_expired_fn expired, void *owner);
+/* A client session to another daemon of the cluster (a follower dialling its group's owner,
+ * --replicas with --tls-cert), its handshake timed from now: the owner's certificate is checked
+ * against --cluster-ca (else --tls-ca, else the system's store) and must name host (an address
+ * or a name). Its first scn_tls_input (len 0) makes the ClientHello (scn_tls_take). NULL when
+ * out of memory or without TLS. */
+scn_tls *scn_tls_client_new(scn_server *srv, const char *host, scn_tls_expired_fn expired,
+                            void *owner);
 /* Frees the session (a handshake still in progress counts as failed). */
 void scn_tls_free(scn_tls *t);
 /* The session changes hands (an HTTP connection upgraded to a WebSocket). */

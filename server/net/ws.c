@@ -306,6 +306,7 @@ static void ws_fail(scn_conn *c, uint16_t code, const char *reason) {
   scn_ws *ws = c->ws;
   if (ws->close_queued)
     return;
+  scn_conn_drop_gated(c); /* what waits for followers' acks can no longer go before the close */
   queue_output(c);
   wslay_event_queue_close(ws->ctx, code, (const uint8_t *)reason, strlen(reason));
   ws->close_queued = true;
@@ -394,8 +395,10 @@ static void on_frame_start(wslay_event_context_ptr ctx,
   if (wslay_is_ctrl_frame(arg->opcode)) {
     ws->in_ctrl = true;
     /* wslay answers a close frame by itself: what was answered before it goes first. */
-    if (arg->opcode == WSLAY_CONNECTION_CLOSE && !ws->close_queued)
+    if (arg->opcode == WSLAY_CONNECTION_CLOSE && !ws->close_queued) {
+      scn_conn_drop_gated(c);
       queue_output(c);
+    }
     return;
   }
   ws->in_ctrl = false;

@@ -97,7 +97,8 @@ static int parse_rights(span f, unsigned line, scn_acl_rule *r, char *err, size_
   while (next_item(&f, &item)) {
     unsigned bit = scn_right_find(item.p, item.len);
     if (!bit)
-      return parse_error(err, errlen, line, "unknown right \"%s\" (expected read, write or admin)",
+      return parse_error(err, errlen, line,
+                         "unknown right \"%s\" (expected read, write, admin or cluster)",
                          shown(item, show, sizeof show));
     r->rights |= bit;
   }

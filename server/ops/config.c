@@ -89,7 +89,17 @@ typedef enum kind {
     "with --replicas: sync (a change is answered once the in-sync followers have it) or async "    \
     "(at once)")                                                                                   \
   X("replica-timeout", replica_timeout_ms, K_UINT, "1000", 1, 3600000,                             \
-    "milliseconds a follower may take to confirm a change before it leaves the in-sync set")
+    "milliseconds a follower may take to confirm a change before it leaves the in-sync set")       \
+  X("cluster-token", cluster_token, K_STRING, "", 0, 255,                                          \
+    "with --replicas: the token a follower gives its group's owner in hello (empty: "              \
+    "--auth-token); with --acl its rule needs the cluster right")                                  \
+  X("cluster-ca", cluster_ca, K_STRING, "", 0, 4095,                                               \
+    "with --replicas and --tls-cert: PEM CA certificates one of which signed the other daemons' "  \
+    "certificates, which a follower checks when it dials its group's owner (empty: --tls-ca, "     \
+    "else the system's store)")                                                                    \
+  X("replica-backlog", replica_backlog, K_SIZE, "8388608", 4096, 17179869184,                      \
+    "bytes of a group's recent changes its owner keeps for followers that fall behind (beyond "    \
+    "them a follower gets a whole copy)")
 
 typedef struct setting {
   const char *flag;
@@ -444,6 +454,18 @@ static bool check_combinations(const scn_config *c, char *err, size_t errlen) {
   }
   if (c->replicas > 0 && !c->data_dir[0]) {
     snprintf(err, errlen, "--replicas needs --data DIR (this daemon's own directory)");
+    return false;
+  }
+  /* A follower's link speaks TLS when the daemons' ports do. */
+  if (c->cluster_ca[0] && !c->tls_cert[0]) {
+    snprintf(err, errlen,
+             "--cluster-ca needs --tls-cert (the daemons' links speak TLS when their ports do)");
+    return false;
+  }
+  if (c->replicas > 0 && c->acl[0] && !c->cluster_token[0]) {
+    snprintf(err, errlen,
+             "--replicas with --acl needs --cluster-token (the token followers give their "
+             "group's owner; its rule needs the cluster right)");
     return false;
   }
   if (c->acl[0] && c->auth_token[0]) {

@@ -72,6 +72,9 @@ typedef struct scn_config {
   uint64_t replicas;           /* followers per group (0: the daemons share --data) */
   int durability;              /* scn_durability */
   uint64_t replica_timeout_ms; /* a follower's time to confirm a change */
+  char cluster_token[256];     /* a follower's hello to its owner (empty: auth_token) */
+  char cluster_ca[4096];       /* CA of the daemons' certificates, for a follower's TLS link */
+  uint64_t replica_backlog;    /* bytes of recent records an owner keeps per group */
 } scn_config;
 
 /* Outcome of parsing: run the daemon, exit 0 (help or version printed), or exit 2 (a

@@ -25,7 +25,7 @@ static bool allowed(const scn_gstore *gs, const gs_part *p) {
   return !gs->may_write || gs->may_write(gs->fence_ud, p->name[0] ? p->name : NULL);
 }
 
-static gs_part *find(scn_gstore *gs, const char *group) {
+gs_part *scn__gs_find(scn_gstore *gs, const char *group) {
   if (gs->last < gs->nparts && strcmp(gs->parts[gs->last]->name, group) == 0)
     return gs->parts[gs->last];
   for (size_t i = 0; i < gs->nparts; i++)
@@ -36,7 +36,7 @@ static gs_part *find(scn_gstore *gs, const char *group) {
   return NULL;
 }
 
-static void part_init(scn_gstore *gs, gs_part *p) {
+void scn__gs_part_init(scn_gstore *gs, gs_part *p) {
   scn_jwriter_init(&p->journal, gs->srv->loop, gs->srv->cfg.fsync, &gs->journal_stats);
 }
 
@@ -92,7 +92,7 @@ static void append(scn_gstore *gs, gs_part *p, const scn_done *d) {
 }
 
 int scn_gstore_apply(scn_gstore *gs, const scn_gstore_record *r, char *err, size_t errlen) {
-  gs_part *p = find(gs, r->group);
+  gs_part *p = scn__gs_find(gs, r->group);
   const char *line;
   size_t len;
   if (!p) {
@@ -105,7 +105,7 @@ int scn_gstore_apply(scn_gstore *gs, const scn_gstore_record *r, char *err, size
              (unsigned long long)p->seq, (unsigned long long)p->epoch);
     return -1;
   }
-  if (!scn_journal_decode(r->bytes, r->len, &line, &len)) {
+  if (!scn_journal_line(r->bytes, r->len, &line, &len)) { /* encoded by the follower itself */
     snprintf(err, errlen, "group %s: record %llu is not one intact journal record", r->group,
              (unsigned long long)r->seq);
     return -1;
@@ -160,7 +160,7 @@ static void append_ends(scn_gstore *gs, const scn_done *d, gs_part *also) {
     for (size_t k = 0; k < d->ntouched; k++)
       if (d->touched_of[k] == i) {
         scn_group_of(scn_world_name(d->touched[k]), group);
-        append_once(gs, find(gs, group), &one);
+        append_once(gs, scn__gs_find(gs, group), &one);
       }
   }
 }
@@ -190,7 +190,7 @@ static void after_command(void *ud, const scn_done *d) {
   char group[SCN_NAME_MAX + 1];
   if (d->world) {
     scn_group_of(d->world, group);
-    gs_part *p = find(gs, group);
+    gs_part *p = scn__gs_find(gs, group);
     /* What a command on a group made belongs to the group, transform or not: it goes where
      * the group goes. */
     for (size_t i = 0; p && i < d->ncreated; i++)
@@ -223,7 +223,7 @@ static void after_command(void *ud, const scn_done *d) {
     }
   for (size_t i = 0; i < d->ntouched; i++) {
     scn_group_of(scn_world_name(d->touched[i]), group);
-    gs_part *p = find(gs, group);
+    gs_part *p = scn__gs_find(gs, group);
     if (!p || p->stamp == gs->stamp)
       continue;
     p->stamp = gs->stamp;
@@ -275,6 +275,7 @@ static int write_snapshot(scn_gstore *gs, gs_part *p, uint64_t *bytes) {
     return -1;
   }
   scn_jwriter_switch(&p->journal, fd, gen);
+  scn__gs_note_seq(p, gen);
   p->changes = 0;
   scn_journal_remove_before(p->dir.s, gen);
   gs->stats.snapshots++;
@@ -282,13 +283,13 @@ static int write_snapshot(scn_gstore *gs, gs_part *p, uint64_t *bytes) {
 }
 
 int scn_gstore_save(scn_gstore *gs, const char *group, uint64_t *bytes) {
-  gs_part *p = find(gs, group);
+  gs_part *p = scn__gs_find(gs, group);
   *bytes = 0;
   return p ? save_part(gs, p, bytes) : -1;
 }
 
 int scn_gstore_checkpoint(scn_gstore *gs, const char *group, uint64_t *bytes) {
-  gs_part *p = find(gs, group);
+  gs_part *p = scn__gs_find(gs, group);
   *bytes = 0;
   if (!p || !allowed(gs, p))
     return -1;
@@ -301,7 +302,7 @@ int scn_gstore_checkpoint(scn_gstore *gs, const char *group, uint64_t *bytes) {
 }
 
 int scn_gstore_write_history(scn_gstore *gs, const char *group, uint64_t *bytes) {
-  gs_part *p = find(gs, group);
+  gs_part *p = scn__gs_find(gs, group);
   *bytes = 0;
   if (!p || !allowed(gs, p))
     return -1;
@@ -316,7 +317,7 @@ int scn_gstore_write_history(scn_gstore *gs, const char *group, uint64_t *bytes)
 }
 
 void scn_gstore_drop_history(scn_gstore *gs, const char *group) {
-  gs_part *p = find(gs, group);
+  gs_part *p = scn__gs_find(gs, group);
   if (p)
     scn_history_file_remove(p->dir.s);
 }
@@ -348,7 +349,7 @@ static void on_autosave(uv_timer_t *t) {
 
 /* ---- groups ------------------------------------------------------------------------------ */
 
-static void remove_dir(const char *path) {
+void scn__gs_remove_dir(const char *path) {
   DIR *d = opendir(path);
   struct dirent *de;
   while (d && (de = readdir(d))) {
@@ -364,8 +365,8 @@ static void remove_dir(const char *path) {
 }
 
 /* The epoch directories of a group, each to fn (with its epoch). */
-static void each_epoch(const char *gdir, void (*fn)(void *ud, const char *dir, uint64_t epoch),
-                       void *ud) {
+void scn__gs_each_epoch(const char *gdir, void (*fn)(void *ud, const char *dir, uint64_t epoch),
+                        void *ud) {
   DIR *d = opendir(gdir);
   struct dirent *de;
   while (d && (de = readdir(d))) {
@@ -402,7 +403,7 @@ typedef struct older {
 
 static void remove_older(void *ud, const char *dir, uint64_t epoch) {
   if (epoch < ((older *)ud)->below)
-    remove_dir(dir);
+    scn__gs_remove_dir(dir);
 }
 
 /* A load that keeps every record it replays, for the new epoch's journal. */
@@ -435,7 +436,7 @@ static bool carry_over(scn_gstore *gs, gs_part *p, const char *old_dir, const sc
     return false;
   if (link(from.s, to.s) != 0) {
     scn_jwriter_close(&p->journal);
-    part_init(gs, p);
+    scn__gs_part_init(gs, p);
     unlink(journal.s);
     return false;
   }
@@ -447,7 +448,7 @@ static bool carry_over(scn_gstore *gs, gs_part *p, const char *old_dir, const sc
  * snapshot older than the destruction; its journal destroys it again, unless the destruction
  * was recorded elsewhere (the group had let go of it before): then it is retired again here
  * once nothing loaded uses it, so that a destroyed id stays destroyed. */
-static void retire_revived(scn_scene *scene) {
+void scn__gs_retire_revived(scn_scene *scene) {
   const scn_entity *ids;
   size_t n = scn_entity_revived(scene, &ids);
   for (size_t i = 0; i < n; i++) {
@@ -463,7 +464,7 @@ static void retire_revived(scn_scene *scene) {
 int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, bool moved_in, char *err,
                        size_t errlen) {
   scn_server *srv = gs->srv;
-  if (find(gs, group)) {
+  if (scn__gs_find(gs, group)) {
     snprintf(err, errlen, "group %s is held already", group);
     return -1;
   }
@@ -473,7 +474,7 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, bool m
     return -1;
   }
   newest n = {0};
-  each_epoch(gdir.s, find_newest, &n);
+  scn__gs_each_epoch(gdir.s, find_newest, &n);
   if (n.found && n.epoch >= epoch) {
     snprintf(err, errlen, "%s was written by a newer owner (epoch %llu >= %llu)", n.dir.s,
              (unsigned long long)n.epoch, (unsigned long long)epoch);
@@ -490,7 +491,7 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, bool m
                                          &c, &chain, err, errlen)
                        : 0;
   scn_entity_home_default(srv->scene, 0);
-  retire_revived(srv->scene);
+  scn__gs_retire_revived(srv->scene);
   if (loaded != 0) {
     scn_buf_free(&c.records);
     return -1;
@@ -510,7 +511,7 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, bool m
   }
   gs->parts = parts;
   snprintf(p->name, sizeof p->name, "%s", group);
-  part_init(gs, p);
+  scn__gs_part_init(gs, p);
   p->home = home;
   p->from_copy = n.found;
   /* The new epoch's directory is made under a temporary name and renamed once complete, so a
@@ -520,7 +521,7 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, bool m
   scn_path_fmt(&final, "%s/epoch.%llu", gdir.s, (unsigned long long)epoch);
   scn_path_fmt(&p->dir, "%s.tmp", final.s);
   p->epoch = epoch;
-  remove_dir(p->dir.s);
+  scn__gs_remove_dir(p->dir.s);
   if (mkdir_one(gdir.s) != 0 || mkdir_one(p->dir.s) != 0) {
     snprintf(err, errlen, "cannot create %s: %s", p->dir.s, strerror(errno));
     free(p);
@@ -535,13 +536,13 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, bool m
       rename(p->dir.s, final.s) != 0) {
     snprintf(err, errlen, "cannot start epoch %llu in %s: %s", (unsigned long long)epoch, final.s,
              strerror(errno));
-    remove_dir(p->dir.s);
+    scn__gs_remove_dir(p->dir.s);
     scn_gstore_release(gs, group);
     return -1;
   }
   p->dir = final;
   scn_fsync_dir(gdir.s);
-  each_epoch(gdir.s, remove_older, &(older){epoch});
+  scn__gs_each_epoch(gdir.s, remove_older, &(older){epoch});
   gs->stats.loads++;
   scn_log(SCN_LOG_INFO, "group loaded",
           "group=%s epoch=%llu from=\"%s\" replayed=%llu start=%s snapshot_bytes=%llu ms=%.1f "
@@ -556,53 +557,71 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, bool m
   return 0;
 }
 
+/* A promoted part's new epoch directory starts as the old one's snapshot and journals, linked
+ * (the old directory goes right after, so the last journal is appended to only here): a load
+ * replays what the copy holds, no snapshot written. false: a file not linked (write one). */
+static bool link_epoch(gs_part *p, const char *old_dir) {
+  uint64_t gens[4096], last = 0;
+  size_t n = scn_journal_list(old_dir, gens, 4096);
+  scn_path from, to;
+  if (n == 0 || n == 4096 || !scn_path_join(&from, old_dir, "snapshot.scn") ||
+      !scn_path_join(&to, p->dir.s, "snapshot.scn") || link(from.s, to.s) != 0)
+    return false;
+  for (size_t i = 0; i < n; i++) {
+    if (!scn_journal_path(&from, old_dir, gens[i]) || !scn_journal_path(&to, p->dir.s, gens[i]) ||
+        link(from.s, to.s) != 0)
+      return false;
+    last = gens[i] > last ? gens[i] : last;
+  }
+  return scn_jwriter_open(&p->journal, p->dir.s, last) == 0;
+}
+
 int scn_gstore_promote(scn_gstore *gs, const char *group, uint64_t epoch, char *err,
                        size_t errlen) {
-  gs_part *p = find(gs, group);
-  scn_path gdir, final;
+  gs_part *p = scn__gs_find(gs, group);
+  scn_path gdir, final, old_dir;
   if (!p || p->epoch >= epoch || !scn_path_join(&gdir, gs->groups_dir.s, group)) {
     snprintf(err, errlen, "group %s is not held below epoch %llu", group,
              (unsigned long long)epoch);
     return -1;
   }
-  uint64_t from_epoch = p->epoch, bytes = 0, t0 = uv_hrtime(), gen = p->journal.gen;
-  commit_part(gs, p); /* what it keeps back anyway is in the scene, so in a new snapshot */
-  /* The copy's directory, complete on disk, takes the new epoch's name: one rename, no snapshot
-   * of the whole group written while it waits for its owner. With records kept back, the scene
-   * is written as the new epoch's first snapshot instead. */
-  bool whole = !scn_jwriter_pending(&p->journal) && p->journal.fd >= 0;
+  uint64_t from_epoch = p->epoch, bytes = 0, changes = p->changes, t0 = uv_hrtime();
+  old_dir = p->dir;
+  commit_part(gs, p); /* what it keeps back anyway is in the scene, so in the new snapshot */
+  /* Linked only when the old files hold all of it, on disk. */
+  bool linkable = !scn_jwriter_pending(&p->journal) && p->journal.fd >= 0 &&
+                  scn_jwriter_fsync(&p->journal) == 0;
   gs->npending -= scn_jwriter_pending(&p->journal) ? 1 : 0;
   scn_jwriter_close(&p->journal);
-  part_init(gs, p);
+  scn__gs_part_init(gs, p);
   scn_path_fmt(&final, "%s/epoch.%llu", gdir.s, (unsigned long long)epoch);
+  scn_path_fmt(&p->dir, "%s.tmp", final.s);
   p->epoch = epoch;
-  p->seq = 0;
+  p->seq = p->changes = 0;
   p->from_copy = true;
-  bool renamed = whole && rename(p->dir.s, final.s) == 0;
-  if (renamed) {
-    p->dir = final;
-  } else {
-    p->changes = 0;
-    scn_path_fmt(&p->dir, "%s.tmp", final.s);
-    remove_dir(p->dir.s); /* as a load, the directory gets its name only once complete */
+  scn__gs_remove_dir(p->dir.s); /* as a load, the directory gets its name only once complete */
+  bool linked = false;
+  if (mkdir_one(p->dir.s) == 0 && linkable && !(linked = link_epoch(p, old_dir.s))) {
+    scn_jwriter_close(&p->journal);
+    scn__gs_part_init(gs, p);
+    scn__gs_remove_dir(p->dir.s);
+    mkdir_one(p->dir.s);
   }
-  if (renamed ? scn_jwriter_open(&p->journal, final.s, gen) != 0
-              : mkdir_one(p->dir.s) != 0 || write_snapshot(gs, p, &bytes) != 0 ||
-                    scn_fsync_dir(p->dir.s) != 0 || rename(p->dir.s, final.s) != 0) {
+  p->changes = linked ? changes + 1 : 0; /* linked: the next autosave folds the journals in */
+  if ((!linked && write_snapshot(gs, p, &bytes) != 0) || scn_fsync_dir(p->dir.s) != 0 ||
+      rename(p->dir.s, final.s) != 0) {
     snprintf(err, errlen, "cannot start epoch %llu in %s: %s", (unsigned long long)epoch, final.s,
              strerror(errno));
-    if (!renamed)
-      remove_dir(p->dir.s);
+    scn__gs_remove_dir(p->dir.s);
     return -1;
   }
   p->dir = final;
   scn_fsync_dir(gdir.s);
-  each_epoch(gdir.s, remove_older, &(older){epoch});
+  scn__gs_each_epoch(gdir.s, remove_older, &(older){epoch});
   scn_log(SCN_LOG_INFO, "group promoted from its copy",
           "group=%s epoch=%llu from=%llu start=%s snapshot_bytes=%llu ms=%.1f", group,
-          (unsigned long long)epoch, (unsigned long long)from_epoch,
-          renamed ? "renamed" : "snapshot", (unsigned long long)bytes,
-          (double)(uv_hrtime() - t0) / 1e6);
+          (unsigned long long)epoch, (unsigned long long)from_epoch, linked ? "linked" : "snapshot",
+          (unsigned long long)bytes, (double)(uv_hrtime() - t0) / 1e6);
   return 0;
 }
 
@@ -622,12 +641,12 @@ void scn_gstore_release(scn_gstore *gs, const char *group) {
 }
 
 uint32_t scn_gstore_home(const scn_gstore *gs, const char *group) {
-  gs_part *p = find((scn_gstore *)gs, group);
+  gs_part *p = scn__gs_find((scn_gstore *)gs, group);
   return p ? p->home : SCN_HOME_NONE;
 }
 
 bool scn_gstore_position(const scn_gstore *gs, const char *group, uint64_t *epoch, uint64_t *seq) {
-  gs_part *p = find((scn_gstore *)gs, group);
+  gs_part *p = scn__gs_find((scn_gstore *)gs, group);
   if (p) {
     *epoch = p->epoch;
     *seq = p->seq;
@@ -636,12 +655,12 @@ bool scn_gstore_position(const scn_gstore *gs, const char *group, uint64_t *epoc
 }
 
 bool scn_gstore_began_empty(const scn_gstore *gs, const char *group) {
-  gs_part *p = find((scn_gstore *)gs, group);
+  gs_part *p = scn__gs_find((scn_gstore *)gs, group);
   return p && !p->from_copy;
 }
 
 bool scn_gstore_holds(const scn_gstore *gs, const char *group) {
-  return find((scn_gstore *)gs, group) != NULL;
+  return scn__gs_find((scn_gstore *)gs, group) != NULL;
 }
 
 bool scn_gstore_on_disk(const scn_gstore *gs, const char *group) {
@@ -795,7 +814,7 @@ scn_gstore *scn_gstore_open(scn_server *srv, const char *node, scn_replay_fn rep
   gs->replay = replay;
   gs->replay_ud = replay_ud;
   gs->lock_fd = -1;
-  part_init(gs, &gs->node);
+  scn__gs_part_init(gs, &gs->node);
   gs->next_home = 1;
   scn_path nodes;
   bool fits = scn_path_fmt(&gs->data, "%s", srv->cfg.data_dir) &&

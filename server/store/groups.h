@@ -75,6 +75,46 @@ bool scn_gstore_position(const scn_gstore *gs, const char *group, uint64_t *epoc
  * group not held. */
 bool scn_gstore_began_empty(const scn_gstore *gs, const char *group);
 
+/* A follower's copy (--replicas). Each snapshot of a group notes beside it how many of its
+ * epoch's records it covers, so that a copy on disk knows its last seq (groups_copy.c).
+ *
+ * Holds group from its own epoch directory at epoch (the newest here, and the owner's), loaded
+ * with its snapshot and journals, its last seq in *seq: a follower restarted, or one that was
+ * behind, goes on from there. -1 with err when there is no such copy or it does not say where
+ * it stands (the worlds it loaded, if any, are left to the caller to drop). */
+int scn_gstore_resume(scn_gstore *gs, const char *group, uint64_t epoch, uint64_t *seq, char *err,
+                      size_t errlen);
+/* The newest epoch directory of group here; false when it has none. */
+bool scn_gstore_disk_epoch(const scn_gstore *gs, const char *group, uint64_t *epoch);
+
+/* A whole copy of a group held here, for a follower the backlog no longer reaches: its
+ * snapshot (journal generation 1) and its worlds' ticks and histories (history_file.h), as
+ * they stand after record seq of epoch. The files are open and already unlinked. */
+typedef struct scn_gstore_copy {
+  int snap_fd, hist_fd;
+  uint64_t snap_len, hist_len;
+  uint64_t epoch, seq;
+} scn_gstore_copy;
+/* Writes the copy now (the loop is one thread: a consistent cut, and the group goes on being
+ * served). 0, or -1 with err. */
+int scn_gstore_copy_out(scn_gstore *gs, const char *group, scn_gstore_copy *out, char *err,
+                        size_t errlen);
+void scn_gstore_copy_close(scn_gstore_copy *c);
+/* The follower's side: the files a copy of group is received into (a directory of its own in
+ * the group's). 0, or -1 with err. */
+int scn_gstore_copy_in_open(scn_gstore *gs, const char *group, int *snap_fd, int *hist_fd,
+                            char *err, size_t errlen);
+/* A copy not received whole: its files go. */
+void scn_gstore_copy_in_abort(scn_gstore *gs, const char *group);
+/* Holds group (not held here) from the copy received, as the owner's record seq of epoch: its
+ * worlds loaded with their ticks and histories, the copy becoming the epoch's directory (any
+ * other copy of the group here removed once it is in place), the journal going on from it.
+ * 0, or -1 with err (worlds it loaded are then left to the caller to drop). */
+int scn_gstore_install(scn_gstore *gs, const char *group, uint64_t epoch, uint64_t seq, char *err,
+                       size_t errlen);
+/* Removes group's directory (a group not held here, that a newer epoch owns elsewhere). */
+void scn_gstore_forget(scn_gstore *gs, const char *group);
+
 /* Loads group (its newest epoch directory) into srv->scene and starts epoch: a fresh snapshot
  * in its own directory (the older ones removed). moved_in: the group was moved here, so its
  * worlds' tick counts and histories are taken from the mover's history file (history_file.h);
@@ -84,11 +124,10 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, bool m
                        size_t errlen);
 
 /* A follower's copy of group, held here at an older epoch, becomes epoch's without a load:
- * its epoch directory, with every record applied written to its journal, is renamed the new
- * epoch's and the journal goes on there (when records are kept back by the fence, what the
- * scene holds is written as the new epoch's first snapshot instead); the older epochs removed,
- * its worlds' ticks and histories kept, and seqs start again from 1. 0, or -1 with err (the
- * part is then left to the caller to release; its directory is a complete copy still). */
+ * the new epoch's directory starts from the old one's snapshot and journals, linked (what the
+ * copy holds, so no snapshot is written now; one is written instead when they cannot be),
+ * the older epochs removed, its worlds' ticks and histories kept, and seqs start again from 1.
+ * 0, or -1 with err (the part is then left to the caller to release). */
 int scn_gstore_promote(scn_gstore *gs, const char *group, uint64_t epoch, char *err, size_t errlen);
 /* Writes group's journal and a snapshot now (a new journal generation); 0, or -1. */
 int scn_gstore_save(scn_gstore *gs, const char *group, uint64_t *bytes);

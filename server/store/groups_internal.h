@@ -49,4 +49,17 @@ struct scn_gstore {
   gs_stats stats;
 };
 
+/* groups.c's helpers that groups_copy.c uses too. */
+gs_part *scn__gs_find(scn_gstore *gs, const char *group);
+void scn__gs_part_init(scn_gstore *gs, gs_part *p);
+/* Removes a directory of files (not recursive). */
+void scn__gs_remove_dir(const char *path);
+void scn__gs_each_epoch(const char *gdir, void (*fn)(void *ud, const char *dir, uint64_t epoch),
+                        void *ud);
+void scn__gs_retire_revived(scn_scene *scene);
+/* groups_copy.c: after a group's snapshot that continues in journal generation gen, notes in
+ * its directory that the records before gen number p->seq (seq.<gen>), so that a follower
+ * restarted on it knows where it stands; the notes of older generations go. */
+void scn__gs_note_seq(const gs_part *p, uint64_t gen);
+
 #endif

@@ -146,21 +146,12 @@ static bool put_world(hwriter *w, scn_world *world) {
   return !w->failed;
 }
 
-int scn_history_file_write(scn_scene *scene, const char *group, uint64_t epoch, const char *dir,
-                           uint64_t *bytes, char *err, size_t errlen) {
-  scn_path tmp, final;
-  hwriter *w = calloc(1, sizeof *w);
-  if (!w) {
-    snprintf(err, errlen, "out of memory writing %s/%s", dir, SCN_HISTORY_FILE);
-    return -1;
-  }
-  w->fd = scn_file_replace_open(dir, SCN_HISTORY_FILE, &tmp, &final, err, errlen);
-  if (w->fd < 0) {
-    free(w);
-    return -1;
-  }
-  unsigned char header[HEADER_BYTES] = {0};
-  put(w, header, sizeof header);
+/* The file into w->fd from its start; header gets what goes at offset 0 (written by the
+ * caller, last). */
+static void write_to(hwriter *w, scn_scene *scene, const char *group, uint64_t epoch,
+                     unsigned char header[HEADER_BYTES]) {
+  memset(header, 0, HEADER_BYTES);
+  put(w, header, HEADER_BYTES);
   uint32_t worlds = 0;
   for (size_t i = 0; i < scn_world_count(scene) && !w->failed; i++) {
     scn_world *world = scn_world_at(scene, i);
@@ -177,12 +168,50 @@ int scn_history_file_write(scn_scene *scene, const char *group, uint64_t epoch, 
   u64_at(header + 16, epoch);
   u32_at(header + 24, worlds);
   u32_at(header + 12, scn_file_header_crc(header, HEADER_BYTES));
+}
+
+int scn_history_file_write(scn_scene *scene, const char *group, uint64_t epoch, const char *dir,
+                           uint64_t *bytes, char *err, size_t errlen) {
+  scn_path tmp, final;
+  hwriter *w = calloc(1, sizeof *w);
+  if (!w) {
+    snprintf(err, errlen, "out of memory writing %s/%s", dir, SCN_HISTORY_FILE);
+    return -1;
+  }
+  w->fd = scn_file_replace_open(dir, SCN_HISTORY_FILE, &tmp, &final, err, errlen);
+  if (w->fd < 0) {
+    free(w);
+    return -1;
+  }
+  unsigned char header[HEADER_BYTES];
+  write_to(w, scene, group, epoch, header);
   uint64_t size = w->pos;
   int rc = scn_file_replace_finish(w->fd, w->failed, header, sizeof header, tmp.s, final.s, dir,
                                    err, errlen);
   free(w);
   if (rc != 0)
     return -1;
+  *bytes = size;
+  return 0;
+}
+
+int scn_history_file_write_fd(scn_scene *scene, const char *group, uint64_t epoch, int fd,
+                              uint64_t *bytes, char *err, size_t errlen) {
+  hwriter *w = calloc(1, sizeof *w);
+  if (!w) {
+    snprintf(err, errlen, "out of memory writing a history");
+    return -1;
+  }
+  w->fd = fd;
+  unsigned char header[HEADER_BYTES];
+  write_to(w, scene, group, epoch, header);
+  uint64_t size = w->pos;
+  bool ok = !w->failed && pwrite(fd, header, HEADER_BYTES, 0) == (ssize_t)HEADER_BYTES;
+  free(w);
+  if (!ok) {
+    snprintf(err, errlen, "cannot write a history: %s", strerror(errno));
+    return -1;
+  }
   *bytes = size;
   return 0;
 }

@@ -30,6 +30,10 @@
 int scn_history_file_write(scn_scene *scene, const char *group, uint64_t epoch, const char *dir,
                            uint64_t *bytes, char *err, size_t errlen);
 
+/* The same into fd (open for reading and writing, empty) and nothing more: no rename and no
+ * fsync, for a copy that is read back at once and never kept (a follower's copy). */
+int scn_history_file_write_fd(scn_scene *scene, const char *group, uint64_t epoch, int fd,
+                              uint64_t *bytes, char *err, size_t errlen);
 typedef struct scn_history_load {
   uint32_t worlds;    /* whose tick count went on */
   uint32_t histories; /* whose history was given back */

@@ -67,6 +67,18 @@ bool scn_journal_decode(const char *rec, size_t size, const char **line, size_t 
   return true;
 }
 
+bool scn_journal_line(const char *rec, size_t size, const char **line, size_t *len) {
+  uint32_t head[2];
+  if (size < SCN_JOURNAL_HEADER)
+    return false;
+  memcpy(head, rec, sizeof head);
+  if (head[0] != SCN_JOURNAL_MAGIC || head[1] != size - SCN_JOURNAL_HEADER)
+    return false;
+  *line = rec + SCN_JOURNAL_HEADER;
+  *len = head[1];
+  return true;
+}
+
 /* A record at off that a crash cut short: less than a header left, a header whose length
  * runs past the end, or nothing but zero bytes to the end (space the file system allocated
  * before the data reached it). A complete record that fails its checksum is damage. */

@@ -24,6 +24,10 @@ void scn_journal_encode_command(scn_buf *buf, scn_buf *scratch, const char *line
 /* The line of one whole record (rec holds exactly one, intact: magic, length and checksum);
  * false when it is not. */
 bool scn_journal_decode(const char *rec, size_t size, const char **line, size_t *len);
+/* The same for a record this process made itself and kept in memory (the replicas' stream):
+ * its magic and length are checked, not its checksum, which was computed from these very
+ * bytes. */
+bool scn_journal_line(const char *rec, size_t size, const char **line, size_t *len);
 
 typedef bool (*scn_replay_fn)(void *ud, const char *line, size_t len);
 

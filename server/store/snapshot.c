@@ -243,22 +243,13 @@ int scn_snapshot_write_part(scn_scene *scene, const scn_snapshot_part *part, uin
   return write_file(scene, part, journal_gen, dir, bytes, err, errlen);
 }
 
-static int write_file(scn_scene *scene, const scn_snapshot_part *part, uint64_t journal_gen,
-                      const char *dir, uint64_t *bytes, char *err, size_t errlen) {
-  scn_path tmp, final;
-  writer *w = calloc(1, sizeof *w);
-  if (!w) {
-    snprintf(err, errlen, "out of memory writing a snapshot");
-    return -1;
-  }
-  w->fd = scn_file_replace_open(dir, FILE_NAME, &tmp, &final, err, errlen);
-  if (w->fd < 0) {
-    free(w);
-    return -1;
-  }
+/* The snapshot into w->fd from its start; header gets what goes at offset 0 (written by the
+ * caller, last), *size the file's size. */
+static void write_to(writer *w, scn_scene *scene, const scn_snapshot_part *part,
+                     uint64_t journal_gen, unsigned char header[HEADER_BYTES], uint64_t *size) {
   /* The header is written last, once the body length is known. */
-  unsigned char header[HEADER_BYTES] = {0};
-  write_all(w, header, sizeof header);
+  memset(header, 0, HEADER_BYTES);
+  write_all(w, header, HEADER_BYTES);
   uint32_t version = part ? SCN_SNAPSHOT_VERSION_PART : version_for(scene);
   if (!part)
     put_scene(w, scene, version);
@@ -272,12 +263,52 @@ static int write_file(scn_scene *scene, const scn_snapshot_part *part, uint64_t 
   /* checked on load: a damaged journal generation would otherwise skip or replay journals */
   uint32_t hcrc = scn_file_header_crc(header, HEADER_BYTES);
   memcpy(header + 12, &hcrc, 4);
-  uint64_t size = HEADER_BYTES + w->body + 4 * ((w->body + BLOCK - 1) / BLOCK);
+  *size = HEADER_BYTES + w->body + 4 * ((w->body + BLOCK - 1) / BLOCK);
+}
+
+static int write_file(scn_scene *scene, const scn_snapshot_part *part, uint64_t journal_gen,
+                      const char *dir, uint64_t *bytes, char *err, size_t errlen) {
+  scn_path tmp, final;
+  writer *w = calloc(1, sizeof *w);
+  if (!w) {
+    snprintf(err, errlen, "out of memory writing a snapshot");
+    return -1;
+  }
+  w->fd = scn_file_replace_open(dir, FILE_NAME, &tmp, &final, err, errlen);
+  if (w->fd < 0) {
+    free(w);
+    return -1;
+  }
+  unsigned char header[HEADER_BYTES];
+  uint64_t size;
+  write_to(w, scene, part, journal_gen, header, &size);
   int rc = scn_file_replace_finish(w->fd, w->failed, header, sizeof header, tmp.s, final.s, dir,
                                    err, errlen);
   free(w);
   if (rc != 0)
     return -1;
+  *bytes = size;
+  return 0;
+}
+
+int scn_snapshot_write_part_fd(scn_scene *scene, const scn_snapshot_part *part,
+                               uint64_t journal_gen, int fd, uint64_t *bytes, char *err,
+                               size_t errlen) {
+  writer *w = calloc(1, sizeof *w);
+  if (!w) {
+    snprintf(err, errlen, "out of memory writing a snapshot");
+    return -1;
+  }
+  w->fd = fd;
+  unsigned char header[HEADER_BYTES];
+  uint64_t size;
+  write_to(w, scene, part, journal_gen, header, &size);
+  bool ok = !w->failed && pwrite(fd, header, HEADER_BYTES, 0) == (ssize_t)HEADER_BYTES;
+  free(w);
+  if (!ok) {
+    snprintf(err, errlen, "cannot write a snapshot: %s", strerror(errno));
+    return -1;
+  }
   *bytes = size;
   return 0;
 }

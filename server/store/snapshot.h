@@ -54,6 +54,12 @@ int scn_snapshot_write(scn_scene *scene, uint64_t journal_gen, const char *dir, 
 int scn_snapshot_write_part(scn_scene *scene, const scn_snapshot_part *part, uint64_t journal_gen,
                             const char *dir, uint64_t *bytes, char *err, size_t errlen);
 
+/* The same, into fd (open for reading and writing, empty) and nothing more: no rename and no
+ * fsync, for a copy that is read back at once and never kept (a follower's copy). */
+int scn_snapshot_write_part_fd(scn_scene *scene, const scn_snapshot_part *part,
+                               uint64_t journal_gen, int fd, uint64_t *bytes, char *err,
+                               size_t errlen);
+
 typedef struct scn_snapshot_info {
   uint64_t journal_gen;
   uint64_t bytes;

@@ -45,7 +45,13 @@ bool node_start(cluster *k, int i) {
   for (int n = 10, x = 0; k->extra && k->extra[x] && n < 31; x++)
     args[n++] = k->extra[x];
   k->up[i] = START(&k->d[i], args);
-  k->connected[i] = k->up[i] && CONNECT(&k->c[i], k->d[i].port);
+  k->connected[i] = k->up[i] && (k->tls ? CONNECT_TLS(&k->c[i], k->d[i].port, k->tls)
+                                        : CONNECT(&k->c[i], k->d[i].port));
+  if (k->connected[i] && k->token) {
+    cJSON *r = t_client_call(&k->c[i], "{\"cmd\":\"hello\",\"token\":\"%s\"}", k->token);
+    k->connected[i] = t_resp_ok(r);
+    cJSON_Delete(r);
+  }
   return k->connected[i];
 }
 

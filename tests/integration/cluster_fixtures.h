@@ -23,6 +23,8 @@ typedef struct cluster {
   char via[NODES][64];      /* an etcd URL a node is given instead of e.url (a proxy) */
   const char *const *extra; /* more flags for every daemon (NULL-terminated; NULL: none) */
   bool own_data;            /* each daemon on a directory of its own under data (replicas) */
+  const char *token;        /* each client's hello names it once connected (--acl); NULL: none */
+  const t_tls_files *tls;   /* the clients connect over TLS with these (--tls-cert); NULL: none */
 } cluster;
 
 const char *node_name(int i);

@@ -43,6 +43,9 @@
   X(cluster_failover)                                                                              \
   X(cluster_setup)                                                                                 \
   X(cluster_replicas)                                                                              \
+  X(cluster_replicas_move)                                                                         \
+  X(cluster_replicas_sync)                                                                         \
+  X(cluster_replicas_catchup)                                                                      \
   X(cluster_crash)                                                                                 \
   X(cluster_crash_replicas)                                                                        \
   X(cluster_script)                                                                                \

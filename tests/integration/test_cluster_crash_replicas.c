@@ -676,8 +676,8 @@ static int create_names(cluster *k, int at, char prefix, int n) {
   return acked;
 }
 
-/* A promoted copy is whole on disk: the follower that took the group over (its directory
- * renamed to the new epoch's, its journal going on there) is killed in turn after more writes,
+/* A promoted copy is whole on disk: the follower that took the group over (its files become
+ * the new epoch's, its journal going on there) is killed in turn after more writes,
  * and restarted with its directory: as the group's last owner with nobody in sync it claims the
  * group again and loads everything acknowledged, before and after the takeover. */
 static void test_promoted_copy_reloads(void) {
@@ -704,7 +704,7 @@ static void test_promoted_copy_reloads(void) {
   CU_ASSERT_PTR_NOT_NULL_FATAL(r);
   cJSON_Delete(r);
   CU_ASSERT_EQUAL(now_at, fi);
-  CU_ASSERT(t_daemon_log_contains(&k.d[fi], "start=renamed"));
+  CU_ASSERT(t_daemon_log_contains(&k.d[fi], "group promoted from its copy"));
   CU_ASSERT_EQUAL(create_names(&k, fi, 'u', 10), 10);
   node_stop(&k, fi, SIGKILL);
   CU_ASSERT_FATAL(node_start(&k, fi));

@@ -1,7 +1,10 @@
-/* scripts/cluster.sh (make cluster) on free ports and a temporary directory: stopped by SIGTERM
- * or a Ctrl-C it stops its daemons first, waited for, then etcd, and says nothing of a crash; a
- * port that another program holds fails the start at once, with the bind error. The script's etcd
- * and daemons, found as its children, are remembered so that a test that fails still stops them. */
+/* scripts/cluster.sh (make cluster) on free ports and a temporary directory: its daemons run with
+ * --replicas 1, each on a data directory of its own, and a new group gets a follower in its
+ * in-sync set that keeps a copy in its own directory (REPLICAS=0: the three share one directory);
+ * stopped by SIGTERM or a Ctrl-C it stops its daemons first, waited for, then etcd, and says
+ * nothing of a crash; a port that another program holds fails the start at once, with the bind
+ * error; --help, an argument and a bad REPLICAS start nothing. The script's etcd and daemons,
+ * found as its children, are remembered so that a test that fails still stops them. */
 #include "client_fixtures.h"
 #include "etcd.h"
 #include "suites.h"
@@ -17,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define START_MS 60000
@@ -107,9 +111,10 @@ static int count_kind(const run *r, const char *kind) {
 }
 
 /* Starts the script on r->base's ports, in r->dir; with own_group, in a process group (and
- * session) of its own, as a shell starts a foreground job, through setsid. */
-static bool run_start(run *r, bool own_group) {
-  char script[1024], bin[PATH_MAX], env[5][PATH_MAX + 16];
+ * session) of its own, as a shell starts a foreground job, through setsid. replicas: REPLICAS
+ * for it (NULL: its default); arg: one argument for it (NULL: none). */
+static bool run_start_with(run *r, bool own_group, const char *replicas, const char *arg) {
+  char script[1024], bin[PATH_MAX], env[6][PATH_MAX + 16];
   if (!t_find_script("cluster.sh", script, sizeof script) || !realpath(t_daemon_bin(), bin))
     return false;
   snprintf(env[0], sizeof env[0], "BUILD=%s", dirname(bin));
@@ -117,18 +122,22 @@ static bool run_start(run *r, bool own_group) {
   snprintf(env[2], sizeof env[2], "ETCD_PORT=%d", r->base + 6);
   snprintf(env[3], sizeof env[3], "DATA=%s/data", r->dir);
   snprintf(env[4], sizeof env[4], "RUN=%s/run", r->dir);
-  const char *set[] = {env[0], env[1], env[2], env[3], env[4], NULL};
+  snprintf(env[5], sizeof env[5], "REPLICAS=%s", replicas ? replicas : "");
+  const char *set[] = {env[0], env[1], env[2], env[3], env[4], replicas ? env[5] : NULL, NULL};
   const char *setsid = access("/usr/bin/setsid", X_OK) == 0 ? "/usr/bin/setsid" : "/bin/setsid";
-  const char *args[] = {script, NULL};
+  const char *args[] = {script, arg, NULL};
+  const char *script_args[] = {arg, NULL};
   /* A signal ignored when bash starts cannot be trapped: the script gets SIGINT as a shell in
    * the foreground would give it, whatever this process inherited. */
   void (*sigint_before)(int) = signal(SIGINT, SIG_DFL);
   /* setsid execs in place (the child is no group leader): the script keeps the pid. */
   bool started = own_group ? proc_start(&r->p, setsid, args, set, NULL, 0)
-                           : proc_start(&r->p, script, NULL, set, NULL, 0);
+                           : proc_start(&r->p, script, arg ? script_args : NULL, set, NULL, 0);
   signal(SIGINT, sigint_before);
   return started;
 }
+
+static bool run_start(run *r, bool own_group) { return run_start_with(r, own_group, NULL, NULL); }
 
 /* Runs the script to its end (killed after ms): its exit code as t_proc_wait gives it. */
 static int run_wait(run *r, int ms) {
@@ -161,17 +170,158 @@ static char *node_log(const run *r, int n) {
   return t_read_file(path);
 }
 
+/* ---- the daemons' directories and replicas ----------------------------------------------------
+ */
+
+/* The value after flag in the command line of process pid, into out ("" when absent). */
+static void arg_of(pid_t pid, const char *flag, char *out, size_t n) {
+  char path[64], buf[4096];
+  out[0] = '\0';
+  snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return;
+  size_t len = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[len] = '\0';
+  for (size_t i = 0; i < len; i += strlen(buf + i) + 1)
+    if (strcmp(buf + i, flag) == 0 && i + strlen(buf + i) + 1 < len) {
+      snprintf(out, n, "%s", buf + i + strlen(buf + i) + 1);
+      return;
+    }
+}
+
+static bool is_dir(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Each daemon's --replicas is replicas, and its --data is DATA/NODE with replicas, DATA
+ * without; true when all three are so. */
+static bool daemons_configured(const run *r, const char *replicas) {
+  bool good = true;
+  int seen = 0;
+  for (int i = 0; i < r->nkids; i++) {
+    if (strcmp(r->kind[i], "scened") != 0)
+      continue;
+    char node[32], data[PATH_MAX], reps[16], want[PATH_MAX + 64];
+    arg_of(r->kids[i], "--node", node, sizeof node);
+    arg_of(r->kids[i], "--data", data, sizeof data);
+    arg_of(r->kids[i], "--replicas", reps, sizeof reps);
+    if (strcmp(replicas, "0") != 0)
+      snprintf(want, sizeof want, "%s/data/%s", r->dir, node);
+    else
+      snprintf(want, sizeof want, "%s/data", r->dir);
+    bool ok = node[0] && strcmp(data, want) == 0 && strcmp(reps, replicas) == 0 && is_dir(data);
+    if (!ok)
+      fprintf(stderr, "  %s: --data \"%s\" (wanted \"%s\"), --replicas \"%s\" (wanted %s)\n", node,
+              data, want, reps, replicas);
+    good = good && ok;
+    seen++;
+  }
+  return good && seen == 3;
+}
+
+static const char *first_of(const cJSON *w, const char *member) {
+  const cJSON *list = cJSON_GetObjectItemCaseSensitive(w, member);
+  return cJSON_IsArray(list) && cJSON_GetArraySize(list) == 1 && cJSON_IsString(list->child)
+             ? list->child->valuestring
+             : NULL;
+}
+
+/* world.list with cluster on c once match1.main has one follower, also in its in-sync set (20 s
+ * at most): the owner's and the follower's names into owner and follower; false when that never
+ * came. */
+static bool wait_follower(t_client *c, char *owner, char *follower, size_t n) {
+  long deadline = t_now_ms() + 20000;
+  while (t_now_ms() < deadline) {
+    cJSON *r = OK(c, "{\"cmd\":\"world.list\",\"cluster\":true}");
+    const cJSON *w = NULL, *worlds = cJSON_GetObjectItemCaseSensitive(r, "worlds");
+    cJSON_ArrayForEach(w, worlds) if (t_resp_str_is(w, "name", "match1.main")) break;
+    const cJSON *node = w ? cJSON_GetObjectItemCaseSensitive(w, "node") : NULL;
+    const char *f = w ? first_of(w, "followers") : NULL, *in = w ? first_of(w, "insync") : NULL;
+    bool done =
+        cJSON_IsString(node) && f && in && strcmp(f, in) == 0 && strcmp(f, node->valuestring) != 0;
+    if (done) {
+      snprintf(owner, n, "%s", node->valuestring);
+      snprintf(follower, n, "%s", f);
+    }
+    cJSON_Delete(r);
+    if (done)
+      return true;
+    t_sleep_ms(100);
+  }
+  return false;
+}
+
+/* world.list with cluster on the follower's daemon (its protocol port) names match1.main once,
+ * on its owner (10 s at most, as the owner publishes its worlds), never as the follower's own. */
+static void check_follower_list(const run *r, const char *owner, const char *follower) {
+  int n = follower[0] == 'n' ? atoi(follower + 4) : -1;
+  t_client c;
+  if (n < 0 || n > 2 || !CONNECT(&c, r->base + 2 * n)) {
+    CU_FAIL("no follower to ask");
+    return;
+  }
+  long deadline = t_now_ms() + 10000;
+  int count = 0, own = 0;
+  bool listed = false;
+  while (!listed && t_now_ms() < deadline) {
+    cJSON *l = OK(&c, "{\"cmd\":\"world.list\",\"cluster\":true}");
+    const cJSON *w;
+    count = 0;
+    cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(l, "worlds")) {
+      if (!t_resp_str_is(w, "name", "match1.main"))
+        continue;
+      count++;
+      own += !t_resp_str_is(w, "node", owner);
+    }
+    cJSON_Delete(l);
+    listed = count > 0;
+    if (!listed)
+      t_sleep_ms(100);
+  }
+  CU_ASSERT_EQUAL(count, 1);
+  CU_ASSERT_EQUAL(own, 0);
+  if (count != 1 || own)
+    fprintf(stderr, "  %s's world.list: match1.main %d times, %d not on its owner %s\n", follower,
+            count, own, owner);
+  t_client_close(&c);
+}
+
+/* Where match1's copies are: with replicas, in the owner's and the follower's own directories
+ * and no other (nothing in DATA itself but the three); without, in the shared DATA. */
+static void check_copies(const run *r, bool replicas, const char *owner, const char *follower) {
+  char path[PATH_MAX + 64];
+  snprintf(path, sizeof path, "%s/data/groups/match1", r->dir);
+  CU_ASSERT(is_dir(path) == !replicas);
+  for (int n = 0; n < 3; n++) {
+    char node[16];
+    snprintf(node, sizeof node, "node%d", n);
+    snprintf(path, sizeof path, "%s/data/%s", r->dir, node);
+    CU_ASSERT(is_dir(path) == replicas);
+    snprintf(path, sizeof path, "%s/data/%s/groups/match1", r->dir, node);
+    bool holds = replicas && (strcmp(node, owner) == 0 || strcmp(node, follower) == 0);
+    CU_ASSERT(is_dir(path) == holds);
+    if (is_dir(path) != holds)
+      fprintf(stderr, "  %s: %s a copy of match1 (owner %s, follower %s)\n", node,
+              holds ? "lacks" : "has", owner, follower);
+  }
+}
+
 /* ---- a deliberate stop ----------------------------------------------------------------------- */
 
 /* sig to the script once the cluster is up (and holds a world), or to its process group as a
  * terminal's Ctrl-C does: it exits 0 without the crash message; every daemon released its groups
  * (revoking its lease in etcd, which was still there) on one signal, and etcd was never seen
- * gone while a daemon ran. */
-static void stop_cluster(int sig, bool group) {
+ * gone while a daemon ran. replicas: REPLICAS for the script (NULL: its default, 1); with
+ * replicas the world gets a follower in its in-sync set, whose own directory holds a copy. */
+static void stop_cluster(int sig, bool group, const char *replicas) {
   run r = {.base = free_ports(PORTS)};
   CU_ASSERT_FATAL(r.base > 0);
   CU_ASSERT_FATAL(t_temp_dir(r.dir, sizeof r.dir, "cluster-script"));
-  CU_ASSERT_FATAL(run_start(&r, group));
+  CU_ASSERT_FATAL(run_start_with(&r, group, replicas, NULL));
+  bool with_replicas = !replicas || strcmp(replicas, "0") != 0;
   long deadline = t_now_ms() + START_MS;
   bool up = false;
   while (!up && t_now_ms() < deadline) {
@@ -183,10 +333,26 @@ static void stop_cluster(int sig, bool group) {
   CU_ASSERT(up);
   CU_ASSERT_EQUAL(count_kind(&r, "etcd"), 1);
   CU_ASSERT_EQUAL(count_kind(&r, "scened"), 3);
+  CU_ASSERT(up && daemons_configured(&r, replicas ? replicas : "1"));
   if (up) {
     t_client c;
     if (CONNECT(&c, r.base)) {
       OKD(&c, "{\"cmd\":\"world.create\",\"world\":\"match1.main\",\"node\":\"auto\"}");
+      char owner[32] = "", follower[32] = "";
+      if (with_replicas) {
+        bool followed = wait_follower(&c, owner, follower, sizeof owner);
+        CU_ASSERT(followed);
+        printf("  match1: owner %s, follower %s\n", owner, follower);
+        if (followed)
+          check_follower_list(&r, owner, follower);
+      } else {
+        cJSON *l = OK(&c, "{\"cmd\":\"world.list\",\"cluster\":true}");
+        const cJSON *w = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(l, "worlds"), 0);
+        CU_ASSERT(t_resp_str_is(w, "name", "match1.main"));
+        CU_ASSERT_PTR_NULL(cJSON_GetObjectItemCaseSensitive(w, "followers"));
+        cJSON_Delete(l);
+      }
+      check_copies(&r, with_replicas, owner, follower);
       t_client_close(&c);
     }
   }
@@ -232,9 +398,11 @@ static void stop_cluster(int sig, bool group) {
   t_remove_temp_dir(r.dir);
 }
 
-static void test_sigterm(void) { stop_cluster(SIGTERM, false); }
+static void test_sigterm(void) { stop_cluster(SIGTERM, false, NULL); }
 
-static void test_ctrl_c(void) { stop_cluster(SIGINT, true); }
+static void test_ctrl_c(void) { stop_cluster(SIGINT, true, NULL); }
+
+static void test_shared(void) { stop_cluster(SIGTERM, false, "0"); }
 
 /* ---- a port in use --------------------------------------------------------------------------- */
 
@@ -319,15 +487,53 @@ static void test_etcd_port_taken(void) {
   t_remove_temp_dir(r.dir);
 }
 
+/* ---- arguments and settings ------------------------------------------------------------------ */
+
+/* The script with arg and REPLICAS=replicas (NULL: unset) exits code at once, having started
+ * nothing, its stdout or stderr (out says which) holding says. */
+static void expect_exit(const char *arg, const char *replicas, int code, bool out,
+                        const char *says) {
+  run r = {.base = free_ports(PORTS)};
+  CU_ASSERT_FATAL(r.base > 0);
+  CU_ASSERT_FATAL(t_temp_dir(r.dir, sizeof r.dir, "cluster-script"));
+  CU_ASSERT_FATAL(run_start_with(&r, false, replicas, arg));
+  int got = run_wait(&r, 20000);
+  const char *text = text_str(out ? &r.p.out : &r.p.err);
+  bool good = got == code && strstr(text, says) && r.nkids == 0;
+  CU_ASSERT(good);
+  if (!good)
+    fprintf(stderr,
+            "  cluster.sh %s (REPLICAS=%s): exit %d, wanted %d and \"%s\"; out:\n%s\n  err:\n%s\n",
+            arg ? arg : "", replicas ? replicas : "", got, code, says, text_str(&r.p.out),
+            text_str(&r.p.err));
+  run_end(&r);
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/run", r.dir);
+  CU_ASSERT(!is_dir(path));
+  t_remove_temp_dir(r.dir);
+}
+
+static void test_arguments(void) {
+  expect_exit("--help", NULL, 0, true, "REPLICAS=0 runs the shared-directory mode");
+  expect_exit("-h", NULL, 0, true, "Node n listens on BASE_PORT + 2n");
+  expect_exit("now", NULL, 2, false, "cluster.sh: no arguments");
+  expect_exit(NULL, "3", 1, false, "REPLICAS must be a number (0 to 2), not \"3\"");
+  expect_exit(NULL, "one", 1, false, "not \"one\"");
+}
+
 /* ---- registration ---------------------------------------------------------------------------- */
 
 int t_register_cluster_script(void) {
   static const t_test tests[] = {
-      {"SIGTERM: the daemons stop and release, then etcd; no crash message", test_sigterm},
+      {"own directories, --replicas 1, a follower in sync with a copy of its own; SIGTERM: the "
+       "daemons stop and release, then etcd; no crash message",
+       test_sigterm},
       {"Ctrl-C (SIGINT to the group): the same, each daemon signalled once", test_ctrl_c},
+      {"REPLICAS=0: one shared directory, no followers; SIGTERM stops it the same", test_shared},
       {"a daemon's HTTP port in use: the start fails at once with the bind error",
        test_http_port_taken},
       {"etcd's port in use: the start fails at once with etcd's bind error", test_etcd_port_taken},
+      {"--help, an argument, a bad REPLICAS: an exit at once, nothing started", test_arguments},
   };
   return T_ADD_SUITE("cluster_script", NULL, NULL, tests);
 }

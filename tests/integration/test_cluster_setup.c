@@ -278,7 +278,7 @@ static void test_bad_flags(void) {
 static void test_bad_replica_flags(void) {
   const char *url = "http://127.0.0.1:1";
   struct {
-    const char *args[12];
+    const char *args[14];
     const char *says;
   } cases[] = {
       {{"--replicas", "1", "--data", "/tmp"}, "--replicas needs --cluster"},
@@ -291,6 +291,15 @@ static void test_bad_replica_flags(void) {
        "invalid value for replica-timeout"},
       {{"--replicas", "1", "--cluster", url, "--data", "/tmp", "--replica-timeout", "1.5"},
        "invalid value for replica-timeout"},
+      {{"--replicas", "1", "--cluster", url, "--data", "/tmp", "--replica-timeout", "3600001"},
+       "invalid value for replica-timeout"},
+      {{"--replicas", "x", "--cluster", url, "--data", "/tmp"}, "invalid value for replicas"},
+      {{"--replicas", "1", "--cluster", url, "--data", "/tmp", "--durability", ""},
+       "expected sync or async"},
+      {{"--replicas", "1", "--cluster", url, "--data", "/tmp", "--cluster-ca", "/nonexistent.pem"},
+       "--cluster-ca needs --tls-cert"},
+      {{"--replicas", "1", "--cluster", url, "--data", "/tmp", "--acl", "/nonexistent.acl"},
+       "--replicas with --acl needs --cluster-token"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const char *args[20] = {"--listen", "127.0.0.1:0", "--http", "off"};

@@ -51,13 +51,11 @@ static void write_acl(const char *const *rules) {
   fclose(f);
 }
 
-static const char *const rules[] = {"op-token read,write,admin *",
-                                    "match7-token read,write,admin match7.",
-                                    "no-read write,admin *",
-                                    "no-write read,admin *",
-                                    "no-admin read,write *",
-                                    "reader read match7.,match8.",
-                                    NULL};
+static const char *const rules[] = {
+    "op-token read,write,admin *", "match7-token read,write,admin match7.",
+    "no-read write,admin *",       "no-write read,admin *",
+    "no-admin read,write *",       "no-cluster read,write,admin *",
+    "reader read match7.,match8.", NULL};
 
 static bool start_acl(t_daemon *d, const char *const *extra) {
   const char *args[16] = {"--acl", acl_path()};
@@ -160,6 +158,7 @@ static void test_every_command_needs_its_right(void) {
       {"save", "{\"cmd\":\"save\"}"},
       {"world.move", "{\"cmd\":\"world.move\",\"world\":\"w\",\"to\":\"elsewhere\"}"},
       {"cluster.nodes", "{\"cmd\":\"cluster.nodes\"}"},
+      {"replicate", "{\"cmd\":\"replicate\",\"group\":\"w\",\"epoch\":1,\"from\":1}"},
   };
   const size_t nreq = sizeof requests / sizeof requests[0];
   for (unsigned i = 0; i < scn_command_count; i++) {
@@ -174,7 +173,8 @@ static void test_every_command_needs_its_right(void) {
     }
     const char *token = cmd->right == SCN_RIGHT(read)    ? "no-read"
                         : cmd->right == SCN_RIGHT(write) ? "no-write"
-                                                         : "no-admin";
+                        : cmd->right == SCN_RIGHT(admin) ? "no-admin"
+                                                         : "no-cluster";
     t_client c;
     if (!as(&c, &d, token))
       continue;

@@ -249,11 +249,17 @@ int t_register_journal_writer(void);
 int t_register_gstore_tap(void);
 /* test_gstore_apply.c */
 int t_register_gstore_apply(void);
+/* test_gstore_promote.c */
+int t_register_gstore_promote(void);
+/* test_gstore_copy.c */
+int t_register_gstore_copy(void);
 
 int main(int argc, char **argv) {
   static const t_suite suites[] = {{"journal_replay", add_journal_replay},
                                    {"journal_writer", t_register_journal_writer},
                                    {"gstore_tap", t_register_gstore_tap},
-                                   {"gstore_apply", t_register_gstore_apply}};
+                                   {"gstore_apply", t_register_gstore_apply},
+                                   {"gstore_promote", t_register_gstore_promote},
+                                   {"gstore_copy", t_register_gstore_copy}};
   return t_run(argc, argv, suites, sizeof suites / sizeof suites[0]);
 }

@@ -461,6 +461,58 @@ static void test_handoff_failed(void) {
   fake_free(&f);
 }
 
+/* A switchover: frozen, the hand-off waits for scn_owners_move_hand_off (the target caught
+ * up), then goes as a move's; one whose target does not catch up in time is unfrozen and
+ * answered UNAVAILABLE, and a late hand-off then does nothing. */
+static void test_switchover_waits(void) {
+  fake f;
+  fake_init(&f);
+  own(&f, "g", 20);
+  watch_node(&f, OTHER, 2, OTHER_LEASE);
+  scn_move_order order = {.group = "g",
+                          .to = OTHER,
+                          .done = on_move_done,
+                          .ud = &f,
+                          .limit = MOVE_LIMIT,
+                          .catch_up_limit = 100};
+  int code = 0;
+  char msg[200] = "";
+  CU_ASSERT_EQUAL_FATAL(scn_owners_move(&f.o, &order, &code, msg, sizeof msg), 0);
+  scn_group_entry *g = group(&f, "g");
+  CU_ASSERT_EQUAL(g->state, SCN_GROUP_FROZEN);
+  CU_ASSERT_EQUAL(f.handoffs, 0);
+  f.now += 50;
+  scn_owners_expire_moves(&f.o);
+  CU_ASSERT_EQUAL(f.move_answers, 0);
+  scn_owners_move_hand_off(&f.o, g);
+  CU_ASSERT_EQUAL(f.handoffs, 1);
+  CU_ASSERT_STRING_EQUAL(f.handoff_to, OTHER);
+  scn_owners_move_hand_off(&f.o, g); /* once */
+  CU_ASSERT_EQUAL(f.handoffs, 1);
+  f.now += 100; /* past the catch-up limit, not the confirmation's */
+  scn_owners_expire_moves(&f.o);
+  CU_ASSERT_EQUAL(f.move_answers, 0);
+  scn_kv_answer ok = {.succeeded = true, .revision = 30};
+  scn_owners_handoff_answered(&f.o, "g", &ok);
+  watch_group(&f, "g", OTHER, NULL, 31, OTHER_LEASE);
+  CU_ASSERT_EQUAL(f.move_answers, 1);
+  CU_ASSERT_TRUE(f.move_ok);
+  /* Another group whose target never catches up. */
+  own(&f, "h", 40);
+  order.group = "h";
+  CU_ASSERT_EQUAL_FATAL(scn_owners_move(&f.o, &order, &code, msg, sizeof msg), 0);
+  f.now += 101;
+  scn_owners_expire_moves(&f.o);
+  CU_ASSERT_EQUAL(f.move_answers, 2);
+  CU_ASSERT_FALSE(f.move_ok);
+  CU_ASSERT_PTR_NOT_NULL(strstr(f.move_message, "did not catch up"));
+  CU_ASSERT_EQUAL(group(&f, "h")->state, SCN_GROUP_OWNED);
+  CU_ASSERT_EQUAL(f.unfreezes, 1);
+  scn_owners_move_hand_off(&f.o, group(&f, "h"));
+  CU_ASSERT_EQUAL(f.handoffs, 1);
+  fake_free(&f);
+}
+
 /* Handed off, never confirmed: the move fails once its limit has passed. */
 static void test_handoff_unconfirmed(void) {
   fake f;
@@ -780,6 +832,7 @@ int t_register_cluster_owners(void) {
       {"a hand-off answered before the watch", test_handoff_answered_first},
       {"a failed hand-off serves the group here again", test_handoff_failed},
       {"a hand-off never confirmed fails at its limit", test_handoff_unconfirmed},
+      {"a switchover hands off once its target caught up", test_switchover_waits},
       {"a hand-off received is loaded and confirmed", test_handoff_received},
       {"a load that waits, and one that fails", test_load_later_and_broken},
       {"nodes, full reads and this node's own key", test_nodes},

@@ -10,9 +10,10 @@
 // takes b64 frames (through scened.mjs) and holds the daemon's float32 values: the TCP client
 // reads its truth in b64 too, and the two must agree to the bit. The screenshot is saved as
 // build/staging-view.png (SCENED_SCREENSHOT).
-// Two more files run with these: browser_motion.mjs (the selected entity's matrices at one tick
-// while it moves; the camera tracking a world that travels) and browser_headless.mjs (pictures
-// taken with `chromium --headless --screenshot --virtual-time-budget=5000`).
+// Three more files run with these: browser_motion.mjs (the selected entity's matrices at one tick
+// while it moves; the camera tracking a world that travels), browser_headless.mjs (pictures
+// taken with `chromium --headless --screenshot --virtual-time-budget=5000`) and
+// browser_replicas.mjs (the cluster panel with replicas: owners, followers, in-sync sets, lags).
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
@@ -23,6 +24,7 @@ import { matrixOf } from '../../client/js/scened.mjs';
 import { b64Client, launch, openPage, scened, screenshot, worldOf } from './browser_lib.mjs';
 import './browser_motion.mjs';
 import './browser_headless.mjs';
+import './browser_replicas.mjs';
 
 describe('staging view', () => {
   let d, tcp, browser, page, problems, car, wheel;
@@ -788,6 +790,10 @@ describe('staging view: a cluster', () => {
     await tcpB.call({ cmd: 'transform.set_local', world: 'arena.main', entity: id, t: [7, 7, 7] });
     await page.waitForFunction((e) => { const m = window.scened.matrix(e); return m && m[12] === 7; }, id, { timeout: 15000 });
     await page.screenshot({ path: screenshot.replace(/\.png$/, '-cluster.png') });
+    // without --replicas the panel has no groups to show, and no other owner is asked for figures
+    assert.equal(await scened(page, () => window.scened.replicas), null);
+    assert.equal(await page.isVisible('#replicas'), false);
+    assert.deepEqual(await scened(page, () => window.scened.peers), []);
     assert.deepEqual(problems, []);
     await page.close();
   });

@@ -23,6 +23,7 @@ describe('static files: the installed staging view', () => {
       ['/index.html', 'text/html; charset=utf-8', '<script type="module"'],
       ['/app.js', 'text/javascript; charset=utf-8', 'WebSocket'],
       ['/view.js', 'text/javascript; charset=utf-8', 'three'],
+      ['/cluster.js', 'text/javascript; charset=utf-8', 'replicaGroups'],
       ['/style.css', 'text/css; charset=utf-8', 'body'],
       ['/vendor/three/build/three.module.js', 'text/javascript; charset=utf-8', 'REVISION'],
       ['/vendor/three/examples/jsm/controls/OrbitControls.js', 'text/javascript; charset=utf-8', 'OrbitControls'],
@@ -37,7 +38,7 @@ describe('static files: the installed staging view', () => {
   });
 
   test('nothing at the page refers to another host', async () => {
-    for (const p of ['/', '/app.js', '/view.js', '/style.css']) {
+    for (const p of ['/', '/app.js', '/view.js', '/cluster.js', '/style.css']) {
       const body = await (await fetch(base + p)).text();
       assert.doesNotMatch(body, /(src|href)\s*=\s*["']?(https?:)?\/\//i, p);
       assert.doesNotMatch(body, /\bimport\b[^;]*from\s*["']https?:/i, p);

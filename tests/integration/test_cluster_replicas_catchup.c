@@ -1,0 +1,455 @@
+/* Replicas: catch-up and rejoining. A follower that was down comes back with its data directory
+ * and gets what it missed from the owner's backlog, or a whole copy of the group when the
+ * backlog no longer reaches back (while the owner keeps serving writes); an owner that was
+ * replaced, restarted or resumed (SIGSTOP past its TTL, then SIGCONT), drops the epoch it had
+ * and serves nothing of the group, following the new owner when it is chosen. Three real
+ * daemons on a real etcd, each with a data directory of its own. */
+#include "cluster_fixtures.h"
+#include "harness.h"
+#include "suites.h"
+
+#include <CUnit/CUnit.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define WRITES_MAX 4096
+
+static int index_of(const char *node) {
+  for (int i = 0; i < NODES; i++)
+    if (strcmp(node, node_name(i)) == 0)
+      return i;
+  return -1;
+}
+
+/* The replicas key of b1 as JSON (NULL when absent). */
+static cJSON *replicas_key(cluster *k) {
+  long long rev;
+  char *text = etcd_get(&k->e, "/scened/replicas/b1", &rev);
+  cJSON *v = text ? cJSON_Parse(text) : NULL;
+  free(text);
+  return v;
+}
+
+static bool in_list(const cJSON *v, const char *member, const char *node) {
+  const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, member), *e;
+  cJSON_ArrayForEach(e,
+                     list) if (cJSON_IsString(e) && strcmp(e->valuestring, node) == 0) return true;
+  return false;
+}
+
+static int list_size(const cJSON *v, const char *member) {
+  const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, member);
+  return cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
+}
+
+static long long key_epoch(const cJSON *v) {
+  const cJSON *e = cJSON_GetObjectItemCaseSensitive(v, "epoch");
+  return cJSON_IsNumber(e) ? (long long)e->valuedouble : -1;
+}
+
+/* Whether the replicas key names node in member (and its owner, when owner is not NULL). */
+static bool key_names(cluster *k, const char *member, const char *node, const char *owner) {
+  cJSON *v = replicas_key(k);
+  bool ok = v && in_list(v, member, node) && (!owner || strcmp(t_resp_str(v, "owner"), owner) == 0);
+  cJSON_Delete(v);
+  return ok;
+}
+
+/* Whether daemon i's world.list with cluster gives b1.main an insync list holding node. */
+static bool lists_insync(cluster *k, int i, const char *node) {
+  cJSON *r = t_client_call(&k->c[i], "{\"cmd\":\"world.list\",\"cluster\":true}");
+  const cJSON *worlds = cJSON_GetObjectItemCaseSensitive(r, "worlds"), *w;
+  bool ok = false;
+  cJSON_ArrayForEach(w, worlds) if (strcmp(t_resp_str(w, "name"), "b1.main") == 0) ok =
+      in_list(w, "insync", node);
+  cJSON_Delete(r);
+  return ok;
+}
+
+/* Both the owner's world.list and the replicas key show node in sync (within 30 s). */
+static bool wait_rejoined(cluster *k, int owner, const char *node) {
+  for (long deadline = t_now_ms() + 30000; t_now_ms() < deadline; t_sleep_ms(50))
+    if (lists_insync(k, owner, node) && key_names(k, "insync", node, node_name(owner)))
+      return true;
+  return false;
+}
+
+static double metric_of(cluster *k, int i, const char *name) {
+  char *page = NULL;
+  double v = t_http_get(k->d[i].http_port, "/metrics", &page) == 200 ? page_metric(page, name) : -1;
+  free(page);
+  return v;
+}
+
+/* Writes w<n> (translation n, 1, 2) on daemon at, noting its entity in ids[n] (0: refused). */
+static bool write_one(cluster *k, int at, int n, unsigned long long *ids) {
+  cJSON *r = t_client_call(&k->c[at],
+                           "{\"cmd\":\"transform.create\",\"world\":\"b1.main\",\"name\":\"w%d\","
+                           "\"t\":[%d,1,2]}",
+                           n, n);
+  bool ok = t_resp_ok(r);
+  ids[n] = ok ? t_resp_id(r, "entity") : 0;
+  if (!ok)
+    t_report("a write was refused", r);
+  cJSON_Delete(r);
+  return ok;
+}
+
+/* How many of the n writes acknowledged (ids[j] != 0) daemon i lacks or holds otherwise: its
+ * entity and its local translation. */
+static int missing_on(cluster *k, int i, const unsigned long long *ids, int n) {
+  int missing = 0;
+  for (int j = 0; j < n; j++) {
+    if (!ids[j])
+      continue;
+    cJSON *f = t_client_call(
+        &k->c[i], "{\"cmd\":\"transform.find\",\"world\":\"b1.main\",\"path\":\"w%d\"}", j);
+    bool same = t_resp_ok(f) && t_resp_id(f, "entity") == ids[j];
+    cJSON *g = same ? t_client_call(&k->c[i],
+                                    "{\"cmd\":\"transform.get\",\"world\":\"b1.main\","
+                                    "\"entity\":%llu}",
+                                    ids[j])
+                    : NULL;
+    const cJSON *local = cJSON_GetObjectItemCaseSensitive(g, "local");
+    const cJSON *tx = cJSON_GetArrayItem(local, 12);
+    same = same && cJSON_IsNumber(tx) && tx->valuedouble == (double)j;
+    if (!same && missing++ < 3)
+      t_report("an acknowledged write is missing or differs", g ? g : f);
+    cJSON_Delete(f);
+    cJSON_Delete(g);
+  }
+  return missing;
+}
+
+/* The transforms daemon i holds in b1.main (-1: not listed). */
+static double transforms_of(cluster *k, int i) {
+  cJSON *r = t_client_call(&k->c[i], "{\"cmd\":\"world.list\"}");
+  const cJSON *w;
+  double n = -1;
+  cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(
+                            r, "worlds")) if (strcmp(t_resp_str(w, "name"), "b1.main") == 0) n =
+      t_resp_num(w, "transforms");
+  cJSON_Delete(r);
+  return n;
+}
+
+/* Starts three daemons with extra, creates b1.main and waits until the replicas key has
+ * nfollowers followers; *at gets the owner. -1 when the cluster did not start. */
+static int start_group(cluster *k, const char *const *extra, int nfollowers, int *at) {
+  memset(k, 0, sizeof *k);
+  k->own_data = true;
+  k->extra = extra;
+  if (!cluster_start_prepared(k))
+    return -1;
+  cJSON *r = wait_ok_anywhere(k, "{\"cmd\":\"world.create\",\"world\":\"b1.main\"}", 15000, at);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+  cJSON_Delete(r);
+  for (long deadline = t_now_ms() + 15000; t_now_ms() < deadline; t_sleep_ms(20)) {
+    cJSON *v = replicas_key(k);
+    bool ok = v && list_size(v, "followers") == nfollowers;
+    cJSON_Delete(v);
+    if (ok)
+      return 0;
+  }
+  CU_FAIL("the owner did not record its followers");
+  return -1;
+}
+
+static int the_follower(cluster *k) {
+  cJSON *v = replicas_key(k);
+  const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, "followers");
+  int fi =
+      cJSON_IsArray(list) && cJSON_IsString(list->child) ? index_of(list->child->valuestring) : -1;
+  cJSON_Delete(v);
+  return fi;
+}
+
+/* Kills the owner (kill -9) and waits for the daemon that answers for b1 then: the in-sync
+ * follower, which it returns (-1: nobody). */
+static int take_over(cluster *k, int owner) {
+  node_stop(k, owner, SIGKILL);
+  int now_at = -1;
+  cJSON *r =
+      wait_ok_anywhere(k, "{\"cmd\":\"transform.find\",\"world\":\"b1.main\",\"path\":\"w0\"}",
+                       TTL_MS + 15000, &now_at);
+  cJSON_Delete(r);
+  return r ? now_at : -1;
+}
+
+static const char *const sync_one[] = {
+    "--replicas", "1", "--replica-timeout", "1000", "--durability", "sync", NULL};
+
+/* A follower killed (kill -9) while the owner takes 20 more writes, then restarted with its
+ * directory: it resumes from its own copy, gets only what it missed from the backlog (no whole
+ * copy), rejoins the in-sync set (world.list and the replicas key), and holds every write: it
+ * serves all of them once the owner is killed in turn. */
+static void test_backlog_rejoin(void) {
+  static unsigned long long ids[WRITES_MAX];
+  cluster k;
+  int at = -1;
+  if (start_group(&k, sync_one, 1, &at) != 0) {
+    cluster_stop(&k);
+    return;
+  }
+  int fi = the_follower(&k);
+  CU_ASSERT_FATAL(fi >= 0 && fi != at);
+  for (int n = 0; n < 10; n++)
+    CU_ASSERT_FATAL(write_one(&k, at, n, ids));
+  CU_ASSERT_FATAL(wait_rejoined(&k, at, node_name(fi)));
+  node_stop(&k, fi, SIGKILL);
+  for (int n = 10; n < 30; n++) /* the first waits for the follower to leave insync */
+    CU_ASSERT_FATAL(write_one(&k, at, n, ids));
+  CU_ASSERT_FATAL(node_start(&k, fi));
+  long t0 = t_now_ms();
+  bool rejoined = wait_rejoined(&k, at, node_name(fi));
+  printf("\n  owner %s, follower %s restarted: in sync again after %ld ms, applied %g, copies "
+         "sent %g\n",
+         node_name(at), node_name(fi), t_now_ms() - t0,
+         metric_of(&k, fi, "scened_replica_applied_total{group=\"b1\"}"),
+         metric_of(&k, at, "scened_replica_copies_sent_total"));
+  CU_ASSERT(rejoined);
+  CU_ASSERT(t_daemon_log_contains(&k.d[fi], "a copy resumed from this directory"));
+  CU_ASSERT(metric_of(&k, fi, "scened_replica_applied_total{group=\"b1\"}") == 20);
+  CU_ASSERT(metric_of(&k, at, "scened_replica_copies_sent_total") == 0);
+  CU_ASSERT(metric_of(&k, fi, "scened_replica_copies_received_total") == 0);
+  int now_at = take_over(&k, at);
+  CU_ASSERT_EQUAL_FATAL(now_at, fi);
+  CU_ASSERT_EQUAL(missing_on(&k, fi, ids, 30), 0);
+  CU_ASSERT_EQUAL(transforms_of(&k, fi), 30); /* and nothing else */
+  cluster_stop(&k);
+}
+
+/* With --replica-backlog 4096, a follower killed while 200 writes go by cannot be served from
+ * the backlog when it comes back: the owner sends it a whole copy of the group while a writer
+ * keeps writing to it; the follower installs it, rejoins the in-sync set and holds every write
+ * acknowledged, before, during and after the copy. */
+static void test_copy_while_writing(void) {
+  static const char *const extra[] = {
+      "--replicas", "1", "--replica-timeout", "1000", "--durability", "sync", "--replica-backlog",
+      "4096",       NULL};
+  static unsigned long long ids[WRITES_MAX];
+  cluster k;
+  int at = -1;
+  if (start_group(&k, extra, 1, &at) != 0) {
+    cluster_stop(&k);
+    return;
+  }
+  int fi = the_follower(&k);
+  CU_ASSERT_FATAL(fi >= 0 && fi != at);
+  int n = 0;
+  for (; n < 10; n++)
+    CU_ASSERT_FATAL(write_one(&k, at, n, ids));
+  CU_ASSERT_FATAL(wait_rejoined(&k, at, node_name(fi)));
+  node_stop(&k, fi, SIGKILL);
+  for (; n < 210; n++)
+    CU_ASSERT_FATAL(write_one(&k, at, n, ids));
+  CU_ASSERT_FATAL(node_start(&k, fi));
+  /* The writer goes on while the follower dials, gets its copy and catches up. */
+  int during = 0;
+  bool rejoined = false;
+  for (long deadline = t_now_ms() + 30000;
+       !rejoined && n < WRITES_MAX - 40 && t_now_ms() < deadline;) {
+    for (int j = 0; j < 5; j++, n++, during++)
+      CU_ASSERT_FATAL(write_one(&k, at, n, ids));
+    rejoined = metric_of(&k, fi, "scened_replica_copies_received_total") >= 1 &&
+               lists_insync(&k, at, node_name(fi));
+  }
+  for (int j = 0; j < 20; j++, n++)
+    CU_ASSERT_FATAL(write_one(&k, at, n, ids));
+  printf("\n  owner %s, follower %s: %d writes while it caught up; copies sent %g, received %g\n",
+         node_name(at), node_name(fi), during,
+         metric_of(&k, at, "scened_replica_copies_sent_total"),
+         metric_of(&k, fi, "scened_replica_copies_received_total"));
+  CU_ASSERT(rejoined);
+  if (!rejoined)
+    printf("  logs: owner %s, follower %s\n", k.d[at].log_path, k.d[fi].log_path);
+  CU_ASSERT(wait_rejoined(&k, at, node_name(fi)));
+  CU_ASSERT(metric_of(&k, at, "scened_replica_copies_sent_total") >= 1);
+  CU_ASSERT(t_daemon_log_contains(&k.d[fi], "a whole copy of the group installed"));
+  int now_at = take_over(&k, at);
+  CU_ASSERT_EQUAL_FATAL(now_at, fi);
+  CU_ASSERT_EQUAL(missing_on(&k, fi, ids, n), 0);
+  CU_ASSERT_EQUAL(transforms_of(&k, fi), n);
+  cluster_stop(&k);
+}
+
+static bool exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+/* The owner killed: the in-sync follower takes over at a newer epoch and chooses the third
+ * daemon as its follower. The old owner restarted with its directory does not claim or serve
+ * the group, and removes it from its directory (a newer epoch owns it). */
+static void test_old_owner_drops(void) {
+  static unsigned long long ids[WRITES_MAX];
+  cluster k;
+  int at = -1;
+  if (start_group(&k, sync_one, 1, &at) != 0) {
+    cluster_stop(&k);
+    return;
+  }
+  int fi = the_follower(&k);
+  CU_ASSERT_FATAL(fi >= 0 && fi != at);
+  for (int n = 0; n < 10; n++)
+    CU_ASSERT_FATAL(write_one(&k, at, n, ids));
+  CU_ASSERT_FATAL(wait_rejoined(&k, at, node_name(fi)));
+  cJSON *v = replicas_key(&k);
+  long long old_epoch = key_epoch(v);
+  cJSON_Delete(v);
+  int now_at = take_over(&k, at);
+  CU_ASSERT_EQUAL_FATAL(now_at, fi);
+  for (int n = 10; n < 20; n++)
+    CU_ASSERT_FATAL(write_one(&k, fi, n, ids));
+  /* The new owner chose the third daemon while the old one was down. */
+  const char *third = node_name(NODES - at - fi);
+  bool chosen = false;
+  for (long deadline = t_now_ms() + 15000; !chosen && t_now_ms() < deadline; t_sleep_ms(20)) {
+    v = replicas_key(&k);
+    chosen = key_epoch(v) > old_epoch && in_list(v, "followers", third);
+    cJSON_Delete(v);
+  }
+  CU_ASSERT_FATAL(chosen);
+  char gdir[256];
+  snprintf(gdir, sizeof gdir, "%s/%s/groups/b1", k.data, node_name(at));
+  CU_ASSERT_FATAL(exists(gdir));
+  CU_ASSERT_FATAL(node_start(&k, at));
+  bool gone = false;
+  for (long deadline = t_now_ms() + 15000; !gone && t_now_ms() < deadline; t_sleep_ms(50))
+    gone = !exists(gdir);
+  v = replicas_key(&k);
+  printf("\n  owner %s killed, %s took over (epoch %lld -> %lld); the old owner restarted: its "
+         "copy %s\n",
+         node_name(at), node_name(fi), old_epoch, key_epoch(v), gone ? "removed" : "still there");
+  CU_ASSERT(gone);
+  CU_ASSERT(key_epoch(v) > old_epoch);
+  CU_ASSERT_STRING_EQUAL(t_resp_str(v, "owner"), node_name(fi));
+  CU_ASSERT(!in_list(v, "followers", node_name(at)));
+  cJSON_Delete(v);
+  CU_ASSERT(t_daemon_log_contains(&k.d[at], "a group a newer epoch owns was removed"));
+  cJSON *r = t_client_call(&k.c[at], "{\"cmd\":\"transform.create\",\"world\":\"b1.main\"}");
+  CU_ASSERT(r && strcmp(t_resp_code(r), "MOVED") == 0 &&
+            strcmp(t_resp_str(error_of(r), "node"), node_name(fi)) == 0);
+  cJSON_Delete(r);
+  CU_ASSERT_EQUAL(missing_on(&k, fi, ids, 20), 0);
+  cluster_stop(&k);
+}
+
+/* --replicas 2: the owner SIGSTOPped past its TTL; an in-sync follower takes over. Resumed
+ * (SIGCONT), the old owner neither serves nor writes the group: a write sent to it is not
+ * answered ok, and its old epoch's directory goes once it has followed the new owner, whose
+ * whole copy it installs, and it rejoins the in-sync set. Every acknowledged write is on the
+ * new owner. */
+static void test_stopped_owner_rejoins(void) {
+  static const char *const extra[] = {
+      "--replicas", "2", "--replica-timeout", "1000", "--durability", "sync", NULL};
+  static unsigned long long ids[WRITES_MAX];
+  cluster k;
+  int at = -1;
+  if (start_group(&k, extra, 2, &at) != 0) {
+    cluster_stop(&k);
+    return;
+  }
+  int n = 0;
+  for (; n < 10; n++)
+    CU_ASSERT_FATAL(write_one(&k, at, n, ids));
+  bool both = false;
+  for (long deadline = t_now_ms() + 15000; !both && t_now_ms() < deadline; t_sleep_ms(50)) {
+    cJSON *v = replicas_key(&k);
+    both = list_size(v, "insync") == 2;
+    cJSON_Delete(v);
+  }
+  CU_ASSERT_FATAL(both);
+  cJSON *v = replicas_key(&k);
+  long long old_epoch = key_epoch(v);
+  cJSON_Delete(v);
+  pid_t pid = k.d[at].pid;
+  CU_ASSERT_FATAL(pid > 0 && kill(pid, SIGSTOP) == 0);
+  int now_at = -1;
+  for (long deadline = t_now_ms() + TTL_MS + 15000; now_at < 0 && t_now_ms() < deadline;
+       t_sleep_ms(50))
+    for (int i = 0; i < NODES && now_at < 0; i++) {
+      if (i == at)
+        continue;
+      cJSON *r = t_client_call(&k.c[i], "{\"cmd\":\"transform.find\",\"world\":\"b1.main\","
+                                        "\"path\":\"w0\"}");
+      if (t_resp_ok(r))
+        now_at = i;
+      cJSON_Delete(r);
+    }
+  CU_ASSERT_FATAL(now_at >= 0);
+  int acked_before = n;
+  for (; n < 20; n++)
+    CU_ASSERT_FATAL(write_one(&k, now_at, n, ids));
+  CU_ASSERT_FATAL(kill(pid, SIGCONT) == 0);
+  /* It never answers ok for the group again. */
+  cJSON *r = t_client_call(&k.c[at], "{\"cmd\":\"transform.create\",\"world\":\"b1.main\","
+                                     "\"name\":\"stale\"}");
+  CU_ASSERT(r && !t_resp_ok(r));
+  if (t_resp_ok(r))
+    t_report("the old owner answered a write", r);
+  cJSON_Delete(r);
+  bool rejoined = wait_rejoined(&k, now_at, node_name(at));
+  char old_dir[256], new_dir[256];
+  v = replicas_key(&k);
+  long long epoch = key_epoch(v);
+  cJSON_Delete(v);
+  snprintf(old_dir, sizeof old_dir, "%s/%s/groups/b1/epoch.%lld", k.data, node_name(at), old_epoch);
+  snprintf(new_dir, sizeof new_dir, "%s/%s/groups/b1/epoch.%lld", k.data, node_name(at), epoch);
+  printf("\n  owner %s stopped, %s took over after %d writes (epoch %lld -> %lld); resumed, the "
+         "old owner is in sync again: %d, copies received %g\n",
+         node_name(at), node_name(now_at), acked_before, old_epoch, epoch, rejoined,
+         metric_of(&k, at, "scened_replica_copies_received_total"));
+  CU_ASSERT(rejoined);
+  CU_ASSERT(epoch > old_epoch);
+  CU_ASSERT(!exists(old_dir));
+  CU_ASSERT(exists(new_dir));
+  CU_ASSERT(metric_of(&k, at, "scened_replica_copies_received_total") >= 1);
+  r = t_client_call(&k.c[at], "{\"cmd\":\"transform.find\",\"world\":\"b1.main\","
+                              "\"path\":\"stale\"}");
+  CU_ASSERT(r && !t_resp_ok(r));
+  cJSON_Delete(r);
+  CU_ASSERT_EQUAL(missing_on(&k, now_at, ids, n), 0);
+  r = t_client_call(&k.c[now_at], "{\"cmd\":\"transform.find\",\"world\":\"b1.main\","
+                                  "\"path\":\"stale\"}");
+  CU_ASSERT(r && strcmp(t_resp_code(r), "NOT_FOUND") == 0);
+  cJSON_Delete(r);
+  cluster_stop(&k);
+}
+
+/* --replica-backlog below 4096, or not a size: one line, exit 2. */
+static void test_bad_backlog_flag(void) {
+  const char *values[] = {"100", "-1", "8x", "17g"};
+  for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+    const char *args[] = {"--listen",           "127.0.0.1:0", "--http", "off",        "--cluster",
+                          "http://127.0.0.1:1", "--data",      "/tmp",   "--replicas", "1",
+                          "--replica-backlog",  values[i],     NULL};
+    t_proc p;
+    CU_ASSERT_FATAL(t_proc_start(&p, t_daemon_bin(), args, NULL, NULL, 0));
+    int rc = t_proc_wait(&p, 10000);
+    const char *s = text_str(&p.err);
+    const char *nl = strchr(s, '\n');
+    bool ok = rc == 2 && nl && nl[1] == '\0' && strstr(s, "invalid value for replica-backlog");
+    CU_ASSERT(ok);
+    if (!ok) {
+      fprintf(stderr, "  --replica-backlog %s: exit %d\n", values[i], rc);
+      t_report_text("stderr", s);
+    }
+    t_proc_free(&p);
+  }
+}
+
+int t_register_cluster_replicas_catchup(void) {
+  static const t_test tests[] = {
+      {"a follower restarted catches up from the backlog and rejoins", test_backlog_rejoin},
+      {"a follower past the backlog gets a whole copy while writes go on", test_copy_while_writing},
+      {"the old owner restarted drops the group a newer epoch owns", test_old_owner_drops},
+      {"an owner stopped past its TTL serves nothing and rejoins as follower",
+       test_stopped_owner_rejoins},
+      {"--replica-backlog is checked", test_bad_backlog_flag},
+  };
+  return T_ADD_SUITE("cluster_replicas_catchup", NULL, NULL, tests);
+}
