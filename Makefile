@@ -233,7 +233,8 @@ test-runner-check: test-timeout-check $(UNIT_TEST_BIN)
 	tests/tools/check_crash.sh $(UNIT_TEST_BIN)
 
 WEB_TESTS := tests/web/ws.test.mjs tests/web/wss.test.mjs tests/web/static.test.mjs tests/web/client.test.mjs \
-  tests/web/packed.test.mjs tests/web/package.test.mjs tests/web/cluster.test.mjs
+  tests/web/packed.test.mjs tests/web/package.test.mjs tests/web/cluster.test.mjs \
+  tests/web/replicas.test.mjs
 ifneq ($(wildcard /usr/bin/chromium),)
   WEB_TESTS += tests/web/browser.test.mjs
 endif

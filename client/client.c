@@ -44,6 +44,7 @@ struct scn_cli {
   char addr[96]; /* HOST:PORT of the daemon connected to */
   char *token;   /* sent with every hello: a new connection after MOVED, a switch of matrices */
   bool no_follow;
+  bool follower_reads; /* sent with every hello */
   /* TLS, kept for the connections a MOVED opens */
   bool tls;
   char *tls_ca, *tls_cert, *tls_key;
@@ -314,7 +315,7 @@ static bool tls_start(scn_cli *c, const scn_cli_options *o, char *err, size_t er
   }
 }
 
-/* hello with the token (when there is one) and the matrices form. */
+/* hello with the token (when there is one), the matrices form and follower_reads (when asked). */
 static int say_hello(scn_cli *c, int matrices) {
   cJSON *req = cJSON_CreateObject(), *resp = NULL;
   if (!req)
@@ -323,6 +324,8 @@ static int say_hello(scn_cli *c, int matrices) {
   if (c->token)
     cJSON_AddStringToObject(req, "token", c->token);
   cJSON_AddStringToObject(req, "matrices", matrices == SCN_CLI_MATRICES_B64 ? "b64" : "json");
+  if (c->follower_reads)
+    cJSON_AddTrueToObject(req, "follower_reads");
   /* sent here, not through scn_cli_call: a hello names no world, so there is no MOVED to follow,
    * and reconnect uses it while a call is being moved */
   int rc = scn_cli_send(c, req);
@@ -381,6 +384,7 @@ scn_cli *scn_cli_connect(const scn_cli_options *opt, char *err, size_t errlen) {
   }
   c->timeout_ms = o.timeout_ms ? o.timeout_ms : 10000;
   c->no_follow = o.no_follow;
+  c->follower_reads = o.follower_reads;
   snprintf(c->addr, sizeof c->addr, strchr(o.host, ':') ? "[%s]:%d" : "%s:%d", o.host, o.port);
   c->fd = connect_to(o.host, o.port, err, errlen);
   if (c->fd < 0) {
@@ -403,7 +407,7 @@ scn_cli *scn_cli_connect(const scn_cli_options *opt, char *err, size_t errlen) {
     scn_cli_close(c);
     return NULL;
   }
-  if ((o.token || o.matrices) && say_hello(c, o.matrices) != SCN_CLI_OK) {
+  if ((o.token || o.matrices || o.follower_reads) && say_hello(c, o.matrices) != SCN_CLI_OK) {
     snprintf(err, errlen, "hello failed: %s", c->error);
     scn_cli_close(c);
     return NULL;
@@ -568,7 +572,7 @@ static int reconnect(scn_cli *c, const char *addr) {
     if (!tls_start(c, &o, err, sizeof err))
       return fail(c, SCN_CLI_ETLS, "%s", err);
   }
-  return c->token || c->matrices ? say_hello(c, c->matrices) : SCN_CLI_OK;
+  return c->token || c->matrices || c->follower_reads ? say_hello(c, c->matrices) : SCN_CLI_OK;
 }
 
 /* The world a request names, NULL when none. */

@@ -5,7 +5,7 @@
  *               [--history TICKS] [--json] [--b64] [--packed STEP] [--ws] [--loopback]
  *               [--tls] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]
  *               [--transforms N] [--moving FRACTION] [--scened PATH [--naive]]
- *               [--http-port P] [--daemon-pid PID]
+ *               [--http-port P] [--daemon-pid PID] [--follower-reads]
  *
  * Tests: ping, set_local (t/r/s), set_partial (the rotation alone, "partial": true, of
  * transforms that have a translation and a scale to keep), set_matrix, set_b64 (the same
@@ -27,7 +27,10 @@
  * on another daemon than the one named by --port; every load connection asks for its world
  * first and follows one MOVED to its owner, as a client that follows MOVED does. --daemons
  * H:P,H:P,... spreads the load: one world per daemon (created there), and the connections
- * round-robin over the daemons, each loading its own daemon's world.
+ * round-robin over the daemons, each loading its own daemon's world. For stream, --daemons
+ * spreads the subscribers instead (round-robin; the world is made and moved on --port), and
+ * --follower-reads makes every connection say hello with follower_reads and take MOVED as an
+ * error: subscribers sent to a follower of the world's group read its copy (replicas).
  */
 #define _GNU_SOURCE /* memmem */
 #include "scene_bench.h"
@@ -107,6 +110,8 @@ static scn_cli *connect_to_or_die(const opts *o, const char *host, int port) {
                         .token = o->token,
                         .timeout_ms = 30000,
                         .matrices = o->matrices,
+                        .follower_reads = o->follower_reads,
+                        .no_follow = o->follower_reads,
                         .tls = o->tls,
                         .tls_ca = o->tls_ca,
                         .tls_cert = o->tls_cert,
@@ -119,8 +124,7 @@ static scn_cli *connect_to_or_die(const opts *o, const char *host, int port) {
 
 scn_cli *connect_or_die(const opts *o) { return connect_to_or_die(o, o->host, o->port); }
 
-/* Daemon i of --daemons (or the one of --host and --port). */
-static scn_cli *connect_daemon(const opts *o, int i) {
+scn_cli *connect_daemon(const opts *o, int i) {
   if (o->ndaemons == 0)
     return connect_or_die(o);
   char host[96];
@@ -746,13 +750,15 @@ static void usage(void) {
           "                   [--place NODE|auto] [--daemons H:P,H:P...] [--world W] [--insync]\n"
           "                   [--tls] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]\n"
           "                   [--transforms N] [--moving FRACTION] [--scened PATH [--naive]]\n"
-          "                   [--http-port P] [--daemon-pid PID]\n"
+          "                   [--http-port P] [--daemon-pid PID] [--follower-reads]\n"
           "tests: ping, set_local, set_partial, set_matrix, set_b64, get, get_past (a get at a\n"
           "past tick; needs --history), batch, stream (-S subscribers of a root with -K\n"
           "descendants, default 99999, moving and turning every tick; --b64: b64 frames;\n"
           "--packed STEP: packed frames of that step, decoded and checked; --ws: over\n"
           "WebSocket on --http-port; --daemon-pid: the daemon's CPU per million matrices;\n"
-          "--loopback: also plain writes of the frames' size to as many sockets), snapshot\n"
+          "--loopback: also plain writes of the frames' size to as many sockets; with\n"
+          "--daemons the subscribers round-robin over them, with --follower-reads reading a\n"
+          "follower's copy, while the world is made and moved on --port), snapshot\n"
           "(save of a world of -K transforms, default 10000; needs --data), fill (a world --world\n"
           "of -K transforms, default 10000, that stays, then save), connect (-c clients\n"
           "connecting, pinging and closing for --seconds), near (-S subscribers, default 1000,\n"
@@ -764,6 +770,18 @@ static void usage(void) {
           "ratio of their interest work per tick)\n"
           "--history: the test's world keeps that many ticks (0 to 3600)\n");
   exit(2);
+}
+
+/* --daemons H:P,H:P,... */
+static void parse_daemons(opts *o, const char *v) {
+  for (const char *d = v; *d && o->ndaemons < MAX_DAEMONS;) {
+    size_t n = strcspn(d, ",");
+    if (n == 0 || n >= sizeof o->daemons[0])
+      usage();
+    memcpy(o->daemons[o->ndaemons], d, n);
+    o->daemons[o->ndaemons++][n] = '\0';
+    d += n + (d[n] == ',');
+  }
 }
 
 int main(int argc, char **argv) {
@@ -848,16 +866,11 @@ int main(int argc, char **argv) {
       o.http_port = atoi(v);
     else if (ARG("--daemon-pid"))
       o.daemon_pid = atoi(v);
-    else if (ARG("--daemons")) {
-      for (const char *d = v; *d && o.ndaemons < MAX_DAEMONS;) {
-        size_t n = strcspn(d, ",");
-        if (n == 0 || n >= sizeof o.daemons[0])
-          usage();
-        memcpy(o.daemons[o.ndaemons], d, n);
-        o.daemons[o.ndaemons++][n] = '\0';
-        d += n + (d[n] == ',');
-      }
-    } else
+    else if (!strcmp(a, "--follower-reads"))
+      o.follower_reads = true;
+    else if (ARG("--daemons"))
+      parse_daemons(&o, v);
+    else
       usage();
 #undef ARG
   }

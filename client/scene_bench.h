@@ -29,12 +29,13 @@ typedef struct opts {
   int matrices;       /* asked of every connection (SCN_CLI_MATRICES_*) */
   char tests[256];
   /* near */
-  int transforms;     /* --transforms: the world's size */
-  double moving;      /* --moving: the fraction of them that moves every tick */
-  bool naive;         /* --naive: a daemon with --interest naive as well, and the ratio */
-  const char *scened; /* --scened: the daemon to start (and stop), else the one of --port */
-  int http_port;      /* --http-port: the daemon's /metrics (0: its info command) */
-  int daemon_pid;     /* --daemon-pid: the daemon's CPU and memory from /proc (0: none) */
+  int transforms;      /* --transforms: the world's size */
+  double moving;       /* --moving: the fraction of them that moves every tick */
+  bool naive;          /* --naive: a daemon with --interest naive as well, and the ratio */
+  const char *scened;  /* --scened: the daemon to start (and stop), else the one of --port */
+  int http_port;       /* --http-port: the daemon's /metrics (0: its info command) */
+  int daemon_pid;      /* --daemon-pid: the daemon's CPU and memory from /proc (0: none) */
+  bool follower_reads; /* --follower-reads: hello with follower_reads, MOVED not followed */
 } opts;
 
 double now_s(void);
@@ -46,6 +47,8 @@ double pct(double *v, size_t n, double p);
 void proc_usage(int pid, double *cpu_s, double *rss);
 _Noreturn void die(const char *fmt, const char *arg);
 scn_cli *connect_or_die(const opts *o);
+/* A connection to daemon i of --daemons (or the one of --host and --port). */
+scn_cli *connect_daemon(const opts *o, int i);
 cJSON *call_or_die(scn_cli *c, const char *line);
 /* Of a frame line from start to its '\n' at nl: its matrices, and element 12 of the first. */
 void frame_info(const char *start, const char *nl, bool b64, long *matrices, long *seq);

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SEQ_RING 4096
@@ -499,10 +500,35 @@ static void subscribe_ws(const opts *o, const char *world, sub_conn *s) {
   fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) | O_NONBLOCK);
 }
 
-static void subscribe_tcp(const opts *o, const char *world, sub_conn *s) {
+/* With --follower-reads, until daemon c has the whole world (its copy has applied the last of
+ * the owner's records: the last descendant is there). */
+static void wait_copy(scn_cli *c, const char *world, uint64_t last) {
+  char line[160];
+  snprintf(line, sizeof line, "{\"cmd\":\"transform.get\",\"world\":\"%s\",\"entity\":%llu}", world,
+           (unsigned long long)last);
+  for (double deadline = now_s() + 60; now_s() < deadline;) {
+    cJSON *r = NULL;
+    int rc = scn_cli_call_line(c, line, &r);
+    const char *code = rc == SCN_CLI_EREPLY ? scn_cli_reply_code(r) : NULL;
+    bool later = code && (strcmp(code, "MOVED") == 0 || strcmp(code, "NOT_FOUND") == 0);
+    cJSON_Delete(r);
+    if (rc == SCN_CLI_OK)
+      return;
+    if (!later)
+      die("a reader's copy: %s", scn_cli_error(c));
+    struct timespec ts = {0, 20 * 1000000};
+    nanosleep(&ts, NULL);
+  }
+  die("%s", "a reader's copy of the world was not complete within 60 s");
+}
+
+/* Subscriber i: on daemon i % ndaemons of --daemons, else on --port. */
+static void subscribe_tcp(const opts *o, const char *world, sub_conn *s, int i, uint64_t last) {
   opts sub_opts = *o;
   sub_opts.matrices = o->b64 ? SCN_CLI_MATRICES_B64 : SCN_CLI_MATRICES_JSON;
-  scn_cli *c = connect_or_die(&sub_opts);
+  scn_cli *c = o->ndaemons ? connect_daemon(&sub_opts, i % o->ndaemons) : connect_or_die(&sub_opts);
+  if (o->follower_reads && i < o->ndaemons)
+    wait_copy(c, world, last); /* once per daemon */
   cJSON *fields = cJSON_CreateObject(), *packed = packed_spec(o);
   if (packed)
     cJSON_AddItemToObject(fields, "packed", packed);
@@ -513,7 +539,8 @@ static void subscribe_tcp(const opts *o, const char *world, sub_conn *s) {
   s->fd = scn_cli_fd(c);
 }
 
-static sub_conn *subscribe_all(const opts *o, const char *world, int S, stream_run *R) {
+static sub_conn *subscribe_all(const opts *o, const char *world, int S, stream_run *R,
+                               uint64_t last) {
   sub_conn *subs = calloc((size_t)S, sizeof *subs);
   /* every subscriber starts on one empty state: they share it while they receive the same */
   packed_state *empty = o->packed_step > 0 ? packed_state_new(o->packed_step, S) : NULL;
@@ -530,7 +557,7 @@ static sub_conn *subscribe_all(const opts *o, const char *world, int S, stream_r
     if (o->ws)
       subscribe_ws(o, world, s);
     else
-      subscribe_tcp(o, world, s);
+      subscribe_tcp(o, world, s, i, last);
     R->k.bytes += (double)s->len; /* WebSocket: what came after the answer */
   }
   return subs;
@@ -620,7 +647,7 @@ void run_stream(const opts *o) {
   R->o = o;
   R->model = &model;
   R->check.step = o->packed_step > 0 ? o->packed_step : 0;
-  sub_conn *subs = subscribe_all(o, world, S, R);
+  sub_conn *subs = subscribe_all(o, world, S, R, K ? model.ids[K - 1] : model.root);
   double cpu0, cpu1, rss, self0, self1;
   proc_usage(o->daemon_pid, &cpu0, &rss);
   proc_usage((int)getpid(), &self0, &rss);

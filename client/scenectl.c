@@ -1,6 +1,7 @@
 /* scenectl: the command line for scripts.
  *
- *   scenectl [--host H] [--port P] [--token T] [--matrices json|b64] [TLS] CMD [key=value ...]
+ *   scenectl [--host H] [--port P] [--token T] [--matrices json|b64] [--follower-reads] [TLS]
+ *            CMD [key=value ...]
  *   scenectl [...] --pipe                  NDJSON requests on stdin, one response per line
  *   scenectl [...] subscribe [world=]W [root=E] [hz=N] [near...] [packed...] [--frames N]
  *   scenectl [...]                         on a terminal: an interactive prompt; with standard
@@ -12,7 +13,9 @@
  *
  * A value is taken as JSON when it parses as JSON, otherwise as a string. Matrices are shown
  * as JSON arrays; --matrices b64 asks the daemon for base64 (exact float32 bits) and passes it
- * through unchanged. A key its command does not take (proto/wire.h) is warned about on stderr,
+ * through unchanged. --follower-reads says hello with "follower_reads": true (in a cluster with
+ * replicas, a daemon that follows the world's group answers reads and subscribe from its copy).
+ * A key its command does not take (proto/wire.h) is warned about on stderr,
  * and sent all the same: the daemon's answer decides. Exit codes: 0 on success, 1 on an error
  * reply (CODE: message on stderr), 2 on usage or connection errors; lines read at the prompt,
  * the worst of theirs. A command the table lacks but that is near one of its names is a usage
@@ -74,6 +77,9 @@ static void usage(FILE *f) {
           "TLS: --tls (verified against the system's CAs), --tls-ca FILE (the CA that signed "
           "the\ndaemon's certificate; implies --tls), --tls-cert FILE --tls-key FILE (a client\n"
           "certificate, for a daemon started with --tls-ca).\n\n"
+          "--follower-reads: hello with \"follower_reads\": true; in a cluster with replicas a\n"
+          "daemon that follows the world's group answers transform.get, .children, .find,\n"
+          ".relative and subscribe from its copy (which may lag the owner) instead of MOVED.\n\n"
           "Each value is parsed as JSON when it is valid JSON, otherwise taken as a string:\n"
           "  scenectl transform.create world=main t=[1,2,3] name=car\n"
           "Matrices show as JSON arrays; --matrices b64 passes the daemon's base64 (16\n"
@@ -527,6 +533,8 @@ int main(int argc, char **argv) {
       i++;
     } else if (!strcmp(a, "--token") && v) {
       o.cli.token = v, i++;
+    } else if (!strcmp(a, "--follower-reads")) {
+      o.cli.follower_reads = true;
     } else if (!strcmp(a, "--tls")) {
       o.cli.tls = true;
     } else if (!strcmp(a, "--tls-ca") && v) {

@@ -41,6 +41,10 @@ typedef struct scn_cli_options {
   int timeout_ms;    /* per call; 0 means 10 s; negative waits forever */
   int matrices;      /* SCN_CLI_MATRICES_JSON (default) or SCN_CLI_MATRICES_B64 */
   bool no_follow;    /* answer a cluster's MOVED as an error instead of following it */
+  /* hello with "follower_reads": true (on this connection and those a MOVED opens): in a
+   * cluster with replicas, a daemon that follows a world's group answers reads and
+   * subscriptions from its copy (which may lag the owner) instead of MOVED */
+  bool follower_reads;
   /* TLS: on when tls is set or any file is given. The daemon's certificate must be signed by
    * a CA of tls_ca (a PEM file; NULL: the system's CAs) and name host. tls_cert and tls_key
    * (PEM) are this client's certificate, for a daemon that requires one (--tls-ca). */
@@ -50,8 +54,8 @@ typedef struct scn_cli_options {
   const char *tls_key;
 } scn_cli_options;
 
-/* Connects (and says hello with the token when one is given). NULL on failure, with the
- * reason in err (at least 256 bytes) when err is not NULL. */
+/* Connects (and says hello with the token, the matrices form and follower_reads when one is
+ * given). NULL on failure, with the reason in err (at least 256 bytes) when err is not NULL. */
 scn_cli *scn_cli_connect(const scn_cli_options *opt, char *err, size_t errlen);
 void scn_cli_close(scn_cli *c);
 const char *scn_cli_error(const scn_cli *c);

@@ -1006,6 +1006,7 @@ void scn_args_init(scn_args *a, const scn_fields *f) {
   a->recursive = a->keep_world = a->has_spec = a->partial = a->trs = a->has_tick = false;
   a->parts = 0;
   a->matrices = SCN_MATRICES_JSON;
+  a->follower_reads = false;
 }
 
 int scn_args_decode(scn_args *a, scn_fieldset set, scn_wire_error *err) {
@@ -1051,6 +1052,9 @@ int scn_args_decode(scn_args *a, scn_fieldset set, scn_wire_error *err) {
       break;
     case SCN_F_trs:
       rc = scn_decode_bool(v, "trs", &a->trs, err);
+      break;
+    case SCN_F_follower_reads:
+      rc = scn_decode_bool(v, "follower_reads", &a->follower_reads, err);
       break;
     case SCN_F_tick:
       rc = scn_decode_tick(v, &a->tick, err);

@@ -77,6 +77,7 @@ typedef struct scn_args {
   bool has_tick; /* "tick" was given: the past tick (fractional: interpolated) */
   double tick;
   scn_matrix_form matrices; /* hello's "matrices" (json when absent) */
+  bool follower_reads;      /* hello's "follower_reads" (false when absent) */
   bool has_spec;          /* a transform spec was given: m holds it, or the parts do when partial */
   bool partial;           /* "partial": true: the parts given replace those of the current matrix */
   scn_fieldset parts;     /* partial: the parts given (of SCN_F_PARTS) */

@@ -70,7 +70,8 @@ const char *scn_wire_code_name(scn_wire_code code);
   X(group)                                                                                         \
   X(epoch)                                                                                         \
   X(from)                                                                                          \
-  X(durability)
+  X(durability)                                                                                    \
+  X(follower_reads)
 
 typedef enum scn_field {
 #define SCN_FIELD_ENUM(name) SCN_F_##name,
@@ -151,16 +152,20 @@ unsigned scn_right_find(const char *name, unsigned long len);
 #define SCN_CMD_READ 0x8u        /* changes nothing at all (not even connection state) */
 #define SCN_CMD_WORLD 0x10u      /* acts on an existing world, named by "world" */
 #define SCN_CMD_ALL_WORLDS 0x20u /* reaches into every world (--acl: needs the prefix "*") */
+#define SCN_CMD_FOLLOWER 0x40u   /* a follower answers it from its copy (hello's follower_reads) */
 
 #define SCN_TRANSFORM_OP (SCN_CMD_IN_BATCH | SCN_CMD_WORLD)
+#define SCN_FOLLOWER_READ (SCN_TRANSFORM_OP | SCN_CMD_READ | SCN_CMD_FOLLOWER)
 
 /* X(name, ident, flags, the right it needs with --acl, the limit that may refuse it (its LIMIT
  *   answers are counted there; --output-limit may refuse any), required fields, optional
  *   fields, help) */
 #define SCN_COMMANDS(X)                                                                            \
   X("ping", ping, SCN_CMD_OPEN | SCN_CMD_READ, read, none, 0, 0, "check that the daemon answers")  \
-  X("hello", hello, SCN_CMD_OPEN, read, none, 0, SCN_F(token) | SCN_F(matrices),                   \
-    "identify (and authenticate) the connection; matrices \"json\" or \"b64\"")                    \
+  X("hello", hello, SCN_CMD_OPEN, read, none, 0,                                                   \
+    SCN_F(token) | SCN_F(matrices) | SCN_F(follower_reads),                                        \
+    "identify (and authenticate) the connection; matrices \"json\" or \"b64\"; cluster: "          \
+    "follower_reads")                                                                              \
   X("world.create", world_create, SCN_CMD_MUTATES, admin, max_worlds, SCN_F(world),                \
     SCN_F(history) | SCN_F(node) | SCN_F(durability),                                              \
     "create a named world (history: keep its last N ticks; cluster: node places a new group, "     \
@@ -194,22 +199,22 @@ unsigned scn_right_find(const char *name, unsigned long len);
   X("transform.set_world", transform_set_world, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, write,         \
     max_transforms, SCN_F(world) | SCN_F(entity), SCN_F_SPEC | SCN_F(partial),                     \
     "set the world transform (partial: only the parts given)")                                     \
-  X("transform.get", transform_get, SCN_TRANSFORM_OP | SCN_CMD_READ, read, max_transforms,         \
+  X("transform.get", transform_get, SCN_FOLLOWER_READ, read, max_transforms,                       \
     SCN_F(world) | SCN_F(entity), SCN_F(trs) | SCN_F(tick),                                        \
     "read parent, name, local and world matrices (trs: and their parts; tick: as they were)")      \
-  X("transform.children", transform_children, SCN_TRANSFORM_OP | SCN_CMD_READ, read,               \
-    max_transforms, SCN_F(world) | SCN_F(entity), 0, "list children in order")                     \
+  X("transform.children", transform_children, SCN_FOLLOWER_READ, read, max_transforms,             \
+    SCN_F(world) | SCN_F(entity), 0, "list children in order")                                     \
   X("transform.rename", transform_rename, SCN_CMD_MUTATES | SCN_TRANSFORM_OP, write,               \
     max_transforms, SCN_F(world) | SCN_F(entity) | SCN_F(name), 0,                                 \
     "rename a transform (null clears the name)")                                                   \
-  X("transform.find", transform_find, SCN_TRANSFORM_OP | SCN_CMD_READ, read, max_transforms,       \
+  X("transform.find", transform_find, SCN_FOLLOWER_READ, read, max_transforms,                     \
     SCN_F(world) | SCN_F(path), 0, "find a transform by a path of names from a root")              \
-  X("transform.relative", transform_relative, SCN_TRANSFORM_OP | SCN_CMD_READ, read,               \
-    max_transforms, SCN_F(world) | SCN_F(entity) | SCN_F(to), SCN_F(tick),                         \
+  X("transform.relative", transform_relative, SCN_FOLLOWER_READ, read, max_transforms,             \
+    SCN_F(world) | SCN_F(entity) | SCN_F(to), SCN_F(tick),                                         \
     "inverse(world(to)) * world(entity) (tick: as they were)")                                     \
   X("batch", batch, SCN_CMD_MUTATES | SCN_CMD_WORLD, write, max_transforms,                        \
     SCN_F(world) | SCN_F(ops), 0, "apply transform.* ops atomically, in order")                    \
-  X("subscribe", subscribe, SCN_CMD_WORLD, read, none, SCN_F(world),                               \
+  X("subscribe", subscribe, SCN_CMD_WORLD | SCN_CMD_FOLLOWER, read, none, SCN_F(world),            \
     SCN_F(root) | SCN_F(hz) | SCN_F(near) | SCN_F(packed),                                         \
     "stream a world's matrices (full, deltas; near: only what lies near a point or an entity; "    \
     "packed: quantized)")                                                                          \
@@ -224,7 +229,10 @@ unsigned scn_right_find(const char *name, unsigned long len);
     "the cluster's live nodes with their load")                                                    \
   X("replicate", replicate, 0, cluster, none, SCN_F(group) | SCN_F(epoch) | SCN_F(from),           \
     SCN_F(node),                                                                                   \
-    "cluster (--replicas): a follower's stream of a group's records from seq from, on its owner")
+    "cluster (--replicas): a follower's stream of a group's records from seq from, on its owner")  \
+  X("world.promote", world_promote, 0, admin, none, SCN_F(world) | SCN_F(node), 0,                 \
+    "cluster (--replicas): make follower node the owner of a world's group that has no live "      \
+    "owner, from its copy (answers node, addr, lag_ticks)")
 
 /* Each command's index in the table. */
 typedef enum scn_command_id {

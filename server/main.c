@@ -56,8 +56,12 @@ static void on_tick(uv_timer_t *t) {
   scn_server *srv = &d->srv;
   d->tick_count++;
   uint64_t t0 = uv_hrtime();
-  for (size_t i = 0; i < scn_world_count(srv->scene); i++)
-    scn_world_close_tick(scn_world_at(srv->scene, i));
+  for (size_t i = 0; i < scn_world_count(srv->scene); i++) {
+    scn_world *w = scn_world_at(srv->scene, i);
+    /* a copy of another daemon's world closes its ticks at its owner's marks */
+    if (!srv->cluster || !scn_cluster_follows_world(srv->cluster, scn_world_name(w)))
+      scn_world_close_tick(w);
+  }
   scn_hooks_on_tick(srv);
   scn_hist_observe(&srv->counters.tick_time, (double)(uv_hrtime() - t0) * 1e-9);
   if (!srv->stopping)

@@ -215,6 +215,10 @@ export interface ConnectOptions extends OpenOptions {
   token?: string;
   /** 'b64' by default. */
   matrices?: MatrixForm;
+  /** hello's follower_reads: in a cluster with replicas, a daemon that follows a world's group
+   * answers transform.get, .children, .find, .relative and subscribe from its copy (which may
+   * lag the owner) instead of MOVED. */
+  followerReads?: boolean;
 }
 
 /** Parts of a matrix (transform.get with trs): translation, unit quaternion (w >= 0), scale. */
@@ -259,7 +263,7 @@ export class Client {
   /** Events of no subscription of this client. */
   onevent: ((event: Record<string, unknown>) => void) | null;
   call(cmd: string, fields?: Record<string, unknown>): Promise<Response>;
-  hello(options?: { token?: string; matrices?: MatrixForm }): Promise<Response>;
+  hello(options?: { token?: string; matrices?: MatrixForm; followerReads?: boolean }): Promise<Response>;
   subscribe(world: string, options?: SubscribeOptions): Promise<Subscription>;
   /** subscribe.update of one of this connection's subscriptions (or its id). */
   updateSubscription(sub: Subscription | number, fields: SubscriptionUpdate): Promise<Response>;

@@ -811,11 +811,14 @@ export class Client {
     return new Promise((resolve, reject) => this.pending.set(id, { resolve, reject, onOk }));
   }
 
-  /** hello: with the token (when given) and the matrices form; resolves with the answer. */
-  async hello({ token, matrices } = {}) {
+  /** hello: with the token (when given), the matrices form and followerReads (true or false,
+   * when given: in a cluster with replicas, a daemon that follows a world's group answers
+   * reads and subscriptions from its copy instead of MOVED); resolves with the answer. */
+  async hello({ token, matrices, followerReads } = {}) {
     const fields = {};
     if (token !== undefined && token !== null && token !== '') fields.token = token;
     if (matrices) fields.matrices = matrices;
+    if (followerReads !== undefined) fields.follower_reads = followerReads;
     const r = await this.call('hello', fields);
     this.form = r.matrices || this.form;
     return r;
@@ -961,12 +964,13 @@ function checkTick(tick) {
 }
 
 /** Opens a connection and says hello: matrices 'b64' by default (exact float32, cheapest), or
- * 'json'; token when the daemon has one (a wrong one rejects with UNAUTHORIZED). Options also
- * take WebSocket (a class) for runtimes without a global one. */
-export async function connect(url, { token, matrices = 'b64', ...options } = {}) {
+ * 'json'; token when the daemon has one (a wrong one rejects with UNAUTHORIZED); followerReads:
+ * true to read from a daemon that follows the world's group (a cluster with replicas). Options
+ * also take WebSocket (a class) for runtimes without a global one. */
+export async function connect(url, { token, matrices = 'b64', followerReads, ...options } = {}) {
   const c = await Client.open(url, options);
   try {
-    await c.hello({ token, matrices });
+    await c.hello({ token, matrices, followerReads });
   } catch (e) {
     c.close();
     throw e;

@@ -57,6 +57,7 @@ static void on_tick(uv_timer_t *t) {
   scn__ship_check(cl);
   scn__sync_check(cl);
   scn__follow_check(cl);
+  scn__promote_check(cl);
   scn_owners_expire_moves(&cl->owners);
   scn__switch_check(cl);
 }
@@ -72,7 +73,7 @@ void scn_cluster_nodes_json(scn_cluster *cl, scn_buf *out) {
   scn_buf_adds(out, ",\"nodes\":[");
   scn_node_entry *me = scn_owners_node(o, cl->self.node);
   if (me) {
-    me->worlds = scn_world_count(cl->srv->scene);
+    me->worlds = scn__worlds_served(cl);
     me->transforms = scn_scene_transform_count(cl->srv->scene);
     me->connections = cl->srv->nconns;
   }
@@ -121,12 +122,6 @@ void scn_cluster_world_replicas_json(scn_cluster *cl, const char *world, scn_buf
   scn_buf_adds(out, scn__group_durability(cl, group) == SCN_DURABILITY_ASYNC
                         ? ",\"durability\":\"async\""
                         : ",\"durability\":\"sync\"");
-}
-
-bool scn_cluster_follows_world(const scn_cluster *cl, const char *world) {
-  char group[SCN_NAME_MAX + 1];
-  scn_group_of(world, group);
-  return cl->nfollows && scn__follows(cl, group);
 }
 
 void scn_cluster_worlds_json(scn_cluster *cl, scn_buf *out, bool first, const scn_acl_rule *rule) {
@@ -259,6 +254,9 @@ static void before_flush(void *ud) {
   scn__switch_check(ud);
 }
 
+/* Every world closed a tick: the followers of the groups served here hear which. */
+static void on_world_tick(void *ud) { scn__links_tick(ud); }
+
 /* Runs after the store's (registered first), whose append handed the records on. */
 static void after_command(void *ud, const scn_done *d) {
   (void)d;
@@ -316,6 +314,7 @@ scn_cluster *scn_cluster_open(scn_server *srv, const char *node, const char *adv
   cl->hooks = (scn_hooks){.ud = cl,
                           .after_command = after_command,
                           .before_flush = before_flush,
+                          .on_tick = on_world_tick,
                           .conn_closed = conn_closed,
                           .collect_stats = scn__collect_stats};
   scn_server_add_hooks(srv, &cl->hooks);
@@ -345,6 +344,7 @@ void scn_cluster_close(scn_cluster *cl) {
   scn__ship_free(cl);
   scn__sync_free(cl);
   scn__follow_free(cl);
+  scn__promote_free(cl);
   free(cl->acks);
   scn_buf_free(&cl->self_value);
   scn_etcd_close(cl->etcd);

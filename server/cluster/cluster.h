@@ -33,7 +33,8 @@ void scn_cluster_close(scn_cluster *cl);
 /* ---- routing ----------------------------------------------------------------------------- */
 
 typedef enum scn_route_kind {
-  SCN_ROUTE_LOCAL,       /* this daemon owns the group (or it does not exist anywhere) */
+  SCN_ROUTE_LOCAL,       /* this daemon owns the group (or it does not exist anywhere), or
+                          * follows it and the request is a follower_read */
   SCN_ROUTE_MOVED,       /* another node owns it: node and addr */
   SCN_ROUTE_UNAVAILABLE, /* no owner can serve it right now: why */
   SCN_ROUTE_NO_NODE,     /* world.create's "node" names no live node */
@@ -53,6 +54,7 @@ typedef struct scn_route_request {
   const char *world;
   bool creating;         /* world.create */
   const char *place;     /* world.create's "node" field: NULL, a node's name, or "auto" */
+  bool follower_read;    /* a read that a follower may answer from its copy (follower_reads) */
   bool retry;            /* the second look after a WAIT, which never waits again */
   scn_cluster_wake wake; /* NULL: the command cannot wait */
   /* What wake is given: made by hold(hold_arg) only when the command must wait (so that one
@@ -87,8 +89,6 @@ void scn_cluster_nodes_json(scn_cluster *cl, scn_buf *out);
 /* With --replicas >= 1: ,"followers":[..],"insync":[..] of world's group, as its replicas key
  * in the cache says (empty lists when it has none); nothing with --replicas 0. */
 void scn_cluster_world_replicas_json(scn_cluster *cl, const char *world, scn_buf *out);
-/* True when world's group is one this daemon keeps a follower's copy of (its owner lists it). */
-bool scn_cluster_follows_world(const scn_cluster *cl, const char *world);
 /* world.create's "durability" (scn_durability) for world: recorded for its group when the group
  * is new (group_new: none of its worlds exists here), else accepted only when it is the group's
  * own (fixed at its creation). 0, or -1 with msg (BAD_REQUEST). */
@@ -123,6 +123,28 @@ int scn_cluster_replicate(scn_cluster *cl, scn_conn *c, const char *group, const
                           size_t msglen);
 /* A line from a connection that streams records (c->repl): the follower's {"ack":SEQ}. */
 void scn_cluster_repl_line(scn_cluster *cl, scn_conn *c, const char *line, size_t len);
+
+/* world.promote's answer: ok with the new owner's node and addr and the ticks of changes its
+ * copy may have lacked, or an error code (SCN_W_*) and message. */
+typedef struct scn_promote_answer {
+  bool ok;
+  int code;
+  const char *message;     /* when not ok */
+  const char *node, *addr; /* when ok */
+  uint64_t lag_ticks;      /* when ok */
+} scn_promote_answer;
+typedef void (*scn_promote_done)(void *ud, const scn_promote_answer *a);
+/* world.promote (--replicas): makes follower node the owner of world's group, which has no
+ * live owner, from the copy it has. 0 when it started (done is called once the follower serves
+ * the group, or it failed), or -1 with *code and msg. */
+int scn_cluster_promote(scn_cluster *cl, const char *world, const char *node, scn_promote_done done,
+                        void *ud, int *code, char *msg, size_t msglen);
+/* A connection waiting for world.promote went away. */
+void scn_cluster_forget_promote(scn_cluster *cl, void *ud);
+
+/* Whether world is a copy of another daemon's (--replicas): its ticks close at its owner's
+ * tick marks, not on this daemon's clock. */
+bool scn_cluster_follows_world(const scn_cluster *cl, const char *world);
 
 /* SIGTERM: every owned group is saved and its key deleted (the lease revoked), so others claim
  * them at once. busy stays true until that is done (at most a couple of seconds). */

@@ -11,6 +11,7 @@
  *   ship.c          the owner's side of the change stream: each group's backlog (--replicas)
  *   follow.c        the follower's side: a copy of each group followed here, fed by its owner
  *   switchover.c    world.move to a follower (--replicas): frozen until it caught up
+ *   promote.c       world.promote: a follower made the owner of a group without one
  *   route.c         where a command goes
  *   cluster_stats.c the module's figures
  * owners.h is the ownership core they drive; etcd_kv.h the only way they reach etcd. */
@@ -61,7 +62,8 @@ typedef struct scn_ship_link {
 #define SCN_SHIP_TIMES 512 /* records whose making time a ship remembers (for the lag) */
 typedef struct scn_ship {
   char group[SCN_NAME_MAX + 1];
-  uint64_t epoch; /* of the records kept */
+  uint64_t epoch;            /* of the records kept */
+  uint64_t tick_recorded_at; /* uv_hrtime of the last write of the replicas key (its tick) */
   scn_backlog backlog;
   scn_ship_link links[SCN_SHIP_LINKS];
   uint64_t last_seq; /* of the last record the tap handed on in this epoch */
@@ -83,6 +85,16 @@ typedef struct scn_sync_queue {
   scn_sync_wait *w;
   size_t head, n, cap; /* w[head..n) wait */
 } scn_sync_queue;
+typedef struct scn_promote_wait scn_promote_wait;
+
+/* An epoch that began from a follower's copy, and the ticks that copy may have lacked (for the
+ * replicas key's lag_ticks). */
+#define SCN_PROMOTED_KEPT 16
+typedef struct scn_promoted {
+  char group[SCN_NAME_MAX + 1];
+  int64_t epoch;
+  uint64_t lag_ticks;
+} scn_promoted;
 
 typedef struct scn_cluster_stats {
   uint64_t renewals, renewal_failures;
@@ -135,7 +147,14 @@ struct scn_cluster {
   scn_sync_queue *squeues;
   size_t nsqueues, squeues_cap;
   int64_t sync_checked_rev; /* the cache's revision at the last check */
-  size_t switching; /* switchovers that may still wait for their target (switchover.c) */
+  size_t switching;         /* switchovers that may still wait for their target (switchover.c) */
+  /* epochs begun from a copy here (replica_keys.c), the last SCN_PROMOTED_KEPT */
+  scn_promoted promoted[SCN_PROMOTED_KEPT];
+  size_t npromoted;
+  /* world.promote answers waiting for the follower to take the group (promote.c) */
+  scn_promote_wait *promotes;
+  size_t npromotes, promotes_cap;
+  uint64_t promote_ids; /* the last one given to a wait */
   uv_timer_t timer;
   bool closing;
   scn_cluster_stats stats;
@@ -197,6 +216,10 @@ bool scn__send_read(void *ud, const char *group);
 
 /* Writes the followers of each group held here whose record is not what it should be. */
 void scn__replicas_record(scn_cluster *cl);
+/* group's epoch here began from a follower's copy that may have lacked lag_ticks ticks. */
+void scn__replicas_promoted(scn_cluster *cl, const char *group, int64_t epoch, uint64_t lag_ticks);
+/* What scn__replicas_promoted said of g's epoch (0: nothing). */
+uint64_t scn__promoted_lag(const scn_cluster *cl, const scn_group_entry *g);
 
 /* ---- ship.c -------------------------------------------------------------------------------- */
 
@@ -265,6 +288,8 @@ void scn__sync_free(scn_cluster *cl);
 /* A record the tap kept in s: written at once to each link that has caught up. */
 void scn__links_record(scn_cluster *cl, scn_ship *s, uint64_t seq, uint64_t tick, const char *bytes,
                        size_t len);
+/* A tick ran: each caught-up link hears the tick each world of its group closed. */
+void scn__links_tick(scn_cluster *cl);
 /* Closes every link of s (its group goes, or its history starts over in a new epoch). */
 void scn__links_close(scn_ship *s);
 /* before_flush: links catching up get the backlog's records as far as their output allows. */
@@ -309,6 +334,14 @@ bool scn__follows(const scn_cluster *cl, const char *group);
  * is never loaded again. */
 bool scn__follow_forget_stale(scn_cluster *cl, const char *group);
 void scn__follow_free(scn_cluster *cl);
+/* How many ticks of changes the copy of group followed here may lack, as far as this daemon
+ * knows: the owner's highest tick it heard of (its marks, the replicas key's tick) minus the
+ * highest its copy closed; 0 when no copy is held. */
+uint64_t scn__follow_lag(scn_cluster *cl, const char *group);
+/* The highest tick closed among group's worlds here (0: none). */
+uint64_t scn__group_tick(const scn_cluster *cl, const char *group);
+/* The worlds here that are not followed copies (what this daemon serves). */
+size_t scn__worlds_served(const scn_cluster *cl);
 /* The records f applied since following began, and its group. */
 uint64_t scn__follow_applied(const scn_follow *f, const char **group);
 
@@ -320,6 +353,12 @@ int scn__switch_start(scn_cluster *cl, const scn_move_order *order, int *code, c
                       size_t msglen);
 /* Hands off the switchovers whose target has acknowledged the group's last record. */
 void scn__switch_check(scn_cluster *cl);
+/* ---- promote.c ----------------------------------------------------------------------------- */
+
+/* Answers the world.promote requests whose follower now serves the group (or that failed, or
+ * ran out of time). */
+void scn__promote_check(scn_cluster *cl);
+void scn__promote_free(scn_cluster *cl);
 
 /* ---- cluster_stats.c ----------------------------------------------------------------------- */
 

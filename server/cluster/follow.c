@@ -5,7 +5,16 @@
  * ({"r":SEQ,"t":TICK,"l":LINE}, the bytes rebuilt with scn_journal_encode) and acknowledges
  * the last one once the loop turn's commit has written it. A closed connection is dialled
  * again with a backoff. Following stops when the key no longer names this daemon, another
- * epoch begins, or this daemon comes to own the group (scn__load_group stops it first).
+ * epoch begins, or this daemon comes to own the group (scn__load_group stops it first). While
+ * the group has no owner, a copy the key (at its epoch) still names a follower of is kept, for
+ * a claim (an in-sync member) or world.promote.
+ *
+ * Ticks: a followed world does not tick on this daemon's clock (main.c asks
+ * scn_cluster_follows_world). Its ticks close at the owner's numbers: up to T on a tick mark
+ * {"w":WORLD,"t":T}, and up to T - 1 before a record of tick T is applied (records read from
+ * the owner's backlog come without marks). So its tick count, the ticks its changes are
+ * stamped with, and its history are the owner's, and a stream on it gets a frame per tick the
+ * owner closed (the next tick here sends it).
  *
  * A follower whose directory has the group at the owner's epoch (a restart, or a link that
  * broke) resumes from it (scn_gstore_resume) and asks for the records after its last seq; one
@@ -28,6 +37,7 @@
 #include "ops/log.h"
 #include "store/groups.h"
 #include "store/journal.h"
+#include "store/snapshot.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +79,8 @@ struct scn_follow {
   link_state state;
   uint64_t acked, pending_ack; /* the last seq acknowledged, and the last to acknowledge */
   uint64_t applied;            /* records applied since following began */
+  uint64_t announced;          /* the highest tick the owner said one of its worlds closed */
+  bool marked; /* a tick mark came on this connection: the records after it need no closing */
   uint64_t backoff_ms, retry_at;
   scn_buf rec; /* a record's bytes, rebuilt */
   /* The copy this daemon kept when it switched the group over to its new owner: it follows
@@ -89,16 +101,32 @@ static bool wanted(const scn_cluster *cl, const scn_group_entry *g) {
          g->replicas.known && g->replicas.epoch > 0 && names_self(cl, g);
 }
 
-/* Whether f's copy is kept though g has no owner: this daemon is in the in-sync set its owner
- * recorded, so it is the one to claim g and serve it from this copy (claims.c). */
+/* Whether f's copy is kept though g has no owner: the replicas key of f's epoch still names
+ * this daemon, so it may be the one to claim g and serve it from this copy: as a member of the
+ * in-sync set its owner recorded (claims.c), or once world.promote names it. */
 static bool kept_for_claim(const scn_cluster *cl, const scn_group_entry *g, const scn_follow *f) {
-  if (g->key || (g->state != SCN_GROUP_NONE && g->state != SCN_GROUP_CLAIMING) || !f->held ||
-      !g->replicas.known || (uint64_t)g->replicas.epoch != f->epoch)
-    return false;
-  for (uint8_t i = 0; i < g->replicas.ninsync; i++)
-    if (strcmp(g->replicas.insync[i], cl->self.node) == 0)
-      return true;
-  return false;
+  return !g->key && (g->state == SCN_GROUP_NONE || g->state == SCN_GROUP_CLAIMING) && f->held &&
+         g->replicas.known && (uint64_t)g->replicas.epoch == f->epoch && names_self(cl, g);
+}
+
+/* The follows are kept in order of their groups' names (each tick asks of every world): the
+ * index of group's, or where it would go (*found false). */
+static size_t lookup(const scn_cluster *cl, const char *group, bool *found) {
+  size_t lo = 0, hi = cl->nfollows;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(cl->follows[mid]->group, group);
+    if (c == 0) {
+      *found = true;
+      return mid;
+    }
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  *found = false;
+  return lo;
 }
 
 /* Whether f's copy is kept because g's key hands g to this daemon (a switchover), which has
@@ -108,15 +136,53 @@ static bool kept_for_move(const scn_cluster *cl, const scn_group_entry *g, const
 }
 
 static size_t find(const scn_cluster *cl, const char *group) {
-  for (size_t i = 0; i < cl->nfollows; i++)
-    if (strcmp(cl->follows[i]->group, group) == 0)
-      return i;
-  return cl->nfollows;
+  bool found;
+  size_t i = lookup(cl, group, &found);
+  return found ? i : cl->nfollows;
 }
 
 bool scn__follows(const scn_cluster *cl, const char *group) {
   size_t i = find(cl, group);
   return i < cl->nfollows && cl->follows[i]->held;
+}
+
+bool scn_cluster_follows_world(const scn_cluster *cl, const char *world) {
+  if (cl->nfollows == 0)
+    return false;
+  char group[SCN_NAME_MAX + 1];
+  scn_group_of(world, group);
+  return scn__follows(cl, group);
+}
+
+size_t scn__worlds_served(const scn_cluster *cl) {
+  scn_scene *scene = cl->srv->scene;
+  size_t n = scn_world_count(scene);
+  for (size_t i = 0; cl->nfollows && i < scn_world_count(scene); i++)
+    n -= scn_cluster_follows_world(cl, scn_world_name(scn_world_at(scene, i)));
+  return n;
+}
+
+uint64_t scn__group_tick(const scn_cluster *cl, const char *group) {
+  scn_scene *scene = cl->srv->scene;
+  uint64_t top = 0;
+  for (size_t i = 0; i < scn_world_count(scene); i++) {
+    scn_world *w = scn_world_at(scene, i);
+    if (scn_world_in_group(scn_world_name(w), group) && scn_world_tick(w) - 1 > top)
+      top = scn_world_tick(w) - 1;
+  }
+  return top;
+}
+
+uint64_t scn__follow_lag(scn_cluster *cl, const char *group) {
+  size_t i = find(cl, group);
+  if (i >= cl->nfollows || !cl->follows[i]->held)
+    return 0;
+  const scn_follow *f = cl->follows[i];
+  const scn_group_entry *g = scn_owners_find(&cl->owners, group);
+  uint64_t known = f->announced, have = scn__group_tick(cl, group);
+  if (g && g->replicas.known && (uint64_t)g->replicas.epoch == f->epoch && g->replicas.tick > known)
+    known = g->replicas.tick;
+  return known > have ? known - have : 0;
 }
 
 static void on_fconn_closed(uv_handle_t *h) {
@@ -140,6 +206,7 @@ static void hang_up(scn_follow *f, const char *why) {
   f->state = LINK_NONE;
   scn__copy_in_free(f->copy);
   f->copy = NULL;
+  f->marked = false;
   f->backoff_ms = f->backoff_ms ? f->backoff_ms * 2 : BACKOFF_MIN_MS;
   if (f->backoff_ms > BACKOFF_MAX_MS)
     f->backoff_ms = BACKOFF_MAX_MS;
@@ -241,8 +308,67 @@ static bool reply_ok(scn_follow *f, const cJSON *root, const char *what) {
   return false;
 }
 
+/* Closes w's ticks until the last one closed is upto, the owner's number. A world whose clock
+ * never ran (a copy that starts here) jumps there at once. */
+static void close_ticks(scn_world *w, uint64_t upto) {
+  uint64_t closed = scn_world_tick(w) - 1;
+  if (upto <= closed)
+    return;
+  if (closed == 0 && upto > SCN_HISTORY_MAX && scn_world_continue_ticks(w, upto) == SCN_OK)
+    return;
+  while (closed < upto) {
+    uint64_t now = scn_world_close_tick(w);
+    if (now == closed)
+      return; /* its clock is held (it is not moving from here, but never loop on it) */
+    closed = now;
+  }
+}
+
+/* The world of f's group that a mark or a record names, or NULL. */
+static scn_world *group_world(const scn_follow *f, const char *name) {
+  if (!name || !scn_world_in_group(name, f->group))
+    return NULL;
+  return scn_world_find(f->cl->srv->scene, name);
+}
+
+/* {"w":WORLD,"t":T}: WORLD closed tick T on the owner. */
+static void apply_mark(scn_follow *f, const cJSON *root) {
+  const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "w");
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "t");
+  if (!cJSON_IsString(w) || !cJSON_IsNumber(t) || t->valuedouble < 0 ||
+      t->valuedouble > (double)(UINT64_C(1) << 62)) {
+    hang_up(f, "a tick mark that is not one");
+    return;
+  }
+  uint64_t tick = (uint64_t)t->valuedouble;
+  if (tick > f->announced)
+    f->announced = tick;
+  f->marked = f->held && !f->copy;
+  scn_world *world = group_world(f, w->valuestring);
+  if (world)
+    close_ticks(world, tick);
+}
+
+/* Before a record of tick T: its world's ticks up to T - 1 are closed (T = 0: none named). Once
+ * marks come (the link caught up), each record of a world follows the mark of its tick before,
+ * which closed it already: only the records read from the backlog before are looked into. */
+static void close_before(scn_follow *f, const char *line, size_t len, uint64_t tick) {
+  if (tick < 2 || f->marked)
+    return;
+  if (tick - 1 > f->announced)
+    f->announced = tick - 1;
+  cJSON *cmd = scn_json_heap_parse(line, len);
+  const cJSON *w = cJSON_GetObjectItemCaseSensitive(cmd, "world");
+  scn_world *world = cJSON_IsString(w) ? group_world(f, w->valuestring) : NULL;
+  if (world)
+    close_ticks(world, tick - 1);
+  scn_json_heap_delete(cmd);
+}
+
 /* Applies the record of seq and tick whose line is the len bytes at line. */
 static void apply_line(scn_follow *f, uint64_t seq, uint64_t tick, const char *line, size_t len) {
+  if (tick <= (UINT64_C(1) << 62))
+    close_before(f, line, len, tick);
   f->rec.len = 0;
   scn_journal_encode(&f->rec, line, len);
   scn_gstore_record rec = {f->group, f->epoch, seq, tick, f->rec.data, f->rec.len};
@@ -265,8 +391,9 @@ static void apply_record(scn_follow *f, const cJSON *root) {
     hang_up(f, "a line of the stream that is not a record");
     return;
   }
-  apply_line(f, (uint64_t)r->valuedouble, cJSON_IsNumber(t) ? (uint64_t)t->valuedouble : 0,
-             l->valuestring, strlen(l->valuestring));
+  bool tick = cJSON_IsNumber(t) && t->valuedouble >= 0 && t->valuedouble <= 0x1p62;
+  apply_line(f, (uint64_t)r->valuedouble, tick ? (uint64_t)t->valuedouble : 0, l->valuestring,
+             strlen(l->valuestring));
 }
 
 /* Reads the digits at *p (before end) into *v; false when there are none. */
@@ -375,7 +502,9 @@ static bool on_line(void *ud, const char *line, size_t len) {
     }
     break;
   default:
-    if (f->copy || cJSON_GetObjectItemCaseSensitive(root, "copy"))
+    if (cJSON_GetObjectItemCaseSensitive(root, "w"))
+      apply_mark(f, root);
+    else if (f->copy || cJSON_GetObjectItemCaseSensitive(root, "copy"))
       copy_line(f, root);
     else if (f->held)
       apply_record(f, root);
@@ -552,7 +681,10 @@ static void dial(scn_follow *f, const scn_group_entry *g) {
   snprintf(fc->host, sizeof fc->host, "%s", host);
   fc->gai.data = fc;
   fc->tcp.data = fc;
-  scn_framer_init(&fc->framer, f->cl->srv->cfg.max_line);
+  /* A record's line carries a request of up to --max-line bytes as a JSON string, where a
+   * control character (a tab between its members) takes six: the stream's lines may be that
+   * much longer, with the record's other members around it. */
+  scn_framer_init(&fc->framer, (size_t)(6 * f->cl->srv->cfg.max_line + 256));
   f->conn = fc;
   f->state = LINK_DIALING;
   struct addrinfo hints = {.ai_socktype = SOCK_STREAM};
@@ -606,7 +738,8 @@ static void free_at(scn_cluster *cl, size_t i) {
   scn_buf_free(&f->rec);
   scn__copy_in_free(f->copy);
   free(f);
-  cl->follows[i] = cl->follows[--cl->nfollows];
+  memmove(&cl->follows[i], &cl->follows[i + 1], (cl->nfollows - i - 1) * sizeof *cl->follows);
+  cl->nfollows--;
 }
 
 void scn__follow_stop(scn_cluster *cl, const char *group) {
@@ -633,7 +766,11 @@ static scn_follow *add(scn_cluster *cl, const scn_group_entry *g) {
   f->cl = cl;
   snprintf(f->group, sizeof f->group, "%s", g->name);
   f->epoch = (uint64_t)g->replicas.epoch;
-  cl->follows[cl->nfollows++] = f;
+  bool found;
+  size_t at = lookup(cl, f->group, &found);
+  memmove(&cl->follows[at + 1], &cl->follows[at], (cl->nfollows - at) * sizeof *cl->follows);
+  cl->follows[at] = f;
+  cl->nfollows++;
   return f;
 }
 
@@ -686,8 +823,13 @@ void scn__follow_check(scn_cluster *cl) {
         free_at(cl, i);
       continue;
     }
-    if (g && (kept_for_claim(cl, g, f) || kept_for_move(cl, g, f))) {
-      hang_up(f, NULL); /* its owner is gone, or it is this daemon */
+    if (g && kept_for_claim(cl, g, f)) {
+      hang_up(f, NULL);                 /* its owner is gone */
+      scn_owners_claim(&cl->owners, g); /* only as the claim rule allows (claims.c) */
+      continue;
+    }
+    if (g && kept_for_move(cl, g, f)) {
+      hang_up(f, NULL); /* its key hands it to this daemon, which loads this copy */
       continue;
     }
     if (!g || !wanted(cl, g) || (uint64_t)g->replicas.epoch != f->epoch)

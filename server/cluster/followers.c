@@ -99,6 +99,14 @@ void scn_owners_replicas_value(scn_buf *out, const scn_replica_set *r) {
   }
   add_list(out, "followers", r->followers, r->nfollowers);
   add_list(out, "insync", r->insync, r->ninsync);
+  if (r->tick) {
+    scn_buf_adds(out, ",\"tick\":");
+    scn_buf_add_u64(out, r->tick);
+  }
+  if (r->lag_ticks) {
+    scn_buf_adds(out, ",\"lag_ticks\":");
+    scn_buf_add_u64(out, r->lag_ticks);
+  }
   scn_buf_adds(out, r->durability == SCN_DURABILITY_ASYNC ? ",\"durability\":\"async\"}"
                                                           : ",\"durability\":\"sync\"}");
 }
@@ -112,6 +120,14 @@ void scn_owners_group_value_with(scn_buf *out, const char *node, const char *add
   add_list(out, "followers", r->followers, r->nfollowers);
   add_list(out, "insync", r->insync, r->ninsync);
   scn_buf_addc(out, '}');
+}
+
+/* A count member of v: 0 when absent or not one. */
+static uint64_t count(const cJSON *v, const char *member) {
+  const cJSON *n = cJSON_GetObjectItemCaseSensitive(v, member);
+  return cJSON_IsNumber(n) && n->valuedouble >= 0 && n->valuedouble < 9007199254740992.0
+             ? (uint64_t)n->valuedouble
+             : 0;
 }
 
 bool scn_owners_replicas_parse(const char *value, size_t len, scn_replica_set *r) {
@@ -130,6 +146,8 @@ bool scn_owners_replicas_parse(const char *value, size_t len, scn_replica_set *r
                         : SCN_DURABILITY_SYNC;
     r->nfollowers = scn__owners_node_list(v, "followers", r->followers);
     r->ninsync = scn__owners_node_list(v, "insync", r->insync);
+    r->tick = count(v, "tick");
+    r->lag_ticks = count(v, "lag_ticks");
     r->owner[0] = '\0';
     if (cJSON_IsString(owner) &&
         scn_world_name_valid(owner->valuestring, strlen(owner->valuestring)))

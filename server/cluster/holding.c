@@ -58,11 +58,18 @@ scn_load_result scn__load_group(void *ud, const char *group, int64_t epoch, scn_
   /* A follower's copy claimed after its owner went, or handed over by a switchover (whose
    * owner waited until this copy had every record), is served as it is, ticks and all: its
    * new epoch starts from what memory holds. Anything else is dropped and loaded from disk. */
+  uint64_t lag = scn__follow_lag(cl, group);
   if ((how == SCN_ARRIVED_BY_CLAIM || cl->srv->cfg.replicas >= 1) &&
       scn__follow_take_copy(cl, group)) {
     if (scn_gstore_promote(cl->srv->gstore, group, (uint64_t)epoch, err, sizeof err) == 0) {
       if (how == SCN_ARRIVED_BY_MOVE)
         continue_ticks(cl, group);
+      else
+        scn__replicas_promoted(cl, group, epoch, lag);
+      scn_log(SCN_LOG_INFO, "replica: serving the group from this daemon's copy",
+              "group=%s epoch=%lld tick=%llu lag_ticks=%llu", group, (long long)epoch,
+              (unsigned long long)scn__group_tick(cl, group),
+              (unsigned long long)(how == SCN_ARRIVED_BY_MOVE ? 0 : lag));
       cl->next_publish = 0;
       return SCN_LOADED;
     }

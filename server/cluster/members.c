@@ -139,7 +139,7 @@ static void node_value(scn_cluster *cl, scn_buf *v) {
   scn_buf_adds(v, ",\"addr\":");
   scn_buf_add_json_string(v, addr, strlen(addr));
   scn_buf_adds(v, ",\"worlds\":");
-  scn_buf_add_u64(v, scn_world_count(srv->scene));
+  scn_buf_add_u64(v, scn__worlds_served(cl));
   scn_buf_adds(v, ",\"transforms\":");
   scn_buf_add_u64(v, scn_scene_transform_count(srv->scene));
   scn_buf_adds(v, ",\"connections\":");

@@ -73,7 +73,11 @@ typedef struct scn_replica_set {
   int64_t epoch;                /* of the owner that wrote it */
   int64_t mod_rev;              /* of the key: what the next txn on it compares (0: absent) */
   int durability;               /* scn_durability */
-  bool known;                   /* the key exists */
+  uint64_t tick;      /* "tick": the owner's highest closed tick of the group's worlds when it
+                       * wrote the key (0: not said) */
+  uint64_t lag_ticks; /* "lag_ticks": an epoch that began from a follower's copy: the ticks of
+                       * changes that copy may have lacked, as far as it knew (0: not said) */
+  bool known;         /* the key exists */
 } scn_replica_set;
 
 typedef struct scn_group_entry {
@@ -211,7 +215,8 @@ size_t scn_owners_choose_followers(scn_owners *o, const scn_group_entry *g, size
                                    char out[][SCN_NAME_MAX + 1]);
 /* Whether node is one of g's followers (in_sync: of its in-sync set). */
 bool scn_owners_follows(const scn_group_entry *g, const char *node, bool in_sync);
-/* A replicas key's value: {"epoch":..,"followers":[..],"insync":[..],"durability":..}. */
+/* A replicas key's value: {"epoch":..,"owner":..,"followers":[..],"insync":[..],"tick":..,
+ * "lag_ticks":..,"durability":..} (owner, tick and lag_ticks only when said). */
 void scn_owners_replicas_value(scn_buf *out, const scn_replica_set *r);
 /* A group key's value naming node at addr, with r's followers and in-sync set. */
 void scn_owners_group_value_with(scn_buf *out, const char *node, const char *addr,

@@ -2,7 +2,13 @@
  * followers in the group key, written together by one txn that holds only while the group key
  * is still bound to this daemon's lease and the replicas key is as the cache last saw it.
  * A group owned here with no world and no entity left (world.destroy of its last one) has
- * nothing to follow: its replicas key is deleted, under the same compares. */
+ * nothing to follow: its replicas key is deleted, under the same compares.
+ *
+ * The key also says how far the owner's ticks went ("tick", the highest closed among the
+ * group's worlds), written with every change and, while the owner goes on alone (followers
+ * but none in sync), again at most every TICK_RECORD_MS: what a follower promoted from its copy
+ * knows it may lack. An epoch that began from a copy says how many ticks that copy may have
+ * lacked ("lag_ticks"), which world.promote answers. */
 #include "cluster/cluster_internal.h"
 
 #include "ops/log.h"
@@ -13,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RETRY_MS 1000 /* after a txn that failed, before the next one */
+#define RETRY_MS 1000       /* after a txn that failed, before the next one */
+#define TICK_RECORD_MS 1000 /* while alone, how often the owner's tick is written again */
 
 typedef struct record_ctx {
   scn_cluster *cl;
@@ -61,6 +68,9 @@ static void plan(scn_cluster *cl, scn_group_entry *g, scn_replica_set *next) {
   const scn_replica_set *now = &g->replicas;
   *next = (scn_replica_set){.epoch = g->epoch, .durability = scn__group_durability(cl, g->name)};
   snprintf(next->owner, sizeof next->owner, "%s", cl->self.node);
+  next->tick = scn__group_tick(cl, g->name);
+  next->lag_ticks =
+      now->known && now->epoch == g->epoch ? now->lag_ticks : scn__promoted_lag(cl, g);
   next->nfollowers = keep_live(cl, now->followers, now->nfollowers, next->followers, want);
   if (next->nfollowers < want) {
     scn_group_entry probe = *g; /* the choice excludes the followers kept */
@@ -85,11 +95,20 @@ static void plan(scn_cluster *cl, scn_group_entry *g, scn_replica_set *next) {
   }
 }
 
+/* Whether the owner's tick is to be written again: it goes on alone, and the key's is older
+ * than TICK_RECORD_MS. */
+static bool tick_due(scn_cluster *cl, const scn_group_entry *g, const scn_replica_set *next) {
+  if (next->ninsync > 0 || next->nfollowers == 0 || next->tick == g->replicas.tick)
+    return false;
+  const scn_ship *s = scn__ship_get(cl, g->name); /* made if need be: it keeps the time */
+  return s && uv_hrtime() - s->tick_recorded_at >= (uint64_t)TICK_RECORD_MS * 1000000;
+}
+
 /* Whether both keys already say what next says. */
 static bool recorded(const scn_group_entry *g, const scn_replica_set *next) {
   const scn_replica_set *now = &g->replicas;
   return now->known && now->epoch == next->epoch && now->durability == next->durability &&
-         strcmp(now->owner, next->owner) == 0 &&
+         now->lag_ticks == next->lag_ticks && strcmp(now->owner, next->owner) == 0 &&
          same_names(now->followers, now->nfollowers, next->followers, next->nfollowers) &&
          same_names(now->insync, now->ninsync, next->insync, next->ninsync) &&
          same_names(g->followers, g->nfollowers, next->followers, next->nfollowers) &&
@@ -124,6 +143,9 @@ static void on_recorded(void *ctx, const scn_kv_answer *a) {
     g->created_durability = 0;
   /* Taken now, unless the watch brought newer keys first: the next plan must not write it
    * again. */
+  scn_ship *s = scn__ship_find(cl, c->group);
+  if (s)
+    s->tick_recorded_at = uv_hrtime();
   if (g->replicas.mod_rev < a->revision) {
     g->replicas = c->set;
     g->replicas.mod_rev = a->revision;
@@ -206,7 +228,21 @@ void scn__replicas_record(scn_cluster *cl) {
     }
     scn_replica_set next;
     plan(cl, g, &next);
-    if (!recorded(g, &next))
+    if (!recorded(g, &next) || tick_due(cl, g, &next))
       g->recording = send_record(cl, g, &next);
   }
+}
+
+void scn__replicas_promoted(scn_cluster *cl, const char *group, int64_t epoch, uint64_t lag_ticks) {
+  scn_promoted *p = &cl->promoted[cl->npromoted++ % SCN_PROMOTED_KEPT];
+  snprintf(p->group, sizeof p->group, "%s", group);
+  p->epoch = epoch;
+  p->lag_ticks = lag_ticks;
+}
+
+uint64_t scn__promoted_lag(const scn_cluster *cl, const scn_group_entry *g) {
+  for (size_t i = 0; i < SCN_PROMOTED_KEPT; i++)
+    if (cl->promoted[i].epoch == g->epoch && strcmp(cl->promoted[i].group, g->name) == 0)
+      return cl->promoted[i].lag_ticks;
+  return 0;
 }

@@ -5,6 +5,7 @@
  *   {"r":SEQ,"t":TICK,"l":LINE}     LINE: the journal record's line as it is, a JSON object
  *                                   (its bytes are scn_journal_encode(LINE), exactly what the
  *                                   owner's journal got)
+ *   {"w":WORLD,"t":TICK}            a tick mark: WORLD closed TICK (after its records)
  *
  * first from the backlog (as far as the connection's output allows per loop turn), then as the
  * store's tap hands them on, and its only lines are the follower's {"ack":SEQ}. A link whose
@@ -18,6 +19,7 @@
 #include "ops/log.h"
 #include "store/groups.h"
 #include "store/journal.h"
+#include "store/snapshot.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -103,6 +105,46 @@ void scn__links_push(scn_cluster *cl) {
     scn_conn *c = cl->push[--cl->npush];
     if (!scn_conn_gone(c))
       scn_conn_flush(c);
+  }
+}
+
+/* A tick mark for each link of s that has caught up (one still reading the backlog gets none:
+ * the ticks of the records it is sent close the follower's ticks up to theirs). Marks, like
+ * records, do not pile up for a follower that does not read them. */
+static void write_mark(scn_cluster *cl, scn_ship *s, const char *world, uint64_t closed) {
+  for (size_t i = 0; i < SCN_SHIP_LINKS; i++) {
+    scn_ship_link *l = &s->links[i];
+    if (!l->conn || l->next || l->copy || scn_conn_gone(l->conn))
+      continue;
+    if (scn_conn_queued(l->conn) > 2 * out_budget(cl)) {
+      link_close(l, "the follower does not keep up (output limit)");
+      continue;
+    }
+    scn_buf *out = &l->conn->out.bytes;
+    scn_buf_adds(out, "{\"w\":");
+    scn_buf_add_json_string(out, world, strlen(world));
+    scn_buf_adds(out, ",\"t\":");
+    scn_buf_add_u64(out, closed);
+    scn_buf_adds(out, "}\n");
+    scn_conn_schedule_flush(l->conn);
+  }
+}
+
+void scn__links_tick(scn_cluster *cl) {
+  if (cl->nships == 0)
+    return;
+  scn_scene *scene = cl->srv->scene;
+  scn_ship *s = NULL;
+  for (size_t i = 0; i < scn_world_count(scene); i++) {
+    scn_world *w = scn_world_at(scene, i);
+    const char *name = scn_world_name(w);
+    if (!s || !scn_world_in_group(name, s->group)) {
+      char group[SCN_NAME_MAX + 1];
+      scn_group_of(name, group);
+      if (!(s = scn__ship_find(cl, group)))
+        continue;
+    }
+    write_mark(cl, s, name, scn_world_tick(w) - 1);
   }
 }
 

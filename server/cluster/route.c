@@ -54,6 +54,12 @@ static scn_route_kind wait_on(scn_group_entry *g, const scn_route_request *rq, s
 static bool route_known(scn_cluster *cl, scn_group_entry *g, const scn_route_request *rq,
                         scn_route *out, scn_route_kind *kind) {
   bool may_wait = rq->wake && !rq->retry;
+  /* A read after hello's follower_reads, of a group followed here: its copy answers, as far
+   * as it has caught up (also while the group waits for a new owner). */
+  if (rq->follower_read && g->state == SCN_GROUP_NONE && scn__follows(cl, g->name)) {
+    *kind = SCN_ROUTE_LOCAL;
+    return true;
+  }
   switch (g->state) {
   case SCN_GROUP_OWNED:
     *kind = SCN_ROUTE_LOCAL;

@@ -19,22 +19,43 @@ static bool served(const scn_group_entry *g) {
   return g && (g->state == SCN_GROUP_OWNED || g->state == SCN_GROUP_FROZEN);
 }
 
+/* The ships are kept in order of their groups' names (each tick looks up every world's): the
+ * index of group's, or where it would go (*found false). */
+static size_t lookup(const scn_cluster *cl, const char *group, bool *found) {
+  size_t lo = 0, hi = cl->nships;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(cl->ships[mid]->group, group);
+    if (c == 0) {
+      *found = true;
+      return mid;
+    }
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  *found = false;
+  return lo;
+}
+
 static bool ships_here(scn_cluster *cl, const char *group) {
   return served(scn_owners_find(&cl->owners, group));
 }
 
 static size_t find(const scn_cluster *cl, const char *group) {
-  for (size_t i = 0; i < cl->nships; i++)
-    if (strcmp(cl->ships[i]->group, group) == 0)
-      return i;
-  return cl->nships;
+  bool found;
+  size_t i = lookup(cl, group, &found);
+  return found ? i : cl->nships;
 }
 
 static void free_at(scn_cluster *cl, size_t i) {
-  scn__links_close(cl->ships[i]);
-  scn_backlog_free(&cl->ships[i]->backlog);
-  free(cl->ships[i]);
-  cl->ships[i] = cl->ships[--cl->nships];
+  scn_ship *s = cl->ships[i];
+  scn__links_close(s);
+  scn_backlog_free(&s->backlog);
+  free(s);
+  memmove(&cl->ships[i], &cl->ships[i + 1], (cl->nships - i - 1) * sizeof *cl->ships);
+  cl->nships--;
 }
 
 static scn_ship *add(scn_cluster *cl, const char *group) {
@@ -52,7 +73,11 @@ static scn_ship *add(scn_cluster *cl, const char *group) {
   snprintf(s->group, sizeof s->group, "%s", group);
   uint64_t limit = cl->srv->cfg.replica_backlog;
   scn_backlog_init(&s->backlog, limit ? (size_t)limit : SCN_REPLICA_BACKLOG);
-  cl->ships[cl->nships++] = s;
+  bool found;
+  size_t at = lookup(cl, s->group, &found);
+  memmove(&cl->ships[at + 1], &cl->ships[at], (cl->nships - at) * sizeof *cl->ships);
+  cl->ships[at] = s;
+  cl->nships++;
   return s;
 }
 

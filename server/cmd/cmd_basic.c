@@ -93,6 +93,9 @@ int scn_cmd_hello(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error 
   /* A hello without "matrices" keeps the connection's form. */
   if (a->f->present & SCN_F(matrices))
     ctx->conn->matrices = a->matrices;
+  /* Nor one without "follower_reads" where its reads are answered. */
+  if (a->f->present & SCN_F(follower_reads))
+    ctx->conn->follower_reads = a->follower_reads;
   scn_reply_key(out, "server");
   scn_buf_adds(out, "\"scened\"");
   scn_reply_key(out, "version");
@@ -101,6 +104,10 @@ int scn_cmd_hello(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error 
   scn_buf_add_u64(out, SCN_PROTOCOL);
   scn_reply_key(out, "matrices");
   scn_buf_adds(out, ctx->conn->matrices == SCN_MATRICES_B64 ? "\"b64\"" : "\"json\"");
+  if (ctx->conn->follower_reads) {
+    scn_reply_key(out, "follower_reads");
+    scn_buf_adds(out, "true");
+  }
   add_access(ctx, out);
   return 0;
 }
@@ -282,6 +289,49 @@ int scn_cmd_world_move(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_e
   } else {
     add_owner(out, scn_cluster_node(cl), scn_cluster_addr(cl)); /* it is here already */
   }
+  return 0;
+}
+
+/* world.promote's answer, as world.move's (the connection waited for it). */
+static void promote_done(void *ud, const scn_promote_answer *a) {
+  scn_conn *c = ud;
+  scn_buf *out = &c->out.bytes;
+  const char *tag = c->pending_tag;
+  if (a->ok) {
+    scn_reply_begin_raw(out, tag, tag ? strlen(tag) : 0);
+    add_owner(out, a->node, a->addr);
+    scn_reply_key(out, "lag_ticks");
+    scn_buf_add_u64(out, a->lag_ticks);
+    scn_reply_end(out);
+  } else {
+    scn_wire_error err;
+    scn_fail(&err, (scn_wire_code)a->code, "%s", a->message);
+    scn_reply_error_raw(out, tag, tag ? strlen(tag) : 0, &err);
+  }
+  free(c->pending_tag);
+  c->pending_tag = NULL;
+  scn_conn_resume(c);
+}
+
+int scn_cmd_world_promote(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
+  (void)out;
+  scn_cluster *cl = ctx->srv->cluster;
+  const char *node;
+  if (!cl)
+    return scn_fail(err, SCN_W_BAD_REQUEST,
+                    "this daemon is not in a cluster (start it with --cluster)");
+  if (scn_decode_string(a->f->v[SCN_F_node], "node", &node, err) < 0)
+    return -1;
+  if (!scn_world_name_valid(node, strlen(node)))
+    return scn_fail(err, SCN_W_BAD_REQUEST, "field \"node\" must be a node's name");
+  if (!ctx->conn)
+    return 0;
+  int code;
+  char msg[300];
+  if (scn_cluster_promote(cl, a->world, node, promote_done, ctx->conn, &code, msg, sizeof msg) < 0)
+    return scn_fail(err, (scn_wire_code)code, "%s", msg);
+  ctx->conn->pending_tag = id_text(ctx);
+  ctx->deferred = true;
   return 0;
 }
 

@@ -205,6 +205,8 @@ static int route(scn_ctx *ctx, const scn_command_info *cmd, const scn_fields *f,
   scn_route_request rq = {.world = world,
                           .creating = creating,
                           .place = place,
+                          .follower_read =
+                              ctx->conn->follower_reads && (cmd->flags & SCN_CMD_FOLLOWER),
                           .retry = d->retrying,
                           .wake = d->retrying ? NULL : on_wake,
                           .hold = hold_request,
@@ -564,8 +566,10 @@ static void on_conn_closed(void *ud, scn_conn *c) {
   for (held *h = d->held; h; h = h->next)
     if (h->conn == c)
       h->conn = NULL; /* freed when the cluster wakes it */
-  if (d->srv->cluster)
+  if (d->srv->cluster) {
     scn_cluster_forget_move(d->srv->cluster, c);
+    scn_cluster_forget_promote(d->srv->cluster, c);
+  }
 }
 
 scn_dispatch *scn_dispatch_open(scn_server *srv) {

@@ -52,6 +52,7 @@ struct scn_conn {
   bool authed;              /* --auth-token given, or none needed (without --acl) */
   scn_identity who;         /* --acl: the token hello named */
   scn_matrix_form matrices; /* how its responses and frames carry matrices (hello) */
+  bool follower_reads;      /* reads may be answered from a follower's copy (hello) */
   bool rejected;            /* over --max-clients: one LIMIT line, then close */
   bool blocked;             /* waiting for a deferred reply: lines are held, not run */
   bool acked_write;         /* with --cluster: out holds an ok for a write to a group */

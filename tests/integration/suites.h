@@ -46,6 +46,8 @@
   X(cluster_replicas_move)                                                                         \
   X(cluster_replicas_sync)                                                                         \
   X(cluster_replicas_catchup)                                                                      \
+  X(cluster_replicas_reads)                                                                        \
+  X(cluster_replicas_promote)                                                                      \
   X(cluster_crash)                                                                                 \
   X(cluster_crash_replicas)                                                                        \
   X(cluster_script)                                                                                \

@@ -159,6 +159,7 @@ static void test_every_command_needs_its_right(void) {
       {"world.move", "{\"cmd\":\"world.move\",\"world\":\"w\",\"to\":\"elsewhere\"}"},
       {"cluster.nodes", "{\"cmd\":\"cluster.nodes\"}"},
       {"replicate", "{\"cmd\":\"replicate\",\"group\":\"w\",\"epoch\":1,\"from\":1}"},
+      {"world.promote", "{\"cmd\":\"world.promote\",\"world\":\"w\",\"node\":\"n\"}"},
   };
   const size_t nreq = sizeof requests / sizeof requests[0];
   for (unsigned i = 0; i < scn_command_count; i++) {

@@ -74,6 +74,7 @@ static void valid_members(const scene *s, const char *cmd, char *out, size_t cap
       {"world.move", "\"world\":\"" W "\",\"to\":\"elsewhere\""},
       {"cluster.nodes", ""},
       {"replicate", "\"group\":\"g\",\"epoch\":1,\"from\":1,\"node\":\"n\""},
+      {"world.promote", "\"world\":\"" W "\",\"node\":\"n\""},
   };
   out[0] = '\0';
   for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)

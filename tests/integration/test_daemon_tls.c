@@ -143,6 +143,7 @@ static void test_every_command(void) {
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"cluster.nodes\"}");
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"world.move\",\"world\":\"w\",\"to\":\"n1\"}");
   ERR(&c, "BAD_REQUEST", "{\"cmd\":\"replicate\",\"group\":\"w\",\"epoch\":1,\"from\":1}");
+  ERR(&c, "BAD_REQUEST", "{\"cmd\":\"world.promote\",\"world\":\"w\",\"node\":\"n1\"}");
   OKD(&c, "{\"cmd\":\"world.destroy\",\"world\":\"w\"}");
   /* Every command of the table was run, over TLS. */
   r = OK(&c, "{\"cmd\":\"info\"}");

@@ -21,6 +21,7 @@
   X(history_file)                                                                                  \
   X(cluster_owners)                                                                                \
   X(replica_backlog)                                                                               \
+  X(replica_ticks)                                                                                 \
   X(f32fmt)                                                                                        \
   X(proto_framing)                                                                                 \
   X(proto_request)                                                                                 \

@@ -43,7 +43,7 @@ static void test_command_names(void) {
   CU_ASSERT(
       completes("", "transform.s", false, "transform.set_local", "transform.set_world", NULL));
   CU_ASSERT(completes("  ", "wo", false, "world.create", "world.destroy", "world.list",
-                      "world.move", NULL));
+                      "world.move", "world.promote", NULL));
   CU_ASSERT(completes("", "q", false, "quit", NULL));
   CU_ASSERT(completes("", "h", false, "hello", "help", NULL));
   CU_ASSERT(completes("", "transfrom", false, NULL));

@@ -27,8 +27,12 @@ class AsyncClient:
                  token: Optional[str] = None, matrices: str = "json",
                  timeout: Optional[float] = 10.0, *, tls: bool = False,
                  tls_ca: Optional[str] = None, tls_cert: Optional[str] = None,
-                 tls_key: Optional[str] = None, backlog: int = 256) -> None:
+                 tls_key: Optional[str] = None, backlog: int = 256,
+                 follower_reads: bool = False) -> None:
         host, port, self.token = defaults(host, port, token)
+        # hello with "follower_reads" on every connection: in a cluster with replicas, a
+        # daemon that follows a world's group answers reads and subscribe from its copy
+        self.follower_reads = follower_reads
         self.addr = f"{host}:{port}"
         self.timeout = timeout
         self.matrices = matrices
@@ -90,9 +94,10 @@ class AsyncClient:
         except asyncio.TimeoutError:  # the builtin one before Python 3.11
             raise TimeoutError(f"no connection to {addr} in {self.timeout} s") from None
         try:
-            if needs_hello(self.matrices, self.token):
+            if needs_hello(self.matrices, self.token, self.follower_reads):
                 answer = result(await conn.send(  # type: ignore[misc]
-                    request_line("hello", hello_fields(self.matrices, self.token))))
+                    request_line("hello", hello_fields(self.matrices, self.token,
+                                                       self.follower_reads))))
                 self.matrices = answer.get("matrices", self.matrices)
         except BaseException:
             await conn.close()

@@ -26,8 +26,12 @@ class Client:
     def __init__(self, host: Optional[str] = None, port: Optional[int] = None,
                  token: Optional[str] = None, timeout: Optional[float] = 10.0,
                  matrices: str = "json", tls: bool = False, tls_ca: Optional[str] = None,
-                 tls_cert: Optional[str] = None, tls_key: Optional[str] = None) -> None:
+                 tls_cert: Optional[str] = None, tls_key: Optional[str] = None,
+                 follower_reads: bool = False) -> None:
         host, port, self.token = defaults(host, port, token)
+        # hello with "follower_reads" on every connection: in a cluster with replicas, a
+        # daemon that follows a world's group answers reads and subscribe from its copy
+        self.follower_reads = follower_reads
         self.timeout = timeout
         self.owners: Dict[str, str] = {}  # world -> "HOST:PORT" learned from MOVED answers
         self.tls = tls_of(tls, tls_ca, tls_cert, tls_key)  # kept for the connections of MOVED
@@ -51,14 +55,15 @@ class Client:
         self.grids: Dict[int, Mapping[str, Any]] = {}  # packed subscription -> its "packed"
         self._held: Optional[BaseException] = None  # what on_event raised while a call waited
         self._late = 0  # responses of calls that timed out, dropped when they come
-        if needs_hello(self._wanted_matrices, self.token):
+        if needs_hello(self._wanted_matrices, self.token, self.follower_reads):
             self.set_matrices(self._wanted_matrices)
 
     def set_matrices(self, form: str) -> None:
         """How the daemon sends this connection matrices from now on: "json" or "b64" (a hello,
         with the token when there is one). A connection made after a MOVED keeps the form."""
         self._wanted_matrices = form
-        answer = result(self._call_here("hello", hello_fields(form, self.token)))
+        answer = result(self._call_here(
+            "hello", hello_fields(form, self.token, self.follower_reads)))
         self.matrices = answer.get("matrices", form)
 
     def _move_to(self, addr: str) -> None:

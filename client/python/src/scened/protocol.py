@@ -53,16 +53,20 @@ def request_line(cmd: str, fields: Mapping[str, Any]) -> bytes:
     return (json.dumps(dict(cmd=cmd, **fields)) + "\n").encode()
 
 
-def hello_fields(matrices: str, token: Optional[str]) -> Dict[str, Any]:
+def hello_fields(matrices: str, token: Optional[str],
+                 follower_reads: bool = False) -> Dict[str, Any]:
     fields: Dict[str, Any] = {"matrices": matrices}
     if token:
         fields["token"] = token
+    if follower_reads:
+        fields["follower_reads"] = True
     return fields
 
 
-def needs_hello(matrices: str, token: Optional[str]) -> bool:
-    """A new connection says hello only for a token or a matrix form other than json."""
-    return bool(token) or matrices != "json"
+def needs_hello(matrices: str, token: Optional[str], follower_reads: bool = False) -> bool:
+    """A new connection says hello only for a token, a matrix form other than json, or
+    follower reads."""
+    return bool(token) or matrices != "json" or follower_reads
 
 
 def is_event(msg: Mapping[str, Any]) -> bool:
