@@ -645,20 +645,6 @@ uint32_t scn_gstore_home(const scn_gstore *gs, const char *group) {
   return p ? p->home : SCN_HOME_NONE;
 }
 
-bool scn_gstore_position(const scn_gstore *gs, const char *group, uint64_t *epoch, uint64_t *seq) {
-  gs_part *p = scn__gs_find((scn_gstore *)gs, group);
-  if (p) {
-    *epoch = p->epoch;
-    *seq = p->seq;
-  }
-  return p != NULL;
-}
-
-bool scn_gstore_began_empty(const scn_gstore *gs, const char *group) {
-  gs_part *p = scn__gs_find((scn_gstore *)gs, group);
-  return p && !p->from_copy;
-}
-
 bool scn_gstore_holds(const scn_gstore *gs, const char *group) {
   return scn__gs_find((scn_gstore *)gs, group) != NULL;
 }
