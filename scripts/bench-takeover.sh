@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Takeover of a group of 1,000,000 transforms (make bench runs it after bench-cluster.sh), from
-# kill -9 of its owner until another daemon answers a read of its world, in the same run:
+# Takeover of a group of 1,000,000 transforms (make bench runs it with the replicas'
+# benchmarks), from kill -9 of its owner until another daemon answers a read of its world, in
+# the same run:
 #   - with replicas: three daemons, each on a data directory of its own, --replicas 1 (sync);
 #     the in-sync follower serves the group from its copy (target: TTL + 0.5 s, no load);
 #   - with a shared data directory (--replicas 0): two daemons, the other loads the group from
