@@ -292,7 +292,8 @@ bench: $(BENCH_BIN) $(DECODE_BENCH) $(INTEREST_BENCH) $(PACKED_BENCH) $(SCENED) 
 
 # A long mixed load (SOAK_MINUTES, default 3): fails when the daemon's memory keeps growing.
 # Then the randomized durability tests with many seeds (SOAK_SEEDS, SOAK_CLUSTER_SEEDS): the
-# journal's replay, kill -9 and restarts of a daemon, takeovers and moves in a cluster.
+# journal's replay, kill -9 and restarts of a daemon, takeovers and moves in a cluster, and
+# takeovers from in-sync followers with replicas.
 SOAK_SEEDS ?= 200
 SOAK_CLUSTER_SEEDS ?= 30
 soak: $(SCENED) $(SCENE_BENCH) $(INTEGRATION_TEST_BIN) $(JOURNAL_TEST_BIN)
@@ -302,6 +303,8 @@ soak: $(SCENED) $(SCENE_BENCH) $(INTEGRATION_TEST_BIN) $(JOURNAL_TEST_BIN)
 	  $(INTEGRATION_TEST_BIN) daemon_crash
 	SCENED_SEEDS=$(SOAK_CLUSTER_SEEDS) SCENED_TEST_TIMEOUT=7200 SCENED_BIN=$(abspath $(SCENED)) \
 	  $(INTEGRATION_TEST_BIN) cluster_crash
+	SCENED_SEEDS=$(SOAK_CLUSTER_SEEDS) SCENED_TEST_TIMEOUT=7200 SCENED_BIN=$(abspath $(SCENED)) \
+	  $(INTEGRATION_TEST_BIN) cluster_crash_replicas
 
 exhaustive-f32: $(BUILD)/f32-exhaustive
 	$(BUILD)/f32-exhaustive

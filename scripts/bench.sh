@@ -5,9 +5,10 @@
 # limit, packed frames against b64 ones over TCP and WebSocket, subscriptions by distance against
 # a naive filter (bench-near.sh), the staging view in headless Chromium, durability, the cluster
 # (bench-cluster.sh), replicas (switchovers, bench-switchover.sh; sync and async writes,
-# bench-replicas.sh; catch-up, bench-catchup.sh; reads from followers, bench-replicas-reads.sh)
-# and the write path at scale (bench-scale.sh). Figures are medians of RUNS runs (default 3); the
-# machine is small and noisy. Each target is printed beside its figure.
+# bench-replicas.sh; catch-up, bench-catchup.sh; reads from followers, bench-replicas-reads.sh;
+# takeover against a shared directory, bench-takeover.sh) and the write path at scale
+# (bench-scale.sh). Figures are medians of RUNS runs (default 3); the machine is small and noisy.
+# Each target is printed beside its figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -434,6 +435,7 @@ BUILD="$BUILD" RUNS="$RUNS" scripts/bench-switchover.sh
 BUILD="$BUILD" RUNS="$RUNS" N="$N" scripts/bench-replicas.sh
 BUILD="$BUILD" scripts/bench-catchup.sh
 BUILD="$BUILD" RUNS="$RUNS" scripts/bench-replicas-reads.sh
+BUILD="$BUILD" scripts/bench-takeover.sh
 
 echo
 BUILD="$BUILD" RUNS="$RUNS" scripts/bench-scale.sh

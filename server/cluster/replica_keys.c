@@ -1,8 +1,8 @@
 /* The owner's record of its groups' followers (--replicas N >= 1): the replicas key and the
  * followers in the group key, written together by one txn that holds only while the group key
  * is still bound to this daemon's lease and the replicas key is as the cache last saw it.
- * A group owned here with no world left (world.destroy of its last one) has nothing to follow:
- * its replicas key is deleted, under the same compares.
+ * A group owned here with no world and no entity left (world.destroy of its last one) has
+ * nothing to follow: its replicas key is deleted, under the same compares.
  *
  * The key also says how far the owner's ticks went ("tick", the highest closed among the
  * group's worlds), written with every change and, while the owner goes on alone (followers
@@ -16,6 +16,7 @@
 #include "store/snapshot.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define RETRY_MS 1000       /* after a txn that failed, before the next one */
@@ -200,12 +201,16 @@ static bool send_remove(scn_cluster *cl, scn_group_entry *g) {
   return scn_etcd_txn(cl->etcd, cmp, 2, &del, 1, &r);
 }
 
-static bool has_worlds(scn_cluster *cl, const char *group) {
+/* Whether a follower has anything of group to keep: a world, or an entity of its own (made in
+ * one of its worlds and left when they went; a later command of the group may use it). */
+static bool holds_anything(scn_cluster *cl, const char *group) {
   scn_scene *scene = cl->srv->scene;
   for (size_t i = 0; i < scn_world_count(scene); i++)
     if (scn_world_in_group(scn_world_name(scn_world_at(scene, i)), group))
       return true;
-  return false;
+  size_t n;
+  free(scn_group_entities(scene, group, scn_gstore_home(cl->srv->gstore, group), &n));
+  return n > 0;
 }
 
 void scn__replicas_record(scn_cluster *cl) {
@@ -216,7 +221,7 @@ void scn__replicas_record(scn_cluster *cl) {
     if (g->state != SCN_GROUP_OWNED || g->recording || g->mv || g->handoff || !g->key ||
         g->lease != cl->self.lease || strcmp(g->node, cl->self.node) != 0)
       continue;
-    if (!has_worlds(cl, g->name)) {
+    if (!holds_anything(cl, g->name)) {
       if (g->replicas.known)
         g->recording = send_remove(cl, g);
       continue;

@@ -244,8 +244,10 @@ int scn_cluster_replicate(scn_cluster *cl, scn_conn *c, const char *group, const
     s->epoch = epoch;
   }
   size_t at;
-  bool copy =
-      from == 0 || (from <= seq && scn_backlog_find(&s->backlog, from, &at) != SCN_BACKLOG_OK);
+  /* From 1 in an epoch that began from a copy (a takeover's, a switchover's, a load): its
+   * records alone rebuild nothing, so a follower starting empty gets the whole copy too. */
+  bool copy = from == 0 || (from == 1 && !scn_gstore_began_empty(cl->srv->gstore, group)) ||
+              (from <= seq && scn_backlog_find(&s->backlog, from, &at) != SCN_BACKLOG_OK);
   scn_ship_link *l = NULL;
   for (size_t i = 0; !l && i < SCN_SHIP_LINKS; i++)
     if (!s->links[i].conn)

@@ -40,6 +40,19 @@ static const scn_replica_set *insync_of(scn_cluster *cl, const scn_ship *s) {
   return insync_in(scn_owners_find(&cl->owners, s->group), s);
 }
 
+/* Whether g's replicas key still holds another epoch's in-sync set (a takeover's, until this
+ * owner records its own) with a member other than this daemon: that member may claim the group
+ * from a copy that lacks what this owner answers, so an ok waits until the key is this
+ * epoch's. */
+static bool stale_insync(const scn_cluster *cl, const scn_group_entry *g, const scn_ship *s) {
+  bool stale = false;
+  for (uint8_t i = 0;
+       g && g->replicas.known && (uint64_t)g->replicas.epoch != s->epoch && i < g->replicas.ninsync;
+       i++)
+    stale |= strcmp(g->replicas.insync[i], cl->self.node) != 0;
+  return stale;
+}
+
 void scn__sync_command(scn_cluster *cl, scn_conn *c) { cl->sync_conn = c; }
 
 static scn_sync_queue *queue_of(scn_cluster *cl, const char *group) {
@@ -92,7 +105,7 @@ void scn__sync_record(scn_cluster *cl, scn_ship *s, const scn_group_entry *g, ui
    * one); g is the group's cache entry. */
   if (scn__entry_durability(cl, g) != SCN_DURABILITY_SYNC)
     return;
-  if (!insync_in(g, s) && !scn__links_joining(cl, s)) {
+  if (!insync_in(g, s) && !scn__links_joining(cl, s) && !stale_insync(cl, g, s)) {
     cl->stats.replica_alone++;
     return;
   }
@@ -134,6 +147,8 @@ static bool release(scn_cluster *cl, scn_sync_queue *q) {
     fail_queue(q);
     return false;
   }
+  if (stale_insync(cl, scn_owners_find(&cl->owners, s->group), s))
+    return true;
   const scn_replica_set *rs = insync_of(cl, s);
   uint64_t upto = UINT64_MAX;
   for (uint8_t i = 0; rs && i < rs->ninsync; i++) {

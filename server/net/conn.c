@@ -393,7 +393,9 @@ void scn_conn_written(scn_conn *c, int status) {
 void scn_conn_update_reading(scn_conn *c) {
   if (scn_conn_gone(c))
     return;
-  bool want = !c->closing && !c->srv->stopping && !c->blocked &&
+  /* A follower's link is read while the daemon stops: its acks release the sync replies that
+   * are draining. */
+  bool want = !c->closing && (!c->srv->stopping || c->repl) && !c->blocked &&
               scn_conn_queued(c) < 2 * c->srv->cfg.output_limit;
   /* A handshake reads until it is done, even for a refused connection (its LIMIT line goes
    * out over TLS once it is). */
@@ -459,7 +461,7 @@ void scn_conn_stop_all(scn_server *srv) {
       scn_conn_close(c);
       continue;
     }
-    if (c->reading) {
+    if (c->reading && !c->repl) { /* (a follower's link: see scn_conn_update_reading) */
       c->tp->set_reading(c, false);
       c->reading = false;
     }

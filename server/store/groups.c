@@ -513,6 +513,7 @@ int scn_gstore_acquire(scn_gstore *gs, const char *group, uint64_t epoch, bool m
   snprintf(p->name, sizeof p->name, "%s", group);
   scn__gs_part_init(gs, p);
   p->home = home;
+  p->from_copy = n.found;
   /* The new epoch's directory is made under a temporary name and renamed once complete, so a
    * daemon that looks for the newest epoch never finds a half-written one. What goes in is a
    * copy of what is durable already, so it needs no fence; the fence guards what follows. */
@@ -584,7 +585,7 @@ int scn_gstore_promote(scn_gstore *gs, const char *group, uint64_t epoch, char *
              (unsigned long long)epoch);
     return -1;
   }
-  uint64_t from_epoch = p->epoch, bytes = 0, changes = p->changes;
+  uint64_t from_epoch = p->epoch, bytes = 0, changes = p->changes, t0 = uv_hrtime();
   old_dir = p->dir;
   commit_part(gs, p); /* what it keeps back anyway is in the scene, so in the new snapshot */
   /* Linked only when the old files hold all of it, on disk. */
@@ -597,6 +598,7 @@ int scn_gstore_promote(scn_gstore *gs, const char *group, uint64_t epoch, char *
   scn_path_fmt(&p->dir, "%s.tmp", final.s);
   p->epoch = epoch;
   p->seq = p->changes = 0;
+  p->from_copy = true;
   scn__gs_remove_dir(p->dir.s); /* as a load, the directory gets its name only once complete */
   bool linked = false;
   if (mkdir_one(p->dir.s) == 0 && linkable && !(linked = link_epoch(p, old_dir.s))) {
@@ -617,9 +619,9 @@ int scn_gstore_promote(scn_gstore *gs, const char *group, uint64_t epoch, char *
   scn_fsync_dir(gdir.s);
   scn__gs_each_epoch(gdir.s, remove_older, &(older){epoch});
   scn_log(SCN_LOG_INFO, "group promoted from its copy",
-          "group=%s epoch=%llu from=%llu start=%s snapshot_bytes=%llu", group,
+          "group=%s epoch=%llu from=%llu start=%s snapshot_bytes=%llu ms=%.1f", group,
           (unsigned long long)epoch, (unsigned long long)from_epoch, linked ? "linked" : "snapshot",
-          (unsigned long long)bytes);
+          (unsigned long long)bytes, (double)(uv_hrtime() - t0) / 1e6);
   return 0;
 }
 
@@ -641,15 +643,6 @@ void scn_gstore_release(scn_gstore *gs, const char *group) {
 uint32_t scn_gstore_home(const scn_gstore *gs, const char *group) {
   gs_part *p = scn__gs_find((scn_gstore *)gs, group);
   return p ? p->home : SCN_HOME_NONE;
-}
-
-bool scn_gstore_position(const scn_gstore *gs, const char *group, uint64_t *epoch, uint64_t *seq) {
-  gs_part *p = scn__gs_find((scn_gstore *)gs, group);
-  if (p) {
-    *epoch = p->epoch;
-    *seq = p->seq;
-  }
-  return p != NULL;
 }
 
 bool scn_gstore_holds(const scn_gstore *gs, const char *group) {

@@ -70,6 +70,10 @@ int scn_gstore_apply(scn_gstore *gs, const scn_gstore_record *r, char *err, size
 /* Where group's records stand here: the epoch it is held in and the seq of its last record
  * (appended or applied). false when the group is not held. */
 bool scn_gstore_position(const scn_gstore *gs, const char *group, uint64_t *epoch, uint64_t *seq);
+/* Whether group's epoch here began with nothing (a new group), so that its records from seq 1
+ * rebuild it on their own; false for one that began from a load or a promoted copy, and for a
+ * group not held. */
+bool scn_gstore_began_empty(const scn_gstore *gs, const char *group);
 
 /* A follower's copy (--replicas). Each snapshot of a group notes beside it how many of its
  * epoch's records it covers, so that a copy on disk knows its last seq (groups_copy.c).

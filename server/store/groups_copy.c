@@ -403,3 +403,17 @@ void scn_gstore_forget(scn_gstore *gs, const char *group) {
   scn_log(SCN_LOG_INFO, "replica: a group a newer epoch owns was removed from this directory",
           "group=%s dir=%s", group, gdir.s);
 }
+
+bool scn_gstore_position(const scn_gstore *gs, const char *group, uint64_t *epoch, uint64_t *seq) {
+  gs_part *p = scn__gs_find((scn_gstore *)gs, group);
+  if (p) {
+    *epoch = p->epoch;
+    *seq = p->seq;
+  }
+  return p != NULL;
+}
+
+bool scn_gstore_began_empty(const scn_gstore *gs, const char *group) {
+  gs_part *p = scn__gs_find((scn_gstore *)gs, group);
+  return p && !p->from_copy;
+}

@@ -16,6 +16,7 @@ typedef struct gs_part {
   uint64_t stamp;   /* the command that last wrote to it (gs->stamp) */
   uint32_t home;    /* the entity home tag of what it made (the node's part: 0) */
   uint64_t seq;     /* records appended in its epoch (scn_gstore_record.seq) */
+  bool from_copy;   /* the epoch began from what was loaded or promoted, not from nothing */
 } gs_part;
 
 typedef struct gs_stats {

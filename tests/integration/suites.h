@@ -49,6 +49,7 @@
   X(cluster_replicas_reads)                                                                        \
   X(cluster_replicas_promote)                                                                      \
   X(cluster_crash)                                                                                 \
+  X(cluster_crash_replicas)                                                                        \
   X(cluster_script)                                                                                \
   X(cluster_tls)
 
