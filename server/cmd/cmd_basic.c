@@ -44,13 +44,15 @@ static int authenticate(scn_ctx *ctx, const char *token, scn_wire_error *err) {
   return 0;
 }
 
-/* What the connection may do: its rule's rights and prefixes, or everything without --acl. */
+/* What the connection may do: its rule's rights and prefixes, or everything without --acl
+ * (the cluster right named only where there is a change stream to follow: --replicas). */
 static void add_access(const scn_ctx *ctx, scn_buf *out) {
   const scn_acl_rule *r = ctx->rule;
+  unsigned all = ctx->srv->cfg.replicas >= 1 ? ~0u : ~SCN_RIGHT(cluster);
   scn_reply_key(out, "rights");
   scn_buf_addc(out, '[');
   for (unsigned i = 0, n = 0; i < SCN_RIGHT_COUNT; i++)
-    if (!r || (r->rights & (1u << i))) {
+    if ((r ? r->rights : all) & (1u << i)) {
       if (n++)
         scn_buf_addc(out, ',');
       const char *name = scn_right_name((scn_right_bit)i);

@@ -264,6 +264,23 @@ static bool wait_metric(cluster *k, int i, const char *name, double want) {
 
 /* With --replicas 1: world.list with cluster names the group's follower on every daemon, and
  * /metrics gives the owner's and the follower's roles (and nothing on the third daemon). */
+/* Whether hello on daemon i (no --acl: every right) names the cluster right. */
+static bool hello_names_cluster(cluster *k, int i) {
+  t_client c;
+  if (t_client_connect(&c, k->d[i].port) != 0)
+    return false;
+  cJSON *r = t_client_call(&c, "{\"cmd\":\"hello\"}");
+  const cJSON *rights = cJSON_GetObjectItemCaseSensitive(r, "rights");
+  bool named = false;
+  const cJSON *it;
+  cJSON_ArrayForEach(it, rights) named |=
+      cJSON_IsString(it) && strcmp(it->valuestring, "cluster") == 0;
+  CU_ASSERT(t_resp_ok(r) && cJSON_GetArraySize(rights) >= 3);
+  cJSON_Delete(r);
+  t_client_close(&c);
+  return named;
+}
+
 static void test_list_and_roles(void) {
   static const char *const extra[] = {"--replicas", "1", NULL};
   cluster k;
@@ -274,6 +291,8 @@ static void test_list_and_roles(void) {
     cluster_stop(&k);
     return;
   }
+  /* Only where there is a change stream to follow is the right to follow it named. */
+  CU_ASSERT(hello_names_cluster(&k, 0));
   int at = -1;
   cJSON *r = wait_ok_anywhere(&k, "{\"cmd\":\"world.create\",\"world\":\"l1.main\"}", 15000, &at);
   CU_ASSERT_PTR_NOT_NULL_FATAL(r);
@@ -350,6 +369,7 @@ static void test_key_gone_with_last_world(void) {
  * no replicas key is written and world.list gives no followers. */
 static void test_no_backlog_without_replicas(void) {
   START_CLUSTER(k, NULL);
+  CU_ASSERT(!hello_names_cluster(&k, 0));
   int at = -1;
   cJSON *r = wait_ok_anywhere(&k, "{\"cmd\":\"world.create\",\"world\":\"b1.main\"}", 15000, &at);
   CU_ASSERT_PTR_NOT_NULL_FATAL(r);
