@@ -1,7 +1,7 @@
 /* Replicas (--replicas N >= 1), each daemon on a data directory of its own: what the owner of
  * a group records in etcd about its followers. */
-#include "cluster_fixtures.h"
 #include "harness.h"
+#include "replica_fixtures.h"
 #include "suites.h"
 
 #include <CUnit/CUnit.h>
@@ -10,13 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static bool is_node(const char *name) {
-  for (int i = 0; i < NODES; i++)
-    if (strcmp(name, node_name(i)) == 0)
-      return true;
-  return false;
-}
 
 /* The key's value as JSON once pred holds of it (15 s at most); NULL when it never did. */
 static cJSON *wait_key(cluster *k, const char *key, bool (*pred)(const cJSON *), long long *rev) {
@@ -33,17 +26,7 @@ static cJSON *wait_key(cluster *k, const char *key, bool (*pred)(const cJSON *),
   return NULL;
 }
 
-static int list_size(const cJSON *v, const char *member) {
-  const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, member);
-  return cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
-}
-
 static bool has_one_follower(const cJSON *v) { return list_size(v, "followers") == 1; }
-
-static const char *first(const cJSON *v, const char *member) {
-  const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, member);
-  return cJSON_IsArray(list) && cJSON_IsString(list->child) ? list->child->valuestring : "";
-}
 
 /* With --replicas 1 on three daemons, the owner of a new group names one live follower other
  * than itself, the same in the group key and in the replicas key, which carries the owner's
@@ -73,7 +56,7 @@ static void test_followers_recorded(void) {
     const char *follower = first(rep, "followers");
     printf("\n  owner %s, follower %s\n", owner, follower);
     CU_ASSERT_STRING_EQUAL(t_resp_str(grp, "node"), owner);
-    CU_ASSERT_TRUE(is_node(follower));
+    CU_ASSERT_TRUE(node_index(follower) >= 0);
     CU_ASSERT_STRING_NOT_EQUAL(follower, owner);
     CU_ASSERT_STRING_EQUAL(first(grp, "followers"), follower);
     /* The follower may have caught up already: then it alone is in sync. */
@@ -87,14 +70,6 @@ static void test_followers_recorded(void) {
   cJSON_Delete(rep);
   cJSON_Delete(grp);
   cluster_stop(&k);
-}
-
-/* The value of name on daemon i's /metrics page; -1 when the page or the sample is missing. */
-static double metric_of(cluster *k, int i, const char *name) {
-  char *page = NULL;
-  double v = t_http_get(k->d[i].http_port, "/metrics", &page) == 200 ? page_metric(page, name) : -1;
-  free(page);
-  return v;
 }
 
 static bool create_transform(cluster *k, int at, int n) {
@@ -234,17 +209,6 @@ static void test_backlog_grows(void) {
   cluster_stop(&k);
 }
 
-/* World w's item in daemon i's world.list with cluster; NULL when missing (*resp to free). */
-static const cJSON *world_item(cluster *k, int i, const char *w, cJSON **resp) {
-  *resp = t_client_call(&k->c[i], "{\"cmd\":\"world.list\",\"cluster\":true}");
-  const cJSON *item;
-  cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(*resp, "worlds")) {
-    if (strcmp(t_resp_str(item, "name"), w) == 0)
-      return item;
-  }
-  return NULL;
-}
-
 /* Whether daemon i lists w with follower as its only follower (in sync or not yet). */
 static bool lists_follower(cluster *k, int i, const char *w, const char *follower) {
   cJSON *resp;
@@ -253,13 +217,6 @@ static bool lists_follower(cluster *k, int i, const char *w, const char *followe
             strcmp(first(item, "followers"), follower) == 0 && list_size(item, "insync") <= 1;
   cJSON_Delete(resp);
   return ok;
-}
-
-static bool wait_metric(cluster *k, int i, const char *name, double want) {
-  for (long deadline = t_now_ms() + 15000; t_now_ms() < deadline; t_sleep_ms(20))
-    if (metric_of(k, i, name) == want)
-      return true;
-  return false;
 }
 
 /* With --replicas 1: world.list with cluster names the group's follower on every daemon, and
