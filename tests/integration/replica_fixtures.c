@@ -2,6 +2,8 @@
 
 #include "harness.h"
 
+#include <CUnit/CUnit.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,4 +47,34 @@ bool wait_metric(cluster *k, int i, const char *name, double want) {
     if (metric_of(k, i, name) == want)
       return true;
   return false;
+}
+
+int replicas_start(cluster *k, const char *const *extra, const char *token, const char *world,
+                   int nfollowers, int *at) {
+  memset(k, 0, sizeof *k);
+  k->own_data = true;
+  k->extra = extra;
+  k->token = token;
+  if (!cluster_start_prepared(k))
+    return -1;
+  char line[160], key[96];
+  snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", world);
+  cJSON *r = wait_ok_anywhere(k, line, 15000, at);
+  if (!r) {
+    CU_FAIL("no daemon created the world");
+    return -1;
+  }
+  cJSON_Delete(r);
+  snprintf(key, sizeof key, "/scened/replicas/%.*s", (int)strcspn(world, "."), world);
+  for (long deadline = t_now_ms() + 15000; t_now_ms() < deadline; t_sleep_ms(20)) {
+    cJSON *v = etcd_json(k, key);
+    int fi = v && list_size(v, "followers") == nfollowers ? node_index(first(v, "followers")) : -2;
+    cJSON_Delete(v);
+    if (fi == -2)
+      continue;
+    CU_ASSERT(fi >= 0 && fi != *at);
+    return fi >= 0 && fi != *at ? fi : -1;
+  }
+  CU_FAIL("the owner did not record its followers");
+  return -1;
 }

@@ -25,4 +25,12 @@ double metric_of(cluster *k, int i, const char *name);
 /* Waits until metric name on daemon i is want (15 s at most). */
 bool wait_metric(cluster *k, int i, const char *name, double want);
 
+/* Starts k (each daemon on a data directory of its own, with the extra flags; its clients
+ * naming token in their hello when not NULL), creates world wherever it is accepted (*at: that
+ * daemon, its owner) and waits (15 s at most) until the replicas key of world's group names
+ * nfollowers followers: the index of the first, which is not the owner; -1 when the cluster did
+ * not start or any of that did not come (a failure noted; k to be stopped all the same). */
+int replicas_start(cluster *k, const char *const *extra, const char *token, const char *world,
+                   int nfollowers, int *at);
+
 #endif

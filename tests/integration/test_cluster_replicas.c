@@ -538,23 +538,9 @@ static int start_insync(cluster *k, const char *durability, int *at) {
   static const char *extra[] = {"--replicas", "1", "--replica-timeout", "1000", "--durability",
                                 NULL,         NULL};
   extra[5] = durability;
-  memset(k, 0, sizeof *k);
-  k->own_data = true;
-  k->extra = extra;
-  if (!cluster_start_prepared(k))
+  int fi = replicas_start(k, extra, NULL, "b1.main", 1, at);
+  if (fi < 0)
     return -1;
-  cJSON *r = wait_ok_anywhere(k, "{\"cmd\":\"world.create\",\"world\":\"b1.main\"}", 15000, at);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-  cJSON_Delete(r);
-  long long unused;
-  cJSON *rep = wait_key(k, "/scened/replicas/b1", has_one_follower, &unused);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
-  int fi = -1;
-  for (int i = 0; i < NODES; i++)
-    if (strcmp(node_name(i), first(rep, "followers")) == 0)
-      fi = i;
-  cJSON_Delete(rep);
-  CU_ASSERT_FATAL(fi >= 0 && fi != *at);
   for (int i = 0; i < 5; i++)
     CU_ASSERT_FATAL(create_transform(k, *at, i));
   CU_ASSERT_FATAL(wait_insync(k, *at, "b1.main", node_name(fi)));

@@ -111,23 +111,7 @@ static double transforms_of(cluster *k, int i) {
 /* Starts three daemons with extra, creates b1.main and waits until the replicas key has
  * nfollowers followers; *at gets the owner. -1 when the cluster did not start. */
 static int start_group(cluster *k, const char *const *extra, int nfollowers, int *at) {
-  memset(k, 0, sizeof *k);
-  k->own_data = true;
-  k->extra = extra;
-  if (!cluster_start_prepared(k))
-    return -1;
-  cJSON *r = wait_ok_anywhere(k, "{\"cmd\":\"world.create\",\"world\":\"b1.main\"}", 15000, at);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-  cJSON_Delete(r);
-  for (long deadline = t_now_ms() + 15000; t_now_ms() < deadline; t_sleep_ms(20)) {
-    cJSON *v = etcd_json(k, "/scened/replicas/b1");
-    bool ok = v && list_size(v, "followers") == nfollowers;
-    cJSON_Delete(v);
-    if (ok)
-      return 0;
-  }
-  CU_FAIL("the owner did not record its followers");
-  return -1;
+  return replicas_start(k, extra, NULL, "b1.main", nfollowers, at) < 0 ? -1 : 0;
 }
 
 static int the_follower(cluster *k) {

@@ -32,11 +32,6 @@ static const char *sole(const cJSON *v, const char *member) {
              : "";
 }
 
-static bool one_follower(const cJSON *v, const void *arg) {
-  (void)arg;
-  return sole(v, "followers")[0] != '\0';
-}
-
 /* The follower is in sync: the owner's record says so. */
 static bool in_sync(const cJSON *v, const void *follower) {
   return strcmp(sole(v, "insync"), follower) == 0;
@@ -64,22 +59,12 @@ static int start_switch(cluster *k, const char *timeout, const char *durability,
                                 NULL,         NULL};
   extra[3] = timeout;
   extra[5] = durability;
-  memset(k, 0, sizeof *k);
-  k->own_data = true;
-  k->extra = extra;
-  if (!cluster_start_prepared(k))
+  int fi = replicas_start(k, extra, NULL, "s1.main", 1, at);
+  if (fi < 0)
     return -1;
-  cJSON *r = wait_ok_anywhere(k, "{\"cmd\":\"world.create\",\"world\":\"s1.main\"}", 15000, at);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-  cJSON_Delete(r);
-  cJSON *rep = wait_replicas(k, one_follower, NULL);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
-  int fi = node_index(sole(rep, "followers"));
-  cJSON_Delete(rep);
-  CU_ASSERT_FATAL(fi >= 0 && fi != *at);
   for (int i = 0; i < 5; i++)
     OKD(&k->c[*at], "{\"cmd\":\"transform.create\",\"world\":\"s1.main\",\"name\":\"p%d\"}", i);
-  rep = wait_replicas(k, in_sync, node_name(fi));
+  cJSON *rep = wait_replicas(k, in_sync, node_name(fi));
   CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
   *epoch = (long long)t_resp_num(rep, "epoch");
   cJSON_Delete(rep);

@@ -65,21 +65,9 @@ static bool write_one(t_client *c, const char *world, int n) {
 /* Starts the cluster with extra flags, creates b1.main, writes 5 transforms and waits until the
  * follower is in sync; the follower's index, -1 when the cluster did not start. */
 static int start_b1(cluster *k, const char *const *extra, const char *token, int *at) {
-  memset(k, 0, sizeof *k);
-  k->own_data = true;
-  k->extra = extra;
-  k->token = token;
-  if (!cluster_start_prepared(k))
+  int fi = replicas_start(k, extra, token, "b1.main", 1, at);
+  if (fi < 0)
     return -1;
-  cJSON *r = wait_ok_anywhere(k, "{\"cmd\":\"world.create\",\"world\":\"b1.main\"}", 15000, at);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-  cJSON_Delete(r);
-  cJSON *rep = wait_followers(k, "b1", 1);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
-  int fi = node_index(
-      cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(rep, "followers"), 0)->valuestring);
-  cJSON_Delete(rep);
-  CU_ASSERT_FATAL(fi >= 0 && fi != *at);
   for (int i = 0; i < 5; i++)
     CU_ASSERT_FATAL(write_one(&k->c[*at], "b1.main", i));
   CU_ASSERT_FATAL(wait_insync(k, *at, "b1.main", 1, node_name(fi)));
