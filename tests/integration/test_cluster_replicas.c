@@ -161,21 +161,11 @@ static void check_replicate(cluster *k, int at, int n) {
 static void test_backlog_grows(void) {
   static const char *const extra[] = {"--replicas", "1", NULL};
   cluster k;
-  memset(&k, 0, sizeof k);
-  k.own_data = true;
-  k.extra = extra;
-  if (!cluster_start_prepared(&k)) {
+  int at = -1, fi = replicas_start(&k, extra, NULL, "b1.main", 1, &at);
+  if (fi < 0) {
     cluster_stop(&k);
     return;
   }
-  int at = -1;
-  cJSON *r = wait_ok_anywhere(&k, "{\"cmd\":\"world.create\",\"world\":\"b1.main\"}", 15000, &at);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-  cJSON_Delete(r);
-  long long unused;
-  cJSON *rep = wait_key(&k, "/scened/replicas/b1", has_one_follower, &unused);
-  CU_ASSERT_PTR_NOT_NULL(rep);
-  cJSON_Delete(rep);
   /* The owner learns of its follower through the watch: writes until a record is kept. */
   int n = 0;
   double records = -1;
@@ -224,28 +214,12 @@ static bool lists_follower(cluster *k, int i, const char *w, const char *followe
 static void test_list_and_roles(void) {
   static const char *const extra[] = {"--replicas", "1", NULL};
   cluster k;
-  memset(&k, 0, sizeof k);
-  k.own_data = true;
-  k.extra = extra;
-  if (!cluster_start_prepared(&k)) {
+  int at = -1, fi = replicas_start(&k, extra, NULL, "l1.main", 1, &at);
+  if (fi < 0) {
     cluster_stop(&k);
     return;
   }
-  int at = -1;
-  cJSON *r = wait_ok_anywhere(&k, "{\"cmd\":\"world.create\",\"world\":\"l1.main\"}", 15000, &at);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-  cJSON_Delete(r);
-  long long unused;
-  cJSON *rep = wait_key(&k, "/scened/replicas/l1", has_one_follower, &unused);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
-  char follower[64];
-  snprintf(follower, sizeof follower, "%s", first(rep, "followers"));
-  cJSON_Delete(rep);
-  int fi = -1;
-  for (int i = 0; i < NODES; i++)
-    if (strcmp(node_name(i), follower) == 0)
-      fi = i;
-  CU_ASSERT_FATAL(fi >= 0 && fi != at);
+  const char *follower = node_name(fi);
   printf("\n  owner %s, follower %s\n", node_name(at), follower);
   for (int i = 0; i < NODES; i++) {
     bool seen = false;
@@ -273,22 +247,12 @@ static void test_list_and_roles(void) {
 static void test_key_gone_with_last_world(void) {
   static const char *const extra[] = {"--replicas", "1", NULL};
   cluster k;
-  memset(&k, 0, sizeof k);
-  k.own_data = true;
-  k.extra = extra;
-  if (!cluster_start_prepared(&k)) {
+  int at = -1, fi = replicas_start(&k, extra, NULL, "d1.main", 1, &at);
+  if (fi < 0) {
     cluster_stop(&k);
     return;
   }
-  int at = -1;
-  cJSON *r = wait_ok_anywhere(&k, "{\"cmd\":\"world.create\",\"world\":\"d1.main\"}", 15000, &at);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-  cJSON_Delete(r);
-  long long unused;
-  cJSON *rep = wait_key(&k, "/scened/replicas/d1", has_one_follower, &unused);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
-  cJSON_Delete(rep);
-  r = t_client_call(&k.c[at], "{\"cmd\":\"world.destroy\",\"world\":\"d1.main\"}");
+  cJSON *r = t_client_call(&k.c[at], "{\"cmd\":\"world.destroy\",\"world\":\"d1.main\"}");
   CU_ASSERT_FATAL(t_resp_ok(r));
   cJSON_Delete(r);
   bool gone = false;
@@ -481,28 +445,13 @@ static bool wait_insync(cluster *k, int i, const char *w, const char *want) {
 static void test_insync(void) {
   static const char *const extra[] = {"--replicas", "1", "--replica-timeout", "300", NULL};
   cluster k;
-  memset(&k, 0, sizeof k);
-  k.own_data = true;
-  k.extra = extra;
-  if (!cluster_start_prepared(&k)) {
+  int at = -1, fi = replicas_start(&k, extra, NULL, "b1.main", 1, &at);
+  if (fi < 0) {
     cluster_stop(&k);
     return;
   }
-  int at = -1;
-  cJSON *r = wait_ok_anywhere(&k, "{\"cmd\":\"world.create\",\"world\":\"b1.main\"}", 15000, &at);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-  cJSON_Delete(r);
-  long long unused;
-  cJSON *rep = wait_key(&k, "/scened/replicas/b1", has_one_follower, &unused);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
-  char follower[64], lag[160];
-  snprintf(follower, sizeof follower, "%s", first(rep, "followers"));
-  cJSON_Delete(rep);
-  int fi = -1;
-  for (int i = 0; i < NODES; i++)
-    if (strcmp(node_name(i), follower) == 0)
-      fi = i;
-  CU_ASSERT_FATAL(fi >= 0 && fi != at);
+  const char *follower = node_name(fi);
+  char lag[160];
   snprintf(lag, sizeof lag, "scened_replica_lag_changes{group=\"b1\",node=\"%s\"}", follower);
   for (int i = 0; i < 5; i++)
     CU_ASSERT_FATAL(create_transform(&k, at, i));
