@@ -108,21 +108,6 @@ static double transforms_of(cluster *k, int i) {
   return n;
 }
 
-/* Starts three daemons with extra, creates b1.main and waits until the replicas key has
- * nfollowers followers; *at gets the owner. -1 when the cluster did not start. */
-static int start_group(cluster *k, const char *const *extra, int nfollowers, int *at) {
-  return replicas_start(k, extra, NULL, "b1.main", nfollowers, at) < 0 ? -1 : 0;
-}
-
-static int the_follower(cluster *k) {
-  cJSON *v = etcd_json(k, "/scened/replicas/b1");
-  const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, "followers");
-  int fi = cJSON_IsArray(list) && cJSON_IsString(list->child) ? node_index(list->child->valuestring)
-                                                              : -1;
-  cJSON_Delete(v);
-  return fi;
-}
-
 /* Kills the owner (kill -9) and waits for the daemon that answers for b1 then: the in-sync
  * follower, which it returns (-1: nobody). */
 static int take_over(cluster *k, int owner) {
@@ -145,13 +130,11 @@ static const char *const sync_one[] = {
 static void test_backlog_rejoin(void) {
   static unsigned long long ids[WRITES_MAX];
   cluster k;
-  int at = -1;
-  if (start_group(&k, sync_one, 1, &at) != 0) {
+  int at = -1, fi = replicas_start(&k, sync_one, NULL, "b1.main", 1, &at);
+  if (fi < 0) {
     cluster_stop(&k);
     return;
   }
-  int fi = the_follower(&k);
-  CU_ASSERT_FATAL(fi >= 0 && fi != at);
   for (int n = 0; n < 10; n++)
     CU_ASSERT_FATAL(write_one(&k, at, n, ids));
   CU_ASSERT_FATAL(wait_rejoined(&k, at, node_name(fi)));
@@ -188,13 +171,11 @@ static void test_copy_while_writing(void) {
       "4096",       NULL};
   static unsigned long long ids[WRITES_MAX];
   cluster k;
-  int at = -1;
-  if (start_group(&k, extra, 1, &at) != 0) {
+  int at = -1, fi = replicas_start(&k, extra, NULL, "b1.main", 1, &at);
+  if (fi < 0) {
     cluster_stop(&k);
     return;
   }
-  int fi = the_follower(&k);
-  CU_ASSERT_FATAL(fi >= 0 && fi != at);
   int n = 0;
   for (; n < 10; n++)
     CU_ASSERT_FATAL(write_one(&k, at, n, ids));
@@ -243,13 +224,11 @@ static bool exists(const char *path) {
 static void test_old_owner_drops(void) {
   static unsigned long long ids[WRITES_MAX];
   cluster k;
-  int at = -1;
-  if (start_group(&k, sync_one, 1, &at) != 0) {
+  int at = -1, fi = replicas_start(&k, sync_one, NULL, "b1.main", 1, &at);
+  if (fi < 0) {
     cluster_stop(&k);
     return;
   }
-  int fi = the_follower(&k);
-  CU_ASSERT_FATAL(fi >= 0 && fi != at);
   for (int n = 0; n < 10; n++)
     CU_ASSERT_FATAL(write_one(&k, at, n, ids));
   CU_ASSERT_FATAL(wait_rejoined(&k, at, node_name(fi)));
@@ -305,7 +284,7 @@ static void test_stopped_owner_rejoins(void) {
   static unsigned long long ids[WRITES_MAX];
   cluster k;
   int at = -1;
-  if (start_group(&k, extra, 2, &at) != 0) {
+  if (replicas_start(&k, extra, NULL, "b1.main", 2, &at) < 0) {
     cluster_stop(&k);
     return;
   }
