@@ -15,38 +15,18 @@ TTL=${TTL:-2}
 LIMIT_S=${LIMIT_S:-300} # the whole catch-up must end within this
 command -v etcd >/dev/null || { echo "== replicas benchmark skipped: etcd is not installed"; exit 0; }
 
-work=$(mktemp -d)
-[[ -n "${KEEP:-}" ]] && echo "bench-catchup: work in $work" >&2
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  [[ -n "${KEEP:-}" ]] || rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-now_ms() { date +%s%3N; }
-
-eport=$(free_port)
-epeer=$(free_port)
-etcd --name b --data-dir "$work/etcd" --listen-client-urls "http://127.0.0.1:$eport" \
-  --advertise-client-urls "http://127.0.0.1:$eport" --listen-peer-urls "http://127.0.0.1:$epeer" \
-  --initial-advertise-peer-urls "http://127.0.0.1:$epeer" --initial-cluster "b=http://127.0.0.1:$epeer" \
-  --heartbeat-interval 10 --election-timeout 100 >"$work/etcd.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 200); do curl -sf "http://127.0.0.1:$eport/health" >/dev/null 2>&1 && break; sleep 0.05; done
+. scripts/bench-cluster-lib.sh
+bench_init bench-catchup
+bench_etcd b "$work/etcd" "$work/etcd.log"
 
 declare -A port log
 start() { # $1 node name
   log[$1]="$work/$1.log"
   mkdir -p "$work/data-$1"
-  "$BUILD/scened" --listen 127.0.0.1:0 --http off --log-level info --cluster "http://127.0.0.1:$eport" \
+  bench_daemon "${log[$1]}" --listen 127.0.0.1:0 --http off --log-level info --cluster "$etcd_url" \
     --data "$work/data-$1" --node "$1" --lease-ttl "$TTL" --save-interval 0 --fsync everysec \
-    --replicas 1 --durability async 2>"${log[$1]}" &
-  pids+=($!)
-  for _ in $(seq 200); do grep -q 'listening on' "${log[$1]}" && break; sleep 0.05; done
-  port[$1]=$(grep -o 'listening on 127.0.0.1:[0-9]*' "${log[$1]}" | head -1 | cut -d: -f2)
+    --replicas 1 --durability async
+  port[$1]=$daemon_port
 }
 ctl() { "$BUILD/scenectl" --port "${port[$1]}" "${@:2}"; }
 field() { # $1 log, $2 message, $3 field: the field's value in the last line with the message

@@ -17,52 +17,21 @@ BIG=${BIG:-1000000}
 TTL=${TTL:-2}
 command -v etcd >/dev/null || { echo "== cluster benchmarks skipped: etcd is not installed"; exit 0; }
 
-work=$(mktemp -d)
-[[ -n "${KEEP:-}" ]] && echo "bench-cluster: work in $work" >&2
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  [[ -n "${KEEP:-}" ]] || rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-now_ms() { date +%s%3N; }
-
-eport=$(free_port)
-epeer=$(free_port)
-etcd --name b --data-dir "$work/etcd" --listen-client-urls "http://127.0.0.1:$eport" \
-  --advertise-client-urls "http://127.0.0.1:$eport" --listen-peer-urls "http://127.0.0.1:$epeer" \
-  --initial-advertise-peer-urls "http://127.0.0.1:$epeer" --initial-cluster "b=http://127.0.0.1:$epeer" \
-  --heartbeat-interval 10 --election-timeout 100 >"$work/etcd.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 200); do curl -sf "http://127.0.0.1:$eport/health" >/dev/null 2>&1 && break; sleep 0.05; done
+. scripts/bench-cluster-lib.sh
+bench_init bench-cluster
+bench_etcd b "$work/etcd" "$work/etcd.log"
 
 declare -A port pid
 start() { # $1 node name
-  local log="$work/$1.$(date +%s%N).log"
-  "$BUILD/scened" --listen 127.0.0.1:0 --http off --log-level ${LOG_LEVEL:-warn} --cluster "http://127.0.0.1:$eport" \
-    --data "$work/data" --node "$1" --lease-ttl "$TTL" --save-interval 0 2>"$log" &
-  pid[$1]=$!
-  pids+=($!)
-  for _ in $(seq 200); do grep -q 'listening on' "$log" && break; sleep 0.05; done
-  port[$1]=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$log" | head -1 | cut -d: -f2)
+  bench_daemon "$work/$1.$(date +%s%N).log" --listen 127.0.0.1:0 --http off --log-level ${LOG_LEVEL:-warn} \
+    --cluster "$etcd_url" --data "$work/data" --node "$1" --lease-ttl "$TTL" --save-interval 0
+  pid[$1]=$daemon_pid
+  port[$1]=$daemon_port
 }
 ctl() { "$BUILD/scenectl" --port "${port[$1]}" "${@:2}"; }
 wait_nodes() { # every daemon knows $1 live nodes
-  for _ in $(seq 400); do
-    local all=1
-    for n in "${!port[@]}"; do
-      [[ $(ctl "$n" cluster.nodes 2>/dev/null | grep -o '"node"' | wc -l) -eq $1 ]] || all=0
-    done
-    ((all)) && return 0
-    sleep 0.05
-  done
-  echo "bench-cluster: the daemons did not register" >&2
-  exit 1
+  bench_wait_nodes "$1" "${port[@]}" || { echo "bench-cluster: the daemons did not register" >&2; exit 1; }
 }
-median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
 start a
 start b

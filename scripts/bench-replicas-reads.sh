@@ -21,50 +21,21 @@ DESCENDANTS=${DESCENDANTS:-9999}
 TIMEOUT=${TIMEOUT:-120}
 command -v etcd >/dev/null || { echo "== follower reads benchmark skipped: etcd is not installed"; exit 0; }
 
-work=$(mktemp -d)
-[[ -n "${KEEP:-}" ]] && echo "bench-replicas-reads: work in $work" >&2
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  [[ -n "${KEEP:-}" ]] || rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-eport=$(free_port)
-epeer=$(free_port)
-etcd --name r --data-dir "$work/etcd" --listen-client-urls "http://127.0.0.1:$eport" \
-  --advertise-client-urls "http://127.0.0.1:$eport" --listen-peer-urls "http://127.0.0.1:$epeer" \
-  --initial-advertise-peer-urls "http://127.0.0.1:$epeer" --initial-cluster "r=http://127.0.0.1:$epeer" \
-  --heartbeat-interval 10 --election-timeout 100 >"$work/etcd.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 200); do curl -sf "http://127.0.0.1:$eport/health" >/dev/null 2>&1 && break; sleep 0.05; done
+. scripts/bench-cluster-lib.sh
+bench_init bench-replicas-reads
+bench_etcd r "$work/etcd" "$work/etcd.log"
 
 declare -A port pid
 for n in n0 n1 n2; do
   mkdir -p "$work/$n"
-  log="$work/$n.log"
-  "$BUILD/scened" --listen 127.0.0.1:0 --http off --log-level "${LOG_LEVEL:-warn}" \
-    --cluster "http://127.0.0.1:$eport" --data "$work/$n" --node "$n" --lease-ttl 2 \
-    --replicas 2 --save-interval 0 2>"$log" &
-  pid[$n]=$!
-  pids+=($!)
-  for _ in $(seq 200); do grep -q 'listening on' "$log" && break; sleep 0.05; done
-  port[$n]=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$log" | head -1 | cut -d: -f2)
+  bench_daemon "$work/$n.log" --listen 127.0.0.1:0 --http off --log-level "${LOG_LEVEL:-warn}" \
+    --cluster "$etcd_url" --data "$work/$n" --node "$n" --lease-ttl 2 --replicas 2 --save-interval 0
+  pid[$n]=$daemon_pid
+  port[$n]=$daemon_port
 done
-for _ in $(seq 400); do
-  all=1
-  for n in n0 n1 n2; do
-    [[ $("$BUILD/scenectl" --port "${port[$n]}" cluster.nodes 2>/dev/null | grep -o '"node"' | wc -l) -eq 3 ]] || all=0
-  done
-  ((all)) && break
-  sleep 0.05
-done
-((all)) || { echo "bench-replicas-reads: the daemons did not register" >&2; exit 1; }
+bench_wait_nodes 3 "${port[n0]}" "${port[n1]}" "${port[n2]}" ||
+  { echo "bench-replicas-reads: the daemons did not register" >&2; exit 1; }
 
-median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # scene-bench stream with the world made and moved on n0 (its owner), more args: the median
 # matrices/s and frames/s per subscriber of RUNS runs, and each daemon's CPU (cores busy, from

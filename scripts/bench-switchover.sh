@@ -13,45 +13,20 @@ BIG=${BIG:-1000000}
 TTL=${TTL:-10} # the lease plays no part in a switchover: long, for a loaded machine
 command -v etcd >/dev/null || { echo "== switchover benchmark skipped: etcd is not installed"; exit 0; }
 
-work=$(mktemp -d)
-[[ -n "${KEEP:-}" ]] && echo "bench-switchover: work in $work" >&2
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  [[ -n "${KEEP:-}" ]] || rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-now_ms() { date +%s%3N; }
-median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-
-eport=$(free_port)
-epeer=$(free_port)
-etcd --name s --data-dir "$work/etcd" --listen-client-urls "http://127.0.0.1:$eport" \
-  --advertise-client-urls "http://127.0.0.1:$eport" --listen-peer-urls "http://127.0.0.1:$epeer" \
-  --initial-advertise-peer-urls "http://127.0.0.1:$epeer" --initial-cluster "s=http://127.0.0.1:$epeer" \
-  --heartbeat-interval 10 --election-timeout 100 >"$work/etcd.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 200); do curl -sf "http://127.0.0.1:$eport/health" >/dev/null 2>&1 && break; sleep 0.05; done
+. scripts/bench-cluster-lib.sh
+bench_init bench-switchover
+bench_etcd s "$work/etcd" "$work/etcd.log"
 
 declare -A port
 start() { # $1 node name
-  local log="$work/$1.log"
-  "$BUILD/scened" --listen 127.0.0.1:0 --http off --log-level "${LOG_LEVEL:-warn}" \
-    --cluster "http://127.0.0.1:$eport" --data "$work/$1" --node "$1" --lease-ttl "$TTL" \
-    --save-interval 0 --replicas 1 --replica-timeout "${REPLICA_TIMEOUT:-5000}" 2>"$log" &
-  pids+=($!)
-  for _ in $(seq 200); do grep -q 'listening on' "$log" && break; sleep 0.05; done
-  port[$1]=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$log" | head -1 | cut -d: -f2)
+  bench_daemon "$work/$1.log" --listen 127.0.0.1:0 --http off --log-level "${LOG_LEVEL:-warn}" \
+    --cluster "$etcd_url" --data "$work/$1" --node "$1" --lease-ttl "$TTL" \
+    --save-interval 0 --replicas 1 --replica-timeout "${REPLICA_TIMEOUT:-5000}"
+  port[$1]=$daemon_port
 }
 ctl() { "$BUILD/scenectl" --port "${port[$1]}" "${@:2}"; }
 for n in a b c; do start "$n"; done
-for _ in $(seq 400); do
-  [[ $(ctl a cluster.nodes 2>/dev/null | grep -o '"node"' | wc -l) -eq 3 ]] && break
-  sleep 0.05
-done
+bench_wait_nodes 3 "${port[a]}" || true
 
 # "OWNER FOLLOWER" once OWNER ($1) records a follower of big.main in sync, as OWNER lists it.
 insync() {

@@ -15,57 +15,24 @@ BIG=${BIG:-1000000}
 TTL=${TTL:-2}
 command -v etcd >/dev/null || { echo "== takeover benchmarks skipped: etcd is not installed"; exit 0; }
 
-work=$(mktemp -d)
-[[ -n "${KEEP:-}" ]] && echo "bench-takeover: work in $work" >&2
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  [[ -n "${KEEP:-}" ]] || rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-now_ms() { date +%s%3N; }
+. scripts/bench-cluster-lib.sh
+bench_init bench-takeover
 
 declare -A port pid logf
-etcd_url=
 start_etcd() { # $1: a name for its directory
-  local eport epeer
-  eport=$(free_port)
-  epeer=$(free_port)
-  etcd --name b --data-dir "$work/etcd-$1" --listen-client-urls "http://127.0.0.1:$eport" \
-    --advertise-client-urls "http://127.0.0.1:$eport" --listen-peer-urls "http://127.0.0.1:$epeer" \
-    --initial-advertise-peer-urls "http://127.0.0.1:$epeer" --initial-cluster "b=http://127.0.0.1:$epeer" \
-    --heartbeat-interval 10 --election-timeout 100 >"$work/etcd-$1.log" 2>&1 &
-  pids+=($!)
-  etcd_pid=$!
-  etcd_url="http://127.0.0.1:$eport"
-  for _ in $(seq 200); do curl -sf "$etcd_url/health" >/dev/null 2>&1 && break; sleep 0.05; done
+  bench_etcd b "$work/etcd-$1" "$work/etcd-$1.log"
 }
 start() { # $1 node name, $2 data directory, then more flags
-  local log="$work/$1.$(date +%s%N).log"
+  logf[$1]="$work/$1.$(date +%s%N).log"
   mkdir -p "$2"
-  "$BUILD/scened" --listen 127.0.0.1:0 --http off --log-level info --cluster "$etcd_url" \
-    --data "$2" --node "$1" --lease-ttl "$TTL" --save-interval 0 "${@:3}" 2>"$log" &
-  pid[$1]=$!
-  logf[$1]=$log
-  pids+=($!)
-  for _ in $(seq 200); do grep -qs 'listening on' "$log" && break; sleep 0.05; done
-  port[$1]=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$log" | head -1 | cut -d: -f2)
+  bench_daemon "${logf[$1]}" --listen 127.0.0.1:0 --http off --log-level info --cluster "$etcd_url" \
+    --data "$2" --node "$1" --lease-ttl "$TTL" --save-interval 0 "${@:3}"
+  pid[$1]=$daemon_pid
+  port[$1]=$daemon_port
 }
 ctl() { "$BUILD/scenectl" --port "${port[$1]}" "${@:2}"; }
 wait_nodes() { # every daemon knows $1 live nodes
-  for _ in $(seq 400); do
-    local all=1
-    for n in "${!port[@]}"; do
-      [[ $(ctl "$n" cluster.nodes 2>/dev/null | grep -o '"node"' | wc -l) -eq $1 ]] || all=0
-    done
-    ((all)) && return 0
-    sleep 0.05
-  done
-  echo "bench-takeover: the daemons did not register" >&2
-  exit 1
+  bench_wait_nodes "$1" "${port[@]}" || { echo "bench-takeover: the daemons did not register" >&2; exit 1; }
 }
 stop_all() {
   for n in "${!pid[@]}"; do kill -9 "${pid[$n]}" 2>/dev/null || true; done

@@ -16,8 +16,8 @@ const char *node_name(int i) {
   return names[i];
 }
 
-static int node_index(const char *name) {
-  for (int i = 0; i < NODES; i++)
+int node_index(const char *name) {
+  for (int i = 0; name && i < NODES; i++)
     if (strcmp(name, node_name(i)) == 0)
       return i;
   return -1;

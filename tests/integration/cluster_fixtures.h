@@ -28,6 +28,8 @@ typedef struct cluster {
 } cluster;
 
 const char *node_name(int i);
+/* The index of the node named name, or -1 (name NULL or no node's). */
+int node_index(const char *name);
 
 bool node_start(cluster *k, int i);
 

@@ -27,9 +27,9 @@
  *
  * Seeds are printed; SCENED_SEED=N runs that one, SCENED_SEEDS=N runs N random ones (make soak
  * runs many), SCENED_STEPS=N sets the commands per seed. */
-#include "cluster_fixtures.h"
 #include "crash_common.h"
 #include "daemon_fixtures.h"
+#include "replica_fixtures.h"
 #include "suites.h"
 #include "workload.h"
 
@@ -58,13 +58,6 @@ typedef struct rig {
   int kills, stops, saves, skipped, restarts;
 } rig;
 
-static int index_of(const char *name) {
-  for (int i = 0; name && i < NODES; i++)
-    if (strcmp(name, node_name(i)) == 0)
-      return i;
-  return -1;
-}
-
 static int group_index(const char *group) {
   for (int g = 0; g < WL_GROUPS; g++)
     if (strcmp(group, wl_group_names[g]) == 0)
@@ -92,7 +85,7 @@ static cJSON *route(rig *p, int g, const char *line) {
     cJSON *r = t_client_call(&p->k.c[at], "%s", line);
     const char *code = t_resp_code(r);
     if (r && strcmp(code, "MOVED") == 0) {
-      int to = index_of(t_resp_str(cJSON_GetObjectItemCaseSensitive(r, "error"), "node"));
+      int to = node_index(t_resp_str(cJSON_GetObjectItemCaseSensitive(r, "error"), "node"));
       cJSON_Delete(r);
       if (to < 0 || !p->k.connected[to]) {
         at = -1; /* its owner is gone: until a follower claims the group */
@@ -150,26 +143,22 @@ static void rig_stop_node(rig *p, int i, int sig) {
 
 static cJSON *key_json(rig *p, const char *prefix, int g) {
   char key[96];
-  long long rev;
   snprintf(key, sizeof key, "/scened/%s/%s", prefix, wl_group_names[g]);
-  char *text = etcd_get(&p->k.e, key, &rev);
-  cJSON *v = text ? cJSON_Parse(text) : NULL;
-  free(text);
-  return v;
+  return etcd_json(&p->k, key);
 }
 
 /* The daemon that owns group g (-1: none), and whether a daemon other than it that is up is in
  * the group's in-sync set. */
 static int owner_of(rig *p, int g, bool *covered, bool *keyed) {
   cJSON *grp = key_json(p, "groups", g);
-  int o = index_of(t_resp_str(grp, "node"));
+  int o = node_index(t_resp_str(grp, "node"));
   cJSON_Delete(grp);
   *covered = false;
   cJSON *rep = o >= 0 ? key_json(p, "replicas", g) : NULL;
   *keyed = rep != NULL;
   const cJSON *m, *insync = cJSON_GetObjectItemCaseSensitive(rep, "insync");
   cJSON_ArrayForEach(m, insync) {
-    int f = index_of(cJSON_GetStringValue(m));
+    int f = node_index(cJSON_GetStringValue(m));
     *covered |= f >= 0 && f != o && p->k.up[f];
   }
   cJSON_Delete(rep);
@@ -456,11 +445,11 @@ static bool ck_remove(rig *p, const checker *ck) {
  * alone, which the contract allows). */
 static bool orphaned(rig *p, int g, int v) {
   cJSON *grp = key_json(p, "groups", g), *rep = key_json(p, "replicas", g);
-  bool waits = rep && index_of(t_resp_str(rep, "owner")) == v &&
-               (!grp || index_of(t_resp_str(grp, "node")) == v);
+  bool waits = rep && node_index(t_resp_str(rep, "owner")) == v &&
+               (!grp || node_index(t_resp_str(grp, "node")) == v);
   const cJSON *m, *insync = cJSON_GetObjectItemCaseSensitive(rep, "insync");
   cJSON_ArrayForEach(m, insync) {
-    int f = index_of(cJSON_GetStringValue(m));
+    int f = node_index(cJSON_GetStringValue(m));
     waits &= !(f >= 0 && f != v && p->k.up[f]);
   }
   cJSON_Delete(grp);
@@ -659,12 +648,9 @@ static void test_random_replica_crashes_two(void) {
 /* The daemon in group p1's recorded in-sync set, once there is one (-1: none within 15 s). */
 static int insync_member(cluster *k) {
   for (long deadline = t_now_ms() + 15000; t_now_ms() < deadline; t_sleep_ms(20)) {
-    long long rev;
-    char *text = etcd_get(&k->e, "/scened/replicas/p1", &rev);
-    cJSON *v = text ? cJSON_Parse(text) : NULL;
-    free(text);
+    cJSON *v = etcd_json(k, "/scened/replicas/p1");
     const cJSON *insync = cJSON_GetObjectItemCaseSensitive(v, "insync");
-    int f = index_of(cJSON_GetStringValue(cJSON_GetArrayItem(insync, 0)));
+    int f = node_index(cJSON_GetStringValue(cJSON_GetArrayItem(insync, 0)));
     cJSON_Delete(v);
     if (f >= 0)
       return f;

@@ -1,7 +1,7 @@
 /* Replicas (--replicas N >= 1), each daemon on a data directory of its own: what the owner of
  * a group records in etcd about its followers. */
-#include "cluster_fixtures.h"
 #include "harness.h"
+#include "replica_fixtures.h"
 #include "suites.h"
 
 #include <CUnit/CUnit.h>
@@ -10,13 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static bool is_node(const char *name) {
-  for (int i = 0; i < NODES; i++)
-    if (strcmp(name, node_name(i)) == 0)
-      return true;
-  return false;
-}
 
 /* The key's value as JSON once pred holds of it (15 s at most); NULL when it never did. */
 static cJSON *wait_key(cluster *k, const char *key, bool (*pred)(const cJSON *), long long *rev) {
@@ -33,17 +26,7 @@ static cJSON *wait_key(cluster *k, const char *key, bool (*pred)(const cJSON *),
   return NULL;
 }
 
-static int list_size(const cJSON *v, const char *member) {
-  const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, member);
-  return cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
-}
-
 static bool has_one_follower(const cJSON *v) { return list_size(v, "followers") == 1; }
-
-static const char *first(const cJSON *v, const char *member) {
-  const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, member);
-  return cJSON_IsArray(list) && cJSON_IsString(list->child) ? list->child->valuestring : "";
-}
 
 /* With --replicas 1 on three daemons, the owner of a new group names one live follower other
  * than itself, the same in the group key and in the replicas key, which carries the owner's
@@ -73,7 +56,7 @@ static void test_followers_recorded(void) {
     const char *follower = first(rep, "followers");
     printf("\n  owner %s, follower %s\n", owner, follower);
     CU_ASSERT_STRING_EQUAL(t_resp_str(grp, "node"), owner);
-    CU_ASSERT_TRUE(is_node(follower));
+    CU_ASSERT_TRUE(node_index(follower) >= 0);
     CU_ASSERT_STRING_NOT_EQUAL(follower, owner);
     CU_ASSERT_STRING_EQUAL(first(grp, "followers"), follower);
     /* The follower may have caught up already: then it alone is in sync. */
@@ -87,14 +70,6 @@ static void test_followers_recorded(void) {
   cJSON_Delete(rep);
   cJSON_Delete(grp);
   cluster_stop(&k);
-}
-
-/* The value of name on daemon i's /metrics page; -1 when the page or the sample is missing. */
-static double metric_of(cluster *k, int i, const char *name) {
-  char *page = NULL;
-  double v = t_http_get(k->d[i].http_port, "/metrics", &page) == 200 ? page_metric(page, name) : -1;
-  free(page);
-  return v;
 }
 
 static bool create_transform(cluster *k, int at, int n) {
@@ -186,21 +161,11 @@ static void check_replicate(cluster *k, int at, int n) {
 static void test_backlog_grows(void) {
   static const char *const extra[] = {"--replicas", "1", NULL};
   cluster k;
-  memset(&k, 0, sizeof k);
-  k.own_data = true;
-  k.extra = extra;
-  if (!cluster_start_prepared(&k)) {
+  int at = -1, fi = replicas_start(&k, extra, NULL, "b1.main", 1, &at);
+  if (fi < 0) {
     cluster_stop(&k);
     return;
   }
-  int at = -1;
-  cJSON *r = wait_ok_anywhere(&k, "{\"cmd\":\"world.create\",\"world\":\"b1.main\"}", 15000, &at);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-  cJSON_Delete(r);
-  long long unused;
-  cJSON *rep = wait_key(&k, "/scened/replicas/b1", has_one_follower, &unused);
-  CU_ASSERT_PTR_NOT_NULL(rep);
-  cJSON_Delete(rep);
   /* The owner learns of its follower through the watch: writes until a record is kept. */
   int n = 0;
   double records = -1;
@@ -234,17 +199,6 @@ static void test_backlog_grows(void) {
   cluster_stop(&k);
 }
 
-/* World w's item in daemon i's world.list with cluster; NULL when missing (*resp to free). */
-static const cJSON *world_item(cluster *k, int i, const char *w, cJSON **resp) {
-  *resp = t_client_call(&k->c[i], "{\"cmd\":\"world.list\",\"cluster\":true}");
-  const cJSON *item;
-  cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(*resp, "worlds")) {
-    if (strcmp(t_resp_str(item, "name"), w) == 0)
-      return item;
-  }
-  return NULL;
-}
-
 /* Whether daemon i lists w with follower as its only follower (in sync or not yet). */
 static bool lists_follower(cluster *k, int i, const char *w, const char *follower) {
   cJSON *resp;
@@ -253,13 +207,6 @@ static bool lists_follower(cluster *k, int i, const char *w, const char *followe
             strcmp(first(item, "followers"), follower) == 0 && list_size(item, "insync") <= 1;
   cJSON_Delete(resp);
   return ok;
-}
-
-static bool wait_metric(cluster *k, int i, const char *name, double want) {
-  for (long deadline = t_now_ms() + 15000; t_now_ms() < deadline; t_sleep_ms(20))
-    if (metric_of(k, i, name) == want)
-      return true;
-  return false;
 }
 
 /* With --replicas 1: world.list with cluster names the group's follower on every daemon, and
@@ -284,30 +231,14 @@ static bool hello_names_cluster(cluster *k, int i) {
 static void test_list_and_roles(void) {
   static const char *const extra[] = {"--replicas", "1", NULL};
   cluster k;
-  memset(&k, 0, sizeof k);
-  k.own_data = true;
-  k.extra = extra;
-  if (!cluster_start_prepared(&k)) {
+  int at = -1, fi = replicas_start(&k, extra, NULL, "l1.main", 1, &at);
+  if (fi < 0) {
     cluster_stop(&k);
     return;
   }
   /* Only where there is a change stream to follow is the right to follow it named. */
   CU_ASSERT(hello_names_cluster(&k, 0));
-  int at = -1;
-  cJSON *r = wait_ok_anywhere(&k, "{\"cmd\":\"world.create\",\"world\":\"l1.main\"}", 15000, &at);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-  cJSON_Delete(r);
-  long long unused;
-  cJSON *rep = wait_key(&k, "/scened/replicas/l1", has_one_follower, &unused);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
-  char follower[64];
-  snprintf(follower, sizeof follower, "%s", first(rep, "followers"));
-  cJSON_Delete(rep);
-  int fi = -1;
-  for (int i = 0; i < NODES; i++)
-    if (strcmp(node_name(i), follower) == 0)
-      fi = i;
-  CU_ASSERT_FATAL(fi >= 0 && fi != at);
+  const char *follower = node_name(fi);
   printf("\n  owner %s, follower %s\n", node_name(at), follower);
   for (int i = 0; i < NODES; i++) {
     bool seen = false;
@@ -335,22 +266,12 @@ static void test_list_and_roles(void) {
 static void test_key_gone_with_last_world(void) {
   static const char *const extra[] = {"--replicas", "1", NULL};
   cluster k;
-  memset(&k, 0, sizeof k);
-  k.own_data = true;
-  k.extra = extra;
-  if (!cluster_start_prepared(&k)) {
+  int at = -1, fi = replicas_start(&k, extra, NULL, "d1.main", 1, &at);
+  if (fi < 0) {
     cluster_stop(&k);
     return;
   }
-  int at = -1;
-  cJSON *r = wait_ok_anywhere(&k, "{\"cmd\":\"world.create\",\"world\":\"d1.main\"}", 15000, &at);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-  cJSON_Delete(r);
-  long long unused;
-  cJSON *rep = wait_key(&k, "/scened/replicas/d1", has_one_follower, &unused);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
-  cJSON_Delete(rep);
-  r = t_client_call(&k.c[at], "{\"cmd\":\"world.destroy\",\"world\":\"d1.main\"}");
+  cJSON *r = t_client_call(&k.c[at], "{\"cmd\":\"world.destroy\",\"world\":\"d1.main\"}");
   CU_ASSERT_FATAL(t_resp_ok(r));
   cJSON_Delete(r);
   bool gone = false;
@@ -544,28 +465,13 @@ static bool wait_insync(cluster *k, int i, const char *w, const char *want) {
 static void test_insync(void) {
   static const char *const extra[] = {"--replicas", "1", "--replica-timeout", "300", NULL};
   cluster k;
-  memset(&k, 0, sizeof k);
-  k.own_data = true;
-  k.extra = extra;
-  if (!cluster_start_prepared(&k)) {
+  int at = -1, fi = replicas_start(&k, extra, NULL, "b1.main", 1, &at);
+  if (fi < 0) {
     cluster_stop(&k);
     return;
   }
-  int at = -1;
-  cJSON *r = wait_ok_anywhere(&k, "{\"cmd\":\"world.create\",\"world\":\"b1.main\"}", 15000, &at);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-  cJSON_Delete(r);
-  long long unused;
-  cJSON *rep = wait_key(&k, "/scened/replicas/b1", has_one_follower, &unused);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
-  char follower[64], lag[160];
-  snprintf(follower, sizeof follower, "%s", first(rep, "followers"));
-  cJSON_Delete(rep);
-  int fi = -1;
-  for (int i = 0; i < NODES; i++)
-    if (strcmp(node_name(i), follower) == 0)
-      fi = i;
-  CU_ASSERT_FATAL(fi >= 0 && fi != at);
+  const char *follower = node_name(fi);
+  char lag[160];
   snprintf(lag, sizeof lag, "scened_replica_lag_changes{group=\"b1\",node=\"%s\"}", follower);
   for (int i = 0; i < 5; i++)
     CU_ASSERT_FATAL(create_transform(&k, at, i));
@@ -601,23 +507,9 @@ static int start_insync(cluster *k, const char *durability, int *at) {
   static const char *extra[] = {"--replicas", "1", "--replica-timeout", "1000", "--durability",
                                 NULL,         NULL};
   extra[5] = durability;
-  memset(k, 0, sizeof *k);
-  k->own_data = true;
-  k->extra = extra;
-  if (!cluster_start_prepared(k))
+  int fi = replicas_start(k, extra, NULL, "b1.main", 1, at);
+  if (fi < 0)
     return -1;
-  cJSON *r = wait_ok_anywhere(k, "{\"cmd\":\"world.create\",\"world\":\"b1.main\"}", 15000, at);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-  cJSON_Delete(r);
-  long long unused;
-  cJSON *rep = wait_key(k, "/scened/replicas/b1", has_one_follower, &unused);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
-  int fi = -1;
-  for (int i = 0; i < NODES; i++)
-    if (strcmp(node_name(i), first(rep, "followers")) == 0)
-      fi = i;
-  cJSON_Delete(rep);
-  CU_ASSERT_FATAL(fi >= 0 && fi != *at);
   for (int i = 0; i < 5; i++)
     CU_ASSERT_FATAL(create_transform(k, *at, i));
   CU_ASSERT_FATAL(wait_insync(k, *at, "b1.main", node_name(fi)));

@@ -4,8 +4,8 @@
  * replaced, restarted or resumed (SIGSTOP past its TTL, then SIGCONT), drops the epoch it had
  * and serves nothing of the group, following the new owner when it is chosen. Three real
  * daemons on a real etcd, each with a data directory of its own. */
-#include "cluster_fixtures.h"
 #include "harness.h"
+#include "replica_fixtures.h"
 #include "suites.h"
 
 #include <CUnit/CUnit.h>
@@ -17,32 +17,11 @@
 
 #define WRITES_MAX 4096
 
-static int index_of(const char *node) {
-  for (int i = 0; i < NODES; i++)
-    if (strcmp(node, node_name(i)) == 0)
-      return i;
-  return -1;
-}
-
-/* The replicas key of b1 as JSON (NULL when absent). */
-static cJSON *replicas_key(cluster *k) {
-  long long rev;
-  char *text = etcd_get(&k->e, "/scened/replicas/b1", &rev);
-  cJSON *v = text ? cJSON_Parse(text) : NULL;
-  free(text);
-  return v;
-}
-
 static bool in_list(const cJSON *v, const char *member, const char *node) {
   const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, member), *e;
   cJSON_ArrayForEach(e,
                      list) if (cJSON_IsString(e) && strcmp(e->valuestring, node) == 0) return true;
   return false;
-}
-
-static int list_size(const cJSON *v, const char *member) {
-  const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, member);
-  return cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
 }
 
 static long long key_epoch(const cJSON *v) {
@@ -52,7 +31,7 @@ static long long key_epoch(const cJSON *v) {
 
 /* Whether the replicas key names node in member (and its owner, when owner is not NULL). */
 static bool key_names(cluster *k, const char *member, const char *node, const char *owner) {
-  cJSON *v = replicas_key(k);
+  cJSON *v = etcd_json(k, "/scened/replicas/b1");
   bool ok = v && in_list(v, member, node) && (!owner || strcmp(t_resp_str(v, "owner"), owner) == 0);
   cJSON_Delete(v);
   return ok;
@@ -75,13 +54,6 @@ static bool wait_rejoined(cluster *k, int owner, const char *node) {
     if (lists_insync(k, owner, node) && key_names(k, "insync", node, node_name(owner)))
       return true;
   return false;
-}
-
-static double metric_of(cluster *k, int i, const char *name) {
-  char *page = NULL;
-  double v = t_http_get(k->d[i].http_port, "/metrics", &page) == 200 ? page_metric(page, name) : -1;
-  free(page);
-  return v;
 }
 
 /* Writes w<n> (translation n, 1, 2) on daemon at, noting its entity in ids[n] (0: refused). */
@@ -136,37 +108,6 @@ static double transforms_of(cluster *k, int i) {
   return n;
 }
 
-/* Starts three daemons with extra, creates b1.main and waits until the replicas key has
- * nfollowers followers; *at gets the owner. -1 when the cluster did not start. */
-static int start_group(cluster *k, const char *const *extra, int nfollowers, int *at) {
-  memset(k, 0, sizeof *k);
-  k->own_data = true;
-  k->extra = extra;
-  if (!cluster_start_prepared(k))
-    return -1;
-  cJSON *r = wait_ok_anywhere(k, "{\"cmd\":\"world.create\",\"world\":\"b1.main\"}", 15000, at);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-  cJSON_Delete(r);
-  for (long deadline = t_now_ms() + 15000; t_now_ms() < deadline; t_sleep_ms(20)) {
-    cJSON *v = replicas_key(k);
-    bool ok = v && list_size(v, "followers") == nfollowers;
-    cJSON_Delete(v);
-    if (ok)
-      return 0;
-  }
-  CU_FAIL("the owner did not record its followers");
-  return -1;
-}
-
-static int the_follower(cluster *k) {
-  cJSON *v = replicas_key(k);
-  const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, "followers");
-  int fi =
-      cJSON_IsArray(list) && cJSON_IsString(list->child) ? index_of(list->child->valuestring) : -1;
-  cJSON_Delete(v);
-  return fi;
-}
-
 /* Kills the owner (kill -9) and waits for the daemon that answers for b1 then: the in-sync
  * follower, which it returns (-1: nobody). */
 static int take_over(cluster *k, int owner) {
@@ -189,13 +130,11 @@ static const char *const sync_one[] = {
 static void test_backlog_rejoin(void) {
   static unsigned long long ids[WRITES_MAX];
   cluster k;
-  int at = -1;
-  if (start_group(&k, sync_one, 1, &at) != 0) {
+  int at = -1, fi = replicas_start(&k, sync_one, NULL, "b1.main", 1, &at);
+  if (fi < 0) {
     cluster_stop(&k);
     return;
   }
-  int fi = the_follower(&k);
-  CU_ASSERT_FATAL(fi >= 0 && fi != at);
   for (int n = 0; n < 10; n++)
     CU_ASSERT_FATAL(write_one(&k, at, n, ids));
   CU_ASSERT_FATAL(wait_rejoined(&k, at, node_name(fi)));
@@ -232,13 +171,11 @@ static void test_copy_while_writing(void) {
       "4096",       NULL};
   static unsigned long long ids[WRITES_MAX];
   cluster k;
-  int at = -1;
-  if (start_group(&k, extra, 1, &at) != 0) {
+  int at = -1, fi = replicas_start(&k, extra, NULL, "b1.main", 1, &at);
+  if (fi < 0) {
     cluster_stop(&k);
     return;
   }
-  int fi = the_follower(&k);
-  CU_ASSERT_FATAL(fi >= 0 && fi != at);
   int n = 0;
   for (; n < 10; n++)
     CU_ASSERT_FATAL(write_one(&k, at, n, ids));
@@ -287,17 +224,15 @@ static bool exists(const char *path) {
 static void test_old_owner_drops(void) {
   static unsigned long long ids[WRITES_MAX];
   cluster k;
-  int at = -1;
-  if (start_group(&k, sync_one, 1, &at) != 0) {
+  int at = -1, fi = replicas_start(&k, sync_one, NULL, "b1.main", 1, &at);
+  if (fi < 0) {
     cluster_stop(&k);
     return;
   }
-  int fi = the_follower(&k);
-  CU_ASSERT_FATAL(fi >= 0 && fi != at);
   for (int n = 0; n < 10; n++)
     CU_ASSERT_FATAL(write_one(&k, at, n, ids));
   CU_ASSERT_FATAL(wait_rejoined(&k, at, node_name(fi)));
-  cJSON *v = replicas_key(&k);
+  cJSON *v = etcd_json(&k, "/scened/replicas/b1");
   long long old_epoch = key_epoch(v);
   cJSON_Delete(v);
   int now_at = take_over(&k, at);
@@ -308,7 +243,7 @@ static void test_old_owner_drops(void) {
   const char *third = node_name(NODES - at - fi);
   bool chosen = false;
   for (long deadline = t_now_ms() + 15000; !chosen && t_now_ms() < deadline; t_sleep_ms(20)) {
-    v = replicas_key(&k);
+    v = etcd_json(&k, "/scened/replicas/b1");
     chosen = key_epoch(v) > old_epoch && in_list(v, "followers", third);
     cJSON_Delete(v);
   }
@@ -320,7 +255,7 @@ static void test_old_owner_drops(void) {
   bool gone = false;
   for (long deadline = t_now_ms() + 15000; !gone && t_now_ms() < deadline; t_sleep_ms(50))
     gone = !exists(gdir);
-  v = replicas_key(&k);
+  v = etcd_json(&k, "/scened/replicas/b1");
   printf("\n  owner %s killed, %s took over (epoch %lld -> %lld); the old owner restarted: its "
          "copy %s\n",
          node_name(at), node_name(fi), old_epoch, key_epoch(v), gone ? "removed" : "still there");
@@ -349,7 +284,7 @@ static void test_stopped_owner_rejoins(void) {
   static unsigned long long ids[WRITES_MAX];
   cluster k;
   int at = -1;
-  if (start_group(&k, extra, 2, &at) != 0) {
+  if (replicas_start(&k, extra, NULL, "b1.main", 2, &at) < 0) {
     cluster_stop(&k);
     return;
   }
@@ -358,12 +293,12 @@ static void test_stopped_owner_rejoins(void) {
     CU_ASSERT_FATAL(write_one(&k, at, n, ids));
   bool both = false;
   for (long deadline = t_now_ms() + 15000; !both && t_now_ms() < deadline; t_sleep_ms(50)) {
-    cJSON *v = replicas_key(&k);
+    cJSON *v = etcd_json(&k, "/scened/replicas/b1");
     both = list_size(v, "insync") == 2;
     cJSON_Delete(v);
   }
   CU_ASSERT_FATAL(both);
-  cJSON *v = replicas_key(&k);
+  cJSON *v = etcd_json(&k, "/scened/replicas/b1");
   long long old_epoch = key_epoch(v);
   cJSON_Delete(v);
   pid_t pid = k.d[at].pid;
@@ -394,7 +329,7 @@ static void test_stopped_owner_rejoins(void) {
   cJSON_Delete(r);
   bool rejoined = wait_rejoined(&k, now_at, node_name(at));
   char old_dir[256], new_dir[256];
-  v = replicas_key(&k);
+  v = etcd_json(&k, "/scened/replicas/b1");
   long long epoch = key_epoch(v);
   cJSON_Delete(v);
   snprintf(old_dir, sizeof old_dir, "%s/%s/groups/b1/epoch.%lld", k.data, node_name(at), old_epoch);

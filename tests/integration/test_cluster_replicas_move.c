@@ -2,9 +2,9 @@
  * group's follower freezes the group, waits for the follower to acknowledge every record, hands
  * the group over in one etcd transaction and the follower serves its copy. Every test starts
  * etcd and three daemons and stops exactly what it started. */
-#include "cluster_fixtures.h"
 #include "daemon_fixtures.h"
 #include "harness.h"
+#include "replica_fixtures.h"
 #include "suites.h"
 
 #include <CUnit/CUnit.h>
@@ -17,10 +17,7 @@
 static cJSON *wait_replicas(cluster *k, bool (*pred)(const cJSON *, const void *),
                             const void *arg) {
   for (long deadline = t_now_ms() + 15000; t_now_ms() < deadline; t_sleep_ms(20)) {
-    long long rev;
-    char *text = etcd_get(&k->e, "/scened/replicas/s1", &rev);
-    cJSON *v = text ? cJSON_Parse(text) : NULL;
-    free(text);
+    cJSON *v = etcd_json(k, "/scened/replicas/s1");
     if (v && pred(v, arg))
       return v;
     cJSON_Delete(v);
@@ -28,21 +25,16 @@ static cJSON *wait_replicas(cluster *k, bool (*pred)(const cJSON *, const void *
   return NULL;
 }
 
-static const char *first(const cJSON *v, const char *member) {
+static const char *sole(const cJSON *v, const char *member) {
   const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, member);
   return cJSON_IsArray(list) && cJSON_GetArraySize(list) == 1 && cJSON_IsString(list->child)
              ? list->child->valuestring
              : "";
 }
 
-static bool one_follower(const cJSON *v, const void *arg) {
-  (void)arg;
-  return first(v, "followers")[0] != '\0';
-}
-
 /* The follower is in sync: the owner's record says so. */
 static bool in_sync(const cJSON *v, const void *follower) {
-  return strcmp(first(v, "insync"), follower) == 0;
+  return strcmp(sole(v, "insync"), follower) == 0;
 }
 
 /* The new owner recorded its own epoch, naming the old owner its follower. */
@@ -55,14 +47,7 @@ static bool switched(const cJSON *v, const void *arg) {
   const after_switch *a = arg;
   const cJSON *e = cJSON_GetObjectItemCaseSensitive(v, "epoch");
   return cJSON_IsNumber(e) && (long long)e->valuedouble > a->old_epoch &&
-         t_resp_str_is(v, "owner", a->owner) && strcmp(first(v, "followers"), a->follower) == 0;
-}
-
-static int node_index(const char *name) {
-  for (int i = 0; i < NODES; i++)
-    if (strcmp(node_name(i), name) == 0)
-      return i;
-  return -1;
+         t_resp_str_is(v, "owner", a->owner) && strcmp(sole(v, "followers"), a->follower) == 0;
 }
 
 /* Three daemons with --replicas 1 and --replica-timeout timeout; s1.main created with a few
@@ -74,22 +59,12 @@ static int start_switch(cluster *k, const char *timeout, const char *durability,
                                 NULL,         NULL};
   extra[3] = timeout;
   extra[5] = durability;
-  memset(k, 0, sizeof *k);
-  k->own_data = true;
-  k->extra = extra;
-  if (!cluster_start_prepared(k))
+  int fi = replicas_start(k, extra, NULL, "s1.main", 1, at);
+  if (fi < 0)
     return -1;
-  cJSON *r = wait_ok_anywhere(k, "{\"cmd\":\"world.create\",\"world\":\"s1.main\"}", 15000, at);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-  cJSON_Delete(r);
-  cJSON *rep = wait_replicas(k, one_follower, NULL);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
-  int fi = node_index(first(rep, "followers"));
-  cJSON_Delete(rep);
-  CU_ASSERT_FATAL(fi >= 0 && fi != *at);
   for (int i = 0; i < 5; i++)
     OKD(&k->c[*at], "{\"cmd\":\"transform.create\",\"world\":\"s1.main\",\"name\":\"p%d\"}", i);
-  rep = wait_replicas(k, in_sync, node_name(fi));
+  cJSON *rep = wait_replicas(k, in_sync, node_name(fi));
   CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
   *epoch = (long long)t_resp_num(rep, "epoch");
   cJSON_Delete(rep);

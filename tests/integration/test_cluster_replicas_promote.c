@@ -1,8 +1,8 @@
 /* Replicas (--replicas 1, three daemons each on its own data directory): a follower's ticks are
  * its owner's (tick marks on the change stream), so rewind answers the same after a takeover;
  * and world.promote, which makes a follower the owner of a group that has none. */
-#include "cluster_fixtures.h"
 #include "harness.h"
+#include "replica_fixtures.h"
 #include "suites.h"
 
 #include <CUnit/CUnit.h>
@@ -16,23 +16,10 @@
 #define LONG_TTL "10"
 #define LONG_TTL_MS 10000
 
-static int list_size(const cJSON *v, const char *member) {
-  const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, member);
-  return cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
-}
-
-static const char *first(const cJSON *v, const char *member) {
-  const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, member);
-  return cJSON_IsArray(list) && cJSON_IsString(list->child) ? list->child->valuestring : "";
-}
-
 /* The replicas key of b1 once pred holds of it (15 s at most); NULL when it never did. */
 static cJSON *wait_replicas(cluster *k, bool (*pred)(const cJSON *)) {
   for (long deadline = t_now_ms() + 15000; t_now_ms() < deadline; t_sleep_ms(20)) {
-    long long rev;
-    char *text = etcd_get(&k->e, "/scened/replicas/b1", &rev);
-    cJSON *v = text ? cJSON_Parse(text) : NULL;
-    free(text);
+    cJSON *v = etcd_json(k, "/scened/replicas/b1");
     if (v && pred(v))
       return v;
     cJSON_Delete(v);
@@ -304,14 +291,6 @@ static void test_ticks_from_backlog(void) {
   CU_ASSERT(after >= now);
   CU_ASSERT_EQUAL(same, PAST + 1);
   cluster_stop(&k);
-}
-
-/* The value of name on daemon i's /metrics page; -1 when the page or the sample is missing. */
-static double metric_of(cluster *k, int i, const char *name) {
-  char *page = NULL;
-  double v = t_http_get(k->d[i].http_port, "/metrics", &page) == 200 ? page_metric(page, name) : -1;
-  free(page);
-  return v;
 }
 
 /* A record whose request line is near --max-line grows on the stream (JSON escaping makes a tab

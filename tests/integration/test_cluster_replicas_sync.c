@@ -2,8 +2,8 @@
  * a held ok waits at its place in the connection's output while what came before it leaves,
  * and is released by the follower's ack; each group's own durability; the replica lag in
  * seconds; the cluster right under --acl. */
-#include "cluster_fixtures.h"
 #include "harness.h"
+#include "replica_fixtures.h"
 #include "suites.h"
 #include "ws_fixtures.h"
 
@@ -13,13 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- helpers ------------------------------------------------------------------------------- */
-
-static int list_size(const cJSON *v, const char *member) {
-  const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, member);
-  return cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
-}
 
 static bool list_has(const cJSON *v, const char *member, const char *name) {
   const cJSON *e;
@@ -35,45 +28,10 @@ static cJSON *wait_followers(cluster *k, const char *group, int want) {
   char key[96];
   snprintf(key, sizeof key, "/scened/replicas/%s", group);
   for (long deadline = t_now_ms() + 15000; t_now_ms() < deadline; t_sleep_ms(20)) {
-    long long rev;
-    char *text = etcd_get(&k->e, key, &rev);
-    cJSON *v = text ? cJSON_Parse(text) : NULL;
-    free(text);
+    cJSON *v = etcd_json(k, key);
     if (v && list_size(v, "followers") == want)
       return v;
     cJSON_Delete(v);
-  }
-  return NULL;
-}
-
-static int index_of(const char *node) {
-  for (int i = 0; i < NODES; i++)
-    if (strcmp(node_name(i), node) == 0)
-      return i;
-  return -1;
-}
-
-static double metric_of(cluster *k, int i, const char *name) {
-  char *page = NULL;
-  double v = t_http_get(k->d[i].http_port, "/metrics", &page) == 200 ? page_metric(page, name) : -1;
-  free(page);
-  return v;
-}
-
-static bool wait_metric(cluster *k, int i, const char *name, double want) {
-  for (long deadline = t_now_ms() + 15000; t_now_ms() < deadline; t_sleep_ms(20))
-    if (metric_of(k, i, name) == want)
-      return true;
-  return false;
-}
-
-/* world.list with cluster on daemon i: w's item (in *resp, which the caller deletes). */
-static const cJSON *world_item(cluster *k, int i, const char *w, cJSON **resp) {
-  *resp = t_client_call(&k->c[i], "{\"cmd\":\"world.list\",\"cluster\":true}");
-  const cJSON *item;
-  cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(*resp, "worlds")) {
-    if (strcmp(t_resp_str(item, "name"), w) == 0)
-      return item;
   }
   return NULL;
 }
@@ -107,21 +65,9 @@ static bool write_one(t_client *c, const char *world, int n) {
 /* Starts the cluster with extra flags, creates b1.main, writes 5 transforms and waits until the
  * follower is in sync; the follower's index, -1 when the cluster did not start. */
 static int start_b1(cluster *k, const char *const *extra, const char *token, int *at) {
-  memset(k, 0, sizeof *k);
-  k->own_data = true;
-  k->extra = extra;
-  k->token = token;
-  if (!cluster_start_prepared(k))
+  int fi = replicas_start(k, extra, token, "b1.main", 1, at);
+  if (fi < 0)
     return -1;
-  cJSON *r = wait_ok_anywhere(k, "{\"cmd\":\"world.create\",\"world\":\"b1.main\"}", 15000, at);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-  cJSON_Delete(r);
-  cJSON *rep = wait_followers(k, "b1", 1);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
-  int fi = index_of(
-      cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(rep, "followers"), 0)->valuestring);
-  cJSON_Delete(rep);
-  CU_ASSERT_FATAL(fi >= 0 && fi != *at);
   for (int i = 0; i < 5; i++)
     CU_ASSERT_FATAL(write_one(&k->c[*at], "b1.main", i));
   CU_ASSERT_FATAL(wait_insync(k, *at, "b1.main", 1, node_name(fi)));
@@ -416,10 +362,7 @@ static void test_group_durability(void) {
   node_stop(&k, 0, SIGKILL);
   bool kept = false;
   for (long deadline = t_now_ms() + 15000; !kept && t_now_ms() < deadline; t_sleep_ms(50)) {
-    long long rev;
-    char *text = etcd_get(&k.e, "/scened/replicas/a1", &rev);
-    cJSON *v = text ? cJSON_Parse(text) : NULL;
-    free(text);
+    cJSON *v = etcd_json(&k, "/scened/replicas/a1");
     if (v && t_resp_num(v, "epoch") > (double)epoch) {
       printf("  a1 taken over by %s: durability %s\n", t_resp_str(v, "owner"),
              t_resp_str(v, "durability"));
@@ -538,7 +481,7 @@ static void test_tls_link(void) {
     cJSON_Delete(r);
     cJSON *rep = wait_followers(&k, "b1", 1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
-    int fi = index_of(
+    int fi = node_index(
         cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(rep, "followers"), 0)->valuestring);
     cJSON_Delete(rep);
     CU_ASSERT_FATAL(fi >= 0 && fi != at);
@@ -580,7 +523,7 @@ static void test_tls_link_refused(void) {
     cJSON_Delete(r);
     cJSON *rep = wait_followers(&k, "b1", 1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
-    int fi = index_of(
+    int fi = node_index(
         cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(rep, "followers"), 0)->valuestring);
     cJSON_Delete(rep);
     CU_ASSERT_FATAL(fi >= 0 && fi != at);

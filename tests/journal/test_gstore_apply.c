@@ -4,6 +4,7 @@
  * bytes; a store loading the second's directory gets that scene again; a record out of order,
  * of another epoch, damaged, or of a group not held is refused and changes nothing. */
 #include "cmd/dispatch.h"
+#include "gstore_fixtures.h"
 #include "harness.h"
 #include "net/conn.h"
 #include "runner.h"
@@ -18,69 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RECORDS_MAX 64
-
-typedef struct shipped {
-  scn_gstore_record r[RECORDS_MAX];
-  char group[RECORDS_MAX][SCN_NAME_MAX + 1];
-  scn_buf bytes[RECORDS_MAX];
-  size_t n;
-} shipped;
-
-static void on_record(void *ud, const scn_gstore_record *rec) {
-  shipped *s = ud;
-  CU_ASSERT_FATAL(s->n < RECORDS_MAX);
-  size_t i = s->n++;
-  snprintf(s->group[i], sizeof s->group[i], "%s", rec->group);
-  s->bytes[i] = (scn_buf){0};
-  scn_buf_add(&s->bytes[i], rec->bytes, rec->len);
-  s->r[i] = *rec;
-  s->r[i].group = s->group[i];
-  s->r[i].bytes = s->bytes[i].data;
-}
-
-/* A daemon's dispatcher and store on dir, for node. */
-typedef struct store {
-  scn_server srv;
-  scn_gstore *gs;
-} store;
-
-static void store_open(store *s, const char *dir, const char *node) {
-  memset(s, 0, sizeof *s);
-  char *argv[] = {"journal-tests", NULL};
-  char err[256];
-  scn_config_load(&s->srv.cfg, 1, argv, err, sizeof err);
-  snprintf(s->srv.cfg.data_dir, sizeof s->srv.cfg.data_dir, "%s", dir);
-  s->srv.loop = uv_default_loop();
-  scn_limits limits = {.max_worlds = 16, .max_transforms = 1000};
-  s->srv.scene = scn_scene_new(&limits);
-  scn_entity_record(s->srv.scene, true);
-  s->srv.stream = scn_stream_open(&s->srv);
-  s->srv.dispatch = scn_dispatch_open(&s->srv);
-  int rc;
-  s->gs = scn_gstore_open(&s->srv, node, scn_dispatch_replay, &s->srv, &rc);
-  CU_ASSERT_FATAL(s->gs != NULL);
-  s->srv.gstore = s->gs;
-  scn_gstore_start(s->gs);
-}
-
-static void store_close(store *s) {
-  scn_gstore_close(s->gs);
-  scn_dispatch_close(s->srv.dispatch);
-  scn_stream_close(s->srv.stream);
-  scn_scene_free(s->srv.scene);
-  uv_run(s->srv.loop, UV_RUN_NOWAIT);
-}
-
-static void run_ok(scn_conn *c, const char *line) {
-  c->out.bytes.len = 0;
-  scn_dispatch_line(c, line, strlen(line));
-  scn_buf_addc(&c->out.bytes, '\0');
-  if (!strstr(c->out.bytes.data, "\"ok\":true"))
-    fprintf(stderr, "  %s -> %s", line, c->out.bytes.data);
-  CU_ASSERT(strstr(c->out.bytes.data, "\"ok\":true") != NULL);
-}
-
 static void read_file(const char *path, scn_buf *out) {
   FILE *f = fopen(path, "rb");
   CU_ASSERT_FATAL(f != NULL);
@@ -90,23 +28,16 @@ static void read_file(const char *path, scn_buf *out) {
   fclose(f);
 }
 
-static bool same_scene(scn_scene *a, scn_scene *b) {
-  bool same = t_same_scene(a, b);
-  if (!same)
-    fprintf(stderr, "  the scenes differ: %s\n", t_scene_difference());
-  return same;
-}
-
 static void test_applied_records_give_the_owners_state(void) {
   char dir_a[256], dir_b[256];
   CU_ASSERT_FATAL(t_temp_dir(dir_a, sizeof dir_a, "apply-a"));
   CU_ASSERT_FATAL(t_temp_dir(dir_b, sizeof dir_b, "apply-b"));
   char err[512];
-  store a, b;
-  store_open(&a, dir_a, "a");
-  store_open(&b, dir_b, "b");
-  shipped s = {0};
-  scn_gstore_set_tap(a.gs, on_record, &s);
+  t_store a, b;
+  t_store_open(&a, dir_a, "a");
+  t_store_open(&b, dir_b, "b");
+  t_shipped s = {0};
+  scn_gstore_set_tap(a.gs, t_on_record, &s);
   CU_ASSERT_FATAL(scn_gstore_acquire(a.gs, "g1", 5, false, err, sizeof err) == 0);
   CU_ASSERT_FATAL(scn_gstore_acquire(b.gs, "g1", 5, false, err, sizeof err) == 0);
 
@@ -125,7 +56,7 @@ static void test_applied_records_give_the_owners_state(void) {
       "{\"cmd\":\"transform.create\",\"world\":\"g1.a\",\"parent\":2}",
   };
   for (size_t i = 0; i < sizeof lines / sizeof *lines; i++)
-    run_ok(&c, lines[i]);
+    t_run_ok(&c, lines[i]);
   CU_ASSERT_FATAL(s.n >= sizeof lines / sizeof *lines);
 
   for (size_t i = 0; i < s.n; i++) {
@@ -136,7 +67,7 @@ static void test_applied_records_give_the_owners_state(void) {
     CU_ASSERT(rc == 0);
   }
   CU_ASSERT(scn_world_find(b.srv.scene, "g1.a") != NULL);
-  CU_ASSERT(same_scene(a.srv.scene, b.srv.scene));
+  CU_ASSERT(t_check_same_scene(a.srv.scene, b.srv.scene));
 
   /* Refused, and nothing changes: a record again, one skipped ahead, another epoch, damaged
    * bytes, a group not held here. */
@@ -166,7 +97,7 @@ static void test_applied_records_give_the_owners_state(void) {
   elsewhere.bytes = again.bytes;
   elsewhere.len = again.len;
   CU_ASSERT(scn_gstore_apply(b.gs, &elsewhere, err, sizeof err) == -1);
-  CU_ASSERT(same_scene(a.srv.scene, b.srv.scene));
+  CU_ASSERT(t_check_same_scene(a.srv.scene, b.srv.scene));
 
   /* After each loop turn's commit the follower's journal is byte for byte the owner's. */
   scn_hooks_before_flush(&a.srv);
@@ -184,17 +115,17 @@ static void test_applied_records_give_the_owners_state(void) {
 
   /* A store that loads the follower's directory (as a takeover or a restart there would) has
    * the owner's scene again. */
-  store_close(&b);
-  store d;
-  store_open(&d, dir_b, "d");
+  t_store_close(&b);
+  t_store d;
+  t_store_open(&d, dir_b, "d");
   CU_ASSERT_FATAL(scn_gstore_acquire(d.gs, "g1", 6, false, err, sizeof err) == 0);
-  CU_ASSERT(same_scene(a.srv.scene, d.srv.scene));
-  store_close(&d);
+  CU_ASSERT(t_check_same_scene(a.srv.scene, d.srv.scene));
+  t_store_close(&d);
 
   for (size_t i = 0; i < s.n; i++)
     scn_buf_free(&s.bytes[i]);
   scn_buf_free(&c.out.bytes);
-  store_close(&a);
+  t_store_close(&a);
   t_remove_temp_dir(dir_a);
   t_remove_temp_dir(dir_b);
 }

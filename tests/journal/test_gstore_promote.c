@@ -3,6 +3,7 @@
  * old one's files, linked (no snapshot written), the older epoch's directory goes, and writes go
  * on in it; promoted again and again, a store that loads the directory gets the same scene. */
 #include "cmd/dispatch.h"
+#include "gstore_fixtures.h"
 #include "harness.h"
 #include "net/conn.h"
 #include "runner.h"
@@ -16,46 +17,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-typedef struct store {
-  scn_server srv;
-  scn_gstore *gs;
-} store;
-
-static void store_open(store *s, const char *dir, const char *node) {
-  memset(s, 0, sizeof *s);
-  char *argv[] = {"journal-tests", NULL};
-  char err[256];
-  scn_config_load(&s->srv.cfg, 1, argv, err, sizeof err);
-  snprintf(s->srv.cfg.data_dir, sizeof s->srv.cfg.data_dir, "%s", dir);
-  s->srv.loop = uv_default_loop();
-  scn_limits limits = {.max_worlds = 16, .max_transforms = 1000};
-  s->srv.scene = scn_scene_new(&limits);
-  scn_entity_record(s->srv.scene, true);
-  s->srv.stream = scn_stream_open(&s->srv);
-  s->srv.dispatch = scn_dispatch_open(&s->srv);
-  int rc;
-  s->gs = scn_gstore_open(&s->srv, node, scn_dispatch_replay, &s->srv, &rc);
-  CU_ASSERT_FATAL(s->gs != NULL);
-  s->srv.gstore = s->gs;
-  scn_gstore_start(s->gs);
-}
-
-static void store_close(store *s) {
-  scn_gstore_close(s->gs);
-  scn_dispatch_close(s->srv.dispatch);
-  scn_stream_close(s->srv.stream);
-  scn_scene_free(s->srv.scene);
-  uv_run(s->srv.loop, UV_RUN_NOWAIT);
-}
-
 /* Runs line on c, then the loop turn's commit. */
 static void run_ok(scn_conn *c, const char *line) {
-  c->out.bytes.len = 0;
-  scn_dispatch_line(c, line, strlen(line));
-  scn_buf_addc(&c->out.bytes, '\0');
-  if (!strstr(c->out.bytes.data, "\"ok\":true"))
-    fprintf(stderr, "  %s -> %s", line, c->out.bytes.data);
-  CU_ASSERT(strstr(c->out.bytes.data, "\"ok\":true") != NULL);
+  t_run_ok(c, line);
   scn_hooks_before_flush(c->srv);
 }
 
@@ -71,8 +35,8 @@ static void test_promote_links(void) {
   char dir[256];
   CU_ASSERT_FATAL(t_temp_dir(dir, sizeof dir, "promote"));
   char err[512];
-  store a;
-  store_open(&a, dir, "a");
+  t_store a;
+  t_store_open(&a, dir, "a");
   CU_ASSERT_FATAL(scn_gstore_acquire(a.gs, "g1", 5, false, err, sizeof err) == 0);
   ino_t first = snapshot_inode(dir, 5);
   CU_ASSERT_FATAL(first != 0);
@@ -99,15 +63,15 @@ static void test_promote_links(void) {
     CU_ASSERT(scn_gstore_position(a.gs, "g1", &epoch, &seq) && seq == 1);
   }
   scn_buf_free(&c.out.bytes);
-  store_close(&a);
+  t_store_close(&a);
   /* A store loading the directory (a restart, or a takeover there) has what a store that ran
    * the same commands without a promotion has. */
   char dir_e[256];
   CU_ASSERT_FATAL(t_temp_dir(dir_e, sizeof dir_e, "promote-e"));
-  store d, e;
-  store_open(&d, dir, "d");
+  t_store d, e;
+  t_store_open(&d, dir, "d");
   CU_ASSERT_FATAL(scn_gstore_acquire(d.gs, "g1", 40, false, err, sizeof err) == 0);
-  store_open(&e, dir_e, "e");
+  t_store_open(&e, dir_e, "e");
   CU_ASSERT_FATAL(scn_gstore_acquire(e.gs, "g1", 5, false, err, sizeof err) == 0);
   scn_conn ce = {.srv = &e.srv, .authed = true, .matrices = SCN_MATRICES_B64};
   for (size_t i = 0; i < sizeof made / sizeof *made; i++)
@@ -119,8 +83,8 @@ static void test_promote_links(void) {
     fprintf(stderr, "  the scenes differ: %s\n", t_scene_difference());
   CU_ASSERT(same);
   scn_buf_free(&ce.out.bytes);
-  store_close(&d);
-  store_close(&e);
+  t_store_close(&d);
+  t_store_close(&e);
   t_remove_temp_dir(dir);
   t_remove_temp_dir(dir_e);
 }
