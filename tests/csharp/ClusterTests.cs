@@ -1,8 +1,10 @@
 // A cluster: a real etcd and two daemons sharing a data directory. The client follows MOVED
 // (pipelined calls too, in order), keeps a subscription on the owner's connection, and makes it
-// again on the new owner when its world moves.
+// again on the new owner when its world moves. And three daemons with --replicas 1, each on a
+// data directory of its own: a client with FollowerReads reads from a follower's copy.
 using System;
 using System.Collections.Generic;
+using System.Diagnostics;
 using System.Threading.Tasks;
 using Newtonsoft.Json.Linq;
 using Scened;
@@ -14,6 +16,101 @@ namespace ScenedTests
         public static void Register()
         {
             Program.Add("cluster/moved_followed_and_world_moves", MovedAndMove);
+            Program.Add("cluster/follower_reads", FollowerReads);
+        }
+
+        private static void Signal(Daemon d, string sig)
+        {
+            Process.Start(new ProcessStartInfo("kill", "-" + sig + " " + d.Proc.Id) { UseShellExecute = false }).WaitForExit();
+        }
+
+        private static JToken Until<R>(ScenedClient c, Func<R> f, Func<R, bool> ok, string what) where R : class
+        {
+            R got = null;
+            T.Until(c, () =>
+            {
+                try
+                {
+                    got = f();
+                    return ok(got);
+                }
+                catch (ScenedException)
+                {
+                    return false;
+                }
+            }, what);
+            return got as JToken;
+        }
+
+        private static void FollowerReads()
+        {
+            string etcd = Daemons.StartEtcd();
+            Daemon[] d = new Daemon[3];
+            string[] names = { "a", "b", "c" };
+            for (int i = 0; i < 3; i++)
+                d[i] = Daemons.Start("--cluster", etcd, "--node", names[i], "--data", Daemons.TempDir("replicas-" + names[i]),
+                                     "--replicas", "1");
+            string w = "fr" + Rand.Seed + ".main";
+            int owner, follower;
+            long e;
+            using (ScenedClient a = ScenedClient.Connect("127.0.0.1", d[0].Port))
+            {
+                WaitNodes(a, 3);
+                JObject made = (JObject)Until(a, () => T.Call(a, "world.create", T.O("world", w)), r => true, "world.create");
+                owner = Array.IndexOf(names, (string)made["node"]);
+                T.Check(owner >= 0, "the world's owner is one of the three: " + made);
+            }
+            using (ScenedClient onOwner = ScenedClient.Connect("127.0.0.1", d[owner].Port))
+            {
+                e = (long)T.Call(onOwner, "transform.create", T.O("world", w, "t", new[] { 1, 2, 3 }))["entity"];
+                JArray insync = null;
+                Until(onOwner, () => T.Call(onOwner, "world.list", T.O("cluster", true)), r =>
+                {
+                    foreach (JToken x in (JArray)r["worlds"])
+                        if ((string)x["name"] == w && x["insync"] is JArray && ((JArray)x["insync"]).Count > 0)
+                            insync = (JArray)x["insync"];
+                    return insync != null;
+                }, "the owner's world.list names a follower in sync");
+                follower = Array.IndexOf(names, (string)insync[0]);
+                T.Check(follower >= 0 && follower != owner, "the follower is another daemon: " + insync);
+            }
+            string ownerAddr = "127.0.0.1:" + d[owner].Port, followerAddr = "127.0.0.1:" + d[follower].Port;
+
+            using (ScenedClient plain = ScenedClient.Connect("127.0.0.1", d[follower].Port))
+            using (ScenedClient fr = ScenedClient.Connect("127.0.0.1", d[follower].Port, new ScenedOptions { FollowerReads = true }))
+            {
+                T.Check(fr.FollowerReads, "hello answered follower_reads true");
+                T.Check(!plain.FollowerReads, "no follower reads without the option");
+                // without the option: MOVED, followed to the owner
+                JObject got = T.Call(plain, "transform.get", T.O("world", w, "entity", e));
+                T.Equal(2f, T.Matrix(got["local"])[13], "the plain client reads y");
+                T.Equal(ownerAddr, plain.AddressFor(w), "the plain client was sent to the owner");
+                // with it: from the follower's copy, once it has the transform (it may lag)
+                Until(fr, () => T.Call(fr, "transform.get", T.O("world", w, "entity", e)), r => true, "the follower's copy has the transform");
+                T.Equal(followerAddr, fr.AddressFor(w), "read on the follower");
+                // the owner stopped: the follower still answers
+                Signal(d[owner], "STOP");
+                Stopwatch stopped = Stopwatch.StartNew();
+                try
+                {
+                    got = T.Call(fr, "transform.get", T.O("world", w, "entity", e));
+                }
+                finally
+                {
+                    Signal(d[owner], "CONT");
+                }
+                Console.WriteLine("  read from the follower with the owner stopped, in " + stopped.ElapsedMilliseconds + " ms");
+                float[] m = T.Matrix(got["local"]);
+                T.Check(m[12] == 1 && m[13] == 2 && m[14] == 3, "the follower's copy of the transform");
+                T.Equal(followerAddr, fr.AddressFor(w), "still on the follower");
+                // a write through the follower-reads client reaches the owner
+                T.Call(fr, "transform.set_local", T.O("world", w, "entity", e, "t", new[] { 4, 5, 6 }));
+                T.Equal(ownerAddr, fr.AddressFor(w), "the write's MOVED was followed to the owner");
+                using (ScenedClient onOwner = ScenedClient.Connect("127.0.0.1", d[owner].Port))
+                    T.Equal(5f, T.Matrix(T.Call(onOwner, "transform.get", T.O("world", w, "entity", e))["local"])[13], "the owner has the write");
+            }
+            for (int i = 2; i >= 0; i--)
+                d[i].Stop();
         }
 
         private static void WaitNodes(ScenedClient c, int n)

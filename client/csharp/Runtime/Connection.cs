@@ -25,6 +25,7 @@ namespace Scened
         public readonly LineSplitter Lines = new LineSplitter();
         public bool Gone; // its close was handled
         public string MatricesForm = "json";
+        public bool FollowerReads; // hello's answer had "follower_reads": true
 
         private readonly Inbound inbound;
         private readonly ScenedOptions options;
@@ -49,8 +50,8 @@ namespace Scened
             this.inbound = inbound;
         }
 
-        /// <summary>Connects, says hello when a token or b64 matrices are wanted, and starts the
-        /// threads; throws a ScenedException (CLOSED, TIMEOUT, TLS, or hello's error).</summary>
+        /// <summary>Connects, says hello when a token, b64 matrices or follower reads are wanted,
+        /// and starts the threads; throws a ScenedException (CLOSED, TIMEOUT, TLS, or hello's error).</summary>
         public void Open()
         {
             int ms = (int)Math.Min(int.MaxValue, Math.Max(1, options.Timeout.TotalMilliseconds));
@@ -113,18 +114,21 @@ namespace Scened
                                       (last != null ? last.Message : "no address"), null, last);
         }
 
-        /// <summary>hello with the token and the matrix form, before any other request; its answer
-        /// is read here, and anything after it goes to the inbound queue.</summary>
+        /// <summary>hello with the token, the matrix form and follower reads, before any other
+        /// request; its answer is read here, and anything after it goes to the inbound queue.
+        /// Every connection says it, those opened to follow a MOVED too.</summary>
         private void Hello()
         {
             bool b64 = options.Matrices == MatrixForm.B64;
-            if (options.Token == null && !b64)
+            if (options.Token == null && !b64 && !options.FollowerReads)
                 return;
             JObject fields = new JObject();
             if (options.Token != null)
                 fields["token"] = options.Token;
             if (b64)
                 fields["matrices"] = "b64";
+            if (options.FollowerReads)
+                fields["follower_reads"] = true;
             RequestWriter w = new RequestWriter();
             w.Request("hello", fields);
             stream.Write(w.Buf, 0, w.Len);
@@ -146,6 +150,8 @@ namespace Scened
             if (!(bool)r["ok"])
                 throw ScenedException.FromResponse(r);
             MatricesForm = (string)r["matrices"] ?? (b64 ? "b64" : "json");
+            JToken fr = r["follower_reads"];
+            FollowerReads = fr != null && fr.Type == JTokenType.Boolean && (bool)fr;
             if (nl + 1 < len)
             {
                 byte[] rest = new byte[len - nl - 1];

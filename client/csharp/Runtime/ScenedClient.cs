@@ -72,6 +72,18 @@ namespace Scened
         /// <summary>How the daemon sends this client matrices ("json" or "b64").</summary>
         public MatrixForm Matrices { get { return primary.MatricesForm == "b64" ? MatrixForm.B64 : MatrixForm.Json; } }
 
+        /// <summary>Whether the daemon connected to answered <c>hello</c> with follower reads on
+        /// (<see cref="ScenedOptions.FollowerReads"/>); false when not asked.</summary>
+        public bool FollowerReads { get { return primary.FollowerReads; } }
+
+        /// <summary>"HOST:PORT" of the daemon a call naming this world goes to: the one a
+        /// <c>MOVED</c> last named for it, else <see cref="Address"/>.</summary>
+        public string AddressFor(string world)
+        {
+            string addr;
+            return world != null && owners.TryGetValue(world, out addr) ? addr : primary.Addr;
+        }
+
         /// <summary>Whether the connection to the daemon connected to is still up.</summary>
         public bool IsConnected { get { return !disposed && !primary.Gone; } }
 

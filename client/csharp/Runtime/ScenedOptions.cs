@@ -32,6 +32,13 @@ namespace Scened
         /// <c>hello</c> answer (10 seconds by default).</summary>
         public TimeSpan Timeout { get; set; }
 
+        /// <summary>Ask for reads from followers (<c>hello</c>'s <c>follower_reads</c>; false by
+        /// default): in a cluster with replicas, a daemon that follows a world's group answers
+        /// <c>transform.get</c>, <c>.children</c>, <c>.find</c>, <c>.relative</c> and <c>subscribe</c>
+        /// from its copy, which may lag the owner by what is in flight, instead of <c>MOVED</c>;
+        /// writes are still sent on to the owner. Said on every connection the client opens.</summary>
+        public bool FollowerReads { get; set; }
+
         public ScenedOptions()
         {
             Matrices = MatrixForm.Json;
