@@ -77,7 +77,9 @@ static size_t place(const scn_backlog *b, size_t len) {
 }
 
 /* A larger buffer (at most twice the limit, where a record that fits the limit always finds
- * room), the records kept moved to its start in order. */
+ * room). Records that do not wrap around its end lie one after the other from the oldest: the
+ * buffer is reallocated (its pages moved, not copied, once it is large) and they stay where
+ * they are in it; otherwise they are copied to the start of a new one in order. */
 static bool grow_buf(scn_backlog *b, size_t len) {
   size_t max = b->limit * 2 > BUF_MIN ? b->limit * 2 : BUF_MIN;
   if (b->buf_cap >= max)
@@ -87,6 +89,22 @@ static bool grow_buf(scn_backlog *b, size_t len) {
     cap *= 2;
   if (cap > max)
     cap = max;
+  const scn_backlog_rec *old = b->n ? &b->ring[b->head] : NULL;
+  const scn_backlog_rec *new = b->n ? &b->ring[(b->head + b->n - 1) % b->cap] : NULL;
+  if (!old || new->bytes >= old->bytes) {
+    size_t off = old ? (size_t)(old->bytes - b->buf) : 0;
+    char *buf = realloc(b->buf, cap);
+    if (!buf)
+      return false;
+    for (size_t i = 0; i < b->n; i++) {
+      scn_backlog_rec *r = &b->ring[(b->head + i) % b->cap];
+      r->bytes = buf + off;
+      off += span(r->len);
+    }
+    b->buf = buf;
+    b->buf_cap = cap;
+    return true;
+  }
   char *buf = malloc(cap);
   if (!buf)
     return false;
