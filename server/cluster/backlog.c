@@ -76,12 +76,13 @@ static size_t place(const scn_backlog *b, size_t len) {
   return start - end >= need ? end : SIZE_MAX;
 }
 
-/* A larger buffer (at most twice the limit, where a record that fits the limit always finds
- * room). Records that do not wrap around its end lie one after the other from the oldest: the
- * buffer is reallocated (its pages moved, not copied, once it is large) and they stay where
- * they are in it; otherwise they are copied to the start of a new one in order. */
+/* A larger buffer, at most a quarter larger than the limit (records of up to a quarter of the
+ * limit then always find room once the limit's evictions are done). Records that do not wrap around
+ * its end lie one after the other from the oldest: the buffer is reallocated (its pages moved, not
+ * copied, once it is large) and they stay where they are in it; otherwise they are copied to the
+ * start of a new one in order. */
 static bool grow_buf(scn_backlog *b, size_t len) {
-  size_t max = b->limit * 2 > BUF_MIN ? b->limit * 2 : BUF_MIN;
+  size_t max = b->limit + b->limit / 4 > BUF_MIN ? b->limit + b->limit / 4 : BUF_MIN;
   if (b->buf_cap >= max)
     return false;
   size_t cap = b->buf_cap ? b->buf_cap * 2 : BUF_MIN;
@@ -135,8 +136,9 @@ bool scn_backlog_append(scn_backlog *b, uint64_t seq, uint64_t tick, const char 
   }
   while (b->n && b->bytes + len > b->limit)
     drop_oldest(b);
-  /* At twice the limit a record finds room once the limit's evictions are done: the oldest go
-   * here only for records of no bytes (which take one each) or when the buffer cannot grow. */
+  /* Once the buffer is as large as it gets, the oldest records go until this one finds room:
+   * more than the limit asks only for records larger than a quarter of it, or of no bytes
+   * (which take one each), or when the buffer could not grow (out of memory). */
   size_t at = place(b, len);
   while (at == SIZE_MAX && (grow_buf(b, len) || b->n)) {
     if (place(b, len) == SIZE_MAX && b->n)

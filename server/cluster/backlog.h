@@ -2,8 +2,8 @@
  * again with "from" S gets without a snapshot, when S is still kept. A ring of the newest
  * records, bounded in bytes; records come in with consecutive seqs (the store's tap). Their
  * bytes are kept in one buffer of the backlog's own, itself a ring (a record never straddles
- * its end), grown up to twice the limit: keeping a record allocates nothing once the buffer
- * is that large. Needs nothing but libc (the unit suites test it alone). */
+ * its end), grown up to a quarter more than the limit: keeping a record allocates nothing once the
+ * buffer is that large. Needs nothing but libc (the unit suites test it alone). */
 #ifndef SCN_BACKLOG_H
 #define SCN_BACKLOG_H
 

@@ -144,7 +144,7 @@ static void test_buffer_ring(void) {
       continue;
     /* Records of no bytes take a place each: at most those few more go. */
     CU_ASSERT_FATAL(b.n <= n && b.n + 16 >= n);
-    CU_ASSERT_FATAL(b.buf_cap <= 2 * LIMIT);
+    CU_ASSERT_FATAL(b.buf_cap <= LIMIT + LIMIT / 4);
     CU_ASSERT_FATAL(b.bytes <= LIMIT);
     for (size_t i = 0; i < b.n; i++) {
       const scn_backlog_rec *r = scn_backlog_at(&b, i);
@@ -157,12 +157,37 @@ static void test_buffer_ring(void) {
   scn_backlog_free(&b);
 }
 
+/* Records of a third of the limit: the buffer (a quarter larger than the limit) may hold fewer
+ * than the limit allows, never more, and always the newest, whole and in order. */
+static void test_large_records(void) {
+  enum { LIMIT = 300000, LEN = LIMIT / 3 };
+  static char bytes[LEN], want[LEN];
+  scn_backlog b;
+  scn_backlog_init(&b, LIMIT);
+  for (uint64_t s = 1; s <= 200; s++) {
+    size_t len = LEN - (size_t)(s % 7) * 1000;
+    memset(bytes, (int)('a' + s % 26), len);
+    CU_ASSERT_FATAL(scn_backlog_append(&b, s, s, bytes, len));
+    CU_ASSERT_FATAL(b.n >= 1 && b.n <= 3 && b.bytes <= LIMIT);
+    CU_ASSERT_FATAL(b.buf_cap <= LIMIT + LIMIT / 4);
+    for (size_t i = 0; i < b.n; i++) {
+      const scn_backlog_rec *r = scn_backlog_at(&b, i);
+      CU_ASSERT_EQUAL_FATAL(r->seq, s - b.n + 1 + i);
+      CU_ASSERT_EQUAL_FATAL(r->len, LEN - (size_t)(r->seq % 7) * 1000);
+      memset(want, (int)('a' + r->seq % 26), r->len);
+      CU_ASSERT_FATAL(memcmp(r->bytes, want, r->len) == 0);
+    }
+  }
+  scn_backlog_free(&b);
+}
+
 int t_register_replica_backlog(void) {
   static const t_test tests[] = {
       {"records kept in order and found from a seq", test_append_and_find},
       {"the ring wraps within its bound; older seqs answer too old", test_wrap_and_too_old},
       {"a gap or a record over the bound leaves nothing to serve before it", test_gap_and_too_big},
       {"the records' buffer grows and wraps, keeping each record's bytes", test_buffer_ring},
+      {"records of a third of the bound: the newest kept, whole", test_large_records},
   };
   return T_ADD_SUITE("replica_backlog", NULL, NULL, tests);
 }
