@@ -29,7 +29,7 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
-declare -A port http etcd_url
+declare -A port http etcd_url dpid ticks
 start_etcd() { # $1 cluster
   local c=$1 eport epeer
   eport=$(free_port)
@@ -53,6 +53,7 @@ start_daemon() { # $1 cluster, $2 node, then flags
     --cluster "${etcd_url[$c]}" --data "$work/$c/data-$n" --node "$n" --lease-ttl "$TTL" \
     --save-interval 0 --fsync "$FSYNC" "${@:3}" 2>"$log" &
   pids+=($!)
+  dpid[$c.$n]=$!
   for _ in $(seq 200); do grep -q 'listening on' "$log" && break; sleep 0.05; done
   port[$c.$n]=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$log" | head -1 | cut -d: -f2)
   http[$c.$n]=$(grep -o 'http on 127.0.0.1:[0-9]*' "$log" | head -1 | cut -d: -f2)
@@ -71,6 +72,9 @@ wait_nodes() { # $1 cluster: each daemon knows the three
   exit 1
 }
 
+# The CPU a daemon used so far, in clock ticks (user + system).
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
 declare -A flags=([none]="--replicas 0" [sync]="--replicas 1 --durability sync"
   [async]="--replicas 1 --durability async")
 kinds=(none sync async)
@@ -87,8 +91,10 @@ for _ in $(seq "$RUNS"); do
   for c in "${kinds[@]}"; do
     wait_in=()
     [[ "$c" != none ]] && wait_in=(--insync)
+    for n in a b c; do ticks[$c.$n]=$((${ticks[$c.$n]:-0} - $(cpu_ticks "${dpid[$c.$n]}"))); done
     "$BUILD/scene-bench" --json -c 50 -P 16 -n "$N" -t set_b64 -p "${port[$c.a]}" --place a "${wait_in[@]}" \
       2>/dev/null | grep -o '"ops/s":[0-9.]*' | cut -d: -f2 >>"$work/$c.rates"
+    for n in a b c; do ticks[$c.$n]=$((${ticks[$c.$n]} + $(cpu_ticks "${dpid[$c.$n]}"))); done
   done
 done
 for c in "${kinds[@]}"; do
@@ -101,6 +107,14 @@ awk -v n="$none" -v s="$sync" -v a="$async" 'BEGIN {
   printf "no replicas           %10.0f ops/s\n", n
   printf "--replicas 1 sync     %10.0f ops/s  (x%.2f; target >= 0.7)\n", s, s / n
   printf "--replicas 1 async    %10.0f ops/s  (x%.2f; target >= 0.9)\n", a, a / n }'
+# The CPU each cluster's daemons used per 300k writes (clock ticks, user + system, averaged over
+# the runs): a (the owner) and the most busy of b and c (the follower; the other one idles).
+for c in "${kinds[@]}"; do
+  f=$((ticks[$c.b] > ticks[$c.c] ? ticks[$c.b] : ticks[$c.c]))
+  awk -v c="$c" -v a="${ticks[$c.a]}" -v f="$f" -v n="$((N * RUNS))" 'BEGIN {
+    printf "%-6s CPU per 300k writes: owner %5.1f ticks, follower %5.1f\n", c, a * 300000 / n,
+      f * 300000 / n }'
+done
 # How many sync writes went without waiting (no follower in sync yet, e.g. while the new
 # world's group was getting its follower): the sync figure is only meaningful when few did.
 metric() { curl -sf "http://127.0.0.1:${http[$1]}/metrics" | awk -v m="$2" '$1 == m {print $2}'; }

@@ -1,7 +1,9 @@
 /* The owner's backlog of a group's recent records (--replicas): what a follower that dials
  * again with "from" S gets without a snapshot, when S is still kept. A ring of the newest
- * records, bounded in bytes; records come in with consecutive seqs (the store's tap). Needs
- * nothing but libc (the unit suites test it alone). */
+ * records, bounded in bytes; records come in with consecutive seqs (the store's tap). Their
+ * bytes are kept in one buffer of the backlog's own, itself a ring (a record never straddles
+ * its end), grown up to a quarter more than the limit: keeping a record allocates nothing once the
+ * buffer is that large. Needs nothing but libc (the unit suites test it alone). */
 #ifndef SCN_BACKLOG_H
 #define SCN_BACKLOG_H
 
@@ -13,13 +15,15 @@
 
 typedef struct scn_backlog_rec {
   uint64_t seq, tick;
-  char *bytes;
+  char *bytes; /* in the backlog's buffer */
   size_t len;
 } scn_backlog_rec;
 
 typedef struct scn_backlog {
   scn_backlog_rec *ring;
   size_t cap, head, n; /* the oldest at ring[head] */
+  char *buf;           /* the records' bytes */
+  size_t buf_cap;
   size_t bytes, limit;
   uint64_t next_seq;          /* the seq the next record must have; 0: none came yet */
   uint64_t appended, evicted; /* records, for the figures */

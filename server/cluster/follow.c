@@ -221,7 +221,17 @@ static void on_written(uv_write_t *w, int status) {
   free(w);
 }
 
+/* What the socket takes at once goes without a request (an ack, most often); the rest is
+ * queued after whatever is queued already. */
 static void write_bytes(scn_follow *f, const char *data, size_t len) {
+  uv_buf_t now = uv_buf_init((char *)data, (unsigned)len);
+  int n = uv_try_write((uv_stream_t *)&f->conn->tcp, &now, 1);
+  if (n > 0) {
+    data += n;
+    len -= (size_t)n;
+    if (len == 0)
+      return;
+  }
   uv_write_t *w = malloc(sizeof *w + len);
   if (!w) {
     hang_up(f, "out of memory");
@@ -523,15 +533,10 @@ static void ack(scn_follow *f) {
   scn_hooks_before_flush(f->cl->srv);
   if (!f->conn || !scn__fence_up(f->cl))
     return; /* not written: acknowledged with a later commit */
-  scn_buf b = {0};
-  scn_buf_adds(&b, "{\"ack\":");
-  scn_buf_add_u64(&b, f->pending_ack);
-  scn_buf_adds(&b, "}\n");
-  if (!b.failed) {
-    f->acked = f->pending_ack;
-    send_line(f, &b);
-  }
-  scn_buf_free(&b);
+  char line[48];
+  int n = snprintf(line, sizeof line, "{\"ack\":%llu}\n", (unsigned long long)f->pending_ack);
+  f->acked = f->pending_ack;
+  send_bytes(f, line, (size_t)n);
 }
 
 static void on_alloc(uv_handle_t *h, size_t size, uv_buf_t *buf) {

@@ -19,6 +19,7 @@
   X(core_property_flush)                                                                           \
   X(core_history)                                                                                  \
   X(history_file)                                                                                  \
+  X(crc32c)                                                                                        \
   X(cluster_owners)                                                                                \
   X(replica_backlog)                                                                               \
   X(replica_ticks)                                                                                 \

@@ -7,7 +7,9 @@
 
 #include <CUnit/CUnit.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Record seq's bytes: "r<seq>" padded with '.' to len. */
 static size_t record_of(uint64_t seq, size_t len, char *out) {
@@ -118,11 +120,74 @@ static void test_gap_and_too_big(void) {
   scn_backlog_free(&b);
 }
 
+/* Records of random sizes (none empty, some of no bytes) through a buffer that grows and wraps
+ * many times: the records kept are always the newest whose bytes fit the bound (the oldest
+ * go first), each with its own bytes. */
+static void test_buffer_ring(void) {
+  unsigned seed = (unsigned)time(NULL);
+  printf("\n  replica_backlog buffer ring: seed %u\n", seed);
+  srand(seed);
+  enum { LIMIT = 100000, N = 30000 }; /* past the buffer's first size (64 KiB) */
+  static size_t lens[N + 1];
+  scn_backlog b;
+  scn_backlog_init(&b, LIMIT);
+  char bytes[256], want[256];
+  for (uint64_t s = 1; s <= N; s++) {
+    size_t len = (size_t)rand() % 10 == 0 ? 0 : 1 + (size_t)rand() % 255;
+    lens[s] = len;
+    CU_ASSERT_FATAL(scn_backlog_append(&b, s, s * 10, bytes, record_of(s, len, bytes)));
+    size_t kept = 0, n = 0;
+    for (uint64_t k = s; k >= 1 && kept + lens[k] <= LIMIT; k--, n++)
+      kept += lens[k];
+    CU_ASSERT_EQUAL_FATAL(b.bytes, kept);
+    if (s % 101 != 0)
+      continue;
+    /* Records of no bytes take a place each: at most those few more go. */
+    CU_ASSERT_FATAL(b.n <= n && b.n + 16 >= n);
+    CU_ASSERT_FATAL(b.buf_cap <= LIMIT + LIMIT / 4);
+    CU_ASSERT_FATAL(b.bytes <= LIMIT);
+    for (size_t i = 0; i < b.n; i++) {
+      const scn_backlog_rec *r = scn_backlog_at(&b, i);
+      CU_ASSERT_EQUAL_FATAL(r->seq, s - b.n + 1 + i);
+      CU_ASSERT_EQUAL_FATAL(r->len, lens[r->seq]);
+      record_of(r->seq, r->len, want);
+      CU_ASSERT_FATAL(memcmp(r->bytes, want, r->len) == 0);
+    }
+  }
+  scn_backlog_free(&b);
+}
+
+/* Records of a third of the limit: the buffer (a quarter larger than the limit) may hold fewer
+ * than the limit allows, never more, and always the newest, whole and in order. */
+static void test_large_records(void) {
+  enum { LIMIT = 300000, LEN = LIMIT / 3 };
+  static char bytes[LEN], want[LEN];
+  scn_backlog b;
+  scn_backlog_init(&b, LIMIT);
+  for (uint64_t s = 1; s <= 200; s++) {
+    size_t len = LEN - (size_t)(s % 7) * 1000;
+    memset(bytes, (int)('a' + s % 26), len);
+    CU_ASSERT_FATAL(scn_backlog_append(&b, s, s, bytes, len));
+    CU_ASSERT_FATAL(b.n >= 1 && b.n <= 3 && b.bytes <= LIMIT);
+    CU_ASSERT_FATAL(b.buf_cap <= LIMIT + LIMIT / 4);
+    for (size_t i = 0; i < b.n; i++) {
+      const scn_backlog_rec *r = scn_backlog_at(&b, i);
+      CU_ASSERT_EQUAL_FATAL(r->seq, s - b.n + 1 + i);
+      CU_ASSERT_EQUAL_FATAL(r->len, LEN - (size_t)(r->seq % 7) * 1000);
+      memset(want, (int)('a' + r->seq % 26), r->len);
+      CU_ASSERT_FATAL(memcmp(r->bytes, want, r->len) == 0);
+    }
+  }
+  scn_backlog_free(&b);
+}
+
 int t_register_replica_backlog(void) {
   static const t_test tests[] = {
       {"records kept in order and found from a seq", test_append_and_find},
       {"the ring wraps within its bound; older seqs answer too old", test_wrap_and_too_old},
       {"a gap or a record over the bound leaves nothing to serve before it", test_gap_and_too_big},
+      {"the records' buffer grows and wraps, keeping each record's bytes", test_buffer_ring},
+      {"records of a third of the bound: the newest kept, whole", test_large_records},
   };
   return T_ADD_SUITE("replica_backlog", NULL, NULL, tests);
 }
