@@ -112,15 +112,9 @@ __attribute__((target("sse4.2"))) static uint32_t copy_hw(void *dst, const void 
   return ~c32;
 }
 
-static int has_hw = -1; /* not checked yet */
-
-static bool use_hw(void) {
-  if (has_hw < 0) {
-    __builtin_cpu_init();
-    has_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
-  }
-  return has_hw == 1;
-}
+/* libgcc's constructor fills in what the processor has before main; reading it is a load and a
+ * test, so nothing is cached here (no state a journal writer thread could race on). */
+static bool use_hw(void) { return __builtin_cpu_supports("sse4.2"); }
 #endif
 
 uint32_t scn_crc32c(uint32_t crc, const void *data, size_t len) {
