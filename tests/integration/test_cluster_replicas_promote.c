@@ -264,9 +264,22 @@ static void test_ticks_from_backlog(void) {
   cJSON *rep = wait_replicas(&k, one_insync);
   CU_ASSERT_FATAL(rep && strcmp(first(rep, "insync"), node_name(1)) == 0);
   cJSON_Delete(rep);
-  node_stop(&k, 0, SIGKILL);
   snprintf(line, sizeof line, "{\"cmd\":\"transform.get\",\"world\":\"b1.main\",\"entity\":%.0f}",
            entity);
+  /* The ticks the owner closed with no change in them reach the follower as tick marks: the
+   * kill comes once the follower (read through follower_reads) has had them up to `now`. */
+  t_client fr;
+  CU_ASSERT_FATAL(t_client_connect(&fr, k.d[1].port) == 0);
+  cJSON_Delete(t_client_call(&fr, "{\"cmd\":\"hello\",\"follower_reads\":true}"));
+  long long told = 0;
+  for (long deadline = t_now_ms() + 10000; told < now && t_now_ms() < deadline; t_sleep_ms(10)) {
+    r = t_client_call(&fr, "%s", line);
+    told = t_resp_ok(r) ? (long long)t_resp_num(r, "tick") : 0;
+    cJSON_Delete(r);
+  }
+  t_client_close(&fr);
+  CU_ASSERT_FATAL(told >= now);
+  node_stop(&k, 0, SIGKILL);
   int now_at = -1;
   r = wait_ok_anywhere(&k, line, TTL_MS + 15000, &now_at);
   CU_ASSERT_PTR_NOT_NULL_FATAL(r);
