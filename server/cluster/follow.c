@@ -392,20 +392,6 @@ static void apply_line(scn_follow *f, uint64_t seq, uint64_t tick, const char *l
   f->backoff_ms = 0;
 }
 
-/* A record whose line came as a JSON string ("l":"..."). */
-static void apply_record(scn_follow *f, const cJSON *root) {
-  const cJSON *r = cJSON_GetObjectItemCaseSensitive(root, "r");
-  const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "t");
-  const cJSON *l = cJSON_GetObjectItemCaseSensitive(root, "l");
-  if (!cJSON_IsNumber(r) || !cJSON_IsString(l)) {
-    hang_up(f, "a line of the stream that is not a record");
-    return;
-  }
-  bool tick = cJSON_IsNumber(t) && t->valuedouble >= 0 && t->valuedouble <= 0x1p62;
-  apply_line(f, (uint64_t)r->valuedouble, tick ? (uint64_t)t->valuedouble : 0, l->valuestring,
-             strlen(l->valuestring));
-}
-
 /* Reads the digits at *p (before end) into *v; false when there are none. */
 static bool take_u64(const char **p, const char *end, uint64_t *v) {
   const char *s = *p;
@@ -516,10 +502,9 @@ static bool on_line(void *ud, const char *line, size_t len) {
       apply_mark(f, root);
     else if (f->copy || cJSON_GetObjectItemCaseSensitive(root, "copy"))
       copy_line(f, root);
-    else if (f->held)
-      apply_record(f, root);
-    else
-      hang_up(f, "a record before the copy it follows");
+    else /* records come as the owner writes them, taken by apply_raw before any parse */
+      hang_up(f, f->held ? "a line of the stream that is not a record"
+                         : "a record before the copy it follows");
   }
   scn_json_heap_delete(root);
   return f->conn != NULL;
@@ -686,9 +671,8 @@ static void dial(scn_follow *f, const scn_group_entry *g) {
   snprintf(fc->host, sizeof fc->host, "%s", host);
   fc->gai.data = fc;
   fc->tcp.data = fc;
-  /* A record's line carries a request of up to --max-line bytes as a JSON string, where a
-   * control character (a tab between its members) takes six: the stream's lines may be that
-   * much longer, with the record's other members around it. */
+  /* A record's line is a request of up to --max-line bytes with what its owner recorded of it
+   * (the ids it created): the bound leaves that room and more. */
   scn_framer_init(&fc->framer, (size_t)(6 * f->cl->srv->cfg.max_line + 256));
   f->conn = fc;
   f->state = LINK_DIALING;
