@@ -342,6 +342,15 @@ static scn_world *group_world(const scn_follow *f, const char *name) {
 }
 
 /* {"w":WORLD,"t":T}: WORLD closed tick T on the owner. */
+static void mark(scn_follow *f, const char *name, uint64_t tick) {
+  if (tick > f->announced)
+    f->announced = tick;
+  f->marked = f->held && !f->copy;
+  scn_world *world = group_world(f, name);
+  if (world)
+    close_ticks(world, tick);
+}
+
 static void apply_mark(scn_follow *f, const cJSON *root) {
   const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "w");
   const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "t");
@@ -350,13 +359,7 @@ static void apply_mark(scn_follow *f, const cJSON *root) {
     hang_up(f, "a tick mark that is not one");
     return;
   }
-  uint64_t tick = (uint64_t)t->valuedouble;
-  if (tick > f->announced)
-    f->announced = tick;
-  f->marked = f->held && !f->copy;
-  scn_world *world = group_world(f, w->valuestring);
-  if (world)
-    close_ticks(world, tick);
+  mark(f, w->valuestring, (uint64_t)t->valuedouble);
 }
 
 /* Before a record of tick T: its world's ticks up to T - 1 are closed (T = 0: none named). Once
@@ -427,6 +430,26 @@ static bool apply_raw(scn_follow *f, const char *line, size_t len) {
   return true;
 }
 
+/* A tick mark as the owner writes it ({"w":"WORLD","t":T}, a name with nothing escaped): one
+ * comes per world a tick, so it is read without a parse. False when line is not of that form
+ * (it is then read as JSON). */
+static bool apply_mark_raw(scn_follow *f, const char *line, size_t len) {
+  const char *p = line, *end = line + len;
+  if (!take(&p, end, "{\"w\":\""))
+    return false;
+  char name[SCN_NAME_MAX + 1];
+  size_t n = 0;
+  while (p < end && *p != '"' && *p != '\\' && n < SCN_NAME_MAX)
+    name[n++] = *p++;
+  name[n] = '\0';
+  uint64_t tick;
+  if (!take(&p, end, "\",\"t\":") || !take_u64(&p, end, &tick) || p != end - 1 || *p != '}' ||
+      tick > (UINT64_C(1) << 62))
+    return false;
+  mark(f, name, tick);
+  return true;
+}
+
 /* Drops what this daemon holds of the group (the store's part and the worlds). */
 static void drop_copy(scn_follow *f) {
   scn_group_entry *g = scn_owners_find(&f->cl->owners, f->group);
@@ -473,7 +496,8 @@ static bool on_line(void *ud, const char *line, size_t len) {
     hang_up(f, "a line over --max-line");
     return false;
   }
-  if (f->state != LINK_HELLO && f->state != LINK_REPLICATE && apply_raw(f, line, len))
+  if (f->state != LINK_HELLO && f->state != LINK_REPLICATE &&
+      (apply_raw(f, line, len) || apply_mark_raw(f, line, len)))
     return f->conn != NULL;
   cJSON *root = scn_json_heap_parse(line, len);
   if (!root) {
