@@ -97,6 +97,8 @@ void scn_owners_replicas_value(scn_buf *out, const scn_replica_set *r) {
     scn_buf_adds(out, ",\"owner\":");
     scn_buf_add_json_string(out, r->owner, strlen(r->owner));
   }
+  if (r->ended)
+    scn_buf_adds(out, ",\"ended\":true");
   add_list(out, "followers", r->followers, r->nfollowers);
   add_list(out, "insync", r->insync, r->ninsync);
   if (r->tick) {
@@ -148,6 +150,7 @@ bool scn_owners_replicas_parse(const char *value, size_t len, scn_replica_set *r
     r->ninsync = scn__owners_node_list(v, "insync", r->insync);
     r->tick = count(v, "tick");
     r->lag_ticks = count(v, "lag_ticks");
+    r->ended = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ended"));
     r->owner[0] = '\0';
     if (cJSON_IsString(owner) &&
         scn_world_name_valid(owner->valuestring, strlen(owner->valuestring)))
@@ -166,7 +169,7 @@ void scn__owners_replicas_put(scn_owners *o, scn_group_entry *g, const scn_kv *k
     return;
   }
   g->replicas.mod_rev = kv->mod_revision;
-  g->replicas.known = true;
+  g->replicas.known = !g->replicas.ended;
 }
 
 void scn__owners_replicas_deleted(scn_group_entry *g, int64_t rev) {

@@ -78,6 +78,7 @@ scn_load_result scn__load_group(void *ud, const char *group, int64_t epoch, scn_
     scn__drop_group(cl, group, "", "");
   }
   scn__follow_stop(cl, group);
+  scn__follow_forget_ended(cl, group);
   if (scn_gstore_acquire(cl->srv->gstore, group, (uint64_t)epoch, how == SCN_ARRIVED_BY_MOVE, err,
                          sizeof err) == 0)
     return SCN_LOADED;
@@ -179,7 +180,8 @@ void scn__unfreeze_group(void *ud, const char *group) {
   scn_gstore_drop_history(cl->srv->gstore, group);
 }
 
-/* A group on disk: dropped when a newer epoch owns it elsewhere, claimed when unowned. */
+/* A group on disk: dropped when its copy is stale (a newer epoch owns it elsewhere, or it
+ * ended since), claimed when unowned. */
 static void claim_if_unowned(void *ud, const char *group) {
   scn_cluster *cl = ud;
   if (!scn__follow_forget_stale(cl, group))

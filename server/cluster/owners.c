@@ -367,7 +367,7 @@ bool scn_owners_reread(scn_owners *o, int64_t revision, const scn_kv *kvs, size_
     if (g->key && g->seen_in_read != read)
       group_deleted(o, g, revision);
   for (scn_group_entry *g = scn_owners_first(o); g; g = scn_owners_next(o, g))
-    if (g->replicas.known && g->replicas_seen_in_read != read)
+    if ((g->replicas.known || g->replicas.ended) && g->replicas_seen_in_read != read)
       scn__owners_replicas_deleted(g, revision);
   for (size_t i = 0; i < o->nnodes;) {
     if (o->nodes[i].seen_in_read == read)

@@ -77,7 +77,9 @@ typedef struct scn_replica_set {
                        * wrote the key (0: not said) */
   uint64_t lag_ticks; /* "lag_ticks": an epoch that began from a follower's copy: the ticks of
                        * changes that copy may have lacked, as far as it knew (0: not said) */
-  bool known;         /* the key exists */
+  bool known;         /* the key exists and is a live record (not one that says "ended") */
+  bool ended; /* "ended": the group's last world went at epoch; every copy of an epoch up to it
+               * is stale (known is false then, and no follower is named) */
 } scn_replica_set;
 
 typedef struct scn_group_entry {

@@ -2,7 +2,10 @@
  * followers in the group key, written together by one txn that holds only while the group key
  * is still bound to this daemon's lease and the replicas key is as the cache last saw it.
  * A group owned here with no world and no entity left (world.destroy of its last one) has
- * nothing to follow: its replicas key is deleted, under the same compares.
+ * nothing to follow: its replicas key then says "ended" at this epoch and names no follower,
+ * under the same compares. It stays (one small key a group name) so that a copy of the group
+ * from this epoch or before, on a daemon that was down when the group ended, is known to be
+ * stale when that daemon starts again.
  *
  * The key also says how far the owner's ticks went ("tick", the highest closed among the
  * group's worlds), written with every change and, while the owner goes on alone (followers
@@ -26,7 +29,6 @@ typedef struct record_ctx {
   scn_cluster *cl;
   char group[SCN_NAME_MAX + 1];
   scn_replica_set set; /* what the txn writes */
-  bool removing;       /* the txn deletes the replicas key */
 } record_ctx;
 
 static bool live(scn_cluster *cl, const char *node) {
@@ -129,17 +131,9 @@ static void on_recorded(void *ctx, const scn_kv_answer *a) {
     cl->next_record = uv_hrtime() + (uint64_t)RETRY_MS * 1000000;
     return;
   }
-  if (c->removing) {
-    g->created_durability = 0; /* the group ended: a new one gets its own */
-    /* Gone now, unless the watch brought a newer key first. */
-    if (g->replicas.mod_rev < a->revision)
-      g->replicas = (scn_replica_set){0};
-    scn_log(SCN_LOG_INFO, "group replicas key deleted", "group=%s reason=\"no world left\"",
-            c->group);
-    return;
-  }
-  /* The key holds world.create's durability from now on (it outlives this owner). */
-  if (g->created_durability == 1 + c->set.durability)
+  /* The key holds world.create's durability from now on (it outlives this owner); a group
+   * that ended gets its own again with its next world. */
+  if (c->set.ended || g->created_durability == 1 + c->set.durability)
     g->created_durability = 0;
   /* Taken now, unless the watch brought newer keys first: the next plan must not write it
    * again. */
@@ -149,7 +143,7 @@ static void on_recorded(void *ctx, const scn_kv_answer *a) {
   if (g->replicas.mod_rev < a->revision) {
     g->replicas = c->set;
     g->replicas.mod_rev = a->revision;
-    g->replicas.known = true;
+    g->replicas.known = !c->set.ended;
   }
   if (g->mod_rev < a->revision && g->key && strcmp(g->node, cl->self.node) == 0) {
     memcpy(g->followers, c->set.followers, sizeof g->followers);
@@ -158,8 +152,12 @@ static void on_recorded(void *ctx, const scn_kv_answer *a) {
     g->ninsync = c->set.ninsync;
     g->mod_rev = a->revision;
   }
-  scn_log(SCN_LOG_INFO, "group followers recorded", "group=%s epoch=%lld followers=%u", c->group,
-          (long long)c->set.epoch, (unsigned)c->set.nfollowers);
+  if (c->set.ended)
+    scn_log(SCN_LOG_INFO, "group ended: its replicas key says so", "group=%s epoch=%lld",
+            c->group, (long long)c->set.epoch);
+  else
+    scn_log(SCN_LOG_INFO, "group followers recorded", "group=%s epoch=%lld followers=%u",
+            c->group, (long long)c->set.epoch, (unsigned)c->set.nfollowers);
 }
 
 static bool send_record(scn_cluster *cl, scn_group_entry *g, const scn_replica_set *next) {
@@ -185,22 +183,6 @@ static bool send_record(scn_cluster *cl, scn_group_entry *g, const scn_replica_s
   return sent;
 }
 
-/* Deletes g's replicas key while g is still this daemon's and the key is as last seen. */
-static bool send_remove(scn_cluster *cl, scn_group_entry *g) {
-  char group_key[SCN_NAME_MAX + 64], replicas_key[SCN_NAME_MAX + 64];
-  snprintf(group_key, sizeof group_key, "%s%s", SCN_GROUPS_PREFIX, g->name);
-  snprintf(replicas_key, sizeof replicas_key, "%s%s", SCN_REPLICAS_PREFIX, g->name);
-  scn_kv_compare cmp[] = {
-      {.key = group_key, .target = SCN_KV_LEASE, .value = cl->self.lease},
-      {.key = replicas_key, .target = SCN_KV_MOD, .value = g->replicas.mod_rev}};
-  scn_kv_write del = {.key = replicas_key, .remove = true};
-  record_ctx c = {.cl = cl, .removing = true};
-  snprintf(c.group, sizeof c.group, "%s", g->name);
-  scn_kv_reply r = {
-      .timeout_s = scn__request_timeout(cl), .done = on_recorded, .ctx = &c, .ctx_size = sizeof c};
-  return scn_etcd_txn(cl->etcd, cmp, 2, &del, 1, &r);
-}
-
 /* Whether a follower has anything of group to keep: a world, or an entity of its own (made in
  * one of its worlds and left when they went; a later command of the group may use it). */
 static bool holds_anything(scn_cluster *cl, const char *group) {
@@ -222,8 +204,16 @@ void scn__replicas_record(scn_cluster *cl) {
         g->lease != cl->self.lease || strcmp(g->node, cl->self.node) != 0)
       continue;
     if (!holds_anything(cl, g->name)) {
-      if (g->replicas.known)
-        g->recording = send_remove(cl, g);
+      /* Its record says it ended instead (no follower named): a copy of it elsewhere, of this
+       * epoch or an older one, is stale now, and must not come back with a daemon that was
+       * down meanwhile (scn__follow_forget_stale). */
+      if (g->replicas.known) {
+        scn_replica_set ended = {.epoch = g->epoch, .ended = true,
+                                 .durability = g->replicas.durability,
+                                 .tick = scn__group_tick(cl, g->name)};
+        snprintf(ended.owner, sizeof ended.owner, "%s", cl->self.node);
+        g->recording = send_record(cl, g, &ended);
+      }
       continue;
     }
     scn_replica_set next;

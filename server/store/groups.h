@@ -112,8 +112,9 @@ void scn_gstore_copy_in_abort(scn_gstore *gs, const char *group);
  * 0, or -1 with err (worlds it loaded are then left to the caller to drop). */
 int scn_gstore_install(scn_gstore *gs, const char *group, uint64_t epoch, uint64_t seq, char *err,
                        size_t errlen);
-/* Removes group's directory (a group not held here, that a newer epoch owns elsewhere). */
-void scn_gstore_forget(scn_gstore *gs, const char *group);
+/* Removes group's directory (a group not held here whose copy is stale: a newer epoch owns it
+ * elsewhere, or it ended since); why goes to the log. */
+void scn_gstore_forget(scn_gstore *gs, const char *group, const char *why);
 
 /* Loads group (its newest epoch directory) into srv->scene and starts epoch: a fresh snapshot
  * in its own directory (the older ones removed). moved_in: the group was moved here, so its

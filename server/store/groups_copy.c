@@ -380,7 +380,7 @@ int scn_gstore_install(scn_gstore *gs, const char *group, uint64_t epoch, uint64
 
 /* ---- a group that is no longer this daemon's ------------------------------------------------ */
 
-void scn_gstore_forget(scn_gstore *gs, const char *group) {
+void scn_gstore_forget(scn_gstore *gs, const char *group, const char *why) {
   scn_path gdir;
   if (scn__gs_find(gs, group) || !group_dir(gs, group, &gdir))
     return;
@@ -400,8 +400,8 @@ void scn_gstore_forget(scn_gstore *gs, const char *group) {
     closedir(d);
   if (rmdir(gdir.s) == 0)
     scn_fsync_dir(gs->groups_dir.s);
-  scn_log(SCN_LOG_INFO, "replica: a group a newer epoch owns was removed from this directory",
-          "group=%s dir=%s", group, gdir.s);
+  scn_log(SCN_LOG_INFO, "replica: a stale copy of a group was removed from this directory",
+          "group=%s dir=%s reason=\"%s\"", group, gdir.s, why);
 }
 
 bool scn_gstore_position(const scn_gstore *gs, const char *group, uint64_t *epoch, uint64_t *seq) {

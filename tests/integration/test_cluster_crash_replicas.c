@@ -141,10 +141,17 @@ static void rig_stop_node(rig *p, int i, int sig) {
 
 /* ---- who owns what, as etcd says ------------------------------------------------------------ */
 
+/* A group's key in etcd, NULL when absent; a replicas key that says the group ended (its last
+ * world went) is no record of followers either. */
 static cJSON *key_json(rig *p, const char *prefix, int g) {
   char key[96];
   snprintf(key, sizeof key, "/scened/%s/%s", prefix, wl_group_names[g]);
-  return etcd_json(&p->k, key);
+  cJSON *v = etcd_json(&p->k, key);
+  if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ended"))) {
+    cJSON_Delete(v);
+    return NULL;
+  }
+  return v;
 }
 
 /* The daemon that owns group g (-1: none), and whether a daemon other than it that is up is in
@@ -166,7 +173,8 @@ static int owner_of(rig *p, int g, bool *covered, bool *keyed) {
 }
 
 /* Whether group x is owned by daemon v and may be lost with it: it has worlds (as far as the
- * model knows: a group whose last world went has no replicas key) and no in-sync follower up. */
+ * model knows: a group whose last world went has a replicas key that says it ended) and no
+ * in-sync follower up. */
 static bool at_risk(rig *p, const workload *w, int x, int v) {
   bool covered, keyed, worlds = false;
   if (owner_of(p, x, &covered, &keyed) != v || covered)

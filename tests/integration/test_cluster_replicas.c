@@ -261,9 +261,17 @@ static void test_list_and_roles(void) {
   cluster_stop(&k);
 }
 
-/* With --replicas 1, world.destroy of a group's only world deletes its replicas key (the group
- * key stays with its owner, as without replicas). */
-static void test_key_gone_with_last_world(void) {
+static bool says_ended(const cJSON *v) {
+  return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ended"));
+}
+
+static bool live_with_follower(const cJSON *v) { return !says_ended(v) && has_one_follower(v); }
+
+/* With --replicas 1, world.destroy of a group's only world turns its replicas key into one that
+ * says the group ended at its owner's epoch and names no follower (the group key stays with its
+ * owner, as without replicas); a world created in the group again makes it a live record with a
+ * follower. */
+static void test_key_ends_with_last_world(void) {
   static const char *const extra[] = {"--replicas", "1", NULL};
   cluster k;
   int at = -1, fi = replicas_start(&k, extra, NULL, "d1.main", 1, &at);
@@ -271,18 +279,29 @@ static void test_key_gone_with_last_world(void) {
     cluster_stop(&k);
     return;
   }
+  long long rev = 0;
+  cJSON *live = wait_key(&k, "/scened/replicas/d1", has_one_follower, &rev);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(live);
   cJSON *r = t_client_call(&k.c[at], "{\"cmd\":\"world.destroy\",\"world\":\"d1.main\"}");
   CU_ASSERT_FATAL(t_resp_ok(r));
   cJSON_Delete(r);
-  bool gone = false;
-  for (long deadline = t_now_ms() + 15000; !gone && t_now_ms() < deadline; t_sleep_ms(20)) {
-    char *group = etcd_get(&k.e, "/scened/groups/d1", NULL); /* etcd answers */
-    char *replicas = etcd_get(&k.e, "/scened/replicas/d1", NULL);
-    gone = group && !replicas;
-    free(group);
-    free(replicas);
-  }
-  CU_ASSERT(gone);
+  cJSON *ended = wait_key(&k, "/scened/replicas/d1", says_ended, NULL);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(ended);
+  CU_ASSERT_EQUAL(list_size(ended, "followers"), 0);
+  CU_ASSERT_EQUAL(list_size(ended, "insync"), 0);
+  CU_ASSERT_STRING_EQUAL(t_resp_str(ended, "owner"), node_name(at));
+  CU_ASSERT_EQUAL(t_resp_num(ended, "epoch"), t_resp_num(live, "epoch"));
+  char *group = etcd_get(&k.e, "/scened/groups/d1", NULL);
+  CU_ASSERT_PTR_NOT_NULL(group);
+  free(group);
+  r = t_client_call(&k.c[at], "{\"cmd\":\"world.create\",\"world\":\"d1.main\"}");
+  CU_ASSERT_FATAL(t_resp_ok(r));
+  cJSON_Delete(r);
+  cJSON *again = wait_key(&k, "/scened/replicas/d1", live_with_follower, NULL);
+  CU_ASSERT_PTR_NOT_NULL(again);
+  cJSON_Delete(live);
+  cJSON_Delete(ended);
+  cJSON_Delete(again);
   cluster_stop(&k);
 }
 
@@ -730,7 +749,7 @@ int t_register_cluster_replicas(void) {
       {"the owner's backlog grows with its writes", test_backlog_grows},
       {"a follower applies and journals the owner's records", test_follower_applies},
       {"world.list and /metrics show followers and roles", test_list_and_roles},
-      {"the replicas key goes with the group's last world", test_key_gone_with_last_world},
+      {"the replicas key says the group ended with its last world", test_key_ends_with_last_world},
       {"no backlog, key or followers without replicas", test_no_backlog_without_replicas},
       {"a follower joins and leaves the in-sync set", test_insync},
       {"sync: a stopped follower holds the ok until it leaves insync", test_sync_held},

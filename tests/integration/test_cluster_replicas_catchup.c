@@ -264,12 +264,71 @@ static void test_old_owner_drops(void) {
   CU_ASSERT_STRING_EQUAL(t_resp_str(v, "owner"), node_name(fi));
   CU_ASSERT(!in_list(v, "followers", node_name(at)));
   cJSON_Delete(v);
-  CU_ASSERT(t_daemon_log_contains(&k.d[at], "a group a newer epoch owns was removed"));
+  CU_ASSERT(t_daemon_log_contains(&k.d[at], "reason=\"a newer epoch owns it\""));
   cJSON *r = t_client_call(&k.c[at], "{\"cmd\":\"transform.create\",\"world\":\"b1.main\"}");
   CU_ASSERT(r && strcmp(t_resp_code(r), "MOVED") == 0 &&
             strcmp(t_resp_str(error_of(r), "node"), node_name(fi)) == 0);
   cJSON_Delete(r);
   CU_ASSERT_EQUAL(missing_on(&k, fi, ids, 20), 0);
+  cluster_stop(&k);
+}
+
+/* A follower killed, then the group's last world destroyed on its owner: the replicas key says
+ * the group ended, and names no follower. With the owner gone (SIGTERM), the follower restarted
+ * with its directory, which still holds the world, removes that stale copy and never serves the
+ * world again: every daemon answers that it does not exist. */
+static void test_ended_group_stays_gone(void) {
+  static unsigned long long ids[WRITES_MAX];
+  cluster k;
+  int at = -1, fi = replicas_start(&k, sync_one, NULL, "b1.main", 1, &at);
+  if (fi < 0) {
+    cluster_stop(&k);
+    return;
+  }
+  for (int n = 0; n < 10; n++)
+    CU_ASSERT_FATAL(write_one(&k, at, n, ids));
+  CU_ASSERT_FATAL(wait_rejoined(&k, at, node_name(fi)));
+  node_stop(&k, fi, SIGKILL);
+  cJSON *r = t_client_call(&k.c[at], "{\"cmd\":\"world.destroy\",\"world\":\"b1.main\","
+                                     "\"entities\":true}");
+  CU_ASSERT_FATAL(t_resp_ok(r));
+  cJSON_Delete(r);
+  bool ended = false;
+  cJSON *v = NULL;
+  for (long deadline = t_now_ms() + 15000; !ended && t_now_ms() < deadline; t_sleep_ms(50)) {
+    cJSON_Delete(v);
+    v = etcd_json(&k, "/scened/replicas/b1");
+    ended = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ended"));
+  }
+  CU_ASSERT_FATAL(ended);
+  CU_ASSERT_STRING_EQUAL(t_resp_str(v, "owner"), node_name(at));
+  CU_ASSERT_EQUAL(list_size(v, "followers"), 0);
+  cJSON_Delete(v);
+  node_stop(&k, at, SIGTERM);
+  char gdir[256];
+  snprintf(gdir, sizeof gdir, "%s/%s/groups/b1", k.data, node_name(fi));
+  CU_ASSERT_FATAL(exists(gdir));
+  CU_ASSERT_FATAL(node_start(&k, fi));
+  bool gone = false;
+  for (long deadline = t_now_ms() + 15000; !gone && t_now_ms() < deadline; t_sleep_ms(50))
+    gone = !exists(gdir);
+  printf("\n  follower %s down while b1's last world went; restarted, its copy %s\n",
+         node_name(fi), gone ? "removed" : "still there");
+  CU_ASSERT(gone);
+  CU_ASSERT(t_daemon_log_contains(&k.d[fi], "reason=\"the group ended since\""));
+  for (int i = 0; i < NODES; i++) {
+    if (!k.connected[i])
+      continue;
+    r = t_client_call(&k.c[i], "{\"cmd\":\"transform.find\",\"world\":\"b1.main\","
+                               "\"path\":\"w0\"}");
+    bool absent = r && strcmp(t_resp_code(r), "NOT_FOUND") == 0 &&
+                  strstr(t_resp_str(error_of(r), "message"), "world");
+    CU_ASSERT(absent);
+    if (!absent)
+      t_report("the destroyed world answered", r);
+    cJSON_Delete(r);
+    CU_ASSERT_EQUAL(transforms_of(&k, i), -1);
+  }
   cluster_stop(&k);
 }
 
@@ -382,6 +441,7 @@ int t_register_cluster_replicas_catchup(void) {
       {"a follower restarted catches up from the backlog and rejoins", test_backlog_rejoin},
       {"a follower past the backlog gets a whole copy while writes go on", test_copy_while_writing},
       {"the old owner restarted drops the group a newer epoch owns", test_old_owner_drops},
+      {"a follower down when its group ended never brings it back", test_ended_group_stays_gone},
       {"an owner stopped past its TTL serves nothing and rejoins as follower",
        test_stopped_owner_rejoins},
       {"--replica-backlog is checked", test_bad_backlog_flag},

@@ -142,7 +142,7 @@ static void test_copy_install_resume(void) {
   /* A group no longer this daemon's: its directory goes. */
   t_store e;
   t_store_open_slots(&e, dir_b, "e", 4001);
-  scn_gstore_forget(e.gs, "g1");
+  scn_gstore_forget(e.gs, "g1", "a newer epoch owns it");
   CU_ASSERT(!exists(dir_b, "groups/g1"));
   t_store_close(&e);
 

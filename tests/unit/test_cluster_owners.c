@@ -755,6 +755,22 @@ static void test_replica_records(void) {
   watch_delete(&f, SCN_REPLICAS_PREFIX, "h", 8);
   CU_ASSERT_FALSE(group(&f, "h")->replicas.known);
   CU_ASSERT_EQUAL(group(&f, "h")->replicas.mod_rev, 0);
+  /* One that says the group ended is no live record (anyone may claim), but keeps its epoch,
+   * owner and revision (what a stale copy is judged by, what the next txn compares). */
+  scn_replica_set end = {.epoch = 11, .ended = true};
+  snprintf(end.owner, sizeof end.owner, "b");
+  scn_owners_replicas_value(&v, &end);
+  CU_ASSERT_STRING_EQUAL(text_of(&v), "{\"epoch\":11,\"owner\":\"b\",\"ended\":true,"
+                                      "\"followers\":[],\"insync\":[],\"durability\":\"sync\"}");
+  watch_value(&f, SCN_REPLICAS_PREFIX, "h", text_of(&v), 9);
+  scn_buf_free(&v);
+  const scn_group_entry *h = group(&f, "h");
+  CU_ASSERT_FALSE(h->replicas.known);
+  CU_ASSERT_TRUE(h->replicas.ended);
+  CU_ASSERT_EQUAL(h->replicas.epoch, 11);
+  CU_ASSERT_EQUAL(h->replicas.mod_rev, 9);
+  CU_ASSERT_STRING_EQUAL(h->replicas.owner, "b");
+  CU_ASSERT_TRUE(scn__owners_may_claim(&f.o, h));
 
   /* A full read without the replicas key forgets it; the group key stays. */
   made m;
@@ -767,6 +783,8 @@ static void test_replica_records(void) {
   scn_owners_reread(&f.o, 10, kvs, 2);
   CU_ASSERT_FALSE(g->replicas.known);
   CU_ASSERT_TRUE(g->key);
+  CU_ASSERT_FALSE(group(&f, "h")->replicas.ended);
+  CU_ASSERT_EQUAL(group(&f, "h")->replicas.mod_rev, 0);
   scn_buf_free(&gm.value);
   scn_buf_free(&m.value);
   fake_free(&f);
