@@ -147,8 +147,10 @@ void scn_cluster_forget_promote(scn_cluster *cl, void *ud);
 bool scn_cluster_follows_world(const scn_cluster *cl, const char *world);
 
 /* SIGTERM: every owned group is saved and its key deleted (the lease revoked), so others claim
- * them at once. busy stays true until that is done (at most a couple of seconds). */
+ * them at once. With --replicas, first each group's followers get every record (within
+ * --replica-timeout) and are recorded in sync, so one takes it over at once. busy stays true
+ * until that is done (at most a few seconds), and moves the release on when a wait is over. */
 void scn_cluster_release_all(scn_cluster *cl);
-bool scn_cluster_busy(const scn_cluster *cl);
+bool scn_cluster_busy(scn_cluster *cl);
 
 #endif

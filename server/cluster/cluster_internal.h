@@ -121,8 +121,11 @@ struct scn_cluster {
   const char *step_error;
   bool keepalive_busy;
   uint64_t next_keepalive, next_publish, next_sweep;
-  uint64_t next_record; /* uv_hrtime before which followers are not recorded again */
-  bool releasing;       /* SIGTERM: the revoke is in flight */
+  uint64_t next_record;        /* uv_hrtime before which followers are not recorded again */
+  bool releasing;              /* SIGTERM: the final records or the revoke are in flight */
+  bool final_recorded;         /* the release's final records went */
+  uint64_t release_wait_until; /* uv_hrtime until which the release waits for followers */
+  bool revoking;               /* the release's revoke went */
   /* the cache's reads */
   scn_etcd_req *watch;
   bool syncing, sync_again;
@@ -216,6 +219,17 @@ bool scn__send_read(void *ud, const char *group);
 
 /* Writes the followers of each group held here whose record is not what it should be. */
 void scn__replicas_record(scn_cluster *cl);
+/* At a SIGTERM's release (groups frozen, replies drained): each group's record once more, so
+ * that a follower that has every record is in the in-sync set before the lease goes and takes
+ * the group over at once; how many txns went (their answers call scn__release_go_on). */
+size_t scn__replicas_record_final(scn_cluster *cl);
+/* Whether a txn writing a group's record is in flight. */
+bool scn__replicas_recording(scn_cluster *cl);
+/* Whether a follower of a group frozen for the release, its link up, still lacks records (the
+ * release waits for it up to --replica-timeout). */
+bool scn__replicas_catching_up(scn_cluster *cl);
+/* The release's next step, once no record is in flight: the final records, then the revoke. */
+void scn__release_go_on(scn_cluster *cl);
 /* group's epoch here began from a follower's copy that may have lacked lag_ticks ticks. */
 void scn__replicas_promoted(scn_cluster *cl, const char *group, int64_t epoch, uint64_t lag_ticks);
 /* What scn__replicas_promoted said of g's epoch (0: nothing). */
@@ -309,6 +323,8 @@ bool scn__links_joining(scn_cluster *cl, scn_ship *s);
  * writes, once it acknowledged the first record whose ok waited for it: a live link that keeps
  * up is made to join (join_from = last + 1), and one that falls behind past the timeout stops
  * joining. No link: not in sync. */
+/* Whether a follower's link of group that is up has not yet acknowledged record last. */
+bool scn__links_behind(scn_cluster *cl, const char *group, uint64_t last);
 bool scn__links_insync(scn_cluster *cl, const char *group, const char *node, bool was,
                        uint64_t last);
 

@@ -889,8 +889,7 @@ static const char *stale_copy(const scn_cluster *cl, const scn_group_entry *g, u
   const scn_replica_set *r = &g->replicas;
   if (r->ended && epoch <= (uint64_t)r->epoch)
     return "the group ended since";
-  if (r->known && r->owner[0] && strcmp(r->owner, cl->self.node) != 0 &&
-      epoch < (uint64_t)r->epoch)
+  if (r->known && r->owner[0] && strcmp(r->owner, cl->self.node) != 0 && epoch < (uint64_t)r->epoch)
     return "a newer epoch owns it";
   return NULL;
 }

@@ -365,11 +365,29 @@ static void on_revoked(void *ctx, const scn_kv_answer *a) {
   cl->releasing = false;
 }
 
+void scn__release_go_on(scn_cluster *cl) {
+  if (!cl->releasing || cl->revoking || scn__replicas_recording(cl))
+    return;
+  if (!cl->final_recorded) {
+    if (uv_hrtime() < cl->release_wait_until && scn__replicas_catching_up(cl))
+      return; /* a follower's ack, or the next poll, comes back here */
+    cl->final_recorded = true;
+    if (scn__replicas_record_final(cl) > 0)
+      return;
+  }
+  /* Revoking the lease deletes every key bound to it (the node's and its groups'), which the
+   * others see at once. */
+  cl->revoking = true;
+  cluster_ctx c = {cl};
+  scn_kv_reply r = {.timeout_s = 2.0, .done = on_revoked, .ctx = &c, .ctx_size = sizeof c};
+  cl->releasing = scn_etcd_lease_revoke(cl->etcd, cl->self.lease, &r);
+}
+
 void scn_cluster_release_all(scn_cluster *cl) {
   if (cl->releasing || cl->self.released)
     return;
-  /* Each group is frozen and saved; revoking the lease then deletes every key bound to it (the
-   * node's and its groups'), which the others see at once. */
+  /* Each group is frozen and saved, its followers recorded once more (a follower with every
+   * record joins the in-sync set, to take the group over at once), then the lease goes. */
   uint64_t bytes;
   for (scn_group_entry *g = scn_owners_first(&cl->owners); g; g = scn_owners_next(&cl->owners, g))
     if (g->state == SCN_GROUP_OWNED) {
@@ -381,9 +399,14 @@ void scn_cluster_release_all(scn_cluster *cl) {
   scn_readiness_set(&cl->srv->readiness, SCN_UNREADY_RELEASED);
   if (!cl->self.lease)
     return;
-  cluster_ctx c = {cl};
-  scn_kv_reply r = {.timeout_s = 2.0, .done = on_revoked, .ctx = &c, .ctx_size = sizeof c};
-  cl->releasing = scn_etcd_lease_revoke(cl->etcd, cl->self.lease, &r);
+  cl->releasing = true;
+  cl->release_wait_until = uv_hrtime() + cl->srv->cfg.replica_timeout_ms * 1000000u;
+  scn__release_go_on(cl);
 }
 
-bool scn_cluster_busy(const scn_cluster *cl) { return cl && cl->releasing; }
+bool scn_cluster_busy(scn_cluster *cl) {
+  if (!cl)
+    return false;
+  scn__release_go_on(cl); /* (the wait for followers may be over) */
+  return cl->releasing;
+}

@@ -117,8 +117,15 @@ static bool recorded(const scn_group_entry *g, const scn_replica_set *next) {
          same_names(g->insync, g->ninsync, next->insync, next->ninsync);
 }
 
+static void recorded_answer(record_ctx *c, const scn_kv_answer *a);
+
 static void on_recorded(void *ctx, const scn_kv_answer *a) {
   record_ctx *c = ctx;
+  recorded_answer(c, a);
+  scn__release_go_on(c->cl); /* a SIGTERM's release may wait for this answer */
+}
+
+static void recorded_answer(record_ctx *c, const scn_kv_answer *a) {
   scn_cluster *cl = c->cl;
   scn_group_entry *g = scn_owners_find(&cl->owners, c->group);
   if (!g)
@@ -153,11 +160,11 @@ static void on_recorded(void *ctx, const scn_kv_answer *a) {
     g->mod_rev = a->revision;
   }
   if (c->set.ended)
-    scn_log(SCN_LOG_INFO, "group ended: its replicas key says so", "group=%s epoch=%lld",
-            c->group, (long long)c->set.epoch);
+    scn_log(SCN_LOG_INFO, "group ended: its replicas key says so", "group=%s epoch=%lld", c->group,
+            (long long)c->set.epoch);
   else
-    scn_log(SCN_LOG_INFO, "group followers recorded", "group=%s epoch=%lld followers=%u",
-            c->group, (long long)c->set.epoch, (unsigned)c->set.nfollowers);
+    scn_log(SCN_LOG_INFO, "group followers recorded", "group=%s epoch=%lld followers=%u", c->group,
+            (long long)c->set.epoch, (unsigned)c->set.nfollowers);
 }
 
 static bool send_record(scn_cluster *cl, scn_group_entry *g, const scn_replica_set *next) {
@@ -195,12 +202,13 @@ static bool holds_anything(scn_cluster *cl, const char *group) {
   return n > 0;
 }
 
-void scn__replicas_record(scn_cluster *cl) {
-  if (cl->srv->cfg.replicas == 0 || uv_hrtime() < cl->next_record)
-    return;
+/* Records the followers (or the end) of each group this daemon owns in state, where they
+ * changed; how many txns went. */
+static size_t record_pass(scn_cluster *cl, scn_group_state state) {
   scn_owners *o = &cl->owners;
+  size_t sent = 0;
   for (scn_group_entry *g = scn_owners_first(o); g; g = scn_owners_next(o, g)) {
-    if (g->state != SCN_GROUP_OWNED || g->recording || g->mv || g->handoff || !g->key ||
+    if (g->state != state || g->recording || g->mv || g->handoff || !g->key ||
         g->lease != cl->self.lease || strcmp(g->node, cl->self.node) != 0)
       continue;
     if (!holds_anything(cl, g->name)) {
@@ -208,19 +216,47 @@ void scn__replicas_record(scn_cluster *cl) {
        * epoch or an older one, is stale now, and must not come back with a daemon that was
        * down meanwhile (scn__follow_forget_stale). */
       if (g->replicas.known) {
-        scn_replica_set ended = {.epoch = g->epoch, .ended = true,
+        scn_replica_set ended = {.epoch = g->epoch,
+                                 .ended = true,
                                  .durability = g->replicas.durability,
                                  .tick = scn__group_tick(cl, g->name)};
         snprintf(ended.owner, sizeof ended.owner, "%s", cl->self.node);
-        g->recording = send_record(cl, g, &ended);
+        sent += g->recording = send_record(cl, g, &ended);
       }
       continue;
     }
     scn_replica_set next;
     plan(cl, g, &next);
     if (!recorded(g, &next) || tick_due(cl, g, &next))
-      g->recording = send_record(cl, g, &next);
+      sent += g->recording = send_record(cl, g, &next);
   }
+  return sent;
+}
+
+void scn__replicas_record(scn_cluster *cl) {
+  if (cl->srv->cfg.replicas >= 1 && uv_hrtime() >= cl->next_record)
+    record_pass(cl, SCN_GROUP_OWNED);
+}
+
+size_t scn__replicas_record_final(scn_cluster *cl) {
+  return cl->srv->cfg.replicas >= 1 ? record_pass(cl, SCN_GROUP_FROZEN) : 0;
+}
+
+bool scn__replicas_catching_up(scn_cluster *cl) {
+  uint64_t epoch, last;
+  for (scn_group_entry *g = scn_owners_first(&cl->owners); g; g = scn_owners_next(&cl->owners, g))
+    if (g->state == SCN_GROUP_FROZEN && !g->mv &&
+        scn_gstore_position(cl->srv->gstore, g->name, &epoch, &last) &&
+        (int64_t)epoch == g->epoch && scn__links_behind(cl, g->name, last))
+      return true;
+  return false;
+}
+
+bool scn__replicas_recording(scn_cluster *cl) {
+  for (scn_group_entry *g = scn_owners_first(&cl->owners); g; g = scn_owners_next(&cl->owners, g))
+    if (g->recording)
+      return true;
+  return false;
 }
 
 void scn__replicas_promoted(scn_cluster *cl, const char *group, int64_t epoch, uint64_t lag_ticks) {

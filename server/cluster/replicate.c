@@ -320,6 +320,7 @@ void scn_cluster_repl_line(scn_cluster *cl, scn_conn *c, const char *line, size_
     l->unacked_since = l->acked == l->sent ? 0 : uv_hrtime();
     scn__sync_check(cl);
     scn__switch_check(cl);
+    scn__release_go_on(cl);
   }
   if (root)
     scn_json_heap_delete(root);
@@ -327,6 +328,16 @@ void scn_cluster_repl_line(scn_cluster *cl, scn_conn *c, const char *line, size_
 
 static bool late(const scn_cluster *cl, const scn_ship_link *l, uint64_t now) {
   return l->sent > l->acked && now - l->unacked_since > cl->srv->cfg.replica_timeout_ms * 1000000;
+}
+
+bool scn__links_behind(scn_cluster *cl, const char *group, uint64_t last) {
+  scn_ship *s = scn__ship_find(cl, group);
+  for (size_t i = 0; s && i < SCN_SHIP_LINKS; i++) {
+    const scn_ship_link *l = &s->links[i];
+    if (l->conn && !l->next && l->acked < last)
+      return true;
+  }
+  return false;
 }
 
 bool scn__links_insync(scn_cluster *cl, const char *group, const char *node, bool was,

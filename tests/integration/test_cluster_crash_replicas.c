@@ -155,7 +155,8 @@ static cJSON *key_json(rig *p, const char *prefix, int g) {
 }
 
 /* The daemon that owns group g (-1: none), and whether a daemon other than it that is up is in
- * the group's in-sync set. */
+ * the in-sync set that owner recorded (a record an earlier owner left says nothing of the new
+ * one's followers). */
 static int owner_of(rig *p, int g, bool *covered, bool *keyed) {
   cJSON *grp = key_json(p, "groups", g);
   int o = node_index(t_resp_str(grp, "node"));
@@ -163,6 +164,10 @@ static int owner_of(rig *p, int g, bool *covered, bool *keyed) {
   *covered = false;
   cJSON *rep = o >= 0 ? key_json(p, "replicas", g) : NULL;
   *keyed = rep != NULL;
+  if (rep && node_index(t_resp_str(rep, "owner")) != o) {
+    cJSON_Delete(rep);
+    return o;
+  }
   const cJSON *m, *insync = cJSON_GetObjectItemCaseSensitive(rep, "insync");
   cJSON_ArrayForEach(m, insync) {
     int f = node_index(cJSON_GetStringValue(m));
@@ -470,6 +475,10 @@ typedef enum stopped { STOP_DONE, STOP_NONE, STOP_FAILED } stopped;
 /* kill -9 (or SIGTERM) of an owner amid a checker's burst. STOP_NONE: nothing could be stopped
  * safely. */
 static stopped stop_owner(rig *p, workload *w, int sig) {
+  /* The state is read first: a read may make a daemon claim a group that had no owner, whose
+   * follower is not in sync yet, after the victim was chosen. */
+  if (!wl_compare_state(w, "before an owner's burst"))
+    return STOP_FAILED;
   int g = -1, v = pick_victim(p, w, &g);
   if (v < 0)
     return STOP_NONE;
@@ -480,7 +489,7 @@ static stopped stop_owner(rig *p, workload *w, int sig) {
     free(ck);
     return ok ? STOP_NONE : STOP_FAILED;
   }
-  ok = ok && wl_compare_state(w, "before an owner's burst") && ck_burst(p, ck, v, sig);
+  ok = ok && ck_burst(p, ck, v, sig);
   long stopped = t_now_ms();
   if (sig == SIGTERM) {
     /* signalled already: its clients go, and it must release its groups and exit by itself */

@@ -273,6 +273,51 @@ static void test_old_owner_drops(void) {
   cluster_stop(&k);
 }
 
+/* The follower paused (SIGSTOP) until the owner takes it out of the in-sync set and answers
+ * writes alone; it resumes and the owner is stopped with SIGTERM at once, the follower still
+ * behind. The owner waits for it to acknowledge every record, records it in sync, then lets the
+ * group go: the follower serves it at once (no world.promote), with every acknowledged write. */
+static void test_sigterm_hands_over(void) {
+  static unsigned long long ids[WRITES_MAX];
+  cluster k;
+  int at = -1, fi = replicas_start(&k, sync_one, NULL, "b1.main", 1, &at);
+  if (fi < 0) {
+    cluster_stop(&k);
+    return;
+  }
+  int n = 0;
+  for (; n < 10; n++)
+    CU_ASSERT_FATAL(write_one(&k, at, n, ids));
+  CU_ASSERT_FATAL(wait_rejoined(&k, at, node_name(fi)));
+  pid_t pid = k.d[fi].pid;
+  CU_ASSERT_FATAL(pid > 0 && kill(pid, SIGSTOP) == 0);
+  for (; n < 200; n++)
+    CU_ASSERT_FATAL(write_one(&k, at, n, ids));
+  bool alone = false;
+  for (long deadline = t_now_ms() + 15000; !alone && t_now_ms() < deadline; t_sleep_ms(50)) {
+    cJSON *v = etcd_json(&k, "/scened/replicas/b1");
+    alone = v && list_size(v, "insync") == 0;
+    cJSON_Delete(v);
+  }
+  CU_ASSERT_FATAL(alone);
+  CU_ASSERT_FATAL(kill(pid, SIGCONT) == 0);
+  long stopped = t_now_ms();
+  node_stop(&k, at, SIGTERM);
+  int now_at = -1;
+  cJSON *r =
+      wait_ok_anywhere(&k, "{\"cmd\":\"transform.find\",\"world\":\"b1.main\",\"path\":\"w0\"}",
+                       TTL_MS + 15000, &now_at);
+  long took = t_now_ms() - stopped;
+  printf("\n  owner %s stopped (SIGTERM) with follower %s behind: %s serves b1 after %ld ms\n",
+         node_name(at), node_name(fi), r ? node_name(now_at) : "nobody", took);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+  cJSON_Delete(r);
+  CU_ASSERT_EQUAL(now_at, fi);
+  CU_ASSERT(t_daemon_log_contains(&k.d[fi], "replica: serving the group from this daemon's copy"));
+  CU_ASSERT_EQUAL(missing_on(&k, fi, ids, n), 0);
+  cluster_stop(&k);
+}
+
 /* A follower killed, then the group's last world destroyed on its owner: the replicas key says
  * the group ended, and names no follower. With the owner gone (SIGTERM), the follower restarted
  * with its directory, which still holds the world, removes that stale copy and never serves the
@@ -312,8 +357,8 @@ static void test_ended_group_stays_gone(void) {
   bool gone = false;
   for (long deadline = t_now_ms() + 15000; !gone && t_now_ms() < deadline; t_sleep_ms(50))
     gone = !exists(gdir);
-  printf("\n  follower %s down while b1's last world went; restarted, its copy %s\n",
-         node_name(fi), gone ? "removed" : "still there");
+  printf("\n  follower %s down while b1's last world went; restarted, its copy %s\n", node_name(fi),
+         gone ? "removed" : "still there");
   CU_ASSERT(gone);
   CU_ASSERT(t_daemon_log_contains(&k.d[fi], "reason=\"the group ended since\""));
   for (int i = 0; i < NODES; i++) {
@@ -442,6 +487,8 @@ int t_register_cluster_replicas_catchup(void) {
       {"a follower past the backlog gets a whole copy while writes go on", test_copy_while_writing},
       {"the old owner restarted drops the group a newer epoch owns", test_old_owner_drops},
       {"a follower down when its group ended never brings it back", test_ended_group_stays_gone},
+      {"SIGTERM of an owner waits for its follower and hands the group over",
+       test_sigterm_hands_over},
       {"an owner stopped past its TTL serves nothing and rejoins as follower",
        test_stopped_owner_rejoins},
       {"--replica-backlog is checked", test_bad_backlog_flag},
