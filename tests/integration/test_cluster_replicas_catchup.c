@@ -123,6 +123,20 @@ static int take_over(cluster *k, int owner) {
 static const char *const sync_one[] = {
     "--replicas", "1", "--replica-timeout", "1000", "--durability", "sync", NULL};
 
+/* Three daemons (sync_one), b1.main made on its owner (*at) with writes w0..w9 (ids), and its
+ * follower in sync, which it returns; -1 (the cluster stopped) when none could be set up. */
+static int start_in_sync(cluster *k, int *at, unsigned long long *ids) {
+  int fi = replicas_start(k, sync_one, NULL, "b1.main", 1, at);
+  if (fi < 0) {
+    cluster_stop(k);
+    return -1;
+  }
+  for (int n = 0; n < 10; n++)
+    CU_ASSERT_FATAL(write_one(k, *at, n, ids));
+  CU_ASSERT_FATAL(wait_rejoined(k, *at, node_name(fi)));
+  return fi;
+}
+
 /* A follower killed (kill -9) while the owner takes 20 more writes, then restarted with its
  * directory: it resumes from its own copy, gets only what it missed from the backlog (no whole
  * copy), rejoins the in-sync set (world.list and the replicas key), and holds every write: it
@@ -130,14 +144,9 @@ static const char *const sync_one[] = {
 static void test_backlog_rejoin(void) {
   static unsigned long long ids[WRITES_MAX];
   cluster k;
-  int at = -1, fi = replicas_start(&k, sync_one, NULL, "b1.main", 1, &at);
-  if (fi < 0) {
-    cluster_stop(&k);
+  int at = -1, fi = start_in_sync(&k, &at, ids);
+  if (fi < 0)
     return;
-  }
-  for (int n = 0; n < 10; n++)
-    CU_ASSERT_FATAL(write_one(&k, at, n, ids));
-  CU_ASSERT_FATAL(wait_rejoined(&k, at, node_name(fi)));
   node_stop(&k, fi, SIGKILL);
   for (int n = 10; n < 30; n++) /* the first waits for the follower to leave insync */
     CU_ASSERT_FATAL(write_one(&k, at, n, ids));
@@ -224,14 +233,9 @@ static bool exists(const char *path) {
 static void test_old_owner_drops(void) {
   static unsigned long long ids[WRITES_MAX];
   cluster k;
-  int at = -1, fi = replicas_start(&k, sync_one, NULL, "b1.main", 1, &at);
-  if (fi < 0) {
-    cluster_stop(&k);
+  int at = -1, fi = start_in_sync(&k, &at, ids);
+  if (fi < 0)
     return;
-  }
-  for (int n = 0; n < 10; n++)
-    CU_ASSERT_FATAL(write_one(&k, at, n, ids));
-  CU_ASSERT_FATAL(wait_rejoined(&k, at, node_name(fi)));
   cJSON *v = etcd_json(&k, "/scened/replicas/b1");
   long long old_epoch = key_epoch(v);
   cJSON_Delete(v);
@@ -280,15 +284,10 @@ static void test_old_owner_drops(void) {
 static void test_sigterm_hands_over(void) {
   static unsigned long long ids[WRITES_MAX];
   cluster k;
-  int at = -1, fi = replicas_start(&k, sync_one, NULL, "b1.main", 1, &at);
-  if (fi < 0) {
-    cluster_stop(&k);
+  int at = -1, fi = start_in_sync(&k, &at, ids);
+  if (fi < 0)
     return;
-  }
-  int n = 0;
-  for (; n < 10; n++)
-    CU_ASSERT_FATAL(write_one(&k, at, n, ids));
-  CU_ASSERT_FATAL(wait_rejoined(&k, at, node_name(fi)));
+  int n = 10;
   pid_t pid = k.d[fi].pid;
   CU_ASSERT_FATAL(pid > 0 && kill(pid, SIGSTOP) == 0);
   for (; n < 200; n++)
@@ -325,14 +324,9 @@ static void test_sigterm_hands_over(void) {
 static void test_ended_group_stays_gone(void) {
   static unsigned long long ids[WRITES_MAX];
   cluster k;
-  int at = -1, fi = replicas_start(&k, sync_one, NULL, "b1.main", 1, &at);
-  if (fi < 0) {
-    cluster_stop(&k);
+  int at = -1, fi = start_in_sync(&k, &at, ids);
+  if (fi < 0)
     return;
-  }
-  for (int n = 0; n < 10; n++)
-    CU_ASSERT_FATAL(write_one(&k, at, n, ids));
-  CU_ASSERT_FATAL(wait_rejoined(&k, at, node_name(fi)));
   node_stop(&k, fi, SIGKILL);
   cJSON *r = t_client_call(&k.c[at], "{\"cmd\":\"world.destroy\",\"world\":\"b1.main\","
                                      "\"entities\":true}");
