@@ -345,13 +345,18 @@ bool scn__follow_take_copy(scn_cluster *cl, const char *group);
 bool scn__follow_park(scn_cluster *cl, const char *group);
 /* Whether group is held here as a follower's copy. */
 bool scn__follows(const scn_cluster *cl, const char *group);
+/* Whether this daemon follows g, or its key names this daemon a follower. */
+bool scn__follow_tracks(const scn_cluster *cl, const scn_group_entry *g);
+
+/* ---- stale.c ------------------------------------------------------------------------------- */
+
 /* A group on disk here whose replicas key says another daemon owns it at a newer epoch than
  * any here, or that it ended at the copy's epoch or later, and that this daemon does not
  * follow: its directory is removed (true), so that it is never loaded again. */
-bool scn__follow_forget_stale(scn_cluster *cl, const char *group);
+bool scn__stale_forget(scn_cluster *cl, const char *group);
 /* Before a group is loaded from disk on a claim: a copy its key says ended since is removed,
  * so the group starts empty, as it was left. */
-void scn__follow_forget_ended(scn_cluster *cl, const char *group);
+void scn__stale_forget_ended(scn_cluster *cl, const char *group);
 void scn__follow_free(scn_cluster *cl);
 /* How many ticks of changes the copy of group followed here may lack, as far as this daemon
  * knows: the owner's highest tick it heard of (its marks, the replicas key's tick) minus the

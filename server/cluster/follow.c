@@ -23,7 +23,7 @@
  * when its backlog no longer reaches back, and the follower installs it in place of its own.
  * A group on disk that a newer epoch owns elsewhere, or whose key says it ended (its last world
  * went) at the copy's epoch or later, and that this daemon does not follow is removed from the
- * directory (scn__follow_forget_stale), never loaded again. A daemon that switched a group over to
+ * directory (stale.c), never loaded again. A daemon that switched a group over to
  * its follower keeps its own copy instead (scn__follow_park): the same as the one the new owner
  * starts its epoch from, so it follows from seq 1 of that epoch.
  *
@@ -882,36 +882,6 @@ uint64_t scn__follow_applied(const scn_follow *f, const char **group) {
   return f->applied;
 }
 
-/* Why a copy of group at epoch on this disk is stale, or NULL: its replicas key says the group
- * ended at that epoch or a later one (the copy may hold what went after it stopped following),
- * or another daemon owns it at a newer epoch. */
-static const char *stale_copy(const scn_cluster *cl, const scn_group_entry *g, uint64_t epoch) {
-  const scn_replica_set *r = &g->replicas;
-  if (r->ended && epoch <= (uint64_t)r->epoch)
-    return "the group ended since";
-  if (r->known && r->owner[0] && strcmp(r->owner, cl->self.node) != 0 && epoch < (uint64_t)r->epoch)
-    return "a newer epoch owns it";
-  return NULL;
-}
-
-bool scn__follow_forget_stale(scn_cluster *cl, const char *group) {
-  scn_gstore *gs = cl->srv->gstore;
-  const scn_group_entry *g = scn_owners_find(&cl->owners, group);
-  uint64_t epoch;
-  const char *why;
-  if (cl->srv->cfg.replicas == 0 || !g || g->state != SCN_GROUP_NONE ||
-      find(cl, group) < cl->nfollows || names_self(cl, g) || scn_gstore_holds(gs, group) ||
-      !scn_gstore_disk_epoch(gs, group, &epoch) || !(why = stale_copy(cl, g, epoch)))
-    return false;
-  scn_gstore_forget(gs, group, why);
-  return true;
-}
-
-void scn__follow_forget_ended(scn_cluster *cl, const char *group) {
-  scn_gstore *gs = cl->srv->gstore;
-  const scn_group_entry *g = scn_owners_find(&cl->owners, group);
-  uint64_t epoch;
-  if (cl->srv->cfg.replicas >= 1 && g && g->replicas.ended && !scn_gstore_holds(gs, group) &&
-      scn_gstore_disk_epoch(gs, group, &epoch) && epoch <= (uint64_t)g->replicas.epoch)
-    scn_gstore_forget(gs, group, "the group ended since");
+bool scn__follow_tracks(const scn_cluster *cl, const scn_group_entry *g) {
+  return find(cl, g->name) < cl->nfollows || names_self(cl, g);
 }

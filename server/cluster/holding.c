@@ -78,7 +78,7 @@ scn_load_result scn__load_group(void *ud, const char *group, int64_t epoch, scn_
     scn__drop_group(cl, group, "", "");
   }
   scn__follow_stop(cl, group);
-  scn__follow_forget_ended(cl, group);
+  scn__stale_forget_ended(cl, group);
   if (scn_gstore_acquire(cl->srv->gstore, group, (uint64_t)epoch, how == SCN_ARRIVED_BY_MOVE, err,
                          sizeof err) == 0)
     return SCN_LOADED;
@@ -184,7 +184,7 @@ void scn__unfreeze_group(void *ud, const char *group) {
  * ended since), claimed when unowned. */
 static void claim_if_unowned(void *ud, const char *group) {
   scn_cluster *cl = ud;
-  if (!scn__follow_forget_stale(cl, group))
+  if (!scn__stale_forget(cl, group))
     scn_owners_claim_unowned(&cl->owners, group);
 }
 

@@ -79,7 +79,7 @@ typedef struct scn_replica_set {
                        * changes that copy may have lacked, as far as it knew (0: not said) */
   bool known;         /* the key exists and is a live record (not one that says "ended") */
   bool ended; /* "ended": the group's last world went at epoch; every copy of an epoch up to it
-               * is stale (known is false then, and no follower is named) */
+               * but the owner's own is stale (known is false then, and no follower is named) */
 } scn_replica_set;
 
 typedef struct scn_group_entry {

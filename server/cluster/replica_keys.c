@@ -214,7 +214,7 @@ static size_t record_pass(scn_cluster *cl, scn_group_state state) {
     if (!holds_anything(cl, g->name)) {
       /* Its record says it ended instead (no follower named): a copy of it elsewhere, of this
        * epoch or an older one, is stale now, and must not come back with a daemon that was
-       * down meanwhile (scn__follow_forget_stale). */
+       * down meanwhile (scn__stale_forget). */
       if (g->replicas.known) {
         scn_replica_set ended = {.epoch = g->epoch,
                                  .ended = true,
