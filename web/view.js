@@ -341,6 +341,9 @@ export class View {
     this.camera.aspect = w / h;
     this.camera.updateProjectionMatrix();
     this.dirty = true;
+    // Drawn again at once (before the next paint): animation frames may not come (a headless
+    // browser's virtual time), and the cleared canvas would be what a picture shows.
+    if (this.frames > 0) this.render();
   }
 
   rebuild() {
