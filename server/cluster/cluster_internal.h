@@ -54,6 +54,9 @@ typedef struct scn_ship_link {
   uint64_t unacked_since;    /* uv_hrtime since records wait for an ack (0: none); reset as acks
                               * come, so it is the wait of the oldest unacked at most */
   struct scn_copy_out *copy; /* a whole copy of the group being sent first (copy.c) */
+  bool installing;           /* a whole copy went (or goes): the link is not caught up until the
+                              * follower acknowledges install_seq, the copy's, once installed */
+  uint64_t install_seq;      /* (with no record in the epoch yet, 0: acked and sent say nothing) */
   uint64_t join_from; /* joining the in-sync set: sync writes from this seq on wait for its ack
                        * too, and once it acknowledged this seq it holds every ok given (0:
                        * not joining) */
@@ -323,7 +326,8 @@ bool scn__links_joining(scn_cluster *cl, scn_ship *s);
  * writes, once it acknowledged the first record whose ok waited for it: a live link that keeps
  * up is made to join (join_from = last + 1), and one that falls behind past the timeout stops
  * joining. No link: not in sync. */
-/* Whether a follower's link of group that is up has not yet acknowledged record last. */
+/* Whether a follower's link of group that is up has not yet acknowledged record last (or the
+ * whole copy it was sent). */
 bool scn__links_behind(scn_cluster *cl, const char *group, uint64_t last);
 bool scn__links_insync(scn_cluster *cl, const char *group, const char *node, bool was,
                        uint64_t last);

@@ -79,8 +79,9 @@ struct scn_follow {
   fconn *conn;       /* NULL: not connected */
   link_state state;
   uint64_t acked, pending_ack; /* the last seq acknowledged, and the last to acknowledge */
-  uint64_t applied;            /* records applied since following began */
-  uint64_t announced;          /* the highest tick the owner said one of its worlds closed */
+  bool installed;   /* a whole copy installed: its seq is acknowledged, even 0 (the owner waits) */
+  uint64_t applied; /* records applied since following began */
+  uint64_t announced; /* the highest tick the owner said one of its worlds closed */
   bool marked; /* a tick mark came on this connection: the records after it need no closing */
   uint64_t backoff_ms, retry_at;
   scn_buf rec; /* a record's bytes, rebuilt */
@@ -289,6 +290,7 @@ static void send_replicate(scn_follow *f) {
   if (f->held)
     scn_gstore_position(f->cl->srv->gstore, f->group, &epoch, &seq);
   f->acked = f->pending_ack = seq; /* as the owner's link starts */
+  f->installed = false;
   scn_buf b = {0};
   scn_buf_adds(&b, "{\"cmd\":\"replicate\",\"group\":");
   scn_buf_add_json_string(&b, f->group, strlen(f->group));
@@ -487,6 +489,7 @@ static void copy_line(scn_follow *f, const cJSON *root) {
   f->whole = false;
   f->acked = 0;
   f->pending_ack = seq;
+  f->installed = true;
   f->backoff_ms = 0;
   f->cl->next_publish = 0;
 }
@@ -538,7 +541,7 @@ static bool on_line(void *ud, const char *line, size_t len) {
 /* After the records of a read: the loop turn's commit writes them (the store's before_flush,
  * under this daemon's --fsync), then the last one is acknowledged. */
 static void ack(scn_follow *f) {
-  if (!f->conn || f->pending_ack <= f->acked)
+  if (!f->conn || (f->pending_ack <= f->acked && !f->installed))
     return;
   scn_hooks_before_flush(f->cl->srv);
   if (!f->conn || !scn__fence_up(f->cl))
@@ -546,6 +549,7 @@ static void ack(scn_follow *f) {
   char line[48];
   int n = snprintf(line, sizeof line, "{\"ack\":%llu}\n", (unsigned long long)f->pending_ack);
   f->acked = f->pending_ack;
+  f->installed = false;
   send_bytes(f, line, (size_t)n);
 }
 

@@ -270,6 +270,8 @@ int scn_cluster_replicate(scn_cluster *cl, scn_conn *c, const char *group, const
       return -1;
     }
     l->next = at_seq + 1; /* the records written meanwhile come from the backlog */
+    l->installing = true;
+    l->install_seq = at_seq;
   }
   c->repl = l;
   *last = seq;
@@ -315,7 +317,9 @@ void scn_cluster_repl_line(scn_cluster *cl, scn_conn *c, const char *line, size_
   }
   if (v < (double)l->acked || v > (double)l->sent || v != (double)(uint64_t)v)
     link_close(l, "a line that is not an ack of a record sent");
-  else if ((uint64_t)v > l->acked) {
+  else if ((uint64_t)v > l->acked || (l->installing && (uint64_t)v >= l->install_seq)) {
+    if ((uint64_t)v >= l->install_seq)
+      l->installing = false; /* the whole copy is installed there */
     l->acked = (uint64_t)v;
     l->unacked_since = l->acked == l->sent ? 0 : uv_hrtime();
     scn__sync_check(cl);
@@ -334,7 +338,7 @@ bool scn__links_behind(scn_cluster *cl, const char *group, uint64_t last) {
   scn_ship *s = scn__ship_find(cl, group);
   for (size_t i = 0; s && i < SCN_SHIP_LINKS; i++) {
     const scn_ship_link *l = &s->links[i];
-    if (l->conn && !l->next && l->acked < last)
+    if (l->conn && (l->next || l->installing || l->acked < last))
       return true;
   }
   return false;
@@ -348,7 +352,7 @@ bool scn__links_insync(scn_cluster *cl, const char *group, const char *node, boo
   uint64_t now = uv_hrtime();
   for (size_t i = 0; i < SCN_SHIP_LINKS; i++) {
     scn_ship_link *l = &s->links[i];
-    if (!l->conn || l->next || strcmp(l->node, node) != 0)
+    if (!l->conn || l->next || l->installing || strcmp(l->node, node) != 0)
       continue;
     if (was) {
       l->join_from = 0; /* a member: its acks are waited for as one */

@@ -277,6 +277,44 @@ static void test_old_owner_drops(void) {
   cluster_stop(&k);
 }
 
+/* An epoch begun from a copy, with no record yet: the owner killed after 100,000 transforms, its
+ * in-sync follower takes over and chooses the third daemon, which gets a whole copy of the
+ * group. The third is recorded in sync only once it has installed that copy (with nothing in
+ * the epoch to acknowledge, the copy's own acknowledgement is what counts). */
+static void test_copy_installed_before_insync(void) {
+  static unsigned long long ids[WRITES_MAX];
+  cluster k;
+  int at = -1, fi = start_in_sync(&k, &at, ids);
+  if (fi < 0)
+    return;
+  for (int b = 0; b < 20; b++) {
+    text batch = {0};
+    text_addf(&batch, "{\"cmd\":\"batch\",\"world\":\"b1.main\",\"ops\":[");
+    for (int i = 0; i < 5000; i++)
+      text_addf(&batch, "%s{\"cmd\":\"transform.create\"}", i ? "," : "");
+    text_addf(&batch, "]}");
+    cJSON *r = t_client_call(&k.c[at], "%s", text_str(&batch));
+    text_free(&batch);
+    CU_ASSERT_FATAL(t_resp_ok(r));
+    cJSON_Delete(r);
+  }
+  CU_ASSERT_FATAL(wait_rejoined(&k, at, node_name(fi)));
+  CU_ASSERT_EQUAL_FATAL(take_over(&k, at), fi);
+  int third = NODES - at - fi;
+  bool listed = false, installed = false;
+  for (long deadline = t_now_ms() + 30000; !listed && t_now_ms() < deadline; t_sleep_ms(10)) {
+    listed = key_names(&k, "insync", node_name(third), node_name(fi));
+    /* read after the key: a copy installed in between shows here too */
+    installed = t_daemon_log_contains(&k.d[third], "a whole copy of the group installed");
+  }
+  printf("\n  %s took over from %s; %s in sync with a whole copy: listed %d, installed then %d\n",
+         node_name(fi), node_name(at), node_name(third), listed, installed);
+  CU_ASSERT(listed);
+  CU_ASSERT(installed);
+  CU_ASSERT_EQUAL(transforms_of(&k, fi), 100010);
+  cluster_stop(&k);
+}
+
 /* The follower paused (SIGSTOP) until the owner takes it out of the in-sync set and answers
  * writes alone; it resumes and the owner is stopped with SIGTERM at once, the follower still
  * behind. The owner waits for it to acknowledge every record, records it in sync, then lets the
@@ -480,6 +518,8 @@ int t_register_cluster_replicas_catchup(void) {
       {"a follower restarted catches up from the backlog and rejoins", test_backlog_rejoin},
       {"a follower past the backlog gets a whole copy while writes go on", test_copy_while_writing},
       {"the old owner restarted drops the group a newer epoch owns", test_old_owner_drops},
+      {"a follower given a whole copy is in sync only once it installed it",
+       test_copy_installed_before_insync},
       {"a follower down when its group ended never brings it back", test_ended_group_stays_gone},
       {"SIGTERM of an owner waits for its follower and hands the group over",
        test_sigterm_hands_over},
