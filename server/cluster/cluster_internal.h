@@ -326,8 +326,11 @@ bool scn__links_joining(scn_cluster *cl, scn_ship *s);
  * writes, once it acknowledged the first record whose ok waited for it: a live link that keeps
  * up is made to join (join_from = last + 1), and one that falls behind past the timeout stops
  * joining. No link: not in sync. */
-/* Whether a follower's link of group that is up has not yet acknowledged record last (or the
- * whole copy it was sent). */
+/* Whether link l is up and has everything up to record last: no longer fed from the backlog,
+ * any whole copy it was sent installed, every record acknowledged (the one test of being
+ * caught up: the in-sync set, a switchover's hand-off, a SIGTERM's wait). */
+bool scn__link_caught_up(const scn_ship_link *l, uint64_t last);
+/* Whether a follower's link of group that is up is not caught up to record last. */
 bool scn__links_behind(scn_cluster *cl, const char *group, uint64_t last);
 bool scn__links_insync(scn_cluster *cl, const char *group, const char *node, bool was,
                        uint64_t last);

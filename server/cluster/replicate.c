@@ -334,13 +334,15 @@ static bool late(const scn_cluster *cl, const scn_ship_link *l, uint64_t now) {
   return l->sent > l->acked && now - l->unacked_since > cl->srv->cfg.replica_timeout_ms * 1000000;
 }
 
+bool scn__link_caught_up(const scn_ship_link *l, uint64_t last) {
+  return l->conn && !l->next && !l->installing && l->sent == last && l->acked == last;
+}
+
 bool scn__links_behind(scn_cluster *cl, const char *group, uint64_t last) {
   scn_ship *s = scn__ship_find(cl, group);
-  for (size_t i = 0; s && i < SCN_SHIP_LINKS; i++) {
-    const scn_ship_link *l = &s->links[i];
-    if (l->conn && (l->next || l->installing || l->acked < last))
+  for (size_t i = 0; s && i < SCN_SHIP_LINKS; i++)
+    if (s->links[i].conn && !scn__link_caught_up(&s->links[i], last))
       return true;
-  }
   return false;
 }
 
@@ -362,7 +364,7 @@ bool scn__links_insync(scn_cluster *cl, const char *group, const char *node, boo
       l->join_from = 0;
     else if (!l->join_from)
       l->join_from = last + 1;
-    return (l->acked == last && l->sent == last) || (l->join_from && l->acked >= l->join_from);
+    return scn__link_caught_up(l, last) || (l->join_from && l->acked >= l->join_from);
   }
   return false;
 }

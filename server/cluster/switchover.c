@@ -27,8 +27,7 @@ static bool caught_up(const scn_ship *s, const char *node, uint64_t epoch, uint6
     return false;
   for (size_t i = 0; i < SCN_SHIP_LINKS; i++) {
     const scn_ship_link *l = &s->links[i];
-    if (l->conn && !l->next && !l->installing && strcmp(l->node, node) == 0 && l->sent == last &&
-        l->acked == last)
+    if (l->conn && strcmp(l->node, node) == 0 && scn__link_caught_up(l, last))
       return true;
   }
   return false;
