@@ -15,6 +15,22 @@ cJSON *etcd_json(cluster *k, const char *key) {
   return v;
 }
 
+cJSON *wait_json(cluster *k, const char *key, bool (*pred)(const cJSON *), long long *rev) {
+  for (long deadline = t_now_ms() + 15000; t_now_ms() < deadline; t_sleep_ms(20)) {
+    char *text = etcd_get(&k->e, key, rev);
+    cJSON *v = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    if (v && pred(v))
+      return v;
+    cJSON_Delete(v);
+  }
+  return NULL;
+}
+
+bool key_ended(const cJSON *v) {
+  return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ended"));
+}
+
 int list_size(const cJSON *v, const char *member) {
   const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, member);
   return cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
@@ -49,13 +65,24 @@ bool wait_metric(cluster *k, int i, const char *name, double want) {
   return false;
 }
 
-int replicas_start(cluster *k, const char *const *extra, const char *token, const char *world,
-                   int nfollowers, int *at) {
+static bool start_own_data(cluster *k, const char *const *extra, const char *token) {
   memset(k, 0, sizeof *k);
   k->own_data = true;
   k->extra = extra;
   k->token = token;
-  if (!cluster_start_prepared(k))
+  return cluster_start_prepared(k);
+}
+
+bool replicas_cluster(cluster *k, const char *const *extra) {
+  if (start_own_data(k, extra, NULL))
+    return true;
+  cluster_stop(k);
+  return false;
+}
+
+int replicas_start(cluster *k, const char *const *extra, const char *token, const char *world,
+                   int nfollowers, int *at) {
+  if (!start_own_data(k, extra, token))
     return -1;
   char line[160], key[96];
   snprintf(line, sizeof line, "{\"cmd\":\"world.create\",\"world\":\"%s\"}", world);

@@ -11,6 +11,13 @@
 /* The JSON value of key in k's etcd (the caller deletes it), or NULL when absent. */
 cJSON *etcd_json(cluster *k, const char *key);
 
+/* The JSON value of key once pred holds of it (15 s at most; *rev, when not NULL, its revision);
+ * NULL when it never did. */
+cJSON *wait_json(cluster *k, const char *key, bool (*pred)(const cJSON *), long long *rev);
+
+/* Whether a replicas key's value says its group ended (its last world went). */
+bool key_ended(const cJSON *v);
+
 /* The size of v's array member, or -1 when it has none. */
 int list_size(const cJSON *v, const char *member);
 /* The first string of v's array member, or "". */
@@ -24,6 +31,10 @@ const cJSON *world_item(cluster *k, int i, const char *w, cJSON **resp);
 double metric_of(cluster *k, int i, const char *name);
 /* Waits until metric name on daemon i is want (15 s at most). */
 bool wait_metric(cluster *k, int i, const char *name, double want);
+
+/* Starts k, each daemon on a data directory of its own, with the extra flags; false (k
+ * stopped) when it did not start. */
+bool replicas_cluster(cluster *k, const char *const *extra);
 
 /* Starts k (each daemon on a data directory of its own, with the extra flags; its clients
  * naming token in their hello when not NULL), creates world wherever it is accepted (*at: that

@@ -147,7 +147,7 @@ static cJSON *key_json(rig *p, const char *prefix, int g) {
   char key[96];
   snprintf(key, sizeof key, "/scened/%s/%s", prefix, wl_group_names[g]);
   cJSON *v = etcd_json(&p->k, key);
-  if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ended"))) {
+  if (key_ended(v)) {
     cJSON_Delete(v);
     return NULL;
   }
@@ -711,13 +711,8 @@ static int create_names(cluster *k, int at, char prefix, int n) {
 static void test_promoted_copy_reloads(void) {
   static const char *const extra[] = {"--replicas", "1", "--durability", "sync", NULL};
   cluster k;
-  memset(&k, 0, sizeof k);
-  k.own_data = true;
-  k.extra = extra;
-  if (!cluster_start_prepared(&k)) {
-    cluster_stop(&k);
+  if (!replicas_cluster(&k, extra))
     return;
-  }
   int at = -1;
   cJSON *r = wait_ok_anywhere(&k, "{\"cmd\":\"world.create\",\"world\":\"p1.main\"}", 15000, &at);
   CU_ASSERT_PTR_NOT_NULL_FATAL(r);

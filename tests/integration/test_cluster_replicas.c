@@ -12,19 +12,6 @@
 #include <string.h>
 
 /* The key's value as JSON once pred holds of it (15 s at most); NULL when it never did. */
-static cJSON *wait_key(cluster *k, const char *key, bool (*pred)(const cJSON *), long long *rev) {
-  long deadline = t_now_ms() + 15000;
-  while (t_now_ms() < deadline) {
-    char *text = etcd_get(&k->e, key, rev);
-    cJSON *v = text ? cJSON_Parse(text) : NULL;
-    free(text);
-    if (v && pred(v))
-      return v;
-    cJSON_Delete(v);
-    t_sleep_ms(20);
-  }
-  return NULL;
-}
 
 static bool has_one_follower(const cJSON *v) { return list_size(v, "followers") == 1; }
 
@@ -34,13 +21,8 @@ static bool has_one_follower(const cJSON *v) { return list_size(v, "followers") 
 static void test_followers_recorded(void) {
   static const char *const extra[] = {"--replicas", "1", NULL};
   cluster k;
-  memset(&k, 0, sizeof k);
-  k.own_data = true;
-  k.extra = extra;
-  if (!cluster_start_prepared(&k)) {
-    cluster_stop(&k);
+  if (!replicas_cluster(&k, extra))
     return;
-  }
   int at = -1;
   cJSON *r = wait_ok_anywhere(&k, "{\"cmd\":\"world.create\",\"world\":\"r1.main\"}", 15000, &at);
   CU_ASSERT_PTR_NOT_NULL_FATAL(r);
@@ -48,8 +30,8 @@ static void test_followers_recorded(void) {
   const char *owner = node_name(at);
 
   long long created = 0, unused;
-  cJSON *rep = wait_key(&k, "/scened/replicas/r1", has_one_follower, &unused);
-  cJSON *grp = wait_key(&k, "/scened/groups/r1", has_one_follower, &created);
+  cJSON *rep = wait_json(&k, "/scened/replicas/r1", has_one_follower, &unused);
+  cJSON *grp = wait_json(&k, "/scened/groups/r1", has_one_follower, &created);
   CU_ASSERT_PTR_NOT_NULL(rep);
   CU_ASSERT_PTR_NOT_NULL(grp);
   if (rep && grp) {
@@ -86,7 +68,7 @@ static bool create_transform(cluster *k, int at, int n) {
 static long long group_epoch(cluster *k) {
   long long epoch = -1;
   long long rev;
-  cJSON *rep = wait_key(k, "/scened/replicas/b1", has_one_follower, &rev);
+  cJSON *rep = wait_json(k, "/scened/replicas/b1", has_one_follower, &rev);
   const cJSON *e = cJSON_GetObjectItemCaseSensitive(rep, "epoch");
   if (cJSON_IsNumber(e))
     epoch = (long long)e->valuedouble;
@@ -261,11 +243,7 @@ static void test_list_and_roles(void) {
   cluster_stop(&k);
 }
 
-static bool says_ended(const cJSON *v) {
-  return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ended"));
-}
-
-static bool live_with_follower(const cJSON *v) { return !says_ended(v) && has_one_follower(v); }
+static bool live_with_follower(const cJSON *v) { return !key_ended(v) && has_one_follower(v); }
 
 /* With --replicas 1, world.destroy of a group's only world turns its replicas key into one that
  * says the group ended at its owner's epoch and names no follower (the group key stays with its
@@ -280,12 +258,12 @@ static void test_key_ends_with_last_world(void) {
     return;
   }
   long long rev = 0;
-  cJSON *live = wait_key(&k, "/scened/replicas/d1", has_one_follower, &rev);
+  cJSON *live = wait_json(&k, "/scened/replicas/d1", has_one_follower, &rev);
   CU_ASSERT_PTR_NOT_NULL_FATAL(live);
   cJSON *r = t_client_call(&k.c[at], "{\"cmd\":\"world.destroy\",\"world\":\"d1.main\"}");
   CU_ASSERT_FATAL(t_resp_ok(r));
   cJSON_Delete(r);
-  cJSON *ended = wait_key(&k, "/scened/replicas/d1", says_ended, NULL);
+  cJSON *ended = wait_json(&k, "/scened/replicas/d1", key_ended, NULL);
   CU_ASSERT_PTR_NOT_NULL_FATAL(ended);
   CU_ASSERT_EQUAL(list_size(ended, "followers"), 0);
   CU_ASSERT_EQUAL(list_size(ended, "insync"), 0);
@@ -297,7 +275,7 @@ static void test_key_ends_with_last_world(void) {
   r = t_client_call(&k.c[at], "{\"cmd\":\"world.create\",\"world\":\"d1.main\"}");
   CU_ASSERT_FATAL(t_resp_ok(r));
   cJSON_Delete(r);
-  cJSON *again = wait_key(&k, "/scened/replicas/d1", live_with_follower, NULL);
+  cJSON *again = wait_json(&k, "/scened/replicas/d1", live_with_follower, NULL);
   CU_ASSERT_PTR_NOT_NULL(again);
   cJSON_Delete(live);
   cJSON_Delete(ended);
@@ -407,19 +385,14 @@ static int journals_equal(const char *follower_dir, const char *owner_dir) {
 static void test_follower_applies(void) {
   static const char *const extra[] = {"--replicas", "1", NULL};
   cluster k;
-  memset(&k, 0, sizeof k);
-  k.own_data = true;
-  k.extra = extra;
-  if (!cluster_start_prepared(&k)) {
-    cluster_stop(&k);
+  if (!replicas_cluster(&k, extra))
     return;
-  }
   int at = -1;
   cJSON *r = wait_ok_anywhere(&k, "{\"cmd\":\"world.create\",\"world\":\"b1.main\"}", 15000, &at);
   CU_ASSERT_PTR_NOT_NULL_FATAL(r);
   cJSON_Delete(r);
   long long unused;
-  cJSON *rep = wait_key(&k, "/scened/replicas/b1", has_one_follower, &unused);
+  cJSON *rep = wait_json(&k, "/scened/replicas/b1", has_one_follower, &unused);
   CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
   char follower[64];
   snprintf(follower, sizeof follower, "%s", first(rep, "followers"));

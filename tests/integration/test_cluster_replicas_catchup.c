@@ -24,6 +24,8 @@ static bool in_list(const cJSON *v, const char *member, const char *node) {
   return false;
 }
 
+static bool none_insync(const cJSON *v) { return list_size(v, "insync") == 0; }
+
 static long long key_epoch(const cJSON *v) {
   const cJSON *e = cJSON_GetObjectItemCaseSensitive(v, "epoch");
   return cJSON_IsNumber(e) ? (long long)e->valuedouble : -1;
@@ -330,13 +332,9 @@ static void test_sigterm_hands_over(void) {
   CU_ASSERT_FATAL(pid > 0 && kill(pid, SIGSTOP) == 0);
   for (; n < 200; n++)
     CU_ASSERT_FATAL(write_one(&k, at, n, ids));
-  bool alone = false;
-  for (long deadline = t_now_ms() + 15000; !alone && t_now_ms() < deadline; t_sleep_ms(50)) {
-    cJSON *v = etcd_json(&k, "/scened/replicas/b1");
-    alone = v && list_size(v, "insync") == 0;
-    cJSON_Delete(v);
-  }
-  CU_ASSERT_FATAL(alone);
+  cJSON *v = wait_json(&k, "/scened/replicas/b1", none_insync, NULL);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+  cJSON_Delete(v);
   CU_ASSERT_FATAL(kill(pid, SIGCONT) == 0);
   long stopped = t_now_ms();
   node_stop(&k, at, SIGTERM);
@@ -370,14 +368,8 @@ static void test_ended_group_stays_gone(void) {
                                      "\"entities\":true}");
   CU_ASSERT_FATAL(t_resp_ok(r));
   cJSON_Delete(r);
-  bool ended = false;
-  cJSON *v = NULL;
-  for (long deadline = t_now_ms() + 15000; !ended && t_now_ms() < deadline; t_sleep_ms(50)) {
-    cJSON_Delete(v);
-    v = etcd_json(&k, "/scened/replicas/b1");
-    ended = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ended"));
-  }
-  CU_ASSERT_FATAL(ended);
+  cJSON *v = wait_json(&k, "/scened/replicas/b1", key_ended, NULL);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(v);
   CU_ASSERT_STRING_EQUAL(t_resp_str(v, "owner"), node_name(at));
   CU_ASSERT_EQUAL(list_size(v, "followers"), 0);
   cJSON_Delete(v);

@@ -18,13 +18,7 @@
 
 /* The replicas key of b1 once pred holds of it (15 s at most); NULL when it never did. */
 static cJSON *wait_replicas(cluster *k, bool (*pred)(const cJSON *)) {
-  for (long deadline = t_now_ms() + 15000; t_now_ms() < deadline; t_sleep_ms(20)) {
-    cJSON *v = etcd_json(k, "/scened/replicas/b1");
-    if (v && pred(v))
-      return v;
-    cJSON_Delete(v);
-  }
-  return NULL;
+  return wait_json(k, "/scened/replicas/b1", pred, NULL);
 }
 
 static bool has_follower(const cJSON *v) { return list_size(v, "followers") == 1; }
@@ -152,6 +146,25 @@ static void move_it(cluster *k, int at, double entity) {
   }
 }
 
+/* How many of the PAST + 1 ticks up to now daemon i answers as before[] holds the owner's
+ * answers (each freed); the first that differs is printed. */
+static int same_past(cluster *k, int i, double entity, long long now, char **before) {
+  int same = 0;
+  for (int j = 0; j <= PAST; j++) {
+    char *text;
+    get_at(k, i, entity, now - PAST + j, &text);
+    if (before[j] && text && strcmp(before[j], text) == 0)
+      same++;
+    else if (same == j)
+      printf("\n  tick %lld: %s on the owner, %s after the takeover\n", now - PAST + j,
+             before[j] ? before[j] : "(none)", text ? text : "(none)");
+    free(text);
+    free(before[j]);
+    before[j] = NULL;
+  }
+  return same;
+}
+
 /* The owner's tick once PAST ticks have closed since the world began (the writes may have
  * taken less); -1 if that does not come within 10 s. */
 static long long past_window(cluster *k, int at, double entity) {
@@ -193,19 +206,7 @@ static void test_ticks_go_on(void) {
   long long after = (long long)t_resp_num(r, "tick");
   cJSON_Delete(r);
   CU_ASSERT_EQUAL(now_at, fi);
-  int same = 0;
-  for (int j = 0; j <= PAST; j++) {
-    char *text;
-    get_at(&k, now_at, entity, now - PAST + j, &text);
-    if (before[j] && text && strcmp(before[j], text) == 0)
-      same++;
-    else if (same == j)
-      printf("\n  tick %lld: %s on the owner, %s after the takeover\n", now - PAST + j,
-             before[j] ? before[j] : "(none)", text ? text : "(none)");
-    free(text);
-    free(before[j]);
-    before[j] = NULL;
-  }
+  int same = same_past(&k, now_at, entity, now, before);
   printf("\n  owner %s at tick %lld killed; %s serves after %ld ms at tick %lld; %d of %d past "
          "ticks read the same\n",
          node_name(at), now, node_name(now_at), t_now_ms() - killed, after, same, PAST + 1);
@@ -230,13 +231,8 @@ static void test_ticks_go_on(void) {
 static void test_ticks_from_backlog(void) {
   static const char *const extra[] = {"--replicas", "1", "--replica-timeout", "5000", NULL};
   cluster k;
-  memset(&k, 0, sizeof k);
-  k.own_data = true;
-  k.extra = extra;
-  if (!cluster_start_prepared(&k)) {
-    cluster_stop(&k);
+  if (!replicas_cluster(&k, extra))
     return;
-  }
   node_stop(&k, 1, SIGTERM);
   node_stop(&k, 2, SIGTERM);
   char line[128];
@@ -255,7 +251,6 @@ static void test_ticks_from_backlog(void) {
   move_it(&k, 0, entity);
   long long now = past_window(&k, 0, entity);
   CU_ASSERT_FATAL(now > PAST);
-  char *text;
   static char *before[PAST + 1];
   for (int j = 0; j <= PAST; j++)
     get_at(&k, 0, entity, now - PAST + j, &before[j]);
@@ -286,18 +281,7 @@ static void test_ticks_from_backlog(void) {
   long long after = (long long)t_resp_num(r, "tick");
   cJSON_Delete(r);
   CU_ASSERT_EQUAL(now_at, 1);
-  int same = 0;
-  for (int j = 0; j <= PAST; j++) {
-    get_at(&k, now_at, entity, now - PAST + j, &text);
-    if (before[j] && text && strcmp(before[j], text) == 0)
-      same++;
-    else if (same == j)
-      printf("\n  tick %lld: %s on the owner, %s after the takeover\n", now - PAST + j,
-             before[j] ? before[j] : "(none)", text ? text : "(none)");
-    free(text);
-    free(before[j]);
-    before[j] = NULL;
-  }
+  int same = same_past(&k, now_at, entity, now, before);
   printf("\n  writes up to tick %lld, then a follower from the backlog; after kill -9 it serves "
          "at tick %lld; %d of %d past ticks read the same\n",
          now, after, same, PAST + 1);

@@ -291,13 +291,8 @@ static void test_released_by_ack(void) {
 static void test_group_durability(void) {
   static const char *const extra[] = {"--replicas", "2", "--replica-timeout", "1000", NULL};
   cluster k;
-  memset(&k, 0, sizeof k);
-  k.own_data = true;
-  k.extra = extra;
-  if (!cluster_start_prepared(&k)) {
-    cluster_stop(&k);
+  if (!replicas_cluster(&k, extra))
     return;
-  }
   cJSON *r = OK(&k.c[0], "{\"cmd\":\"world.create\",\"world\":\"a1.main\",\"node\":\"n0\","
                          "\"durability\":\"async\"}");
   cJSON_Delete(r);
