@@ -238,23 +238,38 @@ static void add_owner(scn_buf *out, const char *node, const char *addr) {
   scn_buf_add_json_string(out, addr, strlen(addr));
 }
 
-/* world.move's answer: the reply the connection waited for, then the requests it held. */
-static void move_done(void *ud, const scn_move_answer *a) {
-  scn_conn *c = ud;
+/* A deferred answer (world.move's, world.promote's): its ok reply, begun with the node that
+ * owns the world now (the caller adds its own fields and ends it), or NULL after writing the
+ * error. */
+static scn_buf *deferred_reply(scn_conn *c, bool ok, int code, const char *message,
+                               const char *node, const char *addr) {
   scn_buf *out = &c->out.bytes;
   const char *tag = c->pending_tag;
-  if (a->ok) {
+  if (ok) {
     scn_reply_begin_raw(out, tag, tag ? strlen(tag) : 0);
-    add_owner(out, a->node, a->addr);
-    scn_reply_end(out);
-  } else {
-    scn_wire_error err;
-    scn_fail(&err, (scn_wire_code)a->code, "%s", a->message);
-    scn_reply_error_raw(out, tag, tag ? strlen(tag) : 0, &err);
+    add_owner(out, node, addr);
+    return out;
   }
+  scn_wire_error err;
+  scn_fail(&err, (scn_wire_code)code, "%s", message);
+  scn_reply_error_raw(out, tag, tag ? strlen(tag) : 0, &err);
+  return NULL;
+}
+
+/* After a deferred answer: the requests the connection held run. */
+static void deferred_done(scn_conn *c) {
   free(c->pending_tag);
   c->pending_tag = NULL;
   scn_conn_resume(c);
+}
+
+/* world.move's answer: the reply the connection waited for, then the requests it held. */
+static void move_done(void *ud, const scn_move_answer *a) {
+  scn_conn *c = ud;
+  scn_buf *out = deferred_reply(c, a->ok, a->code, a->message, a->node, a->addr);
+  if (out)
+    scn_reply_end(out);
+  deferred_done(c);
 }
 
 /* The reply's id kept for a deferred answer (NUL-terminated JSON text, or NULL). */
@@ -268,6 +283,12 @@ static char *id_text(const scn_ctx *ctx) {
     scn_buf_add(&id, ctx->id.p, ctx->id.len);
   scn_buf_addc(&id, '\0');
   return id.failed ? NULL : id.data;
+}
+
+/* The connection waits for a deferred answer, with the request's id kept for it. */
+static void defer(scn_ctx *ctx) {
+  ctx->conn->pending_tag = id_text(ctx);
+  ctx->deferred = true;
 }
 
 int scn_cmd_world_move(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
@@ -286,8 +307,7 @@ int scn_cmd_world_move(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_e
   if (rc < 0)
     return scn_fail(err, (scn_wire_code)code, "%s", msg);
   if (rc == 0) {
-    ctx->conn->pending_tag = id_text(ctx);
-    ctx->deferred = true;
+    defer(ctx);
   } else {
     add_owner(out, scn_cluster_node(cl), scn_cluster_addr(cl)); /* it is here already */
   }
@@ -297,22 +317,13 @@ int scn_cmd_world_move(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_e
 /* world.promote's answer, as world.move's (the connection waited for it). */
 static void promote_done(void *ud, const scn_promote_answer *a) {
   scn_conn *c = ud;
-  scn_buf *out = &c->out.bytes;
-  const char *tag = c->pending_tag;
-  if (a->ok) {
-    scn_reply_begin_raw(out, tag, tag ? strlen(tag) : 0);
-    add_owner(out, a->node, a->addr);
+  scn_buf *out = deferred_reply(c, a->ok, a->code, a->message, a->node, a->addr);
+  if (out) {
     scn_reply_key(out, "lag_ticks");
     scn_buf_add_u64(out, a->lag_ticks);
     scn_reply_end(out);
-  } else {
-    scn_wire_error err;
-    scn_fail(&err, (scn_wire_code)a->code, "%s", a->message);
-    scn_reply_error_raw(out, tag, tag ? strlen(tag) : 0, &err);
   }
-  free(c->pending_tag);
-  c->pending_tag = NULL;
-  scn_conn_resume(c);
+  deferred_done(c);
 }
 
 int scn_cmd_world_promote(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wire_error *err) {
@@ -332,8 +343,7 @@ int scn_cmd_world_promote(scn_ctx *ctx, const scn_args *a, scn_buf *out, scn_wir
   char msg[300];
   if (scn_cluster_promote(cl, a->world, node, promote_done, ctx->conn, &code, msg, sizeof msg) < 0)
     return scn_fail(err, (scn_wire_code)code, "%s", msg);
-  ctx->conn->pending_tag = id_text(ctx);
-  ctx->deferred = true;
+  defer(ctx);
   return 0;
 }
 
